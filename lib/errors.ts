@@ -1,0 +1,74 @@
+/**
+ * Typed errors of Quota Orchestrator. Every error carries a literal `code` so callers can branch
+ * without string matching, and adapters translate SDK errors into these.
+ */
+
+/** Base class of every error this project throws on purpose. */
+export abstract class QuotaOrchestratorError extends Error {
+  /** A stable, machine-readable identifier of the error kind. */
+  abstract readonly code: string;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/**
+ * A configuration value (environment, tier set, scenario) is invalid. The message names the field and
+ * the allowed values; `field` is the path of the offending value, e.g. `quotas[2].per`.
+ */
+export class ConfigError extends QuotaOrchestratorError {
+  readonly code = 'CONFIG_INVALID';
+
+  constructor(
+    readonly field: string,
+    readonly problem: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${field}: ${problem}`, options);
+  }
+}
+
+/** A reservation was asked for at an instant where it does not fit every tier. */
+export class QuotaExceededError extends QuotaOrchestratorError {
+  readonly code = 'QUOTA_EXCEEDED';
+
+  constructor(
+    /** Index of the first tier that does not fit, in the configured order. */
+    readonly tier: number,
+    /** Earliest instant (epoch ms) at which the reservation would fit; `Infinity` if never. */
+    readonly retryAt: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`reservation does not fit quota tier #${tier}; earliest fit at ${retryAt}`, options);
+  }
+}
+
+/** The lease (or the fencing token presented with a write) is no longer the current one. */
+export class LeaseLostError extends QuotaOrchestratorError {
+  readonly code = 'LEASE_LOST';
+
+  constructor(
+    readonly lane: string,
+    readonly fencingToken: number,
+    options?: { cause?: unknown },
+  ) {
+    super(`lease of lane '${lane}' with fencing token ${fencingToken} is no longer held`, options);
+  }
+}
+
+/** Lambda refused an asynchronous invoke because of throttling; the message stays in its queue. */
+export class InvokeThrottledError extends QuotaOrchestratorError {
+  readonly code = 'INVOKE_THROTTLED';
+}
+
+/** An asynchronous invoke failed for another reason (5xx, network); the message stays in its queue. */
+export class InvokeFailedError extends QuotaOrchestratorError {
+  readonly code = 'INVOKE_FAILED';
+}
+
+/** Stored state could not be read back into the domain (corrupt or from an unknown version). */
+export class StateFormatError extends QuotaOrchestratorError {
+  readonly code = 'STATE_FORMAT';
+}

@@ -1,0 +1,71 @@
+/** The lane's queues: the three sources, read in the order requeue ▸ fifo ▸ main, and a dead-letter queue each. */
+export type SourceQueue = 'requeue' | 'fifo' | 'main';
+
+/** Where a source queue's dead letters go. */
+export type DeadLetterQueue = `${SourceQueue}-dlq`;
+
+/** Any queue of a lane. */
+export type QueueName = SourceQueue | DeadLetterQueue;
+
+/** Source queues in the order the orchestrator reads them: retried work first, then ordered work, then new work. */
+export const READ_ORDER: readonly SourceQueue[] = ['requeue', 'fifo', 'main'];
+
+/** The dead-letter queue of a source queue. */
+export function deadLetterQueueOf(queue: SourceQueue): DeadLetterQueue {
+  return `${queue}-dlq`;
+}
+
+/** An SQS message attribute: a data type (`String`, `Number`, …) and its value as text. */
+export interface MessageAttribute {
+  readonly dataType: string;
+  readonly value: string;
+}
+
+/** A message as received. */
+export interface ReceivedMessage {
+  readonly queue: QueueName;
+  readonly messageId: string;
+  readonly receiptHandle: string;
+  /** The raw body; validated by the orchestrator, never trusted. */
+  readonly body: string;
+  readonly attributes: Readonly<Record<string, MessageAttribute>>;
+  /** FIFO `MessageGroupId`, if any. */
+  readonly groupId?: string;
+  /** How many times this message has been received, this time included (SQS `ApproximateReceiveCount`). */
+  readonly receiveCount: number;
+}
+
+/** A message to send. */
+export interface OutgoingMessage {
+  readonly body: string;
+  readonly attributes?: Readonly<Record<string, MessageAttribute>>;
+  /** Delivery delay; SQS allows 0..900 000 ms (whole seconds). @default 0 */
+  readonly delayMs?: number;
+  /** Required for FIFO queues. */
+  readonly groupId?: string;
+  /** FIFO deduplication id; defaults to a fresh id. */
+  readonly deduplicationId?: string;
+}
+
+/** Options of {@link QueueReceiver.receive}. */
+export interface ReceiveOptions {
+  /** At most this many messages (SQS allows 1..10). */
+  readonly max: number;
+  /** How long received messages stay invisible to other receivers. */
+  readonly visibilityMs: number;
+  /** Long-poll wait when the queue is empty (SQS allows 0..20 000 ms). */
+  readonly waitMs: number;
+}
+
+/**
+ * Receives from, and writes back to, the lane's queues with SQS semantics: visibility timeouts, delays,
+ * and the FIFO group lock (no message of a group is delivered while another of that group is in flight).
+ */
+export interface QueueReceiver {
+  receive(queue: SourceQueue, options: ReceiveOptions): Promise<ReceivedMessage[]>;
+  send(queue: QueueName, message: OutgoingMessage): Promise<void>;
+  /** Deletes a received message; deleting one that is already gone is not an error. */
+  delete(queue: QueueName, receiptHandle: string): Promise<void>;
+  /** Sets how long a received message stays invisible from now; 0 makes it visible again at once. */
+  changeVisibility(queue: QueueName, receiptHandle: string, visibilityMs: number): Promise<void>;
+}

@@ -1,0 +1,89 @@
+import type { CircuitJSON } from '../domain/breaker/circuit';
+import type { LedgerJSON, Settlement } from '../domain/quota/ledger';
+
+/**
+ * A lease on a lane: only its holder may dispatch work or write the ledger. `token` is the fencing token: it
+ * grows with every acquisition, and writes that present an older token are refused.
+ */
+export interface Lease {
+  readonly lane: string;
+  readonly owner: string;
+  readonly token: number;
+  /** Epoch ms after which another owner may take the lease over. */
+  readonly expiresAt: number;
+}
+
+/** What a worker records per idempotency key. */
+export type IdempotencyRecord =
+  /** A worker is calling the API for this key; other deliveries keep their hands off until `expiresAt`. */
+  | { readonly status: 'in-progress'; readonly expiresAt: number }
+  /** The API call succeeded at `at`; later deliveries must not call again. */
+  | { readonly status: 'succeeded'; readonly at: number; readonly expiresAt: number };
+
+/**
+ * Durable shared state of the service: per lane a lease, a quota ledger, a circuit and pending settlements,
+ * plus idempotency records. Every implementation passes `test/contract/stateStore.contract.ts`.
+ *
+ * Expiry is judged against the `now` passed in, never against a clock of the store's own, so that the same
+ * contract holds on virtual time.
+ */
+export interface StateStore {
+  /**
+   * Takes the lane's lease for `owner` if it is free, expired, or already held by `owner`.
+   * Every successful call returns a token greater than any token handed out before for this lane.
+   * @returns the new lease, or `null` while another owner holds an unexpired lease.
+   */
+  acquireLease(lane: string, owner: string, now: number, ttlMs: number): Promise<Lease | null>;
+
+  /**
+   * Extends a lease that is still current (same token, not taken over), keeping its token.
+   * @throws LeaseLostError when another acquisition has happened since.
+   */
+  renewLease(lease: Lease, now: number, ttlMs: number): Promise<Lease>;
+
+  /** Gives the lease up so the next orchestrator need not wait for expiry. Does nothing if it is no longer current. */
+  releaseLease(lease: Lease): Promise<void>;
+
+  /** The last ledger saved for the lane, or `undefined` if none. */
+  loadLedger(lane: string): Promise<LedgerJSON | undefined>;
+
+  /**
+   * Replaces the lane's ledger.
+   * @throws LeaseLostError when `fencingToken` is not the lane's current lease token.
+   */
+  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number): Promise<void>;
+
+  /** The lane's circuit, or `undefined` if never written (callers start from a closed circuit at version 0). */
+  loadCircuit(lane: string): Promise<CircuitJSON | undefined>;
+
+  /**
+   * Writes `next` if and only if the stored circuit is at version `next.version - 1` (absent counts as version 0).
+   * This conditional write is what keeps concurrent transitions from corrupting the circuit.
+   * @returns `false` when another writer got there first; the caller reloads and decides again.
+   */
+  saveCircuit(lane: string, next: CircuitJSON): Promise<boolean>;
+
+  /** Records a settlement reported by a worker, for the lane's orchestrator to fold into its ledger. */
+  addSettlement(lane: string, settlement: Settlement): Promise<void>;
+
+  /**
+   * Removes and returns the lane's pending settlements, oldest first.
+   * @throws LeaseLostError when `fencingToken` is not the lane's current lease token (nothing is removed).
+   */
+  takeSettlements(lane: string, fencingToken: number): Promise<Settlement[]>;
+
+  /** The record for `key`, or `undefined` if there is none or it has expired at `now`. */
+  getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined>;
+
+  /**
+   * Writes `record` for `key` unless an unexpired record exists at `now`.
+   * @returns `null` when written, otherwise the existing record (and nothing is written).
+   */
+  putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null>;
+
+  /** Writes `record` for `key`, replacing whatever is there. */
+  putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;
+
+  /** Removes the record for `key`, e.g. after a failed call so that a retry may claim it again. */
+  deleteIdempotency(key: string): Promise<void>;
+}
