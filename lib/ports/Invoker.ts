@@ -1,6 +1,6 @@
 import type { JsonValue } from '../domain/json';
 import type { Reservation } from '../domain/quota/ledger';
-import type { SourceQueue } from './QueueReceiver';
+import type { MessageAttribute, SourceQueue } from './QueueReceiver';
 
 /** Asks a worker to call the API for one message. */
 export interface JobEvent {
@@ -19,6 +19,10 @@ export interface JobEvent {
   readonly idempotencyKey: string;
   /** FIFO `MessageGroupId`, for messages of the FIFO queue. */
   readonly groupId?: string;
+  /** The message attributes as received, kept when the message is requeued or dead-lettered. */
+  readonly attributes: Readonly<Record<string, MessageAttribute>>;
+  /** Unique per dispatch: tells a second delivery of this event (same id) from a second dispatch of the message. */
+  readonly dispatchId: string;
   /** The quota reserved for this call; the worker settles it with the actual cost. */
   readonly reservation: Reservation;
 }

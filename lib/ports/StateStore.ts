@@ -16,9 +16,11 @@ export interface Lease {
 /** What a worker records per idempotency key. */
 export type IdempotencyRecord =
   /** A worker is calling the API for this key; other deliveries keep their hands off until `expiresAt`. */
-  | { readonly status: 'in-progress'; readonly expiresAt: number }
+  | { readonly status: 'in-progress'; readonly dispatchId: string; readonly expiresAt: number }
   /** The API call succeeded at `at`; later deliveries must not call again. */
-  | { readonly status: 'succeeded'; readonly at: number; readonly expiresAt: number };
+  | { readonly status: 'succeeded'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number };
+// `dispatchId` names the orchestrator dispatch (and so the quota reservation) that wrote the record: a second
+// delivery of the same event must not settle that reservation again, while a second dispatch must settle its own.
 
 /**
  * Durable shared state of the service: per lane a lease, a quota ledger, a circuit and pending settlements,

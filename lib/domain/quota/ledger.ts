@@ -1,4 +1,6 @@
-import type { Period, TierUnit } from './tiers';
+import { QuotaExceededError, StateFormatError } from '../../errors';
+import { calendarWindow } from './calendar';
+import { isSliding, slidingWindowMs, unitsFor, type Period, type Tier, type TierUnit } from './tiers';
 
 /** Identifies a tier within a tier set: its period and unit (a valid set holds each pair once). */
 export type TierKey = `${Period}:${TierUnit}`;
@@ -39,4 +41,318 @@ export interface CalendarTierJSON {
 export interface LedgerJSON {
   readonly v: 1;
   readonly tiers: Readonly<Partial<Record<TierKey, SlidingTierJSON | CalendarTierJSON>>>;
+}
+
+/**
+ * How finely sliding-window history is kept: each window is cut into this many buckets. A bucket's units are
+ * treated as if they had all arrived at its last millisecond, so history expires at most one bucket (0.4 % of
+ * the window) late: the ledger never under-counts, and costs at most 0.4 % of throughput. It also bounds the
+ * serialised form to `BUCKETS_PER_WINDOW + 1` numbers per sliding tier.
+ */
+export const BUCKETS_PER_WINDOW = 250;
+
+/** Where a cost fits: the earliest instant, and the tier that held it back longest (`-1` if none did). */
+export interface Fit {
+  readonly at: number;
+  readonly tier: number;
+}
+
+/** One tier's usage at an instant, for reports. */
+export interface TierUsage {
+  readonly tier: Tier;
+  readonly used: number;
+}
+
+interface Counter {
+  /** Earliest instant >= now at which `units` more fit; `Infinity` if never. */
+  earliestFit(now: number, units: number): number;
+  /** Charges `units` at `now`; returns the calendar window key for calendar tiers. */
+  add(now: number, units: number): string | undefined;
+  /** Applies a settlement delta to the bucket of instant `at`, or to calendar window `window`, if it still counts. */
+  adjust(at: number, window: string | undefined, delta: number): void;
+  used(now: number): number;
+  toJSON(): SlidingTierJSON | CalendarTierJSON;
+}
+
+/**
+ * Sliding-window history as a dense run of buckets. Bucket `k` covers `[k·g, (k+1)·g)`; its units count in every
+ * window `(T − W, T]` with `T < expiry(k) = (k+1)·g − 1 + W`, i.e. as if they arrived at the bucket's last ms.
+ */
+class SlidingCounter implements Counter {
+  private readonly g: number;
+  private first = 0;
+  private amounts: number[] = [];
+
+  constructor(
+    private readonly limit: number,
+    private readonly windowMs: number,
+  ) {
+    this.g = windowMs / BUCKETS_PER_WINDOW;
+  }
+
+  static fromJSON(limit: number, windowMs: number, json: SlidingTierJSON): SlidingCounter {
+    const counter = new SlidingCounter(limit, windowMs);
+    json.a.forEach((amount, i) => {
+      // Re-bucket conservatively if the granularity ever changes: keep each amount at its latest instant.
+      const lastMs = (json.b + i + 1) * json.g - 1;
+      if (amount > 0) counter.charge(Math.floor(lastMs / counter.g), amount);
+    });
+    return counter;
+  }
+
+  private expiry(k: number): number {
+    return (k + 1) * this.g - 1 + this.windowMs;
+  }
+
+  private prune(now: number): void {
+    let drop = 0;
+    while (drop < this.amounts.length && (this.expiry(this.first + drop) <= now || this.amounts[drop] === 0)) drop++;
+    if (drop > 0) {
+      this.amounts = this.amounts.slice(drop);
+      this.first += drop;
+    }
+  }
+
+  private total(): number {
+    return this.amounts.reduce((sum, a) => sum + a, 0);
+  }
+
+  earliestFit(now: number, units: number): number {
+    if (units > this.limit) return Number.POSITIVE_INFINITY;
+    this.prune(now);
+    let inWindow = this.total();
+    if (inWindow + units <= this.limit) return now;
+    for (let i = 0; i < this.amounts.length; i++) {
+      inWindow -= this.amounts[i] ?? 0;
+      if (inWindow + units <= this.limit) return Math.max(now, this.expiry(this.first + i));
+    }
+    return now; // unreachable: an empty history always fits units <= limit
+  }
+
+  add(now: number, units: number): undefined {
+    this.prune(now);
+    this.charge(Math.floor(now / this.g), units);
+    return undefined;
+  }
+
+  adjust(at: number, _window: string | undefined, delta: number): void {
+    const k = Math.floor(at / this.g);
+    const i = k - this.first;
+    if (this.amounts.length > 0 && i >= 0 && i < this.amounts.length) {
+      this.amounts[i] = Math.max(0, (this.amounts[i] ?? 0) + delta);
+    } else if (delta > 0) {
+      this.charge(k, delta); // an under-estimate whose bucket is not held: charge it where it happened (pruned if expired)
+    }
+  }
+
+  private charge(k: number, units: number): void {
+    if (this.amounts.length === 0) {
+      this.first = k;
+      this.amounts = [units];
+      return;
+    }
+    if (k < this.first) {
+      this.amounts = [...new Array<number>(this.first - k).fill(0), ...this.amounts];
+      this.first = k;
+    }
+    const i = k - this.first;
+    while (this.amounts.length <= i) this.amounts.push(0);
+    this.amounts[i] = (this.amounts[i] ?? 0) + units;
+  }
+
+  used(now: number): number {
+    this.prune(now);
+    return this.total();
+  }
+
+  toJSON(): SlidingTierJSON {
+    let end = this.amounts.length;
+    while (end > 0 && this.amounts[end - 1] === 0) end--;
+    return { g: this.g, b: this.first, a: this.amounts.slice(0, end) };
+  }
+}
+
+/** Units used in the current calendar window (day or month in the ledger's time zone). */
+class CalendarCounter implements Counter {
+  private key = '';
+  private end = Number.NEGATIVE_INFINITY;
+  private usedUnits = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly per: 'day' | 'month',
+    private readonly timeZone: string,
+  ) {}
+
+  static fromJSON(limit: number, per: 'day' | 'month', timeZone: string, json: CalendarTierJSON): CalendarCounter {
+    const counter = new CalendarCounter(limit, per, timeZone);
+    counter.key = json.w;
+    counter.usedUnits = json.u;
+    return counter;
+  }
+
+  private roll(now: number): void {
+    if (now < this.end) return;
+    const window = calendarWindow(now, this.per, this.timeZone);
+    // Keys sort chronologically. A stored key from a later window (a writer whose clock ran ahead) is kept, so
+    // its usage is never forgotten.
+    if (window.key > this.key) {
+      this.key = window.key;
+      this.usedUnits = 0;
+    }
+    this.end = window.end;
+  }
+
+  earliestFit(now: number, units: number): number {
+    if (units > this.limit) return Number.POSITIVE_INFINITY;
+    this.roll(now);
+    return this.usedUnits + units <= this.limit ? now : this.end;
+  }
+
+  add(now: number, units: number): string {
+    this.roll(now);
+    this.usedUnits += units;
+    return this.key;
+  }
+
+  adjust(_at: number, window: string | undefined, delta: number): void {
+    if (window === this.key) this.usedUnits = Math.max(0, this.usedUnits + delta);
+  }
+
+  used(now: number): number {
+    this.roll(now);
+    return this.usedUnits;
+  }
+
+  toJSON(): CalendarTierJSON {
+    return { w: this.key, u: this.usedUnits };
+  }
+}
+
+/** The key of a tier within its set. */
+export function tierKeyOf(per: Period, unit: TierUnit): TierKey {
+  return `${per}:${unit}`;
+}
+
+/** Options of {@link QuotaLedger}. */
+export interface LedgerOptions {
+  /** IANA time zone of day and month windows. @default 'UTC' */
+  readonly timeZone?: string;
+}
+
+/**
+ * The quota ledger of one lane: every tier's usage, checked and charged together.
+ *
+ * - Sliding tiers (second, minute, hour) keep bucketed history (see {@link BUCKETS_PER_WINDOW}) and are never
+ *   exceeded in any window `(T − W, T]`.
+ * - Calendar tiers (day, month) count units in the current window of the configured time zone.
+ *
+ * Reserve before dispatch; settle after the call with the actual cost, or with `null` when the call never reached
+ * the API, so unused quota flows back and under-estimates are charged. The ledger is pure: time comes in as `now`.
+ */
+export class QuotaLedger {
+  private readonly counters: Counter[];
+
+  constructor(
+    readonly tiers: readonly Tier[],
+    options: LedgerOptions = {},
+    json?: LedgerJSON,
+  ) {
+    const timeZone = options.timeZone ?? 'UTC';
+    this.counters = tiers.map((tier) => {
+      const saved = json?.tiers[tierKeyOf(tier.per, tier.unit)];
+      if (isSliding(tier.per)) {
+        const windowMs = slidingWindowMs(tier.per);
+        return saved !== undefined && 'a' in saved
+          ? SlidingCounter.fromJSON(tier.limit, windowMs, saved)
+          : new SlidingCounter(tier.limit, windowMs);
+      }
+      const per = tier.per as 'day' | 'month';
+      return saved !== undefined && 'w' in saved
+        ? CalendarCounter.fromJSON(tier.limit, per, timeZone, saved)
+        : new CalendarCounter(tier.limit, per, timeZone);
+    });
+  }
+
+  /**
+   * Rehydrates a ledger saved by {@link QuotaLedger.toJSON}. Tiers that are configured but not saved start empty;
+   * saved tiers no longer configured are dropped.
+   * @throws StateFormatError when `json` is not a ledger of a known version.
+   */
+  static fromJSON(tiers: readonly Tier[], json: unknown, options: LedgerOptions = {}): QuotaLedger {
+    return new QuotaLedger(tiers, options, parseLedgerJSON(json));
+  }
+
+  /** Earliest instant >= `now` at which a message of `cost` fits every tier (`at: Infinity` if it never can). */
+  earliestFit(now: number, cost: number): Fit {
+    let fit: Fit = { at: now, tier: -1 };
+    this.tiers.forEach((tier, i) => {
+      const at = this.counters[i]?.earliestFit(now, unitsFor(tier, cost)) ?? now;
+      if (at > fit.at) fit = { at, tier: i };
+    });
+    return fit;
+  }
+
+  /**
+   * Charges a message of `cost` dispatched at `now` to every tier.
+   * @throws QuotaExceededError if it does not fit at `now`; nothing is charged then.
+   */
+  reserve(now: number, cost: number): Reservation {
+    const fit = this.earliestFit(now, cost);
+    if (fit.at > now) throw new QuotaExceededError(fit.tier, fit.at);
+    const windows: Partial<Record<TierKey, string>> = {};
+    this.tiers.forEach((tier, i) => {
+      const key = this.counters[i]?.add(now, unitsFor(tier, cost));
+      if (key !== undefined) windows[tierKeyOf(tier.per, tier.unit)] = key;
+    });
+    return { at: now, cost, windows };
+  }
+
+  /**
+   * Settles a reservation: a call that never reached the API gives back everything; one that did is charged its
+   * actual cost on cost tiers (more or less than reserved). Windows that have since closed are left alone.
+   */
+  settle(settlement: Settlement): void {
+    const { reservation, actualCost } = settlement;
+    this.tiers.forEach((tier, i) => {
+      const reserved = unitsFor(tier, reservation.cost);
+      const actual = actualCost === null ? 0 : unitsFor(tier, actualCost);
+      const window = reservation.windows[tierKeyOf(tier.per, tier.unit)];
+      if (actual !== reserved) this.counters[i]?.adjust(reservation.at, window, actual - reserved);
+    });
+  }
+
+  /** Units each tier holds at `now`. */
+  usage(now: number): TierUsage[] {
+    return this.tiers.map((tier, i) => ({ tier, used: this.counters[i]?.used(now) ?? 0 }));
+  }
+
+  /**
+   * The compact form to persist: at most `BUCKETS_PER_WINDOW + 1` numbers per sliding tier (fewer once history
+   * older than a window is pruned, which happens on every reserve and usage read) and two values per calendar tier.
+   */
+  toJSON(): LedgerJSON {
+    const tiers: Partial<Record<TierKey, SlidingTierJSON | CalendarTierJSON>> = {};
+    this.tiers.forEach((tier, i) => {
+      const counter = this.counters[i];
+      if (counter !== undefined) tiers[tierKeyOf(tier.per, tier.unit)] = counter.toJSON();
+    });
+    return { v: 1, tiers };
+  }
+}
+
+const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+
+function parseLedgerJSON(json: unknown): LedgerJSON {
+  const fail = (why: string) => new StateFormatError(`stored ledger is unreadable: ${why}`);
+  if (typeof json !== 'object' || json === null || (json as { v?: unknown }).v !== 1) throw fail('expected {"v":1,"tiers":{…}}');
+  const tiers = (json as { tiers?: unknown }).tiers;
+  if (typeof tiers !== 'object' || tiers === null) throw fail('missing "tiers"');
+  for (const [key, value] of Object.entries(tiers as Record<string, unknown>)) {
+    const v = value as Record<string, unknown>;
+    const sliding = Array.isArray(v?.a) && isCount(v.g) && (v.g as number) > 0 && Number.isInteger(v.b) && (v.a as unknown[]).every(isCount);
+    const calendar = typeof v?.w === 'string' && isCount(v.u);
+    if (!sliding && !calendar) throw fail(`tier "${key}" is neither sliding {g,b,a} nor calendar {w,u}`);
+  }
+  return json as LedgerJSON;
 }

@@ -1,0 +1,76 @@
+import { ConfigError } from '../../errors';
+import { describe } from '../quota/tiers';
+
+/** Tuning of the circuit breaker. Every duration is in seconds. */
+export interface BreakerSettings {
+  /** Transient failures within `windowSeconds` that open the circuit. Integer 1..1000. @default 5 */
+  readonly failureThreshold: number;
+  /** Length of the sliding window in which failures are counted, and of the flapping window after a close. 1..3600. @default 30 */
+  readonly windowSeconds: number;
+  /** Cool-down from opening to the first health check, before growth on flapping. 1..3600. @default 10 */
+  readonly openSeconds: number;
+  /** Interval between health checks while open. 1..3600. @default 5 */
+  readonly healthCheckSeconds: number;
+  /** Cap of the grown cool-down. `openSeconds`..86400. @default 300 */
+  readonly maxOpenSeconds: number;
+  /** A check without a result after this long counts as failed, and another may be sent. 1..900. @default 10 */
+  readonly healthCheckTimeoutSeconds: number;
+}
+
+/** The settings used for every key the configuration leaves out. */
+export const DEFAULT_BREAKER_SETTINGS: BreakerSettings = Object.freeze({
+  failureThreshold: 5,
+  windowSeconds: 30,
+  openSeconds: 10,
+  healthCheckSeconds: 5,
+  maxOpenSeconds: 300,
+  healthCheckTimeoutSeconds: 10,
+});
+
+type Key = keyof BreakerSettings;
+
+/** Allowed range per key; `maxOpenSeconds` is further bounded below by `openSeconds`. */
+const RANGES: Readonly<Record<Key, { readonly min: number; readonly max: number; readonly integer?: true }>> = {
+  failureThreshold: { min: 1, max: 1000, integer: true },
+  windowSeconds: { min: 1, max: 3600 },
+  openSeconds: { min: 1, max: 3600 },
+  healthCheckSeconds: { min: 1, max: 3600 },
+  maxOpenSeconds: { min: 1, max: 86_400 },
+  healthCheckTimeoutSeconds: { min: 1, max: 900 },
+};
+
+const KEYS = Object.keys(RANGES) as Key[];
+
+/**
+ * Validates circuit settings (an object whose keys are all optional; `undefined` means all defaults) and returns
+ * them frozen, with defaults filled in.
+ * @param field name of the object in error messages. @default 'circuit'
+ * @throws ConfigError naming the offending field (e.g. `circuit.failureThreshold`) and its allowed range: a
+ * non-object, an unknown key, a value out of range or of the wrong type, or `maxOpenSeconds < openSeconds`.
+ */
+export function parseBreakerSettings(input: unknown, field = 'circuit'): BreakerSettings {
+  if (input === undefined) return DEFAULT_BREAKER_SETTINGS;
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ConfigError(field, `must be an object with optional keys ${KEYS.join(', ')}; got ${describe(input)}`);
+  }
+  const record = input as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (!(KEYS as string[]).includes(key)) {
+      throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${KEYS.join(', ')}`);
+    }
+  }
+  const settings: Record<Key, number> = { ...DEFAULT_BREAKER_SETTINGS };
+  for (const key of KEYS) {
+    const given = record[key] !== undefined;
+    const value = given ? record[key] : DEFAULT_BREAKER_SETTINGS[key];
+    const { max, integer } = RANGES[key];
+    const min = key === 'maxOpenSeconds' ? settings.openSeconds : RANGES[key].min;
+    const ok = typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max && (!integer || Number.isInteger(value));
+    if (!ok) {
+      const floor = key === 'maxOpenSeconds' ? `${min} (openSeconds)` : `${min}`;
+      throw new ConfigError(`${field}.${key}`, `must be ${integer ? 'an integer' : 'a number'} from ${floor} to ${max}; got ${describe(value)}${given ? '' : ' (the default)'}`);
+    }
+    settings[key] = value;
+  }
+  return Object.freeze(settings);
+}

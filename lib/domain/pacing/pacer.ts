@@ -1,0 +1,125 @@
+import { QuotaExceededError } from '../../errors';
+import type { QuotaLedger, Reservation } from '../quota/ledger';
+import { isSliding, slidingWindowMs, unitsFor } from '../quota/tiers';
+import { parseNumberSettings, type NumberRange } from '../settings';
+
+/** How dispatch is spread over time. */
+export interface PacingSettings {
+  /**
+   * Fraction of each sliding tier's limit that may go back to back. 0 spaces every message evenly at the tightest
+   * tier's rate; 1 lets a whole window's quota go at once. @default 0
+   */
+  readonly burstFraction: number;
+  /** Rate fraction a slow-start ramp begins at. @default 0.25 */
+  readonly rampStartFraction: number;
+  /** How long a slow-start ramp takes to reach the full rate; 0 disables it. @default 30 */
+  readonly rampSeconds: number;
+  /** The most jitter added when a pause (a 429's `Retry-After`) is lifted, so callers do not resume in step. @default 1000 */
+  readonly pauseJitterMs: number;
+}
+
+/** Defaults of {@link PacingSettings}. */
+export const DEFAULT_PACING_SETTINGS: PacingSettings = Object.freeze({
+  burstFraction: 0,
+  rampStartFraction: 0.25,
+  rampSeconds: 30,
+  pauseJitterMs: 1000,
+});
+
+const PACING_RANGES: { readonly [K in keyof PacingSettings]: NumberRange } = {
+  burstFraction: { min: 0, max: 1 },
+  rampStartFraction: { min: 0.01, max: 1 },
+  rampSeconds: { min: 0, max: 3600 },
+  pauseJitterMs: { min: 0, max: 60_000 },
+};
+
+/**
+ * Validates pacing settings (an object of optional keys) and fills in defaults.
+ * @throws ConfigError naming the field and its allowed range, or an unknown key.
+ */
+export function parsePacingSettings(input: unknown, field = 'pacing'): PacingSettings {
+  return parseNumberSettings(input, field, DEFAULT_PACING_SETTINGS, PACING_RANGES);
+}
+
+/**
+ * Answers "when may the next message of cost c go?" and records each dispatch.
+ *
+ * The ledger is the hard guarantee (no tier ever exceeded). On top of it, each sliding tier runs a GCRA
+ * (virtual scheduling): a message may go once the tier's theoretical arrival time, less the burst tolerance, has
+ * passed, and it pushes that time on by `units · W / (L · ramp)`. With no burst this spaces messages evenly at
+ * the tightest tier's rate, which is also the rate the ledger sustains, so smoothing costs no throughput.
+ * A slow-start ramp scales every rate from `rampStartFraction` up to 1; a pause (429) holds everything.
+ */
+export class Pacer {
+  private readonly theoreticalArrival: number[];
+  private rampStartedAt = Number.NEGATIVE_INFINITY;
+  private pausedUntilMs = Number.NEGATIVE_INFINITY;
+
+  constructor(
+    readonly ledger: QuotaLedger,
+    private readonly settings: PacingSettings = DEFAULT_PACING_SETTINGS,
+  ) {
+    this.theoreticalArrival = ledger.tiers.map(() => Number.NEGATIVE_INFINITY);
+  }
+
+  /** Rate fraction the slow-start ramp allows at `now` (1 when no ramp is under way). */
+  rampFraction(now: number): number {
+    const { rampStartFraction, rampSeconds } = this.settings;
+    const elapsed = now - this.rampStartedAt;
+    if (rampSeconds === 0 || elapsed >= rampSeconds * 1000) return 1;
+    return rampStartFraction + (1 - rampStartFraction) * (Math.max(0, elapsed) / (rampSeconds * 1000));
+  }
+
+  /** Instant until which dispatch is paused (a 429's `Retry-After` plus jitter); in the past when not paused. */
+  get pausedUntil(): number {
+    return this.pausedUntilMs;
+  }
+
+  /**
+   * Earliest whole-ms instant >= `now` at which a message of `cost` may go: when every tier has room, smoothing
+   * allows it, and no pause holds. `Infinity` when the cost exceeds a tier's limit and so can never go.
+   */
+  nextSlot(now: number, cost: number): number {
+    const fit = this.ledger.earliestFit(now, cost).at;
+    if (!Number.isFinite(fit)) return fit;
+    let at = Math.max(fit, this.pausedUntilMs);
+    this.ledger.tiers.forEach((tier, i) => {
+      if (!isSliding(tier.per)) return;
+      const tolerance = this.settings.burstFraction * slidingWindowMs(tier.per);
+      at = Math.max(at, (this.theoreticalArrival[i] ?? 0) - tolerance);
+    });
+    return Math.ceil(at);
+  }
+
+  /**
+   * Records a dispatch at `now`: charges the ledger and advances smoothing.
+   * @throws QuotaExceededError when `now` is before {@link Pacer.nextSlot}; nothing is recorded then.
+   */
+  dispatch(now: number, cost: number): Reservation {
+    const slot = this.nextSlot(now, cost);
+    if (slot > now) throw new QuotaExceededError(this.ledger.earliestFit(now, cost).tier, slot);
+    const reservation = this.ledger.reserve(now, cost);
+    const fraction = this.rampFraction(now);
+    this.ledger.tiers.forEach((tier, i) => {
+      if (!isSliding(tier.per)) return;
+      const interval = (unitsFor(tier, cost) * slidingWindowMs(tier.per)) / (tier.limit * fraction);
+      // Slots are whole ms, so a dispatch at ceil(TAT) is on time: keep the fraction rather than lose it to rounding.
+      const tat = this.theoreticalArrival[i] ?? Number.NEGATIVE_INFINITY;
+      this.theoreticalArrival[i] = (tat > now - 1 ? tat : now) + interval;
+    });
+    return reservation;
+  }
+
+  /** Starts a slow-start ramp at `now` (after a start from idle, or after the circuit closes). */
+  startRamp(now: number): void {
+    this.rampStartedAt = now;
+  }
+
+  /**
+   * Holds all dispatch until `until` plus up to `pauseJitterMs` of jitter; a later pause extends an earlier one.
+   * @param random injected randomness in [0, 1)
+   */
+  pause(until: number, random: () => number): void {
+    this.pausedUntilMs = Math.max(this.pausedUntilMs, until + Math.floor(random() * this.settings.pauseJitterMs));
+  }
+}

@@ -1,0 +1,35 @@
+import { circuitFromJSON, circuitToJSON, INITIAL_CIRCUIT, transition, type Circuit, type CircuitEvent } from '../domain/breaker/circuit';
+import type { BreakerSettings } from '../domain/breaker/settings';
+import type { StateStore } from '../ports/StateStore';
+
+/** Conditional writes tried before giving up on a contended circuit. */
+const MAX_CIRCUIT_WRITE_TRIES = 8;
+
+/** The lane's circuit as stored, or a fresh closed circuit. */
+export async function loadCircuit(store: StateStore, lane: string): Promise<Circuit> {
+  const json = await store.loadCircuit(lane);
+  return json === undefined ? INITIAL_CIRCUIT : circuitFromJSON(json);
+}
+
+/** What {@link applyCircuitEvent} did. */
+export interface CircuitUpdate {
+  readonly before: Circuit;
+  readonly after: Circuit;
+  /** True when this call's write changed the stored circuit. */
+  readonly written: boolean;
+}
+
+/**
+ * Applies `event` to the stored circuit with a conditional write, re-reading and re-deciding when another writer
+ * got there first. An event that changes nothing writes nothing.
+ * @throws Error when the circuit stays contended for {@link MAX_CIRCUIT_WRITE_TRIES} tries.
+ */
+export async function applyCircuitEvent(store: StateStore, lane: string, event: CircuitEvent, now: number, settings: BreakerSettings): Promise<CircuitUpdate> {
+  for (let i = 0; i < MAX_CIRCUIT_WRITE_TRIES; i++) {
+    const before = await loadCircuit(store, lane);
+    const after = transition(before, event, now, settings);
+    if (after === before) return { before, after, written: false };
+    if (await store.saveCircuit(lane, circuitToJSON(after))) return { before, after, written: true };
+  }
+  throw new Error(`circuit of lane '${lane}' stayed contended for ${MAX_CIRCUIT_WRITE_TRIES} conditional writes`);
+}

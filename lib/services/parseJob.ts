@@ -1,0 +1,54 @@
+import type { JsonValue } from '../domain/json';
+import { MAX_QUANTITY } from '../domain/quota/tiers';
+import type { ReceivedMessage } from '../ports/QueueReceiver';
+
+/** A received message that passed validation. */
+export interface ParsedJob {
+  readonly body: JsonValue;
+  /** Attribute `cost` (Number), default 1. */
+  readonly cost: number;
+  /** Attribute `idempotencyKey` (String), default the message id. */
+  readonly idempotencyKey: string;
+  /** 1 for a first try; a requeued message carries `attempt`, a FIFO retry counts its receives. */
+  readonly attempt: number;
+}
+
+/** Attributes the service reads or writes; others are kept but ignored. */
+export const ATTRIBUTES = { cost: 'cost', idempotencyKey: 'idempotencyKey', attempt: 'attempt', reason: 'reason', sourceQueue: 'sourceQueue' } as const;
+
+/** Why a message cannot be dispatched, or the job it holds. */
+export type ParseResult = { readonly ok: true; readonly job: ParsedJob } | { readonly ok: false; readonly reason: string };
+
+/**
+ * Validates a received message against the message contract without trusting anything in it. A message that
+ * fails is dead-lettered by the orchestrator with the returned reason, and never reaches the API.
+ */
+export function parseJob(message: ReceivedMessage): ParseResult {
+  let body: JsonValue;
+  try {
+    body = JSON.parse(message.body) as JsonValue;
+  } catch (error) {
+    return { ok: false, reason: `malformed: body is not JSON (${(error as Error).message})` };
+  }
+  const { cost: costAttr, idempotencyKey: keyAttr, attempt: attemptAttr } = message.attributes;
+  let cost = 1;
+  if (costAttr !== undefined) {
+    cost = Number(costAttr.value);
+    if (!costAttr.dataType.startsWith('Number') || costAttr.value.trim() === '' || !Number.isInteger(cost) || cost < 0 || cost > MAX_QUANTITY) {
+      return { ok: false, reason: `malformed: attribute 'cost' must be a Number holding an integer from 0 to ${MAX_QUANTITY}; got ${costAttr.dataType} ${JSON.stringify(costAttr.value.slice(0, 40))}` };
+    }
+  }
+  let idempotencyKey = message.messageId;
+  if (keyAttr !== undefined) {
+    if (!keyAttr.dataType.startsWith('String') || keyAttr.value.length === 0 || keyAttr.value.length > 512) {
+      return { ok: false, reason: `malformed: attribute 'idempotencyKey' must be a String of 1 to 512 characters; got ${keyAttr.dataType} of length ${keyAttr.value.length}` };
+    }
+    idempotencyKey = keyAttr.value;
+  }
+  if (message.queue === 'fifo' && message.groupId === undefined) {
+    return { ok: false, reason: 'malformed: FIFO message without a MessageGroupId' };
+  }
+  const carried = attemptAttr === undefined ? 1 : Number(attemptAttr.value);
+  const attempt = message.queue === 'fifo' ? message.receiveCount : Number.isInteger(carried) && carried >= 1 ? carried : 1;
+  return { ok: true, job: { body, cost, idempotencyKey, attempt } };
+}

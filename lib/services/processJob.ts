@@ -1,0 +1,126 @@
+import type { Classification } from '../domain/outcome/classify';
+import { classify } from '../domain/outcome/classify';
+import { decideRetry } from '../domain/outcome/retryPolicy';
+import type { ApiResult } from '../domain/outcome/apiResult';
+import { isSliding, slidingWindowMs } from '../domain/quota/tiers';
+import type { ServiceConfig } from '../config';
+import type { ApiCaller } from '../ports/ApiCaller';
+import type { Clock } from '../ports/Clock';
+import type { HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
+import type { QueueReceiver } from '../ports/QueueReceiver';
+import type { StateStore } from '../ports/StateStore';
+import { applyCircuitEvent } from './circuitUpdates';
+import { deadLetter, retryLater, type MessageRef } from './queueOutcomes';
+
+/** What a worker needs. */
+export interface WorkerDeps {
+  readonly clock: Clock;
+  readonly store: StateStore;
+  readonly queues: QueueReceiver;
+  readonly api: ApiCaller;
+  readonly config: ServiceConfig;
+  /** Randomness in [0, 1) for retry jitter. */
+  readonly random: () => number;
+}
+
+/** How one job event ended for this delivery. */
+export type JobOutcome =
+  | 'succeeded'
+  | 'retried'
+  | 'dead-lettered'
+  /** A success was already recorded for this key: the API was not called again. */
+  | 'duplicate'
+  /** Another delivery is calling the API for this key right now: this one stood back. */
+  | 'busy-elsewhere';
+
+/**
+ * Handles one job: calls the API at most once per idempotency key after a recorded success, then deletes,
+ * retries or dead-letters the message, reports transient failures and 429s to the circuit, and settles the
+ * reservation when the actual cost differs from the reserved one (or nothing reached the API).
+ */
+export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<JobOutcome> {
+  const { clock, store, queues, api, config } = deps;
+  const message: MessageRef = {
+    queue: event.queue,
+    messageId: event.messageId,
+    receiptHandle: event.receiptHandle,
+    body: JSON.stringify(event.body),
+    attributes: event.attributes,
+    ...(event.groupId === undefined ? {} : { groupId: event.groupId }),
+  };
+  const settle = (actualCost: number | null) =>
+    actualCost === event.cost ? Promise.resolve() : store.addSettlement(event.lane, { reservation: event.reservation, actualCost });
+
+  const start = clock.now();
+  const held = await store.putIdempotencyIfAbsent(
+    event.idempotencyKey,
+    { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs },
+    start,
+  );
+  if (held !== null) {
+    // Another dispatch's reservation is settled by its own worker; only a different dispatch gives ours back.
+    if (held.dispatchId !== event.dispatchId) await settle(null);
+    if (held.status === 'succeeded') {
+      await queues.delete(message.queue, message.receiptHandle);
+      return 'duplicate';
+    }
+    return 'busy-elsewhere';
+  }
+
+  const result = await api.call(event.body, { idempotencyKey: event.idempotencyKey });
+  const now = clock.now();
+  const classification = classify(result, now);
+  const decision = decideRetry({ classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random }, config.retry);
+  if (decision.action === 'succeed') {
+    await store.putIdempotency(event.idempotencyKey, { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs });
+    await queues.delete(message.queue, message.receiptHandle);
+    await settle(actualCostOf(result, event.cost));
+    return 'succeeded';
+  }
+  await store.deleteIdempotency(event.idempotencyKey);
+  await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
+  await settle(actualCostOf(result, event.cost));
+  if (decision.action === 'dead-letter') {
+    await deadLetter(queues, message, decision.reason, event.attempt);
+    return 'dead-lettered';
+  }
+  await retryLater(queues, message, event.attempt, decision.delayMs);
+  return 'retried';
+}
+
+/** Probes the API for the circuit's half-open trial and records the verdict with a conditional write. */
+export async function processHealthCheck(event: HealthCheckEvent, deps: WorkerDeps): Promise<boolean> {
+  const result = await deps.api.probe();
+  const now = deps.clock.now();
+  const healthy = classify(result, now).kind === 'success';
+  const type = healthy ? 'health-check-ok' : 'health-check-failed';
+  await applyCircuitEvent(deps.store, event.lane, { type, checkId: event.checkId }, now, deps.config.circuit);
+  return healthy;
+}
+
+/** The worker's entry point for either kind of event. */
+export async function processWorkerEvent(event: WorkerEvent, deps: WorkerDeps): Promise<void> {
+  if (event.kind === 'job') await processJob(event, deps);
+  else await processHealthCheck(event, deps);
+}
+
+/** A 429 pauses the lane until the API's Retry-After (or the retry delay); any other failure counts toward opening the circuit. */
+async function reportFailure(classification: Classification, delayMs: number, now: number, lane: string, deps: WorkerDeps): Promise<void> {
+  if (classification.kind === 'rate-limited') {
+    const retryAt = now + (classification.retryAfterMs ?? delayMs);
+    await applyCircuitEvent(deps.store, lane, { type: 'rate-limited', retryAt }, now, deps.config.circuit);
+  } else if (classification.kind === 'transient') {
+    await applyCircuitEvent(deps.store, lane, { type: 'transient-failure' }, now, deps.config.circuit);
+  }
+}
+
+/** Units the call consumed on cost tiers: what the API reported, else what was reserved. */
+function actualCostOf(result: ApiResult, reserved: number): number {
+  return result.kind === 'response' && result.actualCost !== undefined ? result.actualCost : reserved;
+}
+
+/** Backoff cap: the longest sliding window refills within its own length; without one, the retry settings cap. */
+function refillMs(config: ServiceConfig): number {
+  const windows = config.quotas.filter((t) => isSliding(t.per)).map((t) => slidingWindowMs(t.per));
+  return windows.length === 0 ? Number.POSITIVE_INFINITY : Math.max(...windows);
+}

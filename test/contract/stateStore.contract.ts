@@ -1,0 +1,395 @@
+import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
+import { LeaseLostError } from '../../lib/errors';
+import type { IdempotencyRecord, Lease, StateStore } from '../../lib/ports/StateStore';
+
+/** A store under test, and how to shut its backend down afterwards. */
+export interface StateStoreFixture {
+  readonly store: StateStore;
+  readonly close?: () => Promise<void>;
+}
+
+const T0 = 1_700_000_000_000;
+const TTL = 30_000;
+
+function ledger(used: number): LedgerJSON {
+  return {
+    v: 1,
+    tiers: {
+      'second:requests': { g: 100, b: used, a: [1, 0, used] },
+      'day:requests': { w: '2026-11-23', u: used },
+    },
+  };
+}
+
+function settlement(at: number, actualCost: number | null = 1): Settlement {
+  return { reservation: { at, cost: 2, windows: { 'day:requests': '2026-11-23' } }, actualCost };
+}
+
+/** A closed circuit; `pausedUntil` tells writers apart. */
+function circuit(version: number, pausedUntil = 0): CircuitJSON {
+  return { version, state: { status: 'closed', failures: [T0, T0 + 1], closedAt: null, reopenStreak: 0 }, pausedUntil };
+}
+
+function inProgress(expiresAt: number): IdempotencyRecord {
+  return { status: 'in-progress', dispatchId: 'd-1', expiresAt };
+}
+
+function succeeded(at: number, expiresAt: number): IdempotencyRecord {
+  return { status: 'succeeded', dispatchId: 'd-1', at, expiresAt };
+}
+
+/** Mutates every object and array reachable from `value`, to show that it shares nothing with the store. */
+function scribble(value: unknown): void {
+  if (Array.isArray(value)) {
+    value.forEach(scribble);
+    value.push('scribbled');
+  } else if (typeof value === 'object' && value !== null) {
+    Object.values(value).forEach(scribble);
+    (value as Record<string, unknown>)['scribbled'] = true;
+  }
+}
+
+async function expectLeaseLost(promise: Promise<unknown>, lane: string, fencingToken: number): Promise<void> {
+  await expect(promise).rejects.toBeInstanceOf(LeaseLostError);
+  await expect(promise).rejects.toMatchObject({ lane, fencingToken });
+}
+
+/**
+ * The behaviour every `StateStore` must show, as one jest suite. Call it from a `*.test.ts` file per backend.
+ * The store is created once for the whole suite and every test uses its own lanes and keys, so a shared,
+ * persistent backend (DynamoDB Local, dynalite) works as well as a fresh in-memory one.
+ * @param name backend name, shown in the suite title.
+ * @param makeStore creates the store; `close`, if given, runs after the last test.
+ */
+export function describeStateStoreContract(name: string, makeStore: () => Promise<StateStoreFixture>): void {
+  describe(`StateStore contract: ${name}`, () => {
+    let fixture: StateStoreFixture | undefined;
+    const run = Math.random().toString(36).slice(2, 8);
+    let seq = 0;
+    const unique = (label: string): string => `${label}-${run}-${++seq}`;
+
+    const store = (): StateStore => {
+      if (fixture === undefined) throw new Error('makeStore did not finish');
+      return fixture.store;
+    };
+
+    /** Acquires `lane` for `owner`, failing the test if the lease is refused. */
+    const acquire = async (lane: string, owner: string, now = T0, ttlMs = TTL): Promise<Lease> => {
+      const lease = await store().acquireLease(lane, owner, now, ttlMs);
+      if (lease === null) throw new Error(`expected ${owner} to acquire ${lane} at ${now}`);
+      return lease;
+    };
+
+    /** `a` holds the lane, lets it expire, and `b` takes it over: `a`'s lease is stale afterwards. */
+    const takenOver = async (lane: string): Promise<{ stale: Lease; current: Lease }> => {
+      const stale = await acquire(lane, 'a', T0);
+      const current = await acquire(lane, 'b', stale.expiresAt);
+      return { stale, current };
+    };
+
+    beforeAll(async () => {
+      fixture = await makeStore();
+    });
+
+    afterAll(async () => {
+      await fixture?.close?.();
+    });
+
+    describe('leases', () => {
+      it('grants a free lane with a positive token that expires after the ttl', async () => {
+        const lane = unique('lease-free');
+        const lease = await acquire(lane, 'a', T0, TTL);
+        expect(lease).toEqual({ lane, owner: 'a', token: expect.any(Number), expiresAt: T0 + TTL });
+        expect(lease.token).toBeGreaterThanOrEqual(1);
+      });
+
+      it('refuses another owner while the lease is held', async () => {
+        const lane = unique('lease-held');
+        await acquire(lane, 'a', T0);
+        await expect(store().acquireLease(lane, 'b', T0 + 1, TTL)).resolves.toBeNull();
+      });
+
+      it('refuses a takeover one millisecond before expiresAt and allows it at expiresAt', async () => {
+        const lane = unique('lease-boundary');
+        const first = await acquire(lane, 'a', T0);
+        await expect(store().acquireLease(lane, 'b', first.expiresAt - 1, TTL)).resolves.toBeNull();
+        const second = await acquire(lane, 'b', first.expiresAt);
+        expect(second.owner).toBe('b');
+        expect(second.token).toBeGreaterThan(first.token);
+      });
+
+      it('lets the holder re-acquire its own unexpired lease with a greater token', async () => {
+        const lane = unique('lease-same-owner');
+        const first = await acquire(lane, 'a', T0);
+        const again = await acquire(lane, 'a', T0 + 1);
+        expect(again.token).toBeGreaterThan(first.token);
+        expect(again.expiresAt).toBe(T0 + 1 + TTL);
+      });
+
+      it('hands out strictly increasing tokens across takeovers and releases', async () => {
+        const lane = unique('lease-tokens');
+        const tokens: number[] = [];
+        let now = T0;
+        for (const owner of ['a', 'b', 'a', 'c']) {
+          const lease = await acquire(lane, owner, now);
+          tokens.push(lease.token);
+          now = lease.expiresAt;
+        }
+        const released = await acquire(lane, 'd', now);
+        await store().releaseLease(released);
+        tokens.push(released.token, (await acquire(lane, 'e', now)).token);
+        expect(new Set(tokens).size).toBe(tokens.length);
+        expect(tokens).toEqual([...tokens].sort((x, y) => x - y));
+      });
+
+      it('renews a current lease: same token, later expiry, others still refused', async () => {
+        const lane = unique('lease-renew');
+        const lease = await acquire(lane, 'a', T0);
+        const renewed = await store().renewLease(lease, T0 + 10_000, TTL);
+        expect(renewed).toEqual({ ...lease, expiresAt: T0 + 10_000 + TTL });
+        await expect(store().acquireLease(lane, 'b', lease.expiresAt, TTL)).resolves.toBeNull();
+        await expect(store().acquireLease(lane, 'b', renewed.expiresAt, TTL)).resolves.not.toBeNull();
+      });
+
+      it('renews an expired lease that nobody has taken over', async () => {
+        const lane = unique('lease-renew-expired');
+        const lease = await acquire(lane, 'a', T0);
+        const renewed = await store().renewLease(lease, lease.expiresAt + 5_000, TTL);
+        expect(renewed.token).toBe(lease.token);
+        await expect(store().acquireLease(lane, 'b', lease.expiresAt + 5_001, TTL)).resolves.toBeNull();
+      });
+
+      it('refuses to renew a lease that another owner has taken over', async () => {
+        const lane = unique('lease-renew-lost');
+        const { stale, current } = await takenOver(lane);
+        await expectLeaseLost(store().renewLease(stale, current.expiresAt - 1, TTL), lane, stale.token);
+        await expect(store().acquireLease(lane, 'a', current.expiresAt - 1, TTL)).resolves.toBeNull();
+      });
+
+      it('refuses to renew a lease the same owner has re-acquired since', async () => {
+        const lane = unique('lease-renew-reacquired');
+        const old = await acquire(lane, 'a', T0);
+        await acquire(lane, 'a', T0 + 1);
+        await expectLeaseLost(store().renewLease(old, T0 + 2, TTL), lane, old.token);
+      });
+
+      it('lets another owner acquire at once after a release', async () => {
+        const lane = unique('lease-release');
+        const lease = await acquire(lane, 'a', T0);
+        await store().releaseLease(lease);
+        const next = await acquire(lane, 'b', T0 + 1);
+        expect(next.token).toBeGreaterThan(lease.token);
+      });
+
+      it('ignores a release by a stale holder', async () => {
+        const lane = unique('lease-stale-release');
+        const { stale, current } = await takenOver(lane);
+        await store().releaseLease(stale);
+        await expect(store().acquireLease(lane, 'c', current.expiresAt - 1, TTL)).resolves.toBeNull();
+        await expect(store().renewLease(current, current.expiresAt - 1, TTL)).resolves.toMatchObject({
+          token: current.token,
+        });
+      });
+    });
+
+    describe('ledger', () => {
+      it('loads undefined for a lane that was never saved', async () => {
+        await expect(store().loadLedger(unique('ledger-none'))).resolves.toBeUndefined();
+      });
+
+      it('loads the ledger last saved by the lease holder', async () => {
+        const lane = unique('ledger-round-trip');
+        const lease = await acquire(lane, 'a');
+        await store().saveLedger(lane, ledger(1), lease.token);
+        await store().saveLedger(lane, ledger(2), lease.token);
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(2));
+      });
+
+      it('refuses a save with a stale fencing token and keeps the stored ledger', async () => {
+        const lane = unique('ledger-stale');
+        const first = await acquire(lane, 'a', T0);
+        await store().saveLedger(lane, ledger(1), first.token);
+        const second = await acquire(lane, 'b', first.expiresAt);
+        await expectLeaseLost(store().saveLedger(lane, ledger(9), first.token), lane, first.token);
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(1));
+        await store().saveLedger(lane, ledger(2), second.token);
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(2));
+      });
+
+      it('refuses a save on a lane whose lease was never taken', async () => {
+        const lane = unique('ledger-no-lease');
+        await expectLeaseLost(store().saveLedger(lane, ledger(1), 1), lane, 1);
+        await expect(store().loadLedger(lane)).resolves.toBeUndefined();
+      });
+    });
+
+    describe('circuit', () => {
+      it('loads undefined for a lane that was never written', async () => {
+        await expect(store().loadCircuit(unique('circuit-none'))).resolves.toBeUndefined();
+      });
+
+      it('accepts version 1 as the first write and loads it back', async () => {
+        const lane = unique('circuit-first');
+        await expect(store().saveCircuit(lane, circuit(1))).resolves.toBe(true);
+        await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(1));
+      });
+
+      it('refuses a first write at any version other than 1', async () => {
+        const lane = unique('circuit-first-wrong');
+        await expect(store().saveCircuit(lane, circuit(2))).resolves.toBe(false);
+        await expect(store().saveCircuit(lane, circuit(0))).resolves.toBe(false);
+        await expect(store().loadCircuit(lane)).resolves.toBeUndefined();
+      });
+
+      it('accepts each next version in turn', async () => {
+        const lane = unique('circuit-sequence');
+        for (const version of [1, 2, 3]) await expect(store().saveCircuit(lane, circuit(version))).resolves.toBe(true);
+        await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(3));
+      });
+
+      it('refuses a write that skips a version or repeats the stored one', async () => {
+        const lane = unique('circuit-skip');
+        await store().saveCircuit(lane, circuit(1, T0));
+        await expect(store().saveCircuit(lane, circuit(3))).resolves.toBe(false);
+        await expect(store().saveCircuit(lane, circuit(1, T0 + 1))).resolves.toBe(false);
+        await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(1, T0));
+      });
+
+      it('lets exactly one of two concurrent writers of the same version win', async () => {
+        const lane = unique('circuit-race');
+        await store().saveCircuit(lane, circuit(1));
+        const results = await Promise.all([
+          store().saveCircuit(lane, circuit(2, T0 + 1)),
+          store().saveCircuit(lane, circuit(2, T0 + 2)),
+        ]);
+        expect(results.filter(Boolean)).toHaveLength(1);
+        const winner = results[0] === true ? T0 + 1 : T0 + 2;
+        await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(2, winner));
+      });
+    });
+
+    describe('settlements', () => {
+      it('takes pending settlements oldest first and leaves none behind', async () => {
+        const lane = unique('settlements-order');
+        const lease = await acquire(lane, 'a');
+        const added = [settlement(T0 + 3), settlement(T0 + 1, null), settlement(T0 + 2, 5)];
+        for (const s of added) await store().addSettlement(lane, s);
+        await expect(store().takeSettlements(lane, lease.token)).resolves.toEqual(added);
+        await expect(store().takeSettlements(lane, lease.token)).resolves.toEqual([]);
+      });
+
+      it('takes an empty list when nothing is pending', async () => {
+        const lane = unique('settlements-empty');
+        const lease = await acquire(lane, 'a');
+        await expect(store().takeSettlements(lane, lease.token)).resolves.toEqual([]);
+      });
+
+      it('keeps each lane’s settlements apart', async () => {
+        const [laneA, laneB] = [unique('settlements-a'), unique('settlements-b')];
+        const leaseA = await acquire(laneA, 'a');
+        await store().addSettlement(laneA, settlement(T0));
+        await store().addSettlement(laneB, settlement(T0 + 1));
+        await expect(store().takeSettlements(laneA, leaseA.token)).resolves.toEqual([settlement(T0)]);
+        const leaseB = await acquire(laneB, 'a');
+        await expect(store().takeSettlements(laneB, leaseB.token)).resolves.toEqual([settlement(T0 + 1)]);
+      });
+
+      it('refuses a take with a stale fencing token and removes nothing', async () => {
+        const lane = unique('settlements-stale');
+        const { stale, current } = await takenOver(lane);
+        await store().addSettlement(lane, settlement(T0));
+        await expectLeaseLost(store().takeSettlements(lane, stale.token), lane, stale.token);
+        await expect(store().takeSettlements(lane, current.token)).resolves.toEqual([settlement(T0)]);
+      });
+    });
+
+    describe('idempotency', () => {
+      it('gets undefined for an unknown key', async () => {
+        await expect(store().getIdempotency(unique('idem-none'), T0)).resolves.toBeUndefined();
+      });
+
+      it('writes when absent, reporting null, and gets the record back', async () => {
+        const key = unique('idem-put');
+        await expect(store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toBeNull();
+        await expect(store().getIdempotency(key, T0)).resolves.toEqual(inProgress(T0 + TTL));
+      });
+
+      it('returns the unexpired record instead of writing over it', async () => {
+        const key = unique('idem-exists');
+        await store().putIdempotencyIfAbsent(key, succeeded(T0, T0 + TTL), T0);
+        await expect(store().putIdempotencyIfAbsent(key, inProgress(T0 + 2 * TTL), T0 + 1)).resolves.toEqual(
+          succeeded(T0, T0 + TTL),
+        );
+        await expect(store().getIdempotency(key, T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
+      });
+
+      it('judges expiry on the passed-in now: live until expiresAt, gone at expiresAt', async () => {
+        const key = unique('idem-expiry');
+        await store().putIdempotency(key, inProgress(T0 + TTL));
+        await expect(store().getIdempotency(key, T0 + TTL - 1)).resolves.toEqual(inProgress(T0 + TTL));
+        await expect(store().getIdempotency(key, T0 + TTL)).resolves.toBeUndefined();
+      });
+
+      it('writes over an expired record when absent-only', async () => {
+        const key = unique('idem-expired-claim');
+        await store().putIdempotency(key, inProgress(T0 + TTL));
+        await expect(store().putIdempotencyIfAbsent(key, inProgress(T0 + 3 * TTL), T0 + TTL)).resolves.toBeNull();
+        await expect(store().getIdempotency(key, T0 + 2 * TTL)).resolves.toEqual(inProgress(T0 + 3 * TTL));
+      });
+
+      it('overwrites an unexpired record with put', async () => {
+        const key = unique('idem-overwrite');
+        await store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
+        await store().putIdempotency(key, succeeded(T0 + 5, T0 + 10 * TTL));
+        await expect(store().getIdempotency(key, T0 + 6)).resolves.toEqual(succeeded(T0 + 5, T0 + 10 * TTL));
+      });
+
+      it('deletes a record so that the key can be claimed again', async () => {
+        const key = unique('idem-delete');
+        await store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
+        await store().deleteIdempotency(key);
+        await expect(store().getIdempotency(key, T0)).resolves.toBeUndefined();
+        await expect(store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toBeNull();
+      });
+
+      it('deletes an unknown key without complaint', async () => {
+        await expect(store().deleteIdempotency(unique('idem-delete-none'))).resolves.toBeUndefined();
+      });
+    });
+
+    describe('copies', () => {
+      it('keeps no reference to the values it was given', async () => {
+        const lane = unique('copy-in');
+        const key = unique('copy-in-key');
+        const lease = await acquire(lane, 'a');
+        const values = { l: ledger(1), c: circuit(1), s: settlement(T0), r: succeeded(T0, T0 + TTL) };
+        await store().saveLedger(lane, values.l, lease.token);
+        await store().saveCircuit(lane, values.c);
+        await store().addSettlement(lane, values.s);
+        await store().putIdempotency(key, values.r);
+        scribble(values);
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(1));
+        await expect(store().getIdempotency(key, T0)).resolves.toEqual(succeeded(T0, T0 + TTL));
+        await expect(store().takeSettlements(lane, lease.token)).resolves.toEqual([settlement(T0)]);
+      });
+
+      it('returns values whose mutation leaves the stored state unchanged', async () => {
+        const lane = unique('copy-out');
+        const key = unique('copy-out-key');
+        const lease = await acquire(lane, 'a');
+        await store().saveLedger(lane, ledger(1), lease.token);
+        await store().saveCircuit(lane, circuit(1));
+        await store().putIdempotency(key, succeeded(T0, T0 + TTL));
+        scribble(await store().loadLedger(lane));
+        scribble(await store().loadCircuit(lane));
+        scribble(await store().getIdempotency(key, T0));
+        scribble(await store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0));
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(1));
+        await expect(store().getIdempotency(key, T0)).resolves.toEqual(succeeded(T0, T0 + TTL));
+      });
+    });
+  });
+}

@@ -1,0 +1,553 @@
+import fc from 'fast-check';
+import { FakeClock } from '../../../../lib/adapters/memory/FakeClock';
+import {
+  circuitFromJSON,
+  circuitToJSON,
+  healthCheckDueAt,
+  INITIAL_CIRCUIT,
+  isDispatchAllowed,
+  transition,
+  type Circuit,
+  type CircuitEvent,
+  type CircuitState,
+} from '../../../../lib/domain/breaker/circuit';
+import { DEFAULT_BREAKER_SETTINGS, parseBreakerSettings, type BreakerSettings } from '../../../../lib/domain/breaker/settings';
+import { StateFormatError } from '../../../../lib/errors';
+
+// Defaults: 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 10 s.
+const S = DEFAULT_BREAKER_SETTINGS;
+const T0 = 1_700_000_000_000;
+
+const FAILURE: CircuitEvent = { type: 'transient-failure' };
+const SUCCESS: CircuitEvent = { type: 'success' };
+const sent = (checkId: string): CircuitEvent => ({ type: 'health-check-sent', checkId });
+const ok = (checkId: string): CircuitEvent => ({ type: 'health-check-ok', checkId });
+const failed = (checkId: string): CircuitEvent => ({ type: 'health-check-failed', checkId });
+const limited = (retryAt: number): CircuitEvent => ({ type: 'rate-limited', retryAt });
+
+let clock: FakeClock;
+beforeEach(() => {
+  clock = new FakeClock(T0);
+});
+
+const apply = (circuit: Circuit, event: CircuitEvent, settings: BreakerSettings = S): Circuit => transition(circuit, event, clock.now(), settings);
+const applyAll = (circuit: Circuit, events: readonly CircuitEvent[]): Circuit => events.reduce((c, e) => apply(c, e), circuit);
+const failures = (n: number): CircuitEvent[] => Array.from({ length: n }, () => FAILURE);
+const circuitIn = (state: CircuitState, pausedUntil = 0): Circuit => ({ state, pausedUntil, version: 7 });
+
+/** An open circuit whose first check is due 10 s from now. */
+const openCircuit = (extra: Partial<Extract<CircuitState, { status: 'open' }>> = {}): Circuit =>
+  circuitIn({ status: 'open', openedAt: clock.now(), nextCheckAt: clock.now() + 10_000, failedChecks: 0, reopenStreak: 0, ...extra });
+
+/** A half-open circuit whose check 'c1' was sent just now. */
+const halfOpenCircuit = (extra: Partial<Extract<CircuitState, { status: 'half-open' }>> = {}): Circuit =>
+  circuitIn({ status: 'half-open', openedAt: clock.now() - 10_000, checkId: 'c1', checkSentAt: clock.now(), failedChecks: 0, reopenStreak: 0, ...extra });
+
+function expectChanged(before: Circuit, after: Circuit): void {
+  expect(after).not.toBe(before);
+  expect(after.version).toBe(before.version + 1);
+}
+
+describe('transition', () => {
+  describe('closed', () => {
+    it('records a transient failure with its instant', () => {
+      const next = apply(INITIAL_CIRCUIT, FAILURE);
+      expectChanged(INITIAL_CIRCUIT, next);
+      expect(next.state).toEqual({ status: 'closed', failures: [T0], closedAt: null, reopenStreak: 0 });
+    });
+
+    it('stays closed below the threshold and opens at the threshold-th failure in the window', async () => {
+      let circuit = INITIAL_CIRCUIT;
+      for (let i = 0; i < 4; i++) {
+        circuit = apply(circuit, FAILURE);
+        await clock.advance(1_000);
+      }
+      expect(circuit.state.status).toBe('closed');
+      circuit = apply(circuit, FAILURE);
+      expect(circuit.state).toEqual({ status: 'open', openedAt: T0 + 4_000, nextCheckAt: T0 + 14_000, failedChecks: 0, reopenStreak: 0 });
+      expect(circuit.version).toBe(5);
+    });
+
+    it('counts a failure that is one ms inside the window', async () => {
+      const four = applyAll(INITIAL_CIRCUIT, failures(4));
+      await clock.advance(29_999);
+      expect(apply(four, FAILURE).state.status).toBe('open');
+    });
+
+    it('forgets failures that are exactly windowSeconds old', async () => {
+      const four = applyAll(INITIAL_CIRCUIT, failures(4));
+      await clock.advance(30_000);
+      expect(apply(four, FAILURE).state).toEqual({ status: 'closed', failures: [T0 + 30_000], closedAt: null, reopenStreak: 0 });
+    });
+
+    it('does not let a success reset the failures in the window', () => {
+      const four = applyAll(INITIAL_CIRCUIT, failures(4));
+      expect(apply(four, SUCCESS)).toBe(four);
+      expect(apply(four, FAILURE).state.status).toBe('open');
+    });
+
+    it('opens on the first failure when the threshold is 1', () => {
+      expect(apply(INITIAL_CIRCUIT, FAILURE, parseBreakerSettings({ failureThreshold: 1 })).state.status).toBe('open');
+    });
+
+    it.each([
+      ['a health-check send', sent('c1')],
+      ['a health-check ok', ok('c1')],
+      ['a health-check failure', failed('c1')],
+    ])('ignores %s', (_label, event) => {
+      const circuit = apply(INITIAL_CIRCUIT, FAILURE);
+      expect(apply(circuit, event)).toBe(circuit);
+    });
+  });
+
+  describe('open', () => {
+    it.each([
+      ['a stale transient failure', FAILURE],
+      ['a stale success', SUCCESS],
+      ['a health-check ok', ok('c1')],
+      ['a health-check failure', failed('c1')],
+    ])('ignores %s', (_label, event) => {
+      const circuit = openCircuit();
+      expect(apply(circuit, event)).toBe(circuit);
+    });
+
+    it('refuses a health check one ms before nextCheckAt', async () => {
+      const circuit = openCircuit();
+      await clock.advance(9_999);
+      expect(apply(circuit, sent('c1'))).toBe(circuit);
+    });
+
+    it('sends a health check at nextCheckAt, going half-open with that check as the one trial', async () => {
+      const circuit = openCircuit({ failedChecks: 2, reopenStreak: 1 });
+      await clock.advance(10_000);
+      const next = apply(circuit, sent('c1'));
+      expectChanged(circuit, next);
+      expect(next.state).toEqual({ status: 'half-open', openedAt: T0, checkId: 'c1', checkSentAt: T0 + 10_000, failedChecks: 2, reopenStreak: 1 });
+    });
+
+    it('sends a health check any time after nextCheckAt', async () => {
+      const circuit = openCircuit();
+      await clock.advance(60_000);
+      expect(apply(circuit, sent('c1')).state).toMatchObject({ status: 'half-open', checkSentAt: T0 + 60_000 });
+    });
+
+    it('never allows dispatch', () => {
+      expect(isDispatchAllowed(openCircuit())).toBe(false);
+    });
+  });
+
+  describe('half-open', () => {
+    it.each([
+      ['a stale transient failure', FAILURE],
+      ['a stale success', SUCCESS],
+      ['an ok of another check', ok('c0')],
+      ['a failure of another check', failed('c0')],
+    ])('ignores %s', (_label, event) => {
+      const circuit = halfOpenCircuit();
+      expect(apply(circuit, event)).toBe(circuit);
+    });
+
+    it('refuses a second check one ms before the first times out', async () => {
+      const circuit = halfOpenCircuit();
+      await clock.advance(9_999);
+      expect(apply(circuit, sent('c2'))).toBe(circuit);
+    });
+
+    it('replaces a check that timed out, counting the lost one as failed', async () => {
+      const circuit = halfOpenCircuit({ failedChecks: 1 });
+      await clock.advance(10_000);
+      const next = apply(circuit, sent('c2'));
+      expectChanged(circuit, next);
+      expect(next.state).toEqual({ ...circuit.state, checkId: 'c2', checkSentAt: T0 + 10_000, failedChecks: 2 });
+    });
+
+    it('closes on the ok of the current check, with no failures and the streak kept', async () => {
+      const circuit = halfOpenCircuit({ reopenStreak: 2 });
+      await clock.advance(700);
+      const next = apply(circuit, ok('c1'));
+      expectChanged(circuit, next);
+      expect(next.state).toEqual({ status: 'closed', failures: [], closedAt: T0 + 700, reopenStreak: 2 });
+      expect(isDispatchAllowed(next)).toBe(true);
+    });
+
+    it('reopens on the failure of the current check, with the next check healthCheckSeconds later', async () => {
+      const circuit = halfOpenCircuit({ failedChecks: 3, reopenStreak: 1 });
+      await clock.advance(700);
+      const next = apply(circuit, failed('c1'));
+      expectChanged(circuit, next);
+      expect(next.state).toEqual({ status: 'open', openedAt: T0 - 10_000, nextCheckAt: T0 + 5_700, failedChecks: 4, reopenStreak: 1 });
+    });
+
+    it('still accepts the result of a timed-out check that no other check has replaced', async () => {
+      const circuit = halfOpenCircuit();
+      await clock.advance(60_000);
+      expect(apply(circuit, ok('c1')).state.status).toBe('closed');
+    });
+
+    it('ignores the late result of a check that was replaced', async () => {
+      await clock.advance(10_000);
+      const replaced = apply(halfOpenCircuit({ checkSentAt: T0 }), sent('c2'));
+      expect(apply(replaced, ok('c1'))).toBe(replaced);
+      expect(apply(replaced, failed('c1'))).toBe(replaced);
+    });
+
+    it('never allows dispatch', () => {
+      expect(isDispatchAllowed(halfOpenCircuit())).toBe(false);
+    });
+  });
+
+  describe('any state, rate-limited', () => {
+    const states: [string, () => Circuit][] = [
+      ['closed', () => applyAll(INITIAL_CIRCUIT, failures(2))],
+      ['open', () => openCircuit()],
+      ['half-open', () => halfOpenCircuit()],
+    ];
+
+    it.each(states)('pauses a %s circuit until retryAt, keeping its state', (_label, make) => {
+      const circuit = make();
+      const next = apply(circuit, limited(T0 + 3_000));
+      expectChanged(circuit, next);
+      expect(next.state).toBe(circuit.state);
+      expect(next.pausedUntil).toBe(T0 + 3_000);
+    });
+
+    it.each(states)('keeps a %s circuit unchanged when retryAt is not later than the pause', (_label, make) => {
+      const circuit = apply(make(), limited(T0 + 3_000));
+      expect(apply(circuit, limited(T0 + 3_000))).toBe(circuit);
+      expect(apply(circuit, limited(T0 + 1_000))).toBe(circuit);
+    });
+
+    it('never opens the circuit, however many 429s arrive', () => {
+      let circuit = INITIAL_CIRCUIT;
+      for (let i = 1; i <= 50; i++) circuit = apply(circuit, limited(T0 + i));
+      expect(circuit.state).toBe(INITIAL_CIRCUIT.state);
+      expect(circuit.version).toBe(50);
+    });
+
+    it('keeps dispatch allowed while paused (the dispatcher enforces the pause)', () => {
+      expect(isDispatchAllowed(apply(INITIAL_CIRCUIT, limited(T0 + 60_000)))).toBe(true);
+    });
+
+    it('refuses a retryAt that is not finite', () => {
+      expect(() => apply(INITIAL_CIRCUIT, limited(Number.POSITIVE_INFINITY))).toThrow(RangeError);
+      expect(() => apply(INITIAL_CIRCUIT, limited(Number.NaN))).toThrow(RangeError);
+    });
+  });
+
+  describe('cool-down growth', () => {
+    /** Opens the circuit now, then sends a check at nextCheckAt and closes on its ok. Returns the open circuit. */
+    async function openThenRecover(circuit: Circuit): Promise<{ opened: Circuit; closed: Circuit }> {
+      const opened = applyAll(circuit, failures(S.failureThreshold));
+      if (opened.state.status !== 'open') throw new Error('expected open');
+      await clock.advanceTo(opened.state.nextCheckAt);
+      const closed = applyAll(opened, [sent('c'), ok('c')]);
+      return { opened, closed };
+    }
+
+    it('doubles the cool-down on each re-open within windowSeconds of a close, up to maxOpenSeconds', async () => {
+      let circuit = INITIAL_CIRCUIT;
+      const cooldowns: number[] = [];
+      const streaks: number[] = [];
+      for (let i = 0; i < 7; i++) {
+        const { opened, closed } = await openThenRecover(circuit);
+        if (opened.state.status !== 'open') throw new Error('expected open');
+        cooldowns.push((opened.state.nextCheckAt - opened.state.openedAt) / 1000);
+        streaks.push(opened.state.reopenStreak);
+        circuit = closed;
+        await clock.advance(1_000);
+      }
+      expect(cooldowns).toEqual([10, 20, 40, 80, 160, 300, 300]);
+      expect(streaks).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    });
+
+    it('counts a re-open one ms before windowSeconds after the close as flapping', async () => {
+      const { closed } = await openThenRecover(INITIAL_CIRCUIT);
+      await clock.advance(29_999);
+      expect(applyAll(closed, failures(5)).state).toMatchObject({ status: 'open', reopenStreak: 1, nextCheckAt: clock.now() + 20_000 });
+    });
+
+    it('starts over once the circuit has stayed closed for windowSeconds', async () => {
+      const { closed } = await openThenRecover(INITIAL_CIRCUIT);
+      await clock.advance(30_000);
+      expect(applyAll(closed, failures(5)).state).toMatchObject({ status: 'open', reopenStreak: 0, nextCheckAt: clock.now() + 10_000 });
+    });
+
+    it('resets a long streak after a long closed period', async () => {
+      const closed = circuitIn({ status: 'closed', failures: [], closedAt: T0, reopenStreak: 6 });
+      await clock.advance(3_600_000);
+      expect(applyAll(closed, failures(5)).state).toMatchObject({ status: 'open', reopenStreak: 0, nextCheckAt: clock.now() + 10_000 });
+    });
+
+    it('keeps the grown cool-down out of failed checks, which retry every healthCheckSeconds', async () => {
+      const circuit = circuitIn({ status: 'open', openedAt: T0, nextCheckAt: T0 + 40_000, failedChecks: 0, reopenStreak: 2 });
+      await clock.advanceTo(T0 + 40_000);
+      let next = applyAll(circuit, [sent('a'), failed('a')]);
+      expect(next.state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 45_000, failedChecks: 1, reopenStreak: 2 });
+      await clock.advance(4_999);
+      expect(apply(next, sent('b'))).toBe(next);
+      await clock.advance(1);
+      next = apply(next, sent('b'));
+      expect(next.state).toMatchObject({ status: 'half-open', checkId: 'b', failedChecks: 1 });
+    });
+  });
+
+  describe('versioning', () => {
+    it('bumps the version by exactly one per change and keeps the reference otherwise, over a full outage', async () => {
+      const events: CircuitEvent[] = [...failures(5), SUCCESS, sent('early'), limited(T0 + 1)];
+      let circuit = INITIAL_CIRCUIT;
+      const versions = [circuit.version];
+      for (const event of events) circuit = apply(circuit, event);
+      versions.push(circuit.version);
+      await clock.advance(10_000);
+      for (const event of [sent('a'), sent('b'), failed('x'), failed('a'), ok('a')]) circuit = apply(circuit, event);
+      versions.push(circuit.version);
+      // 5 failures + 1 pause; then the send of 'a' and its failure. Everything else was a no-op.
+      expect(versions).toEqual([0, 6, 8]);
+    });
+
+    it('lets exactly one of two racing orchestrators win the conditional write for a health check', async () => {
+      let stored = openCircuit();
+      const save = (next: Circuit): boolean => {
+        if (stored.version !== next.version - 1) return false;
+        stored = next;
+        return true;
+      };
+      await clock.advance(10_000);
+      const seenByA = stored;
+      const seenByB = stored;
+      expect(save(apply(seenByA, sent('from-a')))).toBe(true);
+      expect(save(apply(seenByB, sent('from-b')))).toBe(false);
+      // B reloads and decides again: the check in flight is not yet timed out, so B sends nothing.
+      const reloaded = stored;
+      expect(apply(reloaded, sent('from-b'))).toBe(reloaded);
+      expect(stored.state).toMatchObject({ status: 'half-open', checkId: 'from-a' });
+    });
+
+    it('returns frozen circuits', () => {
+      expect(Object.isFrozen(INITIAL_CIRCUIT)).toBe(true);
+      expect(Object.isFrozen(INITIAL_CIRCUIT.state)).toBe(true);
+      expect(Object.isFrozen(apply(INITIAL_CIRCUIT, FAILURE))).toBe(true);
+    });
+  });
+
+  describe('invariants', () => {
+    type Step = { readonly dtMs: number; readonly kind: 'failure' | 'success' | 'limited' | 'sent' | 'ok' | 'failed'; readonly id: string; readonly retryInMs: number };
+
+    const settingsArb = fc
+      .record({
+        failureThreshold: fc.integer({ min: 1, max: 4 }),
+        windowSeconds: fc.integer({ min: 1, max: 20 }),
+        openSeconds: fc.integer({ min: 1, max: 10 }),
+        healthCheckSeconds: fc.integer({ min: 1, max: 10 }),
+        extraOpenSeconds: fc.integer({ min: 0, max: 30 }),
+        healthCheckTimeoutSeconds: fc.integer({ min: 1, max: 10 }),
+      })
+      .map(({ extraOpenSeconds, ...rest }) => parseBreakerSettings({ ...rest, maxOpenSeconds: rest.openSeconds + extraOpenSeconds }));
+
+    const stepArb: fc.Arbitrary<Step> = fc.record({
+      dtMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1_500 }), fc.integer({ min: 1, max: 20_000 })),
+      kind: fc.oneof(
+        { arbitrary: fc.constant('failure' as const), weight: 4 },
+        { arbitrary: fc.constantFrom('success' as const, 'limited' as const), weight: 1 },
+        { arbitrary: fc.constantFrom('sent' as const, 'ok' as const, 'failed' as const), weight: 3 },
+      ),
+      id: fc.constantFrom('a', 'b', 'c'),
+      retryInMs: fc.integer({ min: -5_000, max: 60_000 }),
+    });
+
+    function eventOf(step: Step, now: number): CircuitEvent {
+      switch (step.kind) {
+        case 'failure':
+          return FAILURE;
+        case 'success':
+          return SUCCESS;
+        case 'limited':
+          return limited(now + step.retryInMs);
+        case 'sent':
+          return sent(step.id);
+        case 'ok':
+          return ok(step.id);
+        case 'failed':
+          return failed(step.id);
+      }
+    }
+
+    it('hold for any event sequence: +1 version per change, one trial at a time, closed below the threshold', async () => {
+      await fc.assert(
+        fc.asyncProperty(settingsArb, fc.array(stepArb, { maxLength: 60 }), async (settings, steps) => {
+          clock = new FakeClock(T0);
+          const windowMs = settings.windowSeconds * 1000;
+          const timeoutMs = settings.healthCheckTimeoutSeconds * 1000;
+          let circuit = INITIAL_CIRCUIT;
+          for (const step of steps) {
+            await clock.advance(step.dtMs);
+            const now = clock.now();
+            const event = eventOf(step, now);
+            const prev = circuit;
+            circuit = transition(prev, event, now, settings);
+            const { state } = circuit;
+
+            // The version grows by exactly 1 on a real change; no change keeps the reference.
+            if (circuit !== prev) {
+              expect(circuit.version).toBe(prev.version + 1);
+              expect({ ...circuitToJSON(circuit), version: 0 }).not.toEqual({ ...circuitToJSON(prev), version: 0 });
+            }
+            expect(circuit.pausedUntil).toBeGreaterThanOrEqual(prev.pausedUntil);
+
+            // One trial at a time: a new check starts only from open after the cool-down, or after the previous
+            // check timed out; a result moves the circuit only if it belongs to the one check in flight.
+            if (circuit !== prev && state.status === 'half-open' && event.type === 'health-check-sent') {
+              if (prev.state.status === 'open') expect(now).toBeGreaterThanOrEqual(prev.state.nextCheckAt);
+              else if (prev.state.status === 'half-open') expect(now).toBeGreaterThanOrEqual(prev.state.checkSentAt + timeoutMs);
+              else throw new Error('a closed circuit sent a health check');
+            }
+            if (circuit !== prev && (event.type === 'health-check-ok' || event.type === 'health-check-failed')) {
+              expect(prev.state).toMatchObject({ status: 'half-open', checkId: event.checkId });
+            }
+
+            // A closed circuit holds fewer than failureThreshold failures in its window.
+            if (state.status === 'closed') {
+              expect(state.failures.filter((t) => t > now - windowMs).length).toBeLessThan(settings.failureThreshold);
+            }
+            if (prev.state.status === 'closed' && state.status === 'open') {
+              expect(state.nextCheckAt - now).toBeGreaterThanOrEqual(settings.openSeconds * 1000);
+              expect(state.nextCheckAt - now).toBeLessThanOrEqual(settings.maxOpenSeconds * 1000);
+            }
+
+            expect(isDispatchAllowed(circuit)).toBe(state.status === 'closed');
+            expect(circuitFromJSON(JSON.parse(JSON.stringify(circuitToJSON(circuit))))).toEqual(circuit);
+          }
+        }),
+      );
+    });
+  });
+});
+
+describe('isDispatchAllowed', () => {
+  describe('closed', () => {
+    it('allows dispatch, even with failures recorded', () => {
+      expect(isDispatchAllowed(INITIAL_CIRCUIT)).toBe(true);
+      expect(isDispatchAllowed(applyAll(INITIAL_CIRCUIT, failures(4)))).toBe(true);
+    });
+  });
+
+  describe('open and half-open', () => {
+    it('refuses dispatch', () => {
+      expect(isDispatchAllowed(openCircuit())).toBe(false);
+      expect(isDispatchAllowed(halfOpenCircuit())).toBe(false);
+    });
+  });
+});
+
+describe('healthCheckDueAt', () => {
+  describe('closed', () => {
+    it('has no health check due', () => {
+      expect(healthCheckDueAt(INITIAL_CIRCUIT, S)).toBeUndefined();
+    });
+  });
+
+  describe('open', () => {
+    it('is due at nextCheckAt', () => {
+      expect(healthCheckDueAt(openCircuit(), S)).toBe(T0 + 10_000);
+    });
+  });
+
+  describe('half-open', () => {
+    it('is due when the check in flight times out', () => {
+      expect(healthCheckDueAt(halfOpenCircuit(), parseBreakerSettings({ healthCheckTimeoutSeconds: 2 }))).toBe(T0 + 2_000);
+    });
+
+    it('agrees with transition about when a replacement check is accepted', async () => {
+      const circuit = halfOpenCircuit();
+      await clock.advanceTo((healthCheckDueAt(circuit, S) ?? 0) - 1);
+      expect(apply(circuit, sent('c2'))).toBe(circuit);
+      await clock.advance(1);
+      expect(apply(circuit, sent('c2'))).not.toBe(circuit);
+    });
+  });
+});
+
+describe('circuitToJSON', () => {
+  describe('closed', () => {
+    it('writes the initial circuit as plain JSON with a numeric version', () => {
+      expect(circuitToJSON(INITIAL_CIRCUIT)).toEqual({ version: 0, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil: 0 });
+    });
+
+    it('shares no array with the circuit', () => {
+      const circuit = applyAll(INITIAL_CIRCUIT, failures(2));
+      const json = circuitToJSON(circuit);
+      expect(json.state).not.toBe(circuit.state);
+      expect(json.state.status === 'closed' && json.state.failures).not.toBe(circuit.state.status === 'closed' && circuit.state.failures);
+    });
+  });
+});
+
+describe('circuitFromJSON', () => {
+  const samples: [string, () => Circuit][] = [
+    ['closed', () => ({ state: { status: 'closed', failures: [T0 - 5, T0], closedAt: T0 - 60_000, reopenStreak: 2 }, pausedUntil: T0 + 9, version: 12 })],
+    ['never-closed', () => INITIAL_CIRCUIT],
+    ['open', () => openCircuit({ failedChecks: 3, reopenStreak: 1 })],
+    ['half-open', () => halfOpenCircuit({ failedChecks: 1 })],
+  ];
+
+  describe.each(samples)('%s', (_label, make) => {
+    it('round-trips through circuitToJSON', () => {
+      expect(circuitFromJSON(circuitToJSON(make()))).toEqual(make());
+    });
+
+    it('round-trips through JSON text', () => {
+      expect(circuitFromJSON(JSON.parse(JSON.stringify(circuitToJSON(make()))))).toEqual(make());
+    });
+  });
+
+  describe('top level', () => {
+    it('ignores store bookkeeping beside version, state and pausedUntil', () => {
+      expect(circuitFromJSON({ ...circuitToJSON(INITIAL_CIRCUIT), pk: 'lane#sms', updatedAt: 5 })).toEqual(INITIAL_CIRCUIT);
+    });
+
+    it('returns a frozen circuit', () => {
+      expect(Object.isFrozen(circuitFromJSON(circuitToJSON(openCircuit())))).toBe(true);
+    });
+  });
+
+  describe('malformed', () => {
+    const closed = { status: 'closed', failures: [1, 2], closedAt: null, reopenStreak: 0 };
+    const open = { status: 'open', openedAt: 1, nextCheckAt: 2, failedChecks: 0, reopenStreak: 0 };
+    const halfOpen = { status: 'half-open', openedAt: 1, checkId: 'c', checkSentAt: 2, failedChecks: 0, reopenStreak: 0 };
+    const wrap = (state: unknown): Record<string, unknown> => ({ version: 1, state, pausedUntil: 0 });
+    const without = (record: Record<string, unknown>, key: string): Record<string, unknown> => Object.fromEntries(Object.entries(record).filter(([k]) => k !== key));
+
+    it.each<[string, unknown, RegExp]>([
+      ['a string', 'closed', /^stored circuit must be an object; got "closed"$/],
+      ['null', null, /^stored circuit must be an object; got null$/],
+      ['an array', [], /^stored circuit must be an object/],
+      ['a non-numeric version', { ...wrap(closed), version: '1' }, /^stored circuit\.version must be a non-negative integer; got "1"$/],
+      ['a missing version', without(wrap(closed), 'version'), /^stored circuit\.version must be a non-negative integer; got nothing$/],
+      ['a negative version', { ...wrap(closed), version: -1 }, /circuit\.version must be a non-negative integer; got -1/],
+      ['a fractional version', { ...wrap(closed), version: 1.5 }, /circuit\.version must be a non-negative integer; got 1.5/],
+      ['a missing pausedUntil', without(wrap(closed), 'pausedUntil'), /circuit\.pausedUntil must be a finite number/],
+      ['a missing state', without(wrap(closed), 'state'), /circuit\.state must be an object; got nothing/],
+      ['an unknown status', wrap({ ...closed, status: 'opening' }), /circuit\.state\.status must be 'closed', 'open' or 'half-open'; got "opening"/],
+      ['a missing status', wrap(without(closed, 'status')), /circuit\.state\.status must be/],
+      ['closed without failures', wrap(without(closed, 'failures')), /circuit\.state\.failures must be an ascending array of epoch ms; got nothing/],
+      ['closed with non-numeric failures', wrap({ ...closed, failures: ['1'] }), /circuit\.state\.failures must be an ascending array/],
+      ['closed with failures out of order', wrap({ ...closed, failures: [2, 1] }), /circuit\.state\.failures must be an ascending array/],
+      ['closed with a string closedAt', wrap({ ...closed, closedAt: '5' }), /circuit\.state\.closedAt must be a finite number/],
+      ['closed without closedAt', wrap(without(closed, 'closedAt')), /circuit\.state\.closedAt must be a finite number/],
+      ['closed without reopenStreak', wrap(without(closed, 'reopenStreak')), /circuit\.state\.reopenStreak must be a non-negative integer/],
+      ['closed carrying open data', wrap({ ...closed, openedAt: 1 }), /circuit\.state\.openedAt is not a field of the 'closed' state/],
+      ['open without nextCheckAt', wrap(without(open, 'nextCheckAt')), /circuit\.state\.nextCheckAt must be a finite number/],
+      ['open without openedAt', wrap(without(open, 'openedAt')), /circuit\.state\.openedAt must be a finite number/],
+      ['open with negative failedChecks', wrap({ ...open, failedChecks: -1 }), /circuit\.state\.failedChecks must be a non-negative integer/],
+      ['open carrying a checkId', wrap({ ...open, checkId: 'c' }), /circuit\.state\.checkId is not a field of the 'open' state/],
+      ['half-open without checkId', wrap(without(halfOpen, 'checkId')), /circuit\.state\.checkId must be a non-empty string; got nothing/],
+      ['half-open with an empty checkId', wrap({ ...halfOpen, checkId: '' }), /circuit\.state\.checkId must be a non-empty string/],
+      ['half-open with a numeric checkId', wrap({ ...halfOpen, checkId: 7 }), /circuit\.state\.checkId must be a non-empty string; got 7/],
+      ['half-open without checkSentAt', wrap(without(halfOpen, 'checkSentAt')), /circuit\.state\.checkSentAt must be a finite number/],
+      ['half-open without reopenStreak', wrap(without(halfOpen, 'reopenStreak')), /circuit\.state\.reopenStreak must be a non-negative integer/],
+    ])('refuses %s with a StateFormatError naming the field', (_label, json, message) => {
+      expect(() => circuitFromJSON(json)).toThrow(StateFormatError);
+      expect(() => circuitFromJSON(json)).toThrow(message);
+    });
+  });
+});
