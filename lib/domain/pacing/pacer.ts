@@ -1,6 +1,6 @@
 import { QuotaExceededError } from '../../errors';
 import type { QuotaLedger, Reservation } from '../quota/ledger';
-import { isSliding, slidingWindowMs, unitsFor } from '../quota/tiers';
+import { isSliding, slidingWindowMs, unitsFor, type Tier } from '../quota/tiers';
 import { parseNumberSettings, type NumberRange } from '../settings';
 
 /** How dispatch is spread over time. */
@@ -83,12 +83,20 @@ export class Pacer {
     const fit = this.ledger.earliestFit(now, cost).at;
     if (!Number.isFinite(fit)) return fit;
     let at = Math.max(fit, this.pausedUntilMs);
+    const fraction = this.rampFraction(now);
     this.ledger.tiers.forEach((tier, i) => {
       if (!isSliding(tier.per)) return;
-      const tolerance = this.settings.burstFraction * slidingWindowMs(tier.per);
+      // A burst counts this message too: its own interval comes out of the tolerance, so burstFraction · limit units
+      // (not one message more) may go back to back.
+      const tolerance = Math.max(0, this.settings.burstFraction * slidingWindowMs(tier.per) - this.interval(tier, cost, fraction));
       at = Math.max(at, (this.theoreticalArrival[i] ?? 0) - tolerance);
     });
     return Math.ceil(at);
+  }
+
+  /** How far a message of `cost` pushes a sliding tier's theoretical arrival time at ramp `fraction`. */
+  private interval(tier: Tier, cost: number, fraction: number): number {
+    return (unitsFor(tier, cost) * slidingWindowMs(tier.per)) / (tier.limit * fraction);
   }
 
   /**
@@ -102,7 +110,7 @@ export class Pacer {
     const fraction = this.rampFraction(now);
     this.ledger.tiers.forEach((tier, i) => {
       if (!isSliding(tier.per)) return;
-      const interval = (unitsFor(tier, cost) * slidingWindowMs(tier.per)) / (tier.limit * fraction);
+      const interval = this.interval(tier, cost, fraction);
       // Slots are whole ms, so a dispatch at ceil(TAT) is on time: keep the fraction rather than lose it to rounding.
       const tat = this.theoreticalArrival[i] ?? Number.NEGATIVE_INFINITY;
       this.theoreticalArrival[i] = (tat > now - 1 ? tat : now) + interval;

@@ -140,9 +140,18 @@ class SlidingCounter implements Counter {
     const i = k - this.first;
     if (this.amounts.length > 0 && i >= 0 && i < this.amounts.length) {
       this.amounts[i] = Math.max(0, (this.amounts[i] ?? 0) + delta);
-    } else if (delta > 0) {
-      this.charge(k, delta); // an under-estimate whose bucket is not held: charge it where it happened (pruned if expired)
+    } else if (delta > 0 && !this.expiredBeforeNewest(k)) {
+      this.charge(k, delta); // an under-estimate whose bucket is not held: charge it where it happened
     }
+  }
+
+  /**
+   * Whether bucket `k` had expired by the start of the newest held bucket, an instant that has already passed, so
+   * it can never count again. Charging it anyway would pad the history (and its serialised form, past the
+   * `BUCKETS_PER_WINDOW + 1` bound) with a zero for every bucket between it and the present.
+   */
+  private expiredBeforeNewest(k: number): boolean {
+    return this.amounts.length > 0 && this.expiry(k) <= (this.first + this.amounts.length - 1) * this.g;
   }
 
   private charge(k: number, units: number): void {
