@@ -1,5 +1,5 @@
 import { ConfigError } from '../../errors';
-import { describe } from '../quota/tiers';
+import { parseNumberSettings, type NumberRange } from '../settings';
 
 /** Tuning of the circuit breaker. Every duration is in seconds. */
 export interface BreakerSettings {
@@ -27,10 +27,8 @@ export const DEFAULT_BREAKER_SETTINGS: BreakerSettings = Object.freeze({
   healthCheckTimeoutSeconds: 10,
 });
 
-type Key = keyof BreakerSettings;
-
 /** Allowed range per key; `maxOpenSeconds` is further bounded below by `openSeconds`. */
-const RANGES: Readonly<Record<Key, { readonly min: number; readonly max: number; readonly integer?: true }>> = {
+const RANGES: { readonly [K in keyof BreakerSettings]: NumberRange } = {
   failureThreshold: { min: 1, max: 1000, integer: true },
   windowSeconds: { min: 1, max: 3600 },
   openSeconds: { min: 1, max: 3600 },
@@ -39,7 +37,6 @@ const RANGES: Readonly<Record<Key, { readonly min: number; readonly max: number;
   healthCheckTimeoutSeconds: { min: 1, max: 900 },
 };
 
-const KEYS = Object.keys(RANGES) as Key[];
 
 /**
  * Validates circuit settings (an object whose keys are all optional; `undefined` means all defaults) and returns
@@ -49,28 +46,13 @@ const KEYS = Object.keys(RANGES) as Key[];
  * non-object, an unknown key, a value out of range or of the wrong type, or `maxOpenSeconds < openSeconds`.
  */
 export function parseBreakerSettings(input: unknown, field = 'circuit'): BreakerSettings {
-  if (input === undefined) return DEFAULT_BREAKER_SETTINGS;
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ConfigError(field, `must be an object with optional keys ${KEYS.join(', ')}; got ${describe(input)}`);
+  const settings = parseNumberSettings(input, field, DEFAULT_BREAKER_SETTINGS, RANGES);
+  if (settings.maxOpenSeconds < settings.openSeconds) {
+    const given = typeof input === 'object' && input !== null && (input as Record<string, unknown>).maxOpenSeconds !== undefined;
+    throw new ConfigError(
+      `${field}.maxOpenSeconds`,
+      `must be a number from ${settings.openSeconds} (openSeconds) to ${RANGES.maxOpenSeconds.max}; got ${settings.maxOpenSeconds}${given ? '' : ' (the default)'}`,
+    );
   }
-  const record = input as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    if (!(KEYS as string[]).includes(key)) {
-      throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${KEYS.join(', ')}`);
-    }
-  }
-  const settings: Record<Key, number> = { ...DEFAULT_BREAKER_SETTINGS };
-  for (const key of KEYS) {
-    const given = record[key] !== undefined;
-    const value = given ? record[key] : DEFAULT_BREAKER_SETTINGS[key];
-    const { max, integer } = RANGES[key];
-    const min = key === 'maxOpenSeconds' ? settings.openSeconds : RANGES[key].min;
-    const ok = typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max && (!integer || Number.isInteger(value));
-    if (!ok) {
-      const floor = key === 'maxOpenSeconds' ? `${min} (openSeconds)` : `${min}`;
-      throw new ConfigError(`${field}.${key}`, `must be ${integer ? 'an integer' : 'a number'} from ${floor} to ${max}; got ${describe(value)}${given ? '' : ' (the default)'}`);
-    }
-    settings[key] = value;
-  }
-  return Object.freeze(settings);
+  return settings;
 }

@@ -1,5 +1,5 @@
 import { ConfigError } from '../../errors';
-import { describe } from '../quota/tiers';
+import { parseNumberSettings } from '../settings';
 import type { Classification } from './classify';
 
 /** How often and how late a failed job is retried. Read once at cold start with {@link parseRetrySettings}. */
@@ -24,8 +24,6 @@ export const MAX_ATTEMPTS = 100;
 /** The settings used where none are configured. */
 export const DEFAULT_RETRY_SETTINGS: RetrySettings = Object.freeze({ maxAttempts: 5, baseDelayMs: 1_000, maxDelayMs: MAX_DELAY_MS });
 
-const KEYS: readonly (keyof RetrySettings)[] = ['maxAttempts', 'baseDelayMs', 'maxDelayMs'];
-
 /**
  * Validates retry settings (an object whose keys are all optional) and returns them frozen, with defaults
  * filled in. `undefined` stands for "nothing configured" and gives {@link DEFAULT_RETRY_SETTINGS}.
@@ -35,28 +33,15 @@ const KEYS: readonly (keyof RetrySettings)[] = ['maxAttempts', 'baseDelayMs', 'm
  * `maxDelayMs` not an integer in baseDelayMs..900000.
  */
 export function parseRetrySettings(input: unknown, field = 'retry'): RetrySettings {
-  if (input === undefined) return DEFAULT_RETRY_SETTINGS;
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ConfigError(field, `must be an object {"maxAttempts"?, "baseDelayMs"?, "maxDelayMs"?}; got ${describe(input)}`);
+  const settings = parseNumberSettings(input, field, DEFAULT_RETRY_SETTINGS, {
+    maxAttempts: { min: 1, max: MAX_ATTEMPTS, integer: true },
+    baseDelayMs: { min: 1, max: MAX_DELAY_MS, integer: true },
+    maxDelayMs: { min: 1, max: MAX_DELAY_MS, integer: true },
+  });
+  if (settings.maxDelayMs < settings.baseDelayMs) {
+    throw new ConfigError(`${field}.maxDelayMs`, `must be an integer from ${settings.baseDelayMs} (baseDelayMs) to ${MAX_DELAY_MS}; got ${settings.maxDelayMs}`);
   }
-  const record = input as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    if (!(KEYS as readonly string[]).includes(key)) {
-      throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${KEYS.join(', ')}`);
-    }
-  }
-  const maxAttempts = integerIn(record.maxAttempts, DEFAULT_RETRY_SETTINGS.maxAttempts, 1, MAX_ATTEMPTS, `${field}.maxAttempts`);
-  const baseDelayMs = integerIn(record.baseDelayMs, DEFAULT_RETRY_SETTINGS.baseDelayMs, 1, MAX_DELAY_MS, `${field}.baseDelayMs`);
-  const maxDelayMs = integerIn(record.maxDelayMs, DEFAULT_RETRY_SETTINGS.maxDelayMs, baseDelayMs, MAX_DELAY_MS, `${field}.maxDelayMs`);
-  return Object.freeze({ maxAttempts, baseDelayMs, maxDelayMs });
-}
-
-function integerIn(value: unknown, fallback: number, min: number, max: number, field: string): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new ConfigError(field, `must be an integer from ${min} to ${max}; got ${describe(value)}`);
-  }
-  return value;
+  return settings;
 }
 
 /** What to do with a job after an attempt. */

@@ -217,14 +217,14 @@ describe('parseRetrySettings', () => {
     [{ maxAttempts: '5' }, 'retry.maxAttempts: must be an integer from 1 to 100; got "5"'],
     [{ baseDelayMs: 0 }, 'retry.baseDelayMs: must be an integer from 1 to 900000; got 0'],
     [{ baseDelayMs: 900_001 }, 'retry.baseDelayMs: must be an integer from 1 to 900000; got 900001'],
-    [{ maxDelayMs: 900_001 }, 'retry.maxDelayMs: must be an integer from 1000 to 900000; got 900001'],
-    [{ maxDelayMs: 500 }, 'retry.maxDelayMs: must be an integer from 1000 to 900000; got 500'],
-    [{ baseDelayMs: 5000, maxDelayMs: 4000 }, 'retry.maxDelayMs: must be an integer from 5000 to 900000; got 4000'],
-    [{ maxDelayMs: null }, 'retry.maxDelayMs: must be an integer from 1000 to 900000; got null'],
+    [{ maxDelayMs: 900_001 }, 'retry.maxDelayMs: must be an integer from 1 to 900000; got 900001'],
+    [{ maxDelayMs: 500 }, 'retry.maxDelayMs: must be an integer from 1000 (baseDelayMs) to 900000; got 500'],
+    [{ baseDelayMs: 5000, maxDelayMs: 4000 }, 'retry.maxDelayMs: must be an integer from 5000 (baseDelayMs) to 900000; got 4000'],
+    [{ maxDelayMs: null }, 'retry.maxDelayMs: must be an integer from 1 to 900000; got null'],
     [{ retries: 3 }, 'retry.retries: unknown key; allowed keys are maxAttempts, baseDelayMs, maxDelayMs'],
-    [null, 'retry: must be an object {"maxAttempts"?, "baseDelayMs"?, "maxDelayMs"?}; got null'],
-    [[5], 'retry: must be an object {"maxAttempts"?, "baseDelayMs"?, "maxDelayMs"?}; got [5]'],
-    [5, 'retry: must be an object {"maxAttempts"?, "baseDelayMs"?, "maxDelayMs"?}; got 5'],
+    [null, 'retry: must be an object with optional keys maxAttempts, baseDelayMs, maxDelayMs; got null'],
+    [[5], 'retry: must be an object with optional keys maxAttempts, baseDelayMs, maxDelayMs; got [5]'],
+    [5, 'retry: must be an object with optional keys maxAttempts, baseDelayMs, maxDelayMs; got 5'],
   ])('refuses %p with a ConfigError naming the field and range', (value, message) => {
     expect(() => parseRetrySettings(value)).toThrow(message);
     try {

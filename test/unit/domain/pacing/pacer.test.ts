@@ -1,0 +1,309 @@
+import { DEFAULT_PACING_SETTINGS, Pacer, parsePacingSettings, type PacingSettings } from '../../../../lib/domain/pacing/pacer';
+import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
+import { parseTiers } from '../../../../lib/domain/quota/tiers';
+import { ConfigError, QuotaExceededError } from '../../../../lib/errors';
+
+/** Noon UTC on 2026-06-01: a whole second, so it starts a bucket of every sliding tier. */
+const T0 = Date.parse('2026-06-01T12:00:00.000Z');
+
+/** Smooth pacing with no ramp and no jitter, overridden per test. */
+const settings = (overrides: Partial<PacingSettings> = {}): PacingSettings => ({
+  burstFraction: 0,
+  rampStartFraction: 1,
+  rampSeconds: 0,
+  pauseJitterMs: 0,
+  ...overrides,
+});
+
+function pacerFor(quotas: unknown, overrides: Partial<PacingSettings> = {}): Pacer {
+  return new Pacer(new QuotaLedger(parseTiers(quotas)), settings(overrides));
+}
+
+/** Dispatches `count` messages of `cost` as early as the pacer allows, from `from`; returns their offsets from T0. */
+function slots(pacer: Pacer, count: number, cost = 1, from = T0): number[] {
+  const offsets: number[] = [];
+  let now = from;
+  for (let i = 0; i < count; i++) {
+    now = pacer.nextSlot(now, cost);
+    pacer.dispatch(now, cost);
+    offsets.push(now - T0);
+  }
+  return offsets;
+}
+
+function quotaErrorOf(run: () => unknown): QuotaExceededError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof QuotaExceededError) return error;
+    throw error;
+  }
+  throw new Error('expected a QuotaExceededError');
+}
+
+function configErrorOf(run: () => unknown): ConfigError {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('Pacer', () => {
+  describe('nextSlot', () => {
+    it('spaces a 10/second tier 100 ms apart when there is no burst', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }]);
+      // The 11th waits 3 ms more for the ledger: the first bucket (g = 4 ms) expires at its last ms + 1000.
+      expect(slots(pacer, 12)).toEqual([0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1003, 1103]);
+    });
+
+    it('lets the tightest of two tiers set the spacing', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }]); // 5 per second
+      expect(slots(pacer, 8)).toEqual([0, 200, 400, 600, 800, 1000, 1200, 1400]);
+    });
+
+    it('spaces by cost units on a cost tier', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 1000, per: 'second', unit: 'cost' }]);
+      expect(slots(pacer, 5, 250)).toEqual([0, 250, 500, 750, 1003]);
+    });
+
+    it('ignores calendar tiers when spacing', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 20000, per: 'day' }]);
+      expect(slots(pacer, 4)).toEqual([0, 100, 200, 300]);
+    });
+
+    it('answers at once for an idle pacer', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }]);
+      expect(pacer.nextSlot(T0 + 7, 1)).toBe(T0 + 7);
+    });
+
+    it('is Infinity for a cost above a tier limit', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
+      expect(pacer.nextSlot(T0, 101)).toBe(Number.POSITIVE_INFINITY);
+      expect(pacer.nextSlot(T0, 100)).toBe(T0);
+    });
+
+    it('is Infinity for a cost above a limit even while paused', () => {
+      const pacer = pacerFor([{ limit: 100, per: 'day', unit: 'cost' }], { pauseJitterMs: 1000 });
+      pacer.pause(T0 + 5_000, () => 0.5);
+      expect(pacer.nextSlot(T0, 101)).toBe(Number.POSITIVE_INFINITY);
+    });
+  });
+
+  describe('nextSlot with a burstFraction', () => {
+    it('1 lets a whole window go back to back, then waits for the window to pass', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { burstFraction: 1 });
+      expect(slots(pacer, 11)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1003]);
+    });
+
+    it('0.5 lets half a window go back to back, then spaces the rest evenly', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { burstFraction: 0.5 });
+      expect(slots(pacer, 11)).toEqual([0, 0, 0, 0, 0, 100, 200, 300, 400, 500, 1003]);
+    });
+
+    it('0.5 bursts half a cost tier limit in cost units', () => {
+      const pacer = pacerFor([{ limit: 100, per: 'second', unit: 'cost' }], { burstFraction: 0.5 });
+      expect(slots(pacer, 7, 10)).toEqual([0, 0, 0, 0, 0, 100, 200]);
+    });
+
+    it('gives no burst to a message larger than the burst allowance', () => {
+      const pacer = pacerFor([{ limit: 100, per: 'second', unit: 'cost' }], { burstFraction: 0.5 });
+      expect(slots(pacer, 2, 60)).toEqual([0, 1003]);
+    });
+
+    it('earns the burst back after a window idle', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { burstFraction: 0.5 });
+      slots(pacer, 5);
+      expect(slots(pacer, 6, 1, T0 + 2_000)).toEqual([2000, 2000, 2000, 2000, 2000, 2100]);
+    });
+  });
+
+  describe('startRamp', () => {
+    const ramp = { rampStartFraction: 0.25, rampSeconds: 10 };
+
+    it('starts at a quarter of the rate: the first interval is 4 times the full-rate one', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], ramp);
+      pacer.startRamp(T0);
+      expect(slots(pacer, 4)).toEqual([0, 400, 758, 1084]);
+    });
+
+    it('reaches the full rate 10 s after the ramp starts', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], ramp);
+      pacer.startRamp(T0);
+      const offsets = slots(pacer, 66);
+      expect(offsets.slice(-6)).toEqual([9819, 9920, 10021, 10121, 10221, 10321]);
+    });
+
+    it('does not ramp until startRamp is called', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], ramp);
+      expect(slots(pacer, 3)).toEqual([0, 100, 200]);
+    });
+  });
+
+  describe('rampFraction', () => {
+    it('is 1 before any ramp has started', () => {
+      expect(pacerFor([{ limit: 10, per: 'second' }], { rampStartFraction: 0.25, rampSeconds: 10 }).rampFraction(T0)).toBe(1);
+    });
+
+    it('rises linearly from rampStartFraction to 1 over rampSeconds', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { rampStartFraction: 0.25, rampSeconds: 10 });
+      pacer.startRamp(T0);
+      expect([0, 2_500, 5_000, 7_500, 9_999, 10_000, 60_000].map((dt) => pacer.rampFraction(T0 + dt))).toEqual([0.25, 0.4375, 0.625, 0.8125, 0.999925, 1, 1]);
+    });
+
+    it('holds rampStartFraction for instants before the ramp start', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { rampStartFraction: 0.25, rampSeconds: 10 });
+      pacer.startRamp(T0);
+      expect(pacer.rampFraction(T0 - 1_000)).toBe(0.25);
+    });
+
+    it('is always 1 when rampSeconds is 0', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { rampStartFraction: 0.25, rampSeconds: 0 });
+      pacer.startRamp(T0);
+      expect(pacer.rampFraction(T0)).toBe(1);
+    });
+
+    it('restarts from rampStartFraction on a new startRamp', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { rampStartFraction: 0.5, rampSeconds: 10 });
+      pacer.startRamp(T0);
+      pacer.startRamp(T0 + 60_000);
+      expect(pacer.rampFraction(T0 + 60_000)).toBe(0.5);
+    });
+  });
+
+  describe('pause', () => {
+    it('holds nextSlot until the pause end plus floor(random() * pauseJitterMs)', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { pauseJitterMs: 1000 });
+      pacer.pause(T0 + 5_000, () => 0.4567);
+      expect(pacer.pausedUntil).toBe(T0 + 5_456);
+      expect(pacer.nextSlot(T0, 1)).toBe(T0 + 5_456);
+      expect(pacer.nextSlot(T0 + 6_000, 1)).toBe(T0 + 6_000);
+    });
+
+    it('adds at most pauseJitterMs - 1 of jitter, and none for random() = 0', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { pauseJitterMs: 1000 });
+      pacer.pause(T0 + 5_000, () => 0);
+      expect(pacer.pausedUntil).toBe(T0 + 5_000);
+      pacer.pause(T0 + 5_000, () => 0.999999);
+      expect(pacer.pausedUntil).toBe(T0 + 5_999);
+    });
+
+    it('is in the past before any pause', () => {
+      expect(pacerFor([{ limit: 10, per: 'second' }]).pausedUntil).toBe(Number.NEGATIVE_INFINITY);
+    });
+
+    it('extends to a later pause', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { pauseJitterMs: 100 });
+      pacer.pause(T0 + 5_000, () => 0.5);
+      pacer.pause(T0 + 8_000, () => 0.5);
+      expect(pacer.pausedUntil).toBe(T0 + 8_050);
+    });
+
+    it('is not shortened by an earlier pause', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { pauseJitterMs: 100 });
+      pacer.pause(T0 + 8_000, () => 0.5);
+      pacer.pause(T0 + 5_000, () => 0.5);
+      expect(pacer.pausedUntil).toBe(T0 + 8_050);
+      expect(pacer.nextSlot(T0, 1)).toBe(T0 + 8_050);
+    });
+
+    it('resumes even spacing after the pause', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }]);
+      slots(pacer, 2);
+      pacer.pause(T0 + 3_000, () => 0);
+      expect(slots(pacer, 3, 1, T0 + 200)).toEqual([3000, 3100, 3200]);
+    });
+  });
+
+  describe('dispatch', () => {
+    it('returns the ledger reservation', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 20000, per: 'day' }]);
+      expect(pacer.dispatch(T0, 3)).toEqual({ at: T0, cost: 3, windows: { 'day:requests': '2026-06-01' } });
+      expect(pacer.ledger.usage(T0).map((u) => u.used)).toEqual([1, 1]);
+    });
+
+    it('throws QuotaExceededError before the smoothed slot and records nothing', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }]);
+      pacer.dispatch(T0, 1);
+      const before = JSON.stringify(pacer.ledger.toJSON());
+      expect(quotaErrorOf(() => pacer.dispatch(T0 + 50, 1)).retryAt).toBe(T0 + 100);
+      expect(JSON.stringify(pacer.ledger.toJSON())).toBe(before);
+      expect(pacer.nextSlot(T0 + 50, 1)).toBe(T0 + 100);
+      expect(pacer.dispatch(T0 + 100, 1).at).toBe(T0 + 100);
+    });
+
+    it('throws with the binding tier when the ledger is full', () => {
+      const pacer = pacerFor([{ limit: 100, per: 'minute' }, { limit: 10, per: 'second' }], { burstFraction: 1 });
+      slots(pacer, 10);
+      const error = quotaErrorOf(() => pacer.dispatch(T0 + 500, 1));
+      expect(error).toMatchObject({ tier: 1, retryAt: T0 + 1003 });
+      expect(pacer.ledger.usage(T0 + 500).map((u) => u.used)).toEqual([10, 10]);
+    });
+
+    it('throws while paused, with the pause end as retryAt', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { pauseJitterMs: 1000 });
+      pacer.pause(T0 + 5_000, () => 0.25);
+      expect(quotaErrorOf(() => pacer.dispatch(T0 + 5_000, 1)).retryAt).toBe(T0 + 5_250);
+      expect(pacer.ledger.usage(T0 + 5_000).map((u) => u.used)).toEqual([0]);
+    });
+
+    it('throws with retryAt Infinity for a cost above a limit', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
+      expect(quotaErrorOf(() => pacer.dispatch(T0, 101))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
+    });
+  });
+});
+
+describe('parsePacingSettings', () => {
+  it('returns the defaults when nothing is configured', () => {
+    expect(parsePacingSettings(undefined)).toBe(DEFAULT_PACING_SETTINGS);
+    expect(parsePacingSettings({})).toEqual({ burstFraction: 0, rampStartFraction: 0.25, rampSeconds: 30, pauseJitterMs: 1000 });
+  });
+
+  it('keeps given values, fills the rest and freezes the result', () => {
+    const parsed = parsePacingSettings({ burstFraction: 0.5, rampSeconds: 0 });
+    expect(parsed).toEqual({ ...DEFAULT_PACING_SETTINGS, burstFraction: 0.5, rampSeconds: 0 });
+    expect(Object.isFrozen(parsed)).toBe(true);
+  });
+
+  it('accepts both bounds of every range', () => {
+    const low = { burstFraction: 0, rampStartFraction: 0.01, rampSeconds: 0, pauseJitterMs: 0 };
+    const high = { burstFraction: 1, rampStartFraction: 1, rampSeconds: 3600, pauseJitterMs: 60_000 };
+    expect(parsePacingSettings(low)).toEqual(low);
+    expect(parsePacingSettings(high)).toEqual(high);
+  });
+
+  it('refuses an unknown key, listing the allowed ones', () => {
+    const error = configErrorOf(() => parsePacingSettings({ burst: 0.5 }));
+    expect(error.field).toBe('pacing.burst');
+    expect(error.message).toBe('pacing.burst: unknown key; allowed keys are burstFraction, rampStartFraction, rampSeconds, pauseJitterMs');
+  });
+
+  it('refuses a value that is not an object', () => {
+    const error = configErrorOf(() => parsePacingSettings([0.5]));
+    expect(error.field).toBe('pacing');
+    expect(error.message).toBe('pacing: must be an object with optional keys burstFraction, rampStartFraction, rampSeconds, pauseJitterMs; got [0.5]');
+  });
+
+  it.each([
+    ['burstFraction', -0.1, 'must be a number from 0 to 1; got -0.1'],
+    ['burstFraction', 1.5, 'must be a number from 0 to 1; got 1.5'],
+    ['rampStartFraction', 0, 'must be a number from 0.01 to 1; got 0'],
+    ['rampStartFraction', 1.01, 'must be a number from 0.01 to 1; got 1.01'],
+    ['rampSeconds', -1, 'must be a number from 0 to 3600; got -1'],
+    ['rampSeconds', 3601, 'must be a number from 0 to 3600; got 3601'],
+    ['pauseJitterMs', -1, 'must be a number from 0 to 60000; got -1'],
+    ['pauseJitterMs', 60_001, 'must be a number from 0 to 60000; got 60001'],
+    ['pauseJitterMs', '500', 'must be a number from 0 to 60000; got "500"'],
+  ])('refuses %s = %p, naming the field and its range', (key, value, problem) => {
+    const error = configErrorOf(() => parsePacingSettings({ [key]: value }));
+    expect(error.field).toBe(`pacing.${key}`);
+    expect(error.message).toBe(`pacing.${key}: ${problem}`);
+  });
+
+  it('names the configured field', () => {
+    expect(configErrorOf(() => parsePacingSettings({ rampSeconds: -1 }, 'PACING')).field).toBe('PACING.rampSeconds');
+  });
+});
