@@ -35,7 +35,7 @@ export class QuotaExceededError extends QuotaOrchestratorError {
   readonly code = 'QUOTA_EXCEEDED';
 
   constructor(
-    /** Index of the first tier that does not fit, in the configured order. */
+    /** Index of the tier that holds the reservation back longest, in the configured order; -1 when no tier is full and smoothing or a pause holds it. */
     readonly tier: number,
     /** Earliest instant (epoch ms) at which the reservation would fit; `Infinity` if never. */
     readonly retryAt: number,

@@ -104,8 +104,10 @@ function parseApi(input: unknown): Scenario['api'] {
   const { latencyMs } = parseNumberSettings({ ...(raw.latencyMs === undefined ? {} : { latencyMs: raw.latencyMs }) }, 'api', { latencyMs: 50 }, { latencyMs: { min: 0, max: 60_000, integer: true } });
   const outagesRaw = raw.outages ?? [];
   if (!Array.isArray(outagesRaw)) throw new ConfigError('api.outages', `must be a list of {"atSeconds","forSeconds"}; got ${describe(outagesRaw)}`);
-  const outages = outagesRaw.map((o, i) =>
-    parseNumberSettings(o, `api.outages[${i}]`, { atSeconds: 0, forSeconds: 0 }, { atSeconds: { min: 0, max: 864_000 }, forSeconds: { min: 0.001, max: 864_000 } }),
-  );
+  const outages = outagesRaw.map((o, i) => {
+    const outage = parseNumberSettings(o, `api.outages[${i}]`, { atSeconds: -1, forSeconds: -1 }, { atSeconds: { min: 0, max: 864_000 }, forSeconds: { min: 0.001, max: 864_000 } });
+    if (outage.atSeconds < 0 || outage.forSeconds < 0) throw new ConfigError(`api.outages[${i}]`, 'needs both atSeconds (0 to 864000) and forSeconds (0.001 to 864000)');
+    return outage;
+  });
   return { latencyMs, outages };
 }

@@ -47,7 +47,7 @@ export interface LedgerJSON {
  * How finely sliding-window history is kept: each window is cut into this many buckets. A bucket's units are
  * treated as if they had all arrived at its last millisecond, so history expires at most one bucket (0.4 % of
  * the window) late: the ledger never under-counts, and costs at most 0.4 % of throughput. It also bounds the
- * serialised form to `BUCKETS_PER_WINDOW + 1` numbers per sliding tier.
+ * serialised form to `BUCKETS_PER_WINDOW + 1` bucket amounts (plus granularity and first index) per sliding tier.
  */
 export const BUCKETS_PER_WINDOW = 250;
 
@@ -269,7 +269,11 @@ export class QuotaLedger {
   ) {
     const timeZone = options.timeZone ?? 'UTC';
     this.counters = tiers.map((tier) => {
-      const saved = json?.tiers[tierKeyOf(tier.per, tier.unit)];
+      const key = tierKeyOf(tier.per, tier.unit);
+      const saved = json?.tiers[key];
+      if (saved !== undefined && isSliding(tier.per) !== 'a' in saved) {
+        throw new StateFormatError(`stored ledger is unreadable: tier "${key}" is saved as a ${'a' in saved ? 'sliding' : 'calendar'} tier`);
+      }
       if (isSliding(tier.per)) {
         const windowMs = slidingWindowMs(tier.per);
         return saved !== undefined && 'a' in saved
@@ -337,7 +341,7 @@ export class QuotaLedger {
   }
 
   /**
-   * The compact form to persist: at most `BUCKETS_PER_WINDOW + 1` numbers per sliding tier (fewer once history
+   * The compact form to persist: at most `BUCKETS_PER_WINDOW + 1` bucket amounts plus two numbers per sliding tier (fewer once history
    * older than a window is pruned, which happens on every reserve and usage read) and two values per calendar tier.
    */
   toJSON(): LedgerJSON {

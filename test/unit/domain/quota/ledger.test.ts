@@ -395,6 +395,8 @@ describe('QuotaLedger', () => {
       ['amounts that are not a list', { v: 1, tiers: { 'second:requests': { g: 4, b: 1, a: '1' } } }, 'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
       ['a window key that is not a string', { v: 1, tiers: { 'day:requests': { w: 20260601, u: 1 } } }, 'tier "day:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
       ['negative calendar units', { v: 1, tiers: { 'day:requests': { w: '2026-06-01', u: -1 } } }, 'tier "day:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
+      ['a sliding tier saved as a calendar one', { v: 1, tiers: { 'second:requests': { w: '2026-06-01', u: 3 } } }, 'tier "second:requests" is saved as a calendar tier'],
+      ['a calendar tier saved as a sliding one', { v: 1, tiers: { 'day:requests': { g: 4, b: 1, a: [1] } } }, 'tier "day:requests" is saved as a sliding tier'],
     ])('refuses %s with a StateFormatError', (_what, json, why) => {
       expect.assertions(3);
       try {

@@ -1,0 +1,304 @@
+import { FakeClock } from '../../lib/adapters/memory/FakeClock';
+import { MemoryInvoker } from '../../lib/adapters/memory/MemoryInvoker';
+import { MemoryQueues } from '../../lib/adapters/memory/MemoryQueues';
+import { MemoryStateStore } from '../../lib/adapters/memory/MemoryStateStore';
+import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
+import type { JsonValue } from '../../lib/domain/json';
+import type { ApiResult } from '../../lib/domain/outcome/apiResult';
+import { QuotaLedger, type Settlement } from '../../lib/domain/quota/ledger';
+import type { Period, TierUnit } from '../../lib/domain/quota/tiers';
+import type { ApiCaller } from '../../lib/ports/ApiCaller';
+import type { JobEvent, WorkerEvent } from '../../lib/ports/Invoker';
+import type { MessageAttribute, SourceQueue } from '../../lib/ports/QueueReceiver';
+import type { StateStore } from '../../lib/ports/StateStore';
+import { applyCircuitEvent } from '../../lib/services/circuitUpdates';
+import { parseJob } from '../../lib/services/parseJob';
+import type { WorkerDeps } from '../../lib/services/processJob';
+import type { OrchestratorDeps, OrchestratorEvent, RunSummary } from '../../lib/services/runOrchestrator';
+
+/** Virtual start instant of every service test: a fixed Monday, 00:00 UTC (a multiple of every ledger bucket). */
+export const START = Date.UTC(2026, 0, 5);
+
+/** The lane every fixture uses. */
+export const LANE = 'default';
+
+/** Sections of the config a test may override; each is merged over {@link testConfig}'s small timings. */
+export interface ConfigOverrides {
+  readonly quotas?: readonly { readonly limit: number; readonly per: Period; readonly unit?: TierUnit }[];
+  readonly pacing?: Record<string, number>;
+  readonly circuit?: Record<string, number>;
+  readonly retry?: Record<string, number>;
+  readonly orchestrator?: Record<string, number>;
+}
+
+/**
+ * A validated config with small timings: 5 requests per second, no ramp and no pause jitter, a circuit that opens
+ * after 3 failures and checks after 2 s, 3 attempts, flush every second, 30 s visibility over a 5 s worker timeout.
+ */
+export function testConfig(overrides: ConfigOverrides = {}): ServiceConfig {
+  return parseServiceConfig({
+    lane: LANE,
+    quotas: overrides.quotas ?? [{ limit: 5, per: 'second' }],
+    pacing: { rampSeconds: 0, pauseJitterMs: 0, ...overrides.pacing },
+    circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 2, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 5, ...overrides.circuit },
+    retry: { maxAttempts: 3, baseDelayMs: 1_000, ...overrides.retry },
+    orchestrator: {
+      leaseTtlMs: 5_000,
+      flushIntervalMs: 1_000,
+      circuitPollMs: 100,
+      visibilityTimeoutMs: 30_000,
+      workerTimeoutMs: 5_000,
+      idleWaitMs: 200,
+      invokeBackoffMs: 100,
+      ...overrides.orchestrator,
+    },
+  });
+}
+
+/** A `Number` message attribute. */
+export function numberAttr(value: number | string): MessageAttribute {
+  return { dataType: 'Number', value: String(value) };
+}
+
+/** A `String` message attribute. */
+export function stringAttr(value: string): MessageAttribute {
+  return { dataType: 'String', value };
+}
+
+/** Optional parts of a job message sent with {@link sendJob}. */
+export interface JobOptions {
+  readonly cost?: number;
+  readonly idempotencyKey?: string;
+  /** The `attempt` attribute a requeued message carries. */
+  readonly attempt?: number;
+  readonly groupId?: string;
+  /** Raw attributes, merged over the ones above. */
+  readonly attributes?: Readonly<Record<string, MessageAttribute>>;
+}
+
+/** Sends one job message with the contract's attributes; bodies that are not strings are JSON-encoded. */
+export async function sendJob(queues: MemoryQueues, queue: SourceQueue, body: JsonValue | string, options: JobOptions = {}): Promise<void> {
+  const attributes: Record<string, MessageAttribute> = {};
+  if (options.cost !== undefined) attributes.cost = numberAttr(options.cost);
+  if (options.idempotencyKey !== undefined) attributes.idempotencyKey = stringAttr(options.idempotencyKey);
+  if (options.attempt !== undefined) attributes.attempt = numberAttr(options.attempt);
+  await queues.send(queue, {
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    attributes: { ...attributes, ...options.attributes },
+    ...(options.groupId === undefined ? {} : { groupId: options.groupId }),
+  });
+}
+
+/** A 2xx answer, optionally reporting the units the call really consumed. */
+export function ok(actualCost?: number): ApiResult {
+  return { kind: 'response', status: 200, headers: {}, ...(actualCost === undefined ? {} : { actualCost }) };
+}
+
+/** An HTTP answer with `status` and lower-case `headers`. */
+export function httpStatus(status: number, headers: Record<string, string> = {}): ApiResult {
+  return { kind: 'response', status, headers };
+}
+
+/** One call as a {@link ScriptedApi} saw it. */
+export interface ScriptedCall {
+  readonly at: number;
+  readonly body: JsonValue;
+  readonly idempotencyKey: string;
+}
+
+/**
+ * A hand-written {@link ApiCaller}: answers calls with the results queued in `answers` (then `fallback`), probes with
+ * those in `probeAnswers` (then 200), each `latencyMs` after it arrives on the clock, and records every call.
+ */
+export class ScriptedApi implements ApiCaller {
+  readonly calls: ScriptedCall[] = [];
+  readonly answers: ApiResult[] = [];
+  readonly probeAnswers: ApiResult[] = [];
+  probes = 0;
+  /** When set, decides each call's answer instead of `answers`. */
+  answer?: (body: JsonValue, call: number) => ApiResult;
+
+  constructor(
+    private readonly clock: FakeClock,
+    public latencyMs = 0,
+    public fallback: ApiResult = ok(),
+  ) {}
+
+  async call(body: JsonValue, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+    this.calls.push({ at: this.clock.now(), body, idempotencyKey: context.idempotencyKey });
+    const result = this.answer?.(body, this.calls.length) ?? this.answers.shift() ?? this.fallback;
+    if (this.latencyMs > 0) await this.clock.sleep(this.latencyMs);
+    return result;
+  }
+
+  async probe(): Promise<ApiResult> {
+    this.probes++;
+    const result = this.probeAnswers.shift() ?? ok();
+    if (this.latencyMs > 0) await this.clock.sleep(this.latencyMs);
+    return result;
+  }
+}
+
+/** A worker's world on virtual time: in-memory store and queues, a {@link ScriptedApi}, and `random` fixed at 0.5. */
+export interface WorkerHarness {
+  readonly clock: FakeClock;
+  readonly store: MemoryStateStore;
+  readonly queues: MemoryQueues;
+  readonly api: ScriptedApi;
+  readonly config: ServiceConfig;
+  readonly deps: WorkerDeps;
+}
+
+/** Builds a {@link WorkerHarness}; `queues` may be a subclass that injects faults. */
+export function workerHarness(config: ServiceConfig = testConfig(), queues?: (clock: FakeClock) => MemoryQueues): WorkerHarness {
+  const clock = new FakeClock(START);
+  const store = new MemoryStateStore();
+  const q = queues?.(clock) ?? new MemoryQueues({ clock });
+  const api = new ScriptedApi(clock);
+  return { clock, store, queues: q, api, config, deps: { clock, store, queues: q, api, config, random: () => 0.5 } };
+}
+
+/**
+ * Receives the next message of `queue` (30 s visibility) and turns it into the job event the orchestrator would
+ * send: parsed with `parseJob`, with a reservation of its cost made now.
+ * @throws Error if the queue has nothing to deliver or the message is malformed.
+ */
+export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, dispatchId: string): Promise<JobEvent> {
+  const [message] = await h.queues.receive(queue, { max: 1, visibilityMs: 30_000, waitMs: 0 });
+  if (message === undefined) throw new Error(`nothing to receive from '${queue}'`);
+  const parsed = parseJob(message);
+  if (!parsed.ok) throw new Error(parsed.reason);
+  const { job } = parsed;
+  return {
+    kind: 'job',
+    lane: h.config.lane,
+    queue,
+    receiptHandle: message.receiptHandle,
+    messageId: message.messageId,
+    body: job.body,
+    attempt: job.attempt,
+    cost: job.cost,
+    idempotencyKey: job.idempotencyKey,
+    ...(message.groupId === undefined ? {} : { groupId: message.groupId }),
+    attributes: message.attributes,
+    dispatchId,
+    reservation: { at: h.clock.now(), cost: job.cost, windows: {} },
+  };
+}
+
+/** Takes the lane's pending settlements as an orchestrator would (under a fresh lease of its own). */
+export async function takeSettlements(store: StateStore, clock: FakeClock, lane = LANE): Promise<Settlement[]> {
+  const lease = await store.acquireLease(lane, 'settlement-reader', clock.now(), 5_000);
+  if (lease === null) throw new Error('lease is held; cannot read settlements');
+  const settlements = await store.takeSettlements(lane, lease.token);
+  await store.releaseLease(lease);
+  return settlements;
+}
+
+/** Opens the lane's circuit at `at` by applying `failureThreshold` transient failures, as workers would. */
+export async function openCircuit(store: StateStore, config: ServiceConfig, at: number): Promise<void> {
+  for (let i = 0; i < config.circuit.failureThreshold; i++) {
+    await applyCircuitEvent(store, config.lane, { type: 'transient-failure' }, at, config.circuit);
+  }
+}
+
+/** Units the lane's stored ledger holds at `now` on the tier with `per` (and `unit`, default requests). */
+export async function storedUsage(store: StateStore, config: ServiceConfig, now: number, per: Period, unit: TierUnit = 'requests'): Promise<number | undefined> {
+  const json = await store.loadLedger(config.lane);
+  if (json === undefined) return undefined;
+  const usage = QuotaLedger.fromJSON(config.quotas, json, { timeZone: config.timeZone }).usage(now);
+  return usage.find((u) => u.tier.per === per && u.tier.unit === unit)?.used;
+}
+
+/** An orchestrator's world on virtual time, with every event it reports and every worker event it sends. */
+export interface OrchestratorHarness {
+  readonly clock: FakeClock;
+  readonly store: MemoryStateStore;
+  readonly queues: MemoryQueues;
+  readonly invoker: MemoryInvoker;
+  readonly config: ServiceConfig;
+  readonly deps: OrchestratorDeps;
+  /** What the orchestrator reported, in order. */
+  readonly events: OrchestratorEvent[];
+  /** What workers received, in order, each with the instant its handler started. */
+  readonly workerEvents: { readonly at: number; readonly event: WorkerEvent }[];
+}
+
+/** Options of {@link orchestratorHarness}. */
+export interface OrchestratorHarnessOptions {
+  readonly config?: ServiceConfig;
+  /**
+   * The worker, after the event is recorded. @default a worker that deletes a job's message at once (succeeds)
+   * and ignores health checks.
+   */
+  readonly worker?: (event: WorkerEvent, h: OrchestratorHarness) => Promise<void>;
+  readonly owner?: string;
+  /** Lets a test share one store (e.g. across runs) or put a fault-injecting one in. */
+  readonly store?: MemoryStateStore;
+  readonly clock?: FakeClock;
+  readonly queues?: MemoryQueues;
+}
+
+/** Builds an {@link OrchestratorHarness}: in-memory ports, `random` fixed at 0, ids `id-1`, `id-2`, … */
+export function orchestratorHarness(options: OrchestratorHarnessOptions = {}): OrchestratorHarness {
+  const clock = options.clock ?? new FakeClock(START);
+  const store = options.store ?? new MemoryStateStore();
+  const queues = options.queues ?? new MemoryQueues({ clock });
+  const config = options.config ?? testConfig();
+  const events: OrchestratorEvent[] = [];
+  const workerEvents: { at: number; event: WorkerEvent }[] = [];
+  const worker =
+    options.worker ??
+    (async (event: WorkerEvent) => {
+      if (event.kind === 'job') await queues.delete(event.queue, event.receiptHandle);
+    });
+  let ids = 0;
+  // The handler only runs after the harness is built, so it reads it from here.
+  const built: { harness?: OrchestratorHarness } = {};
+  const invoker = new MemoryInvoker({
+    clock,
+    handler: async (event) => {
+      workerEvents.push({ at: clock.now(), event });
+      if (built.harness !== undefined) await worker(event, built.harness);
+    },
+  });
+  const deps: OrchestratorDeps = {
+    clock,
+    store,
+    queues,
+    invoker,
+    config,
+    random: () => 0,
+    owner: options.owner ?? 'orchestrator-1',
+    newId: () => `id-${++ids}`,
+    onEvent: (event) => events.push(event),
+  };
+  built.harness = { clock, store, queues, invoker, config, deps, events, workerEvents };
+  return built.harness;
+}
+
+/**
+ * Drives the clock until `run` settles (or virtual time would pass `limit`), then returns its summary.
+ * @throws Error when the run has not ended by `limit`; the run's own error if it rejected.
+ */
+export async function drive(clock: FakeClock, run: Promise<RunSummary>, limit: number): Promise<RunSummary> {
+  let outcome: { ok: true; summary: RunSummary } | { ok: false; error: unknown } | undefined;
+  void run.then(
+    (summary) => (outcome = { ok: true, summary }),
+    (error: unknown) => (outcome = { ok: false, error }),
+  );
+  await clock.runUntil(() => outcome !== undefined, limit);
+  if (outcome === undefined) throw new Error(`the run had not ended by ${limit - START} ms after START`);
+  if (!outcome.ok) throw outcome.error;
+  return outcome.summary;
+}
+
+/** The `dispatched` events, in order. */
+export function dispatchedEvents(events: readonly OrchestratorEvent[]): Extract<OrchestratorEvent, { type: 'dispatched' }>[] {
+  return events.filter((e): e is Extract<OrchestratorEvent, { type: 'dispatched' }> => e.type === 'dispatched');
+}
+
+/** Instants relative to {@link START}. */
+export function rel(instants: readonly number[]): number[] {
+  return instants.map((t) => t - START);
+}

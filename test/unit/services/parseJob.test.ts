@@ -1,0 +1,124 @@
+import type { MessageAttribute, ReceivedMessage } from '../../../lib/ports/QueueReceiver';
+import { parseJob, type ParseResult } from '../../../lib/services/parseJob';
+import { numberAttr, stringAttr } from '../../helpers/serviceFixtures';
+
+/** A message as received from the main queue, first receive, with a JSON body and no attributes. */
+function message(overrides: Partial<ReceivedMessage> = {}): ReceivedMessage {
+  return { queue: 'main', messageId: 'm-1', receiptHandle: 'r-1', body: '{"id":"job-1"}', attributes: {}, receiveCount: 1, ...overrides };
+}
+
+function withAttributes(attributes: Record<string, MessageAttribute>, overrides: Partial<ReceivedMessage> = {}): ReceivedMessage {
+  return message({ attributes, ...overrides });
+}
+
+function reasonOf(result: ParseResult): string {
+  if (result.ok) throw new Error(`expected a malformed message, got ${JSON.stringify(result.job)}`);
+  return result.reason;
+}
+
+const COST_RULE = "malformed: attribute 'cost' must be a Number holding an integer from 0 to 1000000000000";
+
+describe('parseJob', () => {
+  describe('a valid message', () => {
+    it('defaults cost to 1, the idempotency key to the message id and the attempt to 1', () => {
+      expect(parseJob(message())).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 1, idempotencyKey: 'm-1', attempt: 1 } });
+    });
+
+    it('accepts any JSON value as the body', () => {
+      expect(parseJob(message({ body: '[1,"two",null]' }))).toEqual({ ok: true, job: { body: [1, 'two', null], cost: 1, idempotencyKey: 'm-1', attempt: 1 } });
+    });
+
+    it('takes the cost from the Number attribute cost', () => {
+      const result = parseJob(withAttributes({ cost: numberAttr(250) }));
+      expect(result).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 250, idempotencyKey: 'm-1', attempt: 1 } });
+    });
+
+    it('accepts a cost of 0 and a custom Number data type', () => {
+      expect(parseJob(withAttributes({ cost: numberAttr(0) }))).toMatchObject({ ok: true, job: { cost: 0 } });
+      expect(parseJob(withAttributes({ cost: { dataType: 'Number.tokens', value: '12' } }))).toMatchObject({ ok: true, job: { cost: 12 } });
+    });
+
+    it('takes the idempotency key from the String attribute idempotencyKey', () => {
+      const result = parseJob(withAttributes({ idempotencyKey: stringAttr('order-42') }));
+      expect(result).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 1, idempotencyKey: 'order-42', attempt: 1 } });
+    });
+
+    it("takes the attempt of a requeued message from its 'attempt' attribute", () => {
+      const result = parseJob(withAttributes({ attempt: numberAttr(3) }, { queue: 'requeue' }));
+      expect(result).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 1, idempotencyKey: 'm-1', attempt: 3 } });
+    });
+
+    it("falls back to attempt 1 when the 'attempt' attribute is not a positive integer", () => {
+      expect(parseJob(withAttributes({ attempt: numberAttr('zero') }, { queue: 'requeue' }))).toMatchObject({ ok: true, job: { attempt: 1 } });
+      expect(parseJob(withAttributes({ attempt: numberAttr(0) }, { queue: 'requeue' }))).toMatchObject({ ok: true, job: { attempt: 1 } });
+    });
+
+    it('counts the attempt of a FIFO message by its receives', () => {
+      const result = parseJob(message({ queue: 'fifo', groupId: 'g-1', receiveCount: 2 }));
+      expect(result).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 1, idempotencyKey: 'm-1', attempt: 2 } });
+    });
+
+    it("ignores an 'attempt' attribute on a FIFO message in favour of the receive count", () => {
+      const result = parseJob(withAttributes({ attempt: numberAttr(7) }, { queue: 'fifo', groupId: 'g-1', receiveCount: 3 }));
+      expect(result).toMatchObject({ ok: true, job: { attempt: 3 } });
+    });
+  });
+
+  describe('a malformed message', () => {
+    it('is refused when the body is not JSON, with the parser error in the reason', () => {
+      expect(reasonOf(parseJob(message({ body: '{not json' })))).toMatch(/^malformed: body is not JSON \(.+\)$/);
+    });
+
+    it('is refused when the body is empty', () => {
+      expect(reasonOf(parseJob(message({ body: '' })))).toMatch(/^malformed: body is not JSON \(.+\)$/);
+    });
+
+    it('is refused when cost is negative', () => {
+      expect(reasonOf(parseJob(withAttributes({ cost: numberAttr(-1) })))).toBe(`${COST_RULE}; got Number "-1"`);
+    });
+
+    it('is refused when cost is NaN', () => {
+      expect(reasonOf(parseJob(withAttributes({ cost: numberAttr('NaN') })))).toBe(`${COST_RULE}; got Number "NaN"`);
+    });
+
+    it('is refused when cost is an empty or blank Number', () => {
+      expect(reasonOf(parseJob(withAttributes({ cost: numberAttr(' ') })))).toBe(`${COST_RULE}; got Number " "`);
+    });
+
+    it('is refused when cost has the String data type, even if it holds digits', () => {
+      expect(reasonOf(parseJob(withAttributes({ cost: stringAttr('3') })))).toBe(`${COST_RULE}; got String "3"`);
+    });
+
+    it('is refused when cost is not an integer', () => {
+      expect(reasonOf(parseJob(withAttributes({ cost: numberAttr(1.5) })))).toBe(`${COST_RULE}; got Number "1.5"`);
+    });
+
+    it('is refused when cost is above 1e12', () => {
+      expect(reasonOf(parseJob(withAttributes({ cost: numberAttr('1e13') })))).toBe(`${COST_RULE}; got Number "1e13"`);
+    });
+
+    it('quotes at most 40 characters of a bad cost', () => {
+      const reason = reasonOf(parseJob(withAttributes({ cost: numberAttr('9'.repeat(100)) })));
+      expect(reason).toBe(`${COST_RULE}; got Number "${'9'.repeat(40)}"`);
+    });
+
+    it('is refused when idempotencyKey is empty', () => {
+      expect(reasonOf(parseJob(withAttributes({ idempotencyKey: stringAttr('') })))).toBe(
+        "malformed: attribute 'idempotencyKey' must be a String of 1 to 512 characters; got String of length 0",
+      );
+    });
+
+    it('is refused when idempotencyKey is longer than 512 characters or not a String', () => {
+      expect(reasonOf(parseJob(withAttributes({ idempotencyKey: stringAttr('k'.repeat(513)) })))).toBe(
+        "malformed: attribute 'idempotencyKey' must be a String of 1 to 512 characters; got String of length 513",
+      );
+      expect(reasonOf(parseJob(withAttributes({ idempotencyKey: numberAttr(42) })))).toBe(
+        "malformed: attribute 'idempotencyKey' must be a String of 1 to 512 characters; got Number of length 2",
+      );
+    });
+
+    it('is refused when a FIFO message has no MessageGroupId', () => {
+      expect(reasonOf(parseJob(message({ queue: 'fifo' })))).toBe('malformed: FIFO message without a MessageGroupId');
+    });
+  });
+});
