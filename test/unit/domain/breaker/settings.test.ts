@@ -1,15 +1,6 @@
 import { DEFAULT_BREAKER_SETTINGS, parseBreakerSettings } from '../../../../lib/domain/breaker/settings';
 import { ConfigError } from '../../../../lib/errors';
-
-function errorOf(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
+import { thrown } from '../../../helpers/thrown';
 
 describe('parseBreakerSettings', () => {
   describe('defaults', () => {
@@ -61,23 +52,23 @@ describe('parseBreakerSettings', () => {
       ['healthCheckTimeoutSeconds', 0, 'must be a number from 1 to 900; got 0'],
       ['healthCheckTimeoutSeconds', 901, 'must be a number from 1 to 900; got 901'],
     ])('refuses %s = %p, naming the field and its range', (key, value, problem) => {
-      const error = errorOf(() => parseBreakerSettings({ [key]: value }));
+      const error = thrown(ConfigError, () => parseBreakerSettings({ [key]: value }));
       expect(error.field).toBe(`circuit.${key}`);
       expect(error.problem).toBe(problem);
       expect(error.message).toBe(`circuit.${key}: ${problem}`);
     });
 
     it.each([['"5"', '5'], ['null', null], ['NaN', Number.NaN], ['Infinity', Number.POSITIVE_INFINITY]])('refuses a non-number value (%s)', (_label, value) => {
-      expect(errorOf(() => parseBreakerSettings({ openSeconds: value })).field).toBe('circuit.openSeconds');
+      expect(thrown(ConfigError, () => parseBreakerSettings({ openSeconds: value })).field).toBe('circuit.openSeconds');
     });
 
     it('refuses maxOpenSeconds below openSeconds', () => {
-      const error = errorOf(() => parseBreakerSettings({ openSeconds: 60, maxOpenSeconds: 30 }));
+      const error = thrown(ConfigError, () => parseBreakerSettings({ openSeconds: 60, maxOpenSeconds: 30 }));
       expect(error.message).toBe('circuit.maxOpenSeconds: must be a number from 60 (openSeconds) to 86400; got 30');
     });
 
     it('says when the default maxOpenSeconds is what falls below a raised openSeconds', () => {
-      expect(errorOf(() => parseBreakerSettings({ openSeconds: 600 })).message).toBe(
+      expect(thrown(ConfigError, () => parseBreakerSettings({ openSeconds: 600 })).message).toBe(
         'circuit.maxOpenSeconds: must be a number from 600 (openSeconds) to 86400; got 300 (the default)',
       );
     });
@@ -89,17 +80,17 @@ describe('parseBreakerSettings', () => {
 
   describe('shape', () => {
     it('refuses an unknown key, naming it and the allowed keys', () => {
-      const error = errorOf(() => parseBreakerSettings({ threshold: 5 }));
+      const error = thrown(ConfigError, () => parseBreakerSettings({ threshold: 5 }));
       expect(error.field).toBe('circuit.threshold');
       expect(error.problem).toMatch(/unknown key; allowed keys are failureThreshold, windowSeconds, .*healthCheckTimeoutSeconds/);
     });
 
     it.each([['null', null], ['an array', [5]], ['a number', 5], ['a string', 'fast']])('refuses %s in place of the object', (_label, value) => {
-      expect(errorOf(() => parseBreakerSettings(value)).message).toMatch(/^circuit: must be an object with optional keys/);
+      expect(thrown(ConfigError, () => parseBreakerSettings(value)).message).toMatch(/^circuit: must be an object with optional keys/);
     });
 
     it('names errors after the field it is given', () => {
-      expect(errorOf(() => parseBreakerSettings({ windowSeconds: 0 }, 'lanes[1].circuit')).field).toBe('lanes[1].circuit.windowSeconds');
+      expect(thrown(ConfigError, () => parseBreakerSettings({ windowSeconds: 0 }, 'lanes[1].circuit')).field).toBe('lanes[1].circuit.windowSeconds');
     });
   });
 });

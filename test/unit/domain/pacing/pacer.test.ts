@@ -2,6 +2,7 @@ import { DEFAULT_PACING_SETTINGS, Pacer, parsePacingSettings, type PacingSetting
 import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
 import { ConfigError, QuotaExceededError } from '../../../../lib/errors';
+import { thrown } from '../../../helpers/thrown';
 
 /** Noon UTC on 2026-06-01: a whole second, so it starts a bucket of every sliding tier. */
 const T0 = Date.parse('2026-06-01T12:00:00.000Z');
@@ -29,26 +30,6 @@ function slots(pacer: Pacer, count: number, cost = 1, from = T0): number[] {
     offsets.push(now - T0);
   }
   return offsets;
-}
-
-function quotaErrorOf(run: () => unknown): QuotaExceededError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof QuotaExceededError) return error;
-    throw error;
-  }
-  throw new Error('expected a QuotaExceededError');
-}
-
-function configErrorOf(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
 }
 
 describe('Pacer', () => {
@@ -228,7 +209,7 @@ describe('Pacer', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }]);
       pacer.dispatch(T0, 1);
       const before = JSON.stringify(pacer.ledger.toJSON());
-      expect(quotaErrorOf(() => pacer.dispatch(T0 + 50, 1)).retryAt).toBe(T0 + 100);
+      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0 + 50, 1)).retryAt).toBe(T0 + 100);
       expect(JSON.stringify(pacer.ledger.toJSON())).toBe(before);
       expect(pacer.nextSlot(T0 + 50, 1)).toBe(T0 + 100);
       expect(pacer.dispatch(T0 + 100, 1).at).toBe(T0 + 100);
@@ -237,7 +218,7 @@ describe('Pacer', () => {
     it('throws with the binding tier when the ledger is full', () => {
       const pacer = pacerFor([{ limit: 100, per: 'minute' }, { limit: 10, per: 'second' }], { burstFraction: 1 });
       slots(pacer, 10);
-      const error = quotaErrorOf(() => pacer.dispatch(T0 + 500, 1));
+      const error = thrown(QuotaExceededError, () => pacer.dispatch(T0 + 500, 1));
       expect(error).toMatchObject({ tier: 1, retryAt: T0 + 1003 });
       expect(pacer.ledger.usage(T0 + 500).map((u) => u.used)).toEqual([10, 10]);
     });
@@ -245,13 +226,13 @@ describe('Pacer', () => {
     it('throws while paused, with the pause end as retryAt', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }], { pauseJitterMs: 1000 });
       pacer.pause(T0 + 5_000, () => 0.25);
-      expect(quotaErrorOf(() => pacer.dispatch(T0 + 5_000, 1)).retryAt).toBe(T0 + 5_250);
+      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0 + 5_000, 1)).retryAt).toBe(T0 + 5_250);
       expect(pacer.ledger.usage(T0 + 5_000).map((u) => u.used)).toEqual([0]);
     });
 
     it('throws with retryAt Infinity for a cost above a limit', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
-      expect(quotaErrorOf(() => pacer.dispatch(T0, 101))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
+      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0, 101))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
     });
   });
 });
@@ -276,13 +257,13 @@ describe('parsePacingSettings', () => {
   });
 
   it('refuses an unknown key, listing the allowed ones', () => {
-    const error = configErrorOf(() => parsePacingSettings({ burst: 0.5 }));
+    const error = thrown(ConfigError, () => parsePacingSettings({ burst: 0.5 }));
     expect(error.field).toBe('pacing.burst');
     expect(error.message).toBe('pacing.burst: unknown key; allowed keys are burstFraction, rampStartFraction, rampSeconds, pauseJitterMs');
   });
 
   it('refuses a value that is not an object', () => {
-    const error = configErrorOf(() => parsePacingSettings([0.5]));
+    const error = thrown(ConfigError, () => parsePacingSettings([0.5]));
     expect(error.field).toBe('pacing');
     expect(error.message).toBe('pacing: must be an object with optional keys burstFraction, rampStartFraction, rampSeconds, pauseJitterMs; got [0.5]');
   });
@@ -298,12 +279,12 @@ describe('parsePacingSettings', () => {
     ['pauseJitterMs', 60_001, 'must be a number from 0 to 60000; got 60001'],
     ['pauseJitterMs', '500', 'must be a number from 0 to 60000; got "500"'],
   ])('refuses %s = %p, naming the field and its range', (key, value, problem) => {
-    const error = configErrorOf(() => parsePacingSettings({ [key]: value }));
+    const error = thrown(ConfigError, () => parsePacingSettings({ [key]: value }));
     expect(error.field).toBe(`pacing.${key}`);
     expect(error.message).toBe(`pacing.${key}: ${problem}`);
   });
 
   it('names the configured field', () => {
-    expect(configErrorOf(() => parsePacingSettings({ rampSeconds: -1 }, 'PACING')).field).toBe('PACING.rampSeconds');
+    expect(thrown(ConfigError, () => parsePacingSettings({ rampSeconds: -1 }, 'PACING')).field).toBe('PACING.rampSeconds');
   });
 });

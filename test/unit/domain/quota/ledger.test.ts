@@ -1,6 +1,7 @@
 import { BUCKETS_PER_WINDOW, QuotaLedger, type LedgerJSON, type SlidingTierJSON } from '../../../../lib/domain/quota/ledger';
 import { parseTiers, type Tier } from '../../../../lib/domain/quota/tiers';
 import { QuotaExceededError, StateFormatError } from '../../../../lib/errors';
+import { thrown } from '../../../helpers/thrown';
 
 const SECOND = 1_000;
 const MINUTE = 60_000;
@@ -19,16 +20,6 @@ function bucketExpiry(t: number, windowMs: number): number {
   const g = windowMs / BUCKETS_PER_WINDOW;
   const k = Math.floor(t / g);
   return (k + 1) * g - 1 + windowMs;
-}
-
-function quotaErrorOf(run: () => unknown): QuotaExceededError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof QuotaExceededError) return error;
-    throw error;
-  }
-  throw new Error('expected a QuotaExceededError');
 }
 
 function reserveMany(ledger: QuotaLedger, now: number, count: number, cost = 1): void {
@@ -161,7 +152,7 @@ describe('QuotaLedger', () => {
       const ledger = new QuotaLedger(tiers([{ limit: 100, per: 'minute', unit: 'cost' }, { limit: 10, per: 'second' }, { limit: 50, per: 'day' }]));
       reserveMany(ledger, T0, 10);
       const before = JSON.stringify(ledger.toJSON());
-      const error = quotaErrorOf(() => ledger.reserve(T0 + 500, 1));
+      const error = thrown(QuotaExceededError, () => ledger.reserve(T0 + 500, 1));
       expect(error).toMatchObject({ tier: 1, retryAt: T0 + 1003, code: 'QUOTA_EXCEEDED', name: 'QuotaExceededError' });
       expect(error.message).toBe(`reservation does not fit quota tier #1; earliest fit at ${T0 + 1003}`);
       expect(JSON.stringify(ledger.toJSON())).toBe(before);
@@ -170,14 +161,14 @@ describe('QuotaLedger', () => {
 
     it('throws with retryAt Infinity for a cost no tier can ever hold', () => {
       const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]));
-      expect(quotaErrorOf(() => ledger.reserve(T0, 101))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
+      expect(thrown(QuotaExceededError, () => ledger.reserve(T0, 101))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
       expect(used(ledger, T0)).toEqual([0, 0]);
     });
 
     it('throws until a calendar window ends, and succeeds at its first ms', () => {
       const ledger = new QuotaLedger(tiers([{ limit: 1, per: 'day' }]));
       ledger.reserve(utc('2026-06-01T23:00:00.000Z'), 1);
-      expect(quotaErrorOf(() => ledger.reserve(utc('2026-06-01T23:59:59.999Z'), 1))).toMatchObject({ tier: 0, retryAt: utc('2026-06-02T00:00:00.000Z') });
+      expect(thrown(QuotaExceededError, () => ledger.reserve(utc('2026-06-01T23:59:59.999Z'), 1))).toMatchObject({ tier: 0, retryAt: utc('2026-06-02T00:00:00.000Z') });
       expect(ledger.reserve(utc('2026-06-02T00:00:00.000Z'), 1).windows).toEqual({ 'day:requests': '2026-06-02' });
     });
   });

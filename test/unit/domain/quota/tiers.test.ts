@@ -1,15 +1,6 @@
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
 import { ConfigError } from '../../../../lib/errors';
-
-function errorOf(run: () => unknown): ConfigError {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
+import { thrown } from '../../../helpers/thrown';
 
 const DESIGN_EXAMPLE = '[{"limit":10,"per":"second"},{"limit":500,"per":"minute"},{"limit":20000,"per":"day"},{"limit":90000,"per":"minute","unit":"cost"}]';
 
@@ -82,14 +73,14 @@ describe('parseTiers', () => {
       ['a list as a tier', [[10, 'second']], 'quotas[0]', 'quotas[0]: must be an object {"limit", "per", "unit"?}; got [10,"second"]'],
       ['an unknown key', [{ limit: 10, per: 'second', burst: 5 }], 'quotas[0].burst', 'quotas[0].burst: unknown key; allowed keys are limit, per, unit'],
     ])('refuses %s, naming the field and the allowed values', (_what, input, field, message) => {
-      const error = errorOf(() => parseTiers(input));
+      const error = thrown(ConfigError, () => parseTiers(input));
       expect(error.field).toBe(field);
       expect(error.message).toBe(message);
       expect(error.code).toBe('CONFIG_INVALID');
     });
 
     it('refuses a duplicate tier, naming both entries', () => {
-      const error = errorOf(() =>
+      const error = thrown(ConfigError, () =>
         parseTiers([
           { limit: 10, per: 'second' },
           { limit: 500, per: 'minute' },
@@ -101,19 +92,19 @@ describe('parseTiers', () => {
     });
 
     it('refuses a cost tier when jobs carry no cost, and says which units are allowed', () => {
-      const error = errorOf(() => parseTiers(JSON.parse(DESIGN_EXAMPLE), { costsAvailable: false }));
+      const error = thrown(ConfigError, () => parseTiers(JSON.parse(DESIGN_EXAMPLE), { costsAvailable: false }));
       expect(error.field).toBe('quotas[3].unit');
       expect(error.message).toBe("quotas[3].unit: 'cost' needs jobs that carry a cost, and these jobs carry none; use unit 'requests' or give the jobs a cost");
     });
 
     it('names the configured field in its messages', () => {
-      const error = errorOf(() => parseTiers([{ limit: 0, per: 'second' }], { field: 'QUOTAS' }));
+      const error = thrown(ConfigError, () => parseTiers([{ limit: 0, per: 'second' }], { field: 'QUOTAS' }));
       expect(error.field).toBe('QUOTAS[0].limit');
       expect(error.message).toBe('QUOTAS[0].limit: must be an integer from 1 to 1000000000000; got 0');
     });
 
     it('shortens a long rejected value in the message', () => {
-      const error = errorOf(() => parseTiers([{ limit: 10, per: 'x'.repeat(100) }]));
+      const error = thrown(ConfigError, () => parseTiers([{ limit: 10, per: 'x'.repeat(100) }]));
       expect(error.message).toBe(`quotas[0].per: must be one of second, minute, hour, day, month; got "${'x'.repeat(56)}...`);
     });
   });
