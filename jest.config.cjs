@@ -3,5 +3,6 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
+  setupFilesAfterEnv: ['<rootDir>/test/helpers/fastCheckSeed.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { isolatedModules: true }] },
 };
