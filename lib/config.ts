@@ -85,6 +85,12 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
   if (typeof timeZone !== 'string') throw new ConfigError('timeZone', `must be an IANA time zone such as 'UTC'; got ${describe(timeZone)}`);
   assertTimeZone(timeZone, 'timeZone');
   const orchestrator = parseNumberSettings(raw.orchestrator, 'orchestrator', DEFAULT_ORCHESTRATOR_SETTINGS, ORCHESTRATOR_RANGES);
+  if (orchestrator.flushIntervalMs * 3 > orchestrator.leaseTtlMs) {
+    throw new ConfigError(
+      'orchestrator.flushIntervalMs',
+      `must be at most a third of orchestrator.leaseTtlMs (${orchestrator.leaseTtlMs}), so the lease is renewed well before it can expire; got ${orchestrator.flushIntervalMs}`,
+    );
+  }
   if (orchestrator.visibilityTimeoutMs <= orchestrator.workerTimeoutMs) {
     throw new ConfigError(
       'orchestrator.visibilityTimeoutMs',

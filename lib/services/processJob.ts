@@ -10,6 +10,7 @@ import type { HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
 import type { QueueReceiver } from '../ports/QueueReceiver';
 import type { StateStore } from '../ports/StateStore';
 import { applyCircuitEvent } from './circuitUpdates';
+import { ATTRIBUTES } from './parseJob';
 import { deadLetter, retryLater, type MessageRef } from './queueOutcomes';
 
 /** What a worker needs. */
@@ -84,7 +85,10 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     await deadLetter(queues, message, decision.reason, event.attempt);
     return 'dead-lettered';
   }
-  await retryLater(queues, message, event.attempt, decision.delayMs);
+  // The requeued copy gets a new message id, so it carries the job's key: every attempt of a job shares one key,
+  // and a late redelivery of an earlier attempt's event finds the later attempt's success.
+  const key = { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: event.idempotencyKey } };
+  await retryLater(queues, { ...message, attributes: { ...message.attributes, ...key } }, event.attempt, decision.delayMs);
   return 'retried';
 }
 

@@ -136,7 +136,8 @@ class OrchestratorRun {
   private async step(): Promise<void> {
     const { clock, config } = this.deps;
     let now = clock.now();
-    if (now - this.lastFlushAt >= this.settings.flushIntervalMs) await this.flush();
+    // Flush on schedule, and in any case before the lease could expire: a run never dispatches on an expired lease.
+    if (now - this.lastFlushAt >= this.settings.flushIntervalMs || now >= this.lease.expiresAt - this.settings.flushIntervalMs) await this.flush();
     const circuit = await loadCircuit(this.deps.store, config.lane);
     now = clock.now();
     if (circuit.pausedUntil > this.lastSeenPause) {
@@ -287,9 +288,15 @@ class OrchestratorRun {
     return settlements.length;
   }
 
-  /** Hands buffered, undispatched messages back to their queues so the next run need not wait out their visibility. */
+  /**
+   * Hands buffered, undispatched messages back to their queues so the next run need not wait out their visibility.
+   * Those whose visibility has already run out are visible again; SQS refuses to change them (MessageNotInflight).
+   */
   private async releaseBuffer(): Promise<void> {
-    for (const { message } of this.buffer) await this.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0);
+    const now = this.deps.clock.now();
+    for (const { message, receivedAt } of this.buffer) {
+      if (receivedAt + this.settings.visibilityTimeoutMs > now) await this.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0);
+    }
     this.buffer = [];
   }
 

@@ -1,0 +1,43 @@
+import { DEFAULT_ORCHESTRATOR_SETTINGS, parseServiceConfig } from '../../lib/config';
+import { ConfigError } from '../../lib/errors';
+import { thrown } from '../helpers/thrown';
+
+const quotas = [{ limit: 10, per: 'second' }];
+
+describe('parseServiceConfig', () => {
+  it('fills every optional section with its defaults', () => {
+    const config = parseServiceConfig({ quotas });
+    expect(config.lane).toBe('default');
+    expect(config.timeZone).toBe('UTC');
+    expect(config.quotas).toEqual([{ limit: 10, per: 'second', unit: 'requests' }]);
+    expect(config.orchestrator).toEqual(DEFAULT_ORCHESTRATOR_SETTINGS);
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it.each([
+    [{ quotas, colour: 'red' }, 'colour', 'unknown key; allowed keys are lane, quotas, timeZone, pacing, circuit, retry, orchestrator'],
+    [{ quotas, lane: 'no spaces' }, 'lane', `must be 1 to 64 letters, digits, '-' or '_'; got "no spaces"`],
+    [{ quotas, timeZone: 'Mars/Olympus' }, 'timeZone', `must be an IANA time zone such as 'UTC' or 'America/New_York'; got "Mars/Olympus"`],
+    [{ quotas: [] }, 'quotas', 'must hold at least one tier, e.g. [{"limit":10,"per":"second"}]; got an empty list'],
+    [{ quotas, orchestrator: { leaseTtlMs: 1000 } }, 'orchestrator.leaseTtlMs', 'must be an integer from 5000 to 900000; got 1000'],
+    [
+      { quotas, orchestrator: { leaseTtlMs: 9000, flushIntervalMs: 4000 } },
+      'orchestrator.flushIntervalMs',
+      'must be at most a third of orchestrator.leaseTtlMs (9000), so the lease is renewed well before it can expire; got 4000',
+    ],
+    [
+      { quotas, orchestrator: { visibilityTimeoutMs: 30000, workerTimeoutMs: 30000 } },
+      'orchestrator.visibilityTimeoutMs',
+      'must exceed orchestrator.workerTimeoutMs (30000), or a message could reappear while its worker still runs; got 30000',
+    ],
+    [{ quotas, pacing: { burstFraction: 2 } }, 'pacing.burstFraction', 'must be a number from 0 to 1; got 2'],
+  ])('refuses %j naming the field and the allowed values', (input, field, problem) => {
+    const error = thrown(ConfigError, () => parseServiceConfig(input));
+    expect(error.field).toBe(field);
+    expect(error.message).toBe(`${field}: ${problem}`);
+  });
+
+  it('refuses a value that is not an object', () => {
+    expect(thrown(ConfigError, () => parseServiceConfig('quotas')).field).toBe('config');
+  });
+});

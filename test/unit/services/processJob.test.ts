@@ -1,0 +1,430 @@
+import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
+import { MemoryQueues } from '../../../lib/adapters/memory/MemoryQueues';
+import type { QueueName } from '../../../lib/ports/QueueReceiver';
+import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
+import { processHealthCheck, processJob } from '../../../lib/services/processJob';
+import {
+  LANE,
+  START,
+  httpStatus,
+  numberAttr,
+  ok,
+  openCircuit,
+  receiveJobEvent,
+  sendJob,
+  stringAttr,
+  takeSettlements,
+  workerHarness,
+  type WorkerHarness,
+} from '../../helpers/serviceFixtures';
+
+const DAY_MS = 86_400_000;
+
+/** Queues whose next `failDeletes` deletes fail as a crash would (the worker dies before the delete lands). */
+class FlakyDeleteQueues extends MemoryQueues {
+  failDeletes = 0;
+
+  override async delete(queue: QueueName, receiptHandle: string): Promise<void> {
+    if (this.failDeletes > 0) {
+      this.failDeletes--;
+      throw new Error('worker crashed before the delete');
+    }
+    await super.delete(queue, receiptHandle);
+  }
+}
+
+async function receiveAll(h: WorkerHarness, queue: 'main' | 'fifo' | 'requeue') {
+  return h.queues.receive(queue, { max: 10, visibilityMs: 30_000, waitMs: 0 });
+}
+
+describe('processJob', () => {
+  it('deletes the message and records the idempotency key as succeeded on success', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    expect(h.api.calls).toEqual([{ at: START, body: { id: 'a' }, idempotencyKey: 'm-1' }]);
+    expect(h.queues.depth('main')).toBe(0);
+    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
+  });
+
+  it('records the success at the instant the API answered', async () => {
+    const h = workerHarness();
+    h.api.latencyMs = 300;
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    const outcome = processJob(event, h.deps);
+    await h.clock.advance(300);
+
+    await expect(outcome).resolves.toBe('succeeded');
+    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', at: START + 300, expiresAt: START + 300 + DAY_MS });
+  });
+
+  it('writes no settlement when the actual cost equals the reserved one', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(3));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([]);
+  });
+
+  it('writes no settlement when the API reports no actual cost', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await processJob(event, h.deps);
+
+    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([]);
+  });
+
+  it('settles the reservation with the actual cost the API reports when it differs', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(7));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
+  });
+
+  it('does not call the API again on a second delivery of the same event after a recorded success, and deletes', async () => {
+    // The first delivery records the success, then crashes before its delete; Lambda delivers the event again.
+    const h = workerHarness(undefined, (clock: FakeClock) => new FlakyDeleteQueues({ clock }));
+    (h.queues as FlakyDeleteQueues).failDeletes = 1;
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+    await expect(processJob(event, h.deps)).rejects.toThrow('worker crashed before the delete');
+    expect(h.queues.depth('main')).toBe(1);
+
+    await expect(processJob(event, h.deps)).resolves.toBe('duplicate');
+
+    expect(h.api.calls).toHaveLength(1);
+    expect(h.queues.depth('main')).toBe(0);
+    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([]);
+  });
+
+  it('leaves the reservation of the first delivery alone on a redelivery of the same event', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(7));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+    await processJob(event, h.deps);
+
+    await expect(processJob(event, h.deps)).resolves.toBe('duplicate');
+
+    expect(h.api.calls).toHaveLength(1);
+    // Only the first delivery's settlement (actual 7): the redelivery must not settle the same reservation again.
+    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
+  });
+
+  it('does not call the API for another dispatch of an already succeeded key, deletes, and refunds its reservation', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'order-42' });
+    await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'order-42' });
+    await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
+    await h.clock.advance(1_000);
+    const second = await receiveJobEvent(h, 'main', 'd-2');
+
+    await expect(processJob(second, h.deps)).resolves.toBe('duplicate');
+
+    expect(h.api.calls).toHaveLength(1);
+    expect(h.queues.depth('main')).toBe(0);
+    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([{ reservation: { at: START + 1_000, cost: 1, windows: {} }, actualCost: null }]);
+    await expect(h.store.getIdempotency('order-42', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1' });
+  });
+
+  it("stands back as 'busy-elsewhere' while another delivery of the key is calling the API", async () => {
+    const h = workerHarness();
+    h.api.latencyMs = 500;
+    await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'order-42' });
+    await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'order-42' });
+    const first = processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
+    await h.clock.advance(100);
+    const second = await receiveJobEvent(h, 'main', 'd-2');
+
+    await expect(processJob(second, h.deps)).resolves.toBe('busy-elsewhere');
+
+    expect(h.api.calls).toHaveLength(1);
+    // Its message is left in flight to come back later; its reservation was never used.
+    expect(h.queues.messages('main').map((m) => ({ id: m.messageId, inFlight: m.inFlight }))).toEqual([
+      { id: 'm-1', inFlight: true },
+      { id: 'm-2', inFlight: true },
+    ]);
+    await h.clock.advance(400);
+    await expect(first).resolves.toBe('succeeded');
+    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([{ reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null }]);
+  });
+
+  it('sends a standard message failing with 503 to the requeue queue with attempt + 1, its key and a delay, and deletes the original', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 2 });
+    h.api.answers.push(httpStatus(503));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('retried');
+
+    expect(h.queues.depth('main')).toBe(0);
+    // Full jitter: random 0.5 × min(baseDelayMs 1000, refill 1000) = 500 ms, rounded up to SQS's whole second.
+    expect(h.queues.messages('requeue')).toEqual([
+      {
+        messageId: 'm-2',
+        body: '{"id":"a"}',
+        attributes: { cost: numberAttr(2), idempotencyKey: stringAttr('m-1'), attempt: numberAttr(2) },
+        receiveCount: 0,
+        visibleAt: START + 1_000,
+        inFlight: false,
+      },
+    ]);
+    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toBeUndefined();
+  });
+
+  it('records a transient failure with the circuit', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    h.api.answers.push(httpStatus(503));
+
+    await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
+
+    const circuit = await loadCircuit(h.store, LANE);
+    expect(circuit).toEqual({ state: { status: 'closed', failures: [START], closedAt: null, reopenStreak: 0 }, pausedUntil: 0, version: 1 });
+  });
+
+  it('lets the next delivery of a transiently failed key call the API again', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    h.api.answers.push(httpStatus(503));
+    await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
+    await h.clock.advance(1_000);
+
+    const retry = await receiveJobEvent(h, 'requeue', 'd-2');
+    expect(retry).toMatchObject({ attempt: 2, idempotencyKey: 'm-1' });
+    await expect(processJob(retry, h.deps)).resolves.toBe('succeeded');
+
+    expect(h.api.calls.map((c) => c.idempotencyKey)).toEqual(['m-1', 'm-1']);
+    expect(h.queues.depth('requeue')).toBe(0);
+  });
+
+  it('never lets a job succeed twice when a failed event is delivered again after its requeued copy succeeded', async () => {
+    // Lambda's async delivery is at-least-once: the first attempt's event may arrive a second time, late.
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    h.api.answers.push(httpStatus(503));
+    const first = await receiveJobEvent(h, 'main', 'd-1');
+    await processJob(first, h.deps);
+    await h.clock.advance(1_000);
+    await expect(processJob(await receiveJobEvent(h, 'requeue', 'd-2'), h.deps)).resolves.toBe('succeeded');
+
+    await expect(processJob(first, h.deps)).resolves.toBe('duplicate');
+
+    expect(h.api.calls.map((c) => c.idempotencyKey)).toEqual(['m-1', 'm-1']);
+  });
+
+  it('keeps a FIFO message failing with 503 in flight with its visibility pushed out, holding back its group', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'fifo', { id: 'a1' }, { groupId: 'g-1' });
+    await sendJob(h.queues, 'fifo', { id: 'a2' }, { groupId: 'g-1' });
+    h.api.answers.push(httpStatus(503));
+    const event = await receiveJobEvent(h, 'fifo', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('retried');
+
+    expect(h.queues.depth('requeue')).toBe(0);
+    expect(h.queues.messages('fifo').map((m) => ({ id: m.messageId, visibleAt: m.visibleAt, inFlight: m.inFlight }))).toEqual([
+      { id: 'm-1', visibleAt: START + 1_000, inFlight: true },
+      { id: 'm-2', visibleAt: START, inFlight: false },
+    ]);
+    await expect(receiveAll(h, 'fifo')).resolves.toEqual([]);
+    // Once the delay is over the same message comes back first, on its second receive (its attempt 2).
+    await h.clock.advance(1_000);
+    const retry = await receiveJobEvent(h, 'fifo', 'd-2');
+    expect(retry).toMatchObject({ messageId: 'm-1', attempt: 2 });
+  });
+
+  it('dead-letters a message the API refuses with 400 at once, with reason, attempt, source queue and the body kept', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a', poison: true }, { cost: 2 });
+    h.api.answers.push(httpStatus(400));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('dead-lettered');
+
+    expect(h.queues.depth('main')).toBe(0);
+    expect(h.queues.depth('requeue')).toBe(0);
+    const [dead, ...others] = h.queues.messages('main-dlq');
+    expect(others).toEqual([]);
+    expect(dead?.body).toBe('{"id":"a","poison":true}');
+    expect(dead?.attributes).toEqual({
+      cost: numberAttr(2),
+      reason: stringAttr('permanent: HTTP 400 Bad Request'),
+      attempt: numberAttr(1),
+      sourceQueue: stringAttr('main'),
+    });
+    // A permanent failure says nothing about the API's health.
+    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ version: 0 });
+  });
+
+  it('dead-letters a message that fails transiently on its last attempt', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'requeue', { id: 'a' }, { attempt: 3 });
+    h.api.answers.push(httpStatus(503));
+    const event = await receiveJobEvent(h, 'requeue', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('dead-lettered');
+
+    expect(h.queues.depth('requeue')).toBe(0);
+    expect(h.queues.messages('requeue-dlq').map((m) => m.attributes)).toEqual([
+      { attempt: numberAttr(3), reason: stringAttr('gave up after 3 attempts: HTTP 503 Service Unavailable'), sourceQueue: stringAttr('requeue') },
+    ]);
+  });
+
+  it('dead-letters a FIFO message on its last attempt into the FIFO dead-letter queue, in its group', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'fifo', { id: 'a1' }, { groupId: 'g-1' });
+    h.api.fallback = httpStatus(503);
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const event = await receiveJobEvent(h, 'fifo', `d-${attempt}`);
+      expect(event.attempt).toBe(attempt);
+      await expect(processJob(event, h.deps)).resolves.toBe(attempt < 3 ? 'retried' : 'dead-lettered');
+      await h.clock.advance(2_000);
+    }
+
+    expect(h.queues.depth('fifo')).toBe(0);
+    expect(h.queues.messages('fifo-dlq').map((m) => ({ groupId: m.groupId, reason: m.attributes.reason?.value }))).toEqual([
+      { groupId: 'g-1', reason: 'gave up after 3 attempts: HTTP 503 Service Unavailable' },
+    ]);
+  });
+
+  it('pauses the lane until Retry-After on a 429 and requeues after that wait', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    h.api.answers.push(httpStatus(429, { 'retry-after': '2' }));
+
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('retried');
+
+    await expect(loadCircuit(h.store, LANE)).resolves.toEqual({
+      state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 },
+      pausedUntil: START + 2_000,
+      version: 1,
+    });
+    // 2000 ms + jitter 0.5 × min(1000, 200) = 2100 ms, rounded up to a whole second.
+    expect(h.queues.messages('requeue').map((m) => ({ visibleAt: m.visibleAt, attempt: m.attributes.attempt }))).toEqual([
+      { visibleAt: START + 3_000, attempt: numberAttr(2) },
+    ]);
+  });
+
+  it('never opens the circuit on 429s, however many', async () => {
+    const h = workerHarness();
+    h.api.fallback = httpStatus(429, { 'retry-after': '1' });
+    for (let i = 0; i < 10; i++) await sendJob(h.queues, 'main', { id: `j-${i}` });
+
+    for (let i = 0; i < 10; i++) {
+      await processJob(await receiveJobEvent(h, 'main', `d-${i}`), h.deps);
+      await h.clock.advance(100);
+    }
+
+    const circuit = await loadCircuit(h.store, LANE);
+    expect(circuit.state).toEqual({ status: 'closed', failures: [], closedAt: null, reopenStreak: 0 });
+    expect(circuit.pausedUntil).toBe(START + 900 + 1_000);
+  });
+
+  it('opens the circuit after failureThreshold transient failures within the window', async () => {
+    const h = workerHarness();
+    h.api.fallback = httpStatus(503);
+    for (let i = 0; i < 3; i++) await sendJob(h.queues, 'main', { id: `j-${i}` });
+
+    await processJob(await receiveJobEvent(h, 'main', 'd-0'), h.deps);
+    await h.clock.advance(100);
+    await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
+    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START, START + 100] } });
+    await h.clock.advance(100);
+    await processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps);
+
+    await expect(loadCircuit(h.store, LANE)).resolves.toEqual({
+      state: { status: 'open', openedAt: START + 200, nextCheckAt: START + 200 + 2_000, failedChecks: 0, reopenStreak: 0 },
+      pausedUntil: 0,
+      version: 3,
+    });
+  });
+
+  it('counts timeouts and network errors as transient failures', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    await sendJob(h.queues, 'main', { id: 'b' });
+    h.api.answers.push({ kind: 'timeout', afterMs: 5_000 }, { kind: 'network-error', message: 'ECONNRESET' });
+
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('retried');
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps)).resolves.toBe('retried');
+
+    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START, START] } });
+    expect(h.queues.depth('requeue')).toBe(2);
+  });
+});
+
+describe('processHealthCheck', () => {
+  /** A circuit opened at START and half-open since START + openSeconds with check `c-1`. */
+  async function halfOpen(h: WorkerHarness): Promise<void> {
+    await openCircuit(h.store, h.config, START);
+    await h.clock.advanceTo(START + 2_000);
+    const { after } = await applyCircuitEvent(h.store, LANE, { type: 'health-check-sent', checkId: 'c-1' }, h.clock.now(), h.config.circuit);
+    expect(after.state).toMatchObject({ status: 'half-open', checkId: 'c-1' });
+  }
+
+  it('closes a half-open circuit when the probe succeeds for the matching check', async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    await h.clock.advance(100);
+
+    await expect(processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START + 2_000 }, h.deps)).resolves.toBe(true);
+
+    expect(h.api.probes).toBe(1);
+    await expect(loadCircuit(h.store, LANE)).resolves.toEqual({
+      state: { status: 'closed', failures: [], closedAt: START + 2_100, reopenStreak: 0 },
+      pausedUntil: 0,
+      version: 5,
+    });
+  });
+
+  it('keeps the circuit open when the probe fails, with the next check healthCheckSeconds later', async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    await h.clock.advance(100);
+    h.api.probeAnswers.push(httpStatus(503));
+
+    await expect(processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START + 2_000 }, h.deps)).resolves.toBe(false);
+
+    await expect(loadCircuit(h.store, LANE)).resolves.toEqual({
+      state: { status: 'open', openedAt: START, nextCheckAt: START + 2_100 + 1_000, failedChecks: 1, reopenStreak: 0 },
+      pausedUntil: 0,
+      version: 5,
+    });
+  });
+
+  it('changes nothing for a stale check id', async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    const before = await loadCircuit(h.store, LANE);
+
+    await processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-0', sentAt: START }, h.deps);
+    h.api.probeAnswers.push(httpStatus(503));
+    await processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-0', sentAt: START }, h.deps);
+
+    expect(h.api.probes).toBe(2);
+    await expect(loadCircuit(h.store, LANE)).resolves.toEqual(before);
+  });
+
+  it('changes nothing when the circuit is already closed', async () => {
+    const h = workerHarness();
+
+    await expect(processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START }, h.deps)).resolves.toBe(true);
+
+    await expect(h.store.loadCircuit(LANE)).resolves.toBeUndefined();
+  });
+});

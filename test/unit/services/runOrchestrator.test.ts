@@ -1,0 +1,406 @@
+import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
+import { MemoryQueues } from '../../../lib/adapters/memory/MemoryQueues';
+import { MemoryStateStore } from '../../../lib/adapters/memory/MemoryStateStore';
+import { LeaseLostError } from '../../../lib/errors';
+import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
+import type { Lease } from '../../../lib/ports/StateStore';
+import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
+import { processWorkerEvent } from '../../../lib/services/processJob';
+import { runOrchestrator } from '../../../lib/services/runOrchestrator';
+import {
+  LANE,
+  START,
+  ScriptedApi,
+  dispatchedEvents,
+  drive,
+  httpStatus,
+  openCircuit,
+  orchestratorHarness,
+  rel,
+  sendJob,
+  storedUsage,
+  stringAttr,
+  testConfig,
+} from '../../helpers/serviceFixtures';
+import { maxWindowUsage } from '../../helpers/windowReferee';
+
+/** Sends `n` standard jobs `{id: 'j-1'}` … to the main queue. */
+async function sendMain(queues: MemoryQueues, n: number): Promise<void> {
+  for (let i = 1; i <= n; i++) await sendJob(queues, 'main', { id: `j-${i}` });
+}
+
+/** An invoker that records events and stalls (as a hung network call would) on its `stallOn`-th invoke. */
+class StallingInvoker implements Invoker {
+  readonly events: WorkerEvent[] = [];
+
+  constructor(
+    private readonly clock: FakeClock,
+    private readonly stallOn: number,
+    private readonly stallMs: number,
+  ) {}
+
+  async invoke(event: WorkerEvent): Promise<void> {
+    this.events.push(event);
+    if (this.events.length === this.stallOn) await this.clock.sleep(this.stallMs);
+  }
+}
+
+/** A store on which every lease renewal finds the lease taken over. */
+class LeaseLosingStore extends MemoryStateStore {
+  override async renewLease(lease: Lease): Promise<Lease> {
+    throw new LeaseLostError(lease.lane, lease.token);
+  }
+}
+
+describe('runOrchestrator', () => {
+  it("returns 'held-elsewhere' and dispatches nothing while another orchestrator holds the lease", async () => {
+    const h = orchestratorHarness();
+    await sendMain(h.queues, 3);
+    await h.store.acquireLease(LANE, 'orchestrator-0', START, 5_000);
+
+    const summary = await runOrchestrator(h.deps, { deadline: START + 3_000 });
+
+    expect(summary).toEqual({ lease: 'held-elsewhere', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+    expect(h.invoker.invocations).toBe(0);
+    expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0, 0]);
+    expect(h.events).toEqual([]);
+  });
+
+  it('runs once the other holder has released the lease, with a higher fencing token', async () => {
+    const h = orchestratorHarness();
+    await sendMain(h.queues, 1);
+    const other = await h.store.acquireLease(LANE, 'orchestrator-0', START, 5_000);
+    await h.store.releaseLease(other!);
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 1_000 }), START + 2_000);
+
+    expect(summary).toMatchObject({ lease: 'acquired', dispatched: 1 });
+    // Released at exit, so a next orchestrator need not wait for expiry.
+    await expect(h.store.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.toMatchObject({ token: 3 });
+  });
+
+  it("stops with lease 'lost' and dispatches nothing more once another owner takes the expired lease over", async () => {
+    const h = orchestratorHarness();
+    await sendMain(h.queues, 10);
+    // The third invoke hangs for 6 s, past the 5 s lease: another orchestrator takes the lane over meanwhile.
+    const invoker = new StallingInvoker(h.clock, 3, 6_000);
+    const run = runOrchestrator({ ...h.deps, invoker }, { deadline: START + 20_000 });
+    await h.clock.advanceTo(START + 5_000);
+    const intruder = await h.store.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000);
+    expect(intruder).not.toBeNull();
+
+    const summary = await drive(h.clock, run, START + 30_000);
+
+    expect(summary).toEqual({ lease: 'lost', dispatched: 3, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+    expect(invoker.events).toHaveLength(3);
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400]);
+    // The stale holder's writes were refused: it never saved a ledger, and the newcomer's lease stands.
+    await expect(h.store.loadLedger(LANE)).resolves.toBeUndefined();
+    await expect(h.store.renewLease(intruder!, h.clock.now(), 5_000)).resolves.toMatchObject({ owner: 'orchestrator-2' });
+  });
+
+  it("stops with lease 'lost' at the first flush whose renewal fails", async () => {
+    const store = new LeaseLosingStore();
+    const h = orchestratorHarness({ store });
+    await sendMain(h.queues, 20);
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 10_000 }), START + 20_000);
+
+    // Dispatches at 0, 200, 400, 600, 800; the flush at 1000 finds the lease lost before the next one.
+    expect(summary).toEqual({ lease: 'lost', dispatched: 5, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800]);
+    expect(h.invoker.invocations).toBe(5);
+  });
+
+  it('dispatches requeued messages before main ones', async () => {
+    const h = orchestratorHarness();
+    await sendMain(h.queues, 3);
+    await sendJob(h.queues, 'requeue', { id: 'r-1' }, { attempt: 2 });
+    await sendJob(h.queues, 'requeue', { id: 'r-2' }, { attempt: 3 });
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+    expect(dispatchedEvents(h.events).map((e) => [e.queue, e.messageId])).toEqual([
+      ['requeue', 'm-4'],
+      ['requeue', 'm-5'],
+      ['main', 'm-1'],
+      ['main', 'm-2'],
+      ['main', 'm-3'],
+    ]);
+    expect(h.workerEvents.map(({ event }) => (event.kind === 'job' ? event.attempt : 0))).toEqual([2, 3, 1, 1, 1]);
+  });
+
+  it('reads the requeue queue again before taking more main messages', async () => {
+    const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'minute' }] }) });
+    await sendMain(h.queues, 6);
+    const run = runOrchestrator(h.deps, { deadline: START + 200_000 });
+    // 10 per minute with a 25 s margin of visibility over the worker timeout: main is read 4 at a time.
+    await h.clock.advanceTo(START + 1_000);
+    await sendJob(h.queues, 'requeue', { id: 'r-1' }, { attempt: 2 });
+
+    await drive(h.clock, run, START + 300_000);
+
+    expect(dispatchedEvents(h.events).map((e) => e.messageId)).toEqual(['m-1', 'm-2', 'm-3', 'm-4', 'm-7', 'm-5', 'm-6']);
+  });
+
+  it('dead-letters malformed messages with their reason and keeps dispatching the healthy ones around them', async () => {
+    const h = orchestratorHarness();
+    await sendJob(h.queues, 'main', { id: 'j-1' });
+    await sendJob(h.queues, 'main', '{not json');
+    await sendJob(h.queues, 'main', { id: 'j-3' });
+    await sendJob(h.queues, 'main', { id: 'j-4' }, { attributes: { cost: stringAttr('3') } });
+    await sendJob(h.queues, 'main', { id: 'j-5' });
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+    expect(summary).toMatchObject({ lease: 'acquired', dispatched: 3, deadLettered: 2 });
+    expect(dispatchedEvents(h.events).map((e) => e.messageId)).toEqual(['m-1', 'm-3', 'm-5']);
+    const dead = h.events.filter((e) => e.type === 'dead-lettered');
+    // A malformed message takes no pacing slot: it goes right after the dispatch before it.
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400]);
+    expect(dead.map((e) => e.type === 'dead-lettered' && [e.messageId, e.at - START])).toEqual([
+      ['m-2', 0],
+      ['m-4', 200],
+    ]);
+    expect(h.queues.depth('main')).toBe(0);
+    const reasons = h.queues.messages('main-dlq').map((m) => [m.body, m.attributes.reason?.value, m.attributes.sourceQueue?.value, m.attributes.attempt?.value]);
+    expect(reasons).toEqual([
+      ['{not json', expect.stringMatching(/^malformed: body is not JSON \(.+\)$/), 'main', '1'],
+      ['{"id":"j-4"}', "malformed: attribute 'cost' must be a Number holding an integer from 0 to 1000000000000; got String \"3\"", 'main', '1'],
+    ]);
+  });
+
+  it('dead-letters a message whose cost exceeds a tier limit, naming the tier', async () => {
+    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'minute', unit: 'cost' }] });
+    const h = orchestratorHarness({ config });
+    await sendJob(h.queues, 'main', { id: 'j-1' }, { cost: 11 });
+    await sendJob(h.queues, 'main', { id: 'j-2' }, { cost: 10 });
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+    expect(summary).toMatchObject({ dispatched: 1, deadLettered: 1 });
+    expect(dispatchedEvents(h.events).map((e) => [e.messageId, e.cost])).toEqual([['m-2', 10]]);
+    expect(h.queues.messages('main-dlq').map((m) => [m.body, m.attributes.reason?.value])).toEqual([
+      ['{"id":"j-1"}', 'cost 11 exceeds the limit 10 per minute of a quota tier, so it can never be sent'],
+    ]);
+  });
+
+  it('keeps a message whose invoke is throttled, refunds its reservation, backs off and dispatches it later', async () => {
+    // 100 per second spaces dispatches 10 ms apart, so the back-off (100 ms, doubling) sets the pace here.
+    const config = testConfig({ quotas: [{ limit: 100, per: 'second' }, { limit: 10_000, per: 'minute' }] });
+    const h = orchestratorHarness({ config });
+    await sendMain(h.queues, 1);
+    h.invoker.failNext(3, 'throttled');
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+    expect(summary).toEqual({ lease: 'acquired', dispatched: 1, deadLettered: 0, healthChecks: 0, invokeFailures: 3 });
+    const failures = h.events.filter((e) => e.type === 'invoke-failed');
+    expect(rel(failures.map((e) => e.at))).toEqual([0, 100, 300]);
+    expect(failures.map((e) => e.type === 'invoke-failed' && e.error)).toEqual(Array(3).fill('injected fault: invoke throttled'));
+    expect(dispatchedEvents(h.events).map((e) => [e.messageId, e.at - START])).toEqual([['m-1', 700]]);
+    expect(h.queues.depth('main')).toBe(0);
+    // Three refused invokes gave their quota back: the ledger holds the one real dispatch.
+    await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(1);
+  });
+
+  it('dispatches no job while the circuit is open and sends exactly one health check once it is due', async () => {
+    const h = orchestratorHarness();
+    await openCircuit(h.store, h.config, START);
+    await sendMain(h.queues, 3);
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 4_000 }), START + 5_000);
+
+    expect(summary).toEqual({ lease: 'acquired', dispatched: 0, deadLettered: 0, healthChecks: 1, invokeFailures: 0 });
+    expect(dispatchedEvents(h.events)).toEqual([]);
+    expect(h.events.filter((e) => e.type === 'health-check-sent')).toEqual([{ type: 'health-check-sent', at: START + 2_000, checkId: 'id-1' }]);
+    expect(h.workerEvents).toEqual([{ at: START + 2_000, event: { kind: 'health-check', lane: LANE, checkId: 'id-1', sentAt: START + 2_000 } }]);
+    expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0, 0]);
+    // No result came back (this worker ignores checks), so the circuit waits in half-open for that check.
+    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'id-1', checkSentAt: START + 2_000 } });
+  });
+
+  it('resumes dispatch after a successful health check closes the circuit', async () => {
+    const h = orchestratorHarness({
+      worker: async (event, harness) => {
+        const api = new ScriptedApi(harness.clock);
+        await processWorkerEvent(event, { clock: harness.clock, store: harness.store, queues: harness.queues, api, config: harness.config, random: () => 0 });
+      },
+    });
+    await openCircuit(h.store, h.config, START);
+    await sendMain(h.queues, 2);
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 4_000 }), START + 5_000);
+
+    expect(summary).toMatchObject({ dispatched: 2, healthChecks: 1 });
+    // The check goes at 2000 and closes the circuit at once; the next poll (100 ms later) finds it closed.
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([2_100, 2_300]);
+    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START + 2_000 } });
+  });
+
+  it('spaces dispatches evenly at the quota rate: 5 per second, one every 200 ms', async () => {
+    const h = orchestratorHarness();
+    await sendMain(h.queues, 10);
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 5_000 }), START + 6_000);
+
+    // From the sixth on, the ledger holds each dispatch until the first one's bucket (4 ms) has left the window.
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803]);
+    const calls = dispatchedEvents(h.events).map((e) => ({ at: e.at, cost: e.cost }));
+    expect(maxWindowUsage(calls, { limit: 5, per: 'second', unit: 'requests' })).toBe(5);
+  });
+
+  it('spaces dispatches at the tightest tier, 300 per minute, one every 200 ms', async () => {
+    const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }] }) });
+    await sendMain(h.queues, 8);
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
+
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_000, 1_200, 1_400]);
+  });
+
+  it('slows down at the start with a ramp from rampStartFraction of the rate', async () => {
+    const h = orchestratorHarness({ config: testConfig({ pacing: { rampSeconds: 2, rampStartFraction: 0.5 } }) });
+    await sendMain(h.queues, 4);
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
+
+    const gaps = dispatchedEvents(h.events).map((e, i, all) => e.at - (all[i - 1]?.at ?? e.at)).slice(1);
+    // At half the rate an interval is 400 ms; it shrinks towards 200 ms as the ramp goes on.
+    expect(gaps[0]).toBe(400);
+    expect(gaps[1]).toBeLessThan(400);
+    expect(gaps[2]).toBeLessThan(gaps[1]!);
+  });
+
+  it('saves the ledger at every flush and at exit', async () => {
+    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 600, per: 'minute' }] });
+    const h = orchestratorHarness({ config });
+    await sendMain(h.queues, 20);
+    const run = runOrchestrator(h.deps, { deadline: START + 2_500 });
+
+    await h.clock.advanceTo(START + 999);
+    await expect(h.store.loadLedger(LANE)).resolves.toBeUndefined();
+    await h.clock.advanceTo(START + 1_001);
+    // Flushed at 1000, after the dispatches at 0..800 and before the one at 1003.
+    await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(5);
+    const summary = await drive(h.clock, run, START + 3_000);
+
+    // At exit (2500) it holds every dispatch, including those after the last flush (2000).
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803, 2_003, 2_203, 2_403]);
+    expect(summary.dispatched).toBe(13);
+    await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(13);
+    expect(h.events.filter((e) => e.type === 'flushed').map((e) => e.at - START)).toEqual([1_000, 2_000, 2_500]);
+  });
+
+  it('rehydrates the ledger in the next run and keeps the tier across the run boundary', async () => {
+    // Bursts allowed: run 1 spends the whole minute's quota at once; only the ledger can hold run 2 back.
+    const config = testConfig({ quotas: [{ limit: 3, per: 'minute' }], pacing: { burstFraction: 1 } });
+    const clock = new FakeClock(START);
+    const store = new MemoryStateStore();
+    const queues = new MemoryQueues({ clock });
+    await sendMain(queues, 6);
+    const first = orchestratorHarness({ config, clock, store, queues, owner: 'orchestrator-1' });
+    await drive(clock, runOrchestrator(first.deps, { deadline: START + 1_000 }), START + 2_000);
+    expect(rel(dispatchedEvents(first.events).map((e) => e.at))).toEqual([0, 0, 0]);
+
+    const second = orchestratorHarness({ config, clock, store, queues, owner: 'orchestrator-2' });
+    await drive(clock, runOrchestrator(second.deps, { deadline: START + 70_000 }), START + 71_000);
+
+    // The ledger's 1/250-window buckets let the first three leave the window at 60 000 + 239 ms.
+    const all = [...dispatchedEvents(first.events), ...dispatchedEvents(second.events)];
+    expect(rel(dispatchedEvents(second.events).map((e) => e.at))).toEqual([60_239, 60_239, 60_239]);
+    expect(maxWindowUsage(all, { limit: 3, per: 'minute', unit: 'requests' })).toBe(3);
+  });
+
+  it('never dispatches a FIFO message while an earlier one of its group is in flight, retries included', async () => {
+    const clock = new FakeClock(START);
+    const api = new ScriptedApi(clock, 300);
+    let a1Calls = 0;
+    api.answer = (body) => {
+      const id = (body as { id: string }).id;
+      if (id === 'a1' && ++a1Calls === 1) return httpStatus(503);
+      return httpStatus(200);
+    };
+    const h = orchestratorHarness({
+      clock,
+      worker: (event, harness) => processWorkerEvent(event, { clock, store: harness.store, queues: harness.queues, api, config: harness.config, random: () => 0.5 }),
+    });
+    for (const [id, group] of [
+      ['a1', 'g-a'],
+      ['b1', 'g-b'],
+      ['a2', 'g-a'],
+      ['a3', 'g-a'],
+      ['b2', 'g-b'],
+    ] as const) {
+      await sendJob(h.queues, 'fifo', { id }, { groupId: group });
+    }
+    const allDone = () => h.queues.depth('fifo') === 0 && h.invoker.idle();
+
+    await drive(clock, runOrchestrator(h.deps, { deadline: START + 30_000, shouldStop: allDone }), START + 31_000);
+
+    const calls = api.calls.map((c) => ({ id: (c.body as { id: string }).id, at: c.at - START }));
+    const ofGroup = (prefix: string) => calls.filter((c) => c.id.startsWith(prefix));
+    expect(ofGroup('a').map((c) => c.id)).toEqual(['a1', 'a1', 'a2', 'a3']);
+    expect(ofGroup('b').map((c) => c.id)).toEqual(['b1', 'b2']);
+    for (const group of [ofGroup('a'), ofGroup('b')]) {
+      // Each call of a group starts only after the previous one (300 ms of API latency) has been answered.
+      group.slice(1).forEach((call, i) => expect(call.at).toBeGreaterThanOrEqual(group[i]!.at + 300));
+    }
+    expect(h.queues.depth('fifo-dlq')).toBe(0);
+    expect(h.workerEvents.filter(({ event }) => event.kind === 'job' && event.messageId === 'm-1').map(({ event }) => event.kind === 'job' && event.attempt)).toEqual([1, 2]);
+  });
+
+  it('hands undispatched buffered messages back to their queue at exit', async () => {
+    const h = orchestratorHarness({ worker: async () => undefined });
+    await sendMain(h.queues, 10);
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 500 }), START + 1_000);
+
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400]);
+    const messages = h.queues.messages('main');
+    expect(messages.filter((m) => m.inFlight).map((m) => m.messageId)).toEqual(['m-1', 'm-2', 'm-3']);
+    expect(messages.filter((m) => !m.inFlight)).toHaveLength(7);
+  });
+
+  it('exits cleanly, saving the ledger and releasing the lease, when a buffered message outlived its visibility', async () => {
+    // The day's quota is spent after two: the third waits in the buffer past its 30 s visibility until the deadline.
+    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 2, per: 'day' }] });
+    const h = orchestratorHarness({ config });
+    await sendMain(h.queues, 3);
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 40_000 }), START + 41_000);
+
+    expect(summary).toEqual({ lease: 'acquired', dispatched: 2, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+    expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-3', receiveCount: 1, visibleAt: START + 30_000, inFlight: false }]);
+    await expect(storedUsage(h.store, config, h.clock.now(), 'day')).resolves.toBe(2);
+    await expect(h.store.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.not.toBeNull();
+  });
+
+  it('receives a message again when its visibility no longer covers a worker run by the time its slot comes', async () => {
+    // One per minute: the second message waits 60 s for its slot, longer than its 30 s visibility allows.
+    const config = testConfig({ quotas: [{ limit: 1, per: 'minute' }] });
+    const h = orchestratorHarness({ config });
+    await sendMain(h.queues, 2);
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 70_000 }), START + 71_000);
+
+    expect(summary).toMatchObject({ dispatched: 2 });
+    const jobs = h.workerEvents.map(({ at, event }) => event.kind === 'job' && [event.messageId, event.receiptHandle, at - START]);
+    // m-2 was received with r-2 at 0; dropped from the buffer once its slot came, it went out with its next receipt.
+    expect(jobs).toEqual([
+      ['m-1', 'r-1', 0],
+      ['m-2', 'r-3', 60_239],
+    ]);
+    expect(h.queues.depth('main')).toBe(0);
+  });
+
+  it("holds dispatch until a 429's pause is over", async () => {
+    const h = orchestratorHarness();
+    await applyCircuitEvent(h.store, LANE, { type: 'rate-limited', retryAt: START + 1_500 }, START, h.config.circuit);
+    await sendMain(h.queues, 2);
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
+
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([1_500, 1_700]);
+  });
+});
