@@ -1,7 +1,7 @@
 import type { ServiceConfig } from '../config';
 import { healthCheckDueAt, isDispatchAllowed, type Circuit } from '../domain/breaker/circuit';
 import { Pacer } from '../domain/pacing/pacer';
-import { QuotaLedger } from '../domain/quota/ledger';
+import { QuotaLedger, type Allowance } from '../domain/quota/ledger';
 import { isSliding, slidingWindowMs, unitsFor } from '../domain/quota/tiers';
 import { InvokeFailedError, InvokeThrottledError, LeaseLostError } from '../errors';
 import type { Clock } from '../ports/Clock';
@@ -86,6 +86,9 @@ class OrchestratorRun {
   private lastSeenPause = 0;
   private dispatchAllowed = false;
   private invokeBackoffMs: number;
+  /** What the last saved ledger holds for this run (see {@link Allowance}), and what has been used of it since. */
+  private allowance: Allowance = { until: Number.NEGATIVE_INFINITY, units: [] };
+  private usedSinceFlush: number[] = [];
 
   constructor(
     private readonly deps: OrchestratorDeps,
@@ -103,11 +106,11 @@ class OrchestratorRun {
 
   async execute(): Promise<RunSummary> {
     try {
-      await this.foldSettlements();
       await this.startRamps();
+      await this.flush();
       while (!this.stopping()) await this.step();
       await this.releaseBuffer();
-      await this.flush();
+      await this.flush({ final: true });
       await this.deps.store.releaseLease(this.lease);
       return { lease: 'acquired', ...this.summary };
     } catch (error) {
@@ -174,6 +177,12 @@ class OrchestratorRun {
       this.buffer.shift(); // its visibility no longer covers a worker's run: leave it to reappear
       return;
     }
+    const units = this.deps.config.quotas.map((tier) => unitsFor(tier, job.cost));
+    if (now > this.allowance.until || units.some((u, i) => (this.usedSinceFlush[i] ?? 0) + u > (this.allowance.units[i] ?? 0))) {
+      return this.flush({ need: units }); // persist a larger allowance before using it
+    }
+    // Counted before the invoke: a run killed while invoking may have dispatched, and the saved ledger must hold it.
+    units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) + u));
     const reservation = this.pacer.dispatch(now, job.cost);
     const { lane } = this.deps.config;
     try {
@@ -196,6 +205,7 @@ class OrchestratorRun {
       if (!(error instanceof InvokeThrottledError || error instanceof InvokeFailedError)) throw error;
       // Nothing started: the quota flows back, the message stays at the head, and we back off.
       this.pacer.ledger.settle({ reservation, actualCost: null });
+      units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) - u));
       this.summary.invokeFailures++;
       this.deps.onEvent?.({ type: 'invoke-failed', at: now, error: error.message });
       await this.deps.clock.sleep(this.invokeBackoffMs);
@@ -271,11 +281,23 @@ class OrchestratorRun {
     return healthCheckDueAt(after, config.circuit);
   }
 
-  /** Folds in workers' settlements, saves the ledger and renews the lease, all fenced by the lease token. */
-  private async flush(): Promise<void> {
+  /**
+   * Folds in workers' settlements, saves the ledger and renews the lease, all fenced by the lease token.
+   *
+   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs`: twice what
+   * the run used since the last flush (so a steady run rarely flushes early), at least `need`, at least one unit.
+   * A run killed before its next flush can only have dispatched within that allowance, which its successor counts.
+   */
+  private async flush({ final = false, need = [] }: { final?: boolean; need?: readonly number[] } = {}): Promise<void> {
     const { store, config, clock } = this.deps;
     const settlements = await this.foldSettlements();
-    await store.saveLedger(config.lane, this.pacer.ledger.toJSON(), this.lease.token);
+    const { ledger } = this.pacer;
+    if (!final) {
+      const until = ledger.allowanceEnd(clock.now(), 2 * this.settings.flushIntervalMs);
+      this.allowance = { until, units: config.quotas.map((_, i) => Math.max(1, 2 * (this.usedSinceFlush[i] ?? 0), need[i] ?? 0)) };
+      this.usedSinceFlush = config.quotas.map(() => 0);
+    }
+    await store.saveLedger(config.lane, ledger.snapshot(final ? undefined : this.allowance), this.lease.token);
     const now = clock.now();
     this.lease = await store.renewLease(this.lease, now, this.settings.leaseTtlMs);
     this.lastFlushAt = now;

@@ -29,6 +29,8 @@ export interface SlidingTierJSON {
   readonly g: number;
   readonly b: number;
   readonly a: readonly number[];
+  /** Units held for a run's allowance, as `[bucket index, units]`: charged in full at the allowance's end. */
+  readonly h?: readonly [number, number];
 }
 
 /** Serialised state of a calendar tier: the window key and the units used in it. */
@@ -57,6 +59,17 @@ export interface Fit {
   readonly tier: number;
 }
 
+/**
+ * Quota a running orchestrator may still dispatch before it saves the ledger again: per tier (in configured order)
+ * at most `units[i]`, all at instants <= `until`. A ledger saved with an allowance holds those units as if they had
+ * all gone at `until`, so a successor that rehydrates it after a crash cannot overshoot any tier; at worst the held
+ * quota goes unused.
+ */
+export interface Allowance {
+  readonly until: number;
+  readonly units: readonly number[];
+}
+
 /** One tier's usage at an instant, for reports. */
 export interface TierUsage {
   readonly tier: Tier;
@@ -71,7 +84,10 @@ interface Counter {
   /** Applies a settlement delta to the bucket of instant `at`, or to calendar window `window`, if it still counts. */
   adjust(at: number, window: string | undefined, delta: number): void;
   used(now: number): number;
-  toJSON(): SlidingTierJSON | CalendarTierJSON;
+  /** Instant from which dispatch needs a later window's state: the calendar window's end; `Infinity` for sliding tiers. */
+  windowEnd(now: number): number;
+  /** The persisted form, holding `units` more as if all were dispatched at `until` (see {@link Allowance}). */
+  toJSON(held?: { readonly until: number; readonly units: number }): SlidingTierJSON | CalendarTierJSON;
 }
 
 /**
@@ -97,6 +113,7 @@ class SlidingCounter implements Counter {
       const lastMs = (json.b + i + 1) * json.g - 1;
       if (amount > 0) counter.charge(Math.floor(lastMs / counter.g), amount);
     });
+    if (json.h !== undefined && json.h[1] > 0) counter.charge(Math.floor(((json.h[0] + 1) * json.g - 1) / counter.g), json.h[1]);
     return counter;
   }
 
@@ -174,10 +191,16 @@ class SlidingCounter implements Counter {
     return this.total();
   }
 
-  toJSON(): SlidingTierJSON {
+  windowEnd(): number {
+    return Number.POSITIVE_INFINITY;
+  }
+
+  toJSON(held?: { readonly until: number; readonly units: number }): SlidingTierJSON {
     let end = this.amounts.length;
     while (end > 0 && this.amounts[end - 1] === 0) end--;
-    return { g: this.g, b: this.first, a: this.amounts.slice(0, end) };
+    const json = { g: this.g, b: this.first, a: this.amounts.slice(0, end) };
+    // Units dispatched at any t <= until leave every window by until + W; the bucket of `until` expires no sooner.
+    return held === undefined || held.units === 0 ? json : { ...json, h: [Math.floor(held.until / this.g), held.units] };
   }
 }
 
@@ -233,8 +256,13 @@ class CalendarCounter implements Counter {
     return this.usedUnits;
   }
 
-  toJSON(): CalendarTierJSON {
-    return { w: this.key, u: this.usedUnits };
+  windowEnd(now: number): number {
+    this.roll(now);
+    return this.end;
+  }
+
+  toJSON(held?: { readonly until: number; readonly units: number }): CalendarTierJSON {
+    return { w: this.key, u: this.usedUnits + (held?.units ?? 0) };
   }
 }
 
@@ -345,12 +373,26 @@ export class QuotaLedger {
    * older than a window is pruned, which happens on every reserve and usage read) and two values per calendar tier.
    */
   toJSON(): LedgerJSON {
+    return this.snapshot();
+  }
+
+  /** {@link QuotaLedger.toJSON}, holding `allowance` as used when given: what a run saves while it may still dispatch. */
+  snapshot(allowance?: Allowance): LedgerJSON {
     const tiers: Partial<Record<TierKey, SlidingTierJSON | CalendarTierJSON>> = {};
     this.tiers.forEach((tier, i) => {
       const counter = this.counters[i];
-      if (counter !== undefined) tiers[tierKeyOf(tier.per, tier.unit)] = counter.toJSON();
+      const held = allowance === undefined ? undefined : { until: allowance.until, units: allowance.units[i] ?? 0 };
+      if (counter !== undefined) tiers[tierKeyOf(tier.per, tier.unit)] = counter.toJSON(held);
     });
     return { v: 1, tiers };
+  }
+
+  /**
+   * The latest end an {@link Allowance} granted at `now` may have: `now + horizonMs`, but before the current calendar
+   * window of any calendar tier ends, since the held units are charged to the current window only.
+   */
+  allowanceEnd(now: number, horizonMs: number): number {
+    return Math.min(now + horizonMs, ...this.counters.map((c) => c.windowEnd(now) - 1));
   }
 }
 
@@ -363,7 +405,8 @@ function parseLedgerJSON(json: unknown): LedgerJSON {
   if (typeof tiers !== 'object' || tiers === null) throw fail('missing "tiers"');
   for (const [key, value] of Object.entries(tiers as Record<string, unknown>)) {
     const v = value as Record<string, unknown>;
-    const sliding = Array.isArray(v?.a) && isCount(v.g) && (v.g as number) > 0 && Number.isInteger(v.b) && (v.a as unknown[]).every(isCount);
+    const held = v?.h === undefined || (Array.isArray(v.h) && v.h.length === 2 && Number.isInteger(v.h[0]) && isCount(v.h[1]));
+    const sliding = Array.isArray(v?.a) && isCount(v.g) && (v.g as number) > 0 && Number.isInteger(v.b) && (v.a as unknown[]).every(isCount) && held;
     const calendar = typeof v?.w === 'string' && isCount(v.u);
     if (!sliding && !calendar) throw fail(`tier "${key}" is neither sliding {g,b,a} nor calendar {w,u}`);
   }

@@ -46,8 +46,14 @@ class StallingInvoker implements Invoker {
 }
 
 /** A store on which every lease renewal finds the lease taken over. */
+/** A store whose lease renewals fail from the third on, as if another owner had taken the lease over. */
 class LeaseLosingStore extends MemoryStateStore {
-  override async renewLease(lease: Lease): Promise<Lease> {
+  renewals = 0;
+  lostAt: number | undefined;
+
+  override async renewLease(lease: Lease, now: number, ttlMs: number): Promise<Lease> {
+    if (++this.renewals < 3) return super.renewLease(lease, now, ttlMs);
+    this.lostAt ??= now;
     throw new LeaseLostError(lease.lane, lease.token);
   }
 }
@@ -85,7 +91,8 @@ describe('runOrchestrator', () => {
     // The third invoke hangs for 6 s, past the 5 s lease: another orchestrator takes the lane over meanwhile.
     const invoker = new StallingInvoker(h.clock, 3, 6_000);
     const run = runOrchestrator({ ...h.deps, invoker }, { deadline: START + 20_000 });
-    await h.clock.advanceTo(START + 5_000);
+    // Its last renewal was at the flush before the third dispatch (400 ms); the stall ends at 6400 ms.
+    await h.clock.advanceTo(START + 6_000);
     const intruder = await h.store.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000);
     expect(intruder).not.toBeNull();
 
@@ -94,8 +101,8 @@ describe('runOrchestrator', () => {
     expect(summary).toEqual({ lease: 'lost', dispatched: 3, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
     expect(invoker.events).toHaveLength(3);
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400]);
-    // The stale holder's writes were refused: it never saved a ledger, and the newcomer's lease stands.
-    await expect(h.store.loadLedger(LANE)).resolves.toBeUndefined();
+    // The stale holder wrote nothing once the lease was taken over, and the newcomer's lease stands.
+    expect(h.events.filter((e) => e.type === 'flushed').every((e) => e.at < START + 6_000)).toBe(true);
     await expect(h.store.renewLease(intruder!, h.clock.now(), 5_000)).resolves.toMatchObject({ owner: 'orchestrator-2' });
   });
 
@@ -106,10 +113,11 @@ describe('runOrchestrator', () => {
 
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 10_000 }), START + 20_000);
 
-    // Dispatches at 0, 200, 400, 600, 800; the flush at 1000 finds the lease lost before the next one.
-    expect(summary).toEqual({ lease: 'lost', dispatched: 5, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
-    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800]);
-    expect(h.invoker.invocations).toBe(5);
+    // Flushes at 0 (start) and 200 (a larger allowance) renew; the one at 600 finds the lease lost.
+    expect(store.lostAt).toBe(START + 600);
+    expect(summary).toEqual({ lease: 'lost', dispatched: 3, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400]);
+    expect(h.invoker.invocations).toBe(3);
   });
 
   it('dispatches requeued messages before main ones', async () => {
@@ -278,18 +286,47 @@ describe('runOrchestrator', () => {
     await sendMain(h.queues, 20);
     const run = runOrchestrator(h.deps, { deadline: START + 2_500 });
 
-    await h.clock.advanceTo(START + 999);
-    await expect(h.store.loadLedger(LANE)).resolves.toBeUndefined();
-    await h.clock.advanceTo(START + 1_001);
-    // Flushed at 1000, after the dispatches at 0..800 and before the one at 1003.
-    await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(5);
+    // At every instant the saved ledger holds at least every dispatch so far (the unused allowance included),
+    // so an orchestrator killed at any point leaves its successor nothing to overshoot.
+    for (let t = 50; t < 2_500; t += 50) {
+      await h.clock.advanceTo(START + t);
+      const dispatched = dispatchedEvents(h.events).length;
+      await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBeGreaterThanOrEqual(dispatched);
+    }
     const summary = await drive(h.clock, run, START + 3_000);
 
     // At exit (2500) it holds every dispatch, including those after the last flush (2000).
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803, 2_003, 2_203, 2_403]);
     expect(summary.dispatched).toBe(13);
     await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(13);
-    expect(h.events.filter((e) => e.type === 'flushed').map((e) => e.at - START)).toEqual([1_000, 2_000, 2_500]);
+    const flushes = h.events.filter((e) => e.type === 'flushed').map((e) => e.at - START);
+    expect(flushes[0]).toBe(0);
+    expect(flushes[flushes.length - 1]).toBe(2_500);
+  });
+
+  it('leaves a successor nothing to overshoot when it is killed mid-invoke before a regular flush', async () => {
+    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 4, per: 'day' }] });
+    const clock = new FakeClock(START);
+    const store = new MemoryStateStore();
+    const queues = new MemoryQueues({ clock });
+    await sendMain(queues, 10);
+    // Run 1 is killed (timeout, out of memory) during its 4th invoke, before its regular flush at 1000 ms.
+    const first = orchestratorHarness({ config, clock, store, queues, owner: 'orchestrator-1' });
+    const invoked: WorkerEvent[] = [];
+    const killed: Invoker = {
+      invoke: async (event) => {
+        invoked.push(event);
+        if (invoked.length === 4) await new Promise<never>(() => {});
+      },
+    };
+    void runOrchestrator({ ...first.deps, invoker: killed }, { deadline: START + 60_000 });
+    await clock.advanceTo(START + 6_000); // its lease (5 s) has expired
+
+    const second = orchestratorHarness({ config, clock, store, queues, owner: 'orchestrator-2' });
+    await drive(clock, runOrchestrator(second.deps, { deadline: START + 40_000 }), START + 41_000);
+
+    expect(invoked).toHaveLength(4);
+    expect(dispatchedEvents(second.events)).toHaveLength(0); // the day's 4 were held by run 1's allowance
   });
 
   it('rehydrates the ledger in the next run and keeps the tier across the run boundary', async () => {

@@ -306,6 +306,33 @@ describe('QuotaLedger', () => {
     });
   });
 
+  describe('snapshot', () => {
+    it('holds an allowance as used at its end, so a rehydrated ledger counts every unit the run might dispatch', () => {
+      const set = tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'day' }]);
+      const ledger = new QuotaLedger(set);
+      ledger.reserve(T0, 1);
+      const until = ledger.allowanceEnd(T0, 4_000);
+      expect(until).toBe(T0 + 4_000);
+      const partly = QuotaLedger.fromJSON(set, JSON.parse(JSON.stringify(ledger.snapshot({ until, units: [6, 6] }))));
+      // 1 dispatched + 6 held: 3 more messages fit now, a 4th only once the dispatched one has left the window.
+      expect(partly.usage(T0).map((u) => u.used)).toEqual([7, 7]);
+      [0, 1, 2].forEach(() => partly.reserve(T0, 1));
+      expect(partly.earliestFit(T0, 1).at).toBe(bucketExpiry(T0, SECOND));
+      // A whole second's quota held: the next message waits until the held units leave the window after `until`.
+      const full = QuotaLedger.fromJSON(set, JSON.parse(JSON.stringify(ledger.snapshot({ until, units: [10, 10] }))));
+      expect(full.earliestFit(T0, 1).at).toBeGreaterThanOrEqual(until + 1_000);
+      // The ledger itself is unchanged, and its plain JSON holds nothing extra.
+      expect(ledger.usage(T0).map((u) => u.used)).toEqual([1, 1]);
+      expect(ledger.toJSON()).toEqual(ledger.snapshot());
+    });
+
+    it('ends an allowance before the current calendar window does', () => {
+      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'day' }]));
+      const midnight = utc('2026-06-02T00:00:00.000Z');
+      expect(ledger.allowanceEnd(midnight - 1_500, 4_000)).toBe(midnight - 1);
+    });
+  });
+
   describe('fromJSON', () => {
     const design = () => tiers([{ limit: 10, per: 'second' }, { limit: 500, per: 'minute' }, { limit: 20000, per: 'day' }, { limit: 900, per: 'minute', unit: 'cost' }]);
 
