@@ -1,6 +1,8 @@
 import type { JsonValue } from '../domain/json';
 import { MAX_QUANTITY } from '../domain/quota/tiers';
-import type { ReceivedMessage } from '../ports/QueueReceiver';
+import type { Reservation } from '../domain/quota/ledger';
+import type { JobEvent } from '../ports/Invoker';
+import type { ReceivedMessage, SourceQueue } from '../ports/QueueReceiver';
 
 /** A received message that passed validation. */
 export interface ParsedJob {
@@ -51,4 +53,23 @@ export function parseJob(message: ReceivedMessage): ParseResult {
   const carried = attemptAttr === undefined ? 1 : Number(attemptAttr.value);
   const attempt = message.queue === 'fifo' ? message.receiveCount : Number.isInteger(carried) && carried >= 1 ? carried : 1;
   return { ok: true, job: { body, cost, idempotencyKey, attempt } };
+}
+
+/** The worker event for dispatching a parsed job received from one of the lane's source queues. */
+export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJob, dispatchId: string, reservation: Reservation): JobEvent {
+  return {
+    kind: 'job',
+    lane,
+    queue: message.queue as SourceQueue,
+    receiptHandle: message.receiptHandle,
+    messageId: message.messageId,
+    body: job.body,
+    attempt: job.attempt,
+    cost: job.cost,
+    idempotencyKey: job.idempotencyKey,
+    ...(message.groupId === undefined ? {} : { groupId: message.groupId }),
+    attributes: message.attributes,
+    dispatchId,
+    reservation,
+  };
 }

@@ -6,10 +6,10 @@ import { isSliding, slidingWindowMs, unitsFor } from '../domain/quota/tiers';
 import { InvokeFailedError, InvokeThrottledError, LeaseLostError } from '../errors';
 import type { Clock } from '../ports/Clock';
 import type { Invoker } from '../ports/Invoker';
-import { READ_ORDER, type QueueReceiver, type ReceivedMessage } from '../ports/QueueReceiver';
+import { READ_ORDER, type QueueReceiver, type ReceivedMessage, type SourceQueue } from '../ports/QueueReceiver';
 import type { Lease, StateStore } from '../ports/StateStore';
 import { applyCircuitEvent, loadCircuit } from './circuitUpdates';
-import { parseJob } from './parseJob';
+import { jobEventOf, parseJob } from './parseJob';
 import { deadLetter } from './queueOutcomes';
 
 /** What the orchestrator needs. */
@@ -184,23 +184,8 @@ class OrchestratorRun {
     // Counted before the invoke: a run killed while invoking may have dispatched, and the saved ledger must hold it.
     units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) + u));
     const reservation = this.pacer.dispatch(now, job.cost);
-    const { lane } = this.deps.config;
     try {
-      await this.deps.invoker.invoke({
-        kind: 'job',
-        lane,
-        queue: message.queue as 'requeue' | 'fifo' | 'main',
-        receiptHandle: message.receiptHandle,
-        messageId: message.messageId,
-        body: job.body,
-        attempt: job.attempt,
-        cost: job.cost,
-        idempotencyKey: job.idempotencyKey,
-        ...(message.groupId === undefined ? {} : { groupId: message.groupId }),
-        attributes: message.attributes,
-        dispatchId: this.deps.newId(),
-        reservation,
-      });
+      await this.deps.invoker.invoke(jobEventOf(this.deps.config.lane, message, job, this.deps.newId(), reservation));
     } catch (error) {
       if (!(error instanceof InvokeThrottledError || error instanceof InvokeFailedError)) throw error;
       // Nothing started: the quota flows back, the message stays at the head, and we back off.
@@ -222,7 +207,7 @@ class OrchestratorRun {
     const head = this.buffer.shift();
     if (head === undefined) return;
     const { message } = head;
-    await deadLetter(this.deps.queues, { ...message, queue: message.queue as 'requeue' | 'fifo' | 'main' }, reason, attempt);
+    await deadLetter(this.deps.queues, { ...message, queue: message.queue as SourceQueue }, reason, attempt);
     this.summary.deadLettered++;
     this.deps.onEvent?.({ type: 'dead-lettered', at: this.deps.clock.now(), messageId: message.messageId, reason });
   }

@@ -12,7 +12,7 @@ import type { JobEvent, WorkerEvent } from '../../lib/ports/Invoker';
 import type { MessageAttribute, SourceQueue } from '../../lib/ports/QueueReceiver';
 import type { StateStore } from '../../lib/ports/StateStore';
 import { applyCircuitEvent } from '../../lib/services/circuitUpdates';
-import { parseJob } from '../../lib/services/parseJob';
+import { jobEventOf, parseJob } from '../../lib/services/parseJob';
 import type { WorkerDeps } from '../../lib/services/processJob';
 import type { OrchestratorDeps, OrchestratorEvent, RunSummary } from '../../lib/services/runOrchestrator';
 
@@ -169,21 +169,7 @@ export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, disp
   const parsed = parseJob(message);
   if (!parsed.ok) throw new Error(parsed.reason);
   const { job } = parsed;
-  return {
-    kind: 'job',
-    lane: h.config.lane,
-    queue,
-    receiptHandle: message.receiptHandle,
-    messageId: message.messageId,
-    body: job.body,
-    attempt: job.attempt,
-    cost: job.cost,
-    idempotencyKey: job.idempotencyKey,
-    ...(message.groupId === undefined ? {} : { groupId: message.groupId }),
-    attributes: message.attributes,
-    dispatchId,
-    reservation: { at: h.clock.now(), cost: job.cost, windows: {} },
-  };
+  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), cost: job.cost, windows: {} });
 }
 
 /** Takes the lane's pending settlements as an orchestrator would (under a fresh lease of its own). */
