@@ -9,8 +9,3 @@ export interface Clock {
   sleep(ms: number): Promise<void>;
 }
 
-/** The wall clock of the running process. */
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
-};

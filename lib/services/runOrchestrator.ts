@@ -2,7 +2,7 @@ import type { ServiceConfig } from '../config';
 import { healthCheckDueAt, isDispatchAllowed, type Circuit } from '../domain/breaker/circuit';
 import { Pacer } from '../domain/pacing/pacer';
 import { QuotaLedger, type Allowance } from '../domain/quota/ledger';
-import { isSliding, slidingWindowMs, unitsFor } from '../domain/quota/tiers';
+import { isSliding, tierRatePerMs, unitsFor } from '../domain/quota/tiers';
 import { InvokeFailedError, InvokeThrottledError, LeaseLostError } from '../errors';
 import type { Clock } from '../ports/Clock';
 import type { Invoker } from '../ports/Invoker';
@@ -240,7 +240,7 @@ class OrchestratorRun {
   /** As many messages as the tightest sliding tier lets through while a message's visibility still covers a worker run. */
   private batchSize(): number {
     const window = this.settings.visibilityTimeoutMs - this.settings.workerTimeoutMs;
-    const rates = this.deps.config.quotas.filter((t) => isSliding(t.per)).map((t) => t.limit / slidingWindowMs(t.per));
+    const rates = this.deps.config.quotas.filter((t) => isSliding(t.per)).map(tierRatePerMs);
     const perWindow = rates.length === 0 ? 10 : Math.floor(Math.min(...rates) * window);
     return Math.max(1, Math.min(10, perWindow));
   }

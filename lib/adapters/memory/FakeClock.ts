@@ -39,16 +39,6 @@ export class FakeClock implements Clock {
     });
   }
 
-  /** Number of sleepers not yet woken. */
-  get pending(): number {
-    return this.timers.length;
-  }
-
-  /** Instant of the earliest pending timer, or `undefined` if none. */
-  nextTimerAt(): number | undefined {
-    return this.earliest()?.at;
-  }
-
   /** Advances by `ms`, firing every timer due on the way. */
   async advance(ms: number): Promise<void> {
     await this.advanceTo(this.current + ms);
