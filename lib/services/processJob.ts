@@ -102,10 +102,13 @@ export async function processHealthCheck(event: HealthCheckEvent, deps: WorkerDe
   return healthy;
 }
 
+/** How a worker event ended: a job's outcome, or a health check's verdict. */
+export type WorkerOutcome = JobOutcome | 'healthy' | 'unhealthy';
+
 /** The worker's entry point for either kind of event. */
-export async function processWorkerEvent(event: WorkerEvent, deps: WorkerDeps): Promise<void> {
-  if (event.kind === 'job') await processJob(event, deps);
-  else await processHealthCheck(event, deps);
+export async function processWorkerEvent(event: WorkerEvent, deps: WorkerDeps): Promise<WorkerOutcome> {
+  if (event.kind === 'job') return processJob(event, deps);
+  return (await processHealthCheck(event, deps)) ? 'healthy' : 'unhealthy';
 }
 
 /** A 429 pauses the lane until the API's Retry-After (or the retry delay); any other failure counts toward opening the circuit. */

@@ -1,0 +1,69 @@
+import type { OrchestratorEvent, RunSummary } from '../lib/services/runOrchestrator';
+import { runOrchestrator } from '../lib/services/runOrchestrator';
+import { runDeadline } from '../lib/services/runDeadline';
+import { defaultAwsClients, orchestratorDepsFromEnv, type AwsClients, type OrchestratorBaseDeps } from '../lib/adapters/aws/fromEnv';
+import { jsonLog, type Log } from '../lib/adapters/log';
+import type { Env } from '../lib/configFromEnv';
+
+/** The part of the Lambda context the orchestrator reads. */
+export interface OrchestratorContext {
+  readonly awsRequestId: string;
+  getRemainingTimeInMillis(): number;
+}
+
+/** Period of the schedule in serverless.yml: `rate(1 minute)`. */
+export const TICK_MS = 60_000;
+/** Kept free before the Lambda timeout for the last flush and the lease release. */
+export const EXIT_RESERVE_MS = 5_000;
+/** A scheduled run stops this long before the next tick. */
+export const TICK_MARGIN_MS = 500;
+
+/** The EventBridge instant that started the run, if the event is a scheduled one. */
+function scheduledAt(event: unknown): number | undefined {
+  const time = typeof event === 'object' && event !== null ? (event as { time?: unknown }).time : undefined;
+  const at = typeof time === 'string' ? Date.parse(time) : Number.NaN;
+  return Number.isFinite(at) ? at : undefined;
+}
+
+/** Orchestrator events worth a log line: per-dispatch events would flood the log, the run summary counts them. */
+function logEvent(log: Log, event: OrchestratorEvent): void {
+  if (event.type === 'dead-lettered') log('warn', 'dead-lettered a malformed message', event);
+  else if (event.type === 'invoke-failed') log('warn', 'worker invoke failed; backing off', event);
+  else if (event.type === 'health-check-sent') log('info', 'health check sent', event);
+}
+
+/**
+ * The orchestrator handler on given dependencies: one run per scheduled tick (steps 1–4 of DESIGN's architecture),
+ * budgeted from `context.getRemainingTimeInMillis()` and ending just before a tick (see `runDeadline`).
+ */
+export function makeHandler(deps: OrchestratorBaseDeps, log: Log) {
+  return async (event: unknown, context: OrchestratorContext): Promise<RunSummary> => {
+    const now = deps.clock.now();
+    const at = scheduledAt(event);
+    const deadline = runDeadline({
+      now,
+      remainingMs: context.getRemainingTimeInMillis(),
+      ...(at === undefined ? {} : { scheduledAt: at }),
+      tickMs: TICK_MS,
+      exitReserveMs: EXIT_RESERVE_MS,
+      tickMarginMs: TICK_MARGIN_MS,
+    });
+    const owner = `orchestrator-${context.awsRequestId}`;
+    const summary = await runOrchestrator({ ...deps, owner, onEvent: (e) => logEvent(log, e) }, { deadline });
+    log('info', 'orchestrator run ended', { owner, ...summary });
+    return summary;
+  };
+}
+
+/**
+ * Builds the handler from an environment (validated here: a bad value fails with the variable's name).
+ * The local run calls this with each function's environment from the packaged template.
+ */
+export function handlerFromEnv(env: Env, clients: AwsClients = defaultAwsClients(), log: Log = jsonLog()) {
+  return makeHandler(orchestratorDepsFromEnv(env, clients), log);
+}
+
+let coldStart: ReturnType<typeof handlerFromEnv> | undefined;
+
+/** Lambda entry point: the configuration is read and validated once per container, at its first event. */
+export const handler = (event: unknown, context: OrchestratorContext): Promise<RunSummary> => (coldStart ??= handlerFromEnv(process.env))(event, context);

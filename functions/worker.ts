@@ -1,0 +1,39 @@
+import { defaultAwsClients, workerDepsFromEnv, type AwsClients } from '../lib/adapters/aws/fromEnv';
+import { jsonLog, type Log } from '../lib/adapters/log';
+import type { Env } from '../lib/configFromEnv';
+import type { WorkerEvent } from '../lib/ports/Invoker';
+import { processWorkerEvent, type WorkerDeps, type WorkerOutcome } from '../lib/services/processJob';
+
+/**
+ * Checks that an event is one the orchestrator sends. Anything else is a wrong invocation, not a job: it is thrown
+ * back, so Lambda's async retries end in the worker's on-failure queue where an operator sees it.
+ * @throws Error naming what is wrong with the event.
+ */
+export function asWorkerEvent(event: unknown): WorkerEvent {
+  const kind = typeof event === 'object' && event !== null ? (event as { kind?: unknown }).kind : undefined;
+  if (kind === 'job' || kind === 'health-check') return event as WorkerEvent;
+  throw new Error(`worker event must be an object with kind 'job' or 'health-check'; got kind ${JSON.stringify(kind)}`);
+}
+
+/** The worker handler on given dependencies: one job or health check per asynchronous invocation. */
+export function makeHandler(deps: WorkerDeps, log: Log) {
+  return async (event: unknown): Promise<WorkerOutcome> => {
+    const workerEvent = asWorkerEvent(event);
+    const outcome = await processWorkerEvent(workerEvent, deps);
+    if (outcome !== 'succeeded' && outcome !== 'healthy') {
+      const ids = workerEvent.kind === 'job' ? { messageId: workerEvent.messageId, attempt: workerEvent.attempt } : { checkId: workerEvent.checkId };
+      log(outcome === 'dead-lettered' ? 'warn' : 'info', `worker event ${outcome}`, { kind: workerEvent.kind, outcome, ...ids });
+    }
+    return outcome;
+  };
+}
+
+/** Builds the handler from an environment (validated here: a bad value fails with the variable's name). */
+export function handlerFromEnv(env: Env, clients: AwsClients = defaultAwsClients(), log: Log = jsonLog()) {
+  return makeHandler(workerDepsFromEnv(env, clients), log);
+}
+
+let coldStart: ReturnType<typeof handlerFromEnv> | undefined;
+
+/** Lambda entry point: the configuration is read and validated once per container, at its first event. */
+export const handler = (event: unknown): Promise<WorkerOutcome> => (coldStart ??= handlerFromEnv(process.env))(event);

@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { ServiceConfig } from '../../config';
+import { millisecondsFromEnv, queueUrlsFromEnv, requiredEnv, RESOURCE_ENV, serviceConfigFromEnv, type Env } from '../../configFromEnv';
+import type { OrchestratorDeps } from '../../services/runOrchestrator';
+import type { WorkerDeps } from '../../services/processJob';
+import { DynamoStateStore } from '../dynamodb/DynamoStateStore';
+import { HttpApiCaller } from '../http/HttpApiCaller';
+import { LambdaInvoker } from '../lambda/LambdaInvoker';
+import { SqsQueues } from '../sqs/SqsQueues';
+import { systemClock } from '../systemClock';
+
+/**
+ * The AWS clients of one function. Endpoints, region and credentials come from the SDK's own environment
+ * (`AWS_REGION`, `AWS_ENDPOINT_URL_SQS`, …), which is how the local run points them at the emulators.
+ */
+export interface AwsClients {
+  readonly dynamodb: DynamoDBClient;
+  readonly sqs: SQSClient;
+  readonly lambda: LambdaClient;
+}
+
+/** Clients with the SDK's default configuration. */
+export function defaultAwsClients(): AwsClients {
+  return { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), lambda: new LambdaClient({}) };
+}
+
+/** The orchestrator's dependencies except `owner` (one per run) and `onEvent` (the handler's logger). */
+export type OrchestratorBaseDeps = Omit<OrchestratorDeps, 'owner' | 'onEvent'>;
+
+function sharedDeps(env: Env, clients: AwsClients): { config: ServiceConfig; store: DynamoStateStore; queues: SqsQueues } {
+  const config = serviceConfigFromEnv(env);
+  return {
+    config,
+    store: new DynamoStateStore({ client: clients.dynamodb, tableName: requiredEnv(env, RESOURCE_ENV.tableName) }),
+    queues: new SqsQueues({ client: clients.sqs, queueUrls: queueUrlsFromEnv(env) }),
+  };
+}
+
+/**
+ * Builds the orchestrator's adapters from its environment, validating the configuration.
+ * @throws ConfigError naming the missing or invalid variable.
+ */
+export function orchestratorDepsFromEnv(env: Env, clients: AwsClients): OrchestratorBaseDeps {
+  return {
+    ...sharedDeps(env, clients),
+    clock: systemClock,
+    invoker: new LambdaInvoker({ client: clients.lambda, functionName: requiredEnv(env, RESOURCE_ENV.workerFunctionName) }),
+    random: Math.random,
+    newId: randomUUID,
+  };
+}
+
+/** Default timeout of one API call, kept well inside the worker's own timeout. */
+const DEFAULT_API_TIMEOUT_MS = 10_000;
+
+/**
+ * Builds the worker's adapters from its environment, validating the configuration. The example API caller posts
+ * to `API_URL` and probes `HEALTH_URL`; users replace it and keep the rest.
+ * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout.
+ */
+export function workerDepsFromEnv(env: Env, clients: AwsClients): WorkerDeps {
+  const shared = sharedDeps(env, clients);
+  const workerTimeoutMs = shared.config.orchestrator.workerTimeoutMs;
+  const timeoutMs = millisecondsFromEnv(env, RESOURCE_ENV.apiTimeoutMs, Math.min(DEFAULT_API_TIMEOUT_MS, Math.floor(workerTimeoutMs / 2)), {
+    min: 1,
+    max: workerTimeoutMs - 1,
+  });
+  return {
+    ...shared,
+    clock: systemClock,
+    api: new HttpApiCaller({ apiUrl: requiredEnv(env, RESOURCE_ENV.apiUrl), healthUrl: requiredEnv(env, RESOURCE_ENV.healthUrl), timeoutMs }),
+    random: Math.random,
+  };
+}

@@ -1,0 +1,108 @@
+import { parseServiceConfig, type ServiceConfig } from './config';
+import { ConfigError } from './errors';
+import type { QueueName } from './ports/QueueReceiver';
+
+/**
+ * Environment variables holding the service configuration (set by the `quotaOrchestrator` block of `custom` in
+ * serverless.yml). `QUOTAS` is required; the JSON objects are optional and default field by field.
+ */
+export const CONFIG_ENV = {
+  lane: 'LANE',
+  timeZone: 'TIME_ZONE',
+  quotas: 'QUOTAS',
+  pacing: 'PACING',
+  circuit: 'CIRCUIT',
+  retry: 'RETRY',
+  orchestrator: 'ORCHESTRATOR',
+} as const satisfies Record<keyof ServiceConfig, string>;
+
+/** Environment variables holding each queue's URL. */
+export const QUEUE_URL_ENV = {
+  main: 'MAIN_QUEUE_URL',
+  fifo: 'FIFO_QUEUE_URL',
+  requeue: 'REQUEUE_QUEUE_URL',
+  'main-dlq': 'MAIN_DLQ_URL',
+  'fifo-dlq': 'FIFO_DLQ_URL',
+  'requeue-dlq': 'REQUEUE_DLQ_URL',
+} as const satisfies Record<QueueName, string>;
+
+/** Environment variables naming the other AWS resources and the example worker's API. */
+export const RESOURCE_ENV = {
+  tableName: 'TABLE_NAME',
+  workerFunctionName: 'WORKER_FUNCTION_NAME',
+  apiUrl: 'API_URL',
+  healthUrl: 'HEALTH_URL',
+  apiTimeoutMs: 'API_TIMEOUT_MS',
+} as const;
+
+/** A process environment, or any record shaped like one. */
+export type Env = Readonly<Record<string, string | undefined>>;
+
+const JSON_KEYS = ['quotas', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
+
+/**
+ * Reads and validates the service configuration from the environment, once at cold start.
+ * @throws ConfigError naming the variable and the field inside it, e.g. `QUOTAS[1].per`, with the allowed values.
+ */
+export function serviceConfigFromEnv(env: Env): ServiceConfig {
+  const raw: Record<string, unknown> = {};
+  for (const key of ['lane', 'timeZone'] as const) {
+    const value = env[CONFIG_ENV[key]];
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  for (const key of JSON_KEYS) {
+    const name = CONFIG_ENV[key];
+    const text = env[name];
+    if (text === undefined || text === '') {
+      if (key === 'quotas') throw new ConfigError(name, 'must be set to a JSON array of tiers such as [{"limit":10,"per":"second"}]');
+      continue;
+    }
+    try {
+      raw[key] = JSON.parse(text);
+    } catch (error) {
+      throw new ConfigError(name, `must be JSON; ${(error as Error).message}`, { cause: error });
+    }
+  }
+  try {
+    return parseServiceConfig(raw);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const key = error.field.match(/^[A-Za-z]+/)?.[0] as keyof typeof CONFIG_ENV | undefined;
+    const name = key === undefined ? undefined : CONFIG_ENV[key];
+    if (name === undefined || key === undefined) throw error;
+    throw new ConfigError(name + error.field.slice(key.length), error.problem, { cause: error });
+  }
+}
+
+/**
+ * The value of a required variable.
+ * @throws ConfigError when it is missing or empty.
+ */
+export function requiredEnv(env: Env, name: string): string {
+  const value = env[name];
+  if (value === undefined || value === '') throw new ConfigError(name, 'must be set (serverless.yml sets it on deploy)');
+  return value;
+}
+
+/**
+ * The URLs of the lane's six queues.
+ * @throws ConfigError naming the first missing variable.
+ */
+export function queueUrlsFromEnv(env: Env): Readonly<Record<QueueName, string>> {
+  const entries = Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [queue, requiredEnv(env, name)] as const);
+  return Object.freeze(Object.fromEntries(entries) as Record<QueueName, string>);
+}
+
+/**
+ * A whole number of milliseconds from an optional variable.
+ * @throws ConfigError naming the variable and its range when the value is not a whole number within it.
+ */
+export function millisecondsFromEnv(env: Env, name: string, fallback: number, range: { readonly min: number; readonly max: number }): number {
+  const text = env[name];
+  if (text === undefined || text === '') return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < range.min || value > range.max) {
+    throw new ConfigError(name, `must be a whole number of milliseconds from ${range.min} to ${range.max}; got '${text}'`);
+  }
+  return value;
+}
