@@ -217,7 +217,7 @@ export interface OrchestratorHarnessOptions {
    * The worker, after the event is recorded. @default a worker that deletes a job's message at once (succeeds)
    * and ignores health checks.
    */
-  readonly worker?: (event: WorkerEvent, h: OrchestratorHarness) => Promise<void>;
+  readonly worker?: (event: WorkerEvent, h: OrchestratorHarness) => Promise<unknown>;
   readonly owner?: string;
   /** Lets a test share one store (e.g. across runs) or put a fault-injecting one in. */
   readonly store?: MemoryStateStore;

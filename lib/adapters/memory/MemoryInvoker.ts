@@ -10,7 +10,7 @@ export interface MemoryInvokerOptions {
   /** Latency runs on this clock. */
   readonly clock: Clock;
   /** The worker; runs once per accepted invoke, never awaited by the caller. */
-  readonly handler: (event: WorkerEvent) => Promise<void>;
+  readonly handler: (event: WorkerEvent) => Promise<unknown>;
   /** Time between an accepted invoke and the start of its handler. @default 0 */
   readonly latencyMs?: number;
 }
@@ -22,7 +22,7 @@ export interface MemoryInvokerOptions {
  */
 export class MemoryInvoker implements Invoker {
   private readonly clock: Clock;
-  private readonly handler: (event: WorkerEvent) => Promise<void>;
+  private readonly handler: (event: WorkerEvent) => Promise<unknown>;
   private readonly latencyMs: number;
   private readonly faults: InjectedInvokeFault[] = [];
   /** Handlers scheduled or running. */

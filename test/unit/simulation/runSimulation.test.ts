@@ -1,7 +1,8 @@
 import defaultScenario from '../../../lib/simulation/scenarios/default.json';
 import { ConfigError } from '../../../lib/errors';
 import { parseScenario } from '../../../lib/simulation/scenario';
-import { runSimulation, type CircuitChange, type SimulationResult } from '../../../lib/simulation/runSimulation';
+import { runSimulation, type SimulationResult } from '../../../lib/simulation/runSimulation';
+import type { CircuitChange } from '../../../lib/simulation/report';
 
 /** A backlog with FIFO groups, poison and malformed jobs, and a 12 s outage in the middle. */
 const outageScenario = parseScenario(defaultScenario);

@@ -2,11 +2,12 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import defaultScenario from '../simulation/scenarios/default.json';
 import { parseScenario } from '../simulation/scenario';
-import { runSimulation, type Report } from '../simulation/runSimulation';
+import type { Report } from '../simulation/report';
+import { runSimulation } from '../simulation/runSimulation';
 import { ConfigError } from '../errors';
 
-const USAGE = `Usage: npm start -- [--scenario FILE] [--json]
-  Runs Quota Orchestrator on this machine, on virtual time, against a simulated API that enforces the quotas.
+const USAGE = `Usage: npm run simulate -- [--scenario FILE] [--json]
+  Runs the orchestrator and worker services in memory, on virtual time, against a simulated API that enforces the quotas.
   --scenario FILE  a JSON scenario (default: the embedded one, lib/simulation/scenarios/default.json)
   --json           print the report as one JSON line, last`;
 
