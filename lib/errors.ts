@@ -72,3 +72,11 @@ export class InvokeFailedError extends QuotaOrchestratorError {
 export class StateFormatError extends QuotaOrchestratorError {
   readonly code = 'STATE_FORMAT';
 }
+
+/**
+ * A conditional write kept losing to concurrent writers of the same item past its retry bound. Nothing was
+ * written; the caller may try again later.
+ */
+export class StateConflictError extends QuotaOrchestratorError {
+  readonly code = 'STATE_CONFLICT';
+}

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { ServiceConfig } from '../../config';
 import { millisecondsFromEnv, queueUrlsFromEnv, requiredEnv, RESOURCE_ENV, serviceConfigFromEnv, type Env } from '../../configFromEnv';
@@ -34,7 +35,7 @@ function sharedDeps(env: Env, clients: AwsClients): { config: ServiceConfig; sto
   const config = serviceConfigFromEnv(env);
   return {
     config,
-    store: new DynamoStateStore({ client: clients.dynamodb, tableName: requiredEnv(env, RESOURCE_ENV.tableName) }),
+    store: new DynamoStateStore({ client: DynamoDBDocumentClient.from(clients.dynamodb), tableName: requiredEnv(env, RESOURCE_ENV.tableName) }),
     queues: new SqsQueues({ client: clients.sqs, queueUrls: queueUrlsFromEnv(env) }),
   };
 }

@@ -398,7 +398,12 @@ export class QuotaLedger {
 
 const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
 
-function parseLedgerJSON(json: unknown): LedgerJSON {
+/**
+ * Checks that `json` has the shape of a {@link LedgerJSON}, for stores that read a ledger back. Tiers are not
+ * matched against a configuration here; {@link QuotaLedger.fromJSON} does that when the ledger is rehydrated.
+ * @throws StateFormatError when `json` is not a ledger of a known version.
+ */
+export function parseLedgerJSON(json: unknown): LedgerJSON {
   const fail = (why: string) => new StateFormatError(`stored ledger is unreadable: ${why}`);
   if (typeof json !== 'object' || json === null || (json as { v?: unknown }).v !== 1) throw fail('expected {"v":1,"tiers":{…}}');
   const tiers = (json as { tiers?: unknown }).tiers;

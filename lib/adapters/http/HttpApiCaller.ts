@@ -1,0 +1,116 @@
+import type { JsonValue } from '../../domain/json';
+import type { ApiResult } from '../../domain/outcome/apiResult';
+import { MAX_QUANTITY } from '../../domain/quota/tiers';
+import type { ApiCaller } from '../../ports/ApiCaller';
+
+/** Options of {@link HttpApiCaller}. */
+export interface HttpApiCallerOptions {
+  /** Each job's body is POSTed here as JSON. */
+  readonly apiUrl: string;
+  /** Probed with a GET while the circuit is open; any 2xx means healthy. */
+  readonly healthUrl: string;
+  /** Whole-exchange budget of one call or probe, headers and body included. */
+  readonly timeoutMs: number;
+  /** @default the global `fetch` */
+  readonly fetch?: typeof fetch;
+}
+
+/**
+ * Response header in which the example API reports the units a call really consumed on cost tiers (e.g. tokens).
+ * This is the example API's own convention, not a standard: users whose API reports usage elsewhere (a body field,
+ * another header) replace this caller.
+ */
+export const ACTUAL_COST_HEADER = 'x-actual-cost';
+
+/** A plain non-negative decimal: no sign, exponent, hex or empty string, all of which `Number()` accepts. */
+const DECIMAL = /^(?:\d+(?:\.\d*)?|\.\d+)$/;
+
+/** The `x-actual-cost` header as whole units (a fraction rounds up), or `undefined` if absent or not a cost from 0 to {@link MAX_QUANTITY}. */
+function actualCostOf(headers: Readonly<Record<string, string>>): number | undefined {
+  const text = headers[ACTUAL_COST_HEADER]?.trim();
+  if (text === undefined || !DECIMAL.test(text)) return undefined;
+  const cost = Math.ceil(Number(text));
+  return cost <= MAX_QUANTITY ? cost : undefined;
+}
+
+/** Error-shaped, whatever realm it comes from (Node's fetch throws its own realm's errors, which fail `instanceof Error` in a VM context). */
+function isErrorLike(value: unknown): value is { readonly message: string; readonly cause?: unknown } {
+  return typeof value === 'object' && value !== null && typeof (value as { message?: unknown }).message === 'string';
+}
+
+/** The most specific message of a fetch failure: undici throws `TypeError('fetch failed')` with the socket error as `cause`. */
+function messageOf(error: unknown): string {
+  if (!isErrorLike(error)) return String(error);
+  let message = error.message;
+  // Bounded, in case a cause chain loops back on itself.
+  for (let cause = error.cause, depth = 0; isErrorLike(cause) && depth < 8; cause = cause.cause, depth++) {
+    if (cause.message !== '') message = cause.message;
+  }
+  return message;
+}
+
+/**
+ * The example worker's API caller: POSTs each job's JSON body to `apiUrl` and probes `healthUrl` with a GET, over
+ * `fetch`. It never throws; every outcome is an {@link ApiResult}:
+ *
+ * - `response`: any HTTP status, with every header under its lower-case name (so `classify` reads `retry-after`,
+ *   `retry-after-ms` and `x-ratelimit-reset`), and `actualCost` from {@link ACTUAL_COST_HEADER} when it holds a
+ *   cost (a plain non-negative decimal, rounded up to whole units, at most `MAX_QUANTITY`);
+ * - `timeout`: no response headers within `timeoutMs`;
+ * - `network-error`: anything else that kept a response from arriving (refused connection, DNS, reset, bad URL).
+ *
+ * The response body is always read to the end within the same `timeoutMs` budget, so the connection can be reused;
+ * a body that fails or runs out of time after the headers arrived does not change the result, since the API has
+ * already answered.
+ */
+export class HttpApiCaller implements ApiCaller {
+  private readonly apiUrl: string;
+  private readonly healthUrl: string;
+  private readonly timeoutMs: number;
+  private readonly fetch: typeof fetch;
+
+  /** @throws RangeError if `timeoutMs` is not a positive finite number. */
+  constructor({ apiUrl, healthUrl, timeoutMs, fetch: fetchImpl = globalThis.fetch }: HttpApiCallerOptions) {
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
+    this.apiUrl = apiUrl;
+    this.healthUrl = healthUrl;
+    this.timeoutMs = timeoutMs;
+    this.fetch = fetchImpl;
+  }
+
+  /** POSTs `body` as JSON with headers `content-type: application/json` and `idempotency-key`. Never throws. */
+  call(body: JsonValue, { idempotencyKey }: { readonly idempotencyKey: string }): Promise<ApiResult> {
+    return this.request(this.apiUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+      body: JSON.stringify(body),
+    });
+  }
+
+  /** GETs `healthUrl`. Never throws. */
+  probe(): Promise<ApiResult> {
+    return this.request(this.healthUrl, { method: 'GET' });
+  }
+
+  private async request(url: string, init: RequestInit): Promise<ApiResult> {
+    const signal = AbortSignal.timeout(this.timeoutMs);
+    let response: Response;
+    try {
+      response = await this.fetch(url, { ...init, signal });
+    } catch (error) {
+      if (signal.aborted) return { kind: 'timeout', afterMs: this.timeoutMs };
+      return { kind: 'network-error', message: messageOf(error) };
+    }
+    const headers: Record<string, string> = {};
+    response.headers.forEach((value, name) => {
+      headers[name.toLowerCase()] = value;
+    });
+    try {
+      await response.arrayBuffer();
+    } catch {
+      // The status and headers are in: a body cut short by the timeout or the network does not change the answer.
+    }
+    const actualCost = actualCostOf(headers);
+    return { kind: 'response', status: response.status, headers, ...(actualCost === undefined ? {} : { actualCost }) };
+  }
+}

@@ -1,0 +1,74 @@
+import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
+import { InvokeFailedError, InvokeThrottledError } from '../../errors';
+import type { Invoker, WorkerEvent } from '../../ports/Invoker';
+
+/** Options of {@link LambdaInvoker}. */
+export interface LambdaInvokerOptions {
+  /** Its retry strategy applies first: the SDK's default retries throttles and 5xx before an error reaches us. */
+  readonly client: LambdaClient;
+  /** Name, ARN or alias ARN of the worker function. */
+  readonly functionName: string;
+}
+
+/**
+ * Error codes that mean Lambda is throttling: `TooManyRequestsException` (the account's or function's invoke
+ * rate or concurrency) and `EC2ThrottledException` (EC2 throttling Lambda while it sets up the function's VPC
+ * access). `ENILimitReachedException` and `SubnetIPAddressLimitReachedException` are left out on purpose: they
+ * are quotas that stay full until someone acts, not throttles that pass.
+ */
+const THROTTLE_CODES: ReadonlySet<string> = new Set(['TooManyRequestsException', 'EC2ThrottledException']);
+
+function isThrottle(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { name, $metadata } = error as { name?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  return (typeof name === 'string' && THROTTLE_CODES.has(name)) || $metadata?.httpStatusCode === 429;
+}
+
+/** `Name (HTTP status): message` of an SDK or network error; duck-typed, since Node's own errors may come from another realm. */
+function describe(error: unknown): string {
+  if (typeof error !== 'object' || error === null) return String(error);
+  const { name, message, $metadata } = error as { name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  const status = typeof $metadata?.httpStatusCode === 'number' ? ` (HTTP ${$metadata.httpStatusCode})` : '';
+  return `${typeof name === 'string' ? name : 'Error'}${status}: ${typeof message === 'string' ? message : String(error)}`;
+}
+
+/**
+ * Starts the worker Lambda asynchronously (`InvocationType: 'Event'`) with the event as its UTF-8 JSON payload.
+ *
+ * Every failure becomes one of the port's two errors, with the SDK error as `cause`: throttles (see
+ * `THROTTLE_CODES`, and any HTTP 429) become {@link InvokeThrottledError}; everything else (`ServiceException`
+ * and other 5xx, network errors, 4xx such as `ResourceNotFoundException` or `RequestTooLargeException`, and an
+ * accepted call whose status is not 202) becomes {@link InvokeFailedError}.
+ *
+ * A network error or timeout after the request left may hide an invoke that Lambda did accept; the orchestrator
+ * then dispatches the message again, and the worker's idempotency record keeps the API from seeing it twice.
+ */
+export class LambdaInvoker implements Invoker {
+  private readonly client: LambdaClient;
+  private readonly functionName: string;
+
+  constructor({ client, functionName }: LambdaInvokerOptions) {
+    this.client = client;
+    this.functionName = functionName;
+  }
+
+  /**
+   * Resolves once Lambda has queued the event (HTTP 202).
+   * @throws InvokeThrottledError when Lambda throttles the invoke.
+   * @throws InvokeFailedError on any other failure, or a status other than 202.
+   */
+  async invoke(event: WorkerEvent): Promise<void> {
+    const payload = new TextEncoder().encode(JSON.stringify(event));
+    let statusCode: number | undefined;
+    try {
+      const response = await this.client.send(new InvokeCommand({ FunctionName: this.functionName, InvocationType: 'Event', Payload: payload }));
+      statusCode = response.StatusCode;
+    } catch (error) {
+      const message = `invoke of '${this.functionName}' failed: ${describe(error)}`;
+      throw isThrottle(error) ? new InvokeThrottledError(message, { cause: error }) : new InvokeFailedError(message, { cause: error });
+    }
+    if (statusCode !== 202) {
+      throw new InvokeFailedError(`invoke of '${this.functionName}' returned status ${statusCode ?? 'none'}, expected 202 (queued)`);
+    }
+  }
+}

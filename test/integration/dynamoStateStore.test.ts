@@ -1,0 +1,198 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoStateStore, TABLE_KEY, TTL_ATTRIBUTE } from '../../lib/adapters/dynamodb/DynamoStateStore';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { Settlement } from '../../lib/domain/quota/ledger';
+import { StateFormatError } from '../../lib/errors';
+import type { Lease } from '../../lib/ports/StateStore';
+import { describeStateStoreContract } from '../contract/stateStore.contract';
+import { testDynamoClient, uniqueName } from '../helpers/awsClients';
+import { createStateTable, deleteStateTable } from '../helpers/stateTable';
+
+const T0 = 1_700_000_000_000;
+const TTL = 30_000;
+
+/** A fresh state table on dynalite, a store on it, and a document client for looking at raw items. */
+async function stateTable(): Promise<{ client: DynamoDBClient; doc: DynamoDBDocumentClient; tableName: string; store: DynamoStateStore; close: () => Promise<void> }> {
+  const client = testDynamoClient();
+  const tableName = uniqueName('state');
+  await createStateTable(client, tableName);
+  const doc = DynamoDBDocumentClient.from(client);
+  const close = async (): Promise<void> => {
+    await deleteStateTable(client, tableName);
+    client.destroy();
+  };
+  return { client, doc, tableName, store: new DynamoStateStore({ client: doc, tableName }), close };
+}
+
+describeStateStoreContract('DynamoStateStore on dynalite', stateTable);
+
+function settlement(at: number): Settlement {
+  return { reservation: { at, cost: 1, windows: { 'day:requests': '2026-11-23' } }, actualCost: null };
+}
+
+function circuit(version: number, pausedUntil = 0): CircuitJSON {
+  return { version, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil };
+}
+
+describe('DynamoStateStore on dynalite', () => {
+  let table: Awaited<ReturnType<typeof stateTable>> | undefined;
+  let seq = 0;
+  const unique = (label: string): string => `${label}-${++seq}`;
+
+  const setup = (): Awaited<ReturnType<typeof stateTable>> => {
+    if (table === undefined) throw new Error('the table is not ready');
+    return table;
+  };
+  const store = (): DynamoStateStore => setup().store;
+  const rawItem = async (pk: string): Promise<Record<string, unknown> | undefined> =>
+    (await setup().doc.send(new GetCommand({ TableName: setup().tableName, Key: { [TABLE_KEY]: pk }, ConsistentRead: true }))).Item;
+  const putRawItem = async (item: Record<string, unknown>): Promise<void> => {
+    await setup().doc.send(new PutCommand({ TableName: setup().tableName, Item: item }));
+  };
+  const acquire = async (lane: string, owner = 'a', now = T0): Promise<Lease> => {
+    const lease = await store().acquireLease(lane, owner, now, TTL);
+    if (lease === null) throw new Error(`expected ${owner} to acquire ${lane}`);
+    return lease;
+  };
+
+  beforeAll(async () => {
+    table = await stateTable();
+  });
+
+  afterAll(async () => {
+    await table?.close();
+  });
+
+  describe('item layout', () => {
+    it('keeps the lease, the ledger as JSON text and the pending settlements in one lane item', async () => {
+      const lane = unique('layout');
+      const lease = await acquire(lane);
+      const ledger = { v: 1, tiers: { 'day:requests': { w: '2026-11-23', u: 3 } } } as const;
+      await store().saveLedger(lane, ledger, lease.token);
+      await store().addSettlement(lane, settlement(T0));
+      expect(await rawItem(`lane#${lane}`)).toEqual({
+        [TABLE_KEY]: `lane#${lane}`,
+        leaseOwner: 'a',
+        leaseToken: lease.token,
+        leaseExpiresAt: T0 + TTL,
+        ledger: JSON.stringify(ledger),
+        settlements: [settlement(T0)],
+      });
+    });
+
+    it('keeps the token counter in the lane item when the lease is released', async () => {
+      const lane = unique('release');
+      const lease = await acquire(lane);
+      await store().releaseLease(lease);
+      expect(await rawItem(`lane#${lane}`)).toEqual({ [TABLE_KEY]: `lane#${lane}`, leaseToken: lease.token });
+      await expect(acquire(lane, 'b', T0 + 1)).resolves.toMatchObject({ token: lease.token + 1 });
+    });
+
+    it('stores the circuit beside its version', async () => {
+      const lane = unique('circuit-layout');
+      await store().saveCircuit(lane, circuit(1, T0));
+      expect(await rawItem(`circuit#${lane}`)).toEqual({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(1, T0) });
+    });
+
+    it('gives idempotency records a ttl in epoch seconds, rounded up from expiresAt', async () => {
+      const [claimed, put] = [unique('ttl-claim'), unique('ttl-put')];
+      await store().putIdempotencyIfAbsent(claimed, { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + 1 }, T0);
+      await store().putIdempotency(put, { status: 'succeeded', dispatchId: 'd-1', at: T0, expiresAt: T0 + 1_000 });
+      expect(await rawItem(`idem#${claimed}`)).toEqual({
+        [TABLE_KEY]: `idem#${claimed}`,
+        status: 'in-progress',
+        dispatchId: 'd-1',
+        expiresAt: T0 + 1,
+        [TTL_ATTRIBUTE]: T0 / 1_000 + 1,
+      });
+      expect(await rawItem(`idem#${put}`)).toMatchObject({ expiresAt: T0 + 1_000, [TTL_ATTRIBUTE]: T0 / 1_000 + 1 });
+    });
+  });
+
+  describe('idempotency records DynamoDB has not deleted yet', () => {
+    it('reports an expired record as absent and lets a claim overwrite it', async () => {
+      const key = unique('expired');
+      // As TTL leaves it: past its ttl, still in the table (DynamoDB deletes late; dynalite never does).
+      await putRawItem({ [TABLE_KEY]: `idem#${key}`, status: 'in-progress', dispatchId: 'old', expiresAt: T0, [TTL_ATTRIBUTE]: T0 / 1_000 });
+      await expect(store().getIdempotency(key, T0)).resolves.toBeUndefined();
+      const claim = { status: 'in-progress', dispatchId: 'new', expiresAt: T0 + TTL } as const;
+      await expect(store().putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
+      await expect(store().getIdempotency(key, T0)).resolves.toEqual(claim);
+      expect(await rawItem(`idem#${key}`)).toMatchObject({ dispatchId: 'new', [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
+    });
+  });
+
+  describe('concurrent writers', () => {
+    it('lets exactly one of ten concurrent writers of the same circuit version win', async () => {
+      const lane = unique('circuit-race');
+      await store().saveCircuit(lane, circuit(1));
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => store().saveCircuit(lane, circuit(2, T0 + i))));
+      expect(results.filter(Boolean)).toHaveLength(1);
+      await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(2, T0 + results.indexOf(true)));
+    });
+
+    it('grants a free lane to exactly one of ten concurrent acquirers', async () => {
+      const lane = unique('lease-race');
+      const leases = await Promise.all(Array.from({ length: 10 }, (_, i) => store().acquireLease(lane, `owner-${i}`, T0, TTL)));
+      expect(leases.filter((lease) => lease !== null)).toHaveLength(1);
+    });
+
+    it('lets exactly one of ten concurrent claims of an idempotency key write, and the others see its record', async () => {
+      const key = unique('claim-race');
+      const claims = Array.from({ length: 10 }, (_, i) => ({ status: 'in-progress', dispatchId: `d-${i}`, expiresAt: T0 + TTL }) as const);
+      const results = await Promise.all(claims.map((claim) => store().putIdempotencyIfAbsent(key, claim, T0)));
+      const winner = results.indexOf(null);
+      expect(results.filter((result) => result === null)).toHaveLength(1);
+      expect(results.filter((result) => result !== null)).toEqual(Array(9).fill(claims[winner]));
+    });
+
+    it('loses and repeats no settlement when takes run between 50 concurrent adds', async () => {
+      const lane = unique('settlement-race');
+      const lease = await acquire(lane);
+      const adds: Promise<void>[] = [];
+      const takes: Promise<Settlement[]>[] = [];
+      for (let i = 0; i < 50; i++) {
+        adds.push(store().addSettlement(lane, settlement(T0 + i)));
+        if (i % 10 === 5) takes.push(store().takeSettlements(lane, lease.token));
+      }
+      await Promise.all(adds);
+      const taken = [...(await Promise.all(takes)).flat(), ...(await store().takeSettlements(lane, lease.token))];
+      expect(taken.map((s) => s.reservation.at).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => T0 + i));
+    });
+  });
+
+  describe('corrupt items', () => {
+    it.each([
+      ['text that is not JSON', '{"v":1,'],
+      ['JSON of no known ledger', '{"v":2,"tiers":{}}'],
+      ['a map instead of JSON text', { v: 1, tiers: {} }],
+    ])('refuses a ledger stored as %s', async (_, ledger) => {
+      const lane = unique('corrupt-ledger');
+      await putRawItem({ [TABLE_KEY]: `lane#${lane}`, ledger });
+      await expect(store().loadLedger(lane)).rejects.toBeInstanceOf(StateFormatError);
+    });
+
+    it('refuses a circuit whose state lacks its fields', async () => {
+      const lane = unique('corrupt-circuit');
+      await putRawItem({ [TABLE_KEY]: `circuit#${lane}`, version: 1, state: { status: 'closed' }, pausedUntil: 0 });
+      await expect(store().loadCircuit(lane)).rejects.toBeInstanceOf(StateFormatError);
+    });
+
+    it('refuses an idempotency record of an unknown status', async () => {
+      const key = unique('corrupt-idem');
+      await putRawItem({ [TABLE_KEY]: `idem#${key}`, status: 'done', dispatchId: 'd-1', expiresAt: T0 + TTL });
+      await expect(store().getIdempotency(key, T0)).rejects.toBeInstanceOf(StateFormatError);
+      await expect(store().putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL }, T0)).rejects.toBeInstanceOf(
+        StateFormatError,
+      );
+    });
+
+    it('refuses a pending settlement without a reservation', async () => {
+      const lane = unique('corrupt-settlement');
+      const lease = await acquire(lane);
+      await store().addSettlement(lane, { actualCost: 1 } as unknown as Settlement);
+      await expect(store().takeSettlements(lane, lease.token)).rejects.toBeInstanceOf(StateFormatError);
+    });
+  });
+});

@@ -1,0 +1,192 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { HttpApiCaller } from '../../../../lib/adapters/http/HttpApiCaller';
+
+interface Recorded {
+  readonly method: string | undefined;
+  readonly url: string | undefined;
+  readonly headers: IncomingMessage['headers'];
+  readonly body: string;
+}
+
+type Handler = (request: IncomingMessage, response: ServerResponse) => void;
+
+/**
+ * A loopback HTTP server whose routes the tests set; every request is recorded with its body. Requests to a route
+ * without a handler are left unanswered (the timeout tests rely on that).
+ */
+class TestServer {
+  readonly requests: Recorded[] = [];
+  readonly routes = new Map<string, Handler>();
+  private readonly server: Server;
+
+  private constructor(server: Server) {
+    this.server = server;
+  }
+
+  static async start(): Promise<TestServer> {
+    const server = createServer();
+    const test = new TestServer(server);
+    server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        test.requests.push({ method: request.method, url: request.url, headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+        test.routes.get(request.url ?? '')?.(request, response);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return test;
+  }
+
+  url(path: string): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}${path}`;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/** A port on 127.0.0.1 that nothing listens on: bound, then released. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await TestServer.start();
+});
+
+afterAll(async () => {
+  await server.close();
+});
+
+beforeEach(() => {
+  server.requests.length = 0;
+  server.routes.clear();
+});
+
+function caller(timeoutMs = 2_000): HttpApiCaller {
+  return new HttpApiCaller({ apiUrl: server.url('/api'), healthUrl: server.url('/health'), timeoutMs });
+}
+
+describe('HttpApiCaller', () => {
+  describe('constructor', () => {
+    it('refuses a timeout that is not a positive number', () => {
+      for (const timeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+        expect(() => new HttpApiCaller({ apiUrl: 'http://x', healthUrl: 'http://x', timeoutMs })).toThrow(RangeError);
+      }
+    });
+  });
+
+  describe('call', () => {
+    it('POSTs the body as JSON with the idempotency key, and reports status, lower-case headers and x-actual-cost', async () => {
+      server.routes.set('/api', (_, response) => {
+        response.writeHead(200, { 'X-Actual-Cost': '42', 'X-RateLimit-Remaining': '7', 'Content-Type': 'application/json' });
+        response.end('{"ok":true}');
+      });
+      const result = await caller().call({ to: '+15550100', text: 'hé' }, { idempotencyKey: 'job-1' });
+      expect(result).toEqual({ kind: 'response', status: 200, headers: expect.objectContaining({ 'x-actual-cost': '42', 'x-ratelimit-remaining': '7' }), actualCost: 42 });
+      expect(server.requests).toEqual([
+        {
+          method: 'POST',
+          url: '/api',
+          headers: expect.objectContaining({ 'content-type': 'application/json', 'idempotency-key': 'job-1' }),
+          body: '{"to":"+15550100","text":"hé"}',
+        },
+      ]);
+    });
+
+    it('reports a 429 with its retry-after header', async () => {
+      server.routes.set('/api', (_, response) => {
+        response.writeHead(429, { 'Retry-After': '3', 'X-RateLimit-Reset': '1700000000' });
+        response.end('slow down');
+      });
+      const result = await caller().call(null, { idempotencyKey: 'k' });
+      expect(result).toMatchObject({ kind: 'response', status: 429, headers: { 'retry-after': '3', 'x-ratelimit-reset': '1700000000' } });
+      expect(result).not.toHaveProperty('actualCost');
+    });
+
+    it('reports a 503 as a response', async () => {
+      server.routes.set('/api', (_, response) => {
+        response.writeHead(503);
+        response.end();
+      });
+      await expect(caller().call([1, 2], { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 503 });
+    });
+
+    it.each(['', 'abc', '-1', '1e3', '0x10', 'Infinity', '1e13', '10000000000001'])('ignores an x-actual-cost of %j', async (value) => {
+      server.routes.set('/api', (_, response) => {
+        response.writeHead(200, { 'x-actual-cost': value });
+        response.end();
+      });
+      expect(await caller().call({}, { idempotencyKey: 'k' })).not.toHaveProperty('actualCost');
+    });
+
+    it('reads a fractional x-actual-cost as whole units, rounded up, and 0 as 0', async () => {
+      let cost = '2.5';
+      server.routes.set('/api', (_, response) => {
+        response.writeHead(200, { 'x-actual-cost': cost });
+        response.end();
+      });
+      expect(await caller().call({}, { idempotencyKey: 'k' })).toMatchObject({ actualCost: 3 });
+      cost = ' 0 ';
+      expect(await caller().call({}, { idempotencyKey: 'k' })).toMatchObject({ actualCost: 0 });
+    });
+
+    it('reports a timeout when no response arrives within timeoutMs', async () => {
+      await expect(caller(50).call({}, { idempotencyKey: 'k' })).resolves.toEqual({ kind: 'timeout', afterMs: 50 });
+      expect(server.requests).toHaveLength(1);
+    });
+
+    it('still reports the response when the body is cut short by the timeout after the headers arrived', async () => {
+      server.routes.set('/api', (_, response) => {
+        response.writeHead(200, { 'x-actual-cost': '5' });
+        response.write('partial');
+      });
+      await expect(caller(50).call({}, { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 200, actualCost: 5 });
+    });
+
+    it('reports a network error when nothing listens on the port', async () => {
+      const port = await closedPort();
+      const api = new HttpApiCaller({ apiUrl: `http://127.0.0.1:${port}/api`, healthUrl: `http://127.0.0.1:${port}/health`, timeoutMs: 2_000 });
+      const result = await api.call({}, { idempotencyKey: 'k' });
+      expect(result).toEqual({ kind: 'network-error', message: expect.stringContaining('ECONNREFUSED') });
+      await expect(api.probe()).resolves.toMatchObject({ kind: 'network-error' });
+    });
+
+    it('reports a network error for a URL fetch cannot use', async () => {
+      const api = new HttpApiCaller({ apiUrl: 'not a url', healthUrl: 'not a url', timeoutMs: 2_000 });
+      await expect(api.call({}, { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'network-error', message: expect.any(String) });
+    });
+
+    it('uses the fetch it is given', async () => {
+      const fetchStub = jest.fn(async () => new Response(null, { status: 202, headers: { 'X-Actual-Cost': '1' } }));
+      const api = new HttpApiCaller({ apiUrl: 'https://api.example/v1', healthUrl: 'https://api.example/health', timeoutMs: 1_000, fetch: fetchStub });
+      await expect(api.call('x', { idempotencyKey: 'k' })).resolves.toEqual({ kind: 'response', status: 202, headers: { 'x-actual-cost': '1' }, actualCost: 1 });
+      expect(fetchStub).toHaveBeenCalledWith('https://api.example/v1', expect.objectContaining({ method: 'POST', body: '"x"' }));
+    });
+  });
+
+  describe('probe', () => {
+    it('GETs the health URL and reports its status', async () => {
+      server.routes.set('/health', (_, response) => {
+        response.writeHead(204);
+        response.end();
+      });
+      await expect(caller().probe()).resolves.toMatchObject({ kind: 'response', status: 204 });
+      expect(server.requests.map((r) => [r.method, r.url])).toEqual([['GET', '/health']]);
+    });
+
+    it('reports a timeout when the health URL does not answer', async () => {
+      await expect(caller(50).probe()).resolves.toEqual({ kind: 'timeout', afterMs: 50 });
+    });
+  });
+});
