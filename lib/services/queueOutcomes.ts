@@ -24,7 +24,8 @@ export async function deadLetter(queues: QueueReceiver, message: MessageRef, rea
       [ATTRIBUTES.attempt]: { dataType: 'Number', value: String(attempt) },
       [ATTRIBUTES.sourceQueue]: { dataType: 'String', value: message.queue },
     },
-    ...(message.groupId === undefined ? {} : { groupId: message.groupId, deduplicationId: `${message.messageId}-${attempt}` }),
+    // Only the FIFO queue's DLQ is FIFO; a group id on a standard message (SQS fair queues) needs no deduplication.
+    ...(message.queue !== 'fifo' || message.groupId === undefined ? {} : { groupId: message.groupId, deduplicationId: `${message.messageId}-${attempt}` }),
   });
   await queues.delete(message.queue, message.receiptHandle);
 }
