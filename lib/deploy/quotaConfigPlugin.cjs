@@ -1,0 +1,87 @@
+'use strict';
+/* eslint-disable @typescript-eslint/no-require-imports -- a CommonJS module: osls loads plugins with require(). */
+
+/**
+ * osls plugin: turns `custom.quotaOrchestrator` into the functions' validated configuration.
+ *
+ * Before anything is packaged (`package`, and so `deploy`, which packages first) it validates the settings with
+ * the service's own parser (`parseServiceConfig` in lib/config.ts, via lib/deploy/quotaSettings.ts) and
+ * cross-checks them against the functions' timeouts and the queues' redrive. On success it adds `LANE`,
+ * `TIME_ZONE`, `QUOTAS`, `PACING`, `CIRCUIT`, `RETRY` and `ORCHESTRATOR` to `provider.environment`, and `API_URL`,
+ * `HEALTH_URL` (and `API_TIMEOUT_MS`, if set) to the worker's environment. On failure it stops the command with a
+ * message naming the field, e.g. `custom.quotaOrchestrator.quotas[0].limit: must be an integer from 1 to ...`.
+ *
+ * `before:package:initialize` is the hook: it runs once per `package` or `deploy`, after variables are resolved and
+ * before serverless-esbuild bundles (`package:createDeploymentArtifacts`) or the functions, with their
+ * environment, are compiled (`package:compileFunctions`). `deploy function`, `invoke local` and `offline start`,
+ * which read the environment without packaging, get the same step. The generic `initialize` hook would also run,
+ * and fail, for commands that need no configuration, such as `remove` or `print`.
+ *
+ * The TypeScript is loaded with tsx's scoped `require` (`tsx/cjs/api`): it compiles only the modules it is asked
+ * for and leaves Node's global `require` untouched, so osls and its other plugins load exactly as without it.
+ */
+
+const path = require('node:path');
+
+/** osls error code of a rejected setting. */
+const ERROR_CODE = 'QUOTA_ORCHESTRATOR_CONFIG_INVALID';
+
+/** Loads lib/deploy/quotaSettings.ts (and with it lib/config.ts) through tsx, once. */
+let settingsModule;
+function loadQuotaSettings() {
+  if (settingsModule === undefined) {
+    const { require: tsxRequire } = require('tsx/cjs/api');
+    settingsModule = tsxRequire(path.join(__dirname, 'quotaSettings.ts'), __dirname);
+  }
+  return settingsModule;
+}
+
+class QuotaConfigPlugin {
+  /**
+   * @param {object} serverless the osls instance
+   * @param {object} _options CLI options (unused)
+   * @param {{ log?: { verbose(message: string): void } }} [utils] osls v3 plugin utilities
+   * @param {{ loadQuotaSettings?: () => object }} [deps] for tests: the quotaSettings module, loaded otherwise.
+   * @default deps.loadQuotaSettings loads lib/deploy/quotaSettings.ts with tsx
+   */
+  constructor(serverless, _options, utils, deps) {
+    this.serverless = serverless;
+    this.log = utils && utils.log;
+    this.loadQuotaSettings = (deps && deps.loadQuotaSettings) || loadQuotaSettings;
+    this.hooks = {
+      'before:package:initialize': () => this.configure(),
+      // `deploy function` pushes each function's environment too, without packaging the service.
+      'before:deploy:function:initialize': () => this.configure(),
+      'before:invoke:local:loadEnvVars': () => this.configure(),
+      'before:offline:start:init': () => this.configure(),
+    };
+  }
+
+  /**
+   * Validates the settings and sets the environment variables.
+   * @throws the osls error class (a clean message, no stack trace) naming the offending field.
+   */
+  configure() {
+    const { resolveQuotaSettings } = this.loadQuotaSettings();
+    const service = this.serverless.service;
+    let resolved;
+    try {
+      resolved = resolveQuotaSettings(service);
+    } catch (error) {
+      if (error && error.code === 'CONFIG_INVALID') {
+        const ServerlessError = (this.serverless.classes && this.serverless.classes.Error) || Error;
+        throw new ServerlessError(error.message, ERROR_CODE);
+      }
+      throw error;
+    }
+    service.provider.environment = { ...service.provider.environment, ...resolved.provider };
+    const worker = service.functions.worker;
+    worker.environment = { ...worker.environment, ...resolved.worker };
+    if (this.log) {
+      const tiers = resolved.config.quotas.map((tier) => `${tier.limit}/${tier.per}${tier.unit === 'cost' ? ' (cost)' : ''}`);
+      this.log.verbose(`custom.quotaOrchestrator is valid: lane '${resolved.config.lane}', quotas ${tiers.join(', ')}`);
+    }
+  }
+}
+
+module.exports = QuotaConfigPlugin;

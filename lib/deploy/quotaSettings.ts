@@ -1,0 +1,197 @@
+/**
+ * The pure part of the quota-config osls plugin (`quotaConfigPlugin.cjs`): it validates `custom.quotaOrchestrator`
+ * with the service's own parser, cross-checks it against the functions and queues of serverless.yml, and works
+ * out the environment variables that carry it to the functions.
+ */
+import { parseServiceConfig, type ServiceConfig } from '../config';
+import { CONFIG_ENV, RESOURCE_ENV } from '../configFromEnv';
+import { describe } from '../domain/quota/tiers';
+import { ConfigError } from '../errors';
+
+/** Where the settings live in serverless.yml; every field in an error message starts with it. */
+export const SETTINGS_PATH = 'custom.quotaOrchestrator';
+
+/** Where the SQS redrive threshold of the source queues lives in serverless.yml. */
+export const MAX_RECEIVE_COUNT_PATH = 'custom.queues.maxReceiveCount';
+
+/** Period of the orchestrator's schedule, `rate(1 minute)`: a run must outlast it to span a tick. */
+export const SCHEDULE_PERIOD_SECONDS = 60;
+
+/** Lambda's longest timeout. */
+export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
+
+/** The function timeout osls applies when neither the function nor the provider sets one. */
+export const OSLS_DEFAULT_TIMEOUT_SECONDS = 6;
+
+const SERVICE_KEYS = Object.keys(CONFIG_ENV) as (keyof typeof CONFIG_ENV)[];
+const WORKER_KEYS = ['apiUrl', 'healthUrl', 'apiTimeoutMs'] as const;
+const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...WORKER_KEYS];
+
+/** The parts of an osls function definition read here. */
+export interface FunctionView {
+  readonly timeout?: unknown;
+  readonly environment?: Readonly<Record<string, unknown>>;
+}
+
+/** The parts of the resolved serverless.yml (osls's `serverless.service`) that the plugin reads. */
+export interface ServiceView {
+  readonly custom?: { readonly quotaOrchestrator?: unknown; readonly queues?: { readonly maxReceiveCount?: unknown } };
+  readonly provider: { readonly timeout?: unknown; readonly environment?: Readonly<Record<string, unknown>> };
+  readonly functions?: Readonly<Record<string, FunctionView | undefined>>;
+}
+
+/** What the plugin adds to serverless.yml: validated settings as environment variables. */
+export interface QuotaEnvironment {
+  /** The parsed configuration, as the functions will read it at cold start. */
+  readonly config: ServiceConfig;
+  /** Added to `provider.environment` (both functions): `LANE`, `TIME_ZONE`, `QUOTAS`, `PACING`, `CIRCUIT`, `RETRY`, `ORCHESTRATOR`. */
+  readonly provider: Readonly<Record<string, string>>;
+  /** Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_TIMEOUT_MS`. */
+  readonly worker: Readonly<Record<string, string>>;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A function's timeout in whole seconds, as osls resolves it (the function's, else the provider's, else 6).
+ * @throws ConfigError naming `functions.<name>` when the function is missing, or its `timeout` when that is not an
+ * integer from `min` to 900.
+ */
+function timeoutSeconds(service: ServiceView, name: string, min: number, why: string): number {
+  const fn = service.functions?.[name];
+  if (fn === undefined || fn === null) {
+    throw new ConfigError(`functions.${name}`, `is missing; the quota-config plugin configures the functions 'orchestrator' and 'worker'`);
+  }
+  const timeout = fn.timeout ?? service.provider.timeout ?? OSLS_DEFAULT_TIMEOUT_SECONDS;
+  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < min || timeout > MAX_LAMBDA_TIMEOUT_SECONDS) {
+    throw new ConfigError(`functions.${name}.timeout`, `must be a whole number of seconds from ${min} to ${MAX_LAMBDA_TIMEOUT_SECONDS}${why}; got ${describe(timeout)}`);
+  }
+  return timeout;
+}
+
+function httpUrl(value: unknown, key: string): string {
+  const field = `${SETTINGS_PATH}.${key}`;
+  if (typeof value !== 'string') throw new ConfigError(field, `must be an http(s) URL such as https://api.example.com/jobs; got ${describe(value)}`);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(field, `must be an http(s) URL such as https://api.example.com/jobs; got ${describe(value)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(field, `must use http or https; got ${describe(value)}`);
+  return value;
+}
+
+/**
+ * The `orchestrator` settings to validate, with `workerTimeoutMs` derived from the worker's timeout. The two must
+ * agree: the orchestrator only dispatches a message while its visibility covers a whole worker run, so a smaller
+ * `workerTimeoutMs` than the real timeout could let a message reappear while its worker still runs.
+ * @throws ConfigError naming both fields when `workerTimeoutMs` is set and differs from the worker's timeout.
+ */
+function withWorkerTimeout(orchestrator: unknown, workerTimeoutMs: number): { value: unknown; derived: boolean } {
+  if (orchestrator !== undefined && !isRecord(orchestrator)) return { value: orchestrator, derived: false };
+  const given = orchestrator?.workerTimeoutMs;
+  if (given === undefined) return { value: { ...orchestrator, workerTimeoutMs }, derived: true };
+  if (given !== workerTimeoutMs) {
+    throw new ConfigError(
+      `${SETTINGS_PATH}.orchestrator.workerTimeoutMs`,
+      `must equal functions.worker.timeout in milliseconds (${workerTimeoutMs}); got ${describe(given)}. Leave it out to derive it from the timeout, or change both`,
+    );
+  }
+  return { value: orchestrator, derived: false };
+}
+
+/**
+ * Validates `custom.quotaOrchestrator` with `parseServiceConfig` (the parser the functions run at cold start) and
+ * cross-checks it against serverless.yml:
+ * - `orchestrator.workerTimeoutMs` is derived from `functions.worker.timeout`, and must equal it when given;
+ * - `functions.orchestrator.timeout` exceeds the 60 s schedule period, so every run spans at least one tick;
+ * - `custom.queues.maxReceiveCount` exceeds `retry.maxAttempts`, since a FIFO retry is a re-receive of the same
+ *   message and SQS redrive must not pre-empt the service's own dead-lettering (which records the reason).
+ *
+ * The environment carries the settings **as written** (plus the derived `workerTimeoutMs`), not the parsed
+ * result: the functions parse the same text again with the same parser at cold start, so both readings agree; the
+ * defaults then ship with the code that relies on them; and the variables stay small (Lambda allows 4 KB of
+ * environment in all). A section left out of serverless.yml gets no variable and takes the defaults.
+ *
+ * @throws ConfigError whose `field` names the offending setting, prefixed `custom.quotaOrchestrator.` for the
+ * service's settings (e.g. `custom.quotaOrchestrator.quotas[0].limit`), or `functions.<name>.timeout`,
+ * `custom.queues.maxReceiveCount`, or the `environment` entry that would be overwritten.
+ */
+export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
+  const settings = service.custom?.quotaOrchestrator;
+  if (!isRecord(settings)) {
+    throw new ConfigError(SETTINGS_PATH, `must be an object with keys ${ALLOWED_KEYS.join(', ')} (quotas, apiUrl and healthUrl required); got ${describe(settings)}`);
+  }
+  for (const key of Object.keys(settings)) {
+    if (!ALLOWED_KEYS.includes(key)) throw new ConfigError(`${SETTINGS_PATH}.${key}`, `unknown key; allowed keys are ${ALLOWED_KEYS.join(', ')}`);
+  }
+  timeoutSeconds(service, 'orchestrator', SCHEDULE_PERIOD_SECONDS + 1, `, more than the ${SCHEDULE_PERIOD_SECONDS} s schedule period so a run spans a tick`);
+  const workerTimeoutMs = timeoutSeconds(service, 'worker', 1, '') * 1000;
+
+  const input: Record<string, unknown> = {};
+  for (const key of SERVICE_KEYS) if (settings[key] !== undefined) input[key] = settings[key];
+  const orchestrator = withWorkerTimeout(settings.orchestrator, workerTimeoutMs);
+  input.orchestrator = orchestrator.value;
+
+  let config: ServiceConfig;
+  try {
+    config = parseServiceConfig(input);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const hint = orchestrator.derived && error.problem.includes('workerTimeoutMs') ? ' (workerTimeoutMs is derived from functions.worker.timeout)' : '';
+    throw new ConfigError(`${SETTINGS_PATH}.${error.field}`, error.problem + hint, { cause: error });
+  }
+
+  const maxReceiveCount = service.custom?.queues?.maxReceiveCount;
+  if (typeof maxReceiveCount !== 'number' || !Number.isInteger(maxReceiveCount) || maxReceiveCount < 1 || maxReceiveCount > 1000) {
+    throw new ConfigError(MAX_RECEIVE_COUNT_PATH, `must be an integer from 1 to 1000 (the source queues' SQS redrive threshold); got ${describe(maxReceiveCount)}`);
+  }
+  if (config.retry.maxAttempts >= maxReceiveCount) {
+    throw new ConfigError(
+      `${SETTINGS_PATH}.retry.maxAttempts`,
+      `must be below ${MAX_RECEIVE_COUNT_PATH} (${maxReceiveCount}): a FIFO retry re-receives its message, and SQS would redrive it before its last attempt; got ${config.retry.maxAttempts}`,
+    );
+  }
+
+  const apiUrl = httpUrl(settings.apiUrl, 'apiUrl');
+  const healthUrl = httpUrl(settings.healthUrl, 'healthUrl');
+  const apiTimeoutMs = settings.apiTimeoutMs;
+  if (apiTimeoutMs !== undefined && (typeof apiTimeoutMs !== 'number' || !Number.isInteger(apiTimeoutMs) || apiTimeoutMs < 1 || apiTimeoutMs >= workerTimeoutMs)) {
+    throw new ConfigError(
+      `${SETTINGS_PATH}.apiTimeoutMs`,
+      `must be a whole number of milliseconds from 1 to ${workerTimeoutMs - 1}, below functions.worker.timeout; got ${describe(apiTimeoutMs)}`,
+    );
+  }
+
+  const providerEnv: Record<string, string> = {};
+  for (const key of SERVICE_KEYS) {
+    const value = input[key];
+    if (value === undefined) continue;
+    providerEnv[CONFIG_ENV[key]] = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  const workerEnv: Record<string, string> = { [RESOURCE_ENV.apiUrl]: apiUrl, [RESOURCE_ENV.healthUrl]: healthUrl };
+  if (typeof apiTimeoutMs === 'number') workerEnv[RESOURCE_ENV.apiTimeoutMs] = String(apiTimeoutMs);
+
+  refuseOverwrite(service.provider.environment, providerEnv, 'provider.environment');
+  refuseOverwrite(service.functions?.worker?.environment, workerEnv, 'functions.worker.environment');
+  refuseOverwrite(service.functions?.orchestrator?.environment, providerEnv, 'functions.orchestrator.environment');
+  refuseOverwrite(service.functions?.worker?.environment, providerEnv, 'functions.worker.environment');
+  return Object.freeze({ config, provider: Object.freeze(providerEnv), worker: Object.freeze(workerEnv) });
+}
+
+/**
+ * Refuses a variable serverless.yml sets by hand that the settings would set too: one of the two would silently
+ * win. An equal value is accepted, so running the plugin twice on one service is harmless.
+ * @throws ConfigError naming the environment entry.
+ */
+function refuseOverwrite(existing: Readonly<Record<string, unknown>> | undefined, added: Readonly<Record<string, string>>, where: string): void {
+  for (const [name, value] of Object.entries(added)) {
+    const current = existing?.[name];
+    if (current !== undefined && current !== value) {
+      throw new ConfigError(`${where}.${name}`, `is set from ${SETTINGS_PATH}; remove it from ${where}`);
+    }
+  }
+}

@@ -1,0 +1,335 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { InvokeCommand, LambdaClient, TooManyRequestsException } from '@aws-sdk/client-lambda';
+import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { handlerFromEnv as orchestratorFromEnv } from '../../functions/orchestrator';
+import { handlerFromEnv as workerFromEnv } from '../../functions/worker';
+import type { AwsClients } from '../adapters/aws/fromEnv';
+import { DynamoStateStore } from '../adapters/dynamodb/DynamoStateStore';
+import type { Log } from '../adapters/log';
+import { systemClock } from '../adapters/systemClock';
+import type { ServiceConfig } from '../config';
+import { CONFIG_ENV, QUEUE_URL_ENV, RESOURCE_ENV, type Env } from '../configFromEnv';
+import type { CircuitJSON } from '../domain/breaker/circuit';
+import type { QueueName } from '../ports/QueueReceiver';
+import { buildJobs, type JobSpec } from '../simulation/jobs';
+import { seededRandom } from '../simulation/random';
+import { buildReport, type CircuitChange, type Report } from '../simulation/report';
+import type { Scenario } from '../simulation/scenario';
+import { VirtualApi } from '../simulation/virtualApi';
+import { startApiServer } from './apiServer';
+import { startEmulators } from './emulators';
+import { LocalLambdaHost, type LocalFunction, type LocalLambdaContext } from './lambdaHost';
+import { LOCAL_ACCOUNT, provisionStack, type LocalStack, type Template } from './template';
+
+/** What one local run needs. */
+export interface LocalRunOptions {
+  readonly scenario: Scenario;
+  /** Settings the scenario gives explicitly: they replace serverless.yml's `custom.quotaOrchestrator` ones. */
+  readonly overrides: readonly (keyof ServiceConfig)[];
+  /** The template `osls package` built: the tables, queues, functions and schedule to run. */
+  readonly template: Template;
+  /** Where progress goes, about once a second. */
+  readonly onProgress?: (progress: Progress) => void;
+  /** The handlers' structured log. @default discard */
+  readonly log?: Log;
+}
+
+/** A snapshot of a run in progress. */
+export interface Progress {
+  readonly elapsedSeconds: number;
+  readonly jobs: number;
+  readonly succeeded: number;
+  readonly deadLettered: number;
+  /** Messages waiting in the source queues (visible or delayed). */
+  readonly queued: number;
+  /** Messages received and not yet deleted: waiting for their pacing slot or with a worker. */
+  readonly inFlight: number;
+  readonly circuit: CircuitJSON['state']['status'];
+}
+
+/** One second of the run, for a plot. */
+export interface TimelineRow {
+  readonly second: number;
+  /** Job calls that reached the API in this second, and how it answered them. */
+  readonly calls: number;
+  readonly accepted: number;
+  readonly rejected: number;
+  readonly failed: number;
+  readonly circuit: CircuitJSON['state']['status'];
+  readonly queued: number;
+  readonly inFlight: number;
+}
+
+/** What a local run produced. */
+export interface LocalRunResult {
+  readonly report: Report;
+  readonly timeline: readonly TimelineRow[];
+}
+
+/** Handlers as serverless.yml names them. */
+const WORKER_HANDLER = 'functions/worker.handler';
+const ORCHESTRATOR_HANDLER = 'functions/orchestrator.handler';
+
+/** The emulators accept any credentials; these are never real ones. */
+const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
+const SOURCE_QUEUES = ['main', 'fifo', 'requeue'] as const;
+const DEAD_LETTER_QUEUES = ['main-dlq', 'fifo-dlq', 'requeue-dlq'] as const;
+/** How often the run polls the circuit, the queues and the API's counters. */
+const POLL_MS = 100;
+const PROGRESS_MS = 1_000;
+
+/**
+ * Runs the service on this machine as it would run on AWS: the packaged template's table and queues on the
+ * emulators, its two functions with the real handlers behind a local Lambda Invoke endpoint, its schedule, and the
+ * simulated API over HTTP. Seeds the scenario's jobs, fires the schedule, watches queues and circuit from outside,
+ * and reports once every job has succeeded or been dead-lettered (or `maxSeconds` have passed).
+ */
+export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
+  const { scenario } = options;
+  const emulators = await startEmulators();
+  const region = LOCAL_ACCOUNT.region;
+  const dynamodb = new DynamoDBClient({ endpoint: emulators.dynamodbEndpoint, region, credentials: LOCAL_CREDENTIALS });
+  const sqs = new SQSClient({ endpoint: emulators.sqsEndpoint, region, credentials: LOCAL_CREDENTIALS });
+  const stack = await provisionStack(options.template, { dynamodb, sqs });
+  const functions = functionsOf(stack);
+  const worker = functionWith(functions, WORKER_HANDLER);
+  const shared = worker.environment;
+  const lane = options.overrides.includes('lane') ? scenario.config.lane : (shared[CONFIG_ENV.lane] ?? 'default');
+  const queueUrls = Object.fromEntries(Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [queue, String(shared[name])])) as Record<QueueName, string>;
+  const jobs = buildJobs(scenario, seededRandom(scenario.seed));
+  await seed(sqs, queueUrls, jobs);
+
+  const start = systemClock.now();
+  const api = new VirtualApi({
+    clock: systemClock,
+    tiers: scenario.config.quotas,
+    latencyMs: scenario.api.latencyMs,
+    outages: scenario.api.outages.map((o) => ({ startMs: start + o.atSeconds * 1000, endMs: start + (o.atSeconds + o.forSeconds) * 1000 })),
+  });
+  const apiServer = await startApiServer(api);
+  const env = (fn: FunctionDefinition): Env => ({
+    ...fn.environment,
+    ...Object.fromEntries(options.overrides.map((key) => [CONFIG_ENV[key], jsonOrText(scenario.config[key])])),
+    [RESOURCE_ENV.apiUrl]: apiServer.apiUrl,
+    [RESOURCE_ENV.healthUrl]: apiServer.healthUrl,
+  });
+  const discard: Log = () => undefined;
+  const log = options.log ?? discard;
+  // Called at a function's first invocation, by which time `lambda` points at the host below.
+  const clients = (): AwsClients => ({ dynamodb, sqs, lambda });
+  const host = new LocalLambdaHost(
+    [functionWith(functions, ORCHESTRATOR_HANDLER), worker].map((fn): LocalFunction => {
+      let handler: ((event: unknown, context: LocalLambdaContext) => Promise<unknown>) | undefined;
+      // Built at the first invocation, as Lambda's cold start does, once the Lambda client knows the host's endpoint.
+      const coldStart = () => (fn.handler === WORKER_HANDLER ? workerFromEnv(env(fn), clients(), log) : orchestratorFromEnv(env(fn), clients(), log));
+      return {
+        name: fn.name,
+        handler: (event, context) => (handler ??= coldStart())(event, context),
+        timeoutMs: fn.timeoutMs,
+        maximumRetryAttempts: fn.maximumRetryAttempts,
+        ...(fn.reservedConcurrency === undefined ? {} : { reservedConcurrency: fn.reservedConcurrency }),
+        ...(fn.onFailureQueueUrl === undefined ? {} : { onFailure: sendTo(sqs, fn.onFailureQueueUrl) }),
+      };
+    }),
+  );
+  const endpoint = await host.listen();
+  const lambda = new LambdaClient({ endpoint, region, credentials: LOCAL_CREDENTIALS });
+  // EventBridge does not retry a throttled tick: one attempt.
+  const scheduler = new LambdaClient({ endpoint, region, credentials: LOCAL_CREDENTIALS, maxAttempts: 1 });
+
+  const store = new DynamoStateStore({ client: DynamoDBDocumentClient.from(dynamodb), tableName: String(shared[RESOURCE_ENV.tableName]) });
+  const changes: CircuitChange[] = [{ at: start, status: 'closed' }];
+  const samples: { at: number; queued: number; inFlight: number; circuit: CircuitJSON['state']['status'] }[] = [];
+  const schedule = scheduleOf(stack);
+  let nextTick = start;
+  let lastProgress = start - PROGRESS_MS;
+  let endedAt: number | undefined;
+  while (endedAt === undefined) {
+    const now = systemClock.now();
+    if (now >= nextTick) {
+      await fireSchedule(scheduler, schedule.functionName, now);
+      nextTick += schedule.periodMs;
+    }
+    const circuit = (await store.loadCircuit(lane))?.state.status ?? 'closed';
+    if (circuit !== changes[changes.length - 1]?.status) changes.push({ at: now, status: circuit });
+    const depths = await queueDepths(sqs, queueUrls);
+    const succeeded = api.succeededIds().length;
+    if (now - lastProgress >= PROGRESS_MS) {
+      lastProgress = now;
+      samples.push({ at: now, queued: depths.queued, inFlight: depths.inFlight, circuit });
+      options.onProgress?.({ elapsedSeconds: (now - start) / 1000, jobs: jobs.length, succeeded, deadLettered: depths.deadLettered, queued: depths.queued, inFlight: depths.inFlight, circuit });
+    }
+    const allEnded = succeeded + depths.deadLettered >= jobs.length && depths.queued + depths.inFlight === 0 && host.stats(worker.name).running === 0;
+    if (allEnded || now - start >= scenario.maxSeconds * 1000) endedAt = now;
+    await systemClock.sleep(POLL_MS);
+  }
+
+  const deadLetterBodies = await drainBodies(sqs, DEAD_LETTER_QUEUES.map((q) => queueUrls[q]));
+  const invocations = host.stats(worker.name).invocations;
+  const report = buildReport({ scenario, jobs, api: api.report(), succeededIds: new Set(api.succeededIds()), deadLetterBodies, circuitChanges: changes, invocations, durationMs: endedAt - start });
+  const timeline = timelineOf(start, endedAt, api, changes, samples);
+  await host.close();
+  await apiServer.close();
+  await emulators.stop();
+  return { report, timeline };
+}
+
+/** What the local run needs of one `AWS::Lambda::Function` and its `AWS::Lambda::EventInvokeConfig`. */
+interface FunctionDefinition {
+  readonly name: string;
+  readonly handler: string;
+  readonly timeoutMs: number;
+  readonly reservedConcurrency?: number;
+  readonly maximumRetryAttempts: number;
+  readonly onFailureQueueUrl?: string;
+  readonly environment: Readonly<Record<string, string>>;
+}
+
+/** The template's functions, with their environments resolved against the local resources. */
+function functionsOf(stack: LocalStack): FunctionDefinition[] {
+  const invokeConfigs = stack.idsOf('AWS::Lambda::EventInvokeConfig').map((id) => stack.properties(id, ['FunctionName', 'MaximumRetryAttempts', 'DestinationConfig']));
+  return stack.idsOf('AWS::Lambda::Function').map((id) => {
+    const p = stack.properties(id, ['FunctionName', 'Handler', 'Timeout', 'ReservedConcurrentExecutions', 'Environment']);
+    const name = String(p.FunctionName);
+    const invokeConfig = invokeConfigs.find((c) => c.FunctionName === name);
+    const onFailure = (invokeConfig?.DestinationConfig as { OnFailure?: { Destination?: string } } | undefined)?.OnFailure?.Destination;
+    const reserved = p.ReservedConcurrentExecutions;
+    return {
+      name,
+      handler: String(p.Handler),
+      timeoutMs: Number(p.Timeout ?? 6) * 1000,
+      ...(reserved === undefined ? {} : { reservedConcurrency: Number(reserved) }),
+      // Lambda's default for asynchronous invocations is two retries.
+      maximumRetryAttempts: Number(invokeConfig?.MaximumRetryAttempts ?? 2),
+      ...(onFailure === undefined ? {} : { onFailureQueueUrl: stack.queueUrlOfArn(onFailure) }),
+      environment: ((p.Environment as { Variables?: Record<string, string> } | undefined)?.Variables ?? {}) as Record<string, string>,
+    };
+  });
+}
+
+/**
+ * The function with a given handler.
+ * @throws Error when the template has none.
+ */
+function functionWith(functions: readonly FunctionDefinition[], handler: string): FunctionDefinition {
+  const found = functions.find((fn) => fn.handler === handler);
+  if (found === undefined) throw new Error(`the packaged template has no function with handler ${handler}`);
+  return found;
+}
+
+/** The scheduled rule: which function it starts, and how often (`rate(N minute[s])`). */
+function scheduleOf(stack: LocalStack): { readonly functionName: string; readonly periodMs: number } {
+  for (const id of stack.idsOf('AWS::Events::Rule')) {
+    const p = stack.properties(id, ['ScheduleExpression', 'Targets']);
+    const rate = /^rate\((\d+) minutes?\)$/.exec(String(p.ScheduleExpression));
+    const target = (p.Targets as { Arn?: string }[] | undefined)?.[0]?.Arn;
+    if (rate?.[1] !== undefined && target !== undefined) return { functionName: target.split(':').pop() ?? target, periodMs: Number(rate[1]) * 60_000 };
+  }
+  throw new Error('the packaged template has no rate(N minutes) schedule rule targeting a function');
+}
+
+/** The event EventBridge sends on a schedule; `time` has whole seconds, as EventBridge's does. */
+function scheduledEvent(now: number): object {
+  const time = new Date(Math.floor(now / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+  return { version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: LOCAL_ACCOUNT.accountId, time, region: LOCAL_ACCOUNT.region, resources: [], detail: {} };
+}
+
+/**
+ * Starts the scheduled function as EventBridge does. A tick that falls inside a run is throttled by the reserved
+ * concurrency of 1 and dropped, as the short `maximumEventAge` drops it on AWS.
+ */
+async function fireSchedule(scheduler: LambdaClient, functionName: string, now: number): Promise<void> {
+  try {
+    await scheduler.send(new InvokeCommand({ FunctionName: functionName, InvocationType: 'Event', Payload: Buffer.from(JSON.stringify(scheduledEvent(now))) }));
+  } catch (error) {
+    if (!(error instanceof TooManyRequestsException)) throw error;
+  }
+}
+
+function jsonOrText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** An on-failure destination: the destination record, as a message of the failure queue. */
+function sendTo(sqs: SQSClient, queueUrl: string) {
+  return async (record: unknown): Promise<void> => {
+    await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(record) }));
+  };
+}
+
+/** Sends the backlog, ten messages a request: FIFO jobs with their group and a deduplication id. */
+async function seed(sqs: SQSClient, queueUrls: Readonly<Record<QueueName, string>>, jobs: readonly JobSpec[]): Promise<void> {
+  for (const queue of ['main', 'fifo'] as const) {
+    const batch = jobs.filter((job) => job.queue === queue);
+    for (let i = 0; i < batch.length; i += 10) {
+      const entries = batch.slice(i, i + 10).map((job, j) => ({
+        Id: String(j),
+        MessageBody: job.body,
+        ...(job.cost === 1 ? {} : { MessageAttributes: { cost: { DataType: 'Number', StringValue: String(job.cost) } } }),
+        ...(job.groupId === undefined ? {} : { MessageGroupId: job.groupId, MessageDeduplicationId: randomUUID() }),
+      }));
+      const result = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrls[queue], Entries: entries }));
+      if ((result.Failed ?? []).length > 0) throw new Error(`seeding ${queue} failed: ${JSON.stringify(result.Failed)}`);
+    }
+  }
+}
+
+/** Messages waiting and in flight in the source queues, and messages in the dead-letter queues. */
+async function queueDepths(sqs: SQSClient, queueUrls: Readonly<Record<QueueName, string>>): Promise<{ queued: number; inFlight: number; deadLettered: number }> {
+  const counts = async (queue: QueueName) => {
+    const { Attributes = {} } = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: queueUrls[queue], AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] }),
+    );
+    return { visible: Number(Attributes.ApproximateNumberOfMessages ?? 0) + Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0), hidden: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0) };
+  };
+  const sources = await Promise.all(SOURCE_QUEUES.map(counts));
+  const dead = await Promise.all(DEAD_LETTER_QUEUES.map(counts));
+  return {
+    queued: sources.reduce((sum, c) => sum + c.visible, 0),
+    inFlight: sources.reduce((sum, c) => sum + c.hidden, 0),
+    deadLettered: dead.reduce((sum, c) => sum + c.visible + c.hidden, 0),
+  };
+}
+
+/** Every body in the given queues (received once, with a long visibility, and left there). */
+async function drainBodies(sqs: SQSClient, queueUrls: readonly string[]): Promise<string[]> {
+  const bodies: string[] = [];
+  for (const QueueUrl of queueUrls) {
+    for (;;) {
+      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 600, WaitTimeSeconds: 0 }));
+      if (Messages.length === 0) break;
+      bodies.push(...Messages.map((m) => m.Body ?? ''));
+    }
+  }
+  return bodies;
+}
+
+/** Per-second rows: the API's own log of calls, the circuit as polled, and queue depths as sampled. */
+function timelineOf(
+  start: number,
+  end: number,
+  api: VirtualApi,
+  changes: readonly CircuitChange[],
+  samples: readonly { at: number; queued: number; inFlight: number }[],
+): TimelineRow[] {
+  const rows: TimelineRow[] = [];
+  for (let second = 0; start + second * 1000 < end; second++) {
+    const from = start + second * 1000;
+    const calls = api.callLog.filter((c) => c.at >= from && c.at < from + 1000);
+    const sample = samples.filter((s) => s.at < from + 1000).pop();
+    const circuit = changes.filter((c) => c.at < from + 1000).pop()?.status ?? 'closed';
+    rows.push({
+      second,
+      calls: calls.length,
+      accepted: calls.filter((c) => c.status === 200 || c.status === 400).length,
+      rejected: calls.filter((c) => c.status === 429).length,
+      failed: calls.filter((c) => c.status >= 500).length,
+      circuit,
+      queued: sample?.queued ?? 0,
+      inFlight: sample?.inFlight ?? 0,
+    });
+  }
+  return rows;
+}

@@ -1,0 +1,144 @@
+import { CreateTableCommand, type CreateTableCommandInput, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+
+/** A CloudFormation template as `osls package` writes it (JSON). */
+export interface Template {
+  readonly Resources: Readonly<Record<string, { readonly Type: string; readonly Properties?: Record<string, unknown>; readonly DependsOn?: unknown }>>;
+}
+
+/** Attributes of a created resource, as `Ref` and `Fn::GetAtt` see them. */
+interface Physical {
+  readonly ref: string;
+  readonly attributes: Readonly<Record<string, string>>;
+}
+
+/** The local stand-in for AWS's pseudo parameters; fauxqs keeps its queues in account 000000000000. */
+export const LOCAL_ACCOUNT = { region: 'us-east-1', accountId: '000000000000', partition: 'aws' } as const;
+
+/**
+ * Resolves CloudFormation intrinsics (`Ref`, `Fn::GetAtt`, `Fn::Sub`, `Fn::Join`) against the resources created
+ * locally. Lambda functions resolve to their `FunctionName`, so environments that name them work as deployed.
+ */
+export class LocalStack {
+  private readonly physical = new Map<string, Physical>();
+
+  constructor(readonly template: Template) {}
+
+  /** Records a resource created (or stood in for) locally. */
+  define(logicalId: string, physical: Physical): void {
+    this.physical.set(logicalId, physical);
+  }
+
+  /**
+   * The value of a template expression.
+   * @throws Error naming an intrinsic or a resource this local stack cannot resolve.
+   */
+  resolve(value: unknown): unknown {
+    if (Array.isArray(value)) return value.map((item) => this.resolve(item));
+    if (typeof value !== 'object' || value === null) return value;
+    const entries = Object.entries(value);
+    const [key, argument] = entries[0] ?? [];
+    if (entries.length === 1 && key === 'Ref') return this.ref(String(argument));
+    if (entries.length === 1 && key === 'Fn::GetAtt') {
+      const [id, attribute] = Array.isArray(argument) ? argument.map(String) : String(argument).split('.');
+      return this.getAtt(id ?? '', attribute ?? '');
+    }
+    if (entries.length === 1 && key === 'Fn::Join') {
+      const [separator, parts] = argument as [string, unknown[]];
+      return (this.resolve(parts) as unknown[]).join(separator);
+    }
+    if (entries.length === 1 && key === 'Fn::Sub') {
+      const text = Array.isArray(argument) ? String(argument[0]) : String(argument);
+      return text.replace(/\$\{([^}]+)\}/g, (_, name: string) => String(name.includes('.') ? this.getAtt(...(name.split('.') as [string, string])) : this.ref(name)));
+    }
+    if (key?.startsWith('Fn::') === true) throw new Error(`the local run cannot resolve ${key}`);
+    return Object.fromEntries(entries.map(([k, v]) => [k, this.resolve(v)]));
+  }
+
+  /** The physical id of a created resource. */
+  ref(id: string): string {
+    if (id === 'AWS::Region') return LOCAL_ACCOUNT.region;
+    if (id === 'AWS::AccountId') return LOCAL_ACCOUNT.accountId;
+    if (id === 'AWS::Partition') return LOCAL_ACCOUNT.partition;
+    const physical = this.physical.get(id);
+    if (physical === undefined) throw new Error(`the local run has no resource '${id}' to resolve`);
+    return physical.ref;
+  }
+
+  private getAtt(id: string, attribute: string): string {
+    const value = this.physical.get(id)?.attributes[attribute];
+    if (value === undefined) throw new Error(`the local run cannot resolve Fn::GetAtt ${id}.${attribute}`);
+    return value;
+  }
+
+  /**
+   * The URL of a created queue, from its ARN.
+   * @throws Error when no queue of this stack has that ARN.
+   */
+  queueUrlOfArn(arn: string): string {
+    const physical = [...this.physical.values()].find((p) => p.attributes.Arn === arn && p.attributes.QueueUrl !== undefined);
+    if (physical === undefined) throw new Error(`the local run has no queue with ARN ${arn}`);
+    return physical.ref;
+  }
+
+  /** Logical ids of the template's resources of one type. */
+  idsOf(type: string): string[] {
+    return Object.entries(this.template.Resources)
+      .filter(([, resource]) => resource.Type === type)
+      .map(([id]) => id);
+  }
+
+  /**
+   * A resource's properties with every intrinsic resolved; only `keys` when given, so that properties the local
+   * run does not use (a function's code bucket, its role) need not resolve.
+   */
+  properties(id: string, keys?: readonly string[]): Record<string, unknown> {
+    const all = this.template.Resources[id]?.Properties ?? {};
+    const picked = keys === undefined ? all : Object.fromEntries(Object.entries(all).filter(([key]) => keys.includes(key)));
+    return this.resolve(picked) as Record<string, unknown>;
+  }
+}
+
+/** Queue attributes CloudFormation takes as properties and CreateQueue takes as attributes (as strings). */
+const QUEUE_ATTRIBUTES = ['DelaySeconds', 'MaximumMessageSize', 'MessageRetentionPeriod', 'ReceiveMessageWaitTimeSeconds', 'VisibilityTimeout', 'FifoQueue', 'ContentBasedDeduplication'];
+
+/**
+ * Creates the template's DynamoDB tables and SQS queues on the emulators, from the same definitions the deployment
+ * uses, and records Lambda functions by name. Queues are created dead-letter queues first, so redrive policies resolve.
+ */
+export async function provisionStack(template: Template, clients: { readonly dynamodb: DynamoDBClient; readonly sqs: SQSClient }): Promise<LocalStack> {
+  const stack = new LocalStack(template);
+  for (const id of stack.idsOf('AWS::Lambda::Function')) {
+    const name = String(template.Resources[id]?.Properties?.FunctionName);
+    const arn = `arn:${LOCAL_ACCOUNT.partition}:lambda:${LOCAL_ACCOUNT.region}:${LOCAL_ACCOUNT.accountId}:function:${name}`;
+    stack.define(id, { ref: name, attributes: { Arn: arn } });
+  }
+  for (const id of stack.idsOf('AWS::DynamoDB::Table')) {
+    const p = stack.properties(id);
+    const input = {
+      TableName: p.TableName,
+      KeySchema: p.KeySchema,
+      AttributeDefinitions: p.AttributeDefinitions,
+      BillingMode: p.BillingMode ?? 'PAY_PER_REQUEST',
+      ...(p.ProvisionedThroughput === undefined ? {} : { ProvisionedThroughput: p.ProvisionedThroughput }),
+    } as CreateTableCommandInput;
+    const created = await clients.dynamodb.send(new CreateTableCommand(input));
+    stack.define(id, { ref: String(p.TableName), attributes: { Arn: created.TableDescription?.TableArn ?? '' } });
+  }
+  const queues = stack.idsOf('AWS::SQS::Queue');
+  const withRedriveLast = [...queues].sort((a, b) => Number(hasRedrive(template, a)) - Number(hasRedrive(template, b)));
+  for (const id of withRedriveLast) {
+    const p = stack.properties(id);
+    const attributes: Record<string, string> = {};
+    for (const name of QUEUE_ATTRIBUTES) if (p[name] !== undefined) attributes[name] = String(p[name]);
+    if (p.RedrivePolicy !== undefined) attributes.RedrivePolicy = JSON.stringify(p.RedrivePolicy);
+    const { QueueUrl } = await clients.sqs.send(new CreateQueueCommand({ QueueName: String(p.QueueName), Attributes: attributes }));
+    const { Attributes } = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
+    stack.define(id, { ref: String(QueueUrl), attributes: { Arn: Attributes?.QueueArn ?? '', QueueName: String(p.QueueName), QueueUrl: String(QueueUrl) } });
+  }
+  return stack;
+}
+
+function hasRedrive(template: Template, id: string): boolean {
+  return template.Resources[id]?.Properties?.RedrivePolicy !== undefined;
+}

@@ -1,0 +1,25 @@
+import type { ServiceView } from '../../lib/deploy/quotaSettings';
+
+/** The default tiers of serverless.yml. */
+export const quotas = [
+  { limit: 10, per: 'second' },
+  { limit: 400, per: 'minute' },
+];
+
+/**
+ * The slice of a resolved serverless.yml that the quota-config plugin reads, shaped like the repository's own;
+ * `overrides` replaces settings (a key set to `undefined` removes it) and the functions' timeouts.
+ */
+export function service(overrides: { settings?: Record<string, unknown>; orchestratorTimeout?: unknown; workerTimeout?: unknown; maxReceiveCount?: unknown } = {}): ServiceView {
+  return {
+    custom: {
+      quotaOrchestrator: { quotas, apiUrl: 'https://api.example.com/jobs', healthUrl: 'https://api.example.com/health', ...overrides.settings },
+      queues: { maxReceiveCount: 'maxReceiveCount' in overrides ? overrides.maxReceiveCount : 10 },
+    },
+    provider: { environment: { TABLE_NAME: { Ref: 'StateTable' } } },
+    functions: {
+      orchestrator: { timeout: 'orchestratorTimeout' in overrides ? overrides.orchestratorTimeout : 300 },
+      worker: { timeout: 'workerTimeout' in overrides ? overrides.workerTimeout : 30 },
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import * as quotaSettings from '../../../lib/deploy/quotaSettings';
+import type { ServiceView } from '../../../lib/deploy/quotaSettings';
+import { quotas, service } from '../../helpers/serviceView';
+
+/** The plugin's surface as osls sees it. */
+interface PluginInstance {
+  readonly hooks: Record<string, () => void>;
+}
+type PluginClass = new (serverless: unknown, options: unknown, utils: unknown, deps?: { loadQuotaSettings?: () => typeof quotaSettings }) => PluginInstance;
+
+class FakeServerlessError extends Error {
+  constructor(
+    message: string,
+    readonly code: string,
+  ) {
+    super(message);
+  }
+}
+
+describe('QuotaConfigPlugin', () => {
+  const QuotaConfigPlugin = createRequire(__filename)(path.join(__dirname, '../../../lib/deploy/quotaConfigPlugin.cjs')) as PluginClass;
+
+  function serverless(view: ServiceView) {
+    return { service: structuredClone(view), classes: { Error: FakeServerlessError } };
+  }
+  // tsx's loader cannot run inside jest's module registry, so these tests hand the plugin the module jest loaded;
+  // test/deployment runs the real loader through osls.
+  const deps = { loadQuotaSettings: () => quotaSettings };
+
+  it('sets the environment before packaging', () => {
+    const sls = serverless(service());
+    const verbose = jest.fn();
+    new QuotaConfigPlugin(sls, {}, { log: { verbose } }, deps).hooks['before:package:initialize']?.();
+    expect(sls.service.provider.environment).toMatchObject({ TABLE_NAME: { Ref: 'StateTable' }, QUOTAS: JSON.stringify(quotas) });
+    expect(sls.service.functions?.worker?.environment).toEqual({ API_URL: 'https://api.example.com/jobs', HEALTH_URL: 'https://api.example.com/health' });
+    expect(verbose).toHaveBeenCalledWith("custom.quotaOrchestrator is valid: lane 'default', quotas 10/second, 400/minute");
+  });
+
+  it('configures every command that sends or reads the environment, and is harmless when two of them run', () => {
+    const sls = serverless(service());
+    const plugin = new QuotaConfigPlugin(sls, {}, {}, deps);
+    expect(Object.keys(plugin.hooks)).toEqual(expect.arrayContaining(['before:package:initialize', 'before:deploy:function:initialize', 'before:invoke:local:loadEnvVars']));
+    // `invoke local` packages first, then loads its environment.
+    plugin.hooks['before:package:initialize']?.();
+    plugin.hooks['before:invoke:local:loadEnvVars']?.();
+    expect(sls.service.provider.environment?.QUOTAS).toBe(JSON.stringify(quotas));
+  });
+
+  it("stops the command with osls's error class, naming the field", () => {
+    const sls = serverless(service({ settings: { quotas: [{ limit: 10, per: 'fortnight' }] } }));
+    const hook = new QuotaConfigPlugin(sls, {}, {}, deps).hooks['before:package:initialize'];
+    let error: unknown;
+    try {
+      hook?.();
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(FakeServerlessError);
+    expect((error as FakeServerlessError).message).toMatch(/^custom\.quotaOrchestrator\.quotas\[0\]\.per: must be one of second, minute, hour, day, month/);
+    expect((error as FakeServerlessError).code).toBe('QUOTA_ORCHESTRATOR_CONFIG_INVALID');
+    expect(sls.service.provider.environment).not.toHaveProperty('QUOTAS');
+  });
+});

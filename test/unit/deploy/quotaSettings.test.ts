@@ -1,0 +1,115 @@
+import { resolveQuotaSettings } from '../../../lib/deploy/quotaSettings';
+import { ConfigError } from '../../../lib/errors';
+import { quotas, service } from '../../helpers/serviceView';
+import { thrown } from '../../helpers/thrown';
+
+describe('resolveQuotaSettings', () => {
+  describe('on valid settings', () => {
+    it('carries each section as written, as JSON, and derives workerTimeoutMs from the worker timeout', () => {
+      const resolved = resolveQuotaSettings(service({ settings: { lane: 'sms', timeZone: 'Europe/Paris', circuit: { failureThreshold: 3 } } }));
+      expect(resolved.provider).toEqual({
+        LANE: 'sms',
+        TIME_ZONE: 'Europe/Paris',
+        QUOTAS: JSON.stringify(quotas),
+        CIRCUIT: '{"failureThreshold":3}',
+        ORCHESTRATOR: '{"workerTimeoutMs":30000}',
+      });
+      expect(resolved.config.orchestrator.workerTimeoutMs).toBe(30_000);
+      expect(resolved.config.circuit.failureThreshold).toBe(3);
+    });
+
+    it('gives the worker its API settings', () => {
+      const resolved = resolveQuotaSettings(service({ settings: { apiTimeoutMs: 5000 } }));
+      expect(resolved.worker).toEqual({ API_URL: 'https://api.example.com/jobs', HEALTH_URL: 'https://api.example.com/health', API_TIMEOUT_MS: '5000' });
+    });
+
+    it('sets no variable for a section left out, so the functions take its defaults', () => {
+      const resolved = resolveQuotaSettings(service());
+      expect(Object.keys(resolved.provider).sort()).toEqual(['ORCHESTRATOR', 'QUOTAS']);
+      expect(resolved.config.lane).toBe('default');
+    });
+
+    it('accepts a workerTimeoutMs equal to the worker timeout', () => {
+      const resolved = resolveQuotaSettings(service({ settings: { orchestrator: { workerTimeoutMs: 30000 } } }));
+      expect(resolved.provider.ORCHESTRATOR).toBe('{"workerTimeoutMs":30000}');
+    });
+
+    it("falls back to the provider's timeout for a function without one", () => {
+      const view = service({ orchestratorTimeout: undefined });
+      const resolved = resolveQuotaSettings({ ...view, provider: { ...view.provider, timeout: 120 } });
+      expect(resolved.config.quotas).toHaveLength(2);
+    });
+
+    it('accepts an environment that already holds the same values, so a second run is harmless', () => {
+      const first = resolveQuotaSettings(service());
+      const view = service();
+      expect(() => resolveQuotaSettings({ ...view, provider: { environment: { ...view.provider.environment, ...first.provider } } })).not.toThrow();
+    });
+  });
+
+  describe('on invalid settings', () => {
+    it.each<[string, Parameters<typeof service>[0], string, string]>([
+      ['a zero limit', { settings: { quotas: [{ limit: 0, per: 'second' }] } }, 'custom.quotaOrchestrator.quotas[0].limit', 'must be an integer from 1 to'],
+      ['an unknown period', { settings: { quotas: [quotas[0], { limit: 5, per: 'fortnight' }] } }, 'custom.quotaOrchestrator.quotas[1].per', 'must be one of second, minute'],
+      ['no quotas', { settings: { quotas: undefined } }, 'custom.quotaOrchestrator.quotas', 'must be a non-empty JSON array'],
+      ['an unknown key', { settings: { quota: quotas } }, 'custom.quotaOrchestrator.quota', 'unknown key; allowed keys are lane, timeZone, quotas'],
+      ['an unknown circuit key', { settings: { circuit: { threshold: 3 } } }, 'custom.quotaOrchestrator.circuit.threshold', 'unknown key'],
+      ['a bad lane', { settings: { lane: 'two words' } }, 'custom.quotaOrchestrator.lane', 'must be 1 to 64 letters'],
+      ['a missing apiUrl', { settings: { apiUrl: undefined } }, 'custom.quotaOrchestrator.apiUrl', 'must be an http(s) URL'],
+      ['a non-http healthUrl', { settings: { healthUrl: 'ftp://api.example.com/health' } }, 'custom.quotaOrchestrator.healthUrl', 'must use http or https'],
+      ['an API timeout as long as the worker timeout', { settings: { apiTimeoutMs: 30000 } }, 'custom.quotaOrchestrator.apiTimeoutMs', 'must be a whole number of milliseconds from 1 to 29999'],
+      ['an orchestrator timeout within one tick', { orchestratorTimeout: 60 }, 'functions.orchestrator.timeout', 'must be a whole number of seconds from 61 to 900'],
+      ['a fractional worker timeout', { workerTimeout: 2.5 }, 'functions.worker.timeout', 'must be a whole number of seconds from 1 to 900'],
+      ['a non-numeric redrive threshold', { maxReceiveCount: '10' }, 'custom.queues.maxReceiveCount', 'must be an integer from 1 to 1000'],
+    ])('refuses %s, naming the field', (_case, overrides, field, problem) => {
+      const error = thrown(ConfigError, () => resolveQuotaSettings(service(overrides)));
+      expect(error.field).toBe(field);
+      expect(error.message).toContain(`${field}: ${problem}`);
+    });
+
+    it('refuses a workerTimeoutMs that differs from the worker timeout, naming both', () => {
+      const error = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { orchestrator: { workerTimeoutMs: 20000 } } })));
+      expect(error.message).toBe(
+        'custom.quotaOrchestrator.orchestrator.workerTimeoutMs: must equal functions.worker.timeout in milliseconds (30000); got 20000. Leave it out to derive it from the timeout, or change both',
+      );
+    });
+
+    it('says where a derived workerTimeoutMs came from when it breaks a cross-field rule', () => {
+      const error = thrown(ConfigError, () => resolveQuotaSettings(service({ workerTimeout: 300 })));
+      expect(error.field).toBe('custom.quotaOrchestrator.orchestrator.visibilityTimeoutMs');
+      expect(error.message).toContain('must exceed orchestrator.workerTimeoutMs (300000)');
+      expect(error.message).toContain('(workerTimeoutMs is derived from functions.worker.timeout)');
+    });
+
+    it('refuses retry.maxAttempts that SQS redrive would cut short, naming both settings', () => {
+      const error = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { retry: { maxAttempts: 10 } } })));
+      expect(error.field).toBe('custom.quotaOrchestrator.retry.maxAttempts');
+      expect(error.message).toContain('must be below custom.queues.maxReceiveCount (10)');
+    });
+
+    it('refuses a missing settings block', () => {
+      const view = service();
+      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, custom: {} }));
+      expect(error.field).toBe('custom.quotaOrchestrator');
+    });
+
+    it('refuses a missing worker function', () => {
+      const view = service();
+      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, functions: { orchestrator: { timeout: 300 } } }));
+      expect(error.field).toBe('functions.worker');
+    });
+
+    it('refuses to overwrite a variable set by hand in serverless.yml', () => {
+      const view = service();
+      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, provider: { environment: { QUOTAS: '[]' } } }));
+      expect(error.message).toBe('provider.environment.QUOTAS: is set from custom.quotaOrchestrator; remove it from provider.environment');
+    });
+
+    it('refuses a function-level variable that would override the settings', () => {
+      const view = service({ settings: { retry: { maxAttempts: 3 } } });
+      const functions = { ...view.functions, worker: { timeout: 30, environment: { RETRY: '{}' } } };
+      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, functions }));
+      expect(error.field).toBe('functions.worker.environment.RETRY');
+    });
+  });
+});
