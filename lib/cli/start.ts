@@ -9,14 +9,17 @@ import { ConfigError } from '../errors';
 import { runLocal, type Progress, type TimelineRow } from '../local/localRun';
 import { packageService, PackagingError } from '../local/packageService';
 
-const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE]
+const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] [--api-url URL --health-url URL]
   Runs Quota Orchestrator on this machine with no AWS account: packages serverless.yml, creates its table and
   queues on DynamoDB and SQS emulators, runs the real handlers behind a local Lambda endpoint on the schedule,
   and sends the workers' calls to a simulated API that enforces the quotas.
   --scenario FILE  a JSON scenario (default: the embedded one, lib/simulation/scenarios/default.json);
                    its quotas, circuit, retry, pacing and orchestrator settings replace serverless.yml's for this run
   --json           print the report as one JSON line, last
-  --timeline FILE  where to write the per-second timeline as CSV (default: out/timeline.csv)`;
+  --timeline FILE  where to write the per-second timeline as CSV (default: out/timeline.csv)
+  --api-url URL    send the workers' job calls (POST, JSON body) to this API instead of the simulated one;
+                   the run still counts calls, 429s, duplicates and FIFO order from the traffic
+  --health-url URL the external API's health check (GET), required with --api-url`;
 
 const SETTINGS: readonly (keyof ServiceConfig)[] = ['lane', 'timeZone', 'quotas', 'pacing', 'circuit', 'retry', 'orchestrator'];
 const BAR_WIDTH = 30;
@@ -49,9 +52,14 @@ async function main(): Promise<number> {
       scenario: { type: 'string' },
       json: { type: 'boolean', default: false },
       timeline: { type: 'string', default: 'out/timeline.csv' },
+      'api-url': { type: 'string' },
+      'health-url': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
+  const apiUrl = values['api-url'];
+  const healthUrl = values['health-url'];
+  if ((apiUrl === undefined) !== (healthUrl === undefined)) throw new ConfigError('--api-url', 'and --health-url go together: give both or neither');
   if (values.help) {
     console.log(USAGE);
     return 0;
@@ -67,6 +75,7 @@ async function main(): Promise<number> {
     scenario,
     overrides: SETTINGS.filter((key) => key in raw),
     template,
+    ...(apiUrl === undefined || healthUrl === undefined ? {} : { externalApi: { apiUrl, healthUrl } }),
     onProgress: (p) => {
       if (tty) process.stderr.write(`\r${progressLine(p)}\x1b[K`);
       else if (p.elapsedSeconds - lastPrinted >= 5) {
@@ -87,7 +96,7 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    if (error instanceof ConfigError) console.error(`Invalid scenario: ${error.message}`);
+    if (error instanceof ConfigError) console.error(`Invalid option or scenario: ${error.message}`);
     else if (error instanceof PackagingError) console.error(`Invalid serverless.yml: ${error.message}`);
     else console.error(error);
     process.exit(2);

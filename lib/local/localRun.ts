@@ -18,7 +18,9 @@ import { seededRandom } from '../simulation/random';
 import { buildReport, type CircuitChange, type Report } from '../simulation/report';
 import type { Scenario } from '../simulation/scenario';
 import { VirtualApi } from '../simulation/virtualApi';
+import { HttpApiCaller } from '../adapters/http/HttpApiCaller';
 import { startApiServer } from './apiServer';
+import { RecordingApi, type ObservedApi } from './recordingApi';
 import { startEmulators } from './emulators';
 import { LocalLambdaHost, type LocalFunction, type LocalLambdaContext } from './lambdaHost';
 import { LOCAL_ACCOUNT, provisionStack, type LocalStack, type Template } from './template';
@@ -32,6 +34,11 @@ export interface LocalRunOptions {
   readonly template: Template;
   /** Where progress goes, about once a second. */
   readonly onProgress?: (progress: Progress) => void;
+  /**
+   * Send the workers' calls to this API instead of the simulated one. The run records the traffic on the way
+   * (through a local proxy) to report calls, 429s, duplicates and FIFO order; the scenario's `api` block is ignored.
+   */
+  readonly externalApi?: { readonly apiUrl: string; readonly healthUrl: string };
   /** The handlers' structured log. @default discard */
   readonly log?: Log;
 }
@@ -76,6 +83,8 @@ const ORCHESTRATOR_HANDLER = 'functions/orchestrator.handler';
 const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' };
 const SOURCE_QUEUES = ['main', 'fifo', 'requeue'] as const;
 const DEAD_LETTER_QUEUES = ['main-dlq', 'fifo-dlq', 'requeue-dlq'] as const;
+/** Timeout of the recorder's own calls to an external API: longer than the worker's, so the worker's decides. */
+const EXTERNAL_API_TIMEOUT_MS = 60_000;
 /** How often the run polls the circuit, the queues and the API's counters. */
 const POLL_MS = 100;
 const PROGRESS_MS = 1_000;
@@ -87,7 +96,7 @@ const PROGRESS_MS = 1_000;
  * and reports once every job has succeeded or been dead-lettered (or `maxSeconds` have passed).
  */
 export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
-  const { scenario } = options;
+  const scenario: Scenario = options.externalApi === undefined ? options.scenario : { ...options.scenario, api: { latencyMs: 0, outages: [] } };
   const emulators = await startEmulators();
   const region = LOCAL_ACCOUNT.region;
   const dynamodb = new DynamoDBClient({ endpoint: emulators.dynamodbEndpoint, region, credentials: LOCAL_CREDENTIALS });
@@ -102,12 +111,15 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   await seed(sqs, queueUrls, jobs);
 
   const start = systemClock.now();
-  const api = new VirtualApi({
-    clock: systemClock,
-    tiers: scenario.config.quotas,
-    latencyMs: scenario.api.latencyMs,
-    outages: scenario.api.outages.map((o) => ({ startMs: start + o.atSeconds * 1000, endMs: start + (o.atSeconds + o.forSeconds) * 1000 })),
-  });
+  const api: ObservedApi =
+    options.externalApi === undefined
+      ? new VirtualApi({
+          clock: systemClock,
+          tiers: scenario.config.quotas,
+          latencyMs: scenario.api.latencyMs,
+          outages: scenario.api.outages.map((o) => ({ startMs: start + o.atSeconds * 1000, endMs: start + (o.atSeconds + o.forSeconds) * 1000 })),
+        })
+      : new RecordingApi(new HttpApiCaller({ ...options.externalApi, timeoutMs: EXTERNAL_API_TIMEOUT_MS }), systemClock);
   const apiServer = await startApiServer(api);
   const env = (fn: FunctionDefinition): Env => ({
     ...fn.environment,
@@ -310,7 +322,7 @@ async function drainBodies(sqs: SQSClient, queueUrls: readonly string[]): Promis
 function timelineOf(
   start: number,
   end: number,
-  api: VirtualApi,
+  api: ObservedApi,
   changes: readonly CircuitChange[],
   samples: readonly { at: number; queued: number; inFlight: number }[],
 ): TimelineRow[] {
