@@ -1,0 +1,159 @@
+import { EXIT_RESERVE_MS, makeHandler, TICK_MARGIN_MS, type OrchestratorContext } from '../../../functions/orchestrator';
+import type { OrchestratorBaseDeps } from '../../../lib/adapters/aws/fromEnv';
+import type { LogLevel } from '../../../lib/adapters/log';
+import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
+import { drive, LANE, orchestratorHarness, rel, sendJob, START, type OrchestratorHarness } from '../../helpers/serviceFixtures';
+
+/** One line the handler logged. */
+interface LogLine {
+  readonly level: LogLevel;
+  readonly message: string;
+  readonly fields: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** The handler on a harness's in-memory ports, with everything it logs. */
+function handlerOn(h: OrchestratorHarness) {
+  const { clock, store, queues, invoker, config, random, newId } = h.deps;
+  const base: OrchestratorBaseDeps = { clock, store, queues, invoker, config, random, newId };
+  const lines: LogLine[] = [];
+  const handler = makeHandler(base, (level, message, fields) => lines.push({ level, message, fields }));
+  return { handler, lines };
+}
+
+/** A Lambda context with `remainingMs` left at the start of the run (the handler reads it once). */
+function context(awsRequestId: string, remainingMs: number): OrchestratorContext {
+  return { awsRequestId, getRemainingTimeInMillis: () => remainingMs };
+}
+
+/** An EventBridge scheduled event for `rate(1 minute)`, fired at `at`. */
+function scheduledEvent(at: number) {
+  return { version: '0', id: 'e-1', 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date(at).toISOString(), detail: {} };
+}
+
+/** The harness with its clock `startMs` after START (an invocation's start-up latency after the tick). */
+function harnessStartingAt(startMs: number): OrchestratorHarness {
+  return orchestratorHarness({ clock: new FakeClock(START + startMs) });
+}
+
+describe('orchestrator handler', () => {
+  describe('run deadline', () => {
+    it('ends a scheduled run just before the last tick that fits in the remaining time', async () => {
+      // Tick at START, started 2 s late with 300 s left: the hard end is 297 s, the last tick before it is at 240 s.
+      const h = harnessStartingAt(2_000);
+      const { handler } = handlerOn(h);
+
+      const summary = await drive(h.clock, handler(scheduledEvent(START), context('req-1', 300_000)), START + 400_000);
+
+      expect(summary.lease).toBe('acquired');
+      expect(h.clock.now() - START).toBe(240_000 - TICK_MARGIN_MS);
+    });
+
+    it('leaves the lease free for the run of the next tick', async () => {
+      const h = harnessStartingAt(2_000);
+      const { handler } = handlerOn(h);
+
+      await drive(h.clock, handler(scheduledEvent(START), context('req-1', 300_000)), START + 400_000);
+
+      await expect(h.store.acquireLease(LANE, 'orchestrator-next', START + 240_000, 5_000)).resolves.not.toBeNull();
+    });
+
+    it('keeps dispatching until its deadline', async () => {
+      const h = harnessStartingAt(2_000);
+      const { handler } = handlerOn(h);
+      const run = handler(scheduledEvent(START), context('req-1', 300_000));
+      await h.clock.advanceTo(START + 200_000);
+      await sendJob(h.queues, 'main', { id: 'late' });
+
+      const summary = await drive(h.clock, run, START + 400_000);
+
+      expect(summary.dispatched).toBe(1);
+      expect(rel(h.workerEvents.map((w) => w.at))).toEqual([200_000]);
+    });
+
+    it('runs a manual invoke (no time) until the remaining time less the exit reserve', async () => {
+      const h = harnessStartingAt(2_000);
+      const { handler } = handlerOn(h);
+
+      await drive(h.clock, handler({}, context('req-1', 300_000)), START + 400_000);
+
+      expect(h.clock.now() - START).toBe(2_000 + 300_000 - EXIT_RESERVE_MS);
+    });
+
+    it.each([
+      ['an unparseable time', { time: 'yesterday' }],
+      ['a time that is not a string', { time: START }],
+      ['no event at all', null],
+    ])('treats an event with %s as a manual invoke', async (_, event) => {
+      const h = harnessStartingAt(2_000);
+      const { handler } = handlerOn(h);
+
+      await drive(h.clock, handler(event, context('req-1', 300_000)), START + 400_000);
+
+      expect(h.clock.now() - START).toBe(297_000);
+    });
+
+    it('runs a scheduled invoke with no tick before its hard end until the hard end', async () => {
+      const h = harnessStartingAt(2_000);
+      const { handler } = handlerOn(h);
+
+      await drive(h.clock, handler(scheduledEvent(START), context('req-1', 30_000)), START + 100_000);
+
+      expect(h.clock.now() - START).toBe(2_000 + 30_000 - EXIT_RESERVE_MS);
+    });
+  });
+
+  describe('lease', () => {
+    it('returns held-elsewhere, doing nothing, when another request’s run holds the lane', async () => {
+      const h = harnessStartingAt(0);
+      await sendJob(h.queues, 'main', { id: 'a' });
+      const { handler, lines } = handlerOn(h);
+      const first = handler(scheduledEvent(START), context('req-1', 30_000));
+
+      const second = await handler(scheduledEvent(START), context('req-2', 30_000));
+      const summary = await drive(h.clock, first, START + 60_000);
+
+      expect(second).toEqual({ lease: 'held-elsewhere', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+      expect(summary).toMatchObject({ lease: 'acquired', dispatched: 1 });
+      expect(h.invoker.invocations).toBe(1);
+      expect(lines.map((l) => l.fields?.owner)).toEqual(['orchestrator-req-2', 'orchestrator-req-1']);
+    });
+  });
+
+  describe('logging', () => {
+    it("logs 'orchestrator run ended' with the owner from awsRequestId and the run's summary", async () => {
+      const h = harnessStartingAt(0);
+      await sendJob(h.queues, 'main', { id: 'a' });
+      await sendJob(h.queues, 'main', { id: 'b' });
+      const { handler, lines } = handlerOn(h);
+
+      const summary = await drive(h.clock, handler({}, context('7f3c-req', 10_000)), START + 20_000);
+
+      expect(lines).toEqual([
+        {
+          level: 'info',
+          message: 'orchestrator run ended',
+          fields: { owner: 'orchestrator-7f3c-req', lease: 'acquired', dispatched: 2, deadLettered: 0, healthChecks: 0, invokeFailures: 0 },
+        },
+      ]);
+      expect(summary).toEqual({ lease: 'acquired', dispatched: 2, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+    });
+
+    it('logs a dead-lettered message and a failed invoke as warnings, but not each dispatch', async () => {
+      const h = harnessStartingAt(0);
+      await sendJob(h.queues, 'main', 'not json');
+      await sendJob(h.queues, 'main', { id: 'b' });
+      h.invoker.failNext(1, 'failed');
+      const { handler, lines } = handlerOn(h);
+
+      await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
+
+      expect(lines.map((l) => [l.level, l.message])).toEqual([
+        ['warn', 'dead-lettered a malformed message'],
+        ['warn', 'worker invoke failed; backing off'],
+        ['info', 'orchestrator run ended'],
+      ]);
+      expect(lines[0]?.fields).toMatchObject({ type: 'dead-lettered', messageId: 'm-1', reason: expect.stringMatching(/^malformed: body is not JSON/) });
+      expect(lines[2]?.fields).toMatchObject({ dispatched: 1, deadLettered: 1, invokeFailures: 1 });
+    });
+  });
+});

@@ -1,0 +1,122 @@
+import { asWorkerEvent, makeHandler } from '../../../functions/worker';
+import type { LogLevel } from '../../../lib/adapters/log';
+import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
+import { httpStatus, LANE, receiveJobEvent, sendJob, START, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
+
+/** One line the handler logged. */
+interface LogLine {
+  readonly level: LogLevel;
+  readonly message: string;
+  readonly fields: Readonly<Record<string, unknown>> | undefined;
+}
+
+/** The handler on a harness's in-memory ports, with everything it logs. */
+function handlerOn(h: WorkerHarness) {
+  const lines: LogLine[] = [];
+  const handler = makeHandler(h.deps, (level, message, fields) => lines.push({ level, message, fields }));
+  return { handler, lines };
+}
+
+const HEALTH_CHECK: HealthCheckEvent = { kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START };
+
+describe('asWorkerEvent', () => {
+  it.each([
+    ['an empty object', {}, 'undefined'],
+    ['an unknown kind', { kind: 'x' }, '"x"'],
+    ['null', null, 'undefined'],
+    ['a string', 'job', 'undefined'],
+    ['an array', [], 'undefined'],
+  ])('refuses %s, naming kind and what it got', (_, event, got) => {
+    expect(() => asWorkerEvent(event)).toThrow(`worker event must be an object with kind 'job' or 'health-check'; got kind ${got}`);
+  });
+
+  it('accepts job and health-check events as they are', () => {
+    const job = { kind: 'job', messageId: 'm-1' };
+
+    expect(asWorkerEvent(job)).toBe(job);
+    expect(asWorkerEvent(HEALTH_CHECK)).toBe(HEALTH_CHECK);
+  });
+});
+
+describe('worker handler', () => {
+  it('rejects an event that is not a worker event without calling the API', async () => {
+    const h = workerHarness();
+    const { handler } = handlerOn(h);
+
+    await expect(handler({ kind: 'x' })).rejects.toThrow(/kind/);
+
+    expect(h.api.calls).toEqual([]);
+    expect(h.api.probes).toBe(0);
+  });
+
+  it("processes a job and returns 'succeeded' when the API answers 200, logging nothing", async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+    const { handler, lines } = handlerOn(h);
+
+    await expect(handler(event)).resolves.toBe('succeeded');
+
+    expect(h.api.calls.map((c) => c.body)).toEqual([{ id: 'a' }]);
+    expect(h.queues.depth('main')).toBe(0);
+    expect(lines).toEqual([]);
+  });
+
+  it('logs a retried job at info with its message id and attempt', async () => {
+    const h = workerHarness();
+    h.api.answers.push(httpStatus(503));
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+    const { handler, lines } = handlerOn(h);
+
+    await expect(handler(event)).resolves.toBe('retried');
+
+    expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-1', attempt: 1 } }]);
+  });
+
+  it('logs a dead-lettered job as a warning with its message id and attempt', async () => {
+    const h = workerHarness();
+    h.api.answers.push(httpStatus(400));
+    await sendJob(h.queues, 'main', { id: 'a' }, { attempt: 2 });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+    const { handler, lines } = handlerOn(h);
+
+    await expect(handler(event)).resolves.toBe('dead-lettered');
+
+    expect(lines).toEqual([{ level: 'warn', message: 'worker event dead-lettered', fields: { kind: 'job', outcome: 'dead-lettered', messageId: 'm-1', attempt: 2 } }]);
+  });
+
+  it("logs a second delivery of a succeeded job as 'duplicate' without calling the API again", async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+    const { handler, lines } = handlerOn(h);
+    await handler(event);
+
+    await expect(handler(event)).resolves.toBe('duplicate');
+
+    expect(h.api.calls).toHaveLength(1);
+    expect(lines.map((l) => [l.level, l.message, l.fields?.messageId])).toEqual([['info', 'worker event duplicate', 'm-1']]);
+  });
+
+  it("probes the API for a health check and returns 'healthy', logging nothing", async () => {
+    const h = workerHarness();
+    const { handler, lines } = handlerOn(h);
+
+    await expect(handler(HEALTH_CHECK)).resolves.toBe('healthy');
+
+    expect(h.api.probes).toBe(1);
+    expect(h.api.calls).toEqual([]);
+    expect(lines).toEqual([]);
+  });
+
+  it("returns 'unhealthy' when the probe fails, logging the check id", async () => {
+    const h = workerHarness();
+    h.api.probeAnswers.push(httpStatus(503));
+    const { handler, lines } = handlerOn(h);
+
+    await expect(handler(HEALTH_CHECK)).resolves.toBe('unhealthy');
+
+    expect(lines).toEqual([{ level: 'info', message: 'worker event unhealthy', fields: { kind: 'health-check', outcome: 'unhealthy', checkId: 'c-1' } }]);
+  });
+});
