@@ -35,8 +35,10 @@ function logEvent(log: Log, event: OrchestratorEvent): void {
 /**
  * The orchestrator handler on given dependencies: one run per scheduled tick (steps 1–4 of DESIGN's architecture),
  * budgeted from `context.getRemainingTimeInMillis()` and ending just before a tick (see `runDeadline`).
+ * @param shouldStop ends a run early, as a Lambda timeout would but with a clean exit (the local run uses it once
+ * every job has ended); production runs never stop early.
  */
-export function makeHandler(deps: OrchestratorBaseDeps, log: Log) {
+export function makeHandler(deps: OrchestratorBaseDeps, log: Log, shouldStop?: () => boolean) {
   return async (event: unknown, context: OrchestratorContext): Promise<RunSummary> => {
     const now = deps.clock.now();
     const at = scheduledAt(event);
@@ -49,7 +51,7 @@ export function makeHandler(deps: OrchestratorBaseDeps, log: Log) {
       tickMarginMs: TICK_MARGIN_MS,
     });
     const owner = `orchestrator-${context.awsRequestId}`;
-    const summary = await runOrchestrator({ ...deps, owner, onEvent: (e) => logEvent(log, e) }, { deadline });
+    const summary = await runOrchestrator({ ...deps, owner, onEvent: (e) => logEvent(log, e) }, { deadline, ...(shouldStop === undefined ? {} : { shouldStop }) });
     log('info', 'orchestrator run ended', { owner, ...summary });
     return summary;
   };
@@ -59,8 +61,8 @@ export function makeHandler(deps: OrchestratorBaseDeps, log: Log) {
  * Builds the handler from an environment (validated here: a bad value fails with the variable's name).
  * The local run calls this with each function's environment from the packaged template.
  */
-export function handlerFromEnv(env: Env, clients: AwsClients = defaultAwsClients(), log: Log = jsonLog()) {
-  return makeHandler(orchestratorDepsFromEnv(env, clients), log);
+export function handlerFromEnv(env: Env, clients: AwsClients = defaultAwsClients(), log: Log = jsonLog(), shouldStop?: () => boolean) {
+  return makeHandler(orchestratorDepsFromEnv(env, clients), log, shouldStop);
 }
 
 let coldStart: ReturnType<typeof handlerFromEnv> | undefined;

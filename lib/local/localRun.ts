@@ -21,7 +21,7 @@ import { VirtualApi } from '../simulation/virtualApi';
 import { HttpApiCaller } from '../adapters/http/HttpApiCaller';
 import { startApiServer } from './apiServer';
 import { RecordingApi, type ObservedApi } from './recordingApi';
-import { startEmulators } from './emulators';
+import { startEmulators, type Emulators } from './emulators';
 import { LocalLambdaHost, type LocalFunction, type LocalLambdaContext } from './lambdaHost';
 import { LOCAL_ACCOUNT, provisionStack, type LocalStack, type Template } from './template';
 
@@ -39,6 +39,8 @@ export interface LocalRunOptions {
    * (through a local proxy) to report calls, 429s, duplicates and FIFO order; the scenario's `api` block is ignored.
    */
   readonly externalApi?: { readonly apiUrl: string; readonly healthUrl: string };
+  /** Emulators already running (the test suite's); by default the run starts its own and stops them at the end. */
+  readonly emulators?: { readonly dynamodbEndpoint: string; readonly sqsEndpoint: string };
   /** The handlers' structured log. @default discard */
   readonly log?: Log;
 }
@@ -85,6 +87,8 @@ const SOURCE_QUEUES = ['main', 'fifo', 'requeue'] as const;
 const DEAD_LETTER_QUEUES = ['main-dlq', 'fifo-dlq', 'requeue-dlq'] as const;
 /** Timeout of the recorder's own calls to an external API: longer than the worker's, so the worker's decides. */
 const EXTERNAL_API_TIMEOUT_MS = 60_000;
+/** How long the end of a run waits for the orchestrator and the workers to finish. */
+const SHUTDOWN_WAIT_MS = 30_000;
 /** How often the run polls the circuit, the queues and the API's counters. */
 const POLL_MS = 100;
 const PROGRESS_MS = 1_000;
@@ -97,7 +101,8 @@ const PROGRESS_MS = 1_000;
  */
 export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
   const scenario: Scenario = options.externalApi === undefined ? options.scenario : { ...options.scenario, api: { latencyMs: 0, outages: [] } };
-  const emulators = await startEmulators();
+  let owned: Emulators | undefined;
+  const emulators = options.emulators ?? (owned = await startEmulators());
   const region = LOCAL_ACCOUNT.region;
   const dynamodb = new DynamoDBClient({ endpoint: emulators.dynamodbEndpoint, region, credentials: LOCAL_CREDENTIALS });
   const sqs = new SQSClient({ endpoint: emulators.sqsEndpoint, region, credentials: LOCAL_CREDENTIALS });
@@ -127,6 +132,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     [RESOURCE_ENV.apiUrl]: apiServer.apiUrl,
     [RESOURCE_ENV.healthUrl]: apiServer.healthUrl,
   });
+  let endedAt: number | undefined;
   const discard: Log = () => undefined;
   const log = options.log ?? discard;
   // Called at a function's first invocation, by which time `lambda` points at the host below.
@@ -135,7 +141,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     [functionWith(functions, ORCHESTRATOR_HANDLER), worker].map((fn): LocalFunction => {
       let handler: ((event: unknown, context: LocalLambdaContext) => Promise<unknown>) | undefined;
       // Built at the first invocation, as Lambda's cold start does, once the Lambda client knows the host's endpoint.
-      const coldStart = () => (fn.handler === WORKER_HANDLER ? workerFromEnv(env(fn), clients(), log) : orchestratorFromEnv(env(fn), clients(), log));
+      const coldStart = () => (fn.handler === WORKER_HANDLER ? workerFromEnv(env(fn), clients(), log) : orchestratorFromEnv(env(fn), clients(), log, () => endedAt !== undefined));
       return {
         name: fn.name,
         handler: (event, context) => (handler ??= coldStart())(event, context),
@@ -157,7 +163,6 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const schedule = scheduleOf(stack);
   let nextTick = start;
   let lastProgress = start - PROGRESS_MS;
-  let endedAt: number | undefined;
   while (endedAt === undefined) {
     const now = systemClock.now();
     if (now >= nextTick) {
@@ -182,9 +187,11 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const invocations = host.stats(worker.name).invocations;
   const report = buildReport({ scenario, jobs, api: api.report(), succeededIds: new Set(api.succeededIds()), deadLetterBodies, circuitChanges: changes, invocations, durationMs: endedAt - start });
   const timeline = timelineOf(start, endedAt, api, changes, samples);
+  // The orchestrator sees `endedAt` at its next step, flushes and releases its lease; wait for that before closing.
+  while (!host.idle() && systemClock.now() - endedAt < SHUTDOWN_WAIT_MS) await systemClock.sleep(POLL_MS);
   await host.close();
   await apiServer.close();
-  await emulators.stop();
+  await owned?.stop();
   return { report, timeline };
 }
 

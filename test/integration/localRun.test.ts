@@ -1,0 +1,60 @@
+import { rm } from 'node:fs/promises';
+import { runLocal, type LocalRunResult } from '../../lib/local/localRun';
+import type { Template } from '../../lib/local/template';
+import { parseScenario } from '../../lib/simulation/scenario';
+import { packageService, readTemplate } from '../helpers/packageService';
+
+/** A small scenario with everything the default one has: FIFO groups, poison and malformed jobs, an outage. */
+const SCENARIO = {
+  name: 'local run check',
+  seed: 3,
+  quotas: [
+    { limit: 20, per: 'second' },
+    { limit: 600, per: 'minute' },
+  ],
+  jobs: { count: 60, fifo: 12, fifoGroups: 3, poison: 2, malformed: 1 },
+  api: { latencyMs: 10, outages: [{ atSeconds: 1, forSeconds: 2 }] },
+  circuit: { failureThreshold: 2, windowSeconds: 10, openSeconds: 1, healthCheckSeconds: 1 },
+  pacing: { rampSeconds: 1 },
+  maxSeconds: 60,
+};
+
+describe('runLocal on the packaged template', () => {
+  let template: Template;
+  let result: LocalRunResult;
+
+  beforeAll(async () => {
+    const run = await packageService();
+    if (run.code !== 0) throw new Error(`osls package failed:\n${run.output}`);
+    template = await readTemplate(run);
+    await rm(run.dir, { recursive: true, force: true });
+    const scenario = parseScenario(SCENARIO);
+    const emulators = { dynamodbEndpoint: process.env.QO_TEST_DYNAMODB_ENDPOINT ?? '', sqsEndpoint: process.env.QO_TEST_SQS_ENDPOINT ?? '' };
+    result = await runLocal({ scenario, overrides: ['quotas', 'circuit', 'pacing'], template, emulators });
+  }, 120_000);
+
+  it('ends every job exactly once: the 57 well-formed ones succeed, poison and malformed ones are dead-lettered', () => {
+    const { report } = result;
+    expect(report).toMatchObject({ jobs: 60, succeeded: 57, deadLettered: 3, lost: 0, duplicates: 0 });
+  });
+
+  it('never exceeds the quota and keeps FIFO order through the outage', () => {
+    expect(result.report.rejectedByApi).toBe(0);
+    expect(result.report.fifoOrderViolations).toBe(0);
+  });
+
+  it('opens the circuit on the outage and closes it after a health check', () => {
+    expect(result.report.circuitOpened).toBeGreaterThanOrEqual(1);
+    expect(result.report.circuitClosed).toBeGreaterThanOrEqual(1);
+    const circuits = result.timeline.map((row) => row.circuit);
+    expect(circuits.indexOf('open')).toBeGreaterThan(0);
+    expect(circuits.lastIndexOf('closed')).toBeGreaterThan(circuits.indexOf('open'));
+  });
+
+  it('writes a per-second timeline whose calls add up to the report', () => {
+    const { timeline, report } = result;
+    expect(timeline.length).toBe(Math.ceil(report.durationSeconds));
+    expect(timeline.reduce((sum, row) => sum + row.calls, 0)).toBe(report.apiCalls);
+    expect(timeline.some((row) => row.failed > 0)).toBe(true);
+  });
+});
