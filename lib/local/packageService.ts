@@ -31,5 +31,5 @@ export async function packageService(projectDir: string): Promise<Template> {
 function errorLines(output: string): string {
   const lines = output.split('\n').map((line) => line.trim());
   const from = lines.findIndex((line) => /^(Error:|✖)/.test(line));
-  return (from === -1 ? lines : lines.slice(from)).filter((line) => line !== '' && !/^(Environment|Docs|Support|Bugs|Issues|Credentials):/.test(line)).join('\n');
+  return (from === -1 ? lines : lines.slice(from)).filter((line) => line !== '' && line !== 'Error:' && !/^(Environment|Docs|Support|Bugs|Issues|Credentials):/.test(line)).join('\n');
 }
