@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import defaultScenario from '../simulation/scenarios/default.json';
 import { parseScenario } from '../simulation/scenario';
-import type { Report } from '../simulation/report';
+import { formatReport } from '../simulation/report';
 import { runSimulation } from '../simulation/runSimulation';
 import { ConfigError } from '../errors';
 
@@ -10,15 +10,6 @@ const USAGE = `Usage: npm run simulate -- [--scenario FILE] [--json]
   Runs the orchestrator and worker services in memory, on virtual time, against a simulated API that enforces the quotas.
   --scenario FILE  a JSON scenario (default: the embedded one, lib/simulation/scenarios/default.json)
   --json           print the report as one JSON line, last`;
-
-function summary(report: Report): string {
-  return [
-    `jobs ${report.jobs}: ${report.succeeded} succeeded, ${report.deadLettered} dead-lettered, ${report.lost} lost, ${report.duplicates} duplicates`,
-    `API: ${report.apiCalls} calls, ${report.rejectedByApi} rejected by its quota, ${report.fifoOrderViolations} FIFO order violations`,
-    `circuit: opened ${report.circuitOpened}x, closed ${report.circuitClosed}x; ${report.invocationsPerJob} worker invocations per job`,
-    `time: ${report.durationSeconds} s, ideal ${report.idealSeconds} s, utilization ${(report.utilization * 100).toFixed(1)} %`,
-  ].join('\n');
-}
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { scenario: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
@@ -30,7 +21,7 @@ async function main(): Promise<number> {
   const scenario = parseScenario(raw);
   if (!values.json) console.log(`Scenario: ${scenario.name}`);
   const { report } = await runSimulation(scenario);
-  console.log(values.json ? JSON.stringify(report) : summary(report));
+  console.log(values.json ? JSON.stringify(report) : formatReport(report));
   return report.lost === 0 ? 0 : 1;
 }
 

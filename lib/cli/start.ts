@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import defaultScenario from '../simulation/scenarios/default.json';
 import { parseScenario } from '../simulation/scenario';
-import type { Report } from '../simulation/report';
+import { formatReport } from '../simulation/report';
 import type { ServiceConfig } from '../config';
 import { ConfigError } from '../errors';
 import { runLocal, type Progress, type TimelineRow } from '../local/localRun';
@@ -23,15 +23,6 @@ const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] 
 
 const SETTINGS: readonly (keyof ServiceConfig)[] = ['lane', 'timeZone', 'quotas', 'pacing', 'circuit', 'retry', 'orchestrator'];
 const BAR_WIDTH = 30;
-
-function summary(report: Report): string {
-  return [
-    `jobs ${report.jobs}: ${report.succeeded} succeeded, ${report.deadLettered} dead-lettered, ${report.lost} lost, ${report.duplicates} duplicates`,
-    `API: ${report.apiCalls} calls, ${report.rejectedByApi} rejected by its quota, ${report.fifoOrderViolations} FIFO order violations`,
-    `circuit: opened ${report.circuitOpened}x, closed ${report.circuitClosed}x; ${report.invocationsPerJob} worker invocations per job`,
-    `time: ${report.durationSeconds} s, ideal ${report.idealSeconds} s, utilization ${(report.utilization * 100).toFixed(1)} %`,
-  ].join('\n');
-}
 
 /** One status line: a bar of ended jobs, the counts by state and the circuit. */
 function progressLine(p: Progress): string {
@@ -88,7 +79,7 @@ async function main(): Promise<number> {
   const timelinePath = resolve(values.timeline);
   mkdirSync(dirname(timelinePath), { recursive: true });
   writeFileSync(timelinePath, toCsv(timeline));
-  process.stderr.write(`${summary(report)}\ntimeline: ${timelinePath}\n`);
+  process.stderr.write(`${formatReport(report)}\ntimeline: ${timelinePath}\n`);
   if (values.json) console.log(JSON.stringify(report));
   return report.lost === 0 ? 0 : 1;
 }

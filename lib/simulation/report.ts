@@ -36,6 +36,16 @@ export interface CircuitChange {
   readonly status: CircuitJSON['state']['status'];
 }
 
+/** The report for a person: four lines. */
+export function formatReport(report: Report): string {
+  return [
+    `jobs ${report.jobs}: ${report.succeeded} succeeded, ${report.deadLettered} dead-lettered, ${report.lost} lost, ${report.duplicates} duplicates`,
+    `API: ${report.apiCalls} calls, ${report.rejectedByApi} rejected by its quota, ${report.fifoOrderViolations} FIFO order violations`,
+    `circuit: opened ${report.circuitOpened}x, closed ${report.circuitClosed}x; ${report.invocationsPerJob} worker invocations per job`,
+    `time: ${report.durationSeconds} s, ideal ${report.idealSeconds} s, utilization ${(report.utilization * 100).toFixed(1)} %`,
+  ].join('\n');
+}
+
 /** What a run observed, from which {@link buildReport} derives the report. */
 export interface RunObservations {
   readonly scenario: Scenario;
