@@ -16,6 +16,13 @@ export interface PacingSettings {
   readonly rampSeconds: number;
   /** The most jitter added when a pause (a 429's `Retry-After`) is lifted, so callers do not resume in step. @default 1000 */
   readonly pauseJitterMs: number;
+  /**
+   * How much longer one call may take to reach the API than another (spread of invoke, start and network latency).
+   * The API counts arrivals, the ledger counts dispatches: smoothing spaces dispatches as if every sliding window
+   * were this much longer, so that arrivals up to this much late still fit every window. Costs
+   * `arrivalMarginMs / W` of a tier's rate (10 % of a per-second tier for 100 ms). @default 0
+   */
+  readonly arrivalMarginMs: number;
 }
 
 /** Defaults of {@link PacingSettings}. */
@@ -24,6 +31,7 @@ export const DEFAULT_PACING_SETTINGS: PacingSettings = Object.freeze({
   rampStartFraction: 0.25,
   rampSeconds: 30,
   pauseJitterMs: 1000,
+  arrivalMarginMs: 0,
 });
 
 const PACING_RANGES: { readonly [K in keyof PacingSettings]: NumberRange } = {
@@ -31,6 +39,7 @@ const PACING_RANGES: { readonly [K in keyof PacingSettings]: NumberRange } = {
   rampStartFraction: { min: 0.01, max: 1 },
   rampSeconds: { min: 0, max: 3600 },
   pauseJitterMs: { min: 0, max: 60_000 },
+  arrivalMarginMs: { min: 0, max: 10_000 },
 };
 
 /**
@@ -96,7 +105,7 @@ export class Pacer {
 
   /** How far a message of `cost` pushes a sliding tier's theoretical arrival time at ramp `fraction`. */
   private interval(tier: Tier, cost: number, fraction: number): number {
-    return (unitsFor(tier, cost) * slidingWindowMs(tier.per)) / (tier.limit * fraction);
+    return (unitsFor(tier, cost) * (slidingWindowMs(tier.per) + this.settings.arrivalMarginMs)) / (tier.limit * fraction);
   }
 
   /**

@@ -3,6 +3,7 @@ import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
 import { ConfigError, QuotaExceededError } from '../../../../lib/errors';
 import { thrown } from '../../../helpers/thrown';
+import { maxWindowUsage } from '../../../helpers/windowReferee';
 
 /** Noon UTC on 2026-06-01: a whole second, so it starts a bucket of every sliding tier. */
 const T0 = Date.parse('2026-06-01T12:00:00.000Z');
@@ -13,6 +14,7 @@ const settings = (overrides: Partial<PacingSettings> = {}): PacingSettings => ({
   rampStartFraction: 1,
   rampSeconds: 0,
   pauseJitterMs: 0,
+  arrivalMarginMs: 0,
   ...overrides,
 });
 
@@ -98,6 +100,23 @@ describe('Pacer', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }], { burstFraction: 0.5 });
       slots(pacer, 5);
       expect(slots(pacer, 6, 1, T0 + 2_000)).toEqual([2000, 2000, 2000, 2000, 2000, 2100]);
+    });
+  });
+
+  describe('nextSlot with an arrivalMarginMs', () => {
+    it('spaces dispatches as if each sliding window were the margin longer', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }], { arrivalMarginMs: 100 });
+      expect(slots(pacer, 4)).toEqual([0, 110, 220, 330]);
+    });
+
+    it('keeps every sliding window of arrivals within its limit when latencies differ by up to the margin', () => {
+      const tiers = parseTiers([{ limit: 10, per: 'second' }]);
+      const pacer = new Pacer(new QuotaLedger(tiers), settings({ arrivalMarginMs: 100 }));
+      // Every twentieth call is 100 ms late: a window's first call crowds towards the ten that follow it on time.
+      const arrivals = slots(pacer, 200).map((at, i) => ({ at: at + (i % 20 === 0 ? 100 : 0), cost: 1 }));
+      expect(maxWindowUsage(arrivals, tiers[0]!)).toBe(10);
+      const unmargined = slots(pacerFor([{ limit: 10, per: 'second' }]), 200).map((at, i) => ({ at: at + (i % 20 === 0 ? 100 : 0), cost: 1 }));
+      expect(maxWindowUsage(unmargined, tiers[0]!)).toBeGreaterThan(10);
     });
   });
 
@@ -240,7 +259,7 @@ describe('Pacer', () => {
 describe('parsePacingSettings', () => {
   it('returns the defaults when nothing is configured', () => {
     expect(parsePacingSettings(undefined)).toBe(DEFAULT_PACING_SETTINGS);
-    expect(parsePacingSettings({})).toEqual({ burstFraction: 0, rampStartFraction: 0.25, rampSeconds: 30, pauseJitterMs: 1000 });
+    expect(parsePacingSettings({})).toEqual({ burstFraction: 0, rampStartFraction: 0.25, rampSeconds: 30, pauseJitterMs: 1000, arrivalMarginMs: 0 });
   });
 
   it('keeps given values, fills the rest and freezes the result', () => {
@@ -250,8 +269,8 @@ describe('parsePacingSettings', () => {
   });
 
   it('accepts both bounds of every range', () => {
-    const low = { burstFraction: 0, rampStartFraction: 0.01, rampSeconds: 0, pauseJitterMs: 0 };
-    const high = { burstFraction: 1, rampStartFraction: 1, rampSeconds: 3600, pauseJitterMs: 60_000 };
+    const low = { burstFraction: 0, rampStartFraction: 0.01, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0 };
+    const high = { burstFraction: 1, rampStartFraction: 1, rampSeconds: 3600, pauseJitterMs: 60_000, arrivalMarginMs: 10_000 };
     expect(parsePacingSettings(low)).toEqual(low);
     expect(parsePacingSettings(high)).toEqual(high);
   });
@@ -259,13 +278,13 @@ describe('parsePacingSettings', () => {
   it('refuses an unknown key, listing the allowed ones', () => {
     const error = thrown(ConfigError, () => parsePacingSettings({ burst: 0.5 }));
     expect(error.field).toBe('pacing.burst');
-    expect(error.message).toBe('pacing.burst: unknown key; allowed keys are burstFraction, rampStartFraction, rampSeconds, pauseJitterMs');
+    expect(error.message).toBe('pacing.burst: unknown key; allowed keys are burstFraction, rampStartFraction, rampSeconds, pauseJitterMs, arrivalMarginMs');
   });
 
   it('refuses a value that is not an object', () => {
     const error = thrown(ConfigError, () => parsePacingSettings([0.5]));
     expect(error.field).toBe('pacing');
-    expect(error.message).toBe('pacing: must be an object with optional keys burstFraction, rampStartFraction, rampSeconds, pauseJitterMs; got [0.5]');
+    expect(error.message).toBe('pacing: must be an object with optional keys burstFraction, rampStartFraction, rampSeconds, pauseJitterMs, arrivalMarginMs; got [0.5]');
   });
 
   it.each([
@@ -278,6 +297,8 @@ describe('parsePacingSettings', () => {
     ['pauseJitterMs', -1, 'must be a number from 0 to 60000; got -1'],
     ['pauseJitterMs', 60_001, 'must be a number from 0 to 60000; got 60001'],
     ['pauseJitterMs', '500', 'must be a number from 0 to 60000; got "500"'],
+    ['arrivalMarginMs', -1, 'must be a number from 0 to 10000; got -1'],
+    ['arrivalMarginMs', 10_001, 'must be a number from 0 to 10000; got 10001'],
   ])('refuses %s = %p, naming the field and its range', (key, value, problem) => {
     const error = thrown(ConfigError, () => parsePacingSettings({ [key]: value }));
     expect(error.field).toBe(`pacing.${key}`);
