@@ -62,6 +62,12 @@ async function takeOverFrom(s: ServiceStack, owner: string): Promise<{ run: Orch
   return { run, refusals };
 }
 
+/** Units of the `per` tier that the ledger saved in DynamoDB counts as used now. */
+async function savedUsage(s: ServiceStack, per: string): Promise<number> {
+  const ledger = QuotaLedger.fromJSON(s.config.quotas, await s.store.loadLedger(LANE), { timeZone: s.config.timeZone });
+  return ledger.usage(Date.now()).find((u) => u.tier.per === per)?.used ?? Number.NaN;
+}
+
 describe('the service on the emulators', () => {
   it('keeps each FIFO group in send order while an outage makes calls fail and retry', async () => {
     stack = await createServiceStack({ quotas: [{ limit: 20, per: 'second' }] });
@@ -199,10 +205,7 @@ describe('the service on the emulators', () => {
     const jobIds = ids('job', 60);
     await stack.send('main', jobs(jobIds));
     const s = stack;
-    const minuteUsage = async (): Promise<number> => {
-      const ledger = QuotaLedger.fromJSON(s.config.quotas, await s.store.loadLedger(LANE), { timeZone: s.config.timeZone });
-      return ledger.usage(Date.now()).find((u) => u.tier.per === 'minute')?.used ?? Number.NaN;
-    };
+    const minuteUsage = () => savedUsage(s, 'minute');
 
     // Killed after 100 AWS requests: about a third of the way through, between two flushes.
     const a = s.startOrchestrator({ owner: 'orchestrator-A', deadlineMs: 30_000, killAfterCalls: 100 });
@@ -248,10 +251,7 @@ describe('the service on the emulators', () => {
     const jobIds = ids('job', 40);
     await stack.send('main', jobs(jobIds));
     const s = stack;
-    const dayUsage = async (): Promise<number> => {
-      const ledger = QuotaLedger.fromJSON(s.config.quotas, await s.store.loadLedger(LANE), { timeZone: s.config.timeZone });
-      return ledger.usage(Date.now()).find((u) => u.tier.per === 'day')?.used ?? Number.NaN;
-    };
+    const dayUsage = () => savedUsage(s, 'day');
 
     const a = s.startOrchestrator({ owner: 'orchestrator-A', deadlineMs: 30_000, killAfterCalls: 60 });
     await expect(a.summary).rejects.toBeInstanceOf(SimulatedCrash);
