@@ -79,6 +79,8 @@ export interface LocalFunctionStats {
   readonly discarded: number;
   /** How often each string result was returned (the worker returns outcomes such as `'succeeded'`). */
   readonly results: ReadonlyMap<string, number>;
+  /** Summed duration of the attempts that ended, each to its end or its timeout: what Lambda bills. */
+  readonly billedMs: number;
 }
 
 const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
@@ -101,6 +103,7 @@ interface FunctionState {
   errors: number;
   running: number;
   discarded: number;
+  billedMs: number;
   readonly results: Map<string, number>;
 }
 
@@ -194,7 +197,7 @@ export class LocalLambdaHost {
       if (fn.reservedConcurrency !== undefined && (!Number.isInteger(fn.reservedConcurrency) || fn.reservedConcurrency < 0)) {
         throw new RangeError(`${fn.name}: reservedConcurrency must be an integer >= 0, got ${fn.reservedConcurrency}`);
       }
-      this.functions.set(fn.name, { fn, invocations: 0, throttled: 0, errors: 0, running: 0, discarded: 0, results: new Map() });
+      this.functions.set(fn.name, { fn, invocations: 0, throttled: 0, errors: 0, running: 0, discarded: 0, billedMs: 0, results: new Map() });
     }
     this.clock = clock;
     this.retryDelayMs = retryDelayMs;
@@ -230,8 +233,8 @@ export class LocalLambdaHost {
   stats(name: string): LocalFunctionStats {
     const state = this.functions.get(name);
     if (state === undefined) throw new RangeError(`no function named '${name}'`);
-    const { invocations, throttled, errors, running, discarded } = state;
-    return { invocations, throttled, errors, running, discarded, results: new Map(state.results) };
+    const { invocations, throttled, errors, running, discarded, billedMs } = state;
+    return { invocations, throttled, errors, running, discarded, billedMs, results: new Map(state.results) };
   }
 
   /** True when no attempt is running and no accepted invocation waits for a retry or for its `onFailure`. */
@@ -374,7 +377,8 @@ export class LocalLambdaHost {
   private async attempt(state: FunctionState, requestId: string, payload: unknown): Promise<AttemptOutcome> {
     const { fn } = state;
     state.invocations++;
-    const deadline = this.clock.now() + fn.timeoutMs;
+    const startedAt = this.clock.now();
+    const deadline = startedAt + fn.timeoutMs;
     const context: LocalLambdaContext = {
       awsRequestId: requestId,
       functionName: fn.name,
@@ -393,6 +397,7 @@ export class LocalLambdaHost {
       }),
     );
     const outcome = await Promise.race([run, timeout]);
+    state.billedMs += Math.min(this.clock.now() - startedAt, fn.timeoutMs);
     this.releaseSlot(state);
     if (!outcome.ok) state.errors++;
     else if (typeof outcome.value === 'string') state.results.set(outcome.value, (state.results.get(outcome.value) ?? 0) + 1);

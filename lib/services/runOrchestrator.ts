@@ -123,11 +123,12 @@ class OrchestratorRun {
     return this.deps.clock.now() >= this.options.deadline || (this.options.shouldStop?.() ?? false);
   }
 
-  /** Slow start after a start from idle (no history in any sliding window) or a recent close of the circuit. */
+  /**
+   * Slow start only after a recent close of the circuit (DESIGN semantics 4), carried over from the run that saw it
+   * close. A start from idle goes at the full rate at once: the quota allows it, and full use is the point.
+   */
   private async startRamps(): Promise<void> {
     const now = this.deps.clock.now();
-    const idle = this.pacer.ledger.usage(now).every(({ tier, used }) => !isSliding(tier.per) || used === 0);
-    if (idle) this.pacer.startRamp(now);
     const circuit = await loadCircuit(this.deps.store, this.deps.config.lane);
     this.dispatchAllowed = isDispatchAllowed(circuit);
     const { state } = circuit;

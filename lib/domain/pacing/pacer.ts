@@ -127,7 +127,7 @@ export class Pacer {
     return reservation;
   }
 
-  /** Starts a slow-start ramp at `now` (after a start from idle, or after the circuit closes). */
+  /** Starts a slow-start ramp at `now` (after the circuit closes). */
   startRamp(now: number): void {
     this.rampStartedAt = now;
   }

@@ -317,6 +317,24 @@ describe('LocalLambdaHost', () => {
   });
 
   describe('stats', () => {
+    it('bills each attempt from its start to its end, and a timed-out one to its timeout', async () => {
+      const clock = new FakeClock(0);
+      const worker = scripted();
+      const { host, client } = await start([fn({ handler: worker.handler, timeoutMs: 3_000 })], { clock });
+      await invoke(client, { n: 1 });
+      const first = await worker.nextCall();
+      await clock.advance(250);
+      first.result.resolve('succeeded');
+      await flush();
+      expect(host.stats('worker').billedMs).toBe(250);
+
+      await invoke(client, { n: 2 });
+      await worker.nextCall();
+      await clock.advance(5_000);
+      await flush();
+      expect(host.stats('worker')).toMatchObject({ billedMs: 3_250, errors: 1 });
+    });
+
     it('refuses a name the host does not serve', () => {
       const host = new LocalLambdaHost([fn({ handler: async () => undefined })]);
       expect(thrown(RangeError, () => host.stats('nope')).message).toMatch(/'nope'/);

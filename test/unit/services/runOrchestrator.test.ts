@@ -267,8 +267,23 @@ describe('runOrchestrator', () => {
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_000, 1_200, 1_400]);
   });
 
-  it('slows down at the start with a ramp from rampStartFraction of the rate', async () => {
+  it('starts from idle at the full rate, with no ramp', async () => {
     const h = orchestratorHarness({ config: testConfig({ pacing: { rampSeconds: 2, rampStartFraction: 0.5 } }) });
+    await sendMain(h.queues, 4);
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
+
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600]);
+  });
+
+  it('ramps up from rampStartFraction of the rate after the circuit closed, even in a later run', async () => {
+    const config = testConfig({ pacing: { rampSeconds: 2, rampStartFraction: 0.5 } });
+    const h = orchestratorHarness({ config });
+    // Opened long ago and closed by a health check an instant ago, in another run.
+    await openCircuit(h.store, config, START - 100_000);
+    await applyCircuitEvent(h.store, LANE, { type: 'health-check-sent', checkId: 'c1' }, START - 1, config.circuit);
+    await applyCircuitEvent(h.store, LANE, { type: 'health-check-ok', checkId: 'c1' }, START, config.circuit);
+    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START } });
     await sendMain(h.queues, 4);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
