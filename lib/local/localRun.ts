@@ -17,12 +17,13 @@ import { buildJobs, type JobSpec } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';
 import { buildReport, type CircuitChange, type Report } from '../simulation/report';
 import type { Scenario } from '../simulation/scenario';
-import { VirtualApi } from '../simulation/virtualApi';
+import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
 import { HttpApiCaller } from '../adapters/http/HttpApiCaller';
 import { startApiServer } from './apiServer';
 import { RecordingApi, type ObservedApi } from './recordingApi';
 import { startEmulators, type Emulators } from './emulators';
 import { LocalLambdaHost, type LocalFunction, type LocalLambdaContext } from './lambdaHost';
+import { RequestMeter, type RequestTally } from './requestMeter';
 import { LOCAL_ACCOUNT, provisionStack, type LocalStack, type Template } from './template';
 
 /** What one local run needs. */
@@ -71,10 +72,30 @@ export interface TimelineRow {
   readonly inFlight: number;
 }
 
+/** What one function of the run consumed. */
+export interface FunctionUsage {
+  /** Attempts started (Lambda's `Invocations`). */
+  readonly invocations: number;
+  /** Summed attempt durations (Lambda's billed duration, before rounding). */
+  readonly billedMs: number;
+  /** The function's own AWS requests, by `service.Command`. */
+  readonly requests: Readonly<Record<string, RequestTally>>;
+}
+
 /** What a local run produced. */
 export interface LocalRunResult {
   readonly report: Report;
   readonly timeline: readonly TimelineRow[];
+  readonly orchestrator: FunctionUsage;
+  readonly worker: FunctionUsage;
+  /** The most heap this process used during the run, sampled every poll: everything runs in it, so an upper bound. */
+  readonly peakHeapBytes: number;
+  /** Every job call as the API saw it, in arrival order. */
+  readonly calls: readonly VirtualApiCall[];
+  /** The circuit's statuses as polled, starting closed. */
+  readonly circuitChanges: readonly CircuitChange[];
+  /** The run's start instant (epoch ms): the jobs were queued and the first tick fired. */
+  readonly start: number;
 }
 
 /** Handlers as serverless.yml names them. */
@@ -109,6 +130,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const stack = await provisionStack(options.template, { dynamodb, sqs });
   const functions = functionsOf(stack);
   const worker = functionWith(functions, WORKER_HANDLER);
+  const orchestrator = functionWith(functions, ORCHESTRATOR_HANDLER);
   const shared = worker.environment;
   const lane = options.overrides.includes('lane') ? scenario.config.lane : (shared[CONFIG_ENV.lane] ?? 'default');
   const queueUrls = Object.fromEntries(Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [queue, String(shared[name])])) as Record<QueueName, string>;
@@ -135,13 +157,22 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   let endedAt: number | undefined;
   const discard: Log = () => undefined;
   const log = options.log ?? discard;
-  // Called at a function's first invocation, by which time `lambda` points at the host below.
-  const clients = (): AwsClients => ({ dynamodb, sqs, lambda });
+  // Each function gets its own clients, metered, so the run can tell what the service itself asked of AWS.
+  // Built at the function's first invocation, by which time `endpoint` is the host's below.
+  const meters = { orchestrator: new RequestMeter(), worker: new RequestMeter() };
+  const clientsFor = (meter: RequestMeter): AwsClients => ({
+    dynamodb: meter.attach(new DynamoDBClient({ endpoint: emulators.dynamodbEndpoint, region, credentials: LOCAL_CREDENTIALS }), 'dynamodb'),
+    sqs: meter.attach(new SQSClient({ endpoint: emulators.sqsEndpoint, region, credentials: LOCAL_CREDENTIALS }), 'sqs'),
+    lambda: meter.attach(new LambdaClient({ endpoint, region, credentials: LOCAL_CREDENTIALS }), 'lambda'),
+  });
   const host = new LocalLambdaHost(
-    [functionWith(functions, ORCHESTRATOR_HANDLER), worker].map((fn): LocalFunction => {
+    [orchestrator, worker].map((fn): LocalFunction => {
       let handler: ((event: unknown, context: LocalLambdaContext) => Promise<unknown>) | undefined;
       // Built at the first invocation, as Lambda's cold start does, once the Lambda client knows the host's endpoint.
-      const coldStart = () => (fn.handler === WORKER_HANDLER ? workerFromEnv(env(fn), clients(), log) : orchestratorFromEnv(env(fn), clients(), log, () => endedAt !== undefined));
+      const coldStart = () =>
+        fn.handler === WORKER_HANDLER
+          ? workerFromEnv(env(fn), clientsFor(meters.worker), log)
+          : orchestratorFromEnv(env(fn), clientsFor(meters.orchestrator), log, () => endedAt !== undefined);
       return {
         name: fn.name,
         handler: (event, context) => (handler ??= coldStart())(event, context),
@@ -153,7 +184,6 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     }),
   );
   const endpoint = await host.listen();
-  const lambda = new LambdaClient({ endpoint, region, credentials: LOCAL_CREDENTIALS });
   // EventBridge does not retry a throttled tick: one attempt.
   const scheduler = new LambdaClient({ endpoint, region, credentials: LOCAL_CREDENTIALS, maxAttempts: 1 });
 
@@ -162,6 +192,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const samples: { at: number; queued: number; inFlight: number; circuit: CircuitJSON['state']['status'] }[] = [];
   const schedule = scheduleOf(stack);
   let nextTick = start;
+  let peakHeapBytes = 0;
   let lastProgress = start - PROGRESS_MS;
   while (endedAt === undefined) {
     const now = systemClock.now();
@@ -169,6 +200,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       await fireSchedule(scheduler, schedule.functionName, now);
       nextTick += schedule.periodMs;
     }
+    peakHeapBytes = Math.max(peakHeapBytes, process.memoryUsage().heapUsed);
     const circuit = (await store.loadCircuit(lane))?.state.status ?? 'closed';
     if (circuit !== changes[changes.length - 1]?.status) changes.push({ at: now, status: circuit });
     const depths = await queueDepths(sqs, queueUrls);
@@ -192,7 +224,11 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   await host.close();
   await apiServer.close();
   await owned?.stop();
-  return { report, timeline };
+  const usage = (fn: FunctionDefinition, meter: RequestMeter): FunctionUsage => {
+    const { invocations, billedMs } = host.stats(fn.name);
+    return { invocations, billedMs, requests: meter.snapshot() };
+  };
+  return { report, timeline, orchestrator: usage(orchestrator, meters.orchestrator), worker: usage(worker, meters.worker), peakHeapBytes, calls: api.callLog, circuitChanges: changes, start };
 }
 
 /** What the local run needs of one `AWS::Lambda::Function` and its `AWS::Lambda::EventInvokeConfig`. */

@@ -57,4 +57,17 @@ describe('runLocal on the packaged template', () => {
     expect(timeline.reduce((sum, row) => sum + row.calls, 0)).toBe(report.apiCalls);
     expect(timeline.some((row) => row.failed > 0)).toBe(true);
   });
+
+  it("meters each function's own AWS requests and billed time", () => {
+    const { orchestrator, worker } = result;
+    // Every worker start is one of the orchestrator's Event invokes: jobs and health checks.
+    expect(orchestrator.requests['lambda.InvokeCommand']?.count).toBe(worker.invocations);
+    expect(orchestrator.requests['sqs.ReceiveMessageCommand']?.count).toBeGreaterThan(0);
+    // Each success deletes its message; the worker never receives.
+    expect(worker.requests['sqs.DeleteMessageCommand']?.count).toBeGreaterThanOrEqual(57);
+    expect(worker.requests['sqs.ReceiveMessageCommand']).toBeUndefined();
+    expect(orchestrator.billedMs).toBeGreaterThan(0);
+    expect(worker.billedMs).toBeGreaterThan(0);
+    expect(result.calls).toHaveLength(result.report.apiCalls);
+  });
 });
