@@ -1,4 +1,6 @@
-import type { AddressInfo } from 'node:net';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
 
 /** The DynamoDB and SQS emulators of a local run, listening on 127.0.0.1 only. */
 export interface Emulators {
@@ -7,34 +9,30 @@ export interface Emulators {
   stop(): Promise<void>;
 }
 
-interface Dynalite {
-  listen(port: number, host: string, callback: (error?: Error) => void): void;
-  address(): AddressInfo;
-  close(callback: () => void): void;
-}
-
-interface FauxqsApp {
-  listen(options: { host: string; port: number }): Promise<string>;
-  close(): Promise<void>;
-}
+/** How long the emulators may take to start. */
+const START_TIMEOUT_MS = 30_000;
 
 /**
- * Starts dynalite (in memory) and fauxqs 1.9.2 in this process, each on a free port of 127.0.0.1. fauxqs is
- * ESM-only, hence the dynamic import; its `startFauxqs` would bind every interface, so its app is built and bound here.
+ * Starts dynalite and fauxqs (see `emulatorServer.mjs`) in a child process, so that the emulated AWS side runs on
+ * its own event loop, as it does on AWS, rather than competing with the functions for this one.
+ * @throws Error when the child exits or says nothing within 30 s.
  */
 export async function startEmulators(): Promise<Emulators> {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- dynalite ships CommonJS without types
-  const dynalite = (require('dynalite') as (options: object) => Dynalite)({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  await new Promise<void>((resolve, reject) => dynalite.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve())));
-  const { buildApp } = (await import('fauxqs')) as unknown as { buildApp(options: { logger: boolean }): FauxqsApp };
-  const sqs = buildApp({ logger: false });
-  const sqsEndpoint = await sqs.listen({ host: '127.0.0.1', port: 0 });
+  const child = spawn(process.execPath, [join(__dirname, 'emulatorServer.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const endpoints = await new Promise<{ dynamodbEndpoint: string; sqsEndpoint: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('the emulators did not start within 30 s')), START_TIMEOUT_MS);
+    child.once('exit', (code) => reject(new Error(`the emulators exited with code ${code} before starting`)));
+    createInterface({ input: child.stdout }).once('line', (line) => {
+      clearTimeout(timer);
+      resolve(JSON.parse(line) as { dynamodbEndpoint: string; sqsEndpoint: string });
+    });
+  });
   return {
-    dynamodbEndpoint: `http://127.0.0.1:${dynalite.address().port}`,
-    sqsEndpoint,
-    async stop() {
-      await sqs.close();
-      await new Promise<void>((resolve) => dynalite.close(resolve));
-    },
+    ...endpoints,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.stdin.end();
+      }),
   };
 }

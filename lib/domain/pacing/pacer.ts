@@ -42,6 +42,9 @@ const PACING_RANGES: { readonly [K in keyof PacingSettings]: NumberRange } = {
   arrivalMarginMs: { min: 0, max: 10_000 },
 };
 
+/** How much of an interval a late dispatch may make up at the next one (see {@link Pacer.dispatch}). */
+const LATENESS_MADE_UP = 0.25;
+
 /**
  * Validates pacing settings (an object of optional keys) and fills in defaults.
  * @throws ConfigError naming the field and its allowed range, or an unknown key.
@@ -120,9 +123,11 @@ export class Pacer {
     this.ledger.tiers.forEach((tier, i) => {
       if (!isSliding(tier.per)) return;
       const interval = this.interval(tier, cost, fraction);
-      // Slots are whole ms, so a dispatch at ceil(TAT) is on time: keep the fraction rather than lose it to rounding.
+      // A dispatch a little late for its slot (a timer firing late, a slow request before it) keeps the schedule, so
+      // the next one makes the lateness up: otherwise every late wake-up would cost the lane that much of its rate.
+      // Up to a quarter of an interval is made up; beyond that the lane was idle and the schedule restarts from now.
       const tat = this.theoreticalArrival[i] ?? Number.NEGATIVE_INFINITY;
-      this.theoreticalArrival[i] = (tat > now - 1 ? tat : now) + interval;
+      this.theoreticalArrival[i] = (tat >= now - Math.max(1, interval * LATENESS_MADE_UP) ? tat : now) + interval;
     });
     return reservation;
   }

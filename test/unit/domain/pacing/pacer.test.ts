@@ -103,6 +103,22 @@ describe('Pacer', () => {
     });
   });
 
+  describe('nextSlot after a late dispatch', () => {
+    it('makes up lateness of up to a quarter of an interval at the next slot', () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }]);
+      pacer.dispatch(T0, 1);
+      pacer.dispatch(T0 + 250, 1); // due at 200, 50 ms late
+      expect(pacer.nextSlot(T0 + 250, 1)).toBe(T0 + 400);
+    });
+
+    it('restarts the schedule from a dispatch later than that', () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }]);
+      pacer.dispatch(T0, 1);
+      pacer.dispatch(T0 + 251, 1); // 51 ms late: the lane was idle, not behind
+      expect(pacer.nextSlot(T0 + 251, 1)).toBe(T0 + 451);
+    });
+  });
+
   describe('nextSlot with an arrivalMarginMs', () => {
     it('spaces dispatches as if each sliding window were the margin longer', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }], { arrivalMarginMs: 100 });
