@@ -11,7 +11,7 @@ export default tseslint.config(
   },
   {
     files: ['**/*.mjs'],
-    languageOptions: { globals: { process: 'readonly', globalThis: 'readonly' } },
+    languageOptions: { globals: { process: 'readonly', globalThis: 'readonly', console: 'readonly' } },
   },
   {
     files: ['**/*.ts'],
