@@ -1,0 +1,98 @@
+import { runLocal, type LocalRunResult } from '../local/localRun';
+import type { Template } from '../local/template';
+import { parseScenario } from '../simulation/scenario';
+import { callsPerSecond, recoverySeconds } from './measures';
+import type { BenchScenario, StrategyResult } from './types';
+
+/** The orchestrator's result with what only it has: its AWS requests, where its time went, and its memory. */
+export interface OrchestratorResult extends StrategyResult {
+  /** Job calls that reached the API while the circuit was open (the calls that opened it excluded). */
+  readonly callsWhileOpen: number;
+  /** Seconds the orchestrator function ran (billed), per job. */
+  readonly orchestratorSecondsPerJob: number;
+  /** Where the orchestrator's run time went: waiting on each kind of AWS request, and the rest (pacing waits, ledger). */
+  readonly orchestratorTime: Readonly<Record<string, number>>;
+  /** Dispatches per second over the run. */
+  readonly dispatchesPerSecond: number;
+  readonly peakHeapMb: number;
+}
+
+/** Options of {@link runOrchestratorStrategy}. */
+export interface OrchestratorStrategyOptions {
+  /** The packaged template (`osls package`). */
+  readonly template: Template;
+  /** Emulators to reuse; by default the run starts its own. */
+  readonly emulators?: { readonly dynamodbEndpoint: string; readonly sqsEndpoint: string };
+}
+
+/**
+ * Runs the scenario through this project end to end on the local stack (emulated SQS and DynamoDB, the real
+ * handlers, the Lambda invoke path), with `serverless.yml`'s settings but the scenario's quotas.
+ */
+export async function runOrchestratorStrategy(bench: BenchScenario, options: OrchestratorStrategyOptions): Promise<OrchestratorResult> {
+  const scenario = parseScenario({
+    name: bench.name,
+    quotas: bench.quotas,
+    jobs: { count: bench.jobs },
+    api: { latencyMs: bench.latencyMs, outages: bench.outage === undefined ? [] : [bench.outage] },
+    maxSeconds: 600,
+  });
+  const run = await runLocal({ scenario, overrides: ['quotas'], template: options.template, ...(options.emulators === undefined ? {} : { emulators: options.emulators }) });
+  return toResult(bench, run);
+}
+
+function requestsTo(run: LocalRunResult, service: string): number {
+  const count = (requests: LocalRunResult['worker']['requests']) =>
+    Object.entries(requests)
+      .filter(([key]) => key.startsWith(`${service}.`))
+      .reduce((sum, [, tally]) => sum + tally.count, 0);
+  return count(run.orchestrator.requests) + count(run.worker.requests);
+}
+
+function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult {
+  const { report } = run;
+  const jobs = bench.jobs;
+  const round = (n: number) => Math.round(n * 1000) / 1000;
+  const billedSeconds = (run.orchestrator.billedMs + run.worker.billedMs) / 1000;
+  const waited = Object.entries(run.orchestrator.requests).map(([key, tally]) => [key, tally.ms / 1000] as const);
+  const waitedTotal = waited.reduce((sum, [, seconds]) => sum + seconds, 0);
+  const outageEnd = bench.outage === undefined ? undefined : run.start + (bench.outage.atSeconds + bench.outage.forSeconds) * 1000;
+  return {
+    name: 'orchestrator',
+    durationSeconds: report.durationSeconds,
+    idealSeconds: report.idealSeconds,
+    apiCalls: report.apiCalls,
+    rejectedByApi: report.rejectedByApi,
+    callsPerJob: round(report.apiCalls / jobs),
+    utilization: report.utilization,
+    invocationsPerJob: report.invocationsPerJob,
+    // The orchestrator function bills too: its time is counted with the workers'.
+    workerBusySecondsPerJob: round(billedSeconds / jobs),
+    ...(outageEnd === undefined ? {} : { recoverySeconds: recoverySeconds(run.calls, outageEnd) }),
+    dynamodbRequestsPerJob: round(requestsTo(run, 'dynamodb') / jobs),
+    sqsRequestsPerJob: round(requestsTo(run, 'sqs') / jobs),
+    callsPerSecond: callsPerSecond(run.calls, run.start),
+    callsWhileOpen: callsWhileOpen(run, bench.latencyMs + IN_FLIGHT_GRACE_MS),
+    orchestratorSecondsPerJob: round(run.orchestrator.billedMs / 1000 / jobs),
+    orchestratorTime: Object.fromEntries([...waited.map(([key, s]) => [key, round(s)]), ['other (pacing waits, ledger, idle)', round(run.orchestrator.billedMs / 1000 - waitedTotal)]]),
+    dispatchesPerSecond: round(report.durationSeconds === 0 ? 0 : (run.orchestrator.requests['lambda.InvokeCommand']?.count ?? 0) / report.durationSeconds),
+    peakHeapMb: round(run.peakHeapBytes / 1e6),
+  };
+}
+
+/** Beyond the API latency, how long a call dispatched just before the circuit opened may take to arrive. */
+const IN_FLIGHT_GRACE_MS = 500;
+
+/**
+ * Job calls that arrived while the circuit was open or half-open (as polled every 100 ms), leaving out those already
+ * on their way when it opened: a call counts if it arrived more than `graceMs` after the circuit was seen open.
+ */
+function callsWhileOpen(run: LocalRunResult, graceMs: number): number {
+  const spans: { from: number; to: number }[] = [];
+  run.circuitChanges.forEach((change, i) => {
+    if (change.status === 'closed') return;
+    const closed = run.circuitChanges.slice(i + 1).find((c) => c.status === 'closed');
+    spans.push({ from: change.at + graceMs, to: closed?.at ?? Number.POSITIVE_INFINITY });
+  });
+  return run.calls.filter((call) => spans.some((span) => call.at > span.from && call.at < span.to)).length;
+}

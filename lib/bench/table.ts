@@ -1,0 +1,98 @@
+/** The benchmark's table for people: fixed-width text, one row per strategy. Pure. */
+import type { StrategyResult } from './types';
+
+/** How a column lines its cells up. */
+export type Align = 'left' | 'right';
+
+/** A column of {@link formatFixedWidth}. */
+export interface Column {
+  readonly header: string;
+  readonly align: Align;
+}
+
+/** A row: one cell per column, or one free text shown from the second column on (e.g. why a strategy is missing). */
+export type Row = { readonly cells: readonly string[] } | { readonly first: string; readonly spanning: string };
+
+const GAP = '  ';
+
+/** Columns padded to their widest cell, a dashed rule under the headers, no trailing spaces. */
+export function formatFixedWidth(columns: readonly Column[], rows: readonly Row[]): string {
+  const widths = columns.map((c) => c.header.length);
+  const widen = (i: number, length: number): void => {
+    widths[i] = Math.max(widths[i] ?? 0, length);
+  };
+  for (const row of rows) {
+    if ('cells' in row) {
+      if (row.cells.length !== columns.length) {
+        throw new Error(`A row has ${row.cells.length} cells for ${columns.length} columns`);
+      }
+      row.cells.forEach((cell, i) => widen(i, cell.length));
+    } else {
+      widen(0, row.first.length);
+    }
+  }
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => (columns[i]?.align === 'right' ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+      .join(GAP)
+      .trimEnd();
+  const out = [line(columns.map((c) => c.header)), widths.map((w) => '-'.repeat(w)).join(GAP)];
+  for (const row of rows) {
+    out.push('cells' in row ? line(row.cells) : `${row.first.padEnd(widths[0] ?? 0)}${GAP}${row.spanning}`.trimEnd());
+  }
+  return out.join('\n');
+}
+
+/** Integer with thousands separators: 12,345. */
+export function formatCount(n: number): string {
+  if (!Number.isFinite(n)) return String(n);
+  const sign = n < 0 ? '-' : '';
+  return sign + String(Math.round(Math.abs(n))).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+function fixed(n: number | undefined, digits: number): string {
+  return n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits);
+}
+
+/**
+ * One scenario's results as a table: a heading line with the scenario's name, then one row per strategy in the given
+ * order. A strategy that could not run shows its reason instead of figures. The recovery column appears only when some
+ * strategy has a `recoverySeconds`; the DynamoDB and SQS columns show '-' where a strategy has no such figure.
+ */
+export function formatTable(scenarioName: string, results: readonly StrategyResult[]): string {
+  const withRecovery = results.some((r) => r.unavailable === undefined && r.recoverySeconds !== undefined);
+  const columns: Column[] = [
+    { header: 'strategy', align: 'left' },
+    { header: 'duration s', align: 'right' },
+    { header: 'ideal s', align: 'right' },
+    { header: 'utilization', align: 'right' },
+    { header: 'API calls', align: 'right' },
+    { header: '429s', align: 'right' },
+    { header: 'calls/job', align: 'right' },
+    { header: 'invocations/job', align: 'right' },
+    { header: 'busy s/job', align: 'right' },
+    ...(withRecovery ? [{ header: 'recovery s', align: 'right' } as const] : []),
+    { header: 'DynamoDB req/job', align: 'right' },
+    { header: 'SQS req/job', align: 'right' },
+  ];
+  const rows: Row[] = results.map((r) => {
+    if (r.unavailable !== undefined) return { first: r.name, spanning: `unavailable: ${r.unavailable}` };
+    return {
+      cells: [
+        r.name,
+        fixed(r.durationSeconds, 1),
+        fixed(r.idealSeconds, 1),
+        fixed(r.utilization, 3),
+        formatCount(r.apiCalls),
+        formatCount(r.rejectedByApi),
+        fixed(r.callsPerJob, 3),
+        fixed(r.invocationsPerJob, 3),
+        fixed(r.workerBusySecondsPerJob, 3),
+        ...(withRecovery ? [fixed(r.recoverySeconds, 1)] : []),
+        fixed(r.dynamodbRequestsPerJob, 2),
+        fixed(r.sqsRequestsPerJob, 2),
+      ],
+    };
+  });
+  return `scenario: ${scenarioName}\n${formatFixedWidth(columns, rows)}`;
+}

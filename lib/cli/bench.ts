@@ -1,0 +1,101 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { renderBenchChart } from '../bench/chart';
+import { formatCostLines } from '../bench/cost';
+import type { OrchestratorResult } from '../bench/orchestratorStrategy';
+import { runOrchestratorStrategy } from '../bench/orchestratorStrategy';
+import { ceilingLines, chartPanel, compareStrategies, costLine, figures, growthTable } from '../bench/runBench';
+import { runBaseline } from '../bench/baselines';
+import { ceilingScenario, growthScenarios, outageScenario, partlyBusyScenario, steadyScenario, type BenchSize } from '../bench/scenarios';
+import { formatTable } from '../bench/table';
+import type { BenchScenario } from '../bench/types';
+import { packageService } from '../local/packageService';
+
+const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
+  Runs one job set through four strategies side by side against the same quota-enforcing API:
+  naive fan-out with SDK-style retries, per-worker Bottleneck limiters, one Bottleneck limiter shared in Redis,
+  and this orchestrator end to end on the local stack; then the orchestrator alone at growing sizes and at its
+  ceiling. Prints tables and cost lines, and writes a chart of calls per second.
+  --quick       small sizes (under 2 minutes), for a smoke run
+  --json        print the whole result as one JSON line, last
+  --chart FILE  where to write the SVG chart (default: out/bench.svg)`;
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      quick: { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
+      chart: { type: 'string', default: 'out/bench.svg' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const size: BenchSize = values.quick ? 'quick' : 'full';
+  const began = Date.now();
+  process.stderr.write('Packaging serverless.yml (osls package)…\n');
+  const template = await packageService(resolve(__dirname, '..', '..'));
+
+  const steady = steadyScenario(size);
+  const outage = outageScenario(size);
+  const progress = (scenario: BenchScenario) => (name: string) => process.stderr.write(`  ${scenario.name}: ${name}…\n`);
+  const steadyResults = await compareStrategies(steady, template, progress(steady));
+  const partlyBusy = partlyBusyScenario(size);
+  progress(partlyBusy)('per-worker-limiter');
+  const partlyBusyResult = await runBaseline('per-worker-limiter', partlyBusy);
+  const outageResults = await compareStrategies(outage, template, progress(outage));
+  const growth = growthScenarios(size);
+  const growthResults: OrchestratorResult[] = [];
+  for (const scenario of growth) {
+    process.stderr.write(`  ${scenario.name}: orchestrator…\n`);
+    growthResults.push(await runOrchestratorStrategy(scenario, { template }));
+  }
+  const ceiling = ceilingScenario(size);
+  process.stderr.write(`  ceiling: orchestrator…\n`);
+  const ceilingResult = await runOrchestratorStrategy(ceiling, { template });
+
+  const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
+  const date = new Date().toISOString().slice(0, 10);
+  const chartPath = resolve(values.chart);
+  mkdirSync(dirname(chartPath), { recursive: true });
+  writeFileSync(chartPath, renderBenchChart([chartPanel(steady, steadyResults), chartPanel(outage, outageResults)], `${machine}; ${date}`));
+
+  const out = [
+    `machine: ${machine}; date: ${date}; size: ${size}`,
+    formatTable(steady.name, steadyResults),
+    formatCostLines(steadyResults.map(costLine)),
+    `per-worker-limiter with ${partlyBusy.busyWorkers} of its ${partlyBusy.workers} workers busy (${partlyBusy.jobs} jobs): utilization ${partlyBusyResult.utilization.toFixed(3)}, ${partlyBusyResult.durationSeconds.toFixed(1)} s against ${partlyBusyResult.idealSeconds.toFixed(1)} s ideal`,
+    formatTable(outage.name, outageResults),
+    growthTable(growthResults, growth),
+    ceilingLines(ceilingResult, ceiling),
+    `chart: ${chartPath}; whole bench: ${((Date.now() - began) / 1000).toFixed(0)} s`,
+  ];
+  console.log(out.join('\n\n'));
+  if (values.json) {
+    console.log(
+      JSON.stringify({
+        machine,
+        date,
+        size,
+        steady: steadyResults.map(figures),
+        partlyBusy: figures(partlyBusyResult),
+        outage: outageResults.map(figures),
+        growth: growthResults.map(figures),
+        ceiling: figures(ceilingResult),
+      }),
+    );
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error);
+    process.exit(2);
+  },
+);
