@@ -6,7 +6,7 @@ import { classify, type Classification } from '../domain/outcome/classify';
 import { isSliding, slidingWindowMs, type Tier } from '../domain/quota/tiers';
 import { startApiServer } from '../local/apiServer';
 import { VirtualApi } from '../simulation/virtualApi';
-import { callsPerSecond, idealSeconds } from './measures';
+import { callsPerSecond, idealSeconds, recoverySeconds } from './measures';
 import { startRedis } from './redisServer';
 import type { BenchScenario, StrategyName, StrategyResult } from './types';
 
@@ -240,7 +240,6 @@ function resultOf(name: BaselineName, scenario: BenchScenario, { api, queue, usa
   const durationSeconds = round3(((complete ? (queue.lastSuccessAt ?? start) : systemClock.now()) - start) / 1000);
   const idealDone = idealSeconds({ ...scenario, jobs: queue.succeeded });
   const { apiCalls, rejectedByApi } = api.report();
-  const firstSuccessAfterOutage = outage && api.firstSuccessAfter(outage.endMs);
   return {
     name,
     durationSeconds,
@@ -251,7 +250,7 @@ function resultOf(name: BaselineName, scenario: BenchScenario, { api, queue, usa
     utilization: durationSeconds > 0 ? round3(idealDone / durationSeconds) : 0,
     invocationsPerJob: round3(usage.invocations / scenario.jobs),
     workerBusySecondsPerJob: round3(usage.busyMs / 1000 / scenario.jobs),
-    ...(outage && firstSuccessAfterOutage !== undefined ? { recoverySeconds: round3((firstSuccessAfterOutage - outage.endMs) / 1000) } : {}),
+    ...(outage ? { recoverySeconds: recoverySeconds(api.callLog, outage.endMs) } : {}),
     callsPerSecond: callsPerSecond(api.callLog, start),
   };
 }
