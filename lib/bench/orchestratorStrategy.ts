@@ -21,8 +21,6 @@ export interface OrchestratorResult extends StrategyResult {
 export interface OrchestratorStrategyOptions {
   /** The packaged template (`osls package`). */
   readonly template: Template;
-  /** Emulators to reuse; by default the run starts its own. */
-  readonly emulators?: { readonly dynamodbEndpoint: string; readonly sqsEndpoint: string };
 }
 
 /**
@@ -37,7 +35,7 @@ export async function runOrchestratorStrategy(bench: BenchScenario, options: Orc
     api: { latencyMs: bench.latencyMs, outages: bench.outage === undefined ? [] : [bench.outage] },
     maxSeconds: 600,
   });
-  const run = await runLocal({ scenario, overrides: ['quotas'], template: options.template, ...(options.emulators === undefined ? {} : { emulators: options.emulators }) });
+  const run = await runLocal({ scenario, overrides: ['quotas'], template: options.template });
   return toResult(bench, run);
 }
 
