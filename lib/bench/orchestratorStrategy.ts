@@ -1,4 +1,5 @@
 import { runLocal, type LocalRunResult } from '../local/localRun';
+import { countRequests } from '../local/requestMeter';
 import type { Template } from '../local/template';
 import { parseScenario } from '../simulation/scenario';
 import { callsPerSecond, recoverySeconds } from './measures';
@@ -40,11 +41,7 @@ export async function runOrchestratorStrategy(bench: BenchScenario, options: Orc
 }
 
 function requestsTo(run: LocalRunResult, service: string): number {
-  const count = (requests: LocalRunResult['worker']['requests']) =>
-    Object.entries(requests)
-      .filter(([key]) => key.startsWith(`${service}.`))
-      .reduce((sum, [, tally]) => sum + tally.count, 0);
-  return count(run.orchestrator.requests) + count(run.worker.requests);
+  return countRequests(run.orchestrator.requests, service) + countRequests(run.worker.requests, service);
 }
 
 function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult {

@@ -45,11 +45,11 @@ export class RequestMeter {
   snapshot(): Readonly<Record<string, RequestTally>> {
     return Object.fromEntries([...this.tallies].map(([key, tally]) => [key, { ...tally }]));
   }
+}
 
-  /** Requests to one service so far. */
-  count(service: string): number {
-    let sum = 0;
-    for (const [key, tally] of this.tallies) if (key.startsWith(`${service}.`)) sum += tally.count;
-    return sum;
-  }
+/** How many of the tallied requests went to one service (`dynamodb`, `sqs`, `lambda`). */
+export function countRequests(tallies: Readonly<Record<string, RequestTally>>, service: string): number {
+  return Object.entries(tallies)
+    .filter(([key]) => key.startsWith(`${service}.`))
+    .reduce((sum, [, tally]) => sum + tally.count, 0);
 }
