@@ -18,7 +18,7 @@ let good: PackageRun;
 let bad: PackageRun;
 let template: Template;
 let spec: CloudFormationSpec;
-let custom: { quotaOrchestrator: { quotas: unknown; retry: { maxAttempts: number } }; queues: { maxReceiveCount: number } };
+let custom: { quotaOrchestrator: { quotas: unknown; retry: { maxAttempts: number } }; queues: { maxReceiveCount: number }; stateTable: { pointInTimeRecovery: boolean } };
 
 beforeAll(async () => {
   // Both packaging runs and the spec database load side by side: about 5 s in all.
@@ -151,6 +151,12 @@ describe('the table', () => {
       TimeToLiveSpecification: { AttributeName: 'ttl', Enabled: true },
     });
   });
+
+  it('is encrypted at rest with a KMS key, and has point-in-time recovery as custom.stateTable says', () => {
+    expect(props('StateTable').SSESpecification).toEqual({ SSEEnabled: true });
+    expect(custom.stateTable.pointInTimeRecovery).toBe(true);
+    expect(props('StateTable').PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: custom.stateTable.pointInTimeRecovery });
+  });
 });
 
 describe('the queues', () => {
@@ -173,6 +179,10 @@ describe('the queues', () => {
   it.each(DEAD_LETTER_QUEUES)('%s keeps messages for 14 days, longer than any source queue', (id) => {
     expect(props(id).MessageRetentionPeriod).toBe(1_209_600);
     for (const source of Object.keys(REDRIVE)) expect(props(source).MessageRetentionPeriod).toBeLessThan(1_209_600);
+  });
+
+  it('encrypts every queue at rest (SQS-managed keys)', () => {
+    for (const [id] of ofType('AWS::SQS::Queue')) expect(props(id).SqsManagedSseEnabled).toBe(true);
   });
 
   it('has seven queues, all in the outputs with the table', () => {
