@@ -18,6 +18,25 @@ export interface ParsedJob {
 /** Attributes the service reads or writes; others are kept but ignored. */
 export const ATTRIBUTES = { cost: 'cost', idempotencyKey: 'idempotencyKey', attempt: 'attempt', reason: 'reason', sourceQueue: 'sourceQueue' } as const;
 
+/**
+ * The deepest nesting of arrays and objects a body may have. JSON.parse takes any depth, but serialising a body
+ * nested some thousands deep (a 256 KB message can nest 128 000 deep) overflows the stack: the invoke would throw in
+ * the orchestrator at every run, for ever. 100 is far beyond real API payloads.
+ */
+export const MAX_BODY_DEPTH = 100;
+
+/** Whether `value` nests arrays and objects deeper than `limit`, found without recursion. */
+function depthExceeds(value: JsonValue, limit: number): boolean {
+  const stack: { value: JsonValue; depth: number }[] = [{ value, depth: 0 }];
+  for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    if (typeof item.value !== 'object' || item.value === null) continue;
+    const depth = item.depth + 1;
+    if (depth > limit) return true;
+    for (const child of Object.values(item.value)) stack.push({ value: child, depth });
+  }
+  return false;
+}
+
 /** Why a message cannot be dispatched, or the job it holds. */
 export type ParseResult = { readonly ok: true; readonly job: ParsedJob } | { readonly ok: false; readonly reason: string };
 
@@ -31,6 +50,9 @@ export function parseJob(message: ReceivedMessage): ParseResult {
     body = JSON.parse(message.body) as JsonValue;
   } catch (error) {
     return { ok: false, reason: `malformed: body is not JSON (${(error as Error).message})` };
+  }
+  if (depthExceeds(body, MAX_BODY_DEPTH)) {
+    return { ok: false, reason: `malformed: body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels` };
   }
   const { cost: costAttr, idempotencyKey: keyAttr, attempt: attemptAttr } = message.attributes;
   let cost = 1;

@@ -1,5 +1,6 @@
 import type { MessageAttribute, ReceivedMessage } from '../../../lib/ports/QueueReceiver';
-import { parseJob, type ParseResult } from '../../../lib/services/parseJob';
+import fc from 'fast-check';
+import { MAX_BODY_DEPTH, parseJob, type ParseResult } from '../../../lib/services/parseJob';
 import { numberAttr, stringAttr } from '../../helpers/serviceFixtures';
 
 /** A message as received from the main queue, first receive, with a JSON body and no attributes. */
@@ -119,6 +120,43 @@ describe('parseJob', () => {
 
     it('is refused when a FIFO message has no MessageGroupId', () => {
       expect(reasonOf(parseJob(message({ queue: 'fifo' })))).toBe('malformed: FIFO message without a MessageGroupId');
+    });
+  });
+
+  describe('a deeply nested body', () => {
+    const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
+
+    it(`accepts nesting up to ${MAX_BODY_DEPTH} levels`, () => {
+      expect(parseJob(message({ body: nested(MAX_BODY_DEPTH) })).ok).toBe(true);
+      expect(parseJob(message({ body: `{"a":${nested(MAX_BODY_DEPTH - 1)}}` })).ok).toBe(true);
+    });
+
+    it('refuses deeper nesting, which would overflow the stack when the worker event is serialised', () => {
+      const body = nested(128_000); // what a 256 KB message can hold: JSON.parse takes it, JSON.stringify does not
+      expect(reasonOf(parseJob(message({ body })))).toBe(`malformed: body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`);
+      expect(reasonOf(parseJob(message({ body: `{"a":${nested(MAX_BODY_DEPTH)}}` })))).toMatch(/deeper than/);
+    });
+  });
+
+  describe('any input (fuzzed)', () => {
+    const attribute = fc.record({ dataType: fc.constantFrom('String', 'Number', 'Number.tokens', 'Binary', 'Strung'), value: fc.oneof(fc.string(), fc.double().map(String), fc.constantFrom('NaN', '-3', '1e12', '1e13', ' ', '')) });
+    const received = fc.record({
+      queue: fc.constantFrom('main' as const, 'fifo' as const, 'requeue' as const),
+      body: fc.oneof(fc.string(), fc.json(), fc.jsonValue().map((v) => JSON.stringify(v)), fc.nat(300).map((n) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`)),
+      attributes: fc.dictionary(fc.constantFrom('cost', 'idempotencyKey', 'attempt', 'other', 'reason'), attribute),
+      groupId: fc.option(fc.string({ minLength: 1 }), { nil: undefined }),
+      receiveCount: fc.integer({ min: 1, max: 20 }),
+    });
+
+    it('never throws: a job whose body serialises and whose cost is a whole number in range, or a readable reason', () => {
+      fc.assert(
+        fc.property(received, ({ groupId, ...rest }) => {
+          const result = parseJob(message({ ...rest, ...(groupId === undefined ? {} : { groupId }) }));
+          if (!result.ok) return result.reason.startsWith('malformed: ') && result.reason.length < 300;
+          return typeof JSON.stringify(result.job.body) === 'string' && Number.isInteger(result.job.cost) && result.job.cost >= 0 && result.job.cost <= 1e12 && result.job.attempt >= 1;
+        }),
+        { numRuns: 300 },
+      );
     });
   });
 });
