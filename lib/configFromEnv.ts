@@ -33,6 +33,8 @@ export const RESOURCE_ENV = {
   apiUrl: 'API_URL',
   healthUrl: 'HEALTH_URL',
   apiTimeoutMs: 'API_TIMEOUT_MS',
+  /** Name of the SSM parameter holding the example worker's API key; the key itself never sits in the environment. */
+  apiKeyParameter: 'API_KEY_PARAMETER',
 } as const;
 
 /** A process environment, or any record shaped like one. */

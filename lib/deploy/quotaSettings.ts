@@ -17,6 +17,9 @@ export const MAX_RECEIVE_COUNT_PATH = 'custom.queues.maxReceiveCount';
 /** Period of the orchestrator's schedule, `rate(1 minute)`: a run must outlast it to span a tick. */
 export const SCHEDULE_PERIOD_SECONDS = 60;
 
+/** A fully qualified SSM parameter name (the worker's role is granted exactly that parameter's ARN). */
+const SSM_PARAMETER_NAME = /^\/[A-Za-z0-9_.\-/]{1,1010}$/;
+
 /** Lambda's longest timeout. */
 export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
 
@@ -24,7 +27,7 @@ export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
 export const OSLS_DEFAULT_TIMEOUT_SECONDS = 6;
 
 const SERVICE_KEYS = Object.keys(CONFIG_ENV) as (keyof typeof CONFIG_ENV)[];
-const WORKER_KEYS = ['apiUrl', 'healthUrl', 'apiTimeoutMs'] as const;
+const WORKER_KEYS = ['apiUrl', 'healthUrl', 'apiTimeoutMs', 'apiKeyParameter'] as const;
 const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...WORKER_KEYS];
 
 /** The parts of an osls function definition read here. */
@@ -46,7 +49,7 @@ export interface QuotaEnvironment {
   readonly config: ServiceConfig;
   /** Added to `provider.environment` (both functions): `LANE`, `TIME_ZONE`, `QUOTAS`, `PACING`, `CIRCUIT`, `RETRY`, `ORCHESTRATOR`. */
   readonly provider: Readonly<Record<string, string>>;
-  /** Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_TIMEOUT_MS`. */
+  /** Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_TIMEOUT_MS` and `API_KEY_PARAMETER`. */
   readonly worker: Readonly<Record<string, string>>;
 }
 
@@ -166,6 +169,14 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
     );
   }
 
+  const apiKeyParameter = settings.apiKeyParameter;
+  if (apiKeyParameter !== undefined && (typeof apiKeyParameter !== 'string' || !SSM_PARAMETER_NAME.test(apiKeyParameter))) {
+    throw new ConfigError(
+      `${SETTINGS_PATH}.apiKeyParameter`,
+      `must be an SSM parameter name such as /quota-orchestrator/prod/api-key: a leading '/', then up to 1010 letters, digits and _ . - /; got ${describe(apiKeyParameter)}`,
+    );
+  }
+
   const providerEnv: Record<string, string> = {};
   for (const key of SERVICE_KEYS) {
     const value = input[key];
@@ -174,6 +185,7 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   }
   const workerEnv: Record<string, string> = { [RESOURCE_ENV.apiUrl]: apiUrl, [RESOURCE_ENV.healthUrl]: healthUrl };
   if (typeof apiTimeoutMs === 'number') workerEnv[RESOURCE_ENV.apiTimeoutMs] = String(apiTimeoutMs);
+  if (typeof apiKeyParameter === 'string') workerEnv[RESOURCE_ENV.apiKeyParameter] = apiKeyParameter;
 
   refuseOverwrite(service.provider.environment, providerEnv, 'provider.environment');
   refuseOverwrite(service.functions?.worker?.environment, workerEnv, 'functions.worker.environment');

@@ -153,6 +153,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     ...Object.fromEntries(options.overrides.map((key) => [CONFIG_ENV[key], jsonOrText(scenario.config[key])])),
     [RESOURCE_ENV.apiUrl]: apiServer.apiUrl,
     [RESOURCE_ENV.healthUrl]: apiServer.healthUrl,
+    // There is no Parameter Store here: the local run's calls carry no API key.
+    [RESOURCE_ENV.apiKeyParameter]: undefined,
   });
   let endedAt: number | undefined;
   const discard: Log = () => undefined;

@@ -18,7 +18,7 @@ let good: PackageRun;
 let bad: PackageRun;
 let template: Template;
 let spec: CloudFormationSpec;
-let custom: { quotaOrchestrator: { quotas: unknown; retry: { maxAttempts: number } }; queues: { maxReceiveCount: number }; stateTable: { pointInTimeRecovery: boolean } };
+let custom: { quotaOrchestrator: { quotas: unknown; retry: { maxAttempts: number }; apiKeyParameter: string }; queues: { maxReceiveCount: number }; stateTable: { pointInTimeRecovery: boolean } };
 
 beforeAll(async () => {
   // Both packaging runs and the spec database load side by side: about 5 s in all.
@@ -140,6 +140,13 @@ describe('the environment', () => {
     expect(variables('WorkerLambdaFunction')).toMatchObject({ API_URL: expect.stringMatching(/^https:\/\//), HEALTH_URL: expect.stringMatching(/^https:\/\//) });
     expect(variables('OrchestratorLambdaFunction')).not.toHaveProperty('API_URL');
   });
+
+  it('names the API key parameter, and holds no credential in plain text', () => {
+    expect(variables('WorkerLambdaFunction').API_KEY_PARAMETER).toBe('/quota-orchestrator/dev/api-key');
+    for (const fn of ['WorkerLambdaFunction', 'OrchestratorLambdaFunction']) {
+      expect(Object.keys(variables(fn)).filter((name) => /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/.test(name))).toEqual(fn === 'WorkerLambdaFunction' ? ['API_KEY_PARAMETER'] : []);
+    }
+  });
 });
 
 describe('the table', () => {
@@ -253,6 +260,17 @@ describe('IAM', () => {
   it("lets the worker send to its failure queue, which Lambda does with the worker's role", () => {
     const sends = statements().filter(([id, s]) => id === 'WorkerRole' && JSON.stringify(s.Resource).includes('"WorkerFailureQueue"'));
     expect(sends.map(([, s]) => s.Action)).toEqual(['sqs:SendMessage']);
+  });
+
+  it('lets only the worker read its API key parameter, and nothing else in Parameter Store', () => {
+    const reads = statements().filter(([, s]) => ([] as string[]).concat(s.Action).some((a) => a.startsWith('ssm:')));
+    expect(reads).toHaveLength(1);
+    const [role, statement] = reads[0]!;
+    expect(role).toBe('WorkerRole');
+    expect(statement.Action).toBe('ssm:GetParameter');
+    const parts = (statement.Resource as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
+    expect(parts.at(-1)).toBe(custom.quotaOrchestrator.apiKeyParameter.replace('${self:service}', 'quota-orchestrator').replace('${sls:stage}', 'dev'));
+    expect(parts).toContain(':parameter');
   });
 
   it('scopes log writes to the function’s own log group', () => {

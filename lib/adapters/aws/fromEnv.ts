@@ -3,12 +3,14 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
 import type { ServiceConfig } from '../../config';
 import { millisecondsFromEnv, queueUrlsFromEnv, requiredEnv, RESOURCE_ENV, serviceConfigFromEnv, type Env } from '../../configFromEnv';
 import type { OrchestratorDeps } from '../../services/runOrchestrator';
 import type { WorkerDeps } from '../../services/processJob';
 import { DynamoStateStore } from '../dynamodb/DynamoStateStore';
 import { HttpApiCaller } from '../http/HttpApiCaller';
+import { bearerFromParameter } from '../ssm/apiKeyParameter';
 import { LambdaInvoker } from '../lambda/LambdaInvoker';
 import { SqsQueues } from '../sqs/SqsQueues';
 import { systemClock } from '../systemClock';
@@ -21,11 +23,13 @@ export interface AwsClients {
   readonly dynamodb: DynamoDBClient;
   readonly sqs: SQSClient;
   readonly lambda: LambdaClient;
+  /** Only the worker needs it, and only when `API_KEY_PARAMETER` is set. @default a client with the SDK's defaults */
+  readonly ssm?: SSMClient;
 }
 
 /** Clients with the SDK's default configuration. */
 export function defaultAwsClients(): AwsClients {
-  return { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), lambda: new LambdaClient({}) };
+  return { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), lambda: new LambdaClient({}), ssm: new SSMClient({}) };
 }
 
 /** The orchestrator's dependencies except `owner` (one per run) and `onEvent` (the handler's logger). */
@@ -59,7 +63,8 @@ const DEFAULT_API_TIMEOUT_MS = 10_000;
 
 /**
  * Builds the worker's adapters from its environment, validating the configuration. The example API caller posts
- * to `API_URL` and probes `HEALTH_URL`; users replace it and keep the rest.
+ * to `API_URL` and probes `HEALTH_URL`, with the key from the SSM parameter `API_KEY_PARAMETER` if one is named;
+ * users replace it and keep the rest.
  * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout.
  */
 export function workerDepsFromEnv(env: Env, clients: AwsClients): WorkerDeps {
@@ -69,10 +74,16 @@ export function workerDepsFromEnv(env: Env, clients: AwsClients): WorkerDeps {
     min: 1,
     max: workerTimeoutMs - 1,
   });
+  const keyParameter = env[RESOURCE_ENV.apiKeyParameter];
   return {
     ...shared,
     clock: systemClock,
-    api: new HttpApiCaller({ apiUrl: requiredEnv(env, RESOURCE_ENV.apiUrl), healthUrl: requiredEnv(env, RESOURCE_ENV.healthUrl), timeoutMs }),
+    api: new HttpApiCaller({
+      apiUrl: requiredEnv(env, RESOURCE_ENV.apiUrl),
+      healthUrl: requiredEnv(env, RESOURCE_ENV.healthUrl),
+      timeoutMs,
+      ...(keyParameter === undefined || keyParameter === '' ? {} : { authorization: bearerFromParameter(clients.ssm ?? new SSMClient({}), keyParameter) }),
+    }),
     random: Math.random,
   };
 }

@@ -13,6 +13,12 @@ export interface HttpApiCallerOptions {
   readonly timeoutMs: number;
   /** @default the global `fetch` */
   readonly fetch?: typeof fetch;
+  /**
+   * The `authorization` header of calls and probes (e.g. `Bearer <key>`), or `undefined` for none. Asked once, at the
+   * first request, and kept; asked again only after it failed. Where the key lives (SSM Parameter Store) is the
+   * caller's business: never in a plain environment variable.
+   */
+  readonly authorization?: () => Promise<string | undefined>;
 }
 
 /**
@@ -68,14 +74,17 @@ export class HttpApiCaller implements ApiCaller {
   private readonly healthUrl: string;
   private readonly timeoutMs: number;
   private readonly fetch: typeof fetch;
+  private readonly authorization: () => Promise<string | undefined>;
+  private authorizationHeader: Promise<string | undefined> | undefined;
 
   /** @throws RangeError if `timeoutMs` is not a positive finite number. */
-  constructor({ apiUrl, healthUrl, timeoutMs, fetch: fetchImpl = globalThis.fetch }: HttpApiCallerOptions) {
+  constructor({ apiUrl, healthUrl, timeoutMs, fetch: fetchImpl = globalThis.fetch, authorization = () => Promise.resolve(undefined) }: HttpApiCallerOptions) {
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
     this.apiUrl = apiUrl;
     this.healthUrl = healthUrl;
     this.timeoutMs = timeoutMs;
     this.fetch = fetchImpl;
+    this.authorization = authorization;
   }
 
   /** POSTs `body` as JSON with headers `content-type: application/json` and `idempotency-key`. Never throws. */
@@ -93,24 +102,32 @@ export class HttpApiCaller implements ApiCaller {
   }
 
   private async request(url: string, init: RequestInit): Promise<ApiResult> {
+    let authorization: string | undefined;
+    try {
+      authorization = await (this.authorizationHeader ??= this.authorization());
+    } catch (error) {
+      this.authorizationHeader = undefined;
+      return { kind: 'network-error', message: `no authorization: ${messageOf(error)}` };
+    }
+    const headers = { ...(init.headers as Record<string, string> | undefined), ...(authorization === undefined ? {} : { authorization }) };
     const signal = AbortSignal.timeout(this.timeoutMs);
     let response: Response;
     try {
-      response = await this.fetch(url, { ...init, signal });
+      response = await this.fetch(url, { ...init, headers, signal });
     } catch (error) {
       if (signal.aborted) return { kind: 'timeout', afterMs: this.timeoutMs };
       return { kind: 'network-error', message: messageOf(error) };
     }
-    const headers: Record<string, string> = {};
+    const answered: Record<string, string> = {};
     response.headers.forEach((value, name) => {
-      headers[name.toLowerCase()] = value;
+      answered[name.toLowerCase()] = value;
     });
     try {
       await response.arrayBuffer();
     } catch {
       // The status and headers are in: a body cut short by the timeout or the network does not change the answer.
     }
-    const actualCost = actualCostOf(headers);
-    return { kind: 'response', status: response.status, headers, ...(actualCost === undefined ? {} : { actualCost }) };
+    const actualCost = actualCostOf(answered);
+    return { kind: 'response', status: response.status, headers: answered, ...(actualCost === undefined ? {} : { actualCost }) };
   }
 }

@@ -23,6 +23,12 @@ describe('resolveQuotaSettings', () => {
       expect(resolved.worker).toEqual({ API_URL: 'https://api.example.com/jobs', HEALTH_URL: 'https://api.example.com/health', API_TIMEOUT_MS: '5000' });
     });
 
+    it('names the SSM parameter of the API key for the worker, never the key itself', () => {
+      const resolved = resolveQuotaSettings(service({ settings: { apiKeyParameter: '/quota-orchestrator/prod/api-key' } }));
+      expect(resolved.worker.API_KEY_PARAMETER).toBe('/quota-orchestrator/prod/api-key');
+      expect(resolved.provider.API_KEY_PARAMETER).toBeUndefined();
+    });
+
     it('sets no variable for a section left out, so the functions take its defaults', () => {
       const resolved = resolveQuotaSettings(service());
       expect(Object.keys(resolved.provider).sort()).toEqual(['ORCHESTRATOR', 'QUOTAS']);
@@ -58,6 +64,8 @@ describe('resolveQuotaSettings', () => {
       ['a missing apiUrl', { settings: { apiUrl: undefined } }, 'custom.quotaOrchestrator.apiUrl', 'must be an http(s) URL'],
       ['a non-http healthUrl', { settings: { healthUrl: 'ftp://api.example.com/health' } }, 'custom.quotaOrchestrator.healthUrl', 'must use http or https'],
       ['an API timeout as long as the worker timeout', { settings: { apiTimeoutMs: 30000 } }, 'custom.quotaOrchestrator.apiTimeoutMs', 'must be a whole number of milliseconds from 1 to 29999'],
+      ['an API key parameter without a leading slash', { settings: { apiKeyParameter: 'api-key' } }, 'custom.quotaOrchestrator.apiKeyParameter', 'must be an SSM parameter name'],
+      ['an API key given as a value', { settings: { apiKeyParameter: '/x/sk live 123' } }, 'custom.quotaOrchestrator.apiKeyParameter', 'must be an SSM parameter name'],
       ['an orchestrator timeout within one tick', { orchestratorTimeout: 60 }, 'functions.orchestrator.timeout', 'must be a whole number of seconds from 61 to 900'],
       ['a fractional worker timeout', { workerTimeout: 2.5 }, 'functions.worker.timeout', 'must be a whole number of seconds from 1 to 900'],
       ['a non-numeric redrive threshold', { maxReceiveCount: '10' }, 'custom.queues.maxReceiveCount', 'must be an integer from 1 to 1000'],

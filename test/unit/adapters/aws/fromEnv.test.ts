@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { orchestratorDepsFromEnv, workerDepsFromEnv, type AwsClients } from '../../../../lib/adapters/aws/fromEnv';
@@ -146,6 +147,24 @@ describe('workerDepsFromEnv', () => {
     await expect(deps.api.probe()).resolves.toMatchObject({ kind: 'response', status: 200 });
 
     expect(fetched).toEqual([ENV.API_URL, ENV.HEALTH_URL]);
+  });
+
+  it('sends the key from the SSM parameter API_KEY_PARAMETER as a bearer token, and none without it', async () => {
+    const ssmMock = mockClient(SSMClient);
+    ssmMock.on(GetParameterCommand, { Name: '/qo/test/api-key', WithDecryption: true }).resolves({ Parameter: { Value: 'k3y' } });
+    const sent: (string | null)[] = [];
+    jest.spyOn(globalThis, 'fetch').mockImplementation(async (_, init) => {
+      sent.push(new Headers(init?.headers).get('authorization'));
+      return new Response(null, { status: 200 });
+    });
+    const config = { region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } };
+    try {
+      await workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key' }, { ...clients(), ssm: new SSMClient(config) }).api.call({ id: 'a' }, { idempotencyKey: 'a' });
+      await workerDepsFromEnv(ENV, clients()).api.call({ id: 'b' }, { idempotencyKey: 'b' });
+    } finally {
+      ssmMock.restore();
+    }
+    expect(sent).toEqual(['Bearer k3y', null]);
   });
 
   it('keeps state in TABLE_NAME and deletes from the queue URLs of the environment', async () => {

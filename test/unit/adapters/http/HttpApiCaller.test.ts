@@ -189,4 +189,54 @@ describe('HttpApiCaller', () => {
       await expect(caller(50).probe()).resolves.toEqual({ kind: 'timeout', afterMs: 50 });
     });
   });
+
+  describe('authorization', () => {
+    const ok = (_: IncomingMessage, response: ServerResponse) => {
+      response.writeHead(200);
+      response.end();
+    };
+
+    it('sends the authorization header on calls and probes, asking for it once', async () => {
+      server.routes.set('/api', ok);
+      server.routes.set('/health', ok);
+      let asked = 0;
+      const api = new HttpApiCaller({
+        apiUrl: server.url('/api'),
+        healthUrl: server.url('/health'),
+        timeoutMs: 2_000,
+        authorization: async () => `Bearer key-${++asked}`,
+      });
+      await api.call({ id: 'a' }, { idempotencyKey: 'a' });
+      await api.probe();
+      await api.call({ id: 'b' }, { idempotencyKey: 'b' });
+      expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer key-1', 'Bearer key-1', 'Bearer key-1']);
+      expect(server.requests[0]?.headers['idempotency-key']).toBe('a');
+      expect(asked).toBe(1);
+    });
+
+    it('sends no authorization header when there is no credential', async () => {
+      server.routes.set('/api', ok);
+      const api = new HttpApiCaller({ apiUrl: server.url('/api'), healthUrl: server.url('/health'), timeoutMs: 2_000, authorization: async () => undefined });
+      await api.call({ id: 'a' }, { idempotencyKey: 'a' });
+      expect(server.requests[0]?.headers.authorization).toBeUndefined();
+    });
+
+    it('reports a failed credential lookup as a network error without calling, and asks again next time', async () => {
+      server.routes.set('/api', ok);
+      let asked = 0;
+      const api = new HttpApiCaller({
+        apiUrl: server.url('/api'),
+        healthUrl: server.url('/health'),
+        timeoutMs: 2_000,
+        authorization: async () => {
+          if (++asked === 1) throw new Error('ParameterStore throttled');
+          return 'Bearer k';
+        },
+      });
+      await expect(api.call({ id: 'a' }, { idempotencyKey: 'a' })).resolves.toEqual({ kind: 'network-error', message: 'no authorization: ParameterStore throttled' });
+      expect(server.requests).toHaveLength(0);
+      await expect(api.call({ id: 'a' }, { idempotencyKey: 'a' })).resolves.toMatchObject({ kind: 'response', status: 200 });
+      expect(server.requests[0]?.headers.authorization).toBe('Bearer k');
+    });
+  });
 });
