@@ -1,4 +1,4 @@
-import { isSliding, slidingWindowMs } from '../domain/quota/tiers';
+import { isSliding, tierRatePerMs } from '../domain/quota/tiers';
 import type { Template } from '../local/template';
 import { runBaseline } from './baselines';
 import type { ChartPanel } from './chart';
@@ -24,7 +24,7 @@ export async function compareStrategies(scenario: BenchScenario, template: Templ
 
 /** The tightest sliding tier's rate in calls per second. */
 export function quotaPerSecond(scenario: BenchScenario): number {
-  return Math.min(...scenario.quotas.filter((t) => isSliding(t.per)).map((t) => (t.limit * 1000) / slidingWindowMs(t.per)));
+  return Math.min(...scenario.quotas.filter((t) => isSliding(t.per)).map((t) => tierRatePerMs(t) * 1000));
 }
 
 /** A strategy's cost per million jobs, from its counts. */

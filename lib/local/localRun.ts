@@ -191,7 +191,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
 
   const store = new DynamoStateStore({ client: DynamoDBDocumentClient.from(dynamodb), tableName: String(shared[RESOURCE_ENV.tableName]) });
   const changes: CircuitChange[] = [{ at: start, status: 'closed' }];
-  const samples: { at: number; queued: number; inFlight: number; circuit: CircuitJSON['state']['status'] }[] = [];
+  const samples: { at: number; queued: number; inFlight: number }[] = [];
   const schedule = scheduleOf(stack);
   let nextTick = start;
   let peakHeapBytes = 0;
@@ -209,7 +209,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     const succeeded = api.succeededIds().length;
     if (now - lastProgress >= PROGRESS_MS) {
       lastProgress = now;
-      samples.push({ at: now, queued: depths.queued, inFlight: depths.inFlight, circuit });
+      samples.push({ at: now, queued: depths.queued, inFlight: depths.inFlight });
       options.onProgress?.({ elapsedSeconds: (now - start) / 1000, jobs: jobs.length, succeeded, deadLettered: depths.deadLettered, queued: depths.queued, inFlight: depths.inFlight, circuit });
     }
     const allEnded = succeeded + depths.deadLettered >= jobs.length && depths.queued + depths.inFlight === 0 && host.stats(worker.name).running === 0;
