@@ -27,9 +27,27 @@ export interface AwsClients {
   readonly ssm?: SSMClient;
 }
 
-/** Clients with the SDK's default configuration. */
+/**
+ * Request timeouts of every client, so that a request to a hung endpoint fails with a `TimeoutError` (which the SDK
+ * retries) instead of holding a function until its Lambda timeout. The SDK's default is to wait forever, and
+ * without `throwOnRequestTimeout` its `requestTimeout` only logs a warning. SQS allows for the longest long poll
+ * (`idleWaitMs` is at most 20 s).
+ */
+export const CLIENT_TIMEOUTS = {
+  dynamodb: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true },
+  sqs: { connectionTimeout: 1_000, requestTimeout: 25_000, throwOnRequestTimeout: true },
+  lambda: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true },
+  ssm: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true },
+} as const;
+
+/** Clients with the SDK's defaults (endpoints, region, credentials, retries) and {@link CLIENT_TIMEOUTS}. */
 export function defaultAwsClients(): AwsClients {
-  return { dynamodb: new DynamoDBClient({}), sqs: new SQSClient({}), lambda: new LambdaClient({}), ssm: new SSMClient({}) };
+  return {
+    dynamodb: new DynamoDBClient({ requestHandler: CLIENT_TIMEOUTS.dynamodb }),
+    sqs: new SQSClient({ requestHandler: CLIENT_TIMEOUTS.sqs }),
+    lambda: new LambdaClient({ requestHandler: CLIENT_TIMEOUTS.lambda }),
+    ssm: new SSMClient({ requestHandler: CLIENT_TIMEOUTS.ssm }),
+  };
 }
 
 /** The orchestrator's dependencies except `owner` (one per run) and `onEvent` (the handler's logger). */
