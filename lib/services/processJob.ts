@@ -32,10 +32,12 @@ export type JobOutcome =
   /** A success was already recorded for this key: the API was not called again. */
   | 'duplicate'
   /** Another delivery is calling the API for this key right now: this one stood back. */
-  | 'busy-elsewhere';
+  | 'busy-elsewhere'
+  /** This very dispatch was delivered before and its call failed (the message was requeued or dead-lettered): nothing to do. */
+  | 'already-failed';
 
 /**
- * Handles one job: calls the API at most once per idempotency key after a recorded success, then deletes,
+ * Handles one job: calls the API at most once per dispatch, and never again after a recorded success; then deletes,
  * retries or dead-letters the message, reports transient failures and 429s to the circuit, and settles the
  * reservation when the actual cost differs from the reserved one (or nothing reached the API).
  */
@@ -65,7 +67,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
       await queues.delete(message.queue, message.receiptHandle);
       return 'duplicate';
     }
-    return 'busy-elsewhere';
+    return held.status === 'failed' ? 'already-failed' : 'busy-elsewhere';
   }
 
   const result = await api.call(event.body, { idempotencyKey: event.idempotencyKey });
@@ -78,7 +80,8 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     await settle(actualCostOf(result, event.cost));
     return 'succeeded';
   }
-  await store.deleteIdempotency(event.idempotencyKey);
+  // Kept, not deleted: a second delivery of this event must not call again; the next attempt's dispatch replaces it.
+  await store.putIdempotency(event.idempotencyKey, { status: 'failed', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs });
   await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
   await settle(actualCostOf(result, event.cost));
   if (decision.action === 'dead-letter') {

@@ -39,6 +39,10 @@ function succeeded(at: number, expiresAt: number): IdempotencyRecord {
   return { status: 'succeeded', dispatchId: 'd-1', at, expiresAt };
 }
 
+function failed(at: number, expiresAt: number): IdempotencyRecord {
+  return { status: 'failed', dispatchId: 'd-1', at, expiresAt };
+}
+
 /** Mutates every object and array reachable from `value`, to show that it shares nothing with the store. */
 function scribble(value: unknown): void {
   if (Array.isArray(value)) {
@@ -336,6 +340,29 @@ export function describeStateStoreContract(name: string, makeStore: () => Promis
         await store().putIdempotency(key, inProgress(T0 + TTL));
         await expect(store().putIdempotencyIfAbsent(key, inProgress(T0 + 3 * TTL), T0 + TTL)).resolves.toBeNull();
         await expect(store().getIdempotency(key, T0 + 2 * TTL)).resolves.toEqual(inProgress(T0 + 3 * TTL));
+      });
+
+      it('keeps a failed record against further deliveries of its own dispatch', async () => {
+        const key = unique('idem-failed-same');
+        await store().putIdempotency(key, failed(T0, T0 + TTL));
+        await expect(store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(failed(T0, T0 + TTL));
+        await expect(store().getIdempotency(key, T0 + 1)).resolves.toEqual(failed(T0, T0 + TTL));
+      });
+
+      it('lets another dispatch claim a key whose record is a failed one', async () => {
+        const key = unique('idem-failed-other');
+        await store().putIdempotency(key, failed(T0, T0 + TTL));
+        const next: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
+        await expect(store().putIdempotencyIfAbsent(key, next, T0 + 1)).resolves.toBeNull();
+        await expect(store().getIdempotency(key, T0 + 1)).resolves.toEqual(next);
+      });
+
+      it('keeps a succeeded record against every dispatch, its own and others', async () => {
+        const key = unique('idem-succeeded-other');
+        await store().putIdempotency(key, succeeded(T0, T0 + TTL));
+        const other: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
+        await expect(store().putIdempotencyIfAbsent(key, other, T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
+        await expect(store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
       });
 
       it('overwrites an unexpired record with put', async () => {

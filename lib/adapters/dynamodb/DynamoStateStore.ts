@@ -13,7 +13,7 @@ import { circuitFromJSON, circuitToJSON, type CircuitJSON } from '../../domain/b
 import { parseLedgerJSON, type LedgerJSON, type Reservation, type Settlement } from '../../domain/quota/ledger';
 import { describe as describeValue } from '../../domain/quota/tiers';
 import { LeaseLostError, StateConflictError, StateFormatError } from '../../errors';
-import type { IdempotencyRecord, Lease, StateStore } from '../../ports/StateStore';
+import { blocksClaim, type IdempotencyRecord, type Lease, type StateStore } from '../../ports/StateStore';
 
 /** Name of the table's partition key (type S). The table has no sort key; `resources/dynamodb.yml` must match. */
 export const TABLE_KEY = 'pk';
@@ -244,20 +244,21 @@ export class DynamoStateStore implements StateStore {
     //       │ refused: returns R  │ R still stored, but │ R deleted
     //       │                     │ the claim replaces it
     //
-    // A refused claim reads R back. If R is gone by then (deleted after a failed call, or replaced by an expired
-    // record), nothing blocks the key any more, so the claim is tried again.
+    // A refused claim reads R back. If R no longer blocks the claim by then (deleted by TTL, or replaced by an
+    // expired record or by another dispatch's failed one), the claim is tried again.
     for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
       const written = await unlessConditionFails(
         this.put({
           Item: idempotencyItem(key, record),
-          ConditionExpression: `attribute_not_exists(#${TABLE_KEY}) OR #expiresAt <= :now`,
-          ExpressionAttributeValues: { ':now': now },
+          ConditionExpression: `attribute_not_exists(#${TABLE_KEY}) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)`,
+          ExpressionAttributeValues: { ':now': now, ':failed': 'failed', ':dispatchId': record.dispatchId },
         }).then(() => true),
         () => false,
       );
       if (written) return null;
-      const existing = liveRecord(await this.get({ Key: idempotencyKey(key) }), key, now);
-      if (existing !== undefined) return existing;
+      const item = await this.get({ Key: idempotencyKey(key) });
+      const existing = item === undefined ? undefined : idempotencyRecordOf(item, key);
+      if (blocksClaim(existing, record.dispatchId, now)) return existing;
     }
     throw new StateConflictError(`idempotency key '${key}' was claimed and freed again ${MAX_CLAIM_ATTEMPTS} times while claiming it`);
   }
@@ -397,7 +398,7 @@ function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord {
   const { status, dispatchId, at, expiresAt } = item;
   if (typeof dispatchId === 'string' && isFiniteNumber(expiresAt)) {
     if (status === 'in-progress') return { status, dispatchId, expiresAt };
-    if (status === 'succeeded' && isFiniteNumber(at)) return { status, dispatchId, at, expiresAt };
+    if ((status === 'succeeded' || status === 'failed') && isFiniteNumber(at)) return { status, dispatchId, at, expiresAt };
   }
-  throw corrupt(`idempotency record '${key}'`, "must be {status: 'in-progress' | 'succeeded', dispatchId, at?, expiresAt}", item);
+  throw corrupt(`idempotency record '${key}'`, "must be {status: 'in-progress' | 'succeeded' | 'failed', dispatchId, at?, expiresAt}", item);
 }

@@ -1,7 +1,7 @@
 import type { CircuitJSON } from '../../domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../../domain/quota/ledger';
 import { LeaseLostError } from '../../errors';
-import type { IdempotencyRecord, Lease, StateStore } from '../../ports/StateStore';
+import { blocksClaim, type IdempotencyRecord, type Lease, type StateStore } from '../../ports/StateStore';
 
 /** A map whose values are kept as JSON text, so that no caller ever holds a reference into stored state. */
 class JsonMap<T> {
@@ -107,8 +107,8 @@ export class MemoryStateStore implements StateStore {
 
   async putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null> {
     this.stats.writes++;
-    const existing = this.liveRecord(key, now);
-    if (existing !== undefined) return existing;
+    const existing = this.idempotency.get(key);
+    if (blocksClaim(existing, record.dispatchId, now)) return existing;
     this.idempotency.set(key, record);
     return null;
   }

@@ -183,7 +183,7 @@ describe('processJob', () => {
         inFlight: false,
       },
     ]);
-    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toBeUndefined();
+    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toEqual({ status: 'failed', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
   });
 
   it('records a transient failure with the circuit', async () => {
@@ -225,6 +225,23 @@ describe('processJob', () => {
     await expect(processJob(first, h.deps)).resolves.toBe('duplicate');
 
     expect(h.api.calls.map((c) => c.idempotencyKey)).toEqual(['m-1', 'm-1']);
+  });
+
+  it('does not call the API again when a failed event is delivered a second time, and leaves queues and quota alone', async () => {
+    // Lambda delivers the first attempt's event twice; the first delivery's call failed and requeued the job.
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(httpStatus(503));
+    const first = await receiveJobEvent(h, 'main', 'd-1');
+    await expect(processJob(first, h.deps)).resolves.toBe('retried');
+    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-1' });
+    const queued = h.queues.depth('requeue');
+
+    await expect(processJob(first, h.deps)).resolves.toBe('already-failed');
+
+    expect(h.api.calls).toHaveLength(1);
+    expect(h.queues.depth('requeue')).toBe(queued);
+    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([]);
   });
 
   it('keeps a FIFO message failing with 503 in flight with its visibility pushed out, holding back its group', async () => {
