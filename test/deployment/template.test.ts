@@ -101,11 +101,12 @@ describe('the functions', () => {
     expect(config![1].Properties?.MaximumEventAgeInSeconds).toBeLessThanOrEqual(120);
   });
 
-  it("sends the worker's failed asynchronous invocations to the failure queue", () => {
+  it("sends the worker's failed or late asynchronous invocations to the failure queue at once: Lambda's own retries would call the API unpaced", () => {
     const config = ofType('AWS::Lambda::EventInvokeConfig').find(([, r]) => JSON.stringify(r.Properties?.FunctionName) === JSON.stringify({ Ref: 'WorkerLambdaFunction' }));
     expect(config).toBeDefined();
     expect(config![1].Properties?.DestinationConfig).toEqual({ OnFailure: { Destination: getAtt('WorkerFailureQueue') } });
-    expect(config![1].Properties?.MaximumRetryAttempts).toBe(2);
+    expect(config![1].Properties?.MaximumRetryAttempts).toBe(0);
+    expect(config![1].Properties?.MaximumEventAgeInSeconds).toBe(60);
   });
 
   it("gives the orchestrator the worker's name", () => {
