@@ -28,7 +28,8 @@ export function parseNumberSettings<T extends { readonly [K in keyof T]: number 
   }
   const settings: Record<string, number> = { ...(defaults as Record<string, number>) };
   for (const [key, value] of Object.entries(input)) {
-    const range: NumberRange | undefined = ranges[key as keyof T];
+    // An own key only: `toString`, `constructor` or `__proto__` would otherwise find the prototype's, and pass.
+    const range: NumberRange | undefined = Object.prototype.hasOwnProperty.call(ranges, key) ? ranges[key as keyof T] : undefined;
     if (range === undefined) throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${keys.join(', ')}`);
     const kind = range.integer === true ? 'an integer' : 'a number';
     if (typeof value !== 'number' || !Number.isFinite(value) || value < range.min || value > range.max || (range.integer === true && !Number.isInteger(value))) {

@@ -10,19 +10,22 @@ import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
 
-/** Starts both emulators; resolves to their endpoints and a `stop()`. */
-export async function startEmulatorServers() {
-  const dynalite = require('dynalite')({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 });
-  await new Promise((resolve, reject) => dynalite.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve())));
+/**
+ * Starts both emulators; resolves to their endpoints and a `stop()`. With `{ dynalite: false }` only fauxqs starts
+ * and `dynamodbEndpoint` is undefined: the tests' globalSetup does that when they run on DynamoDB Local instead.
+ */
+export async function startEmulatorServers({ dynalite: withDynalite = true } = {}) {
+  const dynalite = withDynalite ? require('dynalite')({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }) : undefined;
+  if (dynalite !== undefined) await new Promise((resolve, reject) => dynalite.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve())));
   const { buildApp } = await import('fauxqs');
   const sqs = buildApp({ logger: false });
   const sqsEndpoint = await sqs.listen({ host: '127.0.0.1', port: 0 });
   return {
-    dynamodbEndpoint: `http://127.0.0.1:${dynalite.address().port}`,
+    dynamodbEndpoint: dynalite === undefined ? undefined : `http://127.0.0.1:${dynalite.address().port}`,
     sqsEndpoint,
     async stop() {
       await sqs.close();
-      await new Promise((resolve) => dynalite.close(resolve));
+      if (dynalite !== undefined) await new Promise((resolve) => dynalite.close(resolve));
     },
   };
 }

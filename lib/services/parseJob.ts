@@ -37,6 +37,19 @@ function depthExceeds(value: JsonValue, limit: number): boolean {
   return false;
 }
 
+/**
+ * Characters a reason must not carry: control characters (C0, C1) and line separators, which break it over lines or
+ * hide in a console, lone surrogate halves, which are not text at all (outside the characters SQS allows), and the
+ * non-characters U+FFFE and U+FFFF.
+ */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/** `text` with each character of {@link UNPRINTABLE} written as a `\uXXXX` escape, e.g. where a reason quotes a body. */
+function printable(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** Why a message cannot be dispatched, or the job it holds. */
 export type ParseResult = { readonly ok: true; readonly job: ParsedJob } | { readonly ok: false; readonly reason: string };
 
@@ -49,7 +62,8 @@ export function parseJob(message: ReceivedMessage): ParseResult {
   try {
     body = JSON.parse(message.body) as JsonValue;
   } catch (error) {
-    return { ok: false, reason: `malformed: body is not JSON (${(error as Error).message})` };
+    // The parser quotes the body, and may cut it inside a surrogate pair ("Unexpected token '\ud83d'…").
+    return { ok: false, reason: `malformed: body is not JSON (${printable((error as Error).message)})` };
   }
   if (depthExceeds(body, MAX_BODY_DEPTH)) {
     return { ok: false, reason: `malformed: body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels` };
@@ -59,7 +73,7 @@ export function parseJob(message: ReceivedMessage): ParseResult {
   if (costAttr !== undefined) {
     cost = Number(costAttr.value);
     if (!costAttr.dataType.startsWith('Number') || costAttr.value.trim() === '' || !Number.isInteger(cost) || cost < 0 || cost > MAX_QUANTITY) {
-      return { ok: false, reason: `malformed: attribute 'cost' must be a Number holding an integer from 0 to ${MAX_QUANTITY}; got ${costAttr.dataType} ${JSON.stringify(costAttr.value.slice(0, 40))}` };
+      return { ok: false, reason: `malformed: attribute 'cost' must be a Number holding an integer from 0 to ${MAX_QUANTITY}; got ${costAttr.dataType} ${printable(JSON.stringify(costAttr.value.slice(0, 40)))}` };
     }
   }
   let idempotencyKey = message.messageId;

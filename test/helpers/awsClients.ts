@@ -10,7 +10,15 @@ function endpoint(name: 'QO_TEST_DYNAMODB_ENDPOINT' | 'QO_TEST_SQS_ENDPOINT'): s
   return value;
 }
 
-/** A DynamoDB client on the dynalite emulator that jest's globalSetup started. */
+/**
+ * Which DynamoDB jest's globalSetup started, for test names: `dynalite` by default, `DynamoDB Local` when
+ * `QO_TEST_DYNAMODB_ENGINE=dynamodb-local` (`npm run test:dynamodb-local`).
+ */
+export function testDynamoEngine(): 'dynalite' | 'DynamoDB Local' {
+  return process.env.QO_TEST_DYNAMODB_ENGINE === 'dynamodb-local' ? 'DynamoDB Local' : 'dynalite';
+}
+
+/** A DynamoDB client on the emulator that jest's globalSetup started (see {@link testDynamoEngine}). */
 export function testDynamoClient(): DynamoDBClient {
   return new DynamoDBClient({ endpoint: endpoint('QO_TEST_DYNAMODB_ENDPOINT'), region: 'us-east-1', credentials: FAKE_CREDENTIALS });
 }
@@ -20,7 +28,4 @@ export function testSqsClient(): SQSClient {
   return new SQSClient({ endpoint: endpoint('QO_TEST_SQS_ENDPOINT'), region: 'us-east-1', credentials: FAKE_CREDENTIALS });
 }
 
-/** A name no other test file uses, for tables and queues shared through one emulator. */
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-}
+export { uniqueName } from '../../lib/local/serviceStack';

@@ -6,13 +6,13 @@ import type { Settlement } from '../../lib/domain/quota/ledger';
 import { StateFormatError } from '../../lib/errors';
 import type { Lease } from '../../lib/ports/StateStore';
 import { describeStateStoreContract } from '../contract/stateStore.contract';
-import { testDynamoClient, uniqueName } from '../helpers/awsClients';
-import { createStateTable, deleteStateTable } from '../helpers/stateTable';
+import { testDynamoClient, testDynamoEngine, uniqueName } from '../helpers/awsClients';
+import { createStateTable, deleteStateTable } from '../../lib/local/stateTable';
 
 const T0 = 1_700_000_000_000;
 const TTL = 30_000;
 
-/** A fresh state table on dynalite, a store on it, and a document client for looking at raw items. */
+/** A fresh state table on the tests' DynamoDB (dynalite or DynamoDB Local), a store on it, and a document client for raw items. */
 async function stateTable(): Promise<{ client: DynamoDBClient; doc: DynamoDBDocumentClient; tableName: string; store: DynamoStateStore; close: () => Promise<void> }> {
   const client = testDynamoClient();
   const tableName = uniqueName('state');
@@ -25,7 +25,7 @@ async function stateTable(): Promise<{ client: DynamoDBClient; doc: DynamoDBDocu
   return { client, doc, tableName, store: new DynamoStateStore({ client: doc, tableName }), close };
 }
 
-describeStateStoreContract('DynamoStateStore on dynalite', stateTable);
+describeStateStoreContract(`DynamoStateStore on ${testDynamoEngine()}`, stateTable);
 
 function settlement(at: number): Settlement {
   return { reservation: { at, cost: 1, windows: { 'day:requests': '2026-11-23' } }, actualCost: null };
@@ -35,7 +35,7 @@ function circuit(version: number, pausedUntil = 0): CircuitJSON {
   return { version, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil };
 }
 
-describe('DynamoStateStore on dynalite', () => {
+describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
   let table: Awaited<ReturnType<typeof stateTable>> | undefined;
   let seq = 0;
   const unique = (label: string): string => `${label}-${++seq}`;
@@ -113,13 +113,26 @@ describe('DynamoStateStore on dynalite', () => {
   describe('idempotency records DynamoDB has not deleted yet', () => {
     it('reports an expired record as absent and lets a claim overwrite it', async () => {
       const key = unique('expired');
-      // As TTL leaves it: past its ttl, still in the table (DynamoDB deletes late; dynalite never does).
+      // As TTL leaves it: past its ttl, still in the table (DynamoDB deletes late; the test table has no TTL).
       await putRawItem({ [TABLE_KEY]: `idem#${key}`, status: 'in-progress', dispatchId: 'old', expiresAt: T0, [TTL_ATTRIBUTE]: T0 / 1_000 });
       await expect(store().getIdempotency(key, T0)).resolves.toBeUndefined();
       const claim = { status: 'in-progress', dispatchId: 'new', expiresAt: T0 + TTL } as const;
       await expect(store().putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
       await expect(store().getIdempotency(key, T0)).resolves.toEqual(claim);
       expect(await rawItem(`idem#${key}`)).toMatchObject({ dispatchId: 'new', [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
+    });
+  });
+
+  describe('key size', () => {
+    it('claims the longest idempotency key parseJob accepts, in characters of 3 UTF-8 bytes', async () => {
+      // DynamoDB limits a partition key to 2048 UTF-8 bytes (DynamoDB Local refuses 1025 × 'é'; dynalite counts
+      // characters and takes it). parseJob accepts keys of up to 512 UTF-16 units: at most 3 bytes each, so
+      // 'idem#' + 1536 bytes. A limit past 681 units ((2048 − 5) / 3) would let through keys that DynamoDB refuses.
+      const key = '€'.repeat(512);
+      const claim = { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL } as const;
+      await expect(store().putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
+      await expect(store().getIdempotency(key, T0)).resolves.toEqual(claim);
+      await store().deleteIdempotency(key);
     });
   });
 

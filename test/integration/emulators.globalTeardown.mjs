@@ -1,4 +1,4 @@
-// Stops what emulators.globalSetup.mjs started.
+// Stops what emulators.globalSetup.mjs started: fauxqs, and dynalite or DynamoDB Local.
 export default async function stopEmulators() {
   await globalThis.__QO_EMULATORS__?.stop();
 }

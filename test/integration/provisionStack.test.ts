@@ -1,12 +1,12 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { provisionStack, type Template } from '../../lib/local/template';
-import { testDynamoClient, testSqsClient, uniqueName } from '../helpers/awsClients';
+import { testDynamoClient, testDynamoEngine, testSqsClient, uniqueName } from '../helpers/awsClients';
 
 const dynamodb = testDynamoClient();
 const sqs = testSqsClient();
 
-describe('provisionStack on dynalite and fauxqs', () => {
+describe(`provisionStack on ${testDynamoEngine()} and fauxqs`, () => {
   afterAll(() => {
     dynamodb.destroy();
     sqs.destroy();

@@ -1,10 +1,11 @@
 import { QuotaLedger } from '../../lib/domain/quota/ledger';
 import type { OrchestratorEvent } from '../../lib/services/runOrchestrator';
 import { createServiceStack, LANE, SimulatedCrash, type OrchestratorRun, type ServiceStack, type TestMessage } from '../helpers/serviceStack';
-import { waitFor } from '../helpers/waitFor';
+import { waitFor } from '../../lib/local/waitFor';
 
-// The service end to end on the emulators: real handlers and adapters, SQS on fauxqs, DynamoDB on dynalite, workers
-// behind a local Lambda Invoke endpoint, and the simulated API (the quota referee) over HTTP, all on the wall clock.
+// The service end to end on the emulators: real handlers and adapters, SQS on fauxqs, DynamoDB on dynalite (or on
+// DynamoDB Local, through `npm run test:dynamodb-local`), workers behind a local Lambda Invoke endpoint, and the
+// simulated API (the quota referee) over HTTP, all on the wall clock.
 
 let stack: ServiceStack | undefined;
 

@@ -70,6 +70,14 @@ describe('parseJob', () => {
       expect(reasonOf(parseJob(message({ body: '{not json' })))).toMatch(/^malformed: body is not JSON \(.+\)$/);
     });
 
+    it('quotes the body in the reason on one line, as text: control characters, line separators and a cut surrogate pair are escaped', () => {
+      // The parser quotes ten UTF-16 units of the body and its first token: here half an emoji, a NEL and a newline.
+      expect(reasonOf(parseJob(message({ body: `a${'😀'.repeat(10)}` })))).toBe(`malformed: body is not JSON (Unexpected token 'a', "a😀😀😀😀\\ud83d"... is not valid JSON)`);
+      expect(reasonOf(parseJob(message({ body: '😀' })))).toBe(`malformed: body is not JSON (Unexpected token '\\ud83d', "😀" is not valid JSON)`);
+      expect(reasonOf(parseJob(message({ body: 'x\u0085\ny\u2028' })))).toBe(`malformed: body is not JSON (Unexpected token 'x', "x\\u0085\\u000ay\\u2028" is not valid JSON)`);
+      expect(reasonOf(parseJob(withAttributes({ cost: numberAttr('1\u0085') })))).toBe(`${COST_RULE}; got Number "1\\u0085"`);
+    });
+
     it('is refused when the body is empty', () => {
       expect(reasonOf(parseJob(message({ body: '' })))).toMatch(/^malformed: body is not JSON \(.+\)$/);
     });
@@ -146,6 +154,20 @@ describe('parseJob', () => {
       attributes: fc.dictionary(fc.constantFrom('cost', 'idempotencyKey', 'attempt', 'other', 'reason'), attribute),
       groupId: fc.option(fc.string({ minLength: 1 }), { nil: undefined }),
       receiveCount: fc.integer({ min: 1, max: 20 }),
+    });
+
+    it('gives a reason free of control characters, line separators and lone surrogates for any text', () => {
+      // eslint-disable-next-line no-control-regex -- control characters are exactly what is looked for
+      const unprintable = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+      const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)); // lone surrogate halves included
+      const text = fc.oneof(fc.string({ unit: codeUnit, maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }));
+      fc.assert(
+        fc.property(text, text, (body, cost) => {
+          const results = [parseJob(message({ body })), parseJob(withAttributes({ cost: numberAttr(cost) }))];
+          return results.every((result) => result.ok || !unprintable.test(result.reason));
+        }),
+        { numRuns: 200 },
+      );
     });
 
     it('never throws: a job whose body serialises and whose cost is a whole number in range, or a readable reason', () => {

@@ -1,5 +1,5 @@
 import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { TABLE_KEY } from '../../lib/adapters/dynamodb/DynamoStateStore';
+import { TABLE_KEY } from '../adapters/dynamodb/DynamoStateStore';
 
 const POLL_MS = 10;
 const ACTIVE_WITHIN_MS = 10_000;

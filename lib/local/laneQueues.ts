@@ -1,5 +1,5 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { QueueName, SourceQueue } from '../../lib/ports/QueueReceiver';
+import type { QueueName, SourceQueue } from '../ports/QueueReceiver';
 
 /** Options of {@link createLaneQueues}. */
 export interface LaneQueuesOptions {
