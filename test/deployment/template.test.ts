@@ -193,6 +193,12 @@ describe('the queues', () => {
     for (const [id] of ofType('AWS::SQS::Queue')) expect(props(id).SqsManagedSseEnabled).toBe(true);
   });
 
+  it('lets every message the producers may send reach its DLQ with the service attributes added', () => {
+    const size = (id: string) => props(id).MaximumMessageSize;
+    for (const source of ['MainQueue', 'FifoQueue']) expect(size(source)).toBe(262_144);
+    for (const roomy of ['RequeueQueue', 'MainDeadLetterQueue', 'FifoDeadLetterQueue', 'RequeueDeadLetterQueue']) expect(size(roomy)).toBe(1_048_576);
+  });
+
   it('has seven queues, all in the outputs with the table', () => {
     expect(ofType('AWS::SQS::Queue')).toHaveLength(7);
     const outputs = Object.values(template.Outputs ?? {}).map((o) => o.Value);
