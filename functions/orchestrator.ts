@@ -25,11 +25,17 @@ function scheduledAt(event: unknown): number | undefined {
   return Number.isFinite(at) ? at : undefined;
 }
 
-/** Orchestrator events worth a log line: per-dispatch events would flood the log, the run summary counts them. */
+/**
+ * Orchestrator events worth a log line: per-dispatch events would flood the log, the run summary counts them.
+ * Failed state and queue calls are logged at each try, which their back-off (up to 10 s) keeps few.
+ */
 function logEvent(log: Log, event: OrchestratorEvent): void {
-  if (event.type === 'dead-lettered') log('warn', 'dead-lettered a malformed message', event);
+  if (event.type === 'dead-lettered') log('warn', 'dead-lettered a message that can never be dispatched', event);
   else if (event.type === 'invoke-failed') log('warn', 'worker invoke failed; backing off', event);
   else if (event.type === 'health-check-sent') log('info', 'health check sent', event);
+  else if (event.type === 'state-unavailable') log('warn', 'state store call failed; backing off', event);
+  else if (event.type === 'state-recovered') log('info', 'state store available again', event);
+  else if (event.type === 'queue-unavailable') log('warn', 'queue call failed; backing off', event);
 }
 
 /**
@@ -52,7 +58,8 @@ export function makeHandler(deps: OrchestratorBaseDeps, log: Log, shouldStop?: (
     });
     const owner = `orchestrator-${context.awsRequestId}`;
     const summary = await runOrchestrator({ ...deps, owner, onEvent: (e) => logEvent(log, e) }, { deadline, ...(shouldStop === undefined ? {} : { shouldStop }) });
-    log('info', 'orchestrator run ended', { owner, ...summary });
+    // `unavailable`: the state store failed all run long, so nothing was dispatched; worth a look if it repeats.
+    log(summary.lease === 'unavailable' ? 'warn' : 'info', 'orchestrator run ended', { owner, ...summary });
     return summary;
   };
 }

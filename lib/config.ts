@@ -6,8 +6,21 @@ import { describe, parseTiers, type Tier } from './domain/quota/tiers';
 import { parseNumberSettings, type NumberRange } from './domain/settings';
 import { ConfigError } from './errors';
 
-/** Timing of the orchestrator's loop. */
-export interface OrchestratorSettings {
+/**
+ * What a run does while the state table cannot be read or written (DynamoDB unavailable, or throttling past the
+ * SDK's retries); see `runOrchestrator` for the exact rule.
+ * - `pace-in-memory`: keep pacing on the in-memory ledger and the last circuit read, but only dispatch what the
+ *   saved ledger already holds, or what falls in a sliding window that closes before the lease can expire (so no
+ *   successor can miss it). Day, month and long sliding tiers never go past quota already reserved.
+ * - `pause`: dispatch nothing from the first failed state call until the ledger is saved and the circuit read again.
+ */
+export type StateOutagePolicy = 'pace-in-memory' | 'pause';
+
+/** Every accepted {@link StateOutagePolicy}. */
+export const STATE_OUTAGE_POLICIES: readonly StateOutagePolicy[] = ['pace-in-memory', 'pause'];
+
+/** The numeric timings of the orchestrator's loop (each validated against {@link ORCHESTRATOR_RANGES}). */
+export interface OrchestratorTimings {
   /** Lease lifetime; renewed at every flush. @default 30000 */
   readonly leaseTtlMs: number;
   /** The ledger is saved, the lease renewed and settlements folded in at least this often. @default 2000 */
@@ -20,10 +33,19 @@ export interface OrchestratorSettings {
   readonly workerTimeoutMs: number;
   /** Long-poll wait when every queue is empty. @default 1000 */
   readonly idleWaitMs: number;
-  /** First back-off after a throttled or failed invoke; doubles up to 10 s. @default 250 */
+  /**
+   * First back-off after a throttled or failed invoke, a failed state-store call or a failed queue call; each kind
+   * doubles its own up to 10 s and starts over after a success. @default 250
+   */
   readonly invokeBackoffMs: number;
   /** How long a succeeded idempotency record is kept. @default 86400000 (one day) */
   readonly idempotencyTtlMs: number;
+}
+
+/** How the orchestrator's loop runs. */
+export interface OrchestratorSettings extends OrchestratorTimings {
+  /** What a run does while the state table is unavailable. @default 'pace-in-memory' */
+  readonly stateOutage: StateOutagePolicy;
 }
 
 /** Defaults of {@link OrchestratorSettings}. */
@@ -36,9 +58,11 @@ export const DEFAULT_ORCHESTRATOR_SETTINGS: OrchestratorSettings = Object.freeze
   idleWaitMs: 1_000,
   invokeBackoffMs: 250,
   idempotencyTtlMs: 86_400_000,
+  stateOutage: 'pace-in-memory',
 });
 
-const ORCHESTRATOR_RANGES: { readonly [K in keyof OrchestratorSettings]: NumberRange } = {
+/** Allowed values of the numeric {@link OrchestratorTimings}; `stateOutage` is one of {@link STATE_OUTAGE_POLICIES}. */
+export const ORCHESTRATOR_RANGES: { readonly [K in keyof OrchestratorTimings]: NumberRange } = Object.freeze({
   leaseTtlMs: { min: 5_000, max: 900_000, integer: true },
   flushIntervalMs: { min: 100, max: 60_000, integer: true },
   circuitPollMs: { min: 10, max: 60_000, integer: true },
@@ -47,7 +71,30 @@ const ORCHESTRATOR_RANGES: { readonly [K in keyof OrchestratorSettings]: NumberR
   idleWaitMs: { min: 0, max: 20_000, integer: true },
   invokeBackoffMs: { min: 1, max: 10_000, integer: true },
   idempotencyTtlMs: { min: 60_000, max: 31_536_000_000, integer: true },
-};
+});
+
+/**
+ * Validates the `orchestrator` section: the numbers against {@link ORCHESTRATOR_RANGES}, `stateOutage` against
+ * {@link STATE_OUTAGE_POLICIES}.
+ * @throws ConfigError naming the field (e.g. `orchestrator.stateOutage`) and its allowed values, or an unknown key.
+ */
+function parseOrchestratorSettings(input: unknown): OrchestratorSettings {
+  const field = 'orchestrator';
+  if (input === undefined) return DEFAULT_ORCHESTRATOR_SETTINGS;
+  const keys = [...Object.keys(ORCHESTRATOR_RANGES), 'stateOutage'];
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new ConfigError(field, `must be an object with optional keys ${keys.join(', ')}; got ${describe(input)}`);
+  }
+  const { stateOutage = DEFAULT_ORCHESTRATOR_SETTINGS.stateOutage, ...numbers } = input as Record<string, unknown>;
+  for (const key of Object.keys(numbers)) {
+    if (!keys.includes(key)) throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${keys.join(', ')}`);
+  }
+  if (!(STATE_OUTAGE_POLICIES as readonly unknown[]).includes(stateOutage)) {
+    throw new ConfigError(`${field}.stateOutage`, `must be one of ${STATE_OUTAGE_POLICIES.map((p) => `'${p}'`).join(', ')}; got ${describe(stateOutage)}`);
+  }
+  const timings = parseNumberSettings(numbers, field, DEFAULT_ORCHESTRATOR_SETTINGS as OrchestratorTimings, ORCHESTRATOR_RANGES);
+  return Object.freeze({ ...timings, stateOutage: stateOutage as StateOutagePolicy });
+}
 
 /** Everything the orchestrator and the workers of one lane are configured with, validated and frozen. */
 export interface ServiceConfig {
@@ -84,7 +131,7 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
   const timeZone = raw.timeZone ?? 'UTC';
   if (typeof timeZone !== 'string') throw new ConfigError('timeZone', `must be an IANA time zone such as 'UTC'; got ${describe(timeZone)}`);
   assertTimeZone(timeZone, 'timeZone');
-  const orchestrator = parseNumberSettings(raw.orchestrator, 'orchestrator', DEFAULT_ORCHESTRATOR_SETTINGS, ORCHESTRATOR_RANGES);
+  const orchestrator = parseOrchestratorSettings(raw.orchestrator);
   if (orchestrator.flushIntervalMs * 3 > orchestrator.leaseTtlMs) {
     throw new ConfigError(
       'orchestrator.flushIntervalMs',

@@ -68,6 +68,52 @@ export class InvokeFailedError extends QuotaOrchestratorError {
   readonly code = 'INVOKE_FAILED';
 }
 
+/**
+ * Lambda refused an asynchronous invoke because of the event itself (`RequestTooLargeException`: over the async
+ * payload limit; an unreadable or unsupported payload). The same event can never be invoked, so the orchestrator
+ * dead-letters its message with this error's message as the reason. Configuration errors (a wrong function name,
+ * missing permissions) are {@link InvokeFailedError}: they pass once fixed, and no message is at fault.
+ */
+export class InvokeRejectedError extends QuotaOrchestratorError {
+  readonly code = 'INVOKE_REJECTED';
+}
+
+/**
+ * A call to the state store failed for a reason that may pass: the table unavailable or throttled past the SDK's own
+ * retries, a timeout, a network error. Neither {@link LeaseLostError} nor {@link StateFormatError} is ever wrapped
+ * in it. `operation` names the `StateStore` method; the store's error is the `cause`.
+ */
+export class StateUnavailableError extends QuotaOrchestratorError {
+  readonly code = 'STATE_UNAVAILABLE';
+
+  constructor(
+    readonly operation: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`state store ${operation} failed: ${describeCause(options?.cause)}`, options);
+  }
+}
+
+/** A call to a queue failed (SQS 5xx, throttling, a timeout, a network error). `operation` names the `QueueReceiver` method. */
+export class QueueUnavailableError extends QuotaOrchestratorError {
+  readonly code = 'QUEUE_UNAVAILABLE';
+
+  constructor(
+    readonly operation: string,
+    readonly queue: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`queue ${operation} on '${queue}' failed: ${describeCause(options?.cause)}`, options);
+  }
+}
+
+/** `Name: message` of a thrown value; duck-typed, since SDK and Node errors may come from another realm. */
+function describeCause(cause: unknown): string {
+  if (typeof cause !== 'object' || cause === null) return String(cause);
+  const { name, message } = cause as { name?: unknown; message?: unknown };
+  return `${typeof name === 'string' ? name : 'Error'}: ${typeof message === 'string' ? message : String(cause)}`;
+}
+
 /** Stored state could not be read back into the domain (corrupt or from an unknown version). */
 export class StateFormatError extends QuotaOrchestratorError {
   readonly code = 'STATE_FORMAT';

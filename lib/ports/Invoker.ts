@@ -42,7 +42,8 @@ export type WorkerEvent = JobEvent | HealthCheckEvent;
 /**
  * Starts a worker asynchronously (Lambda `InvocationType: 'Event'`): resolves once the invocation is accepted,
  * not when the worker is done.
- * @throws InvokeThrottledError when throttled; InvokeFailedError on other failures. Either way the work did not start.
+ * @throws InvokeThrottledError when throttled; InvokeRejectedError when Lambda refuses the event itself (too large,
+ * unreadable), so it never will take it; InvokeFailedError on other failures. Either way the work did not start.
  */
 export interface Invoker {
   invoke(event: WorkerEvent): Promise<void>;

@@ -1,4 +1,4 @@
-import { DEFAULT_ORCHESTRATOR_SETTINGS, parseServiceConfig } from '../../lib/config';
+import { DEFAULT_ORCHESTRATOR_SETTINGS, ORCHESTRATOR_RANGES, parseServiceConfig, STATE_OUTAGE_POLICIES } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
 import { thrown } from '../helpers/thrown';
 
@@ -31,10 +31,35 @@ describe('parseServiceConfig', () => {
       'must exceed orchestrator.workerTimeoutMs (30000), or a message could reappear while its worker still runs; got 30000',
     ],
     [{ quotas, pacing: { burstFraction: 2 } }, 'pacing.burstFraction', 'must be a number from 0 to 1; got 2'],
+    [{ quotas, orchestrator: { stateOutage: 'stop' } }, 'orchestrator.stateOutage', `must be one of 'pace-in-memory', 'pause'; got "stop"`],
+    [{ quotas, orchestrator: { stateOutage: 1 } }, 'orchestrator.stateOutage', `must be one of 'pace-in-memory', 'pause'; got 1`],
+    [
+      { quotas, orchestrator: { leaseTTL: 1 } },
+      'orchestrator.leaseTTL',
+      'unknown key; allowed keys are leaseTtlMs, flushIntervalMs, circuitPollMs, visibilityTimeoutMs, workerTimeoutMs, idleWaitMs, invokeBackoffMs, idempotencyTtlMs, stateOutage',
+    ],
   ])('refuses %j naming the field and the allowed values', (input, field, problem) => {
     const error = thrown(ConfigError, () => parseServiceConfig(input));
     expect(error.field).toBe(field);
     expect(error.message).toBe(`${field}: ${problem}`);
+  });
+
+  describe('orchestrator.stateOutage', () => {
+    it("defaults to 'pace-in-memory'", () => {
+      expect(parseServiceConfig({ quotas }).orchestrator.stateOutage).toBe('pace-in-memory');
+      expect(parseServiceConfig({ quotas, orchestrator: { leaseTtlMs: 60_000 } }).orchestrator).toEqual({ ...DEFAULT_ORCHESTRATOR_SETTINGS, leaseTtlMs: 60_000 });
+    });
+
+    it("takes 'pause' beside numeric settings, and freezes the section", () => {
+      const { orchestrator } = parseServiceConfig({ quotas, orchestrator: { stateOutage: 'pause', flushIntervalMs: 1_000 } });
+      expect(orchestrator).toEqual({ ...DEFAULT_ORCHESTRATOR_SETTINGS, stateOutage: 'pause', flushIntervalMs: 1_000 });
+      expect(Object.isFrozen(orchestrator)).toBe(true);
+    });
+
+    it('offers every policy it accepts, and every numeric setting a range', () => {
+      for (const stateOutage of STATE_OUTAGE_POLICIES) expect(parseServiceConfig({ quotas, orchestrator: { stateOutage } }).orchestrator.stateOutage).toBe(stateOutage);
+      expect(Object.keys(ORCHESTRATOR_RANGES).sort()).toEqual(Object.keys(DEFAULT_ORCHESTRATOR_SETTINGS).filter((k) => k !== 'stateOutage').sort());
+    });
   });
 
   it('refuses a value that is not an object', () => {

@@ -1,5 +1,5 @@
 import { InvokeCommand, type LambdaClient } from '@aws-sdk/client-lambda';
-import { InvokeFailedError, InvokeThrottledError } from '../../errors';
+import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
 import type { Invoker, WorkerEvent } from '../../ports/Invoker';
 
 /** Options of {@link LambdaInvoker}. */
@@ -24,6 +24,32 @@ function isThrottle(error: unknown): boolean {
   return (typeof name === 'string' && THROTTLE_CODES.has(name)) || $metadata?.httpStatusCode === 429;
 }
 
+/**
+ * Error codes that mean Lambda refused the event itself, so the same payload can never be invoked:
+ * `RequestTooLargeException` and `SerializedRequestEntityTooLargeException` (over the async payload limit; any HTTP
+ * 413 counts too), `InvalidRequestContentException` (a payload Lambda cannot read as JSON) and
+ * `UnsupportedMediaTypeException`. Configuration errors are left out on purpose (`ResourceNotFoundException`,
+ * `AccessDeniedException`, `InvalidParameterValueException`, KMS and VPC errors): they pass once someone fixes the
+ * deployment, and dead-lettering every message because of a wrong function name would lose the backlog's order.
+ */
+const REJECTED_CODES: ReadonlySet<string> = new Set([
+  'RequestTooLargeException',
+  'SerializedRequestEntityTooLargeException',
+  'InvalidRequestContentException',
+  'UnsupportedMediaTypeException',
+]);
+
+function isRejection(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { name, $metadata } = error as { name?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  return (typeof name === 'string' && REJECTED_CODES.has(name)) || $metadata?.httpStatusCode === 413;
+}
+
+function isTooLarge(error: unknown): boolean {
+  const { name, $metadata } = error as { name?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  return name === 'RequestTooLargeException' || name === 'SerializedRequestEntityTooLargeException' || $metadata?.httpStatusCode === 413;
+}
+
 /** `Name (HTTP status): message` of an SDK or network error; duck-typed, since Node's own errors may come from another realm. */
 function describe(error: unknown): string {
   if (typeof error !== 'object' || error === null) return String(error);
@@ -35,10 +61,11 @@ function describe(error: unknown): string {
 /**
  * Starts the worker Lambda asynchronously (`InvocationType: 'Event'`) with the event as its UTF-8 JSON payload.
  *
- * Every failure becomes one of the port's two errors, with the SDK error as `cause`: throttles (see
- * `THROTTLE_CODES`, and any HTTP 429) become {@link InvokeThrottledError}; everything else (`ServiceException`
- * and other 5xx, network errors, 4xx such as `ResourceNotFoundException` or `RequestTooLargeException`, and an
- * accepted call whose status is not 202) becomes {@link InvokeFailedError}.
+ * Every failure becomes one of the port's three errors, with the SDK error as `cause`: throttles (see
+ * `THROTTLE_CODES`, and any HTTP 429) become {@link InvokeThrottledError}; refusals of the event itself (see
+ * `REJECTED_CODES`, and any HTTP 413) become {@link InvokeRejectedError}, whose message names the payload's size;
+ * everything else (`ServiceException` and other 5xx, network errors, configuration 4xx such as
+ * `ResourceNotFoundException`, and an accepted call whose status is not 202) becomes {@link InvokeFailedError}.
  *
  * A network error or timeout after the request left may hide an invoke that Lambda did accept; the orchestrator
  * then dispatches the message again, and the worker's idempotency record keeps the API from seeing it twice.
@@ -55,6 +82,7 @@ export class LambdaInvoker implements Invoker {
   /**
    * Resolves once Lambda has queued the event (HTTP 202).
    * @throws InvokeThrottledError when Lambda throttles the invoke.
+   * @throws InvokeRejectedError when Lambda refuses the event itself (too large, unreadable): it never will take it.
    * @throws InvokeFailedError on any other failure, or a status other than 202.
    */
   async invoke(event: WorkerEvent): Promise<void> {
@@ -64,6 +92,10 @@ export class LambdaInvoker implements Invoker {
       const response = await this.client.send(new InvokeCommand({ FunctionName: this.functionName, InvocationType: 'Event', Payload: payload }));
       statusCode = response.StatusCode;
     } catch (error) {
+      if (isRejection(error)) {
+        const why = isTooLarge(error) ? 'is too large to invoke' : 'was refused by invoke of';
+        throw new InvokeRejectedError(`worker event of ${payload.byteLength} bytes ${why} '${this.functionName}': ${describe(error)}`, { cause: error });
+      }
       const message = `invoke of '${this.functionName}' failed: ${describe(error)}`;
       throw isThrottle(error) ? new InvokeThrottledError(message, { cause: error }) : new InvokeFailedError(message, { cause: error });
     }

@@ -2,7 +2,26 @@ import { EXIT_RESERVE_MS, makeHandler, TICK_MARGIN_MS, type OrchestratorContext 
 import type { OrchestratorBaseDeps } from '../../../lib/adapters/aws/fromEnv';
 import type { LogLevel } from '../../../lib/adapters/log';
 import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
+import { MemoryStateStore } from '../../../lib/adapters/memory/MemoryStateStore';
+import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
 import { drive, LANE, orchestratorHarness, rel, sendJob, START, type OrchestratorHarness } from '../../helpers/serviceFixtures';
+
+/** A store whose circuit reads are throttled (past the SDK's retries) from `from` until `to`. */
+class ThrottledCircuitStore extends MemoryStateStore {
+  constructor(
+    private readonly clock: FakeClock,
+    private readonly from: number,
+    private readonly to: number,
+  ) {
+    super();
+  }
+
+  override async loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
+    const now = this.clock.now();
+    if (now >= this.from && now < this.to) throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' });
+    return super.loadCircuit(lane);
+  }
+}
 
 /** One line the handler logged. */
 interface LogLine {
@@ -148,12 +167,42 @@ describe('orchestrator handler', () => {
       await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
 
       expect(lines.map((l) => [l.level, l.message])).toEqual([
-        ['warn', 'dead-lettered a malformed message'],
+        ['warn', 'dead-lettered a message that can never be dispatched'],
         ['warn', 'worker invoke failed; backing off'],
         ['info', 'orchestrator run ended'],
       ]);
       expect(lines[0]?.fields).toMatchObject({ type: 'dead-lettered', messageId: 'm-1', reason: expect.stringMatching(/^malformed: body is not JSON/) });
       expect(lines[2]?.fields).toMatchObject({ dispatched: 1, deadLettered: 1, invokeFailures: 1 });
+    });
+
+    it('logs failed state-store calls as warnings and the recovery as info', async () => {
+      const clock = new FakeClock(START);
+      const h = orchestratorHarness({ clock, store: new ThrottledCircuitStore(clock, START + 500, START + 700) });
+      await sendJob(h.queues, 'main', { id: 'a' });
+      const { handler, lines } = handlerOn(h);
+
+      await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
+
+      // Idle, it reads the circuit after every 200 ms long poll: the read at 600 fails, the next one succeeds.
+      expect(lines.map((l) => [l.level, l.message])).toEqual([
+        ['warn', 'state store call failed; backing off'],
+        ['info', 'state store available again'],
+        ['info', 'orchestrator run ended'],
+      ]);
+      expect(lines[0]?.fields).toMatchObject({ type: 'state-unavailable', at: START + 600, operation: 'loadCircuit', error: expect.stringMatching(/ThrottlingException/) });
+      expect(lines[1]?.fields).toMatchObject({ type: 'state-recovered', at: START + 800, unavailableMs: 200 });
+      expect(lines[2]?.fields).toMatchObject({ lease: 'acquired', dispatched: 1 });
+    });
+
+    it("logs a run that could not start, the store failing all along, as a warning with lease 'unavailable'", async () => {
+      const clock = new FakeClock(START);
+      const h = orchestratorHarness({ clock, store: new ThrottledCircuitStore(clock, START, START + 60_000) });
+      const { handler, lines } = handlerOn(h);
+
+      const summary = await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
+
+      expect(summary).toEqual({ lease: 'unavailable', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+      expect(lines[lines.length - 1]).toMatchObject({ level: 'warn', message: 'orchestrator run ended', fields: { lease: 'unavailable' } });
     });
   });
 });

@@ -1,15 +1,20 @@
 import {
   EC2ThrottledException,
+  InvalidParameterValueException,
+  InvalidRequestContentException,
   InvokeCommand,
   LambdaClient,
   LambdaServiceException,
+  RequestTooLargeException,
   ResourceNotFoundException,
+  SerializedRequestEntityTooLargeException,
   ServiceException,
   TooManyRequestsException,
+  UnsupportedMediaTypeException,
 } from '@aws-sdk/client-lambda';
 import { mockClient } from 'aws-sdk-client-mock';
 import { LambdaInvoker } from '../../../../lib/adapters/lambda/LambdaInvoker';
-import { InvokeFailedError, InvokeThrottledError } from '../../../../lib/errors';
+import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../../../lib/errors';
 import type { WorkerEvent } from '../../../../lib/ports/Invoker';
 
 const lambdaMock = mockClient(LambdaClient);
@@ -70,6 +75,38 @@ describe('LambdaInvoker', () => {
       const failure = await failureOf(error);
       expect(failure).toBeInstanceOf(InvokeFailedError);
       expect((failure as InvokeFailedError).cause).toBe(error);
+    });
+
+    it.each([
+      ['RequestTooLargeException', new RequestTooLargeException({ message: 'Request must be smaller than 262144 bytes for the Invoke operation', $metadata: { httpStatusCode: 413 } })],
+      ['SerializedRequestEntityTooLargeException', new SerializedRequestEntityTooLargeException({ message: 'too large', $metadata: { httpStatusCode: 413 } })],
+      ['InvalidRequestContentException', new InvalidRequestContentException({ message: 'Could not parse request body into json', $metadata: { httpStatusCode: 400 } })],
+      ['UnsupportedMediaTypeException', new UnsupportedMediaTypeException({ message: 'unsupported', $metadata: { httpStatusCode: 415 } })],
+      ['any HTTP 413', serviceError('PayloadTooLarge', 413, 'client')],
+    ])('turns %s, a refusal of the event itself, into InvokeRejectedError with the SDK error as cause', async (_, error) => {
+      const failure = await failureOf(error);
+      expect(failure).toBeInstanceOf(InvokeRejectedError);
+      expect((failure as InvokeRejectedError).cause).toBe(error);
+    });
+
+    it('names the payload size and the SDK error in the message of a refusal, to serve as the dead-letter reason', async () => {
+      const bytes = Buffer.byteLength(JSON.stringify(EVENT), 'utf8');
+      const tooLarge = await failureOf(new RequestTooLargeException({ message: 'Request must be smaller than 262144 bytes for the Invoke operation', $metadata: { httpStatusCode: 413 } }));
+      expect((tooLarge as Error).message).toBe(
+        `worker event of ${bytes} bytes is too large to invoke 'qo-dev-worker': RequestTooLargeException (HTTP 413): Request must be smaller than 262144 bytes for the Invoke operation`,
+      );
+      const unreadable = await failureOf(new InvalidRequestContentException({ message: 'Could not parse request body into json', $metadata: { httpStatusCode: 400 } }));
+      expect((unreadable as Error).message).toBe(
+        `worker event of ${bytes} bytes was refused by invoke of 'qo-dev-worker': InvalidRequestContentException (HTTP 400): Could not parse request body into json`,
+      );
+    });
+
+    it.each([
+      ['ResourceNotFoundException', new ResourceNotFoundException({ message: 'Function not found', $metadata: { httpStatusCode: 404 } })],
+      ['AccessDeniedException', serviceError('AccessDeniedException', 403, 'client')],
+      ['InvalidParameterValueException', new InvalidParameterValueException({ message: 'bad function name', $metadata: { httpStatusCode: 400 } })],
+    ])('keeps %s, a configuration error that passes once fixed, an InvokeFailedError rather than a refusal', async (_, error) => {
+      await expect(failureOf(error)).resolves.toBeInstanceOf(InvokeFailedError);
     });
 
     it('names the SDK error and its HTTP status in the message', async () => {
