@@ -63,9 +63,21 @@ export class InvokeThrottledError extends QuotaOrchestratorError {
   readonly code = 'INVOKE_THROTTLED';
 }
 
-/** An asynchronous invoke failed for another reason (5xx, network); the message stays in its queue. */
+/**
+ * An asynchronous invoke failed for another reason; the message stays in its queue. `mayHaveStarted` says whether
+ * Lambda may have queued the event anyway (a 5xx, a timeout or a network error after the request left), as opposed
+ * to a refusal that certainly started nothing (a 4xx such as `ResourceNotFoundException`).
+ */
 export class InvokeFailedError extends QuotaOrchestratorError {
   readonly code = 'INVOKE_FAILED';
+
+  constructor(
+    message: string,
+    readonly mayHaveStarted: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
 }
 
 /**

@@ -5,7 +5,7 @@ import { GetQueueAttributesCommand, ReceiveMessageCommand, SendMessageBatchComma
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { handlerFromEnv as orchestratorFromEnv } from '../../functions/orchestrator';
 import { handlerFromEnv as workerFromEnv } from '../../functions/worker';
-import { CLIENT_TIMEOUTS, type AwsClients } from '../adapters/aws/fromEnv';
+import { CLIENT_CONFIG, type AwsClients } from '../adapters/aws/fromEnv';
 import { DynamoStateStore } from '../adapters/dynamodb/DynamoStateStore';
 import type { Log } from '../adapters/log';
 import { systemClock } from '../adapters/systemClock';
@@ -163,9 +163,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   // Built at the function's first invocation, by which time `endpoint` is the host's below.
   const meters = { orchestrator: new RequestMeter(), worker: new RequestMeter() };
   const clientsFor = (meter: RequestMeter): AwsClients => ({
-    dynamodb: meter.attach(new DynamoDBClient({ endpoint: emulators.dynamodbEndpoint, region, credentials: LOCAL_CREDENTIALS, requestHandler: CLIENT_TIMEOUTS.dynamodb }), 'dynamodb'),
-    sqs: meter.attach(new SQSClient({ endpoint: emulators.sqsEndpoint, region, credentials: LOCAL_CREDENTIALS, requestHandler: CLIENT_TIMEOUTS.sqs }), 'sqs'),
-    lambda: meter.attach(new LambdaClient({ endpoint, region, credentials: LOCAL_CREDENTIALS, requestHandler: CLIENT_TIMEOUTS.lambda }), 'lambda'),
+    dynamodb: meter.attach(new DynamoDBClient({ endpoint: emulators.dynamodbEndpoint, region, credentials: LOCAL_CREDENTIALS, ...CLIENT_CONFIG.dynamodb }), 'dynamodb'),
+    sqs: meter.attach(new SQSClient({ endpoint: emulators.sqsEndpoint, region, credentials: LOCAL_CREDENTIALS, ...CLIENT_CONFIG.sqs }), 'sqs'),
+    lambda: meter.attach(new LambdaClient({ endpoint, region, credentials: LOCAL_CREDENTIALS, ...CLIENT_CONFIG.lambda }), 'lambda'),
   });
   const host = new LocalLambdaHost(
     [orchestrator, worker].map((fn): LocalFunction => {

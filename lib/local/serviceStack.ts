@@ -4,7 +4,7 @@ import { GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { EXIT_RESERVE_MS, handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/orchestrator';
 import { makeHandler as makeWorkerHandler } from '../../functions/worker';
-import { CLIENT_TIMEOUTS, orchestratorDepsFromEnv, workerDepsFromEnv, type AwsClients } from '../adapters/aws/fromEnv';
+import { CLIENT_CONFIG, orchestratorDepsFromEnv, workerDepsFromEnv, type AwsClients } from '../adapters/aws/fromEnv';
 import { DynamoStateStore } from '../adapters/dynamodb/DynamoStateStore';
 import type { Log, LogLevel } from '../adapters/log';
 import { SqsQueues } from '../adapters/sqs/SqsQueues';
@@ -464,9 +464,9 @@ export class ServiceStack {
 function clientsOn(emulators: EmulatorEndpoints, lambdaEndpoint: string): AwsClients {
   const common = { region: REGION, credentials: FAKE_CREDENTIALS };
   return {
-    dynamodb: new DynamoDBClient({ ...common, endpoint: emulators.dynamodbEndpoint, requestHandler: CLIENT_TIMEOUTS.dynamodb }),
-    sqs: new SQSClient({ ...common, endpoint: emulators.sqsEndpoint, requestHandler: CLIENT_TIMEOUTS.sqs }),
-    lambda: new LambdaClient({ ...common, endpoint: lambdaEndpoint, requestHandler: CLIENT_TIMEOUTS.lambda }),
+    dynamodb: new DynamoDBClient({ ...common, endpoint: emulators.dynamodbEndpoint, ...CLIENT_CONFIG.dynamodb }),
+    sqs: new SQSClient({ ...common, endpoint: emulators.sqsEndpoint, ...CLIENT_CONFIG.sqs }),
+    lambda: new LambdaClient({ ...common, endpoint: lambdaEndpoint, ...CLIENT_CONFIG.lambda }),
   };
 }
 

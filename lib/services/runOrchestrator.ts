@@ -471,8 +471,9 @@ class OrchestratorRun {
         return this.deadLetterHead(error.message, job.attempt);
       }
       if (!(error instanceof InvokeThrottledError || error instanceof InvokeFailedError)) throw error;
-      // The message stays at the head, and we back off.
-      refund();
+      // The message stays at the head, and we back off. An invoke that may have started keeps its quota: its worker
+      // may be calling the API, and the next dispatch of the message then finds its idempotency record.
+      if (!(error instanceof InvokeFailedError && error.mayHaveStarted)) refund();
       this.summary.invokeFailures++;
       this.deps.onEvent?.({ type: 'invoke-failed', at: now, error: error.message });
       await this.sleepUntil(this.deps.clock.now() + this.invokeBackoffMs);

@@ -28,25 +28,28 @@ export interface AwsClients {
 }
 
 /**
- * Request timeouts of every client, so that a request to a hung endpoint fails with a `TimeoutError` (which the SDK
- * retries) instead of holding a function until its Lambda timeout. The SDK's default is to wait forever, and
- * without `throwOnRequestTimeout` its `requestTimeout` only logs a warning. SQS allows for the longest long poll
- * (`idleWaitMs` is at most 20 s).
+ * What every client of the service sets beyond the SDK's defaults.
+ * - Request timeouts, so that a request to a hung endpoint fails with a `TimeoutError` (which the SDK retries)
+ *   instead of holding a function until its Lambda timeout. The SDK's default is to wait forever, and without
+ *   `throwOnRequestTimeout` its `requestTimeout` only logs a warning. SQS allows for the longest long poll
+ *   (`idleWaitMs` is at most 20 s).
+ * - One attempt per Lambda invoke: the orchestrator retries a failed invoke itself, with a fresh reservation in its
+ *   own pacing; an SDK retry would start the worker later than its reserved instant, unpaced.
  */
-export const CLIENT_TIMEOUTS = {
-  dynamodb: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true },
-  sqs: { connectionTimeout: 1_000, requestTimeout: 25_000, throwOnRequestTimeout: true },
-  lambda: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true },
-  ssm: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true },
+export const CLIENT_CONFIG = {
+  dynamodb: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true } },
+  sqs: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 25_000, throwOnRequestTimeout: true } },
+  lambda: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true }, maxAttempts: 1 },
+  ssm: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true } },
 } as const;
 
-/** Clients with the SDK's defaults (endpoints, region, credentials, retries) and {@link CLIENT_TIMEOUTS}. */
+/** Clients with the SDK's defaults (endpoints, region, credentials, retries) and {@link CLIENT_CONFIG}. */
 export function defaultAwsClients(): AwsClients {
   return {
-    dynamodb: new DynamoDBClient({ requestHandler: CLIENT_TIMEOUTS.dynamodb }),
-    sqs: new SQSClient({ requestHandler: CLIENT_TIMEOUTS.sqs }),
-    lambda: new LambdaClient({ requestHandler: CLIENT_TIMEOUTS.lambda }),
-    ssm: new SSMClient({ requestHandler: CLIENT_TIMEOUTS.ssm }),
+    dynamodb: new DynamoDBClient(CLIENT_CONFIG.dynamodb),
+    sqs: new SQSClient(CLIENT_CONFIG.sqs),
+    lambda: new LambdaClient(CLIENT_CONFIG.lambda),
+    ssm: new SSMClient(CLIENT_CONFIG.ssm),
   };
 }
 

@@ -4,7 +4,7 @@ import type { Invoker, WorkerEvent } from '../../ports/Invoker';
 
 /** Options of {@link LambdaInvoker}. */
 export interface LambdaInvokerOptions {
-  /** Its retry strategy applies first: the SDK's default retries throttles and 5xx before an error reaches us. */
+  /** Deployed with one attempt per invoke (`CLIENT_CONFIG`): the orchestrator retries, paced, with a fresh reservation. */
   readonly client: LambdaClient;
   /** Name, ARN or alias ARN of the worker function. */
   readonly functionName: string;
@@ -50,6 +50,12 @@ function isTooLarge(error: unknown): boolean {
   return name === 'RequestTooLargeException' || name === 'SerializedRequestEntityTooLargeException' || $metadata?.httpStatusCode === 413;
 }
 
+/** Whether Lambda answered with a 4xx: it refused the request, so nothing started. */
+function isClientRefusal(error: unknown): boolean {
+  const status = (error as { $metadata?: { httpStatusCode?: unknown } } | null)?.$metadata?.httpStatusCode;
+  return typeof status === 'number' && status >= 400 && status < 500;
+}
+
 /** `Name (HTTP status): message` of an SDK or network error; duck-typed, since Node's own errors may come from another realm. */
 function describe(error: unknown): string {
   if (typeof error !== 'object' || error === null) return String(error);
@@ -83,7 +89,8 @@ export class LambdaInvoker implements Invoker {
    * Resolves once Lambda has queued the event (HTTP 202).
    * @throws InvokeThrottledError when Lambda throttles the invoke.
    * @throws InvokeRejectedError when Lambda refuses the event itself (too large, unreadable): it never will take it.
-   * @throws InvokeFailedError on any other failure, or a status other than 202.
+   * @throws InvokeFailedError on any other failure, or a status other than 202; `mayHaveStarted` unless Lambda
+   * answered with a 4xx.
    */
   async invoke(event: WorkerEvent): Promise<void> {
     const payload = new TextEncoder().encode(JSON.stringify(event));
@@ -97,10 +104,10 @@ export class LambdaInvoker implements Invoker {
         throw new InvokeRejectedError(`worker event of ${payload.byteLength} bytes ${why} '${this.functionName}': ${describe(error)}`, { cause: error });
       }
       const message = `invoke of '${this.functionName}' failed: ${describe(error)}`;
-      throw isThrottle(error) ? new InvokeThrottledError(message, { cause: error }) : new InvokeFailedError(message, { cause: error });
+      throw isThrottle(error) ? new InvokeThrottledError(message, { cause: error }) : new InvokeFailedError(message, !isClientRefusal(error), { cause: error });
     }
     if (statusCode !== 202) {
-      throw new InvokeFailedError(`invoke of '${this.functionName}' returned status ${statusCode ?? 'none'}, expected 202 (queued)`);
+      throw new InvokeFailedError(`invoke of '${this.functionName}' returned status ${statusCode ?? 'none'}, expected 202 (queued)`, true);
     }
   }
 }

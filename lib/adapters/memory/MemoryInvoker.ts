@@ -62,7 +62,7 @@ export class MemoryInvoker implements Invoker {
   async invoke(event: WorkerEvent): Promise<void> {
     const fault = this.faults.shift();
     if (fault === 'throttled') throw new InvokeThrottledError('injected fault: invoke throttled');
-    if (fault === 'failed') throw new InvokeFailedError('injected fault: invoke failed');
+    if (fault === 'failed') throw new InvokeFailedError('injected fault: invoke failed', false);
     this.accepted++;
     this.active++;
     void this.run(event);

@@ -1,7 +1,7 @@
 import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
 import { MemoryQueues } from '../../../lib/adapters/memory/MemoryQueues';
 import { MemoryStateStore } from '../../../lib/adapters/memory/MemoryStateStore';
-import { LeaseLostError } from '../../../lib/errors';
+import { InvokeFailedError, LeaseLostError } from '../../../lib/errors';
 import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
 import type { Lease } from '../../../lib/ports/StateStore';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
@@ -210,6 +210,27 @@ describe('runOrchestrator', () => {
     expect(h.queues.depth('main')).toBe(0);
     // Three refused invokes gave their quota back: the ledger holds the one real dispatch.
     await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(1);
+  });
+
+  it('keeps the quota of an invoke that failed but may have started, and dispatches the message again', async () => {
+    // Lambda queued the event, then the answer was lost (a 5xx or a timeout after the request left).
+    const config = testConfig({ quotas: [{ limit: 100, per: 'second' }, { limit: 10_000, per: 'minute' }] });
+    const h = orchestratorHarness({ config });
+    await sendMain(h.queues, 1);
+    let lost = 1;
+    const invoker: Invoker = {
+      invoke: async (event) => {
+        await h.invoker.invoke(event);
+        if (lost-- > 0) throw new InvokeFailedError('answer lost after Lambda queued the event', true);
+      },
+    };
+
+    const summary = await drive(h.clock, runOrchestrator({ ...h.deps, invoker }, { deadline: START + 2_000 }), START + 3_000);
+
+    expect(summary).toMatchObject({ dispatched: 1, invokeFailures: 1 });
+    expect(h.workerEvents).toHaveLength(2);
+    // Both invokes may have reached a worker: the ledger holds both.
+    await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(2);
   });
 
   it('dispatches no job while the circuit is open and sends exactly one health check once it is due', async () => {

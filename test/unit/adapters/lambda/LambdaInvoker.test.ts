@@ -106,7 +106,20 @@ describe('LambdaInvoker', () => {
       ['AccessDeniedException', serviceError('AccessDeniedException', 403, 'client')],
       ['InvalidParameterValueException', new InvalidParameterValueException({ message: 'bad function name', $metadata: { httpStatusCode: 400 } })],
     ])('keeps %s, a configuration error that passes once fixed, an InvokeFailedError rather than a refusal', async (_, error) => {
-      await expect(failureOf(error)).resolves.toBeInstanceOf(InvokeFailedError);
+      const failure = await failureOf(error);
+      expect(failure).toBeInstanceOf(InvokeFailedError);
+      // Lambda refused the request: nothing started, so the orchestrator may give the quota back.
+      expect((failure as InvokeFailedError).mayHaveStarted).toBe(false);
+    });
+
+    it.each([
+      ['a 5xx', new ServiceException({ message: 'internal error', $metadata: { httpStatusCode: 500 } })],
+      ['a timeout', Object.assign(new Error('a request has exceeded the configured 5000 ms requestTimeout'), { name: 'TimeoutError' })],
+      ['a reset connection', Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })],
+    ])('says that an invoke failing with %s may have started: Lambda may have queued the event before the answer was lost', async (_, error) => {
+      const failure = await failureOf(error);
+      expect(failure).toBeInstanceOf(InvokeFailedError);
+      expect((failure as InvokeFailedError).mayHaveStarted).toBe(true);
     });
 
     it('names the SDK error and its HTTP status in the message', async () => {

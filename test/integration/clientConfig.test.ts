@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand } from '@aws-sdk/client-lambda';
-import { CLIENT_TIMEOUTS, defaultAwsClients } from '../../lib/adapters/aws/fromEnv';
+import { CLIENT_CONFIG, defaultAwsClients } from '../../lib/adapters/aws/fromEnv';
 import { DEFAULT_ORCHESTRATOR_SETTINGS } from '../../lib/config';
 
 /** A server that accepts connections and requests and never answers, as a hung AWS endpoint would. */
@@ -45,14 +45,42 @@ describe('defaultAwsClients on a hung endpoint', () => {
       expect((result as PromiseRejectedResult).reason).toMatchObject({ name: 'TimeoutError' });
     }
     // Not before the configured timeout, and not much after it (jest's own timeout is 5 s more).
-    expect(elapsed).toBeGreaterThanOrEqual(CLIENT_TIMEOUTS.dynamodb.requestTimeout);
+    expect(elapsed).toBeGreaterThanOrEqual(CLIENT_CONFIG.dynamodb.requestHandler.requestTimeout);
     clients.dynamodb.destroy();
     clients.lambda.destroy();
-  }, 10_000 + CLIENT_TIMEOUTS.dynamodb.requestTimeout);
+  }, 10_000 + CLIENT_CONFIG.dynamodb.requestHandler.requestTimeout);
+
+  it('makes one attempt per Lambda invoke, leaving retries to the orchestrator, while DynamoDB keeps the SDK retries', async () => {
+    const seen = { lambda: 0, dynamodb: 0 };
+    const failing = createServer((request, response) => {
+      const lambda = request.url?.includes('/invocations') === true;
+      seen[lambda ? 'lambda' : 'dynamodb']++;
+      response.writeHead(500, lambda ? { 'x-amzn-errortype': 'ServiceException' } : { 'content-type': 'application/x-amz-json-1.0' });
+      response.end(lambda ? '{"message":"internal error"}' : '{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"internal error"}');
+    });
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    const at = `http://127.0.0.1:${(failing.address() as AddressInfo).port}`;
+    const env = { ...process.env };
+    Object.assign(process.env, { AWS_ENDPOINT_URL_DYNAMODB: at, AWS_ENDPOINT_URL_LAMBDA: at });
+    delete process.env.AWS_MAX_ATTEMPTS;
+    const clients = defaultAwsClients();
+    try {
+      await expect(clients.lambda.send(new InvokeCommand({ FunctionName: 'worker', InvocationType: 'Event', Payload: Buffer.from('{}') }))).rejects.toMatchObject({ name: 'ServiceException' });
+      await expect(clients.dynamodb.send(new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'lane#default' } } }))).rejects.toMatchObject({ name: 'InternalServerError' });
+    } finally {
+      process.env = env;
+      clients.dynamodb.destroy();
+      clients.lambda.destroy();
+      failing.closeAllConnections();
+      await new Promise((resolve) => failing.close(resolve));
+    }
+    expect(seen.lambda).toBe(1);
+    expect(seen.dynamodb).toBeGreaterThan(1);
+  });
 
   it('gives SQS more time than the longest long poll the orchestrator may ask for', () => {
     const longestPollMs = 20_000; // SQS's WaitTimeSeconds maximum, and the top of orchestrator.idleWaitMs's range
     expect(DEFAULT_ORCHESTRATOR_SETTINGS.idleWaitMs).toBeLessThanOrEqual(longestPollMs);
-    expect(CLIENT_TIMEOUTS.sqs.requestTimeout).toBeGreaterThan(longestPollMs);
+    expect(CLIENT_CONFIG.sqs.requestHandler.requestTimeout).toBeGreaterThan(longestPollMs);
   });
 });
