@@ -132,6 +132,12 @@ export interface OrchestratorRunOptions {
    * @default never
    */
   readonly killAfterCalls?: number;
+  /**
+   * Simulates a stale lease holder (a process paused, or cut off from AWS): once its request number `afterCalls`
+   * has been answered, the run stands still for `forMs`, then goes on as if nothing had happened.
+   * @default never
+   */
+  readonly freeze?: { readonly afterCalls: number; readonly forMs: number };
 }
 
 /** One orchestrator run in progress: the real service loop on the production adapters, with its own clients. */
@@ -188,6 +194,22 @@ export class SimulatedCrash extends Error {
 
 const SOURCE_QUEUES = ['requeue', 'fifo', 'main'] as const;
 const ALL_QUEUES: readonly QueueName[] = [...SOURCE_QUEUES, 'requeue-dlq', 'fifo-dlq', 'main-dlq'];
+
+/** Pauses the run that uses `clients` for `forMs` right after its request number `afterCalls` is answered. */
+function armFreeze(clients: AwsClients, { afterCalls, forMs }: { readonly afterCalls: number; readonly forMs: number }): void {
+  let calls = 0;
+  for (const client of [clients.dynamodb, clients.sqs, clients.lambda]) {
+    addMiddleware(
+      client,
+      (next) => async (args) => {
+        const output = await next(args);
+        if (++calls === afterCalls) await pause(forMs);
+        return output;
+      },
+      { step: 'initialize', name: 'simulatedFreeze' },
+    );
+  }
+}
 
 /**
  * Kills the run that uses `clients` at its AWS request number `afterCalls + 1`, as a process killed there would
@@ -305,6 +327,7 @@ export class ServiceStack {
     let kill: (crash: SimulatedCrash) => void = () => undefined;
     const killed = new Promise<never>((_, reject) => (kill = reject));
     if (options.killAfterCalls !== undefined) armKillSwitch(clients, options.killAfterCalls, kill);
+    if (options.freeze !== undefined) armFreeze(clients, options.freeze);
     const events: OrchestratorEvent[] = [];
     let stopping = false;
     let markStarted: (started: boolean) => void = () => undefined;

@@ -1,0 +1,114 @@
+import type { ApiFaultWindow } from './apiFaults';
+import type { AwsFaultWindow } from './awsFaults';
+import type { WorkerFaultPlan } from './workerFaults';
+
+/** One fault scenario: a job set run through the whole service on the emulators while the faults are injected. */
+export interface FaultScenario {
+  readonly name: string;
+  /** What it injects, in a few words (which of the issue's faults). */
+  readonly injects: string;
+  /** Healthy standard jobs `j-1` … `j-N`. */
+  readonly jobs: number;
+  /** FIFO groups of four ordered jobs each. */
+  readonly fifoGroups: number;
+  readonly aws?: readonly AwsFaultWindow[];
+  readonly api?: readonly ApiFaultWindow[];
+  readonly worker?: WorkerFaultPlan;
+  /** How many scheduled runs are killed, each at a random AWS request (seeded). @default 0 */
+  readonly kills?: number;
+  /** The first scheduled run stands still this long after this many requests: a stale lease holder. */
+  readonly staleHolder?: { readonly afterCalls: number; readonly forMs: number };
+  /** A manual invoke starts a second orchestrator this often, whatever is running. @default never */
+  readonly manualInvokeEveryMs?: number;
+  /** The API answers 503 in these windows (outages the circuit sees), in ms after the start. @default [] */
+  readonly outages?: readonly { readonly fromMs: number; readonly toMs: number }[];
+}
+
+/** `quick` keeps each scenario to seconds (the subset in `npm test`); `full` is `npm run faults`. */
+export type FaultSize = 'quick' | 'full';
+
+/** Ids `j-from` … `j-to`, every `step`-th. */
+function ids(from: number, to: number, step: number): string[] {
+  const out: string[] = [];
+  for (let n = from; n <= to; n += step) out.push(`j-${n}`);
+  return out;
+}
+
+/**
+ * The suite: one scenario per fault of issue 5, each with healthy, FIFO, poison and malformed jobs. Windows are in
+ * ms after the jobs are queued and the first run starts; the quotas (20/s, 600/min, 5,000/day) pace 40 jobs in 2 s.
+ */
+export function faultScenarios(size: FaultSize): FaultScenario[] {
+  const quick = size === 'quick';
+  const jobs = quick ? 30 : 80;
+  const fifoGroups = quick ? 2 : 4;
+  const base = { jobs, fifoGroups };
+  return [
+    { ...base, name: 'orchestrator-killed', injects: 'fault 1: runs killed at random requests: before an invoke, between invoke and flush, mid-flush', kills: quick ? 3 : 10 },
+    {
+      ...base,
+      name: 'dynamodb-unavailable',
+      injects: 'fault 2: DynamoDB answers 503 to everyone for a stretch',
+      aws: [{ service: 'dynamodb', kind: 'unavailable', fromMs: 500, toMs: quick ? 2_500 : 5_000 }],
+    },
+    {
+      ...base,
+      name: 'dynamodb-throttled',
+      injects: 'fault 2: ProvisionedThroughputExceeded and Throttling on a quarter of DynamoDB requests for a stretch',
+      aws: [{ service: 'dynamodb', kind: 'throttled', fromMs: 0, toMs: quick ? 8_000 : 20_000, share: 0.25 }],
+    },
+    {
+      ...base,
+      name: 'sqs-errors',
+      injects: 'fault 3: SQS 5xx and timeouts on receive, send and delete; deletes that fail after they worked',
+      aws: [
+        { service: 'sqs', kind: 'server-error', operations: ['ReceiveMessage'], fromMs: 300, toMs: 1_500 },
+        { service: 'sqs', kind: 'timeout', operations: ['ReceiveMessage', 'SendMessage'], fromMs: 1_500, toMs: 2_500, share: 0.5 },
+        { service: 'sqs', kind: 'server-error', operations: ['SendMessage'], fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
+        { service: 'sqs', kind: 'error-after-success', operations: ['DeleteMessage'], role: 'worker', fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
+      ],
+    },
+    {
+      ...base,
+      name: 'lambda-invoke-faults',
+      injects: 'fault 4: Invoke throttled, failing, and failing after Lambda queued the event',
+      aws: [
+        { service: 'lambda', kind: 'throttled', operations: ['Invoke'], fromMs: 300, toMs: 1_300 },
+        { service: 'lambda', kind: 'server-error', operations: ['Invoke'], fromMs: 1_300, toMs: 2_000 },
+        { service: 'lambda', kind: 'error-after-success', operations: ['Invoke'], fromMs: 2_000, toMs: quick ? 4_000 : 8_000, share: 0.3 },
+      ],
+    },
+    {
+      ...base,
+      name: 'worker-crashes',
+      injects: 'fault 5: workers crash before the call and after it, before recording; events delivered twice',
+      worker: { crashBeforeCall: ids(2, jobs, 9), crashAfterCall: ids(5, jobs, 11), deliveredTwice: ids(3, jobs, 7) },
+    },
+    {
+      ...base,
+      name: 'two-orchestrators',
+      injects: 'fault 6: manual invokes during runs, and a stale lease holder that wakes after losing the lease',
+      manualInvokeEveryMs: 700,
+      staleHolder: { afterCalls: 30, forMs: 6_500 },
+    },
+    ...[3_000, -3_000].map((skew) => ({
+      ...base,
+      name: skew > 0 ? 'clock-skew-ahead' : 'clock-skew-behind',
+      injects: `fault 7: workers ${Math.abs(skew) / 1000} s ${skew > 0 ? 'ahead of' : 'behind'} the orchestrator, through 429 pauses and an API outage`,
+      worker: { clockSkewMs: skew },
+      api: [{ kind: 'rate-limited-without-retry-after' as const, fromMs: 300, toMs: 900 }],
+      outages: [{ fromMs: 1_500, toMs: 3_000 }],
+    })),
+    {
+      ...base,
+      name: 'api-misbehaves',
+      injects: 'fault 8: the API hangs past the timeout, 429s without Retry-After, 500s for long, then flaps',
+      api: [
+        { kind: 'hang', fromMs: 300, toMs: 1_300 },
+        { kind: 'rate-limited-without-retry-after', fromMs: 1_300, toMs: 2_000 },
+        { kind: 'server-error', fromMs: 2_000, toMs: quick ? 4_500 : 8_000 },
+        { kind: 'flapping', fromMs: quick ? 4_500 : 8_000, toMs: quick ? 7_500 : 14_000, periodMs: 400 },
+      ],
+    },
+  ];
+}

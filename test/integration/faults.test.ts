@@ -1,0 +1,77 @@
+import { runFaultScenario, type FaultScenarioResult } from '../../lib/faults/runFaults';
+import { faultScenarios } from '../../lib/faults/scenarios';
+
+/**
+ * `npm run faults -- --quick` inside the test suite: every scenario at its small size, with seed 1 (kill points and
+ * fault shares are seeded; the assertions are the suite's invariants, which hold whatever the timing).
+ */
+const SCENARIOS = faultScenarios('quick');
+
+/** The fault kinds each scenario must really have injected, so that a scenario cannot pass by injecting nothing. */
+const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
+  'orchestrator-killed': [/^orchestrator:killed$/],
+  'dynamodb-unavailable': [/^dynamodb\.\w+:unavailable$/],
+  'dynamodb-throttled': [/^dynamodb\.\w+:throttled$/],
+  'sqs-errors': [/^sqs\.ReceiveMessage:server-error$/, /^sqs\.DeleteMessage:error-after-success$/],
+  'lambda-invoke-faults': [/^lambda\.Invoke:throttled$/, /^lambda\.Invoke:server-error$/],
+  'worker-crashes': [/^worker:crash-before-call$/, /^worker:crash-after-call$/, /^worker:delivered-twice$/],
+  'two-orchestrators': [/^orchestrator:stale-lease-holder$/, /^orchestrator:manual-invoke$/],
+  'clock-skew-ahead': [/^worker:clock-skew$/, /^api:outage$/],
+  'clock-skew-behind': [/^worker:clock-skew$/, /^api:outage$/],
+  'api-misbehaves': [/^api:hang$/, /^api:rate-limited-without-retry-after$/, /^api:server-error$/],
+};
+
+function emulators() {
+  const dynamodbEndpoint = process.env.QO_TEST_DYNAMODB_ENDPOINT;
+  const sqsEndpoint = process.env.QO_TEST_SQS_ENDPOINT;
+  if (dynamodbEndpoint === undefined || sqsEndpoint === undefined) throw new Error('run the tests through jest, whose globalSetup starts the emulators');
+  return { dynamodbEndpoint, sqsEndpoint };
+}
+
+describe('the fault suite (quick sizes)', () => {
+  it('has a check of what each scenario injects', () => {
+    expect(Object.keys(MUST_INJECT).sort()).toEqual(SCENARIOS.map((s) => s.name).sort());
+  });
+
+  describe.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', (name, scenario) => {
+    let result: FaultScenarioResult;
+    beforeAll(async () => {
+      result = await runFaultScenario(scenario, emulators(), 1);
+    }, 150_000);
+
+    it('injected its faults', () => {
+      for (const kind of MUST_INJECT[name] ?? []) expect(Object.keys(result.faults)).toContainEqual(expect.stringMatching(kind));
+    });
+
+    it('lost nothing, exceeded no quota, kept FIFO order, and no orchestrator crashed', () => {
+      expect(result).toMatchObject({ lost: 0, quotaViolations: 0, fifoOrderViolations: 0, orchestratorCrashes: 0 });
+    });
+
+    it('dead-lettered the poison and malformed messages, each with its reason', () => {
+      expect(result.deadLetteredWithoutReason).toBe(0);
+      // Two poison jobs and three messages the orchestrator refuses; healthy jobs only if their retries ran out.
+      expect(result.deadLetteredWithReason).toBe(5 + result.healthyDeadLettered);
+    });
+
+    it('called the API twice for a job only after a worker crashed between the call and its record', () => {
+      expect(result.duplicateApiCalls).toBe(result.duplicatesAfterCrashBeforeRecord);
+    });
+
+    if (name === 'orchestrator-killed') {
+      it('killed as many runs as planned, each at a random request', () => {
+        expect(Object.values(result.killPoints).reduce((sum, n) => sum + n, 0)).toBe(scenario.kills);
+      });
+    }
+    if (name === 'worker-crashes') {
+      it('made exactly one extra call for each crash after a call: the job was dispatched again and called again', () => {
+        expect(result.duplicatesAfterCrashBeforeRecord).toBe(result.faults['worker:crash-after-call']);
+      });
+    }
+    if (name === 'two-orchestrators') {
+      it("ended the stale holder's run as 'lost' when it woke after its lease was taken over", () => {
+        expect(result.staleHolder).toBe('lost');
+      });
+    }
+  });
+
+});
