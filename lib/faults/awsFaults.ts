@@ -119,10 +119,17 @@ export class AwsFaultInjector {
   private async handle(service: AwsService, role: 'orchestrator' | 'worker', next: LooseHandler, args: Parameters<LooseHandler>[0]): ReturnType<LooseHandler> {
     const operation = operationOf(args.request);
     const at = Date.now() - this.startedAt();
+    // Overlapping windows each draw in turn; the first that hits decides.
     const window = this.windows.find(
-      (w) => w.service === service && (w.role === undefined || w.role === role) && (w.operations === undefined || w.operations.includes(operation)) && at >= w.fromMs && at < w.toMs,
+      (w) =>
+        w.service === service &&
+        (w.role === undefined || w.role === role) &&
+        (w.operations === undefined || w.operations.includes(operation)) &&
+        at >= w.fromMs &&
+        at < w.toMs &&
+        this.random() < (w.share ?? 1),
     );
-    if (window === undefined || this.random() >= (window.share ?? 1)) return next(args);
+    if (window === undefined) return next(args);
     const key = `${service}.${operation}:${window.kind}`;
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
     this.turn++;

@@ -63,7 +63,7 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
       injects: 'fault 3: SQS 5xx and timeouts on receive, send and delete; deletes that fail after they worked',
       aws: [
         { service: 'sqs', kind: 'server-error', operations: ['ReceiveMessage'], fromMs: 300, toMs: 1_500 },
-        { service: 'sqs', kind: 'timeout', operations: ['ReceiveMessage', 'SendMessage'], fromMs: 1_500, toMs: 2_500, share: 0.5 },
+        { service: 'sqs', kind: 'timeout', operations: ['ReceiveMessage', 'SendMessage'], fromMs: 1_500, toMs: quick ? 4_000 : 8_000, share: 0.3 },
         { service: 'sqs', kind: 'server-error', operations: ['SendMessage'], fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
         { service: 'sqs', kind: 'error-after-success', operations: ['DeleteMessage'], role: 'worker', fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
       ],
@@ -72,11 +72,14 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
       ...base,
       name: 'lambda-invoke-faults',
       injects: 'fault 4: Invoke throttled, failing, and failing after Lambda queued the event',
-      aws: [
-        { service: 'lambda', kind: 'throttled', operations: ['Invoke'], fromMs: 300, toMs: 1_300 },
-        { service: 'lambda', kind: 'server-error', operations: ['Invoke'], fromMs: 1_300, toMs: 2_000 },
-        { service: 'lambda', kind: 'error-after-success', operations: ['Invoke'], fromMs: 2_000, toMs: quick ? 4_000 : 8_000, share: 0.3 },
-      ],
+      aws: (['throttled', 'server-error', 'error-after-success'] as const).map((kind) => ({
+        service: 'lambda' as const,
+        kind,
+        operations: ['Invoke'],
+        fromMs: 300,
+        toMs: quick ? 6_000 : 15_000,
+        share: kind === 'throttled' ? 0.25 : 0.15,
+      })),
     },
     {
       ...base,

@@ -75,8 +75,14 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   const classification = classify(result, now);
   const decision = decideRetry({ classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random }, config.retry);
   if (decision.action === 'succeed') {
-    await store.putIdempotency(event.idempotencyKey, { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs });
-    await queues.delete(message.queue, message.receiptHandle);
+    // Both, whichever fails: a record without the delete stops the message's next dispatch from calling again, and a
+    // delete without the record (DynamoDB unavailable) leaves no message to dispatch again. Only a second delivery of
+    // this very event could then call again.
+    const [, deleted] = await Promise.allSettled([
+      store.putIdempotency(event.idempotencyKey, { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs }),
+      queues.delete(message.queue, message.receiptHandle),
+    ]);
+    if (deleted.status === 'rejected') throw deleted.reason;
     await settle(actualCostOf(result, event.cost));
     return 'succeeded';
   }

@@ -111,6 +111,19 @@ describe('processJob', () => {
     await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([]);
   });
 
+  it('still deletes a succeeded message when its success cannot be recorded, so that it is not dispatched and called again', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+    const unavailable = new Error('ServiceUnavailableException: DynamoDB is down');
+    const store = Object.assign(Object.create(h.store) as typeof h.store, { putIdempotency: () => Promise.reject(unavailable) });
+
+    await expect(processJob(event, { ...h.deps, store })).resolves.toBe('succeeded');
+
+    expect(h.api.calls).toHaveLength(1);
+    expect(h.queues.depth('main')).toBe(0);
+  });
+
   it('leaves the reservation of the first delivery alone on a redelivery of the same event', async () => {
     const h = workerHarness();
     await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
