@@ -1,5 +1,6 @@
 import { circuitFromJSON, circuitToJSON, INITIAL_CIRCUIT, transition, type Circuit, type CircuitEvent } from '../domain/breaker/circuit';
 import type { BreakerSettings } from '../domain/breaker/settings';
+import { StateConflictError, StateUnavailableError } from '../errors';
 import type { StateStore } from '../ports/StateStore';
 
 /** Conditional writes tried before giving up on a contended circuit. */
@@ -22,7 +23,8 @@ export interface CircuitUpdate {
 /**
  * Applies `event` to the stored circuit with a conditional write, re-reading and re-deciding when another writer
  * got there first. An event that changes nothing writes nothing.
- * @throws Error when the circuit stays contended for {@link MAX_CIRCUIT_WRITE_TRIES} tries.
+ * @throws StateUnavailableError (caused by a StateConflictError) when the circuit stays contended for
+ * {@link MAX_CIRCUIT_WRITE_TRIES} tries: like an unavailable store, it passes, so the orchestrator backs off.
  */
 export async function applyCircuitEvent(store: StateStore, lane: string, event: CircuitEvent, now: number, settings: BreakerSettings): Promise<CircuitUpdate> {
   for (let i = 0; i < MAX_CIRCUIT_WRITE_TRIES; i++) {
@@ -31,5 +33,6 @@ export async function applyCircuitEvent(store: StateStore, lane: string, event: 
     if (after === before) return { before, after, written: false };
     if (await store.saveCircuit(lane, circuitToJSON(after))) return { before, after, written: true };
   }
-  throw new Error(`circuit of lane '${lane}' stayed contended for ${MAX_CIRCUIT_WRITE_TRIES} conditional writes`);
+  const conflict = new StateConflictError(`circuit of lane '${lane}' stayed contended for ${MAX_CIRCUIT_WRITE_TRIES} conditional writes`);
+  throw new StateUnavailableError('saveCircuit', { cause: conflict });
 }
