@@ -132,7 +132,8 @@ export class StateFormatError extends QuotaOrchestratorError {
 }
 
 /**
- * A conditional write kept losing to concurrent writers of the same item past its retry bound. Nothing was
+ * A conditional write found the item other than its caller expected: it kept losing to concurrent writers of the
+ * same item past its retry bound, or a ledger save was to remove more settlements than are pending. Nothing was
  * written; the caller may try again later.
  */
 export class StateConflictError extends QuotaOrchestratorError {

@@ -34,6 +34,23 @@ export function blocksClaim(existing: IdempotencyRecord | undefined, dispatchId:
 }
 
 /**
+ * Most pending settlements {@link StateStore.pendingSettlements} returns, and so most one
+ * {@link StateStore.saveLedger} removes: it keeps DynamoDB's update expression (one `REMOVE` path per settlement)
+ * far below its 4 KB limit. A larger backlog is folded over several saves.
+ */
+export const MAX_PENDING_SETTLEMENTS = 100;
+
+/**
+ * Checks the `settled` argument of {@link StateStore.saveLedger}, for implementations.
+ * @throws RangeError when it is not an integer in 0..{@link MAX_PENDING_SETTLEMENTS}.
+ */
+export function checkSettled(settled: number): void {
+  if (!Number.isInteger(settled) || settled < 0 || settled > MAX_PENDING_SETTLEMENTS) {
+    throw new RangeError(`settled must be an integer in 0..${MAX_PENDING_SETTLEMENTS}; got ${settled}`);
+  }
+}
+
+/**
  * Durable shared state of the service: per lane a lease, a quota ledger, a circuit and pending settlements,
  * plus idempotency records. Every implementation passes `test/contract/stateStore.contract.ts`.
  *
@@ -61,10 +78,20 @@ export interface StateStore {
   loadLedger(lane: string): Promise<LedgerJSON | undefined>;
 
   /**
-   * Replaces the lane's ledger.
-   * @throws LeaseLostError when `fencingToken` is not the lane's current lease token.
+   * Replaces the lane's ledger and removes its `settled` oldest pending settlements, in one atomic write fenced by
+   * the lease token: a ledger is never saved without removing the settlements folded into it, nor are settlements
+   * removed without the ledger that holds them.
+   *
+   * Only the lease holder removes settlements and workers only append at the end, so the first `settled` pending
+   * ones are exactly those the holder read with {@link StateStore.pendingSettlements}, whatever was appended since.
+   * @param settled how many of the settlements the holder last read it folded into `ledger`. @defaultValue 0: only
+   * the ledger is replaced.
+   * @throws LeaseLostError when `fencingToken` is not the lane's current lease token; nothing is written.
+   * @throws StateConflictError when fewer than `settled` settlements are pending (which cannot happen for the
+   * holder: only it removes); nothing is written.
+   * @throws RangeError when `settled` is not an integer in 0..{@link MAX_PENDING_SETTLEMENTS}; nothing is written.
    */
-  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number): Promise<void>;
+  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void>;
 
   /** The lane's circuit, or `undefined` if never written (callers start from a closed circuit at version 0). */
   loadCircuit(lane: string): Promise<CircuitJSON | undefined>;
@@ -80,10 +107,11 @@ export interface StateStore {
   addSettlement(lane: string, settlement: Settlement): Promise<void>;
 
   /**
-   * Removes and returns the lane's pending settlements, oldest first.
-   * @throws LeaseLostError when `fencingToken` is not the lane's current lease token (nothing is removed).
+   * The lane's oldest pending settlements, oldest first, at most {@link MAX_PENDING_SETTLEMENTS}; the rest wait
+   * until these are removed. It removes nothing: the holder folds them into its ledger and removes them with the
+   * {@link StateStore.saveLedger} that saves it, so that a run killed in between leaves them pending for its successor.
    */
-  takeSettlements(lane: string, fencingToken: number): Promise<Settlement[]>;
+  pendingSettlements(lane: string): Promise<Settlement[]>;
 
   /** The record for `key`, or `undefined` if there is none or it has expired at `now`. */
   getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined>;
@@ -97,7 +125,4 @@ export interface StateStore {
 
   /** Writes `record` for `key`, replacing whatever is there. */
   putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;
-
-  /** Removes the record for `key`, e.g. after a failed call so that a retry may claim it again. */
-  deleteIdempotency(key: string): Promise<void>;
 }

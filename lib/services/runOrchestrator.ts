@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type { ServiceConfig } from '../config';
 import type { CircuitJSON } from '../domain/breaker/circuit';
 import { healthCheckDueAt, isDispatchAllowed, type Circuit } from '../domain/breaker/circuit';
@@ -24,7 +25,7 @@ import {
   type ReceivedMessage,
   type SourceQueue,
 } from '../ports/QueueReceiver';
-import type { IdempotencyRecord, Lease, StateStore } from '../ports/StateStore';
+import { MAX_PENDING_SETTLEMENTS, type IdempotencyRecord, type Lease, type StateStore } from '../ports/StateStore';
 import { applyCircuitEvent, loadCircuit, type CircuitUpdate } from './circuitUpdates';
 import { jobEventOf, parseJob } from './parseJob';
 import { deadLetter } from './queueOutcomes';
@@ -52,6 +53,7 @@ export type OrchestratorEvent =
   | { readonly type: 'dead-lettered'; readonly at: number; readonly messageId: string; readonly reason: string }
   | { readonly type: 'health-check-sent'; readonly at: number; readonly checkId: string }
   | { readonly type: 'invoke-failed'; readonly at: number; readonly error: string }
+  /** The ledger was saved and the lease renewed; `settlements` were folded into the ledger since the last `flushed`. */
   | { readonly type: 'flushed'; readonly at: number; readonly settlements: number }
   /** A state-store call failed (see the state-outage policy of {@link runOrchestrator}); the next try is at `retryAt`. */
   | { readonly type: 'state-unavailable'; readonly at: number; readonly operation: string; readonly error: string; readonly retryAt: number }
@@ -84,6 +86,12 @@ export interface RunSummary {
 
 /** Cap of every back-off: invokes, state-store calls, queue calls. */
 const MAX_BACKOFF_MS = 10_000;
+
+/**
+ * Most ledger saves per flush, each removing at most {@link MAX_PENDING_SETTLEMENTS} settlements: a flush folds up to
+ * 1 000 settlements, and a backlog beyond waits for the next flush rather than keep the lease from being renewed.
+ */
+const MAX_SAVES_PER_FLUSH = 10;
 
 const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 } as const;
 
@@ -213,8 +221,8 @@ class GuardedStore implements StateStore {
   loadLedger(lane: string): Promise<LedgerJSON | undefined> {
     return this.guard('loadLedger', () => this.store.loadLedger(lane));
   }
-  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number): Promise<void> {
-    return this.guard('saveLedger', () => this.store.saveLedger(lane, ledger, fencingToken));
+  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
+    return this.guard('saveLedger', () => this.store.saveLedger(lane, ledger, fencingToken, settled));
   }
   loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
     return this.guard('loadCircuit', () => this.store.loadCircuit(lane));
@@ -225,8 +233,8 @@ class GuardedStore implements StateStore {
   addSettlement(lane: string, settlement: Settlement): Promise<void> {
     return this.guard('addSettlement', () => this.store.addSettlement(lane, settlement));
   }
-  takeSettlements(lane: string, fencingToken: number): Promise<Settlement[]> {
-    return this.guard('takeSettlements', () => this.store.takeSettlements(lane, fencingToken));
+  pendingSettlements(lane: string): Promise<Settlement[]> {
+    return this.guard('pendingSettlements', () => this.store.pendingSettlements(lane));
   }
   getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined> {
     return this.guard('getIdempotency', () => this.store.getIdempotency(key, now));
@@ -236,9 +244,6 @@ class GuardedStore implements StateStore {
   }
   putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
     return this.guard('putIdempotency', () => this.store.putIdempotency(key, record));
-  }
-  deleteIdempotency(key: string): Promise<void> {
-    return this.guard('deleteIdempotency', () => this.store.deleteIdempotency(key));
   }
 }
 
@@ -296,6 +301,13 @@ class OrchestratorRun {
   private flushFailed = false;
   /** The last flush saved the ledger but could not renew the lease: the next one (unless final) only renews. */
   private savedUnrenewed = false;
+  /**
+   * The settlements the last read returned, all folded into the in-memory ledger, until a save removes them. A save
+   * that fails leaves them pending as the oldest (only this run removes any), and the next read does not fold them again.
+   */
+  private foldedPending: readonly Settlement[] = [];
+  /** Settlements folded since the last `flushed` event (a failed flush may have folded some). */
+  private foldedUnreported = 0;
   /** No receive or dead-letter send before this instant, after a failed queue call. */
   private queueRetryAt = Number.NEGATIVE_INFINITY;
   /** Where in {@link READ_ORDER} the next refill starts: the queue whose receive failed, else the first. */
@@ -613,46 +625,69 @@ class OrchestratorRun {
   }
 
   /**
-   * Folds in workers' settlements, saves the ledger and renews the lease, all fenced by the lease token.
+   * Folds in workers' settlements, saves the ledger and renews the lease, all fenced by the lease token. Each save
+   * also removes the settlements folded into it, so that a run killed at any instant leaves every settlement either
+   * in the saved ledger or pending for its successor. A backlog larger than one save takes further saves, at most
+   * {@link MAX_SAVES_PER_FLUSH} in all; the rest waits for the next flush.
    *
    * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs`: twice what
    * the run used since the last flush (so a steady run rarely flushes early), at least `need`, at least one unit.
    * A run killed before its next flush can only have dispatched within that allowance, which its successor counts.
    * The allowance takes effect only once the save succeeded; until then the previous one still bounds the run.
-   * After a save whose lease renewal failed, the next flush (unless final) only renews: the saved ledger stands.
+   * After a save whose lease renewal (or further save) failed, the next flush (unless final) only renews: the saved
+   * ledger stands.
    */
   private async flush({ final = false, need = [] }: { final?: boolean; need?: readonly number[] } = {}): Promise<void> {
-    const { store, config, clock } = this.deps;
-    if (this.savedUnrenewed && !final) return this.renew(0);
-    const settlements = await this.foldSettlements();
-    const { ledger } = this.pacer;
+    const { config, clock } = this.deps;
+    if (this.savedUnrenewed && !final) return this.renew();
+    let settled = await this.foldSettlements();
     const allowance: Allowance | undefined = final
       ? undefined
       : {
-          until: ledger.allowanceEnd(clock.now(), 2 * this.settings.flushIntervalMs),
+          until: this.pacer.ledger.allowanceEnd(clock.now(), 2 * this.settings.flushIntervalMs),
           units: config.quotas.map((_, i) => Math.max(1, 2 * (this.usedSinceFlush[i] ?? 0), need[i] ?? 0)),
         };
-    await store.saveLedger(config.lane, ledger.snapshot(allowance), this.lease.token);
+    await this.save(allowance, settled);
     if (allowance !== undefined) {
       this.allowance = allowance;
       this.usedSinceFlush = config.quotas.map(() => 0);
     }
     this.savedUnrenewed = true;
-    await this.renew(settlements);
+    for (let saves = 1; settled === MAX_PENDING_SETTLEMENTS && saves < MAX_SAVES_PER_FLUSH; saves++) {
+      settled = await this.foldSettlements();
+      await this.save(allowance, settled);
+    }
+    await this.renew();
   }
 
-  private async renew(settlements: number): Promise<void> {
+  /** Saves the ledger holding `allowance`, removing the `settled` oldest pending settlements (folded into it). */
+  private async save(allowance: Allowance | undefined, settled: number): Promise<void> {
+    await this.deps.store.saveLedger(this.deps.config.lane, this.pacer.ledger.snapshot(allowance), this.lease.token, settled);
+    this.foldedPending = [];
+  }
+
+  private async renew(): Promise<void> {
     const now = this.deps.clock.now();
     this.lease = await this.deps.store.renewLease(this.lease, now, this.settings.leaseTtlMs);
     this.savedUnrenewed = false;
     this.lastFlushAt = now;
-    this.deps.onEvent?.({ type: 'flushed', at: now, settlements });
+    this.deps.onEvent?.({ type: 'flushed', at: now, settlements: this.foldedUnreported });
+    this.foldedUnreported = 0;
   }
 
+  /**
+   * Reads the oldest pending settlements and folds into the ledger those not folded before.
+   * @returns how many were read: the next save removes them.
+   */
   private async foldSettlements(): Promise<number> {
-    const settlements = await this.deps.store.takeSettlements(this.deps.config.lane, this.lease.token);
-    for (const settlement of settlements) this.pacer.ledger.settle(settlement);
-    return settlements.length;
+    const pending = await this.deps.store.pendingSettlements(this.deps.config.lane);
+    // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
+    // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
+    const known = startsWith(pending, this.foldedPending) ? this.foldedPending.length : 0;
+    for (const settlement of pending.slice(known)) this.pacer.ledger.settle(settlement);
+    this.foldedPending = pending;
+    this.foldedUnreported += pending.length - known;
+    return pending.length;
   }
 
   /**
@@ -672,4 +707,9 @@ class OrchestratorRun {
     const { clock } = this.deps;
     await clock.sleep(Math.max(1, Math.min(at, this.options.deadline) - clock.now()));
   }
+}
+
+/** Whether `list` begins with the settlements of `prefix`, value for value. */
+function startsWith(list: readonly Settlement[], prefix: readonly Settlement[]): boolean {
+  return prefix.length <= list.length && prefix.every((settlement, i) => isDeepStrictEqual(settlement, list[i]));
 }

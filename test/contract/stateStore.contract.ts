@@ -1,7 +1,7 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
-import { LeaseLostError } from '../../lib/errors';
-import type { IdempotencyRecord, Lease, StateStore } from '../../lib/ports/StateStore';
+import { LeaseLostError, StateConflictError } from '../../lib/errors';
+import { MAX_PENDING_SETTLEMENTS, type IdempotencyRecord, type Lease, type StateStore } from '../../lib/ports/StateStore';
 
 /** A store under test, and how to shut its backend down afterwards. */
 export interface StateStoreFixture {
@@ -274,37 +274,120 @@ export function describeStateStoreContract(name: string, makeStore: () => Promis
     });
 
     describe('settlements', () => {
-      it('takes pending settlements oldest first and leaves none behind', async () => {
+      /** Adds `settlement(T0 + i)` for every `i` in `from..to - 1`, in order. */
+      const addRange = async (lane: string, from: number, to: number): Promise<Settlement[]> => {
+        const added = Array.from({ length: to - from }, (_, i) => settlement(T0 + from + i));
+        for (const s of added) await store().addSettlement(lane, s);
+        return added;
+      };
+
+      it('returns pending settlements oldest first and removes none of them', async () => {
         const lane = unique('settlements-order');
-        const lease = await acquire(lane, 'a');
         const added = [settlement(T0 + 3), settlement(T0 + 1, null), settlement(T0 + 2, 5)];
         for (const s of added) await store().addSettlement(lane, s);
-        await expect(store().takeSettlements(lane, lease.token)).resolves.toEqual(added);
-        await expect(store().takeSettlements(lane, lease.token)).resolves.toEqual([]);
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(added);
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(added);
       });
 
-      it('takes an empty list when nothing is pending', async () => {
-        const lane = unique('settlements-empty');
-        const lease = await acquire(lane, 'a');
-        await expect(store().takeSettlements(lane, lease.token)).resolves.toEqual([]);
+      it('returns an empty list when nothing is pending', async () => {
+        await expect(store().pendingSettlements(unique('settlements-empty'))).resolves.toEqual([]);
       });
 
       it('keeps each lane’s settlements apart', async () => {
         const [laneA, laneB] = [unique('settlements-a'), unique('settlements-b')];
-        const leaseA = await acquire(laneA, 'a');
         await store().addSettlement(laneA, settlement(T0));
         await store().addSettlement(laneB, settlement(T0 + 1));
-        await expect(store().takeSettlements(laneA, leaseA.token)).resolves.toEqual([settlement(T0)]);
-        const leaseB = await acquire(laneB, 'a');
-        await expect(store().takeSettlements(laneB, leaseB.token)).resolves.toEqual([settlement(T0 + 1)]);
+        const leaseA = await acquire(laneA, 'a');
+        await store().saveLedger(laneA, ledger(1), leaseA.token, 1);
+        await expect(store().pendingSettlements(laneA)).resolves.toEqual([]);
+        await expect(store().pendingSettlements(laneB)).resolves.toEqual([settlement(T0 + 1)]);
       });
 
-      it('refuses a take with a stale fencing token and removes nothing', async () => {
+      it('saves the ledger and removes the settled oldest pending settlements in one write', async () => {
+        const lane = unique('settlements-save');
+        const lease = await acquire(lane, 'a');
+        const added = await addRange(lane, 0, 3);
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(added);
+        await store().saveLedger(lane, ledger(1), lease.token, 2);
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(added.slice(2));
+        await store().saveLedger(lane, ledger(2), lease.token, 1);
+        await expect(store().pendingSettlements(lane)).resolves.toEqual([]);
+        await store().addSettlement(lane, settlement(T0 + 9));
+        await expect(store().pendingSettlements(lane)).resolves.toEqual([settlement(T0 + 9)]);
+      });
+
+      it('removes nothing when settled is 0, the default', async () => {
+        const lane = unique('settlements-none');
+        const lease = await acquire(lane, 'a');
+        const added = await addRange(lane, 0, 2);
+        await store().saveLedger(lane, ledger(1), lease.token);
+        await store().saveLedger(lane, ledger(2), lease.token, 0);
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(2));
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(added);
+      });
+
+      it('keeps the settlements appended between the read and the save', async () => {
+        const lane = unique('settlements-appended');
+        const lease = await acquire(lane, 'a');
+        const read = await addRange(lane, 0, 2);
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(read);
+        const appended = await addRange(lane, 2, 4);
+        await store().saveLedger(lane, ledger(1), lease.token, read.length);
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(appended);
+      });
+
+      it('refuses a save with a stale fencing token, removing nothing, and the holder removes them later', async () => {
         const lane = unique('settlements-stale');
         const { stale, current } = await takenOver(lane);
+        await store().saveLedger(lane, ledger(1), current.token);
+        const added = await addRange(lane, 0, 2);
+        await expectLeaseLost(store().saveLedger(lane, ledger(9), stale.token, 2), lane, stale.token);
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(added);
+        const more = await addRange(lane, 2, 3);
+        await expect(store().pendingSettlements(lane)).resolves.toEqual([...added, ...more]);
+        await store().saveLedger(lane, ledger(2), current.token, 3);
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(2));
+        await expect(store().pendingSettlements(lane)).resolves.toEqual([]);
+      });
+
+      it('refuses to remove more settlements than are pending, writing nothing', async () => {
+        const lane = unique('settlements-short');
+        const lease = await acquire(lane, 'a');
+        await store().saveLedger(lane, ledger(1), lease.token);
+        await expect(store().saveLedger(lane, ledger(9), lease.token, 1)).rejects.toBeInstanceOf(StateConflictError);
+        const added = await addRange(lane, 0, 2);
+        await expect(store().saveLedger(lane, ledger(9), lease.token, 3)).rejects.toBeInstanceOf(StateConflictError);
+        await expect(store().loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(added);
+      });
+
+      it('reports a stale token rather than a short list when both apply', async () => {
+        const lane = unique('settlements-stale-short');
+        const { stale } = await takenOver(lane);
+        await expectLeaseLost(store().saveLedger(lane, ledger(9), stale.token, 1), lane, stale.token);
+      });
+
+      it(`returns at most ${MAX_PENDING_SETTLEMENTS} at a time, and a save removes that many`, async () => {
+        const lane = unique('settlements-cap');
+        const lease = await acquire(lane, 'a');
+        const added = await addRange(lane, 0, MAX_PENDING_SETTLEMENTS + 3);
+        const first = await store().pendingSettlements(lane);
+        expect(first).toEqual(added.slice(0, MAX_PENDING_SETTLEMENTS));
+        await store().saveLedger(lane, ledger(1), lease.token, first.length);
+        await expect(store().pendingSettlements(lane)).resolves.toEqual(added.slice(MAX_PENDING_SETTLEMENTS));
+      });
+
+      it(`refuses a settled count that is not an integer in 0..${MAX_PENDING_SETTLEMENTS}, writing nothing`, async () => {
+        const lane = unique('settlements-range');
+        const lease = await acquire(lane, 'a');
         await store().addSettlement(lane, settlement(T0));
-        await expectLeaseLost(store().takeSettlements(lane, stale.token), lane, stale.token);
-        await expect(store().takeSettlements(lane, current.token)).resolves.toEqual([settlement(T0)]);
+        for (const settled of [-1, 0.5, MAX_PENDING_SETTLEMENTS + 1]) {
+          await expect(store().saveLedger(lane, ledger(9), lease.token, settled)).rejects.toBeInstanceOf(RangeError);
+        }
+        await expect(store().loadLedger(lane)).resolves.toBeUndefined();
+        await expect(store().pendingSettlements(lane)).resolves.toEqual([settlement(T0)]);
       });
     });
 
@@ -371,18 +454,6 @@ export function describeStateStoreContract(name: string, makeStore: () => Promis
         await store().putIdempotency(key, succeeded(T0 + 5, T0 + 10 * TTL));
         await expect(store().getIdempotency(key, T0 + 6)).resolves.toEqual(succeeded(T0 + 5, T0 + 10 * TTL));
       });
-
-      it('deletes a record so that the key can be claimed again', async () => {
-        const key = unique('idem-delete');
-        await store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
-        await store().deleteIdempotency(key);
-        await expect(store().getIdempotency(key, T0)).resolves.toBeUndefined();
-        await expect(store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toBeNull();
-      });
-
-      it('deletes an unknown key without complaint', async () => {
-        await expect(store().deleteIdempotency(unique('idem-delete-none'))).resolves.toBeUndefined();
-      });
     });
 
     describe('copies', () => {
@@ -399,7 +470,7 @@ export function describeStateStoreContract(name: string, makeStore: () => Promis
         await expect(store().loadLedger(lane)).resolves.toEqual(ledger(1));
         await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(1));
         await expect(store().getIdempotency(key, T0)).resolves.toEqual(succeeded(T0, T0 + TTL));
-        await expect(store().takeSettlements(lane, lease.token)).resolves.toEqual([settlement(T0)]);
+        await expect(store().pendingSettlements(lane)).resolves.toEqual([settlement(T0)]);
       });
 
       it('returns values whose mutation leaves the stored state unchanged', async () => {
@@ -409,13 +480,16 @@ export function describeStateStoreContract(name: string, makeStore: () => Promis
         await store().saveLedger(lane, ledger(1), lease.token);
         await store().saveCircuit(lane, circuit(1));
         await store().putIdempotency(key, succeeded(T0, T0 + TTL));
+        await store().addSettlement(lane, settlement(T0));
         scribble(await store().loadLedger(lane));
+        scribble(await store().pendingSettlements(lane));
         scribble(await store().loadCircuit(lane));
         scribble(await store().getIdempotency(key, T0));
         scribble(await store().putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0));
         await expect(store().loadLedger(lane)).resolves.toEqual(ledger(1));
         await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(1));
         await expect(store().getIdempotency(key, T0)).resolves.toEqual(succeeded(T0, T0 + TTL));
+        await expect(store().pendingSettlements(lane)).resolves.toEqual([settlement(T0)]);
       });
     });
   });

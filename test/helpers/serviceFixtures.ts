@@ -5,7 +5,7 @@ import { MemoryStateStore } from '../../lib/adapters/memory/MemoryStateStore';
 import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import type { JsonValue } from '../../lib/domain/json';
 import type { ApiResult } from '../../lib/domain/outcome/apiResult';
-import { QuotaLedger, type Settlement } from '../../lib/domain/quota/ledger';
+import { QuotaLedger } from '../../lib/domain/quota/ledger';
 import type { Period, TierUnit } from '../../lib/domain/quota/tiers';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { JobEvent, WorkerEvent } from '../../lib/ports/Invoker';
@@ -170,15 +170,6 @@ export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, disp
   if (!parsed.ok) throw new Error(parsed.reason);
   const { job } = parsed;
   return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), cost: job.cost, windows: {} });
-}
-
-/** Takes the lane's pending settlements as an orchestrator would (under a fresh lease of its own). */
-export async function takeSettlements(store: StateStore, clock: FakeClock, lane = LANE): Promise<Settlement[]> {
-  const lease = await store.acquireLease(lane, 'settlement-reader', clock.now(), 5_000);
-  if (lease === null) throw new Error('lease is held; cannot read settlements');
-  const settlements = await store.takeSettlements(lane, lease.token);
-  await store.releaseLease(lease);
-  return settlements;
 }
 
 /** Opens the lane's circuit at `at` by applying `failureThreshold` transient failures, as workers would. */

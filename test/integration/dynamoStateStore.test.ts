@@ -81,6 +81,15 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
       });
     });
 
+    it('keeps an empty list once a save has removed every pending settlement', async () => {
+      const lane = unique('settled-layout');
+      const lease = await acquire(lane);
+      await store().addSettlement(lane, settlement(T0));
+      await store().addSettlement(lane, settlement(T0 + 1));
+      await store().saveLedger(lane, { v: 1, tiers: {} }, lease.token, 2);
+      expect(await rawItem(`lane#${lane}`)).toMatchObject({ ledger: '{"v":1,"tiers":{}}', settlements: [] });
+    });
+
     it('keeps the token counter in the lane item when the lease is released', async () => {
       const lane = unique('release');
       const lease = await acquire(lane);
@@ -132,7 +141,6 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
       const claim = { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL } as const;
       await expect(store().putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
       await expect(store().getIdempotency(key, T0)).resolves.toEqual(claim);
-      await store().deleteIdempotency(key);
     });
   });
 
@@ -160,18 +168,23 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
       expect(results.filter((result) => result !== null)).toEqual(Array(9).fill(claims[winner]));
     });
 
-    it('loses and repeats no settlement when takes run between 50 concurrent adds', async () => {
+    it('loses and repeats no settlement when reads and saves that remove them run between 50 concurrent adds', async () => {
       const lane = unique('settlement-race');
       const lease = await acquire(lane);
-      const adds: Promise<void>[] = [];
-      const takes: Promise<Settlement[]>[] = [];
-      for (let i = 0; i < 50; i++) {
-        adds.push(store().addSettlement(lane, settlement(T0 + i)));
-        if (i % 10 === 5) takes.push(store().takeSettlements(lane, lease.token));
-      }
-      await Promise.all(adds);
-      const taken = [...(await Promise.all(takes)).flat(), ...(await store().takeSettlements(lane, lease.token))];
-      expect(taken.map((s) => s.reservation.at).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => T0 + i));
+      const folded: Settlement[] = [];
+      /** One flush as the orchestrator does it: read the pending settlements, then save removing as many. */
+      const flush = async (): Promise<number> => {
+        const pending = await store().pendingSettlements(lane);
+        await store().saveLedger(lane, { v: 1, tiers: {} }, lease.token, pending.length);
+        folded.push(...pending);
+        return pending.length;
+      };
+      let adding = true;
+      const adds = Promise.all(Array.from({ length: 50 }, (_, i) => store().addSettlement(lane, settlement(T0 + i)))).finally(() => (adding = false));
+      while (adding) await flush();
+      await adds;
+      while ((await flush()) > 0);
+      expect(folded.map((s) => s.reservation.at).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => T0 + i));
     });
   });
 
@@ -201,11 +214,11 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
       );
     });
 
-    it('refuses a pending settlement without a reservation', async () => {
+    it('refuses a pending settlement without a reservation, and leaves it in the table', async () => {
       const lane = unique('corrupt-settlement');
-      const lease = await acquire(lane);
       await store().addSettlement(lane, { actualCost: 1 } as unknown as Settlement);
-      await expect(store().takeSettlements(lane, lease.token)).rejects.toBeInstanceOf(StateFormatError);
+      await expect(store().pendingSettlements(lane)).rejects.toBeInstanceOf(StateFormatError);
+      expect(await rawItem(`lane#${lane}`)).toMatchObject({ settlements: [{ actualCost: 1 }] });
     });
   });
 });

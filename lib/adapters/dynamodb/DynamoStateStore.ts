@@ -1,5 +1,4 @@
 import {
-  DeleteCommand,
   GetCommand,
   PutCommand,
   UpdateCommand,
@@ -13,7 +12,7 @@ import { circuitFromJSON, circuitToJSON, type CircuitJSON } from '../../domain/b
 import { parseLedgerJSON, type LedgerJSON, type Reservation, type Settlement } from '../../domain/quota/ledger';
 import { describe as describeValue } from '../../domain/quota/tiers';
 import { LeaseLostError, StateConflictError, StateFormatError } from '../../errors';
-import { blocksClaim, type IdempotencyRecord, type Lease, type StateStore } from '../../ports/StateStore';
+import { MAX_PENDING_SETTLEMENTS, blocksClaim, checkSettled, type IdempotencyRecord, type Lease, type StateStore } from '../../ports/StateStore';
 
 /** Name of the table's partition key (type S). The table has no sort key; `resources/dynamodb.yml` must match. */
 export const TABLE_KEY = 'pk';
@@ -48,11 +47,13 @@ type Request<I> = Omit<I, 'TableName' | 'ExpressionAttributeNames'>;
 
 /**
  * The `StateStore` on one DynamoDB table of typed items. Every method is a single request, with one conditional
- * write where the port needs atomicity, so it runs on dynalite (no transactions) as on DynamoDB.
+ * write where the port needs atomicity, so it runs on dynalite (no transactions) as on DynamoDB. (Only a refused
+ * `saveLedger` that removes settlements reads the item back, to tell a lost lease from a short list.)
  *
  * - `lane#<lane>`: the lease (`leaseOwner`, `leaseToken`, `leaseExpiresAt` in epoch ms), the ledger (`ledger`, the
- *   LedgerJSON as JSON text) and the pending settlements (`settlements`, a list). The ledger and the settlements
- *   share the lease's item because their writes are fenced by `leaseToken`, and a condition sees only its own item.
+ *   LedgerJSON as JSON text) and the pending settlements (`settlements`, a list, oldest first). They share one item
+ *   because the write that saves the ledger also removes the settlements folded into it, fenced by `leaseToken`,
+ *   and a single write (like a condition) sees only its own item.
  * - `circuit#<lane>`: the CircuitJSON's `version`, `state` and `pausedUntil`.
  * - `idem#<key>`: an idempotency record's fields, plus {@link TTL_ATTRIBUTE}.
  *
@@ -148,16 +149,36 @@ export class DynamoStateStore implements StateStore {
     return item?.ledger === undefined ? undefined : ledgerOf(item.ledger, lane);
   }
 
-  /** @inheritDoc */
-  async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number): Promise<void> {
+  /**
+   * {@inheritDoc StateStore.saveLedger}
+   * @throws StateConflictError when fewer than `settled` settlements are pending; nothing is written.
+   */
+  async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled = 0): Promise<void> {
+    checkSettled(settled);
+    // One write: SET the ledger, REMOVE the settlements folded into it. DynamoDB resolves every index of a REMOVE
+    // against the list as it was before the update, so `#settlements[1], #settlements[0]` drops the two oldest,
+    // whatever workers appended since the holder read them. dynalite instead removes the paths one after another,
+    // shifting the list each time: listing them from the highest index down gives the same result on both.
+    //
+    //   holder reads [s0 s1] ── worker appends s2 ── holder saves, settled = 2: REMOVE [1], [0] → [s2]
+    //
+    // `size(...) >= :settled` keeps the write from removing settlements nobody read (an absent list has no size, so
+    // the condition fails too); which part of the condition failed is read back afterwards. The write is not
+    // idempotent: should the SDK retry one that landed (its answer timed out), the condition refuses the retry unless
+    // `settled` more settlements were appended in the meantime.
+    const removed = Array.from({ length: settled }, (_, i) => `#settlements[${settled - 1 - i}]`);
     await unlessConditionFails(
       this.update({
         Key: laneKey(lane),
-        UpdateExpression: 'SET #ledger = :ledger',
-        ConditionExpression: fenced,
-        ExpressionAttributeValues: { ':ledger': JSON.stringify(ledger), ':token': fencingToken },
+        UpdateExpression: `SET #ledger = :ledger${removed.length === 0 ? '' : ` REMOVE ${removed.join(', ')}`}`,
+        ConditionExpression: settled === 0 ? fenced : `${fenced} AND size(#settlements) >= :settled`,
+        ExpressionAttributeValues: { ':ledger': JSON.stringify(ledger), ':token': fencingToken, ...(settled === 0 ? {} : { ':settled': settled }) },
       }),
-      (cause) => leaseLost(lane, fencingToken, cause),
+      async (cause) => {
+        const item = settled === 0 ? undefined : await this.get({ Key: laneKey(lane), ProjectionExpression: '#leaseToken' });
+        if (item?.leaseToken !== fencingToken) leaseLost(lane, fencingToken, cause);
+        throw new StateConflictError(`fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`, { cause });
+      },
     );
   }
 
@@ -193,7 +214,7 @@ export class DynamoStateStore implements StateStore {
   /** @inheritDoc */
   async addSettlement(lane: string, settlement: Settlement): Promise<void> {
     // Not fenced: workers report whatever lease is current. The list grows inside the lane item (400 KB limit),
-    // so the orchestrator must take settlements regularly.
+    // so the orchestrator must fold and remove settlements regularly.
     await this.update({
       Key: laneKey(lane),
       UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :one)',
@@ -202,23 +223,13 @@ export class DynamoStateStore implements StateStore {
   }
 
   /**
-   * {@inheritDoc StateStore.takeSettlements}
-   * @throws StateFormatError when a taken settlement is malformed; the taken list is gone from the table then.
+   * {@inheritDoc StateStore.pendingSettlements}
+   * @throws StateFormatError when a pending settlement is malformed (it stays in the table).
    */
-  async takeSettlements(lane: string, fencingToken: number): Promise<Settlement[]> {
-    // REMOVE with UPDATED_OLD returns exactly the list it removed, in the same atomic write as the fence check:
-    // a settlement appended just before is taken, one appended just after starts a new list. Nothing is lost.
-    const output = await unlessConditionFails(
-      this.update({
-        Key: laneKey(lane),
-        UpdateExpression: 'REMOVE #settlements',
-        ConditionExpression: fenced,
-        ExpressionAttributeValues: { ':token': fencingToken },
-        ReturnValues: 'UPDATED_OLD',
-      }),
-      (cause) => leaseLost(lane, fencingToken, cause),
-    );
-    return settlementsOf(output.Attributes?.settlements, lane);
+  async pendingSettlements(lane: string): Promise<Settlement[]> {
+    // The whole list is read (a GetItem costs the whole item anyway) and cut in code.
+    const item = await this.get({ Key: laneKey(lane), ProjectionExpression: '#settlements' });
+    return settlementsOf(item?.settlements, lane).slice(0, MAX_PENDING_SETTLEMENTS);
   }
 
   /**
@@ -266,11 +277,6 @@ export class DynamoStateStore implements StateStore {
   /** @inheritDoc */
   async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
     await this.put({ Item: idempotencyItem(key, record) });
-  }
-
-  /** @inheritDoc */
-  async deleteIdempotency(key: string): Promise<void> {
-    await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: idempotencyKey(key) }));
   }
 
   private async get(input: Request<GetCommandInput>): Promise<Item | undefined> {

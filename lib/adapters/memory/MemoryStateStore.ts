@@ -1,7 +1,7 @@
 import type { CircuitJSON } from '../../domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../../domain/quota/ledger';
-import { LeaseLostError } from '../../errors';
-import { blocksClaim, type IdempotencyRecord, type Lease, type StateStore } from '../../ports/StateStore';
+import { LeaseLostError, StateConflictError } from '../../errors';
+import { MAX_PENDING_SETTLEMENTS, blocksClaim, checkSettled, type IdempotencyRecord, type Lease, type StateStore } from '../../ports/StateStore';
 
 /** A map whose values are kept as JSON text, so that no caller ever holds a reference into stored state. */
 class JsonMap<T> {
@@ -27,7 +27,7 @@ class JsonMap<T> {
  * check and its write, so concurrent calls are atomic just as conditional writes are.
  */
 export class MemoryStateStore implements StateStore {
-  /** Request counts, for benchmarks: `reads` counts `load*`/`get*` calls, `writes` every other call. */
+  /** Request counts, for benchmarks: `reads` counts `load*`/`get*`/`pending*` calls, `writes` every other call. */
   readonly stats: { reads: number; writes: number } = { reads: 0, writes: 0 };
 
   private readonly leases = new JsonMap<Lease>();
@@ -68,10 +68,14 @@ export class MemoryStateStore implements StateStore {
     return this.ledgers.get(lane);
   }
 
-  async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number): Promise<void> {
+  async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled = 0): Promise<void> {
     this.stats.writes++;
+    checkSettled(settled);
     this.checkFence(lane, fencingToken);
+    const pending = this.settlements.get(lane) ?? [];
+    if (pending.length < settled) throw new StateConflictError(`fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`);
     this.ledgers.set(lane, ledger);
+    if (settled > 0) this.settlements.set(lane, pending.slice(settled));
   }
 
   async loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
@@ -92,12 +96,9 @@ export class MemoryStateStore implements StateStore {
     this.settlements.set(lane, [...(this.settlements.get(lane) ?? []), settlement]);
   }
 
-  async takeSettlements(lane: string, fencingToken: number): Promise<Settlement[]> {
-    this.stats.writes++;
-    this.checkFence(lane, fencingToken);
-    const pending = this.settlements.get(lane) ?? [];
-    this.settlements.delete(lane);
-    return pending;
+  async pendingSettlements(lane: string): Promise<Settlement[]> {
+    this.stats.reads++;
+    return (this.settlements.get(lane) ?? []).slice(0, MAX_PENDING_SETTLEMENTS);
   }
 
   async getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined> {
@@ -116,11 +117,6 @@ export class MemoryStateStore implements StateStore {
   async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
     this.stats.writes++;
     this.idempotency.set(key, record);
-  }
-
-  async deleteIdempotency(key: string): Promise<void> {
-    this.stats.writes++;
-    this.idempotency.delete(key);
   }
 
   /** The fence: only the holder of the lane's newest token may write (an expired but untaken lease still may). */

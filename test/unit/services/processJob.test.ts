@@ -13,7 +13,6 @@ import {
   receiveJobEvent,
   sendJob,
   stringAttr,
-  takeSettlements,
   workerHarness,
   type WorkerHarness,
 } from '../../helpers/serviceFixtures';
@@ -71,7 +70,7 @@ describe('processJob', () => {
 
     await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
 
-    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([]);
+    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   it('writes no settlement when the API reports no actual cost', async () => {
@@ -81,7 +80,7 @@ describe('processJob', () => {
 
     await processJob(event, h.deps);
 
-    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([]);
+    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   it('settles the reservation with the actual cost the API reports when it differs', async () => {
@@ -92,7 +91,7 @@ describe('processJob', () => {
 
     await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
 
-    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
+    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
   });
 
   it('does not call the API again on a second delivery of the same event after a recorded success, and deletes', async () => {
@@ -108,7 +107,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
-    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([]);
+    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   it('still deletes a succeeded message when its success cannot be recorded, so that it is not dispatched and called again', async () => {
@@ -135,7 +134,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     // Only the first delivery's settlement (actual 7): the redelivery must not settle the same reservation again.
-    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
+    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
   });
 
   it('does not call the API for another dispatch of an already succeeded key, deletes, and refunds its reservation', async () => {
@@ -150,7 +149,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
-    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([{ reservation: { at: START + 1_000, cost: 1, windows: {} }, actualCost: null }]);
+    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 1_000, cost: 1, windows: {} }, actualCost: null }]);
     await expect(h.store.getIdempotency('order-42', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1' });
   });
 
@@ -173,7 +172,7 @@ describe('processJob', () => {
     ]);
     await h.clock.advance(400);
     await expect(first).resolves.toBe('succeeded');
-    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([{ reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null }]);
+    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null }]);
   });
 
   it('sends a standard message failing with 503 to the requeue queue with attempt + 1, its key and a delay, and deletes the original', async () => {
@@ -254,7 +253,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('requeue')).toBe(queued);
-    await expect(takeSettlements(h.store, h.clock)).resolves.toEqual([]);
+    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   it('keeps a FIFO message failing with 503 in flight with its visibility pushed out, holding back its group', async () => {

@@ -81,8 +81,8 @@ class FaultyStore implements StateStore {
   loadLedger(lane: string): Promise<LedgerJSON | undefined> {
     return this.call('loadLedger', () => this.inner.loadLedger(lane));
   }
-  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number): Promise<void> {
-    return this.call('saveLedger', () => this.inner.saveLedger(lane, ledger, fencingToken));
+  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
+    return this.call('saveLedger', () => this.inner.saveLedger(lane, ledger, fencingToken, settled));
   }
   loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
     return this.call('loadCircuit', () => this.inner.loadCircuit(lane));
@@ -93,8 +93,8 @@ class FaultyStore implements StateStore {
   addSettlement(lane: string, settlement: Settlement): Promise<void> {
     return this.call('addSettlement', () => this.inner.addSettlement(lane, settlement));
   }
-  takeSettlements(lane: string, fencingToken: number): Promise<Settlement[]> {
-    return this.call('takeSettlements', () => this.inner.takeSettlements(lane, fencingToken));
+  pendingSettlements(lane: string): Promise<Settlement[]> {
+    return this.call('pendingSettlements', () => this.inner.pendingSettlements(lane));
   }
   getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined> {
     return this.call('getIdempotency', () => this.inner.getIdempotency(key, now));
@@ -104,11 +104,7 @@ class FaultyStore implements StateStore {
   }
   putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
     return this.call('putIdempotency', () => this.inner.putIdempotency(key, record));
-  }
-  deleteIdempotency(key: string): Promise<void> {
-    return this.call('deleteIdempotency', () => this.inner.deleteIdempotency(key));
-  }
-}
+  }}
 
 /** A QueueReceiver decorator that fails the calls `failWhen` picks with an SQS 5xx, without making them. */
 class FaultyQueues implements QueueReceiver {
@@ -310,6 +306,40 @@ describe('runOrchestrator under faults', () => {
       expect(store.failures.map((f) => f.operation)).toContain('saveCircuit');
       expect(eventsOf(h.events, 'health-check-sent')[0]!.at).toBeGreaterThanOrEqual(START + 4_000);
       await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'half-open' } });
+    });
+
+    it.each([
+      ['failed', false],
+      ['landed, but its answer was lost', true],
+    ])('folds every settlement exactly once when a save that removes settlements %s', async (_, landed) => {
+      // Jobs reserve 10 on a cost tier (one every 600 ms). The API charged j-1 40 and j-2 25; their workers report it
+      // late: j-1's before the flush at 1600 ms, whose save fails, and j-2's after that but before the save is retried.
+      const settleAt: Record<string, { readonly at: number; readonly actualCost: number }> = { 'm-1': { at: 1_500, actualCost: 40 }, 'm-2': { at: 1_650, actualCost: 25 } };
+      const h = orchestratorHarness({
+        config: configWith({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'minute', unit: 'cost' }] }),
+        worker: async (event, harness) => {
+          if (event.kind !== 'job') return;
+          await harness.queues.delete(event.queue, event.receiptHandle);
+          const settle = settleAt[event.messageId];
+          if (settle === undefined) return;
+          await harness.clock.sleep(START + settle.at - harness.clock.now());
+          await harness.store.addSettlement(event.lane, { reservation: event.reservation, actualCost: settle.actualCost });
+        },
+      });
+      for (let i = 1; i <= 3; i++) await sendJob(h.queues, 'main', { id: `j-${i}` }, { cost: 10 });
+      const store = new FaultyStore(h.store, h.clock, during(1_600, 1_650, ['saveLedger']), { landed });
+
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, store }, { deadline: START + 3_000 }), START + 4_000);
+
+      expect(summary).toMatchObject({ lease: 'acquired', dispatched: 3 });
+      expect(store.failures).toEqual([{ operation: 'saveLedger', at: START + 1_600 }]);
+      const [recovered, ...more] = eventsOf(h.events, 'state-recovered');
+      expect(more).toEqual([]);
+      expect(recovered!.at).toBeGreaterThan(START + 1_650); // the retried save came after j-2's settlement
+      // 40 + 25 + 10: j-1's settlement neither counted twice (105) nor j-2's skipped (60).
+      await expect(storedUsage(h.store, h.config, h.clock.now(), 'minute', 'cost')).resolves.toBe(75);
+      await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
+      expect(eventsOf(h.events, 'flushed').reduce((n, e) => n + e.settlements, 0)).toBe(2);
     });
 
     it('keeps the lease when the final save fails, so the next run waits for its expiry', async () => {

@@ -3,7 +3,7 @@ import { MemoryQueues } from '../../../lib/adapters/memory/MemoryQueues';
 import { MemoryStateStore } from '../../../lib/adapters/memory/MemoryStateStore';
 import { InvokeFailedError, LeaseLostError } from '../../../lib/errors';
 import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
-import type { Lease } from '../../../lib/ports/StateStore';
+import { MAX_PENDING_SETTLEMENTS, type Lease } from '../../../lib/ports/StateStore';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
 import { processWorkerEvent } from '../../../lib/services/processJob';
 import { runOrchestrator } from '../../../lib/services/runOrchestrator';
@@ -340,6 +340,27 @@ describe('runOrchestrator', () => {
     expect(flushes[flushes.length - 1]).toBe(2_500);
   });
 
+  it(`folds a backlog of settlements ${MAX_PENDING_SETTLEMENTS} per save, at most 1 000 per flush`, async () => {
+    const h = orchestratorHarness();
+    const backlog = 1_050;
+    for (let i = 0; i < backlog; i++) await h.store.addSettlement(LANE, { reservation: { at: START - 1_000 - i, cost: 1, windows: {} }, actualCost: null });
+    const saves: number[] = [];
+    const counting = Object.assign(Object.create(h.store) as MemoryStateStore, {
+      saveLedger: (...args: Parameters<MemoryStateStore['saveLedger']>) => (saves.push(args[3] ?? 0), h.store.saveLedger(...args)),
+    });
+
+    await drive(h.clock, runOrchestrator({ ...h.deps, store: counting }, { deadline: START + 1_500 }), START + 2_000);
+
+    const flushes = h.events.flatMap((e) => (e.type === 'flushed' ? [[e.at - START, e.settlements]] : []));
+    expect(flushes).toEqual([
+      [0, 1_000],
+      [1_000, 50],
+      [1_500, 0],
+    ]);
+    expect(saves).toEqual([...Array<number>(10).fill(MAX_PENDING_SETTLEMENTS), 50, 0]);
+    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
+  });
+
   it('leaves a successor nothing to overshoot when it is killed mid-invoke before a regular flush', async () => {
     const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 4, per: 'day' }] });
     const clock = new FakeClock(START);
@@ -363,6 +384,48 @@ describe('runOrchestrator', () => {
 
     expect(invoked).toHaveLength(4);
     expect(dispatchedEvents(second.events)).toHaveLength(0); // the day's 4 were held by run 1's allowance
+  });
+
+  it('leaves a successor the higher actual cost a worker settled when it is killed between reading settlements and saving', async () => {
+    // A cost tier of 100 per minute; each job reserves 10, but the first one's call really cost 40 (+30).
+    const tier = { limit: 100, per: 'minute', unit: 'cost' } as const;
+    const config = testConfig({ quotas: [tier] });
+    const clock = new FakeClock(START);
+    const store = new MemoryStateStore();
+    const queues = new MemoryQueues({ clock });
+    for (let i = 1; i <= 12; i++) await sendJob(queues, 'main', { id: `j-${i}` }, { cost: 10 });
+    const calls: { at: number; cost: number }[] = [];
+    const worker = async (event: WorkerEvent): Promise<void> => {
+      if (event.kind !== 'job') return;
+      const actualCost = calls.length === 0 ? 40 : event.cost;
+      calls.push({ at: clock.now(), cost: actualCost });
+      if (actualCost !== event.cost) await store.addSettlement(event.lane, { reservation: event.reservation, actualCost });
+      await queues.delete(event.queue, event.receiptHandle);
+    };
+    // Run 1 is killed (a Lambda timeout) during the first ledger save after the worker settled: the save never
+    // returns, so whatever the run read of the settlements never reaches the saved ledger.
+    const first = orchestratorHarness({ config, clock, store, queues, worker, owner: 'orchestrator-1' });
+    let killedAt: number | undefined;
+    const killing = Object.assign(Object.create(store) as MemoryStateStore, {
+      saveLedger: async (...args: Parameters<MemoryStateStore['saveLedger']>): Promise<void> => {
+        if (killedAt === undefined && calls.length === 0) return store.saveLedger(...args);
+        killedAt ??= clock.now();
+        return new Promise<never>(() => {});
+      },
+    });
+    void runOrchestrator({ ...first.deps, store: killing }, { deadline: START + 60_000 });
+    await clock.advanceTo(START + 6_000); // its lease (5 s) has expired
+    expect(killedAt).toBe(START + 1_000); // its first flush after the worker settled at 0
+    expect(calls).toHaveLength(1);
+
+    const second = orchestratorHarness({ config, clock, store, queues, worker, owner: 'orchestrator-2' });
+    await drive(clock, runOrchestrator(second.deps, { deadline: START + 70_000 }), START + 71_000);
+
+    // The successor folded the +30 the dead run had read: no minute of the API's calls went past 100.
+    expect(calls.length).toBeGreaterThan(6);
+    expect(maxWindowUsage(calls, tier)).toBe(100);
+    await expect(store.pendingSettlements(LANE)).resolves.toEqual([]);
+    expect(second.events.flatMap((e) => (e.type === 'flushed' ? [e.settlements] : [])).reduce((a, b) => a + b, 0)).toBe(1);
   });
 
   it('rehydrates the ledger in the next run and keeps the tier across the run boundary', async () => {

@@ -1,11 +1,11 @@
 // Error paths dynalite cannot produce (throttling, DynamoDB's own response shapes, a key freed between a refused
-// claim and its read). Everything else is tested against dynalite in test/integration/dynamoStateStore.test.ts.
+// claim and its read), and the requests the store sends where their exact form matters. Everything else is tested against dynalite in test/integration/dynamoStateStore.test.ts.
 import { ConditionalCheckFailedException, DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { DynamoStateStore } from '../../../../lib/adapters/dynamodb/DynamoStateStore';
-import { StateConflictError } from '../../../../lib/errors';
-import type { IdempotencyRecord, Lease, StateStore } from '../../../../lib/ports/StateStore';
+import { LeaseLostError, StateConflictError } from '../../../../lib/errors';
+import { MAX_PENDING_SETTLEMENTS, type IdempotencyRecord, type Lease, type StateStore } from '../../../../lib/ports/StateStore';
 
 const T0 = 1_700_000_000_000;
 const LEASE: Lease = { lane: 'lane', owner: 'a', token: 3, expiresAt: T0 + 30_000 };
@@ -41,12 +41,12 @@ describe('DynamoStateStore', () => {
       ['renewLease, instead of LeaseLostError', (s) => s.renewLease(LEASE, T0, 30_000)],
       ['releaseLease, instead of ignoring them', (s) => s.releaseLease(LEASE)],
       ['saveLedger, instead of LeaseLostError', (s) => s.saveLedger('lane', { v: 1, tiers: {} }, 3)],
+      ['saveLedger removing settlements, instead of LeaseLostError', (s) => s.saveLedger('lane', { v: 1, tiers: {} }, 3, 2)],
       ['saveCircuit, instead of reporting a lost race', (s) => s.saveCircuit('lane', { version: 2, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil: 0 })],
       ['addSettlement', (s) => s.addSettlement('lane', { reservation: { at: T0, cost: 1, windows: {} }, actualCost: null })],
-      ['takeSettlements, instead of LeaseLostError', (s) => s.takeSettlements('lane', 3)],
+      ['pendingSettlements', (s) => s.pendingSettlements('lane')],
       ['putIdempotencyIfAbsent, instead of reporting a record', (s) => s.putIdempotencyIfAbsent('key', CLAIM, T0)],
       ['putIdempotency', (s) => s.putIdempotency('key', CLAIM)],
-      ['deleteIdempotency', (s) => s.deleteIdempotency('key')],
       ['loadLedger', (s) => s.loadLedger('lane')],
       ['loadCircuit', (s) => s.loadCircuit('lane')],
       ['getIdempotency', (s) => s.getIdempotency('key', T0)],
@@ -59,10 +59,52 @@ describe('DynamoStateStore', () => {
     });
   });
 
-  describe('takeSettlements', () => {
-    it('takes an empty list when DynamoDB returns no attributes (nothing was pending)', async () => {
+  describe('saveLedger', () => {
+    it('removes the settled oldest settlements in the same fenced write, highest index first', async () => {
       ddbMock.on(UpdateCommand).resolves({});
-      await expect(store().takeSettlements('lane', 3)).resolves.toEqual([]);
+      await store().saveLedger('lane', { v: 1, tiers: {} }, 3, 3);
+      const [call] = ddbMock.commandCalls(UpdateCommand);
+      expect(call?.args[0].input).toEqual({
+        TableName: 'state',
+        Key: { pk: 'lane#lane' },
+        UpdateExpression: 'SET #ledger = :ledger REMOVE #settlements[2], #settlements[1], #settlements[0]',
+        ConditionExpression: '#leaseToken = :token AND size(#settlements) >= :settled',
+        ExpressionAttributeNames: { '#ledger': 'ledger', '#settlements': 'settlements', '#leaseToken': 'leaseToken' },
+        ExpressionAttributeValues: { ':ledger': '{"v":1,"tiers":{}}', ':token': 3, ':settled': 3 },
+      });
+    });
+
+    it(`keeps the update expression far below DynamoDB's 4 KB limit when removing ${MAX_PENDING_SETTLEMENTS} settlements`, async () => {
+      ddbMock.on(UpdateCommand).resolves({});
+      await store().saveLedger('lane', { v: 1, tiers: {} }, 3, MAX_PENDING_SETTLEMENTS);
+      const input = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
+      expect(input?.UpdateExpression?.match(/#settlements\[\d+\]/g)).toHaveLength(MAX_PENDING_SETTLEMENTS);
+      expect(`${input?.UpdateExpression}${input?.ConditionExpression}`.length).toBeLessThan(2_048);
+    });
+
+    it('reports a refused save that removes nothing as a lost lease, without reading the item', async () => {
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      await expect(store().saveLedger('lane', { v: 1, tiers: {} }, 3)).rejects.toBeInstanceOf(LeaseLostError);
+      expect(ddbMock.commandCalls(GetCommand)).toHaveLength(0);
+    });
+
+    it.each([
+      ['a lost lease when the token has moved on', { leaseToken: 4 }, LeaseLostError],
+      ['a lost lease when the item is gone', undefined, LeaseLostError],
+      ['StateConflictError when the token is still current (the list was short)', { leaseToken: 3 }, StateConflictError],
+    ])('reports a refused save that removes settlements as %s', async (_, item, expected) => {
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(GetCommand).resolves({ Item: item });
+      await expect(store().saveLedger('lane', { v: 1, tiers: {} }, 3, 2)).rejects.toBeInstanceOf(expected);
+      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true, ProjectionExpression: '#leaseToken' });
+    });
+  });
+
+  describe('pendingSettlements', () => {
+    it('returns an empty list when the lane has no item', async () => {
+      ddbMock.on(GetCommand).resolves({});
+      await expect(store().pendingSettlements('lane')).resolves.toEqual([]);
+      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true, ProjectionExpression: '#settlements' });
     });
   });
 
