@@ -94,8 +94,8 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
  * the ledger was saved), then reads the circuit; once both succeed it reports `state-recovered`. Meanwhile, under
  * `pace-in-memory` (the default), a message goes only if, for every tier, either
  * - its units fit the allowance the last *saved* ledger holds (see `flush`), which a successor counts; or
- * - the tier slides and `now + window <= lease.expiresAt`: a successor may only dispatch from the expiry of the last
- *   renewed lease, so no window of its dispatches can hold this one.
+ * - the tier slides and `now + arrivalMarginMs + window <= lease.expiresAt`: a successor may only dispatch from the
+ *   expiry of the last renewed lease, so no window of its dispatches can hold this one.
  *
  * Day, month and long sliding tiers therefore never go past quota already reserved, short tiers keep being paced on
  * the in-memory ledger, and nothing goes at or after `lease.expiresAt` (a renewal that succeeds later resumes the
@@ -111,8 +111,10 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
  * lost). A failed hand-back at exit is
  * skipped: the message reappears after its visibility. Each is reported as `queue-unavailable`.
  *
- * **Invokes.** A throttled or failed invoke refunds its quota and backs off; one Lambda refuses for the event itself
- * ({@link InvokeRejectedError}, e.g. over the async payload limit) dead-letters the message with that reason.
+ * **Invokes.** A throttled or refused invoke refunds its quota and backs off; one that failed but may have started
+ * (a 5xx, a timeout: `InvokeFailedError.mayHaveStarted`) keeps its quota and backs off; one Lambda refuses for the
+ * event itself ({@link InvokeRejectedError}, e.g. over the async payload limit) dead-letters the message with that
+ * reason.
  *
  * @throws StateFormatError when a stored ledger or circuit cannot be read; any error that is none of the above.
  */
@@ -390,8 +392,10 @@ class OrchestratorRun {
     if (now >= this.lease.expiresAt) return false;
     if (this.outage === undefined) return true;
     if (this.settings.stateOutage === 'pause') return false;
-    // A successor dispatches from lease.expiresAt on: a sliding window that closes by then cannot hold its calls too.
-    return this.deps.config.quotas.every((tier, i) => allowed[i] === true || (isSliding(tier.per) && now + slidingWindowMs(tier.per) <= this.lease.expiresAt));
+    // A successor dispatches from lease.expiresAt on: a sliding window that closes by then (allowing for this call to
+    // arrive up to arrivalMarginMs late) cannot hold its calls too.
+    const closesBy = now + this.deps.config.pacing.arrivalMarginMs;
+    return this.deps.config.quotas.every((tier, i) => allowed[i] === true || (isSliding(tier.per) && closesBy + slidingWindowMs(tier.per) <= this.lease.expiresAt));
   }
 
   /**
