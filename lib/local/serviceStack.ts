@@ -342,13 +342,11 @@ export class ServiceStack {
     const entry = { stop: () => (stopping = true), summary: summary.catch(() => undefined) };
     this.runs.add(entry);
     void entry.summary.then(() => this.runs.delete(entry));
-    return {
-      owner,
-      events,
-      started: Promise.race([started, summary.then((s) => s.lease !== 'held-elsewhere')]),
-      summary,
-      stop: entry.stop,
-    };
+    const startedOrEnded = Promise.race([started, summary.then((s) => s.lease !== 'held-elsewhere')]);
+    // It rejects when the run is killed before its first flush; callers that never await it must not see that as an
+    // unhandled rejection (which ends the process).
+    startedOrEnded.catch(() => undefined);
+    return { owner, events, started: startedOrEnded, summary, stop: entry.stop };
   }
 
   /**

@@ -70,6 +70,22 @@ async function savedUsage(s: ServiceStack, per: string): Promise<number> {
 }
 
 describe('the service on the emulators', () => {
+  it('leaves no unhandled rejection behind when a run is killed before its first flush and nobody awaits its start', async () => {
+    const unhandled: unknown[] = [];
+    const listener = (reason: unknown) => void unhandled.push(reason);
+    process.on('unhandledRejection', listener);
+    try {
+      stack = await createServiceStack({ quotas: [{ limit: 10, per: 'second' }] });
+      // Its second request is the ledger read: killed there, it never flushes.
+      const run = stack.startOrchestrator({ deadlineMs: 5_000, killAfterCalls: 1 });
+      await expect(run.summary).rejects.toBeInstanceOf(SimulatedCrash);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', listener);
+    }
+  });
+
   it('keeps each FIFO group in send order while an outage makes calls fail and retry', async () => {
     stack = await createServiceStack({ quotas: [{ limit: 20, per: 'second' }] });
     const groups = ['g1', 'g2', 'g3'];
