@@ -1,7 +1,7 @@
 import { seededRandom } from '../simulation/random';
 import type { QueueName, ReceivedMessage } from '../ports/QueueReceiver';
 import type { RunSummary } from '../services/runOrchestrator';
-import { createServiceStack, SimulatedCrash, type EmulatorEndpoints, type OrchestratorRun, type ServiceStack, type TestMessage } from '../local/serviceStack';
+import { createServiceStack, SimulatedCrash, type EmulatorEndpoints, type OrchestratorRun, type OrchestratorRunOptions, type ServiceStack, type TestMessage } from '../local/serviceStack';
 import { pause } from '../local/waitFor';
 import { MisbehavingApi } from './apiFaults';
 import { AwsFaultInjector } from './awsFaults';
@@ -102,6 +102,22 @@ function keyOf(message: ReceivedMessage): string {
   }
 }
 
+/**
+ * Where the `n`-th kill falls, in turn: at a random invoke (the reservation counted, the invoke never sent), at a
+ * random ledger save or lease renewal after the first (mid-flush), and at a random request (wherever it lands).
+ */
+function killPlan(n: number, random: () => number): Pick<OrchestratorRunOptions, 'killAfterCalls' | 'killAtCommand'> {
+  const pick = (from: number, span: number) => from + Math.floor(random() * span);
+  switch (n % 3) {
+    case 0:
+      return { killAtCommand: { command: 'InvokeCommand', occurrence: pick(1, 15) } };
+    case 1:
+      return { killAtCommand: { command: 'UpdateItemCommand', occurrence: pick(2, 8) } };
+    default:
+      return { killAfterCalls: pick(3, 40) };
+  }
+}
+
 function killPointOf(command: string): KillPoint {
   if (command === 'InvokeCommand') return 'before-invoke';
   return /^(Update|Put)/.test(command) ? 'mid-flush' : 'between-invoke-and-flush';
@@ -173,8 +189,8 @@ async function drive(stack: ServiceStack, scenario: FaultScenario, random: () =>
       } else {
         // Every run is armed until the planned number of kills has hit: an armed run may end before its request comes.
         const hits = runs.filter((r) => r.ended?.error instanceof SimulatedCrash).length;
-        const kill = hits < (scenario.kills ?? 0) ? 3 + Math.floor(random() * 40) : undefined;
-        runs.push(track(stack.startOrchestrator({ deadlineMs: RUN_MS, ...(kill === undefined ? {} : { killAfterCalls: kill }) }), 'scheduled'));
+        const kill = hits < (scenario.kills ?? 0) ? killPlan(hits, random) : {};
+        runs.push(track(stack.startOrchestrator({ deadlineMs: RUN_MS, ...kill }), 'scheduled'));
       }
     }
     const every = scenario.manualInvokeEveryMs;

@@ -132,6 +132,8 @@ export interface OrchestratorRunOptions {
    * @default never
    */
   readonly killAfterCalls?: number;
+  /** Like `killAfterCalls`, but the run is killed at its `occurrence`-th request that is `command` (e.g. `InvokeCommand`). */
+  readonly killAtCommand?: { readonly command: string; readonly occurrence: number };
   /**
    * Simulates a stale lease holder (a process paused, or cut off from AWS): once its request number `afterCalls`
    * has been answered, the run stands still for `forMs`, then goes on as if nothing had happened.
@@ -181,7 +183,7 @@ export interface LogLine {
   readonly fields: Readonly<Record<string, unknown>>;
 }
 
-/** How a run killed by `killAfterCalls` ends: it was stopped at its request number `afterCalls + 1`, a `command`. */
+/** How a killed run ends: it was stopped at its request number `afterCalls + 1`, a `command`. */
 export class SimulatedCrash extends Error {
   override readonly name = 'SimulatedCrash';
   constructor(
@@ -211,22 +213,31 @@ function armFreeze(clients: AwsClients, { afterCalls, forMs }: { readonly afterC
   }
 }
 
+/** Which request of a run is its last: the request's number, its command, and how many of that command so far. */
+type KillPoint = (request: { readonly number: number; readonly command: string; readonly ofCommand: number }) => boolean;
+
 /**
- * Kills the run that uses `clients` at its AWS request number `afterCalls + 1`, as a process killed there would
- * stop: that request and every later one never leave and never answer, so the run does nothing more, and `onKill`
- * is told which request it was. The hook sits in the `initialize` step, ahead of the SDK's retries.
+ * Kills the run that uses `clients` at the first request `isKillPoint` picks, as a process killed there would stop:
+ * that request and every later one never leave and never answer, so the run does nothing more, and `onKill` is told
+ * which request it was. The hook sits in the `initialize` step, ahead of the SDK's retries.
  * `DynamoDBDocumentClient.from` shares the bare client's middleware stack, so the store is covered.
  */
-function armKillSwitch(clients: AwsClients, afterCalls: number, onKill: (crash: SimulatedCrash) => void): void {
+function armKillSwitch(clients: AwsClients, isKillPoint: KillPoint, onKill: (crash: SimulatedCrash) => void): void {
   let calls = 0;
+  let killed = false;
+  const perCommand = new Map<string, number>();
   const never = new Promise<never>(() => undefined);
   for (const client of [clients.dynamodb, clients.sqs, clients.lambda]) {
     addMiddleware(
       client,
       (next, context) => async (args) => {
-        calls++;
-        if (calls <= afterCalls) return next(args);
-        if (calls === afterCalls + 1) onKill(new SimulatedCrash(afterCalls, String(context.commandName ?? 'unknown')));
+        if (killed) return never;
+        const command = String(context.commandName ?? 'unknown');
+        const ofCommand = (perCommand.get(command) ?? 0) + 1;
+        perCommand.set(command, ofCommand);
+        if (!isKillPoint({ number: ++calls, command, ofCommand })) return next(args);
+        killed = true;
+        onKill(new SimulatedCrash(calls - 1, command));
         return never;
       },
       { step: 'initialize', name: 'simulatedCrash' },
@@ -326,7 +337,9 @@ export class ServiceStack {
     this.resources.faults.orchestratorClients?.(clients);
     let kill: (crash: SimulatedCrash) => void = () => undefined;
     const killed = new Promise<never>((_, reject) => (kill = reject));
-    if (options.killAfterCalls !== undefined) armKillSwitch(clients, options.killAfterCalls, kill);
+    const { killAfterCalls, killAtCommand } = options;
+    if (killAfterCalls !== undefined) armKillSwitch(clients, (request) => request.number > killAfterCalls, kill);
+    if (killAtCommand !== undefined) armKillSwitch(clients, (r) => r.command === killAtCommand.command && r.ofCommand === killAtCommand.occurrence, kill);
     if (options.freeze !== undefined) armFreeze(clients, options.freeze);
     const events: OrchestratorEvent[] = [];
     let stopping = false;

@@ -58,8 +58,10 @@ describe('the fault suite (quick sizes)', () => {
     });
 
     if (name === 'orchestrator-killed') {
-      it('killed as many runs as planned, each at a random request', () => {
+      it('killed as many runs as planned, before an invoke and mid-flush among them', () => {
         expect(Object.values(result.killPoints).reduce((sum, n) => sum + n, 0)).toBe(scenario.kills);
+        expect(result.killPoints['before-invoke']).toBeGreaterThan(0);
+        expect(result.killPoints['mid-flush']).toBeGreaterThan(0);
       });
     }
     if (name === 'worker-crashes') {
