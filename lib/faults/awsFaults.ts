@@ -111,11 +111,6 @@ export class AwsFaultInjector {
     return Object.fromEntries(this.counts);
   }
 
-  /** How many faults were injected so far. */
-  total(): number {
-    return [...this.counts.values()].reduce((sum, n) => sum + n, 0);
-  }
-
   private async handle(service: AwsService, role: 'orchestrator' | 'worker', next: LooseHandler, args: Parameters<LooseHandler>[0]): ReturnType<LooseHandler> {
     const operation = operationOf(args.request);
     const at = Date.now() - this.startedAt();

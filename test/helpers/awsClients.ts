@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import type { EmulatorEndpoints } from '../../lib/local/serviceStack';
 
 /** Credentials the emulators accept; never real ones. */
 const FAKE_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -8,6 +9,11 @@ function endpoint(name: 'QO_TEST_DYNAMODB_ENDPOINT' | 'QO_TEST_SQS_ENDPOINT'): s
   const value = process.env[name];
   if (value === undefined) throw new Error(`${name} is not set: run the tests through jest, whose globalSetup starts the emulators`);
   return value;
+}
+
+/** Where the emulators that jest's globalSetup started listen, as the service stack and the local run take them. */
+export function testEmulators(): EmulatorEndpoints {
+  return { dynamodbEndpoint: endpoint('QO_TEST_DYNAMODB_ENDPOINT'), sqsEndpoint: endpoint('QO_TEST_SQS_ENDPOINT') };
 }
 
 /**

@@ -1,5 +1,6 @@
 import { runFaultScenario, type FaultScenarioResult } from '../../lib/faults/runFaults';
 import { faultScenarios } from '../../lib/faults/scenarios';
+import { testEmulators } from '../helpers/awsClients';
 
 /**
  * `npm run faults -- --quick` inside the test suite: every scenario at its small size, with seed 1 (kill points and
@@ -21,13 +22,6 @@ const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
   'api-misbehaves': [/^api:hang$/, /^api:rate-limited-without-retry-after$/, /^api:server-error$/],
 };
 
-function emulators() {
-  const dynamodbEndpoint = process.env.QO_TEST_DYNAMODB_ENDPOINT;
-  const sqsEndpoint = process.env.QO_TEST_SQS_ENDPOINT;
-  if (dynamodbEndpoint === undefined || sqsEndpoint === undefined) throw new Error('run the tests through jest, whose globalSetup starts the emulators');
-  return { dynamodbEndpoint, sqsEndpoint };
-}
-
 describe('the fault suite (quick sizes)', () => {
   it('has a check of what each scenario injects', () => {
     expect(Object.keys(MUST_INJECT).sort()).toEqual(SCENARIOS.map((s) => s.name).sort());
@@ -36,7 +30,7 @@ describe('the fault suite (quick sizes)', () => {
   describe.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', (name, scenario) => {
     let result: FaultScenarioResult;
     beforeAll(async () => {
-      result = await runFaultScenario(scenario, emulators(), 1);
+      result = await runFaultScenario(scenario, testEmulators(), 1);
     }, 150_000);
 
     it('injected its faults', () => {

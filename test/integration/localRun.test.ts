@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import { runLocal, type LocalRunResult } from '../../lib/local/localRun';
 import type { Template } from '../../lib/local/template';
 import { parseScenario } from '../../lib/simulation/scenario';
+import { testEmulators } from '../helpers/awsClients';
 import { packageService, readTemplate } from '../helpers/packageService';
 
 /** A small scenario with everything the default one has: FIFO groups, poison and malformed jobs, an outage. */
@@ -29,8 +30,7 @@ describe('runLocal on the packaged template', () => {
     template = await readTemplate(run);
     await rm(run.dir, { recursive: true, force: true });
     const scenario = parseScenario(SCENARIO);
-    const emulators = { dynamodbEndpoint: process.env.QO_TEST_DYNAMODB_ENDPOINT ?? '', sqsEndpoint: process.env.QO_TEST_SQS_ENDPOINT ?? '' };
-    result = await runLocal({ scenario, overrides: ['quotas', 'circuit', 'pacing'], template, emulators });
+    result = await runLocal({ scenario, overrides: ['quotas', 'circuit', 'pacing'], template, emulators: testEmulators() });
   }, 120_000);
 
   it('ends every job exactly once: the 57 well-formed ones succeed, poison and malformed ones are dead-lettered', () => {
