@@ -1,7 +1,7 @@
 import type { OrchestratorEvent, RunSummary } from '../lib/services/runOrchestrator';
 import { runOrchestrator } from '../lib/services/runOrchestrator';
 import { runDeadline } from '../lib/services/runDeadline';
-import { defaultAwsClients, orchestratorDepsFromEnv, type AwsClients, type OrchestratorBaseDeps } from '../lib/adapters/aws/fromEnv';
+import { orchestratorClients, orchestratorDepsFromEnv, type OrchestratorBaseDeps, type OrchestratorClients } from '../lib/wiring/orchestratorDeps';
 import { jsonLog, type Log } from '../lib/adapters/log';
 import type { Env } from '../lib/configFromEnv';
 
@@ -68,7 +68,7 @@ export function makeHandler(deps: OrchestratorBaseDeps, log: Log, shouldStop?: (
  * Builds the handler from an environment (validated here: a bad value fails with the variable's name).
  * The local run calls this with each function's environment from the packaged template.
  */
-export function handlerFromEnv(env: Env, clients: AwsClients = defaultAwsClients(), log: Log = jsonLog(), shouldStop?: () => boolean) {
+export function handlerFromEnv(env: Env, clients: OrchestratorClients = orchestratorClients(), log: Log = jsonLog(), shouldStop?: () => boolean) {
   return makeHandler(orchestratorDepsFromEnv(env, clients), log, shouldStop);
 }
 

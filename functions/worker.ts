@@ -1,4 +1,4 @@
-import { defaultAwsClients, workerDepsFromEnv, type AwsClients } from '../lib/adapters/aws/fromEnv';
+import { workerClients, workerDepsFromEnv, type WorkerClients } from '../lib/wiring/workerDeps';
 import { jsonLog, type Log } from '../lib/adapters/log';
 import type { Env } from '../lib/configFromEnv';
 import type { WorkerEvent } from '../lib/ports/Invoker';
@@ -29,7 +29,7 @@ export function makeHandler(deps: WorkerDeps, log: Log) {
 }
 
 /** Builds the handler from an environment (validated here: a bad value fails with the variable's name). */
-export function handlerFromEnv(env: Env, clients: AwsClients = defaultAwsClients(), log: Log = jsonLog()) {
+export function handlerFromEnv(env: Env, clients: WorkerClients = workerClients(), log: Log = jsonLog()) {
   return makeHandler(workerDepsFromEnv(env, clients), log);
 }
 

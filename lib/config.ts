@@ -2,7 +2,8 @@ import { parseBreakerSettings, type BreakerSettings } from './domain/breaker/set
 import { parseRetrySettings, type RetrySettings } from './domain/outcome/retryPolicy';
 import { parsePacingSettings, type PacingSettings } from './domain/pacing/pacer';
 import { assertTimeZone } from './domain/quota/calendar';
-import { describe, parseTiers, type Tier } from './domain/quota/tiers';
+import { describeValue } from './domain/describeValue';
+import { parseTiers, type Tier } from './domain/quota/tiers';
 import { parseNumberSettings, type NumberRange } from './domain/settings';
 import { ConfigError } from './errors';
 
@@ -83,14 +84,14 @@ function parseOrchestratorSettings(input: unknown): OrchestratorSettings {
   if (input === undefined) return DEFAULT_ORCHESTRATOR_SETTINGS;
   const keys = [...Object.keys(ORCHESTRATOR_RANGES), 'stateOutage'];
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ConfigError(field, `must be an object with optional keys ${keys.join(', ')}; got ${describe(input)}`);
+    throw new ConfigError(field, `must be an object with optional keys ${keys.join(', ')}; got ${describeValue(input)}`);
   }
   const { stateOutage = DEFAULT_ORCHESTRATOR_SETTINGS.stateOutage, ...numbers } = input as Record<string, unknown>;
   for (const key of Object.keys(numbers)) {
     if (!keys.includes(key)) throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${keys.join(', ')}`);
   }
   if (!(STATE_OUTAGE_POLICIES as readonly unknown[]).includes(stateOutage)) {
-    throw new ConfigError(`${field}.stateOutage`, `must be one of ${STATE_OUTAGE_POLICIES.map((p) => `'${p}'`).join(', ')}; got ${describe(stateOutage)}`);
+    throw new ConfigError(`${field}.stateOutage`, `must be one of ${STATE_OUTAGE_POLICIES.map((p) => `'${p}'`).join(', ')}; got ${describeValue(stateOutage)}`);
   }
   const timings = parseNumberSettings(numbers, field, DEFAULT_ORCHESTRATOR_SETTINGS as OrchestratorTimings, ORCHESTRATOR_RANGES);
   return Object.freeze({ ...timings, stateOutage: stateOutage as StateOutagePolicy });
@@ -118,7 +119,7 @@ const KEYS = ['lane', 'quotas', 'timeZone', 'pacing', 'circuit', 'retry', 'orche
  */
 export function parseServiceConfig(input: unknown, options: { readonly costsAvailable?: boolean } = {}): ServiceConfig {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ConfigError('config', `must be an object with keys ${KEYS.join(', ')}; got ${describe(input)}`);
+    throw new ConfigError('config', `must be an object with keys ${KEYS.join(', ')}; got ${describeValue(input)}`);
   }
   const raw = input as Record<string, unknown>;
   for (const key of Object.keys(raw)) {
@@ -126,10 +127,10 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
   }
   const lane = raw.lane ?? 'default';
   if (typeof lane !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(lane)) {
-    throw new ConfigError('lane', `must be 1 to 64 letters, digits, '-' or '_'; got ${describe(lane)}`);
+    throw new ConfigError('lane', `must be 1 to 64 letters, digits, '-' or '_'; got ${describeValue(lane)}`);
   }
   const timeZone = raw.timeZone ?? 'UTC';
-  if (typeof timeZone !== 'string') throw new ConfigError('timeZone', `must be an IANA time zone such as 'UTC'; got ${describe(timeZone)}`);
+  if (typeof timeZone !== 'string') throw new ConfigError('timeZone', `must be an IANA time zone such as 'UTC'; got ${describeValue(timeZone)}`);
   assertTimeZone(timeZone, 'timeZone');
   const orchestrator = parseOrchestratorSettings(raw.orchestrator);
   if (orchestrator.flushIntervalMs * 3 > orchestrator.leaseTtlMs) {

@@ -5,7 +5,7 @@
  */
 import { parseServiceConfig, type ServiceConfig } from '../config';
 import { CONFIG_ENV, RESOURCE_ENV } from '../configFromEnv';
-import { describe } from '../domain/quota/tiers';
+import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
 
 /** Where the settings live in serverless.yml; every field in an error message starts with it. */
@@ -69,21 +69,21 @@ function timeoutSeconds(service: ServiceView, name: string, min: number, why: st
   }
   const timeout = fn.timeout ?? service.provider.timeout ?? OSLS_DEFAULT_TIMEOUT_SECONDS;
   if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < min || timeout > MAX_LAMBDA_TIMEOUT_SECONDS) {
-    throw new ConfigError(`functions.${name}.timeout`, `must be a whole number of seconds from ${min} to ${MAX_LAMBDA_TIMEOUT_SECONDS}${why}; got ${describe(timeout)}`);
+    throw new ConfigError(`functions.${name}.timeout`, `must be a whole number of seconds from ${min} to ${MAX_LAMBDA_TIMEOUT_SECONDS}${why}; got ${describeValue(timeout)}`);
   }
   return timeout;
 }
 
 function httpUrl(value: unknown, key: string): string {
   const field = `${SETTINGS_PATH}.${key}`;
-  if (typeof value !== 'string') throw new ConfigError(field, `must be an http(s) URL such as https://api.example.com/jobs; got ${describe(value)}`);
+  if (typeof value !== 'string') throw new ConfigError(field, `must be an http(s) URL such as https://api.example.com/jobs; got ${describeValue(value)}`);
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new ConfigError(field, `must be an http(s) URL such as https://api.example.com/jobs; got ${describe(value)}`);
+    throw new ConfigError(field, `must be an http(s) URL such as https://api.example.com/jobs; got ${describeValue(value)}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(field, `must use http or https; got ${describe(value)}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(field, `must use http or https; got ${describeValue(value)}`);
   return value;
 }
 
@@ -100,7 +100,7 @@ function withWorkerTimeout(orchestrator: unknown, workerTimeoutMs: number): { va
   if (given !== workerTimeoutMs) {
     throw new ConfigError(
       `${SETTINGS_PATH}.orchestrator.workerTimeoutMs`,
-      `must equal functions.worker.timeout in milliseconds (${workerTimeoutMs}); got ${describe(given)}. Leave it out to derive it from the timeout, or change both`,
+      `must equal functions.worker.timeout in milliseconds (${workerTimeoutMs}); got ${describeValue(given)}. Leave it out to derive it from the timeout, or change both`,
     );
   }
   return { value: orchestrator, derived: false };
@@ -126,7 +126,7 @@ function withWorkerTimeout(orchestrator: unknown, workerTimeoutMs: number): { va
 export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   const settings = service.custom?.quotaOrchestrator;
   if (!isRecord(settings)) {
-    throw new ConfigError(SETTINGS_PATH, `must be an object with keys ${ALLOWED_KEYS.join(', ')} (quotas, apiUrl and healthUrl required); got ${describe(settings)}`);
+    throw new ConfigError(SETTINGS_PATH, `must be an object with keys ${ALLOWED_KEYS.join(', ')} (quotas, apiUrl and healthUrl required); got ${describeValue(settings)}`);
   }
   for (const key of Object.keys(settings)) {
     if (!ALLOWED_KEYS.includes(key)) throw new ConfigError(`${SETTINGS_PATH}.${key}`, `unknown key; allowed keys are ${ALLOWED_KEYS.join(', ')}`);
@@ -150,7 +150,7 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
 
   const maxReceiveCount = service.custom?.queues?.maxReceiveCount;
   if (typeof maxReceiveCount !== 'number' || !Number.isInteger(maxReceiveCount) || maxReceiveCount < 1 || maxReceiveCount > 1000) {
-    throw new ConfigError(MAX_RECEIVE_COUNT_PATH, `must be an integer from 1 to 1000 (the source queues' SQS redrive threshold); got ${describe(maxReceiveCount)}`);
+    throw new ConfigError(MAX_RECEIVE_COUNT_PATH, `must be an integer from 1 to 1000 (the source queues' SQS redrive threshold); got ${describeValue(maxReceiveCount)}`);
   }
   if (config.retry.maxAttempts >= maxReceiveCount) {
     throw new ConfigError(
@@ -165,7 +165,7 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   if (apiTimeoutMs !== undefined && (typeof apiTimeoutMs !== 'number' || !Number.isInteger(apiTimeoutMs) || apiTimeoutMs < 1 || apiTimeoutMs >= workerTimeoutMs)) {
     throw new ConfigError(
       `${SETTINGS_PATH}.apiTimeoutMs`,
-      `must be a whole number of milliseconds from 1 to ${workerTimeoutMs - 1}, below functions.worker.timeout; got ${describe(apiTimeoutMs)}`,
+      `must be a whole number of milliseconds from 1 to ${workerTimeoutMs - 1}, below functions.worker.timeout; got ${describeValue(apiTimeoutMs)}`,
     );
   }
 
@@ -173,7 +173,7 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   if (apiKeyParameter !== undefined && (typeof apiKeyParameter !== 'string' || !SSM_PARAMETER_NAME.test(apiKeyParameter))) {
     throw new ConfigError(
       `${SETTINGS_PATH}.apiKeyParameter`,
-      `must be an SSM parameter name such as /quota-orchestrator/prod/api-key: a leading '/', then up to 1010 letters, digits and _ . - /; got ${describe(apiKeyParameter)}`,
+      `must be an SSM parameter name such as /quota-orchestrator/prod/api-key: a leading '/', then up to 1010 letters, digits and _ . - /; got ${describeValue(apiKeyParameter)}`,
     );
   }
 

@@ -1,5 +1,5 @@
 import { ConfigError } from '../errors';
-import { describe } from './quota/tiers';
+import { describeValue } from './describeValue';
 
 /** The allowed values of one numeric setting. */
 export interface NumberRange {
@@ -24,7 +24,7 @@ export function parseNumberSettings<T extends { readonly [K in keyof T]: number 
   const keys = Object.keys(ranges);
   if (input === undefined) return defaults;
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ConfigError(field, `must be an object with optional keys ${keys.join(', ')}; got ${describe(input)}`);
+    throw new ConfigError(field, `must be an object with optional keys ${keys.join(', ')}; got ${describeValue(input)}`);
   }
   const settings: Record<string, number> = { ...(defaults as Record<string, number>) };
   for (const [key, value] of Object.entries(input)) {
@@ -33,7 +33,7 @@ export function parseNumberSettings<T extends { readonly [K in keyof T]: number 
     if (range === undefined) throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${keys.join(', ')}`);
     const kind = range.integer === true ? 'an integer' : 'a number';
     if (typeof value !== 'number' || !Number.isFinite(value) || value < range.min || value > range.max || (range.integer === true && !Number.isInteger(value))) {
-      throw new ConfigError(`${field}.${key}`, `must be ${kind} from ${range.min} to ${range.max}; got ${describe(value)}`);
+      throw new ConfigError(`${field}.${key}`, `must be ${kind} from ${range.min} to ${range.max}; got ${describeValue(value)}`);
     }
     settings[key] = value;
   }

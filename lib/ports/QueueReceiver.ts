@@ -15,6 +15,9 @@ export function deadLetterQueueOf(queue: SourceQueue): DeadLetterQueue {
   return `${queue}-dlq`;
 }
 
+/** Message attributes the service reads or writes; others are kept but ignored. */
+export const ATTRIBUTES = { cost: 'cost', idempotencyKey: 'idempotencyKey', attempt: 'attempt', reason: 'reason', sourceQueue: 'sourceQueue' } as const;
+
 /** An SQS message attribute: a data type (`String`, `Number`, …) and its value as text. */
 export interface MessageAttribute {
   readonly dataType: string;

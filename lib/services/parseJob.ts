@@ -15,9 +15,6 @@ export interface ParsedJob {
   readonly attempt: number;
 }
 
-/** Attributes the service reads or writes; others are kept but ignored. */
-export const ATTRIBUTES = { cost: 'cost', idempotencyKey: 'idempotencyKey', attempt: 'attempt', reason: 'reason', sourceQueue: 'sourceQueue' } as const;
-
 /**
  * The deepest nesting of arrays and objects a body may have. JSON.parse takes any depth, but serialising a body
  * nested some thousands deep (a 256 KB message can nest 128 000 deep) overflows the stack: the invoke would throw in

@@ -7,10 +7,9 @@ import type { ServiceConfig } from '../config';
 import type { ApiCaller } from '../ports/ApiCaller';
 import type { Clock } from '../ports/Clock';
 import type { HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
-import type { QueueReceiver } from '../ports/QueueReceiver';
+import { ATTRIBUTES, type QueueReceiver } from '../ports/QueueReceiver';
 import type { StateStore } from '../ports/StateStore';
 import { applyCircuitEvent } from './circuitUpdates';
-import { ATTRIBUTES } from './parseJob';
 import { deadLetter, retryLater, type MessageRef } from './queueOutcomes';
 
 /** What a worker needs. */

@@ -1,5 +1,4 @@
-import { deadLetterQueueOf, type MessageAttribute, type QueueReceiver, type SourceQueue } from '../ports/QueueReceiver';
-import { ATTRIBUTES } from './parseJob';
+import { ATTRIBUTES, deadLetterQueueOf, type MessageAttribute, type QueueReceiver, type SourceQueue } from '../ports/QueueReceiver';
 
 /** The parts of a received message needed to retry or dead-letter it. */
 export interface MessageRef {

@@ -1,4 +1,4 @@
-import { MemoryStateStore } from '../../lib/adapters/memory/MemoryStateStore';
+import { MemoryStateStore } from '../../tools/memory/MemoryStateStore';
 import { describeStateStoreContract } from './stateStore.contract';
 
 describeStateStoreContract('MemoryStateStore', async () => ({ store: new MemoryStateStore() }));

@@ -1,6 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
-import type { EmulatorEndpoints } from '../../lib/local/serviceStack';
+import type { EmulatorEndpoints } from '../../tools/local/serviceStack';
 
 /** Credentials the emulators accept; never real ones. */
 const FAKE_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
@@ -34,4 +34,4 @@ export function testSqsClient(): SQSClient {
   return new SQSClient({ endpoint: endpoint('QO_TEST_SQS_ENDPOINT'), region: 'us-east-1', credentials: FAKE_CREDENTIALS });
 }
 
-export { uniqueName } from '../../lib/local/serviceStack';
+export { uniqueName } from '../../tools/local/serviceStack';

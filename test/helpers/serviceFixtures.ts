@@ -1,7 +1,7 @@
-import { FakeClock } from '../../lib/adapters/memory/FakeClock';
-import { MemoryInvoker } from '../../lib/adapters/memory/MemoryInvoker';
-import { MemoryQueues } from '../../lib/adapters/memory/MemoryQueues';
-import { MemoryStateStore } from '../../lib/adapters/memory/MemoryStateStore';
+import { FakeClock } from '../../tools/memory/FakeClock';
+import { MemoryInvoker } from '../../tools/memory/MemoryInvoker';
+import { MemoryQueues } from '../../tools/memory/MemoryQueues';
+import { MemoryStateStore } from '../../tools/memory/MemoryStateStore';
 import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import type { JsonValue } from '../../lib/domain/json';
 import type { ApiResult } from '../../lib/domain/outcome/apiResult';

@@ -1,10 +1,10 @@
 import { rm } from 'node:fs/promises';
-import { renderBenchChart } from '../../lib/bench/chart';
-import { chartPanel, compareStrategies, costLine } from '../../lib/bench/runBench';
-import { formatTable } from '../../lib/bench/table';
-import { STRATEGIES, type BenchScenario, type StrategyResult } from '../../lib/bench/types';
+import { renderBenchChart } from '../../tools/bench/chart';
+import { chartPanel, compareStrategies, costLine } from '../../tools/bench/runBench';
+import { formatTable } from '../../tools/bench/table';
+import { STRATEGIES, type BenchScenario, type StrategyResult } from '../../tools/bench/types';
 import { parseTiers } from '../../lib/domain/quota/tiers';
-import type { Template } from '../../lib/local/template';
+import type { Template } from '../../tools/local/template';
 import { packageService, readTemplate } from '../helpers/packageService';
 
 /** A smoke run of `npm run bench`'s comparison, small enough for every `npm test`: the figures live in the bench. */

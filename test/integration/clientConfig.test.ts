@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { GetItemCommand } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand } from '@aws-sdk/client-lambda';
-import { CLIENT_CONFIG, defaultAwsClients } from '../../lib/adapters/aws/fromEnv';
+import { CLIENT_CONFIG } from '../../lib/adapters/aws/clientConfig';
+import { orchestratorClients } from '../../lib/wiring/orchestratorDeps';
 import { DEFAULT_ORCHESTRATOR_SETTINGS } from '../../lib/config';
 
 /** A server that accepts connections and requests and never answers, as a hung AWS endpoint would. */
@@ -31,9 +32,9 @@ afterAll(async () => {
   await new Promise((resolve) => hung.close(resolve));
 });
 
-describe('defaultAwsClients on a hung endpoint', () => {
+describe('orchestratorClients on a hung endpoint', () => {
   it('fails a DynamoDB and a Lambda request with TimeoutError after the request timeout instead of waiting forever', async () => {
-    const clients = defaultAwsClients();
+    const clients = orchestratorClients();
     const started = Date.now();
     const results = await Promise.allSettled([
       clients.dynamodb.send(new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'lane#default' } } })),
@@ -63,7 +64,7 @@ describe('defaultAwsClients on a hung endpoint', () => {
     const env = { ...process.env };
     Object.assign(process.env, { AWS_ENDPOINT_URL_DYNAMODB: at, AWS_ENDPOINT_URL_LAMBDA: at });
     delete process.env.AWS_MAX_ATTEMPTS;
-    const clients = defaultAwsClients();
+    const clients = orchestratorClients();
     try {
       await expect(clients.lambda.send(new InvokeCommand({ FunctionName: 'worker', InvocationType: 'Event', Payload: Buffer.from('{}') }))).rejects.toMatchObject({ name: 'ServiceException' });
       await expect(clients.dynamodb.send(new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'lane#default' } } }))).rejects.toMatchObject({ name: 'InternalServerError' });

@@ -7,7 +7,7 @@ import { StateFormatError } from '../../lib/errors';
 import type { Lease } from '../../lib/ports/StateStore';
 import { describeStateStoreContract } from '../contract/stateStore.contract';
 import { testDynamoClient, testDynamoEngine, uniqueName } from '../helpers/awsClients';
-import { createStateTable, deleteStateTable } from '../../lib/local/stateTable';
+import { createStateTable, deleteStateTable } from '../../tools/local/stateTable';
 
 const T0 = 1_700_000_000_000;
 const TTL = 30_000;

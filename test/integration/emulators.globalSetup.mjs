@@ -4,7 +4,7 @@
 //
 // QO_TEST_DYNAMODB_ENGINE picks the DynamoDB: `dynalite` (the default, in process) or `dynamodb-local` (AWS's jar,
 // which only starts inside a private network namespace: run it through `npm run test:dynamodb-local`).
-import { startEmulatorServers } from '../../lib/local/emulatorServer.mjs';
+import { startEmulatorServers } from '../../tools/local/emulatorServer.mjs';
 import { startDynamoDbLocal } from '../helpers/dynamodbLocal.mjs';
 
 const ENGINES = ['dynalite', 'dynamodb-local'];

@@ -1,5 +1,5 @@
-import { runFaultScenario, type FaultScenarioResult } from '../../lib/faults/runFaults';
-import { faultScenarios } from '../../lib/faults/scenarios';
+import { runFaultScenario, type FaultScenarioResult } from '../../tools/faults/runFaults';
+import { faultScenarios } from '../../tools/faults/scenarios';
 import { testEmulators } from '../helpers/awsClients';
 
 /**

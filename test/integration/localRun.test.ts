@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
-import { runLocal, type LocalRunResult } from '../../lib/local/localRun';
-import type { Template } from '../../lib/local/template';
-import { parseScenario } from '../../lib/simulation/scenario';
+import { runLocal, type LocalRunResult } from '../../tools/local/localRun';
+import type { Template } from '../../tools/local/template';
+import { parseScenario } from '../../tools/simulation/scenario';
 import { testEmulators } from '../helpers/awsClients';
 import { packageService, readTemplate } from '../helpers/packageService';
 

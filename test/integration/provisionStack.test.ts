@@ -1,6 +1,6 @@
 import { DescribeTableCommand } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { provisionStack, type Template } from '../../lib/local/template';
+import { provisionStack, type Template } from '../../tools/local/template';
 import { testDynamoClient, testDynamoEngine, testSqsClient, uniqueName } from '../helpers/awsClients';
 
 const dynamodb = testDynamoClient();

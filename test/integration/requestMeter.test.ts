@@ -1,5 +1,5 @@
 import { CreateQueueCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
-import { countRequests, RequestMeter } from '../../lib/local/requestMeter';
+import { countRequests, RequestMeter } from '../../tools/local/requestMeter';
 import { testSqsClient, uniqueName } from '../helpers/awsClients';
 
 describe('RequestMeter', () => {

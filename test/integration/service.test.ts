@@ -1,7 +1,7 @@
 import { QuotaLedger } from '../../lib/domain/quota/ledger';
 import type { OrchestratorEvent } from '../../lib/services/runOrchestrator';
 import { createServiceStack, LANE, SimulatedCrash, type OrchestratorRun, type ServiceStack, type TestMessage } from '../helpers/serviceStack';
-import { waitFor } from '../../lib/local/waitFor';
+import { waitFor } from '../../tools/local/waitFor';
 
 // The service end to end on the emulators: real handlers and adapters, SQS on fauxqs, DynamoDB on dynalite (or on
 // DynamoDB Local, through `npm run test:dynamodb-local`), workers behind a local Lambda Invoke endpoint, and the

@@ -4,7 +4,7 @@ import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
 import type { MessageAttribute, QueueName, ReceivedMessage, ReceiveOptions } from '../../lib/ports/QueueReceiver';
 import { deadLetter } from '../../lib/services/queueOutcomes';
 import { testSqsClient, uniqueName } from '../helpers/awsClients';
-import { createLaneQueues } from '../../lib/local/laneQueues';
+import { createLaneQueues } from '../../tools/local/laneQueues';
 
 const sqs = testSqsClient();
 const NOW: ReceiveOptions = { max: 10, visibilityMs: 30_000, waitMs: 0 };

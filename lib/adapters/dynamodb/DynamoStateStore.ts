@@ -10,7 +10,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { circuitFromJSON, circuitToJSON, type CircuitJSON } from '../../domain/breaker/circuit';
 import { parseLedgerJSON, type LedgerJSON, type Reservation, type Settlement } from '../../domain/quota/ledger';
-import { describe as describeValue } from '../../domain/quota/tiers';
+import { describeValue } from '../../domain/describeValue';
 import { LeaseLostError, StateConflictError, StateFormatError } from '../../errors';
 import { MAX_PENDING_SETTLEMENTS, blocksClaim, checkSettled, type IdempotencyRecord, type Lease, type StateStore } from '../../ports/StateStore';
 

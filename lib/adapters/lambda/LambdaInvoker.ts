@@ -57,7 +57,7 @@ function isClientRefusal(error: unknown): boolean {
 }
 
 /** `Name (HTTP status): message` of an SDK or network error; duck-typed, since Node's own errors may come from another realm. */
-function describe(error: unknown): string {
+function describeError(error: unknown): string {
   if (typeof error !== 'object' || error === null) return String(error);
   const { name, message, $metadata } = error as { name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: unknown } };
   const status = typeof $metadata?.httpStatusCode === 'number' ? ` (HTTP ${$metadata.httpStatusCode})` : '';
@@ -101,9 +101,9 @@ export class LambdaInvoker implements Invoker {
     } catch (error) {
       if (isRejection(error)) {
         const why = isTooLarge(error) ? 'is too large to invoke' : 'was refused by invoke of';
-        throw new InvokeRejectedError(`worker event of ${payload.byteLength} bytes ${why} '${this.functionName}': ${describe(error)}`, { cause: error });
+        throw new InvokeRejectedError(`worker event of ${payload.byteLength} bytes ${why} '${this.functionName}': ${describeError(error)}`, { cause: error });
       }
-      const message = `invoke of '${this.functionName}' failed: ${describe(error)}`;
+      const message = `invoke of '${this.functionName}' failed: ${describeError(error)}`;
       throw isThrottle(error) ? new InvokeThrottledError(message, { cause: error }) : new InvokeFailedError(message, !isClientRefusal(error), { cause: error });
     }
     if (statusCode !== 202) {

@@ -1,5 +1,4 @@
-import type { MessageAttribute } from '../../ports/QueueReceiver';
-import { ATTRIBUTES } from '../../services/parseJob';
+import { ATTRIBUTES, type MessageAttribute } from '../../ports/QueueReceiver';
 
 /** SQS accepts at most this many message attributes per message. */
 export const MAX_MESSAGE_ATTRIBUTES = 10;
@@ -25,7 +24,7 @@ function byName([a]: readonly [string, MessageAttribute], [b]: readonly [string,
  * service attributes (`reason`, `attempt`, `sourceQueue`) to the caller's.
  *
  * Attributes are returned unchanged when they already fit. Otherwise the result holds:
- * 1. every service attribute (names in `ATTRIBUTES` of `parseJob.ts`) that has a value,
+ * 1. every service attribute (names in `ATTRIBUTES` of the queue port) that has a value,
  * 2. then the other attributes with a value, in name order, as many as leave one slot free,
  * 3. and in that slot {@link PACKED_ATTRIBUTES}, a String holding the JSON of all the rest: attributes that did
  *    not fit, attributes with an empty value, and a caller's own attribute named {@link PACKED_ATTRIBUTES}.

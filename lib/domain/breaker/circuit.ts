@@ -16,7 +16,7 @@
  * Callers skip the store write when `transition` returns the same object; every real change has `version + 1`.
  */
 import { StateFormatError } from '../../errors';
-import { describe } from '../quota/tiers';
+import { describeValue } from '../describeValue';
 import type { BreakerSettings } from './settings';
 
 /** Where the circuit stands. Each variant carries only its own data; times are epoch ms. */
@@ -186,7 +186,7 @@ function make(state: CircuitState, pausedUntil: number, version: number): Circui
 }
 
 function fail(field: string, problem: string, value: unknown): never {
-  throw new StateFormatError(`stored ${field} ${problem}; got ${describe(value)}`);
+  throw new StateFormatError(`stored ${field} ${problem}; got ${describeValue(value)}`);
 }
 
 function object(value: unknown, field: string): Record<string, unknown> {

@@ -1,4 +1,5 @@
 import { ConfigError } from '../../errors';
+import { describeValue } from '../describeValue';
 
 /** The length of a quota window. Second, minute and hour windows slide; day and month windows are calendar windows. */
 export type Period = 'second' | 'minute' | 'hour' | 'day' | 'month';
@@ -73,7 +74,7 @@ export interface ParseTiersOptions {
 export function parseTiers(input: unknown, options: ParseTiersOptions = {}): readonly Tier[] {
   const field = options.field ?? 'quotas';
   if (!Array.isArray(input)) {
-    throw new ConfigError(field, `must be a non-empty JSON array of tiers such as [{"limit":10,"per":"second"}]; got ${describe(input)}`);
+    throw new ConfigError(field, `must be a non-empty JSON array of tiers such as [{"limit":10,"per":"second"}]; got ${describeValue(input)}`);
   }
   if (input.length === 0) {
     throw new ConfigError(field, 'must hold at least one tier, e.g. [{"limit":10,"per":"second"}]; got an empty list');
@@ -90,7 +91,7 @@ export function parseTiers(input: unknown, options: ParseTiersOptions = {}): rea
 
 function parseTier(raw: unknown, field: string, costsAvailable: boolean): Tier {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new ConfigError(field, `must be an object {"limit", "per", "unit"?}; got ${describe(raw)}`);
+    throw new ConfigError(field, `must be an object {"limit", "per", "unit"?}; got ${describeValue(raw)}`);
   }
   const record = raw as Record<string, unknown>;
   for (const key of Object.keys(record)) {
@@ -100,24 +101,16 @@ function parseTier(raw: unknown, field: string, costsAvailable: boolean): Tier {
   }
   const { limit, per, unit = 'requests' } = record;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_QUANTITY) {
-    throw new ConfigError(`${field}.limit`, `must be an integer from 1 to ${MAX_QUANTITY}; got ${describe(limit)}`);
+    throw new ConfigError(`${field}.limit`, `must be an integer from 1 to ${MAX_QUANTITY}; got ${describeValue(limit)}`);
   }
   if (typeof per !== 'string' || !(PERIODS as readonly string[]).includes(per)) {
-    throw new ConfigError(`${field}.per`, `must be one of ${PERIODS.join(', ')}; got ${describe(per)}`);
+    throw new ConfigError(`${field}.per`, `must be one of ${PERIODS.join(', ')}; got ${describeValue(per)}`);
   }
   if (typeof unit !== 'string' || !(UNITS as readonly string[]).includes(unit)) {
-    throw new ConfigError(`${field}.unit`, `must be one of ${UNITS.join(', ')}; got ${describe(unit)}`);
+    throw new ConfigError(`${field}.unit`, `must be one of ${UNITS.join(', ')}; got ${describeValue(unit)}`);
   }
   if (unit === 'cost' && !costsAvailable) {
     throw new ConfigError(`${field}.unit`, `'cost' needs jobs that carry a cost, and these jobs carry none; use unit 'requests' or give the jobs a cost`);
   }
   return Object.freeze({ limit, per: per as Period, unit: unit as TierUnit });
-}
-
-/** Renders a rejected value for an error message. */
-export function describe(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
-  const json = JSON.stringify(value);
-  return json === undefined ? String(value) : json.length > 60 ? `${json.slice(0, 57)}...` : json;
 }

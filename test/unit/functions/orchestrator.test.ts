@@ -1,8 +1,8 @@
 import { EXIT_RESERVE_MS, makeHandler, TICK_MARGIN_MS, type OrchestratorContext } from '../../../functions/orchestrator';
-import type { OrchestratorBaseDeps } from '../../../lib/adapters/aws/fromEnv';
+import type { OrchestratorBaseDeps } from '../../../lib/wiring/orchestratorDeps';
 import type { LogLevel } from '../../../lib/adapters/log';
-import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
-import { MemoryStateStore } from '../../../lib/adapters/memory/MemoryStateStore';
+import { FakeClock } from '../../../tools/memory/FakeClock';
+import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
 import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
 import { drive, LANE, orchestratorHarness, rel, sendJob, START, type OrchestratorHarness } from '../../helpers/serviceFixtures';
 

@@ -1,4 +1,4 @@
-import { MemoryStateStore } from '../../../lib/adapters/memory/MemoryStateStore';
+import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
 import { StateConflictError, StateUnavailableError } from '../../../lib/errors';
 import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { START, testConfig } from '../../helpers/serviceFixtures';

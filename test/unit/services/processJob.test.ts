@@ -1,5 +1,5 @@
-import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
-import { MemoryQueues } from '../../../lib/adapters/memory/MemoryQueues';
+import { FakeClock } from '../../../tools/memory/FakeClock';
+import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
 import type { QueueName } from '../../../lib/ports/QueueReceiver';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
 import { processHealthCheck, processJob } from '../../../lib/services/processJob';

@@ -1,5 +1,5 @@
-import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
-import { MemoryQueues } from '../../../lib/adapters/memory/MemoryQueues';
+import { FakeClock } from '../../../tools/memory/FakeClock';
+import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
 import { deadLetter } from '../../../lib/services/queueOutcomes';
 
 describe('deadLetter', () => {

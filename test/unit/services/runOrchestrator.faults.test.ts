@@ -1,6 +1,6 @@
-import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
-import { MemoryQueues } from '../../../lib/adapters/memory/MemoryQueues';
-import { MemoryStateStore } from '../../../lib/adapters/memory/MemoryStateStore';
+import { FakeClock } from '../../../tools/memory/FakeClock';
+import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
+import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
 import type { ServiceConfig, StateOutagePolicy } from '../../../lib/config';
 import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../../../lib/domain/quota/ledger';

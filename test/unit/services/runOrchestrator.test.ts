@@ -1,6 +1,6 @@
-import { FakeClock } from '../../../lib/adapters/memory/FakeClock';
-import { MemoryQueues } from '../../../lib/adapters/memory/MemoryQueues';
-import { MemoryStateStore } from '../../../lib/adapters/memory/MemoryStateStore';
+import { FakeClock } from '../../../tools/memory/FakeClock';
+import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
+import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
 import { InvokeFailedError, LeaseLostError } from '../../../lib/errors';
 import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
 import { MAX_PENDING_SETTLEMENTS, type Lease } from '../../../lib/ports/StateStore';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { FakeClock } from '../../../../lib/adapters/memory/FakeClock';
+import { FakeClock } from '../../../../tools/memory/FakeClock';
 import {
   circuitFromJSON,
   circuitToJSON,

@@ -1,0 +1,37 @@
+import { randomUUID } from 'node:crypto';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { CLIENT_CONFIG } from '../adapters/aws/clientConfig';
+import { LambdaInvoker } from '../adapters/lambda/LambdaInvoker';
+import { systemClock } from '../adapters/systemClock';
+import { requiredEnv, RESOURCE_ENV, type Env } from '../configFromEnv';
+import type { OrchestratorDeps } from '../services/runOrchestrator';
+import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
+
+/** The AWS clients of the orchestrator function. */
+export interface OrchestratorClients extends StateAndQueueClients {
+  readonly lambda: LambdaClient;
+}
+
+/** The orchestrator's clients with the SDK's defaults and {@link CLIENT_CONFIG}. */
+export function orchestratorClients(): OrchestratorClients {
+  return { dynamodb: new DynamoDBClient(CLIENT_CONFIG.dynamodb), sqs: new SQSClient(CLIENT_CONFIG.sqs), lambda: new LambdaClient(CLIENT_CONFIG.lambda) };
+}
+
+/** The orchestrator's dependencies except `owner` (one per run) and `onEvent` (the handler's logger). */
+export type OrchestratorBaseDeps = Omit<OrchestratorDeps, 'owner' | 'onEvent'>;
+
+/**
+ * Builds the orchestrator's adapters from its environment, validating the configuration.
+ * @throws ConfigError naming the missing or invalid variable.
+ */
+export function orchestratorDepsFromEnv(env: Env, clients: OrchestratorClients): OrchestratorBaseDeps {
+  return {
+    ...stateAndQueuesFromEnv(env, clients),
+    clock: systemClock,
+    invoker: new LambdaInvoker({ client: clients.lambda, functionName: requiredEnv(env, RESOURCE_ENV.workerFunctionName) }),
+    random: Math.random,
+    newId: randomUUID,
+  };
+}

@@ -1,0 +1,51 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
+import { CLIENT_CONFIG } from '../adapters/aws/clientConfig';
+import { HttpApiCaller } from '../adapters/http/HttpApiCaller';
+import { bearerFromParameter } from '../adapters/ssm/apiKeyParameter';
+import { systemClock } from '../adapters/systemClock';
+import { millisecondsFromEnv, requiredEnv, RESOURCE_ENV, type Env } from '../configFromEnv';
+import type { WorkerDeps } from '../services/processJob';
+import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
+
+/** The AWS clients of the worker function. */
+export interface WorkerClients extends StateAndQueueClients {
+  /** Only read when `API_KEY_PARAMETER` names a parameter. @default a client with the SDK's defaults */
+  readonly ssm?: SSMClient;
+}
+
+/** The worker's clients with the SDK's defaults and {@link CLIENT_CONFIG}. */
+export function workerClients(): WorkerClients {
+  return { dynamodb: new DynamoDBClient(CLIENT_CONFIG.dynamodb), sqs: new SQSClient(CLIENT_CONFIG.sqs), ssm: new SSMClient(CLIENT_CONFIG.ssm) };
+}
+
+/** Default timeout of one API call, kept well inside the worker's own timeout. */
+const DEFAULT_API_TIMEOUT_MS = 10_000;
+
+/**
+ * Builds the worker's adapters from its environment, validating the configuration. The example API caller posts
+ * to `API_URL` and probes `HEALTH_URL`, with the key from the SSM parameter `API_KEY_PARAMETER` if one is named;
+ * users replace it and keep the rest.
+ * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout.
+ */
+export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps {
+  const shared = stateAndQueuesFromEnv(env, clients);
+  const workerTimeoutMs = shared.config.orchestrator.workerTimeoutMs;
+  const timeoutMs = millisecondsFromEnv(env, RESOURCE_ENV.apiTimeoutMs, Math.min(DEFAULT_API_TIMEOUT_MS, Math.floor(workerTimeoutMs / 2)), {
+    min: 1,
+    max: workerTimeoutMs - 1,
+  });
+  const keyParameter = env[RESOURCE_ENV.apiKeyParameter];
+  return {
+    ...shared,
+    clock: systemClock,
+    api: new HttpApiCaller({
+      apiUrl: requiredEnv(env, RESOURCE_ENV.apiUrl),
+      healthUrl: requiredEnv(env, RESOURCE_ENV.healthUrl),
+      timeoutMs,
+      ...(keyParameter === undefined || keyParameter === '' ? {} : { authorization: bearerFromParameter(clients.ssm ?? new SSMClient(CLIENT_CONFIG.ssm), keyParameter) }),
+    }),
+    random: Math.random,
+  };
+}

@@ -1,0 +1,149 @@
+import type { JsonValue } from '../../../lib/domain/json';
+import type { Tier } from '../../../lib/domain/quota/tiers';
+import { startApiServer, type ApiServer } from '../../../tools/local/apiServer';
+import type { ApiCaller, ApiResult } from '../../../lib/ports/ApiCaller';
+import type { Clock } from '../../../lib/ports/Clock';
+import { VirtualApi } from '../../../tools/simulation/virtualApi';
+
+/** Time stands still at instant 0 and sleeps end at once: the VirtualApi answers deterministically, with no latency. */
+const frozenClock: Clock = { now: () => 0, sleep: async () => undefined };
+
+const ONE_PER_SECOND: Tier = { limit: 1, per: 'second', unit: 'requests' };
+
+const servers: ApiServer[] = [];
+
+async function serve(api: ApiCaller): Promise<ApiServer> {
+  const server = await startApiServer(api);
+  servers.push(server);
+  return server;
+}
+
+function virtualApi(options: { tiers?: Tier[]; outages?: { startMs: number; endMs: number }[] } = {}): VirtualApi {
+  return new VirtualApi({ clock: frozenClock, tiers: options.tiers ?? [ONE_PER_SECOND], latencyMs: 0, outages: options.outages });
+}
+
+/** An ApiCaller that answers `result` to everything and records the calls it got. */
+function fakeApi(result: ApiResult) {
+  const calls: { body: JsonValue; idempotencyKey: string }[] = [];
+  let resolveCalled!: () => void;
+  const called = new Promise<void>((resolve) => (resolveCalled = resolve));
+  const api: ApiCaller = {
+    call: async (body, context) => {
+      calls.push({ body, idempotencyKey: context.idempotencyKey });
+      resolveCalled();
+      return result;
+    },
+    probe: async () => result,
+  };
+  return { api, calls, called };
+}
+
+function post(server: ApiServer, body: string, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(server.apiUrl, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+});
+
+describe('startApiServer', () => {
+  it('listens on 127.0.0.1 and names the job and health URLs', async () => {
+    const server = await serve(virtualApi());
+    expect(server.apiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/jobs$/);
+    expect(server.healthUrl).toBe(server.apiUrl.replace(/\/jobs$/, '/health'));
+  });
+
+  describe('POST /jobs', () => {
+    it('answers an accepted job 200 with x-actual-cost and a JSON body', async () => {
+      const server = await serve(virtualApi({ tiers: [{ limit: 10, per: 'minute', unit: 'cost' }] }));
+      const response = await post(server, JSON.stringify({ id: 'a', cost: 3 }));
+      expect(response.status).toBe(200);
+      expect(response.headers.get('x-actual-cost')).toBe('3');
+      expect(response.headers.get('content-type')).toBe('application/json');
+      expect(await response.json()).toEqual({ status: 200 });
+    });
+
+    it('answers a tier overflow 429 with retry-after and no x-actual-cost', async () => {
+      const server = await serve(virtualApi());
+      expect((await post(server, JSON.stringify({ id: 'a' }))).status).toBe(200);
+      const response = await post(server, JSON.stringify({ id: 'b' }));
+      expect(response.status).toBe(429);
+      expect(response.headers.get('retry-after')).toBe('1');
+      expect(response.headers.get('x-actual-cost')).toBeNull();
+    });
+
+    it('answers a poison job 400', async () => {
+      const server = await serve(virtualApi());
+      expect((await post(server, JSON.stringify({ id: 'x', poison: true }))).status).toBe(400);
+    });
+
+    it('answers 503 during an outage', async () => {
+      const server = await serve(virtualApi({ outages: [{ startMs: 0, endMs: 1 }] }));
+      expect((await post(server, JSON.stringify({ id: 'a' }))).status).toBe(503);
+    });
+
+    it('hands the parsed body and the idempotency-key header to the API', async () => {
+      const { api, calls } = fakeApi({ kind: 'response', status: 200, headers: {} });
+      const server = await serve(api);
+      await post(server, JSON.stringify({ id: 'a', n: [1, 2] }), { 'idempotency-key': 'key-1' });
+      await post(server, JSON.stringify('plain'));
+      expect(calls).toEqual([
+        { body: { id: 'a', n: [1, 2] }, idempotencyKey: 'key-1' },
+        { body: 'plain', idempotencyKey: '' },
+      ]);
+    });
+
+    it('answers a body that is not JSON 400 with a JSON error, without calling the API', async () => {
+      const { api, calls } = fakeApi({ kind: 'response', status: 200, headers: {} });
+      const server = await serve(api);
+      const response = await post(server, '{"id": ');
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({ error: expect.stringMatching(/^body is not JSON/) });
+      expect(calls).toEqual([]);
+    });
+
+    it('drops the connection for a network-error result', async () => {
+      const { api } = fakeApi({ kind: 'network-error', message: 'reset' });
+      const server = await serve(api);
+      await expect(post(server, '{}')).rejects.toThrow('fetch failed');
+    });
+
+    it('never answers a timeout result, and close() still ends the held request', async () => {
+      const { api, called } = fakeApi({ kind: 'timeout', afterMs: 1 });
+      const server = await startApiServer(api);
+      let settled = false;
+      const pending = post(server, '{}').finally(() => (settled = true));
+      await called;
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(settled).toBe(false);
+
+      await server.close();
+      await expect(pending).rejects.toThrow('fetch failed');
+    });
+  });
+
+  describe('GET /health', () => {
+    it('answers 200 while the API is up', async () => {
+      const server = await serve(virtualApi());
+      expect((await fetch(server.healthUrl)).status).toBe(200);
+    });
+
+    it('answers 503 during an outage', async () => {
+      const server = await serve(virtualApi({ outages: [{ startMs: 0, endMs: 1 }] }));
+      expect((await fetch(server.healthUrl)).status).toBe(503);
+    });
+  });
+
+  it.each([
+    ['GET', '/jobs'],
+    ['POST', '/health'],
+    ['GET', '/'],
+    ['PUT', '/jobs'],
+  ])('answers %s %s 404', async (method, path) => {
+    const { api, calls } = fakeApi({ kind: 'response', status: 200, headers: {} });
+    const server = await serve(api);
+    const response = await fetch(new URL(path, server.apiUrl), { method, ...(method === 'GET' ? {} : { body: '{}' }) });
+    expect(response.status).toBe(404);
+    expect(calls).toEqual([]);
+  });
+});

@@ -1,0 +1,111 @@
+import defaultScenario from '../../../tools/simulation/scenarios/default.json';
+import { ConfigError } from '../../../lib/errors';
+import { parseScenario } from '../../../tools/simulation/scenario';
+import { runSimulation, type SimulationResult } from '../../../tools/simulation/runSimulation';
+import type { CircuitChange } from '../../../tools/simulation/report';
+
+/** A backlog with FIFO groups, poison and malformed jobs, and a 12 s outage in the middle. */
+const outageScenario = parseScenario(defaultScenario);
+
+function statusAt(changes: readonly CircuitChange[], at: number): CircuitChange['status'] {
+  let status: CircuitChange['status'] = 'closed';
+  for (const change of changes) if (change.at <= at) status = change.status;
+  return status;
+}
+
+describe('runSimulation', () => {
+  let result: SimulationResult;
+
+  beforeAll(async () => {
+    result = await runSimulation(outageScenario);
+  });
+
+  describe('with an outage', () => {
+    it('ends every job exactly once, inside the quota and in FIFO order', () => {
+      expect(result.report).toMatchObject({ jobs: 400, lost: 0, duplicates: 0, rejectedByApi: 0, fifoOrderViolations: 0 });
+      expect(result.report.succeeded + result.report.deadLettered).toBe(400);
+      for (const tier of outageScenario.config.quotas) expect(result.api.maxWindowUsage(tier)).toBeLessThanOrEqual(tier.limit);
+    });
+
+    it('dead-letters poison jobs after one call and malformed ones without a call, each with its reason', () => {
+      const dead = result.queues.messages('main-dlq');
+      const reasons = dead.map((m) => m.attributes.reason?.value ?? '');
+      expect(reasons.filter((r) => r === 'permanent: HTTP 400 Bad Request')).toHaveLength(4);
+      expect(reasons.filter((r) => r.startsWith('malformed: body is not JSON'))).toHaveLength(2);
+      expect(result.report.deadLettered).toBe(6);
+      const poisonCalls = result.api.callLog.filter((c) => c.status === 400);
+      expect(poisonCalls).toHaveLength(4);
+    });
+
+    it('opens the circuit during the outage and closes it after a health check', () => {
+      expect(result.report.circuitOpened).toBeGreaterThanOrEqual(1);
+      expect(result.report.circuitClosed).toBeGreaterThanOrEqual(1);
+      const statuses = result.circuitChanges.map((c) => c.status);
+      expect(statuses.indexOf('open')).toBeLessThan(statuses.lastIndexOf('closed'));
+      expect(statuses[statuses.length - 1]).toBe('closed');
+    });
+
+    it('dispatches no job while the circuit is not closed', () => {
+      const dispatches = result.orchestratorEvents.filter((e) => e.type === 'dispatched');
+      expect(dispatches).toHaveLength(result.report.apiCalls);
+      const during = dispatches.filter((e) => statusAt(result.circuitChanges, e.at) !== 'closed');
+      expect(during).toEqual([]);
+      const opened = result.circuitChanges.find((c) => c.status === 'open')!.at;
+      const closed = result.circuitChanges.filter((c) => c.status === 'closed').pop()!.at;
+      expect(dispatches.filter((e) => e.at >= opened && e.at < closed)).toEqual([]);
+    });
+
+    it('makes the first job call within healthCheckSeconds + 1 s of the API becoming healthy', () => {
+      const outage = outageScenario.api.outages[0]!;
+      const healthyAt = result.start + (outage.atSeconds + outage.forSeconds) * 1000;
+      const firstSuccess = result.api.firstSuccessAfter(healthyAt);
+      expect(firstSuccess).toBeDefined();
+      expect(firstSuccess! - healthyAt).toBeLessThanOrEqual((outageScenario.config.circuit.healthCheckSeconds + 1) * 1000);
+    });
+
+    it('uses at least 90% of the tightest tier over the run', () => {
+      expect(result.report.utilization).toBeGreaterThanOrEqual(0.9);
+      expect(result.report.durationSeconds).toBeGreaterThan(result.report.idealSeconds);
+    });
+
+    it('is deterministic: the same scenario gives the same report', async () => {
+      const again = await runSimulation(outageScenario);
+      expect(again.report).toEqual(result.report);
+    });
+  });
+
+  describe('with cost tiers', () => {
+    it('paces by cost and never exceeds the cost tier', async () => {
+      const scenario = parseScenario({
+        quotas: [
+          { limit: 20, per: 'second' },
+          { limit: 600, per: 'minute', unit: 'cost' },
+        ],
+        jobs: { count: 150, costMin: 1, costMax: 9 },
+        api: { latencyMs: 40 },
+        pacing: { rampSeconds: 0 },
+      });
+      const { report, api } = await runSimulation(scenario);
+      expect(report).toMatchObject({ jobs: 150, succeeded: 150, lost: 0, rejectedByApi: 0, duplicates: 0 });
+      expect(api.maxWindowUsage({ per: 'minute', unit: 'cost' })).toBeLessThanOrEqual(600);
+      expect(report.utilization).toBeGreaterThanOrEqual(0.9);
+    });
+  });
+});
+
+describe('parseScenario', () => {
+  it('refuses an invalid tier set naming the field and the allowed values', () => {
+    expect(() => parseScenario({ quotas: [{ limit: 0, per: 'second' }] })).toThrow(new ConfigError('quotas[0].limit', 'must be an integer from 1 to 1000000000000; got 0'));
+    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'fortnight' }] })).toThrow(/quotas\[0\]\.per: must be one of second, minute, hour, day, month/);
+    expect(() => parseScenario({ quotas: [] })).toThrow(/quotas: must hold at least one tier/);
+  });
+
+  it('refuses a cost tier when every job costs 1', () => {
+    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second', unit: 'cost' }] })).toThrow(/quotas\[0\]\.unit: 'cost' needs jobs that carry a cost/);
+  });
+
+  it('refuses more special jobs than jobs, and unknown keys', () => {
+    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second' }], jobs: { count: 3, poison: 2, fifo: 2 } })).toThrow(/jobs: fifo \+ poison \+ malformed \(4\) must not exceed count \(3\)/);
+    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second' }], colour: 'red' })).toThrow(/colour: unknown key/);
+  });
+});

@@ -1,0 +1,258 @@
+import { FakeClock } from '../../../tools/memory/FakeClock';
+import type { JsonValue } from '../../../lib/domain/json';
+import type { Tier } from '../../../lib/domain/quota/tiers';
+import type { ApiResult } from '../../../lib/ports/ApiCaller';
+import type { VirtualApiOptions } from '../../../tools/simulation/virtualApi';
+import { VirtualApi } from '../../../tools/simulation/virtualApi';
+
+const LATENCY = 50;
+
+function tier(limit: number, per: Tier['per'], unit: Tier['unit'] = 'requests'): Tier {
+  return { limit, per, unit };
+}
+
+interface Harness {
+  readonly api: VirtualApi;
+  readonly clock: FakeClock;
+  /** Starts every call at the current instant, lets the latency pass, and returns the results. */
+  callAll(...bodies: JsonValue[]): Promise<ApiResult[]>;
+  /** Advances to `at`, makes one call there and returns its status once answered. */
+  statusAt(at: number, body?: JsonValue): Promise<number>;
+}
+
+function setup(options: Partial<VirtualApiOptions> & { start?: number } = {}): Harness {
+  const clock = new FakeClock(options.start ?? 0);
+  const latencyMs = options.latencyMs ?? LATENCY;
+  const api = new VirtualApi({ tiers: [], ...options, latencyMs, clock });
+  const callAll = async (...bodies: JsonValue[]): Promise<ApiResult[]> => {
+    const pending = bodies.map((body, i) => api.call(body, { idempotencyKey: `key-${i}` }));
+    await clock.advance(latencyMs);
+    return Promise.all(pending);
+  };
+  const statusAt = async (at: number, body: JsonValue = { id: `job-${at}` }): Promise<number> => {
+    expect(clock.now()).toBeLessThanOrEqual(at);
+    await clock.advanceTo(at);
+    const [result] = await callAll(body);
+    return status(result);
+  };
+  return { api, clock, callAll, statusAt };
+}
+
+function status(result: ApiResult | undefined): number {
+  if (result?.kind !== 'response') throw new Error(`expected a response, got ${JSON.stringify(result)}`);
+  return result.status;
+}
+
+function retryAfter(result: ApiResult | undefined): string | undefined {
+  return result?.kind === 'response' ? result.headers['retry-after'] : undefined;
+}
+
+describe('VirtualApi', () => {
+  describe('call', () => {
+    it('counts a call when it arrives and answers after the latency', async () => {
+      const { api, clock } = setup({ tiers: [tier(10, 'second')] });
+      let answered = false;
+      const pending = api.call({ id: 'a' }, { idempotencyKey: 'a' }).then((r) => {
+        answered = true;
+        return r;
+      });
+      await clock.advance(LATENCY - 1);
+      expect(answered).toBe(false);
+      expect(api.report().apiCalls).toBe(1);
+      await clock.advance(1);
+      expect(await pending).toEqual({ kind: 'response', status: 200, headers: {}, actualCost: 1 });
+      expect(api.callLog).toEqual([{ at: 0, id: 'a', status: 200 }]);
+    });
+
+    it('rejects the (L+1)th request within a sliding window and accepts it once the oldest arrival has left', async () => {
+      const { api, statusAt } = setup({ tiers: [tier(3, 'second')], latencyMs: 0 });
+      expect(await statusAt(0)).toBe(200);
+      expect(await statusAt(100)).toBe(200);
+      expect(await statusAt(200)).toBe(200);
+      expect(await statusAt(999)).toBe(429);
+      expect(await statusAt(1000)).toBe(200); // 1000 - 1000 >= 0: the arrival at 0 has left
+      expect(await statusAt(1099)).toBe(429);
+      expect(await statusAt(1100)).toBe(200);
+      expect(api.report()).toMatchObject({ apiCalls: 7, rejectedByApi: 2 });
+    });
+
+    it('enforces second and minute tiers together', async () => {
+      const { clock, callAll, statusAt } = setup({ tiers: [tier(2, 'second'), tier(3, 'minute')], latencyMs: 0 });
+      const burst = await callAll({ id: 'a' }, { id: 'b' }, { id: 'c' });
+      expect(burst.map(status)).toEqual([200, 200, 429]);
+      expect(retryAfter(burst[2])).toBe('1');
+      expect(await statusAt(1000)).toBe(200);
+      await clock.advanceTo(2000);
+      const [late] = await callAll({ id: 'd' });
+      expect(status(late)).toBe(429);
+      expect(retryAfter(late)).toBe('58'); // the minute tier frees its first unit at 60 000
+      expect(await statusAt(59_999)).toBe(429);
+      expect(await statusAt(60_000)).toBe(200);
+    });
+
+    it('counts cost tiers in the units costOf gives and reports them as actualCost', async () => {
+      const { api, callAll } = setup({
+        tiers: [tier(10, 'second', 'cost'), tier(100, 'second')],
+        latencyMs: 0,
+        costOf: (body) => (typeof body === 'object' && body !== null && !Array.isArray(body) && typeof body['tokens'] === 'number' ? body['tokens'] : 0),
+      });
+      const results = await callAll({ id: 'a', tokens: 6 }, { id: 'b', tokens: 5 }, { id: 'c', tokens: 4 });
+      expect(results.map(status)).toEqual([200, 429, 200]);
+      expect(results[0]).toMatchObject({ actualCost: 6 });
+      expect(api.maxWindowUsage(tier(10, 'second', 'cost'))).toBe(10);
+      expect(api.maxWindowUsage(tier(100, 'second'))).toBe(2);
+    });
+
+    it('takes the cost from body.cost by default, and 1 when it is not a finite number', async () => {
+      const { callAll } = setup({ tiers: [tier(10, 'minute', 'cost')], latencyMs: 0 });
+      const results = await callAll({ id: 'a', cost: 7 }, { id: 'b', cost: 'lots' }, { id: 'c' }, { id: 'd', cost: 2 });
+      expect(results.map((r) => (r.kind === 'response' ? r.actualCost : undefined))).toEqual([7, 1, 1, undefined]);
+      expect(results.map(status)).toEqual([200, 200, 200, 429]);
+    });
+
+    it('answers 413 without consuming quota for a request larger than a limit, which could never fit', async () => {
+      const { api, callAll } = setup({ tiers: [tier(10, 'second', 'cost')], latencyMs: 0 });
+      const results = await callAll({ id: 'huge', cost: 11 }, { id: 'a', cost: 10 });
+      expect(results.map(status)).toEqual([413, 200]);
+      expect(api.report().rejectedByApi).toBe(0);
+    });
+
+    it('counts day tiers per UTC calendar day and frees them at midnight', async () => {
+      const midnight = Date.UTC(2024, 0, 2);
+      const { api, callAll, statusAt } = setup({ tiers: [tier(2, 'day')], latencyMs: 0, start: midnight - 3_600_000 });
+      expect(await statusAt(midnight - 3_600_000)).toBe(200);
+      expect(await statusAt(midnight - 1_500)).toBe(200);
+      const [late] = await callAll({ id: 'late' });
+      expect(status(late)).toBe(429);
+      expect(retryAfter(late)).toBe('2'); // 1.5 s to midnight, rounded up
+      expect(await statusAt(midnight)).toBe(200); // a new day, though the last call was 1.5 s ago
+      expect(await statusAt(midnight + 1)).toBe(200);
+      expect(await statusAt(midnight + 2)).toBe(429);
+      expect(api.maxWindowUsage(tier(2, 'day'))).toBe(2);
+    });
+
+    it('counts month tiers per UTC calendar month', async () => {
+      const feb = Date.UTC(2024, 1, 1);
+      const { clock, callAll, statusAt } = setup({ tiers: [tier(1, 'month')], latencyMs: 0, start: feb - 1 });
+      expect(await statusAt(feb - 1)).toBe(200);
+      expect(await statusAt(feb)).toBe(200);
+      await clock.advanceTo(Date.UTC(2024, 1, 15));
+      const [result] = await callAll({ id: 'x' });
+      expect(status(result)).toBe(429);
+      expect(retryAfter(result)).toBe(String(15 * 86_400)); // 2024 is a leap year: March starts 15 days on
+    });
+
+    it('gives retry-after in whole seconds, rounded up', async () => {
+      const { clock, callAll } = setup({ tiers: [tier(1, 'minute')], latencyMs: 0 });
+      await callAll({ id: 'a' });
+      await clock.advanceTo(10_500);
+      const [result] = await callAll({ id: 'b' });
+      expect(result).toEqual({ kind: 'response', status: 429, headers: { 'retry-after': '50' } });
+    });
+
+    it('answers 503 during an outage without consuming quota or counting a rejection', async () => {
+      const { api, statusAt } = setup({ tiers: [tier(1, 'minute')], latencyMs: 0, outages: [{ startMs: 0, endMs: 1000 }] });
+      expect(await statusAt(0)).toBe(503);
+      expect(await statusAt(999)).toBe(503);
+      expect(await statusAt(1000)).toBe(200);
+      expect(api.report()).toMatchObject({ apiCalls: 3, rejectedByApi: 0 });
+    });
+
+    it('answers 400 to a poison body, consuming quota but not counting a success', async () => {
+      const { api, callAll } = setup({ tiers: [tier(1, 'second')], latencyMs: 0 });
+      const results = await callAll({ id: 'bad', poison: true }, { id: 'good' });
+      expect(results.map(status)).toEqual([400, 429]);
+      expect(api.succeededIds()).toEqual([]);
+    });
+
+    it('counts 200 answers beyond the first per id as duplicates', async () => {
+      const { api, callAll } = setup({ latencyMs: 0 });
+      await callAll({ id: 'a' }, { id: 'b' }, { id: 'a' });
+      await callAll({ id: 'a' });
+      expect(api.report().duplicates).toBe(2);
+      expect(api.successesById()).toEqual(new Map([['a', 3], ['b', 1]]));
+      expect(api.succeededIds()).toEqual(['a', 'b']);
+    });
+
+    it('falls back to the idempotency key when the body has no id', async () => {
+      const { api, callAll } = setup();
+      await callAll('plain text');
+      expect(api.succeededIds()).toEqual(['key-0']);
+    });
+  });
+
+  describe('FIFO order', () => {
+    it('flags a call that arrives while another of its group is in flight', async () => {
+      const { api, callAll } = setup();
+      await callAll({ id: 'a', group: 'g', seq: 1 }, { id: 'b', group: 'g', seq: 2 }, { id: 'c', group: 'h', seq: 1 });
+      expect(api.report().fifoOrderViolations).toBe(1);
+    });
+
+    it('flags a lower seq after a higher one was answered', async () => {
+      const { api, callAll } = setup();
+      await callAll({ id: 'b', group: 'g', seq: 2 });
+      await callAll({ id: 'a', group: 'g', seq: 1 });
+      expect(api.report().fifoOrderViolations).toBe(1);
+    });
+
+    it('accepts calls in seq order, one at a time, including after a dead-lettered poison call', async () => {
+      const { api, callAll } = setup();
+      await callAll({ id: 'a', group: 'g', seq: 1 });
+      await callAll({ id: 'b', group: 'g', seq: 2, poison: true });
+      await callAll({ id: 'c', group: 'g', seq: 3 });
+      expect(api.report().fifoOrderViolations).toBe(0);
+    });
+
+    it('does not flag calls answered 429 or 503', async () => {
+      const { api, clock, callAll } = setup({ tiers: [tier(1, 'minute')], outages: [{ startMs: 1000, endMs: 2000 }] });
+      await callAll({ id: 'a', group: 'g', seq: 1 }, { id: 'b', group: 'g', seq: 2 });
+      await clock.advanceTo(1000);
+      await callAll({ id: 'c', group: 'g', seq: 0 });
+      expect(api.callLog.map((c) => c.status)).toEqual([200, 429, 503]);
+      expect(api.report().fifoOrderViolations).toBe(0);
+    });
+  });
+
+  describe('probe', () => {
+    it('answers 503 during an outage and 200 otherwise, counted apart from job calls and consuming no quota', async () => {
+      const { api, clock, callAll } = setup({ tiers: [tier(1, 'minute')], outages: [{ startMs: 0, endMs: 100 }] });
+      const first = api.probe();
+      await clock.advance(LATENCY);
+      expect(await first).toEqual({ kind: 'response', status: 503, headers: {} });
+      await clock.advanceTo(100);
+      const second = api.probe();
+      await clock.advance(LATENCY);
+      expect(status(await second)).toBe(200);
+      expect(status((await callAll({ id: 'a' }))[0])).toBe(200);
+      expect(api.report()).toMatchObject({ probes: 2, apiCalls: 1 });
+    });
+  });
+
+  describe('firstSuccessAfter', () => {
+    it('gives the arrival of the first 200 at or after an instant', async () => {
+      const { api, statusAt } = setup({ latencyMs: 0, outages: [{ startMs: 0, endMs: 20 }] });
+      for (const at of [10, 20, 30]) await statusAt(at);
+      expect(api.firstSuccessAfter(0)).toBe(20);
+      expect(api.firstSuccessAfter(21)).toBe(30);
+      expect(api.firstSuccessAfter(31)).toBeUndefined();
+    });
+  });
+
+  describe('enforce: false', () => {
+    it('never answers 429 and reports the fullest window of each tier', async () => {
+      const { api, callAll, statusAt } = setup({ tiers: [tier(2, 'second'), tier(100, 'day')], latencyMs: 0, enforce: false });
+      for (const at of [0, 500, 1000, 1500]) await statusAt(at); // paced: at most 2 in any second
+      expect(api.maxWindowUsage(tier(2, 'second'))).toBe(2);
+      const burst = await callAll({ id: 'a' }, { id: 'b' }, { id: 'c' });
+      expect(burst.map(status)).toEqual([200, 200, 200]);
+      expect(api.report().rejectedByApi).toBe(0);
+      expect(api.maxWindowUsage(tier(2, 'second'))).toBe(5); // 1000, 1500 and the burst at 1500
+      expect(api.maxWindowUsage(tier(100, 'day'))).toBe(7);
+    });
+
+    it('refuses a tier that is not configured', () => {
+      const { api } = setup({ tiers: [tier(2, 'second')] });
+      expect(() => api.maxWindowUsage(tier(2, 'minute'))).toThrow(/no tier per 'minute'/);
+    });
+  });
+});

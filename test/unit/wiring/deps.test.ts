@@ -1,0 +1,229 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
+import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
+import { orchestratorDepsFromEnv } from '../../../lib/wiring/orchestratorDeps';
+import { workerDepsFromEnv } from '../../../lib/wiring/workerDeps';
+import { serviceConfigFromEnv, type Env } from '../../../lib/configFromEnv';
+import { ConfigError } from '../../../lib/errors';
+import type { WorkerEvent } from '../../../lib/ports/Invoker';
+import { thrown } from '../../helpers/thrown';
+
+const lambdaMock = mockClient(LambdaClient);
+const sqsMock = mockClient(SQSClient);
+const ddbMock = mockClient(DynamoDBDocumentClient);
+
+/** Real SDK clients with dummy settings; every `send` goes to the mocks above, never to the network. */
+function clients(): { dynamodb: DynamoDBClient; sqs: SQSClient; lambda: LambdaClient } {
+  const config = { region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } };
+  return { dynamodb: new DynamoDBClient(config), sqs: new SQSClient(config), lambda: new LambdaClient(config) };
+}
+
+/** What serverless.yml sets on both functions, plus each function's own variables. */
+const ENV = {
+  QUOTAS: '[{"limit":10,"per":"second"}]',
+  LANE: 'billing',
+  TABLE_NAME: 'qo-test-state',
+  WORKER_FUNCTION_NAME: 'qo-test-worker',
+  API_URL: 'https://api.example.test/jobs',
+  HEALTH_URL: 'https://api.example.test/health',
+  MAIN_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-main',
+  FIFO_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-fifo.fifo',
+  REQUEUE_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-requeue',
+  MAIN_DLQ_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-main-dlq',
+  FIFO_DLQ_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-fifo-dlq.fifo',
+  REQUEUE_DLQ_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-requeue-dlq',
+} as const satisfies Env;
+
+const HEALTH_EVENT: WorkerEvent = { kind: 'health-check', lane: 'billing', checkId: 'c-1', sentAt: 1_700_000_000_000 };
+
+/** A `fetch` that answers only when its signal aborts (as a hung API would), recording each URL it was asked for. */
+function hangingFetch(urls: string[]): typeof fetch {
+  return (input, init) => {
+    urls.push(String(input));
+    return new Promise((_, reject) => {
+      init?.signal?.addEventListener('abort', () => reject(init.signal?.reason));
+    });
+  };
+}
+
+beforeEach(() => {
+  lambdaMock.reset();
+  sqsMock.reset();
+  ddbMock.reset();
+});
+
+afterEach(() => {
+  jest.restoreAllMocks();
+});
+
+afterAll(() => {
+  lambdaMock.restore();
+  sqsMock.restore();
+  ddbMock.restore();
+});
+
+describe('orchestratorDepsFromEnv', () => {
+  it('validates the configuration from the environment', () => {
+    const deps = orchestratorDepsFromEnv(ENV, clients());
+
+    expect(deps.config).toEqual(serviceConfigFromEnv(ENV));
+    expect(deps.config.lane).toBe('billing');
+  });
+
+  it('invokes the worker function named by WORKER_FUNCTION_NAME', async () => {
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 202 });
+    const deps = orchestratorDepsFromEnv(ENV, clients());
+
+    await deps.invoker.invoke(HEALTH_EVENT);
+
+    expect(lambdaMock.commandCalls(InvokeCommand).map((call) => call.args[0].input.FunctionName)).toEqual(['qo-test-worker']);
+  });
+
+  it('keeps state in the table named by TABLE_NAME', async () => {
+    ddbMock.on(GetCommand).resolves({});
+    const deps = orchestratorDepsFromEnv(ENV, clients());
+
+    await expect(deps.store.loadLedger('billing')).resolves.toBeUndefined();
+
+    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual(['qo-test-state']);
+  });
+
+  it('reads each queue at the URL of its variable', async () => {
+    sqsMock.on(ReceiveMessageCommand).resolves({ Messages: [] });
+    const deps = orchestratorDepsFromEnv(ENV, clients());
+
+    await deps.queues.receive('main', { max: 1, visibilityMs: 30_000, waitMs: 0 });
+    await deps.queues.receive('fifo', { max: 1, visibilityMs: 30_000, waitMs: 0 });
+
+    expect(sqsMock.commandCalls(ReceiveMessageCommand).map((call) => call.args[0].input.QueueUrl)).toEqual([ENV.MAIN_QUEUE_URL, ENV.FIFO_QUEUE_URL]);
+  });
+
+  it('runs on the wall clock and makes fresh unique ids', () => {
+    const deps = orchestratorDepsFromEnv(ENV, clients());
+    const before = Date.now();
+
+    const now = deps.clock.now();
+
+    expect(now).toBeGreaterThanOrEqual(before);
+    expect(now).toBeLessThanOrEqual(Date.now());
+    expect(deps.newId()).not.toBe(deps.newId());
+  });
+
+  it.each(['WORKER_FUNCTION_NAME', 'TABLE_NAME', 'MAIN_QUEUE_URL', 'QUOTAS'])('refuses an environment without %s, naming it', (name) => {
+    const error = thrown(ConfigError, () => orchestratorDepsFromEnv({ ...ENV, [name]: undefined }, clients()));
+
+    expect(error.field).toBe(name);
+  });
+
+  it('does not need the worker’s API variables', () => {
+    expect(() => orchestratorDepsFromEnv({ ...ENV, API_URL: undefined, HEALTH_URL: undefined }, clients())).not.toThrow();
+  });
+
+  it('names the variable and field of an invalid configuration value', () => {
+    const error = thrown(ConfigError, () => orchestratorDepsFromEnv({ ...ENV, CIRCUIT: '{"openSeconds":0}' }, clients()));
+
+    expect(error.field).toBe('CIRCUIT.openSeconds');
+  });
+});
+
+describe('workerDepsFromEnv', () => {
+  it('validates the configuration from the environment', () => {
+    const deps = workerDepsFromEnv(ENV, clients());
+
+    expect(deps.config).toEqual(serviceConfigFromEnv(ENV));
+  });
+
+  it('posts jobs to API_URL and probes HEALTH_URL', async () => {
+    const fetched: string[] = [];
+    jest.spyOn(globalThis, 'fetch').mockImplementation(async (input) => {
+      fetched.push(String(input));
+      return new Response(null, { status: 200 });
+    });
+    const deps = workerDepsFromEnv(ENV, clients());
+
+    await expect(deps.api.call({ id: 'a' }, { idempotencyKey: 'k-1' })).resolves.toMatchObject({ kind: 'response', status: 200 });
+    await expect(deps.api.probe()).resolves.toMatchObject({ kind: 'response', status: 200 });
+
+    expect(fetched).toEqual([ENV.API_URL, ENV.HEALTH_URL]);
+  });
+
+  it('sends the key from the SSM parameter API_KEY_PARAMETER as a bearer token, and none without it', async () => {
+    const ssmMock = mockClient(SSMClient);
+    ssmMock.on(GetParameterCommand, { Name: '/qo/test/api-key', WithDecryption: true }).resolves({ Parameter: { Value: 'k3y' } });
+    const sent: (string | null)[] = [];
+    jest.spyOn(globalThis, 'fetch').mockImplementation(async (_, init) => {
+      sent.push(new Headers(init?.headers).get('authorization'));
+      return new Response(null, { status: 200 });
+    });
+    const config = { region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } };
+    try {
+      await workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key' }, { ...clients(), ssm: new SSMClient(config) }).api.call({ id: 'a' }, { idempotencyKey: 'a' });
+      await workerDepsFromEnv(ENV, clients()).api.call({ id: 'b' }, { idempotencyKey: 'b' });
+    } finally {
+      ssmMock.restore();
+    }
+    expect(sent).toEqual(['Bearer k3y', null]);
+  });
+
+  it('keeps state in TABLE_NAME and deletes from the queue URLs of the environment', async () => {
+    ddbMock.on(GetCommand).resolves({});
+    sqsMock.on(DeleteMessageCommand).resolves({});
+    const deps = workerDepsFromEnv(ENV, clients());
+
+    await deps.store.getIdempotency('k-1', Date.now());
+    await deps.queues.delete('requeue', 'rh-1');
+
+    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual(['qo-test-state']);
+    expect(sqsMock.commandCalls(DeleteMessageCommand).map((call) => call.args[0].input)).toEqual([{ QueueUrl: ENV.REQUEUE_QUEUE_URL, ReceiptHandle: 'rh-1' }]);
+  });
+
+  it('gives up on an API call after API_TIMEOUT_MS', async () => {
+    const fetched: string[] = [];
+    jest.spyOn(globalThis, 'fetch').mockImplementation(hangingFetch(fetched));
+    const deps = workerDepsFromEnv({ ...ENV, API_TIMEOUT_MS: '20' }, clients());
+
+    await expect(deps.api.call({ id: 'a' }, { idempotencyKey: 'k-1' })).resolves.toEqual({ kind: 'timeout', afterMs: 20 });
+    expect(fetched).toEqual([ENV.API_URL]);
+  });
+
+  it('defaults the API timeout to half the worker timeout when that is under 10 s', async () => {
+    jest.spyOn(globalThis, 'fetch').mockImplementation(hangingFetch([]));
+    const deps = workerDepsFromEnv({ ...ENV, ORCHESTRATOR: '{"workerTimeoutMs":1000,"visibilityTimeoutMs":30000}' }, clients());
+
+    await expect(deps.api.probe()).resolves.toEqual({ kind: 'timeout', afterMs: 500 });
+  });
+
+  it.each(['API_URL', 'HEALTH_URL', 'TABLE_NAME', 'REQUEUE_DLQ_URL', 'QUOTAS'])('refuses an environment without %s, naming it', (name) => {
+    const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, [name]: undefined }, clients()));
+
+    expect(error.field).toBe(name);
+  });
+
+  it('does not need WORKER_FUNCTION_NAME', () => {
+    expect(() => workerDepsFromEnv({ ...ENV, WORKER_FUNCTION_NAME: undefined }, clients())).not.toThrow();
+  });
+
+  it('accepts an API_TIMEOUT_MS just below the worker timeout', () => {
+    const env = { ...ENV, ORCHESTRATOR: '{"workerTimeoutMs":5000}', API_TIMEOUT_MS: '4999' };
+
+    expect(() => workerDepsFromEnv(env, clients())).not.toThrow();
+  });
+
+  it.each(['5000', '6000'])('refuses API_TIMEOUT_MS=%s, not below the worker timeout of 5000, naming API_TIMEOUT_MS and the range', (text) => {
+    const env = { ...ENV, ORCHESTRATOR: '{"workerTimeoutMs":5000}', API_TIMEOUT_MS: text };
+
+    const error = thrown(ConfigError, () => workerDepsFromEnv(env, clients()));
+
+    expect(error.field).toBe('API_TIMEOUT_MS');
+    expect(error.message).toBe(`API_TIMEOUT_MS: must be a whole number of milliseconds from 1 to 4999; got '${text}'`);
+  });
+
+  it('refuses an API_TIMEOUT_MS that is not a whole number', () => {
+    const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, API_TIMEOUT_MS: '2.5' }, clients()));
+
+    expect(error.field).toBe('API_TIMEOUT_MS');
+  });
+});

@@ -1,0 +1,74 @@
+import { isSliding, tierRatePerMs } from '../../lib/domain/quota/tiers';
+import type { Template } from '../local/template';
+import { runBaseline } from './baselines';
+import type { ChartPanel } from './chart';
+import { costInputForResult, costPerMillionJobs, ORCHESTRATOR_MEMORY_MB, type CostLine } from './cost';
+import { runOrchestratorStrategy, type OrchestratorResult } from './orchestratorStrategy';
+import { STRATEGIES, type BenchScenario, type StrategyResult } from './types';
+
+/** A baseline that has not finished by then reports what it did so far (a retry storm could otherwise run on). */
+const BASELINE_TIME_LIMIT_MS = 300_000;
+
+/**
+ * Every strategy on one scenario, one after the other so that none competes with another for the machine.
+ * @param onStart told the name of each strategy as it starts (progress for people).
+ */
+export async function compareStrategies(scenario: BenchScenario, template: Template, onStart: (name: string) => void = () => undefined): Promise<StrategyResult[]> {
+  const results: StrategyResult[] = [];
+  for (const name of STRATEGIES) {
+    onStart(name);
+    results.push(name === 'orchestrator' ? await runOrchestratorStrategy(scenario, { template }) : await runBaseline(name, scenario, { timeLimitMs: BASELINE_TIME_LIMIT_MS }));
+  }
+  return results;
+}
+
+/** The tightest sliding tier's rate in calls per second. */
+export function quotaPerSecond(scenario: BenchScenario): number {
+  return Math.min(...scenario.quotas.filter((t) => isSliding(t.per)).map((t) => tierRatePerMs(t) * 1000));
+}
+
+/** A strategy's cost per million jobs, from its counts. */
+export function costLine(result: StrategyResult): CostLine {
+  if (result.unavailable !== undefined) return { name: result.name, unavailable: result.unavailable };
+  if (result.name !== 'orchestrator') return { name: result.name, cost: costPerMillionJobs(costInputForResult(result)) };
+  // The orchestrator's busy time counts its own function's time with the workers'; price each at its memory size.
+  const { orchestratorSecondsPerJob } = result as OrchestratorResult;
+  const workers = { ...result, workerBusySecondsPerJob: result.workerBusySecondsPerJob - orchestratorSecondsPerJob };
+  return { name: result.name, cost: costPerMillionJobs(costInputForResult(workers, { orchestratorSecondsPerJob, orchestratorMemoryMb: ORCHESTRATOR_MEMORY_MB })) };
+}
+
+/** The figures of a result for the JSON line: everything but the per-second series. */
+export function figures(result: StrategyResult): Omit<StrategyResult, 'callsPerSecond'> {
+  return Object.fromEntries(Object.entries(result).filter(([key]) => key !== 'callsPerSecond')) as Omit<StrategyResult, 'callsPerSecond'>;
+}
+
+/** The growth runs as a table: duration, dispatch rate, cost per job and memory per size. */
+export function growthTable(results: readonly OrchestratorResult[], scenarios: readonly BenchScenario[]): string {
+  const lines = ['growth (orchestrator alone):', '  jobs      duration s  dispatches/s  cost per 1M jobs  peak heap MB'];
+  results.forEach((r, i) => {
+    const cost = costLine(r).cost?.total ?? Number.NaN;
+    lines.push(
+      `  ${String(scenarios[i]?.jobs).padEnd(8)}  ${r.durationSeconds.toFixed(1).padStart(10)}  ${r.dispatchesPerSecond.toFixed(1).padStart(12)}  ${`$${cost.toFixed(2)}`.padStart(16)}  ${r.peakHeapMb.toFixed(0).padStart(12)}`,
+    );
+  });
+  return lines.join('\n');
+}
+
+/** The ceiling run: dispatches per second, and where the orchestrator's run time went. */
+export function ceilingLines(result: OrchestratorResult, scenario: BenchScenario): string {
+  const total = Object.values(result.orchestratorTime).reduce((sum, s) => sum + s, 0);
+  const shares = Object.entries(result.orchestratorTime)
+    .sort(([, a], [, b]) => b - a)
+    .map(([key, seconds]) => `    ${key.padEnd(36)} ${seconds.toFixed(2).padStart(7)} s  ${((seconds / total) * 100).toFixed(0).padStart(3)} %`);
+  return [`ceiling: ${scenario.jobs} jobs against ${scenario.quotas[0]?.limit}/${scenario.quotas[0]?.per}: ${result.dispatchesPerSecond.toFixed(1)} dispatches/s sustained by one orchestrator`, `  where its run time went:`, ...shares].join('\n');
+}
+
+/** One chart panel: a scenario's calls per second per strategy, against the quota line. */
+export function chartPanel(scenario: BenchScenario, results: readonly StrategyResult[]): ChartPanel {
+  return {
+    title: `${scenario.name} (${scenario.jobs} jobs, ${scenario.quotas.map((t) => `${t.limit}/${t.per}`).join(' + ')})`,
+    quotaPerSecond: quotaPerSecond(scenario),
+    ...(scenario.outage === undefined ? {} : { outage: scenario.outage }),
+    series: results.map((r) => ({ name: r.name, callsPerSecond: r.callsPerSecond, ...(r.unavailable === undefined ? {} : { unavailable: r.unavailable }) })),
+  };
+}

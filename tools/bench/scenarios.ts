@@ -1,0 +1,51 @@
+import { parseTiers } from '../../lib/domain/quota/tiers';
+import type { BenchScenario } from './types';
+
+const SHORT_TIERS = parseTiers([
+  { limit: 50, per: 'second' },
+  { limit: 2000, per: 'minute' },
+]);
+
+/** Sizes of one bench run: the full one (under 10 minutes here) or `--quick` (under 2, for CI smoke use). */
+export type BenchSize = 'full' | 'quick';
+
+/**
+ * The steady backlog: a few thousand jobs against 50/s and 2,000/min (33.3 calls/s at best), API latency 50 ms,
+ * 20 baseline workers.
+ */
+export function steadyScenario(size: BenchSize): BenchScenario {
+  return { name: 'steady', jobs: size === 'full' ? 2000 : 200, quotas: SHORT_TIERS, latencyMs: 50, workers: 20 };
+}
+
+/**
+ * The steady backlog with only 5 of the 20 workers busy: what per-worker limiters, each held to 1/20 of the quota,
+ * get out of it when Lambda has not scaled up (or the queue trickles).
+ */
+export function partlyBusyScenario(size: BenchSize): BenchScenario {
+  return { ...steadyScenario(size), name: 'steady, 5 of 20 workers busy', jobs: size === 'full' ? 300 : 60, busyWorkers: 5 };
+}
+
+/** The steady backlog with a 15 s outage in the middle (5 s in the quick size). */
+export function outageScenario(size: BenchSize): BenchScenario {
+  return size === 'full'
+    ? { name: 'outage', jobs: 1000, quotas: SHORT_TIERS, latencyMs: 50, workers: 20, outage: { atSeconds: 15, forSeconds: 15 } }
+    : { name: 'outage', jobs: 200, quotas: SHORT_TIERS, latencyMs: 50, workers: 20, outage: { atSeconds: 2, forSeconds: 5 } };
+}
+
+/** Growth: the orchestrator alone at 1×, 4× and 16× the jobs, against a quota it can fill (200/s). */
+export function growthScenarios(size: BenchSize): BenchScenario[] {
+  const base = size === 'full' ? 400 : 100;
+  const factors = size === 'full' ? [1, 4, 16] : [1, 4];
+  return factors.map((factor) => ({
+    name: `growth ${factor}x`,
+    jobs: base * factor,
+    quotas: parseTiers([{ limit: 200, per: 'second' }]),
+    latencyMs: 20,
+    workers: 20,
+  }));
+}
+
+/** Ceiling: the orchestrator with a quota far above what one process can dispatch. */
+export function ceilingScenario(size: BenchSize): BenchScenario {
+  return { name: 'ceiling', jobs: size === 'full' ? 3000 : 500, quotas: parseTiers([{ limit: 100_000, per: 'second' }]), latencyMs: 5, workers: 20 };
+}

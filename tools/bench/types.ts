@@ -1,0 +1,49 @@
+import type { Tier } from '../../lib/domain/quota/tiers';
+
+/** The strategies the benchmark compares, in table order. */
+export const STRATEGIES = ['naive-fanout', 'per-worker-limiter', 'shared-redis-limiter', 'orchestrator'] as const;
+
+/** One way of calling a quota-limited API from many workers. */
+export type StrategyName = (typeof STRATEGIES)[number];
+
+/** One benchmark scenario: the same job set and the same quota-enforcing API for every strategy. */
+export interface BenchScenario {
+  readonly name: string;
+  /** Jobs in the backlog at the start; bodies are `{"id": "job-<n>"}`. */
+  readonly jobs: number;
+  readonly quotas: readonly Tier[];
+  /** How long the API takes to answer each call. */
+  readonly latencyMs: number;
+  /** An API outage (every call and probe answered 503), in seconds from the start. */
+  readonly outage?: { readonly atSeconds: number; readonly forSeconds: number };
+  /** Concurrent workers of the baselines (SQS→Lambda `maximumConcurrency`); per-worker limiters get a 1/N share. */
+  readonly workers: number;
+  /** How many of them actually run, e.g. while Lambda scales up or the queue trickles. @default workers */
+  readonly busyWorkers?: number;
+}
+
+/** What one strategy did on one scenario: DESIGN's benchmark contract, plus the extras the issue asks for. */
+export interface StrategyResult {
+  readonly name: StrategyName;
+  readonly durationSeconds: number;
+  /** What the quota allows at best: the tightest tier's time for one call per job, plus the outage. */
+  readonly idealSeconds: number;
+  readonly apiCalls: number;
+  readonly rejectedByApi: number;
+  readonly callsPerJob: number;
+  /** `idealSeconds / durationSeconds`. */
+  readonly utilization: number;
+  /** Worker starts per job. */
+  readonly invocationsPerJob: number;
+  /** Time workers spent per job, waits and sleeps included: what Lambda bills. */
+  readonly workerBusySecondsPerJob: number;
+  /** Outage scenario: seconds from the end of the outage to the first successful job call after it. */
+  readonly recoverySeconds?: number;
+  /** Orchestrator only: AWS requests per job. */
+  readonly dynamodbRequestsPerJob?: number;
+  readonly sqsRequestsPerJob?: number;
+  /** Set when the strategy could not run here (e.g. no `redis-server`); the figures are then zero. */
+  readonly unavailable?: string;
+  /** Job calls that reached the API in each second of the run, for the chart. */
+  readonly callsPerSecond: readonly number[];
+}

@@ -1,0 +1,95 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import defaultScenario from '../simulation/scenarios/default.json';
+import { parseScenario } from '../simulation/scenario';
+import { formatReport } from '../simulation/report';
+import type { ServiceConfig } from '../../lib/config';
+import { ConfigError } from '../../lib/errors';
+import { runLocal, type Progress, type TimelineRow } from '../local/localRun';
+import { packageService, PackagingError } from '../local/packageService';
+
+const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] [--api-url URL --health-url URL]
+  Runs Quota Orchestrator on this machine with no AWS account: packages serverless.yml, creates its table and
+  queues on DynamoDB and SQS emulators, runs the real handlers behind a local Lambda endpoint on the schedule,
+  and sends the workers' calls to a simulated API that enforces the quotas.
+  --scenario FILE  a JSON scenario (default: the embedded one, tools/simulation/scenarios/default.json);
+                   its quotas, circuit, retry, pacing and orchestrator settings replace serverless.yml's for this run
+  --json           print the report as one JSON line, last
+  --timeline FILE  where to write the per-second timeline as CSV (default: out/timeline.csv)
+  --api-url URL    send the workers' job calls (POST, JSON body) to this API instead of the simulated one;
+                   the run still counts calls, 429s, duplicates and FIFO order from the traffic
+  --health-url URL the external API's health check (GET), required with --api-url`;
+
+const SETTINGS: readonly (keyof ServiceConfig)[] = ['lane', 'timeZone', 'quotas', 'pacing', 'circuit', 'retry', 'orchestrator'];
+const BAR_WIDTH = 30;
+
+/** One status line: a bar of ended jobs, the counts by state and the circuit. */
+function progressLine(p: Progress): string {
+  const ended = p.succeeded + p.deadLettered;
+  const filled = Math.min(BAR_WIDTH, Math.round((ended / p.jobs) * BAR_WIDTH));
+  const bar = `${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}`;
+  return `[${bar}] ${ended}/${p.jobs} | ok ${p.succeeded} dlq ${p.deadLettered} queued ${p.queued} in-flight ${p.inFlight} | circuit ${p.circuit} | ${p.elapsedSeconds.toFixed(0)} s`;
+}
+
+function toCsv(rows: readonly TimelineRow[]): string {
+  const header = 'second,calls,accepted,rejected,failed,circuit,queued,inFlight';
+  return [header, ...rows.map((r) => [r.second, r.calls, r.accepted, r.rejected, r.failed, r.circuit, r.queued, r.inFlight].join(','))].join('\n') + '\n';
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      scenario: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      timeline: { type: 'string', default: 'out/timeline.csv' },
+      'api-url': { type: 'string' },
+      'health-url': { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+  });
+  const apiUrl = values['api-url'];
+  const healthUrl = values['health-url'];
+  if ((apiUrl === undefined) !== (healthUrl === undefined)) throw new ConfigError('--api-url', 'and --health-url go together: give both or neither');
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  const raw = (values.scenario === undefined ? defaultScenario : JSON.parse(readFileSync(values.scenario, 'utf8'))) as Record<string, unknown>;
+  const scenario = parseScenario(raw);
+  const projectDir = resolve(__dirname, '..', '..');
+  process.stderr.write(`Scenario: ${scenario.name}\nPackaging serverless.yml (osls package)…\n`);
+  const template = await packageService(projectDir);
+  const tty = process.stderr.isTTY === true;
+  let lastPrinted = -Infinity;
+  const { report, timeline } = await runLocal({
+    scenario,
+    overrides: SETTINGS.filter((key) => key in raw),
+    template,
+    ...(apiUrl === undefined || healthUrl === undefined ? {} : { externalApi: { apiUrl, healthUrl } }),
+    onProgress: (p) => {
+      if (tty) process.stderr.write(`\r${progressLine(p)}\x1b[K`);
+      else if (p.elapsedSeconds - lastPrinted >= 5) {
+        lastPrinted = p.elapsedSeconds;
+        process.stderr.write(`${progressLine(p)}\n`);
+      }
+    },
+  });
+  if (tty) process.stderr.write('\n');
+  const timelinePath = resolve(values.timeline);
+  mkdirSync(dirname(timelinePath), { recursive: true });
+  writeFileSync(timelinePath, toCsv(timeline));
+  process.stderr.write(`${formatReport(report)}\ntimeline: ${timelinePath}\n`);
+  if (values.json) console.log(JSON.stringify(report));
+  return report.lost === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof ConfigError) console.error(`Invalid option or scenario: ${error.message}`);
+    else if (error instanceof PackagingError) console.error(`Invalid serverless.yml: ${error.message}`);
+    else console.error(error);
+    process.exit(2);
+  },
+);

@@ -1,0 +1,317 @@
+import { seededRandom } from '../simulation/random';
+import type { QueueName, ReceivedMessage } from '../../lib/ports/QueueReceiver';
+import type { RunSummary } from '../../lib/services/runOrchestrator';
+import { createServiceStack, SimulatedCrash, type EmulatorEndpoints, type OrchestratorRun, type OrchestratorRunOptions, type ServiceStack, type TestMessage } from '../local/serviceStack';
+import { pause } from '../local/waitFor';
+import { MisbehavingApi } from './apiFaults';
+import { AwsFaultInjector } from './awsFaults';
+import type { FaultScenario } from './scenarios';
+import { WorkerFaultInjector } from './workerFaults';
+
+/** The lane's quotas in every scenario: 20 a second, 600 a minute, 5,000 a day. */
+export const FAULT_QUOTAS = [
+  { limit: 20, per: 'second' },
+  { limit: 600, per: 'minute' },
+  { limit: 5_000, per: 'day' },
+] as const;
+
+/**
+ * Settings over the service stack's fast ones: a margin for arrivals that a loaded 2-core machine spreads; enough
+ * attempts that the API's long failures rarely exhaust a healthy job; and a visibility that leaves a received
+ * message 6 s to reach its slot while requests are slowed by retries (production leaves 90 s).
+ */
+const SETTINGS = { pacing: { arrivalMarginMs: 200 }, retry: { maxAttempts: 6 }, orchestrator: { visibilityTimeoutMs: 8_000 } } as const;
+
+/** How a `timeout` fault ends: the clients' real timeouts (5 s and more) are pinned by `clientConfig.test.ts`. */
+const FAULT_TIMEOUT_MS = 300;
+/** A scheduled run lasts this long (production's last a minute); the next starts at the next tick after it ends. */
+const RUN_MS = 8_000;
+const TICK_MS = 250;
+const POLL_MS = 50;
+/** A scenario that has not drained by then is reported as such, with what is left counted as lost. */
+const SCENARIO_LIMIT_MS = 120_000;
+
+/** Where a killed run stopped, by the AWS request it was about to send. */
+export type KillPoint = 'before-invoke' | 'mid-flush' | 'between-invoke-and-flush';
+
+/** What one scenario came to. */
+export interface FaultScenarioResult {
+  readonly name: string;
+  readonly injects: string;
+  /** Messages sent: healthy, FIFO, poison and malformed. */
+  readonly jobs: number;
+  /** Faults injected, by kind (`dynamodb.GetItem:throttled`, `orchestrator:killed`, `worker:crash-after-call`, …). */
+  readonly faults: Readonly<Record<string, number>>;
+  readonly faultsInjected: number;
+  /** Messages that neither succeeded at the API nor reached a dead-letter queue. */
+  readonly lost: number;
+  /** Successful API calls beyond the first for a job. */
+  readonly duplicateApiCalls: number;
+  /** Of those, the ones a crash after the call and before the record explains (at most one per such crash). */
+  readonly duplicatesAfterCrashBeforeRecord: number;
+  /** Calls the quota referee had to refuse: each would have exceeded a tier. */
+  readonly quotaViolations: number;
+  readonly fifoOrderViolations: number;
+  readonly deadLetteredWithReason: number;
+  readonly deadLetteredWithoutReason: number;
+  /** Healthy jobs among the dead-lettered (their retries ran out during the faults). */
+  readonly healthyDeadLettered: number;
+  /** Orchestrator runs that ended with an error other than an injected kill. */
+  readonly orchestratorCrashes: number;
+  /** Where each injected kill stopped its run. */
+  readonly killPoints: Readonly<Partial<Record<KillPoint, number>>>;
+  /** How the stale lease holder's run ended, if the scenario had one: it must be `lost`. */
+  readonly staleHolder?: RunSummary['lease'] | 'crashed';
+  readonly seconds: number;
+}
+
+/** A message of the scenario and how it must end. */
+interface PlannedMessage {
+  readonly queue: 'main' | 'fifo';
+  readonly message: TestMessage;
+  /** The job id the API sees, or the body when the API never should. */
+  readonly key: string;
+  readonly expect: 'success' | 'dead-letter';
+}
+
+/** Healthy standard jobs, FIFO groups of four, two poison jobs, and three messages the orchestrator must refuse. */
+function plannedMessages(scenario: FaultScenario): PlannedMessage[] {
+  const out: PlannedMessage[] = [];
+  for (let n = 1; n <= scenario.jobs; n++) out.push({ queue: 'main', message: { body: { id: `j-${n}` } }, key: `j-${n}`, expect: 'success' });
+  for (let g = 1; g <= scenario.fifoGroups; g++) {
+    for (let seq = 1; seq <= 4; seq++) {
+      const id = `f-${g}-${seq}`;
+      out.push({ queue: 'fifo', message: { body: { id, group: `g-${g}`, seq }, groupId: `g-${g}` }, key: id, expect: 'success' });
+    }
+  }
+  for (const id of ['p-1', 'p-2']) out.push({ queue: 'main', message: { body: { id, poison: true } }, key: id, expect: 'dead-letter' });
+  const cost = { cost: { dataType: 'Number', value: '-3' } };
+  out.push({ queue: 'main', message: { body: 'not json {' }, key: 'not json {', expect: 'dead-letter' });
+  out.push({ queue: 'main', message: { body: '{"id":"x-1"' }, key: '{"id":"x-1"', expect: 'dead-letter' });
+  out.push({ queue: 'main', message: { body: { id: 'c-1' }, attributes: cost }, key: 'c-1', expect: 'dead-letter' });
+  return out;
+}
+
+/** The key a dead-lettered message is matched by: its job id when the body is a job, else the body itself. */
+function keyOf(message: ReceivedMessage): string {
+  try {
+    const id = (JSON.parse(message.body) as { id?: unknown }).id;
+    return typeof id === 'string' ? id : message.body;
+  } catch {
+    return message.body;
+  }
+}
+
+/**
+ * Where the `n`-th kill falls, in turn: at a random invoke (the reservation counted, the invoke never sent), at a
+ * random ledger save or lease renewal after the first (mid-flush), and at a random request (wherever it lands).
+ */
+function killPlan(n: number, random: () => number): Pick<OrchestratorRunOptions, 'killAfterCalls' | 'killAtCommand'> {
+  const pick = (from: number, span: number) => from + Math.floor(random() * span);
+  switch (n % 3) {
+    case 0:
+      return { killAtCommand: { command: 'InvokeCommand', occurrence: pick(1, 15) } };
+    case 1:
+      return { killAtCommand: { command: 'UpdateItemCommand', occurrence: pick(2, 8) } };
+    default:
+      return { killAfterCalls: pick(3, 40) };
+  }
+}
+
+function killPointOf(command: string): KillPoint {
+  if (command === 'InvokeCommand') return 'before-invoke';
+  return /^(Update|Put)/.test(command) ? 'mid-flush' : 'between-invoke-and-flush';
+}
+
+/** One orchestrator run of the scenario, and how it ended once it has. */
+interface TrackedRun {
+  readonly run: OrchestratorRun;
+  readonly kind: 'scheduled' | 'manual' | 'stale';
+  ended?: { summary?: RunSummary; error?: unknown };
+}
+
+function track(run: OrchestratorRun, kind: TrackedRun['kind']): TrackedRun {
+  const tracked: TrackedRun = { run, kind };
+  run.summary.then(
+    (summary) => (tracked.ended = { summary }),
+    (error: unknown) => (tracked.ended = { error }),
+  );
+  return tracked;
+}
+
+/**
+ * Runs one scenario: a fresh service stack (table, queues, worker on the local Lambda host, simulated API as the
+ * quota referee) with the scenario's faults, the planned messages, and orchestrator runs started like the schedule
+ * starts them (the next one at the first tick after the last ended) until every message has ended and nothing is
+ * in flight. Then it counts what the issue asks for.
+ */
+export async function runFaultScenario(scenario: FaultScenario, emulators: EmulatorEndpoints, seed: number): Promise<FaultScenarioResult> {
+  const random = seededRandom(seed);
+  const zero = { at: Date.now() };
+  const aws = new AwsFaultInjector(scenario.aws ?? [], () => zero.at, random, () => FAULT_TIMEOUT_MS);
+  const worker = new WorkerFaultInjector(scenario.worker ?? {});
+  let api: MisbehavingApi | undefined;
+  const stack = await createServiceStack({
+    quotas: FAULT_QUOTAS,
+    emulators,
+    ...SETTINGS,
+    ...(scenario.outages === undefined ? {} : { outages: scenario.outages }),
+    faults: {
+      orchestratorClients: (clients) => aws.attach(clients, 'orchestrator'),
+      workerClients: (clients) => aws.attach(clients, 'worker'),
+      workerDeps: (deps) => worker.deps(deps),
+      workerHandler: (handler) => worker.handler(handler),
+      api: (inner) => (api = new MisbehavingApi(inner, scenario.api ?? [], () => zero.at)),
+    },
+  });
+  try {
+    const planned = plannedMessages(scenario);
+    for (const p of planned) await stack.send(p.queue, [p.message]);
+    zero.at = stack.readyAt;
+    const runs = await drive(stack, scenario, random);
+    return await tally(stack, scenario, planned, runs, { aws, api, worker });
+  } finally {
+    await stack.close();
+  }
+}
+
+/** Starts runs as the schedule would (plus manual invokes and the stale holder) until the stack has drained. */
+async function drive(stack: ServiceStack, scenario: FaultScenario, random: () => number): Promise<{ runs: TrackedRun[]; seconds: number }> {
+  const runs: TrackedRun[] = [];
+  const began = Date.now();
+  let lastManual = began;
+  let drainedSince: number | undefined;
+  while (Date.now() - began < SCENARIO_LIMIT_MS) {
+    const scheduled = runs.filter((r) => r.kind !== 'manual');
+    if (scheduled.every((r) => r.ended !== undefined)) {
+      if (scheduled.length === 0 && scenario.staleHolder !== undefined) {
+        runs.push(track(stack.startOrchestrator({ deadlineMs: RUN_MS, freeze: scenario.staleHolder }), 'stale'));
+      } else {
+        // Every run is armed until the planned number of kills has hit: an armed run may end before its request comes.
+        const hits = runs.filter((r) => r.ended?.error instanceof SimulatedCrash).length;
+        const kill = hits < (scenario.kills ?? 0) ? killPlan(hits, random) : {};
+        runs.push(track(stack.startOrchestrator({ deadlineMs: RUN_MS, ...kill }), 'scheduled'));
+      }
+    }
+    const every = scenario.manualInvokeEveryMs;
+    if (every !== undefined && Date.now() - lastManual >= every) {
+      lastManual = Date.now();
+      runs.push(track(stack.startOrchestrator({ deadlineMs: RUN_MS }), 'manual'));
+    }
+    // Drained twice 300 ms apart: a message between a worker's delete and its requeue is in neither place for a moment.
+    if (await stack.drained()) {
+      drainedSince ??= Date.now();
+      if (Date.now() - drainedSince >= 300) break;
+    } else {
+      drainedSince = undefined;
+    }
+    await pause(scheduled.every((r) => r.ended !== undefined) ? TICK_MS : POLL_MS);
+  }
+  const seconds = (Date.now() - began) / 1000;
+  for (const r of runs) r.run.stop();
+  await Promise.all(runs.map((r) => r.run.summary.catch(() => undefined)));
+  return { runs, seconds };
+}
+
+async function tally(
+  stack: ServiceStack,
+  scenario: FaultScenario,
+  planned: readonly PlannedMessage[],
+  { runs, seconds }: { runs: readonly TrackedRun[]; seconds: number },
+  injectors: { aws: AwsFaultInjector; api: MisbehavingApi | undefined; worker: WorkerFaultInjector },
+): Promise<FaultScenarioResult> {
+  const dlqs: QueueName[] = ['main-dlq', 'fifo-dlq', 'requeue-dlq'];
+  const deadLettered = (await Promise.all(dlqs.map((q) => stack.receiveAll(q)))).flat();
+  const withReason = deadLettered.filter((m) => (m.attributes.reason?.value ?? '') !== '');
+  const deadKeys = new Set(deadLettered.map(keyOf));
+  const successes = stack.api.successesById();
+  const lost = planned.filter((p) => !(p.expect === 'success' && successes.has(p.key)) && !deadKeys.has(p.key)).length;
+  const healthyDeadLettered = planned.filter((p) => p.expect === 'success' && !successes.has(p.key) && deadKeys.has(p.key)).length;
+
+  const crashedAfterCall = injectors.worker.crashes('after-call');
+  let duplicates = 0;
+  let explained = 0;
+  for (const [id, n] of successes) {
+    duplicates += n - 1;
+    if (n > 1 && crashedAfterCall.has(id)) explained++;
+  }
+
+  const killPoints: Partial<Record<KillPoint, number>> = {};
+  let crashes = 0;
+  for (const r of runs) {
+    const error = r.ended?.error;
+    if (error instanceof SimulatedCrash) {
+      const point = killPointOf(error.command);
+      killPoints[point] = (killPoints[point] ?? 0) + 1;
+    } else if (error !== undefined) {
+      crashes++;
+    }
+  }
+  const kills = Object.values(killPoints).reduce((sum, n) => sum + n, 0);
+  const stale = runs.find((r) => r.kind === 'stale');
+  const manual = runs.filter((r) => r.kind === 'manual').length;
+  const faults = {
+    ...injectors.aws.injected(),
+    ...(injectors.api?.injected() ?? {}),
+    ...Object.fromEntries(Object.entries(injectors.worker.injected()).filter(([, n]) => n > 0)),
+    ...(kills > 0 ? { 'orchestrator:killed': kills } : {}),
+    ...(stale === undefined ? {} : { 'orchestrator:stale-lease-holder': 1 }),
+    ...(manual > 0 ? { 'orchestrator:manual-invoke': manual } : {}),
+    ...(scenario.outages === undefined ? {} : { 'api:outage': scenario.outages.length }),
+  };
+  const report = stack.api.report();
+  return {
+    name: scenario.name,
+    injects: scenario.injects,
+    jobs: planned.length,
+    faults,
+    faultsInjected: Object.values(faults).reduce((sum, n) => sum + n, 0),
+    lost,
+    duplicateApiCalls: duplicates,
+    duplicatesAfterCrashBeforeRecord: explained,
+    quotaViolations: report.rejectedByApi,
+    fifoOrderViolations: report.fifoOrderViolations,
+    deadLetteredWithReason: withReason.length,
+    deadLetteredWithoutReason: deadLettered.length - withReason.length,
+    healthyDeadLettered,
+    orchestratorCrashes: crashes,
+    killPoints,
+    ...(stale === undefined ? {} : { staleHolder: stale.ended?.summary?.lease ?? 'crashed' }),
+    seconds,
+  };
+}
+
+/** The suite's totals, with the keys `npm run faults -- --json` prints. */
+export interface FaultTotals {
+  readonly scenarios: number;
+  readonly faultsInjected: number;
+  readonly jobs: number;
+  readonly lost: number;
+  readonly duplicateApiCalls: number;
+  readonly duplicatesAfterCrashBeforeRecord: number;
+  readonly unexplainedDuplicates: number;
+  readonly quotaViolations: number;
+  readonly fifoOrderViolations: number;
+  readonly deadLetteredWithReason: number;
+  readonly deadLetteredWithoutReason: number;
+  readonly orchestratorCrashes: number;
+}
+
+/** Sums scenario results. */
+export function totalsOf(results: readonly FaultScenarioResult[]): FaultTotals {
+  const sum = (pick: (r: FaultScenarioResult) => number) => results.reduce((total, r) => total + pick(r), 0);
+  return {
+    scenarios: results.length,
+    faultsInjected: sum((r) => r.faultsInjected),
+    jobs: sum((r) => r.jobs),
+    lost: sum((r) => r.lost),
+    duplicateApiCalls: sum((r) => r.duplicateApiCalls),
+    duplicatesAfterCrashBeforeRecord: sum((r) => r.duplicatesAfterCrashBeforeRecord),
+    unexplainedDuplicates: sum((r) => r.duplicateApiCalls - r.duplicatesAfterCrashBeforeRecord),
+    quotaViolations: sum((r) => r.quotaViolations),
+    fifoOrderViolations: sum((r) => r.fifoOrderViolations),
+    deadLetteredWithReason: sum((r) => r.deadLetteredWithReason),
+    deadLetteredWithoutReason: sum((r) => r.deadLetteredWithoutReason),
+    orchestratorCrashes: sum((r) => r.orchestratorCrashes),
+  };
+}

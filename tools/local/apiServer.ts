@@ -1,0 +1,110 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { JsonValue } from '../../lib/domain/json';
+import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
+
+/** A running {@link startApiServer}. */
+export interface ApiServer {
+  /** Where jobs are POSTed, e.g. `http://127.0.0.1:41234/jobs` (the worker's `API_URL`). */
+  readonly apiUrl: string;
+  /** Where health checks GET, e.g. `http://127.0.0.1:41234/health` (the worker's `HEALTH_URL`). */
+  readonly healthUrl: string;
+  /** Stops listening and drops every connection, including requests held for a `timeout` result. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link startApiServer}. */
+export interface ApiServerOptions {
+  /** Interface to listen on. @default '127.0.0.1' */
+  readonly host?: string;
+  /** Port to listen on; 0 picks a free one. @default 0 */
+  readonly port?: number;
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function sendJson(response: ServerResponse, status: number, body: JsonValue, headers: Readonly<Record<string, string>> = {}): void {
+  response.writeHead(status, { ...headers, 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+/** Answers as `result` says: a response, a dropped connection (`network-error`), or no answer at all (`timeout`). */
+function answer(response: ServerResponse, result: ApiResult): void {
+  switch (result.kind) {
+    case 'response': {
+      const cost: Record<string, string> = result.actualCost === undefined ? {} : { 'x-actual-cost': String(result.actualCost) };
+      sendJson(response, result.status, { status: result.status }, { ...result.headers, ...cost });
+      return;
+    }
+    case 'network-error':
+      response.socket?.destroy();
+      return;
+    case 'timeout':
+      // Held until the client gives up or the server closes.
+      return;
+  }
+}
+
+async function route(api: ApiCaller, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const { pathname } = new URL(request.url ?? '/', 'http://localhost');
+  if (request.method === 'POST' && pathname === '/jobs') {
+    const text = await readBody(request);
+    let body: JsonValue;
+    try {
+      body = JSON.parse(text) as JsonValue;
+    } catch (error) {
+      sendJson(response, 400, { error: `body is not JSON: ${error instanceof Error ? error.message : String(error)}` });
+      return;
+    }
+    const key = request.headers['idempotency-key'];
+    answer(response, await api.call(body, { idempotencyKey: typeof key === 'string' ? key : '' }));
+    return;
+  }
+  request.resume();
+  if (request.method === 'GET' && pathname === '/health') {
+    answer(response, await api.probe());
+    return;
+  }
+  sendJson(response, 404, { error: `no route ${request.method} ${pathname}; use POST /jobs or GET /health` });
+}
+
+/**
+ * Serves an {@link ApiCaller} (usually the simulated `VirtualApi`) over HTTP, so the worker's real HTTP caller can
+ * reach it:
+ * - `POST /jobs`: the JSON body and the `idempotency-key` header (default `''`) go to `api.call`; a body that is not
+ *   JSON is answered 400 without calling the API.
+ * - `GET /health`: `api.probe()`.
+ * - anything else: 404.
+ *
+ * A `response` result is answered with its status, its headers, `x-actual-cost` when it has an `actualCost`, and the
+ * body `{"status": N}`. A `network-error` result destroys the connection; a `timeout` result is never answered. An
+ * `ApiCaller` that rejects, which the port forbids, is answered 500 with the reason.
+ */
+export function startApiServer(api: ApiCaller, options: ApiServerOptions = {}): Promise<ApiServer> {
+  const { host = '127.0.0.1', port = 0 } = options;
+  const server = createServer((request, response) => {
+    route(api, request, response).catch((error: unknown) => {
+      if (response.headersSent) response.destroy();
+      else sendJson(response, 500, { error: `the API caller failed: ${error instanceof Error ? error.message : String(error)}` });
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const base = `http://${host}:${(server.address() as AddressInfo).port}`;
+      resolve({
+        apiUrl: `${base}/jobs`,
+        healthUrl: `${base}/health`,
+        close: () =>
+          new Promise<void>((closed, failed) => {
+            server.close((error) => (error === undefined ? closed() : failed(error)));
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}

@@ -1,0 +1,38 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { LambdaClient } from '@aws-sdk/client-lambda';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { CLIENT_CONFIG } from '../../lib/adapters/aws/clientConfig';
+import type { OrchestratorClients } from '../../lib/wiring/orchestratorDeps';
+import { LOCAL_ACCOUNT } from './template';
+
+/** The emulators accept any credentials; these are never real ones. */
+export const FAKE_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
+
+/** Where the DynamoDB and SQS emulators listen. */
+export interface EmulatorEndpoints {
+  readonly dynamodbEndpoint: string;
+  readonly sqsEndpoint: string;
+}
+
+/**
+ * One function's clients on the local stack. Every function gets all three, as the orchestrator needs them; the
+ * worker uses the DynamoDB and SQS ones (its SSM client is never built: the local stack has no parameters).
+ */
+export type FunctionClients = OrchestratorClients;
+
+/** A function's clients on the emulators and a Lambda endpoint, with the production settings ({@link CLIENT_CONFIG}). */
+export function functionClients(emulators: EmulatorEndpoints, lambdaEndpoint: string): FunctionClients {
+  const common = { region: LOCAL_ACCOUNT.region, credentials: FAKE_CREDENTIALS };
+  return {
+    dynamodb: new DynamoDBClient({ ...common, endpoint: emulators.dynamodbEndpoint, ...CLIENT_CONFIG.dynamodb }),
+    sqs: new SQSClient({ ...common, endpoint: emulators.sqsEndpoint, ...CLIENT_CONFIG.sqs }),
+    lambda: new LambdaClient({ ...common, endpoint: lambdaEndpoint, ...CLIENT_CONFIG.lambda }),
+  };
+}
+
+/** Closes a function's clients' sockets. */
+export function destroyClients(clients: FunctionClients): void {
+  clients.dynamodb.destroy();
+  clients.sqs.destroy();
+  clients.lambda.destroy();
+}

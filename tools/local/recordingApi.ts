@@ -1,0 +1,85 @@
+import type { JsonValue } from '../../lib/domain/json';
+import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
+import type { Clock } from '../../lib/ports/Clock';
+import type { VirtualApiCall, VirtualApiReport } from '../simulation/virtualApi';
+
+/** What a local run reads from the API it drives: the simulated one, or a recorder in front of an external one. */
+export interface ObservedApi extends ApiCaller {
+  report(): VirtualApiReport;
+  succeededIds(): string[];
+  readonly callLog: readonly VirtualApiCall[];
+}
+
+interface JobFields {
+  readonly id: string;
+  readonly group?: string;
+  readonly seq?: number;
+}
+
+function jobFields(body: JsonValue, idempotencyKey: string): JobFields {
+  const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {};
+  const { id, group, seq } = record;
+  return { id: typeof id === 'string' ? id : idempotencyKey, ...(typeof group === 'string' ? { group } : {}), ...(typeof seq === 'number' ? { seq } : {}) };
+}
+
+/**
+ * Sits between the workers and an external API (`--api-url`): forwards every call and probe unchanged and keeps the
+ * same books as the simulated API, from the traffic alone: calls, 429s, second successes of one job id, and FIFO
+ * order (a handled call, answered 200 or 400, whose group had another call in flight when it arrived, or whose
+ * group had already handled a higher `seq`). Job bodies follow the local run's `{"id","group"?,"seq"?}` shape.
+ */
+export class RecordingApi implements ObservedApi {
+  private readonly calls: VirtualApiCall[] = [];
+  private readonly successes = new Map<string, number>();
+  private readonly inFlight = new Map<string, number>();
+  private readonly highestHandledSeq = new Map<string, number>();
+  private readonly counts = { rejectedByApi: 0, duplicates: 0, fifoOrderViolations: 0, probes: 0 };
+
+  constructor(
+    private readonly upstream: ApiCaller,
+    private readonly clock: Clock,
+  ) {}
+
+  async call(body: JsonValue, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+    const at = this.clock.now();
+    const job = jobFields(body, context.idempotencyKey);
+    const crowded = job.group !== undefined && (this.inFlight.get(job.group) ?? 0) > 0;
+    if (job.group !== undefined) this.inFlight.set(job.group, (this.inFlight.get(job.group) ?? 0) + 1);
+    const result = await this.upstream.call(body, context);
+    const status = result.kind === 'response' ? result.status : 0;
+    this.calls.push({ at, ...job, status });
+    if (status === 429) this.counts.rejectedByApi++;
+    if (status === 200) {
+      const before = this.successes.get(job.id) ?? 0;
+      this.successes.set(job.id, before + 1);
+      if (before > 0) this.counts.duplicates++;
+    }
+    if (job.group !== undefined) this.recordGroup(job.group, job.seq, crowded, status === 200 || status === 400);
+    return result;
+  }
+
+  async probe(): Promise<ApiResult> {
+    this.counts.probes++;
+    return this.upstream.probe();
+  }
+
+  report(): VirtualApiReport {
+    return { apiCalls: this.calls.length, ...this.counts };
+  }
+
+  succeededIds(): string[] {
+    return [...this.successes.keys()];
+  }
+
+  get callLog(): readonly VirtualApiCall[] {
+    return this.calls;
+  }
+
+  private recordGroup(group: string, seq: number | undefined, crowded: boolean, handled: boolean): void {
+    this.inFlight.set(group, (this.inFlight.get(group) ?? 1) - 1);
+    if (!handled) return;
+    const highest = this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY;
+    if (crowded || (seq !== undefined && seq < highest)) this.counts.fifoOrderViolations++;
+    if (seq !== undefined) this.highestHandledSeq.set(group, Math.max(seq, highest));
+  }
+}

@@ -1,0 +1,559 @@
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { EXIT_RESERVE_MS, handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/orchestrator';
+import { makeHandler as makeWorkerHandler } from '../../functions/worker';
+import { orchestratorDepsFromEnv } from '../../lib/wiring/orchestratorDeps';
+import { workerDepsFromEnv } from '../../lib/wiring/workerDeps';
+import { destroyClients, functionClients, type EmulatorEndpoints, type FunctionClients } from './clients';
+import { DynamoStateStore } from '../../lib/adapters/dynamodb/DynamoStateStore';
+import type { Log, LogLevel } from '../../lib/adapters/log';
+import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
+import { systemClock } from '../../lib/adapters/systemClock';
+import type { ServiceConfig } from '../../lib/config';
+import { CONFIG_ENV, QUEUE_URL_ENV, RESOURCE_ENV, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { JsonValue } from '../../lib/domain/json';
+import type { Period, TierUnit } from '../../lib/domain/quota/tiers';
+import { startApiServer, type ApiServer } from './apiServer';
+import { addMiddleware } from './sdkMiddleware';
+import { LocalLambdaHost, type DestinationRecord, type LocalFunctionStats } from './lambdaHost';
+import type { MessageAttribute, QueueName, ReceivedMessage } from '../../lib/ports/QueueReceiver';
+import type { ApiCaller } from '../../lib/ports/ApiCaller';
+import type { WorkerDeps } from '../../lib/services/processJob';
+import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../lib/services/runOrchestrator';
+import { VirtualApi } from '../simulation/virtualApi';
+import { createLaneQueues } from './laneQueues';
+import { createStateTable } from './stateTable';
+import { pause, waitFor } from './waitFor';
+
+/** Name of the worker function on the {@link LocalLambdaHost}; the orchestrator's `WORKER_FUNCTION_NAME`. */
+export const WORKER_FUNCTION = 'quota-orchestrator-test-worker';
+
+/** The lane of every service stack. */
+export const LANE = 'default';
+
+export type { EmulatorEndpoints } from './clients';
+
+/** A name no other stack uses, for tables and queues shared through one emulator. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/**
+ * Faults a stack injects into the service, for the fault suite: every hook is optional, and a stack without them
+ * runs the production parts unchanged.
+ */
+export interface StackFaults {
+  /** Called on each orchestrator run's fresh clients, e.g. to add fault middleware. */
+  readonly orchestratorClients?: (clients: FunctionClients) => void;
+  /** Called once on the worker's clients. */
+  readonly workerClients?: (clients: FunctionClients) => void;
+  /** Replaces parts of the worker's dependencies (its clock, its API caller) before its handler is built. */
+  readonly workerDeps?: (deps: WorkerDeps) => WorkerDeps;
+  /** Wraps the worker handler as the Lambda host calls it (e.g. to deliver an event twice). */
+  readonly workerHandler?: (handler: (event: unknown) => Promise<unknown>) => (event: unknown) => Promise<unknown>;
+  /** Wraps the simulated API as the workers reach it over HTTP; the referee behind it still sees every call it passes on. */
+  readonly api?: (api: VirtualApi) => ApiCaller;
+}
+
+/**
+ * Service settings small enough for tests that finish in seconds, each within its range in `lib/config.ts` and
+ * `lib/domain/…/settings`: a 5 s lease flushed every 0.5 s, a 2 s worker timeout under a 4 s visibility, a circuit
+ * that opens after 3 failures and checks after 1 s, 4 attempts with retries 1 s apart (SQS delays are whole
+ * seconds), and no slow-start ramp or pause jitter.
+ */
+export const FAST_SETTINGS = {
+  orchestrator: { leaseTtlMs: 5_000, flushIntervalMs: 500, circuitPollMs: 50, visibilityTimeoutMs: 4_000, workerTimeoutMs: 2_000, idleWaitMs: 100, invokeBackoffMs: 50 },
+  retry: { maxAttempts: 4, baseDelayMs: 200, maxDelayMs: 1_000 },
+  circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 1, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 2 },
+  // Workers, API and orchestrator share one event loop here: a call can reach the API up to tens of ms later than
+  // the one dispatched before it, and the API counts arrivals. The margin keeps arrivals within every window.
+  pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 100 },
+} as const;
+
+/** A quota tier as `QUOTAS` takes it. */
+export interface QuotaInput {
+  readonly limit: number;
+  readonly per: Period;
+  readonly unit?: TierUnit;
+}
+
+/** Options of {@link createServiceStack}. */
+export interface ServiceStackOptions {
+  /** The lane's quota tiers: `QUOTAS`, and what the simulated API enforces. */
+  readonly quotas: readonly QuotaInput[];
+  /** How long the simulated API takes to answer a call or a probe. @default 10 */
+  readonly latencyMs?: number;
+  /**
+   * Windows `[fromMs, toMs)` during which the API answers 503, in ms after {@link ServiceStack.readyAt} (the instant
+   * the simulated API was created, just before the stack is handed over).
+   * @default []
+   */
+  readonly outages?: readonly { readonly fromMs: number; readonly toMs: number }[];
+  /** Merged over {@link FAST_SETTINGS}' sections, then validated by the production config parser. */
+  readonly orchestrator?: Readonly<Record<string, number>>;
+  readonly retry?: Readonly<Record<string, number>>;
+  readonly circuit?: Readonly<Record<string, number>>;
+  readonly pacing?: Readonly<Record<string, number>>;
+  /** Redrive `maxReceiveCount` of the source queues. @default 10 */
+  readonly maxReceiveCount?: number;
+  /** The emulators to create the table and queues on. */
+  readonly emulators: EmulatorEndpoints;
+  /** @default none */
+  readonly faults?: StackFaults;
+}
+
+/** A message to put on a queue before or during a run. */
+export interface TestMessage {
+  /** Sent as is when a string, else as JSON. */
+  readonly body: JsonValue | string;
+  /** Required on the FIFO queue. */
+  readonly groupId?: string;
+  readonly attributes?: Readonly<Record<string, MessageAttribute>>;
+}
+
+/** Options of {@link ServiceStack.startOrchestrator}. */
+export interface OrchestratorRunOptions {
+  /** The run stops dispatching this long after it starts, unless stopped earlier. */
+  readonly deadlineMs: number;
+  /** Lease owner. @default a fresh unique name */
+  readonly owner?: string;
+  /**
+   * Simulates a crash (the process killed by a timeout, an OOM or a deploy): the run's AWS clients refuse every
+   * request after this many, so it stops at that point, with no final flush and no lease release.
+   * @default never
+   */
+  readonly killAfterCalls?: number;
+  /** Like `killAfterCalls`, but the run is killed at its `occurrence`-th request that is `command` (e.g. `InvokeCommand`). */
+  readonly killAtCommand?: { readonly command: string; readonly occurrence: number };
+  /**
+   * Simulates a stale lease holder (a process paused, or cut off from AWS): once its request number `afterCalls`
+   * has been answered, the run stands still for `forMs`, then goes on as if nothing had happened.
+   * @default never
+   */
+  readonly freeze?: { readonly afterCalls: number; readonly forMs: number };
+}
+
+/** One orchestrator run in progress: the real service loop on the production adapters, with its own clients. */
+export interface OrchestratorRun {
+  readonly owner: string;
+  /** Every event the run reported, in order. */
+  readonly events: readonly OrchestratorEvent[];
+  /** True once the run holds the lease (its first flush), false when it was refused; rejects if it failed before. */
+  readonly started: Promise<boolean>;
+  /** How the run ended; rejects with {@link SimulatedCrash} when `killAfterCalls` was reached. */
+  readonly summary: Promise<RunSummary>;
+  /** Asks the run to stop at its next step (it then flushes and releases the lease as on its deadline). */
+  stop(): void;
+}
+
+/** What the state of a source or dead-letter queue is. */
+export interface QueueDepth {
+  readonly visible: number;
+  readonly inFlight: number;
+  readonly delayed: number;
+}
+
+/** One observed value of the lane's circuit status, polled from the state table. */
+export interface CircuitSample {
+  readonly at: number;
+  readonly circuit: CircuitJSON | undefined;
+}
+
+/** A background poll of the circuit item; see {@link ServiceStack.watchCircuit}. */
+export interface CircuitWatch {
+  /** Samples whose status differs from the one before (the first sample always), in order. */
+  readonly changes: readonly CircuitSample[];
+  /** Ends the poll and waits for its last read. */
+  stop(): Promise<void>;
+}
+
+/** One line the handlers logged. */
+export interface LogLine {
+  readonly level: LogLevel;
+  readonly message: string;
+  readonly fields: Readonly<Record<string, unknown>>;
+}
+
+/** How a killed run ends: it was stopped at its request number `afterCalls + 1`, a `command`. */
+export class SimulatedCrash extends Error {
+  override readonly name = 'SimulatedCrash';
+  constructor(
+    readonly afterCalls: number,
+    readonly command: string,
+  ) {
+    super(`orchestrator killed (simulated crash) after ${afterCalls} AWS requests, at ${command}`);
+  }
+}
+
+const SOURCE_QUEUES = ['requeue', 'fifo', 'main'] as const;
+const ALL_QUEUES: readonly QueueName[] = [...SOURCE_QUEUES, 'requeue-dlq', 'fifo-dlq', 'main-dlq'];
+
+/** Pauses the run that uses `clients` for `forMs` right after its request number `afterCalls` is answered. */
+function armFreeze(clients: FunctionClients, { afterCalls, forMs }: { readonly afterCalls: number; readonly forMs: number }): void {
+  let calls = 0;
+  for (const client of [clients.dynamodb, clients.sqs, clients.lambda]) {
+    addMiddleware(
+      client,
+      (next) => async (args) => {
+        const output = await next(args);
+        if (++calls === afterCalls) await pause(forMs);
+        return output;
+      },
+      { step: 'initialize', name: 'simulatedFreeze' },
+    );
+  }
+}
+
+/** Which request of a run is its last: the request's number, its command, and how many of that command so far. */
+type KillPoint = (request: { readonly number: number; readonly command: string; readonly ofCommand: number }) => boolean;
+
+/**
+ * Kills the run that uses `clients` at the first request `isKillPoint` picks, as a process killed there would stop:
+ * that request and every later one never leave and never answer, so the run does nothing more, and `onKill` is told
+ * which request it was. The hook sits in the `initialize` step, ahead of the SDK's retries.
+ * `DynamoDBDocumentClient.from` shares the bare client's middleware stack, so the store is covered.
+ */
+function armKillSwitch(clients: FunctionClients, isKillPoint: KillPoint, onKill: (crash: SimulatedCrash) => void): void {
+  let calls = 0;
+  let killed = false;
+  const perCommand = new Map<string, number>();
+  const never = new Promise<never>(() => undefined);
+  for (const client of [clients.dynamodb, clients.sqs, clients.lambda]) {
+    addMiddleware(
+      client,
+      (next, context) => async (args) => {
+        if (killed) return never;
+        const command = String(context.commandName ?? 'unknown');
+        const ofCommand = (perCommand.get(command) ?? 0) + 1;
+        perCommand.set(command, ofCommand);
+        if (!isKillPoint({ number: ++calls, command, ofCommand })) return next(args);
+        killed = true;
+        onKill(new SimulatedCrash(calls - 1, command));
+        return never;
+      },
+      { step: 'initialize', name: 'simulatedCrash' },
+    );
+  }
+}
+
+/**
+ * The whole service on the emulators, for one test: a fresh state table and six queues (unique names), the
+ * simulated API (the quota referee) on the wall clock served over HTTP, and the real worker handler behind a
+ * local Lambda Invoke endpoint, built from an environment as on AWS. Orchestrator runs use the production service
+ * loop or handler with their own clients, as separate Lambda containers would.
+ *
+ * Always {@link ServiceStack.close} it (in `afterEach`): it stops runs still going, waits for workers, and closes
+ * the servers.
+ */
+export class ServiceStack {
+  /** The functions' environment: `QUOTAS`, the settings, table, queues, worker function and API URLs. */
+  readonly env: Env;
+  /** The configuration the handlers read from {@link env}. */
+  readonly config: ServiceConfig;
+  /** The referee: what the API saw, and whether any tier was exceeded. */
+  readonly api: VirtualApi;
+  /** Wall-clock instant the API was created; {@link ServiceStackOptions.outages} are relative to it. */
+  readonly readyAt: number;
+  readonly queueUrls: Readonly<Record<QueueName, string>>;
+  /** The production SQS adapter on the lane's queues, for tests to send and look. */
+  readonly queues: SqsQueues;
+  /** The production DynamoDB adapter on the state table, for tests to look. */
+  readonly store: DynamoStateStore;
+  /** On-failure records of worker invocations whose retries were exhausted (a crashing worker). */
+  readonly workerFailures: readonly DestinationRecord[];
+  /** What the handlers logged. */
+  readonly logs: LogLine[];
+
+  private readonly runs = new Set<{ stop(): void; summary: Promise<unknown> }>();
+  private closed = false;
+
+  /** @internal use {@link createServiceStack} */
+  constructor(
+    parts: Pick<ServiceStack, 'env' | 'config' | 'api' | 'readyAt' | 'queueUrls' | 'queues' | 'store'>,
+    private readonly resources: {
+      /** The very array the API was given as `outages`: the API reads it at every call, so pushing starts one. */
+      readonly outages: { startMs: number; endMs: number }[];
+      readonly tableName: string;
+      /** The stack's own clients. */
+      readonly clients: FunctionClients;
+      /** The worker's clients (possibly with faults). */
+      readonly workerClients: FunctionClients;
+      readonly emulators: EmulatorEndpoints;
+      readonly faults: StackFaults;
+      readonly apiServer: ApiServer;
+      readonly host: LocalLambdaHost;
+      readonly hostEndpoint: string;
+    },
+    logs: LogLine[],
+    workerFailures: readonly DestinationRecord[],
+  ) {
+    ({ env: this.env, config: this.config, api: this.api, readyAt: this.readyAt, queueUrls: this.queueUrls, queues: this.queues, store: this.store } = parts);
+    this.logs = logs;
+    this.workerFailures = workerFailures;
+  }
+
+  /** Log lines go to {@link logs}, so a failing test can show them. */
+  readonly log: Log = (level, message, fields = {}) => {
+    this.logs.push({ level, message, fields });
+  };
+
+  /**
+   * Starts an outage now: the API answers every call and probe 503 for the next `forMs`.
+   * @returns the instant it ends.
+   */
+  startOutage(forMs: number): number {
+    const startMs = systemClock.now();
+    this.resources.outages.push({ startMs, endMs: startMs + forMs });
+    return startMs + forMs;
+  }
+
+  /** Sends messages one by one, in order (so FIFO groups keep it), through the production adapter. */
+  async send(queue: QueueName, messages: readonly TestMessage[]): Promise<void> {
+    for (const message of messages) {
+      await this.queues.send(queue, {
+        body: typeof message.body === 'string' ? message.body : JSON.stringify(message.body),
+        ...(message.attributes === undefined ? {} : { attributes: message.attributes }),
+        ...(message.groupId === undefined ? {} : { groupId: message.groupId }),
+      });
+    }
+  }
+
+  /**
+   * Starts one orchestrator run: `runOrchestrator` on `orchestratorDepsFromEnv(env, clients)` (the handler's own
+   * dependencies) with fresh clients on the emulators and on the Lambda host, stoppable and optionally killed.
+   */
+  startOrchestrator(options: OrchestratorRunOptions): OrchestratorRun {
+    const owner = options.owner ?? uniqueName('orchestrator');
+    const clients = this.runClients();
+    this.resources.faults.orchestratorClients?.(clients);
+    let kill: (crash: SimulatedCrash) => void = () => undefined;
+    const killed = new Promise<never>((_, reject) => (kill = reject));
+    const { killAfterCalls, killAtCommand } = options;
+    if (killAfterCalls !== undefined) armKillSwitch(clients, (request) => request.number > killAfterCalls, kill);
+    if (killAtCommand !== undefined) armKillSwitch(clients, (r) => r.command === killAtCommand.command && r.ofCommand === killAtCommand.occurrence, kill);
+    if (options.freeze !== undefined) armFreeze(clients, options.freeze);
+    const events: OrchestratorEvent[] = [];
+    let stopping = false;
+    let markStarted: (started: boolean) => void = () => undefined;
+    const started = new Promise<boolean>((resolve) => (markStarted = resolve));
+    const onEvent = (event: OrchestratorEvent): void => {
+      events.push(event);
+      if (event.type === 'flushed') markStarted(true);
+    };
+    const deps = { ...orchestratorDepsFromEnv(this.env, clients), owner, onEvent };
+    const run = runOrchestrator(deps, { deadline: systemClock.now() + options.deadlineMs, shouldStop: () => stopping });
+    const summary = Promise.race([run, killed]).finally(() => destroyClients(clients));
+    const entry = { stop: () => (stopping = true), summary: summary.catch(() => undefined) };
+    this.runs.add(entry);
+    void entry.summary.then(() => this.runs.delete(entry));
+    const startedOrEnded = Promise.race([started, summary.then((s) => s.lease !== 'held-elsewhere')]);
+    // It rejects when the run is killed before its first flush; callers that never await it must not see that as an
+    // unhandled rejection (which ends the process).
+    startedOrEnded.catch(() => undefined);
+    return { owner, events, started: startedOrEnded, summary, stop: entry.stop };
+  }
+
+  /**
+   * Runs the orchestrator until `done` holds (checked every 50 ms), then stops it and returns how it went.
+   * @throws Error when `done` does not hold within `timeoutMs` (the run is stopped first), or when the run fails.
+   */
+  async runUntil(done: () => boolean | Promise<boolean>, options: { readonly timeoutMs: number; readonly what: string; readonly owner?: string }): Promise<{ summary: RunSummary; events: readonly OrchestratorEvent[] }> {
+    const run = this.startOrchestrator({ deadlineMs: options.timeoutMs + 5_000, ...(options.owner === undefined ? {} : { owner: options.owner }) });
+    try {
+      await waitFor(done, { timeoutMs: options.timeoutMs, what: options.what });
+    } finally {
+      run.stop();
+    }
+    return { summary: await run.summary, events: run.events };
+  }
+
+  /**
+   * Invokes the production orchestrator handler (`handlerFromEnv`) as a manual invoke would: an event without a
+   * schedule `time`, and a context whose remaining time lets the run go on for `deadlineMs`.
+   */
+  async invokeOrchestratorHandler(options: { readonly deadlineMs: number; readonly requestId: string }): Promise<RunSummary> {
+    const clients = this.runClients();
+    try {
+      const handler = orchestratorHandlerFromEnv(this.env, clients, this.log);
+      const end = systemClock.now() + options.deadlineMs + EXIT_RESERVE_MS;
+      return await handler({}, { awsRequestId: options.requestId, getRemainingTimeInMillis: () => end - systemClock.now() });
+    } finally {
+      destroyClients(clients);
+    }
+  }
+
+  /** Visible, in-flight and delayed messages of a queue (SQS's approximate counts, exact on fauxqs). */
+  async depth(queue: QueueName): Promise<QueueDepth> {
+    const { Attributes = {} } = await this.resources.clients.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: this.queueUrls[queue],
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+      }),
+    );
+    return {
+      visible: Number(Attributes.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0),
+      delayed: Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0),
+    };
+  }
+
+  /** Messages anywhere in a queue: visible, in flight or delayed. */
+  async count(queue: QueueName): Promise<number> {
+    const d = await this.depth(queue);
+    return d.visible + d.inFlight + d.delayed;
+  }
+
+  /** True when the three source queues hold nothing (visible, in flight or delayed) and no worker is running. */
+  async drained(): Promise<boolean> {
+    if (!this.resources.host.idle()) return false;
+    const counts = await Promise.all(SOURCE_QUEUES.map((q) => this.count(q)));
+    return counts.every((n) => n === 0);
+  }
+
+  /** Receives every visible message of a queue, keeping them hidden for a minute (they stay in the queue). */
+  async receiveAll(queue: QueueName): Promise<ReceivedMessage[]> {
+    const all: ReceivedMessage[] = [];
+    for (;;) {
+      const received = await this.queues.receive(queue, { max: 10, visibilityMs: 60_000, waitMs: 0 });
+      if (received.length === 0) return all;
+      all.push(...received);
+    }
+  }
+
+  /** Messages per queue, for failure messages: `{ main: 0, 'main-dlq': 1, … }`. */
+  async counts(): Promise<Record<QueueName, number>> {
+    const entries = await Promise.all(ALL_QUEUES.map(async (q) => [q, await this.count(q)] as const));
+    return Object.fromEntries(entries) as Record<QueueName, number>;
+  }
+
+  /** The lane's circuit item as stored, through the production adapter. */
+  circuit(): Promise<CircuitJSON | undefined> {
+    return this.store.loadCircuit(LANE);
+  }
+
+  /** Polls the circuit item every `intervalMs` in the background and records each change of status. */
+  watchCircuit(intervalMs = 20): CircuitWatch {
+    const changes: CircuitSample[] = [];
+    let running = true;
+    const loop = (async () => {
+      while (running) {
+        const circuit = await this.circuit();
+        const last = changes[changes.length - 1];
+        if (last === undefined || last.circuit?.state.status !== circuit?.state.status) changes.push({ at: systemClock.now(), circuit });
+        await pause(intervalMs);
+      }
+    })();
+    return {
+      changes,
+      stop: async () => {
+        running = false;
+        await loop;
+      },
+    };
+  }
+
+  /** The worker function's counters on the Lambda host. */
+  workerStats(): LocalFunctionStats {
+    return this.resources.host.stats(WORKER_FUNCTION);
+  }
+
+  /** True when no worker invocation is running or waiting for a retry. */
+  workersIdle(): boolean {
+    return this.resources.host.idle();
+  }
+
+  /**
+   * Stops runs still going and waits for them, waits (up to 10 s) for workers to finish, then closes the Lambda
+   * host and the API server, deletes the table and destroys the clients. Safe to call twice.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const run of this.runs) run.stop();
+    await Promise.all([...this.runs].map((run) => run.summary));
+    await waitFor(() => this.resources.host.idle(), { timeoutMs: 10_000, what: 'the workers to finish' }).catch(() => undefined);
+    await this.resources.host.close();
+    await this.resources.apiServer.close();
+    await this.resources.clients.dynamodb.send(new DeleteTableCommand({ TableName: this.resources.tableName })).catch(() => undefined);
+    destroyClients(this.resources.clients);
+    destroyClients(this.resources.workerClients);
+  }
+
+  /** Fresh clients for one orchestrator container: the emulators, and the Lambda host as the Lambda endpoint. */
+  private runClients(): FunctionClients {
+    return functionClients(this.resources.emulators, this.resources.hostEndpoint);
+  }
+}
+
+/**
+ * Builds a {@link ServiceStack}: table and queues first, then the environment (validated by the production config
+ * parser, so a setting out of range fails here with its name), the API server, and the worker on the Lambda host
+ * (timeout `workerTimeoutMs`, two async retries 100 ms apart, failures recorded in `workerFailures`).
+ * @throws ConfigError when a setting is out of its range.
+ */
+export async function createServiceStack(options: ServiceStackOptions): Promise<ServiceStack> {
+  // The stack's own clients, for setting up and looking; the worker gets its own below. Neither invokes Lambda.
+  const clients = functionClients(options.emulators, 'http://127.0.0.1:9');
+  const { dynamodb, sqs } = clients;
+  const prefix = uniqueName('svc');
+  const tableName = `${prefix}-state`;
+  const [queueUrls] = await Promise.all([createLaneQueues(sqs, prefix, { maxReceiveCount: options.maxReceiveCount ?? 10 }), createStateTable(dynamodb, tableName)]);
+  const settings = {
+    orchestrator: { ...FAST_SETTINGS.orchestrator, ...options.orchestrator },
+    retry: { ...FAST_SETTINGS.retry, ...options.retry },
+    circuit: { ...FAST_SETTINGS.circuit, ...options.circuit },
+    pacing: { ...FAST_SETTINGS.pacing, ...options.pacing },
+  };
+  const baseEnv: Record<string, string> = {
+    [CONFIG_ENV.lane]: LANE,
+    [CONFIG_ENV.quotas]: JSON.stringify(options.quotas),
+    [CONFIG_ENV.orchestrator]: JSON.stringify(settings.orchestrator),
+    [CONFIG_ENV.retry]: JSON.stringify(settings.retry),
+    [CONFIG_ENV.circuit]: JSON.stringify(settings.circuit),
+    [CONFIG_ENV.pacing]: JSON.stringify(settings.pacing),
+    [RESOURCE_ENV.tableName]: tableName,
+    [RESOURCE_ENV.workerFunctionName]: WORKER_FUNCTION,
+    ...Object.fromEntries(Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [name, queueUrls[queue as QueueName]])),
+  };
+  const config = serviceConfigFromEnv(baseEnv);
+
+  const readyAt = systemClock.now();
+  const outages = (options.outages ?? []).map((o) => ({ startMs: readyAt + o.fromMs, endMs: readyAt + o.toMs }));
+  const api = new VirtualApi({ clock: systemClock, tiers: config.quotas, latencyMs: options.latencyMs ?? 10, outages });
+  const faults = options.faults ?? {};
+  const apiServer = await startApiServer(faults.api?.(api) ?? api);
+  const env: Env = Object.freeze({ ...baseEnv, [RESOURCE_ENV.apiUrl]: apiServer.apiUrl, [RESOURCE_ENV.healthUrl]: apiServer.healthUrl });
+
+  const logs: LogLine[] = [];
+  const log: Log = (level, message, fields = {}) => void logs.push({ level, message, fields });
+  const workerFailures: DestinationRecord[] = [];
+  const workerClients = functionClients(options.emulators, 'http://127.0.0.1:9');
+  faults.workerClients?.(workerClients);
+  const workerDeps = workerDepsFromEnv(env, workerClients);
+  const handler = makeWorkerHandler(faults.workerDeps?.(workerDeps) ?? workerDeps, log);
+  const worker = faults.workerHandler?.(handler) ?? handler;
+  const host = new LocalLambdaHost(
+    [
+      {
+        name: WORKER_FUNCTION,
+        handler: (event) => worker(event),
+        timeoutMs: config.orchestrator.workerTimeoutMs,
+        // As deployed: a crashed worker is not retried by Lambda (serverless.yml).
+        maximumRetryAttempts: 0,
+        onFailure: async (record) => void workerFailures.push(record),
+      },
+    ],
+    { retryDelayMs: 100 },
+  );
+  const hostEndpoint = await host.listen();
+  const store = new DynamoStateStore({ client: DynamoDBDocumentClient.from(dynamodb), tableName });
+  const queues = new SqsQueues({ client: sqs, queueUrls });
+  return new ServiceStack(
+    { env, config, api, readyAt, queueUrls, queues, store },
+    { outages, tableName, clients, workerClients, apiServer, host, hostEndpoint, emulators: options.emulators, faults },
+    logs,
+    workerFailures,
+  );
+}

@@ -1,0 +1,101 @@
+import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import { isSliding, slidingWindowMs, unitsFor } from '../../lib/domain/quota/tiers';
+import { jobIdOf, type JobSpec } from './jobs';
+import type { Scenario } from './scenario';
+import type { VirtualApiReport } from './virtualApi';
+
+/** The report of a local run: DESIGN's "Local run" contract, field for field. */
+export interface Report {
+  readonly jobs: number;
+  readonly succeeded: number;
+  readonly deadLettered: number;
+  /** Jobs neither succeeded nor dead-lettered when the run ended. */
+  readonly lost: number;
+  /** Successful API calls beyond the first per job. */
+  readonly duplicates: number;
+  /** Job calls that reached the API (health probes excluded). */
+  readonly apiCalls: number;
+  /** Job calls the API refused with 429 for exceeding its quota. */
+  readonly rejectedByApi: number;
+  /** `idealSeconds / durationSeconds`: how much of the quota the run used while it had work. */
+  readonly utilization: number;
+  /** Worker starts (jobs and health checks) per job. */
+  readonly invocationsPerJob: number;
+  readonly circuitOpened: number;
+  readonly circuitClosed: number;
+  readonly fifoOrderViolations: number;
+  /** From the start until every job had ended. */
+  readonly durationSeconds: number;
+  /** The tightest tier's time for all job calls at its full rate, plus the time the API was down. */
+  readonly idealSeconds: number;
+}
+
+/** A circuit status as written to the store, for timelines. */
+export interface CircuitChange {
+  readonly at: number;
+  readonly status: CircuitJSON['state']['status'];
+}
+
+/** The report for a person: four lines. */
+export function formatReport(report: Report): string {
+  return [
+    `jobs ${report.jobs}: ${report.succeeded} succeeded, ${report.deadLettered} dead-lettered, ${report.lost} lost, ${report.duplicates} duplicates`,
+    `API: ${report.apiCalls} calls, ${report.rejectedByApi} rejected by its quota, ${report.fifoOrderViolations} FIFO order violations`,
+    `circuit: opened ${report.circuitOpened}x, closed ${report.circuitClosed}x; ${report.invocationsPerJob} worker invocations per job`,
+    `time: ${report.durationSeconds} s, ideal ${report.idealSeconds} s, utilization ${(report.utilization * 100).toFixed(1)} %`,
+  ].join('\n');
+}
+
+/** What a run observed, from which {@link buildReport} derives the report. */
+export interface RunObservations {
+  readonly scenario: Scenario;
+  readonly jobs: readonly JobSpec[];
+  /** The API's own counters. */
+  readonly api: VirtualApiReport;
+  /** Job ids the API answered 200 at least once. */
+  readonly succeededIds: ReadonlySet<string>;
+  /** Bodies of the messages found in the dead-letter queues at the end. */
+  readonly deadLetterBodies: readonly string[];
+  /** Circuit statuses in the order they were written, starting with the closed circuit every lane begins with. */
+  readonly circuitChanges: readonly CircuitChange[];
+  /** Worker starts, jobs and health checks together. */
+  readonly invocations: number;
+  /** From the start until every job had ended (or the run gave up). */
+  readonly durationMs: number;
+}
+
+/** DESIGN's report from what a run observed. A job has ended when it succeeded or its body sits in a dead-letter queue. */
+export function buildReport(observed: RunObservations): Report {
+  const { scenario, jobs, api, succeededIds, deadLetterBodies, circuitChanges: changes } = observed;
+  const deadBodies = new Set(deadLetterBodies);
+  const ended = jobs.filter((job) => deadBodies.has(job.body) || succeededIds.has(jobIdOf(job.body) ?? '')).length;
+  const outageSeconds = scenario.api.outages.reduce((sum, o) => sum + o.forSeconds, 0);
+  const durationSeconds = observed.durationMs / 1000;
+  const idealSeconds = idealCallSeconds(scenario, jobs) + outageSeconds;
+  const round = (n: number) => Math.round(n * 1000) / 1000;
+  return {
+    jobs: jobs.length,
+    succeeded: succeededIds.size,
+    deadLettered: deadLetterBodies.length,
+    lost: jobs.length - ended,
+    duplicates: api.duplicates,
+    apiCalls: api.apiCalls,
+    rejectedByApi: api.rejectedByApi,
+    utilization: round(durationSeconds === 0 ? 0 : idealSeconds / durationSeconds),
+    invocationsPerJob: round(observed.invocations / jobs.length),
+    circuitOpened: changes.filter((c, i) => c.status === 'open' && changes[i - 1]?.status !== 'half-open').length,
+    circuitClosed: changes.filter((c, i) => i > 0 && c.status === 'closed').length,
+    fifoOrderViolations: api.fifoOrderViolations,
+    durationSeconds: round(durationSeconds),
+    idealSeconds: round(idealSeconds),
+  };
+}
+
+/** Seconds the tightest sliding tier needs for one call per well-formed job at its full rate. */
+function idealCallSeconds(scenario: Scenario, jobs: readonly JobSpec[]): number {
+  const callable = jobs.filter((job) => jobIdOf(job.body) !== undefined);
+  const perTier = scenario.config.quotas
+    .filter((tier) => isSliding(tier.per))
+    .map((tier) => (callable.reduce((sum, job) => sum + unitsFor(tier, job.cost), 0) * slidingWindowMs(tier.per)) / tier.limit / 1000);
+  return Math.max(0, ...perTier);
+}

@@ -1,0 +1,113 @@
+import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
+import { describeValue } from '../../lib/domain/describeValue';
+import { parseNumberSettings } from '../../lib/domain/settings';
+import { ConfigError } from '../../lib/errors';
+
+/** An API outage, in seconds from the start of the run. */
+export interface Outage {
+  readonly atSeconds: number;
+  readonly forSeconds: number;
+}
+
+/** A validated simulation scenario. */
+export interface Scenario {
+  readonly name: string;
+  /** Seed of every random choice (costs, poison picks, jitter). */
+  readonly seed: number;
+  /** The service configuration under test (quotas, circuit, retry, pacing, orchestrator timing). */
+  readonly config: ServiceConfig;
+  readonly jobs: {
+    /** Jobs in the backlog at the start, all kinds together. */
+    readonly count: number;
+    /** How many of them go to the FIFO queue, spread over `fifoGroups` groups. */
+    readonly fifo: number;
+    readonly fifoGroups: number;
+    /** Jobs the API answers with 400: dead-lettered after one call. */
+    readonly poison: number;
+    /** Messages whose body is not JSON: dead-lettered by the orchestrator without an API call. */
+    readonly malformed: number;
+    /** Each job's cost is drawn uniformly from this range (whole units). */
+    readonly costMin: number;
+    readonly costMax: number;
+  };
+  readonly api: { readonly latencyMs: number; readonly outages: readonly Outage[] };
+  /** Delay between an asynchronous invoke and the worker starting. */
+  readonly invokeLatencyMs: number;
+  /** Seconds between scheduled orchestrator ticks (EventBridge `rate(1 minute)`). */
+  readonly tickSeconds: number;
+  /** Each run stops this long before the next tick, so runs never overlap. */
+  readonly stopMarginMs: number;
+  /** The simulation gives up (and reports what is lost) after this many virtual seconds. */
+  readonly maxSeconds: number;
+}
+
+const KEYS = ['name', 'seed', 'quotas', 'timeZone', 'jobs', 'api', 'invokeLatencyMs', 'tickSeconds', 'stopMarginMs', 'maxSeconds', 'circuit', 'retry', 'pacing', 'orchestrator'];
+
+const JOB_DEFAULTS = { count: 300, fifo: 0, fifoGroups: 1, poison: 0, malformed: 0, costMin: 1, costMax: 1 };
+const JOB_RANGES = {
+  count: { min: 1, max: 1_000_000, integer: true },
+  fifo: { min: 0, max: 1_000_000, integer: true },
+  fifoGroups: { min: 1, max: 10_000, integer: true },
+  poison: { min: 0, max: 1_000_000, integer: true },
+  malformed: { min: 0, max: 1_000_000, integer: true },
+  costMin: { min: 0, max: 1e12, integer: true },
+  costMax: { min: 0, max: 1e12, integer: true },
+} as const;
+
+const RUN_DEFAULTS = { seed: 1, invokeLatencyMs: 20, tickSeconds: 60, stopMarginMs: 500, maxSeconds: 3600 };
+const RUN_RANGES = {
+  seed: { min: 0, max: 2 ** 32 - 1, integer: true },
+  invokeLatencyMs: { min: 0, max: 60_000, integer: true },
+  tickSeconds: { min: 1, max: 900, integer: true },
+  stopMarginMs: { min: 0, max: 60_000, integer: true },
+  maxSeconds: { min: 1, max: 864_000, integer: true },
+} as const;
+
+function objectAt(value: unknown, field: string): Record<string, unknown> {
+  if (value === undefined) return {};
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(field, `must be an object; got ${describeValue(value)}`);
+  return value as Record<string, unknown>;
+}
+
+/**
+ * Validates a scenario (the JSON of `--scenario FILE`); every field but `quotas` is optional.
+ * @throws ConfigError naming the field and its allowed values, including cross-field rules (more FIFO, poison
+ * and malformed jobs than jobs; `costMin > costMax`; a cost tier with jobs that carry no cost).
+ */
+export function parseScenario(input: unknown): Scenario {
+  const raw = objectAt(input, 'scenario');
+  for (const key of Object.keys(raw)) if (!KEYS.includes(key)) throw new ConfigError(key, `unknown key; allowed keys are ${KEYS.join(', ')}`);
+  const name = raw.name ?? 'scenario';
+  if (typeof name !== 'string') throw new ConfigError('name', `must be a string; got ${describeValue(name)}`);
+  const jobs = parseNumberSettings(raw.jobs, 'jobs', JOB_DEFAULTS, JOB_RANGES);
+  if (jobs.fifo + jobs.poison + jobs.malformed > jobs.count) {
+    throw new ConfigError('jobs', `fifo + poison + malformed (${jobs.fifo + jobs.poison + jobs.malformed}) must not exceed count (${jobs.count})`);
+  }
+  if (jobs.costMin > jobs.costMax) throw new ConfigError('jobs.costMin', `must not exceed jobs.costMax (${jobs.costMax}); got ${jobs.costMin}`);
+  const { seed, invokeLatencyMs, tickSeconds, stopMarginMs, maxSeconds } = parseNumberSettings(
+    Object.fromEntries(Object.entries(raw).filter(([k]) => k in RUN_RANGES)),
+    'scenario',
+    RUN_DEFAULTS,
+    RUN_RANGES,
+  );
+  const config = parseServiceConfig(
+    Object.fromEntries(Object.entries(raw).filter(([k]) => ['quotas', 'timeZone', 'circuit', 'retry', 'pacing', 'orchestrator'].includes(k))),
+    // A job set whose costs are all 1 gives a cost tier nothing to count beyond requests.
+    { costsAvailable: jobs.costMax !== 1 || jobs.costMin !== 1 },
+  );
+  return Object.freeze({ name, seed, config, jobs, api: parseApi(raw.api), invokeLatencyMs, tickSeconds, stopMarginMs, maxSeconds });
+}
+
+function parseApi(input: unknown): Scenario['api'] {
+  const raw = objectAt(input, 'api');
+  for (const key of Object.keys(raw)) if (!['latencyMs', 'outages'].includes(key)) throw new ConfigError(`api.${key}`, 'unknown key; allowed keys are latencyMs, outages');
+  const { latencyMs } = parseNumberSettings({ ...(raw.latencyMs === undefined ? {} : { latencyMs: raw.latencyMs }) }, 'api', { latencyMs: 50 }, { latencyMs: { min: 0, max: 60_000, integer: true } });
+  const outagesRaw = raw.outages ?? [];
+  if (!Array.isArray(outagesRaw)) throw new ConfigError('api.outages', `must be a list of {"atSeconds","forSeconds"}; got ${describeValue(outagesRaw)}`);
+  const outages = outagesRaw.map((o, i) => {
+    const outage = parseNumberSettings(o, `api.outages[${i}]`, { atSeconds: -1, forSeconds: -1 }, { atSeconds: { min: 0, max: 864_000 }, forSeconds: { min: 0.001, max: 864_000 } });
+    if (outage.atSeconds < 0 || outage.forSeconds < 0) throw new ConfigError(`api.outages[${i}]`, 'needs both atSeconds (0 to 864000) and forSeconds (0.001 to 864000)');
+    return outage;
+  });
+  return { latencyMs, outages };
+}

@@ -1,0 +1,280 @@
+import type { JsonValue } from '../../lib/domain/json';
+import type { Tier } from '../../lib/domain/quota/tiers';
+import { isSliding, slidingWindowMs, unitsFor } from '../../lib/domain/quota/tiers';
+import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
+import type { Clock } from '../../lib/ports/Clock';
+
+/** Options of {@link VirtualApi}. */
+export interface VirtualApiOptions {
+  /** The (usually virtual) time the API lives on. */
+  readonly clock: Clock;
+  /** Quotas enforced: second, minute and hour tiers as sliding windows, day and month tiers as UTC calendar windows. */
+  readonly tiers: readonly Tier[];
+  /** How long each call and probe takes on `clock` before it answers. */
+  readonly latencyMs: number;
+  /** Absolute instants `[startMs, endMs)` during which calls and probes answer 503. @default [] */
+  readonly outages?: readonly { readonly startMs: number; readonly endMs: number }[];
+  /** Units a call consumes on cost tiers. @default `body.cost` if it is a finite number, else 1 */
+  readonly costOf?: (body: JsonValue) => number;
+  /** Whether to answer 429 (and 413) when a quota would be exceeded. With `false`, usage is only recorded. @default true */
+  readonly enforce?: boolean;
+}
+
+/** One job call as the API saw it, for timelines. `at` is the arrival instant. */
+export interface VirtualApiCall {
+  readonly at: number;
+  /** `body.id`, or the idempotency key when the body has no string `id`. */
+  readonly id: string;
+  readonly group?: string;
+  readonly seq?: number;
+  readonly status: number;
+}
+
+/** Counters of a {@link VirtualApi} run. */
+export interface VirtualApiReport {
+  /** Job calls that arrived, whatever the answer. Probes are not included. */
+  readonly apiCalls: number;
+  /** Job calls answered 429. */
+  readonly rejectedByApi: number;
+  /** 200 answers beyond the first for the same id. */
+  readonly duplicates: number;
+  /**
+   * Accepted job calls (answered 200 or 400) that broke their group's order: a call of the same group was still
+   * in flight when it arrived, or a call of the same group with a higher `seq` had already been answered 200 or 400.
+   */
+  readonly fifoOrderViolations: number;
+  /** Probes that arrived, whatever the answer. */
+  readonly probes: number;
+}
+
+interface Job {
+  readonly id: string;
+  readonly group?: string;
+  readonly seq?: number;
+  readonly poison: boolean;
+}
+
+interface Accepted {
+  readonly at: number;
+  readonly cost: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/** Index of the UTC day or month holding instant `t`. */
+function calendarKey(per: 'day' | 'month', t: number): number {
+  if (per === 'day') return Math.floor(t / DAY_MS);
+  const date = new Date(t);
+  return date.getUTCFullYear() * 12 + date.getUTCMonth();
+}
+
+/** First instant of the UTC day or month after the one holding `t`. */
+function nextCalendarStart(per: 'day' | 'month', t: number): number {
+  if (per === 'day') return (Math.floor(t / DAY_MS) + 1) * DAY_MS;
+  const date = new Date(t);
+  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+}
+
+function defaultCostOf(body: JsonValue): number {
+  const cost = typeof body === 'object' && body !== null && !Array.isArray(body) ? body['cost'] : undefined;
+  return typeof cost === 'number' && Number.isFinite(cost) ? cost : 1;
+}
+
+function parseJob(body: JsonValue, idempotencyKey: string): Job {
+  const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {};
+  const { id, group, seq, poison } = record;
+  return {
+    id: typeof id === 'string' ? id : idempotencyKey,
+    group: typeof group === 'string' ? group : undefined,
+    seq: typeof seq === 'number' ? seq : undefined,
+    poison: poison === true,
+  };
+}
+
+type Response = Extract<ApiResult, { kind: 'response' }>;
+
+function response(status: number, headers: Record<string, string> = {}, actualCost?: number): Response {
+  return { kind: 'response', status, headers, ...(actualCost === undefined ? {} : { actualCost }) };
+}
+
+/**
+ * A simulated third-party API on virtual time: the referee of tests and of the local run. It enforces the quotas on
+ * its own, independently of the orchestrator's ledger, and records what it saw.
+ *
+ * A call is counted when it arrives (the instant `call()` is invoked) and answered `latencyMs` later:
+ * - 503 if it arrived during an outage (no quota consumed);
+ * - 413 if its units exceed a tier's limit outright, so it could never fit (no quota consumed);
+ * - 429 with `retry-after` (whole seconds, at least 1) if it would overflow a tier (no quota consumed);
+ * - otherwise it is accepted and consumes quota: 400 for a body with `"poison": true`, else 200 with `actualCost`.
+ *
+ * Bodies are jobs `{"id": string, "group"?: string, "seq"?: number, "poison"?: true}`.
+ */
+export class VirtualApi implements ApiCaller {
+  private readonly clock: Clock;
+  private readonly tiers: readonly Tier[];
+  private readonly latencyMs: number;
+  private readonly outages: readonly { readonly startMs: number; readonly endMs: number }[];
+  private readonly costOf: (body: JsonValue) => number;
+  private readonly enforce: boolean;
+  /** Accepted arrivals in arrival order, pruned to the longest sliding window. */
+  private readonly accepted: Accepted[] = [];
+  private readonly longestSlidingMs: number;
+  /** Per tier index, for calendar tiers: units accepted in the current calendar window. */
+  private readonly calendar: ({ key: number; units: number } | undefined)[];
+  /** Per tier index: the most units ever seen in one window. */
+  private readonly maxUsage: number[];
+  private readonly calls: VirtualApiCall[] = [];
+  private readonly successes = new Map<string, number>();
+  private readonly inFlight = new Map<string, number>();
+  private readonly highestHandledSeq = new Map<string, number>();
+  private readonly counts = { rejectedByApi: 0, duplicates: 0, fifoOrderViolations: 0, probes: 0 };
+
+  constructor(options: VirtualApiOptions) {
+    this.clock = options.clock;
+    this.tiers = options.tiers;
+    this.latencyMs = options.latencyMs;
+    this.outages = options.outages ?? [];
+    this.costOf = options.costOf ?? defaultCostOf;
+    this.enforce = options.enforce ?? true;
+    this.longestSlidingMs = Math.max(0, ...this.tiers.filter((t) => isSliding(t.per)).map((t) => slidingWindowMs(t.per)));
+    this.calendar = this.tiers.map(() => undefined);
+    this.maxUsage = this.tiers.map(() => 0);
+  }
+
+  /** Answers one job call `latencyMs` after it arrives; see the class description for the status. Never throws. */
+  async call(body: JsonValue, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+    const at = this.clock.now();
+    const job = parseJob(body, context.idempotencyKey);
+    const cost = this.costOf(body);
+    const result = this.admit(at, job, cost);
+    const { status } = result;
+    this.calls.push({ at, id: job.id, group: job.group, seq: job.seq, status });
+    if (status === 200) {
+      const before = this.successes.get(job.id) ?? 0;
+      this.successes.set(job.id, before + 1);
+      if (before > 0) this.counts.duplicates++;
+    }
+    if (job.group === undefined) {
+      await this.clock.sleep(this.latencyMs);
+      return result;
+    }
+
+    // FIFO: an accepted call breaks order if its group has a call in flight, or a higher seq already handled
+    // (answered 200, or 400 and so dead-lettered). "Handled" is recorded when the answer goes out.
+    const group = job.group;
+    const handled = status === 200 || status === 400;
+    const higherHandled = job.seq !== undefined && job.seq < (this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY);
+    if (handled && ((this.inFlight.get(group) ?? 0) > 0 || higherHandled)) this.counts.fifoOrderViolations++;
+    this.inFlight.set(group, (this.inFlight.get(group) ?? 0) + 1);
+    await this.clock.sleep(this.latencyMs);
+    this.inFlight.set(group, (this.inFlight.get(group) ?? 1) - 1);
+    if (handled && job.seq !== undefined) {
+      this.highestHandledSeq.set(group, Math.max(job.seq, this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY));
+    }
+    return result;
+  }
+
+  /** Answers a health check `latencyMs` after it arrives: 503 during an outage, else 200. Consumes no quota. */
+  async probe(): Promise<ApiResult> {
+    const at = this.clock.now();
+    this.counts.probes++;
+    await this.clock.sleep(this.latencyMs);
+    return response(this.inOutage(at) ? 503 : 200);
+  }
+
+  /** Snapshot of the run's counters. */
+  report(): VirtualApiReport {
+    return { apiCalls: this.calls.length, ...this.counts };
+  }
+
+  /** Every job call in arrival order. */
+  get callLog(): readonly VirtualApiCall[] {
+    return this.calls;
+  }
+
+  /** Number of 200 answers per job id. */
+  successesById(): ReadonlyMap<string, number> {
+    return new Map(this.successes);
+  }
+
+  /** Ids answered 200 at least once, in order of first success. */
+  succeededIds(): string[] {
+    return [...this.successes.keys()];
+  }
+
+  /** Arrival instant of the first call answered 200 that arrived at or after `t`, or `undefined` if none. */
+  firstSuccessAfter(t: number): number | undefined {
+    return this.calls.find((c) => c.status === 200 && c.at >= t)?.at;
+  }
+
+  /**
+   * The most accepted units ever seen in one window of `tier` (matched on `per` and `unit`): any sliding window
+   * for second/minute/hour, any UTC calendar window for day/month.
+   * @throws Error if no configured tier has that `per` and `unit`.
+   */
+  maxWindowUsage(tier: Pick<Tier, 'per' | 'unit'>): number {
+    const i = this.tiers.findIndex((t) => t.per === tier.per && t.unit === tier.unit);
+    if (i < 0) throw new Error(`no tier per '${tier.per}' counting '${tier.unit}' is configured`);
+    return this.maxUsage[i] ?? 0;
+  }
+
+  private admit(at: number, job: Job, cost: number): Response {
+    if (this.inOutage(at)) return response(503);
+    if (this.enforce) {
+      if (this.tiers.some((tier) => unitsFor(tier, cost) > tier.limit)) return response(413);
+      const fitsAt = this.tiers.reduce((latest, tier, i) => Math.max(latest, this.fitsAt(tier, i, at, cost)), at);
+      if (fitsAt > at) {
+        this.counts.rejectedByApi++;
+        return response(429, { 'retry-after': String(Math.max(1, Math.ceil((fitsAt - at) / 1000))) });
+      }
+    }
+    this.record(at, cost);
+    return job.poison ? response(400) : response(200, {}, cost);
+  }
+
+  /**
+   * Earliest instant, from `at` on, at which `tier` would take `cost` more, counting only arrivals so far
+   * (they only ever leave a window as time passes, so the answer for several tiers is the latest of theirs).
+   */
+  private fitsAt(tier: Tier, i: number, at: number, cost: number): number {
+    const units = unitsFor(tier, cost);
+    if (!isSliding(tier.per)) {
+      const current = this.calendar[i];
+      const used = current !== undefined && current.key === calendarKey(tier.per, at) ? current.units : 0;
+      return used + units <= tier.limit ? at : nextCalendarStart(tier.per, at);
+    }
+    const windowMs = slidingWindowMs(tier.per);
+    const inWindow = this.accepted.filter((a) => a.at > at - windowMs);
+    let used = inWindow.reduce((sum, a) => sum + unitsFor(tier, a.cost), 0);
+    if (used + units <= tier.limit) return at;
+    // Drop the oldest arrivals until it fits: arrival `a` leaves the window (T - W, T] once T >= a.at + W.
+    for (const a of inWindow) {
+      used -= unitsFor(tier, a.cost);
+      if (used + units <= tier.limit) return a.at + windowMs;
+    }
+    return Number.POSITIVE_INFINITY; // unreachable: a request larger than the limit is answered 413 before this
+  }
+
+  private record(at: number, cost: number): void {
+    this.accepted.push({ at, cost });
+    while (this.accepted.length > 0 && (this.accepted[0]?.at ?? at) <= at - this.longestSlidingMs) this.accepted.shift();
+    this.tiers.forEach((tier, i) => {
+      let usage: number;
+      if (isSliding(tier.per)) {
+        const windowMs = slidingWindowMs(tier.per);
+        usage = this.accepted.filter((a) => a.at > at - windowMs).reduce((sum, a) => sum + unitsFor(tier, a.cost), 0);
+      } else {
+        const key = calendarKey(tier.per, at);
+        const current = this.calendar[i];
+        usage = (current !== undefined && current.key === key ? current.units : 0) + unitsFor(tier, cost);
+        this.calendar[i] = { key, units: usage };
+      }
+      // A window's content peaks right after an arrival, so checking at each arrival finds the maximum.
+      this.maxUsage[i] = Math.max(this.maxUsage[i] ?? 0, usage);
+    });
+  }
+
+  private inOutage(at: number): boolean {
+    return this.outages.some((o) => at >= o.startMs && at < o.endMs);
+  }
+}
