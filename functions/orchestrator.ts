@@ -4,6 +4,7 @@ import { runDeadline } from '../lib/services/runDeadline';
 import { orchestratorClients, orchestratorDepsFromEnv, type OrchestratorBaseDeps, type OrchestratorClients } from '../lib/wiring/orchestratorDeps';
 import { jsonLog, type Log } from '../lib/adapters/log';
 import type { Env } from '../lib/configFromEnv';
+import { SCHEDULE_PERIOD_MS } from '../lib/schedule';
 
 /** The part of the Lambda context the orchestrator reads. */
 export interface OrchestratorContext {
@@ -11,8 +12,6 @@ export interface OrchestratorContext {
   getRemainingTimeInMillis(): number;
 }
 
-/** Period of the schedule in serverless.yml: `rate(1 minute)`. */
-export const TICK_MS = 60_000;
 /** Kept free before the Lambda timeout for the last flush and the lease release. */
 export const EXIT_RESERVE_MS = 5_000;
 /** A scheduled run stops this long before the next tick. */
@@ -52,7 +51,7 @@ export function makeHandler(deps: OrchestratorBaseDeps, log: Log, shouldStop?: (
       now,
       remainingMs: context.getRemainingTimeInMillis(),
       ...(at === undefined ? {} : { scheduledAt: at }),
-      tickMs: TICK_MS,
+      tickMs: SCHEDULE_PERIOD_MS,
       exitReserveMs: EXIT_RESERVE_MS,
       tickMarginMs: TICK_MARGIN_MS,
     });

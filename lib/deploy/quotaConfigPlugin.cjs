@@ -8,7 +8,8 @@
  * the service's own parser (`parseServiceConfig` in lib/config.ts, via lib/deploy/quotaSettings.ts) and
  * cross-checks them against the functions' timeouts and the queues' redrive. On success it adds `LANE`,
  * `TIME_ZONE`, `QUOTAS`, `PACING`, `CIRCUIT`, `RETRY` and `ORCHESTRATOR` to `provider.environment`, and `API_URL`,
- * `HEALTH_URL` (and `API_TIMEOUT_MS`, if set) to the worker's environment. On failure it stops the command with a
+ * `HEALTH_URL` (and `API_TIMEOUT_MS`, if set) to the worker's environment, and the schedule (`lib/schedule.ts`) to the
+ * orchestrator's events. On failure it stops the command with a
  * message naming the field, e.g. `custom.quotaOrchestrator.quotas[0].limit: must be an integer from 1 to ...`.
  *
  * `before:package:initialize` is the hook: it runs once per `package` or `deploy`, after variables are resolved and
@@ -77,6 +78,8 @@ class QuotaConfigPlugin {
     service.provider.environment = { ...service.provider.environment, ...resolved.provider };
     const worker = service.functions.worker;
     worker.environment = { ...worker.environment, ...resolved.worker };
+    const orchestrator = service.functions.orchestrator;
+    orchestrator.events = [...(orchestrator.events || []), ...resolved.orchestratorEvents];
     if (this.log) {
       const tiers = resolved.config.quotas.map((tier) => `${tier.limit}/${tier.per}${tier.unit === 'cost' ? ' (cost)' : ''}`);
       this.log.verbose(`custom.quotaOrchestrator is valid: lane '${resolved.config.lane}', quotas ${tiers.join(', ')}`);

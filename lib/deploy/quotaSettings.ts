@@ -7,15 +7,13 @@ import { parseServiceConfig, type ServiceConfig } from '../config';
 import { CONFIG_ENV, RESOURCE_ENV } from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
+import { SCHEDULE_EXPRESSION, SCHEDULE_PERIOD_MS } from '../schedule';
 
 /** Where the settings live in serverless.yml; every field in an error message starts with it. */
 export const SETTINGS_PATH = 'custom.quotaOrchestrator';
 
 /** Where the SQS redrive threshold of the source queues lives in serverless.yml. */
 export const MAX_RECEIVE_COUNT_PATH = 'custom.queues.maxReceiveCount';
-
-/** Period of the orchestrator's schedule, `rate(1 minute)`: a run must outlast it to span a tick. */
-export const SCHEDULE_PERIOD_SECONDS = 60;
 
 /** A fully qualified SSM parameter name (the worker's role is granted exactly that parameter's ARN). */
 const SSM_PARAMETER_NAME = /^\/[A-Za-z0-9_.\-/]{1,1010}$/;
@@ -34,6 +32,7 @@ const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...WORKER_KEYS];
 export interface FunctionView {
   readonly timeout?: unknown;
   readonly environment?: Readonly<Record<string, unknown>>;
+  readonly events?: readonly unknown[];
 }
 
 /** The parts of the resolved serverless.yml (osls's `serverless.service`) that the plugin reads. */
@@ -51,6 +50,8 @@ export interface QuotaEnvironment {
   readonly provider: Readonly<Record<string, string>>;
   /** Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_TIMEOUT_MS` and `API_KEY_PARAMETER`. */
   readonly worker: Readonly<Record<string, string>>;
+  /** Added to `functions.orchestrator.events`: its schedule, unless a run of the plugin already added it. */
+  readonly orchestratorEvents: readonly { readonly schedule: string }[];
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -110,7 +111,8 @@ function withWorkerTimeout(orchestrator: unknown, workerTimeoutMs: number): { va
  * Validates `custom.quotaOrchestrator` with `parseServiceConfig` (the parser the functions run at cold start) and
  * cross-checks it against serverless.yml:
  * - `orchestrator.workerTimeoutMs` is derived from `functions.worker.timeout`, and must equal it when given;
- * - `functions.orchestrator.timeout` exceeds the 60 s schedule period, so every run spans at least one tick;
+ * - `functions.orchestrator.timeout` exceeds the schedule period (`lib/schedule.ts`), so every run spans at least one
+ *   tick; the schedule itself is the plugin's to add, and serverless.yml gives the orchestrator no other schedule;
  * - `custom.queues.maxReceiveCount` exceeds `retry.maxAttempts`, since a FIFO retry is a re-receive of the same
  *   message and SQS redrive must not pre-empt the service's own dead-lettering (which records the reason).
  *
@@ -131,7 +133,8 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   for (const key of Object.keys(settings)) {
     if (!ALLOWED_KEYS.includes(key)) throw new ConfigError(`${SETTINGS_PATH}.${key}`, `unknown key; allowed keys are ${ALLOWED_KEYS.join(', ')}`);
   }
-  timeoutSeconds(service, 'orchestrator', SCHEDULE_PERIOD_SECONDS + 1, `, more than the ${SCHEDULE_PERIOD_SECONDS} s schedule period so a run spans a tick`);
+  const periodSeconds = SCHEDULE_PERIOD_MS / 1000;
+  timeoutSeconds(service, 'orchestrator', periodSeconds + 1, `, more than the ${periodSeconds} s schedule period so a run spans a tick`);
   const workerTimeoutMs = timeoutSeconds(service, 'worker', 1, '') * 1000;
 
   const input: Record<string, unknown> = {};
@@ -191,7 +194,20 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   refuseOverwrite(service.functions?.worker?.environment, workerEnv, 'functions.worker.environment');
   refuseOverwrite(service.functions?.orchestrator?.environment, providerEnv, 'functions.orchestrator.environment');
   refuseOverwrite(service.functions?.worker?.environment, providerEnv, 'functions.worker.environment');
-  return Object.freeze({ config, provider: Object.freeze(providerEnv), worker: Object.freeze(workerEnv) });
+  return Object.freeze({ config, provider: Object.freeze(providerEnv), worker: Object.freeze(workerEnv), orchestratorEvents: scheduleToAdd(service.functions?.orchestrator?.events) });
+}
+
+/**
+ * The orchestrator's schedule event, unless `events` already holds it (a second run of the plugin on one service).
+ * @throws ConfigError when serverless.yml gives the orchestrator a schedule of its own: the period is named in
+ * `lib/schedule.ts` alone, since each run's deadline is aligned to it.
+ */
+function scheduleToAdd(events: readonly unknown[] | undefined): readonly { readonly schedule: string }[] {
+  const schedules = (events ?? []).filter((event): event is { schedule: unknown } => isRecord(event) && 'schedule' in event).map((event) => event.schedule);
+  if (schedules.some((schedule) => schedule !== SCHEDULE_EXPRESSION)) {
+    throw new ConfigError('functions.orchestrator.events', `must not set a schedule: the plugin adds ${SCHEDULE_EXPRESSION}, the period each run's deadline is aligned to (lib/schedule.ts); got ${describeValue(schedules)}`);
+  }
+  return schedules.length === 0 ? [{ schedule: SCHEDULE_EXPRESSION }] : [];
 }
 
 /**

@@ -6,7 +6,7 @@ export interface DeadlineInputs {
   readonly remainingMs: number;
   /** The scheduled tick that started this run (EventBridge `time`); absent for a manual invoke. */
   readonly scheduledAt?: number;
-  /** Period of the schedule: `rate(1 minute)`. */
+  /** Period of the schedule (`SCHEDULE_PERIOD_MS`). */
   readonly tickMs: number;
   /** Kept free before the timeout for the last flush and the lease release. */
   readonly exitReserveMs: number;

@@ -35,6 +35,7 @@ describe('QuotaConfigPlugin', () => {
     new QuotaConfigPlugin(sls, {}, { log: { verbose } }, deps).hooks['before:package:initialize']?.();
     expect(sls.service.provider.environment).toMatchObject({ TABLE_NAME: { Ref: 'StateTable' }, QUOTAS: JSON.stringify(quotas) });
     expect(sls.service.functions?.worker?.environment).toEqual({ API_URL: 'https://api.example.com/jobs', HEALTH_URL: 'https://api.example.com/health' });
+    expect(sls.service.functions?.orchestrator?.events).toEqual([{ schedule: 'rate(1 minute)' }]);
     expect(verbose).toHaveBeenCalledWith("custom.quotaOrchestrator is valid: lane 'default', quotas 10/second, 400/minute");
   });
 
@@ -46,6 +47,7 @@ describe('QuotaConfigPlugin', () => {
     plugin.hooks['before:package:initialize']?.();
     plugin.hooks['before:invoke:local:loadEnvVars']?.();
     expect(sls.service.provider.environment?.QUOTAS).toBe(JSON.stringify(quotas));
+    expect(sls.service.functions?.orchestrator?.events).toEqual([{ schedule: 'rate(1 minute)' }]);
   });
 
   it("stops the command with osls's error class, naming the field", () => {

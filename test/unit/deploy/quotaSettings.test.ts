@@ -1,5 +1,6 @@
 import { resolveQuotaSettings } from '../../../lib/deploy/quotaSettings';
 import { ConfigError } from '../../../lib/errors';
+import { SCHEDULE_EXPRESSION } from '../../../lib/schedule';
 import { quotas, service } from '../../helpers/serviceView';
 import { thrown } from '../../helpers/thrown';
 
@@ -50,6 +51,13 @@ describe('resolveQuotaSettings', () => {
       const first = resolveQuotaSettings(service());
       const view = service();
       expect(() => resolveQuotaSettings({ ...view, provider: { environment: { ...view.provider.environment, ...first.provider } } })).not.toThrow();
+    });
+
+    it("adds the orchestrator's schedule, once however often the plugin runs", () => {
+      const view = service();
+      expect(resolveQuotaSettings(view).orchestratorEvents).toEqual([{ schedule: SCHEDULE_EXPRESSION }]);
+      const orchestrator = { timeout: 300, events: [{ schedule: SCHEDULE_EXPRESSION }] };
+      expect(resolveQuotaSettings({ ...view, functions: { ...view.functions, orchestrator } }).orchestratorEvents).toEqual([]);
     });
   });
 
@@ -118,6 +126,15 @@ describe('resolveQuotaSettings', () => {
       const functions = { ...view.functions, worker: { timeout: 30, environment: { RETRY: '{}' } } };
       const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, functions }));
       expect(error.field).toBe('functions.worker.environment.RETRY');
+    });
+
+    it('refuses a schedule of its own for the orchestrator: the period each run aligns to is named in lib/schedule.ts', () => {
+      const view = service();
+      const orchestrator = { timeout: 300, events: [{ schedule: 'rate(5 minutes)' }] };
+      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, functions: { ...view.functions, orchestrator } }));
+      expect(error.field).toBe('functions.orchestrator.events');
+      expect(error.message).toContain(`the plugin adds ${SCHEDULE_EXPRESSION}`);
+      expect(error.message).toContain('got ["rate(5 minutes)"]');
     });
   });
 });
