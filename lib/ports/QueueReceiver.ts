@@ -15,6 +15,12 @@ export function deadLetterQueueOf(queue: SourceQueue): DeadLetterQueue {
   return `${queue}-dlq`;
 }
 
+/** The dead-letter queues, in {@link READ_ORDER} of their sources. */
+export const DEAD_LETTER_QUEUES: readonly DeadLetterQueue[] = READ_ORDER.map(deadLetterQueueOf);
+
+/** Every queue of a lane, sources first. */
+export const QUEUE_NAMES: readonly QueueName[] = [...READ_ORDER, ...DEAD_LETTER_QUEUES];
+
 /** Message attributes the service reads or writes; others are kept but ignored. */
 export const ATTRIBUTES = { cost: 'cost', idempotencyKey: 'idempotencyKey', attempt: 'attempt', reason: 'reason', sourceQueue: 'sourceQueue' } as const;
 

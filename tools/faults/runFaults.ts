@@ -1,5 +1,5 @@
 import { seededRandom } from '../simulation/random';
-import type { QueueName, ReceivedMessage } from '../../lib/ports/QueueReceiver';
+import { DEAD_LETTER_QUEUES, type ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { RunSummary } from '../../lib/services/runOrchestrator';
 import { createServiceStack, SimulatedCrash, type EmulatorEndpoints, type OrchestratorRun, type OrchestratorRunOptions, type ServiceStack, type TestMessage } from '../local/serviceStack';
 import { pause } from '../local/waitFor';
@@ -220,8 +220,7 @@ async function tally(
   { runs, seconds }: { runs: readonly TrackedRun[]; seconds: number },
   injectors: { aws: AwsFaultInjector; api: MisbehavingApi | undefined; worker: WorkerFaultInjector },
 ): Promise<FaultScenarioResult> {
-  const dlqs: QueueName[] = ['main-dlq', 'fifo-dlq', 'requeue-dlq'];
-  const deadLettered = (await Promise.all(dlqs.map((q) => stack.receiveAll(q)))).flat();
+  const deadLettered = (await Promise.all(DEAD_LETTER_QUEUES.map((q) => stack.receiveAll(q)))).flat();
   const withReason = deadLettered.filter((m) => (m.attributes.reason?.value ?? '') !== '');
   const deadKeys = new Set(deadLettered.map(keyOf));
   const successes = stack.api.successesById();

@@ -1,5 +1,6 @@
 import type { Clock } from '../../lib/ports/Clock';
 import {
+  QUEUE_NAMES,
   READ_ORDER,
   deadLetterQueueOf,
   type MessageAttribute,
@@ -11,8 +12,6 @@ import {
   type SourceQueue,
 } from '../../lib/ports/QueueReceiver';
 
-/** Every queue of a lane, sources first. */
-const QUEUE_NAMES: readonly QueueName[] = [...READ_ORDER, ...READ_ORDER.map(deadLetterQueueOf)];
 
 /** SQS limits, in milliseconds where they are durations. */
 const MAX_DELAY_MS = 900_000;

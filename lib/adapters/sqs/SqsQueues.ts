@@ -9,14 +9,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { ConfigError } from '../../errors';
-import type {
-  MessageAttribute,
-  OutgoingMessage,
-  QueueName,
-  QueueReceiver,
-  ReceiveOptions,
-  ReceivedMessage,
-} from '../../ports/QueueReceiver';
+import { QUEUE_NAMES, type MessageAttribute, type OutgoingMessage, type QueueName, type QueueReceiver, type ReceiveOptions, type ReceivedMessage } from '../../ports/QueueReceiver';
 import { fitAttributes, unpackAttributes } from './fitAttributes';
 
 /** Options of {@link SqsQueues}. */
@@ -32,7 +25,6 @@ const MAX_WAIT_SECONDS = 20;
 const MAX_DELAY_SECONDS = 900;
 const MAX_BATCH = 10;
 
-const QUEUE_NAMES: readonly QueueName[] = ['main', 'fifo', 'requeue', 'main-dlq', 'fifo-dlq', 'requeue-dlq'];
 const FIFO_QUEUES: ReadonlySet<QueueName> = new Set(['fifo', 'fifo-dlq']);
 
 /** `value` rounded with `round` and clamped to `min..max`; infinities clamp, NaN is refused. */
