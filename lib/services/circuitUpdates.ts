@@ -1,5 +1,5 @@
 import { circuitFromJSON, circuitToJSON, INITIAL_CIRCUIT, transition, type Circuit, type CircuitEvent } from '../domain/breaker/circuit';
-import type { BreakerSettings } from '../domain/breaker/settings';
+import type { CircuitPolicy } from '../domain/breaker/policy';
 import { StateConflictError, StateUnavailableError } from '../errors';
 import type { StateStore } from '../ports/StateStore';
 
@@ -23,13 +23,14 @@ export interface CircuitUpdate {
 /**
  * Applies `event` to the stored circuit with a conditional write, re-reading and re-deciding when another writer
  * got there first. An event that changes nothing writes nothing.
+ * @param policy decides when the circuit opens and when it probes (see `circuitPolicyFrom`).
  * @throws StateUnavailableError (caused by a StateConflictError) when the circuit stays contended for
  * {@link MAX_CIRCUIT_WRITE_TRIES} tries: like an unavailable store, it passes, so the orchestrator backs off.
  */
-export async function applyCircuitEvent(store: StateStore, lane: string, event: CircuitEvent, now: number, settings: BreakerSettings): Promise<CircuitUpdate> {
+export async function applyCircuitEvent(store: StateStore, lane: string, event: CircuitEvent, now: number, policy: CircuitPolicy): Promise<CircuitUpdate> {
   for (let i = 0; i < MAX_CIRCUIT_WRITE_TRIES; i++) {
     const before = await loadCircuit(store, lane);
-    const after = transition(before, event, now, settings);
+    const after = transition(before, event, now, policy);
     if (after === before) return { before, after, written: false };
     if (await store.saveCircuit(lane, circuitToJSON(after))) return { before, after, written: true };
   }

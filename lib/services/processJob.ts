@@ -1,3 +1,4 @@
+import { circuitPolicyFrom } from '../domain/breaker/policy';
 import type { Classification } from '../domain/outcome/classify';
 import { classify } from '../domain/outcome/classify';
 import { decideRetry } from '../domain/outcome/retryPolicy';
@@ -106,7 +107,7 @@ export async function processHealthCheck(event: HealthCheckEvent, deps: WorkerDe
   const now = deps.clock.now();
   const healthy = classify(result, now).kind === 'success';
   const type = healthy ? 'health-check-ok' : 'health-check-failed';
-  await applyCircuitEvent(deps.store, event.lane, { type, checkId: event.checkId }, now, deps.config.circuit);
+  await applyCircuitEvent(deps.store, event.lane, { type, checkId: event.checkId }, now, circuitPolicyFrom(deps.config.circuit));
   return healthy;
 }
 
@@ -121,11 +122,12 @@ export async function processWorkerEvent(event: WorkerEvent, deps: WorkerDeps): 
 
 /** A 429 pauses the lane until the API's Retry-After (or the retry delay); any other failure counts toward opening the circuit. */
 async function reportFailure(classification: Classification, delayMs: number, now: number, lane: string, deps: WorkerDeps): Promise<void> {
+  const policy = circuitPolicyFrom(deps.config.circuit);
   if (classification.kind === 'rate-limited') {
     const retryAt = now + (classification.retryAfterMs ?? delayMs);
-    await applyCircuitEvent(deps.store, lane, { type: 'rate-limited', retryAt }, now, deps.config.circuit);
+    await applyCircuitEvent(deps.store, lane, { type: 'rate-limited', retryAt }, now, policy);
   } else if (classification.kind === 'transient') {
-    await applyCircuitEvent(deps.store, lane, { type: 'transient-failure' }, now, deps.config.circuit);
+    await applyCircuitEvent(deps.store, lane, { type: 'transient-failure' }, now, policy);
   }
 }
 

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { ServiceConfig } from '../config';
 import { healthCheckDueAt, isDispatchAllowed, type Circuit } from '../domain/breaker/circuit';
+import { circuitPolicyFrom, type CircuitPolicy } from '../domain/breaker/policy';
 import { Pacer } from '../domain/pacing/pacer';
 import { QuotaLedger, type Allowance, type Settlement } from '../domain/quota/ledger';
 import { isSliding, slidingWindowMs, tierRatePerMs, unitsFor } from '../domain/quota/tiers';
@@ -201,6 +202,8 @@ class OrchestratorRun {
   private readonly queueRetry: Backoff;
   /** The head message Lambda refused to take (its event is too large): it goes to its DLQ without another invoke. */
   private rejected: { readonly receiptHandle: string; readonly reason: string } | undefined;
+  /** When the circuit opens and when it probes: built once from `config.circuit`, given to every circuit call. */
+  private readonly circuitPolicy: CircuitPolicy;
 
   constructor(
     private readonly deps: OrchestratorDeps,
@@ -214,6 +217,7 @@ class OrchestratorRun {
     this.invokeBackoffMs = deps.config.orchestrator.invokeBackoffMs;
     this.stateRetry = new Backoff(deps.config.orchestrator.invokeBackoffMs);
     this.queueRetry = new Backoff(deps.config.orchestrator.invokeBackoffMs);
+    this.circuitPolicy = circuitPolicyFrom(deps.config.circuit);
   }
 
   private get settings() {
@@ -490,10 +494,10 @@ class OrchestratorRun {
    */
   private async sendHealthCheckIfDue(circuit: Circuit, now: number): Promise<number | undefined> {
     const { store, config, invoker } = this.deps;
-    const due = healthCheckDueAt(circuit, config.circuit);
+    const due = healthCheckDueAt(circuit, this.circuitPolicy.probe);
     if (due === undefined || due > now) return due;
     const checkId = this.deps.newId();
-    const update = await this.tryState<CircuitUpdate>(() => applyCircuitEvent(store, config.lane, { type: 'health-check-sent', checkId }, now, config.circuit));
+    const update = await this.tryState<CircuitUpdate>(() => applyCircuitEvent(store, config.lane, { type: 'health-check-sent', checkId }, now, this.circuitPolicy));
     if (update === undefined) return undefined;
     const { after, written } = update.value;
     this.circuit = after;
@@ -509,7 +513,7 @@ class OrchestratorRun {
         this.deps.onEvent?.({ type: 'invoke-failed', at: now, error: error.message });
       }
     }
-    return healthCheckDueAt(after, config.circuit);
+    return healthCheckDueAt(after, this.circuitPolicy.probe);
   }
 
   /**

@@ -3,6 +3,7 @@ import { MemoryInvoker } from '../../tools/memory/MemoryInvoker';
 import { MemoryQueues } from '../../tools/memory/MemoryQueues';
 import { MemoryStateStore } from '../../tools/memory/MemoryStateStore';
 import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
+import { circuitPolicyFrom } from '../../lib/domain/breaker/policy';
 import type { JsonValue } from '../../lib/domain/json';
 import type { ApiResult } from '../../lib/domain/outcome/apiResult';
 import { QuotaLedger } from '../../lib/domain/quota/ledger';
@@ -174,8 +175,9 @@ export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, disp
 
 /** Opens the lane's circuit at `at` by applying `failureThreshold` transient failures, as workers would. */
 export async function openCircuit(store: StateStore, config: ServiceConfig, at: number): Promise<void> {
+  const policy = circuitPolicyFrom(config.circuit);
   for (let i = 0; i < config.circuit.failureThreshold; i++) {
-    await applyCircuitEvent(store, config.lane, { type: 'transient-failure' }, at, config.circuit);
+    await applyCircuitEvent(store, config.lane, { type: 'transient-failure' }, at, policy);
   }
 }
 

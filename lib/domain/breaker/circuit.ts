@@ -1,5 +1,5 @@
 /**
- * The circuit breaker of a lane, as pure data and a pure transition function `(circuit, event, now, settings)`.
+ * The circuit breaker of a lane, as pure data and a pure transition function `(circuit, event, now, policy)`.
  *
  * Why it is shaped this way:
  * - **Exactly one trial while recovering.** HALF_OPEN admits a single trial, the health check, never a job.
@@ -10,14 +10,14 @@
  *   dispatch through the pacer's slow start, so a backlog does not hit a barely recovered API at once.
  * - **429 pauses rather than opens.** A rate limit says the API is up and wants us to wait: it sets
  *   `pausedUntil` and leaves the state alone, so quota pressure never counts as an outage.
- * - **Flapping grows the cool-down.** A circuit that re-opens within `windowSeconds` of closing waits twice as
- *   long as the last time (capped at `maxOpenSeconds`); a circuit that stayed closed longer starts over.
+ * - **Policy passed in.** When to open and when to probe are the {@link CircuitPolicy}'s to decide (see
+ *   `policy.ts`); the transitions only store its decisions, so changing either is changing the policy.
  *
  * Callers skip the store write when `transition` returns the same object; every real change has `version + 1`.
  */
 import { StateFormatError } from '../../errors';
 import { describeValue } from '../describeValue';
-import type { BreakerSettings } from './settings';
+import type { CircuitPolicy, ProbePolicy } from './policy';
 
 /** Where the circuit stands. Each variant carries only its own data; times are epoch ms. */
 export type CircuitState =
@@ -27,6 +27,12 @@ export type CircuitState =
   | { readonly status: 'open'; readonly openedAt: number; readonly nextCheckAt: number; readonly failedChecks: number; readonly reopenStreak: number }
   /** One health check (`checkId`) is in flight; no job is dispatched. */
   | { readonly status: 'half-open'; readonly openedAt: number; readonly checkId: string; readonly checkSentAt: number; readonly failedChecks: number; readonly reopenStreak: number };
+
+/** The closed variant of {@link CircuitState}. */
+export type ClosedState = Extract<CircuitState, { readonly status: 'closed' }>;
+
+/** The half-open variant of {@link CircuitState}. */
+export type HalfOpenState = Extract<CircuitState, { readonly status: 'half-open' }>;
 
 /** A lane's circuit: its state, the rate-limit pause, and the version that guards conditional writes. */
 export interface Circuit {
@@ -59,11 +65,11 @@ export type CircuitJSON = { readonly version: number; readonly state: CircuitSta
 export const INITIAL_CIRCUIT: Circuit = make({ status: 'closed', failures: Object.freeze([]), closedAt: null, reopenStreak: 0 }, 0, 0);
 
 /**
- * Applies `event` at instant `now` (epoch ms).
+ * Applies `event` at instant `now` (epoch ms), with `policy` deciding when to open and when to probe.
  * @returns `circuit` itself when nothing changes; otherwise a new circuit with `version + 1`.
  * @throws RangeError for a `rate-limited` event whose `retryAt` is not finite.
  */
-export function transition(circuit: Circuit, event: CircuitEvent, now: number, settings: BreakerSettings): Circuit {
+export function transition(circuit: Circuit, event: CircuitEvent, now: number, policy: CircuitPolicy): Circuit {
   const { state } = circuit;
   if (event.type === 'rate-limited') {
     if (!Number.isFinite(event.retryAt)) throw new RangeError(`retryAt must be a finite epoch ms; got ${event.retryAt}`);
@@ -74,13 +80,10 @@ export function transition(circuit: Circuit, event: CircuitEvent, now: number, s
   switch (state.status) {
     case 'closed': {
       if (event.type !== 'transient-failure') return circuit;
-      const windowMs = settings.windowSeconds * 1000;
-      const failures = [...state.failures.filter((t) => t > now - windowMs), now].sort((a, b) => a - b).slice(-settings.failureThreshold);
-      if (failures.length < settings.failureThreshold) return next({ ...state, failures });
-      const flapping = state.closedAt !== null && now - state.closedAt < windowMs;
-      const reopenStreak = flapping ? state.reopenStreak + 1 : 0;
-      const cooldownSeconds = Math.min(settings.openSeconds * 2 ** reopenStreak, settings.maxOpenSeconds);
-      return next({ status: 'open', openedAt: now, nextCheckAt: now + cooldownSeconds * 1000, failedChecks: 0, reopenStreak });
+      const decision = policy.opening.onFailure([...state.failures, now].sort((a, b) => a - b), now);
+      if (!decision.open) return next({ ...state, failures: decision.failures });
+      const { nextCheckAt, reopenStreak } = policy.probe.onOpen(state, now);
+      return next({ status: 'open', openedAt: now, nextCheckAt, failedChecks: 0, reopenStreak });
     }
     case 'open': {
       if (event.type !== 'health-check-sent' || now < state.nextCheckAt) return circuit;
@@ -91,12 +94,12 @@ export function transition(circuit: Circuit, event: CircuitEvent, now: number, s
       const { openedAt, failedChecks, reopenStreak } = state;
       if (event.type === 'health-check-sent') {
         // The check in flight is presumed lost only after its timeout; until then it stays the one trial.
-        if (now < state.checkSentAt + settings.healthCheckTimeoutSeconds * 1000) return circuit;
+        if (now < policy.probe.checkTimeoutAt(state)) return circuit;
         return next({ ...state, checkId: event.checkId, checkSentAt: now, failedChecks: failedChecks + 1 });
       }
       if (!('checkId' in event) || event.checkId !== state.checkId) return circuit;
       if (event.type === 'health-check-ok') return next({ status: 'closed', failures: [], closedAt: now, reopenStreak });
-      const nextCheckAt = now + settings.healthCheckSeconds * 1000;
+      const nextCheckAt = policy.probe.afterFailedCheck(state, now);
       return next({ status: 'open', openedAt, nextCheckAt, failedChecks: failedChecks + 1, reopenStreak });
     }
   }
@@ -110,12 +113,13 @@ export function isDispatchAllowed(circuit: Circuit): boolean {
 /**
  * When the next health check may be sent (epoch ms): from OPEN at `nextCheckAt`; from HALF_OPEN once the check in
  * flight has timed out. `undefined` while closed.
- * @param settings the same settings given to {@link transition}; the half-open timeout is not stored in the state.
+ * @param probe the probe policy of the policy given to {@link transition}; the half-open timeout is not stored in
+ * the state, so only the same policy agrees with the transitions about it.
  */
-export function healthCheckDueAt(circuit: Circuit, settings: BreakerSettings): number | undefined {
+export function healthCheckDueAt(circuit: Circuit, probe: ProbePolicy): number | undefined {
   const { state } = circuit;
   if (state.status === 'open') return state.nextCheckAt;
-  if (state.status === 'half-open') return state.checkSentAt + settings.healthCheckTimeoutSeconds * 1000;
+  if (state.status === 'half-open') return probe.checkTimeoutAt(state);
   return undefined;
 }
 

@@ -1,4 +1,5 @@
 import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
+import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { StateConflictError, StateUnavailableError } from '../../../lib/errors';
 import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { START, testConfig } from '../../helpers/serviceFixtures';
@@ -18,7 +19,7 @@ describe('applyCircuitEvent', () => {
     const store = new ContendedStore();
     const { circuit, lane } = testConfig();
 
-    const failure = await applyCircuitEvent(store, lane, { type: 'transient-failure' }, START, circuit).catch((error: unknown) => error);
+    const failure = await applyCircuitEvent(store, lane, { type: 'transient-failure' }, START, circuitPolicyFrom(circuit)).catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(StateUnavailableError);
     expect((failure as StateUnavailableError).operation).toBe('saveCircuit');

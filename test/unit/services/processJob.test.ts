@@ -1,5 +1,6 @@
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
+import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import type { QueueName } from '../../../lib/ports/QueueReceiver';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
 import { processHealthCheck, processJob } from '../../../lib/services/processJob';
@@ -402,7 +403,7 @@ describe('processHealthCheck', () => {
   async function halfOpen(h: WorkerHarness): Promise<void> {
     await openCircuit(h.store, h.config, START);
     await h.clock.advanceTo(START + 2_000);
-    const { after } = await applyCircuitEvent(h.store, LANE, { type: 'health-check-sent', checkId: 'c-1' }, h.clock.now(), h.config.circuit);
+    const { after } = await applyCircuitEvent(h.store, LANE, { type: 'health-check-sent', checkId: 'c-1' }, h.clock.now(), circuitPolicyFrom(h.config.circuit));
     expect(after.state).toMatchObject({ status: 'half-open', checkId: 'c-1' });
   }
 

@@ -1,6 +1,7 @@
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
 import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
+import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { InvokeFailedError, LeaseLostError } from '../../../lib/errors';
 import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
 import { MAX_PENDING_SETTLEMENTS, type Lease } from '../../../lib/ports/StateStore';
@@ -302,8 +303,8 @@ describe('runOrchestrator', () => {
     const h = orchestratorHarness({ config });
     // Opened long ago and closed by a health check an instant ago, in another run.
     await openCircuit(h.store, config, START - 100_000);
-    await applyCircuitEvent(h.store, LANE, { type: 'health-check-sent', checkId: 'c1' }, START - 1, config.circuit);
-    await applyCircuitEvent(h.store, LANE, { type: 'health-check-ok', checkId: 'c1' }, START, config.circuit);
+    await applyCircuitEvent(h.store, LANE, { type: 'health-check-sent', checkId: 'c1' }, START - 1, circuitPolicyFrom(config.circuit));
+    await applyCircuitEvent(h.store, LANE, { type: 'health-check-ok', checkId: 'c1' }, START, circuitPolicyFrom(config.circuit));
     await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START } });
     await sendMain(h.queues, 4);
 
@@ -532,7 +533,7 @@ describe('runOrchestrator', () => {
 
   it("holds dispatch until a 429's pause is over", async () => {
     const h = orchestratorHarness();
-    await applyCircuitEvent(h.store, LANE, { type: 'rate-limited', retryAt: START + 1_500 }, START, h.config.circuit);
+    await applyCircuitEvent(h.store, LANE, { type: 'rate-limited', retryAt: START + 1_500 }, START, circuitPolicyFrom(h.config.circuit));
     await sendMain(h.queues, 2);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);

@@ -11,11 +11,13 @@ import {
   type CircuitEvent,
   type CircuitState,
 } from '../../../../lib/domain/breaker/circuit';
+import { circuitPolicyFrom, type CircuitPolicy } from '../../../../lib/domain/breaker/policy';
 import { DEFAULT_BREAKER_SETTINGS, parseBreakerSettings, type BreakerSettings } from '../../../../lib/domain/breaker/settings';
 import { StateFormatError } from '../../../../lib/errors';
 
 // Defaults: 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 10 s.
 const S = DEFAULT_BREAKER_SETTINGS;
+const P = circuitPolicyFrom(S);
 const T0 = 1_700_000_000_000;
 
 const FAILURE: CircuitEvent = { type: 'transient-failure' };
@@ -30,7 +32,7 @@ beforeEach(() => {
   clock = new FakeClock(T0);
 });
 
-const apply = (circuit: Circuit, event: CircuitEvent, settings: BreakerSettings = S): Circuit => transition(circuit, event, clock.now(), settings);
+const apply = (circuit: Circuit, event: CircuitEvent, settings: BreakerSettings = S): Circuit => transition(circuit, event, clock.now(), circuitPolicyFrom(settings));
 const applyAll = (circuit: Circuit, events: readonly CircuitEvent[]): Circuit => events.reduce((c, e) => apply(c, e), circuit);
 const failures = (n: number): CircuitEvent[] => Array.from({ length: n }, () => FAILURE);
 const circuitIn = (state: CircuitState, pausedUntil = 0): Circuit => ({ state, pausedUntil, version: 7 });
@@ -291,6 +293,51 @@ describe('transition', () => {
     });
   });
 
+  describe('policy passed in', () => {
+    /** A policy unlike the default, so that each stored value shows which decision it came from. */
+    const seen: { failures: readonly number[]; now: number }[] = [];
+    const stub: CircuitPolicy = {
+      opening: {
+        onFailure: (failures, now) => {
+          seen.push({ failures: [...failures], now });
+          return failures.length >= 4 ? { open: true } : { open: false, failures: failures.slice(1) };
+        },
+      },
+      probe: {
+        onOpen: (closed, now) => ({ nextCheckAt: now + 123, reopenStreak: closed.reopenStreak + 7 }),
+        afterFailedCheck: (halfOpen, now) => now + 1_000 * (halfOpen.failedChecks + 1),
+        checkTimeoutAt: (halfOpen) => halfOpen.checkSentAt + 42,
+      },
+    };
+    beforeEach(() => {
+      seen.length = 0;
+    });
+
+    it('hands the opening policy the kept failures and the new one in ascending order, and keeps what it returns', () => {
+      const closed = circuitIn({ status: 'closed', failures: [T0 - 20, T0 + 20], closedAt: null, reopenStreak: 0 });
+      const next = transition(closed, FAILURE, T0, stub);
+      expect(seen).toEqual([{ failures: [T0 - 20, T0, T0 + 20], now: T0 }]);
+      expect(next.state).toEqual({ status: 'closed', failures: [T0, T0 + 20], closedAt: null, reopenStreak: 0 });
+    });
+
+    it('opens when the opening policy says so, with the first check and streak the probe policy gives', () => {
+      const closed = circuitIn({ status: 'closed', failures: [T0 - 3, T0 - 2, T0 - 1], closedAt: T0 - 60_000_000, reopenStreak: 2 });
+      expect(transition(closed, FAILURE, T0, stub).state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 123, failedChecks: 0, reopenStreak: 9 });
+    });
+
+    it('reopens after a failed check with the next check the probe policy gives', () => {
+      const circuit = halfOpenCircuit({ failedChecks: 2 });
+      expect(transition(circuit, failed('c1'), T0 + 5, stub).state).toMatchObject({ status: 'open', nextCheckAt: T0 + 3_005, failedChecks: 3 });
+    });
+
+    it("replaces a check in flight from the probe policy's timeout on, where healthCheckDueAt says", () => {
+      const circuit = halfOpenCircuit();
+      expect(healthCheckDueAt(circuit, stub.probe)).toBe(T0 + 42);
+      expect(transition(circuit, sent('c2'), T0 + 41, stub)).toBe(circuit);
+      expect(transition(circuit, sent('c2'), T0 + 42, stub).state).toMatchObject({ status: 'half-open', checkId: 'c2', checkSentAt: T0 + 42 });
+    });
+  });
+
   describe('versioning', () => {
     it('bumps the version by exactly one per change and keeps the reference otherwise, over a full outage', async () => {
       const events: CircuitEvent[] = [...failures(5), SUCCESS, sent('early'), limited(T0 + 1)];
@@ -378,13 +425,14 @@ describe('transition', () => {
           clock = new FakeClock(T0);
           const windowMs = settings.windowSeconds * 1000;
           const timeoutMs = settings.healthCheckTimeoutSeconds * 1000;
+          const policy = circuitPolicyFrom(settings);
           let circuit = INITIAL_CIRCUIT;
           for (const step of steps) {
             await clock.advance(step.dtMs);
             const now = clock.now();
             const event = eventOf(step, now);
             const prev = circuit;
-            circuit = transition(prev, event, now, settings);
+            circuit = transition(prev, event, now, policy);
             const { state } = circuit;
 
             // The version grows by exactly 1 on a real change; no change keeps the reference.
@@ -442,24 +490,24 @@ describe('isDispatchAllowed', () => {
 describe('healthCheckDueAt', () => {
   describe('closed', () => {
     it('has no health check due', () => {
-      expect(healthCheckDueAt(INITIAL_CIRCUIT, S)).toBeUndefined();
+      expect(healthCheckDueAt(INITIAL_CIRCUIT, P.probe)).toBeUndefined();
     });
   });
 
   describe('open', () => {
     it('is due at nextCheckAt', () => {
-      expect(healthCheckDueAt(openCircuit(), S)).toBe(T0 + 10_000);
+      expect(healthCheckDueAt(openCircuit(), P.probe)).toBe(T0 + 10_000);
     });
   });
 
   describe('half-open', () => {
     it('is due when the check in flight times out', () => {
-      expect(healthCheckDueAt(halfOpenCircuit(), parseBreakerSettings({ healthCheckTimeoutSeconds: 2 }))).toBe(T0 + 2_000);
+      expect(healthCheckDueAt(halfOpenCircuit(), circuitPolicyFrom(parseBreakerSettings({ healthCheckTimeoutSeconds: 2 })).probe)).toBe(T0 + 2_000);
     });
 
     it('agrees with transition about when a replacement check is accepted', async () => {
       const circuit = halfOpenCircuit();
-      await clock.advanceTo((healthCheckDueAt(circuit, S) ?? 0) - 1);
+      await clock.advanceTo((healthCheckDueAt(circuit, P.probe) ?? 0) - 1);
       expect(apply(circuit, sent('c2'))).toBe(circuit);
       await clock.advance(1);
       expect(apply(circuit, sent('c2'))).not.toBe(circuit);

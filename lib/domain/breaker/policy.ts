@@ -1,0 +1,113 @@
+/**
+ * The two decisions a circuit leaves to its policy, as cockatiel leaves them to its breaker and half-open back-off:
+ * *when to open* ({@link OpeningPolicy}) and *when to probe* ({@link ProbePolicy}). The state machine in `circuit.ts`
+ * keeps the states, the one-trial rule and the versioning; a different opening rule or probe back-off is a different
+ * policy object, not a change to the transitions.
+ *
+ * What a policy decides is stored in the circuit's state (`failures`, `nextCheckAt`, `reopenStreak`), except the
+ * health-check timeout, which {@link ProbePolicy.checkTimeoutAt} recomputes from the half-open state on every call.
+ * Policies are therefore pure functions of their arguments and of what they were built from: the orchestrator and
+ * every worker build their own from the same settings, and `healthCheckDueAt` must agree with the transitions.
+ */
+import type { ClosedState, HalfOpenState } from './circuit';
+import type { BreakerSettings } from './settings';
+
+/** What an {@link OpeningPolicy} decided about a transient failure. */
+export type OpeningDecision =
+  /** The circuit opens. */
+  | { readonly open: true }
+  /** The circuit stays closed, keeping `failures` (ascending epoch ms) for the next decision. */
+  | { readonly open: false; readonly failures: readonly number[] };
+
+/** Decides when a closed circuit opens. */
+export interface OpeningPolicy {
+  /**
+   * Decides on a transient failure of a closed circuit at `now` (epoch ms).
+   * @param failures the failures kept by the last decision plus the new one at `now`, ascending (epoch ms).
+   * @returns `{ open: true }`, or the failures to keep: an ascending subsequence of `failures`.
+   */
+  onFailure(failures: readonly number[], now: number): OpeningDecision;
+}
+
+/** When a circuit that opens sends its first health check, and the reopen streak it carries meanwhile. */
+export interface FirstCheck {
+  /** Epoch ms from which the first health check may be sent. */
+  readonly nextCheckAt: number;
+  /** Re-opens in a row that the policy counts as flapping; kept through the next close, for the next opening. */
+  readonly reopenStreak: number;
+}
+
+/** Decides when an open circuit probes the API, and when a probe in flight is given up. */
+export interface ProbePolicy {
+  /** Opens the circuit `closed` at `now` (epoch ms): when its first health check is due, and its reopen streak. */
+  onOpen(closed: ClosedState, now: number): FirstCheck;
+  /** When the next health check is due (epoch ms) after the check of `halfOpen` was reported failed at `now`. */
+  afterFailedCheck(halfOpen: HalfOpenState, now: number): number;
+  /**
+   * When the check in flight of `halfOpen` is presumed lost (epoch ms): from then on another check may replace it.
+   * Until then it stays the one trial.
+   */
+  checkTimeoutAt(halfOpen: HalfOpenState): number;
+}
+
+/** Both decisions of a circuit, passed to every transition. */
+export interface CircuitPolicy {
+  /** When a closed circuit opens. */
+  readonly opening: OpeningPolicy;
+  /** When an open circuit probes, and when a probe is given up. */
+  readonly probe: ProbePolicy;
+}
+
+/**
+ * Opens on the `failureThreshold`-th transient failure within the last `windowSeconds`. A failure exactly
+ * `windowSeconds` old no longer counts. Keeps at most `failureThreshold - 1` failures, the latest.
+ */
+export class ThresholdOpeningPolicy implements OpeningPolicy {
+  constructor(private readonly settings: Pick<BreakerSettings, 'failureThreshold' | 'windowSeconds'>) {}
+
+  /** {@inheritDoc OpeningPolicy.onFailure} */
+  onFailure(failures: readonly number[], now: number): OpeningDecision {
+    const { failureThreshold, windowSeconds } = this.settings;
+    const recent = failures.filter((t) => t > now - windowSeconds * 1000).slice(-failureThreshold);
+    return recent.length < failureThreshold ? { open: false, failures: recent } : { open: true };
+  }
+}
+
+/**
+ * Probes after a cool-down, then at a fixed interval:
+ * - the first check is due `openSeconds` after opening;
+ * - **flapping grows the cool-down**: a circuit that re-opens within `windowSeconds` of closing waits twice as long
+ *   as the last time (capped at `maxOpenSeconds`); a circuit that stayed closed longer starts over;
+ * - after a failed check, the next is due `healthCheckSeconds` later, whatever the cool-down was;
+ * - a check without a result for `healthCheckTimeoutSeconds` is presumed lost.
+ */
+export class CooldownProbePolicy implements ProbePolicy {
+  constructor(private readonly settings: Pick<BreakerSettings, 'windowSeconds' | 'openSeconds' | 'maxOpenSeconds' | 'healthCheckSeconds' | 'healthCheckTimeoutSeconds'>) {}
+
+  /** {@inheritDoc ProbePolicy.onOpen} */
+  onOpen(closed: ClosedState, now: number): FirstCheck {
+    const { windowSeconds, openSeconds, maxOpenSeconds } = this.settings;
+    const flapping = closed.closedAt !== null && now - closed.closedAt < windowSeconds * 1000;
+    const reopenStreak = flapping ? closed.reopenStreak + 1 : 0;
+    const cooldownSeconds = Math.min(openSeconds * 2 ** reopenStreak, maxOpenSeconds);
+    return { nextCheckAt: now + cooldownSeconds * 1000, reopenStreak };
+  }
+
+  /** {@inheritDoc ProbePolicy.afterFailedCheck} */
+  afterFailedCheck(_halfOpen: HalfOpenState, now: number): number {
+    return now + this.settings.healthCheckSeconds * 1000;
+  }
+
+  /** {@inheritDoc ProbePolicy.checkTimeoutAt} */
+  checkTimeoutAt(halfOpen: HalfOpenState): number {
+    return halfOpen.checkSentAt + this.settings.healthCheckTimeoutSeconds * 1000;
+  }
+}
+
+/**
+ * The policy that `settings` configure: {@link ThresholdOpeningPolicy} and {@link CooldownProbePolicy}. Build it once
+ * where the settings are read, and pass the same object to every transition and to `healthCheckDueAt`.
+ */
+export function circuitPolicyFrom(settings: BreakerSettings): CircuitPolicy {
+  return Object.freeze({ opening: new ThresholdOpeningPolicy(settings), probe: new CooldownProbePolicy(settings) });
+}

@@ -1,0 +1,95 @@
+import type { ClosedState, HalfOpenState } from '../../../../lib/domain/breaker/circuit';
+import { circuitPolicyFrom, CooldownProbePolicy, ThresholdOpeningPolicy } from '../../../../lib/domain/breaker/policy';
+import { DEFAULT_BREAKER_SETTINGS, parseBreakerSettings } from '../../../../lib/domain/breaker/settings';
+
+// Defaults: 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 10 s.
+const S = DEFAULT_BREAKER_SETTINGS;
+const T0 = 1_700_000_000_000;
+
+const closed = (closedAt: number | null, reopenStreak = 0): ClosedState => ({ status: 'closed', failures: [], closedAt, reopenStreak });
+const halfOpen = (extra: Partial<HalfOpenState> = {}): HalfOpenState => ({
+  status: 'half-open',
+  openedAt: T0 - 10_000,
+  checkId: 'c1',
+  checkSentAt: T0,
+  failedChecks: 0,
+  reopenStreak: 0,
+  ...extra,
+});
+
+describe('ThresholdOpeningPolicy', () => {
+  describe('onFailure', () => {
+    const policy = new ThresholdOpeningPolicy(S);
+
+    it('stays closed below the threshold, keeping every failure in the window', () => {
+      expect(policy.onFailure([T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({ open: false, failures: [T0 - 3_000, T0 - 2_000, T0 - 1_000, T0] });
+    });
+
+    it('opens at the threshold-th failure in the window', () => {
+      expect(policy.onFailure([T0 - 29_999, T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({ open: true });
+    });
+
+    it('forgets failures that are exactly windowSeconds old', () => {
+      expect(policy.onFailure([T0 - 30_000, T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({ open: false, failures: [T0 - 3_000, T0 - 2_000, T0 - 1_000, T0] });
+    });
+
+    it('keeps failures later than now (a worker with a clock behind), counting them in the window', () => {
+      expect(policy.onFailure([T0, T0 + 500], T0)).toEqual({ open: false, failures: [T0, T0 + 500] });
+    });
+
+    it('opens on the first failure when the threshold is 1', () => {
+      expect(new ThresholdOpeningPolicy({ failureThreshold: 1, windowSeconds: 1 }).onFailure([T0], T0)).toEqual({ open: true });
+    });
+  });
+});
+
+describe('CooldownProbePolicy', () => {
+  describe('onOpen', () => {
+    const policy = new CooldownProbePolicy(S);
+
+    it('makes the first check due openSeconds after opening a circuit never closed before', () => {
+      expect(policy.onOpen(closed(null, 3), T0)).toEqual({ nextCheckAt: T0 + 10_000, reopenStreak: 0 });
+    });
+
+    it('doubles the cool-down per re-open within windowSeconds of the close, up to maxOpenSeconds', () => {
+      const cooldowns = [0, 1, 2, 3, 4, 5, 8].map((streak) => policy.onOpen(closed(T0 - 29_999, streak), T0));
+      expect(cooldowns.map((c) => c.reopenStreak)).toEqual([1, 2, 3, 4, 5, 6, 9]);
+      expect(cooldowns.map((c) => (c.nextCheckAt - T0) / 1000)).toEqual([20, 40, 80, 160, 300, 300, 300]);
+    });
+
+    it('starts over once the circuit has stayed closed for windowSeconds', () => {
+      expect(policy.onOpen(closed(T0 - 30_000, 6), T0)).toEqual({ nextCheckAt: T0 + 10_000, reopenStreak: 0 });
+    });
+  });
+
+  describe('afterFailedCheck', () => {
+    it('makes the next check due healthCheckSeconds after the failure, whatever the streak and failed checks', () => {
+      const policy = new CooldownProbePolicy(S);
+      expect(policy.afterFailedCheck(halfOpen(), T0 + 700)).toBe(T0 + 5_700);
+      expect(policy.afterFailedCheck(halfOpen({ failedChecks: 9, reopenStreak: 4 }), T0 + 700)).toBe(T0 + 5_700);
+    });
+  });
+
+  describe('checkTimeoutAt', () => {
+    it('presumes a check lost healthCheckTimeoutSeconds after it was sent', () => {
+      expect(new CooldownProbePolicy(S).checkTimeoutAt(halfOpen({ checkSentAt: T0 + 1 }))).toBe(T0 + 10_001);
+    });
+  });
+});
+
+describe('circuitPolicyFrom', () => {
+  it('builds the threshold opening and the cool-down probing from the same settings', () => {
+    const settings = parseBreakerSettings({ failureThreshold: 2, windowSeconds: 4, openSeconds: 3, healthCheckSeconds: 2, healthCheckTimeoutSeconds: 7 });
+    const policy = circuitPolicyFrom(settings);
+    expect(policy.opening).toBeInstanceOf(ThresholdOpeningPolicy);
+    expect(policy.probe).toBeInstanceOf(CooldownProbePolicy);
+    expect(policy.opening.onFailure([T0 - 3_999, T0], T0)).toEqual({ open: true });
+    expect(policy.probe.onOpen(closed(T0 - 3_999), T0)).toEqual({ nextCheckAt: T0 + 6_000, reopenStreak: 1 });
+    expect(policy.probe.afterFailedCheck(halfOpen(), T0)).toBe(T0 + 2_000);
+    expect(policy.probe.checkTimeoutAt(halfOpen())).toBe(T0 + 7_000);
+  });
+
+  it('returns a frozen policy', () => {
+    expect(Object.isFrozen(circuitPolicyFrom(S))).toBe(true);
+  });
+});
