@@ -6,7 +6,7 @@ import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
 
 /** Whether the circuit as last read lets work through; dispatch starts a slow-start ramp on the way from `holding`. */
-export type DispatchGate = 'holding' | 'letting-through';
+type DispatchGate = 'holding' | 'letting-through';
 
 /**
  * The run's view of the circuit: reads it, hands its 429 pauses and slow-start ramps to the pacer, tells whether it

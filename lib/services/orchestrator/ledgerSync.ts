@@ -21,7 +21,7 @@ const MAX_SAVES_PER_FLUSH = 10;
  *
  * Any but `synced` comes with a state outage (see {@link StateLink}), which cannot end before a flush succeeds.
  */
-export type LedgerSyncState = 'synced' | 'unsaved' | 'saved-unrenewed';
+type LedgerSyncState = 'synced' | 'unsaved' | 'saved-unrenewed';
 
 /** Options of a flush. */
 export interface FlushOptions {
