@@ -1,0 +1,101 @@
+import { healthCheckDueAt, isDispatchAllowed, type Circuit } from '../../domain/breaker/circuit';
+import { circuitPolicyFrom, type CircuitPolicy } from '../../domain/breaker/policy';
+import type { Pacer } from '../../domain/pacing/pacer';
+import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
+import { applyCircuitEvent, loadCircuit, type CircuitUpdate } from '../circuitUpdates';
+import type { RunContext } from './runContext';
+import type { StateLink } from './stateLink';
+
+/** Whether the circuit as last read lets work through; dispatch starts a slow-start ramp on the way from `holding`. */
+type DispatchGate = 'holding' | 'letting-through';
+
+/**
+ * The run's view of the circuit: reads it, hands its 429 pauses and slow-start ramps to the pacer, tells whether it
+ * lets work through, and sends the half-open health checks when they are due.
+ */
+export class CircuitWatch {
+  private gate: DispatchGate;
+  private lastSeenPause = 0;
+  /** When the circuit opens and when it probes: built once from `config.circuit`, given to every circuit call. */
+  private readonly policy: CircuitPolicy;
+
+  constructor(
+    private readonly run: RunContext,
+    private readonly link: StateLink,
+    private readonly pacer: Pacer,
+    /** The circuit as last read; kept while reads fail. */
+    private circuit: Circuit,
+  ) {
+    this.gate = isDispatchAllowed(circuit) ? 'letting-through' : 'holding';
+    this.policy = circuitPolicyFrom(run.deps.config.circuit);
+  }
+
+  /**
+   * Slow start only after a recent close of the circuit (DESIGN semantics 4), carried over from the run that saw it
+   * close. A start from idle goes at the full rate at once: the quota allows it, and full use is the point.
+   */
+  startRamps(): void {
+    const now = this.run.deps.clock.now();
+    const { state } = this.circuit;
+    if (state.status === 'closed' && state.closedAt !== null && now - state.closedAt < this.run.deps.config.pacing.rampSeconds * 1000) {
+      this.pacer.startRamp(state.closedAt);
+    }
+  }
+
+  /** Reads the circuit under {@link StateLink.attempt}; false when the store failed (the last one read stands). */
+  async read(): Promise<boolean> {
+    const read = await this.link.attempt(async () => {
+      this.circuit = await loadCircuit(this.run.deps.store, this.run.deps.config.lane);
+    });
+    return read !== undefined;
+  }
+
+  /**
+   * Whether the circuit as last read lets work through at `now`. Applies a new 429 pause to the pacer first, and
+   * starts the slow-start ramp when the circuit starts to let work through again.
+   */
+  letsThrough(now: number): boolean {
+    const { circuit } = this;
+    if (circuit.pausedUntil > this.lastSeenPause) {
+      this.lastSeenPause = circuit.pausedUntil;
+      this.pacer.pause(circuit.pausedUntil, this.run.deps.random);
+    }
+    if (!isDispatchAllowed(circuit)) {
+      this.gate = 'holding';
+      return false;
+    }
+    if (this.gate === 'holding') {
+      this.gate = 'letting-through';
+      this.pacer.startRamp(now);
+    }
+    return true;
+  }
+
+  /**
+   * Sends the half-open trial when it is due and this orchestrator wins the conditional write. Returns when the next
+   * one is due; after a failed circuit write (the outage policy takes over), `undefined`.
+   */
+  async sendHealthCheckIfDue(now: number): Promise<number | undefined> {
+    const { store, config, invoker } = this.run.deps;
+    const due = healthCheckDueAt(this.circuit, this.policy.probe);
+    if (due === undefined || due > now) return due;
+    const checkId = this.run.deps.newId();
+    const update = await this.link.attempt<CircuitUpdate>(() => applyCircuitEvent(store, config.lane, { type: 'health-check-sent', checkId }, now, this.policy));
+    if (update === undefined) return undefined;
+    const { after, written } = update.value;
+    this.circuit = after;
+    if (written && after.state.status === 'half-open' && after.state.checkId === checkId) {
+      try {
+        await invoker.invoke({ kind: 'health-check', lane: config.lane, checkId, sentAt: now });
+        this.run.tally.healthChecks++;
+        this.run.report({ type: 'health-check-sent', at: now, checkId });
+      } catch (error) {
+        // The check never started; the circuit lets another go once this one times out.
+        if (!(error instanceof InvokeThrottledError || error instanceof InvokeFailedError || error instanceof InvokeRejectedError)) throw error;
+        this.run.tally.invokeFailures++;
+        this.run.report({ type: 'invoke-failed', at: now, error: error.message });
+      }
+    }
+    return healthCheckDueAt(after, this.policy.probe);
+  }
+}

@@ -1,0 +1,99 @@
+import type { Pacer } from '../../domain/pacing/pacer';
+import { unitsFor } from '../../domain/quota/tiers';
+import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
+import type { ReceivedMessage } from '../../ports/QueueReceiver';
+import { Backoff } from '../guardedPorts';
+import { jobEventOf, parseJob, type ParsedJob } from '../parseJob';
+import type { Buffered, Intake } from './intake';
+import type { LedgerSync } from './ledgerSync';
+import type { RunContext } from './runContext';
+import type { StateLink } from './stateLink';
+
+/**
+ * Takes the intake's head message one step on: dead-letters what can never go, waits for its pacing slot, has the
+ * ledger sync persist a larger allowance when it needs one, and invokes a worker once the quota and the state-outage
+ * policy let it go.
+ */
+export class Dispatcher {
+  private readonly invokeRetry: Backoff;
+
+  constructor(
+    private readonly run: RunContext,
+    private readonly intake: Intake,
+    private readonly ledger: LedgerSync,
+    private readonly link: StateLink,
+    private readonly pacer: Pacer,
+  ) {
+    this.invokeRetry = new Backoff(run.settings.invokeBackoffMs);
+  }
+
+  /** One step on the head message `head`: it may be dispatched, dead-lettered, dropped, or waited for. */
+  async handle(head: Buffered): Promise<void> {
+    const { message, receivedAt } = head;
+    const { config } = this.run.deps;
+    const now = this.run.deps.clock.now();
+    const parsed = parseJob(message);
+    if (!parsed.ok) return this.intake.deadLetterHead(parsed.reason, 1);
+    const { job } = parsed;
+    if (head.kind === 'refused') return this.intake.deadLetterHead(head.reason, job.attempt);
+    const slot = this.pacer.nextSlot(now, job.cost);
+    if (!Number.isFinite(slot)) {
+      const tier = config.quotas.find((t) => unitsFor(t, job.cost) > t.limit);
+      return this.intake.deadLetterHead(`cost ${job.cost} exceeds the limit ${tier?.limit} per ${tier?.per} of a quota tier, so it can never be sent`, job.attempt);
+    }
+    if (slot > now) return this.run.sleepUntil(Math.min(slot, this.ledger.nextStoreCallAt()));
+    if (receivedAt + this.run.settings.visibilityTimeoutMs - now < this.run.settings.workerTimeoutMs) {
+      this.intake.shift(); // its visibility no longer covers a worker's run: leave it to reappear
+      return;
+    }
+    const units = config.quotas.map((tier) => unitsFor(tier, job.cost));
+    const allowed = this.ledger.allowed(now, units);
+    const side = this.link.side;
+    if (side.kind === 'in-sync' && !allowed.every(Boolean)) {
+      await this.ledger.tryFlush({ need: units }); // persist a larger allowance before using it
+      return;
+    }
+    if (!this.ledger.mayDispatch(now, allowed)) {
+      // Held by the outage or an expired lease: wait for the next try of the store (or the flush that renews).
+      if (side.kind === 'outage') await this.run.sleepUntil(side.retryAt);
+      return;
+    }
+    await this.invoke(message, job, units, now);
+  }
+
+  /**
+   * Reserves the quota of `job` (`units` per tier) and invokes its worker. A throttled or failed invoke keeps the
+   * message at the head and backs off; one Lambda refuses for the event itself dead-letters it.
+   */
+  private async invoke(message: ReceivedMessage, job: ParsedJob, units: readonly number[], now: number): Promise<void> {
+    // Counted before the invoke: a run killed while invoking may have dispatched, and the saved ledger must hold it.
+    this.ledger.use(units);
+    const reservation = this.pacer.dispatch(now, job.cost);
+    const refund = () => {
+      // Nothing started: the quota flows back.
+      this.pacer.ledger.settle({ reservation, actualCost: null });
+      this.ledger.giveBack(units);
+    };
+    try {
+      await this.run.deps.invoker.invoke(jobEventOf(this.run.deps.config.lane, message, job, this.run.deps.newId(), reservation));
+    } catch (error) {
+      if (error instanceof InvokeRejectedError) {
+        refund();
+        this.intake.refuseHead(error.message);
+        return this.intake.deadLetterHead(error.message, job.attempt);
+      }
+      if (!(error instanceof InvokeThrottledError || error instanceof InvokeFailedError)) throw error;
+      // The message stays at the head, and we back off. An invoke that may have started keeps its quota: its worker
+      // may be calling the API, and the next dispatch of the message then finds its idempotency record.
+      if (!(error instanceof InvokeFailedError && error.mayHaveStarted)) refund();
+      this.run.tally.invokeFailures++;
+      this.run.report({ type: 'invoke-failed', at: now, error: error.message });
+      await this.run.sleepUntil(this.run.deps.clock.now() + this.invokeRetry.next());
+      return;
+    }
+    this.invokeRetry.reset();
+    this.intake.shift();
+    this.run.tally.dispatched++;
+    this.run.report({ type: 'dispatched', at: now, messageId: message.messageId, queue: message.queue, cost: job.cost });
+  }
+}

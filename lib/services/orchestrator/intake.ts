@@ -1,0 +1,148 @@
+import { isSliding, tierRatePerMs } from '../../domain/quota/tiers';
+import { QueueUnavailableError } from '../../errors';
+import { READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
+import { Backoff } from '../guardedPorts';
+import { deadLetter } from '../queueOutcomes';
+import type { RunContext } from './runContext';
+
+/**
+ * A message in the intake's buffer, received at `receivedAt`: as received, or `refused` by Lambda (its event is too
+ * large), which sends it to its DLQ with `reason` without another invoke.
+ */
+export type Buffered =
+  | { readonly kind: 'received'; readonly message: ReceivedMessage; readonly receivedAt: number }
+  | { readonly kind: 'refused'; readonly message: ReceivedMessage; readonly receivedAt: number; readonly reason: string };
+
+/**
+ * Where the run's messages come from and go back to: receives requeue ▸ fifo ▸ main into a buffer whose head the run
+ * works on, dead-letters the head, backs the queues off after a failed receive or send, and hands the buffer back at exit.
+ */
+export class Intake {
+  private buffer: Buffered[] = [];
+  /** No receive or dead-letter send before this instant, after a failed queue call. */
+  private queueRetryAt = Number.NEGATIVE_INFINITY;
+  /** Where in {@link READ_ORDER} the next refill starts: the queue whose receive failed, else the first. */
+  private readFrom = 0;
+  private readonly queueRetry: Backoff;
+
+  constructor(
+    private readonly run: RunContext,
+    /** When the store is next called: a wait for the queues' back-off ends by then. */
+    private readonly nextStoreCallAt: () => number,
+  ) {
+    this.queueRetry = new Backoff(run.settings.invokeBackoffMs);
+  }
+
+  /**
+   * The head of the buffer, refilled from requeue ▸ fifo ▸ main when empty. FIFO is read one message at a time:
+   * a batch could hold message k+1 of a group while k is still being worked on. When all are empty it long-polls
+   * the main queue briefly and returns `undefined`; after a failed receive it waits out the back-off instead.
+   */
+  async next(): Promise<Buffered | undefined> {
+    if (this.buffer.length > 0) return this.buffer[0];
+    const { queues, clock } = this.run.deps;
+    if (clock.now() < this.queueRetryAt) {
+      await this.run.sleepUntil(Math.min(this.queueRetryAt, this.nextStoreCallAt()));
+      return undefined;
+    }
+    const visibilityMs = this.run.settings.visibilityTimeoutMs;
+    const receive = async (queue: SourceQueue, max: number, waitMs: number): Promise<ReceivedMessage[] | undefined> => {
+      const received: ReceivedMessage[] = [];
+      const failure = await this.tryQueue(async () => received.push(...(await queues.receive(queue, { max, visibilityMs, waitMs }))));
+      return failure === undefined ? received : undefined;
+    };
+    // After a failed receive the round resumes at that queue: the ones before it were just found empty, and starting
+    // over could keep hitting a failure that strikes every few calls.
+    for (const [i, queue] of READ_ORDER.entries()) {
+      if (i < this.readFrom) continue;
+      const received = await receive(queue, queue === 'fifo' ? 1 : this.batchSize(), 0);
+      if (received === undefined) {
+        this.readFrom = i;
+        return undefined;
+      }
+      this.readFrom = 0;
+      if (received.length > 0) {
+        this.fill(received);
+        return this.buffer[0];
+      }
+    }
+    const waitMs = Math.max(0, Math.min(this.run.settings.idleWaitMs, this.run.options.deadline - clock.now()));
+    this.fill((await receive('main', this.batchSize(), waitMs)) ?? []);
+    return undefined;
+  }
+
+  /** Takes the head out of the buffer: it was dispatched, or is left to reappear after its visibility. */
+  shift(): void {
+    this.buffer.shift();
+  }
+
+  /** Marks the head as refused by Lambda for `reason`: it goes to its DLQ without another invoke. */
+  refuseHead(reason: string): void {
+    const head = this.buffer[0];
+    if (head !== undefined) this.buffer[0] = { kind: 'refused', message: head.message, receivedAt: head.receivedAt, reason };
+  }
+
+  /**
+   * Sends the head message to its dead-letter queue with `reason`. A failed send leaves it at the head and backs the
+   * queues off; a failed delete after the send leaves it to be received and dead-lettered again.
+   */
+  async deadLetterHead(reason: string, attempt: number): Promise<void> {
+    const head = this.buffer[0];
+    if (head === undefined) return;
+    const { clock } = this.run.deps;
+    if (clock.now() < this.queueRetryAt) return this.run.sleepUntil(Math.min(this.queueRetryAt, this.nextStoreCallAt()));
+    const { message } = head;
+    const failure = await this.tryQueue(() => deadLetter(this.run.deps.queues, { ...message, queue: message.queue as SourceQueue }, reason, attempt));
+    if (failure?.operation === 'send') return; // nothing reached the DLQ: it stays at the head
+    this.buffer.shift();
+    this.run.tally.deadLettered++;
+    this.run.report({ type: 'dead-lettered', at: clock.now(), messageId: message.messageId, reason });
+  }
+
+  /**
+   * Hands buffered, undispatched messages back to their queues so the next run need not wait out their visibility.
+   * Those whose visibility has already run out are visible again; SQS refuses to change them (MessageNotInflight).
+   * One whose hand-back fails reappears once its visibility runs out.
+   */
+  async release(): Promise<void> {
+    const now = this.run.deps.clock.now();
+    for (const { message, receivedAt } of this.buffer) {
+      if (receivedAt + this.run.settings.visibilityTimeoutMs > now) await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
+    }
+    this.buffer = [];
+  }
+
+  /** Replaces the (empty) buffer with `messages`, received now. */
+  private fill(messages: readonly ReceivedMessage[]): void {
+    const receivedAt = this.run.deps.clock.now();
+    this.buffer = messages.map((message) => ({ kind: 'received', message, receivedAt }));
+  }
+
+  /**
+   * Runs a queue call; a {@link QueueUnavailableError} is reported and returned, and a failed receive or send backs
+   * both off (until `queueRetryAt`). A failed delete or visibility change is not retried: that message reappears.
+   */
+  private async tryQueue(call: () => Promise<unknown>): Promise<QueueUnavailableError | undefined> {
+    try {
+      await call();
+      this.queueRetry.reset();
+      return undefined;
+    } catch (error) {
+      if (!(error instanceof QueueUnavailableError)) throw error;
+      const now = this.run.deps.clock.now();
+      const retried = error.operation === 'receive' || error.operation === 'send';
+      if (retried) this.queueRetryAt = now + this.queueRetry.next();
+      this.run.report({ type: 'queue-unavailable', at: now, operation: error.operation, queue: error.queue, error: error.message, retryAt: retried ? this.queueRetryAt : now });
+      return error;
+    }
+  }
+
+  /** As many messages as the tightest sliding tier lets through while a message's visibility still covers a worker run. */
+  private batchSize(): number {
+    const { settings } = this.run;
+    const window = settings.visibilityTimeoutMs - settings.workerTimeoutMs;
+    const rates = this.run.deps.config.quotas.filter((t) => isSliding(t.per)).map(tierRatePerMs);
+    const perWindow = rates.length === 0 ? 10 : Math.floor(Math.min(...rates) * window);
+    return Math.max(1, Math.min(10, perWindow));
+  }
+}

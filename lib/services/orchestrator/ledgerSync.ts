@@ -1,0 +1,185 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { Pacer } from '../../domain/pacing/pacer';
+import type { Allowance, Settlement } from '../../domain/quota/ledger';
+import { isSliding, slidingWindowMs } from '../../domain/quota/tiers';
+import { MAX_PENDING_SETTLEMENTS, type Lease } from '../../ports/StateStore';
+import type { RunContext } from './runContext';
+import type { StateLink } from './stateLink';
+
+/**
+ * Most ledger saves per flush, each removing at most {@link MAX_PENDING_SETTLEMENTS} settlements: a flush folds up to
+ * 1 000 settlements, and a backlog beyond waits for the next flush rather than keep the lease from being renewed.
+ */
+const MAX_SAVES_PER_FLUSH = 10;
+
+/**
+ * What the last flush left, and so what the next one does:
+ * - `synced`: it succeeded (or none has run yet); the next is due on schedule.
+ * - `unsaved`: it failed before saving the ledger; the next is due at once and saves.
+ * - `saved-unrenewed`: it saved the ledger but its lease renewal (or a further save) failed; the next is due at once
+ *   and, unless final, only renews: the saved ledger stands.
+ *
+ * Any but `synced` comes with a state outage (see {@link StateLink}), which cannot end before a flush succeeds.
+ */
+type LedgerSyncState = 'synced' | 'unsaved' | 'saved-unrenewed';
+
+/** Options of a flush. */
+export interface FlushOptions {
+  /** The run's last flush: it saves no allowance. */
+  readonly final?: boolean;
+  /** Units per tier the saved allowance must hold at least (a message about to go). */
+  readonly need?: readonly number[];
+}
+
+/**
+ * Keeps the saved ledger and the lease in step with the run: folds workers' settlements, saves the ledger with the
+ * run's allowance, renews the lease, and says what the allowance and the lease let go.
+ */
+export class LedgerSync {
+  private state: LedgerSyncState = 'synced';
+  private lastFlushAt: number;
+  /** What the last saved ledger holds for this run (see {@link Allowance}), and what has been used of it since. */
+  private allowance: Allowance = { until: Number.NEGATIVE_INFINITY, units: [] };
+  private usedSinceFlush: number[] = [];
+  /**
+   * The settlements the last read returned, all folded into the in-memory ledger, until a save removes them. A save
+   * that fails leaves them pending as the oldest (only this run removes any), and the next read does not fold them again.
+   */
+  private foldedPending: readonly Settlement[] = [];
+  /** Settlements folded since the last `flushed` event (a failed flush may have folded some). */
+  private foldedUnreported = 0;
+
+  constructor(
+    private readonly run: RunContext,
+    private readonly link: StateLink,
+    private readonly pacer: Pacer,
+    private lease: Lease,
+  ) {
+    this.lastFlushAt = run.deps.clock.now();
+  }
+
+  /** Whether a flush is due at `now`: after a failed one, on schedule, and in any case before the lease could expire. */
+  flushDue(now: number): boolean {
+    const { flushIntervalMs } = this.run.settings;
+    return this.state !== 'synced' || now - this.lastFlushAt >= flushIntervalMs || now >= this.lease.expiresAt - flushIntervalMs;
+  }
+
+  /** When the store is next called: the next try during an outage, else the next flush. */
+  nextStoreCallAt(): number {
+    const side = this.link.side;
+    return side.kind === 'outage' ? side.retryAt : this.lastFlushAt + this.run.settings.flushIntervalMs;
+  }
+
+  /** {@link LedgerSync.flush} under {@link StateLink.attempt}; false when the store failed. */
+  async tryFlush(options?: FlushOptions): Promise<boolean> {
+    const flushed = (await this.link.attempt(() => this.flush(options))) !== undefined;
+    if (!flushed && this.state === 'synced') this.state = 'unsaved';
+    return flushed;
+  }
+
+  /** Releases the lease, so that the next run need not wait for it to expire. */
+  releaseLease(): Promise<void> {
+    return this.run.deps.store.releaseLease(this.lease);
+  }
+
+  /** For each tier, whether `units` fit what is left at `now` of the allowance the last saved ledger holds. */
+  allowed(now: number, units: readonly number[]): boolean[] {
+    return units.map((u, i) => now <= this.allowance.until && (this.usedSinceFlush[i] ?? 0) + u <= (this.allowance.units[i] ?? 0));
+  }
+
+  /**
+   * Whether a message whose units fit the saved allowance on the tiers marked in `allowed` may go at `now`: never on
+   * an expired lease, and during a state outage only as the state-outage policy of `runOrchestrator` allows.
+   */
+  mayDispatch(now: number, allowed: readonly boolean[]): boolean {
+    if (now >= this.lease.expiresAt) return false;
+    if (this.link.side.kind === 'in-sync') return true;
+    if (this.run.settings.stateOutage === 'pause') return false;
+    const { config } = this.run.deps;
+    // A successor dispatches from lease.expiresAt on: a sliding window that closes by then (allowing for this call to
+    // arrive up to arrivalMarginMs late) cannot hold its calls too.
+    const closesBy = now + config.pacing.arrivalMarginMs;
+    return config.quotas.every((tier, i) => allowed[i] === true || (isSliding(tier.per) && closesBy + slidingWindowMs(tier.per) <= this.lease.expiresAt));
+  }
+
+  /** Counts `units` per tier as used of the allowance. */
+  use(units: readonly number[]): void {
+    units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) + u));
+  }
+
+  /** Gives back `units` per tier counted by {@link LedgerSync.use} for a dispatch that never started. */
+  giveBack(units: readonly number[]): void {
+    units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) - u));
+  }
+
+  /**
+   * Folds in workers' settlements, saves the ledger and renews the lease, all fenced by the lease token. Each save
+   * also removes the settlements folded into it, so that a run killed at any instant leaves every settlement either
+   * in the saved ledger or pending for its successor. A backlog larger than one save takes further saves, at most
+   * {@link MAX_SAVES_PER_FLUSH} in all; the rest waits for the next flush.
+   *
+   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs`: twice what
+   * the run used since the last flush (so a steady run rarely flushes early), at least `need`, at least one unit.
+   * A run killed before its next flush can only have dispatched within that allowance, which its successor counts.
+   * The allowance takes effect only once the save succeeded; until then the previous one still bounds the run.
+   * After a save whose lease renewal (or further save) failed, the next flush (unless final) only renews: the saved
+   * ledger stands.
+   */
+  private async flush({ final = false, need = [] }: FlushOptions = {}): Promise<void> {
+    const { config, clock } = this.run.deps;
+    if (this.state === 'saved-unrenewed' && !final) return this.renew();
+    let settled = await this.foldSettlements();
+    const allowance: Allowance | undefined = final
+      ? undefined
+      : {
+          until: this.pacer.ledger.allowanceEnd(clock.now(), 2 * this.run.settings.flushIntervalMs),
+          units: config.quotas.map((_, i) => Math.max(1, 2 * (this.usedSinceFlush[i] ?? 0), need[i] ?? 0)),
+        };
+    await this.save(allowance, settled);
+    if (allowance !== undefined) {
+      this.allowance = allowance;
+      this.usedSinceFlush = config.quotas.map(() => 0);
+    }
+    this.state = 'saved-unrenewed';
+    for (let saves = 1; settled === MAX_PENDING_SETTLEMENTS && saves < MAX_SAVES_PER_FLUSH; saves++) {
+      settled = await this.foldSettlements();
+      await this.save(allowance, settled);
+    }
+    await this.renew();
+  }
+
+  /** Saves the ledger holding `allowance`, removing the `settled` oldest pending settlements (folded into it). */
+  private async save(allowance: Allowance | undefined, settled: number): Promise<void> {
+    await this.run.deps.store.saveLedger(this.run.deps.config.lane, this.pacer.ledger.snapshot(allowance), this.lease.token, settled);
+    this.foldedPending = [];
+  }
+
+  private async renew(): Promise<void> {
+    const now = this.run.deps.clock.now();
+    this.lease = await this.run.deps.store.renewLease(this.lease, now, this.run.settings.leaseTtlMs);
+    this.state = 'synced';
+    this.lastFlushAt = now;
+    this.run.report({ type: 'flushed', at: now, settlements: this.foldedUnreported });
+    this.foldedUnreported = 0;
+  }
+
+  /**
+   * Reads the oldest pending settlements and folds into the ledger those not folded before.
+   * @returns how many were read: the next save removes them.
+   */
+  private async foldSettlements(): Promise<number> {
+    const pending = await this.run.deps.store.pendingSettlements(this.run.deps.config.lane);
+    // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
+    // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
+    const known = startsWith(pending, this.foldedPending) ? this.foldedPending.length : 0;
+    for (const settlement of pending.slice(known)) this.pacer.ledger.settle(settlement);
+    this.foldedPending = pending;
+    this.foldedUnreported += pending.length - known;
+    return pending.length;
+  }
+}
+
+/** Whether `list` begins with the settlements of `prefix`, value for value. */
+function startsWith(list: readonly Settlement[], prefix: readonly Settlement[]): boolean {
+  return prefix.length <= list.length && prefix.every((settlement, i) => isDeepStrictEqual(settlement, list[i]));
+}

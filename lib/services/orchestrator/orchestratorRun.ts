@@ -1,0 +1,85 @@
+import type { Circuit } from '../../domain/breaker/circuit';
+import type { Pacer } from '../../domain/pacing/pacer';
+import { LeaseLostError } from '../../errors';
+import type { Lease } from '../../ports/StateStore';
+import type { OrchestratorDeps, RunOptions, RunSummary } from '../runOrchestrator';
+import { CircuitWatch } from './circuitWatch';
+import { Dispatcher } from './dispatcher';
+import { Intake } from './intake';
+import { LedgerSync } from './ledgerSync';
+import { RunContext } from './runContext';
+import { StateLink } from './stateLink';
+
+/**
+ * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of DESIGN's architecture, then
+ * step 4). Each step syncs the state, then either waits on a circuit that holds work back (sending the health checks
+ * that are due) or takes the intake's head one step on; it stops at the deadline or when `shouldStop` says so.
+ */
+export class OrchestratorRun {
+  private readonly run: RunContext;
+  private readonly link: StateLink;
+  private readonly ledger: LedgerSync;
+  private readonly circuit: CircuitWatch;
+  private readonly intake: Intake;
+  private readonly dispatcher: Dispatcher;
+
+  /** `deps` with the store and the queues guarded (see `guardedPorts`). */
+  constructor(deps: OrchestratorDeps, options: RunOptions, lease: Lease, pacer: Pacer, circuit: Circuit) {
+    this.run = new RunContext(deps, options);
+    this.link = new StateLink(this.run);
+    this.ledger = new LedgerSync(this.run, this.link, pacer, lease);
+    this.circuit = new CircuitWatch(this.run, this.link, pacer, circuit);
+    this.intake = new Intake(this.run, () => this.ledger.nextStoreCallAt());
+    this.dispatcher = new Dispatcher(this.run, this.intake, this.ledger, this.link, pacer);
+  }
+
+  /**
+   * Runs until the deadline, then hands the buffer back, makes the final flush and releases the lease.
+   * @throws StateFormatError, and any error that is no store, queue or invoke failure (see `runOrchestrator`).
+   */
+  async execute(): Promise<RunSummary> {
+    try {
+      this.circuit.startRamps();
+      await this.ledger.tryFlush();
+      while (!this.stopping()) await this.step();
+      await this.intake.release();
+      // A ledger that could not be saved keeps the lease until it expires: a successor cannot miss what it holds.
+      if (await this.ledger.tryFlush({ final: true })) await this.link.attempt(() => this.ledger.releaseLease());
+      return { lease: 'acquired', ...this.run.tally };
+    } catch (error) {
+      if (error instanceof LeaseLostError) return { lease: 'lost', ...this.run.tally };
+      throw error;
+    }
+  }
+
+  private stopping(): boolean {
+    const { deps, options } = this.run;
+    return deps.clock.now() >= options.deadline || (options.shouldStop?.() ?? false);
+  }
+
+  private async step(): Promise<void> {
+    const { clock } = this.run.deps;
+    await this.syncState(clock.now());
+    const now = clock.now();
+    if (!this.circuit.letsThrough(now)) {
+      // A health check starts with a circuit write: it waits for the store to come back.
+      const due = this.link.side.kind === 'in-sync' ? await this.circuit.sendHealthCheckIfDue(now) : undefined;
+      await this.run.sleepUntil(Math.min(due ?? Number.POSITIVE_INFINITY, now + this.run.settings.circuitPollMs));
+      return;
+    }
+    const next = await this.intake.next();
+    if (next === undefined) return;
+    await this.dispatcher.handle(next);
+  }
+
+  /**
+   * Brings the run's view of the store up to date: flushes when due (on schedule, and in any case before the lease
+   * could expire), then reads the circuit. During an outage it waits for the back-off, then retries a failed flush
+   * (or a due one) and reads the circuit, and the outage ends once both succeed.
+   */
+  private async syncState(now: number): Promise<void> {
+    if (this.link.waiting(now)) return;
+    if (this.ledger.flushDue(now) && !(await this.ledger.tryFlush())) return;
+    if (await this.circuit.read()) this.link.recovered();
+  }
+}

@@ -1,0 +1,105 @@
+import type { MemoryQueues } from '../../../../tools/memory/MemoryQueues';
+import type { QueueReceiver, ReceiveOptions, SourceQueue } from '../../../../lib/ports/QueueReceiver';
+import { Intake } from '../../../../lib/services/orchestrator/intake';
+import { roomHarness } from '../../../helpers/orchestratorRooms';
+import { START, sendJob } from '../../../helpers/serviceFixtures';
+
+/** The memory queues, recording every receive and failing those `failReceive` picks. */
+function recordingQueues(queues: MemoryQueues, received: SourceQueue[], failReceive: (queue: SourceQueue) => boolean): QueueReceiver {
+  return {
+    receive: async (queue: SourceQueue, options: ReceiveOptions) => {
+      received.push(queue);
+      if (failReceive(queue)) throw new Error('InternalError');
+      return queues.receive(queue, options);
+    },
+    send: (queue, message) => queues.send(queue, message),
+    delete: (queue, receiptHandle) => queues.delete(queue, receiptHandle),
+    changeVisibility: (queue, receiptHandle, visibilityMs) => queues.changeVisibility(queue, receiptHandle, visibilityMs),
+  };
+}
+
+/** The body of a buffered message. */
+const bodyOf = (buffered: { readonly message: { readonly body: string } } | undefined) => buffered?.message.body;
+
+describe('Intake', () => {
+  describe('next', () => {
+    it('takes requeue ▸ fifo ▸ main, one FIFO message at a time, and returns the same head until it is shifted', async () => {
+      const h = roomHarness();
+      await sendJob(h.queues, 'main', { id: 'm' });
+      await sendJob(h.queues, 'fifo', { id: 'f-1' }, { groupId: 'g-1' });
+      await sendJob(h.queues, 'fifo', { id: 'f-2' }, { groupId: 'g-2' });
+      await sendJob(h.queues, 'requeue', { id: 'r' });
+      const intake = new Intake(h.run, () => START + 1_000);
+
+      const heads: (string | undefined)[] = [];
+      for (let i = 0; i < 4; i++) {
+        heads.push(bodyOf(await intake.next()));
+        heads.push(bodyOf(await intake.next()));
+        intake.shift();
+      }
+      expect(heads).toEqual(['{"id":"r"}', '{"id":"r"}', '{"id":"f-1"}', '{"id":"f-1"}', '{"id":"f-2"}', '{"id":"f-2"}', '{"id":"m"}', '{"id":"m"}']);
+    });
+
+    it('after a failed receive, waits out the back-off and resumes the round at that queue', async () => {
+      const received: SourceQueue[] = [];
+      let fifoFails = 1;
+      const h = roomHarness(undefined, (queues) => recordingQueues(queues, received, (queue) => queue === 'fifo' && fifoFails-- > 0));
+      await sendJob(h.queues, 'main', { id: 'm' });
+      const intake = new Intake(h.run, () => START + 1_000);
+
+      await expect(intake.next()).resolves.toBeUndefined();
+      expect(h.events).toEqual([{ type: 'queue-unavailable', at: START, operation: 'receive', queue: 'fifo', error: expect.any(String), retryAt: START + 100 }]);
+      const waiting = intake.next();
+      await h.clock.advance(100);
+      await expect(waiting).resolves.toBeUndefined();
+      expect(h.clock.now()).toBe(START + 100);
+
+      expect(bodyOf(await intake.next())).toBe('{"id":"m"}');
+      expect(received).toEqual(['requeue', 'fifo', 'fifo', 'main']);
+    });
+
+    it('ends a back-off wait early when the store is called sooner', async () => {
+      const h = roomHarness(undefined, (queues) => recordingQueues(queues, [], () => true));
+      const intake = new Intake(h.run, () => START + 30);
+      await intake.next();
+
+      const waiting = intake.next();
+      await h.clock.advance(30);
+      await waiting;
+      expect(h.clock.now()).toBe(START + 30);
+    });
+  });
+
+  describe('refuseHead', () => {
+    it('keeps the refused head, with its reason, until it is dead-lettered', async () => {
+      const h = roomHarness();
+      await sendJob(h.queues, 'main', { id: 'big' });
+      await sendJob(h.queues, 'main', { id: 'next' });
+      const intake = new Intake(h.run, () => START + 1_000);
+      const head = await intake.next();
+
+      intake.refuseHead('event too large');
+      expect(await intake.next()).toEqual({ kind: 'refused', message: head?.message, receivedAt: START, reason: 'event too large' });
+      await intake.deadLetterHead('event too large', 1);
+
+      expect(await intake.next()).toMatchObject({ kind: 'received', message: { body: '{"id":"next"}' } });
+      expect(h.queues.messages('main-dlq').map((m) => m.body)).toEqual(['{"id":"big"}']);
+      expect(h.run.tally.deadLettered).toBe(1);
+    });
+  });
+
+  describe('release', () => {
+    it('hands back the buffered messages whose visibility has not run out, and empties the buffer', async () => {
+      const h = roomHarness();
+      await sendJob(h.queues, 'main', { id: 'a' });
+      await sendJob(h.queues, 'main', { id: 'b' });
+      const intake = new Intake(h.run, () => START + 1_000);
+      await intake.next();
+
+      await intake.release();
+      expect(h.queues.depth('main')).toBe(2);
+      expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([1, 1]);
+      expect(bodyOf(await intake.next())).toBe('{"id":"a"}');
+    });
+  });
+});
