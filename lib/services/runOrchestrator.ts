@@ -3,7 +3,7 @@ import type { ServiceConfig } from '../config';
 import { healthCheckDueAt, isDispatchAllowed, type Circuit } from '../domain/breaker/circuit';
 import { Pacer } from '../domain/pacing/pacer';
 import { QuotaLedger, type Allowance, type Settlement } from '../domain/quota/ledger';
-import { isSliding, slidingWindowMs, tierRatePerMs, unitsFor } from '../domain/quota/tiers';
+import { unitsFor } from '../domain/quota/tiers';
 import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError, LeaseLostError, QueueUnavailableError, StateUnavailableError } from '../errors';
 import type { Clock } from '../ports/Clock';
 import type { Invoker } from '../ports/Invoker';
@@ -395,7 +395,7 @@ class OrchestratorRun {
     // A successor dispatches from lease.expiresAt on: a sliding window that closes by then (allowing for this call to
     // arrive up to arrivalMarginMs late) cannot hold its calls too.
     const closesBy = now + this.deps.config.pacing.arrivalMarginMs;
-    return this.deps.config.quotas.every((tier, i) => allowed[i] === true || (isSliding(tier.per) && closesBy + slidingWindowMs(tier.per) <= this.lease.expiresAt));
+    return this.deps.config.quotas.every((tier, i) => allowed[i] === true || tier.windowClosesBy(closesBy, this.lease.expiresAt));
   }
 
   /**
@@ -479,7 +479,7 @@ class OrchestratorRun {
   /** As many messages as the tightest sliding tier lets through while a message's visibility still covers a worker run. */
   private batchSize(): number {
     const window = this.settings.visibilityTimeoutMs - this.settings.workerTimeoutMs;
-    const rates = this.deps.config.quotas.filter((t) => isSliding(t.per)).map(tierRatePerMs);
+    const rates = this.deps.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => rate.units / rate.perMs);
     const perWindow = rates.length === 0 ? 10 : Math.floor(Math.min(...rates) * window);
     return Math.max(1, Math.min(10, perWindow));
   }
