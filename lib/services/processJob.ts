@@ -3,7 +3,6 @@ import type { Classification } from '../domain/outcome/classify';
 import { classify } from '../domain/outcome/classify';
 import { decideRetry } from '../domain/outcome/retryPolicy';
 import type { ApiResult } from '../domain/outcome/apiResult';
-import { isSliding, slidingWindowMs } from '../domain/quota/tiers';
 import type { ServiceConfig } from '../config';
 import type { ApiCaller } from '../ports/ApiCaller';
 import type { Clock } from '../ports/Clock';
@@ -136,8 +135,8 @@ function actualCostOf(result: ApiResult, reserved: number): number {
   return result.kind === 'response' && result.actualCost !== undefined ? result.actualCost : reserved;
 }
 
-/** Backoff cap: the longest sliding window refills within its own length; without one, the retry settings cap. */
+/** Backoff cap: the longest a tier takes to give its whole limit back at its steady rate; else the retry settings cap. */
 function refillMs(config: ServiceConfig): number {
-  const windows = config.quotas.filter((t) => isSliding(t.per)).map((t) => slidingWindowMs(t.per));
+  const windows = config.quotas.flatMap((t) => t.steadyRate()?.perMs ?? []);
   return windows.length === 0 ? Number.POSITIVE_INFINITY : Math.max(...windows);
 }

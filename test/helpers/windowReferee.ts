@@ -1,5 +1,4 @@
-import { calendarWindow } from '../../lib/domain/quota/calendar';
-import { isSliding, slidingWindowMs, unitsFor, type Tier } from '../../lib/domain/quota/tiers';
+import { unitsFor, type Tier } from '../../lib/domain/quota/tiers';
 
 /** One call as the API saw it: when it arrived and what it cost. */
 export interface Call {
@@ -8,28 +7,20 @@ export interface Call {
 }
 
 /**
- * The most units any window of `tier` ever held, counted straight from the call log, independently of the
- * ledger: sliding windows `(T − W, T]` ending at every call, or calendar windows in `timeZone`.
+ * The most units any window of `tier` ever held, counted straight from the call log, independently of the ledger:
+ * sliding windows `(T − W, T]` ending at every call, or calendar windows in `timeZone`. The window ending at a call
+ * holds every call so far that still counts then (see `TierWindows.countsUntil`).
  */
 export function maxWindowUsage(calls: readonly Call[], tier: Tier, timeZone = 'UTC'): number {
   const sorted = [...calls].sort((a, b) => a.at - b.at);
+  // Calls in time order stop counting in that order, so the calls still counting are always a run ending at `call`.
+  const until = sorted.map((call) => tier.countsUntil(call.at, timeZone));
   let max = 0;
-  if (isSliding(tier.per)) {
-    const w = slidingWindowMs(tier.per);
-    let start = 0;
-    let sum = 0;
-    for (const call of sorted) {
-      sum += unitsFor(tier, call.cost);
-      while ((sorted[start]?.at ?? Infinity) <= call.at - w) sum -= unitsFor(tier, sorted[start++]!.cost);
-      max = Math.max(max, sum);
-    }
-    return max;
-  }
-  const perWindow = new Map<string, number>();
+  let start = 0;
+  let sum = 0;
   for (const call of sorted) {
-    const key = calendarWindow(call.at, tier.per as 'day' | 'month', timeZone).key;
-    const sum = (perWindow.get(key) ?? 0) + unitsFor(tier, call.cost);
-    perWindow.set(key, sum);
+    sum += unitsFor(tier, call.cost);
+    while ((until[start] ?? Infinity) <= call.at) sum -= unitsFor(tier, sorted[start++]!.cost);
     max = Math.max(max, sum);
   }
   return max;

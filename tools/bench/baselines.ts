@@ -3,7 +3,7 @@ import Bottleneck from 'bottleneck';
 import { HttpApiCaller } from '../../lib/adapters/http/HttpApiCaller';
 import { systemClock } from '../../lib/adapters/systemClock';
 import { classify, type Classification } from '../../lib/domain/outcome/classify';
-import { isSliding, slidingWindowMs, type Tier } from '../../lib/domain/quota/tiers';
+import type { Tier } from '../../lib/domain/quota/tiers';
 import { startApiServer } from '../local/apiServer';
 import { VirtualApi } from '../simulation/virtualApi';
 import { callsPerSecond, idealSeconds, recoverySeconds } from './measures';
@@ -128,11 +128,10 @@ async function sendWithSdkRetries(caller: HttpApiCaller, quota: SdkRetryQuota, i
  */
 export function limiterSettings(quotas: readonly Tier[], share: number): Bottleneck.ConstructorOptions {
   const shares = quotas
-    .filter((tier) => isSliding(tier.per))
-    .map((tier) => {
-      const windowMs = slidingWindowMs(tier.per);
-      const calls = Math.max(1, Math.floor(tier.limit / share));
-      return { calls, intervalMs: Math.max(windowMs, Math.ceil((windowMs * share * calls) / tier.limit)) };
+    .flatMap((tier) => tier.steadyRate() ?? [])
+    .map(({ units, perMs }) => {
+      const calls = Math.max(1, Math.floor(units / share));
+      return { calls, intervalMs: Math.max(perMs, Math.ceil((perMs * share * calls) / units)) };
     });
   const tightest = shares.reduce<(typeof shares)[number] | undefined>(
     (worst, s) => (worst === undefined || s.intervalMs / s.calls > worst.intervalMs / worst.calls ? s : worst),

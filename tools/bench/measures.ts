@@ -1,15 +1,14 @@
-import { isSliding, slidingWindowMs } from '../../lib/domain/quota/tiers';
 import type { VirtualApiCall } from '../simulation/virtualApi';
 import type { BenchScenario } from './types';
 
 /**
- * The best duration the quota allows, in seconds: the tightest sliding tier's time for one call per job
+ * The best duration the quota allows, in seconds: the tightest tier's time for one call per job at its steady rate
  * (`jobs * window / limit`), plus the outage.
  */
 export function idealSeconds(scenario: BenchScenario): number {
   const quotaSeconds = Math.max(
     0,
-    ...scenario.quotas.filter((tier) => isSliding(tier.per)).map((tier) => (scenario.jobs * slidingWindowMs(tier.per)) / tier.limit / 1000),
+    ...scenario.quotas.flatMap((tier) => tier.steadyRate() ?? []).map((rate) => (scenario.jobs * rate.perMs) / rate.units / 1000),
   );
   return round3(quotaSeconds + (scenario.outage?.forSeconds ?? 0));
 }

@@ -1,4 +1,3 @@
-import { isSliding, tierRatePerMs } from '../../lib/domain/quota/tiers';
 import type { Template } from '../local/template';
 import { runBaseline } from './baselines';
 import type { ChartPanel } from './chart';
@@ -22,9 +21,9 @@ export async function compareStrategies(scenario: BenchScenario, template: Templ
   return results;
 }
 
-/** The tightest sliding tier's rate in calls per second. */
+/** The tightest tier's steady rate in calls per second. */
 export function quotaPerSecond(scenario: BenchScenario): number {
-  return Math.min(...scenario.quotas.filter((t) => isSliding(t.per)).map((t) => tierRatePerMs(t) * 1000));
+  return Math.min(...scenario.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => (rate.units / rate.perMs) * 1000));
 }
 
 /** A strategy's cost per million jobs, from its counts. */

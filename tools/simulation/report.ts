@@ -1,5 +1,5 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
-import { isSliding, slidingWindowMs, unitsFor } from '../../lib/domain/quota/tiers';
+import { unitsFor } from '../../lib/domain/quota/tiers';
 import { jobIdOf, type JobSpec } from './jobs';
 import type { Scenario } from './scenario';
 import type { VirtualApiReport } from './virtualApi';
@@ -91,11 +91,12 @@ export function buildReport(observed: RunObservations): Report {
   };
 }
 
-/** Seconds the tightest sliding tier needs for one call per well-formed job at its full rate. */
+/** Seconds the tightest tier needs for one call per well-formed job at its steady rate (a calendar tier has none). */
 function idealCallSeconds(scenario: Scenario, jobs: readonly JobSpec[]): number {
   const callable = jobs.filter((job) => jobIdOf(job.body) !== undefined);
-  const perTier = scenario.config.quotas
-    .filter((tier) => isSliding(tier.per))
-    .map((tier) => (callable.reduce((sum, job) => sum + unitsFor(tier, job.cost), 0) * slidingWindowMs(tier.per)) / tier.limit / 1000);
+  const perTier = scenario.config.quotas.flatMap((tier) => {
+    const rate = tier.steadyRate();
+    return rate === undefined ? [] : [(callable.reduce((sum, job) => sum + unitsFor(tier, job.cost), 0) * rate.perMs) / rate.units / 1000];
+  });
   return Math.max(0, ...perTier);
 }

@@ -1,6 +1,6 @@
 import type { JsonValue } from '../../lib/domain/json';
 import type { Tier } from '../../lib/domain/quota/tiers';
-import { isSliding, slidingWindowMs, unitsFor } from '../../lib/domain/quota/tiers';
+import { unitsFor } from '../../lib/domain/quota/tiers';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 
@@ -54,25 +54,53 @@ interface Job {
   readonly poison: boolean;
 }
 
-interface Accepted {
-  readonly at: number;
-  readonly cost: number;
-}
+/** The API's time zone for day and month tiers. */
+const API_TIME_ZONE = 'UTC';
 
-const DAY_MS = 86_400_000;
+/**
+ * What accepted arrivals hold in one tier: each arrival's units until it stops counting (see
+ * `TierWindows.countsUntil`). Arrivals come in time order, so they also stop counting in that order and the oldest
+ * are dropped first.
+ */
+class TierTally {
+  private readonly held: { readonly units: number; readonly until: number }[] = [];
+  private total = 0;
+  /** The most units ever seen in one window. */
+  maxUsage = 0;
 
-/** Index of the UTC day or month holding instant `t`. */
-function calendarKey(per: 'day' | 'month', t: number): number {
-  if (per === 'day') return Math.floor(t / DAY_MS);
-  const date = new Date(t);
-  return date.getUTCFullYear() * 12 + date.getUTCMonth();
-}
+  constructor(readonly tier: Tier) {}
 
-/** First instant of the UTC day or month after the one holding `t`. */
-function nextCalendarStart(per: 'day' | 'month', t: number): number {
-  if (per === 'day') return (Math.floor(t / DAY_MS) + 1) * DAY_MS;
-  const date = new Date(t);
-  return Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1);
+  /**
+   * Earliest instant, from `at` on, at which the tier would take `cost` more, counting only arrivals so far
+   * (they only ever leave a window as time passes, so the answer for several tiers is the latest of theirs).
+   */
+  fitsAt(at: number, cost: number): number {
+    const units = unitsFor(this.tier, cost);
+    this.prune(at);
+    let used = this.total;
+    if (used + units <= this.tier.limit) return at;
+    // Drop the oldest arrivals until it fits.
+    for (const held of this.held) {
+      used -= held.units;
+      if (used + units <= this.tier.limit) return held.until;
+    }
+    return Number.POSITIVE_INFINITY; // unreachable: a request larger than the limit is answered 413 before this
+  }
+
+  record(at: number, cost: number): void {
+    this.prune(at);
+    const units = unitsFor(this.tier, cost);
+    this.held.push({ units, until: this.tier.countsUntil(at, API_TIME_ZONE) });
+    this.total += units;
+    // A window's content peaks right after an arrival, so checking at each arrival finds the maximum.
+    this.maxUsage = Math.max(this.maxUsage, this.total);
+  }
+
+  private prune(at: number): void {
+    let drop = 0;
+    while (drop < this.held.length && (this.held[drop]?.until ?? at) <= at) this.total -= this.held[drop++]?.units ?? 0;
+    this.held.splice(0, drop);
+  }
 }
 
 function defaultCostOf(body: JsonValue): number {
@@ -116,13 +144,8 @@ export class VirtualApi implements ApiCaller {
   private readonly outages: readonly { readonly startMs: number; readonly endMs: number }[];
   private readonly costOf: (body: JsonValue) => number;
   private readonly enforce: boolean;
-  /** Accepted arrivals in arrival order, pruned to the longest sliding window. */
-  private readonly accepted: Accepted[] = [];
-  private readonly longestSlidingMs: number;
-  /** Per tier index, for calendar tiers: units accepted in the current calendar window. */
-  private readonly calendar: ({ key: number; units: number } | undefined)[];
-  /** Per tier index: the most units ever seen in one window. */
-  private readonly maxUsage: number[];
+  /** Per tier, in configured order: what accepted arrivals hold in it. */
+  private readonly windows: readonly TierTally[];
   private readonly calls: VirtualApiCall[] = [];
   private readonly successes = new Map<string, number>();
   private readonly inFlight = new Map<string, number>();
@@ -136,9 +159,7 @@ export class VirtualApi implements ApiCaller {
     this.outages = options.outages ?? [];
     this.costOf = options.costOf ?? defaultCostOf;
     this.enforce = options.enforce ?? true;
-    this.longestSlidingMs = Math.max(0, ...this.tiers.filter((t) => isSliding(t.per)).map((t) => slidingWindowMs(t.per)));
-    this.calendar = this.tiers.map(() => undefined);
-    this.maxUsage = this.tiers.map(() => 0);
+    this.windows = this.tiers.map((tier) => new TierTally(tier));
   }
 
   /** Answers one job call `latencyMs` after it arrives; see the class description for the status. Never throws. */
@@ -215,63 +236,21 @@ export class VirtualApi implements ApiCaller {
   maxWindowUsage(tier: Pick<Tier, 'per' | 'unit'>): number {
     const i = this.tiers.findIndex((t) => t.per === tier.per && t.unit === tier.unit);
     if (i < 0) throw new Error(`no tier per '${tier.per}' counting '${tier.unit}' is configured`);
-    return this.maxUsage[i] ?? 0;
+    return this.windows[i]?.maxUsage ?? 0;
   }
 
   private admit(at: number, job: Job, cost: number): Response {
     if (this.inOutage(at)) return response(503);
     if (this.enforce) {
       if (this.tiers.some((tier) => unitsFor(tier, cost) > tier.limit)) return response(413);
-      const fitsAt = this.tiers.reduce((latest, tier, i) => Math.max(latest, this.fitsAt(tier, i, at, cost)), at);
+      const fitsAt = this.windows.reduce((latest, window) => Math.max(latest, window.fitsAt(at, cost)), at);
       if (fitsAt > at) {
         this.counts.rejectedByApi++;
         return response(429, { 'retry-after': String(Math.max(1, Math.ceil((fitsAt - at) / 1000))) });
       }
     }
-    this.record(at, cost);
+    for (const window of this.windows) window.record(at, cost);
     return job.poison ? response(400) : response(200, {}, cost);
-  }
-
-  /**
-   * Earliest instant, from `at` on, at which `tier` would take `cost` more, counting only arrivals so far
-   * (they only ever leave a window as time passes, so the answer for several tiers is the latest of theirs).
-   */
-  private fitsAt(tier: Tier, i: number, at: number, cost: number): number {
-    const units = unitsFor(tier, cost);
-    if (!isSliding(tier.per)) {
-      const current = this.calendar[i];
-      const used = current !== undefined && current.key === calendarKey(tier.per, at) ? current.units : 0;
-      return used + units <= tier.limit ? at : nextCalendarStart(tier.per, at);
-    }
-    const windowMs = slidingWindowMs(tier.per);
-    const inWindow = this.accepted.filter((a) => a.at > at - windowMs);
-    let used = inWindow.reduce((sum, a) => sum + unitsFor(tier, a.cost), 0);
-    if (used + units <= tier.limit) return at;
-    // Drop the oldest arrivals until it fits: arrival `a` leaves the window (T - W, T] once T >= a.at + W.
-    for (const a of inWindow) {
-      used -= unitsFor(tier, a.cost);
-      if (used + units <= tier.limit) return a.at + windowMs;
-    }
-    return Number.POSITIVE_INFINITY; // unreachable: a request larger than the limit is answered 413 before this
-  }
-
-  private record(at: number, cost: number): void {
-    this.accepted.push({ at, cost });
-    while (this.accepted.length > 0 && (this.accepted[0]?.at ?? at) <= at - this.longestSlidingMs) this.accepted.shift();
-    this.tiers.forEach((tier, i) => {
-      let usage: number;
-      if (isSliding(tier.per)) {
-        const windowMs = slidingWindowMs(tier.per);
-        usage = this.accepted.filter((a) => a.at > at - windowMs).reduce((sum, a) => sum + unitsFor(tier, a.cost), 0);
-      } else {
-        const key = calendarKey(tier.per, at);
-        const current = this.calendar[i];
-        usage = (current !== undefined && current.key === key ? current.units : 0) + unitsFor(tier, cost);
-        this.calendar[i] = { key, units: usage };
-      }
-      // A window's content peaks right after an arrival, so checking at each arrival finds the maximum.
-      this.maxUsage[i] = Math.max(this.maxUsage[i] ?? 0, usage);
-    });
   }
 
   private inOutage(at: number): boolean {

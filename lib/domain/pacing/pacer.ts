@@ -1,6 +1,6 @@
 import { QuotaExceededError } from '../../errors';
 import type { QuotaLedger, Reservation } from '../quota/ledger';
-import { isSliding, slidingWindowMs, unitsFor, type Tier } from '../quota/tiers';
+import { unitsFor, type SteadyRate, type Tier } from '../quota/tiers';
 import { parseNumberSettings, type NumberRange } from '../settings';
 
 /** How dispatch is spread over time. */
@@ -56,14 +56,17 @@ export function parsePacingSettings(input: unknown, field = 'pacing'): PacingSet
 /**
  * Answers "when may the next message of cost c go?" and records each dispatch.
  *
- * The ledger is the hard guarantee (no tier ever exceeded). On top of it, each sliding tier runs a GCRA
- * (virtual scheduling): a message may go once the tier's theoretical arrival time, less the burst tolerance, has
- * passed, and it pushes that time on by `units · W / (L · ramp)`. With no burst this spaces messages evenly at
- * the tightest tier's rate, which is also the rate the ledger sustains, so smoothing costs no throughput.
+ * The ledger is the hard guarantee (no tier ever exceeded). On top of it, each tier with a steady rate of L units
+ * per W ms (a sliding tier's limit per window; calendar tiers have none) runs a GCRA (virtual scheduling): a message
+ * may go once the tier's theoretical arrival time, less the burst tolerance, has passed, and it pushes that time on
+ * by `units · W / (L · ramp)`. With no burst this spaces messages evenly at the tightest tier's rate, which is also
+ * the rate the ledger sustains, so smoothing costs no throughput.
  * A slow-start ramp scales every rate from `rampStartFraction` up to 1; a pause (429) holds everything.
  */
 export class Pacer {
   private readonly theoreticalArrival: number[];
+  /** Per tier: its steady rate, or `undefined` for a tier that sets no pace (a calendar tier). */
+  private readonly rates: readonly (SteadyRate | undefined)[];
   private rampStartedAt = Number.NEGATIVE_INFINITY;
   private pausedUntilMs = Number.NEGATIVE_INFINITY;
 
@@ -72,6 +75,7 @@ export class Pacer {
     private readonly settings: PacingSettings = DEFAULT_PACING_SETTINGS,
   ) {
     this.theoreticalArrival = ledger.tiers.map(() => Number.NEGATIVE_INFINITY);
+    this.rates = ledger.tiers.map((tier) => tier.steadyRate());
   }
 
   /** Rate fraction the slow-start ramp allows at `now` (1 when no ramp is under way). */
@@ -97,18 +101,19 @@ export class Pacer {
     let at = Math.max(fit, this.pausedUntilMs);
     const fraction = this.rampFraction(now);
     this.ledger.tiers.forEach((tier, i) => {
-      if (!isSliding(tier.per)) return;
+      const rate = this.rates[i];
+      if (rate === undefined) return;
       // A burst counts this message too: its own interval comes out of the tolerance, so burstFraction · limit units
       // (not one message more) may go back to back.
-      const tolerance = Math.max(0, this.settings.burstFraction * slidingWindowMs(tier.per) - this.interval(tier, cost, fraction));
+      const tolerance = Math.max(0, this.settings.burstFraction * rate.perMs - this.interval(tier, rate, cost, fraction));
       at = Math.max(at, (this.theoreticalArrival[i] ?? 0) - tolerance);
     });
     return Math.ceil(at);
   }
 
-  /** How far a message of `cost` pushes a sliding tier's theoretical arrival time at ramp `fraction`. */
-  private interval(tier: Tier, cost: number, fraction: number): number {
-    return (unitsFor(tier, cost) * (slidingWindowMs(tier.per) + this.settings.arrivalMarginMs)) / (tier.limit * fraction);
+  /** How far a message of `cost` pushes the theoretical arrival time of `tier`, of steady `rate`, at ramp `fraction`. */
+  private interval(tier: Tier, rate: SteadyRate, cost: number, fraction: number): number {
+    return (unitsFor(tier, cost) * (rate.perMs + this.settings.arrivalMarginMs)) / (rate.units * fraction);
   }
 
   /**
@@ -121,8 +126,9 @@ export class Pacer {
     const reservation = this.ledger.reserve(now, cost);
     const fraction = this.rampFraction(now);
     this.ledger.tiers.forEach((tier, i) => {
-      if (!isSliding(tier.per)) return;
-      const interval = this.interval(tier, cost, fraction);
+      const rate = this.rates[i];
+      if (rate === undefined) return;
+      const interval = this.interval(tier, rate, cost, fraction);
       // A dispatch a little late for its slot (a timer firing late, a slow request before it) keeps the schedule, so
       // the next one makes the lateness up: otherwise every late wake-up would cost the lane that much of its rate.
       // Up to a quarter of an interval is made up; beyond that the lane was idle and the schedule restarts from now.

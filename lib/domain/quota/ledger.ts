@@ -1,6 +1,6 @@
 import { QuotaExceededError, StateFormatError } from '../../errors';
 import { calendarWindow } from './calendar';
-import { isSliding, slidingWindowMs, unitsFor, type Period, type Tier, type TierUnit } from './tiers';
+import { unitsFor, type CalendarPeriod, type Period, type Tier, type TierKind, type TierUnit } from './tiers';
 
 /** Identifies a tier within a tier set: its period and unit (a valid set holds each pair once). */
 export type TierKey = `${Period}:${TierUnit}`;
@@ -212,11 +212,11 @@ class CalendarCounter implements Counter {
 
   constructor(
     private readonly limit: number,
-    private readonly per: 'day' | 'month',
+    private readonly per: CalendarPeriod,
     private readonly timeZone: string,
   ) {}
 
-  static fromJSON(limit: number, per: 'day' | 'month', timeZone: string, json: CalendarTierJSON): CalendarCounter {
+  static fromJSON(limit: number, per: CalendarPeriod, timeZone: string, json: CalendarTierJSON): CalendarCounter {
     const counter = new CalendarCounter(limit, per, timeZone);
     counter.key = json.w;
     counter.usedUnits = json.u;
@@ -266,6 +266,25 @@ class CalendarCounter implements Counter {
   }
 }
 
+/**
+ * The counter of `tier`'s kind, rehydrated from `saved` when given.
+ * @throws StateFormatError when `saved` is the serialised form of another kind of tier.
+ */
+function counterFor(tier: Tier, timeZone: string, saved: SlidingTierJSON | CalendarTierJSON | undefined): Counter {
+  const mismatch = (savedAs: TierKind) =>
+    new StateFormatError(`stored ledger is unreadable: tier "${tierKeyOf(tier.per, tier.unit)}" is saved as a ${savedAs} tier`);
+  switch (tier.kind) {
+    case 'sliding':
+      if (saved === undefined) return new SlidingCounter(tier.limit, tier.windowMs);
+      if (!('a' in saved)) throw mismatch('calendar');
+      return SlidingCounter.fromJSON(tier.limit, tier.windowMs, saved);
+    case 'calendar':
+      if (saved === undefined) return new CalendarCounter(tier.limit, tier.per, timeZone);
+      if ('a' in saved) throw mismatch('sliding');
+      return CalendarCounter.fromJSON(tier.limit, tier.per, timeZone, saved);
+  }
+}
+
 /** The key of a tier within its set. */
 export function tierKeyOf(per: Period, unit: TierUnit): TierKey {
   return `${per}:${unit}`;
@@ -296,23 +315,7 @@ export class QuotaLedger {
     json?: LedgerJSON,
   ) {
     const timeZone = options.timeZone ?? 'UTC';
-    this.counters = tiers.map((tier) => {
-      const key = tierKeyOf(tier.per, tier.unit);
-      const saved = json?.tiers[key];
-      if (saved !== undefined && isSliding(tier.per) !== 'a' in saved) {
-        throw new StateFormatError(`stored ledger is unreadable: tier "${key}" is saved as a ${'a' in saved ? 'sliding' : 'calendar'} tier`);
-      }
-      if (isSliding(tier.per)) {
-        const windowMs = slidingWindowMs(tier.per);
-        return saved !== undefined && 'a' in saved
-          ? SlidingCounter.fromJSON(tier.limit, windowMs, saved)
-          : new SlidingCounter(tier.limit, windowMs);
-      }
-      const per = tier.per as 'day' | 'month';
-      return saved !== undefined && 'w' in saved
-        ? CalendarCounter.fromJSON(tier.limit, per, timeZone, saved)
-        : new CalendarCounter(tier.limit, per, timeZone);
-    });
+    this.counters = tiers.map((tier) => counterFor(tier, timeZone, json?.tiers[tierKeyOf(tier.per, tier.unit)]));
   }
 
   /**

@@ -1,14 +1,21 @@
 import { ConfigError } from '../../errors';
 import { describeValue } from '../describeValue';
+import { calendarWindow } from './calendar';
+
+/** A period whose windows slide: the quota holds in every window of that length, ending at any instant. */
+export type SlidingPeriod = 'second' | 'minute' | 'hour';
+
+/** A period whose windows are calendar days or months (in the ledger's time zone). */
+export type CalendarPeriod = 'day' | 'month';
 
 /** The length of a quota window. Second, minute and hour windows slide; day and month windows are calendar windows. */
-export type Period = 'second' | 'minute' | 'hour' | 'day' | 'month';
+export type Period = SlidingPeriod | CalendarPeriod;
 
 /** What a tier counts: one per request, or a message's `cost` (e.g. tokens). */
 export type TierUnit = 'requests' | 'cost';
 
-/** One quota tier: at most `limit` units per `per`. */
-export interface Tier {
+/** One quota tier as configured (`QUOTAS`, `custom.quotaOrchestrator.quotas`): at most `limit` units per `per`. */
+export interface TierSpec {
   /** Positive integer: the most units the window may hold. */
   readonly limit: number;
   /** Window length. */
@@ -16,6 +23,116 @@ export interface Tier {
   /** What is counted. @default 'requests' */
   readonly unit: TierUnit;
 }
+
+/** A long-run rate: `units` every `perMs`, kept as the pair so that callers' arithmetic stays exact. */
+export interface SteadyRate {
+  /** Units given back… */
+  readonly units: number;
+  /** …every this many ms. */
+  readonly perMs: number;
+}
+
+/**
+ * How a tier's windows run: what the pacer, the services and the referees ask a tier instead of switching on its
+ * kind, so that a new kind of tier is a new class here (and a counter in the ledger) and nothing else.
+ */
+export interface TierWindows {
+  /** How the windows are laid out. */
+  readonly kind: string;
+  /**
+   * The rate the tier sustains however its quota is spent, or `undefined` if it sets no pace (its quota comes
+   * back all at once when a window ends, so it caps a total).
+   */
+  steadyRate(): SteadyRate | undefined;
+  /**
+   * The first instant at which a call at `at` no longer counts against the tier, with calendar windows in
+   * `timeZone`. Never decreases as `at` grows, so calls in time order also stop counting in that order.
+   */
+  countsUntil(at: number, timeZone: string): number;
+  /**
+   * Whether, whatever the time zone, every window that counts a call at `t` has closed by `by`, so that no call
+   * from `by` on can share a window with it.
+   */
+  windowClosesBy(t: number, by: number): boolean;
+}
+
+const SLIDING_WINDOW_MS: Readonly<Record<SlidingPeriod, number>> = { second: 1_000, minute: 60_000, hour: 3_600_000 };
+
+/**
+ * A tier held in every sliding window `(T − windowMs, T]`. Built by {@link parseTiers}. `kind` and `windowMs`
+ * follow from `per` and live on the prototype, so the tier's own fields are its configured form: it serialises
+ * to, and parses back from, what users write.
+ */
+export class SlidingTier implements TierSpec, TierWindows {
+  constructor(
+    readonly limit: number,
+    readonly per: SlidingPeriod,
+    readonly unit: TierUnit,
+  ) {}
+
+  /** Its windows slide. */
+  get kind(): 'sliding' {
+    return 'sliding';
+  }
+
+  /** Length of its windows in ms. */
+  get windowMs(): number {
+    return SLIDING_WINDOW_MS[this.per];
+  }
+
+  /** Its limit every window. */
+  steadyRate(): SteadyRate {
+    return { units: this.limit, perMs: this.windowMs };
+  }
+
+  /** One window after the call: it counts in every window `(T − W, T]` with `T < at + W`. */
+  countsUntil(at: number): number {
+    return at + this.windowMs;
+  }
+
+  /** When `t + windowMs <= by`. */
+  windowClosesBy(t: number, by: number): boolean {
+    return t + this.windowMs <= by;
+  }
+}
+
+/**
+ * A tier counted per calendar day or month; window lengths vary, so it has no `windowMs`. Built by
+ * {@link parseTiers}; like {@link SlidingTier}, its own fields are its configured form.
+ */
+export class CalendarTier implements TierSpec, TierWindows {
+  constructor(
+    readonly limit: number,
+    readonly per: CalendarPeriod,
+    readonly unit: TierUnit,
+  ) {}
+
+  /** Its windows are calendar days or months. */
+  get kind(): 'calendar' {
+    return 'calendar';
+  }
+
+  /** None: its whole quota comes back at once when its window ends. */
+  steadyRate(): undefined {
+    return undefined;
+  }
+
+  /** The end of the call's calendar window in `timeZone`. */
+  countsUntil(at: number, timeZone: string): number {
+    return calendarWindow(at, this.per, timeZone).end;
+  }
+
+  /** Never: where a calendar window ends depends on the time zone. */
+  windowClosesBy(): boolean {
+    return false;
+  }
+}
+
+/** One quota tier, as {@link parseTiers} returns it: at most `limit` units per `per`, in windows of its `kind`. */
+export type Tier = SlidingTier | CalendarTier;
+
+/** How a tier's windows are laid out. */
+export type TierKind = Tier['kind'];
 
 /** Every accepted `per`, in increasing window length. */
 export const PERIODS: readonly Period[] = ['second', 'minute', 'hour', 'day', 'month'];
@@ -26,31 +143,16 @@ export const UNITS: readonly TierUnit[] = ['requests', 'cost'];
 /** Largest accepted limit and cost: far above any real quota, small enough for exact integer arithmetic. */
 export const MAX_QUANTITY = 1e12;
 
-const SLIDING_WINDOW_MS: Partial<Record<Period, number>> = { second: 1_000, minute: 60_000, hour: 3_600_000 };
-
-/** True for tiers that must hold in every sliding window (second, minute, hour). */
-export function isSliding(per: Period): per is 'second' | 'minute' | 'hour' {
-  return per in SLIDING_WINDOW_MS;
-}
-
-/**
- * Length in ms of a sliding window.
- * @throws Error for calendar periods, whose length varies.
- */
-export function slidingWindowMs(per: Period): number {
-  const ms = SLIDING_WINDOW_MS[per];
-  if (ms === undefined) throw new Error(`'${per}' is a calendar period, not a sliding window`);
-  return ms;
-}
-
 /** The units a message of `cost` takes from `tier`. */
-export function unitsFor(tier: Tier, cost: number): number {
+export function unitsFor(tier: TierSpec, cost: number): number {
   return tier.unit === 'cost' ? cost : 1;
 }
 
-/** Long-run rate of a sliding tier in units per ms. */
-export function tierRatePerMs(tier: Tier): number {
-  return tier.limit / slidingWindowMs(tier.per);
+const isSlidingPeriod = (per: Period): per is SlidingPeriod => per in SLIDING_WINDOW_MS;
+
+/** The tier `spec` describes, frozen; its kind follows from its period. */
+function tierOf({ limit, per, unit }: TierSpec): Tier {
+  return Object.freeze(isSlidingPeriod(per) ? new SlidingTier(limit, per, unit) : new CalendarTier(limit, per, unit));
 }
 
 /** Options of {@link parseTiers}. */
@@ -66,7 +168,7 @@ export interface ParseTiersOptions {
 }
 
 /**
- * Validates a tier set (e.g. the parsed `QUOTAS` JSON) and returns it frozen, with defaults filled in.
+ * Validates a tier set (e.g. the parsed `QUOTAS` JSON) and returns its tiers, frozen, with defaults filled in.
  * @throws ConfigError naming the offending field and the allowed values: an empty or non-array set, a limit that
  * is not an integer in 1..1e12, an unknown `per` or `unit`, an unknown key, a duplicate tier, or a cost tier where
  * jobs carry no cost.
@@ -112,5 +214,5 @@ function parseTier(raw: unknown, field: string, costsAvailable: boolean): Tier {
   if (unit === 'cost' && !costsAvailable) {
     throw new ConfigError(`${field}.unit`, `'cost' needs jobs that carry a cost, and these jobs carry none; use unit 'requests' or give the jobs a cost`);
   }
-  return Object.freeze({ limit, per: per as Period, unit: unit as TierUnit });
+  return tierOf({ limit, per: per as Period, unit: unit as TierUnit });
 }

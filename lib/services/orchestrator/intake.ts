@@ -1,4 +1,3 @@
-import { isSliding, tierRatePerMs } from '../../domain/quota/tiers';
 import { QueueUnavailableError } from '../../errors';
 import { READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
 import { Backoff } from '../guardedPorts';
@@ -141,7 +140,7 @@ export class Intake {
   private batchSize(): number {
     const { settings } = this.run;
     const window = settings.visibilityTimeoutMs - settings.workerTimeoutMs;
-    const rates = this.run.deps.config.quotas.filter((t) => isSliding(t.per)).map(tierRatePerMs);
+    const rates = this.run.deps.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => rate.units / rate.perMs);
     const perWindow = rates.length === 0 ? 10 : Math.floor(Math.min(...rates) * window);
     return Math.max(1, Math.min(10, perWindow));
   }

@@ -1,7 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
 import type { Allowance, Settlement } from '../../domain/quota/ledger';
-import { isSliding, slidingWindowMs } from '../../domain/quota/tiers';
 import { MAX_PENDING_SETTLEMENTS, type Lease } from '../../ports/StateStore';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
@@ -99,7 +98,7 @@ export class LedgerSync {
     // A successor dispatches from lease.expiresAt on: a sliding window that closes by then (allowing for this call to
     // arrive up to arrivalMarginMs late) cannot hold its calls too.
     const closesBy = now + config.pacing.arrivalMarginMs;
-    return config.quotas.every((tier, i) => allowed[i] === true || (isSliding(tier.per) && closesBy + slidingWindowMs(tier.per) <= this.lease.expiresAt));
+    return config.quotas.every((tier, i) => allowed[i] === true || tier.windowClosesBy(closesBy, this.lease.expiresAt));
   }
 
   /** Counts `units` per tier as used of the allowance. */

@@ -4,10 +4,10 @@ import { limiterSettings, runBaseline } from '../../../tools/bench/baselines';
 import { callsPerSecond, idealSeconds } from '../../../tools/bench/measures';
 import { startRedis } from '../../../tools/bench/redisServer';
 import type { BenchScenario, StrategyResult } from '../../../tools/bench/types';
-import type { Tier } from '../../../lib/domain/quota/tiers';
+import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
 
-const PER_SECOND = (limit: number): Tier => ({ limit, per: 'second', unit: 'requests' });
-const PER_MINUTE = (limit: number): Tier => ({ limit, per: 'minute', unit: 'requests' });
+const PER_SECOND = (limit: number): Tier => parseTiers([{ limit, per: 'second' }])[0]!;
+const PER_MINUTE = (limit: number): Tier => parseTiers([{ limit, per: 'minute' }])[0]!;
 
 /**
  * 6 workers with 5 ms of latency could send about 1,200 calls a second, far above 20/s: naive fan-out must overshoot.
@@ -111,7 +111,7 @@ describe('limiterSettings', () => {
   });
 
   it('sets nothing without a sliding tier', () => {
-    expect(limiterSettings([{ limit: 100, per: 'day', unit: 'requests' }], 4)).toEqual({});
+    expect(limiterSettings(parseTiers([{ limit: 100, per: 'day' }]), 4)).toEqual({});
   });
 });
 

@@ -1,5 +1,5 @@
 import type { JsonValue } from '../../../lib/domain/json';
-import type { Tier } from '../../../lib/domain/quota/tiers';
+import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
 import { startApiServer, type ApiServer } from '../../../tools/local/apiServer';
 import type { ApiCaller, ApiResult } from '../../../lib/ports/ApiCaller';
 import type { Clock } from '../../../lib/ports/Clock';
@@ -8,7 +8,7 @@ import { VirtualApi } from '../../../tools/simulation/virtualApi';
 /** Time stands still at instant 0 and sleeps end at once: the VirtualApi answers deterministically, with no latency. */
 const frozenClock: Clock = { now: () => 0, sleep: async () => undefined };
 
-const ONE_PER_SECOND: Tier = { limit: 1, per: 'second', unit: 'requests' };
+const ONE_PER_SECOND: Tier = parseTiers([{ limit: 1, per: 'second' }])[0]!;
 
 const servers: ApiServer[] = [];
 
@@ -18,7 +18,7 @@ async function serve(api: ApiCaller): Promise<ApiServer> {
   return server;
 }
 
-function virtualApi(options: { tiers?: Tier[]; outages?: { startMs: number; endMs: number }[] } = {}): VirtualApi {
+function virtualApi(options: { tiers?: readonly Tier[]; outages?: { startMs: number; endMs: number }[] } = {}): VirtualApi {
   return new VirtualApi({ clock: frozenClock, tiers: options.tiers ?? [ONE_PER_SECOND], latencyMs: 0, outages: options.outages });
 }
 
@@ -55,7 +55,7 @@ describe('startApiServer', () => {
 
   describe('POST /jobs', () => {
     it('answers an accepted job 200 with x-actual-cost and a JSON body', async () => {
-      const server = await serve(virtualApi({ tiers: [{ limit: 10, per: 'minute', unit: 'cost' }] }));
+      const server = await serve(virtualApi({ tiers: parseTiers([{ limit: 10, per: 'minute', unit: 'cost' }]) }));
       const response = await post(server, JSON.stringify({ id: 'a', cost: 3 }));
       expect(response.status).toBe(200);
       expect(response.headers.get('x-actual-cost')).toBe('3');

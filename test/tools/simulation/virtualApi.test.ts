@@ -1,6 +1,6 @@
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import type { JsonValue } from '../../../lib/domain/json';
-import type { Tier } from '../../../lib/domain/quota/tiers';
+import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
 import type { ApiResult } from '../../../lib/ports/ApiCaller';
 import type { VirtualApiOptions } from '../../../tools/simulation/virtualApi';
 import { VirtualApi } from '../../../tools/simulation/virtualApi';
@@ -8,7 +8,7 @@ import { VirtualApi } from '../../../tools/simulation/virtualApi';
 const LATENCY = 50;
 
 function tier(limit: number, per: Tier['per'], unit: Tier['unit'] = 'requests'): Tier {
-  return { limit, per, unit };
+  return parseTiers([{ limit, per, unit }])[0]!;
 }
 
 interface Harness {

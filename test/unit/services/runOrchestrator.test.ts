@@ -277,7 +277,7 @@ describe('runOrchestrator', () => {
     // From the sixth on, the ledger holds each dispatch until the first one's bucket (4 ms) has left the window.
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803]);
     const calls = dispatchedEvents(h.events).map((e) => ({ at: e.at, cost: e.cost }));
-    expect(maxWindowUsage(calls, { limit: 5, per: 'second', unit: 'requests' })).toBe(5);
+    expect(maxWindowUsage(calls, h.deps.config.quotas[0]!)).toBe(5);
   });
 
   it('spaces dispatches at the tightest tier, 300 per minute, one every 200 ms', async () => {
@@ -424,7 +424,7 @@ describe('runOrchestrator', () => {
 
     // The successor folded the +30 the dead run had read: no minute of the API's calls went past 100.
     expect(calls.length).toBeGreaterThan(6);
-    expect(maxWindowUsage(calls, tier)).toBe(100);
+    expect(maxWindowUsage(calls, config.quotas[0]!)).toBe(100);
     await expect(store.pendingSettlements(LANE)).resolves.toEqual([]);
     expect(second.events.flatMap((e) => (e.type === 'flushed' ? [e.settlements] : [])).reduce((a, b) => a + b, 0)).toBe(1);
   });
@@ -446,7 +446,7 @@ describe('runOrchestrator', () => {
     // The ledger's 1/250-window buckets let the first three leave the window at 60 000 + 239 ms.
     const all = [...dispatchedEvents(first.events), ...dispatchedEvents(second.events)];
     expect(rel(dispatchedEvents(second.events).map((e) => e.at))).toEqual([60_239, 60_239, 60_239]);
-    expect(maxWindowUsage(all, { limit: 3, per: 'minute', unit: 'requests' })).toBe(3);
+    expect(maxWindowUsage(all, config.quotas[0]!)).toBe(3);
   });
 
   it('never dispatches a FIFO message while an earlier one of its group is in flight, retries included', async () => {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Pacer, type PacingSettings } from '../../../../lib/domain/pacing/pacer';
 import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
-import { isSliding, slidingWindowMs, unitsFor, type Period, type Tier, type TierUnit } from '../../../../lib/domain/quota/tiers';
+import { parseTiers, unitsFor, type Period, type Tier, type TierUnit } from '../../../../lib/domain/quota/tiers';
 import { maxWindowUsage, type Call } from '../../../helpers/windowReferee';
 
 /** Property runs per property; the note on the issue quotes the total. */
@@ -18,7 +18,13 @@ const LIMITS: Record<Period, [number, number]> = {
 function tierArb(periods: readonly Period[]): fc.Arbitrary<Tier> {
   return fc
     .record({ per: fc.constantFrom(...periods), unit: fc.constantFrom<TierUnit>('requests', 'cost') })
-    .chain(({ per, unit }) => fc.integer({ min: LIMITS[per][0], max: LIMITS[per][1] }).map((limit) => ({ limit, per, unit })));
+    .chain(({ per, unit }) => fc.integer({ min: LIMITS[per][0], max: LIMITS[per][1] }).map((limit) => parseTiers([{ limit, per, unit }])[0]!));
+}
+
+/** Window length of a sliding tier (the rate property draws only those). */
+function windowMsOf(tier: Tier): number {
+  if (tier.kind !== 'sliding') throw new Error(`a ${tier.kind} tier has no fixed window`);
+  return tier.windowMs;
 }
 
 function tierSetArb(periods: readonly Period[]): fc.Arbitrary<Tier[]> {
@@ -125,10 +131,10 @@ describe('Pacer with QuotaLedger (properties)', () => {
       fc.property(tierSetArb(['second', 'minute', 'hour']), fc.integer({ min: 1, max: 5 }), (tiers, cost) => {
         fc.pre(tiers.every((t) => unitsFor(t, cost) <= t.limit));
         // Jobs per ms each tier allows (whole jobs per window); the tightest binds. Run for 2.5 of its windows.
-        const rates = tiers.map((t) => Math.floor(t.limit / unitsFor(t, cost)) / slidingWindowMs(t.per));
+        const rates = tiers.map((t) => Math.floor(t.limit / unitsFor(t, cost)) / windowMsOf(t));
         const tightest = Math.min(...rates);
         const binding = tiers[rates.indexOf(tightest)]!;
-        const n = Math.ceil(tightest * slidingWindowMs(binding.per) * 2.5);
+        const n = Math.ceil(tightest * windowMsOf(binding) * 2.5);
         fc.pre(n >= 20 && n <= 6_000);
         const calls = drive(tiers, smooth, Date.UTC(2026, 5, 1), Array.from({ length: n }, () => ({ gap: 0, cost, actual: cost, restartAfter: false })));
         const first = calls[0]!.at;
@@ -136,7 +142,7 @@ describe('Pacer with QuotaLedger (properties)', () => {
         const achieved = (calls.length - 1) / (last - first);
         expect(calls).toHaveLength(n);
         expect(achieved).toBeGreaterThanOrEqual(0.99 * tightest);
-        expect(tiers.filter((t) => isSliding(t.per)).every((t) => maxWindowUsage(calls, t) <= t.limit)).toBe(true);
+        expect(tiers.filter((t) => t.kind === 'sliding').every((t) => maxWindowUsage(calls, t) <= t.limit)).toBe(true);
       }),
       { numRuns: RUNS.rate },
     );

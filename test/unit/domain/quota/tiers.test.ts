@@ -1,4 +1,4 @@
-import { parseTiers } from '../../../../lib/domain/quota/tiers';
+import { CalendarTier, parseTiers, SlidingTier, unitsFor, type Tier } from '../../../../lib/domain/quota/tiers';
 import { ConfigError } from '../../../../lib/errors';
 import { thrown } from '../../../helpers/thrown';
 
@@ -37,6 +37,27 @@ describe('parseTiers', () => {
         { limit: 8, per: 'day', unit: 'cost' },
         { limit: 9, per: 'month', unit: 'requests' },
       ]);
+    });
+
+    it('gives each tier its kind, and sliding tiers their window', () => {
+      const tiers = parseTiers(JSON.parse(DESIGN_EXAMPLE));
+      expect(tiers.map((t) => t.kind)).toEqual(['sliding', 'sliding', 'calendar', 'sliding']);
+      expect(tiers.map((t) => (t.kind === 'sliding' ? t.windowMs : undefined))).toEqual([1_000, 60_000, undefined, 60_000]);
+      expect(parseTiers([{ limit: 1, per: 'hour' }, { limit: 1, per: 'month' }]).map((t) => [t.constructor, t.kind])).toEqual([
+        [SlidingTier, 'sliding'],
+        [CalendarTier, 'calendar'],
+      ]);
+    });
+
+    it('returns tiers that serialise to their configured form and parse back unchanged', () => {
+      const tiers = parseTiers(JSON.parse(DESIGN_EXAMPLE));
+      expect(JSON.parse(JSON.stringify(tiers))).toEqual([
+        { limit: 10, per: 'second', unit: 'requests' },
+        { limit: 500, per: 'minute', unit: 'requests' },
+        { limit: 20000, per: 'day', unit: 'requests' },
+        { limit: 90000, per: 'minute', unit: 'cost' },
+      ]);
+      expect(parseTiers(tiers)).toStrictEqual(tiers);
     });
 
     it('accepts a requests tier and a cost tier of the same period', () => {
@@ -106,6 +127,65 @@ describe('parseTiers', () => {
     it('shortens a long rejected value in the message', () => {
       const error = thrown(ConfigError, () => parseTiers([{ limit: 10, per: 'x'.repeat(100) }]));
       expect(error.message).toBe(`quotas[0].per: must be one of second, minute, hour, day, month; got "${'x'.repeat(56)}...`);
+    });
+  });
+});
+
+const tier = (spec: object): Tier => parseTiers([spec])[0]!;
+const utc = (iso: string) => Date.parse(iso);
+
+describe('unitsFor', () => {
+  it('takes one unit per request from a requests tier and the cost from a cost tier', () => {
+    expect(unitsFor(tier({ limit: 10, per: 'second' }), 7)).toBe(1);
+    expect(unitsFor(tier({ limit: 10, per: 'day', unit: 'cost' }), 7)).toBe(7);
+  });
+});
+
+describe('SlidingTier', () => {
+  describe('steadyRate', () => {
+    it('is its limit per window', () => {
+      expect(tier({ limit: 10, per: 'second' }).steadyRate()).toEqual({ units: 10, perMs: 1_000 });
+      expect(tier({ limit: 500, per: 'minute', unit: 'cost' }).steadyRate()).toEqual({ units: 500, perMs: 60_000 });
+      expect(tier({ limit: 7, per: 'hour' }).steadyRate()).toEqual({ units: 7, perMs: 3_600_000 });
+    });
+  });
+
+  describe('countsUntil', () => {
+    it('keeps a call for one window after it, whatever the time zone', () => {
+      expect(tier({ limit: 10, per: 'minute' }).countsUntil(1_000, 'America/New_York')).toBe(61_000);
+    });
+  });
+
+  describe('windowClosesBy', () => {
+    it('closes one window length after the call, and not a ms sooner', () => {
+      const second = tier({ limit: 10, per: 'second' });
+      expect(second.windowClosesBy(5_000, 6_000)).toBe(true);
+      expect(second.windowClosesBy(5_000, 5_999)).toBe(false);
+    });
+  });
+});
+
+describe('CalendarTier', () => {
+  describe('steadyRate', () => {
+    it('is undefined: its quota comes back all at once', () => {
+      expect(tier({ limit: 100, per: 'day' }).steadyRate()).toBeUndefined();
+      expect(tier({ limit: 100, per: 'month' }).steadyRate()).toBeUndefined();
+    });
+  });
+
+  describe('countsUntil', () => {
+    it('keeps a call until its calendar window ends in the time zone', () => {
+      const day = tier({ limit: 10, per: 'day' });
+      expect(day.countsUntil(utc('2026-01-15T23:59:59.999Z'), 'UTC')).toBe(utc('2026-01-16T00:00:00.000Z'));
+      expect(day.countsUntil(utc('2026-01-16T00:00:00.000Z'), 'UTC')).toBe(utc('2026-01-17T00:00:00.000Z'));
+      expect(day.countsUntil(utc('2026-01-15T12:00:00.000Z'), 'America/New_York')).toBe(utc('2026-01-16T05:00:00.000Z'));
+      expect(tier({ limit: 10, per: 'month' }).countsUntil(utc('2026-02-10T00:00:00.000Z'), 'UTC')).toBe(utc('2026-03-01T00:00:00.000Z'));
+    });
+  });
+
+  describe('windowClosesBy', () => {
+    it('never takes its window to close, since where it ends depends on the time zone', () => {
+      expect(tier({ limit: 10, per: 'day' }).windowClosesBy(0, Number.MAX_SAFE_INTEGER)).toBe(false);
     });
   });
 });
