@@ -1,6 +1,6 @@
 import { parseBreakerSettings, type BreakerSettings } from './domain/breaker/settings';
 import { parseRetrySettings, type RetrySettings } from './domain/outcome/retryPolicy';
-import { parsePacingSettings, type PacingSettings } from './domain/pacing/pacer';
+import { parsePacingSettings, type PacingSettings } from './domain/pacing/settings';
 import { assertTimeZone } from './domain/quota/calendar';
 import { describeValue } from './domain/describeValue';
 import { parseTiers, type Tier } from './domain/quota/tiers';

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { Pacer, type PacingSettings } from '../../../../lib/domain/pacing/pacer';
+import { Pacer } from '../../../../lib/domain/pacing/pacer';
+import type { PacingSettings } from '../../../../lib/domain/pacing/settings';
 import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { parseTiers, unitsFor, type Period, type Tier, type TierUnit } from '../../../../lib/domain/quota/tiers';
 import { maxWindowUsage, type Call } from '../../../helpers/windowReferee';

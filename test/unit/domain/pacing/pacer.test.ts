@@ -1,7 +1,8 @@
-import { DEFAULT_PACING_SETTINGS, Pacer, parsePacingSettings, type PacingSettings } from '../../../../lib/domain/pacing/pacer';
+import { Pacer } from '../../../../lib/domain/pacing/pacer';
+import type { PacingSettings } from '../../../../lib/domain/pacing/settings';
 import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
-import { ConfigError, QuotaExceededError } from '../../../../lib/errors';
+import { QuotaExceededError } from '../../../../lib/errors';
 import { thrown } from '../../../helpers/thrown';
 import { maxWindowUsage } from '../../../helpers/windowReferee';
 
@@ -269,59 +270,5 @@ describe('Pacer', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
       expect(thrown(QuotaExceededError, () => pacer.dispatch(T0, 101))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
     });
-  });
-});
-
-describe('parsePacingSettings', () => {
-  it('returns the defaults when nothing is configured', () => {
-    expect(parsePacingSettings(undefined)).toBe(DEFAULT_PACING_SETTINGS);
-    expect(parsePacingSettings({})).toEqual({ burstFraction: 0, rampStartFraction: 0.25, rampSeconds: 30, pauseJitterMs: 1000, arrivalMarginMs: 0 });
-  });
-
-  it('keeps given values, fills the rest and freezes the result', () => {
-    const parsed = parsePacingSettings({ burstFraction: 0.5, rampSeconds: 0 });
-    expect(parsed).toEqual({ ...DEFAULT_PACING_SETTINGS, burstFraction: 0.5, rampSeconds: 0 });
-    expect(Object.isFrozen(parsed)).toBe(true);
-  });
-
-  it('accepts both bounds of every range', () => {
-    const low = { burstFraction: 0, rampStartFraction: 0.01, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0 };
-    const high = { burstFraction: 1, rampStartFraction: 1, rampSeconds: 3600, pauseJitterMs: 60_000, arrivalMarginMs: 10_000 };
-    expect(parsePacingSettings(low)).toEqual(low);
-    expect(parsePacingSettings(high)).toEqual(high);
-  });
-
-  it('refuses an unknown key, listing the allowed ones', () => {
-    const error = thrown(ConfigError, () => parsePacingSettings({ burst: 0.5 }));
-    expect(error.field).toBe('pacing.burst');
-    expect(error.message).toBe('pacing.burst: unknown key; allowed keys are burstFraction, rampStartFraction, rampSeconds, pauseJitterMs, arrivalMarginMs');
-  });
-
-  it('refuses a value that is not an object', () => {
-    const error = thrown(ConfigError, () => parsePacingSettings([0.5]));
-    expect(error.field).toBe('pacing');
-    expect(error.message).toBe('pacing: must be an object with optional keys burstFraction, rampStartFraction, rampSeconds, pauseJitterMs, arrivalMarginMs; got [0.5]');
-  });
-
-  it.each([
-    ['burstFraction', -0.1, 'must be a number from 0 to 1; got -0.1'],
-    ['burstFraction', 1.5, 'must be a number from 0 to 1; got 1.5'],
-    ['rampStartFraction', 0, 'must be a number from 0.01 to 1; got 0'],
-    ['rampStartFraction', 1.01, 'must be a number from 0.01 to 1; got 1.01'],
-    ['rampSeconds', -1, 'must be a number from 0 to 3600; got -1'],
-    ['rampSeconds', 3601, 'must be a number from 0 to 3600; got 3601'],
-    ['pauseJitterMs', -1, 'must be a number from 0 to 60000; got -1'],
-    ['pauseJitterMs', 60_001, 'must be a number from 0 to 60000; got 60001'],
-    ['pauseJitterMs', '500', 'must be a number from 0 to 60000; got "500"'],
-    ['arrivalMarginMs', -1, 'must be a number from 0 to 10000; got -1'],
-    ['arrivalMarginMs', 10_001, 'must be a number from 0 to 10000; got 10001'],
-  ])('refuses %s = %p, naming the field and its range', (key, value, problem) => {
-    const error = thrown(ConfigError, () => parsePacingSettings({ [key]: value }));
-    expect(error.field).toBe(`pacing.${key}`);
-    expect(error.message).toBe(`pacing.${key}: ${problem}`);
-  });
-
-  it('names the configured field', () => {
-    expect(thrown(ConfigError, () => parsePacingSettings({ rampSeconds: -1 }, 'PACING')).field).toBe('PACING.rampSeconds');
   });
 });
