@@ -8,16 +8,25 @@ import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError, LeaseLost
 import type { Clock } from '../ports/Clock';
 import type { Invoker } from '../ports/Invoker';
 import { READ_ORDER, type QueueReceiver, type ReceivedMessage, type SourceQueue } from '../ports/QueueReceiver';
-import { MAX_PENDING_SETTLEMENTS, type Lease, type StateStore } from '../ports/StateStore';
+import type { CircuitStore } from '../ports/CircuitStore';
+import type { Lease, LeaseStore } from '../ports/LeaseStore';
+import { MAX_PENDING_SETTLEMENTS, type LedgerStore } from '../ports/LedgerStore';
 import { applyCircuitEvent, loadCircuit, type CircuitUpdate } from './circuitUpdates';
-import { Backoff, GuardedQueues, GuardedStore, MAX_BACKOFF_MS } from './guardedPorts';
+import { Backoff, GuardedQueues, guardStores, MAX_BACKOFF_MS } from './guardedPorts';
 import { jobEventOf, parseJob } from './parseJob';
 import { deadLetter } from './queueOutcomes';
+
+/** The stores the orchestrator uses. */
+export interface OrchestratorStores {
+  readonly lease: LeaseStore;
+  readonly ledger: LedgerStore;
+  readonly circuit: CircuitStore;
+}
 
 /** What the orchestrator needs. */
 export interface OrchestratorDeps {
   readonly clock: Clock;
-  readonly store: StateStore;
+  readonly stores: OrchestratorStores;
   readonly queues: QueueReceiver;
   readonly invoker: Invoker;
   readonly config: ServiceConfig;
@@ -120,7 +129,7 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
  */
 export async function runOrchestrator(deps: OrchestratorDeps, options: RunOptions): Promise<RunSummary> {
   const { clock, config } = deps;
-  const store = new GuardedStore(deps.store);
+  const stores = guardStores(deps.stores);
   const retry = new Backoff(config.orchestrator.invokeBackoffMs);
   /** Calls `call` until it succeeds, backing off after each store failure; `undefined` once the deadline comes first. */
   const untilDeadline = async <T>(call: () => Promise<T>): Promise<{ readonly value: T } | undefined> => {
@@ -140,22 +149,22 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
     }
   };
 
-  const acquired = await untilDeadline(() => store.acquireLease(config.lane, deps.owner, clock.now(), config.orchestrator.leaseTtlMs));
+  const acquired = await untilDeadline(() => stores.lease.acquireLease(config.lane, deps.owner, clock.now(), config.orchestrator.leaseTtlMs));
   if (acquired === undefined) return { lease: 'unavailable', ...NOTHING_DONE };
   const lease = acquired.value;
   if (lease === null) return { lease: 'held-elsewhere', ...NOTHING_DONE };
-  const saved = await untilDeadline(() => store.loadLedger(config.lane));
-  const circuit = saved === undefined ? undefined : await untilDeadline(() => loadCircuit(store, config.lane));
+  const saved = await untilDeadline(() => stores.ledger.loadLedger(config.lane));
+  const circuit = saved === undefined ? undefined : await untilDeadline(() => loadCircuit(stores.circuit, config.lane));
   if (saved === undefined || circuit === undefined) {
     // Nothing was dispatched: the next run need not wait for the lease to expire, if the store lets it go.
-    await store.releaseLease(lease).catch((error: unknown) => {
+    await stores.lease.releaseLease(lease).catch((error: unknown) => {
       if (!(error instanceof StateUnavailableError)) throw error;
     });
     return { lease: 'unavailable', ...NOTHING_DONE };
   }
   const ledger =
     saved.value === undefined ? new QuotaLedger(config.quotas, { timeZone: config.timeZone }) : QuotaLedger.fromJSON(config.quotas, saved.value, { timeZone: config.timeZone });
-  const run = new OrchestratorRun({ ...deps, store, queues: new GuardedQueues(deps.queues) }, options, lease, new Pacer(ledger, config.pacing), circuit.value);
+  const run = new OrchestratorRun({ ...deps, stores, queues: new GuardedQueues(deps.queues) }, options, lease, new Pacer(ledger, config.pacing), circuit.value);
   return run.execute();
 }
 
@@ -227,7 +236,7 @@ class OrchestratorRun {
       while (!this.stopping()) await this.step();
       await this.releaseBuffer();
       // A ledger that could not be saved keeps the lease until it expires: a successor cannot miss what it holds.
-      if (await this.tryFlush({ final: true })) await this.tryState(() => this.deps.store.releaseLease(this.lease));
+      if (await this.tryFlush({ final: true })) await this.tryState(() => this.deps.stores.lease.releaseLease(this.lease));
       return { lease: 'acquired', ...this.summary };
     } catch (error) {
       if (error instanceof LeaseLostError) return { lease: 'lost', ...this.summary };
@@ -292,7 +301,7 @@ class OrchestratorRun {
   }
 
   private async readCircuit(): Promise<void> {
-    this.circuit = await loadCircuit(this.deps.store, this.deps.config.lane);
+    this.circuit = await loadCircuit(this.deps.stores.circuit, this.deps.config.lane);
   }
 
   /** When the store is next called: the next flush, or the next try during an outage. */
@@ -489,11 +498,11 @@ class OrchestratorRun {
    * one is due; after a failed circuit write (the outage policy takes over), `undefined`.
    */
   private async sendHealthCheckIfDue(circuit: Circuit, now: number): Promise<number | undefined> {
-    const { store, config, invoker } = this.deps;
+    const { stores, config, invoker } = this.deps;
     const due = healthCheckDueAt(circuit, config.circuit);
     if (due === undefined || due > now) return due;
     const checkId = this.deps.newId();
-    const update = await this.tryState<CircuitUpdate>(() => applyCircuitEvent(store, config.lane, { type: 'health-check-sent', checkId }, now, config.circuit));
+    const update = await this.tryState<CircuitUpdate>(() => applyCircuitEvent(stores.circuit, config.lane, { type: 'health-check-sent', checkId }, now, config.circuit));
     if (update === undefined) return undefined;
     const { after, written } = update.value;
     this.circuit = after;
@@ -550,13 +559,13 @@ class OrchestratorRun {
 
   /** Saves the ledger holding `allowance`, removing the `settled` oldest pending settlements (folded into it). */
   private async save(allowance: Allowance | undefined, settled: number): Promise<void> {
-    await this.deps.store.saveLedger(this.deps.config.lane, this.pacer.ledger.snapshot(allowance), this.lease.token, settled);
+    await this.deps.stores.ledger.saveLedger(this.deps.config.lane, this.pacer.ledger.snapshot(allowance), this.lease.token, settled);
     this.foldedPending = [];
   }
 
   private async renew(): Promise<void> {
     const now = this.deps.clock.now();
-    this.lease = await this.deps.store.renewLease(this.lease, now, this.settings.leaseTtlMs);
+    this.lease = await this.deps.stores.lease.renewLease(this.lease, now, this.settings.leaseTtlMs);
     this.savedUnrenewed = false;
     this.lastFlushAt = now;
     this.deps.onEvent?.({ type: 'flushed', at: now, settlements: this.foldedUnreported });
@@ -568,7 +577,7 @@ class OrchestratorRun {
    * @returns how many were read: the next save removes them.
    */
   private async foldSettlements(): Promise<number> {
-    const pending = await this.deps.store.pendingSettlements(this.deps.config.lane);
+    const pending = await this.deps.stores.ledger.pendingSettlements(this.deps.config.lane);
     // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
     // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
     const known = startsWith(pending, this.foldedPending) ? this.foldedPending.length : 0;
