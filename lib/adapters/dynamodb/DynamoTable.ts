@@ -16,7 +16,7 @@ export const TABLE_KEY = 'pk';
 
 /**
  * Name of the table's TTL attribute (epoch seconds, Number). Only idempotency items carry it. DynamoDB deletes
- * expired items late (up to days), so the store also checks expiry itself on every read.
+ * expired items late (up to days), so the idempotency store also checks expiry itself on every read.
  */
 export const TTL_ATTRIBUTE = 'ttl';
 
