@@ -93,7 +93,7 @@ export class InvokeRejectedError extends QuotaOrchestratorError {
 /**
  * A call to the state store failed for a reason that may pass: the table unavailable or throttled past the SDK's own
  * retries, a timeout, a network error. Neither {@link LeaseLostError} nor {@link StateFormatError} is ever wrapped
- * in it. `operation` names the `StateStore` method; the store's error is the `cause`.
+ * in it. `operation` names the store method (e.g. `saveLedger`); the store's error is the `cause`.
  */
 export class StateUnavailableError extends QuotaOrchestratorError {
   readonly code = 'STATE_UNAVAILABLE';

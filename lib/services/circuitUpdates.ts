@@ -1,13 +1,13 @@
 import { circuitFromJSON, circuitToJSON, INITIAL_CIRCUIT, transition, type Circuit, type CircuitEvent } from '../domain/breaker/circuit';
 import type { CircuitPolicy } from '../domain/breaker/policy';
 import { StateConflictError, StateUnavailableError } from '../errors';
-import type { StateStore } from '../ports/StateStore';
+import type { CircuitStore } from '../ports/CircuitStore';
 
 /** Conditional writes tried before giving up on a contended circuit. */
 const MAX_CIRCUIT_WRITE_TRIES = 8;
 
 /** The lane's circuit as stored, or a fresh closed circuit. */
-export async function loadCircuit(store: StateStore, lane: string): Promise<Circuit> {
+export async function loadCircuit(store: CircuitStore, lane: string): Promise<Circuit> {
   const json = await store.loadCircuit(lane);
   return json === undefined ? INITIAL_CIRCUIT : circuitFromJSON(json);
 }
@@ -27,7 +27,7 @@ export interface CircuitUpdate {
  * @throws StateUnavailableError (caused by a StateConflictError) when the circuit stays contended for
  * {@link MAX_CIRCUIT_WRITE_TRIES} tries: like an unavailable store, it passes, so the orchestrator backs off.
  */
-export async function applyCircuitEvent(store: StateStore, lane: string, event: CircuitEvent, now: number, policy: CircuitPolicy): Promise<CircuitUpdate> {
+export async function applyCircuitEvent(store: CircuitStore, lane: string, event: CircuitEvent, now: number, policy: CircuitPolicy): Promise<CircuitUpdate> {
   for (let i = 0; i < MAX_CIRCUIT_WRITE_TRIES; i++) {
     const before = await loadCircuit(store, lane);
     const after = transition(before, event, now, policy);

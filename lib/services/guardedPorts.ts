@@ -1,8 +1,11 @@
 import type { CircuitJSON } from '../domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../domain/quota/ledger';
 import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailableError } from '../errors';
+import type { CircuitStore } from '../ports/CircuitStore';
+import type { Lease, LeaseStore } from '../ports/LeaseStore';
+import type { LedgerStore } from '../ports/LedgerStore';
 import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SourceQueue } from '../ports/QueueReceiver';
-import type { IdempotencyRecord, Lease, StateStore } from '../ports/StateStore';
+import type { OrchestratorStores } from './runOrchestrator';
 
 /** Cap of every back-off of the orchestrator: invokes, state-store calls, queue calls. */
 export const MAX_BACKOFF_MS = 10_000;
@@ -24,58 +27,73 @@ export class Backoff {
   }
 }
 
-/**
- * The store with every failure other than {@link LeaseLostError} and {@link StateFormatError} turned into a
- * {@link StateUnavailableError} naming the operation, so that the run can tell the store's failures from its own bugs.
- */
-export class GuardedStore implements StateStore {
-  constructor(private readonly store: StateStore) {}
+/** A method of a store the orchestrator uses, as {@link StateUnavailableError} names it. */
+type StoreOperation = keyof LeaseStore | keyof LedgerStore | keyof CircuitStore;
 
-  private async guard<T>(operation: keyof StateStore, call: () => Promise<T>): Promise<T> {
-    try {
-      return await call();
-    } catch (error) {
-      if (error instanceof LeaseLostError || error instanceof StateFormatError) throw error;
-      throw new StateUnavailableError(operation, { cause: error });
-    }
+/**
+ * Runs `call`, turning every failure other than {@link LeaseLostError} and {@link StateFormatError} into a
+ * {@link StateUnavailableError} naming `operation`, so that the run can tell the store's failures from its own bugs.
+ */
+async function guard<T>(operation: StoreOperation, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof LeaseLostError || error instanceof StateFormatError) throw error;
+    throw new StateUnavailableError(operation, { cause: error });
   }
+}
+
+/** The lease store with its failures translated by {@link guard}. */
+class GuardedLeaseStore implements LeaseStore {
+  constructor(private readonly store: LeaseStore) {}
 
   acquireLease(lane: string, owner: string, now: number, ttlMs: number): Promise<Lease | null> {
-    return this.guard('acquireLease', () => this.store.acquireLease(lane, owner, now, ttlMs));
+    return guard('acquireLease', () => this.store.acquireLease(lane, owner, now, ttlMs));
   }
   renewLease(lease: Lease, now: number, ttlMs: number): Promise<Lease> {
-    return this.guard('renewLease', () => this.store.renewLease(lease, now, ttlMs));
+    return guard('renewLease', () => this.store.renewLease(lease, now, ttlMs));
   }
   releaseLease(lease: Lease): Promise<void> {
-    return this.guard('releaseLease', () => this.store.releaseLease(lease));
+    return guard('releaseLease', () => this.store.releaseLease(lease));
   }
+}
+
+/** The ledger store with its failures translated by {@link guard}. */
+class GuardedLedgerStore implements LedgerStore {
+  constructor(private readonly store: LedgerStore) {}
+
   loadLedger(lane: string): Promise<LedgerJSON | undefined> {
-    return this.guard('loadLedger', () => this.store.loadLedger(lane));
+    return guard('loadLedger', () => this.store.loadLedger(lane));
   }
   saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
-    return this.guard('saveLedger', () => this.store.saveLedger(lane, ledger, fencingToken, settled));
-  }
-  loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
-    return this.guard('loadCircuit', () => this.store.loadCircuit(lane));
-  }
-  saveCircuit(lane: string, next: CircuitJSON): Promise<boolean> {
-    return this.guard('saveCircuit', () => this.store.saveCircuit(lane, next));
+    return guard('saveLedger', () => this.store.saveLedger(lane, ledger, fencingToken, settled));
   }
   addSettlement(lane: string, settlement: Settlement): Promise<void> {
-    return this.guard('addSettlement', () => this.store.addSettlement(lane, settlement));
+    return guard('addSettlement', () => this.store.addSettlement(lane, settlement));
   }
   pendingSettlements(lane: string): Promise<Settlement[]> {
-    return this.guard('pendingSettlements', () => this.store.pendingSettlements(lane));
+    return guard('pendingSettlements', () => this.store.pendingSettlements(lane));
   }
-  getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined> {
-    return this.guard('getIdempotency', () => this.store.getIdempotency(key, now));
+}
+
+/** The circuit store with its failures translated by {@link guard}. */
+class GuardedCircuitStore implements CircuitStore {
+  constructor(private readonly store: CircuitStore) {}
+
+  loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
+    return guard('loadCircuit', () => this.store.loadCircuit(lane));
   }
-  putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null> {
-    return this.guard('putIdempotencyIfAbsent', () => this.store.putIdempotencyIfAbsent(key, record, now));
+  saveCircuit(lane: string, next: CircuitJSON): Promise<boolean> {
+    return guard('saveCircuit', () => this.store.saveCircuit(lane, next));
   }
-  putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
-    return this.guard('putIdempotency', () => this.store.putIdempotency(key, record));
-  }
+}
+
+/**
+ * The orchestrator's stores, each with every failure other than {@link LeaseLostError} and {@link StateFormatError}
+ * turned into a {@link StateUnavailableError} naming the operation.
+ */
+export function guardStores(stores: OrchestratorStores): OrchestratorStores {
+  return { lease: new GuardedLeaseStore(stores.lease), ledger: new GuardedLedgerStore(stores.ledger), circuit: new GuardedCircuitStore(stores.circuit) };
 }
 
 /** The queues with every failure turned into a {@link QueueUnavailableError} naming the operation and the queue. */

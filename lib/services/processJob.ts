@@ -8,14 +8,24 @@ import type { ApiCaller } from '../ports/ApiCaller';
 import type { Clock } from '../ports/Clock';
 import type { HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
 import { ATTRIBUTES, type QueueReceiver } from '../ports/QueueReceiver';
-import type { StateStore } from '../ports/StateStore';
+import type { CircuitStore } from '../ports/CircuitStore';
+import type { IdempotencyStore } from '../ports/IdempotencyStore';
+import type { LedgerStore } from '../ports/LedgerStore';
 import { applyCircuitEvent } from './circuitUpdates';
 import { deadLetter, retryLater, type MessageRef } from './queueOutcomes';
+
+/** The stores a worker uses. */
+export interface WorkerStores {
+  readonly idempotency: IdempotencyStore;
+  /** A worker only reports settlements; the orchestrator folds them into the ledger. */
+  readonly ledger: Pick<LedgerStore, 'addSettlement'>;
+  readonly circuit: CircuitStore;
+}
 
 /** What a worker needs. */
 export interface WorkerDeps {
   readonly clock: Clock;
-  readonly store: StateStore;
+  readonly stores: WorkerStores;
   readonly queues: QueueReceiver;
   readonly api: ApiCaller;
   readonly config: ServiceConfig;
@@ -41,7 +51,7 @@ export type JobOutcome =
  * reservation when the actual cost differs from the reserved one (or nothing reached the API).
  */
 export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<JobOutcome> {
-  const { clock, store, queues, api, config } = deps;
+  const { clock, stores, queues, api, config } = deps;
   const message: MessageRef = {
     queue: event.queue,
     messageId: event.messageId,
@@ -51,10 +61,10 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     ...(event.groupId === undefined ? {} : { groupId: event.groupId }),
   };
   const settle = (actualCost: number | null) =>
-    actualCost === event.cost ? Promise.resolve() : store.addSettlement(event.lane, { reservation: event.reservation, actualCost });
+    actualCost === event.cost ? Promise.resolve() : stores.ledger.addSettlement(event.lane, { reservation: event.reservation, actualCost });
 
   const start = clock.now();
-  const held = await store.putIdempotencyIfAbsent(
+  const held = await stores.idempotency.putIdempotencyIfAbsent(
     event.idempotencyKey,
     { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs },
     start,
@@ -78,7 +88,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     // delete without the record (DynamoDB unavailable) leaves no message to dispatch again. Only a second delivery of
     // this very event could then call again.
     const [, deleted] = await Promise.allSettled([
-      store.putIdempotency(event.idempotencyKey, { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs }),
+      stores.idempotency.putIdempotency(event.idempotencyKey, { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs }),
       queues.delete(message.queue, message.receiptHandle),
     ]);
     if (deleted.status === 'rejected') throw deleted.reason;
@@ -86,7 +96,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     return 'succeeded';
   }
   // Kept, not deleted: a second delivery of this event must not call again; the next attempt's dispatch replaces it.
-  await store.putIdempotency(event.idempotencyKey, { status: 'failed', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs });
+  await stores.idempotency.putIdempotency(event.idempotencyKey, { status: 'failed', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs });
   await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
   await settle(actualCostOf(result, event.cost));
   if (decision.action === 'dead-letter') {
@@ -106,7 +116,7 @@ export async function processHealthCheck(event: HealthCheckEvent, deps: WorkerDe
   const now = deps.clock.now();
   const healthy = classify(result, now).kind === 'success';
   const type = healthy ? 'health-check-ok' : 'health-check-failed';
-  await applyCircuitEvent(deps.store, event.lane, { type, checkId: event.checkId }, now, circuitPolicyFrom(deps.config.circuit));
+  await applyCircuitEvent(deps.stores.circuit, event.lane, { type, checkId: event.checkId }, now, circuitPolicyFrom(deps.config.circuit));
   return healthy;
 }
 
@@ -124,9 +134,9 @@ async function reportFailure(classification: Classification, delayMs: number, no
   const policy = circuitPolicyFrom(deps.config.circuit);
   if (classification.kind === 'rate-limited') {
     const retryAt = now + (classification.retryAfterMs ?? delayMs);
-    await applyCircuitEvent(deps.store, lane, { type: 'rate-limited', retryAt }, now, policy);
+    await applyCircuitEvent(deps.stores.circuit, lane, { type: 'rate-limited', retryAt }, now, policy);
   } else if (classification.kind === 'transient') {
-    await applyCircuitEvent(deps.store, lane, { type: 'transient-failure' }, now, policy);
+    await applyCircuitEvent(deps.stores.circuit, lane, { type: 'transient-failure' }, now, policy);
   }
 }
 

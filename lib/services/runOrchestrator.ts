@@ -5,15 +5,24 @@ import { StateUnavailableError } from '../errors';
 import type { Clock } from '../ports/Clock';
 import type { Invoker } from '../ports/Invoker';
 import type { QueueReceiver } from '../ports/QueueReceiver';
-import type { StateStore } from '../ports/StateStore';
+import type { CircuitStore } from '../ports/CircuitStore';
+import type { LeaseStore } from '../ports/LeaseStore';
+import type { LedgerStore } from '../ports/LedgerStore';
 import { loadCircuit } from './circuitUpdates';
-import { Backoff, GuardedQueues, GuardedStore } from './guardedPorts';
+import { Backoff, GuardedQueues, guardStores } from './guardedPorts';
 import { OrchestratorRun } from './orchestrator/orchestratorRun';
+
+/** The stores the orchestrator uses. */
+export interface OrchestratorStores {
+  readonly lease: LeaseStore;
+  readonly ledger: LedgerStore;
+  readonly circuit: CircuitStore;
+}
 
 /** What the orchestrator needs. */
 export interface OrchestratorDeps {
   readonly clock: Clock;
-  readonly store: StateStore;
+  readonly stores: OrchestratorStores;
   readonly queues: QueueReceiver;
   readonly invoker: Invoker;
   readonly config: ServiceConfig;
@@ -111,26 +120,26 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
  */
 export async function runOrchestrator(deps: OrchestratorDeps, options: RunOptions): Promise<RunSummary> {
   const { clock, config } = deps;
-  const store = new GuardedStore(deps.store);
+  const stores = guardStores(deps.stores);
   const retry = new Backoff(config.orchestrator.invokeBackoffMs);
   const untilDeadline = <T>(call: () => Promise<T>) => retryUntilDeadline(deps, options, retry, call);
 
-  const acquired = await untilDeadline(() => store.acquireLease(config.lane, deps.owner, clock.now(), config.orchestrator.leaseTtlMs));
+  const acquired = await untilDeadline(() => stores.lease.acquireLease(config.lane, deps.owner, clock.now(), config.orchestrator.leaseTtlMs));
   if (acquired === undefined) return { lease: 'unavailable', ...NOTHING_DONE };
   const lease = acquired.value;
   if (lease === null) return { lease: 'held-elsewhere', ...NOTHING_DONE };
-  const saved = await untilDeadline(() => store.loadLedger(config.lane));
-  const circuit = saved === undefined ? undefined : await untilDeadline(() => loadCircuit(store, config.lane));
+  const saved = await untilDeadline(() => stores.ledger.loadLedger(config.lane));
+  const circuit = saved === undefined ? undefined : await untilDeadline(() => loadCircuit(stores.circuit, config.lane));
   if (saved === undefined || circuit === undefined) {
     // Nothing was dispatched: the next run need not wait for the lease to expire, if the store lets it go.
-    await store.releaseLease(lease).catch((error: unknown) => {
+    await stores.lease.releaseLease(lease).catch((error: unknown) => {
       if (!(error instanceof StateUnavailableError)) throw error;
     });
     return { lease: 'unavailable', ...NOTHING_DONE };
   }
   const ledger =
     saved.value === undefined ? new QuotaLedger(config.quotas, { timeZone: config.timeZone }) : QuotaLedger.fromJSON(config.quotas, saved.value, { timeZone: config.timeZone });
-  const run = new OrchestratorRun({ ...deps, store, queues: new GuardedQueues(deps.queues) }, options, lease, new Pacer(ledger, config.pacing), circuit.value);
+  const run = new OrchestratorRun({ ...deps, stores, queues: new GuardedQueues(deps.queues) }, options, lease, new Pacer(ledger, config.pacing), circuit.value);
   return run.execute();
 }
 

@@ -27,8 +27,10 @@ export type OrchestratorBaseDeps = Omit<OrchestratorDeps, 'owner' | 'onEvent'>;
  * @throws ConfigError naming the missing or invalid variable.
  */
 export function orchestratorDepsFromEnv(env: Env, clients: OrchestratorClients): OrchestratorBaseDeps {
+  const { stores, ...shared } = stateAndQueuesFromEnv(env, clients);
   return {
-    ...stateAndQueuesFromEnv(env, clients),
+    ...shared,
+    stores: { lease: stores.lease, ledger: stores.ledger, circuit: stores.circuit },
     clock: systemClock,
     invoker: new LambdaInvoker({ client: clients.lambda, functionName: requiredEnv(env, RESOURCE_ENV.workerFunctionName) }),
     random: Math.random,

@@ -30,7 +30,7 @@ const DEFAULT_API_TIMEOUT_MS = 10_000;
  * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout.
  */
 export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps {
-  const shared = stateAndQueuesFromEnv(env, clients);
+  const { stores, ...shared } = stateAndQueuesFromEnv(env, clients);
   const workerTimeoutMs = shared.config.orchestrator.workerTimeoutMs;
   const timeoutMs = millisecondsFromEnv(env, RESOURCE_ENV.apiTimeoutMs, Math.min(DEFAULT_API_TIMEOUT_MS, Math.floor(workerTimeoutMs / 2)), {
     min: 1,
@@ -39,6 +39,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
   const keyParameter = env[RESOURCE_ENV.apiKeyParameter];
   return {
     ...shared,
+    stores: { idempotency: stores.idempotency, ledger: stores.ledger, circuit: stores.circuit },
     clock: systemClock,
     api: new HttpApiCaller({
       apiUrl: requiredEnv(env, RESOURCE_ENV.apiUrl),

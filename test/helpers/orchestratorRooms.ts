@@ -1,38 +1,60 @@
 import { FakeClock } from '../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../tools/memory/MemoryQueues';
-import { MemoryStateStore } from '../../tools/memory/MemoryStateStore';
+import { MemoryCircuitStore, MemoryLeaseStore, MemoryLedgerStore, MemoryState } from '../../tools/memory/MemoryStores';
 import type { ServiceConfig } from '../../lib/config';
 import { Pacer } from '../../lib/domain/pacing/pacer';
 import { QuotaLedger, type LedgerJSON, type Settlement } from '../../lib/domain/quota/ledger';
-import type { Lease } from '../../lib/ports/StateStore';
+import type { Lease } from '../../lib/ports/LeaseStore';
 import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
-import { GuardedQueues, GuardedStore } from '../../lib/services/guardedPorts';
+import { GuardedQueues, guardStores } from '../../lib/services/guardedPorts';
 import { RunContext } from '../../lib/services/orchestrator/runContext';
-import type { OrchestratorEvent } from '../../lib/services/runOrchestrator';
+import type { OrchestratorEvent, OrchestratorStores } from '../../lib/services/runOrchestrator';
 import { LANE, START, testConfig } from './serviceFixtures';
 
-/** A memory store that records the calls of a flush and fails those named in `failing`, as an unavailable store would. */
-export class SwitchableStore extends MemoryStateStore {
+/** Records the flush calls of a run and fails those named in `failing`, as an unavailable store would. */
+export class FlushSwitch {
   /** Operations that fail until removed. */
   readonly failing = new Set<string>();
-  /** The flush and circuit calls made, in order (failed ones included). */
+  /** The flush calls made, in order (failed ones included). */
   readonly calls: string[] = [];
 
-  private check(operation: string): void {
+  /** Records `operation`, and throws if it is failing. */
+  check(operation: string): void {
     this.calls.push(operation);
     if (this.failing.has(operation)) throw new Error(`${operation} throttled`);
   }
+}
 
-  override async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
-    this.check('saveLedger');
-    return super.saveLedger(lane, ledger, fencingToken, settled);
+/** A memory lease store whose renewals go through a {@link FlushSwitch}. */
+class SwitchableLeaseStore extends MemoryLeaseStore {
+  constructor(
+    state: MemoryState,
+    private readonly flushes: FlushSwitch,
+  ) {
+    super(state);
   }
+
   override async renewLease(lease: Lease, now: number, ttlMs: number): Promise<Lease> {
-    this.check('renewLease');
+    this.flushes.check('renewLease');
     return super.renewLease(lease, now, ttlMs);
   }
+}
+
+/** A memory ledger store whose saves and settlement reads go through a {@link FlushSwitch}. */
+class SwitchableLedgerStore extends MemoryLedgerStore {
+  constructor(
+    state: MemoryState,
+    private readonly flushes: FlushSwitch,
+  ) {
+    super(state);
+  }
+
+  override async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
+    this.flushes.check('saveLedger');
+    return super.saveLedger(lane, ledger, fencingToken, settled);
+  }
   override async pendingSettlements(lane: string): Promise<Settlement[]> {
-    this.check('pendingSettlements');
+    this.flushes.check('pendingSettlements');
     return super.pendingSettlements(lane);
   }
 }
@@ -40,7 +62,9 @@ export class SwitchableStore extends MemoryStateStore {
 /** The world of one room of a run: a run context on guarded ports over memory ones, at START, with what it reported. */
 export interface RoomHarness {
   readonly clock: FakeClock;
-  readonly store: SwitchableStore;
+  /** The orchestrator's stores, in memory; the lease's renewals and the ledger's flush calls go through `flushes`. */
+  readonly stores: OrchestratorStores;
+  readonly flushes: FlushSwitch;
   readonly queues: MemoryQueues;
   readonly config: ServiceConfig;
   readonly run: RunContext;
@@ -51,14 +75,16 @@ export interface RoomHarness {
 /** A {@link RoomHarness} on {@link testConfig} (or `config`), its queues optionally wrapped by `wrapQueues`. */
 export function roomHarness(config: ServiceConfig = testConfig(), wrapQueues: (queues: MemoryQueues) => QueueReceiver = (q) => q): RoomHarness {
   const clock = new FakeClock(START);
-  const store = new SwitchableStore();
+  const state = new MemoryState();
+  const flushes = new FlushSwitch();
+  const stores = { lease: new SwitchableLeaseStore(state, flushes), ledger: new SwitchableLedgerStore(state, flushes), circuit: new MemoryCircuitStore(state) };
   const queues = new MemoryQueues({ clock });
   const events: OrchestratorEvent[] = [];
   let ids = 0;
   const run = new RunContext(
     {
       clock,
-      store: new GuardedStore(store),
+      stores: guardStores(stores),
       queues: new GuardedQueues(wrapQueues(queues)),
       invoker: { invoke: async () => {} },
       config,
@@ -70,12 +96,12 @@ export function roomHarness(config: ServiceConfig = testConfig(), wrapQueues: (q
     { deadline: START + 60_000 },
   );
   const pacer = new Pacer(new QuotaLedger(config.quotas, { timeZone: config.timeZone }), config.pacing);
-  return { clock, store, queues, config, run, pacer, events };
+  return { clock, stores, flushes, queues, config, run, pacer, events };
 }
 
-/** Takes the lane's lease in `h`'s store at the current instant. */
+/** Takes the lane's lease in `h`'s lease store at the current instant. */
 export async function takeLease(h: RoomHarness): Promise<Lease> {
-  const lease = await h.store.acquireLease(LANE, 'orchestrator-1', h.clock.now(), h.config.orchestrator.leaseTtlMs);
+  const lease = await h.stores.lease.acquireLease(LANE, 'orchestrator-1', h.clock.now(), h.config.orchestrator.leaseTtlMs);
   if (lease === null) throw new Error('lease held elsewhere');
   return lease;
 }

@@ -1,7 +1,7 @@
 import { FakeClock } from '../../tools/memory/FakeClock';
 import { MemoryInvoker } from '../../tools/memory/MemoryInvoker';
 import { MemoryQueues } from '../../tools/memory/MemoryQueues';
-import { MemoryStateStore } from '../../tools/memory/MemoryStateStore';
+import { memoryStores, type MemoryStores } from '../../tools/memory/MemoryStores';
 import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import { circuitPolicyFrom } from '../../lib/domain/breaker/policy';
 import type { JsonValue } from '../../lib/domain/json';
@@ -11,7 +11,8 @@ import type { Period, TierUnit } from '../../lib/domain/quota/tiers';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { JobEvent, WorkerEvent } from '../../lib/ports/Invoker';
 import type { MessageAttribute, SourceQueue } from '../../lib/ports/QueueReceiver';
-import type { StateStore } from '../../lib/ports/StateStore';
+import type { CircuitStore } from '../../lib/ports/CircuitStore';
+import type { LedgerStore } from '../../lib/ports/LedgerStore';
 import { applyCircuitEvent } from '../../lib/services/circuitUpdates';
 import { jobEventOf, parseJob } from '../../lib/services/parseJob';
 import type { WorkerDeps } from '../../lib/services/processJob';
@@ -140,10 +141,10 @@ export class ScriptedApi implements ApiCaller {
   }
 }
 
-/** A worker's world on virtual time: in-memory store and queues, a {@link ScriptedApi}, and `random` fixed at 0.5. */
+/** A worker's world on virtual time: in-memory stores and queues, a {@link ScriptedApi}, and `random` fixed at 0.5. */
 export interface WorkerHarness {
   readonly clock: FakeClock;
-  readonly store: MemoryStateStore;
+  readonly stores: MemoryStores;
   readonly queues: MemoryQueues;
   readonly api: ScriptedApi;
   readonly config: ServiceConfig;
@@ -153,10 +154,10 @@ export interface WorkerHarness {
 /** Builds a {@link WorkerHarness}; `queues` may be a subclass that injects faults. */
 export function workerHarness(config: ServiceConfig = testConfig(), queues?: (clock: FakeClock) => MemoryQueues): WorkerHarness {
   const clock = new FakeClock(START);
-  const store = new MemoryStateStore();
+  const stores = memoryStores();
   const q = queues?.(clock) ?? new MemoryQueues({ clock });
   const api = new ScriptedApi(clock);
-  return { clock, store, queues: q, api, config, deps: { clock, store, queues: q, api, config, random: () => 0.5 } };
+  return { clock, stores, queues: q, api, config, deps: { clock, stores, queues: q, api, config, random: () => 0.5 } };
 }
 
 /**
@@ -174,7 +175,7 @@ export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, disp
 }
 
 /** Opens the lane's circuit at `at` by applying `failureThreshold` transient failures, as workers would. */
-export async function openCircuit(store: StateStore, config: ServiceConfig, at: number): Promise<void> {
+export async function openCircuit(store: CircuitStore, config: ServiceConfig, at: number): Promise<void> {
   const policy = circuitPolicyFrom(config.circuit);
   for (let i = 0; i < config.circuit.failureThreshold; i++) {
     await applyCircuitEvent(store, config.lane, { type: 'transient-failure' }, at, policy);
@@ -182,7 +183,7 @@ export async function openCircuit(store: StateStore, config: ServiceConfig, at: 
 }
 
 /** Units the lane's stored ledger holds at `now` on the tier with `per` (and `unit`, default requests). */
-export async function storedUsage(store: StateStore, config: ServiceConfig, now: number, per: Period, unit: TierUnit = 'requests'): Promise<number | undefined> {
+export async function storedUsage(store: LedgerStore, config: ServiceConfig, now: number, per: Period, unit: TierUnit = 'requests'): Promise<number | undefined> {
   const json = await store.loadLedger(config.lane);
   if (json === undefined) return undefined;
   const usage = QuotaLedger.fromJSON(config.quotas, json, { timeZone: config.timeZone }).usage(now);
@@ -192,7 +193,7 @@ export async function storedUsage(store: StateStore, config: ServiceConfig, now:
 /** An orchestrator's world on virtual time, with every event it reports and every worker event it sends. */
 export interface OrchestratorHarness {
   readonly clock: FakeClock;
-  readonly store: MemoryStateStore;
+  readonly stores: MemoryStores;
   readonly queues: MemoryQueues;
   readonly invoker: MemoryInvoker;
   readonly config: ServiceConfig;
@@ -212,8 +213,8 @@ export interface OrchestratorHarnessOptions {
    */
   readonly worker?: (event: WorkerEvent, h: OrchestratorHarness) => Promise<unknown>;
   readonly owner?: string;
-  /** Lets a test share one store (e.g. across runs) or put a fault-injecting one in. */
-  readonly store?: MemoryStateStore;
+  /** Lets a test share the stores (e.g. across runs) or put a fault-injecting one in. */
+  readonly stores?: MemoryStores;
   readonly clock?: FakeClock;
   readonly queues?: MemoryQueues;
 }
@@ -221,7 +222,7 @@ export interface OrchestratorHarnessOptions {
 /** Builds an {@link OrchestratorHarness}: in-memory ports, `random` fixed at 0, ids `id-1`, `id-2`, … */
 export function orchestratorHarness(options: OrchestratorHarnessOptions = {}): OrchestratorHarness {
   const clock = options.clock ?? new FakeClock(START);
-  const store = options.store ?? new MemoryStateStore();
+  const stores = options.stores ?? memoryStores();
   const queues = options.queues ?? new MemoryQueues({ clock });
   const config = options.config ?? testConfig();
   const events: OrchestratorEvent[] = [];
@@ -243,7 +244,7 @@ export function orchestratorHarness(options: OrchestratorHarnessOptions = {}): O
   });
   const deps: OrchestratorDeps = {
     clock,
-    store,
+    stores,
     queues,
     invoker,
     config,
@@ -252,7 +253,7 @@ export function orchestratorHarness(options: OrchestratorHarnessOptions = {}): O
     newId: () => `id-${++ids}`,
     onEvent: (event) => events.push(event),
   };
-  built.harness = { clock, store, queues, invoker, config, deps, events, workerEvents };
+  built.harness = { clock, stores, queues, invoker, config, deps, events, workerEvents };
   return built.harness;
 }
 

@@ -1,19 +1,21 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoStateStore, TABLE_KEY, TTL_ATTRIBUTE } from '../../lib/adapters/dynamodb/DynamoStateStore';
+import { TABLE_KEY, TTL_ATTRIBUTE } from '../../lib/adapters/dynamodb/DynamoTable';
+import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import { StateFormatError } from '../../lib/errors';
-import type { Lease } from '../../lib/ports/StateStore';
-import { describeStateStoreContract } from '../contract/stateStore.contract';
+import type { Lease } from '../../lib/ports/LeaseStore';
+import type { StateStores } from '../../lib/ports/StateStores';
+import { describeStateStoresContract } from '../contract/stateStores.contract';
 import { testDynamoClient, testDynamoEngine, uniqueName } from '../helpers/awsClients';
 import { createStateTable, deleteStateTable } from '../../tools/local/stateTable';
 
 const T0 = 1_700_000_000_000;
 const TTL = 30_000;
 
-/** A fresh state table on the tests' DynamoDB (dynalite or DynamoDB Local), a store on it, and a document client for raw items. */
-async function stateTable(): Promise<{ client: DynamoDBClient; doc: DynamoDBDocumentClient; tableName: string; store: DynamoStateStore; close: () => Promise<void> }> {
+/** A fresh state table on the tests' DynamoDB (dynalite or DynamoDB Local), the stores on it, and a document client for raw items. */
+async function stateTable(): Promise<{ client: DynamoDBClient; doc: DynamoDBDocumentClient; tableName: string; stores: StateStores; close: () => Promise<void> }> {
   const client = testDynamoClient();
   const tableName = uniqueName('state');
   await createStateTable(client, tableName);
@@ -22,10 +24,10 @@ async function stateTable(): Promise<{ client: DynamoDBClient; doc: DynamoDBDocu
     await deleteStateTable(client, tableName);
     client.destroy();
   };
-  return { client, doc, tableName, store: new DynamoStateStore({ client: doc, tableName }), close };
+  return { client, doc, tableName, stores: dynamoStores({ client: doc, tableName }), close };
 }
 
-describeStateStoreContract(`DynamoStateStore on ${testDynamoEngine()}`, stateTable);
+describeStateStoresContract(`dynamoStores on ${testDynamoEngine()}`, stateTable);
 
 function settlement(at: number): Settlement {
   return { reservation: { at, cost: 1, windows: { 'day:requests': '2026-11-23' } }, actualCost: null };
@@ -35,7 +37,7 @@ function circuit(version: number, pausedUntil = 0): CircuitJSON {
   return { version, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil };
 }
 
-describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
+describe(`dynamoStores on ${testDynamoEngine()}`, () => {
   let table: Awaited<ReturnType<typeof stateTable>> | undefined;
   let seq = 0;
   const unique = (label: string): string => `${label}-${++seq}`;
@@ -44,14 +46,14 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
     if (table === undefined) throw new Error('the table is not ready');
     return table;
   };
-  const store = (): DynamoStateStore => setup().store;
+  const stores = (): StateStores => setup().stores;
   const rawItem = async (pk: string): Promise<Record<string, unknown> | undefined> =>
     (await setup().doc.send(new GetCommand({ TableName: setup().tableName, Key: { [TABLE_KEY]: pk }, ConsistentRead: true }))).Item;
   const putRawItem = async (item: Record<string, unknown>): Promise<void> => {
     await setup().doc.send(new PutCommand({ TableName: setup().tableName, Item: item }));
   };
   const acquire = async (lane: string, owner = 'a', now = T0): Promise<Lease> => {
-    const lease = await store().acquireLease(lane, owner, now, TTL);
+    const lease = await stores().lease.acquireLease(lane, owner, now, TTL);
     if (lease === null) throw new Error(`expected ${owner} to acquire ${lane}`);
     return lease;
   };
@@ -69,8 +71,8 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
       const lane = unique('layout');
       const lease = await acquire(lane);
       const ledger = { v: 1, tiers: { 'day:requests': { w: '2026-11-23', u: 3 } } } as const;
-      await store().saveLedger(lane, ledger, lease.token);
-      await store().addSettlement(lane, settlement(T0));
+      await stores().ledger.saveLedger(lane, ledger, lease.token);
+      await stores().ledger.addSettlement(lane, settlement(T0));
       expect(await rawItem(`lane#${lane}`)).toEqual({
         [TABLE_KEY]: `lane#${lane}`,
         leaseOwner: 'a',
@@ -84,30 +86,30 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
     it('keeps an empty list once a save has removed every pending settlement', async () => {
       const lane = unique('settled-layout');
       const lease = await acquire(lane);
-      await store().addSettlement(lane, settlement(T0));
-      await store().addSettlement(lane, settlement(T0 + 1));
-      await store().saveLedger(lane, { v: 1, tiers: {} }, lease.token, 2);
+      await stores().ledger.addSettlement(lane, settlement(T0));
+      await stores().ledger.addSettlement(lane, settlement(T0 + 1));
+      await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, 2);
       expect(await rawItem(`lane#${lane}`)).toMatchObject({ ledger: '{"v":1,"tiers":{}}', settlements: [] });
     });
 
     it('keeps the token counter in the lane item when the lease is released', async () => {
       const lane = unique('release');
       const lease = await acquire(lane);
-      await store().releaseLease(lease);
+      await stores().lease.releaseLease(lease);
       expect(await rawItem(`lane#${lane}`)).toEqual({ [TABLE_KEY]: `lane#${lane}`, leaseToken: lease.token });
       await expect(acquire(lane, 'b', T0 + 1)).resolves.toMatchObject({ token: lease.token + 1 });
     });
 
     it('stores the circuit beside its version', async () => {
       const lane = unique('circuit-layout');
-      await store().saveCircuit(lane, circuit(1, T0));
+      await stores().circuit.saveCircuit(lane, circuit(1, T0));
       expect(await rawItem(`circuit#${lane}`)).toEqual({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(1, T0) });
     });
 
     it('gives idempotency records a ttl in epoch seconds, rounded up from expiresAt', async () => {
       const [claimed, put] = [unique('ttl-claim'), unique('ttl-put')];
-      await store().putIdempotencyIfAbsent(claimed, { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + 1 }, T0);
-      await store().putIdempotency(put, { status: 'succeeded', dispatchId: 'd-1', at: T0, expiresAt: T0 + 1_000 });
+      await stores().idempotency.putIdempotencyIfAbsent(claimed, { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + 1 }, T0);
+      await stores().idempotency.putIdempotency(put, { status: 'succeeded', dispatchId: 'd-1', at: T0, expiresAt: T0 + 1_000 });
       expect(await rawItem(`idem#${claimed}`)).toEqual({
         [TABLE_KEY]: `idem#${claimed}`,
         status: 'in-progress',
@@ -124,10 +126,10 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
       const key = unique('expired');
       // As TTL leaves it: past its ttl, still in the table (DynamoDB deletes late; the test table has no TTL).
       await putRawItem({ [TABLE_KEY]: `idem#${key}`, status: 'in-progress', dispatchId: 'old', expiresAt: T0, [TTL_ATTRIBUTE]: T0 / 1_000 });
-      await expect(store().getIdempotency(key, T0)).resolves.toBeUndefined();
+      await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toBeUndefined();
       const claim = { status: 'in-progress', dispatchId: 'new', expiresAt: T0 + TTL } as const;
-      await expect(store().putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
-      await expect(store().getIdempotency(key, T0)).resolves.toEqual(claim);
+      await expect(stores().idempotency.putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
+      await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(claim);
       expect(await rawItem(`idem#${key}`)).toMatchObject({ dispatchId: 'new', [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
     });
   });
@@ -139,30 +141,30 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
       // 'idem#' + 1536 bytes. A limit past 681 units ((2048 − 5) / 3) would let through keys that DynamoDB refuses.
       const key = '€'.repeat(512);
       const claim = { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL } as const;
-      await expect(store().putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
-      await expect(store().getIdempotency(key, T0)).resolves.toEqual(claim);
+      await expect(stores().idempotency.putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
+      await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(claim);
     });
   });
 
   describe('concurrent writers', () => {
     it('lets exactly one of ten concurrent writers of the same circuit version win', async () => {
       const lane = unique('circuit-race');
-      await store().saveCircuit(lane, circuit(1));
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => store().saveCircuit(lane, circuit(2, T0 + i))));
+      await stores().circuit.saveCircuit(lane, circuit(1));
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stores().circuit.saveCircuit(lane, circuit(2, T0 + i))));
       expect(results.filter(Boolean)).toHaveLength(1);
-      await expect(store().loadCircuit(lane)).resolves.toEqual(circuit(2, T0 + results.indexOf(true)));
+      await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(2, T0 + results.indexOf(true)));
     });
 
     it('grants a free lane to exactly one of ten concurrent acquirers', async () => {
       const lane = unique('lease-race');
-      const leases = await Promise.all(Array.from({ length: 10 }, (_, i) => store().acquireLease(lane, `owner-${i}`, T0, TTL)));
+      const leases = await Promise.all(Array.from({ length: 10 }, (_, i) => stores().lease.acquireLease(lane, `owner-${i}`, T0, TTL)));
       expect(leases.filter((lease) => lease !== null)).toHaveLength(1);
     });
 
     it('lets exactly one of ten concurrent claims of an idempotency key write, and the others see its record', async () => {
       const key = unique('claim-race');
       const claims = Array.from({ length: 10 }, (_, i) => ({ status: 'in-progress', dispatchId: `d-${i}`, expiresAt: T0 + TTL }) as const);
-      const results = await Promise.all(claims.map((claim) => store().putIdempotencyIfAbsent(key, claim, T0)));
+      const results = await Promise.all(claims.map((claim) => stores().idempotency.putIdempotencyIfAbsent(key, claim, T0)));
       const winner = results.indexOf(null);
       expect(results.filter((result) => result === null)).toHaveLength(1);
       expect(results.filter((result) => result !== null)).toEqual(Array(9).fill(claims[winner]));
@@ -174,13 +176,13 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
       const folded: Settlement[] = [];
       /** One flush as the orchestrator does it: read the pending settlements, then save removing as many. */
       const flush = async (): Promise<number> => {
-        const pending = await store().pendingSettlements(lane);
-        await store().saveLedger(lane, { v: 1, tiers: {} }, lease.token, pending.length);
+        const pending = await stores().ledger.pendingSettlements(lane);
+        await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, pending.length);
         folded.push(...pending);
         return pending.length;
       };
       let adding = true;
-      const adds = Promise.all(Array.from({ length: 50 }, (_, i) => store().addSettlement(lane, settlement(T0 + i)))).finally(() => (adding = false));
+      const adds = Promise.all(Array.from({ length: 50 }, (_, i) => stores().ledger.addSettlement(lane, settlement(T0 + i)))).finally(() => (adding = false));
       while (adding) await flush();
       await adds;
       while ((await flush()) > 0);
@@ -196,28 +198,28 @@ describe(`DynamoStateStore on ${testDynamoEngine()}`, () => {
     ])('refuses a ledger stored as %s', async (_, ledger) => {
       const lane = unique('corrupt-ledger');
       await putRawItem({ [TABLE_KEY]: `lane#${lane}`, ledger });
-      await expect(store().loadLedger(lane)).rejects.toBeInstanceOf(StateFormatError);
+      await expect(stores().ledger.loadLedger(lane)).rejects.toBeInstanceOf(StateFormatError);
     });
 
     it('refuses a circuit whose state lacks its fields', async () => {
       const lane = unique('corrupt-circuit');
       await putRawItem({ [TABLE_KEY]: `circuit#${lane}`, version: 1, state: { status: 'closed' }, pausedUntil: 0 });
-      await expect(store().loadCircuit(lane)).rejects.toBeInstanceOf(StateFormatError);
+      await expect(stores().circuit.loadCircuit(lane)).rejects.toBeInstanceOf(StateFormatError);
     });
 
     it('refuses an idempotency record of an unknown status', async () => {
       const key = unique('corrupt-idem');
       await putRawItem({ [TABLE_KEY]: `idem#${key}`, status: 'done', dispatchId: 'd-1', expiresAt: T0 + TTL });
-      await expect(store().getIdempotency(key, T0)).rejects.toBeInstanceOf(StateFormatError);
-      await expect(store().putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL }, T0)).rejects.toBeInstanceOf(
+      await expect(stores().idempotency.getIdempotency(key, T0)).rejects.toBeInstanceOf(StateFormatError);
+      await expect(stores().idempotency.putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL }, T0)).rejects.toBeInstanceOf(
         StateFormatError,
       );
     });
 
     it('refuses a pending settlement without a reservation, and leaves it in the table', async () => {
       const lane = unique('corrupt-settlement');
-      await store().addSettlement(lane, { actualCost: 1 } as unknown as Settlement);
-      await expect(store().pendingSettlements(lane)).rejects.toBeInstanceOf(StateFormatError);
+      await stores().ledger.addSettlement(lane, { actualCost: 1 } as unknown as Settlement);
+      await expect(stores().ledger.pendingSettlements(lane)).rejects.toBeInstanceOf(StateFormatError);
       expect(await rawItem(`lane#${lane}`)).toMatchObject({ settlements: [{ actualCost: 1 }] });
     });
   });

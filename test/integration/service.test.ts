@@ -65,7 +65,7 @@ async function takeOverFrom(s: ServiceStack, owner: string): Promise<{ run: Orch
 
 /** Units of the `per` tier that the ledger saved in DynamoDB counts as used now. */
 async function savedUsage(s: ServiceStack, per: string): Promise<number> {
-  const ledger = QuotaLedger.fromJSON(s.config.quotas, await s.store.loadLedger(LANE), { timeZone: s.config.timeZone });
+  const ledger = QuotaLedger.fromJSON(s.config.quotas, await s.stores.ledger.loadLedger(LANE), { timeZone: s.config.timeZone });
   return ledger.usage(Date.now()).find((u) => u.tier.per === per)?.used ?? Number.NaN;
 }
 

@@ -7,7 +7,7 @@ import { handlerFromEnv as orchestratorFromEnv } from '../../functions/orchestra
 import { handlerFromEnv as workerFromEnv } from '../../functions/worker';
 import { CLIENT_CONFIG } from '../../lib/adapters/aws/clientConfig';
 import { FAKE_CREDENTIALS, type FunctionClients } from './clients';
-import { DynamoStateStore } from '../../lib/adapters/dynamodb/DynamoStateStore';
+import { DynamoCircuitStore } from '../../lib/adapters/dynamodb/DynamoCircuitStore';
 import type { Log } from '../../lib/adapters/log';
 import { systemClock } from '../../lib/adapters/systemClock';
 import type { ServiceConfig } from '../../lib/config';
@@ -188,7 +188,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   // EventBridge does not retry a throttled tick: one attempt.
   const scheduler = new LambdaClient({ endpoint, region, credentials: FAKE_CREDENTIALS, maxAttempts: 1 });
 
-  const store = new DynamoStateStore({ client: DynamoDBDocumentClient.from(dynamodb), tableName: String(shared[RESOURCE_ENV.tableName]) });
+  const store = new DynamoCircuitStore({ client: DynamoDBDocumentClient.from(dynamodb), tableName: String(shared[RESOURCE_ENV.tableName]) });
   const changes: CircuitChange[] = [{ at: start, status: 'closed' }];
   const samples: { at: number; queued: number; inFlight: number }[] = [];
   const schedule = scheduleOf(stack);

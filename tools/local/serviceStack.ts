@@ -6,7 +6,7 @@ import { makeHandler as makeWorkerHandler } from '../../functions/worker';
 import { orchestratorDepsFromEnv } from '../../lib/wiring/orchestratorDeps';
 import { workerDepsFromEnv } from '../../lib/wiring/workerDeps';
 import { destroyClients, functionClients, type EmulatorEndpoints, type FunctionClients } from './clients';
-import { DynamoStateStore } from '../../lib/adapters/dynamodb/DynamoStateStore';
+import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
 import type { Log, LogLevel } from '../../lib/adapters/log';
 import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
 import { systemClock } from '../../lib/adapters/systemClock';
@@ -20,6 +20,7 @@ import { addMiddleware } from './sdkMiddleware';
 import { LocalLambdaHost, type DestinationRecord, type LocalFunctionStats } from './lambdaHost';
 import type { MessageAttribute, QueueName, ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
+import type { StateStores } from '../../lib/ports/StateStores';
 import type { WorkerDeps } from '../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../lib/services/runOrchestrator';
 import { VirtualApi } from '../simulation/virtualApi';
@@ -259,8 +260,8 @@ export class ServiceStack {
   readonly queueUrls: Readonly<Record<QueueName, string>>;
   /** The production SQS adapter on the lane's queues, for tests to send and look. */
   readonly queues: SqsQueues;
-  /** The production DynamoDB adapter on the state table, for tests to look. */
-  readonly store: DynamoStateStore;
+  /** The production DynamoDB adapters on the state table, for tests to look. */
+  readonly stores: StateStores;
   /** On-failure records of worker invocations whose retries were exhausted (a crashing worker). */
   readonly workerFailures: readonly DestinationRecord[];
   /** What the handlers logged. */
@@ -271,7 +272,7 @@ export class ServiceStack {
 
   /** @internal use {@link createServiceStack} */
   constructor(
-    parts: Pick<ServiceStack, 'env' | 'config' | 'api' | 'readyAt' | 'queueUrls' | 'queues' | 'store'>,
+    parts: Pick<ServiceStack, 'env' | 'config' | 'api' | 'readyAt' | 'queueUrls' | 'queues' | 'stores'>,
     private readonly resources: {
       /** The very array the API was given as `outages`: the API reads it at every call, so pushing starts one. */
       readonly outages: { startMs: number; endMs: number }[];
@@ -289,7 +290,7 @@ export class ServiceStack {
     logs: LogLine[],
     workerFailures: readonly DestinationRecord[],
   ) {
-    ({ env: this.env, config: this.config, api: this.api, readyAt: this.readyAt, queueUrls: this.queueUrls, queues: this.queues, store: this.store } = parts);
+    ({ env: this.env, config: this.config, api: this.api, readyAt: this.readyAt, queueUrls: this.queueUrls, queues: this.queues, stores: this.stores } = parts);
     this.logs = logs;
     this.workerFailures = workerFailures;
   }
@@ -430,7 +431,7 @@ export class ServiceStack {
 
   /** The lane's circuit item as stored, through the production adapter. */
   circuit(): Promise<CircuitJSON | undefined> {
-    return this.store.loadCircuit(LANE);
+    return this.stores.circuit.loadCircuit(LANE);
   }
 
   /** Polls the circuit item every `intervalMs` in the background and records each change of status. */
@@ -548,10 +549,10 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
     { retryDelayMs: 100 },
   );
   const hostEndpoint = await host.listen();
-  const store = new DynamoStateStore({ client: DynamoDBDocumentClient.from(dynamodb), tableName });
+  const stores = dynamoStores({ client: DynamoDBDocumentClient.from(dynamodb), tableName });
   const queues = new SqsQueues({ client: sqs, queueUrls });
   return new ServiceStack(
-    { env, config, api, readyAt, queueUrls, queues, store },
+    { env, config, api, readyAt, queueUrls, queues, stores },
     { outages, tableName, clients, workerClients, apiServer, host, hostEndpoint, emulators: options.emulators, faults },
     logs,
     workerFailures,

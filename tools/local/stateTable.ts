@@ -1,11 +1,11 @@
 import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { TABLE_KEY } from '../../lib/adapters/dynamodb/DynamoStateStore';
+import { TABLE_KEY } from '../../lib/adapters/dynamodb/DynamoTable';
 
 const POLL_MS = 10;
 const ACTIVE_WITHIN_MS = 10_000;
 
 /**
- * Creates a state table with the schema `DynamoStateStore` expects (partition key `TABLE_KEY` of type S, no sort
+ * Creates a state table with the schema the DynamoDB stores expect (partition key `TABLE_KEY` of type S, no sort
  * key, on demand) and waits until it is ACTIVE. TTL is not enabled: dynalite has no UpdateTimeToLive, and the
  * store never relies on TTL deleting anything.
  * @throws Error when the table is not ACTIVE within 10 s.

@@ -3,7 +3,7 @@ import type { JsonValue } from '../../lib/domain/json';
 import { FakeClock } from '../memory/FakeClock';
 import { MemoryInvoker } from '../memory/MemoryInvoker';
 import { MemoryQueues } from '../memory/MemoryQueues';
-import { MemoryStateStore } from '../memory/MemoryStateStore';
+import { MemoryCircuitStore, memoryStores } from '../memory/MemoryStores';
 import { READ_ORDER, type MessageAttribute } from '../../lib/ports/QueueReceiver';
 import { processWorkerEvent } from '../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent } from '../../lib/services/runOrchestrator';
@@ -27,8 +27,8 @@ export interface SimulationResult {
 /** Virtual start instant: a fixed Monday, so runs are the same everywhere. */
 export const SIMULATION_START = Date.UTC(2026, 0, 5);
 
-/** A store that also records each circuit status it accepts, with the instant. */
-class RecordingStore extends MemoryStateStore {
+/** A circuit store that also records each circuit status it accepts, with the instant. */
+class RecordingStore extends MemoryCircuitStore {
   /** Starts with the closed circuit every lane begins with. */
   readonly changes: CircuitChange[];
 
@@ -64,12 +64,13 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     outages: scenario.api.outages.map((o) => ({ startMs: start + o.atSeconds * 1000, endMs: start + (o.atSeconds + o.forSeconds) * 1000 })),
     costOf: (body: JsonValue) => costs.get(JSON.stringify(body)) ?? 1,
   });
-  const store = new RecordingStore(clock);
+  const circuit = new RecordingStore(clock);
+  const stores = { ...memoryStores(), circuit };
   const queues = new MemoryQueues({ clock, maxReceiveCount: Math.max(10, config.retry.maxAttempts + 5) });
   const invoker = new MemoryInvoker({
     clock,
     latencyMs: scenario.invokeLatencyMs,
-    handler: (event) => processWorkerEvent(event, { clock, store, queues, api, config, random }),
+    handler: (event) => processWorkerEvent(event, { clock, stores, queues, api, config, random }),
   });
   for (const job of jobs) {
     const attributes: Record<string, MessageAttribute> = job.cost === 1 ? {} : { cost: { dataType: 'Number', value: String(job.cost) } };
@@ -86,7 +87,7 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
       const tickAt = start + tick * tickMs;
       if (clock.now() < tickAt) await clock.sleep(tickAt - clock.now());
       await runOrchestrator(
-        { clock, store, queues, invoker, config, random, owner: `orchestrator-${tick}`, newId: () => `id-${++ids}`, onEvent: (e) => events.push(e) },
+        { clock, stores, queues, invoker, config, random, owner: `orchestrator-${tick}`, newId: () => `id-${++ids}`, onEvent: (e) => events.push(e) },
         { deadline: tickAt + tickMs - scenario.stopMarginMs, shouldStop: allEnded },
       );
     }
@@ -103,12 +104,12 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
       api: api.report(),
       succeededIds: new Set(api.succeededIds()),
       deadLetterBodies: READ_ORDER.flatMap((q) => queues.messages(`${q}-dlq`).map((m) => m.body)),
-      circuitChanges: store.changes,
+      circuitChanges: circuit.changes,
       invocations: invoker.invocations,
       durationMs: (endedAt ?? clock.now()) - start,
     }),
     start,
-    circuitChanges: store.changes,
+    circuitChanges: circuit.changes,
     orchestratorEvents: events,
     api,
     queues,

@@ -45,7 +45,7 @@ export class CircuitWatch {
   /** Reads the circuit under {@link StateLink.attempt}; false when the store failed (the last one read stands). */
   async read(): Promise<boolean> {
     const read = await this.link.attempt(async () => {
-      this.circuit = await loadCircuit(this.run.deps.store, this.run.deps.config.lane);
+      this.circuit = await loadCircuit(this.run.deps.stores.circuit, this.run.deps.config.lane);
     });
     return read !== undefined;
   }
@@ -76,11 +76,11 @@ export class CircuitWatch {
    * one is due; after a failed circuit write (the outage policy takes over), `undefined`.
    */
   async sendHealthCheckIfDue(now: number): Promise<number | undefined> {
-    const { store, config, invoker } = this.run.deps;
+    const { stores, config, invoker } = this.run.deps;
     const due = healthCheckDueAt(this.circuit, this.policy.probe);
     if (due === undefined || due > now) return due;
     const checkId = this.run.deps.newId();
-    const update = await this.link.attempt<CircuitUpdate>(() => applyCircuitEvent(store, config.lane, { type: 'health-check-sent', checkId }, now, this.policy));
+    const update = await this.link.attempt<CircuitUpdate>(() => applyCircuitEvent(stores.circuit, config.lane, { type: 'health-check-sent', checkId }, now, this.policy));
     if (update === undefined) return undefined;
     const { after, written } = update.value;
     this.circuit = after;

@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
 import type { Allowance, Settlement } from '../../domain/quota/ledger';
-import { MAX_PENDING_SETTLEMENTS, type Lease } from '../../ports/StateStore';
+import type { Lease } from '../../ports/LeaseStore';
+import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
 
@@ -78,7 +79,7 @@ export class LedgerSync {
 
   /** Releases the lease, so that the next run need not wait for it to expire. */
   releaseLease(): Promise<void> {
-    return this.run.deps.store.releaseLease(this.lease);
+    return this.run.deps.stores.lease.releaseLease(this.lease);
   }
 
   /** For each tier, whether `units` fit what is left at `now` of the allowance the last saved ledger holds. */
@@ -149,13 +150,13 @@ export class LedgerSync {
 
   /** Saves the ledger holding `allowance`, removing the `settled` oldest pending settlements (folded into it). */
   private async save(allowance: Allowance | undefined, settled: number): Promise<void> {
-    await this.run.deps.store.saveLedger(this.run.deps.config.lane, this.pacer.ledger.snapshot(allowance), this.lease.token, settled);
+    await this.run.deps.stores.ledger.saveLedger(this.run.deps.config.lane, this.pacer.ledger.snapshot(allowance), this.lease.token, settled);
     this.foldedPending = [];
   }
 
   private async renew(): Promise<void> {
     const now = this.run.deps.clock.now();
-    this.lease = await this.run.deps.store.renewLease(this.lease, now, this.run.settings.leaseTtlMs);
+    this.lease = await this.run.deps.stores.lease.renewLease(this.lease, now, this.run.settings.leaseTtlMs);
     this.state = 'synced';
     this.lastFlushAt = now;
     this.run.report({ type: 'flushed', at: now, settlements: this.foldedUnreported });
@@ -167,7 +168,7 @@ export class LedgerSync {
    * @returns how many were read: the next save removes them.
    */
   private async foldSettlements(): Promise<number> {
-    const pending = await this.run.deps.store.pendingSettlements(this.run.deps.config.lane);
+    const pending = await this.run.deps.stores.ledger.pendingSettlements(this.run.deps.config.lane);
     // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
     // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
     const known = startsWith(pending, this.foldedPending) ? this.foldedPending.length : 0;

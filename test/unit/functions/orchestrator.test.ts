@@ -2,12 +2,12 @@ import { EXIT_RESERVE_MS, makeHandler, TICK_MARGIN_MS, type OrchestratorContext 
 import type { OrchestratorBaseDeps } from '../../../lib/wiring/orchestratorDeps';
 import type { LogLevel } from '../../../lib/adapters/log';
 import { FakeClock } from '../../../tools/memory/FakeClock';
-import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
+import { MemoryCircuitStore, memoryStores } from '../../../tools/memory/MemoryStores';
 import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
 import { drive, LANE, orchestratorHarness, rel, sendJob, START, type OrchestratorHarness } from '../../helpers/serviceFixtures';
 
-/** A store whose circuit reads are throttled (past the SDK's retries) from `from` until `to`. */
-class ThrottledCircuitStore extends MemoryStateStore {
+/** A circuit store whose reads are throttled (past the SDK's retries) from `from` until `to`. */
+class ThrottledCircuitStore extends MemoryCircuitStore {
   constructor(
     private readonly clock: FakeClock,
     private readonly from: number,
@@ -32,8 +32,8 @@ interface LogLine {
 
 /** The handler on a harness's in-memory ports, with everything it logs. */
 function handlerOn(h: OrchestratorHarness) {
-  const { clock, store, queues, invoker, config, random, newId } = h.deps;
-  const base: OrchestratorBaseDeps = { clock, store, queues, invoker, config, random, newId };
+  const { clock, stores, queues, invoker, config, random, newId } = h.deps;
+  const base: OrchestratorBaseDeps = { clock, stores, queues, invoker, config, random, newId };
   const lines: LogLine[] = [];
   const handler = makeHandler(base, (level, message, fields) => lines.push({ level, message, fields }));
   return { handler, lines };
@@ -73,7 +73,7 @@ describe('orchestrator handler', () => {
 
       await drive(h.clock, handler(scheduledEvent(START), context('req-1', 300_000)), START + 400_000);
 
-      await expect(h.store.acquireLease(LANE, 'orchestrator-next', START + 240_000, 5_000)).resolves.not.toBeNull();
+      await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-next', START + 240_000, 5_000)).resolves.not.toBeNull();
     });
 
     it('keeps dispatching until its deadline', async () => {
@@ -177,7 +177,7 @@ describe('orchestrator handler', () => {
 
     it('logs failed state-store calls as warnings and the recovery as info', async () => {
       const clock = new FakeClock(START);
-      const h = orchestratorHarness({ clock, store: new ThrottledCircuitStore(clock, START + 500, START + 700) });
+      const h = orchestratorHarness({ clock, stores: { ...memoryStores(), circuit: new ThrottledCircuitStore(clock, START + 500, START + 700) } });
       await sendJob(h.queues, 'main', { id: 'a' });
       const { handler, lines } = handlerOn(h);
 
@@ -196,7 +196,7 @@ describe('orchestrator handler', () => {
 
     it("logs a run that could not start, the store failing all along, as a warning with lease 'unavailable'", async () => {
       const clock = new FakeClock(START);
-      const h = orchestratorHarness({ clock, store: new ThrottledCircuitStore(clock, START, START + 60_000) });
+      const h = orchestratorHarness({ clock, stores: { ...memoryStores(), circuit: new ThrottledCircuitStore(clock, START, START + 60_000) } });
       const { handler, lines } = handlerOn(h);
 
       const summary = await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);

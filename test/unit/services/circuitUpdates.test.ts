@@ -1,11 +1,11 @@
-import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
+import { MemoryCircuitStore } from '../../../tools/memory/MemoryStores';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { StateConflictError, StateUnavailableError } from '../../../lib/errors';
 import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { START, testConfig } from '../../helpers/serviceFixtures';
 
-/** A store on which every conditional circuit write loses to another writer. */
-class ContendedStore extends MemoryStateStore {
+/** A circuit store on which every conditional write loses to another writer. */
+class ContendedStore extends MemoryCircuitStore {
   saves = 0;
 
   override async saveCircuit(): Promise<boolean> {

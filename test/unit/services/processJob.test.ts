@@ -47,7 +47,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toEqual([{ at: START, body: { id: 'a' }, idempotencyKey: 'm-1' }]);
     expect(h.queues.depth('main')).toBe(0);
-    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
   });
 
   it('records the success at the instant the API answered', async () => {
@@ -60,7 +60,7 @@ describe('processJob', () => {
     await h.clock.advance(300);
 
     await expect(outcome).resolves.toBe('succeeded');
-    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', at: START + 300, expiresAt: START + 300 + DAY_MS });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', at: START + 300, expiresAt: START + 300 + DAY_MS });
   });
 
   it('writes no settlement when the actual cost equals the reserved one', async () => {
@@ -71,7 +71,7 @@ describe('processJob', () => {
 
     await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
 
-    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   it('writes no settlement when the API reports no actual cost', async () => {
@@ -81,7 +81,7 @@ describe('processJob', () => {
 
     await processJob(event, h.deps);
 
-    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   it('settles the reservation with the actual cost the API reports when it differs', async () => {
@@ -92,7 +92,7 @@ describe('processJob', () => {
 
     await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
 
-    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
   });
 
   it('does not call the API again on a second delivery of the same event after a recorded success, and deletes', async () => {
@@ -108,7 +108,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
-    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   it('still deletes a succeeded message when its success cannot be recorded, so that it is not dispatched and called again', async () => {
@@ -116,9 +116,9 @@ describe('processJob', () => {
     await sendJob(h.queues, 'main', { id: 'a' });
     const event = await receiveJobEvent(h, 'main', 'd-1');
     const unavailable = new Error('ServiceUnavailableException: DynamoDB is down');
-    const store = Object.assign(Object.create(h.store) as typeof h.store, { putIdempotency: () => Promise.reject(unavailable) });
+    const idempotency = Object.assign(Object.create(h.stores.idempotency) as typeof h.stores.idempotency, { putIdempotency: () => Promise.reject(unavailable) });
 
-    await expect(processJob(event, { ...h.deps, store })).resolves.toBe('succeeded');
+    await expect(processJob(event, { ...h.deps, stores: { ...h.stores, idempotency } })).resolves.toBe('succeeded');
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
@@ -135,7 +135,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     // Only the first delivery's settlement (actual 7): the redelivery must not settle the same reservation again.
-    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
   });
 
   it('does not call the API for another dispatch of an already succeeded key, deletes, and refunds its reservation', async () => {
@@ -150,8 +150,8 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
-    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 1_000, cost: 1, windows: {} }, actualCost: null }]);
-    await expect(h.store.getIdempotency('order-42', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1' });
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 1_000, cost: 1, windows: {} }, actualCost: null }]);
+    await expect(h.stores.idempotency.getIdempotency('order-42', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1' });
   });
 
   it("stands back as 'busy-elsewhere' while another delivery of the key is calling the API", async () => {
@@ -173,7 +173,7 @@ describe('processJob', () => {
     ]);
     await h.clock.advance(400);
     await expect(first).resolves.toBe('succeeded');
-    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null }]);
   });
 
   it('sends a standard message failing with 503 to the requeue queue with attempt + 1, its key and a delay, and deletes the original', async () => {
@@ -196,7 +196,7 @@ describe('processJob', () => {
         inFlight: false,
       },
     ]);
-    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toEqual({ status: 'failed', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toEqual({ status: 'failed', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
   });
 
   it('records a transient failure with the circuit', async () => {
@@ -206,7 +206,7 @@ describe('processJob', () => {
 
     await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
 
-    const circuit = await loadCircuit(h.store, LANE);
+    const circuit = await loadCircuit(h.stores.circuit, LANE);
     expect(circuit).toEqual({ state: { status: 'closed', failures: [START], closedAt: null, reopenStreak: 0 }, pausedUntil: 0, version: 1 });
   });
 
@@ -247,14 +247,14 @@ describe('processJob', () => {
     h.api.answers.push(httpStatus(503));
     const first = await receiveJobEvent(h, 'main', 'd-1');
     await expect(processJob(first, h.deps)).resolves.toBe('retried');
-    await expect(h.store.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-1' });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-1' });
     const queued = h.queues.depth('requeue');
 
     await expect(processJob(first, h.deps)).resolves.toBe('already-failed');
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('requeue')).toBe(queued);
-    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   it('keeps a FIFO message failing with 503 in flight with its visibility pushed out, holding back its group', async () => {
@@ -298,7 +298,7 @@ describe('processJob', () => {
       sourceQueue: stringAttr('main'),
     });
     // A permanent failure says nothing about the API's health.
-    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ version: 0 });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ version: 0 });
   });
 
   it('dead-letters a message that fails transiently on its last attempt', async () => {
@@ -339,7 +339,7 @@ describe('processJob', () => {
 
     await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('retried');
 
-    await expect(loadCircuit(h.store, LANE)).resolves.toEqual({
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
       state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 },
       pausedUntil: START + 2_000,
       version: 1,
@@ -360,7 +360,7 @@ describe('processJob', () => {
       await h.clock.advance(100);
     }
 
-    const circuit = await loadCircuit(h.store, LANE);
+    const circuit = await loadCircuit(h.stores.circuit, LANE);
     expect(circuit.state).toEqual({ status: 'closed', failures: [], closedAt: null, reopenStreak: 0 });
     expect(circuit.pausedUntil).toBe(START + 900 + 1_000);
   });
@@ -373,11 +373,11 @@ describe('processJob', () => {
     await processJob(await receiveJobEvent(h, 'main', 'd-0'), h.deps);
     await h.clock.advance(100);
     await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
-    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START, START + 100] } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START, START + 100] } });
     await h.clock.advance(100);
     await processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps);
 
-    await expect(loadCircuit(h.store, LANE)).resolves.toEqual({
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
       state: { status: 'open', openedAt: START + 200, nextCheckAt: START + 200 + 2_000, failedChecks: 0, reopenStreak: 0 },
       pausedUntil: 0,
       version: 3,
@@ -393,7 +393,7 @@ describe('processJob', () => {
     await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('retried');
     await expect(processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps)).resolves.toBe('retried');
 
-    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START, START] } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START, START] } });
     expect(h.queues.depth('requeue')).toBe(2);
   });
 });
@@ -401,9 +401,9 @@ describe('processJob', () => {
 describe('processHealthCheck', () => {
   /** A circuit opened at START and half-open since START + openSeconds with check `c-1`. */
   async function halfOpen(h: WorkerHarness): Promise<void> {
-    await openCircuit(h.store, h.config, START);
+    await openCircuit(h.stores.circuit, h.config, START);
     await h.clock.advanceTo(START + 2_000);
-    const { after } = await applyCircuitEvent(h.store, LANE, { type: 'health-check-sent', checkId: 'c-1' }, h.clock.now(), circuitPolicyFrom(h.config.circuit));
+    const { after } = await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-sent', checkId: 'c-1' }, h.clock.now(), circuitPolicyFrom(h.config.circuit));
     expect(after.state).toMatchObject({ status: 'half-open', checkId: 'c-1' });
   }
 
@@ -415,7 +415,7 @@ describe('processHealthCheck', () => {
     await expect(processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START + 2_000 }, h.deps)).resolves.toBe(true);
 
     expect(h.api.probes).toBe(1);
-    await expect(loadCircuit(h.store, LANE)).resolves.toEqual({
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
       state: { status: 'closed', failures: [], closedAt: START + 2_100, reopenStreak: 0 },
       pausedUntil: 0,
       version: 5,
@@ -430,7 +430,7 @@ describe('processHealthCheck', () => {
 
     await expect(processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START + 2_000 }, h.deps)).resolves.toBe(false);
 
-    await expect(loadCircuit(h.store, LANE)).resolves.toEqual({
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
       state: { status: 'open', openedAt: START, nextCheckAt: START + 2_100 + 1_000, failedChecks: 1, reopenStreak: 0 },
       pausedUntil: 0,
       version: 5,
@@ -440,14 +440,14 @@ describe('processHealthCheck', () => {
   it('changes nothing for a stale check id', async () => {
     const h = workerHarness();
     await halfOpen(h);
-    const before = await loadCircuit(h.store, LANE);
+    const before = await loadCircuit(h.stores.circuit, LANE);
 
     await processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-0', sentAt: START }, h.deps);
     h.api.probeAnswers.push(httpStatus(503));
     await processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-0', sentAt: START }, h.deps);
 
     expect(h.api.probes).toBe(2);
-    await expect(loadCircuit(h.store, LANE)).resolves.toEqual(before);
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual(before);
   });
 
   it('changes nothing when the circuit is already closed', async () => {
@@ -455,6 +455,6 @@ describe('processHealthCheck', () => {
 
     await expect(processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START }, h.deps)).resolves.toBe(true);
 
-    await expect(h.store.loadCircuit(LANE)).resolves.toBeUndefined();
+    await expect(h.stores.circuit.loadCircuit(LANE)).resolves.toBeUndefined();
   });
 });

@@ -1,16 +1,17 @@
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
-import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
+import { memoryStores } from '../../../tools/memory/MemoryStores';
 import type { ServiceConfig, StateOutagePolicy } from '../../../lib/config';
 import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
-import type { LedgerJSON, Settlement } from '../../../lib/domain/quota/ledger';
 import { InvokeRejectedError, StateFormatError } from '../../../lib/errors';
 import type { Clock } from '../../../lib/ports/Clock';
 import type { Invoker, JobEvent, WorkerEvent } from '../../../lib/ports/Invoker';
 import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SourceQueue } from '../../../lib/ports/QueueReceiver';
-import type { IdempotencyRecord, Lease, StateStore } from '../../../lib/ports/StateStore';
+import type { CircuitStore } from '../../../lib/ports/CircuitStore';
+import type { LeaseStore } from '../../../lib/ports/LeaseStore';
+import type { LedgerStore } from '../../../lib/ports/LedgerStore';
 import { loadCircuit } from '../../../lib/services/circuitUpdates';
-import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../../lib/services/runOrchestrator';
+import { runOrchestrator, type OrchestratorEvent, type OrchestratorStores, type RunSummary } from '../../../lib/services/runOrchestrator';
 import {
   LANE,
   START,
@@ -43,21 +44,41 @@ interface Life {
 const hang = () => new Promise<never>(() => {});
 
 /**
- * A StateStore decorator that fails the calls `failWhen` picks with a DynamoDB throttling error, as the SDK throws
- * it once its retries are spent. With `landed`, the call is made first: a write whose answer was lost.
+ * Decorates the orchestrator's stores to fail the calls `failWhen` picks with a DynamoDB throttling error, as the SDK
+ * throws it once its retries are spent. With `landed`, the call is made first: a write whose answer was lost. Calls
+ * are numbered across the three stores.
  */
-class FaultyStore implements StateStore {
+class FaultyStores implements OrchestratorStores {
+  readonly lease: LeaseStore;
+  readonly ledger: LedgerStore;
+  readonly circuit: CircuitStore;
   private calls = 0;
   readonly failures: { readonly operation: string; readonly at: number }[] = [];
 
   constructor(
-    readonly inner: StateStore,
+    inner: OrchestratorStores,
     private readonly clock: FakeClock,
     public failWhen: FailWhen,
     private readonly options: { readonly landed?: boolean; readonly life?: Life } = {},
-  ) {}
+  ) {
+    this.lease = {
+      acquireLease: (lane, owner, now, ttlMs) => this.call('acquireLease', () => inner.lease.acquireLease(lane, owner, now, ttlMs)),
+      renewLease: (lease, now, ttlMs) => this.call('renewLease', () => inner.lease.renewLease(lease, now, ttlMs)),
+      releaseLease: (lease) => this.call('releaseLease', () => inner.lease.releaseLease(lease)),
+    };
+    this.ledger = {
+      loadLedger: (lane) => this.call('loadLedger', () => inner.ledger.loadLedger(lane)),
+      saveLedger: (lane, ledger, fencingToken, settled) => this.call('saveLedger', () => inner.ledger.saveLedger(lane, ledger, fencingToken, settled)),
+      addSettlement: (lane, settlement) => this.call('addSettlement', () => inner.ledger.addSettlement(lane, settlement)),
+      pendingSettlements: (lane) => this.call('pendingSettlements', () => inner.ledger.pendingSettlements(lane)),
+    };
+    this.circuit = {
+      loadCircuit: (lane) => this.call('loadCircuit', () => inner.circuit.loadCircuit(lane)),
+      saveCircuit: (lane, next) => this.call('saveCircuit', () => inner.circuit.saveCircuit(lane, next)),
+    };
+  }
 
-  private async call<T>(operation: keyof StateStore, run: () => Promise<T>): Promise<T> {
+  private async call<T>(operation: keyof LeaseStore | keyof LedgerStore | keyof CircuitStore, run: () => Promise<T>): Promise<T> {
     if (this.options.life?.killed === true) return hang();
     const now = this.clock.now();
     if (!this.failWhen(operation, now, ++this.calls)) return run();
@@ -68,43 +89,7 @@ class FaultyStore implements StateStore {
       $metadata: { httpStatusCode: 400 },
     });
   }
-
-  acquireLease(lane: string, owner: string, now: number, ttlMs: number): Promise<Lease | null> {
-    return this.call('acquireLease', () => this.inner.acquireLease(lane, owner, now, ttlMs));
-  }
-  renewLease(lease: Lease, now: number, ttlMs: number): Promise<Lease> {
-    return this.call('renewLease', () => this.inner.renewLease(lease, now, ttlMs));
-  }
-  releaseLease(lease: Lease): Promise<void> {
-    return this.call('releaseLease', () => this.inner.releaseLease(lease));
-  }
-  loadLedger(lane: string): Promise<LedgerJSON | undefined> {
-    return this.call('loadLedger', () => this.inner.loadLedger(lane));
-  }
-  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
-    return this.call('saveLedger', () => this.inner.saveLedger(lane, ledger, fencingToken, settled));
-  }
-  loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
-    return this.call('loadCircuit', () => this.inner.loadCircuit(lane));
-  }
-  saveCircuit(lane: string, next: CircuitJSON): Promise<boolean> {
-    return this.call('saveCircuit', () => this.inner.saveCircuit(lane, next));
-  }
-  addSettlement(lane: string, settlement: Settlement): Promise<void> {
-    return this.call('addSettlement', () => this.inner.addSettlement(lane, settlement));
-  }
-  pendingSettlements(lane: string): Promise<Settlement[]> {
-    return this.call('pendingSettlements', () => this.inner.pendingSettlements(lane));
-  }
-  getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined> {
-    return this.call('getIdempotency', () => this.inner.getIdempotency(key, now));
-  }
-  putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null> {
-    return this.call('putIdempotencyIfAbsent', () => this.inner.putIdempotencyIfAbsent(key, record, now));
-  }
-  putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
-    return this.call('putIdempotency', () => this.inner.putIdempotency(key, record));
-  }}
+}
 
 /** A QueueReceiver decorator that fails the calls `failWhen` picks with an SQS 5xx, without making them. */
 class FaultyQueues implements QueueReceiver {
@@ -172,11 +157,11 @@ describe('runOrchestrator under faults', () => {
       const config = configWith({ quotas: [{ limit: 5, per: 'second' }] });
       const h = orchestratorHarness({ config });
       await sendMain(h.queues, 60);
-      const store = new FaultyStore(h.store, h.clock, during(OUTAGE_FROM, 7_000));
+      const stores = new FaultyStores(h.stores, h.clock, during(OUTAGE_FROM, 7_000));
       const sleeps: number[] = [];
       const clock: Clock = { now: () => h.clock.now(), sleep: (ms) => (sleeps.push(h.clock.now()), h.clock.sleep(ms)) };
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, clock, store }, { deadline: START + 12_000 }), START + 13_000);
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, clock, stores }, { deadline: START + 12_000 }), START + 13_000);
 
       expect(summary.lease).toBe('acquired');
       // While held back it waits for the next try of the store instead of spinning.
@@ -201,7 +186,7 @@ describe('runOrchestrator under faults', () => {
       expect(dispatchedEvents(h.events).filter((e) => e.at >= recovered!.at).length).toBeGreaterThan(0);
       expect(violatedTiers(dispatchedEvents(h.events), config.quotas)).toEqual([]);
       // Everything it dispatched is saved by the end.
-      await expect(storedUsage(h.store, config, h.clock.now(), 'second')).resolves.toBe(
+      await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'second')).resolves.toBe(
         dispatchedEvents(h.events).filter((e) => e.at > h.clock.now() - 1_000).length,
       );
     });
@@ -217,10 +202,10 @@ describe('runOrchestrator under faults', () => {
       const h = orchestratorHarness({ config });
       await sendMain(h.queues, 60);
       // When only the save fails, each try computes a fresh allowance that must not be used: it was never saved.
-      const store = new FaultyStore(h.store, h.clock, during(OUTAGE_FROM, 7_000, how === 'every call fails' ? undefined : ['saveLedger']));
-      const run = runOrchestrator({ ...h.deps, store }, { deadline: START + 12_000 });
+      const stores = new FaultyStores(h.stores, h.clock, during(OUTAGE_FROM, 7_000, how === 'every call fails' ? undefined : ['saveLedger']));
+      const run = runOrchestrator({ ...h.deps, stores }, { deadline: START + 12_000 });
       await h.clock.advanceTo(START + OUTAGE_FROM - 1);
-      const saved = (await storedUsage(h.store, config, h.clock.now(), per))!;
+      const saved = (await storedUsage(h.stores.ledger, config, h.clock.now(), per))!;
       const before = dispatchedEvents(h.events).length;
 
       const summary = await drive(h.clock, run, START + 13_000);
@@ -245,27 +230,27 @@ describe('runOrchestrator under faults', () => {
         // Bursts allowed: the successor spends a whole window at once, so any dispatch it cannot see shows.
         const config = configWith({ quotas, pacing: { burstFraction: 1 } });
         const clock = new FakeClock(START);
-        const rawStore = new MemoryStateStore();
+        const rawStores = memoryStores();
         const queues = new MemoryQueues({ clock });
         await sendMain(queues, 80);
         const life: Life = { killed: false };
-        const first = orchestratorHarness({ config, clock, store: rawStore, queues, owner: 'orchestrator-1' });
-        const store = new FaultyStore(rawStore, clock, during(OUTAGE_FROM), { landed, life });
+        const first = orchestratorHarness({ config, clock, stores: rawStores, queues, owner: 'orchestrator-1' });
+        const stores = new FaultyStores(rawStores, clock, during(OUTAGE_FROM), { landed, life });
         const invoker: Invoker = { invoke: (event) => (life.killed ? hang() : first.invoker.invoke(event)) };
-        void runOrchestrator({ ...first.deps, store, queues: new FaultyQueues(queues, clock, () => false, life), invoker }, { deadline: START + 60_000 });
+        void runOrchestrator({ ...first.deps, stores, queues: new FaultyQueues(queues, clock, () => false, life), invoker }, { deadline: START + 60_000 });
 
         // The first instant another orchestrator can take the lease: the run is killed there, and the successor starts.
         let takenAt: number | undefined;
         for (let t = START + OUTAGE_FROM; takenAt === undefined; t++) {
           await clock.advanceTo(t);
-          const probe = await rawStore.acquireLease(LANE, 'probe', t, LEASE_TTL);
+          const probe = await rawStores.lease.acquireLease(LANE, 'probe', t, LEASE_TTL);
           if (probe !== null) {
             life.killed = true;
-            await rawStore.releaseLease(probe);
+            await rawStores.lease.releaseLease(probe);
             takenAt = t;
           }
         }
-        const second = orchestratorHarness({ config, clock, store: rawStore, queues, owner: 'orchestrator-2' });
+        const second = orchestratorHarness({ config, clock, stores: rawStores, queues, owner: 'orchestrator-2' });
         const summary = await drive(clock, runOrchestrator(second.deps, { deadline: takenAt + 20_000 }), takenAt + 21_000);
 
         expect(summary.lease).toBe('acquired');
@@ -281,10 +266,10 @@ describe('runOrchestrator under faults', () => {
       const config = configWith({ quotas: [{ limit: 5, per: 'second' }] });
       const h = orchestratorHarness({ config });
       await sendMain(h.queues, 20);
-      const store = new FaultyStore(h.store, h.clock, during(OUTAGE_FROM, 6_000));
-      const run = runOrchestrator({ ...h.deps, store }, { deadline: START + 8_000 });
+      const stores = new FaultyStores(h.stores, h.clock, during(OUTAGE_FROM, 6_000));
+      const run = runOrchestrator({ ...h.deps, stores }, { deadline: START + 8_000 });
       await h.clock.advanceTo(START + 1_000);
-      await openCircuit(h.store, config, h.clock.now());
+      await openCircuit(h.stores.circuit, config, h.clock.now());
 
       await drive(h.clock, run, START + 9_000);
 
@@ -297,15 +282,15 @@ describe('runOrchestrator under faults', () => {
 
     it('survives a failing circuit write for a due health check and sends the check once the store is back', async () => {
       const h = orchestratorHarness();
-      await openCircuit(h.store, h.config, START);
-      const store = new FaultyStore(h.store, h.clock, during(0, 4_000, ['saveCircuit']));
+      await openCircuit(h.stores.circuit, h.config, START);
+      const stores = new FaultyStores(h.stores, h.clock, during(0, 4_000, ['saveCircuit']));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, store }, { deadline: START + 6_000 }), START + 7_000);
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 6_000 }), START + 7_000);
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 0, healthChecks: 1 });
-      expect(store.failures.map((f) => f.operation)).toContain('saveCircuit');
+      expect(stores.failures.map((f) => f.operation)).toContain('saveCircuit');
       expect(eventsOf(h.events, 'health-check-sent')[0]!.at).toBeGreaterThanOrEqual(START + 4_000);
-      await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'half-open' } });
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'half-open' } });
     });
 
     it.each([
@@ -323,36 +308,36 @@ describe('runOrchestrator under faults', () => {
           const settle = settleAt[event.messageId];
           if (settle === undefined) return;
           await harness.clock.sleep(START + settle.at - harness.clock.now());
-          await harness.store.addSettlement(event.lane, { reservation: event.reservation, actualCost: settle.actualCost });
+          await harness.stores.ledger.addSettlement(event.lane, { reservation: event.reservation, actualCost: settle.actualCost });
         },
       });
       for (let i = 1; i <= 3; i++) await sendJob(h.queues, 'main', { id: `j-${i}` }, { cost: 10 });
-      const store = new FaultyStore(h.store, h.clock, during(1_600, 1_650, ['saveLedger']), { landed });
+      const stores = new FaultyStores(h.stores, h.clock, during(1_600, 1_650, ['saveLedger']), { landed });
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, store }, { deadline: START + 3_000 }), START + 4_000);
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 3_000 }), START + 4_000);
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 3 });
-      expect(store.failures).toEqual([{ operation: 'saveLedger', at: START + 1_600 }]);
+      expect(stores.failures).toEqual([{ operation: 'saveLedger', at: START + 1_600 }]);
       const [recovered, ...more] = eventsOf(h.events, 'state-recovered');
       expect(more).toEqual([]);
       expect(recovered!.at).toBeGreaterThan(START + 1_650); // the retried save came after j-2's settlement
       // 40 + 25 + 10: j-1's settlement neither counted twice (105) nor j-2's skipped (60).
-      await expect(storedUsage(h.store, h.config, h.clock.now(), 'minute', 'cost')).resolves.toBe(75);
-      await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
+      await expect(storedUsage(h.stores.ledger, h.config, h.clock.now(), 'minute', 'cost')).resolves.toBe(75);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
       expect(eventsOf(h.events, 'flushed').reduce((n, e) => n + e.settlements, 0)).toBe(2);
     });
 
     it('keeps the lease when the final save fails, so the next run waits for its expiry', async () => {
       const h = orchestratorHarness();
       await sendMain(h.queues, 5);
-      const store = new FaultyStore(h.store, h.clock, during(2_500, Number.POSITIVE_INFINITY, ['saveLedger']));
+      const stores = new FaultyStores(h.stores, h.clock, during(2_500, Number.POSITIVE_INFINITY, ['saveLedger']));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, store }, { deadline: START + 3_000 }), START + 4_000);
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 3_000 }), START + 4_000);
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 5 });
       const leaseEnd = lastFlushBefore(h.events, START + 3_000) + LEASE_TTL;
-      await expect(h.store.acquireLease(LANE, 'orchestrator-2', leaseEnd - 1, LEASE_TTL)).resolves.toBeNull();
-      await expect(h.store.acquireLease(LANE, 'orchestrator-2', leaseEnd, LEASE_TTL)).resolves.not.toBeNull();
+      await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', leaseEnd - 1, LEASE_TTL)).resolves.toBeNull();
+      await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', leaseEnd, LEASE_TTL)).resolves.not.toBeNull();
     });
 
     it('never dispatches on an expired lease, even within a saved allowance, while renewals fail', async () => {
@@ -366,16 +351,16 @@ describe('runOrchestrator under faults', () => {
           return h.invoker.invoke(event);
         },
       };
-      const store = new FaultyStore(h.store, h.clock, during(6_000, 9_000, ['renewLease']));
+      const stores = new FaultyStores(h.stores, h.clock, during(6_000, 9_000, ['renewLease']));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, store, invoker }, { deadline: START + 12_000 }), START + 13_000);
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores, invoker }, { deadline: START + 12_000 }), START + 13_000);
 
       expect(summary.lease).toBe('acquired');
       const leaseEnd = lastFlushBefore(h.events, START + 6_000) + LEASE_TTL;
       const recoveredAt = eventsOf(h.events, 'state-recovered')[0]!.at;
       expect(recoveredAt).toBeGreaterThanOrEqual(START + 9_000);
       // The flush after the stall saved a fresh allowance, but the lease it could not renew had already run out.
-      expect(store.failures[0]).toMatchObject({ operation: 'renewLease', at: START + 6_400 });
+      expect(stores.failures[0]).toMatchObject({ operation: 'renewLease', at: START + 6_400 });
       expect(dispatchedEvents(h.events).filter((e) => e.at >= leaseEnd && e.at < recoveredAt)).toEqual([]);
       expect(dispatchedEvents(h.events).filter((e) => e.at >= recoveredAt).length).toBeGreaterThan(0);
     });
@@ -385,7 +370,7 @@ describe('runOrchestrator under faults', () => {
       await sendMain(h.queues, 5);
       const run = runOrchestrator(h.deps, { deadline: START + 5_000 });
       await h.clock.advanceTo(START + 500);
-      await h.store.saveCircuit(LANE, { version: 1, state: { status: 'ajar' }, pausedUntil: 0 } as unknown as CircuitJSON);
+      await h.stores.circuit.saveCircuit(LANE, { version: 1, state: { status: 'ajar' }, pausedUntil: 0 } as unknown as CircuitJSON);
 
       await expect(drive(h.clock, run, START + 6_000)).rejects.toThrow(StateFormatError);
     });
@@ -396,9 +381,9 @@ describe('runOrchestrator under faults', () => {
       const config = configWith({ quotas: [{ limit: 5, per: 'second' }] }, 'pause');
       const h = orchestratorHarness({ config });
       await sendMain(h.queues, 60);
-      const store = new FaultyStore(h.store, h.clock, during(OUTAGE_FROM, 7_000));
+      const stores = new FaultyStores(h.stores, h.clock, during(OUTAGE_FROM, 7_000));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, store }, { deadline: START + 12_000 }), START + 13_000);
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 12_000 }), START + 13_000);
 
       expect(summary.lease).toBe('acquired');
       const firstFailure = eventsOf(h.events, 'state-unavailable')[0]!.at;
@@ -411,9 +396,9 @@ describe('runOrchestrator under faults', () => {
       const config = configWith({ quotas: [{ limit: 5, per: 'second' }] }, 'pause');
       const h = orchestratorHarness({ config });
       await sendMain(h.queues, 30);
-      const store = new FaultyStore(h.store, h.clock, during(OUTAGE_FROM, 4_000, ['loadCircuit']));
+      const stores = new FaultyStores(h.stores, h.clock, during(OUTAGE_FROM, 4_000, ['loadCircuit']));
 
-      await drive(h.clock, runOrchestrator({ ...h.deps, store }, { deadline: START + 6_000 }), START + 7_000);
+      await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 6_000 }), START + 7_000);
 
       const recoveredAt = eventsOf(h.events, 'state-recovered')[0]!.at;
       expect(recoveredAt).toBeGreaterThanOrEqual(START + 4_000);
@@ -426,14 +411,14 @@ describe('runOrchestrator under faults', () => {
       const config = configWith({ quotas: [{ limit: 5, per: 'second' }, { limit: 100, per: 'minute' }] });
       const h = orchestratorHarness({ config });
       await sendMain(h.queues, 20);
-      const store = new FaultyStore(h.store, h.clock, (_op, _now, call) => call % 3 === 0);
+      const stores = new FaultyStores(h.stores, h.clock, (_op, _now, call) => call % 3 === 0);
       const queues = new FaultyQueues(h.queues, h.clock, (_op, _queue, _now, call) => call % 3 === 0);
       const done = () => h.queues.depth('main') === 0 && h.invoker.idle();
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, store, queues }, { deadline: START + 60_000, shouldStop: done }), START + 61_000);
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores, queues }, { deadline: START + 60_000, shouldStop: done }), START + 61_000);
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 20, deadLettered: 0 });
-      expect(store.failures.length).toBeGreaterThan(5);
+      expect(stores.failures.length).toBeGreaterThan(5);
       expect(queues.failures.length).toBeGreaterThan(0);
       expect(h.queues.depth('main')).toBe(0);
       expect(h.queues.depth('main-dlq')).toBe(0);
@@ -497,7 +482,7 @@ describe('runOrchestrator under faults', () => {
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 3 });
       expect(eventsOf(h.events, 'queue-unavailable')).toHaveLength(7);
       expect(h.queues.messages('main').filter((m) => m.inFlight)).toHaveLength(7);
-      const next = orchestratorHarness({ clock: h.clock, store: h.store, queues: h.queues, owner: 'orchestrator-2' });
+      const next = orchestratorHarness({ clock: h.clock, stores: h.stores, queues: h.queues, owner: 'orchestrator-2' });
       await h.clock.advanceTo(START + 30_000);
       const later = await drive(h.clock, runOrchestrator(next.deps, { deadline: START + 33_000 }), START + 34_000);
       expect(later.dispatched).toBe(7);
@@ -537,7 +522,7 @@ describe('runOrchestrator under faults', () => {
       ]);
       expect(h.queues.depth('main')).toBe(0);
       // Its quota flowed back: the ledger holds the two real dispatches.
-      await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(2);
+      await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'minute')).resolves.toBe(2);
     });
 
     it('does not invoke a refused message again while its dead-letter send fails', async () => {
@@ -576,9 +561,9 @@ describe('runOrchestrator under faults', () => {
     it('starts late when taking the lease fails until the store recovers', async () => {
       const h = orchestratorHarness();
       await sendMain(h.queues, 3);
-      const store = new FaultyStore(h.store, h.clock, during(0, 3_000, ['acquireLease']));
+      const stores = new FaultyStores(h.stores, h.clock, during(0, 3_000, ['acquireLease']));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, store }, { deadline: START + 5_000 }), START + 6_000);
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 5_000 }), START + 6_000);
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 3 });
       const failures = eventsOf(h.events, 'state-unavailable');
@@ -590,9 +575,9 @@ describe('runOrchestrator under faults', () => {
     it("returns 'unavailable' by its deadline, having done nothing, when the lease can never be taken", async () => {
       const h = orchestratorHarness();
       await sendMain(h.queues, 3);
-      const store = new FaultyStore(h.store, h.clock, () => true);
+      const stores = new FaultyStores(h.stores, h.clock, () => true);
 
-      const summary: RunSummary = await drive(h.clock, runOrchestrator({ ...h.deps, store }, { deadline: START + 20_000 }), START + 60_000);
+      const summary: RunSummary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 20_000 }), START + 60_000);
 
       expect(summary).toEqual({ lease: 'unavailable', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
       expect(h.clock.now()).toBeLessThanOrEqual(START + 20_000);
@@ -605,13 +590,13 @@ describe('runOrchestrator under faults', () => {
       async (operation) => {
         const h = orchestratorHarness();
         await sendMain(h.queues, 3);
-        const store = new FaultyStore(h.store, h.clock, (op) => op === operation);
+        const stores = new FaultyStores(h.stores, h.clock, (op) => op === operation);
 
-        const summary = await drive(h.clock, runOrchestrator({ ...h.deps, store }, { deadline: START + 10_000 }), START + 20_000);
+        const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 10_000 }), START + 20_000);
 
         expect(summary.lease).toBe('unavailable');
         expect(h.invoker.invocations).toBe(0);
-        await expect(h.store.acquireLease(LANE, 'orchestrator-2', h.clock.now(), LEASE_TTL)).resolves.not.toBeNull();
+        await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), LEASE_TTL)).resolves.not.toBeNull();
       },
     );
   });

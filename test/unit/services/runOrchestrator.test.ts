@@ -1,10 +1,11 @@
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
-import { MemoryStateStore } from '../../../tools/memory/MemoryStateStore';
+import { MemoryLeaseStore, MemoryState, memoryStores, type MemoryLedgerStore } from '../../../tools/memory/MemoryStores';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { InvokeFailedError, LeaseLostError } from '../../../lib/errors';
 import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
-import { MAX_PENDING_SETTLEMENTS, type Lease } from '../../../lib/ports/StateStore';
+import type { Lease } from '../../../lib/ports/LeaseStore';
+import { MAX_PENDING_SETTLEMENTS } from '../../../lib/ports/LedgerStore';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
 import { processWorkerEvent } from '../../../lib/services/processJob';
 import { runOrchestrator } from '../../../lib/services/runOrchestrator';
@@ -46,9 +47,8 @@ class StallingInvoker implements Invoker {
   }
 }
 
-/** A store on which every lease renewal finds the lease taken over. */
-/** A store whose lease renewals fail from the third on, as if another owner had taken the lease over. */
-class LeaseLosingStore extends MemoryStateStore {
+/** A lease store whose renewals fail from the third on, as if another owner had taken the lease over. */
+class LeaseLosingStore extends MemoryLeaseStore {
   renewals = 0;
   lostAt: number | undefined;
 
@@ -63,7 +63,7 @@ describe('runOrchestrator', () => {
   it("returns 'held-elsewhere' and dispatches nothing while another orchestrator holds the lease", async () => {
     const h = orchestratorHarness();
     await sendMain(h.queues, 3);
-    await h.store.acquireLease(LANE, 'orchestrator-0', START, 5_000);
+    await h.stores.lease.acquireLease(LANE, 'orchestrator-0', START, 5_000);
 
     const summary = await runOrchestrator(h.deps, { deadline: START + 3_000 });
 
@@ -76,14 +76,14 @@ describe('runOrchestrator', () => {
   it('runs once the other holder has released the lease, with a higher fencing token', async () => {
     const h = orchestratorHarness();
     await sendMain(h.queues, 1);
-    const other = await h.store.acquireLease(LANE, 'orchestrator-0', START, 5_000);
-    await h.store.releaseLease(other!);
+    const other = await h.stores.lease.acquireLease(LANE, 'orchestrator-0', START, 5_000);
+    await h.stores.lease.releaseLease(other!);
 
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 1_000 }), START + 2_000);
 
     expect(summary).toMatchObject({ lease: 'acquired', dispatched: 1 });
     // Released at exit, so a next orchestrator need not wait for expiry.
-    await expect(h.store.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.toMatchObject({ token: 3 });
+    await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.toMatchObject({ token: 3 });
   });
 
   it("stops with lease 'lost' and dispatches nothing more once another owner takes the expired lease over", async () => {
@@ -94,7 +94,7 @@ describe('runOrchestrator', () => {
     const run = runOrchestrator({ ...h.deps, invoker }, { deadline: START + 20_000 });
     // Its last renewal was at the flush before the third dispatch (400 ms); the stall ends at 6400 ms.
     await h.clock.advanceTo(START + 6_000);
-    const intruder = await h.store.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000);
+    const intruder = await h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000);
     expect(intruder).not.toBeNull();
 
     const summary = await drive(h.clock, run, START + 30_000);
@@ -104,12 +104,13 @@ describe('runOrchestrator', () => {
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400]);
     // The stale holder wrote nothing once the lease was taken over, and the newcomer's lease stands.
     expect(h.events.filter((e) => e.type === 'flushed').every((e) => e.at < START + 6_000)).toBe(true);
-    await expect(h.store.renewLease(intruder!, h.clock.now(), 5_000)).resolves.toMatchObject({ owner: 'orchestrator-2' });
+    await expect(h.stores.lease.renewLease(intruder!, h.clock.now(), 5_000)).resolves.toMatchObject({ owner: 'orchestrator-2' });
   });
 
   it("stops with lease 'lost' at the first flush whose renewal fails", async () => {
-    const store = new LeaseLosingStore();
-    const h = orchestratorHarness({ store });
+    const state = new MemoryState();
+    const store = new LeaseLosingStore(state);
+    const h = orchestratorHarness({ stores: { ...memoryStores(state), lease: store } });
     await sendMain(h.queues, 20);
 
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 10_000 }), START + 20_000);
@@ -210,7 +211,7 @@ describe('runOrchestrator', () => {
     expect(dispatchedEvents(h.events).map((e) => [e.messageId, e.at - START])).toEqual([['m-1', 700]]);
     expect(h.queues.depth('main')).toBe(0);
     // Three refused invokes gave their quota back: the ledger holds the one real dispatch.
-    await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(1);
+    await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'minute')).resolves.toBe(1);
   });
 
   it('keeps the quota of an invoke that failed but may have started, and dispatches the message again', async () => {
@@ -231,12 +232,12 @@ describe('runOrchestrator', () => {
     expect(summary).toMatchObject({ dispatched: 1, invokeFailures: 1 });
     expect(h.workerEvents).toHaveLength(2);
     // Both invokes may have reached a worker: the ledger holds both.
-    await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(2);
+    await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'minute')).resolves.toBe(2);
   });
 
   it('dispatches no job while the circuit is open and sends exactly one health check once it is due', async () => {
     const h = orchestratorHarness();
-    await openCircuit(h.store, h.config, START);
+    await openCircuit(h.stores.circuit, h.config, START);
     await sendMain(h.queues, 3);
 
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 4_000 }), START + 5_000);
@@ -247,17 +248,17 @@ describe('runOrchestrator', () => {
     expect(h.workerEvents).toEqual([{ at: START + 2_000, event: { kind: 'health-check', lane: LANE, checkId: 'id-1', sentAt: START + 2_000 } }]);
     expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0, 0]);
     // No result came back (this worker ignores checks), so the circuit waits in half-open for that check.
-    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'id-1', checkSentAt: START + 2_000 } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'id-1', checkSentAt: START + 2_000 } });
   });
 
   it('resumes dispatch after a successful health check closes the circuit', async () => {
     const h = orchestratorHarness({
       worker: async (event, harness) => {
         const api = new ScriptedApi(harness.clock);
-        await processWorkerEvent(event, { clock: harness.clock, store: harness.store, queues: harness.queues, api, config: harness.config, random: () => 0 });
+        await processWorkerEvent(event, { clock: harness.clock, stores: harness.stores, queues: harness.queues, api, config: harness.config, random: () => 0 });
       },
     });
-    await openCircuit(h.store, h.config, START);
+    await openCircuit(h.stores.circuit, h.config, START);
     await sendMain(h.queues, 2);
 
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 4_000 }), START + 5_000);
@@ -265,7 +266,7 @@ describe('runOrchestrator', () => {
     expect(summary).toMatchObject({ dispatched: 2, healthChecks: 1 });
     // The check goes at 2000 and closes the circuit at once; the next poll (100 ms later) finds it closed.
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([2_100, 2_300]);
-    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START + 2_000 } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START + 2_000 } });
   });
 
   it('spaces dispatches evenly at the quota rate: 5 per second, one every 200 ms', async () => {
@@ -302,10 +303,10 @@ describe('runOrchestrator', () => {
     const config = testConfig({ pacing: { rampSeconds: 2, rampStartFraction: 0.5 } });
     const h = orchestratorHarness({ config });
     // Opened long ago and closed by a health check an instant ago, in another run.
-    await openCircuit(h.store, config, START - 100_000);
-    await applyCircuitEvent(h.store, LANE, { type: 'health-check-sent', checkId: 'c1' }, START - 1, circuitPolicyFrom(config.circuit));
-    await applyCircuitEvent(h.store, LANE, { type: 'health-check-ok', checkId: 'c1' }, START, circuitPolicyFrom(config.circuit));
-    await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START } });
+    await openCircuit(h.stores.circuit, config, START - 100_000);
+    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-sent', checkId: 'c1' }, START - 1, circuitPolicyFrom(config.circuit));
+    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-ok', checkId: 'c1' }, START, circuitPolicyFrom(config.circuit));
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START } });
     await sendMain(h.queues, 4);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
@@ -328,14 +329,14 @@ describe('runOrchestrator', () => {
     for (let t = 50; t < 2_500; t += 50) {
       await h.clock.advanceTo(START + t);
       const dispatched = dispatchedEvents(h.events).length;
-      await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBeGreaterThanOrEqual(dispatched);
+      await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'minute')).resolves.toBeGreaterThanOrEqual(dispatched);
     }
     const summary = await drive(h.clock, run, START + 3_000);
 
     // At exit (2500) it holds every dispatch, including those after the last flush (2000).
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803, 2_003, 2_203, 2_403]);
     expect(summary.dispatched).toBe(13);
-    await expect(storedUsage(h.store, config, h.clock.now(), 'minute')).resolves.toBe(13);
+    await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'minute')).resolves.toBe(13);
     const flushes = h.events.filter((e) => e.type === 'flushed').map((e) => e.at - START);
     expect(flushes[0]).toBe(0);
     expect(flushes[flushes.length - 1]).toBe(2_500);
@@ -344,13 +345,13 @@ describe('runOrchestrator', () => {
   it(`folds a backlog of settlements ${MAX_PENDING_SETTLEMENTS} per save, at most 1 000 per flush`, async () => {
     const h = orchestratorHarness();
     const backlog = 1_050;
-    for (let i = 0; i < backlog; i++) await h.store.addSettlement(LANE, { reservation: { at: START - 1_000 - i, cost: 1, windows: {} }, actualCost: null });
+    for (let i = 0; i < backlog; i++) await h.stores.ledger.addSettlement(LANE, { reservation: { at: START - 1_000 - i, cost: 1, windows: {} }, actualCost: null });
     const saves: number[] = [];
-    const counting = Object.assign(Object.create(h.store) as MemoryStateStore, {
-      saveLedger: (...args: Parameters<MemoryStateStore['saveLedger']>) => (saves.push(args[3] ?? 0), h.store.saveLedger(...args)),
+    const counting = Object.assign(Object.create(h.stores.ledger) as MemoryLedgerStore, {
+      saveLedger: (...args: Parameters<MemoryLedgerStore['saveLedger']>) => (saves.push(args[3] ?? 0), h.stores.ledger.saveLedger(...args)),
     });
 
-    await drive(h.clock, runOrchestrator({ ...h.deps, store: counting }, { deadline: START + 1_500 }), START + 2_000);
+    await drive(h.clock, runOrchestrator({ ...h.deps, stores: { ...h.stores, ledger: counting } }, { deadline: START + 1_500 }), START + 2_000);
 
     const flushes = h.events.flatMap((e) => (e.type === 'flushed' ? [[e.at - START, e.settlements]] : []));
     expect(flushes).toEqual([
@@ -359,17 +360,17 @@ describe('runOrchestrator', () => {
       [1_500, 0],
     ]);
     expect(saves).toEqual([...Array<number>(10).fill(MAX_PENDING_SETTLEMENTS), 50, 0]);
-    await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   it('leaves a successor nothing to overshoot when it is killed mid-invoke before a regular flush', async () => {
     const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 4, per: 'day' }] });
     const clock = new FakeClock(START);
-    const store = new MemoryStateStore();
+    const stores = memoryStores();
     const queues = new MemoryQueues({ clock });
     await sendMain(queues, 10);
     // Run 1 is killed (timeout, out of memory) during its 4th invoke, before its regular flush at 1000 ms.
-    const first = orchestratorHarness({ config, clock, store, queues, owner: 'orchestrator-1' });
+    const first = orchestratorHarness({ config, clock, stores, queues, owner: 'orchestrator-1' });
     const invoked: WorkerEvent[] = [];
     const killed: Invoker = {
       invoke: async (event) => {
@@ -380,7 +381,7 @@ describe('runOrchestrator', () => {
     void runOrchestrator({ ...first.deps, invoker: killed }, { deadline: START + 60_000 });
     await clock.advanceTo(START + 6_000); // its lease (5 s) has expired
 
-    const second = orchestratorHarness({ config, clock, store, queues, owner: 'orchestrator-2' });
+    const second = orchestratorHarness({ config, clock, stores, queues, owner: 'orchestrator-2' });
     await drive(clock, runOrchestrator(second.deps, { deadline: START + 40_000 }), START + 41_000);
 
     expect(invoked).toHaveLength(4);
@@ -392,7 +393,7 @@ describe('runOrchestrator', () => {
     const tier = { limit: 100, per: 'minute', unit: 'cost' } as const;
     const config = testConfig({ quotas: [tier] });
     const clock = new FakeClock(START);
-    const store = new MemoryStateStore();
+    const stores = memoryStores();
     const queues = new MemoryQueues({ clock });
     for (let i = 1; i <= 12; i++) await sendJob(queues, 'main', { id: `j-${i}` }, { cost: 10 });
     const calls: { at: number; cost: number }[] = [];
@@ -400,32 +401,32 @@ describe('runOrchestrator', () => {
       if (event.kind !== 'job') return;
       const actualCost = calls.length === 0 ? 40 : event.cost;
       calls.push({ at: clock.now(), cost: actualCost });
-      if (actualCost !== event.cost) await store.addSettlement(event.lane, { reservation: event.reservation, actualCost });
+      if (actualCost !== event.cost) await stores.ledger.addSettlement(event.lane, { reservation: event.reservation, actualCost });
       await queues.delete(event.queue, event.receiptHandle);
     };
     // Run 1 is killed (a Lambda timeout) during the first ledger save after the worker settled: the save never
     // returns, so whatever the run read of the settlements never reaches the saved ledger.
-    const first = orchestratorHarness({ config, clock, store, queues, worker, owner: 'orchestrator-1' });
+    const first = orchestratorHarness({ config, clock, stores, queues, worker, owner: 'orchestrator-1' });
     let killedAt: number | undefined;
-    const killing = Object.assign(Object.create(store) as MemoryStateStore, {
-      saveLedger: async (...args: Parameters<MemoryStateStore['saveLedger']>): Promise<void> => {
-        if (killedAt === undefined && calls.length === 0) return store.saveLedger(...args);
+    const killing = Object.assign(Object.create(stores.ledger) as MemoryLedgerStore, {
+      saveLedger: async (...args: Parameters<MemoryLedgerStore['saveLedger']>): Promise<void> => {
+        if (killedAt === undefined && calls.length === 0) return stores.ledger.saveLedger(...args);
         killedAt ??= clock.now();
         return new Promise<never>(() => {});
       },
     });
-    void runOrchestrator({ ...first.deps, store: killing }, { deadline: START + 60_000 });
+    void runOrchestrator({ ...first.deps, stores: { ...stores, ledger: killing } }, { deadline: START + 60_000 });
     await clock.advanceTo(START + 6_000); // its lease (5 s) has expired
     expect(killedAt).toBe(START + 1_000); // its first flush after the worker settled at 0
     expect(calls).toHaveLength(1);
 
-    const second = orchestratorHarness({ config, clock, store, queues, worker, owner: 'orchestrator-2' });
+    const second = orchestratorHarness({ config, clock, stores, queues, worker, owner: 'orchestrator-2' });
     await drive(clock, runOrchestrator(second.deps, { deadline: START + 70_000 }), START + 71_000);
 
     // The successor folded the +30 the dead run had read: no minute of the API's calls went past 100.
     expect(calls.length).toBeGreaterThan(6);
     expect(maxWindowUsage(calls, config.quotas[0]!)).toBe(100);
-    await expect(store.pendingSettlements(LANE)).resolves.toEqual([]);
+    await expect(stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     expect(second.events.flatMap((e) => (e.type === 'flushed' ? [e.settlements] : [])).reduce((a, b) => a + b, 0)).toBe(1);
   });
 
@@ -433,14 +434,14 @@ describe('runOrchestrator', () => {
     // Bursts allowed: run 1 spends the whole minute's quota at once; only the ledger can hold run 2 back.
     const config = testConfig({ quotas: [{ limit: 3, per: 'minute' }], pacing: { burstFraction: 1 } });
     const clock = new FakeClock(START);
-    const store = new MemoryStateStore();
+    const stores = memoryStores();
     const queues = new MemoryQueues({ clock });
     await sendMain(queues, 6);
-    const first = orchestratorHarness({ config, clock, store, queues, owner: 'orchestrator-1' });
+    const first = orchestratorHarness({ config, clock, stores, queues, owner: 'orchestrator-1' });
     await drive(clock, runOrchestrator(first.deps, { deadline: START + 1_000 }), START + 2_000);
     expect(rel(dispatchedEvents(first.events).map((e) => e.at))).toEqual([0, 0, 0]);
 
-    const second = orchestratorHarness({ config, clock, store, queues, owner: 'orchestrator-2' });
+    const second = orchestratorHarness({ config, clock, stores, queues, owner: 'orchestrator-2' });
     await drive(clock, runOrchestrator(second.deps, { deadline: START + 70_000 }), START + 71_000);
 
     // The ledger's 1/250-window buckets let the first three leave the window at 60 000 + 239 ms.
@@ -460,7 +461,7 @@ describe('runOrchestrator', () => {
     };
     const h = orchestratorHarness({
       clock,
-      worker: (event, harness) => processWorkerEvent(event, { clock, store: harness.store, queues: harness.queues, api, config: harness.config, random: () => 0.5 }),
+      worker: (event, harness) => processWorkerEvent(event, { clock, stores: harness.stores, queues: harness.queues, api, config: harness.config, random: () => 0.5 }),
     });
     for (const [id, group] of [
       ['a1', 'g-a'],
@@ -509,8 +510,8 @@ describe('runOrchestrator', () => {
 
     expect(summary).toEqual({ lease: 'acquired', dispatched: 2, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
     expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-3', receiveCount: 1, visibleAt: START + 30_000, inFlight: false }]);
-    await expect(storedUsage(h.store, config, h.clock.now(), 'day')).resolves.toBe(2);
-    await expect(h.store.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.not.toBeNull();
+    await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'day')).resolves.toBe(2);
+    await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.not.toBeNull();
   });
 
   it('receives a message again when its visibility no longer covers a worker run by the time its slot comes', async () => {
@@ -533,7 +534,7 @@ describe('runOrchestrator', () => {
 
   it("holds dispatch until a 429's pause is over", async () => {
     const h = orchestratorHarness();
-    await applyCircuitEvent(h.store, LANE, { type: 'rate-limited', retryAt: START + 1_500 }, START, circuitPolicyFrom(h.config.circuit));
+    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + 1_500 }, START, circuitPolicyFrom(h.config.circuit));
     await sendMain(h.queues, 2);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);

@@ -86,9 +86,14 @@ describe('orchestratorDepsFromEnv', () => {
     ddbMock.on(GetCommand).resolves({});
     const deps = orchestratorDepsFromEnv(ENV, clients());
 
-    await expect(deps.store.loadLedger('billing')).resolves.toBeUndefined();
+    await expect(deps.stores.ledger.loadLedger('billing')).resolves.toBeUndefined();
+    await expect(deps.stores.circuit.loadCircuit('billing')).resolves.toBeUndefined();
 
-    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual(['qo-test-state']);
+    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual(['qo-test-state', 'qo-test-state']);
+  });
+
+  it('passes the lease, ledger and circuit stores, not the idempotency store', () => {
+    expect(Object.keys(orchestratorDepsFromEnv(ENV, clients()).stores).sort()).toEqual(['circuit', 'lease', 'ledger']);
   });
 
   it('reads each queue at the URL of its variable', async () => {
@@ -173,11 +178,16 @@ describe('workerDepsFromEnv', () => {
     sqsMock.on(DeleteMessageCommand).resolves({});
     const deps = workerDepsFromEnv(ENV, clients());
 
-    await deps.store.getIdempotency('k-1', Date.now());
+    await deps.stores.idempotency.getIdempotency('k-1', Date.now());
+    await deps.stores.circuit.loadCircuit('billing');
     await deps.queues.delete('requeue', 'rh-1');
 
-    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual(['qo-test-state']);
+    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual(['qo-test-state', 'qo-test-state']);
     expect(sqsMock.commandCalls(DeleteMessageCommand).map((call) => call.args[0].input)).toEqual([{ QueueUrl: ENV.REQUEUE_QUEUE_URL, ReceiptHandle: 'rh-1' }]);
+  });
+
+  it('passes the idempotency, ledger and circuit stores, not the lease store', () => {
+    expect(Object.keys(workerDepsFromEnv(ENV, clients()).stores).sort()).toEqual(['circuit', 'idempotency', 'ledger']);
   });
 
   it('gives up on an API call after API_TIMEOUT_MS', async () => {

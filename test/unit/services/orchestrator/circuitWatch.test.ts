@@ -38,7 +38,7 @@ describe('CircuitWatch', () => {
 
     it("hands a 429's pause to the pacer once", async () => {
       const h = roomHarness();
-      await applyCircuitEvent(h.store, LANE, { type: 'rate-limited', retryAt: START + 3_000 }, START, circuitPolicyFrom(h.config.circuit));
+      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + 3_000 }, START, circuitPolicyFrom(h.config.circuit));
       const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, INITIAL_CIRCUIT);
       const pause = jest.spyOn(h.pacer, 'pause');
       await watch.read();
@@ -54,7 +54,7 @@ describe('CircuitWatch', () => {
       const h = roomHarness();
       const link = new StateLink(h.run);
       const watch = new CircuitWatch(h.run, link, h.pacer, openedAt(h, START));
-      jest.spyOn(h.store, 'loadCircuit').mockRejectedValue(new Error('throttled'));
+      jest.spyOn(h.stores.circuit, 'loadCircuit').mockRejectedValue(new Error('throttled'));
 
       await expect(watch.read()).resolves.toBe(false);
       expect(link.side.kind).toBe('outage');
@@ -65,8 +65,8 @@ describe('CircuitWatch', () => {
   describe('sendHealthCheckIfDue', () => {
     it('sends nothing before the check is due, and says when it is', async () => {
       const h = roomHarness();
-      await openCircuit(h.store, h.config, START);
-      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.store, LANE));
+      await openCircuit(h.stores.circuit, h.config, START);
+      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.stores.circuit, LANE));
 
       await expect(watch.sendHealthCheckIfDue(START + 1_000)).resolves.toBe(START + 2_000);
       expect(h.run.tally.healthChecks).toBe(0);
@@ -74,23 +74,23 @@ describe('CircuitWatch', () => {
 
     it('sends the due check once it has won the circuit write, and counts it', async () => {
       const h = roomHarness();
-      await openCircuit(h.store, h.config, START);
+      await openCircuit(h.stores.circuit, h.config, START);
       const invoke = jest.spyOn(h.run.deps.invoker, 'invoke');
-      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.store, LANE));
+      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.stores.circuit, LANE));
 
       await watch.sendHealthCheckIfDue(START + 2_000);
       expect(invoke.mock.calls).toEqual([[{ kind: 'health-check', lane: LANE, checkId: 'id-1', sentAt: START + 2_000 }]]);
       expect(h.events).toEqual([{ type: 'health-check-sent', at: START + 2_000, checkId: 'id-1' }]);
       expect(h.run.tally.healthChecks).toBe(1);
-      await expect(loadCircuit(h.store, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'id-1' } });
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'id-1' } });
     });
 
     it('sends nothing and returns undefined when the circuit write fails: the outage takes over', async () => {
       const h = roomHarness();
-      await openCircuit(h.store, h.config, START);
+      await openCircuit(h.stores.circuit, h.config, START);
       const link = new StateLink(h.run);
-      const watch = new CircuitWatch(h.run, link, h.pacer, await loadCircuit(h.store, LANE));
-      jest.spyOn(h.store, 'saveCircuit').mockRejectedValue(new Error('throttled'));
+      const watch = new CircuitWatch(h.run, link, h.pacer, await loadCircuit(h.stores.circuit, LANE));
+      jest.spyOn(h.stores.circuit, 'saveCircuit').mockRejectedValue(new Error('throttled'));
       const invoke = jest.spyOn(h.run.deps.invoker, 'invoke');
 
       await expect(watch.sendHealthCheckIfDue(START + 2_000)).resolves.toBeUndefined();

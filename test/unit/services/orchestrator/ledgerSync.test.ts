@@ -16,58 +16,58 @@ describe('LedgerSync', () => {
       const { sync } = await ledgerSyncOf(h);
 
       await expect(sync.tryFlush()).resolves.toBe(true);
-      expect(h.store.calls).toEqual(['pendingSettlements', 'saveLedger', 'renewLease']);
+      expect(h.flushes.calls).toEqual(['pendingSettlements', 'saveLedger', 'renewLease']);
       expect(h.events).toEqual([{ type: 'flushed', at: START, settlements: 0 }]);
     });
 
     it('after a flush that failed before saving, saves in full at the next', async () => {
       const h = roomHarness();
       const { sync, link } = await ledgerSyncOf(h);
-      h.store.failing.add('pendingSettlements');
+      h.flushes.failing.add('pendingSettlements');
       await expect(sync.tryFlush()).resolves.toBe(false);
       expect(link.side.kind).toBe('outage');
-      h.store.failing.clear();
+      h.flushes.failing.clear();
 
       await expect(sync.tryFlush()).resolves.toBe(true);
-      expect(h.store.calls).toEqual(['pendingSettlements', 'pendingSettlements', 'saveLedger', 'renewLease']);
+      expect(h.flushes.calls).toEqual(['pendingSettlements', 'pendingSettlements', 'saveLedger', 'renewLease']);
     });
 
     it('after a flush that saved but could not renew, only renews at the next: the saved ledger stands', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
-      h.store.failing.add('renewLease');
+      h.flushes.failing.add('renewLease');
       await expect(sync.tryFlush()).resolves.toBe(false);
-      h.store.failing.clear();
+      h.flushes.failing.clear();
 
       await expect(sync.tryFlush()).resolves.toBe(true);
-      expect(h.store.calls).toEqual(['pendingSettlements', 'saveLedger', 'renewLease', 'renewLease']);
+      expect(h.flushes.calls).toEqual(['pendingSettlements', 'saveLedger', 'renewLease', 'renewLease']);
     });
 
     it('saves again at the final flush even when the last one only lacked its renewal', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
-      h.store.failing.add('renewLease');
+      h.flushes.failing.add('renewLease');
       await sync.tryFlush();
-      h.store.failing.clear();
+      h.flushes.failing.clear();
 
       await expect(sync.tryFlush({ final: true })).resolves.toBe(true);
-      expect(h.store.calls).toEqual(['pendingSettlements', 'saveLedger', 'renewLease', 'pendingSettlements', 'saveLedger', 'renewLease']);
+      expect(h.flushes.calls).toEqual(['pendingSettlements', 'saveLedger', 'renewLease', 'pendingSettlements', 'saveLedger', 'renewLease']);
     });
 
     it('folds a pending settlement once although the save it was folded for failed', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
       const reservation = h.pacer.dispatch(START, 1);
-      await h.store.addSettlement(LANE, { reservation, actualCost: 3 });
+      await h.stores.ledger.addSettlement(LANE, { reservation, actualCost: 3 });
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
-      h.store.failing.add('saveLedger');
+      h.flushes.failing.add('saveLedger');
       await sync.tryFlush();
-      h.store.failing.clear();
+      h.flushes.failing.clear();
 
       await sync.tryFlush();
       expect(settle).toHaveBeenCalledTimes(1);
       expect(h.events).toEqual([expect.objectContaining({ type: 'state-unavailable' }), { type: 'flushed', at: START, settlements: 1 }]);
-      await expect(h.store.pendingSettlements(LANE)).resolves.toEqual([]);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     });
   });
 
@@ -79,7 +79,7 @@ describe('LedgerSync', () => {
       expect(sync.flushDue(START + 999)).toBe(false);
       expect(sync.flushDue(START + 1_000)).toBe(true);
 
-      h.store.failing.add('saveLedger');
+      h.flushes.failing.add('saveLedger');
       await sync.tryFlush();
       expect(sync.flushDue(START)).toBe(true);
     });
@@ -92,7 +92,7 @@ describe('LedgerSync', () => {
       await sync.tryFlush();
       expect(sync.nextStoreCallAt()).toBe(START + 1_000);
 
-      h.store.failing.add('saveLedger');
+      h.flushes.failing.add('saveLedger');
       await sync.tryFlush();
       expect(sync.nextStoreCallAt()).toBe(START + 100);
     });
@@ -116,7 +116,7 @@ describe('LedgerSync', () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
       await sync.tryFlush();
-      h.store.failing.add('saveLedger');
+      h.flushes.failing.add('saveLedger');
 
       await sync.tryFlush({ need: [3] });
       expect(sync.allowed(START, [1])).toEqual([true]);
@@ -138,7 +138,7 @@ describe('LedgerSync', () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
       await sync.tryFlush();
-      h.store.failing.add('saveLedger');
+      h.flushes.failing.add('saveLedger');
       await sync.tryFlush();
 
       // A one-second window closes by the 5 s lease's expiry unless the call arrives past 4 s minus the margin.
@@ -152,7 +152,7 @@ describe('LedgerSync', () => {
       const paused = roomHarness({ ...config, orchestrator: { ...config.orchestrator, stateOutage: 'pause' } });
       const { sync } = await ledgerSyncOf(paused);
       await sync.tryFlush();
-      paused.store.failing.add('saveLedger');
+      paused.flushes.failing.add('saveLedger');
       await sync.tryFlush();
 
       expect(sync.mayDispatch(START, [true])).toBe(false);

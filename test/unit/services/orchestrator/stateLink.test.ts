@@ -4,7 +4,7 @@ import { roomHarness } from '../../../helpers/orchestratorRooms';
 import { LANE, START } from '../../../helpers/serviceFixtures';
 
 describe('StateLink', () => {
-  const failing = (h: ReturnType<typeof roomHarness>) => () => h.run.deps.store.pendingSettlements(LANE);
+  const failing = (h: ReturnType<typeof roomHarness>) => () => h.run.deps.stores.ledger.pendingSettlements(LANE);
 
   describe('attempt', () => {
     it("passes a call's value through and stays in sync", async () => {
@@ -18,7 +18,7 @@ describe('StateLink', () => {
 
     it('starts an outage at the first failure and keeps its start while calls fail, the back-off doubling', async () => {
       const h = roomHarness();
-      h.store.failing.add('pendingSettlements');
+      h.flushes.failing.add('pendingSettlements');
       const link = new StateLink(h.run);
 
       await expect(link.attempt(failing(h))).resolves.toBeUndefined();
@@ -35,7 +35,7 @@ describe('StateLink', () => {
 
     it('leaves an outage standing when a call succeeds: only recovered() ends it', async () => {
       const h = roomHarness();
-      h.store.failing.add('pendingSettlements');
+      h.flushes.failing.add('pendingSettlements');
       const link = new StateLink(h.run);
       await link.attempt(failing(h));
 
@@ -55,7 +55,7 @@ describe('StateLink', () => {
   describe('waiting', () => {
     it("is true only before an outage's next try", async () => {
       const h = roomHarness();
-      h.store.failing.add('pendingSettlements');
+      h.flushes.failing.add('pendingSettlements');
       const link = new StateLink(h.run);
       expect(link.waiting(START)).toBe(false);
       await link.attempt(failing(h));
@@ -68,7 +68,7 @@ describe('StateLink', () => {
   describe('recovered', () => {
     it('ends an outage, reporting how long the store was unavailable, and starts the next back-off afresh', async () => {
       const h = roomHarness();
-      h.store.failing.add('pendingSettlements');
+      h.flushes.failing.add('pendingSettlements');
       const link = new StateLink(h.run);
       await link.attempt(failing(h));
       await h.clock.advance(100);

@@ -1,11 +1,14 @@
 // Error paths dynalite cannot produce (throttling, DynamoDB's own response shapes, a key freed between a refused
-// claim and its read), and the requests the store sends where their exact form matters. Everything else is tested against dynalite in test/integration/dynamoStateStore.test.ts.
+// claim and its read), and the requests the stores send where their exact form matters. Everything else is tested against dynalite in test/integration/dynamoStateStore.test.ts.
 import { ConditionalCheckFailedException, DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
-import { DynamoStateStore } from '../../../../lib/adapters/dynamodb/DynamoStateStore';
+import { dynamoStores } from '../../../../lib/adapters/dynamodb/dynamoStores';
 import { LeaseLostError, StateConflictError } from '../../../../lib/errors';
-import { MAX_PENDING_SETTLEMENTS, type IdempotencyRecord, type Lease, type StateStore } from '../../../../lib/ports/StateStore';
+import type { IdempotencyRecord } from '../../../../lib/ports/IdempotencyStore';
+import type { Lease } from '../../../../lib/ports/LeaseStore';
+import { MAX_PENDING_SETTLEMENTS } from '../../../../lib/ports/LedgerStore';
+import type { StateStores } from '../../../../lib/ports/StateStores';
 
 const T0 = 1_700_000_000_000;
 const LEASE: Lease = { lane: 'lane', owner: 'a', token: 3, expiresAt: T0 + 30_000 };
@@ -13,9 +16,9 @@ const CLAIM: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-1', exp
 
 const ddbMock = mockClient(DynamoDBDocumentClient);
 
-function store(): DynamoStateStore {
+function stores(): StateStores {
   const client = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } }));
-  return new DynamoStateStore({ client, tableName: 'state' });
+  return dynamoStores({ client, tableName: 'state' });
 }
 
 function throttled(): ProvisionedThroughputExceededException {
@@ -34,35 +37,38 @@ afterAll(() => {
   ddbMock.restore();
 });
 
-describe('DynamoStateStore', () => {
+describe('dynamoStores', () => {
   describe('errors other than a failed condition', () => {
-    const calls: Array<[string, (s: StateStore) => Promise<unknown>]> = [
-      ['acquireLease, instead of reporting the lease as held', (s) => s.acquireLease('lane', 'a', T0, 30_000)],
-      ['renewLease, instead of LeaseLostError', (s) => s.renewLease(LEASE, T0, 30_000)],
-      ['releaseLease, instead of ignoring them', (s) => s.releaseLease(LEASE)],
-      ['saveLedger, instead of LeaseLostError', (s) => s.saveLedger('lane', { v: 1, tiers: {} }, 3)],
-      ['saveLedger removing settlements, instead of LeaseLostError', (s) => s.saveLedger('lane', { v: 1, tiers: {} }, 3, 2)],
-      ['saveCircuit, instead of reporting a lost race', (s) => s.saveCircuit('lane', { version: 2, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil: 0 })],
-      ['addSettlement', (s) => s.addSettlement('lane', { reservation: { at: T0, cost: 1, windows: {} }, actualCost: null })],
-      ['pendingSettlements', (s) => s.pendingSettlements('lane')],
-      ['putIdempotencyIfAbsent, instead of reporting a record', (s) => s.putIdempotencyIfAbsent('key', CLAIM, T0)],
-      ['putIdempotency', (s) => s.putIdempotency('key', CLAIM)],
-      ['loadLedger', (s) => s.loadLedger('lane')],
-      ['loadCircuit', (s) => s.loadCircuit('lane')],
-      ['getIdempotency', (s) => s.getIdempotency('key', T0)],
+    const calls: Array<[string, (s: StateStores) => Promise<unknown>]> = [
+      ['acquireLease, instead of reporting the lease as held', (s) => s.lease.acquireLease('lane', 'a', T0, 30_000)],
+      ['renewLease, instead of LeaseLostError', (s) => s.lease.renewLease(LEASE, T0, 30_000)],
+      ['releaseLease, instead of ignoring them', (s) => s.lease.releaseLease(LEASE)],
+      ['saveLedger, instead of LeaseLostError', (s) => s.ledger.saveLedger('lane', { v: 1, tiers: {} }, 3)],
+      ['saveLedger removing settlements, instead of LeaseLostError', (s) => s.ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 2)],
+      ['saveCircuit, instead of reporting a lost race', (s) => s.circuit.saveCircuit('lane', { version: 2, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil: 0 })],
+      ['addSettlement', (s) => s.ledger.addSettlement('lane', { reservation: { at: T0, cost: 1, windows: {} }, actualCost: null })],
+      ['pendingSettlements', (s) => s.ledger.pendingSettlements('lane')],
+      ['putIdempotencyIfAbsent, instead of reporting a record', (s) => s.idempotency.putIdempotencyIfAbsent('key', CLAIM, T0)],
+      ['putIdempotency', (s) => s.idempotency.putIdempotency('key', CLAIM)],
+      ['loadLedger', (s) => s.ledger.loadLedger('lane')],
+      ['loadCircuit', (s) => s.circuit.loadCircuit('lane')],
+      ['getIdempotency', (s) => s.idempotency.getIdempotency('key', T0)],
     ];
 
     it.each(calls)('propagate unchanged from %s', async (_, call) => {
       const error = throttled();
       ddbMock.onAnyCommand().rejects(error);
-      await expect(call(store())).rejects.toBe(error);
+      await expect(call(stores())).rejects.toBe(error);
     });
   });
 
+});
+
+describe('DynamoLedgerStore', () => {
   describe('saveLedger', () => {
     it('removes the settled oldest settlements in the same fenced write, highest index first', async () => {
       ddbMock.on(UpdateCommand).resolves({});
-      await store().saveLedger('lane', { v: 1, tiers: {} }, 3, 3);
+      await stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 3);
       const [call] = ddbMock.commandCalls(UpdateCommand);
       expect(call?.args[0].input).toEqual({
         TableName: 'state',
@@ -76,7 +82,7 @@ describe('DynamoStateStore', () => {
 
     it(`keeps the update expression far below DynamoDB's 4 KB limit when removing ${MAX_PENDING_SETTLEMENTS} settlements`, async () => {
       ddbMock.on(UpdateCommand).resolves({});
-      await store().saveLedger('lane', { v: 1, tiers: {} }, 3, MAX_PENDING_SETTLEMENTS);
+      await stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, MAX_PENDING_SETTLEMENTS);
       const input = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
       expect(input?.UpdateExpression?.match(/#settlements\[\d+\]/g)).toHaveLength(MAX_PENDING_SETTLEMENTS);
       expect(`${input?.UpdateExpression}${input?.ConditionExpression}`.length).toBeLessThan(2_048);
@@ -84,7 +90,7 @@ describe('DynamoStateStore', () => {
 
     it('reports a refused save that removes nothing as a lost lease, without reading the item', async () => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
-      await expect(store().saveLedger('lane', { v: 1, tiers: {} }, 3)).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3)).rejects.toBeInstanceOf(LeaseLostError);
       expect(ddbMock.commandCalls(GetCommand)).toHaveLength(0);
     });
 
@@ -95,7 +101,7 @@ describe('DynamoStateStore', () => {
     ])('reports a refused save that removes settlements as %s', async (_, item, expected) => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
       ddbMock.on(GetCommand).resolves({ Item: item });
-      await expect(store().saveLedger('lane', { v: 1, tiers: {} }, 3, 2)).rejects.toBeInstanceOf(expected);
+      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 2)).rejects.toBeInstanceOf(expected);
       expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true, ProjectionExpression: '#leaseToken' });
     });
   });
@@ -103,23 +109,26 @@ describe('DynamoStateStore', () => {
   describe('pendingSettlements', () => {
     it('returns an empty list when the lane has no item', async () => {
       ddbMock.on(GetCommand).resolves({});
-      await expect(store().pendingSettlements('lane')).resolves.toEqual([]);
+      await expect(stores().ledger.pendingSettlements('lane')).resolves.toEqual([]);
       expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true, ProjectionExpression: '#settlements' });
     });
   });
 
+});
+
+describe('DynamoIdempotencyStore', () => {
   describe('putIdempotencyIfAbsent', () => {
     it('claims again when the record that refused the claim is gone by the time it is read', async () => {
       ddbMock.on(PutCommand).rejectsOnce(conditionFailed()).resolves({});
       ddbMock.on(GetCommand).resolves({});
-      await expect(store().putIdempotencyIfAbsent('key', CLAIM, T0)).resolves.toBeNull();
+      await expect(stores().idempotency.putIdempotencyIfAbsent('key', CLAIM, T0)).resolves.toBeNull();
       expect(ddbMock.commandCalls(PutCommand)).toHaveLength(2);
     });
 
     it('gives up with StateConflictError after three refused claims whose records were gone when read', async () => {
       ddbMock.on(PutCommand).rejects(conditionFailed());
       ddbMock.on(GetCommand).resolves({});
-      await expect(store().putIdempotencyIfAbsent('key', CLAIM, T0)).rejects.toBeInstanceOf(StateConflictError);
+      await expect(stores().idempotency.putIdempotencyIfAbsent('key', CLAIM, T0)).rejects.toBeInstanceOf(StateConflictError);
       expect(ddbMock.commandCalls(PutCommand)).toHaveLength(3);
       expect(ddbMock.commandCalls(GetCommand)).toHaveLength(3);
     });

@@ -1,0 +1,125 @@
+import {
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+  type GetCommandInput,
+  type PutCommandInput,
+  type UpdateCommandInput,
+  type UpdateCommandOutput,
+} from '@aws-sdk/lib-dynamodb';
+import { describeValue } from '../../domain/describeValue';
+import { LeaseLostError, StateFormatError } from '../../errors';
+
+/** Name of the table's partition key (type S). The table has no sort key; `resources/dynamodb.yml` must match. */
+export const TABLE_KEY = 'pk';
+
+/**
+ * Name of the table's TTL attribute (epoch seconds, Number). Only idempotency items carry it. DynamoDB deletes
+ * expired items late (up to days), so the idempotency store also checks expiry itself on every read.
+ */
+export const TTL_ATTRIBUTE = 'ttl';
+
+/** How the DynamoDB stores reach their table. */
+export interface DynamoTableOptions {
+  /**
+   * A document client, e.g. `DynamoDBDocumentClient.from(new DynamoDBClient({}))`, with the default
+   * `translateConfig` (numbers unwrapped). The stores take a document client rather than a bare `DynamoDBClient`
+   * because `DynamoDBDocumentClient.from` writes its `translateConfig` into the bare client's shared config: the
+   * owner of the client, not a store, should make that choice once.
+   */
+  readonly client: DynamoDBDocumentClient;
+  /** The state table: partition key {@link TABLE_KEY} (S), no sort key, TTL on {@link TTL_ATTRIBUTE}. */
+  readonly tableName: string;
+}
+
+/** An item of the state table, as the document client reads and writes it. */
+export type Item = Record<string, unknown>;
+
+type Request<I> = Omit<I, 'TableName' | 'ExpressionAttributeNames'>;
+
+/**
+ * The requests the four DynamoDB stores send to their one table of typed items. Every store method is a single
+ * request, with one conditional write where the port needs atomicity, so the stores run on dynalite (no
+ * transactions) as on DynamoDB. (Only a refused `saveLedger` that removes settlements reads the item back, to tell
+ * a lost lease from a short list.)
+ *
+ * - `lane#<lane>`: the lease (`leaseOwner`, `leaseToken`, `leaseExpiresAt` in epoch ms), the ledger (`ledger`, the
+ *   LedgerJSON as JSON text) and the pending settlements (`settlements`, a list, oldest first). The lease store and
+ *   the ledger store share this item because the write that saves the ledger also removes the settlements folded
+ *   into it, fenced by `leaseToken`, and a single write (like a condition) sees only its own item.
+ * - `circuit#<lane>`: the CircuitJSON's `version`, `state` and `pausedUntil`.
+ * - `idem#<key>`: an idempotency record's fields, plus {@link TTL_ATTRIBUTE}.
+ *
+ * Every read is strongly consistent. Items read back are validated: a malformed one raises `StateFormatError`.
+ * Errors other than a failed condition propagate unchanged.
+ */
+export class DynamoTable {
+  private readonly client: DynamoDBDocumentClient;
+  private readonly tableName: string;
+
+  constructor(options: DynamoTableOptions) {
+    this.client = options.client;
+    this.tableName = options.tableName;
+  }
+
+  /** A strongly consistent GetItem; `#name`s in the projection stand for the attributes of that name. */
+  async get(input: Request<GetCommandInput>): Promise<Item | undefined> {
+    const output = await this.client.send(
+      new GetCommand({ ...input, TableName: this.tableName, ConsistentRead: true, ExpressionAttributeNames: namesIn(input.ProjectionExpression) }),
+    );
+    return output.Item;
+  }
+
+  /** A PutItem; `#name`s in the condition stand for the attributes of that name. */
+  async put(input: Request<PutCommandInput>): Promise<void> {
+    await this.client.send(new PutCommand({ ...input, TableName: this.tableName, ExpressionAttributeNames: namesIn(input.ConditionExpression) }));
+  }
+
+  /** An UpdateItem; `#name`s in the update and the condition stand for the attributes of that name. */
+  update(input: Request<UpdateCommandInput>): Promise<UpdateCommandOutput> {
+    return this.client.send(
+      new UpdateCommand({ ...input, TableName: this.tableName, ExpressionAttributeNames: namesIn(input.UpdateExpression, input.ConditionExpression) }),
+    );
+  }
+}
+
+/**
+ * ExpressionAttributeNames for every `#name` in `expressions`, each standing for the attribute of that name. Names
+ * always go through placeholders because several (`ttl`, `status`, `state`) are reserved words; DynamoDB refuses
+ * unused or empty name maps, hence `undefined` when there are none.
+ */
+function namesIn(...expressions: (string | undefined)[]): Record<string, string> | undefined {
+  const placeholders = expressions.flatMap((expression) => expression?.match(/#\w+/g) ?? []);
+  return placeholders.length === 0 ? undefined : Object.fromEntries(placeholders.map((placeholder) => [placeholder, placeholder.slice(1)]));
+}
+
+/** Key of the lane item, which holds the lane's lease, ledger and pending settlements. */
+export function laneKey(lane: string): Item {
+  return { [TABLE_KEY]: `lane#${lane}` };
+}
+
+/** Runs `request`; when its condition fails, returns `onFailed(error)` instead. Every other error propagates. */
+export async function unlessConditionFails<T, F>(request: Promise<T>, onFailed: (error: unknown) => F): Promise<T | F> {
+  try {
+    return await request;
+  } catch (error) {
+    if ((error as { name?: unknown } | null)?.name === 'ConditionalCheckFailedException') return onFailed(error);
+    throw error;
+  }
+}
+
+/** @throws LeaseLostError for `lane` and `fencingToken`, caused by the refused write. */
+export function leaseLost(lane: string, fencingToken: number, cause: unknown): never {
+  throw new LeaseLostError(lane, fencingToken, { cause });
+}
+
+/** A `StateFormatError` saying that the stored `what` has `problem`, showing the value found. */
+export function corrupt(what: string, problem: string, value: unknown): StateFormatError {
+  return new StateFormatError(`stored ${what} ${problem}; got ${describeValue(value)}`);
+}
+
+/** Whether `value` is a finite number. */
+export function isFiniteNumber(value: unknown): value is number {
+  return typeof value === 'number' && Number.isFinite(value);
+}

@@ -1,0 +1,17 @@
+import type { CircuitJSON } from '../domain/breaker/circuit';
+
+/**
+ * Per lane a circuit, written with a version check so that concurrent transitions never corrupt it. Every
+ * implementation passes `test/contract/stateStores.contract.ts`.
+ */
+export interface CircuitStore {
+  /** The lane's circuit, or `undefined` if never written (callers start from a closed circuit at version 0). */
+  loadCircuit(lane: string): Promise<CircuitJSON | undefined>;
+
+  /**
+   * Writes `next` if and only if the stored circuit is at version `next.version - 1` (absent counts as version 0).
+   * This conditional write is what keeps concurrent transitions from corrupting the circuit.
+   * @returns `false` when another writer got there first; the caller reloads and decides again.
+   */
+  saveCircuit(lane: string, next: CircuitJSON): Promise<boolean>;
+}

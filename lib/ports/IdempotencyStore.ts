@@ -1,0 +1,40 @@
+/** What a worker records per idempotency key. */
+export type IdempotencyRecord =
+  /** A worker is calling the API for this key; other deliveries keep their hands off until `expiresAt`. */
+  | { readonly status: 'in-progress'; readonly dispatchId: string; readonly expiresAt: number }
+  /** The API call succeeded at `at`; later deliveries must not call again. */
+  | { readonly status: 'succeeded'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number }
+  /**
+   * The call of dispatch `dispatchId` failed at `at` and its message was requeued or dead-lettered. It keeps out only
+   * further deliveries of that same dispatch (Lambda may deliver an event twice); the next dispatch claims the key.
+   */
+  | { readonly status: 'failed'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number };
+// `dispatchId` names the orchestrator dispatch (and so the quota reservation) that wrote the record: a second
+// delivery of the same event must not settle that reservation again, while a second dispatch must settle its own.
+
+/** Whether `existing`, read at `now`, keeps a claim by dispatch `dispatchId` out (see {@link IdempotencyStore.putIdempotencyIfAbsent}). */
+export function blocksClaim(existing: IdempotencyRecord | undefined, dispatchId: string, now: number): existing is IdempotencyRecord {
+  if (existing === undefined || now >= existing.expiresAt) return false;
+  return existing.status !== 'failed' || existing.dispatchId === dispatchId;
+}
+
+/**
+ * Idempotency records per key, for workers. Every implementation passes `test/contract/stateStores.contract.ts`.
+ *
+ * Expiry is judged against the `now` passed in, never against a clock of the store's own, so that the same
+ * contract holds on virtual time.
+ */
+export interface IdempotencyStore {
+  /** The record for `key`, or `undefined` if there is none or it has expired at `now`. */
+  getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined>;
+
+  /**
+   * Writes `record` for `key` unless an unexpired record at `now` keeps it out: an `in-progress` or `succeeded`
+   * record, or a `failed` one of the same `dispatchId` (see {@link blocksClaim}).
+   * @returns `null` when written, otherwise the existing record (and nothing is written).
+   */
+  putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null>;
+
+  /** Writes `record` for `key`, replacing whatever is there. */
+  putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;
+}

@@ -1,0 +1,499 @@
+import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
+import { LeaseLostError, StateConflictError } from '../../lib/errors';
+import type { IdempotencyRecord } from '../../lib/ports/IdempotencyStore';
+import type { Lease } from '../../lib/ports/LeaseStore';
+import { MAX_PENDING_SETTLEMENTS } from '../../lib/ports/LedgerStore';
+import type { StateStores } from '../../lib/ports/StateStores';
+
+/** A backend's four stores under test, and how to shut the backend down afterwards. */
+export interface StateStoresFixture {
+  readonly stores: StateStores;
+  readonly close?: () => Promise<void>;
+}
+
+const T0 = 1_700_000_000_000;
+const TTL = 30_000;
+
+function ledger(used: number): LedgerJSON {
+  return {
+    v: 1,
+    tiers: {
+      'second:requests': { g: 100, b: used, a: [1, 0, used] },
+      'day:requests': { w: '2026-11-23', u: used },
+    },
+  };
+}
+
+function settlement(at: number, actualCost: number | null = 1): Settlement {
+  return { reservation: { at, cost: 2, windows: { 'day:requests': '2026-11-23' } }, actualCost };
+}
+
+/** A closed circuit; `pausedUntil` tells writers apart. */
+function circuit(version: number, pausedUntil = 0): CircuitJSON {
+  return { version, state: { status: 'closed', failures: [T0, T0 + 1], closedAt: null, reopenStreak: 0 }, pausedUntil };
+}
+
+function inProgress(expiresAt: number): IdempotencyRecord {
+  return { status: 'in-progress', dispatchId: 'd-1', expiresAt };
+}
+
+function succeeded(at: number, expiresAt: number): IdempotencyRecord {
+  return { status: 'succeeded', dispatchId: 'd-1', at, expiresAt };
+}
+
+function failed(at: number, expiresAt: number): IdempotencyRecord {
+  return { status: 'failed', dispatchId: 'd-1', at, expiresAt };
+}
+
+/** Mutates every object and array reachable from `value`, to show that it shares nothing with the stores. */
+function scribble(value: unknown): void {
+  if (Array.isArray(value)) {
+    value.forEach(scribble);
+    value.push('scribbled');
+  } else if (typeof value === 'object' && value !== null) {
+    Object.values(value).forEach(scribble);
+    (value as Record<string, unknown>)['scribbled'] = true;
+  }
+}
+
+async function expectLeaseLost(promise: Promise<unknown>, lane: string, fencingToken: number): Promise<void> {
+  await expect(promise).rejects.toBeInstanceOf(LeaseLostError);
+  await expect(promise).rejects.toMatchObject({ lane, fencingToken });
+}
+
+/**
+ * The behaviour every backend's four stores must show, as one jest suite with a block per port. Call it from a
+ * `*.test.ts` file per backend. The stores are created once for the whole suite and every test uses its own lanes
+ * and keys, so a shared, persistent backend (DynamoDB Local, dynalite) works as well as a fresh in-memory one.
+ * @param name backend name, shown in the suite title.
+ * @param makeStores creates the stores; `close`, if given, runs after the last test.
+ */
+export function describeStateStoresContract(name: string, makeStores: () => Promise<StateStoresFixture>): void {
+  describe(`state stores contract: ${name}`, () => {
+    let fixture: StateStoresFixture | undefined;
+    const run = Math.random().toString(36).slice(2, 8);
+    let seq = 0;
+    const unique = (label: string): string => `${label}-${run}-${++seq}`;
+
+    const stores = (): StateStores => {
+      if (fixture === undefined) throw new Error('makeStores did not finish');
+      return fixture.stores;
+    };
+
+    /** Acquires `lane` for `owner`, failing the test if the lease is refused. */
+    const acquire = async (lane: string, owner: string, now = T0, ttlMs = TTL): Promise<Lease> => {
+      const lease = await stores().lease.acquireLease(lane, owner, now, ttlMs);
+      if (lease === null) throw new Error(`expected ${owner} to acquire ${lane} at ${now}`);
+      return lease;
+    };
+
+    /** `a` holds the lane, lets it expire, and `b` takes it over: `a`'s lease is stale afterwards. */
+    const takenOver = async (lane: string): Promise<{ stale: Lease; current: Lease }> => {
+      const stale = await acquire(lane, 'a', T0);
+      const current = await acquire(lane, 'b', stale.expiresAt);
+      return { stale, current };
+    };
+
+    beforeAll(async () => {
+      fixture = await makeStores();
+    });
+
+    afterAll(async () => {
+      await fixture?.close?.();
+    });
+
+    describe('LeaseStore', () => {
+      it('grants a free lane with a positive token that expires after the ttl', async () => {
+        const lane = unique('lease-free');
+        const lease = await acquire(lane, 'a', T0, TTL);
+        expect(lease).toEqual({ lane, owner: 'a', token: expect.any(Number), expiresAt: T0 + TTL });
+        expect(lease.token).toBeGreaterThanOrEqual(1);
+      });
+
+      it('refuses another owner while the lease is held', async () => {
+        const lane = unique('lease-held');
+        await acquire(lane, 'a', T0);
+        await expect(stores().lease.acquireLease(lane, 'b', T0 + 1, TTL)).resolves.toBeNull();
+      });
+
+      it('refuses a takeover one millisecond before expiresAt and allows it at expiresAt', async () => {
+        const lane = unique('lease-boundary');
+        const first = await acquire(lane, 'a', T0);
+        await expect(stores().lease.acquireLease(lane, 'b', first.expiresAt - 1, TTL)).resolves.toBeNull();
+        const second = await acquire(lane, 'b', first.expiresAt);
+        expect(second.owner).toBe('b');
+        expect(second.token).toBeGreaterThan(first.token);
+      });
+
+      it('lets the holder re-acquire its own unexpired lease with a greater token', async () => {
+        const lane = unique('lease-same-owner');
+        const first = await acquire(lane, 'a', T0);
+        const again = await acquire(lane, 'a', T0 + 1);
+        expect(again.token).toBeGreaterThan(first.token);
+        expect(again.expiresAt).toBe(T0 + 1 + TTL);
+      });
+
+      it('hands out strictly increasing tokens across takeovers and releases', async () => {
+        const lane = unique('lease-tokens');
+        const tokens: number[] = [];
+        let now = T0;
+        for (const owner of ['a', 'b', 'a', 'c']) {
+          const lease = await acquire(lane, owner, now);
+          tokens.push(lease.token);
+          now = lease.expiresAt;
+        }
+        const released = await acquire(lane, 'd', now);
+        await stores().lease.releaseLease(released);
+        tokens.push(released.token, (await acquire(lane, 'e', now)).token);
+        expect(new Set(tokens).size).toBe(tokens.length);
+        expect(tokens).toEqual([...tokens].sort((x, y) => x - y));
+      });
+
+      it('renews a current lease: same token, later expiry, others still refused', async () => {
+        const lane = unique('lease-renew');
+        const lease = await acquire(lane, 'a', T0);
+        const renewed = await stores().lease.renewLease(lease, T0 + 10_000, TTL);
+        expect(renewed).toEqual({ ...lease, expiresAt: T0 + 10_000 + TTL });
+        await expect(stores().lease.acquireLease(lane, 'b', lease.expiresAt, TTL)).resolves.toBeNull();
+        await expect(stores().lease.acquireLease(lane, 'b', renewed.expiresAt, TTL)).resolves.not.toBeNull();
+      });
+
+      it('renews an expired lease that nobody has taken over', async () => {
+        const lane = unique('lease-renew-expired');
+        const lease = await acquire(lane, 'a', T0);
+        const renewed = await stores().lease.renewLease(lease, lease.expiresAt + 5_000, TTL);
+        expect(renewed.token).toBe(lease.token);
+        await expect(stores().lease.acquireLease(lane, 'b', lease.expiresAt + 5_001, TTL)).resolves.toBeNull();
+      });
+
+      it('refuses to renew a lease that another owner has taken over', async () => {
+        const lane = unique('lease-renew-lost');
+        const { stale, current } = await takenOver(lane);
+        await expectLeaseLost(stores().lease.renewLease(stale, current.expiresAt - 1, TTL), lane, stale.token);
+        await expect(stores().lease.acquireLease(lane, 'a', current.expiresAt - 1, TTL)).resolves.toBeNull();
+      });
+
+      it('refuses to renew a lease the same owner has re-acquired since', async () => {
+        const lane = unique('lease-renew-reacquired');
+        const old = await acquire(lane, 'a', T0);
+        await acquire(lane, 'a', T0 + 1);
+        await expectLeaseLost(stores().lease.renewLease(old, T0 + 2, TTL), lane, old.token);
+      });
+
+      it('lets another owner acquire at once after a release', async () => {
+        const lane = unique('lease-release');
+        const lease = await acquire(lane, 'a', T0);
+        await stores().lease.releaseLease(lease);
+        const next = await acquire(lane, 'b', T0 + 1);
+        expect(next.token).toBeGreaterThan(lease.token);
+      });
+
+      it('ignores a release by a stale holder', async () => {
+        const lane = unique('lease-stale-release');
+        const { stale, current } = await takenOver(lane);
+        await stores().lease.releaseLease(stale);
+        await expect(stores().lease.acquireLease(lane, 'c', current.expiresAt - 1, TTL)).resolves.toBeNull();
+        await expect(stores().lease.renewLease(current, current.expiresAt - 1, TTL)).resolves.toMatchObject({
+          token: current.token,
+        });
+      });
+    });
+
+    describe('LedgerStore: ledger', () => {
+      it('loads undefined for a lane that was never saved', async () => {
+        await expect(stores().ledger.loadLedger(unique('ledger-none'))).resolves.toBeUndefined();
+      });
+
+      it('loads the ledger last saved by the lease holder', async () => {
+        const lane = unique('ledger-round-trip');
+        const lease = await acquire(lane, 'a');
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token);
+        await stores().ledger.saveLedger(lane, ledger(2), lease.token);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(2));
+      });
+
+      it('refuses a save with a stale fencing token and keeps the stored ledger', async () => {
+        const lane = unique('ledger-stale');
+        const first = await acquire(lane, 'a', T0);
+        await stores().ledger.saveLedger(lane, ledger(1), first.token);
+        const second = await acquire(lane, 'b', first.expiresAt);
+        await expectLeaseLost(stores().ledger.saveLedger(lane, ledger(9), first.token), lane, first.token);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
+        await stores().ledger.saveLedger(lane, ledger(2), second.token);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(2));
+      });
+
+      it('refuses a save on a lane whose lease was never taken', async () => {
+        const lane = unique('ledger-no-lease');
+        await expectLeaseLost(stores().ledger.saveLedger(lane, ledger(1), 1), lane, 1);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toBeUndefined();
+      });
+    });
+
+    describe('CircuitStore', () => {
+      it('loads undefined for a lane that was never written', async () => {
+        await expect(stores().circuit.loadCircuit(unique('circuit-none'))).resolves.toBeUndefined();
+      });
+
+      it('accepts version 1 as the first write and loads it back', async () => {
+        const lane = unique('circuit-first');
+        await expect(stores().circuit.saveCircuit(lane, circuit(1))).resolves.toBe(true);
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(1));
+      });
+
+      it('refuses a first write at any version other than 1', async () => {
+        const lane = unique('circuit-first-wrong');
+        await expect(stores().circuit.saveCircuit(lane, circuit(2))).resolves.toBe(false);
+        await expect(stores().circuit.saveCircuit(lane, circuit(0))).resolves.toBe(false);
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toBeUndefined();
+      });
+
+      it('accepts each next version in turn', async () => {
+        const lane = unique('circuit-sequence');
+        for (const version of [1, 2, 3]) await expect(stores().circuit.saveCircuit(lane, circuit(version))).resolves.toBe(true);
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(3));
+      });
+
+      it('refuses a write that skips a version or repeats the stored one', async () => {
+        const lane = unique('circuit-skip');
+        await stores().circuit.saveCircuit(lane, circuit(1, T0));
+        await expect(stores().circuit.saveCircuit(lane, circuit(3))).resolves.toBe(false);
+        await expect(stores().circuit.saveCircuit(lane, circuit(1, T0 + 1))).resolves.toBe(false);
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(1, T0));
+      });
+
+      it('lets exactly one of two concurrent writers of the same version win', async () => {
+        const lane = unique('circuit-race');
+        await stores().circuit.saveCircuit(lane, circuit(1));
+        const results = await Promise.all([
+          stores().circuit.saveCircuit(lane, circuit(2, T0 + 1)),
+          stores().circuit.saveCircuit(lane, circuit(2, T0 + 2)),
+        ]);
+        expect(results.filter(Boolean)).toHaveLength(1);
+        const winner = results[0] === true ? T0 + 1 : T0 + 2;
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(2, winner));
+      });
+    });
+
+    describe('LedgerStore: settlements', () => {
+      /** Adds `settlement(T0 + i)` for every `i` in `from..to - 1`, in order. */
+      const addRange = async (lane: string, from: number, to: number): Promise<Settlement[]> => {
+        const added = Array.from({ length: to - from }, (_, i) => settlement(T0 + from + i));
+        for (const s of added) await stores().ledger.addSettlement(lane, s);
+        return added;
+      };
+
+      it('returns pending settlements oldest first and removes none of them', async () => {
+        const lane = unique('settlements-order');
+        const added = [settlement(T0 + 3), settlement(T0 + 1, null), settlement(T0 + 2, 5)];
+        for (const s of added) await stores().ledger.addSettlement(lane, s);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
+      });
+
+      it('returns an empty list when nothing is pending', async () => {
+        await expect(stores().ledger.pendingSettlements(unique('settlements-empty'))).resolves.toEqual([]);
+      });
+
+      it('keeps each lane’s settlements apart', async () => {
+        const [laneA, laneB] = [unique('settlements-a'), unique('settlements-b')];
+        await stores().ledger.addSettlement(laneA, settlement(T0));
+        await stores().ledger.addSettlement(laneB, settlement(T0 + 1));
+        const leaseA = await acquire(laneA, 'a');
+        await stores().ledger.saveLedger(laneA, ledger(1), leaseA.token, 1);
+        await expect(stores().ledger.pendingSettlements(laneA)).resolves.toEqual([]);
+        await expect(stores().ledger.pendingSettlements(laneB)).resolves.toEqual([settlement(T0 + 1)]);
+      });
+
+      it('saves the ledger and removes the settled oldest pending settlements in one write', async () => {
+        const lane = unique('settlements-save');
+        const lease = await acquire(lane, 'a');
+        const added = await addRange(lane, 0, 3);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token, 2);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added.slice(2));
+        await stores().ledger.saveLedger(lane, ledger(2), lease.token, 1);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
+        await stores().ledger.addSettlement(lane, settlement(T0 + 9));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0 + 9)]);
+      });
+
+      it('removes nothing when settled is 0, the default', async () => {
+        const lane = unique('settlements-none');
+        const lease = await acquire(lane, 'a');
+        const added = await addRange(lane, 0, 2);
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token);
+        await stores().ledger.saveLedger(lane, ledger(2), lease.token, 0);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(2));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
+      });
+
+      it('keeps the settlements appended between the read and the save', async () => {
+        const lane = unique('settlements-appended');
+        const lease = await acquire(lane, 'a');
+        const read = await addRange(lane, 0, 2);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(read);
+        const appended = await addRange(lane, 2, 4);
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token, read.length);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(appended);
+      });
+
+      it('refuses a save with a stale fencing token, removing nothing, and the holder removes them later', async () => {
+        const lane = unique('settlements-stale');
+        const { stale, current } = await takenOver(lane);
+        await stores().ledger.saveLedger(lane, ledger(1), current.token);
+        const added = await addRange(lane, 0, 2);
+        await expectLeaseLost(stores().ledger.saveLedger(lane, ledger(9), stale.token, 2), lane, stale.token);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
+        const more = await addRange(lane, 2, 3);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([...added, ...more]);
+        await stores().ledger.saveLedger(lane, ledger(2), current.token, 3);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(2));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
+      });
+
+      it('refuses to remove more settlements than are pending, writing nothing', async () => {
+        const lane = unique('settlements-short');
+        const lease = await acquire(lane, 'a');
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token);
+        await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, 1)).rejects.toBeInstanceOf(StateConflictError);
+        const added = await addRange(lane, 0, 2);
+        await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, 3)).rejects.toBeInstanceOf(StateConflictError);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
+      });
+
+      it('reports a stale token rather than a short list when both apply', async () => {
+        const lane = unique('settlements-stale-short');
+        const { stale } = await takenOver(lane);
+        await expectLeaseLost(stores().ledger.saveLedger(lane, ledger(9), stale.token, 1), lane, stale.token);
+      });
+
+      it(`returns at most ${MAX_PENDING_SETTLEMENTS} at a time, and a save removes that many`, async () => {
+        const lane = unique('settlements-cap');
+        const lease = await acquire(lane, 'a');
+        const added = await addRange(lane, 0, MAX_PENDING_SETTLEMENTS + 3);
+        const first = await stores().ledger.pendingSettlements(lane);
+        expect(first).toEqual(added.slice(0, MAX_PENDING_SETTLEMENTS));
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token, first.length);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added.slice(MAX_PENDING_SETTLEMENTS));
+      });
+
+      it(`refuses a settled count that is not an integer in 0..${MAX_PENDING_SETTLEMENTS}, writing nothing`, async () => {
+        const lane = unique('settlements-range');
+        const lease = await acquire(lane, 'a');
+        await stores().ledger.addSettlement(lane, settlement(T0));
+        for (const settled of [-1, 0.5, MAX_PENDING_SETTLEMENTS + 1]) {
+          await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, settled)).rejects.toBeInstanceOf(RangeError);
+        }
+        await expect(stores().ledger.loadLedger(lane)).resolves.toBeUndefined();
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0)]);
+      });
+    });
+
+    describe('IdempotencyStore', () => {
+      it('gets undefined for an unknown key', async () => {
+        await expect(stores().idempotency.getIdempotency(unique('idem-none'), T0)).resolves.toBeUndefined();
+      });
+
+      it('writes when absent, reporting null, and gets the record back', async () => {
+        const key = unique('idem-put');
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toBeNull();
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(inProgress(T0 + TTL));
+      });
+
+      it('returns the unexpired record instead of writing over it', async () => {
+        const key = unique('idem-exists');
+        await stores().idempotency.putIdempotencyIfAbsent(key, succeeded(T0, T0 + TTL), T0);
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + 2 * TTL), T0 + 1)).resolves.toEqual(
+          succeeded(T0, T0 + TTL),
+        );
+        await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
+      });
+
+      it('judges expiry on the passed-in now: live until expiresAt, gone at expiresAt', async () => {
+        const key = unique('idem-expiry');
+        await stores().idempotency.putIdempotency(key, inProgress(T0 + TTL));
+        await expect(stores().idempotency.getIdempotency(key, T0 + TTL - 1)).resolves.toEqual(inProgress(T0 + TTL));
+        await expect(stores().idempotency.getIdempotency(key, T0 + TTL)).resolves.toBeUndefined();
+      });
+
+      it('writes over an expired record when absent-only', async () => {
+        const key = unique('idem-expired-claim');
+        await stores().idempotency.putIdempotency(key, inProgress(T0 + TTL));
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + 3 * TTL), T0 + TTL)).resolves.toBeNull();
+        await expect(stores().idempotency.getIdempotency(key, T0 + 2 * TTL)).resolves.toEqual(inProgress(T0 + 3 * TTL));
+      });
+
+      it('keeps a failed record against further deliveries of its own dispatch', async () => {
+        const key = unique('idem-failed-same');
+        await stores().idempotency.putIdempotency(key, failed(T0, T0 + TTL));
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(failed(T0, T0 + TTL));
+        await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(failed(T0, T0 + TTL));
+      });
+
+      it('lets another dispatch claim a key whose record is a failed one', async () => {
+        const key = unique('idem-failed-other');
+        await stores().idempotency.putIdempotency(key, failed(T0, T0 + TTL));
+        const next: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 1)).resolves.toBeNull();
+        await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(next);
+      });
+
+      it('keeps a succeeded record against every dispatch, its own and others', async () => {
+        const key = unique('idem-succeeded-other');
+        await stores().idempotency.putIdempotency(key, succeeded(T0, T0 + TTL));
+        const other: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, other, T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
+      });
+
+      it('overwrites an unexpired record with put', async () => {
+        const key = unique('idem-overwrite');
+        await stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
+        await stores().idempotency.putIdempotency(key, succeeded(T0 + 5, T0 + 10 * TTL));
+        await expect(stores().idempotency.getIdempotency(key, T0 + 6)).resolves.toEqual(succeeded(T0 + 5, T0 + 10 * TTL));
+      });
+    });
+
+    describe('every store: copies', () => {
+      it('keeps no reference to the values it was given', async () => {
+        const lane = unique('copy-in');
+        const key = unique('copy-in-key');
+        const lease = await acquire(lane, 'a');
+        const values = { l: ledger(1), c: circuit(1), s: settlement(T0), r: succeeded(T0, T0 + TTL) };
+        await stores().ledger.saveLedger(lane, values.l, lease.token);
+        await stores().circuit.saveCircuit(lane, values.c);
+        await stores().ledger.addSettlement(lane, values.s);
+        await stores().idempotency.putIdempotency(key, values.r);
+        scribble(values);
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(1));
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(succeeded(T0, T0 + TTL));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0)]);
+      });
+
+      it('returns values whose mutation leaves the stored state unchanged', async () => {
+        const lane = unique('copy-out');
+        const key = unique('copy-out-key');
+        const lease = await acquire(lane, 'a');
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token);
+        await stores().circuit.saveCircuit(lane, circuit(1));
+        await stores().idempotency.putIdempotency(key, succeeded(T0, T0 + TTL));
+        await stores().ledger.addSettlement(lane, settlement(T0));
+        scribble(await stores().ledger.loadLedger(lane));
+        scribble(await stores().ledger.pendingSettlements(lane));
+        scribble(await stores().circuit.loadCircuit(lane));
+        scribble(await stores().idempotency.getIdempotency(key, T0));
+        scribble(await stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0));
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(1));
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(succeeded(T0, T0 + TTL));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0)]);
+      });
+    });
+  });
+}

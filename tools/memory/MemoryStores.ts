@@ -1,0 +1,176 @@
+import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
+import { LeaseLostError, StateConflictError } from '../../lib/errors';
+import type { CircuitStore } from '../../lib/ports/CircuitStore';
+import { blocksClaim, type IdempotencyRecord, type IdempotencyStore } from '../../lib/ports/IdempotencyStore';
+import type { Lease, LeaseStore } from '../../lib/ports/LeaseStore';
+import { MAX_PENDING_SETTLEMENTS, checkSettled, type LedgerStore } from '../../lib/ports/LedgerStore';
+import type { StateStores } from '../../lib/ports/StateStores';
+
+/** A map whose values are kept as JSON text, so that no caller ever holds a reference into stored state. */
+class JsonMap<T> {
+  private readonly items = new Map<string, string>();
+
+  get(key: string): T | undefined {
+    const text = this.items.get(key);
+    return text === undefined ? undefined : (JSON.parse(text) as T);
+  }
+
+  set(key: string, value: T): void {
+    this.items.set(key, JSON.stringify(value));
+  }
+
+  delete(key: string): void {
+    this.items.delete(key);
+  }
+}
+
+/**
+ * The state the in-memory stores keep, like one database that several stores share: the ledger store's saves are
+ * fenced by the tokens the lease store over the same state hands out. Its maps are for the stores in this module.
+ */
+export class MemoryState {
+  /** Request counts, for benchmarks: `reads` counts `load*`/`get*`/`pending*` calls, `writes` every other call. */
+  readonly stats: { reads: number; writes: number } = { reads: 0, writes: 0 };
+
+  readonly leases = new JsonMap<Lease>();
+  /** Highest token ever issued per lane; it outlives releases so that tokens never repeat. */
+  readonly tokens = new Map<string, number>();
+  readonly ledgers = new JsonMap<LedgerJSON>();
+  readonly circuits = new JsonMap<CircuitJSON>();
+  readonly settlements = new JsonMap<Settlement[]>();
+  readonly idempotency = new JsonMap<IdempotencyRecord>();
+}
+
+// Every store below behaves like a database: values are stored as JSON text and every read returns a fresh copy.
+// Each method runs without an `await` in between its check and its write, so concurrent calls are atomic just as
+// conditional writes are.
+
+/** A `LeaseStore` in process memory, over `state` (a fresh one by default). */
+export class MemoryLeaseStore implements LeaseStore {
+  constructor(protected readonly state: MemoryState = new MemoryState()) {}
+
+  async acquireLease(lane: string, owner: string, now: number, ttlMs: number): Promise<Lease | null> {
+    this.state.stats.writes++;
+    const held = this.state.leases.get(lane);
+    if (held !== undefined && held.owner !== owner && now < held.expiresAt) return null;
+    const token = (this.state.tokens.get(lane) ?? 0) + 1;
+    const lease: Lease = { lane, owner, token, expiresAt: now + ttlMs };
+    this.state.tokens.set(lane, token);
+    this.state.leases.set(lane, lease);
+    return lease;
+  }
+
+  async renewLease(lease: Lease, now: number, ttlMs: number): Promise<Lease> {
+    this.state.stats.writes++;
+    // An expired lease may still be renewed as long as nobody has acquired the lane since.
+    if (this.state.leases.get(lease.lane)?.token !== lease.token) throw new LeaseLostError(lease.lane, lease.token);
+    const renewed: Lease = { ...lease, expiresAt: now + ttlMs };
+    this.state.leases.set(lease.lane, renewed);
+    return renewed;
+  }
+
+  async releaseLease(lease: Lease): Promise<void> {
+    this.state.stats.writes++;
+    if (this.state.leases.get(lease.lane)?.token === lease.token) this.state.leases.delete(lease.lane);
+  }
+}
+
+/** A `LedgerStore` in process memory, over `state` (a fresh one by default), fenced by the leases of that state. */
+export class MemoryLedgerStore implements LedgerStore {
+  constructor(protected readonly state: MemoryState = new MemoryState()) {}
+
+  async loadLedger(lane: string): Promise<LedgerJSON | undefined> {
+    this.state.stats.reads++;
+    return this.state.ledgers.get(lane);
+  }
+
+  async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled = 0): Promise<void> {
+    this.state.stats.writes++;
+    checkSettled(settled);
+    this.checkFence(lane, fencingToken);
+    const pending = this.state.settlements.get(lane) ?? [];
+    if (pending.length < settled) throw new StateConflictError(`fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`);
+    this.state.ledgers.set(lane, ledger);
+    if (settled > 0) this.state.settlements.set(lane, pending.slice(settled));
+  }
+
+  async addSettlement(lane: string, settlement: Settlement): Promise<void> {
+    this.state.stats.writes++;
+    this.state.settlements.set(lane, [...(this.state.settlements.get(lane) ?? []), settlement]);
+  }
+
+  async pendingSettlements(lane: string): Promise<Settlement[]> {
+    this.state.stats.reads++;
+    return (this.state.settlements.get(lane) ?? []).slice(0, MAX_PENDING_SETTLEMENTS);
+  }
+
+  /** The fence: only the holder of the lane's newest token may write (an expired but untaken lease still may). */
+  private checkFence(lane: string, fencingToken: number): void {
+    const current = this.state.tokens.get(lane);
+    if (current === undefined || fencingToken !== current) throw new LeaseLostError(lane, fencingToken);
+  }
+}
+
+/** A `CircuitStore` in process memory, over `state` (a fresh one by default). */
+export class MemoryCircuitStore implements CircuitStore {
+  constructor(protected readonly state: MemoryState = new MemoryState()) {}
+
+  async loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
+    this.state.stats.reads++;
+    return this.state.circuits.get(lane);
+  }
+
+  async saveCircuit(lane: string, next: CircuitJSON): Promise<boolean> {
+    this.state.stats.writes++;
+    const storedVersion = this.state.circuits.get(lane)?.version ?? 0;
+    if (storedVersion !== next.version - 1) return false;
+    this.state.circuits.set(lane, next);
+    return true;
+  }
+}
+
+/** An `IdempotencyStore` in process memory, over `state` (a fresh one by default). */
+export class MemoryIdempotencyStore implements IdempotencyStore {
+  constructor(protected readonly state: MemoryState = new MemoryState()) {}
+
+  async getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined> {
+    this.state.stats.reads++;
+    const record = this.state.idempotency.get(key);
+    return record !== undefined && now < record.expiresAt ? record : undefined;
+  }
+
+  async putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null> {
+    this.state.stats.writes++;
+    const existing = this.state.idempotency.get(key);
+    if (blocksClaim(existing, record.dispatchId, now)) return existing;
+    this.state.idempotency.set(key, record);
+    return null;
+  }
+
+  async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
+    this.state.stats.writes++;
+    this.state.idempotency.set(key, record);
+  }
+}
+
+/** The four in-memory stores over one {@link MemoryState}, and its request counts. */
+export interface MemoryStores extends StateStores {
+  readonly lease: MemoryLeaseStore;
+  readonly ledger: MemoryLedgerStore;
+  readonly circuit: MemoryCircuitStore;
+  readonly idempotency: MemoryIdempotencyStore;
+  /** {@link MemoryState.stats} of the state they share. */
+  readonly stats: MemoryState['stats'];
+}
+
+/** The four stores in process memory, for unit tests and the simulation, over `state` (a fresh one by default). */
+export function memoryStores(state: MemoryState = new MemoryState()): MemoryStores {
+  return {
+    lease: new MemoryLeaseStore(state),
+    ledger: new MemoryLedgerStore(state),
+    circuit: new MemoryCircuitStore(state),
+    idempotency: new MemoryIdempotencyStore(state),
+    stats: state.stats,
+  };
+}
