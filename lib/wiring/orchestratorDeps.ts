@@ -3,6 +3,9 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { CLIENT_CONFIG } from '../adapters/aws/clientConfig';
+import { DynamoCircuitStore } from '../adapters/dynamodb/DynamoCircuitStore';
+import { DynamoLeaseStore } from '../adapters/dynamodb/DynamoLeaseStore';
+import { DynamoLedgerStore } from '../adapters/dynamodb/DynamoLedgerStore';
 import { LambdaInvoker } from '../adapters/lambda/LambdaInvoker';
 import { systemClock } from '../adapters/systemClock';
 import { requiredEnv, RESOURCE_ENV, type Env } from '../configFromEnv';
@@ -27,10 +30,10 @@ export type OrchestratorBaseDeps = Omit<OrchestratorDeps, 'owner' | 'onEvent'>;
  * @throws ConfigError naming the missing or invalid variable.
  */
 export function orchestratorDepsFromEnv(env: Env, clients: OrchestratorClients): OrchestratorBaseDeps {
-  const { stores, ...shared } = stateAndQueuesFromEnv(env, clients);
+  const { table, ...shared } = stateAndQueuesFromEnv(env, clients);
   return {
     ...shared,
-    stores: { lease: stores.lease, ledger: stores.ledger, circuit: stores.circuit },
+    stores: { lease: new DynamoLeaseStore(table), ledger: new DynamoLedgerStore(table), circuit: new DynamoCircuitStore(table) },
     clock: systemClock,
     invoker: new LambdaInvoker({ client: clients.lambda, functionName: requiredEnv(env, RESOURCE_ENV.workerFunctionName) }),
     random: Math.random,

@@ -2,6 +2,9 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
 import { CLIENT_CONFIG } from '../adapters/aws/clientConfig';
+import { DynamoCircuitStore } from '../adapters/dynamodb/DynamoCircuitStore';
+import { DynamoIdempotencyStore } from '../adapters/dynamodb/DynamoIdempotencyStore';
+import { DynamoSettlementRecorder } from '../adapters/dynamodb/DynamoSettlementRecorder';
 import { HttpApiCaller } from '../adapters/http/HttpApiCaller';
 import { bearerFromParameter } from '../adapters/ssm/apiKeyParameter';
 import { systemClock } from '../adapters/systemClock';
@@ -30,7 +33,7 @@ const DEFAULT_API_TIMEOUT_MS = 10_000;
  * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout.
  */
 export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps {
-  const { stores, ...shared } = stateAndQueuesFromEnv(env, clients);
+  const { table, ...shared } = stateAndQueuesFromEnv(env, clients);
   const workerTimeoutMs = shared.config.orchestrator.workerTimeoutMs;
   const timeoutMs = millisecondsFromEnv(env, RESOURCE_ENV.apiTimeoutMs, Math.min(DEFAULT_API_TIMEOUT_MS, Math.floor(workerTimeoutMs / 2)), {
     min: 1,
@@ -39,7 +42,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
   const keyParameter = env[RESOURCE_ENV.apiKeyParameter];
   return {
     ...shared,
-    stores: { idempotency: stores.idempotency, ledger: stores.ledger, circuit: stores.circuit },
+    stores: { idempotency: new DynamoIdempotencyStore(table), ledger: new DynamoSettlementRecorder(table), circuit: new DynamoCircuitStore(table) },
     clock: systemClock,
     api: new HttpApiCaller({
       apiUrl: requiredEnv(env, RESOURCE_ENV.apiUrl),

@@ -2,6 +2,7 @@ import { parseLedgerJSON, type LedgerJSON, type Reservation, type Settlement } f
 import { describeValue } from '../../domain/describeValue';
 import { StateConflictError, StateFormatError } from '../../errors';
 import { MAX_PENDING_SETTLEMENTS, checkSettled, type LedgerStore } from '../../ports/LedgerStore';
+import { DynamoSettlementRecorder } from './DynamoSettlementRecorder';
 import { corrupt, DynamoTable, isFiniteNumber, laneKey, leaseLost, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
 
 /**
@@ -16,9 +17,11 @@ import { corrupt, DynamoTable, isFiniteNumber, laneKey, leaseLost, unlessConditi
  */
 export class DynamoLedgerStore implements LedgerStore {
   private readonly table: DynamoTable;
+  private readonly recorder: DynamoSettlementRecorder;
 
   constructor(options: DynamoTableOptions) {
     this.table = new DynamoTable(options);
+    this.recorder = new DynamoSettlementRecorder(options);
   }
 
   /**
@@ -63,15 +66,9 @@ export class DynamoLedgerStore implements LedgerStore {
     );
   }
 
-  /** @inheritDoc */
-  async addSettlement(lane: string, settlement: Settlement): Promise<void> {
-    // Not fenced: workers report whatever lease is current. The list grows inside the lane item (400 KB limit),
-    // so the orchestrator must fold and remove settlements regularly.
-    await this.table.update({
-      Key: laneKey(lane),
-      UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :one)',
-      ExpressionAttributeValues: { ':empty': [], ':one': [settlement] },
-    });
+  /** {@inheritDoc LedgerStore.addSettlement} See {@link DynamoSettlementRecorder}, which the worker uses alone. */
+  addSettlement(lane: string, settlement: Settlement): Promise<void> {
+    return this.recorder.addSettlement(lane, settlement);
   }
 
   /**

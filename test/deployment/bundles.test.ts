@@ -1,0 +1,30 @@
+import path from 'node:path';
+import { build } from 'esbuild';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+/** What esbuild bundles for a handler, as serverless-esbuild bundles it (serverless.yml): repository files and packages. */
+async function bundled(handler: string): Promise<{ sources: string[]; packages: string[] }> {
+  const result = await build({ entryPoints: [path.join(ROOT, handler)], bundle: true, platform: 'node', target: 'node22', write: false, metafile: true, logLevel: 'silent' });
+  const inputs = Object.keys(result.metafile.inputs);
+  const packages = inputs.flatMap((input) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1] ?? []);
+  return { sources: inputs.filter((input) => !input.includes('node_modules')), packages: [...new Set(packages)] };
+}
+
+describe('what each function bundles', () => {
+  it("keeps the worker's code out of the orchestrator: no API caller, no SSM", async () => {
+    const { sources, packages } = await bundled('functions/orchestrator.ts');
+    expect(sources).toEqual(expect.arrayContaining(['lib/services/runOrchestrator.ts', 'lib/adapters/lambda/LambdaInvoker.ts', 'lib/domain/pacing/pacer.ts']));
+    expect(sources.filter((source) => /adapters\/(http|ssm)\/|services\/processJob/.test(source))).toEqual([]);
+    expect(packages).toContain('@aws-sdk/client-lambda');
+    expect(packages).not.toContain('@aws-sdk/client-ssm');
+  });
+
+  it("keeps the orchestrator's code out of the worker: no Lambda invoker, no pacer, no ledger", async () => {
+    const { sources, packages } = await bundled('functions/worker.ts');
+    expect(sources).toEqual(expect.arrayContaining(['lib/services/processJob.ts', 'lib/adapters/http/HttpApiCaller.ts']));
+    expect(sources.filter((source) => /adapters\/lambda\/|domain\/pacing\/pacer|domain\/quota\/ledger|services\/runOrchestrator|services\/orchestrator\//.test(source))).toEqual([]);
+    expect(packages).toContain('@aws-sdk/client-ssm');
+    expect(packages).not.toContain('@aws-sdk/client-lambda');
+  });
+});
