@@ -1,4 +1,4 @@
-import { DeleteTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/orchestrator';
@@ -17,7 +17,7 @@ import { destroyClients, dynamodbClient, functionClients, sqsClient, type Emulat
 import { startEmulators, type Emulators } from './emulators';
 import { LocalLambdaHost, type LocalFunction, type LocalFunctionStats, type LocalLambdaHostOptions } from './lambdaHost';
 import { createLaneQueues } from './laneQueues';
-import { createStateTable } from './stateTable';
+import { createStateTable, deleteStateTable } from './stateTable';
 import { packagedFunctions, provisionStack, type PackagedFunctions, type Template } from './template';
 import { waitFor } from './waitFor';
 
@@ -302,7 +302,7 @@ export class LocalHarness {
       await host.close();
     }
     await this.apiServer?.close();
-    await this.clients.dynamodb.send(new DeleteTableCommand({ TableName: this.resources.tableName })).catch(() => undefined);
+    await deleteStateTable(this.clients.dynamodb, this.resources.tableName).catch(() => undefined);
     this.clients.dynamodb.destroy();
     this.clients.sqs.destroy();
     for (const clients of this.hostedClients) destroyClients(clients);

@@ -16,7 +16,7 @@ import type { MessageAttribute, QueueName, ReceivedMessage } from '../../lib/por
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../lib/services/runOrchestrator';
 import { VirtualApi } from '../simulation/virtualApi';
-import { LocalHarness, uniqueName, type FunctionHooks, type QueueDepth } from './harness';
+import { LocalHarness, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
 
 /** Name of the worker function on the {@link LocalLambdaHost}; the orchestrator's `WORKER_FUNCTION_NAME`. */
@@ -25,9 +25,6 @@ export const WORKER_FUNCTION = 'quota-orchestrator-test-worker';
 /** The lane of every service stack. */
 export const LANE = 'default';
 
-export type { EmulatorEndpoints } from './clients';
-export type { QueueDepth } from './harness';
-export { uniqueName } from './harness';
 
 /**
  * Faults a stack injects into the service, for the fault suite: every hook is optional, and a stack without them
@@ -352,11 +349,6 @@ export class ServiceStack {
     } finally {
       destroyClients(clients);
     }
-  }
-
-  /** Visible, in-flight and delayed messages of a queue (SQS's approximate counts, exact on fauxqs). */
-  depth(queue: QueueName): Promise<QueueDepth> {
-    return this.harness.depth(queue);
   }
 
   /** Messages anywhere in a queue: visible, in flight or delayed. */

@@ -1,5 +1,6 @@
 import { CreateTableCommand, type CreateTableCommandInput, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { createQueue, queueArn } from './laneQueues';
 
 /** One resource of a {@link Template}: its type, properties and dependencies, and any other resource attribute. */
 export type TemplateResource = { readonly Type: string; readonly Properties?: Record<string, unknown>; readonly DependsOn?: string | string[] } & Readonly<Record<string, unknown>>;
@@ -18,6 +19,11 @@ interface Physical {
 
 /** The local stand-in for AWS's pseudo parameters; fauxqs keeps its queues in account 000000000000. */
 export const LOCAL_ACCOUNT = { region: 'us-east-1', accountId: '000000000000', partition: 'aws' } as const;
+
+/** The ARN of a function in the local account. */
+export function localFunctionArn(name: string): string {
+  return `arn:${LOCAL_ACCOUNT.partition}:lambda:${LOCAL_ACCOUNT.region}:${LOCAL_ACCOUNT.accountId}:function:${name}`;
+}
 
 /**
  * Resolves CloudFormation intrinsics (`Ref`, `Fn::GetAtt`, `Fn::Sub`, `Fn::Join`) against the resources created
@@ -114,8 +120,7 @@ export async function provisionStack(template: Template, clients: { readonly dyn
   const stack = new LocalStack(template);
   for (const id of stack.idsOf('AWS::Lambda::Function')) {
     const name = String(template.Resources[id]?.Properties?.FunctionName);
-    const arn = `arn:${LOCAL_ACCOUNT.partition}:lambda:${LOCAL_ACCOUNT.region}:${LOCAL_ACCOUNT.accountId}:function:${name}`;
-    stack.define(id, { ref: name, attributes: { Arn: arn } });
+    stack.define(id, { ref: name, attributes: { Arn: localFunctionArn(name) } });
   }
   for (const id of stack.idsOf('AWS::DynamoDB::Table')) {
     const p = stack.properties(id);
@@ -136,9 +141,8 @@ export async function provisionStack(template: Template, clients: { readonly dyn
     const attributes: Record<string, string> = {};
     for (const name of QUEUE_ATTRIBUTES) if (p[name] !== undefined) attributes[name] = String(p[name]);
     if (p.RedrivePolicy !== undefined) attributes.RedrivePolicy = JSON.stringify(p.RedrivePolicy);
-    const { QueueUrl } = await clients.sqs.send(new CreateQueueCommand({ QueueName: String(p.QueueName), Attributes: attributes }));
-    const { Attributes } = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
-    stack.define(id, { ref: String(QueueUrl), attributes: { Arn: Attributes?.QueueArn ?? '', QueueName: String(p.QueueName), QueueUrl: String(QueueUrl) } });
+    const queueUrl = await createQueue(clients.sqs, String(p.QueueName), attributes);
+    stack.define(id, { ref: queueUrl, attributes: { Arn: await queueArn(clients.sqs, queueUrl), QueueName: String(p.QueueName), QueueUrl: queueUrl } });
   }
   return stack;
 }
