@@ -132,7 +132,7 @@ export class LocalHarness {
     this.store = new DynamoStateStore({ client: DynamoDBDocumentClient.from(clients.dynamodb), tableName: resources.tableName });
   }
 
-  /** A harness on a fresh state table and six queues, named so that no other harness's collide with them. */
+  /** A harness on a fresh state table and six queues, with names no other harness uses (see {@link uniqueName}). */
   static async fresh(options: FreshHarnessOptions): Promise<LocalHarness> {
     const { harness } = await LocalHarness.open(options, async (clients) => {
       const prefix = uniqueName('svc');

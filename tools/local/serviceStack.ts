@@ -19,12 +19,11 @@ import { VirtualApi } from '../simulation/virtualApi';
 import { LocalHarness, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
 
-/** Name of the worker function on the {@link LocalLambdaHost}; the orchestrator's `WORKER_FUNCTION_NAME`. */
+/** Name of the worker function on the harness's Lambda host; the orchestrator's `WORKER_FUNCTION_NAME`. */
 export const WORKER_FUNCTION = 'quota-orchestrator-test-worker';
 
 /** The lane of every service stack. */
 export const LANE = 'default';
-
 
 /**
  * Faults a stack injects into the service, for the fault suite: every hook is optional, and a stack without them
