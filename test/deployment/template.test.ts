@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { serviceConfigFromEnv, CONFIG_ENV, QUEUE_URL_ENV, RESOURCE_ENV } from '../../lib/configFromEnv';
 import { CloudFormationSpec, findCycle, isIntrinsic, references } from '../helpers/cloudFormationSpec';
-import { packageService, readServerlessYml, readTemplate, type PackageRun, type Template } from '../helpers/packageService';
+import { packageService, readServerlessYml, readTemplate, type PackageRun } from '../../tools/local/packageService';
+import type { Template } from '../../tools/local/template';
 
 jest.setTimeout(30_000);
 

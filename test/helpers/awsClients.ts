@@ -1,9 +1,6 @@
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import type { EmulatorEndpoints } from '../../tools/local/serviceStack';
-
-/** Credentials the emulators accept; never real ones. */
-const FAKE_CREDENTIALS = { accessKeyId: 'test', secretAccessKey: 'test' };
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { dynamodbClient, sqsClient, type EmulatorEndpoints } from '../../tools/local/clients';
 
 function endpoint(name: 'QO_TEST_DYNAMODB_ENDPOINT' | 'QO_TEST_SQS_ENDPOINT'): string {
   const value = process.env[name];
@@ -26,12 +23,12 @@ export function testDynamoEngine(): 'dynalite' | 'DynamoDB Local' {
 
 /** A DynamoDB client on the emulator that jest's globalSetup started (see {@link testDynamoEngine}). */
 export function testDynamoClient(): DynamoDBClient {
-  return new DynamoDBClient({ endpoint: endpoint('QO_TEST_DYNAMODB_ENDPOINT'), region: 'us-east-1', credentials: FAKE_CREDENTIALS });
+  return dynamodbClient(endpoint('QO_TEST_DYNAMODB_ENDPOINT'));
 }
 
 /** An SQS client on the fauxqs emulator that jest's globalSetup started. */
 export function testSqsClient(): SQSClient {
-  return new SQSClient({ endpoint: endpoint('QO_TEST_SQS_ENDPOINT'), region: 'us-east-1', credentials: FAKE_CREDENTIALS });
+  return sqsClient(endpoint('QO_TEST_SQS_ENDPOINT'));
 }
 
-export { uniqueName } from '../../tools/local/serviceStack';
+export { uniqueName } from '../../tools/local/harness';

@@ -1,6 +1,6 @@
 import { loadAwsServiceSpec } from '@aws-cdk/aws-service-spec';
 import type { PropertyType, ResourceProperties, SpecDatabase } from '@aws-cdk/service-spec-types';
-import type { Template } from './packageService';
+import type { Template } from '../../tools/local/template';
 
 /** Keys a template resource may have besides `Type` and `Properties`. */
 const RESOURCE_KEYS = new Set(['Type', 'Properties', 'DependsOn', 'Condition', 'DeletionPolicy', 'UpdateReplacePolicy', 'UpdatePolicy', 'CreationPolicy', 'Metadata']);

@@ -1,11 +1,10 @@
-import { rm } from 'node:fs/promises';
 import { renderBenchChart } from '../../tools/bench/chart';
 import { chartPanel, compareStrategies, costLine } from '../../tools/bench/runBench';
 import { formatTable } from '../../tools/bench/table';
 import { STRATEGIES, type BenchScenario, type StrategyResult } from '../../tools/bench/types';
 import { parseTiers } from '../../lib/domain/quota/tiers';
 import type { Template } from '../../tools/local/template';
-import { packageService, readTemplate } from '../helpers/packageService';
+import { packagedTemplate } from '../../tools/local/packageService';
 
 /** A smoke run of `npm run bench`'s comparison, small enough for every `npm test`: the figures live in the bench. */
 const SMOKE: BenchScenario = { name: 'smoke', jobs: 30, quotas: parseTiers([{ limit: 20, per: 'second' }]), latencyMs: 5, workers: 4 };
@@ -16,10 +15,7 @@ describe('the benchmark, as a smoke run', () => {
   const started: string[] = [];
 
   beforeAll(async () => {
-    const run = await packageService();
-    if (run.code !== 0) throw new Error(`osls package failed:\n${run.output}`);
-    template = await readTemplate(run);
-    await rm(run.dir, { recursive: true, force: true });
+    template = await packagedTemplate();
     results = await compareStrategies(SMOKE, template, (name) => started.push(name));
   }, 120_000);
 

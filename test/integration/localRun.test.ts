@@ -1,9 +1,8 @@
-import { rm } from 'node:fs/promises';
 import { runLocal, type LocalRunResult } from '../../tools/local/localRun';
 import type { Template } from '../../tools/local/template';
 import { parseScenario } from '../../tools/simulation/scenario';
 import { testEmulators } from '../helpers/awsClients';
-import { packageService, readTemplate } from '../helpers/packageService';
+import { packagedTemplate } from '../../tools/local/packageService';
 
 /** A small scenario with everything the default one has: FIFO groups, poison and malformed jobs, an outage. */
 const SCENARIO = {
@@ -25,10 +24,7 @@ describe('runLocal on the packaged template', () => {
   let result: LocalRunResult;
 
   beforeAll(async () => {
-    const run = await packageService();
-    if (run.code !== 0) throw new Error(`osls package failed:\n${run.output}`);
-    template = await readTemplate(run);
-    await rm(run.dir, { recursive: true, force: true });
+    template = await packagedTemplate();
     const scenario = parseScenario(SCENARIO);
     result = await runLocal({ scenario, overrides: ['quotas', 'circuit', 'pacing'], template, emulators: testEmulators() });
   }, 120_000);

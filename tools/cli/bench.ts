@@ -11,7 +11,7 @@ import { runBaseline } from '../bench/baselines';
 import { ceilingScenario, growthScenarios, outageScenario, partlyBusyScenario, steadyScenario, type BenchSize } from '../bench/scenarios';
 import { formatTable } from '../bench/table';
 import type { BenchScenario } from '../bench/types';
-import { packageService } from '../local/packageService';
+import { packagedTemplate } from '../local/packageService';
 
 const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
   Runs one job set through four strategies side by side against the same quota-enforcing API:
@@ -38,7 +38,7 @@ async function main(): Promise<number> {
   const size: BenchSize = values.quick ? 'quick' : 'full';
   const began = Date.now();
   process.stderr.write('Packaging serverless.yml (osls package)…\n');
-  const template = await packageService(resolve(__dirname, '..', '..'));
+  const template = await packagedTemplate();
 
   const steady = steadyScenario(size);
   const outage = outageScenario(size);

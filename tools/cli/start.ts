@@ -7,7 +7,7 @@ import { formatReport } from '../simulation/report';
 import type { ServiceConfig } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
 import { runLocal, type Progress, type TimelineRow } from '../local/localRun';
-import { packageService, PackagingError } from '../local/packageService';
+import { packagedTemplate, PackagingError } from '../local/packageService';
 
 const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] [--api-url URL --health-url URL]
   Runs Quota Orchestrator on this machine with no AWS account: packages serverless.yml, creates its table and
@@ -57,9 +57,8 @@ async function main(): Promise<number> {
   }
   const raw = (values.scenario === undefined ? defaultScenario : JSON.parse(readFileSync(values.scenario, 'utf8'))) as Record<string, unknown>;
   const scenario = parseScenario(raw);
-  const projectDir = resolve(__dirname, '..', '..');
   process.stderr.write(`Scenario: ${scenario.name}\nPackaging serverless.yml (osls package)…\n`);
-  const template = await packageService(projectDir);
+  const template = await packagedTemplate();
   const tty = process.stderr.isTTY === true;
   let lastPrinted = -Infinity;
   const { report, timeline } = await runLocal({

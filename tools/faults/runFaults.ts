@@ -1,7 +1,8 @@
 import { seededRandom } from '../simulation/random';
-import { DEAD_LETTER_QUEUES, type ReceivedMessage } from '../../lib/ports/QueueReceiver';
+import type { ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { RunSummary } from '../../lib/services/runOrchestrator';
-import { createServiceStack, SimulatedCrash, type EmulatorEndpoints, type OrchestratorRun, type OrchestratorRunOptions, type ServiceStack, type TestMessage } from '../local/serviceStack';
+import type { EmulatorEndpoints } from '../local/clients';
+import { createServiceStack, SimulatedCrash, type OrchestratorRun, type OrchestratorRunOptions, type ServiceStack, type TestMessage } from '../local/serviceStack';
 import { pause } from '../local/waitFor';
 import { MisbehavingApi } from './apiFaults';
 import { AwsFaultInjector } from './awsFaults';
@@ -220,7 +221,7 @@ async function tally(
   { runs, seconds }: { runs: readonly TrackedRun[]; seconds: number },
   injectors: { aws: AwsFaultInjector; api: MisbehavingApi | undefined; worker: WorkerFaultInjector },
 ): Promise<FaultScenarioResult> {
-  const deadLettered = (await Promise.all(DEAD_LETTER_QUEUES.map((q) => stack.receiveAll(q)))).flat();
+  const deadLettered = await stack.harness.receiveDeadLetters();
   const withReason = deadLettered.filter((m) => (m.attributes.reason?.value ?? '') !== '');
   const deadKeys = new Set(deadLettered.map(keyOf));
   const successes = stack.api.successesById();

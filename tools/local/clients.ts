@@ -20,14 +20,27 @@ export interface EmulatorEndpoints {
  */
 export type FunctionClients = OrchestratorClients;
 
+/** Region and credentials of every local client. */
+const LOCAL = { region: LOCAL_ACCOUNT.region, credentials: FAKE_CREDENTIALS } as const;
+
+/** A DynamoDB client on the emulator at `endpoint`, with the production settings ({@link CLIENT_CONFIG}). */
+export function dynamodbClient(endpoint: string): DynamoDBClient {
+  return new DynamoDBClient({ ...LOCAL, endpoint, ...CLIENT_CONFIG.dynamodb });
+}
+
+/** An SQS client on the emulator at `endpoint`, with the production settings ({@link CLIENT_CONFIG}). */
+export function sqsClient(endpoint: string): SQSClient {
+  return new SQSClient({ ...LOCAL, endpoint, ...CLIENT_CONFIG.sqs });
+}
+
+/** A Lambda client on the local Lambda host at `endpoint`, with the production settings (one attempt an invoke). */
+export function lambdaClient(endpoint: string): LambdaClient {
+  return new LambdaClient({ ...LOCAL, endpoint, ...CLIENT_CONFIG.lambda });
+}
+
 /** A function's clients on the emulators and a Lambda endpoint, with the production settings ({@link CLIENT_CONFIG}). */
 export function functionClients(emulators: EmulatorEndpoints, lambdaEndpoint: string): FunctionClients {
-  const common = { region: LOCAL_ACCOUNT.region, credentials: FAKE_CREDENTIALS };
-  return {
-    dynamodb: new DynamoDBClient({ ...common, endpoint: emulators.dynamodbEndpoint, ...CLIENT_CONFIG.dynamodb }),
-    sqs: new SQSClient({ ...common, endpoint: emulators.sqsEndpoint, ...CLIENT_CONFIG.sqs }),
-    lambda: new LambdaClient({ ...common, endpoint: lambdaEndpoint, ...CLIENT_CONFIG.lambda }),
-  };
+  return { dynamodb: dynamodbClient(emulators.dynamodbEndpoint), sqs: sqsClient(emulators.sqsEndpoint), lambda: lambdaClient(lambdaEndpoint) };
 }
 
 /** Closes a function's clients' sockets. */

@@ -1,11 +1,10 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
+import type { EmulatorEndpoints } from './clients';
 
 /** The DynamoDB and SQS emulators of a local run, listening on 127.0.0.1 only. */
-export interface Emulators {
-  readonly dynamodbEndpoint: string;
-  readonly sqsEndpoint: string;
+export interface Emulators extends EmulatorEndpoints {
   stop(): Promise<void>;
 }
 
@@ -19,12 +18,12 @@ const START_TIMEOUT_MS = 30_000;
  */
 export async function startEmulators(): Promise<Emulators> {
   const child = spawn(process.execPath, [join(__dirname, 'emulatorServer.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const endpoints = await new Promise<{ dynamodbEndpoint: string; sqsEndpoint: string }>((resolve, reject) => {
+  const endpoints = await new Promise<EmulatorEndpoints>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the emulators did not start within 30 s')), START_TIMEOUT_MS);
     child.once('exit', (code) => reject(new Error(`the emulators exited with code ${code} before starting`)));
     createInterface({ input: child.stdout }).once('line', (line) => {
       clearTimeout(timer);
-      resolve(JSON.parse(line) as { dynamodbEndpoint: string; sqsEndpoint: string });
+      resolve(JSON.parse(line) as EmulatorEndpoints);
     });
   });
   return {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../../lib/ports/Clock';
+import { localFunctionArn } from './template';
 
 /** The part of the Lambda context a local handler gets. */
 export interface LocalLambdaContext {
@@ -87,8 +88,6 @@ const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
 const INVOCATION_TYPES = ['Event', 'RequestResponse', 'DryRun'] as const;
 type InvocationType = (typeof INVOCATION_TYPES)[number];
 
-/** The local run's account and region, used in ARNs. */
-const LOCAL_ARN_PREFIX = 'arn:aws:lambda:us-east-1:000000000000:function:';
 
 /** The wall clock, with timers that do not keep the process alive (every attempt leaves its timeout timer behind). */
 const wallClock: Clock = {
@@ -359,7 +358,7 @@ export class LocalLambdaHost {
         const record: DestinationRecord = {
           version: '1.0',
           timestamp: new Date(this.clock.now()).toISOString(),
-          requestContext: { requestId, functionArn: `${LOCAL_ARN_PREFIX}${fn.name}:$LATEST`, condition: 'RetriesExhausted', approximateInvokeCount: retry + 1 },
+          requestContext: { requestId, functionArn: `${localFunctionArn(fn.name)}:$LATEST`, condition: 'RetriesExhausted', approximateInvokeCount: retry + 1 },
           requestPayload: payload,
           responseContext: { statusCode: 200, functionError: 'Unhandled' },
           responsePayload: outcome.error,

@@ -7,13 +7,21 @@ export interface LaneQueuesOptions {
   readonly maxReceiveCount?: number;
 }
 
-async function createQueue(client: SQSClient, name: string, attributes: Record<string, string>): Promise<string> {
+/**
+ * Creates a queue with `attributes` (as CreateQueue takes them) and returns its URL.
+ * @throws Error when SQS returns no URL.
+ */
+export async function createQueue(client: SQSClient, name: string, attributes: Record<string, string>): Promise<string> {
   const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
   if (QueueUrl === undefined) throw new Error(`CreateQueue '${name}' returned no QueueUrl`);
   return QueueUrl;
 }
 
-async function queueArn(client: SQSClient, url: string): Promise<string> {
+/**
+ * The ARN of the queue at `url`.
+ * @throws Error when SQS returns none.
+ */
+export async function queueArn(client: SQSClient, url: string): Promise<string> {
   const { Attributes } = await client.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
   const arn = Attributes?.QueueArn;
   if (arn === undefined) throw new Error(`GetQueueAttributes of ${url} returned no QueueArn`);

@@ -1,30 +1,99 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { cp, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import path from 'node:path';
+import { yamlDump, yamlParse } from 'yaml-cfn';
 import type { Template } from './template';
+
+/** The repository root: serverless.yml, resources/, and what the functions bundle. */
+export const REPO_ROOT = path.resolve(__dirname, '../..');
+
+/** How long one `osls package` may take. */
+const PACKAGE_TIMEOUT_MS = 110_000;
 
 /** A packaging failure, with the framework's own explanation (it names the invalid `custom` field). */
 export class PackagingError extends Error {
   override readonly name = 'PackagingError';
 }
 
+/** The outcome of one `osls package` run. */
+export interface PackageRun {
+  /** The process's exit code (0 on success). */
+  readonly code: number;
+  /** stdout and stderr together. */
+  readonly output: string;
+  /** The temporary service directory; remove it when done. */
+  readonly dir: string;
+  /** Where `--package` pointed: the template and zips, on success. */
+  readonly outDir: string;
+  readonly seconds: number;
+}
+
+/** serverless.yml as data (CloudFormation tags kept as intrinsic objects, osls variables as strings). */
+export async function readServerlessYml(): Promise<Record<string, unknown>> {
+  return yamlParse(await readFile(path.join(REPO_ROOT, 'serverless.yml'), 'utf8')) as Record<string, unknown>;
+}
+
 /**
- * Runs `osls package` on the project (offline, no credentials) into a fresh temporary folder and returns the
- * CloudFormation template it built. The same command as `npm run package`, so a setting that would fail a deploy
- * fails the local run too.
- * @throws PackagingError with the framework's error lines.
+ * Runs `osls package` offline, with no AWS credentials, on a copy of the service in a fresh temporary directory: the
+ * same command as `npm run package`, so a setting that would fail a deploy fails here too.
+ * serverless.yml and resources/ are copied (serverless.yml through `edit`, if given); lib/, functions/,
+ * node_modules and the project files are symlinked. Working in a copy keeps serverless-esbuild's `.esbuild/`
+ * work folder out of the repository, so concurrent packaging runs (a test, a local run) cannot collide in it.
  */
-export async function packageService(projectDir: string): Promise<Template> {
-  const out = mkdtempSync(join(tmpdir(), 'quota-orchestrator-package-'));
-  const osls = join(projectDir, 'node_modules', '.bin', 'osls');
-  await new Promise<void>((resolve, reject) => {
-    execFile(osls, ['package', '--package', out], { cwd: projectDir, env: { ...process.env, SLS_TELEMETRY_DISABLED: '1', SLS_NOTIFICATIONS_MODE: 'off' }, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error === null) resolve();
-      else reject(new PackagingError(errorLines(`${stdout}\n${stderr}`) || error.message));
+export async function packageService(edit?: (config: Record<string, unknown>) => void): Promise<PackageRun> {
+  const dir = await mkdtemp(path.join(tmpdir(), 'qo-package-'));
+  await cp(path.join(REPO_ROOT, 'resources'), path.join(dir, 'resources'), { recursive: true });
+  for (const name of ['lib', 'functions', 'node_modules', 'package.json', 'tsconfig.json']) {
+    await symlink(path.join(REPO_ROOT, name), path.join(dir, name));
+  }
+  const yml = await readFile(path.join(REPO_ROOT, 'serverless.yml'), 'utf8');
+  if (edit === undefined) {
+    await writeFile(path.join(dir, 'serverless.yml'), yml);
+  } else {
+    const config = yamlParse(yml) as Record<string, unknown>;
+    edit(config);
+    await writeFile(path.join(dir, 'serverless.yml'), yamlDump(config));
+  }
+  const outDir = path.join(dir, 'out');
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    CI: 'true',
+    SLS_TELEMETRY_DISABLED: '1',
+    SLS_NOTIFICATIONS_MODE: 'off',
+    // No credentials or profile can be found: packaging must not need them.
+    AWS_CONFIG_FILE: path.join(dir, 'no-aws-config'),
+    AWS_SHARED_CREDENTIALS_FILE: path.join(dir, 'no-aws-credentials'),
+  };
+  const started = Date.now();
+  const osls = path.join(REPO_ROOT, 'node_modules/.bin/osls');
+  return new Promise((resolve) => {
+    execFile(osls, ['package', '--package', outDir], { cwd: dir, env, timeout: PACKAGE_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+      resolve({ code, output: `${stdout}${stderr}`, dir, outDir, seconds: (Date.now() - started) / 1000 });
     });
   });
-  return JSON.parse(readFileSync(join(out, 'cloudformation-template-update-stack.json'), 'utf8')) as Template;
+}
+
+/** The template a successful run wrote. */
+export async function readTemplate(run: PackageRun): Promise<Template> {
+  return JSON.parse(await readFile(path.join(run.outDir, 'cloudformation-template-update-stack.json'), 'utf8')) as Template;
+}
+
+/**
+ * Packages the service as it is ({@link packageService}) and returns the CloudFormation template it built, leaving
+ * no temporary directory behind.
+ * @throws PackagingError with the framework's error lines.
+ */
+export async function packagedTemplate(): Promise<Template> {
+  const run = await packageService();
+  try {
+    if (run.code !== 0) throw new PackagingError(errorLines(run.output) || `osls package exited with code ${run.code}`);
+    return await readTemplate(run);
+  } finally {
+    await rm(run.dir, { recursive: true, force: true });
+  }
 }
 
 /** The framework's error block, without its banner and environment lines. */

@@ -1,59 +1,39 @@
-import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { EXIT_RESERVE_MS, handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/orchestrator';
-import { makeHandler as makeWorkerHandler } from '../../functions/worker';
 import { orchestratorDepsFromEnv } from '../../lib/wiring/orchestratorDeps';
-import { workerDepsFromEnv } from '../../lib/wiring/workerDeps';
-import { destroyClients, functionClients, type EmulatorEndpoints, type FunctionClients } from './clients';
-import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
+import { destroyClients, type EmulatorEndpoints, type FunctionClients } from './clients';
 import type { Log, LogLevel } from '../../lib/adapters/log';
-import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
+import type { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
 import { systemClock } from '../../lib/adapters/systemClock';
 import type { ServiceConfig } from '../../lib/config';
 import { CONFIG_ENV, QUEUE_URL_ENV, RESOURCE_ENV, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { JsonValue } from '../../lib/domain/json';
 import type { Period, TierUnit } from '../../lib/domain/quota/tiers';
-import { startApiServer, type ApiServer } from './apiServer';
 import { addMiddleware } from './sdkMiddleware';
-import { LocalLambdaHost, type DestinationRecord, type LocalFunctionStats } from './lambdaHost';
+import type { DestinationRecord, LocalFunctionStats } from './lambdaHost';
 import type { MessageAttribute, QueueName, ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { StateStores } from '../../lib/ports/StateStores';
-import type { WorkerDeps } from '../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../lib/services/runOrchestrator';
 import { VirtualApi } from '../simulation/virtualApi';
-import { createLaneQueues } from './laneQueues';
-import { createStateTable } from './stateTable';
+import { LocalHarness, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
 
-/** Name of the worker function on the {@link LocalLambdaHost}; the orchestrator's `WORKER_FUNCTION_NAME`. */
+/** Name of the worker function on the harness's Lambda host; the orchestrator's `WORKER_FUNCTION_NAME`. */
 export const WORKER_FUNCTION = 'quota-orchestrator-test-worker';
 
 /** The lane of every service stack. */
 export const LANE = 'default';
 
-export type { EmulatorEndpoints } from './clients';
-
-/** A name no other stack uses, for tables and queues shared through one emulator. */
-export function uniqueName(prefix: string): string {
-  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-}
-
 /**
  * Faults a stack injects into the service, for the fault suite: every hook is optional, and a stack without them
  * runs the production parts unchanged.
  */
-export interface StackFaults {
+export interface StackFaults extends Pick<FunctionHooks, 'workerDeps' | 'workerHandler'> {
   /** Called on each orchestrator run's fresh clients, e.g. to add fault middleware. */
   readonly orchestratorClients?: (clients: FunctionClients) => void;
   /** Called once on the worker's clients. */
   readonly workerClients?: (clients: FunctionClients) => void;
-  /** Replaces parts of the worker's dependencies (its clock, its API caller) before its handler is built. */
-  readonly workerDeps?: (deps: WorkerDeps) => WorkerDeps;
-  /** Wraps the worker handler as the Lambda host calls it (e.g. to deliver an event twice). */
-  readonly workerHandler?: (handler: (event: unknown) => Promise<unknown>) => (event: unknown) => Promise<unknown>;
   /** Wraps the simulated API as the workers reach it over HTTP; the referee behind it still sees every call it passes on. */
   readonly api?: (api: VirtualApi) => ApiCaller;
 }
@@ -149,13 +129,6 @@ export interface OrchestratorRun {
   stop(): void;
 }
 
-/** What the state of a source or dead-letter queue is. */
-export interface QueueDepth {
-  readonly visible: number;
-  readonly inFlight: number;
-  readonly delayed: number;
-}
-
 /** One observed value of the lane's circuit status, polled from the state table. */
 export interface CircuitSample {
   readonly at: number;
@@ -187,9 +160,6 @@ export class SimulatedCrash extends Error {
     super(`orchestrator killed (simulated crash) after ${afterCalls} AWS requests, at ${command}`);
   }
 }
-
-const SOURCE_QUEUES = ['requeue', 'fifo', 'main'] as const;
-const ALL_QUEUES: readonly QueueName[] = [...SOURCE_QUEUES, 'requeue-dlq', 'fifo-dlq', 'main-dlq'];
 
 /** Pauses the run that uses `clients` for `forMs` right after its request number `afterCalls` is answered. */
 function armFreeze(clients: FunctionClients, { afterCalls, forMs }: { readonly afterCalls: number; readonly forMs: number }): void {
@@ -240,13 +210,13 @@ function armKillSwitch(clients: FunctionClients, isKillPoint: KillPoint, onKill:
 }
 
 /**
- * The whole service on the emulators, for one test: a fresh state table and six queues (unique names), the
- * simulated API (the quota referee) on the wall clock served over HTTP, and the real worker handler behind a
- * local Lambda Invoke endpoint, built from an environment as on AWS. Orchestrator runs use the production service
- * loop or handler with their own clients, as separate Lambda containers would.
+ * The whole service on the emulators, for one test: a {@link LocalHarness} on a fresh state table and six queues
+ * (unique names), the simulated API (the quota referee) on the wall clock served over HTTP, and the real worker
+ * handler behind the harness's Lambda host, built from an environment as on AWS. Orchestrator runs use the
+ * production service loop or handler with their own clients, as separate Lambda containers would.
  *
  * Always {@link ServiceStack.close} it (in `afterEach`): it stops runs still going, waits for workers, and closes
- * the servers.
+ * the harness.
  */
 export class ServiceStack {
   /** The functions' environment: `QUOTAS`, the settings, table, queues, worker function and API URLs. */
@@ -260,7 +230,7 @@ export class ServiceStack {
   readonly queueUrls: Readonly<Record<QueueName, string>>;
   /** The production SQS adapter on the lane's queues, for tests to send and look. */
   readonly queues: SqsQueues;
-  /** The production DynamoDB adapters on the state table, for tests to look. */
+  /** The production DynamoDB stores on the state table, for tests to look. */
   readonly stores: StateStores;
   /** On-failure records of worker invocations whose retries were exhausted (a crashing worker). */
   readonly workerFailures: readonly DestinationRecord[];
@@ -272,25 +242,20 @@ export class ServiceStack {
 
   /** @internal use {@link createServiceStack} */
   constructor(
-    parts: Pick<ServiceStack, 'env' | 'config' | 'api' | 'readyAt' | 'queueUrls' | 'queues' | 'stores'>,
-    private readonly resources: {
+    parts: Pick<ServiceStack, 'env' | 'config' | 'api' | 'readyAt'>,
+    /** The table, queues, API server and worker host. */
+    readonly harness: LocalHarness,
+    private readonly setup: {
       /** The very array the API was given as `outages`: the API reads it at every call, so pushing starts one. */
       readonly outages: { startMs: number; endMs: number }[];
-      readonly tableName: string;
-      /** The stack's own clients. */
-      readonly clients: FunctionClients;
-      /** The worker's clients (possibly with faults). */
-      readonly workerClients: FunctionClients;
-      readonly emulators: EmulatorEndpoints;
       readonly faults: StackFaults;
-      readonly apiServer: ApiServer;
-      readonly host: LocalLambdaHost;
-      readonly hostEndpoint: string;
     },
     logs: LogLine[],
     workerFailures: readonly DestinationRecord[],
   ) {
-    ({ env: this.env, config: this.config, api: this.api, readyAt: this.readyAt, queueUrls: this.queueUrls, queues: this.queues, stores: this.stores } = parts);
+    ({ env: this.env, config: this.config, api: this.api, readyAt: this.readyAt } = parts);
+    ({ queues: this.queues, stores: this.stores } = harness);
+    this.queueUrls = harness.resources.queueUrls;
     this.logs = logs;
     this.workerFailures = workerFailures;
   }
@@ -306,7 +271,7 @@ export class ServiceStack {
    */
   startOutage(forMs: number): number {
     const startMs = systemClock.now();
-    this.resources.outages.push({ startMs, endMs: startMs + forMs });
+    this.setup.outages.push({ startMs, endMs: startMs + forMs });
     return startMs + forMs;
   }
 
@@ -327,8 +292,8 @@ export class ServiceStack {
    */
   startOrchestrator(options: OrchestratorRunOptions): OrchestratorRun {
     const owner = options.owner ?? uniqueName('orchestrator');
-    const clients = this.runClients();
-    this.resources.faults.orchestratorClients?.(clients);
+    const clients = this.harness.runClients();
+    this.setup.faults.orchestratorClients?.(clients);
     let kill: (crash: SimulatedCrash) => void = () => undefined;
     const killed = new Promise<never>((_, reject) => (kill = reject));
     const { killAfterCalls, killAtCommand } = options;
@@ -375,7 +340,7 @@ export class ServiceStack {
    * schedule `time`, and a context whose remaining time lets the run go on for `deadlineMs`.
    */
   async invokeOrchestratorHandler(options: { readonly deadlineMs: number; readonly requestId: string }): Promise<RunSummary> {
-    const clients = this.runClients();
+    const clients = this.harness.runClients();
     try {
       const handler = orchestratorHandlerFromEnv(this.env, clients, this.log);
       const end = systemClock.now() + options.deadlineMs + EXIT_RESERVE_MS;
@@ -385,53 +350,29 @@ export class ServiceStack {
     }
   }
 
-  /** Visible, in-flight and delayed messages of a queue (SQS's approximate counts, exact on fauxqs). */
-  async depth(queue: QueueName): Promise<QueueDepth> {
-    const { Attributes = {} } = await this.resources.clients.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: this.queueUrls[queue],
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
-      }),
-    );
-    return {
-      visible: Number(Attributes.ApproximateNumberOfMessages ?? 0),
-      inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0),
-      delayed: Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0),
-    };
-  }
-
   /** Messages anywhere in a queue: visible, in flight or delayed. */
-  async count(queue: QueueName): Promise<number> {
-    const d = await this.depth(queue);
-    return d.visible + d.inFlight + d.delayed;
+  count(queue: QueueName): Promise<number> {
+    return this.harness.count(queue);
   }
 
   /** True when the three source queues hold nothing (visible, in flight or delayed) and no worker is running. */
-  async drained(): Promise<boolean> {
-    if (!this.resources.host.idle()) return false;
-    const counts = await Promise.all(SOURCE_QUEUES.map((q) => this.count(q)));
-    return counts.every((n) => n === 0);
+  drained(): Promise<boolean> {
+    return this.harness.drained();
   }
 
   /** Receives every visible message of a queue, keeping them hidden for a minute (they stay in the queue). */
-  async receiveAll(queue: QueueName): Promise<ReceivedMessage[]> {
-    const all: ReceivedMessage[] = [];
-    for (;;) {
-      const received = await this.queues.receive(queue, { max: 10, visibilityMs: 60_000, waitMs: 0 });
-      if (received.length === 0) return all;
-      all.push(...received);
-    }
+  receiveAll(queue: QueueName): Promise<ReceivedMessage[]> {
+    return this.harness.receiveAll(queue);
   }
 
   /** Messages per queue, for failure messages: `{ main: 0, 'main-dlq': 1, … }`. */
-  async counts(): Promise<Record<QueueName, number>> {
-    const entries = await Promise.all(ALL_QUEUES.map(async (q) => [q, await this.count(q)] as const));
-    return Object.fromEntries(entries) as Record<QueueName, number>;
+  counts(): Promise<Record<QueueName, number>> {
+    return this.harness.counts();
   }
 
   /** The lane's circuit item as stored, through the production adapter. */
   circuit(): Promise<CircuitJSON | undefined> {
-    return this.stores.circuit.loadCircuit(LANE);
+    return this.harness.circuit(LANE);
   }
 
   /** Polls the circuit item every `intervalMs` in the background and records each change of status. */
@@ -457,104 +398,80 @@ export class ServiceStack {
 
   /** The worker function's counters on the Lambda host. */
   workerStats(): LocalFunctionStats {
-    return this.resources.host.stats(WORKER_FUNCTION);
+    return this.harness.stats(WORKER_FUNCTION);
   }
 
   /** True when no worker invocation is running or waiting for a retry. */
   workersIdle(): boolean {
-    return this.resources.host.idle();
+    return this.harness.idle();
   }
 
   /**
-   * Stops runs still going and waits for them, waits (up to 10 s) for workers to finish, then closes the Lambda
-   * host and the API server, deletes the table and destroys the clients. Safe to call twice.
+   * Stops runs still going and waits for them, then closes the harness: it waits (up to 10 s) for workers to
+   * finish, closes the Lambda host and the API server, deletes the table and destroys the clients. Safe to call twice.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     for (const run of this.runs) run.stop();
     await Promise.all([...this.runs].map((run) => run.summary));
-    await waitFor(() => this.resources.host.idle(), { timeoutMs: 10_000, what: 'the workers to finish' }).catch(() => undefined);
-    await this.resources.host.close();
-    await this.resources.apiServer.close();
-    await this.resources.clients.dynamodb.send(new DeleteTableCommand({ TableName: this.resources.tableName })).catch(() => undefined);
-    destroyClients(this.resources.clients);
-    destroyClients(this.resources.workerClients);
-  }
-
-  /** Fresh clients for one orchestrator container: the emulators, and the Lambda host as the Lambda endpoint. */
-  private runClients(): FunctionClients {
-    return functionClients(this.resources.emulators, this.resources.hostEndpoint);
+    await this.harness.close({ idleWithinMs: 10_000 });
   }
 }
 
 /**
- * Builds a {@link ServiceStack}: table and queues first, then the environment (validated by the production config
+ * Builds a {@link ServiceStack}: a fresh harness first, then the environment (validated by the production config
  * parser, so a setting out of range fails here with its name), the API server, and the worker on the Lambda host
  * (timeout `workerTimeoutMs`, two async retries 100 ms apart, failures recorded in `workerFailures`).
  * @throws ConfigError when a setting is out of its range.
  */
 export async function createServiceStack(options: ServiceStackOptions): Promise<ServiceStack> {
-  // The stack's own clients, for setting up and looking; the worker gets its own below. Neither invokes Lambda.
-  const clients = functionClients(options.emulators, 'http://127.0.0.1:9');
-  const { dynamodb, sqs } = clients;
-  const prefix = uniqueName('svc');
-  const tableName = `${prefix}-state`;
-  const [queueUrls] = await Promise.all([createLaneQueues(sqs, prefix, { maxReceiveCount: options.maxReceiveCount ?? 10 }), createStateTable(dynamodb, tableName)]);
-  const settings = {
-    orchestrator: { ...FAST_SETTINGS.orchestrator, ...options.orchestrator },
-    retry: { ...FAST_SETTINGS.retry, ...options.retry },
-    circuit: { ...FAST_SETTINGS.circuit, ...options.circuit },
-    pacing: { ...FAST_SETTINGS.pacing, ...options.pacing },
-  };
-  const baseEnv: Record<string, string> = {
-    [CONFIG_ENV.lane]: LANE,
-    [CONFIG_ENV.quotas]: JSON.stringify(options.quotas),
-    [CONFIG_ENV.orchestrator]: JSON.stringify(settings.orchestrator),
-    [CONFIG_ENV.retry]: JSON.stringify(settings.retry),
-    [CONFIG_ENV.circuit]: JSON.stringify(settings.circuit),
-    [CONFIG_ENV.pacing]: JSON.stringify(settings.pacing),
-    [RESOURCE_ENV.tableName]: tableName,
-    [RESOURCE_ENV.workerFunctionName]: WORKER_FUNCTION,
-    ...Object.fromEntries(Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [name, queueUrls[queue as QueueName]])),
-  };
-  const config = serviceConfigFromEnv(baseEnv);
+  const harness = await LocalHarness.fresh({ emulators: options.emulators, maxReceiveCount: options.maxReceiveCount ?? 10 });
+  try {
+    const settings = {
+      orchestrator: { ...FAST_SETTINGS.orchestrator, ...options.orchestrator },
+      retry: { ...FAST_SETTINGS.retry, ...options.retry },
+      circuit: { ...FAST_SETTINGS.circuit, ...options.circuit },
+      pacing: { ...FAST_SETTINGS.pacing, ...options.pacing },
+    };
+    const { tableName, queueUrls } = harness.resources;
+    const baseEnv: Record<string, string> = {
+      [CONFIG_ENV.lane]: LANE,
+      [CONFIG_ENV.quotas]: JSON.stringify(options.quotas),
+      [CONFIG_ENV.orchestrator]: JSON.stringify(settings.orchestrator),
+      [CONFIG_ENV.retry]: JSON.stringify(settings.retry),
+      [CONFIG_ENV.circuit]: JSON.stringify(settings.circuit),
+      [CONFIG_ENV.pacing]: JSON.stringify(settings.pacing),
+      [RESOURCE_ENV.tableName]: tableName,
+      [RESOURCE_ENV.workerFunctionName]: WORKER_FUNCTION,
+      ...Object.fromEntries(Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [name, queueUrls[queue as QueueName]])),
+    };
+    const config = serviceConfigFromEnv(baseEnv);
 
-  const readyAt = systemClock.now();
-  const outages = (options.outages ?? []).map((o) => ({ startMs: readyAt + o.fromMs, endMs: readyAt + o.toMs }));
-  const api = new VirtualApi({ clock: systemClock, tiers: config.quotas, latencyMs: options.latencyMs ?? 10, outages });
-  const faults = options.faults ?? {};
-  const apiServer = await startApiServer(faults.api?.(api) ?? api);
-  const env: Env = Object.freeze({ ...baseEnv, [RESOURCE_ENV.apiUrl]: apiServer.apiUrl, [RESOURCE_ENV.healthUrl]: apiServer.healthUrl });
+    const readyAt = systemClock.now();
+    const outages = (options.outages ?? []).map((o) => ({ startMs: readyAt + o.fromMs, endMs: readyAt + o.toMs }));
+    const api = new VirtualApi({ clock: systemClock, tiers: config.quotas, latencyMs: options.latencyMs ?? 10, outages });
+    const faults = options.faults ?? {};
+    const apiServer = await harness.serveApi(faults.api?.(api) ?? api);
+    const env: Env = Object.freeze({ ...baseEnv, [RESOURCE_ENV.apiUrl]: apiServer.apiUrl, [RESOURCE_ENV.healthUrl]: apiServer.healthUrl });
 
-  const logs: LogLine[] = [];
-  const log: Log = (level, message, fields = {}) => void logs.push({ level, message, fields });
-  const workerFailures: DestinationRecord[] = [];
-  const workerClients = functionClients(options.emulators, 'http://127.0.0.1:9');
-  faults.workerClients?.(workerClients);
-  const workerDeps = workerDepsFromEnv(env, workerClients);
-  const handler = makeWorkerHandler(faults.workerDeps?.(workerDeps) ?? workerDeps, log);
-  const worker = faults.workerHandler?.(handler) ?? handler;
-  const host = new LocalLambdaHost(
-    [
-      {
-        name: WORKER_FUNCTION,
-        handler: (event) => worker(event),
-        timeoutMs: config.orchestrator.workerTimeoutMs,
-        // As deployed: a crashed worker is not retried by Lambda (serverless.yml).
-        maximumRetryAttempts: 0,
-        onFailure: async (record) => void workerFailures.push(record),
-      },
-    ],
-    { retryDelayMs: 100 },
-  );
-  const hostEndpoint = await host.listen();
-  const stores = dynamoStores({ client: DynamoDBDocumentClient.from(dynamodb), tableName });
-  const queues = new SqsQueues({ client: sqs, queueUrls });
-  return new ServiceStack(
-    { env, config, api, readyAt, queueUrls, queues, stores },
-    { outages, tableName, clients, workerClients, apiServer, host, hostEndpoint, emulators: options.emulators, faults },
-    logs,
-    workerFailures,
-  );
+    const logs: LogLine[] = [];
+    const log: Log = (level, message, fields = {}) => void logs.push({ level, message, fields });
+    const workerFailures: DestinationRecord[] = [];
+    const worker = {
+      kind: 'worker',
+      name: WORKER_FUNCTION,
+      env,
+      timeoutMs: config.orchestrator.workerTimeoutMs,
+      // As deployed: a crashed worker is not retried by Lambda (serverless.yml).
+      maximumRetryAttempts: 0,
+      onFailure: async (record: DestinationRecord) => void workerFailures.push(record),
+    } as const;
+    const hooks: FunctionHooks = { log, clients: faults.workerClients, workerDeps: faults.workerDeps, workerHandler: faults.workerHandler };
+    await harness.host([worker], hooks, { retryDelayMs: 100 });
+    return new ServiceStack({ env, config, api, readyAt }, harness, { outages, faults }, logs, workerFailures);
+  } catch (error) {
+    await harness.close({ idleWithinMs: 0 });
+    throw error;
+  }
 }

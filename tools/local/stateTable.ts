@@ -26,7 +26,7 @@ export async function createStateTable(client: DynamoDBClient, tableName: string
   }
 }
 
-/** Deletes a table made by {@link createStateTable}. */
+/** Deletes a state table: one made by {@link createStateTable}, or the packaged template's. */
 export async function deleteStateTable(client: DynamoDBClient, tableName: string): Promise<void> {
   await client.send(new DeleteTableCommand({ TableName: tableName }));
 }

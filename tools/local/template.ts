@@ -1,9 +1,14 @@
 import { CreateTableCommand, type CreateTableCommandInput, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
+import { createQueue, queueArn } from './laneQueues';
+
+/** One resource of a {@link Template}: its type, properties and dependencies, and any other resource attribute. */
+export type TemplateResource = { readonly Type: string; readonly Properties?: Record<string, unknown>; readonly DependsOn?: string | string[] } & Readonly<Record<string, unknown>>;
 
 /** A CloudFormation template as `osls package` writes it (JSON). */
 export interface Template {
-  readonly Resources: Readonly<Record<string, { readonly Type: string; readonly Properties?: Record<string, unknown>; readonly DependsOn?: unknown }>>;
+  readonly Resources: Readonly<Record<string, TemplateResource>>;
+  readonly Outputs?: Readonly<Record<string, { readonly Value: unknown }>>;
 }
 
 /** Attributes of a created resource, as `Ref` and `Fn::GetAtt` see them. */
@@ -14,6 +19,11 @@ interface Physical {
 
 /** The local stand-in for AWS's pseudo parameters; fauxqs keeps its queues in account 000000000000. */
 export const LOCAL_ACCOUNT = { region: 'us-east-1', accountId: '000000000000', partition: 'aws' } as const;
+
+/** The ARN of a function in the local account. */
+export function localFunctionArn(name: string): string {
+  return `arn:${LOCAL_ACCOUNT.partition}:lambda:${LOCAL_ACCOUNT.region}:${LOCAL_ACCOUNT.accountId}:function:${name}`;
+}
 
 /**
  * Resolves CloudFormation intrinsics (`Ref`, `Fn::GetAtt`, `Fn::Sub`, `Fn::Join`) against the resources created
@@ -110,8 +120,7 @@ export async function provisionStack(template: Template, clients: { readonly dyn
   const stack = new LocalStack(template);
   for (const id of stack.idsOf('AWS::Lambda::Function')) {
     const name = String(template.Resources[id]?.Properties?.FunctionName);
-    const arn = `arn:${LOCAL_ACCOUNT.partition}:lambda:${LOCAL_ACCOUNT.region}:${LOCAL_ACCOUNT.accountId}:function:${name}`;
-    stack.define(id, { ref: name, attributes: { Arn: arn } });
+    stack.define(id, { ref: name, attributes: { Arn: localFunctionArn(name) } });
   }
   for (const id of stack.idsOf('AWS::DynamoDB::Table')) {
     const p = stack.properties(id);
@@ -132,13 +141,92 @@ export async function provisionStack(template: Template, clients: { readonly dyn
     const attributes: Record<string, string> = {};
     for (const name of QUEUE_ATTRIBUTES) if (p[name] !== undefined) attributes[name] = String(p[name]);
     if (p.RedrivePolicy !== undefined) attributes.RedrivePolicy = JSON.stringify(p.RedrivePolicy);
-    const { QueueUrl } = await clients.sqs.send(new CreateQueueCommand({ QueueName: String(p.QueueName), Attributes: attributes }));
-    const { Attributes } = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl, AttributeNames: ['QueueArn'] }));
-    stack.define(id, { ref: String(QueueUrl), attributes: { Arn: Attributes?.QueueArn ?? '', QueueName: String(p.QueueName), QueueUrl: String(QueueUrl) } });
+    const queueUrl = await createQueue(clients.sqs, String(p.QueueName), attributes);
+    stack.define(id, { ref: queueUrl, attributes: { Arn: await queueArn(clients.sqs, queueUrl), QueueName: String(p.QueueName), QueueUrl: queueUrl } });
   }
   return stack;
 }
 
 function hasRedrive(template: Template, id: string): boolean {
   return template.Resources[id]?.Properties?.RedrivePolicy !== undefined;
+}
+
+/** What the local stack needs of one `AWS::Lambda::Function` and its `AWS::Lambda::EventInvokeConfig`. */
+export interface FunctionDefinition {
+  readonly name: string;
+  readonly handler: string;
+  readonly timeoutMs: number;
+  readonly reservedConcurrency?: number;
+  readonly maximumRetryAttempts: number;
+  readonly onFailureQueueUrl?: string;
+  readonly environment: Readonly<Record<string, string>>;
+}
+
+/** The scheduled rule: which function it starts, and how often. */
+export interface Schedule {
+  readonly functionName: string;
+  readonly periodMs: number;
+}
+
+/** The packaged service's two functions, with their environments resolved against the local resources, and its schedule. */
+export interface PackagedFunctions {
+  readonly orchestrator: FunctionDefinition;
+  readonly worker: FunctionDefinition;
+  readonly schedule: Schedule;
+}
+
+/** Handlers as serverless.yml names them. */
+const WORKER_HANDLER = 'functions/worker.handler';
+const ORCHESTRATOR_HANDLER = 'functions/orchestrator.handler';
+
+/**
+ * The orchestrator, the worker and the schedule of a provisioned stack.
+ * @throws Error when the template lacks one of them.
+ */
+export function packagedFunctions(stack: LocalStack): PackagedFunctions {
+  const functions = functionsOf(stack);
+  return { orchestrator: functionWith(functions, ORCHESTRATOR_HANDLER), worker: functionWith(functions, WORKER_HANDLER), schedule: scheduleOf(stack) };
+}
+
+/** The template's functions, with their environments resolved against the local resources. */
+function functionsOf(stack: LocalStack): FunctionDefinition[] {
+  const invokeConfigs = stack.idsOf('AWS::Lambda::EventInvokeConfig').map((id) => stack.properties(id, ['FunctionName', 'MaximumRetryAttempts', 'DestinationConfig']));
+  return stack.idsOf('AWS::Lambda::Function').map((id) => {
+    const p = stack.properties(id, ['FunctionName', 'Handler', 'Timeout', 'ReservedConcurrentExecutions', 'Environment']);
+    const name = String(p.FunctionName);
+    const invokeConfig = invokeConfigs.find((c) => c.FunctionName === name);
+    const onFailure = (invokeConfig?.DestinationConfig as { OnFailure?: { Destination?: string } } | undefined)?.OnFailure?.Destination;
+    const reserved = p.ReservedConcurrentExecutions;
+    return {
+      name,
+      handler: String(p.Handler),
+      timeoutMs: Number(p.Timeout ?? 6) * 1000,
+      ...(reserved === undefined ? {} : { reservedConcurrency: Number(reserved) }),
+      // Lambda's default for asynchronous invocations is two retries.
+      maximumRetryAttempts: Number(invokeConfig?.MaximumRetryAttempts ?? 2),
+      ...(onFailure === undefined ? {} : { onFailureQueueUrl: stack.queueUrlOfArn(onFailure) }),
+      environment: ((p.Environment as { Variables?: Record<string, string> } | undefined)?.Variables ?? {}) as Record<string, string>,
+    };
+  });
+}
+
+/**
+ * The function with a given handler.
+ * @throws Error when the template has none.
+ */
+function functionWith(functions: readonly FunctionDefinition[], handler: string): FunctionDefinition {
+  const found = functions.find((fn) => fn.handler === handler);
+  if (found === undefined) throw new Error(`the packaged template has no function with handler ${handler}`);
+  return found;
+}
+
+/** The scheduled rule of `rate(N minute[s])`. */
+function scheduleOf(stack: LocalStack): Schedule {
+  for (const id of stack.idsOf('AWS::Events::Rule')) {
+    const p = stack.properties(id, ['ScheduleExpression', 'Targets']);
+    const rate = /^rate\((\d+) minutes?\)$/.exec(String(p.ScheduleExpression));
+    const target = (p.Targets as { Arn?: string }[] | undefined)?.[0]?.Arn;
+    if (rate?.[1] !== undefined && target !== undefined) return { functionName: target.split(':').pop() ?? target, periodMs: Number(rate[1]) * 60_000 };
+  }
+  throw new Error('the packaged template has no rate(N minutes) schedule rule targeting a function');
 }

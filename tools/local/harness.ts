@@ -1,0 +1,321 @@
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/orchestrator';
+import { makeHandler as makeWorkerHandler } from '../../functions/worker';
+import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
+import type { Log } from '../../lib/adapters/log';
+import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
+import { queueUrlsFromEnv, requiredEnv, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { ApiCaller } from '../../lib/ports/ApiCaller';
+import { DEAD_LETTER_QUEUES, QUEUE_NAMES, READ_ORDER, type QueueName, type ReceivedMessage } from '../../lib/ports/QueueReceiver';
+import type { StateStores } from '../../lib/ports/StateStores';
+import type { WorkerDeps } from '../../lib/services/processJob';
+import { workerDepsFromEnv } from '../../lib/wiring/workerDeps';
+import { startApiServer, type ApiServer } from './apiServer';
+import { destroyClients, dynamodbClient, functionClients, sqsClient, type EmulatorEndpoints, type FunctionClients } from './clients';
+import { startEmulators, type Emulators } from './emulators';
+import { LocalLambdaHost, type LocalFunction, type LocalFunctionStats, type LocalLambdaHostOptions } from './lambdaHost';
+import { createLaneQueues } from './laneQueues';
+import { createStateTable, deleteStateTable } from './stateTable';
+import { packagedFunctions, provisionStack, type PackagedFunctions, type Template } from './template';
+import { waitFor } from './waitFor';
+
+/** A name no other harness uses, for tables and queues shared through one emulator. */
+export function uniqueName(prefix: string): string {
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** The lane's state table and six queues, as the functions' environment names them. */
+export interface LaneResources {
+  readonly tableName: string;
+  readonly queueUrls: Readonly<Record<QueueName, string>>;
+}
+
+/** Where the harness runs: emulators already running (the test suite's), or by default its own, stopped on close. */
+export interface HarnessOptions {
+  readonly emulators?: EmulatorEndpoints;
+}
+
+/** Options of {@link LocalHarness.fresh}. */
+export interface FreshHarnessOptions extends HarnessOptions {
+  /** Redrive `maxReceiveCount` of the source queues. */
+  readonly maxReceiveCount: number;
+}
+
+/**
+ * A function of the service on the harness's Lambda host: one of the real handlers, built from `env` at its first
+ * invocation (as Lambda's cold start builds it) with clients of its own.
+ */
+export interface HostedFunction extends Omit<LocalFunction, 'handler'> {
+  /** Which handler: `functions/orchestrator.ts` or `functions/worker.ts`. */
+  readonly kind: 'orchestrator' | 'worker';
+  readonly env: Env;
+}
+
+/** What a harness changes in the functions it hosts; every hook is optional, and without them production runs unchanged. */
+export interface FunctionHooks {
+  /** Called once on each function's clients when it starts, e.g. to meter them or add fault middleware. */
+  readonly clients?: (clients: FunctionClients, fn: HostedFunction) => void;
+  /** Replaces parts of the worker's dependencies (its clock, its API caller) before its handler is built. */
+  readonly workerDeps?: (deps: WorkerDeps) => WorkerDeps;
+  /** Wraps the worker handler as the Lambda host calls it (e.g. to deliver an event twice). */
+  readonly workerHandler?: (handler: (event: unknown) => Promise<unknown>) => (event: unknown) => Promise<unknown>;
+  /** Ends orchestrator runs early, at their next step, with a clean exit (`makeHandler`'s `shouldStop`). @default never */
+  readonly shouldStop?: () => boolean;
+  /** The handlers' structured log. @default discard */
+  readonly log?: Log;
+}
+
+/** What the state of one queue is (SQS's approximate counts, exact on fauxqs). */
+export interface QueueDepth {
+  readonly visible: number;
+  readonly inFlight: number;
+  readonly delayed: number;
+}
+
+/** The lane's queues summed up. */
+export interface LaneDepths {
+  /** Messages waiting in the source queues (visible or delayed). */
+  readonly queued: number;
+  /** Source messages received and not yet deleted: waiting for their pacing slot or with a worker. */
+  readonly inFlight: number;
+  /** Messages anywhere in the dead-letter queues. */
+  readonly deadLettered: number;
+}
+
+/** Options of {@link LocalHarness.close}. */
+export interface CloseOptions {
+  /** How long to wait for the hosted functions to finish before closing the host under them. */
+  readonly idleWithinMs: number;
+}
+
+/** The harness's own clients, for provisioning and looking; they never invoke Lambda. */
+interface OwnClients {
+  readonly dynamodb: DynamoDBClient;
+  readonly sqs: SQSClient;
+}
+
+/**
+ * The service on this machine, as the local run, the integration tests and the fault suite share it: DynamoDB and
+ * SQS emulators, the lane's table and queues on them (from the packaged template, or with fresh unique names), an
+ * API served over HTTP, and the real handlers behind a local Lambda Invoke endpoint. It watches from outside
+ * through the production adapters: queue depths, the circuit, whether everything has drained.
+ *
+ * Always {@link LocalHarness.close} it: it waits for the functions, closes the servers, deletes the table and, when
+ * it started them, stops the emulators.
+ */
+export class LocalHarness {
+  /** The production SQS adapter on the lane's queues, to send and look. */
+  readonly queues: SqsQueues;
+  /** The production DynamoDB stores on the state table, to look. */
+  readonly stores: StateStores;
+
+  /** The hosted functions' clients, destroyed on close. */
+  private readonly hostedClients: FunctionClients[] = [];
+  private apiServer: ApiServer | undefined;
+  private lambda: { readonly host: LocalLambdaHost; readonly endpoint: string } | undefined;
+  private closed = false;
+
+  private constructor(
+    readonly emulators: EmulatorEndpoints,
+    readonly resources: LaneResources,
+    /** The harness's own clients, for setting up and looking. */
+    readonly clients: OwnClients,
+    private readonly owned: Emulators | undefined,
+  ) {
+    this.queues = new SqsQueues({ client: clients.sqs, queueUrls: resources.queueUrls });
+    this.stores = dynamoStores({ client: DynamoDBDocumentClient.from(clients.dynamodb), tableName: resources.tableName });
+  }
+
+  /** A harness on a fresh state table and six queues, with names no other harness uses (see {@link uniqueName}). */
+  static async fresh(options: FreshHarnessOptions): Promise<LocalHarness> {
+    const { harness } = await LocalHarness.open(options, async (clients) => {
+      const prefix = uniqueName('svc');
+      const tableName = `${prefix}-state`;
+      const [queueUrls] = await Promise.all([createLaneQueues(clients.sqs, prefix, { maxReceiveCount: options.maxReceiveCount }), createStateTable(clients.dynamodb, tableName)]);
+      return { resources: { tableName, queueUrls }, extra: undefined };
+    });
+    return harness;
+  }
+
+  /**
+   * A harness on the tables and queues of a packaged template, created from the definitions the deployment uses;
+   * with the template's functions (environments resolved against them) and schedule.
+   * @throws Error when the template lacks a resource or a function the local stack needs.
+   */
+  static async fromTemplate(template: Template, options: HarnessOptions = {}): Promise<{ readonly harness: LocalHarness; readonly functions: PackagedFunctions }> {
+    const { harness, extra } = await LocalHarness.open(options, async (clients) => {
+      const functions = packagedFunctions(await provisionStack(template, clients));
+      const env = functions.worker.environment;
+      return { resources: { tableName: requiredEnv(env, RESOURCE_ENV.tableName), queueUrls: queueUrlsFromEnv(env) }, extra: functions };
+    });
+    return { harness, functions: extra };
+  }
+
+  /** Starts the emulators unless given, then provisions; stops what it started if provisioning fails. */
+  private static async open<T>(options: HarnessOptions, provision: (clients: OwnClients) => Promise<{ resources: LaneResources; extra: T }>): Promise<{ harness: LocalHarness; extra: T }> {
+    let owned: Emulators | undefined;
+    const emulators = options.emulators ?? (owned = await startEmulators());
+    const clients = { dynamodb: dynamodbClient(emulators.dynamodbEndpoint), sqs: sqsClient(emulators.sqsEndpoint) };
+    try {
+      const { resources, extra } = await provision(clients);
+      return { harness: new LocalHarness(emulators, resources, clients, owned), extra };
+    } catch (error) {
+      clients.dynamodb.destroy();
+      clients.sqs.destroy();
+      await owned?.stop();
+      throw error;
+    }
+  }
+
+  /** Serves `api` over HTTP until {@link close}: its URLs are the functions' `API_URL` and `HEALTH_URL`. */
+  async serveApi(api: ApiCaller): Promise<ApiServer> {
+    if (this.apiServer !== undefined) throw new Error('the harness already serves an API');
+    this.apiServer = await startApiServer(api);
+    return this.apiServer;
+  }
+
+  /**
+   * Runs the functions on a local Lambda host until {@link close}.
+   * @returns the host's endpoint, where a Lambda client invokes them.
+   */
+  async host(functions: readonly HostedFunction[], hooks: FunctionHooks = {}, options: LocalLambdaHostOptions = {}): Promise<string> {
+    if (this.lambda !== undefined) throw new Error('the harness already hosts its functions');
+    const host = new LocalLambdaHost(
+      functions.map((fn): LocalFunction => {
+        const { kind, env, ...lambda } = fn;
+        let handler: LocalFunction['handler'] | undefined;
+        // Built at the first invocation, as Lambda's cold start does, once the host's endpoint is known.
+        const coldStart = (): LocalFunction['handler'] => {
+          const clients = this.runClients();
+          this.hostedClients.push(clients);
+          hooks.clients?.(clients, fn);
+          return kind === 'orchestrator' ? orchestratorHandlerFromEnv(env, clients, hooks.log ?? discard, hooks.shouldStop) : this.worker(env, clients, hooks);
+        };
+        return { ...lambda, handler: (event, context) => (handler ??= coldStart())(event, context) };
+      }),
+      options,
+    );
+    this.lambda = { host, endpoint: await host.listen() };
+    return this.lambda.endpoint;
+  }
+
+  /**
+   * Fresh clients on the emulators and the Lambda host, as one function container has them (e.g. for an orchestrator
+   * run started outside the host); the caller destroys them with `destroyClients`.
+   * @throws Error before {@link host}.
+   */
+  runClients(): FunctionClients {
+    if (this.lambda === undefined) throw new Error('the harness hosts no functions yet');
+    return functionClients(this.emulators, this.lambda.endpoint);
+  }
+
+  /** A hosted function's counters. */
+  stats(name: string): LocalFunctionStats {
+    return this.hostOf().stats(name);
+  }
+
+  /** True when no hosted function is running or waiting for a retry. */
+  idle(): boolean {
+    return this.hostOf().idle();
+  }
+
+  /** Visible, in-flight and delayed messages of a queue. */
+  async depth(queue: QueueName): Promise<QueueDepth> {
+    const { Attributes = {} } = await this.clients.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: this.resources.queueUrls[queue],
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+      }),
+    );
+    return {
+      visible: Number(Attributes.ApproximateNumberOfMessages ?? 0),
+      inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0),
+      delayed: Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0),
+    };
+  }
+
+  /** Messages anywhere in a queue: visible, in flight or delayed. */
+  async count(queue: QueueName): Promise<number> {
+    const d = await this.depth(queue);
+    return d.visible + d.inFlight + d.delayed;
+  }
+
+  /** Messages per queue, for failure messages: `{ main: 0, 'main-dlq': 1, … }`. */
+  async counts(): Promise<Record<QueueName, number>> {
+    const entries = await Promise.all(QUEUE_NAMES.map(async (q) => [q, await this.count(q)] as const));
+    return Object.fromEntries(entries) as Record<QueueName, number>;
+  }
+
+  /** The source queues' waiting and in-flight messages, and the dead-letter queues' messages. */
+  async laneDepths(): Promise<LaneDepths> {
+    const [sources, dead] = await Promise.all([Promise.all(READ_ORDER.map((q) => this.depth(q))), Promise.all(DEAD_LETTER_QUEUES.map((q) => this.count(q)))]);
+    return {
+      queued: sources.reduce((sum, d) => sum + d.visible + d.delayed, 0),
+      inFlight: sources.reduce((sum, d) => sum + d.inFlight, 0),
+      deadLettered: dead.reduce((sum, n) => sum + n, 0),
+    };
+  }
+
+  /** True when the three source queues hold nothing (visible, in flight or delayed) and no function is running. */
+  async drained(): Promise<boolean> {
+    if (!this.idle()) return false;
+    const counts = await Promise.all(READ_ORDER.map((q) => this.count(q)));
+    return counts.every((n) => n === 0);
+  }
+
+  /** Receives every visible message of a queue, keeping them hidden for a minute (they stay in the queue). */
+  async receiveAll(queue: QueueName): Promise<ReceivedMessage[]> {
+    const all: ReceivedMessage[] = [];
+    for (;;) {
+      const received = await this.queues.receive(queue, { max: 10, visibilityMs: 60_000, waitMs: 0 });
+      if (received.length === 0) return all;
+      all.push(...received);
+    }
+  }
+
+  /** Every message of the three dead-letter queues, received as {@link receiveAll} does. */
+  async receiveDeadLetters(): Promise<ReceivedMessage[]> {
+    return (await Promise.all(DEAD_LETTER_QUEUES.map((q) => this.receiveAll(q)))).flat();
+  }
+
+  /** A lane's circuit item as stored, through the production adapter. */
+  circuit(lane: string): Promise<CircuitJSON | undefined> {
+    return this.stores.circuit.loadCircuit(lane);
+  }
+
+  /**
+   * Waits (up to `idleWithinMs`) for the functions to finish, closes the Lambda host and the API server, deletes
+   * the table, destroys every client and stops the emulators it started. Safe to call twice.
+   */
+  async close(options: CloseOptions): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const host = this.lambda?.host;
+    if (host !== undefined) {
+      await waitFor(() => host.idle(), { timeoutMs: options.idleWithinMs, what: 'the functions to finish' }).catch(() => undefined);
+      await host.close();
+    }
+    await this.apiServer?.close();
+    await deleteStateTable(this.clients.dynamodb, this.resources.tableName).catch(() => undefined);
+    this.clients.dynamodb.destroy();
+    this.clients.sqs.destroy();
+    for (const clients of this.hostedClients) destroyClients(clients);
+    await this.owned?.stop();
+  }
+
+  private worker(env: Env, clients: FunctionClients, hooks: FunctionHooks): LocalFunction['handler'] {
+    const deps = workerDepsFromEnv(env, clients);
+    const handler = makeWorkerHandler(hooks.workerDeps?.(deps) ?? deps, hooks.log ?? discard);
+    return hooks.workerHandler?.(handler) ?? handler;
+  }
+
+  private hostOf(): LocalLambdaHost {
+    if (this.lambda === undefined) throw new Error('the harness hosts no functions yet');
+    return this.lambda.host;
+  }
+}
+
+const discard: Log = () => undefined;
