@@ -6,11 +6,14 @@ import { processWorkerEvent, type WorkerDeps, type WorkerOutcome } from '../lib/
 
 /**
  * Checks that an event is one the orchestrator sends. Anything else is a wrong invocation, not a job: it is thrown
- * back, so Lambda's async retries end in the worker's on-failure queue where an operator sees it.
+ * back, so Lambda's async retries end in the worker's on-failure queue where an operator sees it. That includes a job
+ * event whose body is not the message's text (one of an older orchestrator, which carried the parsed body): its
+ * message was not deleted, so it reappears after its visibility timeout and is dispatched again as text.
  * @throws Error naming what is wrong with the event.
  */
 export function asWorkerEvent(event: unknown): WorkerEvent {
-  const kind = typeof event === 'object' && event !== null ? (event as { kind?: unknown }).kind : undefined;
+  const { kind, body } = typeof event === 'object' && event !== null ? (event as { kind?: unknown; body?: unknown }) : {};
+  if (kind === 'job' && typeof body !== 'string') throw new Error(`worker job event must carry the message body as a string of JSON text; got ${body === null ? 'null' : typeof body}`);
   if (kind === 'job' || kind === 'health-check') return event as WorkerEvent;
   throw new Error(`worker event must be an object with kind 'job' or 'health-check'; got kind ${JSON.stringify(kind)}`);
 }

@@ -1,4 +1,3 @@
-import type { JsonValue } from '../domain/json';
 import type { Reservation } from '../domain/quota/ledger';
 import type { MessageAttribute, SourceQueue } from './QueueReceiver';
 
@@ -9,8 +8,14 @@ export interface JobEvent {
   readonly queue: SourceQueue;
   readonly receiptHandle: string;
   readonly messageId: string;
-  /** The message body, already parsed as JSON by the orchestrator. */
-  readonly body: JsonValue;
+  /**
+   * The message body exactly as received: JSON text that the orchestrator checked parses and nests no deeper than
+   * `MAX_BODY_DEPTH`. A string, not a parsed value: Lambda parses an async payload with JSON.parse, which would turn
+   * `1790000000000000123` into `1790000000000000000` and `1e400` into `Infinity` (`null` once serialised again), and
+   * keep only the last of duplicate keys. As a string it costs its escapes in the event's size; an event Lambda
+   * refuses as too large is dead-lettered with the reason.
+   */
+  readonly body: string;
   /** 1 for the first try, then one more per retry. */
   readonly attempt: number;
   /** The reserved cost (message attribute `cost`, default 1). */

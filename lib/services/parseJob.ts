@@ -4,9 +4,11 @@ import type { Reservation } from '../domain/quota/ledger';
 import type { JobEvent } from '../ports/Invoker';
 import type { ReceivedMessage, SourceQueue } from '../ports/QueueReceiver';
 
-/** A received message that passed validation. */
+/**
+ * What a received message that passed validation asks for. Its body is not here: it travels as the message's own
+ * text (`ReceivedMessage.body`), since a parsed value would not give it back byte for byte.
+ */
 export interface ParsedJob {
-  readonly body: JsonValue;
   /** Attribute `cost` (Number), default 1. */
   readonly cost: number;
   /** Attribute `idempotencyKey` (String), default the message id. */
@@ -16,9 +18,10 @@ export interface ParsedJob {
 }
 
 /**
- * The deepest nesting of arrays and objects a body may have. JSON.parse takes any depth, but serialising a body
- * nested some thousands deep (a 256 KB message can nest 128 000 deep) overflows the stack: the invoke would throw in
- * the orchestrator at every run, for ever. 100 is far beyond real API payloads.
+ * The deepest nesting of arrays and objects a body may have. JSON.parse takes any depth (a 256 KB message can nest
+ * 128 000 deep), but the API caller and the API behind it may parse the body with a recursive parser that fails on
+ * such a body (Ruby's JSON refuses more than 100 levels by default) or overflows its stack, at every attempt. So the
+ * orchestrator refuses it up front, with the reason. 100 is far beyond real API payloads.
  */
 export const MAX_BODY_DEPTH = 100;
 
@@ -52,7 +55,8 @@ export type ParseResult = { readonly ok: true; readonly job: ParsedJob } | { rea
 
 /**
  * Validates a received message against the message contract without trusting anything in it. A message that
- * fails is dead-lettered by the orchestrator with the returned reason, and never reaches the API.
+ * fails is dead-lettered by the orchestrator with the returned reason, and never reaches the API. The body is parsed
+ * only to be checked; what goes on is its text (see {@link jobEventOf}).
  */
 export function parseJob(message: ReceivedMessage): ParseResult {
   let body: JsonValue;
@@ -85,10 +89,13 @@ export function parseJob(message: ReceivedMessage): ParseResult {
   }
   const carried = attemptAttr === undefined ? 1 : Number(attemptAttr.value);
   const attempt = message.queue === 'fifo' ? message.receiveCount : Number.isInteger(carried) && carried >= 1 ? carried : 1;
-  return { ok: true, job: { body, cost, idempotencyKey, attempt } };
+  return { ok: true, job: { cost, idempotencyKey, attempt } };
 }
 
-/** The worker event for dispatching a parsed job received from one of the lane's source queues. */
+/**
+ * The worker event for dispatching a parsed job received from one of the lane's source queues. It carries the
+ * message's body as received, the text that {@link parseJob} checked, never a re-serialisation of the parsed value.
+ */
 export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJob, dispatchId: string, reservation: Reservation): JobEvent {
   return {
     kind: 'job',
@@ -96,7 +103,7 @@ export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJo
     queue: message.queue as SourceQueue,
     receiptHandle: message.receiptHandle,
     messageId: message.messageId,
-    body: job.body,
+    body: message.body,
     attempt: job.attempt,
     cost: job.cost,
     idempotencyKey: job.idempotencyKey,

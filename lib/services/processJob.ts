@@ -56,7 +56,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     queue: event.queue,
     messageId: event.messageId,
     receiptHandle: event.receiptHandle,
-    body: JSON.stringify(event.body),
+    body: event.body,
     attributes: event.attributes,
     ...(event.groupId === undefined ? {} : { groupId: event.groupId }),
   };

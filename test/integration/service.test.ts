@@ -1,7 +1,9 @@
 import { QuotaLedger } from '../../lib/domain/quota/ledger';
 import type { OrchestratorEvent } from '../../lib/services/runOrchestrator';
 import { createServiceStack, LANE, SimulatedCrash, type OrchestratorRun, type ServiceStack, type TestMessage } from '../helpers/serviceStack';
+import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import { waitFor } from '../../tools/local/waitFor';
+import { awkwardBody } from '../helpers/serviceFixtures';
 
 // The service end to end on the emulators: real handlers and adapters, SQS on fauxqs, DynamoDB on dynalite (or on
 // DynamoDB Local, through `npm run test:dynamodb-local`), workers behind a local Lambda Invoke endpoint, and the
@@ -157,6 +159,43 @@ describe('the service on the emulators', () => {
     expect(summary).toMatchObject({ lease: 'acquired', dispatched: 1, deadLettered: 0 });
     expect(s.workerStats().results.get('dead-lettered')).toBe(1);
   }, 20_000);
+
+  it('hands the API each body byte for byte, and copies it so to the requeue and dead-letter queues', async () => {
+    // Bodies that a JSON round trip would change; the poison one is answered 400 by the referee.
+    const [plain, retried, poison, badCost] = ['raw-ok', 'raw-retry', 'raw-poison', 'raw-cost'].map(awkwardBody) as [string, string, string, string];
+    const poisonBody = poison.replace(/^\{ /, '{ "poison" : true, ');
+    // What reached the API server, decoded as UTF-8 (as valid UTF-8, equal text means equal bytes); the first call of
+    // raw-retry is answered 503 without reaching the referee, so it is requeued.
+    const arrived: string[] = [];
+    let failedOnce = false;
+    const recording = (api: ApiCaller): ApiCaller => ({
+      call: (body, context) => {
+        arrived.push(body);
+        if (body === retried && !failedOnce) {
+          failedOnce = true;
+          return Promise.resolve({ kind: 'response', status: 503, headers: {} });
+        }
+        return api.call(body, context);
+      },
+      probe: () => api.probe(),
+    });
+    stack = await createServiceStack({ quotas: [{ limit: 10, per: 'second' }], faults: { api: recording } });
+    await stack.send('main', [{ body: plain }, { body: retried }, { body: poisonBody }, { body: badCost, attributes: { cost: { dataType: 'Number', value: '-1' } } }]);
+
+    const s = stack;
+    await s.runUntil(async () => s.api.succeededIds().length >= 2 && (await s.count('main-dlq')) === 2 && (await s.drained()), {
+      timeoutMs: 15_000,
+      what: 'two successes and two dead letters',
+    });
+
+    expect([...arrived].sort()).toEqual([plain, retried, retried, poisonBody].sort());
+    expectEachSucceededOnce(s, ['raw-ok', 'raw-retry']);
+    const parked = await s.receiveAll('main-dlq');
+    expect(parked.map((m) => [m.body, m.attributes.reason?.value.split(':')[0]]).sort()).toEqual([
+      [badCost, 'malformed'],
+      [poisonBody, 'permanent'],
+    ].sort());
+  }, 30_000);
 
   it('dead-letters malformed messages without calling the API, and goes on to the next job', async () => {
     stack = await createServiceStack({ quotas: [{ limit: 10, per: 'second' }] });

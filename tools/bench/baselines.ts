@@ -102,7 +102,7 @@ function sdkRetryDelayMs(outcome: Extract<Classification, { kind: 'rate-limited'
 async function sendWithSdkRetries(caller: HttpApiCaller, quota: SdkRetryQuota, id: string, deadline: number): Promise<boolean> {
   let lastRetryCost: number | undefined;
   for (let attempt = 1; ; attempt++) {
-    const outcome = classify(await caller.call({ id }, { idempotencyKey: id }), systemClock.now());
+    const outcome = classify(await caller.call(JSON.stringify({ id }), { idempotencyKey: id }), systemClock.now());
     if (outcome.kind === 'success') {
       quota.recordSuccess(lastRetryCost);
       return true;

@@ -1,4 +1,3 @@
-import type { JsonValue } from '../../lib/domain/json';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 
 /**
@@ -33,7 +32,7 @@ export class MisbehavingApi implements ApiCaller {
   ) {}
 
   /** @inheritDoc */
-  call(body: JsonValue, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+  call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
     const fault = this.faultNow();
     return fault === undefined ? this.inner.call(body, context) : Promise.resolve(fault);
   }

@@ -1,7 +1,7 @@
-import type { JsonValue } from '../../lib/domain/json';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 import type { WorkerDeps } from '../../lib/services/processJob';
+import { jobIdOf } from '../simulation/jobs';
 
 /** Faults of the worker function. */
 export interface WorkerFaultPlan {
@@ -33,12 +33,6 @@ export class WorkerCrash extends Error {
   }
 }
 
-/** The job id of a body or event, as the simulated API names jobs. */
-function jobIdOf(body: unknown): string | undefined {
-  const id = typeof body === 'object' && body !== null ? (body as { id?: unknown }).id : undefined;
-  return typeof id === 'string' ? id : undefined;
-}
-
 /** Injects a {@link WorkerFaultPlan} into the worker's dependencies and handler, and counts what it injected. */
 export class WorkerFaultInjector {
   private readonly crashed = { 'before-call': new Set<string>(), 'after-call': new Set<string>() };
@@ -54,7 +48,8 @@ export class WorkerFaultInjector {
   /** The worker handler, delivering the planned events twice. */
   handler(handler: (event: unknown) => Promise<unknown>): (event: unknown) => Promise<unknown> {
     return (event) => {
-      const id = jobIdOf((event as { body?: unknown }).body);
+      const { body } = event as { body?: unknown };
+      const id = typeof body === 'string' ? jobIdOf(body) : undefined;
       const planned = this.plan.deliveredTwice ?? [];
       if (id !== undefined && planned.includes(id) && !this.duplicated.has(id)) {
         this.duplicated.add(id);
@@ -89,7 +84,7 @@ export class WorkerFaultInjector {
       throw new WorkerCrash(id, point);
     };
     return {
-      call: async (body: JsonValue, context) => {
+      call: async (body, context) => {
         crashOnce('before-call', jobIdOf(body));
         const result = await api.call(body, context);
         crashOnce('after-call', jobIdOf(body));

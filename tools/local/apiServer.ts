@@ -51,10 +51,9 @@ function answer(response: ServerResponse, result: ApiResult): void {
 async function route(api: ApiCaller, request: IncomingMessage, response: ServerResponse): Promise<void> {
   const { pathname } = new URL(request.url ?? '/', 'http://localhost');
   if (request.method === 'POST' && pathname === '/jobs') {
-    const text = await readBody(request);
-    let body: JsonValue;
+    const body = await readBody(request);
     try {
-      body = JSON.parse(text) as JsonValue;
+      JSON.parse(body);
     } catch (error) {
       sendJson(response, 400, { error: `body is not JSON: ${error instanceof Error ? error.message : String(error)}` });
       return;
@@ -74,8 +73,8 @@ async function route(api: ApiCaller, request: IncomingMessage, response: ServerR
 /**
  * Serves an {@link ApiCaller} (usually the simulated `VirtualApi`) over HTTP, so the worker's real HTTP caller can
  * reach it:
- * - `POST /jobs`: the JSON body and the `idempotency-key` header (default `''`) go to `api.call`; a body that is not
- *   JSON is answered 400 without calling the API.
+ * - `POST /jobs`: the body's text, unchanged, and the `idempotency-key` header (default `''`) go to `api.call`; a
+ *   body that is not JSON is answered 400 without calling the API.
  * - `GET /health`: `api.probe()`.
  * - anything else: 404.
  *

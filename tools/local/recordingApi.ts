@@ -1,6 +1,6 @@
-import type { JsonValue } from '../../lib/domain/json';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
+import { jobFieldsOf } from '../simulation/jobs';
 import type { VirtualApiCall, VirtualApiReport } from '../simulation/virtualApi';
 
 /** What a local run reads from the API it drives: the simulated one, or a recorder in front of an external one. */
@@ -16,17 +16,17 @@ interface JobFields {
   readonly seq?: number;
 }
 
-function jobFields(body: JsonValue, idempotencyKey: string): JobFields {
-  const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {};
-  const { id, group, seq } = record;
+function jobFields(body: string, idempotencyKey: string): JobFields {
+  const { id, group, seq } = jobFieldsOf(body);
   return { id: typeof id === 'string' ? id : idempotencyKey, ...(typeof group === 'string' ? { group } : {}), ...(typeof seq === 'number' ? { seq } : {}) };
 }
 
 /**
- * Sits between the workers and an external API (`--api-url`): forwards every call and probe unchanged and keeps the
- * same books as the simulated API, from the traffic alone: calls, 429s, second successes of one job id, and FIFO
- * order (a handled call, answered 200 or 400, whose group had another call in flight when it arrived, or whose
- * group had already handled a higher `seq`). Job bodies follow the local run's `{"id","group"?,"seq"?}` shape.
+ * Sits between the workers and an external API (`--api-url`): forwards every call (its body text as it came) and
+ * probe unchanged and keeps the same books as the simulated API, from the traffic alone: calls, 429s, second
+ * successes of one job id, and FIFO order (a handled call, answered 200 or 400, whose group had another call in
+ * flight when it arrived, or whose group had already handled a higher `seq`). Job bodies follow the local run's
+ * `{"id","group"?,"seq"?}` shape.
  */
 export class RecordingApi implements ObservedApi {
   private readonly calls: VirtualApiCall[] = [];
@@ -40,7 +40,7 @@ export class RecordingApi implements ObservedApi {
     private readonly clock: Clock,
   ) {}
 
-  async call(body: JsonValue, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+  async call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
     const at = this.clock.now();
     const job = jobFields(body, context.idempotencyKey);
     const crowded = job.group !== undefined && (this.inFlight.get(job.group) ?? 0) > 0;

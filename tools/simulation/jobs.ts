@@ -30,12 +30,18 @@ export function buildJobs(scenario: Scenario, random: () => number): JobSpec[] {
   return jobs;
 }
 
+/** The fields of a body holding a JSON object; none for any other body (an array, a scalar, text that is not JSON). */
+export function jobFieldsOf(body: string): Readonly<Record<string, unknown>> {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
 /** The job id of a body, or `undefined` for a malformed body (one the API never sees). */
 export function jobIdOf(body: string): string | undefined {
-  try {
-    const parsed = JSON.parse(body) as { id?: unknown };
-    return typeof parsed.id === 'string' ? parsed.id : undefined;
-  } catch {
-    return undefined;
-  }
+  const { id } = jobFieldsOf(body);
+  return typeof id === 'string' ? id : undefined;
 }

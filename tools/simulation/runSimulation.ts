@@ -1,5 +1,4 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
-import type { JsonValue } from '../../lib/domain/json';
 import { FakeClock } from '../memory/FakeClock';
 import { MemoryInvoker } from '../memory/MemoryInvoker';
 import { MemoryQueues } from '../memory/MemoryQueues';
@@ -62,7 +61,7 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     tiers: config.quotas,
     latencyMs: scenario.api.latencyMs,
     outages: scenario.api.outages.map((o) => ({ startMs: start + o.atSeconds * 1000, endMs: start + (o.atSeconds + o.forSeconds) * 1000 })),
-    costOf: (body: JsonValue) => costs.get(JSON.stringify(body)) ?? 1,
+    costOf: (body) => costs.get(body) ?? 1,
   });
   const circuit = new RecordingStore(clock);
   const stores = { ...memoryStores(), circuit };

@@ -1,8 +1,8 @@
-import type { JsonValue } from '../../lib/domain/json';
 import type { Tier } from '../../lib/domain/quota/tiers';
 import { unitsFor } from '../../lib/domain/quota/tiers';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
+import { jobFieldsOf } from './jobs';
 
 /** Options of {@link VirtualApi}. */
 export interface VirtualApiOptions {
@@ -14,8 +14,8 @@ export interface VirtualApiOptions {
   readonly latencyMs: number;
   /** Absolute instants `[startMs, endMs)` during which calls and probes answer 503. @default [] */
   readonly outages?: readonly { readonly startMs: number; readonly endMs: number }[];
-  /** Units a call consumes on cost tiers. @default `body.cost` if it is a finite number, else 1 */
-  readonly costOf?: (body: JsonValue) => number;
+  /** Units a call consumes on cost tiers, read from the body's JSON text. @default `cost` if it is a finite number, else 1 */
+  readonly costOf?: (body: string) => number;
   /** Whether to answer 429 (and 413) when a quota would be exceeded. With `false`, usage is only recorded. @default true */
   readonly enforce?: boolean;
 }
@@ -103,14 +103,13 @@ class TierTally {
   }
 }
 
-function defaultCostOf(body: JsonValue): number {
-  const cost = typeof body === 'object' && body !== null && !Array.isArray(body) ? body['cost'] : undefined;
+function defaultCostOf(body: string): number {
+  const { cost } = jobFieldsOf(body);
   return typeof cost === 'number' && Number.isFinite(cost) ? cost : 1;
 }
 
-function parseJob(body: JsonValue, idempotencyKey: string): Job {
-  const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {};
-  const { id, group, seq, poison } = record;
+function parseJob(body: string, idempotencyKey: string): Job {
+  const { id, group, seq, poison } = jobFieldsOf(body);
   return {
     id: typeof id === 'string' ? id : idempotencyKey,
     group: typeof group === 'string' ? group : undefined,
@@ -135,14 +134,14 @@ function response(status: number, headers: Record<string, string> = {}, actualCo
  * - 429 with `retry-after` (whole seconds, at least 1) if it would overflow a tier (no quota consumed);
  * - otherwise it is accepted and consumes quota: 400 for a body with `"poison": true`, else 200 with `actualCost`.
  *
- * Bodies are jobs `{"id": string, "group"?: string, "seq"?: number, "poison"?: true}`.
+ * Bodies are the JSON text of jobs `{"id": string, "group"?: string, "seq"?: number, "poison"?: true}`.
  */
 export class VirtualApi implements ApiCaller {
   private readonly clock: Clock;
   private readonly tiers: readonly Tier[];
   private readonly latencyMs: number;
   private readonly outages: readonly { readonly startMs: number; readonly endMs: number }[];
-  private readonly costOf: (body: JsonValue) => number;
+  private readonly costOf: (body: string) => number;
   private readonly enforce: boolean;
   /** Per tier, in configured order: what accepted arrivals hold in it. */
   private readonly windows: readonly TierTally[];
@@ -163,7 +162,7 @@ export class VirtualApi implements ApiCaller {
   }
 
   /** Answers one job call `latencyMs` after it arrives; see the class description for the status. Never throws. */
-  async call(body: JsonValue, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+  async call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
     const at = this.clock.now();
     const job = parseJob(body, context.idempotencyKey);
     const cost = this.costOf(body);

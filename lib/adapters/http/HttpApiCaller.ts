@@ -1,11 +1,10 @@
-import type { JsonValue } from '../../domain/json';
 import type { ApiResult } from '../../domain/outcome/apiResult';
 import { MAX_QUANTITY } from '../../domain/quota/tiers';
 import type { ApiCaller } from '../../ports/ApiCaller';
 
 /** Options of {@link HttpApiCaller}. */
 export interface HttpApiCallerOptions {
-  /** Each job's body is POSTed here as JSON. */
+  /** Each job's body is POSTed here, as sent to the queue, with `content-type: application/json`. */
   readonly apiUrl: string;
   /** Probed with a GET while the circuit is open; any 2xx means healthy. */
   readonly healthUrl: string;
@@ -56,8 +55,8 @@ function messageOf(error: unknown): string {
 }
 
 /**
- * The example worker's API caller: POSTs each job's JSON body to `apiUrl` and probes `healthUrl` with a GET, over
- * `fetch`. It never throws; every outcome is an {@link ApiResult}:
+ * The example worker's API caller: POSTs each job's JSON body to `apiUrl`, byte for byte as it was sent to the queue,
+ * and probes `healthUrl` with a GET, over `fetch`. It never throws; every outcome is an {@link ApiResult}:
  *
  * - `response`: any HTTP status, with every header under its lower-case name (so `classify` reads `retry-after`,
  *   `retry-after-ms` and `x-ratelimit-reset`), and `actualCost` from {@link ACTUAL_COST_HEADER} when it holds a
@@ -87,12 +86,15 @@ export class HttpApiCaller implements ApiCaller {
     this.authorization = authorization;
   }
 
-  /** POSTs `body` as JSON with headers `content-type: application/json` and `idempotency-key`. Never throws. */
-  call(body: JsonValue, { idempotencyKey }: { readonly idempotencyKey: string }): Promise<ApiResult> {
+  /**
+   * POSTs the JSON text `body` unchanged, as UTF-8, with headers `content-type: application/json` and
+   * `idempotency-key`. Never throws.
+   */
+  call(body: string, { idempotencyKey }: { readonly idempotencyKey: string }): Promise<ApiResult> {
     return this.request(this.apiUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-      body: JSON.stringify(body),
+      body,
     });
   }
 

@@ -14,7 +14,7 @@ function tier(limit: number, per: Tier['per'], unit: Tier['unit'] = 'requests'):
 interface Harness {
   readonly api: VirtualApi;
   readonly clock: FakeClock;
-  /** Starts every call at the current instant, lets the latency pass, and returns the results. */
+  /** Starts a call with the JSON text of each body at the current instant, lets the latency pass, and returns the results. */
   callAll(...bodies: JsonValue[]): Promise<ApiResult[]>;
   /** Advances to `at`, makes one call there and returns its status once answered. */
   statusAt(at: number, body?: JsonValue): Promise<number>;
@@ -25,7 +25,7 @@ function setup(options: Partial<VirtualApiOptions> & { start?: number } = {}): H
   const latencyMs = options.latencyMs ?? LATENCY;
   const api = new VirtualApi({ tiers: [], ...options, latencyMs, clock });
   const callAll = async (...bodies: JsonValue[]): Promise<ApiResult[]> => {
-    const pending = bodies.map((body, i) => api.call(body, { idempotencyKey: `key-${i}` }));
+    const pending = bodies.map((body, i) => api.call(JSON.stringify(body), { idempotencyKey: `key-${i}` }));
     await clock.advance(latencyMs);
     return Promise.all(pending);
   };
@@ -52,7 +52,7 @@ describe('VirtualApi', () => {
     it('counts a call when it arrives and answers after the latency', async () => {
       const { api, clock } = setup({ tiers: [tier(10, 'second')] });
       let answered = false;
-      const pending = api.call({ id: 'a' }, { idempotencyKey: 'a' }).then((r) => {
+      const pending = api.call('{"id":"a"}', { idempotencyKey: 'a' }).then((r) => {
         answered = true;
         return r;
       });
@@ -94,7 +94,10 @@ describe('VirtualApi', () => {
       const { api, callAll } = setup({
         tiers: [tier(10, 'second', 'cost'), tier(100, 'second')],
         latencyMs: 0,
-        costOf: (body) => (typeof body === 'object' && body !== null && !Array.isArray(body) && typeof body['tokens'] === 'number' ? body['tokens'] : 0),
+        costOf: (body) => {
+          const { tokens } = JSON.parse(body) as { tokens?: unknown };
+          return typeof tokens === 'number' ? tokens : 0;
+        },
       });
       const results = await callAll({ id: 'a', tokens: 6 }, { id: 'b', tokens: 5 }, { id: 'c', tokens: 4 });
       expect(results.map(status)).toEqual([200, 429, 200]);
@@ -178,6 +181,14 @@ describe('VirtualApi', () => {
       const { api, callAll } = setup();
       await callAll('plain text');
       expect(api.succeededIds()).toEqual(['key-0']);
+    });
+
+    it('reads the job from the body text as it came: the last of duplicate keys, escapes decoded', async () => {
+      const { api, clock } = setup({ latencyMs: 0 });
+      const pending = api.call('{ "id": "first", "group": "g", "seq": 1, "id" : "\\u0061",\n"seq": 2 }', { idempotencyKey: 'k' });
+      await clock.advance(0);
+      await pending;
+      expect(api.callLog).toEqual([{ at: 0, id: 'a', group: 'g', seq: 2, status: 200 }]);
     });
   });
 

@@ -30,8 +30,17 @@ describe('asWorkerEvent', () => {
     expect(() => asWorkerEvent(event)).toThrow(`worker event must be an object with kind 'job' or 'health-check'; got kind ${got}`);
   });
 
+  it.each([
+    ['a parsed object', { id: 'a' }, 'object'],
+    ['a number', 1, 'number'],
+    ['null', null, 'null'],
+    ['nothing', undefined, 'undefined'],
+  ])('refuses a job event whose body is %s, not the message text (an older orchestrator sent the parsed body)', (_, body, got) => {
+    expect(() => asWorkerEvent({ kind: 'job', messageId: 'm-1', body })).toThrow(`worker job event must carry the message body as a string of JSON text; got ${got}`);
+  });
+
   it('accepts job and health-check events as they are', () => {
-    const job = { kind: 'job', messageId: 'm-1' };
+    const job = { kind: 'job', messageId: 'm-1', body: '{"id":"a"}' };
 
     expect(asWorkerEvent(job)).toBe(job);
     expect(asWorkerEvent(HEALTH_CHECK)).toBe(HEALTH_CHECK);
@@ -57,7 +66,7 @@ describe('worker handler', () => {
 
     await expect(handler(event)).resolves.toBe('succeeded');
 
-    expect(h.api.calls.map((c) => c.body)).toEqual([{ id: 'a' }]);
+    expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}']);
     expect(h.queues.depth('main')).toBe(0);
     expect(lines).toEqual([]);
   });

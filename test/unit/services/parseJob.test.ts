@@ -1,7 +1,8 @@
 import type { MessageAttribute, ReceivedMessage } from '../../../lib/ports/QueueReceiver';
 import fc from 'fast-check';
-import { MAX_BODY_DEPTH, parseJob, type ParseResult } from '../../../lib/services/parseJob';
-import { numberAttr, stringAttr } from '../../helpers/serviceFixtures';
+import type { JobEvent } from '../../../lib/ports/Invoker';
+import { jobEventOf, MAX_BODY_DEPTH, parseJob, type ParsedJob, type ParseResult } from '../../../lib/services/parseJob';
+import { awkwardBody, LANE, numberAttr, START, stringAttr } from '../../helpers/serviceFixtures';
 
 /** A message as received from the main queue, first receive, with a JSON body and no attributes. */
 function message(overrides: Partial<ReceivedMessage> = {}): ReceivedMessage {
@@ -17,21 +18,30 @@ function reasonOf(result: ParseResult): string {
   return result.reason;
 }
 
+const RESERVATION = { at: START, cost: 1, windows: {} };
+
+/** The job of a message `parseJob` must accept. */
+function jobOf(received: ReceivedMessage): ParsedJob {
+  const result = parseJob(received);
+  if (!result.ok) throw new Error(`expected a valid message, got reason ${result.reason}`);
+  return result.job;
+}
+
 const COST_RULE = "malformed: attribute 'cost' must be a Number holding an integer from 0 to 1000000000000";
 
 describe('parseJob', () => {
   describe('a valid message', () => {
     it('defaults cost to 1, the idempotency key to the message id and the attempt to 1', () => {
-      expect(parseJob(message())).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 1, idempotencyKey: 'm-1', attempt: 1 } });
+      expect(parseJob(message())).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'm-1', attempt: 1 } });
     });
 
     it('accepts any JSON value as the body', () => {
-      expect(parseJob(message({ body: '[1,"two",null]' }))).toEqual({ ok: true, job: { body: [1, 'two', null], cost: 1, idempotencyKey: 'm-1', attempt: 1 } });
+      expect(parseJob(message({ body: '[1,"two",null]' }))).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'm-1', attempt: 1 } });
     });
 
     it('takes the cost from the Number attribute cost', () => {
       const result = parseJob(withAttributes({ cost: numberAttr(250) }));
-      expect(result).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 250, idempotencyKey: 'm-1', attempt: 1 } });
+      expect(result).toEqual({ ok: true, job: { cost: 250, idempotencyKey: 'm-1', attempt: 1 } });
     });
 
     it('accepts a cost of 0 and a custom Number data type', () => {
@@ -41,12 +51,12 @@ describe('parseJob', () => {
 
     it('takes the idempotency key from the String attribute idempotencyKey', () => {
       const result = parseJob(withAttributes({ idempotencyKey: stringAttr('order-42') }));
-      expect(result).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 1, idempotencyKey: 'order-42', attempt: 1 } });
+      expect(result).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'order-42', attempt: 1 } });
     });
 
     it("takes the attempt of a requeued message from its 'attempt' attribute", () => {
       const result = parseJob(withAttributes({ attempt: numberAttr(3) }, { queue: 'requeue' }));
-      expect(result).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 1, idempotencyKey: 'm-1', attempt: 3 } });
+      expect(result).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'm-1', attempt: 3 } });
     });
 
     it("falls back to attempt 1 when the 'attempt' attribute is not a positive integer", () => {
@@ -56,7 +66,7 @@ describe('parseJob', () => {
 
     it('counts the attempt of a FIFO message by its receives', () => {
       const result = parseJob(message({ queue: 'fifo', groupId: 'g-1', receiveCount: 2 }));
-      expect(result).toEqual({ ok: true, job: { body: { id: 'job-1' }, cost: 1, idempotencyKey: 'm-1', attempt: 2 } });
+      expect(result).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'm-1', attempt: 2 } });
     });
 
     it("ignores an 'attempt' attribute on a FIFO message in favour of the receive count", () => {
@@ -139,8 +149,8 @@ describe('parseJob', () => {
       expect(parseJob(message({ body: `{"a":${nested(MAX_BODY_DEPTH - 1)}}` })).ok).toBe(true);
     });
 
-    it('refuses deeper nesting, which would overflow the stack when the worker event is serialised', () => {
-      const body = nested(128_000); // what a 256 KB message can hold: JSON.parse takes it, JSON.stringify does not
+    it('refuses deeper nesting, which recursive parsers behind the API caller refuse or overflow on', () => {
+      const body = nested(128_000); // what a 256 KB message can hold: JSON.parse takes it
       expect(reasonOf(parseJob(message({ body })))).toBe(`malformed: body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`);
       expect(reasonOf(parseJob(message({ body: `{"a":${nested(MAX_BODY_DEPTH)}}` })))).toMatch(/deeper than/);
     });
@@ -170,15 +180,51 @@ describe('parseJob', () => {
       );
     });
 
-    it('never throws: a job whose body serialises and whose cost is a whole number in range, or a readable reason', () => {
+    it('never throws: a job whose cost is a whole number in range and whose event carries the body through Lambda unchanged, or a readable reason', () => {
       fc.assert(
         fc.property(received, ({ groupId, ...rest }) => {
-          const result = parseJob(message({ ...rest, ...(groupId === undefined ? {} : { groupId }) }));
+          const received = message({ ...rest, ...(groupId === undefined ? {} : { groupId }) });
+          const result = parseJob(received);
           if (!result.ok) return result.reason.startsWith('malformed: ') && result.reason.length < 300;
-          return typeof JSON.stringify(result.job.body) === 'string' && Number.isInteger(result.job.cost) && result.job.cost >= 0 && result.job.cost <= 1e12 && result.job.attempt >= 1;
+          const delivered = JSON.parse(JSON.stringify(jobEventOf(LANE, received, result.job, 'd-1', RESERVATION))) as JobEvent;
+          return delivered.body === rest.body && Number.isInteger(result.job.cost) && result.job.cost >= 0 && result.job.cost <= 1e12 && result.job.attempt >= 1;
         }),
         { numRuns: 300 },
       );
     });
+  });
+});
+
+describe('jobEventOf', () => {
+  it('carries the job, the message and the dispatch in one worker event', () => {
+    const received = message({ queue: 'fifo', groupId: 'g-1', receiveCount: 2, attributes: { cost: numberAttr(3) } });
+
+    expect(jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION)).toEqual({
+      kind: 'job',
+      lane: LANE,
+      queue: 'fifo',
+      receiptHandle: 'r-1',
+      messageId: 'm-1',
+      body: '{"id":"job-1"}',
+      attempt: 2,
+      cost: 3,
+      idempotencyKey: 'm-1',
+      groupId: 'g-1',
+      attributes: { cost: numberAttr(3) },
+      dispatchId: 'd-1',
+      reservation: RESERVATION,
+    });
+  });
+
+  it('carries a body that a JSON round trip would change as its text, which reaches the worker byte for byte', () => {
+    const body = awkwardBody('job-1');
+    const received = message({ body });
+
+    const event = jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION);
+
+    expect(event.body).toBe(body);
+    // Lambda hands an async payload to the worker through JSON.parse.
+    expect((JSON.parse(JSON.stringify(event)) as JobEvent).body).toBe(body);
+    expect(JSON.stringify(JSON.parse(body))).not.toBe(body);
   });
 });

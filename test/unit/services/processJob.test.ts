@@ -9,6 +9,7 @@ import {
   START,
   httpStatus,
   numberAttr,
+  awkwardBody,
   ok,
   openCircuit,
   receiveJobEvent,
@@ -45,7 +46,7 @@ describe('processJob', () => {
 
     await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
 
-    expect(h.api.calls).toEqual([{ at: START, body: { id: 'a' }, idempotencyKey: 'm-1' }]);
+    expect(h.api.calls).toEqual([{ at: START, body: '{"id":"a"}', idempotencyKey: 'm-1' }]);
     expect(h.queues.depth('main')).toBe(0);
     await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
   });
@@ -395,6 +396,49 @@ describe('processJob', () => {
 
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START, START] } });
     expect(h.queues.depth('requeue')).toBe(2);
+  });
+});
+
+describe('processJob with a body that a JSON round trip would change', () => {
+  const body = awkwardBody('a');
+
+  it('is such a body: parsing and serialising it again loses digits, the number beyond a double, a key and the escapes', () => {
+    expect(JSON.stringify(JSON.parse(body))).not.toBe(body);
+  });
+
+  it('hands the API caller the body byte for byte', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', body);
+
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('succeeded');
+
+    expect(h.api.calls.map((c) => c.body)).toEqual([body]);
+  });
+
+  it('requeues the body byte for byte, and hands it on again at the next attempt', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', body);
+    h.api.answers.push(httpStatus(503));
+
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('retried');
+    expect(h.queues.messages('requeue').map((m) => m.body)).toEqual([body]);
+    await h.clock.advance(1_000);
+    await expect(processJob(await receiveJobEvent(h, 'requeue', 'd-2'), h.deps)).resolves.toBe('succeeded');
+
+    expect(h.api.calls.map((c) => c.body)).toEqual([body, body]);
+  });
+
+  it.each([
+    ['a standard message', 'main', undefined],
+    ['a FIFO message', 'fifo', 'g-1'],
+  ] as const)('dead-letters %s with its body byte for byte', async (_, queue, groupId) => {
+    const h = workerHarness();
+    await sendJob(h.queues, queue, body, groupId === undefined ? {} : { groupId });
+    h.api.answers.push(httpStatus(400));
+
+    await expect(processJob(await receiveJobEvent(h, queue, 'd-1'), h.deps)).resolves.toBe('dead-lettered');
+
+    expect(h.queues.messages(`${queue}-dlq`).map((m) => m.body)).toEqual([body]);
   });
 });
 

@@ -13,6 +13,7 @@ import {
   LANE,
   START,
   ScriptedApi,
+  awkwardBody,
   dispatchedEvents,
   drive,
   httpStatus,
@@ -193,6 +194,19 @@ describe('runOrchestrator', () => {
     expect(h.queues.messages('main-dlq').map((m) => [m.body, m.attributes.reason?.value])).toEqual([
       ['{"id":"j-1"}', 'cost 11 exceeds the limit 10 per minute of a quota tier, so it can never be sent'],
     ]);
+  });
+
+  it('sends a body that a JSON round trip would change to the worker, and dead-letters one, byte for byte', async () => {
+    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'minute', unit: 'cost' }] });
+    const h = orchestratorHarness({ config });
+    await sendJob(h.queues, 'main', awkwardBody('j-1'));
+    await sendJob(h.queues, 'main', awkwardBody('j-2'), { cost: 11 });
+
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+    expect(summary).toMatchObject({ dispatched: 1, deadLettered: 1 });
+    expect(h.workerEvents.map(({ event }) => event.kind === 'job' && event.body)).toEqual([awkwardBody('j-1')]);
+    expect(h.queues.messages('main-dlq').map((m) => m.body)).toEqual([awkwardBody('j-2')]);
   });
 
   it('keeps a message whose invoke is throttled, refunds its reservation, backs off and dispatches it later', async () => {
@@ -455,7 +469,7 @@ describe('runOrchestrator', () => {
     const api = new ScriptedApi(clock, 300);
     let a1Calls = 0;
     api.answer = (body) => {
-      const id = (body as { id: string }).id;
+      const { id } = JSON.parse(body) as { id: string };
       if (id === 'a1' && ++a1Calls === 1) return httpStatus(503);
       return httpStatus(200);
     };
@@ -476,7 +490,7 @@ describe('runOrchestrator', () => {
 
     await drive(clock, runOrchestrator(h.deps, { deadline: START + 30_000, shouldStop: allDone }), START + 31_000);
 
-    const calls = api.calls.map((c) => ({ id: (c.body as { id: string }).id, at: c.at - START }));
+    const calls = api.calls.map((c) => ({ id: (JSON.parse(c.body) as { id: string }).id, at: c.at - START }));
     const ofGroup = (prefix: string) => calls.filter((c) => c.id.startsWith(prefix));
     expect(ofGroup('a').map((c) => c.id)).toEqual(['a1', 'a1', 'a2', 'a3']);
     expect(ofGroup('b').map((c) => c.id)).toEqual(['b1', 'b2']);

@@ -149,7 +149,7 @@ describe('workerDepsFromEnv', () => {
     });
     const deps = workerDepsFromEnv(ENV, clients());
 
-    await expect(deps.api.call({ id: 'a' }, { idempotencyKey: 'k-1' })).resolves.toMatchObject({ kind: 'response', status: 200 });
+    await expect(deps.api.call('{"id":"a"}', { idempotencyKey: 'k-1' })).resolves.toMatchObject({ kind: 'response', status: 200 });
     await expect(deps.api.probe()).resolves.toMatchObject({ kind: 'response', status: 200 });
 
     expect(fetched).toEqual([ENV.API_URL, ENV.HEALTH_URL]);
@@ -165,8 +165,8 @@ describe('workerDepsFromEnv', () => {
     });
     const config = { region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } };
     try {
-      await workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key' }, { ...clients(), ssm: new SSMClient(config) }).api.call({ id: 'a' }, { idempotencyKey: 'a' });
-      await workerDepsFromEnv(ENV, clients()).api.call({ id: 'b' }, { idempotencyKey: 'b' });
+      await workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key' }, { ...clients(), ssm: new SSMClient(config) }).api.call('{"id":"a"}', { idempotencyKey: 'a' });
+      await workerDepsFromEnv(ENV, clients()).api.call('{"id":"b"}', { idempotencyKey: 'b' });
     } finally {
       ssmMock.restore();
     }
@@ -195,7 +195,7 @@ describe('workerDepsFromEnv', () => {
     jest.spyOn(globalThis, 'fetch').mockImplementation(hangingFetch(fetched));
     const deps = workerDepsFromEnv({ ...ENV, API_TIMEOUT_MS: '20' }, clients());
 
-    await expect(deps.api.call({ id: 'a' }, { idempotencyKey: 'k-1' })).resolves.toEqual({ kind: 'timeout', afterMs: 20 });
+    await expect(deps.api.call('{"id":"a"}', { idempotencyKey: 'k-1' })).resolves.toEqual({ kind: 'timeout', afterMs: 20 });
     expect(fetched).toEqual([ENV.API_URL]);
   });
 

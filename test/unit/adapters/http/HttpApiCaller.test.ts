@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HttpApiCaller } from '../../../../lib/adapters/http/HttpApiCaller';
+import { awkwardBody } from '../../../helpers/serviceFixtures';
 
 interface Recorded {
   readonly method: string | undefined;
@@ -92,7 +93,7 @@ describe('HttpApiCaller', () => {
         response.writeHead(200, { 'X-Actual-Cost': '42', 'X-RateLimit-Remaining': '7', 'Content-Type': 'application/json' });
         response.end('{"ok":true}');
       });
-      const result = await caller().call({ to: '+15550100', text: 'hé' }, { idempotencyKey: 'job-1' });
+      const result = await caller().call('{"to":"+15550100","text":"hé"}', { idempotencyKey: 'job-1' });
       expect(result).toEqual({ kind: 'response', status: 200, headers: expect.objectContaining({ 'x-actual-cost': '42', 'x-ratelimit-remaining': '7' }), actualCost: 42 });
       expect(server.requests).toEqual([
         {
@@ -104,12 +105,24 @@ describe('HttpApiCaller', () => {
       ]);
     });
 
+    it('POSTs a body that a JSON round trip would change byte for byte, as application/json', async () => {
+      server.routes.set('/api', (_, response) => response.writeHead(200).end());
+      const body = awkwardBody('job-1');
+
+      await expect(caller().call(body, { idempotencyKey: 'job-1' })).resolves.toMatchObject({ kind: 'response', status: 200 });
+
+      const [request, ...others] = server.requests;
+      expect(others).toEqual([]);
+      expect(request?.headers).toMatchObject({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body, 'utf8')) });
+      expect(Buffer.from(request?.body ?? '', 'utf8').equals(Buffer.from(body, 'utf8'))).toBe(true);
+    });
+
     it('reports a 429 with its retry-after header', async () => {
       server.routes.set('/api', (_, response) => {
         response.writeHead(429, { 'Retry-After': '3', 'X-RateLimit-Reset': '1700000000' });
         response.end('slow down');
       });
-      const result = await caller().call(null, { idempotencyKey: 'k' });
+      const result = await caller().call('null', { idempotencyKey: 'k' });
       expect(result).toMatchObject({ kind: 'response', status: 429, headers: { 'retry-after': '3', 'x-ratelimit-reset': '1700000000' } });
       expect(result).not.toHaveProperty('actualCost');
     });
@@ -119,7 +132,7 @@ describe('HttpApiCaller', () => {
         response.writeHead(503);
         response.end();
       });
-      await expect(caller().call([1, 2], { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 503 });
+      await expect(caller().call('[1,2]', { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 503 });
     });
 
     it.each(['', 'abc', '-1', '1e3', '0x10', 'Infinity', '1e13', '10000000000001'])('ignores an x-actual-cost of %j', async (value) => {
@@ -127,7 +140,7 @@ describe('HttpApiCaller', () => {
         response.writeHead(200, { 'x-actual-cost': value });
         response.end();
       });
-      expect(await caller().call({}, { idempotencyKey: 'k' })).not.toHaveProperty('actualCost');
+      expect(await caller().call('{}', { idempotencyKey: 'k' })).not.toHaveProperty('actualCost');
     });
 
     it('reads a fractional x-actual-cost as whole units, rounded up, and 0 as 0', async () => {
@@ -136,13 +149,13 @@ describe('HttpApiCaller', () => {
         response.writeHead(200, { 'x-actual-cost': cost });
         response.end();
       });
-      expect(await caller().call({}, { idempotencyKey: 'k' })).toMatchObject({ actualCost: 3 });
+      expect(await caller().call('{}', { idempotencyKey: 'k' })).toMatchObject({ actualCost: 3 });
       cost = ' 0 ';
-      expect(await caller().call({}, { idempotencyKey: 'k' })).toMatchObject({ actualCost: 0 });
+      expect(await caller().call('{}', { idempotencyKey: 'k' })).toMatchObject({ actualCost: 0 });
     });
 
     it('reports a timeout when no response arrives within timeoutMs', async () => {
-      await expect(caller(50).call({}, { idempotencyKey: 'k' })).resolves.toEqual({ kind: 'timeout', afterMs: 50 });
+      await expect(caller(50).call('{}', { idempotencyKey: 'k' })).resolves.toEqual({ kind: 'timeout', afterMs: 50 });
       expect(server.requests).toHaveLength(1);
     });
 
@@ -151,26 +164,26 @@ describe('HttpApiCaller', () => {
         response.writeHead(200, { 'x-actual-cost': '5' });
         response.write('partial');
       });
-      await expect(caller(50).call({}, { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 200, actualCost: 5 });
+      await expect(caller(50).call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 200, actualCost: 5 });
     });
 
     it('reports a network error when nothing listens on the port', async () => {
       const port = await closedPort();
       const api = new HttpApiCaller({ apiUrl: `http://127.0.0.1:${port}/api`, healthUrl: `http://127.0.0.1:${port}/health`, timeoutMs: 2_000 });
-      const result = await api.call({}, { idempotencyKey: 'k' });
+      const result = await api.call('{}', { idempotencyKey: 'k' });
       expect(result).toEqual({ kind: 'network-error', message: expect.stringContaining('ECONNREFUSED') });
       await expect(api.probe()).resolves.toMatchObject({ kind: 'network-error' });
     });
 
     it('reports a network error for a URL fetch cannot use', async () => {
       const api = new HttpApiCaller({ apiUrl: 'not a url', healthUrl: 'not a url', timeoutMs: 2_000 });
-      await expect(api.call({}, { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'network-error', message: expect.any(String) });
+      await expect(api.call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'network-error', message: expect.any(String) });
     });
 
     it('uses the fetch it is given', async () => {
       const fetchStub = jest.fn(async () => new Response(null, { status: 202, headers: { 'X-Actual-Cost': '1' } }));
       const api = new HttpApiCaller({ apiUrl: 'https://api.example/v1', healthUrl: 'https://api.example/health', timeoutMs: 1_000, fetch: fetchStub });
-      await expect(api.call('x', { idempotencyKey: 'k' })).resolves.toEqual({ kind: 'response', status: 202, headers: { 'x-actual-cost': '1' }, actualCost: 1 });
+      await expect(api.call('"x"', { idempotencyKey: 'k' })).resolves.toEqual({ kind: 'response', status: 202, headers: { 'x-actual-cost': '1' }, actualCost: 1 });
       expect(fetchStub).toHaveBeenCalledWith('https://api.example/v1', expect.objectContaining({ method: 'POST', body: '"x"' }));
     });
   });
@@ -206,9 +219,9 @@ describe('HttpApiCaller', () => {
         timeoutMs: 2_000,
         authorization: async () => `Bearer key-${++asked}`,
       });
-      await api.call({ id: 'a' }, { idempotencyKey: 'a' });
+      await api.call('{"id":"a"}', { idempotencyKey: 'a' });
       await api.probe();
-      await api.call({ id: 'b' }, { idempotencyKey: 'b' });
+      await api.call('{"id":"b"}', { idempotencyKey: 'b' });
       expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer key-1', 'Bearer key-1', 'Bearer key-1']);
       expect(server.requests[0]?.headers['idempotency-key']).toBe('a');
       expect(asked).toBe(1);
@@ -217,7 +230,7 @@ describe('HttpApiCaller', () => {
     it('sends no authorization header when there is no credential', async () => {
       server.routes.set('/api', ok);
       const api = new HttpApiCaller({ apiUrl: server.url('/api'), healthUrl: server.url('/health'), timeoutMs: 2_000, authorization: async () => undefined });
-      await api.call({ id: 'a' }, { idempotencyKey: 'a' });
+      await api.call('{"id":"a"}', { idempotencyKey: 'a' });
       expect(server.requests[0]?.headers.authorization).toBeUndefined();
     });
 
@@ -233,9 +246,9 @@ describe('HttpApiCaller', () => {
           return 'Bearer k';
         },
       });
-      await expect(api.call({ id: 'a' }, { idempotencyKey: 'a' })).resolves.toEqual({ kind: 'network-error', message: 'no authorization: ParameterStore throttled' });
+      await expect(api.call('{"id":"a"}', { idempotencyKey: 'a' })).resolves.toEqual({ kind: 'network-error', message: 'no authorization: ParameterStore throttled' });
       expect(server.requests).toHaveLength(0);
-      await expect(api.call({ id: 'a' }, { idempotencyKey: 'a' })).resolves.toMatchObject({ kind: 'response', status: 200 });
+      await expect(api.call('{"id":"a"}', { idempotencyKey: 'a' })).resolves.toMatchObject({ kind: 'response', status: 200 });
       expect(server.requests[0]?.headers.authorization).toBe('Bearer k');
     });
   });
