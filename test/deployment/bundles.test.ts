@@ -1,12 +1,8 @@
-import path from 'node:path';
-import { build } from 'esbuild';
+import { bundleInputs } from './sdkCommands';
 
-const ROOT = path.resolve(__dirname, '../..');
-
-/** What esbuild bundles for a handler, as serverless-esbuild bundles it (serverless.yml): repository files and packages. */
+/** What a handler's bundle carries: repository files, and packages by name. */
 async function bundled(handler: string): Promise<{ sources: string[]; packages: string[] }> {
-  const result = await build({ entryPoints: [path.join(ROOT, handler)], bundle: true, platform: 'node', target: 'node22', write: false, metafile: true, logLevel: 'silent' });
-  const inputs = Object.keys(result.metafile.inputs);
+  const inputs = await bundleInputs(handler);
   const packages = inputs.flatMap((input) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input)?.[1] ?? []);
   return { sources: inputs.filter((input) => !input.includes('node_modules')), packages: [...new Set(packages)] };
 }

@@ -74,8 +74,11 @@ function actionOf(module: string, command: string): string {
   return RENAMED_ACTIONS[action] ?? action;
 }
 
-/** The repository files esbuild bundles for `handler` (a path from the repository root), as absolute paths. */
-export async function bundledFiles(handler: string): Promise<string[]> {
+/**
+ * Every input esbuild bundles for `handler` (a path from the repository root), as serverless-esbuild bundles it
+ * (serverless.yml's `custom.esbuild`): repository files and package files, relative to the repository root.
+ */
+export async function bundleInputs(handler: string): Promise<string[]> {
   const result = await build({
     entryPoints: [path.join(REPO_ROOT, handler)],
     absWorkingDir: REPO_ROOT,
@@ -86,9 +89,12 @@ export async function bundledFiles(handler: string): Promise<string[]> {
     metafile: true,
     logLevel: 'silent',
   });
-  return Object.keys(result.metafile.inputs)
-    .filter((input) => !input.includes('node_modules'))
-    .map((input) => path.resolve(REPO_ROOT, input));
+  return Object.keys(result.metafile.inputs);
+}
+
+/** The repository files esbuild bundles for `handler` (a path from the repository root), as absolute paths. */
+export async function bundledFiles(handler: string): Promise<string[]> {
+  return (await bundleInputs(handler)).filter((input) => !input.includes('node_modules')).map((input) => path.resolve(REPO_ROOT, input));
 }
 
 /** The SDK commands of the handlers' code, on one TypeScript program over the repository's functions. */
