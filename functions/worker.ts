@@ -20,12 +20,13 @@ export function asWorkerEvent(event: unknown): WorkerEvent {
 
 /** The worker handler on given dependencies: one job or health check per asynchronous invocation. */
 export function makeHandler(deps: WorkerDeps, log: Log) {
+  const logged: WorkerDeps = { ...deps, onCircuitOpened: ({ lane, at, reason }) => log('warn', `circuit opened: ${reason}`, { lane, at, reason }) };
   return async (event: unknown): Promise<WorkerOutcome> => {
     const workerEvent = asWorkerEvent(event);
-    const outcome = await processWorkerEvent(workerEvent, deps);
+    const outcome = await processWorkerEvent(workerEvent, logged);
     if (outcome !== 'succeeded' && outcome !== 'healthy') {
       const ids = workerEvent.kind === 'job' ? { messageId: workerEvent.messageId, attempt: workerEvent.attempt } : { checkId: workerEvent.checkId };
-      log(outcome === 'dead-lettered' ? 'warn' : 'info', `worker event ${outcome}`, { kind: workerEvent.kind, outcome, ...ids });
+      log(outcome === 'dead-lettered' || outcome === 'kept' ? 'warn' : 'info', `worker event ${outcome}`, { kind: workerEvent.kind, outcome, ...ids });
     }
     return outcome;
   };

@@ -37,6 +37,33 @@ export const RESOURCE_ENV = {
   apiKeyParameter: 'API_KEY_PARAMETER',
 } as const;
 
+/**
+ * The worker's API timeout when `API_TIMEOUT_MS` is not set: 10 s, or half the worker timeout if that is shorter,
+ * so a call stays well inside the worker's run.
+ */
+export function defaultApiTimeoutMs(workerTimeoutMs: number): number {
+  return Math.min(10_000, Math.floor(workerTimeoutMs / 2));
+}
+
+/**
+ * Checks that the worker's API timeout stays below the circuit's `healthCheckTimeoutSeconds`. A probe is presumed
+ * lost, and another may start, that long after it started; a probe call still running then would overlap the next.
+ * @param fields how the two settings are named where they were written, for the message.
+ * @throws ConfigError naming `fields.apiTimeoutMs` and `fields.healthCheckTimeoutSeconds` when it does not.
+ */
+export function checkProbeOutlastsCall(
+  apiTimeoutMs: number,
+  healthCheckTimeoutSeconds: number,
+  fields: { readonly apiTimeoutMs: string; readonly healthCheckTimeoutSeconds: string; readonly defaulted: boolean },
+): void {
+  const probeTimeoutMs = healthCheckTimeoutSeconds * 1000;
+  if (apiTimeoutMs < probeTimeoutMs) return;
+  throw new ConfigError(
+    fields.apiTimeoutMs,
+    `must be below ${fields.healthCheckTimeoutSeconds} (${probeTimeoutMs} ms), so a health probe still calling is never presumed lost and overlapped by the next; got ${apiTimeoutMs}${fields.defaulted ? ' (the default)' : ''}. Lower it or raise ${fields.healthCheckTimeoutSeconds}`,
+  );
+}
+
 /** A process environment, or any record shaped like one. */
 export type Env = Readonly<Record<string, string | undefined>>;
 

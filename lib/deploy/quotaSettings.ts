@@ -4,7 +4,7 @@
  * out the environment variables that carry it to the functions.
  */
 import { parseServiceConfig, type ServiceConfig } from '../config';
-import { CONFIG_ENV, RESOURCE_ENV } from '../configFromEnv';
+import { checkProbeOutlastsCall, CONFIG_ENV, defaultApiTimeoutMs, RESOURCE_ENV } from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
 import { SCHEDULE_EXPRESSION, SCHEDULE_PERIOD_MS } from '../schedule';
@@ -113,6 +113,8 @@ function withWorkerTimeout(orchestrator: unknown, workerTimeoutMs: number): { va
  * - `orchestrator.workerTimeoutMs` is derived from `functions.worker.timeout`, and must equal it when given;
  * - `functions.orchestrator.timeout` exceeds the schedule period (`lib/schedule.ts`), so every run spans at least one
  *   tick; the schedule itself is the plugin's to add, and serverless.yml gives the orchestrator no other schedule;
+ * - `apiTimeoutMs` (or its default) is below `circuit.healthCheckTimeoutSeconds`, so a health probe still calling is
+ *   never presumed lost and overlapped by the next;
  * - `custom.queues.maxReceiveCount` exceeds `retry.maxAttempts`, since a FIFO retry is a re-receive of the same
  *   message and SQS redrive must not pre-empt the service's own dead-lettering (which records the reason).
  *
@@ -171,6 +173,12 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
       `must be a whole number of milliseconds from 1 to ${workerTimeoutMs - 1}, below functions.worker.timeout; got ${describeValue(apiTimeoutMs)}`,
     );
   }
+
+  checkProbeOutlastsCall(typeof apiTimeoutMs === 'number' ? apiTimeoutMs : defaultApiTimeoutMs(workerTimeoutMs), config.circuit.healthCheckTimeoutSeconds, {
+    apiTimeoutMs: `${SETTINGS_PATH}.apiTimeoutMs`,
+    healthCheckTimeoutSeconds: `${SETTINGS_PATH}.circuit.healthCheckTimeoutSeconds`,
+    defaulted: apiTimeoutMs === undefined,
+  });
 
   const apiKeyParameter = settings.apiKeyParameter;
   if (apiKeyParameter !== undefined && (typeof apiKeyParameter !== 'string' || !SSM_PARAMETER_NAME.test(apiKeyParameter))) {

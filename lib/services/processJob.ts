@@ -1,3 +1,4 @@
+import type { Circuit, CircuitEvent } from '../domain/breaker/circuit';
 import { circuitPolicyFrom } from '../domain/breaker/policy';
 import type { Classification } from '../domain/outcome/classify';
 import { classify } from '../domain/outcome/classify';
@@ -12,7 +13,7 @@ import type { CircuitStore } from '../ports/CircuitStore';
 import type { IdempotencyStore } from '../ports/IdempotencyStore';
 import type { LedgerStore } from '../ports/LedgerStore';
 import { applyCircuitEvent } from './circuitUpdates';
-import { deadLetter, retryLater, type MessageRef } from './queueOutcomes';
+import { deadLetter, retryLater, returnUnconsumed, type MessageRef } from './queueOutcomes';
 
 /** The stores a worker uses. */
 export interface WorkerStores {
@@ -31,6 +32,17 @@ export interface WorkerDeps {
   readonly config: ServiceConfig;
   /** Randomness in [0, 1) for retry jitter. */
   readonly random: () => number;
+  /** Told when this worker's report opened the lane's circuit, with the reason stored in the open state. */
+  readonly onCircuitOpened?: (opened: CircuitOpened) => void;
+}
+
+/** A worker's report that opened the circuit. */
+export interface CircuitOpened {
+  readonly lane: string;
+  /** Epoch ms of the report. */
+  readonly at: number;
+  /** Why it opened, as stored in the open state (e.g. `caller rejected: HTTP 401 Unauthorized`). */
+  readonly reason: string;
 }
 
 /** How one job event ended for this delivery. */
@@ -43,12 +55,18 @@ export type JobOutcome =
   /** Another delivery is calling the API for this key right now: this one stood back. */
   | 'busy-elsewhere'
   /** This very dispatch was delivered before and its call failed (the message was requeued or dead-lettered): nothing to do. */
-  | 'already-failed';
+  | 'already-failed'
+  /** The API refused the caller, not the job: the job went back to its queue without consuming an attempt. */
+  | 'kept';
 
 /**
  * Handles one job: calls the API at most once per dispatch, and never again after a recorded success; then deletes,
- * retries or dead-letters the message, reports transient failures and 429s to the circuit, and settles the
- * reservation when the actual cost differs from the reserved one (or nothing reached the API).
+ * retries, keeps or dead-letters the message, reports every result that concerns the circuit (transient failures,
+ * 429s, 4xx refusals, and a success ending a run of refusals), and settles the reservation when the actual cost
+ * differs from the reserved one (or nothing reached the API).
+ *
+ * A job refused with 401 or 403 is kept (see {@link returnUnconsumed}), and so is one refused with another 4xx once
+ * the circuit is open after its report: the refusal then says the caller may be wrong, not the job.
  */
 export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<JobOutcome> {
   const { clock, stores, queues, api, config } = deps;
@@ -93,12 +111,20 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     ]);
     if (deleted.status === 'rejected') throw deleted.reason;
     await settle(actualCostOf(result, event.cost));
+    // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
+    await reportToCircuit({ type: 'success' }, now, event.lane, deps);
     return 'succeeded';
   }
   // Kept, not deleted: a second delivery of this event must not call again; the next attempt's dispatch replaces it.
   await stores.idempotency.putIdempotency(event.idempotencyKey, { status: 'failed', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs });
-  await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
+  const circuit = await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
   await settle(actualCostOf(result, event.cost));
+  // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
+  // and the job waits with the others, whether this run of refusals opened it or something else did.
+  if (decision.action === 'keep' || (classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed')) {
+    await returnUnconsumed(queues, message, event.attempt);
+    return 'kept';
+  }
   if (decision.action === 'dead-letter') {
     await deadLetter(queues, message, decision.reason, event.attempt);
     return 'dead-lettered';
@@ -110,34 +136,69 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   return 'retried';
 }
 
-/** Probes the API for the circuit's half-open trial and records the verdict with a conditional write. */
-export async function processHealthCheck(event: HealthCheckEvent, deps: WorkerDeps): Promise<boolean> {
-  const result = await deps.api.probe();
-  const now = deps.clock.now();
+/** How a health-check event ended. */
+export type HealthCheckOutcome =
+  | 'healthy'
+  | 'unhealthy'
+  /** The check was no longer current (replaced, already started, timed out, or the circuit moved on): no call. */
+  | 'not-current';
+
+/**
+ * Claims the circuit's half-open trial `event.checkId` with a conditional write, and only if that write is this
+ * delivery's, probes the API and records the verdict. Another delivery of the same event, a late one, or one of a
+ * replaced check finds the claim refused and makes no call: so at most one probe runs at a time.
+ */
+export async function processHealthCheck(event: HealthCheckEvent, deps: WorkerDeps): Promise<HealthCheckOutcome> {
+  const { clock, stores, api, config } = deps;
+  const policy = circuitPolicyFrom(config.circuit);
+  const claim = await applyCircuitEvent(stores.circuit, event.lane, { type: 'health-check-started', checkId: event.checkId }, clock.now(), policy);
+  if (!claim.written) return 'not-current';
+  const result = await api.probe();
+  const now = clock.now();
   const healthy = classify(result, now).kind === 'success';
   const type = healthy ? 'health-check-ok' : 'health-check-failed';
-  await applyCircuitEvent(deps.stores.circuit, event.lane, { type, checkId: event.checkId }, now, circuitPolicyFrom(deps.config.circuit));
-  return healthy;
+  await applyCircuitEvent(stores.circuit, event.lane, { type, checkId: event.checkId }, now, policy);
+  return healthy ? 'healthy' : 'unhealthy';
 }
 
-/** How a worker event ended: a job's outcome, or a health check's verdict. */
-export type WorkerOutcome = JobOutcome | 'healthy' | 'unhealthy';
+/** How a worker event ended: a job's outcome, or a health check's. */
+export type WorkerOutcome = JobOutcome | HealthCheckOutcome;
 
 /** The worker's entry point for either kind of event. */
 export async function processWorkerEvent(event: WorkerEvent, deps: WorkerDeps): Promise<WorkerOutcome> {
-  if (event.kind === 'job') return processJob(event, deps);
-  return (await processHealthCheck(event, deps)) ? 'healthy' : 'unhealthy';
+  return event.kind === 'job' ? processJob(event, deps) : processHealthCheck(event, deps);
 }
 
-/** A 429 pauses the lane until the API's Retry-After (or the retry delay); any other failure counts toward opening the circuit. */
-async function reportFailure(classification: Classification, delayMs: number, now: number, lane: string, deps: WorkerDeps): Promise<void> {
-  const policy = circuitPolicyFrom(deps.config.circuit);
-  if (classification.kind === 'rate-limited') {
-    const retryAt = now + (classification.retryAfterMs ?? delayMs);
-    await applyCircuitEvent(deps.stores.circuit, lane, { type: 'rate-limited', retryAt }, now, policy);
-  } else if (classification.kind === 'transient') {
-    await applyCircuitEvent(deps.stores.circuit, lane, { type: 'transient-failure' }, now, policy);
+/**
+ * Reports a failed call to the circuit: a 429 pauses the lane until the API's Retry-After (or the retry delay); a
+ * transient failure counts toward opening; a refusal of the caller (401, 403) opens it; another 4xx lengthens the
+ * run of refusals. Returns the circuit after the report, `undefined` when the result is none of the circuit's business.
+ */
+async function reportFailure(classification: Classification, delayMs: number, now: number, lane: string, deps: WorkerDeps): Promise<Circuit | undefined> {
+  const event = circuitEventOf(classification, delayMs, now);
+  return event === undefined ? undefined : reportToCircuit(event, now, lane, deps);
+}
+
+function circuitEventOf(classification: Classification, delayMs: number, now: number): CircuitEvent | undefined {
+  switch (classification.kind) {
+    case 'rate-limited':
+      return { type: 'rate-limited', retryAt: now + (classification.retryAfterMs ?? delayMs) };
+    case 'transient':
+      return { type: 'transient-failure' };
+    case 'caller-rejected':
+      return { type: 'caller-rejected', reason: classification.reason };
+    case 'client-error':
+      return { type: 'client-error', reason: classification.reason };
+    default:
+      return undefined;
   }
+}
+
+/** Applies `event` to the lane's circuit, tells {@link WorkerDeps.onCircuitOpened} if this write opened it, and returns the circuit after. */
+async function reportToCircuit(event: CircuitEvent, now: number, lane: string, deps: WorkerDeps): Promise<Circuit> {
+  const { before, after, written } = await applyCircuitEvent(deps.stores.circuit, lane, event, now, circuitPolicyFrom(deps.config.circuit));
+  if (written && before.state.status === 'closed' && after.state.status === 'open') deps.onCircuitOpened?.({ lane, at: now, reason: after.state.reason });
+  return after;
 }
 
 /** Units the call consumed on cost tiers: what the API reported, else what was reserved. */

@@ -37,6 +37,21 @@ export async function deadLetter(queues: QueueReceiver, message: MessageRef, rea
  * sent to the requeue queue carrying `attempt + 1`, which the orchestrator reads first, and the original is deleted.
  */
 export async function retryLater(queues: QueueReceiver, message: MessageRef, attempt: number, delayMs: number): Promise<void> {
+  await requeue(queues, message, attempt + 1, delayMs);
+}
+
+/**
+ * Returns a job that was not at fault (the API refused the caller) to be dispatched again once the circuit closes,
+ * without consuming an attempt: any message but a FIFO one is requeued carrying `attempt` itself. A FIFO message is
+ * made visible again in its own queue, so its group keeps its order; SQS then counts one more receive, which the
+ * orchestrator reads as its attempt, and which no queue call can undo.
+ */
+export async function returnUnconsumed(queues: QueueReceiver, message: MessageRef, attempt: number): Promise<void> {
+  await requeue(queues, message, attempt, 0);
+}
+
+/** Makes `message` receivable again after `delayMs`, carrying `nextAttempt` unless it is a FIFO message (see {@link retryLater}). */
+async function requeue(queues: QueueReceiver, message: MessageRef, nextAttempt: number, delayMs: number): Promise<void> {
   const delay = Math.min(900_000, Math.max(0, Math.ceil(delayMs / 1000) * 1000));
   if (message.queue === 'fifo') {
     await queues.changeVisibility('fifo', message.receiptHandle, delay);
@@ -44,7 +59,7 @@ export async function retryLater(queues: QueueReceiver, message: MessageRef, att
   }
   await queues.send('requeue', {
     body: message.body,
-    attributes: { ...message.attributes, [ATTRIBUTES.attempt]: { dataType: 'Number', value: String(attempt + 1) } },
+    attributes: { ...message.attributes, [ATTRIBUTES.attempt]: { dataType: 'Number', value: String(nextAttempt) } },
     delayMs: delay,
   });
   await queues.delete(message.queue, message.receiptHandle);

@@ -8,7 +8,7 @@ import { DynamoSettlementRecorder } from '../adapters/dynamodb/DynamoSettlementR
 import { HttpApiCaller } from '../adapters/http/HttpApiCaller';
 import { bearerFromParameter } from '../adapters/ssm/apiKeyParameter';
 import { systemClock } from '../adapters/systemClock';
-import { millisecondsFromEnv, requiredEnv, RESOURCE_ENV, type Env } from '../configFromEnv';
+import { checkProbeOutlastsCall, CONFIG_ENV, defaultApiTimeoutMs, millisecondsFromEnv, requiredEnv, RESOURCE_ENV, type Env } from '../configFromEnv';
 import type { WorkerDeps } from '../services/processJob';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
 
@@ -23,21 +23,24 @@ export function workerClients(): WorkerClients {
   return { dynamodb: new DynamoDBClient(CLIENT_CONFIG.dynamodb), sqs: new SQSClient(CLIENT_CONFIG.sqs), ssm: new SSMClient(CLIENT_CONFIG.ssm) };
 }
 
-/** Default timeout of one API call, kept well inside the worker's own timeout. */
-const DEFAULT_API_TIMEOUT_MS = 10_000;
-
 /**
  * Builds the worker's adapters from its environment, validating the configuration. The example API caller posts
  * to `API_URL` and probes `HEALTH_URL`, with the key from the SSM parameter `API_KEY_PARAMETER` if one is named;
  * users replace it and keep the rest.
- * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout.
+ * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout,
+ * or not below `CIRCUIT.healthCheckTimeoutSeconds`.
  */
 export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps {
   const { table, ...shared } = stateAndQueuesFromEnv(env, clients);
   const workerTimeoutMs = shared.config.orchestrator.workerTimeoutMs;
-  const timeoutMs = millisecondsFromEnv(env, RESOURCE_ENV.apiTimeoutMs, Math.min(DEFAULT_API_TIMEOUT_MS, Math.floor(workerTimeoutMs / 2)), {
+  const timeoutMs = millisecondsFromEnv(env, RESOURCE_ENV.apiTimeoutMs, defaultApiTimeoutMs(workerTimeoutMs), {
     min: 1,
     max: workerTimeoutMs - 1,
+  });
+  checkProbeOutlastsCall(timeoutMs, shared.config.circuit.healthCheckTimeoutSeconds, {
+    apiTimeoutMs: RESOURCE_ENV.apiTimeoutMs,
+    healthCheckTimeoutSeconds: `${CONFIG_ENV.circuit}.healthCheckTimeoutSeconds`,
+    defaulted: (env[RESOURCE_ENV.apiTimeoutMs] ?? '') === '',
   });
   const keyParameter = env[RESOURCE_ENV.apiKeyParameter];
   return {

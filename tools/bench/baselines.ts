@@ -107,7 +107,7 @@ async function sendWithSdkRetries(caller: HttpApiCaller, quota: SdkRetryQuota, i
       quota.recordSuccess(lastRetryCost);
       return true;
     }
-    if (outcome.kind === 'permanent' || attempt >= SDK.maxAttempts) return false;
+    if (outcome.kind === 'permanent' || outcome.kind === 'client-error' || outcome.kind === 'caller-rejected' || attempt >= SDK.maxAttempts) return false;
     const delayMs = sdkRetryDelayMs(outcome, attempt - 1);
     if (systemClock.now() + delayMs >= deadline) return false;
     lastRetryCost = quota.take(outcome.kind);

@@ -4,7 +4,7 @@ import { DynamoTable, TABLE_KEY, unlessConditionFails, type DynamoTableOptions, 
 
 /**
  * The `CircuitStore` on the state table: one item per lane (`circuit#<lane>`) with the CircuitJSON's `version`,
- * `state` and `pausedUntil`. See {@link DynamoTable} for the whole layout.
+ * `state`, `pausedUntil` and, when not 0, `clientErrorRun`. See {@link DynamoTable} for the whole layout.
  */
 export class DynamoCircuitStore implements CircuitStore {
   private readonly table: DynamoTable;
@@ -33,7 +33,13 @@ export class DynamoCircuitStore implements CircuitStore {
     const previous = next.version - 1;
     return unlessConditionFails(
       this.table.put({
-        Item: { ...circuitKey(lane), version: next.version, state: next.state, pausedUntil: next.pausedUntil },
+        Item: {
+          ...circuitKey(lane),
+          version: next.version,
+          state: next.state,
+          pausedUntil: next.pausedUntil,
+          ...(next.clientErrorRun === undefined ? {} : { clientErrorRun: next.clientErrorRun }),
+        },
         ...(previous === 0
           ? { ConditionExpression: `attribute_not_exists(#${TABLE_KEY})` }
           : { ConditionExpression: '#version = :previous', ExpressionAttributeValues: { ':previous': previous } }),

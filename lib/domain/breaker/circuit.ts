@@ -8,8 +8,19 @@
  *   `next.version - 1`, so of many orchestrators racing to send a check, one wins and the others see HALF_OPEN.
  * - **No crowd on recovery.** Jobs flow again only after a check succeeds, and the closed circuit then restarts
  *   dispatch through the pacer's slow start, so a backlog does not hit a barely recovered API at once.
+ * - **One probe at a time, claimed before it calls.** Lambda may start a health-check event late or deliver it
+ *   twice, even after the first delivery ended. So the worker first claims the check (`health-check-started`): the
+ *   write succeeds only for the current `checkId`, not yet started and not timed out, and records `probeStartedAt`.
+ *   Only the winner probes; a delivery of a check that is no longer current (replaced, started, or the circuit
+ *   closed or opened again) changes nothing and makes no call. From the claim on, the check's timeout counts from
+ *   the probe's start, and the settings keep it above the API timeout, so a probe still calling is never replaced.
  * - **429 pauses rather than opens.** A rate limit says the API is up and wants us to wait: it sets
  *   `pausedUntil` and leaves the state alone, so quota pressure never counts as an outage.
+ * - **A caller-level refusal opens at once.** A 401 or 403 says our key, not the job, is wrong: it opens the
+ *   circuit with that reason, so the backlog waits instead of being dead-lettered. Another 4xx may be the job's own
+ *   fault or the caller's (a wrong URL); `clientErrorRun` counts them in a row across workers, a job success resets
+ *   it, and the policy opens once the run is long enough. The run survives a close, since a health probe (another
+ *   URL) cannot tell that the jobs' URL is wrong: the first 4xx after such a close opens the circuit again.
  * - **Policy passed in.** When to open and when to probe are the {@link CircuitPolicy}'s to decide (see
  *   `policy.ts`); the transitions only store its decisions, so changing either is changing the policy.
  *
@@ -23,10 +34,22 @@ import type { CircuitPolicy, ProbePolicy } from './policy';
 export type CircuitState =
   /** Jobs flow. `failures` are the instants of recent transient failures (ascending, within the window). */
   | { readonly status: 'closed'; readonly failures: readonly number[]; readonly closedAt: number | null; readonly reopenStreak: number }
-  /** No job is dispatched; a health check may be sent from `nextCheckAt` on. */
-  | { readonly status: 'open'; readonly openedAt: number; readonly nextCheckAt: number; readonly failedChecks: number; readonly reopenStreak: number }
-  /** One health check (`checkId`) is in flight; no job is dispatched. */
-  | { readonly status: 'half-open'; readonly openedAt: number; readonly checkId: string; readonly checkSentAt: number; readonly failedChecks: number; readonly reopenStreak: number };
+  /** No job is dispatched; a health check may be sent from `nextCheckAt` on. `reason` says why it opened, for operators. */
+  | { readonly status: 'open'; readonly openedAt: number; readonly nextCheckAt: number; readonly failedChecks: number; readonly reopenStreak: number; readonly reason: string }
+  /**
+   * One health check (`checkId`) was sent; no job is dispatched. `probeStartedAt` is when a worker claimed it and
+   * started probing, `null` while no worker has; `reason` is the open state's, kept for the next open.
+   */
+  | {
+      readonly status: 'half-open';
+      readonly openedAt: number;
+      readonly checkId: string;
+      readonly checkSentAt: number;
+      readonly probeStartedAt: number | null;
+      readonly failedChecks: number;
+      readonly reopenStreak: number;
+      readonly reason: string;
+    };
 
 /** The closed variant of {@link CircuitState}. */
 export type ClosedState = Extract<CircuitState, { readonly status: 'closed' }>;
@@ -39,6 +62,8 @@ export interface Circuit {
   readonly state: CircuitState;
   /** Epoch ms until which a 429 asked us to wait; 0 if never. Enforced by the dispatcher, not by the state. */
   readonly pausedUntil: number;
+  /** Job results in a row, across workers and states, that were a 4xx other than 401, 403, 408, 425 and 429; a job success resets it. */
+  readonly clientErrorRun: number;
   /** Grows by exactly 1 with every change. */
   readonly version: number;
 }
@@ -49,20 +74,35 @@ export type CircuitEvent =
   | { readonly type: 'transient-failure' }
   /** A job succeeded. */
   | { readonly type: 'success' }
+  /** The API refused a job's call for a reason that names the caller, not the job (401, 403): `reason` says which. */
+  | { readonly type: 'caller-rejected'; readonly reason: string }
+  /** The API refused a job's call with another 4xx (`reason`): the job's fault, or the caller's if many jobs get it. */
+  | { readonly type: 'client-error'; readonly reason: string }
   /** The API answered 429; `retryAt` (epoch ms, finite) is when it may be called again. Not an outage. */
   | { readonly type: 'rate-limited'; readonly retryAt: number }
   /** An orchestrator wants to send health check `checkId`. Apply, write, and send only if the write succeeds. */
   | { readonly type: 'health-check-sent'; readonly checkId: string }
+  /** A worker wants to probe for health check `checkId`. Apply, write, and probe only if the write succeeds. */
+  | { readonly type: 'health-check-started'; readonly checkId: string }
   /** Health check `checkId` found the API healthy. */
   | { readonly type: 'health-check-ok'; readonly checkId: string }
   /** Health check `checkId` found the API still failing. */
   | { readonly type: 'health-check-failed'; readonly checkId: string };
 
-/** A circuit as plain JSON, for the store. The store's conditional write compares `version`. */
-export type CircuitJSON = { readonly version: number; readonly state: CircuitState; readonly pausedUntil: number };
+/**
+ * A circuit as plain JSON, for the store. The store's conditional write compares `version`. `clientErrorRun` is
+ * written only when it is not 0, so a circuit without a run stores what it stored before the run existed.
+ */
+export type CircuitJSON = { readonly version: number; readonly state: CircuitState; readonly pausedUntil: number; readonly clientErrorRun?: number };
 
-/** A circuit never written: closed, no failures, never closed before, version 0. */
-export const INITIAL_CIRCUIT: Circuit = make({ status: 'closed', failures: Object.freeze([]), closedAt: null, reopenStreak: 0 }, 0, 0);
+/** A circuit never written: closed, no failures, never closed before, no client-error run, version 0. */
+export const INITIAL_CIRCUIT: Circuit = make({ status: 'closed', failures: Object.freeze([]), closedAt: null, reopenStreak: 0 }, 0, 0, 0);
+
+/**
+ * Why an open circuit stored before `reason` existed had opened: then only transient failures could open it.
+ * Read in place of the missing field.
+ */
+export const LEGACY_OPEN_REASON = 'transient failures';
 
 /**
  * Applies `event` at instant `now` (epoch ms), with `policy` deciding when to open and when to probe.
@@ -70,38 +110,72 @@ export const INITIAL_CIRCUIT: Circuit = make({ status: 'closed', failures: Objec
  * @throws RangeError for a `rate-limited` event whose `retryAt` is not finite.
  */
 export function transition(circuit: Circuit, event: CircuitEvent, now: number, policy: CircuitPolicy): Circuit {
-  const { state } = circuit;
+  const { state, pausedUntil, clientErrorRun, version } = circuit;
   if (event.type === 'rate-limited') {
     if (!Number.isFinite(event.retryAt)) throw new RangeError(`retryAt must be a finite epoch ms; got ${event.retryAt}`);
-    return event.retryAt > circuit.pausedUntil ? make(state, event.retryAt, circuit.version + 1) : circuit;
+    return event.retryAt > pausedUntil ? make(state, event.retryAt, clientErrorRun, version + 1) : circuit;
   }
-  const next = (to: CircuitState): Circuit => make(to, circuit.pausedUntil, circuit.version + 1);
+  const next = (to: CircuitState, run = clientErrorRun): Circuit => make(to, pausedUntil, run, version + 1);
+  // A job's result moves the run in every state: jobs dispatched before an open still report.
+  if (event.type === 'success' && clientErrorRun > 0) return next(state, 0);
+  const run = event.type === 'client-error' ? clientErrorRun + 1 : clientErrorRun;
 
   switch (state.status) {
     case 'closed': {
-      if (event.type !== 'transient-failure') return circuit;
-      const decision = policy.opening.onFailure([...state.failures, now].sort((a, b) => a - b), now);
-      if (!decision.open) return next({ ...state, failures: decision.failures });
+      const opening = openingDecision(state, event, run, now, policy);
+      if (opening?.open === false && opening.failures !== undefined) return next({ ...state, failures: opening.failures }, run);
+      if (opening?.open !== true) return run === clientErrorRun ? circuit : next(state, run);
       const { nextCheckAt, reopenStreak } = policy.probe.onOpen(state, now);
-      return next({ status: 'open', openedAt: now, nextCheckAt, failedChecks: 0, reopenStreak });
+      return next({ status: 'open', openedAt: now, nextCheckAt, failedChecks: 0, reopenStreak, reason: opening.reason }, run);
     }
     case 'open': {
-      if (event.type !== 'health-check-sent' || now < state.nextCheckAt) return circuit;
-      const { openedAt, failedChecks, reopenStreak } = state;
-      return next({ status: 'half-open', openedAt, checkId: event.checkId, checkSentAt: now, failedChecks, reopenStreak });
+      if (event.type !== 'health-check-sent' || now < state.nextCheckAt) return run === clientErrorRun ? circuit : next(state, run);
+      const { openedAt, failedChecks, reopenStreak, reason } = state;
+      return next({ status: 'half-open', openedAt, checkId: event.checkId, checkSentAt: now, probeStartedAt: null, failedChecks, reopenStreak, reason });
     }
     case 'half-open': {
-      const { openedAt, failedChecks, reopenStreak } = state;
+      const { openedAt, failedChecks, reopenStreak, reason } = state;
       if (event.type === 'health-check-sent') {
-        // The check in flight is presumed lost only after its timeout; until then it stays the one trial.
+        // A check is presumed lost only at its timeout (see ProbePolicy.checkTimeoutAt); until then it stays the one trial.
         if (now < policy.probe.checkTimeoutAt(state)) return circuit;
-        return next({ ...state, checkId: event.checkId, checkSentAt: now, failedChecks: failedChecks + 1 });
+        return next({ ...state, checkId: event.checkId, checkSentAt: now, probeStartedAt: null, failedChecks: failedChecks + 1 });
       }
-      if (!('checkId' in event) || event.checkId !== state.checkId) return circuit;
+      if (!('checkId' in event)) return run === clientErrorRun ? circuit : next(state, run);
+      if (event.checkId !== state.checkId) return circuit;
+      if (event.type === 'health-check-started') {
+        // The claim: the one write that lets a worker probe. A second delivery finds it started; a late one finds it
+        // timed out (and so replaceable, or already replaced under another checkId): neither calls.
+        if (state.probeStartedAt !== null || now >= policy.probe.checkTimeoutAt(state)) return circuit;
+        return next({ ...state, probeStartedAt: now });
+      }
       if (event.type === 'health-check-ok') return next({ status: 'closed', failures: [], closedAt: now, reopenStreak });
       const nextCheckAt = policy.probe.afterFailedCheck(state, now);
-      return next({ status: 'open', openedAt, nextCheckAt, failedChecks: failedChecks + 1, reopenStreak });
+      return next({ status: 'open', openedAt, nextCheckAt, failedChecks: failedChecks + 1, reopenStreak, reason });
     }
+  }
+}
+
+/**
+ * What the opening policy says about `event` on the closed circuit `closed`, given the client-error run `run` that
+ * includes the event; `undefined` for an event that is not the policy's to judge (a success, a health-check event).
+ * A stay-closed decision without `failures` keeps the stored ones.
+ */
+function openingDecision(
+  closed: ClosedState,
+  event: CircuitEvent,
+  run: number,
+  now: number,
+  policy: CircuitPolicy,
+): { readonly open: true; readonly reason: string } | { readonly open: false; readonly failures?: readonly number[] } | undefined {
+  switch (event.type) {
+    case 'transient-failure':
+      return policy.opening.onFailure([...closed.failures, now].sort((a, b) => a - b), now);
+    case 'caller-rejected':
+      return policy.opening.onCallerRejected(event.reason);
+    case 'client-error':
+      return policy.opening.onClientError(run, event.reason);
+    default:
+      return undefined;
   }
 }
 
@@ -123,21 +197,33 @@ export function healthCheckDueAt(circuit: Circuit, probe: ProbePolicy): number |
   return undefined;
 }
 
+/** Whether the probe of a half-open circuit has started (a worker claimed the check): false in any other state. */
+export function isProbeStarted(circuit: Circuit): boolean {
+  return circuit.state.status === 'half-open' && circuit.state.probeStartedAt !== null;
+}
+
 /** The circuit as plain JSON for the store (a copy; nothing is shared with `circuit`). */
 export function circuitToJSON(circuit: Circuit): CircuitJSON {
-  const { state, pausedUntil, version } = circuit;
-  return { version, state: state.status === 'closed' ? { ...state, failures: [...state.failures] } : { ...state }, pausedUntil };
+  const { state, pausedUntil, clientErrorRun, version } = circuit;
+  const copy = state.status === 'closed' ? { ...state, failures: [...state.failures] } : { ...state };
+  return { version, state: copy, pausedUntil, ...(clientErrorRun === 0 ? {} : { clientErrorRun }) };
 }
 
 /**
- * Reads a circuit back from the store. Keys beside `version`, `state` and `pausedUntil` at the top level are
- * ignored (room for store bookkeeping); inside `state`, only the variant's own keys are accepted.
+ * Reads a circuit back from the store. Keys beside `version`, `state`, `pausedUntil` and `clientErrorRun` at the
+ * top level are ignored (room for store bookkeeping); inside `state`, only the variant's own keys are accepted.
+ *
+ * Circuits stored before these fields existed stay readable: a missing `clientErrorRun` is 0; an open or half-open
+ * state without `reason` opened on {@link LEGACY_OPEN_REASON}; a half-open state without `probeStartedAt` reads as
+ * started at `checkSentAt`, since the worker that received it then probed without a claim: it may be calling, so no
+ * claim may start a second probe, and the check times out when it always did.
  * @throws StateFormatError naming the first malformed field.
  */
 export function circuitFromJSON(json: unknown): Circuit {
   const top = object(json, 'circuit');
   const version = count(top, 'version', 'circuit');
   const pausedUntil = time(top, 'pausedUntil', 'circuit');
+  const clientErrorRun = top.clientErrorRun === undefined ? 0 : count(top, 'clientErrorRun', 'circuit');
   const raw = object(top.state, 'circuit.state');
   const at = 'circuit.state';
   const only = (...keys: string[]): void => {
@@ -153,40 +239,51 @@ export function circuitFromJSON(json: unknown): Circuit {
       }
       const closedAt = raw.closedAt === null ? null : time(raw, 'closedAt', at);
       const state = { status: 'closed', failures: Object.freeze([...(failures as number[])]), closedAt, reopenStreak: count(raw, 'reopenStreak', at) } as const;
-      return make(state, pausedUntil, version);
+      return make(state, pausedUntil, clientErrorRun, version);
     }
     case 'open': {
-      only('openedAt', 'nextCheckAt', 'failedChecks', 'reopenStreak');
+      only('openedAt', 'nextCheckAt', 'failedChecks', 'reopenStreak', 'reason');
       const state = {
         status: 'open',
         openedAt: time(raw, 'openedAt', at),
         nextCheckAt: time(raw, 'nextCheckAt', at),
         failedChecks: count(raw, 'failedChecks', at),
         reopenStreak: count(raw, 'reopenStreak', at),
+        reason: reasonOf(raw, at),
       } as const;
-      return make(state, pausedUntil, version);
+      return make(state, pausedUntil, clientErrorRun, version);
     }
     case 'half-open': {
-      only('openedAt', 'checkId', 'checkSentAt', 'failedChecks', 'reopenStreak');
+      only('openedAt', 'checkId', 'checkSentAt', 'probeStartedAt', 'failedChecks', 'reopenStreak', 'reason');
       const { checkId } = raw;
       if (typeof checkId !== 'string' || checkId === '') fail(`${at}.checkId`, 'must be a non-empty string', checkId);
+      const checkSentAt = time(raw, 'checkSentAt', at);
       const state = {
         status: 'half-open',
         openedAt: time(raw, 'openedAt', at),
         checkId,
-        checkSentAt: time(raw, 'checkSentAt', at),
+        checkSentAt,
+        probeStartedAt: raw.probeStartedAt === undefined ? checkSentAt : raw.probeStartedAt === null ? null : time(raw, 'probeStartedAt', at),
         failedChecks: count(raw, 'failedChecks', at),
         reopenStreak: count(raw, 'reopenStreak', at),
+        reason: reasonOf(raw, at),
       } as const;
-      return make(state, pausedUntil, version);
+      return make(state, pausedUntil, clientErrorRun, version);
     }
     default:
       return fail(`${at}.status`, "must be 'closed', 'open' or 'half-open'", raw.status);
   }
 }
 
-function make(state: CircuitState, pausedUntil: number, version: number): Circuit {
-  return Object.freeze({ state: Object.freeze(state), pausedUntil, version });
+function make(state: CircuitState, pausedUntil: number, clientErrorRun: number, version: number): Circuit {
+  return Object.freeze({ state: Object.freeze(state), pausedUntil, clientErrorRun, version });
+}
+
+function reasonOf(record: Record<string, unknown>, at: string): string {
+  const { reason } = record;
+  if (reason === undefined) return LEGACY_OPEN_REASON;
+  if (typeof reason !== 'string' || reason === '') fail(`${at}.reason`, 'must be a non-empty string', reason);
+  return reason;
 }
 
 function fail(field: string, problem: string, value: unknown): never {

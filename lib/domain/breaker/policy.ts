@@ -14,8 +14,8 @@ import type { BreakerSettings } from './settings';
 
 /** What an {@link OpeningPolicy} decided about a transient failure. */
 export type OpeningDecision =
-  /** The circuit opens. */
-  | { readonly open: true }
+  /** The circuit opens; `reason` is stored in the open state and logged. */
+  | { readonly open: true; readonly reason: string }
   /** The circuit stays closed, keeping `failures` (ascending epoch ms) for the next decision. */
   | { readonly open: false; readonly failures: readonly number[] };
 
@@ -27,7 +27,17 @@ export interface OpeningPolicy {
    * @returns `{ open: true }`, or the failures to keep: an ascending subsequence of `failures`.
    */
   onFailure(failures: readonly number[], now: number): OpeningDecision;
+  /** Decides on a job call that the API refused for a reason naming the caller (`reason`, e.g. `HTTP 401 Unauthorized`). */
+  onCallerRejected(reason: string): RejectionDecision;
+  /**
+   * Decides on a job call that the API refused with another 4xx (`reason`), `run` being how many job results in a
+   * row, this one included, were such refusals (a job success resets it; see `Circuit.clientErrorRun`).
+   */
+  onClientError(run: number, reason: string): RejectionDecision;
 }
+
+/** What an {@link OpeningPolicy} decided about a refused job call: open with a `reason`, or stay closed. */
+export type RejectionDecision = { readonly open: true; readonly reason: string } | { readonly open: false };
 
 /** When a circuit that opens sends its first health check, and the reopen streak it carries meanwhile. */
 export interface FirstCheck {
@@ -44,8 +54,10 @@ export interface ProbePolicy {
   /** When the next health check is due (epoch ms) after the check of `halfOpen` was reported failed at `now`. */
   afterFailedCheck(halfOpen: HalfOpenState, now: number): number;
   /**
-   * When the check in flight of `halfOpen` is presumed lost (epoch ms): from then on another check may replace it.
-   * Until then it stays the one trial.
+   * When the check of `halfOpen` is presumed lost (epoch ms): from then on another check may replace it, and it can
+   * no longer be claimed. Until then it stays the one trial. Counted from the probe's start once a worker claimed it
+   * (`probeStartedAt`), and must then exceed the API timeout, so a probe still calling is never presumed lost; from
+   * the send while no worker has, so an event Lambda never starts does not hold the circuit forever.
    */
   checkTimeoutAt(halfOpen: HalfOpenState): number;
 }
@@ -61,15 +73,30 @@ export interface CircuitPolicy {
 /**
  * Opens on the `failureThreshold`-th transient failure within the last `windowSeconds`. A failure exactly
  * `windowSeconds` old no longer counts. Keeps at most `failureThreshold - 1` failures, the latest.
+ *
+ * Opens at once on a refusal that names the caller (401, 403): every other job would be refused alike. Opens on
+ * another 4xx once `callerRejectThreshold` job results in a row were such refusals: one job's 4xx is its own fault,
+ * but many different jobs refused alike, with no success between, point at the caller (e.g. a wrong URL).
  */
 export class ThresholdOpeningPolicy implements OpeningPolicy {
-  constructor(private readonly settings: Pick<BreakerSettings, 'failureThreshold' | 'windowSeconds'>) {}
+  constructor(private readonly settings: Pick<BreakerSettings, 'failureThreshold' | 'windowSeconds' | 'callerRejectThreshold'>) {}
 
   /** {@inheritDoc OpeningPolicy.onFailure} */
   onFailure(failures: readonly number[], now: number): OpeningDecision {
     const { failureThreshold, windowSeconds } = this.settings;
     const recent = failures.filter((t) => t > now - windowSeconds * 1000).slice(-failureThreshold);
-    return recent.length < failureThreshold ? { open: false, failures: recent } : { open: true };
+    if (recent.length < failureThreshold) return { open: false, failures: recent };
+    return { open: true, reason: `${failureThreshold} transient ${failureThreshold === 1 ? 'failure' : 'failures'} within ${windowSeconds} s` };
+  }
+
+  /** {@inheritDoc OpeningPolicy.onCallerRejected} */
+  onCallerRejected(reason: string): RejectionDecision {
+    return { open: true, reason: `caller rejected: ${reason}` };
+  }
+
+  /** {@inheritDoc OpeningPolicy.onClientError} */
+  onClientError(run: number, reason: string): RejectionDecision {
+    return run < this.settings.callerRejectThreshold ? { open: false } : { open: true, reason: `caller rejected: ${reason} on ${run} jobs in a row` };
   }
 }
 
@@ -79,7 +106,8 @@ export class ThresholdOpeningPolicy implements OpeningPolicy {
  * - **flapping grows the cool-down**: a circuit that re-opens within `windowSeconds` of closing waits twice as long
  *   as the last time (capped at `maxOpenSeconds`); a circuit that stayed closed longer starts over;
  * - after a failed check, the next is due `healthCheckSeconds` later, whatever the cool-down was;
- * - a check without a result for `healthCheckTimeoutSeconds` is presumed lost.
+ * - a check is presumed lost `healthCheckTimeoutSeconds` after its probe started, or after it was sent if no worker
+ *   started it by then (the settings keep that above the API timeout).
  */
 export class CooldownProbePolicy implements ProbePolicy {
   constructor(private readonly settings: Pick<BreakerSettings, 'windowSeconds' | 'openSeconds' | 'maxOpenSeconds' | 'healthCheckSeconds' | 'healthCheckTimeoutSeconds'>) {}
@@ -100,7 +128,7 @@ export class CooldownProbePolicy implements ProbePolicy {
 
   /** {@inheritDoc ProbePolicy.checkTimeoutAt} */
   checkTimeoutAt(halfOpen: HalfOpenState): number {
-    return halfOpen.checkSentAt + this.settings.healthCheckTimeoutSeconds * 1000;
+    return (halfOpen.probeStartedAt ?? halfOpen.checkSentAt) + this.settings.healthCheckTimeoutSeconds * 1000;
   }
 }
 

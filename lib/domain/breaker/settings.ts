@@ -13,8 +13,17 @@ export interface BreakerSettings {
   readonly healthCheckSeconds: number;
   /** Cap of the grown cool-down. `openSeconds`..86400. @default 300 */
   readonly maxOpenSeconds: number;
-  /** A check without a result after this long counts as failed, and another may be sent. 1..900. @default 10 */
+  /**
+   * A check whose probe started this long ago, or that no worker started within this long of its send, counts as
+   * failed, and another may be sent. Must exceed the worker's API timeout (checked where both are known). 1..900.
+   * @default 15
+   */
   readonly healthCheckTimeoutSeconds: number;
+  /**
+   * Job calls in a row, across workers, refused with a 4xx other than 401, 403, 408, 425 and 429 that open the
+   * circuit (a 401 or 403 opens it at once); a job success resets the count. Integer 1..1000. @default 10
+   */
+  readonly callerRejectThreshold: number;
 }
 
 /** The settings used for every key the configuration leaves out. */
@@ -24,7 +33,8 @@ export const DEFAULT_BREAKER_SETTINGS: BreakerSettings = Object.freeze({
   openSeconds: 10,
   healthCheckSeconds: 5,
   maxOpenSeconds: 300,
-  healthCheckTimeoutSeconds: 10,
+  healthCheckTimeoutSeconds: 15,
+  callerRejectThreshold: 10,
 });
 
 /** Allowed range per key; `maxOpenSeconds` is further bounded below by `openSeconds`. */
@@ -35,8 +45,8 @@ const RANGES: { readonly [K in keyof BreakerSettings]: NumberRange } = {
   healthCheckSeconds: { min: 1, max: 3600 },
   maxOpenSeconds: { min: 1, max: 86_400 },
   healthCheckTimeoutSeconds: { min: 1, max: 900 },
+  callerRejectThreshold: { min: 1, max: 1000, integer: true },
 };
-
 
 /**
  * Validates circuit settings (an object whose keys are all optional; `undefined` means all defaults) and returns

@@ -10,11 +10,21 @@ export type Classification =
   | { readonly kind: 'rate-limited'; readonly reason: string; readonly retryAfterMs?: number }
   /** HTTP 408, 425, 5xx, a network error or a timeout: worth retrying, and counted by the breaker. */
   | { readonly kind: 'transient'; readonly reason: string; readonly retryAfterMs?: number }
-  /** Any other 4xx, and the unexpected 1xx/3xx: retrying cannot help. */
+  /** HTTP 401 or 403: the API refuses the caller (key expired or revoked), not the job; every job would fare alike. */
+  | { readonly kind: 'caller-rejected'; readonly reason: string }
+  /**
+   * Any other 4xx: retrying cannot help. Usually the job's own fault; when many different jobs get it in a row, the
+   * caller's (a wrong URL answers 404 to everything), which the circuit judges across workers.
+   */
+  | { readonly kind: 'client-error'; readonly reason: string }
+  /** The unexpected 1xx/3xx, and statuses out of range: retrying cannot help. */
   | { readonly kind: 'permanent'; readonly reason: string };
 
 /** Longest wait accepted from a response header: one day. Longer values are clamped to it. */
 export const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
+
+/** Statuses that refuse the caller rather than the job: Unauthorized and Forbidden. */
+const CALLER_4XX: ReadonlySet<number> = new Set([401, 403]);
 
 /** Statuses other than 429 and 5xx that are worth retrying: Request Timeout and Too Early. */
 const TRANSIENT_4XX: ReadonlySet<number> = new Set([408, 425]);
@@ -74,7 +84,8 @@ const MAX_MESSAGE_CHARS = 200;
  * | 408, 425, 500..599              | transient      | `HTTP 503 Service Unavailable`   |
  * | network error                   | transient      | `network error: ECONNRESET`      |
  * | timeout                         | transient      | `timeout after 10000 ms`         |
- * | other 4xx                       | permanent      | `HTTP 400 Bad Request`           |
+ * | 401, 403                        | caller-rejected| `HTTP 401 Unauthorized`          |
+ * | other 4xx                       | client-error   | `HTTP 400 Bad Request`           |
  * | 1xx, 3xx, anything out of range | permanent      | `unexpected status 302`          |
  *
  * Rate-limited and transient responses carry `retryAfterMs` when a header says when to retry
@@ -103,7 +114,7 @@ export function classify(result: ApiResult, now: number): Classification {
         const retryAfterMs = parseRetryAfterMs(result.headers, now);
         return retryAfterMs === undefined ? { kind, reason } : { kind, reason, retryAfterMs };
       }
-      return { kind: 'permanent', reason };
+      return { kind: CALLER_4XX.has(status) ? 'caller-rejected' : 'client-error', reason };
     }
   }
 }

@@ -49,7 +49,9 @@ export type RetryDecision =
   | { readonly action: 'succeed' }
   /** Requeue after `delayMs`; `rateLimited` is true for a 429, which pauses the lane instead of counting as an outage. */
   | { readonly action: 'retry'; readonly delayMs: number; readonly reason: string; readonly rateLimited: boolean }
-  | { readonly action: 'dead-letter'; readonly reason: string };
+  | { readonly action: 'dead-letter'; readonly reason: string }
+  /** The API refused the caller, not the job: return the job to its queue without consuming an attempt. */
+  | { readonly action: 'keep'; readonly reason: string };
 
 /** Everything {@link decideRetry} needs besides the settings. */
 export interface RetryInput {
@@ -70,7 +72,10 @@ export interface RetryInput {
  * Decides what happens to a job after an attempt.
  *
  * - success: `succeed`.
- * - permanent: `dead-letter` with reason `permanent: <classification reason>`; retrying cannot help.
+ * - permanent or client-error: `dead-letter` with reason `permanent: <classification reason>`; retrying cannot
+ *   help. (The worker keeps a client-error job instead when the circuit judges the caller at fault.)
+ * - caller-rejected: `keep` with reason `caller rejected: <classification reason>`, whatever the attempt: the job
+ *   is not at fault and waits, in its queue, for the caller to be fixed.
  * - rate-limited or transient at `attempt >= maxAttempts`: `dead-letter` with reason
  *   `gave up after <attempt> attempts: <classification reason>`.
  * - otherwise `retry` after {@link backoffDelayMs}, or, when the API sent a Retry-After, after that wait plus a
@@ -82,7 +87,8 @@ export function decideRetry(input: RetryInput, settings: RetrySettings): RetryDe
   const { classification: c, attempt, refillMs, random } = input;
   checkAttempt(attempt);
   if (c.kind === 'success') return { action: 'succeed' };
-  if (c.kind === 'permanent') return { action: 'dead-letter', reason: `permanent: ${c.reason}` };
+  if (c.kind === 'permanent' || c.kind === 'client-error') return { action: 'dead-letter', reason: `permanent: ${c.reason}` };
+  if (c.kind === 'caller-rejected') return { action: 'keep', reason: `caller rejected: ${c.reason}` };
   if (attempt >= settings.maxAttempts) {
     return { action: 'dead-letter', reason: `gave up after ${attempt} ${attempt === 1 ? 'attempt' : 'attempts'}: ${c.reason}` };
   }

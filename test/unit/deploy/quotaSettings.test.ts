@@ -83,6 +83,17 @@ describe('resolveQuotaSettings', () => {
       expect(error.message).toContain(`${field}: ${problem}`);
     });
 
+    it('refuses an API timeout, given or default, not below the health-check timeout, naming both', () => {
+      const given = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { apiTimeoutMs: 5000, circuit: { healthCheckTimeoutSeconds: 5 } } })));
+      expect(given.field).toBe('custom.quotaOrchestrator.apiTimeoutMs');
+      expect(given.message).toBe(
+        'custom.quotaOrchestrator.apiTimeoutMs: must be below custom.quotaOrchestrator.circuit.healthCheckTimeoutSeconds (5000 ms), so a health probe still calling is never presumed lost and overlapped by the next; got 5000. Lower it or raise custom.quotaOrchestrator.circuit.healthCheckTimeoutSeconds',
+      );
+      const defaulted = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { circuit: { healthCheckTimeoutSeconds: 10 } } })));
+      expect(defaulted.message).toContain('got 10000 (the default)');
+      expect(() => resolveQuotaSettings(service({ settings: { apiTimeoutMs: 4999, circuit: { healthCheckTimeoutSeconds: 5 } } }))).not.toThrow();
+    });
+
     it('refuses a workerTimeoutMs that differs from the worker timeout, naming both', () => {
       const error = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { orchestrator: { workerTimeoutMs: 20000 } } })));
       expect(error.message).toBe(

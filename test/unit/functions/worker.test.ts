@@ -1,7 +1,9 @@
 import { asWorkerEvent, makeHandler } from '../../../functions/worker';
 import type { LogLevel } from '../../../lib/adapters/log';
 import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
-import { httpStatus, LANE, receiveJobEvent, sendJob, START, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
+import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
+import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
+import { httpStatus, LANE, openCircuit, receiveJobEvent, sendJob, START, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
 
 /** One line the handler logged. */
 interface LogLine {
@@ -17,7 +19,14 @@ function handlerOn(h: WorkerHarness) {
   return { handler, lines };
 }
 
-const HEALTH_CHECK: HealthCheckEvent = { kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START };
+const HEALTH_CHECK: HealthCheckEvent = { kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START + 2_000 };
+
+/** Opens the harness's circuit at START and sends check `c-1` at START + 2 s, when it is due. */
+async function halfOpen(h: WorkerHarness): Promise<void> {
+  await openCircuit(h.stores.circuit, h.config, START);
+  await h.clock.advanceTo(START + 2_000);
+  await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-sent', checkId: 'c-1' }, h.clock.now(), circuitPolicyFrom(h.config.circuit));
+}
 
 describe('asWorkerEvent', () => {
   it.each([
@@ -108,8 +117,25 @@ describe('worker handler', () => {
     expect(lines.map((l) => [l.level, l.message, l.fields?.messageId])).toEqual([['info', 'worker event duplicate', 'm-1']]);
   });
 
+  it('logs a job refused with 401 as kept, and the circuit it opened with the reason, both as warnings', async () => {
+    const h = workerHarness();
+    h.api.answers.push(httpStatus(401));
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+    const { handler, lines } = handlerOn(h);
+
+    await expect(handler(event)).resolves.toBe('kept');
+
+    const reason = 'caller rejected: HTTP 401 Unauthorized';
+    expect(lines).toEqual([
+      { level: 'warn', message: `circuit opened: ${reason}`, fields: { lane: LANE, at: START, reason } },
+      { level: 'warn', message: 'worker event kept', fields: { kind: 'job', outcome: 'kept', messageId: 'm-1', attempt: 1 } },
+    ]);
+  });
+
   it("probes the API for a health check and returns 'healthy', logging nothing", async () => {
     const h = workerHarness();
+    await halfOpen(h);
     const { handler, lines } = handlerOn(h);
 
     await expect(handler(HEALTH_CHECK)).resolves.toBe('healthy');
@@ -121,11 +147,22 @@ describe('worker handler', () => {
 
   it("returns 'unhealthy' when the probe fails, logging the check id", async () => {
     const h = workerHarness();
+    await halfOpen(h);
     h.api.probeAnswers.push(httpStatus(503));
     const { handler, lines } = handlerOn(h);
 
     await expect(handler(HEALTH_CHECK)).resolves.toBe('unhealthy');
 
     expect(lines).toEqual([{ level: 'info', message: 'worker event unhealthy', fields: { kind: 'health-check', outcome: 'unhealthy', checkId: 'c-1' } }]);
+  });
+
+  it("returns 'not-current' without probing for a check that is no longer the circuit's, logging the check id", async () => {
+    const h = workerHarness();
+    const { handler, lines } = handlerOn(h);
+
+    await expect(handler(HEALTH_CHECK)).resolves.toBe('not-current');
+
+    expect(h.api.probes).toBe(0);
+    expect(lines).toEqual([{ level: 'info', message: 'worker event not-current', fields: { kind: 'health-check', outcome: 'not-current', checkId: 'c-1' } }]);
   });
 });

@@ -17,6 +17,7 @@ import {
   stringAttr,
   workerHarness,
   type WorkerHarness,
+  testConfig,
 } from '../../helpers/serviceFixtures';
 
 const DAY_MS = 86_400_000;
@@ -208,7 +209,7 @@ describe('processJob', () => {
     await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
 
     const circuit = await loadCircuit(h.stores.circuit, LANE);
-    expect(circuit).toEqual({ state: { status: 'closed', failures: [START], closedAt: null, reopenStreak: 0 }, pausedUntil: 0, version: 1 });
+    expect(circuit).toEqual({ state: { status: 'closed', failures: [START], closedAt: null, reopenStreak: 0 }, pausedUntil: 0, clientErrorRun: 0, version: 1 });
   });
 
   it('lets the next delivery of a transiently failed key call the API again', async () => {
@@ -298,8 +299,99 @@ describe('processJob', () => {
       attempt: numberAttr(1),
       sourceQueue: stringAttr('main'),
     });
-    // A permanent failure says nothing about the API's health.
-    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ version: 0 });
+    // One job's 4xx says nothing about the API's health: it only starts a run of refusals, far below the threshold.
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [] }, clientErrorRun: 1 });
+  });
+
+  describe('refusals of the caller', () => {
+    it.each([401, 403])('keeps a job refused with %i: circuit opened with the reason, job requeued with its attempt, nothing dead-lettered', async (status) => {
+      const h = workerHarness();
+      const opened: unknown[] = [];
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 2 });
+      h.api.answers.push(httpStatus(status));
+
+      const outcome = await processJob(await receiveJobEvent(h, 'main', 'd-1'), { ...h.deps, onCircuitOpened: (o) => opened.push(o) });
+
+      expect(outcome).toBe('kept');
+      const reason = `caller rejected: HTTP ${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}`;
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'open', openedAt: START, reason } });
+      expect(opened).toEqual([{ lane: LANE, at: START, reason }]);
+      expect(h.queues.depth('main')).toBe(0);
+      expect(h.queues.depth('main-dlq')).toBe(0);
+      expect(h.queues.messages('requeue').map((m) => ({ body: m.body, visibleAt: m.visibleAt, attempt: m.attributes.attempt, cost: m.attributes.cost }))).toEqual([
+        { body: '{"id":"a"}', visibleAt: START, attempt: numberAttr(1), cost: numberAttr(2) },
+      ]);
+    });
+
+    it('keeps a job refused with 401 on its last attempt, still without consuming it', async () => {
+      const h = workerHarness();
+      await sendJob(h.queues, 'main', { id: 'a' }, { attempt: 3 });
+      h.api.answers.push(httpStatus(401));
+
+      await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('kept');
+
+      expect(h.queues.messages('requeue').map((m) => m.attributes.attempt)).toEqual([numberAttr(3)]);
+      expect(h.queues.depth('main-dlq')).toBe(0);
+    });
+
+    it('keeps a FIFO job refused with 403 in its own queue, visible again at once, its group in order', async () => {
+      const h = workerHarness();
+      await sendJob(h.queues, 'fifo', { id: 'a' }, { groupId: 'g' });
+      await sendJob(h.queues, 'fifo', { id: 'b' }, { groupId: 'g' });
+      h.api.answers.push(httpStatus(403));
+
+      await expect(processJob(await receiveJobEvent(h, 'fifo', 'd-1'), h.deps)).resolves.toBe('kept');
+
+      expect(h.queues.depth('requeue')).toBe(0);
+      expect(h.queues.depth('fifo-dlq')).toBe(0);
+      const [next] = await receiveAll(h, 'fifo');
+      expect(next?.body).toBe('{"id":"a"}');
+    });
+
+    it('dead-letters the first 4xx jobs below callerRejectThreshold, then opens the circuit and keeps the rest, in flight ones included', async () => {
+      const h = workerHarness(testConfig({ circuit: { callerRejectThreshold: 3 } }));
+      const opened: unknown[] = [];
+      const deps = { ...h.deps, onCircuitOpened: (o: unknown) => opened.push(o) };
+      h.api.fallback = httpStatus(404);
+      for (let i = 0; i < 5; i++) await sendJob(h.queues, 'main', { id: `j-${i}` });
+      const events = [];
+      for (let i = 0; i < 5; i++) events.push(await receiveJobEvent(h, 'main', `d-${i}`));
+
+      const outcomes = [];
+      for (const event of events) outcomes.push(await processJob(event, deps));
+
+      expect(outcomes).toEqual(['dead-lettered', 'dead-lettered', 'kept', 'kept', 'kept']);
+      const reason = 'caller rejected: HTTP 404 Not Found on 3 jobs in a row';
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'open', reason }, clientErrorRun: 5 });
+      expect(opened).toEqual([{ lane: LANE, at: START, reason }]);
+      expect(h.queues.depth('main-dlq')).toBe(2);
+      expect(h.queues.messages('requeue').map((m) => m.attributes.attempt)).toEqual([numberAttr(1), numberAttr(1), numberAttr(1)]);
+    });
+
+    it('lets a success between 4xx jobs reset the run, so scattered bad jobs never open the circuit', async () => {
+      const h = workerHarness(testConfig({ circuit: { callerRejectThreshold: 2 } }));
+      const answers = [httpStatus(400), ok(), httpStatus(422), ok(), httpStatus(404)];
+      h.api.answers.push(...answers);
+      for (let i = 0; i < answers.length; i++) await sendJob(h.queues, 'main', { id: `j-${i}` });
+
+      const outcomes = [];
+      for (let i = 0; i < answers.length; i++) outcomes.push(await processJob(await receiveJobEvent(h, 'main', `d-${i}`), h.deps));
+
+      expect(outcomes).toEqual(['dead-lettered', 'succeeded', 'dead-lettered', 'succeeded', 'dead-lettered']);
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed' }, clientErrorRun: 1 });
+    });
+
+    it('keeps a job refused with another 4xx while the circuit is open for any reason', async () => {
+      const h = workerHarness();
+      await openCircuit(h.stores.circuit, h.config, START);
+      await sendJob(h.queues, 'main', { id: 'a' });
+      h.api.answers.push(httpStatus(400));
+
+      await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('kept');
+
+      expect(h.queues.depth('main-dlq')).toBe(0);
+      expect(h.queues.depth('requeue')).toBe(1);
+    });
   });
 
   it('dead-letters a message that fails transiently on its last attempt', async () => {
@@ -343,6 +435,7 @@ describe('processJob', () => {
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
       state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 },
       pausedUntil: START + 2_000,
+      clientErrorRun: 0,
       version: 1,
     });
     // 2000 ms + jitter 0.5 × min(1000, 200) = 2100 ms, rounded up to a whole second.
@@ -379,8 +472,9 @@ describe('processJob', () => {
     await processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps);
 
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
-      state: { status: 'open', openedAt: START + 200, nextCheckAt: START + 200 + 2_000, failedChecks: 0, reopenStreak: 0 },
+      state: { status: 'open', openedAt: START + 200, nextCheckAt: START + 200 + 2_000, failedChecks: 0, reopenStreak: 0, reason: '3 transient failures within 10 s' },
       pausedUntil: 0,
+      clientErrorRun: 0,
       version: 3,
     });
   });
@@ -451,54 +545,133 @@ describe('processHealthCheck', () => {
     expect(after.state).toMatchObject({ status: 'half-open', checkId: 'c-1' });
   }
 
-  it('closes a half-open circuit when the probe succeeds for the matching check', async () => {
+  const check = (checkId = 'c-1', sentAt = START + 2_000) => ({ kind: 'health-check', lane: LANE, checkId, sentAt }) as const;
+
+  it('claims the check, probes, and closes the circuit when the probe succeeds', async () => {
     const h = workerHarness();
     await halfOpen(h);
     await h.clock.advance(100);
 
-    await expect(processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START + 2_000 }, h.deps)).resolves.toBe(true);
+    await expect(processHealthCheck(check(), h.deps)).resolves.toBe('healthy');
 
     expect(h.api.probes).toBe(1);
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
       state: { status: 'closed', failures: [], closedAt: START + 2_100, reopenStreak: 0 },
       pausedUntil: 0,
-      version: 5,
+      clientErrorRun: 0,
+      version: 6,
     });
   });
 
-  it('keeps the circuit open when the probe fails, with the next check healthCheckSeconds later', async () => {
+  it('records the probe start before it calls, so the timeout counts from there', async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    h.api.latencyMs = 1_000;
+    await h.clock.advance(1_500);
+
+    const probing = processHealthCheck(check(), h.deps);
+    await h.clock.advance(1);
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'c-1', probeStartedAt: START + 3_500 } });
+    await h.clock.advance(1_000);
+    await expect(probing).resolves.toBe('healthy');
+  });
+
+  it('keeps the circuit open when the probe fails, with the next check healthCheckSeconds later and the reason kept', async () => {
     const h = workerHarness();
     await halfOpen(h);
     await h.clock.advance(100);
     h.api.probeAnswers.push(httpStatus(503));
 
-    await expect(processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START + 2_000 }, h.deps)).resolves.toBe(false);
+    await expect(processHealthCheck(check(), h.deps)).resolves.toBe('unhealthy');
 
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
-      state: { status: 'open', openedAt: START, nextCheckAt: START + 2_100 + 1_000, failedChecks: 1, reopenStreak: 0 },
+      state: { status: 'open', openedAt: START, nextCheckAt: START + 2_100 + 1_000, failedChecks: 1, reopenStreak: 0, reason: '3 transient failures within 10 s' },
       pausedUntil: 0,
-      version: 5,
+      clientErrorRun: 0,
+      version: 6,
     });
   });
 
-  it('changes nothing for a stale check id', async () => {
+  it('counts a probe refused with 401 as failed: the circuit stays open until the key is fixed', async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    h.api.probeAnswers.push(httpStatus(401));
+
+    await expect(processHealthCheck(check(), h.deps)).resolves.toBe('unhealthy');
+
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'open', failedChecks: 1 } });
+  });
+
+  it('makes no call for a check that is not current, and changes nothing', async () => {
     const h = workerHarness();
     await halfOpen(h);
     const before = await loadCircuit(h.stores.circuit, LANE);
 
-    await processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-0', sentAt: START }, h.deps);
-    h.api.probeAnswers.push(httpStatus(503));
-    await processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-0', sentAt: START }, h.deps);
+    await expect(processHealthCheck(check('c-0', START), h.deps)).resolves.toBe('not-current');
 
-    expect(h.api.probes).toBe(2);
+    expect(h.api.probes).toBe(0);
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual(before);
   });
 
-  it('changes nothing when the circuit is already closed', async () => {
+  it('makes no call when the circuit is closed, and writes nothing', async () => {
     const h = workerHarness();
 
-    await expect(processHealthCheck({ kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START }, h.deps)).resolves.toBe(true);
+    await expect(processHealthCheck(check(), h.deps)).resolves.toBe('not-current');
 
+    expect(h.api.probes).toBe(0);
     await expect(h.stores.circuit.loadCircuit(LANE)).resolves.toBeUndefined();
+  });
+
+  it('makes no call for a second delivery of a check whose probe is running: one probe at a time', async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    h.api.latencyMs = 3_000;
+
+    const first = processHealthCheck(check(), h.deps);
+    await h.clock.advance(1_000);
+    await expect(processHealthCheck(check(), h.deps)).resolves.toBe('not-current');
+    await h.clock.advance(2_000);
+
+    await expect(first).resolves.toBe('healthy');
+    expect(h.api.probes).toBe(1);
+  });
+
+  it('makes no call for a delivery of a check after its first delivery ended', async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    h.api.probeAnswers.push(httpStatus(503));
+    await expect(processHealthCheck(check(), h.deps)).resolves.toBe('unhealthy');
+
+    await h.clock.advance(10_000);
+    await expect(processHealthCheck(check(), h.deps)).resolves.toBe('not-current');
+
+    expect(h.api.probes).toBe(1);
+  });
+
+  it('makes no call for a check that started too late: past the timeout, the orchestrator may already have replaced it', async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    await h.clock.advance(5_000);
+
+    await expect(processHealthCheck(check(), h.deps)).resolves.toBe('not-current');
+
+    expect(h.api.probes).toBe(0);
+  });
+
+  it('makes no call for the late delivery of a check that was replaced, while the replacement probes', async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    await h.clock.advance(5_000);
+    const policy = circuitPolicyFrom(h.config.circuit);
+    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-sent', checkId: 'c-2' }, h.clock.now(), policy);
+    h.api.latencyMs = 2_000;
+
+    const replacement = processHealthCheck(check('c-2', START + 7_000), h.deps);
+    await h.clock.advance(500);
+    await expect(processHealthCheck(check(), h.deps)).resolves.toBe('not-current');
+    await h.clock.advance(1_500);
+
+    await expect(replacement).resolves.toBe('healthy');
+    expect(h.api.probes).toBe(1);
   });
 });

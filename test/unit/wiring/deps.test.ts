@@ -231,6 +231,26 @@ describe('workerDepsFromEnv', () => {
     expect(error.message).toBe(`API_TIMEOUT_MS: must be a whole number of milliseconds from 1 to 4999; got '${text}'`);
   });
 
+  it('accepts an API_TIMEOUT_MS just below CIRCUIT.healthCheckTimeoutSeconds', () => {
+    expect(() => workerDepsFromEnv({ ...ENV, CIRCUIT: '{"healthCheckTimeoutSeconds":4}', API_TIMEOUT_MS: '3999' }, clients())).not.toThrow();
+  });
+
+  it('refuses an API_TIMEOUT_MS not below CIRCUIT.healthCheckTimeoutSeconds, naming both', () => {
+    const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, CIRCUIT: '{"healthCheckTimeoutSeconds":4}', API_TIMEOUT_MS: '4000' }, clients()));
+
+    expect(error.field).toBe('API_TIMEOUT_MS');
+    expect(error.message).toBe(
+      'API_TIMEOUT_MS: must be below CIRCUIT.healthCheckTimeoutSeconds (4000 ms), so a health probe still calling is never presumed lost and overlapped by the next; got 4000. Lower it or raise CIRCUIT.healthCheckTimeoutSeconds',
+    );
+  });
+
+  it('refuses a default API timeout not below CIRCUIT.healthCheckTimeoutSeconds, saying it is the default', () => {
+    const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, CIRCUIT: '{"healthCheckTimeoutSeconds":10}' }, clients()));
+
+    expect(error.field).toBe('API_TIMEOUT_MS');
+    expect(error.message).toContain('got 10000 (the default)');
+  });
+
   it('refuses an API_TIMEOUT_MS that is not a whole number', () => {
     const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, API_TIMEOUT_MS: '2.5' }, clients()));
 

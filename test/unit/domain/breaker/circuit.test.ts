@@ -6,6 +6,8 @@ import {
   healthCheckDueAt,
   INITIAL_CIRCUIT,
   isDispatchAllowed,
+  isProbeStarted,
+  LEGACY_OPEN_REASON,
   transition,
   type Circuit,
   type CircuitEvent,
@@ -15,7 +17,8 @@ import { circuitPolicyFrom, type CircuitPolicy } from '../../../../lib/domain/br
 import { DEFAULT_BREAKER_SETTINGS, parseBreakerSettings, type BreakerSettings } from '../../../../lib/domain/breaker/settings';
 import { StateFormatError } from '../../../../lib/errors';
 
-// Defaults: 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 10 s.
+// Defaults: 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 15 s;
+// 10 other 4xx in a row open.
 const S = DEFAULT_BREAKER_SETTINGS;
 const P = circuitPolicyFrom(S);
 const T0 = 1_700_000_000_000;
@@ -26,6 +29,9 @@ const sent = (checkId: string): CircuitEvent => ({ type: 'health-check-sent', ch
 const ok = (checkId: string): CircuitEvent => ({ type: 'health-check-ok', checkId });
 const failed = (checkId: string): CircuitEvent => ({ type: 'health-check-failed', checkId });
 const limited = (retryAt: number): CircuitEvent => ({ type: 'rate-limited', retryAt });
+const started = (checkId: string): CircuitEvent => ({ type: 'health-check-started', checkId });
+const rejected = (reason = 'HTTP 401 Unauthorized'): CircuitEvent => ({ type: 'caller-rejected', reason });
+const clientError = (reason = 'HTTP 404 Not Found'): CircuitEvent => ({ type: 'client-error', reason });
 
 let clock: FakeClock;
 beforeEach(() => {
@@ -35,15 +41,16 @@ beforeEach(() => {
 const apply = (circuit: Circuit, event: CircuitEvent, settings: BreakerSettings = S): Circuit => transition(circuit, event, clock.now(), circuitPolicyFrom(settings));
 const applyAll = (circuit: Circuit, events: readonly CircuitEvent[]): Circuit => events.reduce((c, e) => apply(c, e), circuit);
 const failures = (n: number): CircuitEvent[] => Array.from({ length: n }, () => FAILURE);
-const circuitIn = (state: CircuitState, pausedUntil = 0): Circuit => ({ state, pausedUntil, version: 7 });
+const circuitIn = (state: CircuitState, pausedUntil = 0, clientErrorRun = 0): Circuit => ({ state, pausedUntil, clientErrorRun, version: 7 });
+const OPENED_ON = '5 transient failures within 30 s';
 
 /** An open circuit whose first check is due 10 s from now. */
 const openCircuit = (extra: Partial<Extract<CircuitState, { status: 'open' }>> = {}): Circuit =>
-  circuitIn({ status: 'open', openedAt: clock.now(), nextCheckAt: clock.now() + 10_000, failedChecks: 0, reopenStreak: 0, ...extra });
+  circuitIn({ status: 'open', openedAt: clock.now(), nextCheckAt: clock.now() + 10_000, failedChecks: 0, reopenStreak: 0, reason: OPENED_ON, ...extra });
 
-/** A half-open circuit whose check 'c1' was sent just now. */
+/** A half-open circuit whose check 'c1' was sent just now, not started by any worker yet. */
 const halfOpenCircuit = (extra: Partial<Extract<CircuitState, { status: 'half-open' }>> = {}): Circuit =>
-  circuitIn({ status: 'half-open', openedAt: clock.now() - 10_000, checkId: 'c1', checkSentAt: clock.now(), failedChecks: 0, reopenStreak: 0, ...extra });
+  circuitIn({ status: 'half-open', openedAt: clock.now() - 10_000, checkId: 'c1', checkSentAt: clock.now(), probeStartedAt: null, failedChecks: 0, reopenStreak: 0, reason: OPENED_ON, ...extra });
 
 function expectChanged(before: Circuit, after: Circuit): void {
   expect(after).not.toBe(before);
@@ -66,7 +73,7 @@ describe('transition', () => {
       }
       expect(circuit.state.status).toBe('closed');
       circuit = apply(circuit, FAILURE);
-      expect(circuit.state).toEqual({ status: 'open', openedAt: T0 + 4_000, nextCheckAt: T0 + 14_000, failedChecks: 0, reopenStreak: 0 });
+      expect(circuit.state).toEqual({ status: 'open', openedAt: T0 + 4_000, nextCheckAt: T0 + 14_000, failedChecks: 0, reopenStreak: 0, reason: OPENED_ON });
       expect(circuit.version).toBe(5);
     });
 
@@ -124,7 +131,7 @@ describe('transition', () => {
       await clock.advance(10_000);
       const next = apply(circuit, sent('c1'));
       expectChanged(circuit, next);
-      expect(next.state).toEqual({ status: 'half-open', openedAt: T0, checkId: 'c1', checkSentAt: T0 + 10_000, failedChecks: 2, reopenStreak: 1 });
+      expect(next.state).toEqual({ status: 'half-open', openedAt: T0, checkId: 'c1', checkSentAt: T0 + 10_000, probeStartedAt: null, failedChecks: 2, reopenStreak: 1, reason: OPENED_ON });
     });
 
     it('sends a health check any time after nextCheckAt', async () => {
@@ -151,16 +158,16 @@ describe('transition', () => {
 
     it('refuses a second check one ms before the first times out', async () => {
       const circuit = halfOpenCircuit();
-      await clock.advance(9_999);
+      await clock.advance(14_999);
       expect(apply(circuit, sent('c2'))).toBe(circuit);
     });
 
     it('replaces a check that timed out, counting the lost one as failed', async () => {
       const circuit = halfOpenCircuit({ failedChecks: 1 });
-      await clock.advance(10_000);
+      await clock.advance(15_000);
       const next = apply(circuit, sent('c2'));
       expectChanged(circuit, next);
-      expect(next.state).toEqual({ ...circuit.state, checkId: 'c2', checkSentAt: T0 + 10_000, failedChecks: 2 });
+      expect(next.state).toEqual({ ...circuit.state, checkId: 'c2', checkSentAt: T0 + 15_000, failedChecks: 2 });
     });
 
     it('closes on the ok of the current check, with no failures and the streak kept', async () => {
@@ -177,7 +184,7 @@ describe('transition', () => {
       await clock.advance(700);
       const next = apply(circuit, failed('c1'));
       expectChanged(circuit, next);
-      expect(next.state).toEqual({ status: 'open', openedAt: T0 - 10_000, nextCheckAt: T0 + 5_700, failedChecks: 4, reopenStreak: 1 });
+      expect(next.state).toEqual({ status: 'open', openedAt: T0 - 10_000, nextCheckAt: T0 + 5_700, failedChecks: 4, reopenStreak: 1, reason: OPENED_ON });
     });
 
     it('still accepts the result of a timed-out check that no other check has replaced', async () => {
@@ -187,10 +194,62 @@ describe('transition', () => {
     });
 
     it('ignores the late result of a check that was replaced', async () => {
-      await clock.advance(10_000);
+      await clock.advance(15_000);
       const replaced = apply(halfOpenCircuit({ checkSentAt: T0 }), sent('c2'));
       expect(apply(replaced, ok('c1'))).toBe(replaced);
       expect(apply(replaced, failed('c1'))).toBe(replaced);
+    });
+
+    describe('the probe claim (health-check-started)', () => {
+      it('records the start of the current check, not yet started, once', async () => {
+        const circuit = halfOpenCircuit();
+        await clock.advance(1_500);
+        const claimed = apply(circuit, started('c1'));
+        expectChanged(circuit, claimed);
+        expect(claimed.state).toEqual({ ...circuit.state, probeStartedAt: T0 + 1_500 });
+        expect(isProbeStarted(claimed)).toBe(true);
+        expect(apply(claimed, started('c1'))).toBe(claimed);
+      });
+
+      it('refuses a claim of another check', () => {
+        const circuit = halfOpenCircuit();
+        expect(apply(circuit, started('c0'))).toBe(circuit);
+      });
+
+      it('refuses a claim from the moment the unstarted check times out, one ms earlier still accepting it', async () => {
+        const circuit = halfOpenCircuit();
+        await clock.advance(14_999);
+        expect(apply(circuit, started('c1'))).not.toBe(circuit);
+        await clock.advance(1);
+        expect(apply(circuit, started('c1'))).toBe(circuit);
+      });
+
+      it('refuses a late claim of a check that was replaced', async () => {
+        await clock.advance(15_000);
+        const replaced = apply(halfOpenCircuit({ checkSentAt: T0 }), sent('c2'));
+        expect(apply(replaced, started('c1'))).toBe(replaced);
+        expect(apply(replaced, started('c2')).state).toMatchObject({ checkId: 'c2', probeStartedAt: T0 + 15_000 });
+      });
+
+      it.each([
+        ['closed', () => INITIAL_CIRCUIT],
+        ['open', () => openCircuit()],
+      ])('refuses a claim while %s', (_label, make) => {
+        const circuit = make();
+        expect(apply(circuit, started('c1'))).toBe(circuit);
+      });
+
+      it('counts the timeout from the probe start, so a started probe is not replaced while it may run', async () => {
+        const circuit = halfOpenCircuit();
+        await clock.advance(10_000);
+        const claimed = apply(circuit, started('c1'));
+        expect(healthCheckDueAt(claimed, P.probe)).toBe(T0 + 25_000);
+        await clock.advance(14_999);
+        expect(apply(claimed, sent('c2'))).toBe(claimed);
+        await clock.advance(1);
+        const replaced = apply(claimed, sent('c2'));
+        expect(replaced.state).toMatchObject({ checkId: 'c2', checkSentAt: T0 + 25_000, probeStartedAt: null, failedChecks: 1 });
+      });
     });
 
     it('never allows dispatch', () => {
@@ -233,6 +292,91 @@ describe('transition', () => {
     it('refuses a retryAt that is not finite', () => {
       expect(() => apply(INITIAL_CIRCUIT, limited(Number.POSITIVE_INFINITY))).toThrow(RangeError);
       expect(() => apply(INITIAL_CIRCUIT, limited(Number.NaN))).toThrow(RangeError);
+    });
+  });
+
+  describe('caller rejections', () => {
+    it('opens at once on a caller rejection, storing the reason and the first check the probe policy gives', () => {
+      const next = apply(INITIAL_CIRCUIT, rejected());
+      expectChanged(INITIAL_CIRCUIT, next);
+      expect(next.state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 10_000, failedChecks: 0, reopenStreak: 0, reason: 'caller rejected: HTTP 401 Unauthorized' });
+    });
+
+    it('keeps the transient failures of a closed circuit untouched by a caller rejection it does not open on', () => {
+      const stubbed = circuitPolicyFrom(S);
+      const policy: CircuitPolicy = { ...stubbed, opening: { onFailure: (f, n) => stubbed.opening.onFailure(f, n), onCallerRejected: () => ({ open: false }), onClientError: () => ({ open: false }) } };
+      const closed = applyAll(INITIAL_CIRCUIT, failures(2));
+      expect(transition(closed, rejected(), clock.now(), policy)).toBe(closed);
+    });
+
+    it.each([
+      ['open', () => openCircuit()],
+      ['half-open', () => halfOpenCircuit()],
+    ])('leaves a %s circuit as it is, reason included', (_label, make) => {
+      const circuit = make();
+      expect(apply(circuit, rejected())).toBe(circuit);
+    });
+
+    it('counts other 4xx in a row and opens at callerRejectThreshold, naming the status and the run', () => {
+      const settings = parseBreakerSettings({ callerRejectThreshold: 3 });
+      let circuit = INITIAL_CIRCUIT;
+      circuit = apply(circuit, clientError(), settings);
+      circuit = apply(circuit, clientError(), settings);
+      expect(circuit).toMatchObject({ clientErrorRun: 2, state: { status: 'closed' }, version: 2 });
+      circuit = apply(circuit, clientError(), settings);
+      expect(circuit.clientErrorRun).toBe(3);
+      expect(circuit.state).toMatchObject({ status: 'open', openedAt: T0, reason: 'caller rejected: HTTP 404 Not Found on 3 jobs in a row' });
+    });
+
+    it('resets the run on a job success, with a write, and writes nothing for a success without a run', () => {
+      const settings = parseBreakerSettings({ callerRejectThreshold: 3 });
+      const two = [clientError(), clientError()].reduce((c, e) => apply(c, e, settings), INITIAL_CIRCUIT);
+      const reset = apply(two, SUCCESS, settings);
+      expectChanged(two, reset);
+      expect(reset).toMatchObject({ clientErrorRun: 0, state: two.state });
+      expect(apply(reset, SUCCESS, settings)).toBe(reset);
+      expect(apply(apply(reset, clientError(), settings), clientError(), settings).state.status).toBe('closed');
+    });
+
+    it('leaves the run alone on transient failures and 429s, which say nothing about the caller', () => {
+      const one = apply(INITIAL_CIRCUIT, clientError());
+      expect(apply(one, FAILURE).clientErrorRun).toBe(1);
+      expect(apply(one, limited(T0 + 5_000)).clientErrorRun).toBe(1);
+    });
+
+    it('keeps counting while open, and through a close, so the first 4xx after a probe-only recovery reopens at once', async () => {
+      const settings = parseBreakerSettings({ callerRejectThreshold: 2 });
+      let circuit = [clientError(), clientError()].reduce((c, e) => apply(c, e, settings), INITIAL_CIRCUIT);
+      expect(circuit.state.status).toBe('open');
+      circuit = apply(circuit, clientError(), settings);
+      expect(circuit.clientErrorRun).toBe(3);
+      await clock.advance(10_000);
+      circuit = applyAll(circuit, [sent('c1'), started('c1'), ok('c1')]);
+      expect(circuit).toMatchObject({ clientErrorRun: 3, state: { status: 'closed' } });
+      circuit = apply(circuit, clientError(), settings);
+      expect(circuit.state).toMatchObject({ status: 'open', reason: 'caller rejected: HTTP 404 Not Found on 4 jobs in a row' });
+    });
+
+    it('keeps the reason through a failed probe, and a successful probe closes as ever', async () => {
+      let circuit = apply(INITIAL_CIRCUIT, rejected());
+      await clock.advance(10_000);
+      circuit = applyAll(circuit, [sent('c1'), started('c1'), failed('c1')]);
+      expect(circuit.state).toMatchObject({ status: 'open', failedChecks: 1, reason: 'caller rejected: HTTP 401 Unauthorized' });
+      await clock.advance(5_000);
+      circuit = applyAll(circuit, [sent('c2'), started('c2'), ok('c2')]);
+      expect(circuit.state).toEqual({ status: 'closed', failures: [], closedAt: T0 + 15_000, reopenStreak: 0 });
+    });
+
+    it('lets the opening policy decide, passing the run that includes the new refusal', () => {
+      const stubbed = circuitPolicyFrom(S);
+      const runs: number[] = [];
+      const policy: CircuitPolicy = {
+        ...stubbed,
+        opening: { ...stubbed.opening, onFailure: (f, n) => stubbed.opening.onFailure(f, n), onCallerRejected: () => ({ open: false }), onClientError: (run) => (runs.push(run), { open: false }) },
+      };
+      const circuit = transition(transition(INITIAL_CIRCUIT, clientError(), T0, policy), clientError(), T0, policy);
+      expect(runs).toEqual([1, 2]);
+      expect(circuit.state.status).toBe('closed');
     });
   });
 
@@ -281,10 +425,10 @@ describe('transition', () => {
     });
 
     it('keeps the grown cool-down out of failed checks, which retry every healthCheckSeconds', async () => {
-      const circuit = circuitIn({ status: 'open', openedAt: T0, nextCheckAt: T0 + 40_000, failedChecks: 0, reopenStreak: 2 });
+      const circuit = circuitIn({ status: 'open', openedAt: T0, nextCheckAt: T0 + 40_000, failedChecks: 0, reopenStreak: 2, reason: OPENED_ON });
       await clock.advanceTo(T0 + 40_000);
       let next = applyAll(circuit, [sent('a'), failed('a')]);
-      expect(next.state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 45_000, failedChecks: 1, reopenStreak: 2 });
+      expect(next.state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 45_000, failedChecks: 1, reopenStreak: 2, reason: OPENED_ON });
       await clock.advance(4_999);
       expect(apply(next, sent('b'))).toBe(next);
       await clock.advance(1);
@@ -300,8 +444,10 @@ describe('transition', () => {
       opening: {
         onFailure: (failures, now) => {
           seen.push({ failures: [...failures], now });
-          return failures.length >= 4 ? { open: true } : { open: false, failures: failures.slice(1) };
+          return failures.length >= 4 ? { open: true, reason: 'stub: failures' } : { open: false, failures: failures.slice(1) };
         },
+        onCallerRejected: (reason) => (reason.includes('403') ? { open: false } : { open: true, reason: `stub: ${reason}` }),
+        onClientError: (run, reason) => (run >= 2 ? { open: true, reason: `stub: ${reason} x${run}` } : { open: false }),
       },
       probe: {
         onOpen: (closed, now) => ({ nextCheckAt: now + 123, reopenStreak: closed.reopenStreak + 7 }),
@@ -322,7 +468,7 @@ describe('transition', () => {
 
     it('opens when the opening policy says so, with the first check and streak the probe policy gives', () => {
       const closed = circuitIn({ status: 'closed', failures: [T0 - 3, T0 - 2, T0 - 1], closedAt: T0 - 60_000_000, reopenStreak: 2 });
-      expect(transition(closed, FAILURE, T0, stub).state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 123, failedChecks: 0, reopenStreak: 9 });
+      expect(transition(closed, FAILURE, T0, stub).state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 123, failedChecks: 0, reopenStreak: 9, reason: 'stub: failures' });
     });
 
     it('reopens after a failed check with the next check the probe policy gives', () => {
@@ -378,7 +524,12 @@ describe('transition', () => {
   });
 
   describe('invariants', () => {
-    type Step = { readonly dtMs: number; readonly kind: 'failure' | 'success' | 'limited' | 'sent' | 'ok' | 'failed'; readonly id: string; readonly retryInMs: number };
+    type Step = {
+      readonly dtMs: number;
+      readonly kind: 'failure' | 'success' | 'limited' | 'rejected' | 'client-error' | 'sent' | 'started' | 'ok' | 'failed';
+      readonly id: string;
+      readonly retryInMs: number;
+    };
 
     const settingsArb = fc
       .record({
@@ -388,6 +539,7 @@ describe('transition', () => {
         healthCheckSeconds: fc.integer({ min: 1, max: 10 }),
         extraOpenSeconds: fc.integer({ min: 0, max: 30 }),
         healthCheckTimeoutSeconds: fc.integer({ min: 1, max: 10 }),
+        callerRejectThreshold: fc.integer({ min: 1, max: 4 }),
       })
       .map(({ extraOpenSeconds, ...rest }) => parseBreakerSettings({ ...rest, maxOpenSeconds: rest.openSeconds + extraOpenSeconds }));
 
@@ -396,7 +548,8 @@ describe('transition', () => {
       kind: fc.oneof(
         { arbitrary: fc.constant('failure' as const), weight: 4 },
         { arbitrary: fc.constantFrom('success' as const, 'limited' as const), weight: 1 },
-        { arbitrary: fc.constantFrom('sent' as const, 'ok' as const, 'failed' as const), weight: 3 },
+        { arbitrary: fc.constantFrom('rejected' as const, 'client-error' as const), weight: 1 },
+        { arbitrary: fc.constantFrom('sent' as const, 'started' as const, 'ok' as const, 'failed' as const), weight: 4 },
       ),
       id: fc.constantFrom('a', 'b', 'c'),
       retryInMs: fc.integer({ min: -5_000, max: 60_000 }),
@@ -410,8 +563,14 @@ describe('transition', () => {
           return SUCCESS;
         case 'limited':
           return limited(now + step.retryInMs);
+        case 'rejected':
+          return rejected();
+        case 'client-error':
+          return clientError();
         case 'sent':
           return sent(step.id);
+        case 'started':
+          return started(step.id);
         case 'ok':
           return ok(step.id);
         case 'failed':
@@ -419,7 +578,7 @@ describe('transition', () => {
       }
     }
 
-    it('hold for any event sequence: +1 version per change, one trial at a time, closed below the threshold', async () => {
+    it('hold for any event sequence: +1 version per change, one trial and one probe at a time, closed below the thresholds', async () => {
       await fc.assert(
         fc.asyncProperty(settingsArb, fc.array(stepArb, { maxLength: 60 }), async (settings, steps) => {
           clock = new FakeClock(T0);
@@ -427,6 +586,8 @@ describe('transition', () => {
           const timeoutMs = settings.healthCheckTimeoutSeconds * 1000;
           const policy = circuitPolicyFrom(settings);
           let circuit = INITIAL_CIRCUIT;
+          /** The probe running, as a claim that won: until its result or its timeout, no other claim may win. */
+          let running: { readonly checkId: string; readonly since: number } | undefined;
           for (const step of steps) {
             await clock.advance(step.dtMs);
             const now = clock.now();
@@ -446,12 +607,30 @@ describe('transition', () => {
             // check timed out; a result moves the circuit only if it belongs to the one check in flight.
             if (circuit !== prev && state.status === 'half-open' && event.type === 'health-check-sent') {
               if (prev.state.status === 'open') expect(now).toBeGreaterThanOrEqual(prev.state.nextCheckAt);
-              else if (prev.state.status === 'half-open') expect(now).toBeGreaterThanOrEqual(prev.state.checkSentAt + timeoutMs);
+              else if (prev.state.status === 'half-open') expect(now).toBeGreaterThanOrEqual((prev.state.probeStartedAt ?? prev.state.checkSentAt) + timeoutMs);
               else throw new Error('a closed circuit sent a health check');
             }
             if (circuit !== prev && (event.type === 'health-check-ok' || event.type === 'health-check-failed')) {
               expect(prev.state).toMatchObject({ status: 'half-open', checkId: event.checkId });
+              running = undefined;
             }
+
+            // One probe at a time: a claim wins only for the current check, not yet started and not timed out, and
+            // never while another claimed probe has neither reported nor run for its whole timeout.
+            if (event.type === 'health-check-started' && circuit !== prev) {
+              expect(prev.state).toMatchObject({ status: 'half-open', checkId: event.checkId, probeStartedAt: null });
+              if (prev.state.status === 'half-open') expect(now).toBeLessThan(prev.state.checkSentAt + timeoutMs);
+              if (running !== undefined) expect(now).toBeGreaterThanOrEqual(running.since + timeoutMs);
+              running = { checkId: event.checkId, since: now };
+            }
+            if (state.status === 'half-open' && state.probeStartedAt !== null) expect(state.probeStartedAt).toBeGreaterThanOrEqual(state.checkSentAt);
+
+            // A client-error run opens a closed circuit at the threshold; a caller rejection opens it at once.
+            if (prev.state.status === 'closed' && event.type === 'client-error') {
+              expect(state.status).toBe(circuit.clientErrorRun >= settings.callerRejectThreshold ? 'open' : 'closed');
+            }
+            if (prev.state.status === 'closed' && event.type === 'caller-rejected') expect(state).toMatchObject({ status: 'open', reason: 'caller rejected: HTTP 401 Unauthorized' });
+            if (event.type === 'success') expect(circuit.clientErrorRun).toBe(0);
 
             // A closed circuit holds fewer than failureThreshold failures in its window.
             if (state.status === 'closed') {
@@ -505,6 +684,11 @@ describe('healthCheckDueAt', () => {
       expect(healthCheckDueAt(halfOpenCircuit(), circuitPolicyFrom(parseBreakerSettings({ healthCheckTimeoutSeconds: 2 })).probe)).toBe(T0 + 2_000);
     });
 
+    it('is due when the started probe times out, counted from its start', () => {
+      const policy = circuitPolicyFrom(parseBreakerSettings({ healthCheckTimeoutSeconds: 2 }));
+      expect(healthCheckDueAt(halfOpenCircuit({ probeStartedAt: T0 + 700 }), policy.probe)).toBe(T0 + 2_700);
+    });
+
     it('agrees with transition about when a replacement check is accepted', async () => {
       const circuit = halfOpenCircuit();
       await clock.advanceTo((healthCheckDueAt(circuit, P.probe) ?? 0) - 1);
@@ -532,10 +716,13 @@ describe('circuitToJSON', () => {
 
 describe('circuitFromJSON', () => {
   const samples: [string, () => Circuit][] = [
-    ['closed', () => ({ state: { status: 'closed', failures: [T0 - 5, T0], closedAt: T0 - 60_000, reopenStreak: 2 }, pausedUntil: T0 + 9, version: 12 })],
+    ['closed', () => ({ state: { status: 'closed', failures: [T0 - 5, T0], closedAt: T0 - 60_000, reopenStreak: 2 }, pausedUntil: T0 + 9, clientErrorRun: 0, version: 12 })],
+    ['closed with a client-error run', () => circuitIn({ status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, 0, 4)],
     ['never-closed', () => INITIAL_CIRCUIT],
     ['open', () => openCircuit({ failedChecks: 3, reopenStreak: 1 })],
     ['half-open', () => halfOpenCircuit({ failedChecks: 1 })],
+    ['half-open, started', () => halfOpenCircuit({ probeStartedAt: T0 + 3 })],
+    ['open on a caller rejection', () => openCircuit({ reason: 'caller rejected: HTTP 403 Forbidden' })],
   ];
 
   describe.each(samples)('%s', (_label, make) => {
@@ -555,6 +742,28 @@ describe('circuitFromJSON', () => {
 
     it('returns a frozen circuit', () => {
       expect(Object.isFrozen(circuitFromJSON(circuitToJSON(openCircuit())))).toBe(true);
+    });
+  });
+
+  describe('stored before the probe claim and caller rejections', () => {
+    const legacyOpen = { status: 'open', openedAt: T0, nextCheckAt: T0 + 10_000, failedChecks: 1, reopenStreak: 0 };
+    const legacyHalfOpen = { status: 'half-open', openedAt: T0, checkId: 'c1', checkSentAt: T0 + 10_000, failedChecks: 1, reopenStreak: 0 };
+
+    it('reads a missing clientErrorRun as 0, and writes none while it is 0', () => {
+      const circuit = circuitFromJSON({ version: 3, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil: 0 });
+      expect(circuit.clientErrorRun).toBe(0);
+      expect(circuitToJSON(circuit)).not.toHaveProperty('clientErrorRun');
+    });
+
+    it('reads an open state without reason as opened on transient failures', () => {
+      expect(circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0 }).state).toEqual({ ...legacyOpen, reason: LEGACY_OPEN_REASON });
+    });
+
+    it('reads a half-open state without probeStartedAt as started at its send, so no worker may claim it again', () => {
+      const circuit = circuitFromJSON({ version: 3, state: legacyHalfOpen, pausedUntil: 0 });
+      expect(circuit.state).toEqual({ ...legacyHalfOpen, probeStartedAt: T0 + 10_000, reason: LEGACY_OPEN_REASON });
+      expect(transition(circuit, started('c1'), T0 + 10_001, P)).toBe(circuit);
+      expect(healthCheckDueAt(circuit, P.probe)).toBe(T0 + 25_000);
     });
   });
 
@@ -593,6 +802,10 @@ describe('circuitFromJSON', () => {
       ['half-open with a numeric checkId', wrap({ ...halfOpen, checkId: 7 }), /circuit\.state\.checkId must be a non-empty string; got 7/],
       ['half-open without checkSentAt', wrap(without(halfOpen, 'checkSentAt')), /circuit\.state\.checkSentAt must be a finite number/],
       ['half-open without reopenStreak', wrap(without(halfOpen, 'reopenStreak')), /circuit\.state\.reopenStreak must be a non-negative integer/],
+      ['half-open with a string probeStartedAt', wrap({ ...halfOpen, probeStartedAt: '3' }), /circuit\.state\.probeStartedAt must be a finite number/],
+      ['open with an empty reason', wrap({ ...open, reason: '' }), /circuit\.state\.reason must be a non-empty string/],
+      ['half-open with a numeric reason', wrap({ ...halfOpen, reason: 401 }), /circuit\.state\.reason must be a non-empty string; got 401/],
+      ['a negative clientErrorRun', { ...wrap(closed), clientErrorRun: -1 }, /circuit\.clientErrorRun must be a non-negative integer; got -1/],
     ])('refuses %s with a StateFormatError naming the field', (_label, json, message) => {
       expect(() => circuitFromJSON(json)).toThrow(StateFormatError);
       expect(() => circuitFromJSON(json)).toThrow(message);

@@ -2,7 +2,8 @@ import type { ClosedState, HalfOpenState } from '../../../../lib/domain/breaker/
 import { circuitPolicyFrom, CooldownProbePolicy, ThresholdOpeningPolicy } from '../../../../lib/domain/breaker/policy';
 import { DEFAULT_BREAKER_SETTINGS, parseBreakerSettings } from '../../../../lib/domain/breaker/settings';
 
-// Defaults: 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 10 s.
+// Defaults: 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 15 s;
+// 10 other 4xx in a row open.
 const S = DEFAULT_BREAKER_SETTINGS;
 const T0 = 1_700_000_000_000;
 
@@ -12,8 +13,10 @@ const halfOpen = (extra: Partial<HalfOpenState> = {}): HalfOpenState => ({
   openedAt: T0 - 10_000,
   checkId: 'c1',
   checkSentAt: T0,
+  probeStartedAt: null,
   failedChecks: 0,
   reopenStreak: 0,
+  reason: 'caller rejected: HTTP 401 Unauthorized',
   ...extra,
 });
 
@@ -26,7 +29,7 @@ describe('ThresholdOpeningPolicy', () => {
     });
 
     it('opens at the threshold-th failure in the window', () => {
-      expect(policy.onFailure([T0 - 29_999, T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({ open: true });
+      expect(policy.onFailure([T0 - 29_999, T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({ open: true, reason: '5 transient failures within 30 s' });
     });
 
     it('forgets failures that are exactly windowSeconds old', () => {
@@ -38,7 +41,27 @@ describe('ThresholdOpeningPolicy', () => {
     });
 
     it('opens on the first failure when the threshold is 1', () => {
-      expect(new ThresholdOpeningPolicy({ failureThreshold: 1, windowSeconds: 1 }).onFailure([T0], T0)).toEqual({ open: true });
+      expect(new ThresholdOpeningPolicy({ failureThreshold: 1, windowSeconds: 1, callerRejectThreshold: 1 }).onFailure([T0], T0)).toEqual({ open: true, reason: '1 transient failure within 1 s' });
+    });
+  });
+
+  describe('onCallerRejected', () => {
+    it('opens at once, naming the refusal', () => {
+      expect(new ThresholdOpeningPolicy(S).onCallerRejected('HTTP 403 Forbidden')).toEqual({ open: true, reason: 'caller rejected: HTTP 403 Forbidden' });
+    });
+  });
+
+  describe('onClientError', () => {
+    const policy = new ThresholdOpeningPolicy({ ...S, callerRejectThreshold: 3 });
+
+    it('stays closed below callerRejectThreshold refusals in a row', () => {
+      expect(policy.onClientError(1, 'HTTP 404 Not Found')).toEqual({ open: false });
+      expect(policy.onClientError(2, 'HTTP 404 Not Found')).toEqual({ open: false });
+    });
+
+    it('opens from callerRejectThreshold refusals in a row on, naming the status and the run', () => {
+      expect(policy.onClientError(3, 'HTTP 404 Not Found')).toEqual({ open: true, reason: 'caller rejected: HTTP 404 Not Found on 3 jobs in a row' });
+      expect(policy.onClientError(40, 'HTTP 400 Bad Request')).toEqual({ open: true, reason: 'caller rejected: HTTP 400 Bad Request on 40 jobs in a row' });
     });
   });
 });
@@ -71,8 +94,12 @@ describe('CooldownProbePolicy', () => {
   });
 
   describe('checkTimeoutAt', () => {
-    it('presumes a check lost healthCheckTimeoutSeconds after it was sent', () => {
-      expect(new CooldownProbePolicy(S).checkTimeoutAt(halfOpen({ checkSentAt: T0 + 1 }))).toBe(T0 + 10_001);
+    it('presumes a check no worker started lost healthCheckTimeoutSeconds after it was sent', () => {
+      expect(new CooldownProbePolicy(S).checkTimeoutAt(halfOpen({ checkSentAt: T0 + 1 }))).toBe(T0 + 15_001);
+    });
+
+    it('presumes a started probe lost healthCheckTimeoutSeconds after its start, however late it started', () => {
+      expect(new CooldownProbePolicy(S).checkTimeoutAt(halfOpen({ checkSentAt: T0, probeStartedAt: T0 + 14_000 }))).toBe(T0 + 29_000);
     });
   });
 });
@@ -83,7 +110,7 @@ describe('circuitPolicyFrom', () => {
     const policy = circuitPolicyFrom(settings);
     expect(policy.opening).toBeInstanceOf(ThresholdOpeningPolicy);
     expect(policy.probe).toBeInstanceOf(CooldownProbePolicy);
-    expect(policy.opening.onFailure([T0 - 3_999, T0], T0)).toEqual({ open: true });
+    expect(policy.opening.onFailure([T0 - 3_999, T0], T0)).toEqual({ open: true, reason: '2 transient failures within 4 s' });
     expect(policy.probe.onOpen(closed(T0 - 3_999), T0)).toEqual({ nextCheckAt: T0 + 6_000, reopenStreak: 1 });
     expect(policy.probe.afterFailedCheck(halfOpen(), T0)).toBe(T0 + 2_000);
     expect(policy.probe.checkTimeoutAt(halfOpen())).toBe(T0 + 7_000);

@@ -11,7 +11,8 @@ describe('parseBreakerSettings', () => {
         openSeconds: 10,
         healthCheckSeconds: 5,
         maxOpenSeconds: 300,
-        healthCheckTimeoutSeconds: 10,
+        healthCheckTimeoutSeconds: 15,
+        callerRejectThreshold: 10,
       });
       expect(parseBreakerSettings({})).toEqual(DEFAULT_BREAKER_SETTINGS);
     });
@@ -25,8 +26,8 @@ describe('parseBreakerSettings', () => {
     });
 
     it('accepts every bound of every range', () => {
-      const low = { failureThreshold: 1, windowSeconds: 1, openSeconds: 1, healthCheckSeconds: 1, maxOpenSeconds: 1, healthCheckTimeoutSeconds: 1 };
-      const high = { failureThreshold: 1000, windowSeconds: 3600, openSeconds: 3600, healthCheckSeconds: 3600, maxOpenSeconds: 86_400, healthCheckTimeoutSeconds: 900 };
+      const low = { failureThreshold: 1, windowSeconds: 1, openSeconds: 1, healthCheckSeconds: 1, maxOpenSeconds: 1, healthCheckTimeoutSeconds: 1, callerRejectThreshold: 1 };
+      const high = { failureThreshold: 1000, windowSeconds: 3600, openSeconds: 3600, healthCheckSeconds: 3600, maxOpenSeconds: 86_400, healthCheckTimeoutSeconds: 900, callerRejectThreshold: 1000 };
       expect(parseBreakerSettings(low)).toEqual(low);
       expect(parseBreakerSettings(high)).toEqual(high);
     });
@@ -51,6 +52,9 @@ describe('parseBreakerSettings', () => {
       ['maxOpenSeconds', 86_401, 'must be a number from 1 to 86400; got 86401'],
       ['healthCheckTimeoutSeconds', 0, 'must be a number from 1 to 900; got 0'],
       ['healthCheckTimeoutSeconds', 901, 'must be a number from 1 to 900; got 901'],
+      ['callerRejectThreshold', 0, 'must be an integer from 1 to 1000; got 0'],
+      ['callerRejectThreshold', 1001, 'must be an integer from 1 to 1000; got 1001'],
+      ['callerRejectThreshold', 2.5, 'must be an integer from 1 to 1000; got 2.5'],
     ])('refuses %s = %p, naming the field and its range', (key, value, problem) => {
       const error = thrown(ConfigError, () => parseBreakerSettings({ [key]: value }));
       expect(error.field).toBe(`circuit.${key}`);

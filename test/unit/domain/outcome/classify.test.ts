@@ -30,16 +30,22 @@ describe('classify', () => {
   });
 
   it.each([
-    [400, 'HTTP 400 Bad Request'],
     [401, 'HTTP 401 Unauthorized'],
     [403, 'HTTP 403 Forbidden'],
+  ])('treats %i as a refusal of the caller (%s)', (status, reason) => {
+    expect(classify(response(status), NOW)).toEqual({ kind: 'caller-rejected', reason });
+  });
+
+  it.each([
+    [400, 'HTTP 400 Bad Request'],
+    [402, 'HTTP 402 Payment Required'],
     [404, 'HTTP 404 Not Found'],
     [409, 'HTTP 409 Conflict'],
     [413, 'HTTP 413 Content Too Large'],
     [422, 'HTTP 422 Unprocessable Content'],
     [499, 'HTTP 499'],
-  ])('treats %i as permanent (%s)', (status, reason) => {
-    expect(classify(response(status), NOW)).toEqual({ kind: 'permanent', reason });
+  ])('treats %i as a client error (%s)', (status, reason) => {
+    expect(classify(response(status), NOW)).toEqual({ kind: 'client-error', reason });
   });
 
   it.each([100, 101, 199, 300, 301, 302, 304, 399, 0, 600, 200.5])('treats unexpected status %p as permanent', (status) => {
@@ -74,7 +80,8 @@ describe('classify', () => {
   });
 
   it('ignores Retry-After on permanent and successful responses', () => {
-    expect(classify(response(400, { 'retry-after': '5' }), NOW)).toEqual({ kind: 'permanent', reason: 'HTTP 400 Bad Request' });
+    expect(classify(response(400, { 'retry-after': '5' }), NOW)).toEqual({ kind: 'client-error', reason: 'HTTP 400 Bad Request' });
+    expect(classify(response(401, { 'retry-after': '5' }), NOW)).toEqual({ kind: 'caller-rejected', reason: 'HTTP 401 Unauthorized' });
     expect(classify(response(200, { 'retry-after': '5' }), NOW)).toEqual({ kind: 'success' });
   });
 });

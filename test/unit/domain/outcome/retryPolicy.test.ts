@@ -33,6 +33,20 @@ describe('decideRetry', () => {
     });
   });
 
+  it('dead-letters a client error at once, with the permanent reason', () => {
+    expect(decideRetry(input({ kind: 'client-error', reason: 'HTTP 404 Not Found' }), DEFAULT_RETRY_SETTINGS)).toEqual({
+      action: 'dead-letter',
+      reason: 'permanent: HTTP 404 Not Found',
+    });
+  });
+
+  it.each([1, 5, 100])('keeps a job whose caller was refused, at attempt %i too, without consuming the attempt', (attempt) => {
+    expect(decideRetry(input({ kind: 'caller-rejected', reason: 'HTTP 401 Unauthorized' }, { attempt }), DEFAULT_RETRY_SETTINGS)).toEqual({
+      action: 'keep',
+      reason: 'caller rejected: HTTP 401 Unauthorized',
+    });
+  });
+
   it('retries a transient failure with backoff, not rate-limited', () => {
     expect(decideRetry(input(unavailable, { attempt: 2, random: fixed(0.5) }), DEFAULT_RETRY_SETTINGS)).toEqual({
       action: 'retry',
