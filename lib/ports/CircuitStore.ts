@@ -11,7 +11,8 @@ export interface CircuitStore {
   /**
    * Writes `next` if and only if the stored circuit is at version `next.version - 1` (absent counts as version 0).
    * This conditional write is what keeps concurrent transitions from corrupting the circuit.
-   * @returns `false` when another writer got there first; the caller reloads and decides again.
+   * @returns `false` when another writer got there first; the caller reloads and decides again. `true` when this
+   * call's write landed, even if the client retried it after its answer was lost and the retry was refused.
    */
   saveCircuit(lane: string, next: CircuitJSON): Promise<boolean>;
 }

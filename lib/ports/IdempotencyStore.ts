@@ -1,9 +1,15 @@
+import type { Settlement } from '../domain/quota/ledger';
+
 /** What a worker records per idempotency key. */
 export type IdempotencyRecord =
   /** A worker is calling the API for this key; other deliveries keep their hands off until `expiresAt`. */
   | { readonly status: 'in-progress'; readonly dispatchId: string; readonly expiresAt: number }
-  /** The API call succeeded at `at`; later deliveries must not call again. */
-  | { readonly status: 'succeeded'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number }
+  /**
+   * The API call succeeded at `at`; later deliveries must not call again. `settlement`, when present, is what the
+   * call owes the ledger and its worker could not record: the message was kept, and whichever delivery meets this
+   * record next records it before ending the message.
+   */
+  | { readonly status: 'succeeded'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number; readonly settlement?: Settlement }
   /**
    * The call of dispatch `dispatchId` failed at `at` and its message was requeued or dead-lettered. It keeps out only
    * further deliveries of that same dispatch (Lambda may deliver an event twice); the next dispatch claims the key.
@@ -31,7 +37,8 @@ export interface IdempotencyStore {
   /**
    * Writes `record` for `key` unless an unexpired record at `now` keeps it out: an `in-progress` or `succeeded`
    * record, or a `failed` one of the same `dispatchId` (see {@link blocksClaim}).
-   * @returns `null` when written, otherwise the existing record (and nothing is written).
+   * @returns `null` when written (also when the client retried the write after it landed and its answer was lost),
+   * otherwise the existing record (and nothing is written).
    */
   putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null>;
 

@@ -33,6 +33,9 @@ export interface LedgerStore {
    *
    * Only the lease holder removes settlements and workers only append at the end, so the first `settled` pending
    * ones are exactly those the holder read with {@link LedgerStore.pendingSettlements}, whatever was appended since.
+   *
+   * A save whose write landed but whose answer was lost, and that the client retries (the AWS SDK does), lands once:
+   * the retry changes nothing (it removes no settlement appended since) and the call succeeds.
    * @param settled how many of the settlements the holder last read it folded into `ledger`. @defaultValue 0: only
    * the ledger is replaced.
    * @throws LeaseLostError when `fencingToken` is not the lane's current lease token; nothing is written.
@@ -42,7 +45,10 @@ export interface LedgerStore {
    */
   saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void>;
 
-  /** Records a settlement reported by a worker, for the lane's orchestrator to fold into its ledger. */
+  /**
+   * Records a settlement reported by a worker, for the lane's orchestrator to fold into its ledger. A call retried
+   * after its write landed (its answer lost) may record it twice: the holder folds settlements of one `id` once.
+   */
   addSettlement(lane: string, settlement: Settlement): Promise<void>;
 
   /**

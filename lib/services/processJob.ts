@@ -4,13 +4,15 @@ import type { Classification } from '../domain/outcome/classify';
 import { classify } from '../domain/outcome/classify';
 import { decideRetry } from '../domain/outcome/retryPolicy';
 import type { ApiResult } from '../domain/outcome/apiResult';
+import type { Settlement } from '../domain/quota/ledger';
 import type { ServiceConfig } from '../config';
+import { StateUnavailableError } from '../errors';
 import type { ApiCaller } from '../ports/ApiCaller';
 import type { Clock } from '../ports/Clock';
 import type { HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
 import { ATTRIBUTES, type QueueReceiver } from '../ports/QueueReceiver';
 import type { CircuitStore } from '../ports/CircuitStore';
-import type { IdempotencyStore } from '../ports/IdempotencyStore';
+import type { IdempotencyRecord, IdempotencyStore } from '../ports/IdempotencyStore';
 import type { LedgerStore } from '../ports/LedgerStore';
 import { applyCircuitEvent } from './circuitUpdates';
 import { deadLetter, retryLater, returnUnconsumed, type MessageRef } from './queueOutcomes';
@@ -78,19 +80,24 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     attributes: event.attributes,
     ...(event.groupId === undefined ? {} : { groupId: event.groupId }),
   };
-  const settle = (actualCost: number | null) =>
-    actualCost === event.cost ? Promise.resolve() : stores.ledger.addSettlement(event.lane, { reservation: event.reservation, actualCost });
-
   const start = clock.now();
+  /** What this dispatch owes the ledger when its call cost `actualCost` (`null`: no call): nothing if what was reserved. */
+  const owedFor = (actualCost: number | null): Settlement | undefined =>
+    actualCost === event.cost ? undefined : { reservation: event.reservation, actualCost, id: event.dispatchId };
+  /** Records `owed`, if any; false when it could not be recorded. */
+  const settle = (owed: Settlement | undefined): Promise<boolean> => (owed === undefined ? Promise.resolve(true) : recordSettlement(event.lane, owed, start, deps));
+
   const held = await stores.idempotency.putIdempotencyIfAbsent(
     event.idempotencyKey,
     { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs },
     start,
   );
   if (held !== null) {
-    // Another dispatch's reservation is settled by its own worker; only a different dispatch gives ours back.
-    if (held.dispatchId !== event.dispatchId) await settle(null);
+    // Another dispatch's reservation is settled by its own worker; only a different dispatch gives ours back. (A
+    // refund that cannot be recorded leaves quota unused, never exceeded.)
+    if (held.dispatchId !== event.dispatchId) await settle(owedFor(null));
     if (held.status === 'succeeded') {
+      await recordOwedSettlement(event, held, start, deps);
       await queues.delete(message.queue, message.receiptHandle);
       return 'duplicate';
     }
@@ -102,15 +109,27 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   const classification = classify(result, now);
   const decision = decideRetry({ classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random }, config.retry);
   if (decision.action === 'succeed') {
+    const succeeded: IdempotencyRecord = { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs };
+    const owed = owedFor(actualCostOf(result, event.cost));
+    if (owed !== undefined) {
+      // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
+      // cannot reach DynamoDB in between leaves both, and the message's next dispatch finds the record (no second
+      // call) and records the settlement (see recordOwedSettlement).
+      const holding = await stores.idempotency.putIdempotency(event.idempotencyKey, { ...succeeded, settlement: owed }).then(
+        () => true,
+        () => false,
+      );
+      if (!(await settle(owed))) {
+        // Without a record, the message must go all the same, or its next dispatch would call again: ended is ended.
+        if (!holding) await queues.delete(message.queue, message.receiptHandle);
+        throw unrecorded(owed, holding ? 'its success record holds it, and the message was kept' : 'it is lost');
+      }
+    }
     // Both, whichever fails: a record without the delete stops the message's next dispatch from calling again, and a
     // delete without the record (DynamoDB unavailable) leaves no message to dispatch again. Only a second delivery of
     // this very event could then call again.
-    const [, deleted] = await Promise.allSettled([
-      stores.idempotency.putIdempotency(event.idempotencyKey, { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs }),
-      queues.delete(message.queue, message.receiptHandle),
-    ]);
+    const [, deleted] = await Promise.allSettled([stores.idempotency.putIdempotency(event.idempotencyKey, succeeded), queues.delete(message.queue, message.receiptHandle)]);
     if (deleted.status === 'rejected') throw deleted.reason;
-    await settle(actualCostOf(result, event.cost));
     // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
     await reportToCircuit({ type: 'success' }, now, event.lane, deps);
     return 'succeeded';
@@ -118,21 +137,31 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   // Kept, not deleted: a second delivery of this event must not call again; the next attempt's dispatch replaces it.
   await stores.idempotency.putIdempotency(event.idempotencyKey, { status: 'failed', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs });
   const circuit = await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
-  await settle(actualCostOf(result, event.cost));
+  // Recorded before the message is requeued, kept or dead-lettered. A failed call rarely owes one (only when the API
+  // reports a cost other than the reserved one); if it cannot be recorded, the message's fate goes ahead and the
+  // worker fails with the settlement in its error (a retry must not wait on the ledger).
+  const owed = owedFor(actualCostOf(result, event.cost));
+  const recorded = await settle(owed);
+  const throwUnlessRecorded = (): void => {
+    if (!recorded && owed !== undefined) throw unrecorded(owed, 'the message was requeued, kept or dead-lettered all the same');
+  };
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
   // and the job waits with the others, whether this run of refusals opened it or something else did.
   if (decision.action === 'keep' || (classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed')) {
     await returnUnconsumed(queues, message, event.attempt);
+    throwUnlessRecorded();
     return 'kept';
   }
   if (decision.action === 'dead-letter') {
     await deadLetter(queues, message, decision.reason, event.attempt);
+    throwUnlessRecorded();
     return 'dead-lettered';
   }
   // The requeued copy gets a new message id, so it carries the job's key: every attempt of a job shares one key,
   // and a late redelivery of an earlier attempt's event finds the later attempt's success.
   const key = { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: event.idempotencyKey } };
   await retryLater(queues, { ...message, attributes: { ...message.attributes, ...key } }, event.attempt, decision.delayMs);
+  throwUnlessRecorded();
   return 'retried';
 }
 
@@ -199,6 +228,49 @@ async function reportToCircuit(event: CircuitEvent, now: number, lane: string, d
   const { before, after, written } = await applyCircuitEvent(deps.stores.circuit, lane, event, now, circuitPolicyFrom(deps.config.circuit));
   if (written && before.state.status === 'closed' && after.state.status === 'open') deps.onCircuitOpened?.({ lane, at: now, reason: after.state.reason });
   return after;
+}
+
+/** First wait between tries of a settlement, doubling up to {@link SETTLEMENT_MAX_BACKOFF_MS}. */
+const SETTLEMENT_BACKOFF_MS = 100;
+/** Longest wait between tries of a settlement. */
+const SETTLEMENT_MAX_BACKOFF_MS = 2_000;
+/** Share of a worker's time (from its start) by which its last try of a settlement begins: the rest ends the message. */
+const SETTLEMENT_TRIES_SHARE = 0.75;
+
+/**
+ * Appends `settlement` to the lane's pending list, trying again with back-off while the store fails (DynamoDB down or
+ * throttling) until {@link SETTLEMENT_TRIES_SHARE} of the worker's time (from `start`) has passed; it always tries once.
+ * @returns false when every try failed.
+ */
+async function recordSettlement(lane: string, settlement: Settlement, start: number, deps: WorkerDeps): Promise<boolean> {
+  const { clock, stores, config } = deps;
+  const lastTryBy = start + SETTLEMENT_TRIES_SHARE * config.orchestrator.workerTimeoutMs;
+  for (let waitMs = SETTLEMENT_BACKOFF_MS; ; waitMs = Math.min(SETTLEMENT_MAX_BACKOFF_MS, 2 * waitMs)) {
+    try {
+      await stores.ledger.addSettlement(lane, settlement);
+      return true;
+    } catch {
+      if (clock.now() + waitMs > lastTryBy) return false;
+      await clock.sleep(waitMs);
+    }
+  }
+}
+
+/**
+ * Records the settlement a success record `held` owes, if any (its worker could not record it and kept the message),
+ * then writes the record again without it, so that it is recorded once.
+ * @throws StateUnavailableError when it still cannot be recorded: the message is kept for a later dispatch to try again.
+ */
+async function recordOwedSettlement(event: JobEvent, held: IdempotencyRecord & { status: 'succeeded' }, start: number, deps: WorkerDeps): Promise<void> {
+  const { settlement, ...record } = held;
+  if (settlement === undefined) return;
+  if (!(await recordSettlement(event.lane, settlement, start, deps))) throw unrecorded(settlement, `the success record of key '${event.idempotencyKey}' still holds it, and the message was kept`);
+  await deps.stores.idempotency.putIdempotency(event.idempotencyKey, record);
+}
+
+/** The error of a worker that could not record `settlement`, saying what became of it. */
+function unrecorded(settlement: Settlement, fate: string): StateUnavailableError {
+  return new StateUnavailableError('addSettlement', { cause: new Error(`settlement ${JSON.stringify(settlement)} could not be recorded: ${fate}`) });
 }
 
 /** Units the call consumed on cost tiers: what the API reported, else what was reserved. */

@@ -6,10 +6,20 @@ import type { Lease } from '../../lib/ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
 
+/** A write request of a backend's client, as DynamoDB names it. */
+export type WriteRequest = 'PutItem' | 'UpdateItem';
+
 /** A backend's four stores under test, and how to shut the backend down afterwards. */
 export interface StateStoresFixture {
   readonly stores: StateStores;
   readonly close?: () => Promise<void>;
+  /**
+   * Makes the next `request` of the stores land and then answer with an error (a 5xx after the commit), so that the
+   * client retries it, as the AWS SDK does; `between` runs after it landed and before the retry. Absent for a
+   * backend whose calls never lose their answer (the memory stores): the contract's retry tests then run `between`
+   * after the call.
+   */
+  readonly loseNextAnswer?: (request: WriteRequest, between?: () => Promise<void>) => void;
 }
 
 const T0 = 1_700_000_000_000;
@@ -101,6 +111,90 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
 
     afterAll(async () => {
       await fixture?.close?.();
+    });
+
+    /**
+     * Runs `call`, whose next `request` lands and loses its answer, so that the client retries it (see
+     * {@link StateStoresFixture.loseNextAnswer}); `between` runs after it landed, before the retry.
+     */
+    const withLostAnswer = async <T>(request: WriteRequest, call: () => Promise<T>, between: () => Promise<void> = async () => {}): Promise<T> => {
+      const lose = fixture?.loseNextAnswer;
+      if (lose === undefined) {
+        const result = await call();
+        await between();
+        return result;
+      }
+      lose(request, between);
+      return call();
+    };
+
+    describe('every write: retried after it landed, its answer lost', () => {
+      it('saveLedger lands once: the retry removes none of the settlements appended in between, and the call succeeds', async () => {
+        const lane = unique('lost-save');
+        const lease = await acquire(lane, 'a');
+        const read = [settlement(T0), settlement(T0 + 1)];
+        for (const s of read) await stores().ledger.addSettlement(lane, s);
+        const appended = [settlement(T0 + 2), settlement(T0 + 3)];
+        const appendTwo = async (): Promise<void> => {
+          for (const s of appended) await stores().ledger.addSettlement(lane, s);
+        };
+        await expect(withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(1), lease.token, read.length), appendTwo)).resolves.toBeUndefined();
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(appended);
+      });
+
+      it('saveLedger removing nothing lands once and succeeds', async () => {
+        const lane = unique('lost-save-none');
+        const lease = await acquire(lane, 'a');
+        await expect(withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(1), lease.token))).resolves.toBeUndefined();
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
+      });
+
+      it('saveLedger still refuses a stale token, and the next save of the holder succeeds', async () => {
+        const lane = unique('lost-save-stale');
+        const { stale, current } = await takenOver(lane);
+        await expectLeaseLost(withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(9), stale.token)), lane, stale.token);
+        await withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(2), current.token));
+        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(2));
+      });
+
+      it('saveCircuit lands once and reports true, so the caller does not apply its event again', async () => {
+        const lane = unique('lost-circuit');
+        await expect(withLostAnswer('UpdateItem', () => stores().circuit.saveCircuit(lane, circuit(1, T0)))).resolves.toBe(true);
+        await expect(withLostAnswer('UpdateItem', () => stores().circuit.saveCircuit(lane, circuit(2, T0 + 1)))).resolves.toBe(true);
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(2, T0 + 1));
+      });
+
+      it('saveCircuit reports its landed write as true even when another writer wrote the next version before the retry', async () => {
+        const lane = unique('lost-circuit-next');
+        await stores().circuit.saveCircuit(lane, circuit(1, T0));
+        const next = async (): Promise<void> => {
+          await expect(stores().circuit.saveCircuit(lane, circuit(3, T0 + 2))).resolves.toBe(true);
+        };
+        await expect(withLostAnswer('UpdateItem', () => stores().circuit.saveCircuit(lane, circuit(2, T0 + 1)), next)).resolves.toBe(true);
+        await expect(stores().circuit.saveCircuit(lane, circuit(3, T0 + 3))).resolves.toBe(false);
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(3, T0 + 2));
+      });
+
+      it('putIdempotencyIfAbsent reports its own landed claim as written, not as held by another delivery', async () => {
+        const key = unique('lost-claim');
+        await expect(withLostAnswer('PutItem', () => stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0))).resolves.toBeNull();
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(inProgress(T0 + TTL));
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toEqual(inProgress(T0 + TTL));
+      });
+
+      it('acquireLease hands out a token that fences the holder’s saves; renew and release land once', async () => {
+        const lane = unique('lost-lease');
+        const lease = await withLostAnswer('UpdateItem', () => acquire(lane, 'a'));
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token);
+        await expect(stores().lease.acquireLease(lane, 'b', T0 + 1, TTL)).resolves.toBeNull();
+        const renewed = await withLostAnswer('UpdateItem', () => stores().lease.renewLease(lease, T0 + 1, TTL));
+        expect(renewed).toEqual({ ...lease, expiresAt: T0 + 1 + TTL });
+        await withLostAnswer('UpdateItem', () => stores().lease.releaseLease(renewed));
+        const next = await acquire(lane, 'b', T0 + 2);
+        expect(next.token).toBeGreaterThan(lease.token);
+        await expectLeaseLost(stores().ledger.saveLedger(lane, ledger(9), lease.token), lane, lease.token);
+      });
     });
 
     describe('LeaseStore', () => {
@@ -284,9 +378,9 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         return added;
       };
 
-      it('returns pending settlements oldest first and removes none of them', async () => {
+      it('returns pending settlements oldest first, with their ids, and removes none of them', async () => {
         const lane = unique('settlements-order');
-        const added = [settlement(T0 + 3), settlement(T0 + 1, null), settlement(T0 + 2, 5)];
+        const added = [settlement(T0 + 3), settlement(T0 + 1, null), { ...settlement(T0 + 2, 5), id: 'd-1' }];
         for (const s of added) await stores().ledger.addSettlement(lane, s);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);

@@ -39,8 +39,9 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     // removing the settlements it folded (UpdateItem). All in the lane item; it never puts that item whole.
     { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item lane#{lane}'] },
     // DynamoCircuitStore: runOrchestrator and CircuitWatch load the circuit; CircuitWatch writes it (a versioned
-    // PutItem through applyCircuitEvent) when it sends a health check. No idempotency item: the worker keeps those.
-    { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], on: ['item circuit#{lane}'] },
+    // UpdateItem through applyCircuitEvent, which reads a refused write's id back) when it sends a health check. No
+    // idempotency item: the worker keeps those.
+    { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item circuit#{lane}'] },
     // Intake.next receives from READ_ORDER (requeue ▸ fifo ▸ main) only, never from a DLQ; Intake.release hands
     // buffered messages, all received from those, back with visibility 0; deadLetter deletes the original after
     // sending it to its DLQ (Intake.deadLetterHead).
@@ -53,8 +54,9 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
   worker: [
     // DynamoSettlementRecorder.addSettlement appends to the lane item's settlements (UpdateItem), and nothing else.
     { actions: ['dynamodb:UpdateItem'], on: ['item lane#{lane}'] },
-    // applyCircuitEvent from reportFailure (transient failures, 429s) and processHealthCheck: load, then a versioned PutItem.
-    { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], on: ['item circuit#{lane}'] },
+    // applyCircuitEvent from reportToCircuit (successes, failures, 429s, 4xx refusals) and processHealthCheck (the
+    // probe's claim and verdict): load, then a versioned UpdateItem, reading a refused write's id back.
+    { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item circuit#{lane}'] },
     // DynamoIdempotencyStore: putIdempotencyIfAbsent claims with a conditional PutItem and reads a refusing record back
     // (GetItem); putIdempotency records the outcome. The key is the producer's, so any `idem#` item.
     { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], on: ['item idem#*'] },

@@ -15,6 +15,8 @@ import { LANE, START, testConfig } from './serviceFixtures';
 export class FlushSwitch {
   /** Operations that fail until removed. */
   readonly failing = new Set<string>();
+  /** Operations that take effect and then fail, as a write whose answer was lost does, until removed. */
+  readonly answerLost = new Set<string>();
   /** The flush calls made, in order (failed ones included). */
   readonly calls: string[] = [];
 
@@ -22,6 +24,14 @@ export class FlushSwitch {
   check(operation: string): void {
     this.calls.push(operation);
     if (this.failing.has(operation)) throw new Error(`${operation} throttled`);
+  }
+
+  /** Runs `call` after {@link FlushSwitch.check}; throws after it took effect if `operation`'s answer is lost. */
+  async through<T>(operation: string, call: () => Promise<T>): Promise<T> {
+    this.check(operation);
+    const result = await call();
+    if (this.answerLost.has(operation)) throw new Error(`${operation} timed out after it took effect`);
+    return result;
   }
 }
 
@@ -50,8 +60,7 @@ class SwitchableLedgerStore extends MemoryLedgerStore {
   }
 
   override async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
-    this.flushes.check('saveLedger');
-    return super.saveLedger(lane, ledger, fencingToken, settled);
+    return this.flushes.through('saveLedger', () => super.saveLedger(lane, ledger, fencingToken, settled));
   }
   override async pendingSettlements(lane: string): Promise<Settlement[]> {
     this.flushes.check('pendingSettlements');

@@ -7,15 +7,41 @@ import type { Settlement } from '../../lib/domain/quota/ledger';
 import { StateFormatError } from '../../lib/errors';
 import type { Lease } from '../../lib/ports/LeaseStore';
 import type { StateStores } from '../../lib/ports/StateStores';
-import { describeStateStoresContract } from '../contract/stateStores.contract';
+import { describeStateStoresContract, type StateStoresFixture, type WriteRequest } from '../contract/stateStores.contract';
 import { testDynamoClient, testDynamoEngine, uniqueName } from '../helpers/awsClients';
 import { createStateTable, deleteStateTable } from '../../tools/local/stateTable';
+import { addMiddleware } from '../../tools/local/sdkMiddleware';
 
 const T0 = 1_700_000_000_000;
 const TTL = 30_000;
 
+/**
+ * Arms `client` so that {@link StateStoresFixture.loseNextAnswer} works: the next request of the armed kind reaches the
+ * emulator and takes effect, `between` runs, and then the answer is a 500 InternalServerError, which the SDK retries.
+ */
+function answerLosing(client: DynamoDBClient): NonNullable<StateStoresFixture['loseNextAnswer']> {
+  let armed: { request: WriteRequest; between: () => Promise<void> } | undefined;
+  addMiddleware(
+    client,
+    (next) => async (args) => {
+      const target = (args.request as { headers?: Record<string, string> } | undefined)?.headers?.['x-amz-target'] ?? '';
+      const lost = armed;
+      if (lost === undefined || target !== `DynamoDB_20120810.${lost.request}`) return next(args);
+      armed = undefined;
+      await next(args);
+      await lost.between();
+      const body = JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: 'Internal server error' });
+      return { response: { statusCode: 500, headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'lost-answer' }, body: Buffer.from(body) } };
+    },
+    { step: 'deserialize', name: 'answerLosing', priority: 'low' },
+  );
+  return (request, between = async () => {}) => {
+    armed = { request, between };
+  };
+}
+
 /** A fresh state table on the tests' DynamoDB (dynalite or DynamoDB Local), the stores on it, and a document client for raw items. */
-async function stateTable(): Promise<{ client: DynamoDBClient; doc: DynamoDBDocumentClient; tableName: string; stores: StateStores; close: () => Promise<void> }> {
+async function stateTable(): Promise<StateStoresFixture & { client: DynamoDBClient; doc: DynamoDBDocumentClient; tableName: string; close: () => Promise<void> }> {
   const client = testDynamoClient();
   const tableName = uniqueName('state');
   await createStateTable(client, tableName);
@@ -24,7 +50,7 @@ async function stateTable(): Promise<{ client: DynamoDBClient; doc: DynamoDBDocu
     await deleteStateTable(client, tableName);
     client.destroy();
   };
-  return { client, doc, tableName, stores: dynamoStores({ client: doc, tableName }), close };
+  return { client, doc, tableName, stores: dynamoStores({ client: doc, tableName }), close, loseNextAnswer: answerLosing(client) };
 }
 
 describeStateStoresContract(`dynamoStores on ${testDynamoEngine()}`, stateTable);
@@ -79,6 +105,7 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         leaseToken: lease.token,
         leaseExpiresAt: T0 + TTL,
         ledger: JSON.stringify(ledger),
+        ledgerSave: expect.any(String),
         settlements: [settlement(T0)],
       });
     });
@@ -100,10 +127,13 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       await expect(acquire(lane, 'b', T0 + 1)).resolves.toMatchObject({ token: lease.token + 1 });
     });
 
-    it('stores the circuit beside its version', async () => {
+    it('stores the circuit beside its version, and the ids of the writes of its last 16 versions', async () => {
       const lane = unique('circuit-layout');
       await stores().circuit.saveCircuit(lane, circuit(1, T0));
-      expect(await rawItem(`circuit#${lane}`)).toEqual({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(1, T0) });
+      expect(await rawItem(`circuit#${lane}`)).toEqual({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(1, T0), write1: expect.any(String) });
+      for (let version = 2; version <= 17; version++) await stores().circuit.saveCircuit(lane, circuit(version, T0));
+      const writes = Object.keys((await rawItem(`circuit#${lane}`)) ?? {}).filter((name) => name.startsWith('write'));
+      expect(writes.sort()).toEqual(Array.from({ length: 16 }, (_, i) => `write${i + 2}`).sort());
     });
 
     it('gives idempotency records a ttl in epoch seconds, rounded up from expiresAt', async () => {
@@ -116,8 +146,34 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         dispatchId: 'd-1',
         expiresAt: T0 + 1,
         [TTL_ATTRIBUTE]: T0 / 1_000 + 1,
+        claim: expect.any(String),
       });
       expect(await rawItem(`idem#${put}`)).toMatchObject({ expiresAt: T0 + 1_000, [TTL_ATTRIBUTE]: T0 / 1_000 + 1 });
+    });
+  });
+
+  describe('items written before saves, circuit writes and claims carried ids', () => {
+    it('saves over a lane item without ledgerSave, and removes its settlements', async () => {
+      const lane = unique('old-lane');
+      const lease = await acquire(lane);
+      await putRawItem({ ...(await rawItem(`lane#${lane}`)), ledger: '{"v":1,"tiers":{}}', settlements: [settlement(T0)] });
+      await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, 1);
+      await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
+    });
+
+    it('loads a circuit item without write ids and writes its next version', async () => {
+      const lane = unique('old-circuit');
+      await putRawItem({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(3, T0) });
+      await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(3, T0));
+      await expect(stores().circuit.saveCircuit(lane, circuit(4, T0 + 1))).resolves.toBe(true);
+      await expect(stores().circuit.saveCircuit(lane, circuit(4, T0 + 2))).resolves.toBe(false);
+    });
+
+    it('keeps a claim out with a record that has no claim id', async () => {
+      const key = unique('old-claim');
+      const record = { status: 'in-progress', dispatchId: 'old', expiresAt: T0 + TTL } as const;
+      await putRawItem({ [TABLE_KEY]: `idem#${key}`, ...record, [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
+      await expect(stores().idempotency.putIdempotencyIfAbsent(key, { ...record, dispatchId: 'new' }, T0)).resolves.toEqual(record);
     });
   });
 

@@ -59,6 +59,12 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
     },
     {
       ...base,
+      name: 'dynamodb-answers-lost',
+      injects: 'fault 2: DynamoDB writes that land and then answer 500, so that the SDK retries them (ledger saves, settlements, circuit and idempotency writes)',
+      aws: [{ service: 'dynamodb', kind: 'error-after-success', operations: ['UpdateItem', 'PutItem'], fromMs: 0, toMs: quick ? 8_000 : 20_000, share: 0.25 }],
+    },
+    {
+      ...base,
       name: 'sqs-errors',
       injects: 'fault 3: SQS 5xx and timeouts on receive, send and delete; deletes that fail after they worked',
       aws: [

@@ -1,10 +1,13 @@
+import { randomUUID } from 'node:crypto';
 import { circuitFromJSON, circuitToJSON, type CircuitJSON } from '../../domain/breaker/circuit';
 import type { CircuitStore } from '../../ports/CircuitStore';
 import { DynamoTable, TABLE_KEY, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
 
 /**
  * The `CircuitStore` on the state table: one item per lane (`circuit#<lane>`) with the CircuitJSON's `version`,
- * `state`, `pausedUntil` and, when not 0, `clientErrorRun`. See {@link DynamoTable} for the whole layout.
+ * `state`, `pausedUntil`, when not 0 `clientErrorRun`, and the ids of the writes of its last versions
+ * (`write<version>`), so that a retry of a write that landed is recognised. See {@link DynamoTable} for the whole
+ * layout.
  */
 export class DynamoCircuitStore implements CircuitStore {
   private readonly table: DynamoTable;
@@ -30,23 +33,57 @@ export class DynamoCircuitStore implements CircuitStore {
     //   Y reads v3 ───────────────────── Y writes v4 if version = 3: refused (it is 4) → false, Y reloads
     //
     // An absent item counts as version 0, so version 1 is written only if no item exists.
+    //
+    // The SDK retries a write whose answer was lost (a timeout, a 5xx after the commit); the retry is refused, since
+    // the version moved on. So each write also records a fresh id under its version (`write4`), and a refused write
+    // reads it back to tell its own landed write from another writer's, even if more versions were written since:
+    //
+    //   X writes v4 (id x): lands ── answer lost ── Z writes v5 ── SDK retries X: refused ── reads write4 = x → true
+    //
+    // Reporting `false` there would make the caller reload and apply its event a second time (one transient failure
+    // counted twice). Only the ids of the last WRITE_IDS_KEPT versions are kept.
+    const writeId = randomUUID();
     const previous = next.version - 1;
+    const stale = next.version - WRITE_IDS_KEPT;
+    const set = ['#version = :version', '#state = :state', '#pausedUntil = :pausedUntil', `${writeIdName(next.version)} = :writeId`];
+    if (next.clientErrorRun !== undefined) set.push('#clientErrorRun = :clientErrorRun');
+    const remove = removed(next, stale);
     return unlessConditionFails(
-      this.table.put({
-        Item: {
-          ...circuitKey(lane),
-          version: next.version,
-          state: next.state,
-          pausedUntil: next.pausedUntil,
-          ...(next.clientErrorRun === undefined ? {} : { clientErrorRun: next.clientErrorRun }),
+      this.table.update({
+        Key: circuitKey(lane),
+        UpdateExpression: `SET ${set.join(', ')}${remove.length === 0 ? '' : ` REMOVE ${remove.join(', ')}`}`,
+        ExpressionAttributeValues: {
+          ':version': next.version,
+          ':state': next.state,
+          ':pausedUntil': next.pausedUntil,
+          ':writeId': writeId,
+          ...(next.clientErrorRun === undefined ? {} : { ':clientErrorRun': next.clientErrorRun }),
+          ...(previous === 0 ? {} : { ':previous': previous }),
         },
-        ...(previous === 0
-          ? { ConditionExpression: `attribute_not_exists(#${TABLE_KEY})` }
-          : { ConditionExpression: '#version = :previous', ExpressionAttributeValues: { ':previous': previous } }),
+        ConditionExpression: previous === 0 ? `attribute_not_exists(#${TABLE_KEY})` : '#version = :previous',
       }).then(() => true),
-      () => false,
+      async () => {
+        const item = await this.table.get({ Key: circuitKey(lane), ProjectionExpression: writeIdName(next.version) });
+        return item?.[writeIdName(next.version).slice(1)] === writeId;
+      },
     );
   }
+}
+
+/** How many versions' write ids a circuit item keeps: far more writes than can land while one write's retry waits. */
+const WRITE_IDS_KEPT = 16;
+
+/**
+ * What a write of `next` removes: the write id of version `stale` once it is out of the kept range, and
+ * `clientErrorRun` when `next` has none (as a whole-item put would, the attribute is absent when the run is 0).
+ */
+function removed(next: CircuitJSON, stale: number): string[] {
+  return [...(stale >= 1 ? [writeIdName(stale)] : []), ...(next.clientErrorRun === undefined ? ['#clientErrorRun'] : [])];
+}
+
+/** The placeholder of the attribute holding the id of the write of `version` (it stands for `write<version>`). */
+function writeIdName(version: number): string {
+  return `#write${version}`;
 }
 
 function circuitKey(lane: string): Item {

@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { StateConflictError } from '../../errors';
 import { blocksClaim, type IdempotencyRecord, type IdempotencyStore } from '../../ports/IdempotencyStore';
+import { settlementOf } from './DynamoSettlementRecorder';
 import { corrupt, DynamoTable, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
 
 /**
@@ -10,7 +12,7 @@ const MAX_CLAIM_ATTEMPTS = 3;
 
 /**
  * The `IdempotencyStore` on the state table: one item per key (`idem#<key>`) with the record's fields, plus
- * {@link TTL_ATTRIBUTE}. See {@link DynamoTable} for the whole layout.
+ * {@link TTL_ATTRIBUTE}, and for a claim the id of the claim that wrote it (`claim`). See {@link DynamoTable} for the whole layout.
  */
 export class DynamoIdempotencyStore implements IdempotencyStore {
   private readonly table: DynamoTable;
@@ -44,10 +46,18 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     //
     // A refused claim reads R back. If R no longer blocks the claim by then (deleted by TTL, or replaced by an
     // expired record or by another dispatch's failed one), the claim is tried again.
+    //
+    // Each claim also writes a fresh `claim` id, because the SDK retries a put whose answer was lost (a timeout, a
+    // 5xx after the commit). The retry is refused by the claim's own record, and R read back carries its id:
+    //
+    //   put R (claim c): lands ── answer lost ── SDK retries: refused ── reads R, claim = c → written (null)
+    //
+    // Returning R there would tell the worker that another delivery holds the key, and the job would wait out R.
+    const claim = randomUUID();
     for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
       const written = await unlessConditionFails(
         this.table.put({
-          Item: idempotencyItem(key, record),
+          Item: { ...idempotencyItem(key, record), claim },
           ConditionExpression: `attribute_not_exists(#${TABLE_KEY}) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)`,
           ExpressionAttributeValues: { ':now': now, ':failed': 'failed', ':dispatchId': record.dispatchId },
         }).then(() => true),
@@ -55,6 +65,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       );
       if (written) return null;
       const item = await this.table.get({ Key: idempotencyKey(key) });
+      if (item?.claim === claim) return null;
       const existing = item === undefined ? undefined : idempotencyRecordOf(item, key);
       if (blocksClaim(existing, record.dispatchId, now)) return existing;
     }
@@ -83,10 +94,14 @@ function liveRecord(item: Item | undefined, key: string, now: number): Idempoten
 }
 
 function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord {
-  const { status, dispatchId, at, expiresAt } = item;
+  const { status, dispatchId, at, expiresAt, settlement } = item;
   if (typeof dispatchId === 'string' && isFiniteNumber(expiresAt)) {
     if (status === 'in-progress') return { status, dispatchId, expiresAt };
-    if ((status === 'succeeded' || status === 'failed') && isFiniteNumber(at)) return { status, dispatchId, at, expiresAt };
+    if (status === 'failed' && isFiniteNumber(at)) return { status, dispatchId, at, expiresAt };
+    if (status === 'succeeded' && isFiniteNumber(at)) {
+      const owed = settlement === undefined ? {} : { settlement: settlementOf(settlement, `settlement owed by idempotency record '${key}'`) };
+      return { status, dispatchId, at, expiresAt, ...owed };
+    }
   }
-  throw corrupt(`idempotency record '${key}'`, "must be {status: 'in-progress' | 'succeeded' | 'failed', dispatchId, at?, expiresAt}", item);
+  throw corrupt(`idempotency record '${key}'`, "must be {status: 'in-progress' | 'succeeded' | 'failed', dispatchId, at?, expiresAt, settlement?}", item);
 }

@@ -1,14 +1,16 @@
-import { parseLedgerJSON, type LedgerJSON, type Reservation, type Settlement } from '../../domain/quota/ledger';
+import { randomUUID } from 'node:crypto';
+import { parseLedgerJSON, type LedgerJSON, type Settlement } from '../../domain/quota/ledger';
 import { describeValue } from '../../domain/describeValue';
 import { StateConflictError, StateFormatError } from '../../errors';
 import { MAX_PENDING_SETTLEMENTS, checkSettled, type LedgerStore } from '../../ports/LedgerStore';
-import { DynamoSettlementRecorder } from './DynamoSettlementRecorder';
-import { corrupt, DynamoTable, isFiniteNumber, laneKey, leaseLost, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
+import { DynamoSettlementRecorder, settlementOf } from './DynamoSettlementRecorder';
+import { corrupt, DynamoTable, laneKey, leaseLost, unlessConditionFails, type DynamoTableOptions } from './DynamoTable';
 
 /**
  * The `LedgerStore` on the state table: the ledger (`ledger`, the LedgerJSON as JSON text) and the pending
  * settlements (`settlements`, a list, oldest first) live in the lane item (`lane#<lane>`), beside the lease of
- * {@link DynamoLeaseStore}: a save is fenced by that lease's `leaseToken`, read in the same item. See
+ * {@link DynamoLeaseStore}: a save is fenced by that lease's `leaseToken`, read in the same item, and writes a fresh
+ * `ledgerSave` id so that a retry of a save that landed is refused and recognised (items without it read as before). See
  * {@link DynamoTable} for the whole layout.
  *
  * The ledger is stored as JSON text, not as a map: the store never addresses a part of it in an expression (it is
@@ -47,19 +49,34 @@ export class DynamoLedgerStore implements LedgerStore {
     //   holder reads [s0 s1] ── worker appends s2 ── holder saves, settled = 2: REMOVE [1], [0] → [s2]
     //
     // `size(...) >= :settled` keeps the write from removing settlements nobody read (an absent list has no size, so
-    // the condition fails too); which part of the condition failed is read back afterwards. The write is not
-    // idempotent: should the SDK retry one that landed (its answer timed out), the condition refuses the retry unless
-    // `settled` more settlements were appended in the meantime.
+    // the condition fails too).
+    //
+    // Each call writes a fresh `ledgerSave` id, and the condition refuses an item that already holds it, so that the
+    // SDK's retry of a write that landed (its answer was lost: a timeout, a 5xx after the commit) changes nothing:
+    //
+    //   holder reads [s0 s1] ── save X lands: [ ] ── answer lost ── worker appends s2 ── SDK retries X: refused
+    //                           ledgerSave = X                                         (ledgerSave = X), s2 stays
+    //
+    // Without the id, the retry would pass `size >= 2` once two more settlements were appended, and remove them
+    // unfolded. A refused write reads the item back: its own id there means it landed, and the call succeeds.
+    const saveId = randomUUID();
     const removed = Array.from({ length: settled }, (_, i) => `#settlements[${settled - 1 - i}]`);
+    const notRepeated = '(attribute_not_exists(#ledgerSave) OR #ledgerSave <> :save)';
     await unlessConditionFails(
       this.table.update({
         Key: laneKey(lane),
-        UpdateExpression: `SET #ledger = :ledger${removed.length === 0 ? '' : ` REMOVE ${removed.join(', ')}`}`,
-        ConditionExpression: settled === 0 ? fenced : `${fenced} AND size(#settlements) >= :settled`,
-        ExpressionAttributeValues: { ':ledger': JSON.stringify(ledger), ':token': fencingToken, ...(settled === 0 ? {} : { ':settled': settled }) },
+        UpdateExpression: `SET #ledger = :ledger, #ledgerSave = :save${removed.length === 0 ? '' : ` REMOVE ${removed.join(', ')}`}`,
+        ConditionExpression: `${fenced} AND ${notRepeated}${settled === 0 ? '' : ' AND size(#settlements) >= :settled'}`,
+        ExpressionAttributeValues: {
+          ':ledger': JSON.stringify(ledger),
+          ':save': saveId,
+          ':token': fencingToken,
+          ...(settled === 0 ? {} : { ':settled': settled }),
+        },
       }),
       async (cause) => {
-        const item = settled === 0 ? undefined : await this.table.get({ Key: laneKey(lane), ProjectionExpression: '#leaseToken' });
+        const item = await this.table.get({ Key: laneKey(lane), ProjectionExpression: '#leaseToken, #ledgerSave' });
+        if (item?.ledgerSave === saveId) return;
         if (item?.leaseToken !== fencingToken) leaseLost(lane, fencingToken, cause);
         throw new StateConflictError(`fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`, { cause });
       },
@@ -88,10 +105,6 @@ export class DynamoLedgerStore implements LedgerStore {
  */
 const fenced = '#leaseToken = :token';
 
-function isObject(value: unknown): value is Item {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function ledgerOf(value: unknown, lane: string): LedgerJSON {
   if (typeof value !== 'string') throw corrupt(`ledger of lane '${lane}'`, 'must be JSON text', value);
   let json: unknown;
@@ -107,19 +120,4 @@ function settlementsOf(value: unknown, lane: string): Settlement[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw corrupt(`settlements of lane '${lane}'`, 'must be a list', value);
   return value.map((settlement: unknown, i) => settlementOf(settlement, `settlements of lane '${lane}' [${i}]`));
-}
-
-function settlementOf(value: unknown, what: string): Settlement {
-  const { reservation, actualCost } = isObject(value) ? value : {};
-  if (
-    (actualCost === null || isFiniteNumber(actualCost)) &&
-    isObject(reservation) &&
-    isFiniteNumber(reservation.at) &&
-    isFiniteNumber(reservation.cost) &&
-    isObject(reservation.windows) &&
-    Object.values(reservation.windows).every((window) => typeof window === 'string')
-  ) {
-    return { reservation: { at: reservation.at, cost: reservation.cost, windows: reservation.windows as Reservation['windows'] }, actualCost };
-  }
-  throw corrupt(what, 'must be {reservation: {at, cost, windows}, actualCost}', value);
 }

@@ -1,6 +1,6 @@
-import type { Settlement } from '../../domain/quota/ledger';
+import type { Reservation, Settlement } from '../../domain/quota/ledger';
 import type { LedgerStore } from '../../ports/LedgerStore';
-import { DynamoTable, laneKey, type DynamoTableOptions } from './DynamoTable';
+import { corrupt, DynamoTable, isFiniteNumber, laneKey, type DynamoTableOptions, type Item } from './DynamoTable';
 
 /**
  * The one ledger write a worker makes, {@link LedgerStore.addSettlement}, on the state table: it appends to the lane
@@ -17,11 +17,37 @@ export class DynamoSettlementRecorder implements Pick<LedgerStore, 'addSettlemen
   /** @inheritDoc */
   async addSettlement(lane: string, settlement: Settlement): Promise<void> {
     // Not fenced: workers report whatever lease is current. The list grows inside the lane item (400 KB limit),
-    // so the orchestrator must fold and remove settlements regularly.
+    // so the orchestrator must fold and remove settlements regularly. Not idempotent either: the SDK's retry of an
+    // append that landed appends a second copy, which the orchestrator folds once by its `id` (see LedgerSync).
     await this.table.update({
       Key: laneKey(lane),
       UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :one)',
       ExpressionAttributeValues: { ':empty': [], ':one': [settlement] },
     });
   }
+}
+
+function isObject(value: unknown): value is Item {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The settlement stored as `value` (in the lane item's pending list, or owed by an idempotency record).
+ * @param what names the stored value in the error.
+ * @throws StateFormatError when `value` is not a settlement.
+ */
+export function settlementOf(value: unknown, what: string): Settlement {
+  const { reservation, actualCost, id } = isObject(value) ? value : {};
+  if (
+    (id === undefined || typeof id === 'string') &&
+    (actualCost === null || isFiniteNumber(actualCost)) &&
+    isObject(reservation) &&
+    isFiniteNumber(reservation.at) &&
+    isFiniteNumber(reservation.cost) &&
+    isObject(reservation.windows) &&
+    Object.values(reservation.windows).every((window) => typeof window === 'string')
+  ) {
+    return { reservation: { at: reservation.at, cost: reservation.cost, windows: reservation.windows as Reservation['windows'] }, actualCost, ...(id === undefined ? {} : { id }) };
+  }
+  throw corrupt(what, 'must be {reservation: {at, cost, windows}, actualCost, id?}', value);
 }

@@ -41,15 +41,18 @@ type Request<I> = Omit<I, 'TableName' | 'ExpressionAttributeNames'>;
 /**
  * The requests the four DynamoDB stores send to their one table of typed items. Every store method is a single
  * request, with one conditional write where the port needs atomicity, so the stores run on dynalite (no
- * transactions) as on DynamoDB. (Only a refused `saveLedger` that removes settlements reads the item back, to tell
- * a lost lease from a short list.)
+ * transactions) as on DynamoDB. (A refused conditional write may read its item back, to tell its own write that
+ * landed on an earlier attempt, whose answer was lost, from a refusal: see `saveLedger`, `saveCircuit` and `putIdempotencyIfAbsent`.)
  *
  * - `lane#<lane>`: the lease (`leaseOwner`, `leaseToken`, `leaseExpiresAt` in epoch ms), the ledger (`ledger`, the
- *   LedgerJSON as JSON text) and the pending settlements (`settlements`, a list, oldest first). The lease store and
- *   the ledger store share this item because the write that saves the ledger also removes the settlements folded
- *   into it, fenced by `leaseToken`, and a single write (like a condition) sees only its own item.
- * - `circuit#<lane>`: the CircuitJSON's `version`, `state` and `pausedUntil`.
- * - `idem#<key>`: an idempotency record's fields, plus {@link TTL_ATTRIBUTE}.
+ *   LedgerJSON as JSON text), the id of the last ledger save (`ledgerSave`; absent on items saved before it existed)
+ *   and the pending settlements (`settlements`, a list, oldest first). The lease store and the ledger store share
+ *   this item because the write that saves the ledger also removes the settlements folded into it, fenced by
+ *   `leaseToken`, and a single write (like a condition) sees only its own item.
+ * - `circuit#<lane>`: the CircuitJSON's `version`, `state` and `pausedUntil`, and the ids of the writes of its last
+ *   versions (`write<version>`; absent on items written before they existed).
+ * - `idem#<key>`: an idempotency record's fields, plus {@link TTL_ATTRIBUTE}, and, when a claim wrote it, that claim's
+ *   id (`claim`).
  *
  * Every read is strongly consistent. Items read back are validated: a malformed one raises `StateFormatError`.
  * Errors other than a failed condition propagate unchanged.

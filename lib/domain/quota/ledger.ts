@@ -22,6 +22,11 @@ export interface Settlement {
   readonly reservation: Reservation;
   /** Units really consumed on cost tiers, or `null` when the call never reached the API (all quota flows back). */
   readonly actualCost: number | null;
+  /**
+   * Names the settlement (workers use the id of the dispatch whose reservation it settles), so that a copy recorded
+   * twice, by a write retried after it landed, is folded once. Settlements recorded before ids existed have none.
+   */
+  readonly id?: string;
 }
 
 /** Serialised history of a sliding tier: amounts per bucket of `g` ms, starting at bucket index `b`. */

@@ -48,6 +48,8 @@ export class LedgerSync {
   private foldedPending: readonly Settlement[] = [];
   /** Settlements folded since the last `flushed` event (a failed flush may have folded some). */
   private foldedUnreported = 0;
+  /** Ids of the settlements this run folded, with when, for {@link FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS} worker timeouts. */
+  private readonly foldedIds = new Map<string, number>();
 
   constructor(
     private readonly run: RunContext,
@@ -121,7 +123,9 @@ export class LedgerSync {
    * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs`: twice what
    * the run used since the last flush (so a steady run rarely flushes early), at least `need`, at least one unit.
    * A run killed before its next flush can only have dispatched within that allowance, which its successor counts.
-   * The allowance takes effect only once the save succeeded; until then the previous one still bounds the run.
+   * The allowance takes effect only once the save succeeded. A save that fails may still have landed, so until a
+   * later one succeeds the run keeps within both the previous allowance and the attempted one (see
+   * {@link LedgerSync.boundByEitherOutcome}).
    * After a save whose lease renewal (or further save) failed, the next flush (unless final) only renews: the saved
    * ledger stands.
    */
@@ -135,7 +139,12 @@ export class LedgerSync {
           until: this.pacer.ledger.allowanceEnd(clock.now(), 2 * this.run.settings.flushIntervalMs),
           units: config.quotas.map((_, i) => Math.max(1, 2 * (this.usedSinceFlush[i] ?? 0), need[i] ?? 0)),
         };
-    await this.save(allowance, settled);
+    try {
+      await this.save(allowance, settled);
+    } catch (error) {
+      this.boundByEitherOutcome(allowance);
+      throw error;
+    }
     if (allowance !== undefined) {
       this.allowance = allowance;
       this.usedSinceFlush = config.quotas.map(() => 0);
@@ -146,6 +155,26 @@ export class LedgerSync {
       await this.save(allowance, settled);
     }
     await this.renew();
+  }
+
+  /**
+   * After a save that failed, whose write may nonetheless have landed (its answer lost), bounds the run by what either
+   * outcome leaves a successor: from now on at most the smaller of what is left of the current allowance and the
+   * `attempted` one (none for a final save), per tier, and no later than the earlier of their ends.
+   *
+   *   save S1 lands (allowance A1) ── run uses u ── save S2 (A2): answer lost ── run dispatches x more ── crash
+   *   S2 did not land: the successor counts S1's ledger, holding A1:  safe while x <= A1 − u
+   *   S2 landed:       the successor counts S2's ledger, holding A2:  safe while x <= A2
+   *
+   * Only a save known to have landed lifts the bound: it grants a fresh allowance.
+   */
+  private boundByEitherOutcome(attempted: Allowance | undefined): void {
+    const { quotas } = this.run.deps.config;
+    this.allowance = {
+      until: Math.min(this.allowance.until, attempted?.until ?? Number.NEGATIVE_INFINITY),
+      units: quotas.map((_, i) => Math.max(0, Math.min((this.allowance.units[i] ?? 0) - (this.usedSinceFlush[i] ?? 0), attempted?.units[i] ?? 0))),
+    };
+    this.usedSinceFlush = quotas.map(() => 0);
   }
 
   /** Saves the ledger holding `allowance`, removing the `settled` oldest pending settlements (folded into it). */
@@ -164,6 +193,24 @@ export class LedgerSync {
   }
 
   /**
+   * Settles `settlement` in the ledger, unless a settlement of the same id was folded lately: then it is a second copy
+   * of one write (an append retried after it landed), and the save that follows removes it unapplied.
+   */
+  private fold(settlement: Settlement): void {
+    const now = this.run.deps.clock.now();
+    const keptMs = FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS * this.run.settings.workerTimeoutMs;
+    for (const [id, at] of this.foldedIds) {
+      if (at > now - keptMs) break;
+      this.foldedIds.delete(id);
+    }
+    if (settlement.id !== undefined) {
+      if (this.foldedIds.has(settlement.id)) return;
+      this.foldedIds.set(settlement.id, now);
+    }
+    this.pacer.ledger.settle(settlement);
+  }
+
+  /**
    * Reads the oldest pending settlements and folds into the ledger those not folded before.
    * @returns how many were read: the next save removes them.
    */
@@ -172,12 +219,24 @@ export class LedgerSync {
     // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
     // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
     const known = startsWith(pending, this.foldedPending) ? this.foldedPending.length : 0;
-    for (const settlement of pending.slice(known)) this.pacer.ledger.settle(settlement);
+    for (const settlement of pending.slice(known)) this.fold(settlement);
     this.foldedPending = pending;
     this.foldedUnreported += pending.length - known;
     return pending.length;
   }
 }
+
+/**
+ * For how many worker timeouts a folded settlement's id is remembered. A worker records its settlement, and the SDK
+ * and the worker retry that append, only while the worker runs, so within one worker timeout of the first copy
+ * landing, which is before it is folded:
+ *
+ *   worker starts ── copy 1 lands (answer lost) ── run folds copy 1 ── retry lands copy 2 ── worker times out
+ *                                                   └──────── copy 2 skipped: its id is remembered ────────┘
+ *
+ * Twice that, for the clocks of the worker and the orchestrator, which run on different hosts.
+ */
+const FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS = 2;
 
 /** Whether `list` begins with the settlements of `prefix`, value for value. */
 function startsWith(list: readonly Settlement[], prefix: readonly Settlement[]): boolean {

@@ -1,6 +1,8 @@
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
+import type { Settlement } from '../../../lib/domain/quota/ledger';
+import { StateUnavailableError } from '../../../lib/errors';
 import type { QueueName } from '../../../lib/ports/QueueReceiver';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
 import { processHealthCheck, processJob } from '../../../lib/services/processJob';
@@ -33,6 +35,20 @@ class FlakyDeleteQueues extends MemoryQueues {
     }
     await super.delete(queue, receiptHandle);
   }
+}
+
+/** A worker's settlement recorder over `h`'s ledger whose next `failures` appends fail (all of them for Infinity), recording when each was tried. */
+function flakyRecorder(h: WorkerHarness, failures: number) {
+  const recorder = {
+    failures,
+    tries: [] as number[],
+    async addSettlement(lane: string, settlement: Settlement): Promise<void> {
+      recorder.tries.push(h.clock.now());
+      if (recorder.failures-- > 0) throw new Error('ServiceUnavailableException: DynamoDB is down');
+      await h.stores.ledger.addSettlement(lane, settlement);
+    },
+  };
+  return recorder;
 }
 
 async function receiveAll(h: WorkerHarness, queue: 'main' | 'fifo' | 'requeue') {
@@ -94,7 +110,7 @@ describe('processJob', () => {
 
     await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
 
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7, id: 'd-1' }]);
   });
 
   it('does not call the API again on a second delivery of the same event after a recorded success, and deletes', async () => {
@@ -111,6 +127,87 @@ describe('processJob', () => {
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
     await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+  });
+
+  describe('when the settlement cannot be recorded at once', () => {
+    const owed: Settlement = { reservation: { at: START, cost: 3, windows: {} }, actualCost: 7, id: 'd-1' };
+
+    it('tries again with back-off and records it before deleting the message', async () => {
+      const h = workerHarness();
+      const ledger = flakyRecorder(h, 2);
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+      h.api.answers.push(ok(7));
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+
+      const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger } });
+      await h.clock.advance(1_000);
+
+      await expect(outcome).resolves.toBe('succeeded');
+      expect(ledger.tries).toEqual([START, START + 100, START + 300]);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([owed]);
+      expect(h.queues.depth('main')).toBe(0);
+    });
+
+    it('keeps the message and the settlement in the success record; its next dispatch records it without calling again', async () => {
+      const h = workerHarness();
+      const ledger = flakyRecorder(h, Number.POSITIVE_INFINITY);
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+      h.api.answers.push(ok(7));
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+
+      const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger } });
+      const settled = expect(outcome).rejects.toBeInstanceOf(StateUnavailableError);
+      await h.clock.advance(5_000);
+      await settled;
+      // It tried until three quarters of its 5 s.
+      expect(ledger.tries.at(-1)).toBeLessThanOrEqual(START + 3_750);
+      expect(ledger.tries.length).toBeGreaterThan(3);
+      await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1', settlement: owed });
+      expect(h.queues.depth('main')).toBe(1);
+
+      await h.clock.advanceTo(START + 30_000);
+      const again = await receiveJobEvent(h, 'main', 'd-2');
+      await expect(processJob(again, h.deps)).resolves.toBe('duplicate');
+
+      expect(h.api.calls).toHaveLength(1);
+      expect(h.queues.depth('main')).toBe(0);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 30_000, cost: 3, windows: {} }, actualCost: null, id: 'd-2' }, owed]);
+      const record = await h.stores.idempotency.getIdempotency('m-1', h.clock.now());
+      expect(record).toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
+    });
+
+    it('deletes the message all the same when the success record cannot be written either: ended is ended', async () => {
+      const h = workerHarness();
+      const ledger = flakyRecorder(h, Number.POSITIVE_INFINITY);
+      const idempotency = Object.assign(Object.create(h.stores.idempotency) as typeof h.stores.idempotency, {
+        putIdempotency: () => Promise.reject(new Error('ServiceUnavailableException: DynamoDB is down')),
+      });
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+      h.api.answers.push(ok(7));
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+
+      const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger, idempotency } });
+      const settled = expect(outcome).rejects.toThrow(/could not be recorded: it is lost/);
+      await h.clock.advance(5_000);
+      await settled;
+      expect(h.queues.depth('main')).toBe(0);
+      expect(h.api.calls).toHaveLength(1);
+    });
+
+    it('requeues a failed call all the same, and fails naming the settlement', async () => {
+      const h = workerHarness();
+      const ledger = flakyRecorder(h, Number.POSITIVE_INFINITY);
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+      h.api.answers.push({ kind: 'response', status: 503, headers: {}, actualCost: 1 });
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+
+      const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger } });
+      const settled = expect(outcome).rejects.toThrow(/settlement .*"actualCost":1.* could not be recorded/);
+      await h.clock.advance(5_000);
+      await settled;
+      expect(h.queues.depth('main')).toBe(0);
+      expect(h.queues.depth('requeue')).toBe(1);
+    });
   });
 
   it('still deletes a succeeded message when its success cannot be recorded, so that it is not dispatched and called again', async () => {
@@ -137,7 +234,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     // Only the first delivery's settlement (actual 7): the redelivery must not settle the same reservation again.
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7 }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7, id: 'd-1' }]);
   });
 
   it('does not call the API for another dispatch of an already succeeded key, deletes, and refunds its reservation', async () => {
@@ -152,7 +249,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 1_000, cost: 1, windows: {} }, actualCost: null }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 1_000, cost: 1, windows: {} }, actualCost: null, id: 'd-2' }]);
     await expect(h.stores.idempotency.getIdempotency('order-42', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1' });
   });
 
@@ -175,7 +272,7 @@ describe('processJob', () => {
     ]);
     await h.clock.advance(400);
     await expect(first).resolves.toBe('succeeded');
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null, id: 'd-2' }]);
   });
 
   it('sends a standard message failing with 503 to the requeue queue with attempt + 1, its key and a delay, and deletes the original', async () => {

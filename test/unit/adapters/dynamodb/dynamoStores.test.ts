@@ -66,18 +66,20 @@ describe('dynamoStores', () => {
 
 describe('DynamoLedgerStore', () => {
   describe('saveLedger', () => {
-    it('removes the settled oldest settlements in the same fenced write, highest index first', async () => {
+    it('removes the settled oldest settlements in the same fenced write, highest index first, under a fresh save id', async () => {
       ddbMock.on(UpdateCommand).resolves({});
       await stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 3);
-      const [call] = ddbMock.commandCalls(UpdateCommand);
-      expect(call?.args[0].input).toEqual({
+      await stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 3);
+      const [first, second] = ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input);
+      expect(first).toEqual({
         TableName: 'state',
         Key: { pk: 'lane#lane' },
-        UpdateExpression: 'SET #ledger = :ledger REMOVE #settlements[2], #settlements[1], #settlements[0]',
-        ConditionExpression: '#leaseToken = :token AND size(#settlements) >= :settled',
-        ExpressionAttributeNames: { '#ledger': 'ledger', '#settlements': 'settlements', '#leaseToken': 'leaseToken' },
-        ExpressionAttributeValues: { ':ledger': '{"v":1,"tiers":{}}', ':token': 3, ':settled': 3 },
+        UpdateExpression: 'SET #ledger = :ledger, #ledgerSave = :save REMOVE #settlements[2], #settlements[1], #settlements[0]',
+        ConditionExpression: '#leaseToken = :token AND (attribute_not_exists(#ledgerSave) OR #ledgerSave <> :save) AND size(#settlements) >= :settled',
+        ExpressionAttributeNames: { '#ledger': 'ledger', '#ledgerSave': 'ledgerSave', '#settlements': 'settlements', '#leaseToken': 'leaseToken' },
+        ExpressionAttributeValues: { ':ledger': '{"v":1,"tiers":{}}', ':save': expect.any(String), ':token': 3, ':settled': 3 },
       });
+      expect(second?.ExpressionAttributeValues?.[':save']).not.toEqual(first?.ExpressionAttributeValues?.[':save']);
     });
 
     it(`keeps the update expression far below DynamoDB's 4 KB limit when removing ${MAX_PENDING_SETTLEMENTS} settlements`, async () => {
@@ -88,21 +90,25 @@ describe('DynamoLedgerStore', () => {
       expect(`${input?.UpdateExpression}${input?.ConditionExpression}`.length).toBeLessThan(2_048);
     });
 
-    it('reports a refused save that removes nothing as a lost lease, without reading the item', async () => {
-      ddbMock.on(UpdateCommand).rejects(conditionFailed());
-      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3)).rejects.toBeInstanceOf(LeaseLostError);
-      expect(ddbMock.commandCalls(GetCommand)).toHaveLength(0);
-    });
-
     it.each([
-      ['a lost lease when the token has moved on', { leaseToken: 4 }, LeaseLostError],
-      ['a lost lease when the item is gone', undefined, LeaseLostError],
-      ['StateConflictError when the token is still current (the list was short)', { leaseToken: 3 }, StateConflictError],
-    ])('reports a refused save that removes settlements as %s', async (_, item, expected) => {
+      ['a lost lease when the token has moved on', { leaseToken: 4 }, 0, LeaseLostError],
+      ['a lost lease when the item is gone', undefined, 0, LeaseLostError],
+      ['a lost lease when the token has moved on, removing settlements', { leaseToken: 4 }, 2, LeaseLostError],
+      ['StateConflictError when the token is still current (the list was short)', { leaseToken: 3 }, 2, StateConflictError],
+    ])('reports a refused save as %s, from the item read back', async (_, item, settled, expected) => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
       ddbMock.on(GetCommand).resolves({ Item: item });
-      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 2)).rejects.toBeInstanceOf(expected);
-      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true, ProjectionExpression: '#leaseToken' });
+      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, settled)).rejects.toBeInstanceOf(expected);
+      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true, ProjectionExpression: '#leaseToken, #ledgerSave' });
+    });
+
+    it('succeeds when the write was refused because an earlier attempt of it landed (its answer lost)', async () => {
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(GetCommand).callsFake(() => {
+        const save = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input.ExpressionAttributeValues?.[':save'];
+        return { Item: { leaseToken: 3, ledgerSave: save } };
+      });
+      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 2)).resolves.toBeUndefined();
     });
   });
 

@@ -71,6 +71,51 @@ describe('LedgerSync', () => {
     });
   });
 
+  describe('folding a settlement recorded twice (an append retried after it landed)', () => {
+    it('folds the second copy of an id not at all, whether it is pending beside the first or comes after the first was folded', async () => {
+      const h = roomHarness();
+      const { sync } = await ledgerSyncOf(h);
+      const reservation = h.pacer.dispatch(START, 1);
+      const settle = jest.spyOn(h.pacer.ledger, 'settle');
+      const copy = { reservation, actualCost: null, id: 'd-1' };
+      await h.stores.ledger.addSettlement(LANE, copy);
+      await h.stores.ledger.addSettlement(LANE, copy);
+      await sync.tryFlush();
+      await h.clock.advance(1_000);
+      await h.stores.ledger.addSettlement(LANE, copy);
+      await sync.tryFlush();
+
+      expect(settle).toHaveBeenCalledTimes(1);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+    });
+
+    it('folds settlements of different ids, and settlements without one, each time', async () => {
+      const h = roomHarness();
+      const { sync } = await ledgerSyncOf(h);
+      const reservation = h.pacer.dispatch(START, 1);
+      const settle = jest.spyOn(h.pacer.ledger, 'settle');
+      for (const s of [{ id: 'd-1' }, { id: 'd-2' }, {}, {}]) await h.stores.ledger.addSettlement(LANE, { reservation, actualCost: 2, ...s });
+      await sync.tryFlush();
+
+      expect(settle).toHaveBeenCalledTimes(4);
+    });
+
+    it('forgets an id two worker timeouts after folding it', async () => {
+      const h = roomHarness();
+      const { sync } = await ledgerSyncOf(h);
+      const reservation = h.pacer.dispatch(START, 1);
+      const settle = jest.spyOn(h.pacer.ledger, 'settle');
+      const copy = { reservation, actualCost: 2, id: 'd-1' };
+      await h.stores.ledger.addSettlement(LANE, copy);
+      await sync.tryFlush();
+      await h.clock.advance(2 * h.config.orchestrator.workerTimeoutMs);
+      await h.stores.ledger.addSettlement(LANE, copy);
+      await sync.tryFlush();
+
+      expect(settle).toHaveBeenCalledTimes(2);
+    });
+  });
+
   describe('flushDue', () => {
     it('is due on schedule after a flush, and at once after a failed one', async () => {
       const h = roomHarness();
@@ -110,6 +155,62 @@ describe('LedgerSync', () => {
       expect(sync.allowed(START, [1])).toEqual([false]);
       sync.giveBack([1]);
       expect(sync.allowed(START, [1])).toEqual([true]);
+    });
+
+    describe('after a save whose answer was lost (it may have landed)', () => {
+      /** A sync that saved an allowance of 10 at START and used `used` of it; its next save lands but answers with an error. */
+      async function lostSave(used: number): Promise<{ h: RoomHarness; sync: LedgerSync }> {
+        const h = roomHarness();
+        const { sync } = await ledgerSyncOf(h);
+        await sync.tryFlush({ need: [10] });
+        sync.use([used]);
+        await h.clock.advance(1_000);
+        h.flushes.answerLost.add('saveLedger');
+        await expect(sync.tryFlush()).resolves.toBe(false);
+        return { h, sync };
+      }
+
+      it('keeps within the attempted allowance when it is smaller than what is left of the previous one', async () => {
+        // Left of the previous allowance: 9. Attempted (and landed): 2 × 1 used = 2, which is all a successor counts.
+        const { h, sync } = await lostSave(1);
+        expect(sync.allowed(h.clock.now(), [2])).toEqual([true]);
+        expect(sync.allowed(h.clock.now(), [3])).toEqual([false]);
+      });
+
+      it('keeps within what is left of the previous allowance when the attempted one is larger', async () => {
+        // Left of the previous allowance: 2 (a successor counts it if the save did not land). Attempted: 2 × 8 = 16.
+        const { h, sync } = await lostSave(8);
+        expect(sync.allowed(h.clock.now(), [2])).toEqual([true]);
+        expect(sync.allowed(h.clock.now(), [3])).toEqual([false]);
+      });
+
+      it('counts what it uses after the failure against the bound, and ends it where the earlier allowance ends', async () => {
+        const { h, sync } = await lostSave(1);
+        sync.use([1]);
+        expect(sync.allowed(h.clock.now(), [1])).toEqual([true]);
+        expect(sync.allowed(h.clock.now(), [2])).toEqual([false]);
+        // The allowance saved at START ends at START + 2 × flushIntervalMs; the attempted one would have lasted longer.
+        expect(sync.allowed(START + 2_000, [1])).toEqual([true]);
+        expect(sync.allowed(START + 2_001, [1])).toEqual([false]);
+      });
+
+      it('lets nothing more go after a final save whose answer was lost: it saved no allowance', async () => {
+        const h = roomHarness();
+        const { sync } = await ledgerSyncOf(h);
+        await sync.tryFlush({ need: [10] });
+        h.flushes.answerLost.add('saveLedger');
+        await expect(sync.tryFlush({ final: true })).resolves.toBe(false);
+        expect(sync.allowed(h.clock.now(), [1])).toEqual([false]);
+      });
+
+      it('takes the allowance of the next save that is known to have landed', async () => {
+        const { h, sync } = await lostSave(1);
+        h.flushes.answerLost.clear();
+        await h.clock.advance(100);
+        await expect(sync.tryFlush({ need: [5] })).resolves.toBe(true);
+        expect(sync.allowed(h.clock.now(), [5])).toEqual([true]);
+        expect(sync.allowed(h.clock.now(), [6])).toEqual([false]);
+      });
     });
 
     it('keeps the previous allowance while a flush that would grow it fails', async () => {
