@@ -49,7 +49,20 @@ export type OrchestratorEvent =
   /** The ledger was saved and the circuit read again after `unavailableMs` of failed state calls. */
   | { readonly type: 'state-recovered'; readonly at: number; readonly unavailableMs: number }
   /** A queue call failed; a failed receive or dead-letter send is tried again at `retryAt`. */
-  | { readonly type: 'queue-unavailable'; readonly at: number; readonly operation: string; readonly queue: string; readonly error: string; readonly retryAt: number };
+  | { readonly type: 'queue-unavailable'; readonly at: number; readonly operation: string; readonly queue: string; readonly error: string; readonly retryAt: number }
+  /**
+   * Not one unit could be sent before a message received now would have to be (its visibility less a worker's run):
+   * `tier` (`20000/day`, or `429` for a `Retry-After` pause) holds the quota until `until`, and nothing is received
+   * meanwhile. Reported once per episode (again if what holds it, or until when, changes).
+   */
+  | { readonly type: 'quota-exhausted'; readonly at: number; readonly tier: string; readonly until: number }
+  /** The exhaustion `tier` reported has ended after `exhaustedMs`: receiving resumes. */
+  | { readonly type: 'quota-available'; readonly at: number; readonly tier: string; readonly exhaustedMs: number }
+  /**
+   * A received message of `cost` could not be sent while its visibility covers a worker's run (or before the run's
+   * end): `tier` holds it until `until`. It is hidden until then, so no run receives it again before it could go.
+   */
+  | { readonly type: 'message-held'; readonly at: number; readonly messageId: string; readonly queue: string; readonly cost: number; readonly tier: string; readonly until: number };
 
 /** Bounds of one run. */
 export interface RunOptions {

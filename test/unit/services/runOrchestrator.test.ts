@@ -202,7 +202,8 @@ describe('runOrchestrator', () => {
     await sendJob(h.queues, 'main', awkwardBody('j-1'));
     await sendJob(h.queues, 'main', awkwardBody('j-2'), { cost: 11 });
 
-    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+    // The cost tier lets one unit go every 6 s: j-2 is received only once one could be sent.
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 7_000 }), START + 8_000);
 
     expect(summary).toMatchObject({ dispatched: 1, deadLettered: 1 });
     expect(h.workerEvents.map(({ event }) => event.kind === 'job' && event.body)).toEqual([awkwardBody('j-1')]);
@@ -514,8 +515,8 @@ describe('runOrchestrator', () => {
     expect(messages.filter((m) => !m.inFlight)).toHaveLength(7);
   });
 
-  it('exits cleanly, saving the ledger and releasing the lease, when a buffered message outlived its visibility', async () => {
-    // The day's quota is spent after two: the third waits in the buffer past its 30 s visibility until the deadline.
+  it("exits cleanly, saving the ledger and releasing the lease, when the day's quota is spent, and leaves the rest unreceived", async () => {
+    // The day's quota is spent after two: a receive takes no more than two, and the third is never received.
     const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 2, per: 'day' }] });
     const h = orchestratorHarness({ config });
     await sendMain(h.queues, 3);
@@ -523,12 +524,12 @@ describe('runOrchestrator', () => {
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 40_000 }), START + 41_000);
 
     expect(summary).toEqual({ lease: 'acquired', dispatched: 2, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
-    expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-3', receiveCount: 1, visibleAt: START + 30_000, inFlight: false }]);
+    expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-3', receiveCount: 0, inFlight: false }]);
     await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'day')).resolves.toBe(2);
     await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.not.toBeNull();
   });
 
-  it('receives a message again when its visibility no longer covers a worker run by the time its slot comes', async () => {
+  it('receives a message only once its slot is within what its visibility covers', async () => {
     // One per minute: the second message waits 60 s for its slot, longer than its 30 s visibility allows.
     const config = testConfig({ quotas: [{ limit: 1, per: 'minute' }] });
     const h = orchestratorHarness({ config });
@@ -538,10 +539,10 @@ describe('runOrchestrator', () => {
 
     expect(summary).toMatchObject({ dispatched: 2 });
     const jobs = h.workerEvents.map(({ at, event }) => event.kind === 'job' && [event.messageId, event.receiptHandle, at - START]);
-    // m-2 was received with r-2 at 0; dropped from the buffer once its slot came, it went out with its next receipt.
+    // m-2 is received (once) only when its slot is within what its visibility covers: 25 s before it.
     expect(jobs).toEqual([
       ['m-1', 'r-1', 0],
-      ['m-2', 'r-3', 60_239],
+      ['m-2', 'r-2', 60_239],
     ]);
     expect(h.queues.depth('main')).toBe(0);
   });
