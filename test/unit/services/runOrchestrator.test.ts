@@ -547,6 +547,66 @@ describe('runOrchestrator', () => {
     expect(h.queues.depth('main')).toBe(0);
   });
 
+  describe('with a quota exhausted for hours', () => {
+    const DAY_MS = 86_400_000;
+
+    it('receives nothing while a day quota is spent, so a FIFO message waiting through several runs keeps its attempts', async () => {
+      const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1, per: 'day' }] });
+      const h = orchestratorHarness({ config });
+      await sendJob(h.queues, 'fifo', { id: 'f-1' }, { groupId: 'g' });
+      await sendJob(h.queues, 'fifo', { id: 'f-2' }, { groupId: 'g' });
+      const runAt = async (at: number, owner: string) => {
+        await h.clock.advanceTo(at);
+        const run = orchestratorHarness({ clock: h.clock, stores: h.stores, queues: h.queues, config, owner });
+        await drive(h.clock, runOrchestrator(run.deps, { deadline: at + 60_000 }), at + 61_000);
+        return run;
+      };
+
+      const first = await runAt(START, 'orchestrator-1');
+      const receives = h.queues.stats.receive;
+      const waiting = [];
+      for (const hours of [1, 2, 12, 23]) waiting.push(await runAt(START + hours * 3_600_000, `orchestrator-${hours}h`));
+      const next = await runAt(START + DAY_MS, 'orchestrator-next-day');
+
+      expect(first.workerEvents.map(({ event }) => event.kind === 'job' && [event.body, event.attempt])).toEqual([['{"id":"f-1"}', 1]]);
+      expect(first.events).toContainEqual({ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', until: START + DAY_MS });
+      for (const run of waiting) {
+        expect(run.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', until: START + DAY_MS }]);
+        expect(run.workerEvents).toEqual([]);
+      }
+      expect(h.queues.stats.receive).toBeGreaterThan(receives); // the next day's run only
+      expect(next.workerEvents.map(({ event }) => event.kind === 'job' && [event.body, event.attempt])).toEqual([['{"id":"f-2"}', 1]]);
+    });
+
+    it('receives nothing through a 429 whose Retry-After is a day', async () => {
+      const h = orchestratorHarness();
+      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + DAY_MS }, START, circuitPolicyFrom(h.config.circuit));
+      await sendMain(h.queues, 2);
+
+      const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 60_000 }), START + 61_000);
+
+      expect(summary).toMatchObject({ dispatched: 0 });
+      expect(h.queues.stats.receive).toBe(0);
+      expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0]);
+      expect(h.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: START, tier: '429', until: START + DAY_MS }]);
+    });
+
+    it('hides a costly message the rest of the day cannot hold until the window ends, and sends the cheaper ones', async () => {
+      const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'day', unit: 'cost' }] });
+      const h = orchestratorHarness({ config });
+      await sendJob(h.queues, 'main', { id: 'j-1' }, { cost: 8 });
+      await sendJob(h.queues, 'main', { id: 'j-2' }, { cost: 5 });
+      await sendJob(h.queues, 'main', { id: 'j-3' }, { cost: 1 });
+
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 60_000 }), START + 61_000);
+
+      expect(dispatchedEvents(h.events).map((e) => e.cost)).toEqual([8, 1]);
+      expect(h.events).toContainEqual({ type: 'message-held', at: START, messageId: 'm-2', queue: 'main', cost: 5, tier: '10 cost/day', until: START + DAY_MS });
+      // SQS keeps a message hidden at most 12 hours from its receive.
+      expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-2', receiveCount: 1, visibleAt: START + 43_200_000 - 60_000 }]);
+    });
+  });
+
   it("holds dispatch until a 429's pause is over", async () => {
     const h = orchestratorHarness();
     await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + 1_500 }, START, circuitPolicyFrom(h.config.circuit));
