@@ -124,6 +124,14 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
  * lost). A failed hand-back at exit is
  * skipped: the message reappears after its visibility. Each is reported as `queue-unavailable`.
  *
+ * **Quota exhaustion.** SQS counts every receive, so a run receives only what it could send while the message is
+ * held: before each receive it asks the pacer when one unit could go next (every tier and the 429 pause); if that is
+ * after the run's end or after a message received now would have to go (its visibility less a worker's run), it
+ * receives nothing, hands back what is buffered (visibility 0: no receive is taken, none given back) and waits.
+ * Beyond the visibility the quota is exhausted: `quota-exhausted` names the tier and until when, once per episode
+ * (each run that finds it so reports it again), and `quota-available` marks its end. A received head whose cost
+ * does not fit in time is hidden until its slot (at most 12 hours after its receive) and reported `message-held`.
+ *
  * **Invokes.** A throttled or refused invoke refunds its quota and backs off; one that failed but may have started
  * (a 5xx, a timeout: `InvokeFailedError.mayHaveStarted`) keeps its quota and backs off; one Lambda refuses for the
  * event itself ({@link InvokeRejectedError}, e.g. over the async payload limit) dead-letters the message with that
