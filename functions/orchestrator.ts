@@ -24,17 +24,40 @@ function scheduledAt(event: unknown): number | undefined {
   return Number.isFinite(at) ? at : undefined;
 }
 
+/** The CloudWatch namespace of the metrics the orchestrator's log lines carry. */
+export const METRIC_NAMESPACE = 'QuotaOrchestrator';
+
+/**
+ * The fields that make a `quota-exhausted` line a metric in CloudWatch Embedded Metric Format: `QuotaExhaustedForMs`
+ * (how long `tier` stays exhausted from `at`), in {@link METRIC_NAMESPACE} with the dimensions lane and tier.
+ */
+function exhaustionMetric(lane: string, event: Extract<OrchestratorEvent, { type: 'quota-exhausted' }>): Record<string, unknown> {
+  return {
+    _aws: {
+      Timestamp: event.at,
+      CloudWatchMetrics: [{ Namespace: METRIC_NAMESPACE, Dimensions: [['lane', 'tier']], Metrics: [{ Name: 'QuotaExhaustedForMs', Unit: 'Milliseconds' }] }],
+    },
+    lane,
+    QuotaExhaustedForMs: Math.max(0, event.until - event.at),
+  };
+}
+
 /**
  * Orchestrator events worth a log line: per-dispatch events would flood the log, the run summary counts them.
- * Failed state and queue calls are logged at each try, which their back-off (up to 10 s) keeps few.
+ * Failed state and queue calls are logged at each try, which their back-off (up to 10 s) keeps few. A quota
+ * exhaustion is logged once per episode of a run (so about once a run while it lasts), as a metric too.
  */
-function logEvent(log: Log, event: OrchestratorEvent): void {
+function logEvent(log: Log, lane: string, event: OrchestratorEvent): void {
   if (event.type === 'dead-lettered') log('warn', 'dead-lettered a message that can never be dispatched', event);
   else if (event.type === 'invoke-failed') log('warn', 'worker invoke failed; backing off', event);
   else if (event.type === 'health-check-sent') log('info', 'health check sent', event);
   else if (event.type === 'state-unavailable') log('warn', 'state store call failed; backing off', event);
   else if (event.type === 'state-recovered') log('info', 'state store available again', event);
   else if (event.type === 'queue-unavailable') log('warn', 'queue call failed; backing off', event);
+  else if (event.type === 'quota-exhausted') {
+    log('warn', `quota ${event.tier} exhausted until ${new Date(event.until).toISOString()}; not receiving until then`, { ...event, ...exhaustionMetric(lane, event) });
+  } else if (event.type === 'quota-available') log('info', `quota ${event.tier} available again; receiving`, event);
+  else if (event.type === 'message-held') log('warn', `message held back by quota ${event.tier} until ${new Date(event.until).toISOString()}`, event);
 }
 
 /**
@@ -56,7 +79,7 @@ export function makeHandler(deps: OrchestratorBaseDeps, log: Log, shouldStop?: (
       tickMarginMs: TICK_MARGIN_MS,
     });
     const owner = `orchestrator-${context.awsRequestId}`;
-    const summary = await runOrchestrator({ ...deps, owner, onEvent: (e) => logEvent(log, e) }, { deadline, ...(shouldStop === undefined ? {} : { shouldStop }) });
+    const summary = await runOrchestrator({ ...deps, owner, onEvent: (e) => logEvent(log, deps.config.lane, e) }, { deadline, ...(shouldStop === undefined ? {} : { shouldStop }) });
     // `unavailable`: the state store failed all run long, so nothing was dispatched; worth a look if it repeats.
     log(summary.lease === 'unavailable' ? 'warn' : 'info', 'orchestrator run ended', { owner, ...summary });
     return summary;

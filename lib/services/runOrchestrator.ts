@@ -49,7 +49,20 @@ export type OrchestratorEvent =
   /** The ledger was saved and the circuit read again after `unavailableMs` of failed state calls. */
   | { readonly type: 'state-recovered'; readonly at: number; readonly unavailableMs: number }
   /** A queue call failed; a failed receive or dead-letter send is tried again at `retryAt`. */
-  | { readonly type: 'queue-unavailable'; readonly at: number; readonly operation: string; readonly queue: string; readonly error: string; readonly retryAt: number };
+  | { readonly type: 'queue-unavailable'; readonly at: number; readonly operation: string; readonly queue: string; readonly error: string; readonly retryAt: number }
+  /**
+   * Not one unit could be sent before a message received now would have to be (its visibility less a worker's run):
+   * `tier` (`20000/day`, or `429` for a `Retry-After` pause) holds the quota until `until`, and nothing is received
+   * meanwhile. Reported once per episode (again if what holds it, or until when, changes).
+   */
+  | { readonly type: 'quota-exhausted'; readonly at: number; readonly tier: string; readonly until: number }
+  /** The exhaustion `tier` reported has ended after `exhaustedMs`: receiving resumes. */
+  | { readonly type: 'quota-available'; readonly at: number; readonly tier: string; readonly exhaustedMs: number }
+  /**
+   * A received message of `cost` could not be sent while its visibility covers a worker's run (or before the run's
+   * end): `tier` holds it until `until`. It is hidden until then, so no run receives it again before it could go.
+   */
+  | { readonly type: 'message-held'; readonly at: number; readonly messageId: string; readonly queue: string; readonly cost: number; readonly tier: string; readonly until: number };
 
 /** Bounds of one run. */
 export interface RunOptions {
@@ -110,6 +123,14 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
  * delete then fails is received again after its visibility and dead-lettered again (a second copy in the DLQ, nothing
  * lost). A failed hand-back at exit is
  * skipped: the message reappears after its visibility. Each is reported as `queue-unavailable`.
+ *
+ * **Quota exhaustion.** SQS counts every receive, so a run receives only what it could send while the message is
+ * held: before each receive it asks the pacer when one unit could go next (every tier and the 429 pause); if that is
+ * after the run's end or after a message received now would have to go (its visibility less a worker's run), it
+ * receives nothing, hands back what is buffered (visibility 0: no receive is taken, none given back) and waits.
+ * Beyond the visibility the quota is exhausted: `quota-exhausted` names the tier and until when, once per episode
+ * (each run that finds it so reports it again), and `quota-available` marks its end. A received head whose cost
+ * does not fit in time is hidden until its slot (at most 12 hours after its receive) and reported `message-held`.
  *
  * **Invokes.** A throttled or refused invoke refunds its quota and backs off; one that failed but may have started
  * (a 5xx, a timeout: `InvokeFailedError.mayHaveStarted`) keeps its quota and backs off; one Lambda refuses for the

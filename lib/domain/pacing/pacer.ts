@@ -3,6 +3,12 @@ import type { QuotaLedger, Reservation } from '../quota/ledger';
 import { unitsFor, type SteadyRate, type Tier } from '../quota/tiers';
 import { DEFAULT_PACING_SETTINGS, type PacingSettings } from './settings';
 
+/**
+ * What holds a message back, and until when (see {@link Pacer.blockedUntil}): a 429 pause, or a tier (its ledger
+ * window, or its smoothing).
+ */
+export type Hold = { readonly kind: 'pause'; readonly until: number } | { readonly kind: 'tier'; readonly tier: Tier; readonly until: number };
+
 /** How much of an interval a late dispatch may make up at the next one (see {@link Pacer.dispatch}). */
 const LATENESS_MADE_UP = 0.25;
 
@@ -54,14 +60,33 @@ export class Pacer {
     let at = Math.max(fit, this.pausedUntilMs);
     const fraction = this.rampFraction(now);
     this.ledger.tiers.forEach((tier, i) => {
-      const rate = this.rates[i];
-      if (rate === undefined) return;
-      // A burst counts this message too: its own interval comes out of the tolerance, so burstFraction · limit units
-      // (not one message more) may go back to back.
-      const tolerance = Math.max(0, this.settings.burstFraction * rate.perMs - this.interval(tier, rate, cost, fraction));
-      at = Math.max(at, (this.theoreticalArrival[i] ?? 0) - tolerance);
+      at = Math.max(at, this.smoothedAt(tier, i, cost, fraction));
     });
     return Math.ceil(at);
+  }
+
+  /**
+   * What holds a message of `cost` back at `now` ({@link Pacer.nextSlot} with its cause), or `undefined` when it
+   * may go at `now`. The pause wins a tie; among tiers, the ledger's fit before smoothing. Reads only.
+   */
+  blockedUntil(now: number, cost = 1): Hold | undefined {
+    const until = this.nextSlot(now, cost);
+    if (until <= now) return undefined;
+    const { tiers } = this.ledger;
+    const fit = this.ledger.earliestFit(now, cost);
+    const fraction = this.rampFraction(now);
+    const tier = (Math.ceil(fit.at) >= until ? tiers[fit.tier] : undefined) ?? tiers.find((t, i) => Math.ceil(this.smoothedAt(t, i, cost, fraction)) >= until);
+    return Math.ceil(this.pausedUntilMs) >= until || tier === undefined ? { kind: 'pause', until } : { kind: 'tier', tier, until };
+  }
+
+  /** When smoothing lets a message of `cost` through `tier` (the `i`-th) at ramp `fraction`; -Infinity if it sets no pace. */
+  private smoothedAt(tier: Tier, i: number, cost: number, fraction: number): number {
+    const rate = this.rates[i];
+    if (rate === undefined) return Number.NEGATIVE_INFINITY;
+    // A burst counts this message too: its own interval comes out of the tolerance, so burstFraction · limit units
+    // (not one message more) may go back to back.
+    const tolerance = Math.max(0, this.settings.burstFraction * rate.perMs - this.interval(tier, rate, cost, fraction));
+    return (this.theoreticalArrival[i] ?? 0) - tolerance;
   }
 
   /** How far a message of `cost` pushes the theoretical arrival time of `tier`, of steady `rate`, at ramp `fraction`. */

@@ -1,4 +1,4 @@
-import type { Pacer } from '../../domain/pacing/pacer';
+import type { Hold, Pacer } from '../../domain/pacing/pacer';
 import { unitsFor } from '../../domain/quota/tiers';
 import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
 import type { ReceivedMessage } from '../../ports/QueueReceiver';
@@ -6,11 +6,13 @@ import { Backoff } from '../guardedPorts';
 import { jobEventOf, parseJob, type ParsedJob } from '../parseJob';
 import type { Buffered, Intake } from './intake';
 import type { LedgerSync } from './ledgerSync';
+import { holdLabel, type QuotaGate } from './quotaGate';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
 
 /**
- * Takes the intake's head message one step on: dead-letters what can never go, waits for its pacing slot, has the
+ * Takes the intake's head message one step on: dead-letters what can never go, hides what cannot go while it is held
+ * (see `QuotaGate`) until its slot, waits for its pacing slot, has the
  * ledger sync persist a larger allowance when it needs one, and invokes a worker once the quota and the state-outage
  * policy let it go.
  */
@@ -23,11 +25,12 @@ export class Dispatcher {
     private readonly ledger: LedgerSync,
     private readonly link: StateLink,
     private readonly pacer: Pacer,
+    private readonly gate: QuotaGate,
   ) {
     this.invokeRetry = new Backoff(run.settings.invokeBackoffMs);
   }
 
-  /** One step on the head message `head`: it may be dispatched, dead-lettered, dropped, or waited for. */
+  /** One step on the head message `head`: it may be dispatched, dead-lettered, dropped, hidden, or waited for. */
   async handle(head: Buffered): Promise<void> {
     const { message, receivedAt } = head;
     const { config } = this.run.deps;
@@ -41,6 +44,8 @@ export class Dispatcher {
       const tier = config.quotas.find((t) => unitsFor(t, job.cost) > t.limit);
       return this.intake.deadLetterHead(`cost ${job.cost} exceeds the limit ${tier?.limit} per ${tier?.per} of a quota tier, so it can never be sent`, job.attempt);
     }
+    const hold = slot > now ? this.pacer.blockedUntil(now, job.cost) : undefined;
+    if (hold !== undefined && hold.until > this.gate.sendBy(receivedAt)) return this.holdBack(head, job, hold, now);
     if (slot > now) return this.run.sleepUntil(Math.min(slot, this.ledger.nextStoreCallAt()));
     if (receivedAt + this.run.settings.visibilityTimeoutMs - now < this.run.settings.workerTimeoutMs) {
       this.intake.shift(); // its visibility no longer covers a worker's run: leave it to reappear
@@ -59,6 +64,15 @@ export class Dispatcher {
       return;
     }
     await this.invoke(message, job, units, now);
+  }
+
+  /**
+   * Hides the head, which `hold` keeps from being sent while it is held (its cost may need more than the one unit
+   * the receive gate asked for), until its slot: holding it to the end of the run would cost it a receive per run.
+   */
+  private async holdBack({ message, receivedAt }: Buffered, job: ParsedJob, hold: Hold, now: number): Promise<void> {
+    await this.intake.hideHead(this.gate.hideMs(receivedAt, hold.until, now));
+    this.run.report({ type: 'message-held', at: now, messageId: message.messageId, queue: message.queue, cost: job.cost, tier: holdLabel(hold), until: hold.until });
   }
 
   /**

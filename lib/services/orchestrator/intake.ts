@@ -28,6 +28,8 @@ export class Intake {
     private readonly run: RunContext,
     /** When the store is next called: a wait for the queues' back-off ends by then. */
     private readonly nextStoreCallAt: () => number,
+    /** How many messages one receive may take at an instant (see `QuotaGate.room`). */
+    private readonly room: (now: number) => number,
   ) {
     this.queueRetry = new Backoff(run.settings.invokeBackoffMs);
   }
@@ -75,6 +77,15 @@ export class Intake {
     this.buffer.shift();
   }
 
+  /**
+   * Takes the head out of the buffer and hides it for `visibilityMs` more, so that no run receives it again before
+   * it could be sent. If the change fails, it reappears once its visibility runs out, as a shifted head does.
+   */
+  async hideHead(visibilityMs: number): Promise<void> {
+    const head = this.buffer.shift();
+    if (head !== undefined) await this.tryQueue(() => this.run.deps.queues.changeVisibility(head.message.queue, head.message.receiptHandle, visibilityMs));
+  }
+
   /** Marks the head as refused by Lambda for `reason`: it goes to its DLQ without another invoke. */
   refuseHead(reason: string): void {
     const head = this.buffer[0];
@@ -101,7 +112,8 @@ export class Intake {
   /**
    * Hands buffered, undispatched messages back to their queues so the next run need not wait out their visibility.
    * Those whose visibility has already run out are visible again; SQS refuses to change them (MessageNotInflight).
-   * One whose hand-back fails reappears once its visibility runs out.
+   * One whose hand-back fails reappears once its visibility runs out. A hand-back takes no receive, nor gives back
+   * the one its message has taken.
    */
   async release(): Promise<void> {
     const now = this.run.deps.clock.now();
@@ -136,12 +148,16 @@ export class Intake {
     }
   }
 
-  /** As many messages as the tightest sliding tier lets through while a message's visibility still covers a worker run. */
+  /**
+   * As many messages as the tightest sliding tier lets through while a message's visibility still covers a worker
+   * run and the run goes on, and as the quota has {@link Intake.room} for.
+   */
   private batchSize(): number {
-    const { settings } = this.run;
-    const window = settings.visibilityTimeoutMs - settings.workerTimeoutMs;
+    const { settings, options } = this.run;
+    const now = this.run.deps.clock.now();
+    const window = Math.min(settings.visibilityTimeoutMs - settings.workerTimeoutMs, options.deadline - now);
     const rates = this.run.deps.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => rate.units / rate.perMs);
     const perWindow = rates.length === 0 ? 10 : Math.floor(Math.min(...rates) * window);
-    return Math.max(1, Math.min(10, perWindow));
+    return Math.max(1, Math.min(10, perWindow, this.room(now)));
   }
 }

@@ -7,13 +7,15 @@ import { CircuitWatch } from './circuitWatch';
 import { Dispatcher } from './dispatcher';
 import { Intake } from './intake';
 import { LedgerSync } from './ledgerSync';
+import { QuotaGate } from './quotaGate';
 import { RunContext } from './runContext';
 import { StateLink } from './stateLink';
 
 /**
  * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of DESIGN's architecture, then
  * step 4). Each step syncs the state, then either waits on a circuit that holds work back (sending the health checks
- * that are due) or takes the intake's head one step on; it stops at the deadline or when `shouldStop` says so.
+ * that are due), or waits while the quota gate is shut (nothing received could be sent while it is held), or takes
+ * the intake's head one step on; it stops at the deadline or when `shouldStop` says so.
  */
 export class OrchestratorRun {
   private readonly run: RunContext;
@@ -22,6 +24,7 @@ export class OrchestratorRun {
   private readonly circuit: CircuitWatch;
   private readonly intake: Intake;
   private readonly dispatcher: Dispatcher;
+  private readonly gate: QuotaGate;
 
   /** `deps` with the store and the queues guarded (see `guardedPorts`). */
   constructor(deps: OrchestratorDeps, options: RunOptions, lease: Lease, pacer: Pacer, circuit: Circuit) {
@@ -29,8 +32,13 @@ export class OrchestratorRun {
     this.link = new StateLink(this.run);
     this.ledger = new LedgerSync(this.run, this.link, pacer, lease);
     this.circuit = new CircuitWatch(this.run, this.link, pacer, circuit);
-    this.intake = new Intake(this.run, () => this.ledger.nextStoreCallAt());
-    this.dispatcher = new Dispatcher(this.run, this.intake, this.ledger, this.link, pacer);
+    this.gate = new QuotaGate(this.run, pacer);
+    this.intake = new Intake(
+      this.run,
+      () => this.ledger.nextStoreCallAt(),
+      (now) => this.gate.room(now),
+    );
+    this.dispatcher = new Dispatcher(this.run, this.intake, this.ledger, this.link, pacer, this.gate);
   }
 
   /**
@@ -65,6 +73,13 @@ export class OrchestratorRun {
       // A health check starts with a circuit write: it waits for the store to come back.
       const due = this.link.side.kind === 'in-sync' ? await this.circuit.sendHealthCheckIfDue(now) : undefined;
       await this.run.sleepUntil(Math.min(due ?? Number.POSITIVE_INFINITY, now + this.run.settings.circuitPollMs));
+      return;
+    }
+    const shutUntil = this.gate.shutUntil(now);
+    if (shutUntil !== undefined) {
+      // Nothing buffered could be sent while it is held: it goes back now rather than at the run's end.
+      await this.intake.release();
+      await this.run.sleepUntil(Math.min(shutUntil, this.ledger.nextStoreCallAt()));
       return;
     }
     const next = await this.intake.next();

@@ -1,6 +1,8 @@
 import { EXIT_RESERVE_MS, makeHandler, TICK_MARGIN_MS, type OrchestratorContext } from '../../../functions/orchestrator';
 import type { OrchestratorBaseDeps } from '../../../lib/wiring/orchestratorDeps';
 import type { LogLevel } from '../../../lib/adapters/log';
+import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
+import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryCircuitStore, memoryStores } from '../../../tools/memory/MemoryStores';
 import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
@@ -139,6 +141,28 @@ describe('orchestrator handler', () => {
   });
 
   describe('logging', () => {
+    it('logs an exhausted quota as a warn line with its tier and until, carrying an EMF metric', async () => {
+      const h = harnessStartingAt(0);
+      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + 86_400_000 }, START, circuitPolicyFrom(h.config.circuit));
+      const { handler, lines } = handlerOn(h);
+
+      await drive(h.clock, handler(scheduledEvent(START), context('req-1', 60_000)), START + 120_000);
+
+      expect(lines.filter((l) => l.fields?.type === 'quota-exhausted')).toEqual([
+        {
+          level: 'warn',
+          message: 'quota 429 exhausted until 2026-01-06T00:00:00.000Z; not receiving until then',
+          fields: expect.objectContaining({
+            tier: '429',
+            until: START + 86_400_000,
+            lane: LANE,
+            QuotaExhaustedForMs: 86_400_000,
+            _aws: { Timestamp: START, CloudWatchMetrics: [{ Namespace: 'QuotaOrchestrator', Dimensions: [['lane', 'tier']], Metrics: [{ Name: 'QuotaExhaustedForMs', Unit: 'Milliseconds' }] }] },
+          }),
+        },
+      ]);
+    });
+
     it("logs 'orchestrator run ended' with the owner from awsRequestId and the run's summary", async () => {
       const h = harnessStartingAt(0);
       await sendJob(h.queues, 'main', { id: 'a' });

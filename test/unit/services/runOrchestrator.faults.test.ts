@@ -3,7 +3,7 @@ import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
 import { memoryStores } from '../../../tools/memory/MemoryStores';
 import type { ServiceConfig, StateOutagePolicy } from '../../../lib/config';
 import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
-import { InvokeRejectedError, StateFormatError } from '../../../lib/errors';
+import { InvokeRejectedError, InvokeThrottledError, StateFormatError } from '../../../lib/errors';
 import type { Clock } from '../../../lib/ports/Clock';
 import type { Invoker, JobEvent, WorkerEvent } from '../../../lib/ports/Invoker';
 import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SourceQueue } from '../../../lib/ports/QueueReceiver';
@@ -476,8 +476,16 @@ describe('runOrchestrator under faults', () => {
       const h = orchestratorHarness();
       await sendMain(h.queues, 10);
       const queues = new FaultyQueues(h.queues, h.clock, (op) => op === 'changeVisibility');
+      // Lambda throttles every invoke after the third: the other seven of the batch are still buffered at exit.
+      let invokes = 0;
+      const invoker: Invoker = {
+        invoke: async (event) => {
+          if (++invokes > 3) throw new InvokeThrottledError('Rate exceeded');
+          await h.invoker.invoke(event);
+        },
+      };
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, queues }, { deadline: START + 500 }), START + 1_000);
+      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, queues, invoker }, { deadline: START + 2_000 }), START + 3_000);
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 3 });
       expect(eventsOf(h.events, 'queue-unavailable')).toHaveLength(7);

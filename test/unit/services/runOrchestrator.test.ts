@@ -202,7 +202,8 @@ describe('runOrchestrator', () => {
     await sendJob(h.queues, 'main', awkwardBody('j-1'));
     await sendJob(h.queues, 'main', awkwardBody('j-2'), { cost: 11 });
 
-    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+    // The cost tier lets one unit go every 6 s: j-2 is received only once one could be sent.
+    const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 7_000 }), START + 8_000);
 
     expect(summary).toMatchObject({ dispatched: 1, deadLettered: 1 });
     expect(h.workerEvents.map(({ event }) => event.kind === 'job' && event.body)).toEqual([awkwardBody('j-1')]);
@@ -514,8 +515,8 @@ describe('runOrchestrator', () => {
     expect(messages.filter((m) => !m.inFlight)).toHaveLength(7);
   });
 
-  it('exits cleanly, saving the ledger and releasing the lease, when a buffered message outlived its visibility', async () => {
-    // The day's quota is spent after two: the third waits in the buffer past its 30 s visibility until the deadline.
+  it("exits cleanly, saving the ledger and releasing the lease, when the day's quota is spent, and leaves the rest unreceived", async () => {
+    // The day's quota is spent after two: a receive takes no more than two, and the third is never received.
     const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 2, per: 'day' }] });
     const h = orchestratorHarness({ config });
     await sendMain(h.queues, 3);
@@ -523,12 +524,12 @@ describe('runOrchestrator', () => {
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 40_000 }), START + 41_000);
 
     expect(summary).toEqual({ lease: 'acquired', dispatched: 2, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
-    expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-3', receiveCount: 1, visibleAt: START + 30_000, inFlight: false }]);
+    expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-3', receiveCount: 0, inFlight: false }]);
     await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'day')).resolves.toBe(2);
     await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.not.toBeNull();
   });
 
-  it('receives a message again when its visibility no longer covers a worker run by the time its slot comes', async () => {
+  it('receives a message only once its slot is within what its visibility covers', async () => {
     // One per minute: the second message waits 60 s for its slot, longer than its 30 s visibility allows.
     const config = testConfig({ quotas: [{ limit: 1, per: 'minute' }] });
     const h = orchestratorHarness({ config });
@@ -538,12 +539,72 @@ describe('runOrchestrator', () => {
 
     expect(summary).toMatchObject({ dispatched: 2 });
     const jobs = h.workerEvents.map(({ at, event }) => event.kind === 'job' && [event.messageId, event.receiptHandle, at - START]);
-    // m-2 was received with r-2 at 0; dropped from the buffer once its slot came, it went out with its next receipt.
+    // m-2 is received (once) only when its slot is within what its visibility covers: 25 s before it.
     expect(jobs).toEqual([
       ['m-1', 'r-1', 0],
-      ['m-2', 'r-3', 60_239],
+      ['m-2', 'r-2', 60_239],
     ]);
     expect(h.queues.depth('main')).toBe(0);
+  });
+
+  describe('with a quota exhausted for hours', () => {
+    const DAY_MS = 86_400_000;
+
+    it('receives nothing while a day quota is spent, so a FIFO message waiting through several runs keeps its attempts', async () => {
+      const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1, per: 'day' }] });
+      const h = orchestratorHarness({ config });
+      await sendJob(h.queues, 'fifo', { id: 'f-1' }, { groupId: 'g' });
+      await sendJob(h.queues, 'fifo', { id: 'f-2' }, { groupId: 'g' });
+      const runAt = async (at: number, owner: string) => {
+        await h.clock.advanceTo(at);
+        const run = orchestratorHarness({ clock: h.clock, stores: h.stores, queues: h.queues, config, owner });
+        await drive(h.clock, runOrchestrator(run.deps, { deadline: at + 60_000 }), at + 61_000);
+        return run;
+      };
+
+      const first = await runAt(START, 'orchestrator-1');
+      const receives = h.queues.stats.receive;
+      const waiting = [];
+      for (const hours of [1, 2, 12, 23]) waiting.push(await runAt(START + hours * 3_600_000, `orchestrator-${hours}h`));
+      const next = await runAt(START + DAY_MS, 'orchestrator-next-day');
+
+      expect(first.workerEvents.map(({ event }) => event.kind === 'job' && [event.body, event.attempt])).toEqual([['{"id":"f-1"}', 1]]);
+      expect(first.events).toContainEqual({ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', until: START + DAY_MS });
+      for (const run of waiting) {
+        expect(run.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', until: START + DAY_MS }]);
+        expect(run.workerEvents).toEqual([]);
+      }
+      expect(h.queues.stats.receive).toBeGreaterThan(receives); // the next day's run only
+      expect(next.workerEvents.map(({ event }) => event.kind === 'job' && [event.body, event.attempt])).toEqual([['{"id":"f-2"}', 1]]);
+    });
+
+    it('receives nothing through a 429 whose Retry-After is a day', async () => {
+      const h = orchestratorHarness();
+      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + DAY_MS }, START, circuitPolicyFrom(h.config.circuit));
+      await sendMain(h.queues, 2);
+
+      const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 60_000 }), START + 61_000);
+
+      expect(summary).toMatchObject({ dispatched: 0 });
+      expect(h.queues.stats.receive).toBe(0);
+      expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0]);
+      expect(h.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: START, tier: '429', until: START + DAY_MS }]);
+    });
+
+    it('hides a costly message the rest of the day cannot hold until the window ends, and sends the cheaper ones', async () => {
+      const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'day', unit: 'cost' }] });
+      const h = orchestratorHarness({ config });
+      await sendJob(h.queues, 'main', { id: 'j-1' }, { cost: 8 });
+      await sendJob(h.queues, 'main', { id: 'j-2' }, { cost: 5 });
+      await sendJob(h.queues, 'main', { id: 'j-3' }, { cost: 1 });
+
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 60_000 }), START + 61_000);
+
+      expect(dispatchedEvents(h.events).map((e) => e.cost)).toEqual([8, 1]);
+      expect(h.events).toContainEqual({ type: 'message-held', at: START, messageId: 'm-2', queue: 'main', cost: 5, tier: '10 cost/day', until: START + DAY_MS });
+      // SQS keeps a message hidden at most 12 hours from its receive.
+      expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-2', receiveCount: 1, visibleAt: START + 43_200_000 - 60_000 }]);
+    });
   });
 
   it("holds dispatch until a 429's pause is over", async () => {

@@ -234,6 +234,39 @@ describe('Pacer', () => {
     });
   });
 
+  describe('blockedUntil', () => {
+    it('is undefined while a message of the cost may go now', () => {
+      expect(pacerFor([{ limit: 10, per: 'second' }]).blockedUntil(T0)).toBeUndefined();
+    });
+
+    it('names the calendar tier whose window is spent, until its end', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 2, per: 'day' }]);
+      slots(pacer, 2);
+      const midnight = Date.parse('2026-06-02T00:00:00.000Z');
+      expect(pacer.blockedUntil(T0 + 1_000)).toEqual({ kind: 'tier', tier: expect.objectContaining({ limit: 2, per: 'day' }), until: midnight });
+    });
+
+    it('names the tier whose smoothing holds the next message back', () => {
+      // Room is left in the hour's window, but a cost of 30 spaces the next message 30 minutes on.
+      const pacer = pacerFor([{ limit: 60, per: 'hour', unit: 'cost' }]);
+      pacer.dispatch(T0, 30);
+      expect(pacer.blockedUntil(T0 + 1_000, 1)).toMatchObject({ kind: 'tier', tier: { per: 'hour' }, until: T0 + 30 * 60_000 });
+    });
+
+    it('names a 429 pause that outlasts every tier', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }]);
+      pacer.pause(T0 + 86_400_000, () => 0);
+      expect(pacer.blockedUntil(T0)).toEqual({ kind: 'pause', until: T0 + 86_400_000 });
+    });
+
+    it('agrees with nextSlot', () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
+      slots(pacer, 3, 7);
+      const now = T0 + 450;
+      expect(pacer.blockedUntil(now, 7)?.until).toBe(pacer.nextSlot(now, 7));
+    });
+  });
+
   describe('dispatch', () => {
     it('returns the ledger reservation', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 20000, per: 'day' }]);

@@ -29,7 +29,7 @@ describe('Intake', () => {
       await sendJob(h.queues, 'fifo', { id: 'f-1' }, { groupId: 'g-1' });
       await sendJob(h.queues, 'fifo', { id: 'f-2' }, { groupId: 'g-2' });
       await sendJob(h.queues, 'requeue', { id: 'r' });
-      const intake = new Intake(h.run, () => START + 1_000);
+      const intake = new Intake(h.run, () => START + 1_000, () => 10);
 
       const heads: (string | undefined)[] = [];
       for (let i = 0; i < 4; i++) {
@@ -45,7 +45,7 @@ describe('Intake', () => {
       let fifoFails = 1;
       const h = roomHarness(undefined, (queues) => recordingQueues(queues, received, (queue) => queue === 'fifo' && fifoFails-- > 0));
       await sendJob(h.queues, 'main', { id: 'm' });
-      const intake = new Intake(h.run, () => START + 1_000);
+      const intake = new Intake(h.run, () => START + 1_000, () => 10);
 
       await expect(intake.next()).resolves.toBeUndefined();
       expect(h.events).toEqual([{ type: 'queue-unavailable', at: START, operation: 'receive', queue: 'fifo', error: expect.any(String), retryAt: START + 100 }]);
@@ -60,7 +60,7 @@ describe('Intake', () => {
 
     it('ends a back-off wait early when the store is called sooner', async () => {
       const h = roomHarness(undefined, (queues) => recordingQueues(queues, [], () => true));
-      const intake = new Intake(h.run, () => START + 30);
+      const intake = new Intake(h.run, () => START + 30, () => 10);
       await intake.next();
 
       const waiting = intake.next();
@@ -75,7 +75,7 @@ describe('Intake', () => {
       const h = roomHarness();
       await sendJob(h.queues, 'main', { id: 'big' });
       await sendJob(h.queues, 'main', { id: 'next' });
-      const intake = new Intake(h.run, () => START + 1_000);
+      const intake = new Intake(h.run, () => START + 1_000, () => 10);
       const head = await intake.next();
 
       intake.refuseHead('event too large');
@@ -93,7 +93,7 @@ describe('Intake', () => {
       const h = roomHarness();
       await sendJob(h.queues, 'main', { id: 'a' });
       await sendJob(h.queues, 'main', { id: 'b' });
-      const intake = new Intake(h.run, () => START + 1_000);
+      const intake = new Intake(h.run, () => START + 1_000, () => 10);
       await intake.next();
 
       await intake.release();

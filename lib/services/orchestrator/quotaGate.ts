@@ -1,0 +1,92 @@
+import type { Hold, Pacer } from '../../domain/pacing/pacer';
+import { unitsFor, type TierSpec } from '../../domain/quota/tiers';
+import type { RunContext } from './runContext';
+
+/** How a tier is named in events and logs: `20000/day`, `1000000 cost/month`. */
+export function tierLabel(tier: TierSpec): string {
+  return `${tier.limit}${tier.unit === 'cost' ? ' cost' : ''}/${tier.per}`;
+}
+
+/** What holds work back, as named in events and logs: a tier's label, or `429` for a `Retry-After` pause. */
+export function holdLabel(hold: Hold): string {
+  return hold.kind === 'pause' ? '429' : tierLabel(hold.tier);
+}
+
+/** SQS keeps a message invisible at most 12 hours from its receive; a minute is kept spare for clock skew. */
+const MAX_HIDE_FROM_RECEIVE_MS = 43_200_000 - 60_000;
+
+/**
+ * Receives only what can be sent while it is held. SQS counts every receive (and redrives a message to its DLQ
+ * after `maxReceiveCount`; a FIFO job's attempt is its receive count), so a message received and then handed back
+ * unsent loses one of its receives for nothing. A received message is sendable while its visibility still covers a
+ * worker's run (`visibilityTimeoutMs − workerTimeoutMs` after its receive) and the run is still going (its deadline).
+ *
+ * The gate asks the pacer when one unit could go next (every tier and the 429 pause): later than a message received
+ * now could be sent, it stays shut. While that instant is beyond a message's visibility, the quota is *exhausted*:
+ * it reports `quota-exhausted` (the tier, until when) once per episode, and `quota-available` when it ends.
+ */
+export class QuotaGate {
+  /** The exhaustion under way: what holds the quota, until when, and since when. */
+  private episode: { readonly tier: string; readonly until: number; readonly since: number } | undefined;
+
+  constructor(
+    private readonly run: RunContext,
+    private readonly pacer: Pacer,
+  ) {}
+
+  /** How long after its receive a message may still be sent: its visibility less a worker's run. */
+  private get coverageMs(): number {
+    const { settings } = this.run;
+    return settings.visibilityTimeoutMs - settings.workerTimeoutMs;
+  }
+
+  /** The latest instant at which a message received at `receivedAt` may be sent in this run. */
+  sendBy(receivedAt: number): number {
+    return Math.min(receivedAt + this.coverageMs, this.run.options.deadline);
+  }
+
+  /**
+   * Whether a receive at `now` may be taken: `undefined` if one unit could be sent before {@link QuotaGate.sendBy}
+   * of a message received now, else the instant from which it could be (the deadline, when only the run's end is in
+   * the way). Starts and ends the exhaustion episodes.
+   */
+  shutUntil(now: number): number | undefined {
+    const hold = this.pacer.blockedUntil(now);
+    const exhausted = hold !== undefined && hold.until > now + this.coverageMs;
+    if (exhausted) this.exhausted(now, hold);
+    else this.available(now);
+    if (hold === undefined || hold.until <= this.sendBy(now)) return undefined;
+    return exhausted ? hold.until - this.coverageMs : this.run.options.deadline;
+  }
+
+  /**
+   * How long to hide a message received at `receivedAt` whose slot `slot` comes after {@link QuotaGate.sendBy}:
+   * until its slot, so that no run receives it before it can be sent, within the 12 hours SQS allows.
+   */
+  hideMs(receivedAt: number, slot: number, now: number): number {
+    return Math.max(0, Math.min(slot - now, receivedAt + MAX_HIDE_FROM_RECEIVE_MS - now));
+  }
+
+  /**
+   * How many messages one receive may take, as far as the tiers that set no pace go (their quota only comes back when
+   * their window ends): as many as the one with the least room left could send at one unit each, so that a calendar
+   * tier near its limit leaves no batch unsent. Those that set a pace bound the batch by their rate (see `Intake`).
+   */
+  room(now: number): number {
+    const capped = this.pacer.ledger.usage(now).filter(({ tier }) => tier.steadyRate() === undefined);
+    return Math.min(...capped.map(({ tier, used }) => Math.floor((tier.limit - used) / unitsFor(tier, 1))));
+  }
+
+  private exhausted(now: number, hold: Hold): void {
+    const tier = holdLabel(hold);
+    if (this.episode?.tier === tier && this.episode.until === hold.until) return;
+    this.episode = { tier, until: hold.until, since: this.episode?.since ?? now };
+    this.run.report({ type: 'quota-exhausted', at: now, tier, until: hold.until });
+  }
+
+  private available(now: number): void {
+    if (this.episode === undefined) return;
+    this.run.report({ type: 'quota-available', at: now, tier: this.episode.tier, exhaustedMs: now - this.episode.since });
+    this.episode = undefined;
+  }
+}
