@@ -173,7 +173,7 @@ export function workerHarness(config: ServiceConfig = testConfig(), queues?: (cl
 
 /**
  * Receives the next message of `queue` (30 s visibility) and turns it into the job event the orchestrator would
- * send: parsed with `parseJob`, with a reservation of its cost made now.
+ * send: parsed with `parseJob`, with a reservation of its cost made now (its slot), to be called by the margin's end.
  * @throws Error if the queue has nothing to deliver or the message is malformed.
  */
 export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, dispatchId: string): Promise<JobEvent> {
@@ -182,7 +182,8 @@ export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, disp
   const parsed = parseJob(message);
   if (!parsed.ok) throw new Error(parsed.reason);
   const { job } = parsed;
-  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), cost: job.cost, windows: {} });
+  const { arrivalMarginMs, callAllowanceMs } = h.config.pacing;
+  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), cost: job.cost, windows: {} }, h.clock.now() + arrivalMarginMs - callAllowanceMs);
 }
 
 /** Opens the lane's circuit at `at` by applying `failureThreshold` transient failures, as workers would. */
