@@ -30,6 +30,17 @@ export interface JobEvent {
   readonly dispatchId: string;
   /** The quota reserved for this call; the worker settles it with the actual cost. */
   readonly reservation: Reservation;
+  /**
+   * The call's slot, epoch ms: the instant its reservation counts it at (`reservation.at`). The job is dispatched
+   * up to `dispatchLeadMs` ahead of it; a worker that starts earlier waits for it before calling.
+   */
+  readonly slotAt: number;
+  /**
+   * The latest instant, epoch ms, at which the worker may start its call: `slotAt + arrivalMarginMs −
+   * callAllowanceMs`, so that the call reaches the API within the arrival margin of its slot. A worker that starts
+   * later does not call: it gives the reservation back and returns the message to be dispatched again.
+   */
+  readonly callBy: number;
 }
 
 /** Asks a worker to probe the API while the circuit is open. */

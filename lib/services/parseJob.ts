@@ -94,9 +94,10 @@ export function parseJob(message: ReceivedMessage): ParseResult {
 
 /**
  * The worker event for dispatching a parsed job received from one of the lane's source queues. It carries the
- * message's body as received, the text that {@link parseJob} checked, never a re-serialisation of the parsed value.
+ * message's body as received, the text that {@link parseJob} checked, never a re-serialisation of the parsed value,
+ * and the call's slot (`reservation.at`), which the call must start by `callBy`.
  */
-export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJob, dispatchId: string, reservation: Reservation): JobEvent {
+export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJob, dispatchId: string, reservation: Reservation, callBy: number): JobEvent {
   return {
     kind: 'job',
     lane,
@@ -111,5 +112,7 @@ export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJo
     attributes: message.attributes,
     dispatchId,
     reservation,
+    slotAt: reservation.at,
+    callBy,
   };
 }

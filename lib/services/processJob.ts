@@ -59,7 +59,12 @@ export type JobOutcome =
   /** This very dispatch was delivered before and its call failed (the message was requeued or dead-lettered): nothing to do. */
   | 'already-failed'
   /** The API refused the caller, not the job: the job went back to its queue without consuming an attempt. */
-  | 'kept';
+  | 'kept'
+  /**
+   * The worker started after the event's `callBy`: no call; the reservation was given back and the job went back to
+   * its queue, without consuming an attempt (a FIFO message's receive is counted all the same), to be dispatched again.
+   */
+  | 'too-late';
 
 /**
  * Handles one job: calls the API at most once per dispatch, and never again after a recorded success; then deletes,
@@ -80,6 +85,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     attributes: event.attributes,
     ...(event.groupId === undefined ? {} : { groupId: event.groupId }),
   };
+  const late = await holdToSlot(event, clock);
   const start = clock.now();
   /** What this dispatch owes the ledger when its call cost `actualCost` (`null`: no call): nothing if what was reserved. */
   const owedFor = (actualCost: number | null): Settlement | undefined =>
@@ -87,11 +93,12 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   /** Records `owed`, if any; false when it could not be recorded. */
   const settle = (owed: Settlement | undefined): Promise<boolean> => (owed === undefined ? Promise.resolve(true) : recordSettlement(event.lane, owed, start, deps));
 
-  const held = await stores.idempotency.putIdempotencyIfAbsent(
-    event.idempotencyKey,
-    { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs },
-    start,
-  );
+  // A late worker claims the key as this dispatch's failure: no other delivery of this event can call after it (a
+  // 'failed' record of a dispatch keeps out only that dispatch), and one that already claimed it keeps it.
+  const claim: IdempotencyRecord = late
+    ? { status: 'failed', dispatchId: event.dispatchId, at: start, expiresAt: start + config.orchestrator.idempotencyTtlMs }
+    : { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs };
+  const held = await stores.idempotency.putIdempotencyIfAbsent(event.idempotencyKey, claim, start);
   if (held !== null) {
     // Another dispatch's reservation is settled by its own worker; only a different dispatch gives ours back. (A
     // refund that cannot be recorded leaves quota unused, never exceeded.)
@@ -102,6 +109,12 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
       return 'duplicate';
     }
     return held.status === 'failed' ? 'already-failed' : 'busy-elsewhere';
+  }
+  if (late) {
+    // Given back once: the refund carries the dispatch id. If it cannot be recorded, the quota goes unused.
+    await settle(owedFor(null));
+    await returnUnconsumed(queues, withKey(message, event.idempotencyKey), event.attempt);
+    return 'too-late';
   }
 
   const result = await api.call(event.body, { idempotencyKey: event.idempotencyKey });
@@ -157,12 +170,27 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     throwUnlessRecorded();
     return 'dead-lettered';
   }
-  // The requeued copy gets a new message id, so it carries the job's key: every attempt of a job shares one key,
-  // and a late redelivery of an earlier attempt's event finds the later attempt's success.
-  const key = { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: event.idempotencyKey } };
-  await retryLater(queues, { ...message, attributes: { ...message.attributes, ...key } }, event.attempt, decision.delayMs);
+  await retryLater(queues, withKey(message, event.idempotencyKey), event.attempt, decision.delayMs);
   throwUnlessRecorded();
   return 'retried';
+}
+
+/**
+ * Holds the worker to the event's slot: waits for `slotAt` if it started earlier, then tells whether it is past
+ * `callBy`, too late to call (its call could reach the API later than the arrival margin allows).
+ */
+async function holdToSlot(event: JobEvent, clock: Clock): Promise<boolean> {
+  const early = event.slotAt - clock.now();
+  if (early > 0) await clock.sleep(early);
+  return clock.now() > event.callBy;
+}
+
+/**
+ * `message` carrying the job's key as an attribute. A requeued copy gets a new message id, so every attempt of a job
+ * shares one key, and a late redelivery of an earlier attempt's event finds the later attempt's success.
+ */
+function withKey(message: MessageRef, idempotencyKey: string): MessageRef {
+  return { ...message, attributes: { ...message.attributes, [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: idempotencyKey } } };
 }
 
 /** How a health-check event ended. */

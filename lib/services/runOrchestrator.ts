@@ -158,8 +158,8 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
     });
     return { lease: 'unavailable', ...NOTHING_DONE };
   }
-  const ledger =
-    saved.value === undefined ? new QuotaLedger(config.quotas, { timeZone: config.timeZone }) : QuotaLedger.fromJSON(config.quotas, saved.value, { timeZone: config.timeZone });
+  const ledgerOptions = { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs };
+  const ledger = saved.value === undefined ? new QuotaLedger(config.quotas, ledgerOptions) : QuotaLedger.fromJSON(config.quotas, saved.value, ledgerOptions);
   const run = new OrchestratorRun({ ...deps, stores, queues: new GuardedQueues(deps.queues) }, options, lease, new Pacer(ledger, config.pacing), circuit.value);
   return run.execute();
 }

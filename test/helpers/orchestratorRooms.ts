@@ -104,7 +104,7 @@ export function roomHarness(config: ServiceConfig = testConfig(), wrapQueues: (q
     },
     { deadline: START + 60_000 },
   );
-  const pacer = new Pacer(new QuotaLedger(config.quotas, { timeZone: config.timeZone }), config.pacing);
+  const pacer = new Pacer(new QuotaLedger(config.quotas, { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs }), config.pacing);
   return { clock, stores, flushes, queues, config, run, pacer, events };
 }
 

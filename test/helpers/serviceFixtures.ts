@@ -34,14 +34,15 @@ export interface ConfigOverrides {
 }
 
 /**
- * A validated config with small timings: 5 requests per second, no ramp and no pause jitter, a circuit that opens
+ * A validated config with small timings: 5 requests per second, no ramp and no pause jitter, no arrival margin (calls
+ * counted at their slot, dispatched at it and started by it on virtual time), a circuit that opens
  * after 3 failures and checks after 2 s, 3 attempts, flush every second, 30 s visibility over a 5 s worker timeout.
  */
 export function testConfig(overrides: ConfigOverrides = {}): ServiceConfig {
   return parseServiceConfig({
     lane: LANE,
     quotas: overrides.quotas ?? [{ limit: 5, per: 'second' }],
-    pacing: { rampSeconds: 0, pauseJitterMs: 0, ...overrides.pacing },
+    pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, ...overrides.pacing },
     circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 2, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 5, ...overrides.circuit },
     retry: { maxAttempts: 3, baseDelayMs: 1_000, ...overrides.retry },
     orchestrator: {
@@ -173,7 +174,7 @@ export function workerHarness(config: ServiceConfig = testConfig(), queues?: (cl
 
 /**
  * Receives the next message of `queue` (30 s visibility) and turns it into the job event the orchestrator would
- * send: parsed with `parseJob`, with a reservation of its cost made now.
+ * send: parsed with `parseJob`, with a reservation of its cost made now (its slot), to be called by the margin's end.
  * @throws Error if the queue has nothing to deliver or the message is malformed.
  */
 export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, dispatchId: string): Promise<JobEvent> {
@@ -182,7 +183,8 @@ export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, disp
   const parsed = parseJob(message);
   if (!parsed.ok) throw new Error(parsed.reason);
   const { job } = parsed;
-  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), cost: job.cost, windows: {} });
+  const { arrivalMarginMs, callAllowanceMs } = h.config.pacing;
+  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), cost: job.cost, windows: {} }, h.clock.now() + arrivalMarginMs - callAllowanceMs);
 }
 
 /** Opens the lane's circuit at `at` by applying `failureThreshold` transient failures, as workers would. */

@@ -48,9 +48,10 @@ export const FAST_SETTINGS = {
   orchestrator: { leaseTtlMs: 5_000, flushIntervalMs: 500, circuitPollMs: 50, visibilityTimeoutMs: 4_000, workerTimeoutMs: 2_000, idleWaitMs: 100, invokeBackoffMs: 50 },
   retry: { maxAttempts: 4, baseDelayMs: 200, maxDelayMs: 1_000 },
   circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 1, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 2 },
-  // Workers, API and orchestrator share one event loop here: a call can reach the API up to tens of ms later than
-  // the one dispatched before it, and the API counts arrivals. The margin keeps arrivals within every window.
-  pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 100 },
+  // Workers, API and orchestrator share one event loop here: between a worker's clock check and its call reaching the
+  // API, tens of ms can pass (the deployed default allows 30 of 50). Workers wait for their slot and give back a
+  // call that would start too late, so the margin covers only that, not their start delay.
+  pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 100, callAllowanceMs: 70, dispatchLeadMs: 250 },
 } as const;
 
 /** A quota tier as `QUOTAS` takes it. */

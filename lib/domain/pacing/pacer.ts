@@ -28,6 +28,8 @@ export class Pacer {
   private readonly rates: readonly (SteadyRate | undefined)[];
   private rampStartedAt = Number.NEGATIVE_INFINITY;
   private pausedUntilMs = Number.NEGATIVE_INFINITY;
+  /** The latest instant a dispatch was reserved at: slots never go back before it (a job may be dispatched ahead). */
+  private latestSlot = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly ledger: QuotaLedger,
@@ -51,11 +53,12 @@ export class Pacer {
   }
 
   /**
-   * Earliest whole-ms instant >= `now` at which a message of `cost` may go: when every tier has room, smoothing
-   * allows it, and no pause holds. `Infinity` when the cost exceeds a tier's limit and so can never go.
+   * Earliest whole-ms instant >= `now`, and no earlier than the last dispatch's slot, at which a message of `cost`
+   * may go: when every tier has room, smoothing allows it, and no pause holds. `Infinity` when the cost exceeds a
+   * tier's limit and so can never go.
    */
   nextSlot(now: number, cost: number): number {
-    const fit = this.ledger.earliestFit(now, cost).at;
+    const fit = this.ledger.earliestFit(Math.max(now, this.latestSlot), cost).at;
     if (!Number.isFinite(fit)) return fit;
     let at = Math.max(fit, this.pausedUntilMs);
     const fraction = this.rampFraction(now);
@@ -95,13 +98,15 @@ export class Pacer {
   }
 
   /**
-   * Records a dispatch at `now`: charges the ledger and advances smoothing.
+   * Records a dispatch whose call is counted at slot `now` (a job dispatched ahead of its slot passes the slot):
+   * charges the ledger and advances smoothing.
    * @throws QuotaExceededError when `now` is before {@link Pacer.nextSlot}; nothing is recorded then.
    */
   dispatch(now: number, cost: number): Reservation {
     const slot = this.nextSlot(now, cost);
     if (slot > now) throw new QuotaExceededError(this.ledger.earliestFit(now, cost).tier, slot);
     const reservation = this.ledger.reserve(now, cost);
+    this.latestSlot = now;
     const fraction = this.rampFraction(now);
     this.ledger.tiers.forEach((tier, i) => {
       const rate = this.rates[i];

@@ -1,3 +1,4 @@
+import { ConfigError } from '../../errors';
 import { parseNumberSettings, type NumberRange } from '../settings';
 
 /** How dispatch is spread over time. */
@@ -14,12 +15,29 @@ export interface PacingSettings {
   /** The most jitter added when a pause (a 429's `Retry-After`) is lifted, so callers do not resume in step. @default 1000 */
   readonly pauseJitterMs: number;
   /**
-   * How much longer one call may take to reach the API than another (spread of invoke, start and network latency).
-   * The API counts arrivals, the ledger counts dispatches: smoothing spaces dispatches as if every sliding window
-   * were this much longer, so that arrivals up to this much late still fit every window. Costs
-   * `arrivalMarginMs / W` of a tier's rate (10 % of a per-second tier for 100 ms). @default 0
+   * Width of the window in which each call reaches the API: from its slot (the instant its reservation counts it at)
+   * to this much after. Workers wait for their slot and give up a call that would start too late (see
+   * `callAllowanceMs`), so this covers only the worker's own time to the API and the clock skew between hosts, not
+   * its start delay. The API counts arrivals: smoothing spaces slots as if every sliding window were this much longer,
+   * the ledger counts each sliding window this much longer, and calendar tiers keep slots this far from their
+   * boundaries. Costs `arrivalMarginMs / (W + arrivalMarginMs)` of a tier's rate (4.8 % of a per-second tier for
+   * 50 ms). @default 50
    */
   readonly arrivalMarginMs: number;
+  /**
+   * The part of `arrivalMarginMs` a worker keeps for itself between reading its clock and its call reaching the API:
+   * the idempotency claim, the request's network time, and twice the clock skew between orchestrator and worker. A
+   * worker starts its call no later than `slot + arrivalMarginMs − callAllowanceMs` (the event's `callBy`); one that
+   * starts later gives its reservation back. At most `arrivalMarginMs`. @default 30
+   */
+  readonly callAllowanceMs: number;
+  /**
+   * How long before its slot a job is dispatched, so that its worker is running by then (Lambda's async invoke and a
+   * warm start take tens of ms, the async queue sometimes more); the worker waits for the slot. A worker that starts
+   * later than its slot allows gives its reservation back and its job is dispatched again. Costs no throughput, only
+   * up to this much of a worker's time per job. @default 250
+   */
+  readonly dispatchLeadMs: number;
 }
 
 /** Defaults of {@link PacingSettings}. */
@@ -28,7 +46,9 @@ export const DEFAULT_PACING_SETTINGS: PacingSettings = Object.freeze({
   rampStartFraction: 0.25,
   rampSeconds: 30,
   pauseJitterMs: 1000,
-  arrivalMarginMs: 0,
+  arrivalMarginMs: 50,
+  callAllowanceMs: 30,
+  dispatchLeadMs: 250,
 });
 
 const PACING_RANGES: { readonly [K in keyof PacingSettings]: NumberRange } = {
@@ -37,12 +57,19 @@ const PACING_RANGES: { readonly [K in keyof PacingSettings]: NumberRange } = {
   rampSeconds: { min: 0, max: 3600 },
   pauseJitterMs: { min: 0, max: 60_000 },
   arrivalMarginMs: { min: 0, max: 10_000 },
+  callAllowanceMs: { min: 0, max: 10_000 },
+  dispatchLeadMs: { min: 0, max: 10_000 },
 };
 
 /**
  * Validates pacing settings (an object of optional keys) and fills in defaults.
- * @throws ConfigError naming the field and its allowed range, or an unknown key.
+ * @throws ConfigError naming the field and its allowed range, or an unknown key; or when `callAllowanceMs` exceeds
+ * `arrivalMarginMs`.
  */
 export function parsePacingSettings(input: unknown, field = 'pacing'): PacingSettings {
-  return parseNumberSettings(input, field, DEFAULT_PACING_SETTINGS, PACING_RANGES);
+  const settings = parseNumberSettings(input, field, DEFAULT_PACING_SETTINGS, PACING_RANGES);
+  if (settings.callAllowanceMs > settings.arrivalMarginMs) {
+    throw new ConfigError(`${field}.callAllowanceMs`, `must be at most ${field}.arrivalMarginMs (${settings.arrivalMarginMs}), the window it is part of; got ${settings.callAllowanceMs}`);
+  }
+  return settings;
 }

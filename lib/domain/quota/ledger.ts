@@ -1,5 +1,5 @@
 import { QuotaExceededError, StateFormatError } from '../../errors';
-import { calendarWindow } from './calendar';
+import { calendarWindow, type CalendarWindow } from './calendar';
 import { unitsFor, type CalendarPeriod, type Period, type Tier, type TierKind, type TierUnit } from './tiers';
 
 /** Identifies a tier within a tier set: its period and unit (a valid set holds each pair once). */
@@ -209,20 +209,34 @@ class SlidingCounter implements Counter {
   }
 }
 
-/** Units used in the current calendar window (day or month in the ledger's time zone). */
+/**
+ * Units used in the current calendar window (day or month in the ledger's time zone).
+ *
+ * A call reserved at `t` reaches the API within `[t − margin, t + margin]` (late by up to the arrival margin, early
+ * by clock skew, which the margin covers too). So no reservation is made within `margin` of a window's boundary `b`:
+ *
+ *        day D                      │ b                      day D+1
+ *   ─────────────────────[ t − m ·· t ·· t + m ]──────────────────────  arrivals could land on either side: refused
+ *                        b − m ─────┼───── b + m   no slot here; the next one is b + m, counted in D+1
+ *
+ * Every reserved call then arrives inside the window it was counted in, at the cost of `2 · margin` per window.
+ */
 class CalendarCounter implements Counter {
   private key = '';
   private end = Number.NEGATIVE_INFINITY;
   private usedUnits = 0;
+  /** The window of the instant last probed for a boundary (see {@link CalendarCounter.clearOfBoundary}), and that instant. */
+  private probed: { readonly from: number; readonly window: CalendarWindow } | undefined;
 
   constructor(
     private readonly limit: number,
     private readonly per: CalendarPeriod,
     private readonly timeZone: string,
+    private readonly marginMs: number,
   ) {}
 
-  static fromJSON(limit: number, per: CalendarPeriod, timeZone: string, json: CalendarTierJSON): CalendarCounter {
-    const counter = new CalendarCounter(limit, per, timeZone);
+  static fromJSON(limit: number, per: CalendarPeriod, timeZone: string, marginMs: number, json: CalendarTierJSON): CalendarCounter {
+    const counter = new CalendarCounter(limit, per, timeZone, marginMs);
     counter.key = json.w;
     counter.usedUnits = json.u;
     return counter;
@@ -240,10 +254,23 @@ class CalendarCounter implements Counter {
     this.end = window.end;
   }
 
+  /** The earliest instant >= `t` with no window boundary within the margin on either side. */
+  private clearOfBoundary(t: number): number {
+    if (this.marginMs === 0) return t;
+    const from = t - this.marginMs;
+    // Instants mostly move forward, so the window last probed usually still holds `from`: no zone lookup then.
+    if (this.probed === undefined || from < this.probed.from || from >= this.probed.window.end) {
+      this.probed = { from, window: calendarWindow(from, this.per, this.timeZone) };
+    }
+    const boundary = this.probed.window.end;
+    return boundary <= t + this.marginMs ? boundary + this.marginMs : t;
+  }
+
   earliestFit(now: number, units: number): number {
     if (units > this.limit) return Number.POSITIVE_INFINITY;
-    this.roll(now);
-    return this.usedUnits + units <= this.limit ? now : this.end;
+    const at = this.clearOfBoundary(now);
+    this.roll(at);
+    return this.usedUnits + units <= this.limit ? at : this.clearOfBoundary(this.end);
   }
 
   add(now: number, units: number): string {
@@ -275,18 +302,19 @@ class CalendarCounter implements Counter {
  * The counter of `tier`'s kind, rehydrated from `saved` when given.
  * @throws StateFormatError when `saved` is the serialised form of another kind of tier.
  */
-function counterFor(tier: Tier, timeZone: string, saved: SlidingTierJSON | CalendarTierJSON | undefined): Counter {
+function counterFor(tier: Tier, timeZone: string, marginMs: number, saved: SlidingTierJSON | CalendarTierJSON | undefined): Counter {
   const mismatch = (savedAs: TierKind) =>
     new StateFormatError(`stored ledger is unreadable: tier "${tierKeyOf(tier.per, tier.unit)}" is saved as a ${savedAs} tier`);
   switch (tier.kind) {
     case 'sliding':
-      if (saved === undefined) return new SlidingCounter(tier.limit, tier.windowMs);
+      // Counted `marginMs` longer: calls reserved at most a window apart may arrive up to the margin closer together.
+      if (saved === undefined) return new SlidingCounter(tier.limit, tier.windowMs + marginMs);
       if (!('a' in saved)) throw mismatch('calendar');
-      return SlidingCounter.fromJSON(tier.limit, tier.windowMs, saved);
+      return SlidingCounter.fromJSON(tier.limit, tier.windowMs + marginMs, saved);
     case 'calendar':
-      if (saved === undefined) return new CalendarCounter(tier.limit, tier.per, timeZone);
+      if (saved === undefined) return new CalendarCounter(tier.limit, tier.per, timeZone, marginMs);
       if ('a' in saved) throw mismatch('sliding');
-      return CalendarCounter.fromJSON(tier.limit, tier.per, timeZone, saved);
+      return CalendarCounter.fromJSON(tier.limit, tier.per, timeZone, marginMs, saved);
   }
 }
 
@@ -299,6 +327,12 @@ export function tierKeyOf(per: Period, unit: TierUnit): TierKey {
 export interface LedgerOptions {
   /** IANA time zone of day and month windows. @default 'UTC' */
   readonly timeZone?: string;
+  /**
+   * How far from its reservation instant a call may reach the API (see `PacingSettings.arrivalMarginMs`): sliding
+   * windows are counted this much longer, and calendar tiers reserve nothing within it of a window boundary.
+   * @default 0
+   */
+  readonly arrivalMarginMs?: number;
 }
 
 /**
@@ -307,6 +341,8 @@ export interface LedgerOptions {
  * - Sliding tiers (second, minute, hour) keep bucketed history (see {@link BUCKETS_PER_WINDOW}) and are never
  *   exceeded in any window `(T − W, T]`.
  * - Calendar tiers (day, month) count units in the current window of the configured time zone.
+ * - With an arrival margin (see {@link LedgerOptions.arrivalMarginMs}), both hold for calls that reach the API up to
+ *   that margin away from the instant they were reserved at.
  *
  * Reserve before dispatch; settle after the call with the actual cost, or with `null` when the call never reached
  * the API, so unused quota flows back and under-estimates are charged. The ledger is pure: time comes in as `now`.
@@ -320,7 +356,8 @@ export class QuotaLedger {
     json?: LedgerJSON,
   ) {
     const timeZone = options.timeZone ?? 'UTC';
-    this.counters = tiers.map((tier) => counterFor(tier, timeZone, json?.tiers[tierKeyOf(tier.per, tier.unit)]));
+    const marginMs = options.arrivalMarginMs ?? 0;
+    this.counters = tiers.map((tier) => counterFor(tier, timeZone, marginMs, json?.tiers[tierKeyOf(tier.per, tier.unit)]));
   }
 
   /**

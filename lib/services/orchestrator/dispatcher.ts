@@ -12,9 +12,10 @@ import type { StateLink } from './stateLink';
 
 /**
  * Takes the intake's head message one step on: dead-letters what can never go, hides what cannot go while it is held
- * (see `QuotaGate`) until its slot, waits for its pacing slot, has the
- * ledger sync persist a larger allowance when it needs one, and invokes a worker once the quota and the state-outage
- * policy let it go.
+ * (see `QuotaGate`) until its slot, waits until `dispatchLeadMs` before its pacing slot, has the ledger sync persist
+ * a larger allowance when it needs one, and invokes a worker once the quota and the state-outage policy let it go.
+ * Quota is reserved at the slot, and the worker waits for it: the call reaches the API within the arrival margin of
+ * its slot, whatever the worker's start delay (see `JobEvent.callBy`).
  */
 export class Dispatcher {
   private readonly invokeRetry: Backoff;
@@ -39,31 +40,35 @@ export class Dispatcher {
     if (!parsed.ok) return this.intake.deadLetterHead(parsed.reason, 1);
     const { job } = parsed;
     if (head.kind === 'refused') return this.intake.deadLetterHead(head.reason, job.attempt);
-    const slot = this.pacer.nextSlot(now, job.cost);
+    // The earliest slot a worker invoked now can make: one that is already due would be reached late (a warm start
+    // takes tens of ms) and given back, so a run behind its schedule reserves `dispatchLeadMs` ahead.
+    const slot = this.pacer.nextSlot(now + config.pacing.dispatchLeadMs, job.cost);
     if (!Number.isFinite(slot)) {
       const tier = config.quotas.find((t) => unitsFor(t, job.cost) > t.limit);
       return this.intake.deadLetterHead(`cost ${job.cost} exceeds the limit ${tier?.limit} per ${tier?.per} of a quota tier, so it can never be sent`, job.attempt);
     }
     const hold = slot > now ? this.pacer.blockedUntil(now, job.cost) : undefined;
     if (hold !== undefined && hold.until > this.gate.sendBy(receivedAt)) return this.holdBack(head, job, hold, now);
-    if (slot > now) return this.run.sleepUntil(Math.min(slot, this.ledger.nextStoreCallAt()));
-    if (receivedAt + this.run.settings.visibilityTimeoutMs - now < this.run.settings.workerTimeoutMs) {
-      this.intake.shift(); // its visibility no longer covers a worker's run: leave it to reappear
+    const dispatchAt = slot - config.pacing.dispatchLeadMs;
+    if (dispatchAt > now) return this.run.sleepUntil(Math.min(dispatchAt, this.ledger.nextStoreCallAt()));
+    if (receivedAt + this.run.settings.visibilityTimeoutMs - slot < this.run.settings.workerTimeoutMs) {
+      this.intake.shift(); // its visibility no longer covers a worker's run from its slot: leave it to reappear
       return;
     }
+    // Judged at the slot, the instant the call is counted at: the allowance and the lease must cover it.
     const units = config.quotas.map((tier) => unitsFor(tier, job.cost));
-    const allowed = this.ledger.allowed(now, units);
+    const allowed = this.ledger.allowed(slot, units);
     const side = this.link.side;
     if (side.kind === 'in-sync' && !allowed.every(Boolean)) {
       await this.ledger.tryFlush({ need: units }); // persist a larger allowance before using it
       return;
     }
-    if (!this.ledger.mayDispatch(now, allowed)) {
+    if (!this.ledger.mayDispatch(slot, allowed)) {
       // Held by the outage or an expired lease: wait for the next try of the store (or the flush that renews).
       if (side.kind === 'outage') await this.run.sleepUntil(side.retryAt);
       return;
     }
-    await this.invoke(message, job, units, now);
+    await this.invoke(message, job, units, now, slot);
   }
 
   /**
@@ -76,20 +81,22 @@ export class Dispatcher {
   }
 
   /**
-   * Reserves the quota of `job` (`units` per tier) and invokes its worker. A throttled or failed invoke keeps the
-   * message at the head and backs off; one Lambda refuses for the event itself dead-letters it.
+   * Reserves the quota of `job` (`units` per tier) at its `slot` and invokes its worker at `now`. A throttled or
+   * failed invoke keeps the message at the head and backs off; one Lambda refuses for the event itself dead-letters it.
    */
-  private async invoke(message: ReceivedMessage, job: ParsedJob, units: readonly number[], now: number): Promise<void> {
+  private async invoke(message: ReceivedMessage, job: ParsedJob, units: readonly number[], now: number, slot: number): Promise<void> {
+    const { pacing } = this.run.deps.config;
     // Counted before the invoke: a run killed while invoking may have dispatched, and the saved ledger must hold it.
     this.ledger.use(units);
-    const reservation = this.pacer.dispatch(now, job.cost);
+    const reservation = this.pacer.dispatch(slot, job.cost);
     const refund = () => {
       // Nothing started: the quota flows back.
       this.pacer.ledger.settle({ reservation, actualCost: null });
       this.ledger.giveBack(units);
     };
     try {
-      await this.run.deps.invoker.invoke(jobEventOf(this.run.deps.config.lane, message, job, this.run.deps.newId(), reservation));
+      const callBy = slot + pacing.arrivalMarginMs - pacing.callAllowanceMs;
+      await this.run.deps.invoker.invoke(jobEventOf(this.run.deps.config.lane, message, job, this.run.deps.newId(), reservation, callBy));
     } catch (error) {
       if (error instanceof InvokeRejectedError) {
         refund();

@@ -186,7 +186,7 @@ describe('parseJob', () => {
           const received = message({ ...rest, ...(groupId === undefined ? {} : { groupId }) });
           const result = parseJob(received);
           if (!result.ok) return result.reason.startsWith('malformed: ') && result.reason.length < 300;
-          const delivered = JSON.parse(JSON.stringify(jobEventOf(LANE, received, result.job, 'd-1', RESERVATION))) as JobEvent;
+          const delivered = JSON.parse(JSON.stringify(jobEventOf(LANE, received, result.job, 'd-1', RESERVATION, RESERVATION.at + 20))) as JobEvent;
           return delivered.body === rest.body && Number.isInteger(result.job.cost) && result.job.cost >= 0 && result.job.cost <= 1e12 && result.job.attempt >= 1;
         }),
         { numRuns: 300 },
@@ -196,10 +196,10 @@ describe('parseJob', () => {
 });
 
 describe('jobEventOf', () => {
-  it('carries the job, the message and the dispatch in one worker event', () => {
+  it('carries the job, the message, the dispatch and its slot in one worker event', () => {
     const received = message({ queue: 'fifo', groupId: 'g-1', receiveCount: 2, attributes: { cost: numberAttr(3) } });
 
-    expect(jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION)).toEqual({
+    expect(jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION, RESERVATION.at + 20)).toEqual({
       kind: 'job',
       lane: LANE,
       queue: 'fifo',
@@ -213,6 +213,8 @@ describe('jobEventOf', () => {
       attributes: { cost: numberAttr(3) },
       dispatchId: 'd-1',
       reservation: RESERVATION,
+      slotAt: RESERVATION.at,
+      callBy: RESERVATION.at + 20,
     });
   });
 
@@ -220,7 +222,7 @@ describe('jobEventOf', () => {
     const body = awkwardBody('job-1');
     const received = message({ body });
 
-    const event = jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION);
+    const event = jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION, RESERVATION.at + 20);
 
     expect(event.body).toBe(body);
     // Lambda hands an async payload to the worker through JSON.parse.

@@ -590,6 +590,113 @@ describe('processJob', () => {
   });
 });
 
+describe('processJob held to its slot', () => {
+  /** A job event of `queue` whose slot is `slotMs` after START, to be called by `callByMs` after START. */
+  async function slotted(h: WorkerHarness, queue: 'main' | 'fifo', slotMs: number, callByMs: number, dispatchId = 'd-1') {
+    const event = await receiveJobEvent(h, queue, dispatchId);
+    return { ...event, slotAt: START + slotMs, callBy: START + callByMs };
+  }
+
+  it('waits for its slot when it starts early, then calls at the slot', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const done = processJob(await slotted(h, 'main', 250, 270), h.deps);
+    await h.clock.advance(250);
+
+    await expect(done).resolves.toBe('succeeded');
+    expect(h.api.calls.map((c) => c.at)).toEqual([START + 250]);
+  });
+
+  it.each([
+    ['exactly at its slot', 0],
+    ['exactly at callBy', 20],
+  ])('calls at once when it starts %s', async (_, startMs) => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await slotted(h, 'main', 0, 20);
+    await h.clock.advance(startMs);
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+    expect(h.api.calls.map((c) => c.at)).toEqual([START + startMs]);
+  });
+
+  it('does not call when it starts after callBy: gives its reservation back once and requeues the job with its attempt and key', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 2, attempt: 2 });
+    const event = await slotted(h, 'main', 0, 20);
+    await h.clock.advance(21);
+
+    await expect(processJob(event, h.deps)).resolves.toBe('too-late');
+
+    expect(h.api.calls).toEqual([]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actualCost: null, id: 'd-1' }]);
+    expect(h.queues.depth('main')).toBe(0);
+    expect(h.queues.messages('requeue').map((m) => ({ attempt: m.attributes.attempt, key: m.attributes.idempotencyKey, visibleAt: m.visibleAt }))).toEqual([
+      { attempt: numberAttr(2), key: stringAttr('m-1'), visibleAt: START + 21 },
+    ]);
+  });
+
+  it('leaves no record that blocks the next dispatch, while another delivery of the late event still makes no call', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const late = await slotted(h, 'main', 0, 20);
+    await h.clock.advance(100);
+    await expect(processJob(late, h.deps)).resolves.toBe('too-late');
+
+    await expect(processJob(late, h.deps)).resolves.toBe('already-failed');
+    const next = await receiveJobEvent(h, 'requeue', 'd-2');
+    await expect(processJob(next, h.deps)).resolves.toBe('succeeded');
+
+    expect(h.api.calls.map((c) => c.idempotencyKey)).toEqual(['m-1']);
+    expect((await h.stores.ledger.pendingSettlements(LANE)).map((s) => s.id)).toEqual(['d-1']);
+  });
+
+  it('gives nothing back when a delivery of the same dispatch already claimed the call', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await slotted(h, 'main', 0, 20);
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+    await h.clock.advance(100);
+
+    await expect(processJob(event, h.deps)).resolves.toBe('duplicate');
+
+    expect(h.api.calls).toHaveLength(1);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+  });
+
+  it('returns a late FIFO job to its own queue, visible at once, its group in order', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'fifo', { id: 'a' }, { groupId: 'g' });
+    await sendJob(h.queues, 'fifo', { id: 'b' }, { groupId: 'g' });
+    const event = await slotted(h, 'fifo', 0, 20);
+    await h.clock.advance(21);
+
+    await expect(processJob(event, h.deps)).resolves.toBe('too-late');
+
+    expect(h.queues.depth('requeue')).toBe(0);
+    const [next] = await receiveAll(h, 'fifo');
+    expect(next?.body).toBe('{"id":"a"}');
+  });
+
+  it('holds a worker whose clock runs ahead of the orchestrator\'s within the margin: skew is part of the allowance', async () => {
+    // The worker's clock is 10 ms ahead: it calls at orchestrator time slot − 10 at the earliest and callBy − 10 at
+    // the latest, so with callBy = slot + margin − allowance and allowance >= network time + 2 · skew, every arrival
+    // lies within a margin-wide window around the slot.
+    const h = workerHarness();
+    const skewMs = 10;
+    const { arrivalMarginMs, callAllowanceMs } = testConfig({ pacing: { arrivalMarginMs: 50, callAllowanceMs: 30 } }).pacing;
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await slotted(h, 'main', 200 + skewMs, 200 + skewMs + arrivalMarginMs - callAllowanceMs);
+    const done = processJob(event, h.deps);
+    await h.clock.advance(400);
+
+    await expect(done).resolves.toBe('succeeded');
+    const [call] = h.api.calls;
+    expect(call!.at - skewMs).toBeGreaterThanOrEqual(START + 200 - skewMs);
+    expect(call!.at - skewMs).toBeLessThanOrEqual(START + 200 + arrivalMarginMs - callAllowanceMs);
+  });
+});
+
 describe('processJob with a body that a JSON round trip would change', () => {
   const body = awkwardBody('a');
 

@@ -16,6 +16,8 @@ const settings = (overrides: Partial<PacingSettings> = {}): PacingSettings => ({
   rampSeconds: 0,
   pauseJitterMs: 0,
   arrivalMarginMs: 0,
+  callAllowanceMs: 0,
+  dispatchLeadMs: 0,
   ...overrides,
 });
 

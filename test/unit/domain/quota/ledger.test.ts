@@ -427,3 +427,31 @@ describe('QuotaLedger', () => {
     });
   });
 });
+
+describe('QuotaLedger with an arrival margin', () => {
+  const NY_MIDNIGHT = Date.parse('2026-11-24T05:00:00.000Z'); // 2026-11-24 00:00 in America/New_York (EST)
+
+  it('reserves nothing within the margin of a calendar boundary in the ledger\'s zone: the slot moves past it', () => {
+    const ledger = new QuotaLedger(tiers([{ limit: 3, per: 'day' }]), { timeZone: 'America/New_York', arrivalMarginMs: 50 });
+
+    expect(ledger.earliestFit(NY_MIDNIGHT - 51, 1).at).toBe(NY_MIDNIGHT - 51);
+    expect(ledger.earliestFit(NY_MIDNIGHT - 50, 1).at).toBe(NY_MIDNIGHT + 50);
+    expect(ledger.earliestFit(NY_MIDNIGHT + 49, 1).at).toBe(NY_MIDNIGHT + 50);
+    expect(() => ledger.reserve(NY_MIDNIGHT - 20, 1)).toThrow();
+    expect(ledger.reserve(NY_MIDNIGHT + 50, 1).windows).toEqual({ 'day:requests': '2026-11-24' });
+  });
+
+  it('moves a full window\'s next slot past the margin after its end', () => {
+    const ledger = new QuotaLedger(tiers([{ limit: 1, per: 'day' }]), { timeZone: 'America/New_York', arrivalMarginMs: 50 });
+    ledger.reserve(NY_MIDNIGHT - 3_600_000, 1);
+
+    expect(ledger.earliestFit(NY_MIDNIGHT - 1_000, 1).at).toBe(NY_MIDNIGHT + 50);
+  });
+
+  it('counts a sliding window the margin longer', () => {
+    const ledger = new QuotaLedger(tiers([{ limit: 1, per: 'second' }]), { arrivalMarginMs: 100 });
+    ledger.reserve(T0, 1);
+
+    expect(ledger.earliestFit(T0 + 1_000, 1).at).toBeGreaterThanOrEqual(T0 + 1_100);
+  });
+});
