@@ -15,6 +15,7 @@ import type { MessageAttribute, QueueName, ReceivedMessage } from '../../lib/por
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { StateStores } from '../../lib/ports/StateStores';
 import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../lib/services/runOrchestrator';
+import { InvokeTiming, type InvokeTimingModel } from '../simulation/startDelays';
 import { VirtualApi } from '../simulation/virtualApi';
 import { LocalHarness, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
@@ -83,6 +84,12 @@ export interface ServiceStackOptions {
   readonly emulators: EmulatorEndpoints;
   /** @default none */
   readonly faults?: StackFaults;
+  /**
+   * When worker invocations start and which are delivered twice, drawn with `random`. The fault suite passes the
+   * realistic model; tests that pin exact timings leave it out.
+   * @default every worker starts at once, each event delivered once
+   */
+  readonly invokeTiming?: { readonly model: InvokeTimingModel; readonly random: () => number };
 }
 
 /** A message to put on a queue before or during a run. */
@@ -468,7 +475,8 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
       onFailure: async (record: DestinationRecord) => void workerFailures.push(record),
     } as const;
     const hooks: FunctionHooks = { log, clients: faults.workerClients, workerDeps: faults.workerDeps, workerHandler: faults.workerHandler };
-    await harness.host([worker], hooks, { retryDelayMs: 100 });
+    const timing = options.invokeTiming === undefined ? {} : { timing: new InvokeTiming(options.invokeTiming.model, options.invokeTiming.random) };
+    await harness.host([worker], hooks, { retryDelayMs: 100, ...timing });
     return new ServiceStack({ env, config, api, readyAt }, harness, { outages, faults }, logs, workerFailures);
   } catch (error) {
     await harness.close({ idleWithinMs: 0 });
