@@ -287,6 +287,9 @@ async function tally(
     ...(stale === undefined ? {} : { 'orchestrator:stale-lease-holder': 1 }),
     ...(manual > 0 ? { 'orchestrator:manual-invoke': manual } : {}),
     ...(scenario.outages === undefined ? {} : { 'api:outage': scenario.outages.length }),
+    ...(scenario.midnightAfterMs === undefined ? {} : { 'clock:midnight': 1 }),
+    // What the invoke timing drew beyond a warm start: each a start Lambda makes late, or an event it delivers twice.
+    ...Object.fromEntries(Object.entries(stack.workerStarts()).filter(([kind]) => kind !== 'warm' && kind !== 'fixed').map(([kind, n]) => [`lambda:${kind === 'duplicate' ? 'delivered-twice' : `${kind}-start`}`, n])),
   };
   const report = stack.api.report();
   const outcomes = stack.api.outcomeReport();

@@ -51,17 +51,20 @@ export interface VirtualApiReport {
 
 /** What the referee saw of jobs' ends and order, faults in front of it included (see {@link VirtualApi.recordOutcome}). */
 export interface OutcomeReport {
-  /** Job calls that arrived after their id had already had a final answer (200, or a 4xx other than 408 and 429). */
+  /** Job calls that arrived after their id had already had a final answer (200, or a 4xx other than 401, 403, 408 and 429). */
   readonly callsAfterEnded: number;
-  /** Final answers (200, or a 4xx other than 408 and 429) beyond the first for the same id. */
+  /** Final answers (200, or a 4xx other than 401, 403, 408 and 429) beyond the first for the same id. */
   readonly duplicateFinalAnswers: number;
   /** Job calls that arrived after a call of the same group with a higher `seq` had arrived, whatever the answers. */
   readonly fifoInversions: number;
 }
 
-/** Whether an answer ends a job: a success, or a client error that no retry changes (408 and 429 are retried). */
+/** Statuses of 4xx answers that do not end a job: a timeout and a rate limit are retried, 401 and 403 are the caller's fault. */
+const NOT_FINAL_4XX = new Set([401, 403, 408, 429]);
+
+/** Whether an answer ends a job: a success, or a client error about the job itself (see {@link NOT_FINAL_4XX}). */
 export function isFinalStatus(status: number): boolean {
-  return status === 200 || (status >= 400 && status < 500 && status !== 408 && status !== 429);
+  return status === 200 || (status >= 400 && status < 500 && !NOT_FINAL_4XX.has(status));
 }
 
 interface Job {

@@ -279,11 +279,12 @@ describe('VirtualApi', () => {
       expect(api.outcomeReport()).toEqual({ callsAfterEnded: 2, duplicateFinalAnswers: 2, fifoInversions: 1 });
     });
 
-    it('counts answers a fault gave in front of the API, leaving 429s out of the final answers', () => {
+    it("counts answers a fault gave in front of the API, leaving 429s and the caller's 401s and 403s out of the final answers", () => {
       const { api } = setup({ latencyMs: 0 });
       api.recordOutcome(JSON.stringify({ id: 'a' }), { idempotencyKey: 'k' }, 429);
       api.recordOutcome(JSON.stringify({ id: 'a' }), { idempotencyKey: 'k' }, 401);
-      api.recordOutcome(JSON.stringify({ id: 'a' }), { idempotencyKey: 'k' }, 403);
+      api.recordOutcome(JSON.stringify({ id: 'a' }), { idempotencyKey: 'k' }, 404);
+      api.recordOutcome(JSON.stringify({ id: 'a' }), { idempotencyKey: 'k' }, 410);
       expect(api.outcomeReport()).toEqual({ callsAfterEnded: 1, duplicateFinalAnswers: 1, fifoInversions: 0 });
     });
   });
