@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { seededRandom } from '../simulation/random';
 import Bottleneck from 'bottleneck';
 import { HttpApiCaller } from '../../lib/adapters/http/HttpApiCaller';
 import { systemClock } from '../../lib/adapters/systemClock';
@@ -202,11 +203,14 @@ interface Usage {
   busyMs: number;
 }
 
+/** Seed of the baselines' late starts, so that every run and strategy draws the same ones. */
+const LATE_START_SEED = 11;
+
 /**
  * One worker, standing for one of Lambda's N concurrent executions: it takes the next visible job, runs one
  * invocation with it (`send`), and gives it back to the queue for a redelivery if the invocation failed.
  */
-async function work(send: (id: string) => Promise<boolean>, queue: JobQueue, usage: Usage, redeliveryDelayMs: number, deadline: number): Promise<void> {
+async function work(send: (id: string) => Promise<boolean>, queue: JobQueue, usage: Usage, redeliveryDelayMs: number, deadline: number, startDelayMs: () => number): Promise<void> {
   for (let now = systemClock.now(); now < deadline; now = systemClock.now()) {
     const next = queue.next(now);
     if (next === undefined) return;
@@ -215,6 +219,9 @@ async function work(send: (id: string) => Promise<boolean>, queue: JobQueue, usa
       continue;
     }
     usage.invocations++;
+    // A late (cold) start holds the job and bills its time, as Lambda's init does.
+    const lateMs = startDelayMs();
+    if (lateMs > 0) await systemClock.sleep(lateMs);
     // A limiter stopped at the time limit rejects the calls still waiting in it.
     const accepted = await send(next.id).catch(() => false);
     const end = systemClock.now();
@@ -273,12 +280,15 @@ async function runWorkers(name: BaselineName, scenario: BenchScenario, options: 
   try {
     const queue = new JobQueue(scenario.jobs, start);
     const usage: Usage = { invocations: 0, busyMs: 0 };
+    const random = seededRandom(LATE_START_SEED);
+    const late = scenario.lateStarts;
+    const startDelayMs = (): number => (late !== undefined && random() < late.share ? late.minMs + random() * (late.maxMs - late.minMs) : 0);
     await Promise.all(
       Array.from({ length: scenario.busyWorkers ?? scenario.workers }, (_, i) => {
         const quota = new SdkRetryQuota();
         const send = (id: string): Promise<boolean> => sendWithSdkRetries(caller, quota, id, deadline);
         const limiter = limiters[i];
-        return work(limiter ? (id) => limiter.schedule(() => send(id)) : send, queue, usage, redeliveryDelayMs, deadline);
+        return work(limiter ? (id) => limiter.schedule(() => send(id)) : send, queue, usage, redeliveryDelayMs, deadline, startDelayMs);
       }),
     );
     return resultOf(name, scenario, { api, queue, usage, start, outage });

@@ -34,6 +34,12 @@ export async function runOrchestratorStrategy(bench: BenchScenario, options: Orc
     quotas: bench.quotas,
     jobs: { count: bench.jobs },
     api: { latencyMs: bench.latencyMs, outages: bench.outage === undefined ? [] : [bench.outage] },
+    // The baselines see neither duplicate deliveries nor start delays beyond the scenario's late starts.
+    startDelays:
+      bench.lateStarts === undefined
+        ? { kind: 'fixed', ms: 20 }
+        : { kind: 'realistic', coldShare: bench.lateStarts.share, coldMinMs: bench.lateStarts.minMs, coldMaxMs: bench.lateStarts.maxMs, throttledShare: 0, holdShare: 0 },
+    duplicateDeliveries: { share: 0 },
     maxSeconds: 600,
   });
   const run = await runLocal({ scenario, overrides: ['quotas'], template: options.template });

@@ -32,6 +32,18 @@ export function outageScenario(size: BenchSize): BenchScenario {
     : { name: 'outage', jobs: 200, quotas: SHORT_TIERS, latencyMs: 50, workers: 20, outage: { atSeconds: 2, forSeconds: 5 } };
 }
 
+/** One per-second tier alone (5/s) with 10 % of worker invocations starting 200 to 700 ms late. */
+export function lateStartsScenario(size: BenchSize): BenchScenario {
+  return {
+    name: 'late-starts',
+    jobs: size === 'full' ? 250 : 60,
+    quotas: parseTiers([{ limit: 5, per: 'second' }]),
+    latencyMs: 50,
+    workers: 20,
+    lateStarts: { share: 0.1, minMs: 200, maxMs: 700 },
+  };
+}
+
 /** Growth: the orchestrator alone at 1×, 4× and 16× the jobs, against a quota it can fill (200/s). */
 export function growthScenarios(size: BenchSize): BenchScenario[] {
   const base = size === 'full' ? 400 : 100;

@@ -20,6 +20,12 @@ export interface BenchScenario {
   readonly workers: number;
   /** How many of them actually run, e.g. while Lambda scales up or the queue trickles. @default workers */
   readonly busyWorkers?: number;
+  /**
+   * A share of worker invocations that start `minMs` to `maxMs` late (cold starts), drawn from a fixed seed; the
+   * others start at once (baselines) or warm, 5 to 40 ms later (the orchestrator's workers).
+   * @default none: baselines start at once, the orchestrator's workers 20 ms after their invoke
+   */
+  readonly lateStarts?: { readonly share: number; readonly minMs: number; readonly maxMs: number };
 }
 
 /** What one strategy did on one scenario: DESIGN's benchmark contract, plus the extras the issue asks for. */

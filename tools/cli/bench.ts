@@ -8,7 +8,7 @@ import type { OrchestratorResult } from '../bench/orchestratorStrategy';
 import { runOrchestratorStrategy } from '../bench/orchestratorStrategy';
 import { ceilingLines, chartPanel, compareStrategies, costLine, figures, growthTable } from '../bench/runBench';
 import { runBaseline } from '../bench/baselines';
-import { ceilingScenario, growthScenarios, outageScenario, partlyBusyScenario, steadyScenario, type BenchSize } from '../bench/scenarios';
+import { ceilingScenario, growthScenarios, lateStartsScenario, outageScenario, partlyBusyScenario, steadyScenario, type BenchSize } from '../bench/scenarios';
 import { formatTable } from '../bench/table';
 import type { BenchScenario } from '../bench/types';
 import { packagedTemplate } from '../local/packageService';
@@ -48,6 +48,8 @@ async function main(): Promise<number> {
   progress(partlyBusy)('per-worker-limiter');
   const partlyBusyResult = await runBaseline('per-worker-limiter', partlyBusy);
   const outageResults = await compareStrategies(outage, template, progress(outage));
+  const lateStarts = lateStartsScenario(size);
+  const lateStartsResults = await compareStrategies(lateStarts, template, progress(lateStarts));
   const growth = growthScenarios(size);
   const growthResults: OrchestratorResult[] = [];
   for (const scenario of growth) {
@@ -62,7 +64,7 @@ async function main(): Promise<number> {
   const date = new Date().toISOString().slice(0, 10);
   const chartPath = resolve(values.chart);
   mkdirSync(dirname(chartPath), { recursive: true });
-  writeFileSync(chartPath, renderBenchChart([chartPanel(steady, steadyResults), chartPanel(outage, outageResults)], `${machine}; ${date}`));
+  writeFileSync(chartPath, renderBenchChart([chartPanel(steady, steadyResults), chartPanel(outage, outageResults), chartPanel(lateStarts, lateStartsResults)], `${machine}; ${date}`));
 
   const out = [
     `machine: ${machine}; date: ${date}; size: ${size}`,
@@ -70,6 +72,7 @@ async function main(): Promise<number> {
     formatCostLines(steadyResults.map(costLine)),
     `per-worker-limiter with ${partlyBusy.busyWorkers} of its ${partlyBusy.workers} workers busy (${partlyBusy.jobs} jobs): utilization ${partlyBusyResult.utilization.toFixed(3)}, ${partlyBusyResult.durationSeconds.toFixed(1)} s against ${partlyBusyResult.idealSeconds.toFixed(1)} s ideal`,
     formatTable(outage.name, outageResults),
+    formatTable(lateStarts.name, lateStartsResults),
     growthTable(growthResults, growth),
     ceilingLines(ceilingResult, ceiling),
     `chart: ${chartPath}; whole bench: ${((Date.now() - began) / 1000).toFixed(0)} s`,
@@ -84,6 +87,7 @@ async function main(): Promise<number> {
         steady: steadyResults.map(figures),
         partlyBusy: figures(partlyBusyResult),
         outage: outageResults.map(figures),
+        'late-starts': lateStartsResults.map(figures),
         growth: growthResults.map(figures),
         ceiling: figures(ceilingResult),
       }),

@@ -5,10 +5,12 @@ import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
  * - `hang`: it never answers (the worker's own timeout ends the call);
  * - `rate-limited-without-retry-after`: 429 with no `retry-after` or rate-limit header;
  * - `server-error`: 500 (a long stretch of them opens the circuit);
- * - `flapping`: down (500) and up in turns of `periodMs`, starting down.
+ * - `flapping`: down (500) and up in turns of `periodMs`, starting down;
+ * - `rate-limited-for-hours`: 429 with a `retry-after` of `retryAfterSeconds` (hours by default);
+ * - `caller-rejected`: 401 and 403 in turn, as for a revoked key or a missing permission, until the window ends.
  * Calls met by a fault never reach the referee behind: the API did no work and consumed no quota.
  */
-export type ApiFaultKind = 'hang' | 'rate-limited-without-retry-after' | 'server-error' | 'flapping';
+export type ApiFaultKind = 'hang' | 'rate-limited-without-retry-after' | 'server-error' | 'flapping' | 'rate-limited-for-hours' | 'caller-rejected';
 
 /** A stretch of misbehaviour, in ms after the scenario starts. */
 export interface ApiFaultWindow {
@@ -17,24 +19,34 @@ export interface ApiFaultWindow {
   readonly toMs: number;
   /** Length of each down and each up turn of `flapping`. @default 500 */
   readonly periodMs?: number;
+  /** The `retry-after` of `rate-limited-for-hours`. @default 7200 */
+  readonly retryAfterSeconds?: number;
 }
 
+/** Told of each job call a fault answered, so that the referee can count it too (see `VirtualApi.recordOutcome`). */
+export type FaultAnswered = (body: string, context: { readonly idempotencyKey: string }, status: number) => void;
+
 const DEFAULT_FLAP_MS = 500;
+const DEFAULT_RETRY_AFTER_SECONDS = 7_200;
 
 /** An {@link ApiCaller} that misbehaves during its windows and passes everything else to the API behind it. */
 export class MisbehavingApi implements ApiCaller {
   private readonly counts = new Map<ApiFaultKind, number>();
 
+  /** @param onFault told of each job call a fault answered with a status. @default nobody */
   constructor(
     private readonly inner: ApiCaller,
     private readonly windows: readonly ApiFaultWindow[],
     private readonly startedAt: () => number,
+    private readonly onFault: FaultAnswered = () => undefined,
   ) {}
 
   /** @inheritDoc */
   call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
     const fault = this.faultNow();
-    return fault === undefined ? this.inner.call(body, context) : Promise.resolve(fault);
+    if (fault === undefined) return this.inner.call(body, context);
+    if (fault.kind === 'response') this.onFault(body, context, fault.status);
+    return Promise.resolve(fault);
   }
 
   /** @inheritDoc */
@@ -71,5 +83,9 @@ function answerOf(window: ApiFaultWindow, at: number): ApiResult | undefined {
       const turn = Math.floor((at - window.fromMs) / (window.periodMs ?? DEFAULT_FLAP_MS));
       return turn % 2 === 0 ? { kind: 'response', status: 500, headers: {} } : undefined;
     }
+    case 'rate-limited-for-hours':
+      return { kind: 'response', status: 429, headers: { 'retry-after': String(window.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS) } };
+    case 'caller-rejected':
+      return { kind: 'response', status: Math.floor(at / 100) % 2 === 0 ? 401 : 403, headers: {} };
   }
 }

@@ -1,4 +1,6 @@
+import type { Clock } from '../../lib/ports/Clock';
 import { seededRandom } from '../simulation/random';
+import { REALISTIC_TIMING } from '../simulation/startDelays';
 import type { ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { RunSummary } from '../../lib/services/runOrchestrator';
 import type { EmulatorEndpoints } from '../local/clients';
@@ -50,8 +52,16 @@ export interface FaultScenarioResult {
   readonly duplicateApiCalls: number;
   /** Of those, the ones a crash after the call and before the record explains (at most one per such crash). */
   readonly duplicatesAfterCrashBeforeRecord: number;
-  /** Calls the quota referee had to refuse: each would have exceeded a tier. */
+  /** Calls the quota referee had to refuse: every call that arrived outside what the tiers allow. */
   readonly quotaViolations: number;
+  /** API calls for a job that had already had its final answer (a success, or a 4xx other than 408 and 429). */
+  readonly callsAfterEnded: number;
+  /** Final answers beyond the first for a job: 200s and 4xx both count. */
+  readonly duplicateFinalAnswers: number;
+  /** Calls of a FIFO group that arrived after a later message of the group had arrived. */
+  readonly fifoInversions: number;
+  /** Worker starts drawn by the timing model, by kind (`warm`, `cold`, `throttled`, `held`, `duplicate`). */
+  readonly starts: Readonly<Record<string, number>>;
   readonly fifoOrderViolations: number;
   readonly deadLetteredWithReason: number;
   readonly deadLetteredWithoutReason: number;
@@ -152,17 +162,23 @@ export async function runFaultScenario(scenario: FaultScenario, emulators: Emula
   const aws = new AwsFaultInjector(scenario.aws ?? [], () => zero.at, random, () => FAULT_TIMEOUT_MS);
   const worker = new WorkerFaultInjector(scenario.worker ?? {});
   let api: MisbehavingApi | undefined;
+  const timingRandom = seededRandom(seed + 1_000);
+  const clock = scenario.midnightAfterMs === undefined ? undefined : clockBeforeMidnight(scenario.midnightAfterMs, scenario.timeZone ?? 'UTC');
   const stack = await createServiceStack({
-    quotas: FAULT_QUOTAS,
+    quotas: scenario.quotas ?? FAULT_QUOTAS,
     emulators,
     ...SETTINGS,
+    invokeTiming: { model: scenario.timing ?? REALISTIC_TIMING, random: timingRandom },
+    ...(clock === undefined ? {} : { clock }),
+    ...(scenario.timeZone === undefined ? {} : { timeZone: scenario.timeZone }),
+    ...(scenario.maxReceiveCount === undefined ? {} : { maxReceiveCount: scenario.maxReceiveCount }),
     ...(scenario.outages === undefined ? {} : { outages: scenario.outages }),
     faults: {
       orchestratorClients: (clients) => aws.attach(clients, 'orchestrator'),
       workerClients: (clients) => aws.attach(clients, 'worker'),
       workerDeps: (deps) => worker.deps(deps),
       workerHandler: (handler) => worker.handler(handler),
-      api: (inner) => (api = new MisbehavingApi(inner, scenario.api ?? [], () => zero.at)),
+      api: (inner) => (api = new MisbehavingApi(inner, scenario.api ?? [], () => zero.at, (body, context, status) => inner.recordOutcome(body, context, status))),
     },
   });
   try {
@@ -174,6 +190,19 @@ export async function runFaultScenario(scenario: FaultScenario, emulators: Emula
   } finally {
     await stack.close();
   }
+}
+
+/**
+ * The wall clock shifted so that the next midnight in `timeZone` comes `afterMs` from now (on a day of 24 hours:
+ * the fault suite picks zones and dates where that holds, or a DST day moves midnight by an hour).
+ */
+export function clockBeforeMidnight(afterMs: number, timeZone: string, now = Date.now()): Clock {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-GB', { timeZone, hourCycle: 'h23', hour: 'numeric', minute: 'numeric', second: 'numeric' }).formatToParts(now).map((p) => [p.type, Number(p.value)]),
+  ) as Record<string, number>;
+  const sinceMidnight = (((parts.hour ?? 0) * 60 + (parts.minute ?? 0)) * 60 + (parts.second ?? 0)) * 1000 + (now % 1000);
+  const offset = 86_400_000 - sinceMidnight - afterMs;
+  return { now: () => Date.now() + offset, sleep: (ms) => pause(ms) };
 }
 
 /** Starts runs as the schedule would (plus manual invokes and the stale holder) until the stack has drained. */
@@ -258,8 +287,12 @@ async function tally(
     ...(stale === undefined ? {} : { 'orchestrator:stale-lease-holder': 1 }),
     ...(manual > 0 ? { 'orchestrator:manual-invoke': manual } : {}),
     ...(scenario.outages === undefined ? {} : { 'api:outage': scenario.outages.length }),
+    ...(scenario.midnightAfterMs === undefined ? {} : { 'clock:midnight': 1 }),
+    // What the invoke timing drew beyond a warm start: each a start Lambda makes late, or an event it delivers twice.
+    ...Object.fromEntries(Object.entries(stack.workerStarts()).filter(([kind]) => kind !== 'warm' && kind !== 'fixed').map(([kind, n]) => [`lambda:${kind === 'duplicate' ? 'delivered-twice' : `${kind}-start`}`, n])),
   };
   const report = stack.api.report();
+  const outcomes = stack.api.outcomeReport();
   return {
     name: scenario.name,
     injects: scenario.injects,
@@ -270,6 +303,8 @@ async function tally(
     duplicateApiCalls: duplicates,
     duplicatesAfterCrashBeforeRecord: explained,
     quotaViolations: report.rejectedByApi,
+    ...outcomes,
+    starts: stack.workerStarts(),
     fifoOrderViolations: report.fifoOrderViolations,
     deadLetteredWithReason: withReason.length,
     deadLetteredWithoutReason: deadLettered.length - withReason.length,
@@ -291,6 +326,9 @@ export interface FaultTotals {
   readonly duplicatesAfterCrashBeforeRecord: number;
   readonly unexplainedDuplicates: number;
   readonly quotaViolations: number;
+  readonly callsAfterEnded: number;
+  readonly duplicateFinalAnswers: number;
+  readonly fifoInversions: number;
   readonly fifoOrderViolations: number;
   readonly deadLetteredWithReason: number;
   readonly deadLetteredWithoutReason: number;
@@ -309,6 +347,9 @@ export function totalsOf(results: readonly FaultScenarioResult[]): FaultTotals {
     duplicatesAfterCrashBeforeRecord: sum((r) => r.duplicatesAfterCrashBeforeRecord),
     unexplainedDuplicates: sum((r) => r.duplicateApiCalls - r.duplicatesAfterCrashBeforeRecord),
     quotaViolations: sum((r) => r.quotaViolations),
+    callsAfterEnded: sum((r) => r.callsAfterEnded),
+    duplicateFinalAnswers: sum((r) => r.duplicateFinalAnswers),
+    fifoInversions: sum((r) => r.fifoInversions),
     fifoOrderViolations: sum((r) => r.fifoOrderViolations),
     deadLetteredWithReason: sum((r) => r.deadLetteredWithReason),
     deadLetteredWithoutReason: sum((r) => r.deadLetteredWithoutReason),

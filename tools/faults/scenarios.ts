@@ -1,5 +1,7 @@
 import type { ApiFaultWindow } from './apiFaults';
 import type { AwsFaultWindow } from './awsFaults';
+import type { QuotaInput } from '../local/serviceStack';
+import { DEFAULT_DUPLICATES, REALISTIC_START_DELAYS, REALISTIC_TIMING, type InvokeTimingModel } from '../simulation/startDelays';
 import type { WorkerFaultPlan } from './workerFaults';
 
 /** One fault scenario: a job set run through the whole service on the emulators while the faults are injected. */
@@ -22,7 +24,28 @@ export interface FaultScenario {
   readonly manualInvokeEveryMs?: number;
   /** The API answers 503 in these windows (outages the circuit sees), in ms after the start. @default [] */
   readonly outages?: readonly { readonly fromMs: number; readonly toMs: number }[];
+  /** When workers start and which events come twice. @default REALISTIC_TIMING (Lambda as it is) */
+  readonly timing?: InvokeTimingModel;
+  /** The lane's quotas. @default FAULT_QUOTAS */
+  readonly quotas?: readonly QuotaInput[];
+  /** `TIME_ZONE` of the calendar tiers, and the API's. @default UTC */
+  readonly timeZone?: string;
+  /** The service's and the API's clock is shifted so that midnight in `timeZone` comes this long after the start. @default no shift */
+  readonly midnightAfterMs?: number;
+  /** Redrive `maxReceiveCount` of the source queues. @default 10 */
+  readonly maxReceiveCount?: number;
 }
+
+/** Realistic timing with this share of late (cold) starts, `minMs`…`maxMs` late. */
+function lateStarts(share: number, minMs: number, maxMs: number): InvokeTimingModel {
+  return { ...REALISTIC_TIMING, start: { ...REALISTIC_START_DELAYS, coldShare: share, coldMinMs: minMs, coldMaxMs: maxMs } };
+}
+
+/** The minute and day tiers of the default quotas (20/s, 600/min, 5,000/day), under a tighter second tier. */
+const FAULT_QUOTAS_AFTER_SECOND: readonly QuotaInput[] = [
+  { limit: 600, per: 'minute' },
+  { limit: 5_000, per: 'day' },
+];
 
 /** `quick` keeps each scenario to seconds (the subset in `npm test`); `full` is `npm run faults`. */
 export type FaultSize = 'quick' | 'full';
@@ -118,6 +141,53 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
         { kind: 'server-error', fromMs: 2_000, toMs: quick ? 4_500 : 8_000 },
         { kind: 'flapping', fromMs: quick ? 4_500 : 8_000, toMs: quick ? 7_500 : 14_000, periodMs: 400 },
       ],
+    },
+    {
+      ...base,
+      name: 'late-starts',
+      injects: 'issue 11: a third of the workers start 200 ms to 1.5 s late, against a tight 5/s tier',
+      quotas: [{ limit: 5, per: 'second' }, ...FAULT_QUOTAS_AFTER_SECOND],
+      timing: lateStarts(0.33, 200, 1_500),
+    },
+    {
+      ...base,
+      name: 'repeated-deliveries',
+      injects: 'issue 11: a third of the worker events delivered twice, half while the first delivery runs, half after it ended',
+      timing: { ...REALISTIC_TIMING, duplicates: { ...DEFAULT_DUPLICATES, share: 0.33 } },
+    },
+    {
+      ...base,
+      name: 'quota-exhausted',
+      injects: `issue 11: a day tier of 25 used up until midnight, ${quick ? 20 : 40} s later (longer than visibility × maxReceiveCount), and 429s with a Retry-After of 2 hours`,
+      quotas: [{ limit: 20, per: 'second' }, { limit: 600, per: 'minute' }, { limit: 25, per: 'day' }],
+      midnightAfterMs: quick ? 20_000 : 40_000,
+      maxReceiveCount: 2,
+      api: [{ kind: 'rate-limited-for-hours', fromMs: 300, toMs: 500, retryAfterSeconds: 7_200 }],
+    },
+    {
+      ...base,
+      name: 'day-boundary',
+      injects: 'issue 11: a run across midnight in America/New_York with a day tier of 30, and a third of the workers late',
+      quotas: [{ limit: 20, per: 'second' }, { limit: 600, per: 'minute' }, { limit: 30, per: 'day' }],
+      timeZone: 'America/New_York',
+      midnightAfterMs: 1_500,
+      timing: lateStarts(0.33, 200, 1_500),
+    },
+    {
+      ...base,
+      name: 'probe-overlap',
+      injects: 'issue 11: outages that open the circuit while half the events (health checks included) come late and half twice',
+      outages: [
+        { fromMs: 500, toMs: 2_500 },
+        { fromMs: 4_000, toMs: 6_000 },
+      ],
+      timing: { start: { ...REALISTIC_START_DELAYS, coldShare: 0.5, coldMinMs: 200, coldMaxMs: 1_500 }, duplicates: { ...DEFAULT_DUPLICATES, share: 0.5 } },
+    },
+    {
+      ...base,
+      name: 'caller-rejected',
+      injects: 'issue 11: the API answers 401 and 403 for a stretch (a revoked key), then is fixed',
+      api: [{ kind: 'caller-rejected', fromMs: 500, toMs: quick ? 2_500 : 5_000 }],
     },
   ];
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../../lib/ports/Clock';
+import type { DeliveryPlan, InvokeTiming } from '../simulation/startDelays';
 import { localFunctionArn } from './template';
 
 /** The part of the Lambda context a local handler gets. */
@@ -64,6 +65,11 @@ export interface LocalLambdaHostOptions {
   readonly accountConcurrency?: number;
   /** Interface to listen on. @default '127.0.0.1' */
   readonly host?: string;
+  /**
+   * Draws each accepted `Event` invocation's start delay (warm, cold, throttled inside Lambda, held) and whether
+   * Lambda delivers it twice. @default every event starts at once, delivered once
+   */
+  readonly timing?: InvokeTiming;
 }
 
 /** Counters of one function since the host started. */
@@ -78,6 +84,8 @@ export interface LocalFunctionStats {
   readonly running: number;
   /** `Event` invocations dropped after their last retry: no `onFailure`, or `onFailure` rejected. */
   readonly discarded: number;
+  /** Second deliveries of `Event` invocations started (at-least-once delivery, drawn by the host's `timing`). */
+  readonly duplicateDeliveries: number;
   /** How often each string result was returned (the worker returns outcomes such as `'succeeded'`). */
   readonly results: ReadonlyMap<string, number>;
   /** Summed duration of the attempts that ended, each to its end or its timeout: what Lambda bills. */
@@ -102,6 +110,7 @@ interface FunctionState {
   errors: number;
   running: number;
   discarded: number;
+  duplicateDeliveries: number;
   billedMs: number;
   readonly results: Map<string, number>;
 }
@@ -162,6 +171,9 @@ function sendError(response: ServerResponse, status: number, type: string, field
  * `maximumEventAge`: here the caller sees every throttle. (The SDK's default retry strategy retries 429s itself.)
  * A retry of an accepted `Event` invocation is never refused: it waits for a free slot, first come first served.
  *
+ * Timing: with a `timing`, each accepted `Event` invocation starts after a drawn delay and may be delivered twice
+ * (while its first delivery runs, or after it ended), as Lambda's at-least-once async delivery does.
+ *
  * Not modelled: payload size limits, `maximumEventAge`, versions and aliases, logs (`LogType: Tail`).
  */
 export class LocalLambdaHost {
@@ -170,6 +182,7 @@ export class LocalLambdaHost {
   private readonly retryDelayMs: number;
   private readonly accountConcurrency: number;
   private readonly host: string;
+  private readonly timing: InvokeTiming | undefined;
   private readonly server: Server;
   private readonly slotWaiters: SlotWaiter[] = [];
   /** Attempts holding a concurrency slot, across functions. */
@@ -182,7 +195,7 @@ export class LocalLambdaHost {
    *   negative `retryDelayMs` or `timeoutMs`.
    */
   constructor(functions: readonly LocalFunction[], options: LocalLambdaHostOptions = {}) {
-    const { clock = wallClock, retryDelayMs = 1000, accountConcurrency = 1000, host = '127.0.0.1' } = options;
+    const { clock = wallClock, retryDelayMs = 1000, accountConcurrency = 1000, host = '127.0.0.1', timing } = options;
     if (!(retryDelayMs >= 0)) throw new RangeError(`retryDelayMs must be >= 0, got ${retryDelayMs}`);
     if (!Number.isInteger(accountConcurrency) || accountConcurrency < 1) {
       throw new RangeError(`accountConcurrency must be an integer >= 1, got ${accountConcurrency}`);
@@ -196,12 +209,13 @@ export class LocalLambdaHost {
       if (fn.reservedConcurrency !== undefined && (!Number.isInteger(fn.reservedConcurrency) || fn.reservedConcurrency < 0)) {
         throw new RangeError(`${fn.name}: reservedConcurrency must be an integer >= 0, got ${fn.reservedConcurrency}`);
       }
-      this.functions.set(fn.name, { fn, invocations: 0, throttled: 0, errors: 0, running: 0, discarded: 0, billedMs: 0, results: new Map() });
+      this.functions.set(fn.name, { fn, invocations: 0, throttled: 0, errors: 0, running: 0, discarded: 0, duplicateDeliveries: 0, billedMs: 0, results: new Map() });
     }
     this.clock = clock;
     this.retryDelayMs = retryDelayMs;
     this.accountConcurrency = accountConcurrency;
     this.host = host;
+    this.timing = timing;
     this.server = createServer((request, response) => {
       this.handle(request, response).catch((error: unknown) => {
         // Only reading the request can fail here (the client went away); handlers' errors are answers.
@@ -232,8 +246,8 @@ export class LocalLambdaHost {
   stats(name: string): LocalFunctionStats {
     const state = this.functions.get(name);
     if (state === undefined) throw new RangeError(`no function named '${name}'`);
-    const { invocations, throttled, errors, running, discarded, billedMs } = state;
-    return { invocations, throttled, errors, running, discarded, billedMs, results: new Map(state.results) };
+    const { invocations, throttled, errors, running, discarded, duplicateDeliveries, billedMs } = state;
+    return { invocations, throttled, errors, running, discarded, duplicateDeliveries, billedMs, results: new Map(state.results) };
   }
 
   /** True when no attempt is running and no accepted invocation waits for a retry or for its `onFailure`. */
@@ -306,7 +320,8 @@ export class LocalLambdaHost {
     this.unfinished++;
     if (type === 'Event') {
       response.writeHead(202).end();
-      void this.runEvent(state, requestId, payload).finally(() => this.unfinished--);
+      const plan = this.timing?.plan(this.clock.now()) ?? { startDelayMs: 0 };
+      void this.runEvent(state, requestId, payload, plan).finally(() => this.unfinished--);
       return;
     }
     void this.attempt(state, requestId, payload)
@@ -348,8 +363,31 @@ export class LocalLambdaHost {
     return new Promise((start) => this.slotWaiters.push({ state, start }));
   }
 
-  /** Runs an accepted `Event` invocation, whose first slot is already taken, through its retries to `onFailure`. */
-  private async runEvent(state: FunctionState, requestId: string, payload: unknown): Promise<void> {
+  /**
+   * Runs an accepted `Event` invocation, whose first slot is already taken (and held through its start delay, as a
+   * cold start holds it), after its start delay; and its second delivery, if the plan has one.
+   */
+  private async runEvent(state: FunctionState, requestId: string, payload: unknown, plan: Pick<DeliveryPlan, 'startDelayMs' | 'duplicate'>): Promise<void> {
+    const duplicate = plan.duplicate;
+    if (duplicate?.when === 'while-running') {
+      this.unfinished++;
+      void this.redeliver(state, requestId, payload, plan.startDelayMs + duplicate.afterStartMs).finally(() => this.unfinished--);
+    }
+    if (plan.startDelayMs > 0) await this.clock.sleep(plan.startDelayMs);
+    await this.runAttempts(state, requestId, payload);
+    if (duplicate?.when === 'after-end') await this.redeliver(state, requestId, payload, duplicate.afterEndMs);
+  }
+
+  /** Lambda delivers an event again `afterMs` from now, with the same request id: a new slot, its own retries. */
+  private async redeliver(state: FunctionState, requestId: string, payload: unknown, afterMs: number): Promise<void> {
+    await this.clock.sleep(afterMs);
+    state.duplicateDeliveries++;
+    await this.waitForSlot(state);
+    await this.runAttempts(state, requestId, payload);
+  }
+
+  /** Runs one delivery, whose first slot is taken, through its retries to `onFailure`. */
+  private async runAttempts(state: FunctionState, requestId: string, payload: unknown): Promise<void> {
     const { fn } = state;
     for (let retry = 0; ; retry++) {
       const outcome = await this.attempt(state, requestId, payload);

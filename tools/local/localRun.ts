@@ -10,6 +10,7 @@ import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { QueueName } from '../../lib/ports/QueueReceiver';
 import { buildJobs, type JobSpec } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';
+import { InvokeTiming } from '../simulation/startDelays';
 import { buildReport, type CircuitChange, type Report } from '../simulation/report';
 import type { Scenario } from '../simulation/scenario';
 import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
@@ -154,7 +155,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     },
     shouldStop: () => endedAt !== undefined,
     log: options.log,
-  });
+  }, { timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)) });
   // EventBridge does not retry a throttled tick: one attempt, as every Lambda client makes.
   const scheduler = lambdaClient(endpoint);
 

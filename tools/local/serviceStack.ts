@@ -13,8 +13,11 @@ import { addMiddleware } from './sdkMiddleware';
 import type { DestinationRecord, LocalFunctionStats } from './lambdaHost';
 import type { MessageAttribute, QueueName, ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
+import type { Clock } from '../../lib/ports/Clock';
 import type { StateStores } from '../../lib/ports/StateStores';
+import type { WorkerDeps } from '../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../lib/services/runOrchestrator';
+import { InvokeTiming, type InvokeTimingModel } from '../simulation/startDelays';
 import { VirtualApi } from '../simulation/virtualApi';
 import { LocalHarness, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
@@ -82,8 +85,22 @@ export interface ServiceStackOptions {
   readonly maxReceiveCount?: number;
   /** The emulators to create the table and queues on. */
   readonly emulators: EmulatorEndpoints;
+  /**
+   * The time of the orchestrator runs, the workers and the API (e.g. shifted to just before a midnight). AWS and the
+   * emulators keep the wall clock.
+   * @default the wall clock
+   */
+  readonly clock?: Clock;
+  /** `TIME_ZONE` of the service's calendar tiers, and the zone the API counts its day and month tiers in. @default UTC */
+  readonly timeZone?: string;
   /** @default none */
   readonly faults?: StackFaults;
+  /**
+   * When worker invocations start and which are delivered twice, drawn with `random`. The fault suite passes the
+   * realistic model; tests that pin exact timings leave it out.
+   * @default every worker starts at once, each event delivered once
+   */
+  readonly invokeTiming?: { readonly model: InvokeTimingModel; readonly random: () => number };
 }
 
 /** A message to put on a queue before or during a run. */
@@ -250,6 +267,9 @@ export class ServiceStack {
       /** The very array the API was given as `outages`: the API reads it at every call, so pushing starts one. */
       readonly outages: { startMs: number; endMs: number }[];
       readonly faults: StackFaults;
+      /** The time of runs, workers and API. */
+      readonly clock: Clock;
+      readonly timing: InvokeTiming | undefined;
     },
     logs: LogLine[],
     workerFailures: readonly DestinationRecord[],
@@ -271,7 +291,7 @@ export class ServiceStack {
    * @returns the instant it ends.
    */
   startOutage(forMs: number): number {
-    const startMs = systemClock.now();
+    const startMs = this.setup.clock.now();
     this.setup.outages.push({ startMs, endMs: startMs + forMs });
     return startMs + forMs;
   }
@@ -309,8 +329,9 @@ export class ServiceStack {
       events.push(event);
       if (event.type === 'flushed') markStarted(true);
     };
-    const deps = { ...orchestratorDepsFromEnv(this.env, clients), owner, onEvent };
-    const run = runOrchestrator(deps, { deadline: systemClock.now() + options.deadlineMs, shouldStop: () => stopping });
+    const { clock } = this.setup;
+    const deps = { ...orchestratorDepsFromEnv(this.env, clients), clock, owner, onEvent };
+    const run = runOrchestrator(deps, { deadline: clock.now() + options.deadlineMs, shouldStop: () => stopping });
     const summary = Promise.race([run, killed]).finally(() => destroyClients(clients));
     const entry = { stop: () => (stopping = true), summary: summary.catch(() => undefined) };
     this.runs.add(entry);
@@ -402,6 +423,11 @@ export class ServiceStack {
     return this.harness.stats(WORKER_FUNCTION);
   }
 
+  /** Worker starts the stack's invoke timing drew, by kind; empty without one. */
+  workerStarts(): Readonly<Record<string, number>> {
+    return this.setup.timing?.counts() ?? {};
+  }
+
   /** True when no worker invocation is running or waiting for a retry. */
   workersIdle(): boolean {
     return this.harness.idle();
@@ -443,15 +469,18 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
       [CONFIG_ENV.retry]: JSON.stringify(settings.retry),
       [CONFIG_ENV.circuit]: JSON.stringify(settings.circuit),
       [CONFIG_ENV.pacing]: JSON.stringify(settings.pacing),
+      ...(options.timeZone === undefined ? {} : { [CONFIG_ENV.timeZone]: options.timeZone }),
       [RESOURCE_ENV.tableName]: tableName,
       [RESOURCE_ENV.workerFunctionName]: WORKER_FUNCTION,
       ...Object.fromEntries(Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [name, queueUrls[queue as QueueName]])),
     };
     const config = serviceConfigFromEnv(baseEnv);
 
+    const clock = options.clock ?? systemClock;
     const readyAt = systemClock.now();
-    const outages = (options.outages ?? []).map((o) => ({ startMs: readyAt + o.fromMs, endMs: readyAt + o.toMs }));
-    const api = new VirtualApi({ clock: systemClock, tiers: config.quotas, latencyMs: options.latencyMs ?? 10, outages });
+    const apiNow = clock.now();
+    const outages = (options.outages ?? []).map((o) => ({ startMs: apiNow + o.fromMs, endMs: apiNow + o.toMs }));
+    const api = new VirtualApi({ clock, tiers: config.quotas, latencyMs: options.latencyMs ?? 10, outages, ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }) });
     const faults = options.faults ?? {};
     const apiServer = await harness.serveApi(faults.api?.(api) ?? api);
     const env: Env = Object.freeze({ ...baseEnv, [RESOURCE_ENV.apiUrl]: apiServer.apiUrl, [RESOURCE_ENV.healthUrl]: apiServer.healthUrl });
@@ -468,9 +497,14 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
       maximumRetryAttempts: 0,
       onFailure: async (record: DestinationRecord) => void workerFailures.push(record),
     } as const;
-    const hooks: FunctionHooks = { log, clients: faults.workerClients, workerDeps: faults.workerDeps, workerHandler: faults.workerHandler };
-    await harness.host([worker], hooks, { retryDelayMs: 100 });
-    return new ServiceStack({ env, config, api, readyAt }, harness, { outages, faults }, logs, workerFailures);
+    const workerDeps = (deps: WorkerDeps): WorkerDeps => {
+      const timed = options.clock === undefined ? deps : { ...deps, clock };
+      return faults.workerDeps?.(timed) ?? timed;
+    };
+    const hooks: FunctionHooks = { log, clients: faults.workerClients, workerDeps, workerHandler: faults.workerHandler };
+    const timing = options.invokeTiming === undefined ? undefined : new InvokeTiming(options.invokeTiming.model, options.invokeTiming.random);
+    await harness.host([worker], hooks, { retryDelayMs: 100, ...(timing === undefined ? {} : { timing }) });
+    return new ServiceStack({ env, config, api, readyAt }, harness, { outages, faults, clock, timing }, logs, workerFailures);
   } catch (error) {
     await harness.close({ idleWithinMs: 0 });
     throw error;

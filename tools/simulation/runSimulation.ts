@@ -8,6 +8,7 @@ import { processWorkerEvent } from '../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent } from '../../lib/services/runOrchestrator';
 import { buildJobs } from './jobs';
 import { seededRandom } from './random';
+import { InvokeTiming } from './startDelays';
 import { buildReport, type CircuitChange, type Report } from './report';
 import type { Scenario } from './scenario';
 import { VirtualApi } from './virtualApi';
@@ -68,7 +69,7 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
   const queues = new MemoryQueues({ clock, maxReceiveCount: Math.max(10, config.retry.maxAttempts + 5) });
   const invoker = new MemoryInvoker({
     clock,
-    latencyMs: scenario.invokeLatencyMs,
+    timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)),
     handler: (event) => processWorkerEvent(event, { clock, stores, queues, api, config, random }),
   });
   for (const job of jobs) {

@@ -2,6 +2,7 @@ import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import { describeValue } from '../../lib/domain/describeValue';
 import { parseNumberSettings } from '../../lib/domain/settings';
 import { ConfigError } from '../../lib/errors';
+import { DEFAULT_DUPLICATES, parseDuplicateDeliveries, parseStartDelays, REALISTIC_START_DELAYS, type InvokeTimingModel } from './startDelays';
 
 /** An API outage, in seconds from the start of the run. */
 export interface Outage {
@@ -31,8 +32,13 @@ export interface Scenario {
     readonly costMax: number;
   };
   readonly api: { readonly latencyMs: number; readonly outages: readonly Outage[] };
-  /** Delay between an asynchronous invoke and the worker starting. */
-  readonly invokeLatencyMs: number;
+  /**
+   * When workers start after their asynchronous invoke, and which events Lambda delivers twice. JSON:
+   * `startDelays` (`{"kind":"realistic", …}` by default, or `{"kind":"fixed","ms":N}`) and `duplicateDeliveries`
+   * (`{"share":0}` for a single delivery). The older `invokeLatencyMs: N` still reads as `startDelays` fixed at N.
+   * @default realistic start delays and 2 % of events delivered twice (see `startDelays.ts`)
+   */
+  readonly invokeTiming: InvokeTimingModel;
   /** Seconds between scheduled orchestrator ticks (EventBridge `rate(1 minute)`). */
   readonly tickSeconds: number;
   /** Each run stops this long before the next tick, so runs never overlap. */
@@ -41,7 +47,7 @@ export interface Scenario {
   readonly maxSeconds: number;
 }
 
-const KEYS = ['name', 'seed', 'quotas', 'timeZone', 'jobs', 'api', 'invokeLatencyMs', 'tickSeconds', 'stopMarginMs', 'maxSeconds', 'circuit', 'retry', 'pacing', 'orchestrator'];
+const KEYS = ['name', 'seed', 'quotas', 'timeZone', 'jobs', 'api', 'invokeLatencyMs', 'startDelays', 'duplicateDeliveries', 'tickSeconds', 'stopMarginMs', 'maxSeconds', 'circuit', 'retry', 'pacing', 'orchestrator'];
 
 const JOB_DEFAULTS = { count: 300, fifo: 0, fifoGroups: 1, poison: 0, malformed: 0, costMin: 1, costMax: 1 };
 const JOB_RANGES = {
@@ -95,7 +101,16 @@ export function parseScenario(input: unknown): Scenario {
     // A job set whose costs are all 1 gives a cost tier nothing to count beyond requests.
     { costsAvailable: jobs.costMax !== 1 || jobs.costMin !== 1 },
   );
-  return Object.freeze({ name, seed, config, jobs, api: parseApi(raw.api), invokeLatencyMs, tickSeconds, stopMarginMs, maxSeconds });
+  return Object.freeze({ name, seed, config, jobs, api: parseApi(raw.api), invokeTiming: parseInvokeTiming(raw, invokeLatencyMs), tickSeconds, stopMarginMs, maxSeconds });
+}
+
+/** `startDelays` and `duplicateDeliveries`, or the fixed delay of an older scenario's `invokeLatencyMs`. */
+function parseInvokeTiming(raw: Record<string, unknown>, invokeLatencyMs: number): InvokeTimingModel {
+  if (raw.invokeLatencyMs !== undefined && raw.startDelays !== undefined) throw new ConfigError('invokeLatencyMs', 'give either invokeLatencyMs (a fixed delay) or startDelays, not both');
+  const start =
+    raw.startDelays !== undefined ? parseStartDelays(raw.startDelays) : raw.invokeLatencyMs !== undefined ? Object.freeze({ kind: 'fixed' as const, ms: invokeLatencyMs }) : REALISTIC_START_DELAYS;
+  const duplicates = raw.duplicateDeliveries === undefined ? DEFAULT_DUPLICATES : parseDuplicateDeliveries(raw.duplicateDeliveries);
+  return Object.freeze({ start, duplicates });
 }
 
 function parseApi(input: unknown): Scenario['api'] {

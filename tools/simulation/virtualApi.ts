@@ -18,6 +18,8 @@ export interface VirtualApiOptions {
   readonly costOf?: (body: string) => number;
   /** Whether to answer 429 (and 413) when a quota would be exceeded. With `false`, usage is only recorded. @default true */
   readonly enforce?: boolean;
+  /** The zone of the calendar windows of day and month tiers (an IANA name). @default 'UTC' */
+  readonly timeZone?: string;
 }
 
 /** One job call as the API saw it, for timelines. `at` is the arrival instant. */
@@ -47,15 +49,30 @@ export interface VirtualApiReport {
   readonly probes: number;
 }
 
+/** What the referee saw of jobs' ends and order, faults in front of it included (see {@link VirtualApi.recordOutcome}). */
+export interface OutcomeReport {
+  /** Job calls that arrived after their id had already had a final answer (200, or a 4xx other than 401, 403, 408 and 429). */
+  readonly callsAfterEnded: number;
+  /** Final answers (200, or a 4xx other than 401, 403, 408 and 429) beyond the first for the same id. */
+  readonly duplicateFinalAnswers: number;
+  /** Job calls that arrived after a call of the same group with a higher `seq` had arrived, whatever the answers. */
+  readonly fifoInversions: number;
+}
+
+/** Statuses of 4xx answers that do not end a job: a timeout and a rate limit are retried, 401 and 403 are the caller's fault. */
+const NOT_FINAL_4XX = new Set([401, 403, 408, 429]);
+
+/** Whether an answer ends a job: a success, or a client error about the job itself (see {@link NOT_FINAL_4XX}). */
+export function isFinalStatus(status: number): boolean {
+  return status === 200 || (status >= 400 && status < 500 && !NOT_FINAL_4XX.has(status));
+}
+
 interface Job {
   readonly id: string;
   readonly group?: string;
   readonly seq?: number;
   readonly poison: boolean;
 }
-
-/** The API's time zone for day and month tiers. */
-const API_TIME_ZONE = 'UTC';
 
 /**
  * What accepted arrivals hold in one tier: each arrival's units until it stops counting (see
@@ -68,7 +85,10 @@ class TierTally {
   /** The most units ever seen in one window. */
   maxUsage = 0;
 
-  constructor(readonly tier: Tier) {}
+  constructor(
+    readonly tier: Tier,
+    private readonly timeZone: string,
+  ) {}
 
   /**
    * Earliest instant, from `at` on, at which the tier would take `cost` more, counting only arrivals so far
@@ -90,7 +110,7 @@ class TierTally {
   record(at: number, cost: number): void {
     this.prune(at);
     const units = unitsFor(this.tier, cost);
-    this.held.push({ units, until: this.tier.countsUntil(at, API_TIME_ZONE) });
+    this.held.push({ units, until: this.tier.countsUntil(at, this.timeZone) });
     this.total += units;
     // A window's content peaks right after an arrival, so checking at each arrival finds the maximum.
     this.maxUsage = Math.max(this.maxUsage, this.total);
@@ -149,7 +169,9 @@ export class VirtualApi implements ApiCaller {
   private readonly successes = new Map<string, number>();
   private readonly inFlight = new Map<string, number>();
   private readonly highestHandledSeq = new Map<string, number>();
-  private readonly counts = { rejectedByApi: 0, duplicates: 0, fifoOrderViolations: 0, probes: 0 };
+  private readonly highestArrivedSeq = new Map<string, number>();
+  private readonly finalAnswers = new Map<string, number>();
+  private readonly counts = { rejectedByApi: 0, duplicates: 0, fifoOrderViolations: 0, probes: 0, callsAfterEnded: 0, duplicateFinalAnswers: 0, fifoInversions: 0 };
 
   constructor(options: VirtualApiOptions) {
     this.clock = options.clock;
@@ -158,7 +180,7 @@ export class VirtualApi implements ApiCaller {
     this.outages = options.outages ?? [];
     this.costOf = options.costOf ?? defaultCostOf;
     this.enforce = options.enforce ?? true;
-    this.windows = this.tiers.map((tier) => new TierTally(tier));
+    this.windows = this.tiers.map((tier) => new TierTally(tier, options.timeZone ?? 'UTC'));
   }
 
   /** Answers one job call `latencyMs` after it arrives; see the class description for the status. Never throws. */
@@ -169,6 +191,7 @@ export class VirtualApi implements ApiCaller {
     const result = this.admit(at, job, cost);
     const { status } = result;
     this.calls.push({ at, id: job.id, group: job.group, seq: job.seq, status });
+    this.countOutcome(job, status);
     if (status === 200) {
       const before = this.successes.get(job.id) ?? 0;
       this.successes.set(job.id, before + 1);
@@ -204,7 +227,36 @@ export class VirtualApi implements ApiCaller {
 
   /** Snapshot of the run's counters. */
   report(): VirtualApiReport {
-    return { apiCalls: this.calls.length, ...this.counts };
+    const { rejectedByApi, duplicates, fifoOrderViolations, probes } = this.counts;
+    return { apiCalls: this.calls.length, rejectedByApi, duplicates, fifoOrderViolations, probes };
+  }
+
+  /**
+   * Counts a job call that a fault in front of the API answered `status` without passing it on, in
+   * {@link outcomeReport} (calls that reach {@link call} are counted there).
+   */
+  recordOutcome(body: string, context: { readonly idempotencyKey: string }, status: number): void {
+    this.countOutcome(parseJob(body, context.idempotencyKey), status);
+  }
+
+  /** Snapshot of the counts of calls after a job ended, repeated final answers and FIFO inversions. */
+  outcomeReport(): OutcomeReport {
+    const { callsAfterEnded, duplicateFinalAnswers, fifoInversions } = this.counts;
+    return { callsAfterEnded, duplicateFinalAnswers, fifoInversions };
+  }
+
+  private countOutcome(job: Job, status: number): void {
+    const finals = this.finalAnswers.get(job.id) ?? 0;
+    if (finals > 0) this.counts.callsAfterEnded++;
+    if (isFinalStatus(status)) {
+      this.finalAnswers.set(job.id, finals + 1);
+      if (finals > 0) this.counts.duplicateFinalAnswers++;
+    }
+    if (job.group !== undefined && job.seq !== undefined) {
+      const highest = this.highestArrivedSeq.get(job.group) ?? Number.NEGATIVE_INFINITY;
+      if (job.seq < highest) this.counts.fifoInversions++;
+      this.highestArrivedSeq.set(job.group, Math.max(highest, job.seq));
+    }
   }
 
   /** Every job call in arrival order. */

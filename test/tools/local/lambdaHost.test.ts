@@ -2,6 +2,8 @@ import { InvokeCommand, LambdaClient, type InvocationType } from '@aws-sdk/clien
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import type { DestinationRecord, LocalFunction, LocalLambdaContext, LocalLambdaHostOptions } from '../../../tools/local/lambdaHost';
 import { LocalLambdaHost } from '../../../tools/local/lambdaHost';
+import { seededRandom } from '../../../tools/simulation/random';
+import { DEFAULT_DUPLICATES, InvokeTiming } from '../../../tools/simulation/startDelays';
 import { thrown } from '../../helpers/thrown';
 
 interface Deferred<T> {
@@ -224,6 +226,52 @@ describe('LocalLambdaHost', () => {
       retryA.result.resolve('succeeded');
       await flush();
       expect(host.stats('worker')).toMatchObject({ invocations: 3, errors: 1, throttled: 0, results: new Map([['succeeded', 2]]) });
+      expect(host.idle()).toBe(true);
+    });
+  });
+
+  describe('Event invocations with a timing', () => {
+    /** Every event starts 500 ms late and comes again, while the first runs (`whileRunningShare` 1) or 1 s after it ended (0). */
+    const twice = (whileRunningShare: number) =>
+      new InvokeTiming(
+        { start: { kind: 'fixed', ms: 500 }, duplicates: { ...DEFAULT_DUPLICATES, share: 1, whileRunningShare, whileRunningMinMs: 100, whileRunningMaxMs: 100, afterEndMinMs: 1_000, afterEndMaxMs: 1_000 } },
+        seededRandom(1),
+      );
+
+    it('starts the handler after the drawn start delay, and delivers it again with the same request id while it runs', async () => {
+      const clock = new FakeClock(0);
+      const worker = scripted();
+      const { host, client } = await start([fn({ handler: worker.handler })], { clock, timing: twice(1) });
+      const response = await invoke(client, { id: 'a' });
+      await flush();
+      expect(worker.calls).toBe(0);
+      await clock.advance(500);
+      const first = await worker.nextCall();
+      await clock.advance(100);
+      const second = await worker.nextCall();
+      expect(second.context.awsRequestId).toBe(response.$metadata.requestId);
+      expect(first.context.awsRequestId).toBe(response.$metadata.requestId);
+      first.result.resolve('succeeded');
+      second.result.resolve('succeeded');
+      await flush();
+      expect(host.stats('worker')).toMatchObject({ invocations: 2, duplicateDeliveries: 1 });
+      expect(host.idle()).toBe(true);
+    });
+
+    it('delivers an event again after its first delivery ended, staying busy until then', async () => {
+      const clock = new FakeClock(0);
+      const worker = scripted();
+      const { host, client } = await start([fn({ handler: worker.handler })], { clock, timing: twice(0) });
+      await invoke(client, { id: 'a' });
+      await flush();
+      await clock.advance(500);
+      (await worker.nextCall()).result.resolve('succeeded');
+      await flush();
+      expect(host.idle()).toBe(false);
+      await clock.advance(1_000);
+      (await worker.nextCall()).result.resolve('succeeded');
+      await flush();
+      expect(host.stats('worker')).toMatchObject({ invocations: 2, duplicateDeliveries: 1, results: new Map([['succeeded', 2]]) });
       expect(host.idle()).toBe(true);
     });
   });

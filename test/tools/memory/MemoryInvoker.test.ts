@@ -2,6 +2,14 @@ import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryInvoker } from '../../../tools/memory/MemoryInvoker';
 import { InvokeFailedError, InvokeThrottledError } from '../../../lib/errors';
 import type { WorkerEvent } from '../../../lib/ports/Invoker';
+import { seededRandom } from '../../../tools/simulation/random';
+import { DEFAULT_DUPLICATES, InvokeTiming } from '../../../tools/simulation/startDelays';
+
+/** Every event starts `ms` after its invoke and is delivered twice, the second copy as `whileRunningShare` says. */
+function twice(ms: number, whileRunningShare: number): InvokeTiming {
+  const duplicates = { ...DEFAULT_DUPLICATES, share: 1, whileRunningShare, whileRunningMinMs: 50, whileRunningMaxMs: 50, afterEndMinMs: 1_000, afterEndMaxMs: 1_000 };
+  return new InvokeTiming({ start: { kind: 'fixed', ms }, duplicates }, seededRandom(1));
+}
 
 function check(checkId: string): WorkerEvent {
   return { kind: 'health-check', lane: 'default', checkId, sentAt: 0 };
@@ -119,6 +127,37 @@ describe('MemoryInvoker', () => {
       await expect(invoker.invoke(check('c1'))).resolves.toBeUndefined();
       await clock.advance(0);
       expect(invoker.crashes).toBe(1);
+    });
+  });
+
+  describe('invoke with a timing', () => {
+    it('starts the handler after the drawn delay and delivers the event again while the first delivery runs', async () => {
+      const clock = new FakeClock();
+      const { started, finished, handler } = recorder(clock, 300);
+      const invoker = new MemoryInvoker({ clock, handler, timing: twice(100, 1) });
+      await invoker.invoke(check('c1'));
+      await clock.advance(150);
+      expect(started).toEqual([['c1', 100], ['c1', 150]]);
+      expect(finished).toEqual([]);
+      expect(invoker.duplicateDeliveries).toBe(1);
+      await clock.advance(300);
+      expect(invoker.idle()).toBe(true);
+    });
+
+    it('delivers the event again after the first delivery ended, and is not idle until then', async () => {
+      const clock = new FakeClock();
+      const { started, handler } = recorder(clock, 300);
+      const invoker = new MemoryInvoker({ clock, handler, timing: twice(100, 0) });
+      await invoker.invoke(check('c1'));
+      await clock.advance(400);
+      expect(started).toEqual([['c1', 100]]);
+      expect(invoker.idle()).toBe(false);
+      await clock.advance(1_000);
+      expect(started).toEqual([['c1', 100], ['c1', 1_400]]);
+      await clock.advance(300);
+      expect(invoker.idle()).toBe(true);
+      expect(invoker.invocations).toBe(1);
+      expect(invoker.duplicateDeliveries).toBe(1);
     });
   });
 

@@ -84,6 +84,8 @@ describe('runSimulation', () => {
         jobs: { count: 150, costMin: 1, costMax: 9 },
         api: { latencyMs: 40 },
         pacing: { rampSeconds: 0 },
+        // Cost pacing alone: a late-starting worker calls late (and may meet a 429) until workers hold their slot.
+        startDelays: { kind: 'fixed', ms: 20 },
       });
       const { report, api } = await runSimulation(scenario);
       expect(report).toMatchObject({ jobs: 150, succeeded: 150, lost: 0, rejectedByApi: 0, duplicates: 0 });

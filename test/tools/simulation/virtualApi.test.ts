@@ -266,4 +266,37 @@ describe('VirtualApi', () => {
       expect(() => api.maxWindowUsage(tier(2, 'minute'))).toThrow(/no tier per 'minute'/);
     });
   });
+
+  describe('outcomeReport', () => {
+    it('counts calls after a final answer, 4xx final answers beyond the first, and FIFO arrivals after a higher seq', async () => {
+      const { api, callAll } = setup({ latencyMs: 0 });
+      await callAll({ id: 'a' });
+      await callAll({ id: 'a' });
+      await callAll({ id: 'p', poison: true });
+      await callAll({ id: 'p', poison: true });
+      await callAll({ id: 'f-2', group: 'g', seq: 2 });
+      await callAll({ id: 'f-1', group: 'g', seq: 1 });
+      expect(api.outcomeReport()).toEqual({ callsAfterEnded: 2, duplicateFinalAnswers: 2, fifoInversions: 1 });
+    });
+
+    it("counts answers a fault gave in front of the API, leaving 429s and the caller's 401s and 403s out of the final answers", () => {
+      const { api } = setup({ latencyMs: 0 });
+      api.recordOutcome(JSON.stringify({ id: 'a' }), { idempotencyKey: 'k' }, 429);
+      api.recordOutcome(JSON.stringify({ id: 'a' }), { idempotencyKey: 'k' }, 401);
+      api.recordOutcome(JSON.stringify({ id: 'a' }), { idempotencyKey: 'k' }, 404);
+      api.recordOutcome(JSON.stringify({ id: 'a' }), { idempotencyKey: 'k' }, 410);
+      expect(api.outcomeReport()).toEqual({ callsAfterEnded: 1, duplicateFinalAnswers: 1, fifoInversions: 0 });
+    });
+  });
+
+  describe('timeZone', () => {
+    it('counts a day tier in the calendar day of its zone', async () => {
+      // 05:00 UTC is midnight in New York (EST): the UTC day goes on, the New York day starts again.
+      const midnightNy = Date.UTC(2024, 0, 15, 5);
+      const { statusAt } = setup({ tiers: [tier(1, 'day')], latencyMs: 0, start: midnightNy - 1_000, timeZone: 'America/New_York' });
+      expect(await statusAt(midnightNy - 1_000)).toBe(200);
+      expect(await statusAt(midnightNy - 500)).toBe(429);
+      expect(await statusAt(midnightNy)).toBe(200);
+    });
+  });
 });
