@@ -4,8 +4,10 @@ import { parseScenario } from '../../../tools/simulation/scenario';
 import { runSimulation, type SimulationResult } from '../../../tools/simulation/runSimulation';
 import type { CircuitChange } from '../../../tools/simulation/report';
 
-/** A backlog with FIFO groups, poison and malformed jobs, and a 12 s outage in the middle. */
+/** A backlog with FIFO groups, poison and malformed jobs, and a 12 s outage in the middle; realistic worker starts. */
 const outageScenario = parseScenario(defaultScenario);
+/** The same with every worker starting 20 ms after its invoke and every event delivered once. */
+const onTimeScenario = parseScenario({ ...defaultScenario, startDelays: { kind: 'fixed', ms: 20 }, duplicateDeliveries: { share: 0 } });
 
 function statusAt(changes: readonly CircuitChange[], at: number): CircuitChange['status'] {
   let status: CircuitChange['status'] = 'closed';
@@ -28,7 +30,8 @@ describe('runSimulation', () => {
     });
 
     it('dead-letters poison jobs after one call and malformed ones without a call, each with its reason', () => {
-      const dead = result.queues.messages('main-dlq');
+      // A late-starting poison job is given back to the requeue queue first, so its dead letter is in requeue-dlq.
+      const dead = (['main-dlq', 'fifo-dlq', 'requeue-dlq'] as const).flatMap((q) => result.queues.messages(q));
       const reasons = dead.map((m) => m.attributes.reason?.value ?? '');
       expect(reasons.filter((r) => r === 'permanent: HTTP 400 Bad Request')).toHaveLength(4);
       expect(reasons.filter((r) => r.startsWith('malformed: body is not JSON'))).toHaveLength(2);
@@ -47,7 +50,6 @@ describe('runSimulation', () => {
 
     it('dispatches no job while the circuit is not closed', () => {
       const dispatches = result.orchestratorEvents.filter((e) => e.type === 'dispatched');
-      expect(dispatches).toHaveLength(result.report.apiCalls);
       const during = dispatches.filter((e) => statusAt(result.circuitChanges, e.at) !== 'closed');
       expect(during).toEqual([]);
       const opened = result.circuitChanges.find((c) => c.status === 'open')!.at;
@@ -63,14 +65,31 @@ describe('runSimulation', () => {
       expect(firstSuccess! - healthyAt).toBeLessThanOrEqual((outageScenario.config.circuit.healthCheckSeconds + 1) * 1000);
     });
 
-    it('uses at least 90% of the tightest tier over the run', () => {
-      expect(result.report.utilization).toBeGreaterThanOrEqual(0.9);
+    it('uses at least 85% of the tightest tier over the run, though a late-starting worker gives its slot back', () => {
+      expect(result.report.utilization).toBeGreaterThanOrEqual(0.85);
       expect(result.report.durationSeconds).toBeGreaterThan(result.report.idealSeconds);
     });
 
     it('is deterministic: the same scenario gives the same report', async () => {
       const again = await runSimulation(outageScenario);
       expect(again.report).toEqual(result.report);
+    });
+  });
+
+  describe('with every worker starting on time', () => {
+    let onTime: SimulationResult;
+
+    beforeAll(async () => {
+      onTime = await runSimulation(onTimeScenario);
+    });
+
+    it('calls the API once per dispatch: no worker starts too late to call', () => {
+      expect(onTime.report).toMatchObject({ jobs: 400, lost: 0, duplicates: 0, rejectedByApi: 0, fifoOrderViolations: 0 });
+      expect(onTime.orchestratorEvents.filter((e) => e.type === 'dispatched')).toHaveLength(onTime.report.apiCalls);
+    });
+
+    it('uses at least 90% of the tightest tier over the run', () => {
+      expect(onTime.report.utilization).toBeGreaterThanOrEqual(0.9);
     });
   });
 
@@ -84,7 +103,7 @@ describe('runSimulation', () => {
         jobs: { count: 150, costMin: 1, costMax: 9 },
         api: { latencyMs: 40 },
         pacing: { rampSeconds: 0 },
-        // Cost pacing alone: a late-starting worker calls late (and may meet a 429) until workers hold their slot.
+        // Cost pacing alone: the late-starting workers' slots, given back, would cost the utilization asserted here.
         startDelays: { kind: 'fixed', ms: 20 },
       });
       const { report, api } = await runSimulation(scenario);
