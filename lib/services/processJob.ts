@@ -110,7 +110,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
       // one sends it there; without, it only deletes its copy.
       if (held.dispatchId === event.dispatchId) return 'already-ended';
       if (held.reason === undefined) await queues.delete(message.queue, message.receiptHandle);
-      else await deadLetter(queues, message, held.reason, event.attempt);
+      else await deadLetterRecorded(message, held.reason, event, held, deps);
       return 'duplicate';
     }
     return held.status === 'failed' ? 'already-failed' : 'busy-elsewhere';
@@ -176,10 +176,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     return 'kept';
   }
   if (fate.action === 'dead-letter') {
-    await deadLetter(queues, message, fate.reason, event.attempt);
-    // The message is in the dead-letter queue: a later dispatch of a copy left behind (a stale receipt handle) only
-    // deletes it. If this write fails, such a dispatch sends a second copy there: one too many, never one too few.
-    await stores.idempotency.putIdempotency(event.idempotencyKey, { status: 'dead-lettered', dispatchId: event.dispatchId, at: now, expiresAt }).catch(() => undefined);
+    await deadLetterRecorded(message, fate.reason, event, { status: 'dead-lettered', dispatchId: event.dispatchId, at: now, expiresAt }, deps);
     throwUnlessRecorded();
     return 'dead-lettered';
   }
@@ -304,6 +301,17 @@ async function recordOwedSettlement(event: JobEvent, held: IdempotencyRecord & {
 async function refundOnce(event: JobEvent, start: number, deps: WorkerDeps): Promise<void> {
   if (!(await deps.stores.idempotency.claimRefund(event.idempotencyKey, event.dispatchId, start + deps.config.orchestrator.idempotencyTtlMs))) return;
   await recordSettlement(event.lane, { reservation: event.reservation, actualCost: null, id: event.dispatchId }, start, deps);
+}
+
+/**
+ * Sends `message` to its dead-letter queue with `reason`, then writes `record` (the key's dead-lettered record)
+ * without its reason: the message is there, so a later dispatch of a copy left behind (a receipt handle gone stale)
+ * only deletes it. If that write fails, such a dispatch sends a second copy there: one too many, never one too few.
+ */
+async function deadLetterRecorded(message: MessageRef, reason: string, event: JobEvent, record: IdempotencyRecord & { status: 'dead-lettered' }, deps: WorkerDeps): Promise<void> {
+  await deadLetter(deps.queues, message, reason, event.attempt);
+  const moved: IdempotencyRecord = { status: 'dead-lettered', dispatchId: record.dispatchId, at: record.at, expiresAt: record.expiresAt };
+  await deps.stores.idempotency.putIdempotency(event.idempotencyKey, moved).catch(() => undefined);
 }
 
 /** The error of a worker that could not record `settlement`, saying what became of it. */
