@@ -31,6 +31,8 @@ const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...WORKER_KEYS];
 /** The parts of an osls function definition read here. */
 export interface FunctionView {
   readonly timeout?: unknown;
+  /** Seconds Lambda keeps an async event before dropping it (Lambda's default when unset: 21600). */
+  readonly maximumEventAge?: unknown;
   readonly environment?: Readonly<Record<string, unknown>>;
   readonly events?: readonly unknown[];
 }
@@ -107,6 +109,33 @@ function withWorkerTimeout(orchestrator: unknown, workerTimeoutMs: number): { va
   return { value: orchestrator, derived: false };
 }
 
+/** Lambda's bounds of `maximumEventAge`, in seconds. */
+const EVENT_AGE_SECONDS = { min: 60, max: 21_600 } as const;
+
+/**
+ * Checks that a message's visibility outlasts any delivery of the worker event dispatched for it: an event may start
+ * up to `functions.worker.maximumEventAge` after its invoke (throttled, or queued by Lambda) and then run for the
+ * worker's timeout. A message received again before that is dispatched again while its first event may still start.
+ * @throws ConfigError naming `functions.worker.maximumEventAge` when it is unset (Lambda would keep events 6 hours)
+ * or out of Lambda's range, or `custom.quotaOrchestrator.orchestrator.visibilityTimeoutMs` when it is too short.
+ */
+function checkVisibilityOutlastsEvent(service: ServiceView, config: ServiceConfig, workerTimeoutMs: number): void {
+  const age = service.functions?.worker?.maximumEventAge;
+  if (typeof age !== 'number' || !Number.isInteger(age) || age < EVENT_AGE_SECONDS.min || age > EVENT_AGE_SECONDS.max) {
+    throw new ConfigError(
+      'functions.worker.maximumEventAge',
+      `must be a whole number of seconds from ${EVENT_AGE_SECONDS.min} to ${EVENT_AGE_SECONDS.max}, set (Lambda's default keeps events 6 hours) and below the messages' visibility; got ${describeValue(age)}`,
+    );
+  }
+  const neededMs = age * 1000 + workerTimeoutMs;
+  if (config.orchestrator.visibilityTimeoutMs <= neededMs) {
+    throw new ConfigError(
+      `${SETTINGS_PATH}.orchestrator.visibilityTimeoutMs`,
+      `must exceed functions.worker.maximumEventAge plus functions.worker.timeout (${neededMs}), or a message could be dispatched again while its first event may still start; got ${config.orchestrator.visibilityTimeoutMs}`,
+    );
+  }
+}
+
 /**
  * Validates `custom.quotaOrchestrator` with `parseServiceConfig` (the parser the functions run at cold start) and
  * cross-checks it against serverless.yml:
@@ -115,6 +144,9 @@ function withWorkerTimeout(orchestrator: unknown, workerTimeoutMs: number): { va
  *   tick; the schedule itself is the plugin's to add, and serverless.yml gives the orchestrator no other schedule;
  * - `apiTimeoutMs` (or its default) is below `circuit.healthCheckTimeoutSeconds`, so a health probe still calling is
  *   never presumed lost and overlapped by the next;
+ * - `orchestrator.visibilityTimeoutMs` exceeds `functions.worker.maximumEventAge` plus `functions.worker.timeout`:
+ *   a worker event may start up to its maximum age after the invoke and then run its timeout, and its message must
+ *   not be received (dispatched) again before;
  * - `custom.queues.maxReceiveCount` exceeds `retry.maxAttempts`, since a FIFO retry is a re-receive of the same
  *   message and SQS redrive must not pre-empt the service's own dead-lettering (which records the reason).
  *
@@ -152,6 +184,8 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
     const hint = orchestrator.derived && error.problem.includes('workerTimeoutMs') ? ' (workerTimeoutMs is derived from functions.worker.timeout)' : '';
     throw new ConfigError(`${SETTINGS_PATH}.${error.field}`, error.problem + hint, { cause: error });
   }
+
+  checkVisibilityOutlastsEvent(service, config, workerTimeoutMs);
 
   const maxReceiveCount = service.custom?.queues?.maxReceiveCount;
   if (typeof maxReceiveCount !== 'number' || !Number.isInteger(maxReceiveCount) || maxReceiveCount < 1 || maxReceiveCount > 1000) {

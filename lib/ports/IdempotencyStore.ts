@@ -14,9 +14,21 @@ export type IdempotencyRecord =
    * The call of dispatch `dispatchId` failed at `at` and its message was requeued or dead-lettered. It keeps out only
    * further deliveries of that same dispatch (Lambda may deliver an event twice); the next dispatch claims the key.
    */
-  | { readonly status: 'failed'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number };
+  | { readonly status: 'failed'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number }
+  /**
+   * The job was dead-lettered at `at`: written before its message leaves the queue, so that whatever happens in
+   * between, no later delivery or dispatch calls the API again (ended is ended). `reason` is kept until the message
+   * is known to be in the dead-letter queue: a later dispatch that finds it there sends its own message to the
+   * dead-letter queue with it (the first worker stopped before), and one that finds none only deletes its message.
+   */
+  | { readonly status: 'dead-lettered'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number; readonly reason?: string };
 // `dispatchId` names the orchestrator dispatch (and so the quota reservation) that wrote the record: a second
 // delivery of the same event must not settle that reservation again, while a second dispatch must settle its own.
+
+/** Whether `record` says the job ended (succeeded or dead-lettered): no later delivery or dispatch calls the API again. */
+export function hasEnded(record: IdempotencyRecord): boolean {
+  return record.status === 'succeeded' || record.status === 'dead-lettered';
+}
 
 /** Whether `existing`, read at `now`, keeps a claim by dispatch `dispatchId` out (see {@link IdempotencyStore.putIdempotencyIfAbsent}). */
 export function blocksClaim(existing: IdempotencyRecord | undefined, dispatchId: string, now: number): existing is IdempotencyRecord {
@@ -35,13 +47,24 @@ export interface IdempotencyStore {
   getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined>;
 
   /**
-   * Writes `record` for `key` unless an unexpired record at `now` keeps it out: an `in-progress` or `succeeded`
-   * record, or a `failed` one of the same `dispatchId` (see {@link blocksClaim}).
+   * Writes `record` for `key` unless an unexpired record at `now` keeps it out: an `in-progress`, `succeeded` or
+   * `dead-lettered` record, or a `failed` one of the same `dispatchId` (see {@link blocksClaim}). A claim that is
+   * written also marks its dispatch as having spent its reservation on `key` (see {@link IdempotencyStore.claimRefund}).
    * @returns `null` when written (also when the client retried the write after it landed and its answer was lost),
    * otherwise the existing record (and nothing is written).
    */
   putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null>;
 
-  /** Writes `record` for `key`, replacing whatever is there. */
+  /** Writes `record` for `key`, replacing the record there (the dispatches marked on `key` stay). */
   putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;
+
+  /**
+   * Marks dispatch `dispatchId` as having given its reservation back, unless it is marked already: it claimed `key`
+   * (and so called the API, or may have) or gave its reservation back before. The marks live with `key`'s record,
+   * at least until `expiresAt`; a mark alone is no record (it blocks no claim and reads as none).
+   * @returns true when this call marked it: the caller then refunds the reservation, so that a refund happens at
+   * most once per dispatch, whichever deliveries of it arrive and in whatever order (a retried write whose answer was
+   * lost counts as this call's).
+   */
+  claimRefund(key: string, dispatchId: string, expiresAt: number): Promise<boolean>;
 }

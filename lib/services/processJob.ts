@@ -2,7 +2,7 @@ import type { Circuit, CircuitEvent } from '../domain/breaker/circuit';
 import { circuitPolicyFrom } from '../domain/breaker/policy';
 import type { Classification } from '../domain/outcome/classify';
 import { classify } from '../domain/outcome/classify';
-import { decideRetry } from '../domain/outcome/retryPolicy';
+import { decideRetry, type RetryDecision } from '../domain/outcome/retryPolicy';
 import type { ApiResult } from '../domain/outcome/apiResult';
 import type { Settlement } from '../domain/quota/ledger';
 import type { ServiceConfig } from '../config';
@@ -52,12 +52,14 @@ export type JobOutcome =
   | 'succeeded'
   | 'retried'
   | 'dead-lettered'
-  /** A success was already recorded for this key: the API was not called again. */
+  /** The job already ended (a success or a dead-lettering is recorded for this key): the API was not called again. */
   | 'duplicate'
   /** Another delivery is calling the API for this key right now: this one stood back. */
   | 'busy-elsewhere'
-  /** This very dispatch was delivered before and its call failed (the message was requeued or dead-lettered): nothing to do. */
+  /** This very dispatch was delivered before and its call failed (the message was requeued or kept): nothing to do. */
   | 'already-failed'
+  /** This very dispatch was delivered before and dead-lettered its message: nothing to do. */
+  | 'already-ended'
   /** The API refused the caller, not the job: the job went back to its queue without consuming an attempt. */
   | 'kept'
   /**
@@ -100,12 +102,22 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     : { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs };
   const held = await stores.idempotency.putIdempotencyIfAbsent(event.idempotencyKey, claim, start);
   if (held !== null) {
-    // Another dispatch's reservation is settled by its own worker; only a different dispatch gives ours back. (A
-    // refund that cannot be recorded leaves quota unused, never exceeded.)
-    if (held.dispatchId !== event.dispatchId) await settle(owedFor(null));
+    // Only a different dispatch gives its reservation back, and only once (see refundOnce). (A refund that cannot be
+    // recorded leaves quota unused, never exceeded.)
+    if (held.dispatchId !== event.dispatchId) await refundOnce(event, start, deps);
     if (held.status === 'succeeded') {
       await recordOwedSettlement(event, held, start, deps);
       await queues.delete(message.queue, message.receiptHandle);
+      return 'duplicate';
+    }
+    if (held.status === 'dead-lettered') {
+      // A further delivery of the same dispatch leaves the message alone: its first delivery moved it (or stopped
+      // before, and the message's next dispatch finishes). A different dispatch holds the message: with a reason
+      // still recorded, the first worker may have stopped before the message reached the dead-letter queue, so this
+      // one sends it there; without, it only deletes its copy.
+      if (held.dispatchId === event.dispatchId) return 'already-ended';
+      if (held.reason === undefined) await queues.delete(message.queue, message.receiptHandle);
+      else await deadLetterRecorded(message, held.reason, event, held, deps);
       return 'duplicate';
     }
     return held.status === 'failed' ? 'already-failed' : 'busy-elsewhere';
@@ -138,18 +150,31 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
         throw unrecorded(owed, holding ? 'its success record holds it, and the message was kept' : 'it is lost');
       }
     }
-    // Both, whichever fails: a record without the delete stops the message's next dispatch from calling again, and a
-    // delete without the record (DynamoDB unavailable) leaves no message to dispatch again. Only a second delivery of
-    // this very event could then call again.
-    const [, deleted] = await Promise.allSettled([stores.idempotency.putIdempotency(event.idempotencyKey, succeeded), queues.delete(message.queue, message.receiptHandle)]);
-    if (deleted.status === 'rejected') throw deleted.reason;
+    // The record first, then the delete: a worker stopping in between leaves a message whose next dispatch finds the
+    // record (no second call) and deletes it. A record that cannot be written does not keep the message: with the
+    // message gone no dispatch follows, and a further delivery of this very dispatch finds its in-progress claim.
+    await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
+    await queues.delete(message.queue, message.receiptHandle);
     // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
     await reportToCircuit({ type: 'success' }, now, event.lane, deps);
     return 'succeeded';
   }
-  // Kept, not deleted: a second delivery of this event must not call again; the next attempt's dispatch replaces it.
-  await stores.idempotency.putIdempotency(event.idempotencyKey, { status: 'failed', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs });
   const circuit = await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
+  // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
+  // and the job waits with the others, whether this run of refusals opened it or something else did.
+  const fate: Exclude<RetryDecision, { action: 'succeed' }> =
+    classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed' ? { action: 'keep', reason: classification.reason } : decision;
+  // Written before the message is requeued, kept or dead-lettered, so a second delivery of this event does not call
+  // again. `failed` lets the next dispatch (the next attempt) claim the key; `dead-lettered` keeps every later claim
+  // out, and is written before the message leaves: a worker stopping in between leaves a message whose next
+  // dispatch finds the record and dead-letters it without calling (ended is ended).
+  const expiresAt = now + config.orchestrator.idempotencyTtlMs;
+  await stores.idempotency.putIdempotency(
+    event.idempotencyKey,
+    fate.action === 'dead-letter'
+      ? { status: 'dead-lettered', dispatchId: event.dispatchId, at: now, expiresAt, reason: fate.reason }
+      : { status: 'failed', dispatchId: event.dispatchId, at: now, expiresAt },
+  );
   // Recorded before the message is requeued, kept or dead-lettered. A failed call rarely owes one (only when the API
   // reports a cost other than the reserved one); if it cannot be recorded, the message's fate goes ahead and the
   // worker fails with the settlement in its error (a retry must not wait on the ledger).
@@ -158,19 +183,17 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   const throwUnlessRecorded = (): void => {
     if (!recorded && owed !== undefined) throw unrecorded(owed, 'the message was requeued, kept or dead-lettered all the same');
   };
-  // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
-  // and the job waits with the others, whether this run of refusals opened it or something else did.
-  if (decision.action === 'keep' || (classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed')) {
+  if (fate.action === 'keep') {
     await returnUnconsumed(queues, message, event.attempt);
     throwUnlessRecorded();
     return 'kept';
   }
-  if (decision.action === 'dead-letter') {
-    await deadLetter(queues, message, decision.reason, event.attempt);
+  if (fate.action === 'dead-letter') {
+    await deadLetterRecorded(message, fate.reason, event, { status: 'dead-lettered', dispatchId: event.dispatchId, at: now, expiresAt }, deps);
     throwUnlessRecorded();
     return 'dead-lettered';
   }
-  await retryLater(queues, withKey(message, event.idempotencyKey), event.attempt, decision.delayMs);
+  await retryLater(queues, withKey(message, event.idempotencyKey), event.attempt, fate.delayMs);
   throwUnlessRecorded();
   return 'retried';
 }
@@ -294,6 +317,29 @@ async function recordOwedSettlement(event: JobEvent, held: IdempotencyRecord & {
   if (settlement === undefined) return;
   if (!(await recordSettlement(event.lane, settlement, start, deps))) throw unrecorded(settlement, `the success record of key '${event.idempotencyKey}' still holds it, and the message was kept`);
   await deps.stores.idempotency.putIdempotency(event.idempotencyKey, record);
+}
+
+/**
+ * Gives back the reservation of a dispatch that does not call (another dispatch holds or ended the key), unless the
+ * dispatch called or gave it back before: the mark of {@link IdempotencyStore.claimRefund} makes it once per
+ * dispatch, whichever deliveries of it arrive and in whatever order. Without it, a second delivery of a dispatch
+ * that stood back would refund again, and a late delivery of a dispatch that called (its key since claimed by the
+ * next attempt's dispatch) would refund quota its call used: the ledger would under-count either way.
+ */
+async function refundOnce(event: JobEvent, start: number, deps: WorkerDeps): Promise<void> {
+  if (!(await deps.stores.idempotency.claimRefund(event.idempotencyKey, event.dispatchId, start + deps.config.orchestrator.idempotencyTtlMs))) return;
+  await recordSettlement(event.lane, { reservation: event.reservation, actualCost: null, id: event.dispatchId }, start, deps);
+}
+
+/**
+ * Sends `message` to its dead-letter queue with `reason`, then writes `record` (the key's dead-lettered record)
+ * without its reason: the message is there, so a later dispatch of a copy left behind (a receipt handle gone stale)
+ * only deletes it. If that write fails, such a dispatch sends a second copy there: one too many, never one too few.
+ */
+async function deadLetterRecorded(message: MessageRef, reason: string, event: JobEvent, record: IdempotencyRecord & { status: 'dead-lettered' }, deps: WorkerDeps): Promise<void> {
+  await deadLetter(deps.queues, message, reason, event.attempt);
+  const moved: IdempotencyRecord = { status: 'dead-lettered', dispatchId: record.dispatchId, at: record.at, expiresAt: record.expiresAt };
+  await deps.stores.idempotency.putIdempotency(event.idempotencyKey, moved).catch(() => undefined);
 }
 
 /** The error of a worker that could not record `settlement`, saying what became of it. */

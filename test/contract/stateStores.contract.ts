@@ -178,9 +178,15 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
 
       it('putIdempotencyIfAbsent reports its own landed claim as written, not as held by another delivery', async () => {
         const key = unique('lost-claim');
-        await expect(withLostAnswer('PutItem', () => stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0))).resolves.toBeNull();
+        await expect(withLostAnswer('UpdateItem', () => stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0))).resolves.toBeNull();
         await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(inProgress(T0 + TTL));
         await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toEqual(inProgress(T0 + TTL));
+      });
+
+      it('claimRefund reports its own landed mark as this call’s: the refund is made once, not lost', async () => {
+        const key = unique('lost-refund');
+        await expect(withLostAnswer('UpdateItem', () => stores().idempotency.claimRefund(key, 'd-2', T0 + TTL))).resolves.toBe(true);
+        await expect(stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)).resolves.toBe(false);
       });
 
       it('acquireLease hands out a token that fences the holder’s saves; renew and release land once', async () => {
@@ -545,11 +551,59 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
       });
 
+      it('keeps a dead-lettered record against every dispatch, its own and others, and reads its reason back', async () => {
+        const key = unique('idem-dead-lettered');
+        const parked: IdempotencyRecord = { status: 'dead-lettered', dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL, reason: 'HTTP 400 Bad Request' };
+        await stores().idempotency.putIdempotency(key, failed(T0, T0 + TTL));
+        await stores().idempotency.putIdempotency(key, parked);
+        const other: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, other, T0 + 1)).resolves.toEqual(parked);
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(parked);
+        await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(parked);
+      });
+
+      it('drops a dead-lettered record’s reason when it is written again without one', async () => {
+        const key = unique('idem-dead-lettered-moved');
+        await stores().idempotency.putIdempotency(key, { status: 'dead-lettered', dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL, reason: 'bad' });
+        await stores().idempotency.putIdempotency(key, { status: 'dead-lettered', dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL });
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual({ status: 'dead-lettered', dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL });
+      });
+
       it('overwrites an unexpired record with put', async () => {
         const key = unique('idem-overwrite');
         await stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
         await stores().idempotency.putIdempotency(key, succeeded(T0 + 5, T0 + 10 * TTL));
         await expect(stores().idempotency.getIdempotency(key, T0 + 6)).resolves.toEqual(succeeded(T0 + 5, T0 + 10 * TTL));
+      });
+    });
+
+    describe('IdempotencyStore.claimRefund', () => {
+      it('marks a dispatch once: the first call is told to refund, every later one not', async () => {
+        const key = unique('refund-once');
+        await stores().idempotency.putIdempotency(key, succeeded(T0, T0 + TTL));
+        await expect(stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)).resolves.toBe(true);
+        await expect(stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)).resolves.toBe(false);
+        await expect(stores().idempotency.claimRefund(key, 'd-3', T0 + TTL)).resolves.toBe(true);
+      });
+
+      it('refuses the dispatch that claimed the key, even after the next dispatch claimed it over its failed record', async () => {
+        const key = unique('refund-claimed');
+        await stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
+        await stores().idempotency.putIdempotency(key, failed(T0 + 1, T0 + TTL));
+        await stores().idempotency.putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL }, T0 + 2);
+        await stores().idempotency.putIdempotency(key, { status: 'succeeded', dispatchId: 'd-2', at: T0 + 3, expiresAt: T0 + TTL });
+        await expect(stores().idempotency.claimRefund(key, 'd-1', T0 + TTL)).resolves.toBe(false);
+        await expect(stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)).resolves.toBe(false);
+      });
+
+      it('keeps its marks when records are written over them, and a mark alone is no record', async () => {
+        const key = unique('refund-marks');
+        await expect(stores().idempotency.claimRefund(key, 'd-9', T0 + TTL)).resolves.toBe(true);
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toBeUndefined();
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toBeNull();
+        await stores().idempotency.putIdempotency(key, succeeded(T0 + 1, T0 + TTL));
+        await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(succeeded(T0 + 1, T0 + TTL));
+        await expect(stores().idempotency.claimRefund(key, 'd-9', T0 + TTL)).resolves.toBe(false);
       });
     });
 

@@ -57,9 +57,10 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     // applyCircuitEvent from reportToCircuit (successes, failures, 429s, 4xx refusals) and processHealthCheck (the
     // probe's claim and verdict): load, then a versioned UpdateItem, reading a refused write's id back.
     { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item circuit#{lane}'] },
-    // DynamoIdempotencyStore: putIdempotencyIfAbsent claims with a conditional PutItem and reads a refusing record back
-    // (GetItem); putIdempotency records the outcome. The key is the producer's, so any `idem#` item.
-    { actions: ['dynamodb:GetItem', 'dynamodb:PutItem'], on: ['item idem#*'] },
+    // DynamoIdempotencyStore: putIdempotencyIfAbsent claims with a conditional UpdateItem and reads a refusing record
+    // back (GetItem); putIdempotency records the outcome (UpdateItem, keeping the dispatch marks); claimRefund marks a
+    // refund with a conditional UpdateItem and reads its mark back. The key is the producer's, so any `idem#` item.
+    { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item idem#*'] },
     // processJob deletes its message (event.queue, a source queue) on a duplicate and on success; deadLetter and
     // retryLater delete the original after sending its copy. It never receives.
     { actions: ['sqs:DeleteMessage'], on: SOURCES },

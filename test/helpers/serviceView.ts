@@ -8,9 +8,9 @@ export const quotas = [
 
 /**
  * The slice of a resolved serverless.yml that the quota-config plugin reads, shaped like the repository's own;
- * `overrides` replaces settings (a key set to `undefined` removes it) and the functions' timeouts.
+ * `overrides` replaces settings (a key set to `undefined` removes it), the functions' timeouts and the worker's maximumEventAge.
  */
-export function service(overrides: { settings?: Record<string, unknown>; orchestratorTimeout?: unknown; workerTimeout?: unknown; maxReceiveCount?: unknown } = {}): ServiceView {
+export function service(overrides: { settings?: Record<string, unknown>; orchestratorTimeout?: unknown; workerTimeout?: unknown; workerEventAge?: unknown; maxReceiveCount?: unknown } = {}): ServiceView {
   return {
     custom: {
       quotaOrchestrator: { quotas, apiUrl: 'https://api.example.com/jobs', healthUrl: 'https://api.example.com/health', ...overrides.settings },
@@ -19,7 +19,7 @@ export function service(overrides: { settings?: Record<string, unknown>; orchest
     provider: { environment: { TABLE_NAME: { Ref: 'StateTable' } } },
     functions: {
       orchestrator: { timeout: 'orchestratorTimeout' in overrides ? overrides.orchestratorTimeout : 300 },
-      worker: { timeout: 'workerTimeout' in overrides ? overrides.workerTimeout : 30 },
+      worker: { timeout: 'workerTimeout' in overrides ? overrides.workerTimeout : 30, maximumEventAge: 'workerEventAge' in overrides ? overrides.workerEventAge : 60 },
     },
   };
 }

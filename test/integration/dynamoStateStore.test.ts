@@ -147,6 +147,7 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         expiresAt: T0 + 1,
         [TTL_ATTRIBUTE]: T0 / 1_000 + 1,
         claim: expect.any(String),
+        spent: new Set(['d-1']),
       });
       expect(await rawItem(`idem#${put}`)).toMatchObject({ expiresAt: T0 + 1_000, [TTL_ATTRIBUTE]: T0 / 1_000 + 1 });
     });
@@ -174,6 +175,16 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       const record = { status: 'in-progress', dispatchId: 'old', expiresAt: T0 + TTL } as const;
       await putRawItem({ [TABLE_KEY]: `idem#${key}`, ...record, [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
       await expect(stores().idempotency.putIdempotencyIfAbsent(key, { ...record, dispatchId: 'new' }, T0)).resolves.toEqual(record);
+    });
+
+    it('marks a refund on a record written before dispatches were marked, once, and keeps the record', async () => {
+      const key = unique('old-refund');
+      const record = { status: 'succeeded', dispatchId: 'old', at: T0, expiresAt: T0 + TTL } as const;
+      await putRawItem({ [TABLE_KEY]: `idem#${key}`, ...record, [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
+      await expect(stores().idempotency.claimRefund(key, 'new', T0 + 2 * TTL)).resolves.toBe(true);
+      await expect(stores().idempotency.claimRefund(key, 'new', T0 + 2 * TTL)).resolves.toBe(false);
+      await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(record);
+      expect(await rawItem(`idem#${key}`)).toMatchObject({ [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
     });
   });
 

@@ -19,7 +19,8 @@ const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
   'orchestrator-killed': [/^orchestrator:killed$/],
   'dynamodb-unavailable': [/^dynamodb\.\w+:unavailable$/],
   'dynamodb-throttled': [/^dynamodb\.\w+:throttled$/],
-  'dynamodb-answers-lost': [/^dynamodb\.UpdateItem:error-after-success$/, /^dynamodb\.PutItem:error-after-success$/],
+  // Every write of the state table is an UpdateItem (the idempotency records too): no PutItem is left to lose.
+  'dynamodb-answers-lost': [/^dynamodb\.UpdateItem:error-after-success$/],
   'sqs-errors': [/^sqs\.ReceiveMessage:server-error$/, /^sqs\.DeleteMessage:error-after-success$/],
   'lambda-invoke-faults': [/^lambda\.Invoke:throttled$/, /^lambda\.Invoke:server-error$/],
   'worker-crashes': [/^worker:crash-before-call$/, /^worker:crash-after-call$/, /^worker:delivered-twice$/],

@@ -40,6 +40,8 @@ export class MemoryState {
   readonly circuits = new JsonMap<CircuitJSON>();
   readonly settlements = new JsonMap<Settlement[]>();
   readonly idempotency = new JsonMap<IdempotencyRecord>();
+  /** Per idempotency key, the dispatches marked as having spent their reservation on it (see `IdempotencyStore.claimRefund`). */
+  readonly spent = new Map<string, Set<string>>();
 }
 
 // Every store below behaves like a database: values are stored as JSON text and every read returns a fresh copy.
@@ -145,12 +147,27 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     const existing = this.state.idempotency.get(key);
     if (blocksClaim(existing, record.dispatchId, now)) return existing;
     this.state.idempotency.set(key, record);
+    this.spentOn(key).add(record.dispatchId);
     return null;
   }
 
   async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
     this.state.stats.writes++;
     this.state.idempotency.set(key, record);
+  }
+
+  async claimRefund(key: string, dispatchId: string): Promise<boolean> {
+    this.state.stats.writes++;
+    const spent = this.spentOn(key);
+    if (spent.has(dispatchId)) return false;
+    spent.add(dispatchId);
+    return true;
+  }
+
+  private spentOn(key: string): Set<string> {
+    const spent = this.state.spent.get(key) ?? new Set<string>();
+    this.state.spent.set(key, spent);
+    return spent;
   }
 }
 

@@ -12,7 +12,9 @@ const MAX_CLAIM_ATTEMPTS = 3;
 
 /**
  * The `IdempotencyStore` on the state table: one item per key (`idem#<key>`) with the record's fields, plus
- * {@link TTL_ATTRIBUTE}, and for a claim the id of the claim that wrote it (`claim`). See {@link DynamoTable} for the whole layout.
+ * {@link TTL_ATTRIBUTE}, for a claim the id of the claim that wrote it (`claim`), and the string set `spent` of the
+ * dispatches that claimed the key or gave their reservation back (with `refundClaim`, the id of the last such mark).
+ * Items written before `spent` existed read the same: a dispatch missing from the set has not spent its reservation. See {@link DynamoTable} for the whole layout.
  */
 export class DynamoIdempotencyStore implements IdempotencyStore {
   private readonly table: DynamoTable;
@@ -56,10 +58,11 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     const claim = randomUUID();
     for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
       const written = await unlessConditionFails(
-        this.table.put({
-          Item: { ...idempotencyItem(key, record), claim },
-          ConditionExpression: `attribute_not_exists(#${TABLE_KEY}) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)`,
-          ExpressionAttributeValues: { ':now': now, ':failed': 'failed', ':dispatchId': record.dispatchId },
+        this.table.update({
+          ...recordUpdate(key, record, { claim }, `ADD #spent :dispatchIds`),
+          // A mark-only item (see claimRefund) holds no record, so it keeps no claim out.
+          ConditionExpression: `attribute_not_exists(#${TABLE_KEY}) OR attribute_not_exists(#status) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)`,
+          ExpressionAttributeValues: { ...recordValues(record, { claim }), ':now': now, ':failed': 'failed', ':dispatchIds': new Set([record.dispatchId]) },
         }).then(() => true),
         () => false,
       );
@@ -74,34 +77,82 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
 
   /** @inheritDoc */
   async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
-    await this.table.put({ Item: idempotencyItem(key, record) });
+    await this.table.update({ ...recordUpdate(key, record, {}, 'REMOVE #claim'), ExpressionAttributeValues: recordValues(record, {}) });
   }
+
+  /**
+   * {@inheritDoc IdempotencyStore.claimRefund}
+   *
+   * Adds `dispatchId` to the item's `spent` string set unless it is there (a claim adds its dispatch too). On an item
+   * that is gone (TTL), the mark makes an item of its own with the TTL of `expiresAt`, which reads as no record. Like
+   * a claim, the mark writes a fresh `refundClaim` id, so that an SDK retry refused by its own landed mark is told
+   * apart from a mark made before:
+   *
+   *   mark d (refundClaim r): lands ── answer lost ── retry: refused ── reads refundClaim = r → true
+   */
+  async claimRefund(key: string, dispatchId: string, expiresAt: number): Promise<boolean> {
+    const refundClaim = randomUUID();
+    const marked = await unlessConditionFails(
+      this.table.update({
+        Key: idempotencyKey(key),
+        UpdateExpression: `SET #${TTL_ATTRIBUTE} = if_not_exists(#${TTL_ATTRIBUTE}, :ttl), #refundClaim = :refundClaim ADD #spent :dispatchIds`,
+        ConditionExpression: 'NOT contains(#spent, :dispatchId)',
+        ExpressionAttributeValues: { ':ttl': Math.ceil(expiresAt / 1000), ':refundClaim': refundClaim, ':dispatchIds': new Set([dispatchId]), ':dispatchId': dispatchId },
+      }).then(() => true),
+      () => false,
+    );
+    if (marked) return true;
+    const item = await this.table.get({ Key: idempotencyKey(key), ProjectionExpression: '#refundClaim' });
+    return item?.refundClaim === refundClaim;
+  }
+}
+
+/** The optional fields of a record: an update removes those `record` lacks. */
+const OPTIONAL_FIELDS = ['at', 'settlement', 'reason'] as const;
+
+/**
+ * An UpdateItem of `key` that sets `record`'s fields, its TTL and `extra`, removes the optional fields it lacks, and
+ * keeps every other attribute (the `spent` marks); `tail` adds clauses (an `ADD`, or names to remove).
+ */
+function recordUpdate(key: string, record: IdempotencyRecord, extra: Item, tail: string): { Key: Item; UpdateExpression: string } {
+  const fields = [...Object.keys(record), ...Object.keys(extra), TTL_ATTRIBUTE];
+  const set = fields.map((name) => `#${name} = :${name}`).join(', ');
+  const absent = OPTIONAL_FIELDS.filter((name) => !(name in record)).map((name) => `#${name}`);
+  const remove = tail.startsWith('REMOVE ') ? [...absent, tail.slice('REMOVE '.length)] : absent;
+  const add = tail.startsWith('ADD ') ? ` ${tail}` : '';
+  return { Key: idempotencyKey(key), UpdateExpression: `SET ${set}${remove.length === 0 ? '' : ` REMOVE ${remove.join(', ')}`}${add}` };
+}
+
+/** The values {@link recordUpdate} sets. */
+function recordValues(record: IdempotencyRecord, extra: Item): Item {
+  const values = { ...record, ...extra, [TTL_ATTRIBUTE]: Math.ceil(record.expiresAt / 1000) };
+  return Object.fromEntries(Object.entries(values).map(([name, value]) => [`:${name}`, value]));
 }
 
 function idempotencyKey(key: string): Item {
   return { [TABLE_KEY]: `idem#${key}` };
 }
 
-function idempotencyItem(key: string, record: IdempotencyRecord): Item {
-  return { ...idempotencyKey(key), ...record, [TTL_ATTRIBUTE]: Math.ceil(record.expiresAt / 1000) };
-}
-
 /** The record in `item` if it is still live at `now` (DynamoDB's TTL deletes late; dynalite never does). */
 function liveRecord(item: Item | undefined, key: string, now: number): IdempotencyRecord | undefined {
-  if (item === undefined) return undefined;
-  const record = idempotencyRecordOf(item, key);
-  return now < record.expiresAt ? record : undefined;
+  const record = item === undefined ? undefined : idempotencyRecordOf(item, key);
+  return record !== undefined && now < record.expiresAt ? record : undefined;
 }
 
-function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord {
-  const { status, dispatchId, at, expiresAt, settlement } = item;
+/** The record `item` holds; `undefined` for an item of `spent` marks only (see claimRefund). */
+function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord | undefined {
+  const { status, dispatchId, at, expiresAt, settlement, reason } = item;
+  if (status === undefined && item.spent !== undefined) return undefined;
   if (typeof dispatchId === 'string' && isFiniteNumber(expiresAt)) {
     if (status === 'in-progress') return { status, dispatchId, expiresAt };
     if (status === 'failed' && isFiniteNumber(at)) return { status, dispatchId, at, expiresAt };
+    if (status === 'dead-lettered' && isFiniteNumber(at) && (reason === undefined || typeof reason === 'string')) {
+      return { status, dispatchId, at, expiresAt, ...(reason === undefined ? {} : { reason }) };
+    }
     if (status === 'succeeded' && isFiniteNumber(at)) {
       const owed = settlement === undefined ? {} : { settlement: settlementOf(settlement, `settlement owed by idempotency record '${key}'`) };
       return { status, dispatchId, at, expiresAt, ...owed };
     }
   }
-  throw corrupt(`idempotency record '${key}'`, "must be {status: 'in-progress' | 'succeeded' | 'failed', dispatchId, at?, expiresAt, settlement?}", item);
+  throw corrupt(`idempotency record '${key}'`, "must be {status: 'in-progress' | 'succeeded' | 'failed' | 'dead-lettered', dispatchId, at?, expiresAt, settlement?, reason?}", item);
 }

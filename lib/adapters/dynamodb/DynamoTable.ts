@@ -1,10 +1,8 @@
 import {
   GetCommand,
-  PutCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
   type GetCommandInput,
-  type PutCommandInput,
   type UpdateCommandInput,
   type UpdateCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
@@ -72,11 +70,6 @@ export class DynamoTable {
       new GetCommand({ ...input, TableName: this.tableName, ConsistentRead: true, ExpressionAttributeNames: namesIn(input.ProjectionExpression) }),
     );
     return output.Item;
-  }
-
-  /** A PutItem; `#name`s in the condition stand for the attributes of that name. */
-  async put(input: Request<PutCommandInput>): Promise<void> {
-    await this.client.send(new PutCommand({ ...input, TableName: this.tableName, ExpressionAttributeNames: namesIn(input.ConditionExpression) }));
   }
 
   /** An UpdateItem; `#name`s in the update and the condition stand for the attributes of that name. */

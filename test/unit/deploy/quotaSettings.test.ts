@@ -108,6 +108,18 @@ describe('resolveQuotaSettings', () => {
       expect(error.message).toContain('(workerTimeoutMs is derived from functions.worker.timeout)');
     });
 
+    it('refuses a visibility timeout that a worker event of the maximum age and its run could outlast, naming the fields', () => {
+      const error = thrown(ConfigError, () => resolveQuotaSettings(service({ workerEventAge: 100 })));
+      expect(error.message).toBe(
+        'custom.quotaOrchestrator.orchestrator.visibilityTimeoutMs: must exceed functions.worker.maximumEventAge plus functions.worker.timeout (130000), or a message could be dispatched again while its first event may still start; got 120000',
+      );
+    });
+
+    it('refuses a worker without maximumEventAge: Lambda would keep its events 6 hours', () => {
+      const error = thrown(ConfigError, () => resolveQuotaSettings(service({ workerEventAge: undefined })));
+      expect(error.field).toBe('functions.worker.maximumEventAge');
+    });
+
     it('refuses retry.maxAttempts that SQS redrive would cut short, naming both settings', () => {
       const error = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { retry: { maxAttempts: 10 } } })));
       expect(error.field).toBe('custom.quotaOrchestrator.retry.maxAttempts');
@@ -134,7 +146,7 @@ describe('resolveQuotaSettings', () => {
 
     it('refuses a function-level variable that would override the settings', () => {
       const view = service({ settings: { retry: { maxAttempts: 3 } } });
-      const functions = { ...view.functions, worker: { timeout: 30, environment: { RETRY: '{}' } } };
+      const functions = { ...view.functions, worker: { timeout: 30, maximumEventAge: 60, environment: { RETRY: '{}' } } };
       const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, functions }));
       expect(error.field).toBe('functions.worker.environment.RETRY');
     });

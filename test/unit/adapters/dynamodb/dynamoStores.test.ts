@@ -1,7 +1,7 @@
 // Error paths dynalite cannot produce (throttling, DynamoDB's own response shapes, a key freed between a refused
 // claim and its read), and the requests the stores send where their exact form matters. Everything else is tested against dynalite in test/integration/dynamoStateStore.test.ts.
 import { ConditionalCheckFailedException, DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { dynamoStores } from '../../../../lib/adapters/dynamodb/dynamoStores';
 import { LeaseLostError, StateConflictError } from '../../../../lib/errors';
@@ -125,17 +125,17 @@ describe('DynamoLedgerStore', () => {
 describe('DynamoIdempotencyStore', () => {
   describe('putIdempotencyIfAbsent', () => {
     it('claims again when the record that refused the claim is gone by the time it is read', async () => {
-      ddbMock.on(PutCommand).rejectsOnce(conditionFailed()).resolves({});
+      ddbMock.on(UpdateCommand).rejectsOnce(conditionFailed()).resolves({});
       ddbMock.on(GetCommand).resolves({});
       await expect(stores().idempotency.putIdempotencyIfAbsent('key', CLAIM, T0)).resolves.toBeNull();
-      expect(ddbMock.commandCalls(PutCommand)).toHaveLength(2);
+      expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(2);
     });
 
     it('gives up with StateConflictError after three refused claims whose records were gone when read', async () => {
-      ddbMock.on(PutCommand).rejects(conditionFailed());
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
       ddbMock.on(GetCommand).resolves({});
       await expect(stores().idempotency.putIdempotencyIfAbsent('key', CLAIM, T0)).rejects.toBeInstanceOf(StateConflictError);
-      expect(ddbMock.commandCalls(PutCommand)).toHaveLength(3);
+      expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(3);
       expect(ddbMock.commandCalls(GetCommand)).toHaveLength(3);
     });
   });
