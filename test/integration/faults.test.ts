@@ -3,16 +3,18 @@ import { faultScenarios } from '../../tools/faults/scenarios';
 import { testEmulators } from '../helpers/awsClients';
 
 /**
- * Issue 11's scenarios that break the invariants below on the code of today (late workers call late, and a day tier
- * used up sends messages to redrive): they join the suite once the fixes are merged.
+ * Scenarios whose jobs cannot all end within a scenario's two minutes, so that "nothing lost" cannot be asserted yet:
+ * `quota-exhausted` is told to wait two hours, and in `day-boundary` more jobs are left after midnight than the new
+ * day's tier allows. Both need a clock the suite can move forward; until then `npm run faults` runs them and
+ * reports what they left waiting.
  */
-const AWAITING_LIB_FIXES: readonly string[] = ['late-starts', 'quota-exhausted'];
+const WAITING_FOR_A_MOVABLE_CLOCK: readonly string[] = ['quota-exhausted', 'day-boundary'];
 
 /**
  * `npm run faults -- --quick` inside the test suite: every scenario at its small size, with seed 1 (kill points and
  * fault shares are seeded; the assertions are the suite's invariants, which hold whatever the timing).
  */
-const SCENARIOS = faultScenarios('quick').filter((s) => !AWAITING_LIB_FIXES.includes(s.name));
+const SCENARIOS = faultScenarios('quick').filter((s) => !WAITING_FOR_A_MOVABLE_CLOCK.includes(s.name));
 
 /** The fault kinds each scenario must really have injected, so that a scenario cannot pass by injecting nothing. */
 const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
@@ -32,11 +34,13 @@ const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
   'day-boundary': [/^clock:midnight$/, /^lambda:cold-start$/],
   'probe-overlap': [/^api:outage$/, /^lambda:cold-start$/, /^lambda:delivered-twice$/],
   'caller-rejected': [/^api:caller-rejected$/],
+  'late-starts': [/^lambda:cold-start$/],
+  'quota-exhausted': [/^api:rate-limited-for-hours$/, /^clock:midnight$/],
 };
 
 describe('the fault suite (quick sizes)', () => {
   it('has a check of what each scenario injects', () => {
-    expect(Object.keys(MUST_INJECT).sort()).toEqual(SCENARIOS.map((s) => s.name).sort());
+    expect(Object.keys(MUST_INJECT).sort()).toEqual(faultScenarios('quick').map((s) => s.name).sort());
   });
 
   describe.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', (name, scenario) => {
