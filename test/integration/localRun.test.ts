@@ -17,6 +17,10 @@ const SCENARIO = {
   circuit: { failureThreshold: 2, windowSeconds: 10, openSeconds: 1, healthCheckSeconds: 1 },
   pacing: { rampSeconds: 1 },
   maxSeconds: 60,
+  // Tidy worker timing: this file checks the packaged service's accounting exactly (one worker start per invoke).
+  // Realistic starts and repeated deliveries are the default of npm start, the simulation and the fault suite.
+  startDelays: { kind: 'fixed', ms: 20 },
+  duplicateDeliveries: { share: 0 },
 };
 
 describe('runLocal on the packaged template', () => {
