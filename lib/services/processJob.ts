@@ -101,27 +101,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     ? { status: 'failed', dispatchId: event.dispatchId, at: start, expiresAt: start + config.orchestrator.idempotencyTtlMs }
     : { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs };
   const held = await stores.idempotency.putIdempotencyIfAbsent(event.idempotencyKey, claim, start);
-  if (held !== null) {
-    // Only a different dispatch gives its reservation back, and only once (see refundOnce). (A refund that cannot be
-    // recorded leaves quota unused, never exceeded.)
-    if (held.dispatchId !== event.dispatchId) await refundOnce(event, start, deps);
-    if (held.status === 'succeeded') {
-      await recordOwedSettlement(event, held, start, deps);
-      await queues.delete(message.queue, message.receiptHandle);
-      return 'duplicate';
-    }
-    if (held.status === 'dead-lettered') {
-      // A further delivery of the same dispatch leaves the message alone: its first delivery moved it (or stopped
-      // before, and the message's next dispatch finishes). A different dispatch holds the message: with a reason
-      // still recorded, the first worker may have stopped before the message reached the dead-letter queue, so this
-      // one sends it there; without, it only deletes its copy.
-      if (held.dispatchId === event.dispatchId) return 'already-ended';
-      if (held.reason === undefined) await queues.delete(message.queue, message.receiptHandle);
-      else await deadLetterRecorded(message, held.reason, event, held, deps);
-      return 'duplicate';
-    }
-    return held.status === 'failed' ? 'already-failed' : 'busy-elsewhere';
-  }
+  if (held !== null) return standBack(held, event, message, start, deps);
   if (late) {
     // Given back once: the refund carries the dispatch id. If it cannot be recorded, the quota goes unused.
     await settle(owedFor(null));
@@ -196,6 +176,33 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   await retryLater(queues, withKey(message, event.idempotencyKey), event.attempt, fate.delayMs);
   throwUnlessRecorded();
   return 'retried';
+}
+
+/**
+ * What a delivery does when the job's key is held (`held`): it makes no call. Only a different dispatch gives its
+ * reservation back, and only once (see {@link refundOnce}; a refund that cannot be recorded leaves quota unused,
+ * never exceeded). A job that ended leaves its copy of the message to be deleted or, when its dead-lettering may have
+ * stopped short of the DLQ, dead-lettered with the recorded reason.
+ */
+async function standBack(held: IdempotencyRecord, event: JobEvent, message: MessageRef, start: number, deps: WorkerDeps): Promise<JobOutcome> {
+  const { queues } = deps;
+  if (held.dispatchId !== event.dispatchId) await refundOnce(event, start, deps);
+  if (held.status === 'succeeded') {
+    await recordOwedSettlement(event, held, start, deps);
+    await queues.delete(message.queue, message.receiptHandle);
+    return 'duplicate';
+  }
+  if (held.status === 'dead-lettered') {
+    // A further delivery of the same dispatch leaves the message alone: its first delivery moved it (or stopped
+    // before, and the message's next dispatch finishes). A different dispatch holds the message: with a reason
+    // still recorded, the first worker may have stopped before the message reached the dead-letter queue, so this
+    // one sends it there; without, it only deletes its copy.
+    if (held.dispatchId === event.dispatchId) return 'already-ended';
+    if (held.reason === undefined) await queues.delete(message.queue, message.receiptHandle);
+    else await deadLetterRecorded(message, held.reason, event, held, deps);
+    return 'duplicate';
+  }
+  return held.status === 'failed' ? 'already-failed' : 'busy-elsewhere';
 }
 
 /**
