@@ -89,11 +89,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   };
   const late = await holdToSlot(event, clock);
   const start = clock.now();
-  /** What this dispatch owes the ledger when its call cost `actualCost` (`null`: no call): nothing if what was reserved. */
-  const owedFor = (actualCost: number | null): Settlement | undefined =>
-    actualCost === event.cost ? undefined : { reservation: event.reservation, actualCost, id: event.dispatchId };
-  /** Records `owed`, if any; false when it could not be recorded. */
-  const settle = (owed: Settlement | undefined): Promise<boolean> => (owed === undefined ? Promise.resolve(true) : recordSettlement(event.lane, owed, start, deps));
+  const settle = (owed: Settlement | undefined): Promise<boolean> => recordOwed(event.lane, owed, start, deps);
 
   // A late worker claims the key as this dispatch's failure: no other delivery of this event can call after it (a
   // 'failed' record of a dispatch keeps out only that dispatch), and one that already claimed it keeps it.
@@ -104,7 +100,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   if (held !== null) return standBack(held, event, message, start, deps);
   if (late) {
     // Given back once: the refund carries the dispatch id. If it cannot be recorded, the quota goes unused.
-    await settle(owedFor(null));
+    await settle(owedBy(event, null));
     await returnUnconsumed(queues, withKey(message, event.idempotencyKey), event.attempt);
     return 'too-late';
   }
@@ -113,32 +109,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   const now = clock.now();
   const classification = classify(result, now);
   const decision = decideRetry({ classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random }, config.retry);
-  if (decision.action === 'succeed') {
-    const succeeded: IdempotencyRecord = { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs };
-    const owed = owedFor(actualCostOf(result, event.cost));
-    if (owed !== undefined) {
-      // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
-      // cannot reach DynamoDB in between leaves both, and the message's next dispatch finds the record (no second
-      // call) and records the settlement (see recordOwedSettlement).
-      const holding = await stores.idempotency.putIdempotency(event.idempotencyKey, { ...succeeded, settlement: owed }).then(
-        () => true,
-        () => false,
-      );
-      if (!(await settle(owed))) {
-        // Without a record, the message must go all the same, or its next dispatch would call again: ended is ended.
-        if (!holding) await queues.delete(message.queue, message.receiptHandle);
-        throw unrecorded(owed, holding ? 'its success record holds it, and the message was kept' : 'it is lost');
-      }
-    }
-    // The record first, then the delete: a worker stopping in between leaves a message whose next dispatch finds the
-    // record (no second call) and deletes it. A record that cannot be written does not keep the message: with the
-    // message gone no dispatch follows, and a further delivery of this very dispatch finds its in-progress claim.
-    await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
-    await queues.delete(message.queue, message.receiptHandle);
-    // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
-    await reportToCircuit({ type: 'success' }, now, event.lane, deps);
-    return 'succeeded';
-  }
+  if (decision.action === 'succeed') return endSucceeded(event, message, result, now, start, deps);
   const circuit = await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
   // and the job waits with the others, whether this run of refusals opened it or something else did.
@@ -158,7 +129,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   // Recorded before the message is requeued, kept or dead-lettered. A failed call rarely owes one (only when the API
   // reports a cost other than the reserved one); if it cannot be recorded, the message's fate goes ahead and the
   // worker fails with the settlement in its error (a retry must not wait on the ledger).
-  const owed = owedFor(actualCostOf(result, event.cost));
+  const owed = owedBy(event, actualCostOf(result, event.cost));
   const recorded = await settle(owed);
   const throwUnlessRecorded = (): void => {
     if (!recorded && owed !== undefined) throw unrecorded(owed, 'the message was requeued, kept or dead-lettered all the same');
@@ -176,6 +147,49 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   await retryLater(queues, withKey(message, event.idempotencyKey), event.attempt, fate.delayMs);
   throwUnlessRecorded();
   return 'retried';
+}
+
+/**
+ * Ends a job whose call succeeded at `now`: records what it owes the ledger (held in the success record until then),
+ * writes the success record, deletes the message, and reports the success to the circuit.
+ * @throws StateUnavailableError when its settlement cannot be recorded (the message is kept if the record holds it).
+ */
+async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, now: number, start: number, deps: WorkerDeps): Promise<JobOutcome> {
+  const { stores, queues, config } = deps;
+  const succeeded: IdempotencyRecord = { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs };
+  const owed = owedBy(event, actualCostOf(result, event.cost));
+  if (owed !== undefined) {
+    // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
+    // cannot reach DynamoDB in between leaves both, and the message's next dispatch finds the record (no second
+    // call) and records the settlement (see recordOwedSettlement).
+    const holding = await stores.idempotency.putIdempotency(event.idempotencyKey, { ...succeeded, settlement: owed }).then(
+      () => true,
+      () => false,
+    );
+    if (!(await recordSettlement(event.lane, owed, start, deps))) {
+      // Without a record, the message must go all the same, or its next dispatch would call again: ended is ended.
+      if (!holding) await queues.delete(message.queue, message.receiptHandle);
+      throw unrecorded(owed, holding ? 'its success record holds it, and the message was kept' : 'it is lost');
+    }
+  }
+  // The record first, then the delete: a worker stopping in between leaves a message whose next dispatch finds the
+  // record (no second call) and deletes it. A record that cannot be written does not keep the message: with the
+  // message gone no dispatch follows, and a further delivery of this very dispatch finds its in-progress claim.
+  await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
+  await queues.delete(message.queue, message.receiptHandle);
+  // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
+  await reportToCircuit({ type: 'success' }, now, event.lane, deps);
+  return 'succeeded';
+}
+
+/** What a dispatch owes the ledger when its call cost `actualCost` (`null`: no call): nothing if what was reserved. */
+function owedBy(event: JobEvent, actualCost: number | null): Settlement | undefined {
+  return actualCost === event.cost ? undefined : { reservation: event.reservation, actualCost, id: event.dispatchId };
+}
+
+/** Records `owed`, if any (see {@link recordSettlement}); false when it could not be recorded. */
+function recordOwed(lane: string, owed: Settlement | undefined, start: number, deps: WorkerDeps): Promise<boolean> {
+  return owed === undefined ? Promise.resolve(true) : recordSettlement(lane, owed, start, deps);
 }
 
 /**
