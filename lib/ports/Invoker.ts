@@ -41,6 +41,8 @@ export interface JobEvent {
    * later does not call: it gives the reservation back and returns the message to be dispatched again.
    */
   readonly callBy: number;
+  /** When the orchestrator sent the event, epoch ms: a worker that starts too late reports its start delay from it. */
+  readonly sentAt: number;
 }
 
 /** Asks a worker to probe the API while the circuit is open. */

@@ -95,9 +95,9 @@ export function parseJob(message: ReceivedMessage): ParseResult {
 /**
  * The worker event for dispatching a parsed job received from one of the lane's source queues. It carries the
  * message's body as received, the text that {@link parseJob} checked, never a re-serialisation of the parsed value,
- * and the call's slot (`reservation.at`), which the call must start by `callBy`.
+ * the call's slot (`reservation.at`), which the call must start by `callBy`, and when it was sent (`sentAt`).
  */
-export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJob, dispatchId: string, reservation: Reservation, callBy: number): JobEvent {
+export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJob, dispatchId: string, reservation: Reservation, callBy: number, sentAt: number): JobEvent {
   return {
     kind: 'job',
     lane,
@@ -114,5 +114,6 @@ export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJo
     reservation,
     slotAt: reservation.at,
     callBy,
+    sentAt,
   };
 }

@@ -87,22 +87,31 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     attributes: event.attributes,
     ...(event.groupId === undefined ? {} : { groupId: event.groupId }),
   };
-  const late = await holdToSlot(event, clock);
   const start = clock.now();
   const settle = (owed: Settlement | undefined): Promise<boolean> => recordOwed(event.lane, owed, start, deps);
-
-  // A late worker claims the key as this dispatch's failure: no other delivery of this event can call after it (a
-  // 'failed' record of a dispatch keeps out only that dispatch), and one that already claimed it keeps it.
-  const claim: IdempotencyRecord = late
-    ? { status: 'failed', dispatchId: event.dispatchId, at: start, expiresAt: start + config.orchestrator.idempotencyTtlMs }
-    : { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs };
-  const held = await stores.idempotency.putIdempotencyIfAbsent(event.idempotencyKey, claim, start);
-  if (held !== null) return standBack(held, event, message, start, deps);
-  if (late) {
-    // Given back once: the refund carries the dispatch id. If it cannot be recorded, the quota goes unused.
-    await settle(owedBy(event, null));
+  const failed = (at: number): IdempotencyRecord => ({ status: 'failed', dispatchId: event.dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs });
+  const giveBack = async (lateStart: boolean): Promise<JobOutcome> => {
+    // Given back once: the refund carries the dispatch id, and the start delay of a late start (an event sent before
+    // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
+    const startDelayMs = lateStart && Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
+    await settle({ reservation: event.reservation, actualCost: null, id: event.dispatchId, ...startDelayMs });
     await returnUnconsumed(queues, withKey(message, event.idempotencyKey), event.attempt);
     return 'too-late';
+  };
+
+  // The key is claimed before the wait for the slot, so that nothing but the call itself follows the slot: the call
+  // leaves within the timer's lateness of it. A worker already late claims the key as this dispatch's failure: no
+  // other delivery of this event can call after it (a 'failed' record of a dispatch keeps out only that dispatch),
+  // and one that already claimed it keeps it.
+  const lateAtStart = start > event.callBy;
+  const claim: IdempotencyRecord = lateAtStart ? failed(start) : { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs };
+  const held = await stores.idempotency.putIdempotencyIfAbsent(event.idempotencyKey, claim, start);
+  if (held !== null) return standBack(held, event, message, start, deps);
+  if (lateAtStart) return giveBack(true);
+  if (!(await holdToSlot(event, clock))) {
+    // The claim itself took this worker past `callBy`: the claim becomes this dispatch's failure, as above.
+    await stores.idempotency.putIdempotency(event.idempotencyKey, failed(clock.now()));
+    return giveBack(false);
   }
 
   const result = await api.call(event.body, { idempotencyKey: event.idempotencyKey });
@@ -220,13 +229,13 @@ async function standBack(held: IdempotencyRecord, event: JobEvent, message: Mess
 }
 
 /**
- * Holds the worker to the event's slot: waits for `slotAt` if it started earlier, then tells whether it is past
- * `callBy`, too late to call (its call could reach the API later than the arrival margin allows).
+ * Holds the worker to the event's slot: waits for `slotAt` if it is still ahead, then tells whether the call may
+ * start, which it may until `callBy` (later, it could reach the API after the arrival margin).
  */
 async function holdToSlot(event: JobEvent, clock: Clock): Promise<boolean> {
   const early = event.slotAt - clock.now();
   if (early > 0) await clock.sleep(early);
-  return clock.now() > event.callBy;
+  return clock.now() <= event.callBy;
 }
 
 /**

@@ -35,14 +35,14 @@ export interface ConfigOverrides {
 
 /**
  * A validated config with small timings: 5 requests per second, no ramp and no pause jitter, no arrival margin (calls
- * counted at their slot, dispatched at it and started by it on virtual time), a circuit that opens
+ * counted at their slot, dispatched at it and started by it on virtual time, the lead never growing), a circuit that opens
  * after 3 failures and checks after 2 s, 3 attempts, flush every second, 30 s visibility over a 5 s worker timeout.
  */
 export function testConfig(overrides: ConfigOverrides = {}): ServiceConfig {
   return parseServiceConfig({
     lane: LANE,
     quotas: overrides.quotas ?? [{ limit: 5, per: 'second' }],
-    pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, ...overrides.pacing },
+    pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, ...overrides.pacing },
     circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 2, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 5, ...overrides.circuit },
     retry: { maxAttempts: 3, baseDelayMs: 1_000, ...overrides.retry },
     orchestrator: {
@@ -184,7 +184,7 @@ export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, disp
   if (!parsed.ok) throw new Error(parsed.reason);
   const { job } = parsed;
   const { arrivalMarginMs, callAllowanceMs } = h.config.pacing;
-  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), cost: job.cost, windows: {} }, h.clock.now() + arrivalMarginMs - callAllowanceMs);
+  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), cost: job.cost, windows: {} }, h.clock.now() + arrivalMarginMs - callAllowanceMs, h.clock.now());
 }
 
 /** Opens the lane's circuit at `at` by applying `failureThreshold` transient failures, as workers would. */

@@ -52,7 +52,7 @@ export const FAST_SETTINGS = {
   retry: { maxAttempts: 4, baseDelayMs: 200, maxDelayMs: 1_000 },
   circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 1, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 2 },
   // Workers, API and orchestrator share one event loop here: between a worker's clock check and its call reaching the
-  // API, tens of ms can pass (the deployed default allows 30 of 50). Workers wait for their slot and give back a
+  // API, tens of ms can pass (the deployed default allows 15 of 25). Workers wait for their slot and give back a
   // call that would start too late, so the margin covers only that, not their start delay.
   pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 100, callAllowanceMs: 70, dispatchLeadMs: 250 },
 } as const;

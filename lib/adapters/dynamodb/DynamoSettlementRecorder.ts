@@ -37,9 +37,10 @@ function isObject(value: unknown): value is Item {
  * @throws StateFormatError when `value` is not a settlement.
  */
 export function settlementOf(value: unknown, what: string): Settlement {
-  const { reservation, actualCost, id } = isObject(value) ? value : {};
+  const { reservation, actualCost, id, startDelayMs } = isObject(value) ? value : {};
   if (
     (id === undefined || typeof id === 'string') &&
+    (startDelayMs === undefined || isFiniteNumber(startDelayMs)) &&
     (actualCost === null || isFiniteNumber(actualCost)) &&
     isObject(reservation) &&
     isFiniteNumber(reservation.at) &&
@@ -47,7 +48,12 @@ export function settlementOf(value: unknown, what: string): Settlement {
     isObject(reservation.windows) &&
     Object.values(reservation.windows).every((window) => typeof window === 'string')
   ) {
-    return { reservation: { at: reservation.at, cost: reservation.cost, windows: reservation.windows as Reservation['windows'] }, actualCost, ...(id === undefined ? {} : { id }) };
+    return {
+      reservation: { at: reservation.at, cost: reservation.cost, windows: reservation.windows as Reservation['windows'] },
+      actualCost,
+      ...(id === undefined ? {} : { id }),
+      ...(startDelayMs === undefined ? {} : { startDelayMs }),
+    };
   }
-  throw corrupt(what, 'must be {reservation: {at, cost, windows}, actualCost, id?}', value);
+  throw corrupt(what, 'must be {reservation: {at, cost, windows}, actualCost, id?, startDelayMs?}', value);
 }

@@ -1,6 +1,7 @@
 import { QuotaExceededError } from '../../errors';
-import type { QuotaLedger, Reservation } from '../quota/ledger';
+import type { QuotaLedger, Reservation, Settlement } from '../quota/ledger';
 import { unitsFor, type SteadyRate, type Tier } from '../quota/tiers';
+import { DispatchLead } from './dispatchLead';
 import { DEFAULT_PACING_SETTINGS, type PacingSettings } from './settings';
 
 /**
@@ -8,6 +9,12 @@ import { DEFAULT_PACING_SETTINGS, type PacingSettings } from './settings';
  * window, or its smoothing).
  */
 export type Hold = { readonly kind: 'pause'; readonly until: number } | { readonly kind: 'tier'; readonly tier: Tier; readonly until: number };
+
+/** Units a slot given back frees on a tier for smoothing to let through, until its window no longer holds it. */
+interface Credit {
+  units: number;
+  readonly until: number;
+}
 
 /** How much of an interval a late dispatch may make up at the next one (see {@link Pacer.dispatch}). */
 const LATENESS_MADE_UP = 0.25;
@@ -21,21 +28,29 @@ const LATENESS_MADE_UP = 0.25;
  * by `units · W / (L · ramp)`. With no burst this spaces messages evenly at the tightest tier's rate, which is also
  * the rate the ledger sustains, so smoothing costs no throughput.
  * A slow-start ramp scales every rate from `rampStartFraction` up to 1; a pause (429) holds everything.
+ * A slot given back (see {@link Pacer.settle}) lets its units through smoothing once more, while its window holds it.
  */
 export class Pacer {
   private readonly theoreticalArrival: number[];
+  /** Per tier: what slots given back left for smoothing to let through (see {@link Pacer.settle}), soonest to expire first. */
+  private readonly credits: Credit[][];
   /** Per tier: its steady rate, or `undefined` for a tier that sets no pace (a calendar tier). */
   private readonly rates: readonly (SteadyRate | undefined)[];
   private rampStartedAt = Number.NEGATIVE_INFINITY;
   private pausedUntilMs = Number.NEGATIVE_INFINITY;
   /** The latest instant a dispatch was reserved at: slots never go back before it (a job may be dispatched ahead). */
   private latestSlot = Number.NEGATIVE_INFINITY;
+  /** How long before its slot a job is dispatched: it grows while workers report late starts (see {@link Pacer.settle}). */
+  readonly lead: DispatchLead;
 
   constructor(
     readonly ledger: QuotaLedger,
     private readonly settings: PacingSettings = DEFAULT_PACING_SETTINGS,
   ) {
     this.theoreticalArrival = ledger.tiers.map(() => Number.NEGATIVE_INFINITY);
+    this.credits = ledger.tiers.map(() => []);
+    const { dispatchLeadMs, maxDispatchLeadMs, arrivalMarginMs, callAllowanceMs } = settings;
+    this.lead = new DispatchLead({ baseMs: dispatchLeadMs, maxMs: maxDispatchLeadMs, callWindowMs: arrivalMarginMs - callAllowanceMs });
     this.rates = ledger.tiers.map((tier) => tier.steadyRate());
   }
 
@@ -60,12 +75,14 @@ export class Pacer {
   nextSlot(now: number, cost: number): number {
     const fit = this.ledger.earliestFit(Math.max(now, this.latestSlot), cost).at;
     if (!Number.isFinite(fit)) return fit;
-    let at = Math.max(fit, this.pausedUntilMs);
     const fraction = this.rampFraction(now);
-    this.ledger.tiers.forEach((tier, i) => {
-      at = Math.max(at, this.smoothedAt(tier, i, cost, fraction));
-    });
-    return Math.ceil(at);
+    // A credit that lets a message through smoothing may expire as smoothing on another tier pushes the slot on:
+    // the slot moves on until every tier agrees (at most once per tier).
+    for (let at = Math.ceil(Math.max(fit, this.pausedUntilMs)); ; ) {
+      const smoothed = Math.ceil(Math.max(at, ...this.ledger.tiers.map((tier, i) => this.smoothedAt(tier, i, cost, fraction, at))));
+      if (smoothed === at) return at;
+      at = smoothed;
+    }
   }
 
   /**
@@ -78,14 +95,17 @@ export class Pacer {
     const { tiers } = this.ledger;
     const fit = this.ledger.earliestFit(now, cost);
     const fraction = this.rampFraction(now);
-    const tier = (Math.ceil(fit.at) >= until ? tiers[fit.tier] : undefined) ?? tiers.find((t, i) => Math.ceil(this.smoothedAt(t, i, cost, fraction)) >= until);
+    const tier = (Math.ceil(fit.at) >= until ? tiers[fit.tier] : undefined) ?? tiers.find((t, i) => Math.ceil(this.smoothedAt(t, i, cost, fraction, until)) >= until);
     return Math.ceil(this.pausedUntilMs) >= until || tier === undefined ? { kind: 'pause', until } : { kind: 'tier', tier, until };
   }
 
-  /** When smoothing lets a message of `cost` through `tier` (the `i`-th) at ramp `fraction`; -Infinity if it sets no pace. */
-  private smoothedAt(tier: Tier, i: number, cost: number, fraction: number): number {
+  /**
+   * When smoothing lets a message of `cost` through `tier` (the `i`-th) at ramp `fraction`; -Infinity if it sets no
+   * pace, or if a credit still valid at `at` covers the message.
+   */
+  private smoothedAt(tier: Tier, i: number, cost: number, fraction: number, at: number): number {
     const rate = this.rates[i];
-    if (rate === undefined) return Number.NEGATIVE_INFINITY;
+    if (rate === undefined || this.credited(i, unitsFor(tier, cost), at)) return Number.NEGATIVE_INFINITY;
     // A burst counts this message too: its own interval comes out of the tolerance, so burstFraction · limit units
     // (not one message more) may go back to back.
     const tolerance = Math.max(0, this.settings.burstFraction * rate.perMs - this.interval(tier, rate, cost, fraction));
@@ -107,10 +127,14 @@ export class Pacer {
     if (slot > now) throw new QuotaExceededError(this.ledger.earliestFit(now, cost).tier, slot);
     const reservation = this.ledger.reserve(now, cost);
     this.latestSlot = now;
+    this.lead.dispatched();
     const fraction = this.rampFraction(now);
     this.ledger.tiers.forEach((tier, i) => {
       const rate = this.rates[i];
       if (rate === undefined) return;
+      const units = unitsFor(tier, cost);
+      // A message let through by a credit takes the place given back: the schedule does not move.
+      if (this.credited(i, units, now)) return this.spendCredit(i, units, now);
       const interval = this.interval(tier, rate, cost, fraction);
       // A dispatch a little late for its slot (a timer firing late, a slow request before it) keeps the schedule, so
       // the next one makes the lateness up: otherwise every late wake-up would cost the lane that much of its rate.
@@ -119,6 +143,47 @@ export class Pacer {
       this.theoreticalArrival[i] = (tat >= now - Math.max(1, interval * LATENESS_MADE_UP) ? tat : now) + interval;
     });
     return reservation;
+  }
+
+  /**
+   * Settles `settlement` in the ledger at `now`. A reservation given back whole (no call reached the API) also leaves
+   * its units on every smoothed tier as a credit, valid while the tier's window still holds the slot given back: a
+   * message the credit covers goes through smoothing at once (the ledger still bounds every window), so that a slot a
+   * late worker gave back is made up, not lost. A worker's late start also lengthens the lead.
+   */
+  settle(settlement: Settlement, now: number): void {
+    this.ledger.settle(settlement);
+    if (settlement.startDelayMs !== undefined) this.lead.startedLate(settlement.startDelayMs);
+    if (settlement.actualCost !== null) return;
+    const { reservation } = settlement;
+    this.ledger.tiers.forEach((tier, i) => {
+      const rate = this.rates[i];
+      const credits = this.credits[i];
+      if (rate === undefined || credits === undefined || reservation.at + rate.perMs <= now) return;
+      const until = reservation.at + rate.perMs;
+      credits.push({ units: unitsFor(tier, reservation.cost), until });
+      credits.sort((a, b) => a.until - b.until);
+    });
+  }
+
+  /** Whether the credits of the `i`-th tier still valid at `at` cover `units`. */
+  private credited(i: number, units: number, at: number): boolean {
+    let left = units;
+    for (const credit of this.credits[i] ?? []) if (credit.until > at) left -= credit.units;
+    return left <= 0;
+  }
+
+  /** Spends `units` of the `i`-th tier's credits valid at `at`, soonest to expire first, and drops the expired ones. */
+  private spendCredit(i: number, units: number, at: number): void {
+    const credits = (this.credits[i] ?? []).filter((credit) => credit.until > at);
+    let left = units;
+    while (left > 0 && credits[0] !== undefined) {
+      const spent = Math.min(left, credits[0].units);
+      credits[0].units -= spent;
+      left -= spent;
+      if (credits[0].units === 0) credits.shift();
+    }
+    this.credits[i] = credits;
   }
 
   /** Starts a slow-start ramp at `now` (after the circuit closes). */

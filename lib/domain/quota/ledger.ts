@@ -27,6 +27,11 @@ export interface Settlement {
    * twice, by a write retried after it landed, is folded once. Settlements recorded before ids existed have none.
    */
   readonly id?: string;
+  /**
+   * For a reservation given back by a worker that started too late to call: how long after its event was sent it
+   * started, so that the orchestrator can dispatch earlier (see `DispatchLead`).
+   */
+  readonly startDelayMs?: number;
 }
 
 /** Serialised history of a sliding tier: amounts per bucket of `g` ms, starting at bucket index `b`. */

@@ -12,7 +12,7 @@ import type { StateLink } from './stateLink';
 
 /**
  * Takes the intake's head message one step on: dead-letters what can never go, hides what cannot go while it is held
- * (see `QuotaGate`) until its slot, waits until `dispatchLeadMs` before its pacing slot, has the ledger sync persist
+ * (see `QuotaGate`) until its slot, waits until the lead (see `DispatchLead`) before its pacing slot, has the ledger sync persist
  * a larger allowance when it needs one, and invokes a worker once the quota and the state-outage policy let it go.
  * Quota is reserved at the slot, and the worker waits for it: the call reaches the API within the arrival margin of
  * its slot, whatever the worker's start delay (see `JobEvent.callBy`).
@@ -41,7 +41,8 @@ export class Dispatcher {
     const { job } = parsed;
     if (head.kind === 'refused') return this.intake.deadLetterHead(head.reason, job.attempt);
     // The earliest slot a worker invoked now can make: one that is already due would be reached late (a warm start
-    // takes tens of ms) and given back, so a run behind its schedule reserves `dispatchLeadMs` ahead.
+    // takes tens of ms) and given back, so a run behind its schedule reserves the configured lead ahead. The lead
+    // that grew for late starts only dispatches earlier: a slot it leaves behind would be lost, a hole in the schedule.
     const slot = this.pacer.nextSlot(now + config.pacing.dispatchLeadMs, job.cost);
     if (!Number.isFinite(slot)) {
       const tier = config.quotas.find((t) => unitsFor(t, job.cost) > t.limit);
@@ -49,7 +50,7 @@ export class Dispatcher {
     }
     const hold = slot > now ? this.pacer.blockedUntil(now, job.cost) : undefined;
     if (hold !== undefined && hold.until > this.gate.sendBy(receivedAt)) return this.holdBack(head, job, hold, now);
-    const dispatchAt = slot - config.pacing.dispatchLeadMs;
+    const dispatchAt = slot - this.pacer.lead.ms;
     if (dispatchAt > now) return this.run.sleepUntil(Math.min(dispatchAt, this.ledger.nextStoreCallAt()));
     if (receivedAt + this.run.settings.visibilityTimeoutMs - slot < this.run.settings.workerTimeoutMs) {
       this.intake.shift(); // its visibility no longer covers a worker's run from its slot: leave it to reappear
@@ -91,12 +92,12 @@ export class Dispatcher {
     const reservation = this.pacer.dispatch(slot, job.cost);
     const refund = () => {
       // Nothing started: the quota flows back.
-      this.pacer.ledger.settle({ reservation, actualCost: null });
+      this.pacer.settle({ reservation, actualCost: null }, this.run.deps.clock.now());
       this.ledger.giveBack(units);
     };
     try {
       const callBy = slot + pacing.arrivalMarginMs - pacing.callAllowanceMs;
-      await this.run.deps.invoker.invoke(jobEventOf(this.run.deps.config.lane, message, job, this.run.deps.newId(), reservation, callBy));
+      await this.run.deps.invoker.invoke(jobEventOf(this.run.deps.config.lane, message, job, this.run.deps.newId(), reservation, callBy, now));
     } catch (error) {
       if (error instanceof InvokeRejectedError) {
         refund();

@@ -207,7 +207,7 @@ export class LedgerSync {
       if (this.foldedIds.has(settlement.id)) return;
       this.foldedIds.set(settlement.id, now);
     }
-    this.pacer.ledger.settle(settlement);
+    this.pacer.settle(settlement, now);
   }
 
   /**

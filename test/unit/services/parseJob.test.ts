@@ -186,7 +186,7 @@ describe('parseJob', () => {
           const received = message({ ...rest, ...(groupId === undefined ? {} : { groupId }) });
           const result = parseJob(received);
           if (!result.ok) return result.reason.startsWith('malformed: ') && result.reason.length < 300;
-          const delivered = JSON.parse(JSON.stringify(jobEventOf(LANE, received, result.job, 'd-1', RESERVATION, RESERVATION.at + 20))) as JobEvent;
+          const delivered = JSON.parse(JSON.stringify(jobEventOf(LANE, received, result.job, 'd-1', RESERVATION, RESERVATION.at + 20, RESERVATION.at - 250))) as JobEvent;
           return delivered.body === rest.body && Number.isInteger(result.job.cost) && result.job.cost >= 0 && result.job.cost <= 1e12 && result.job.attempt >= 1;
         }),
         { numRuns: 300 },
@@ -199,7 +199,7 @@ describe('jobEventOf', () => {
   it('carries the job, the message, the dispatch and its slot in one worker event', () => {
     const received = message({ queue: 'fifo', groupId: 'g-1', receiveCount: 2, attributes: { cost: numberAttr(3) } });
 
-    expect(jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION, RESERVATION.at + 20)).toEqual({
+    expect(jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION, RESERVATION.at + 20, RESERVATION.at - 250)).toEqual({
       kind: 'job',
       lane: LANE,
       queue: 'fifo',
@@ -215,6 +215,7 @@ describe('jobEventOf', () => {
       reservation: RESERVATION,
       slotAt: RESERVATION.at,
       callBy: RESERVATION.at + 20,
+      sentAt: RESERVATION.at - 250,
     });
   });
 
@@ -222,7 +223,7 @@ describe('jobEventOf', () => {
     const body = awkwardBody('job-1');
     const received = message({ body });
 
-    const event = jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION, RESERVATION.at + 20);
+    const event = jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION, RESERVATION.at + 20, RESERVATION.at - 250);
 
     expect(event.body).toBe(body);
     // Lambda hands an async payload to the worker through JSON.parse.

@@ -607,6 +607,41 @@ describe('processJob held to its slot', () => {
     expect(h.api.calls.map((c) => c.at)).toEqual([START + 250]);
   });
 
+  it('claims its key before it waits: nothing but the call follows the slot', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const done = processJob(await slotted(h, 'main', 250, 270), h.deps);
+    await h.clock.advance(1);
+
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'in-progress', dispatchId: 'd-1' });
+    expect(h.api.calls).toEqual([]);
+    await h.clock.advance(249);
+    await expect(done).resolves.toBe('succeeded');
+    expect(h.api.calls.map((c) => c.at)).toEqual([START + 250]);
+  });
+
+  it('gives its reservation back when the claim itself takes it past callBy, and leaves the key to the next dispatch', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await slotted(h, 'main', 0, 20);
+    const claim = h.stores.idempotency.putIdempotencyIfAbsent.bind(h.stores.idempotency);
+    h.stores.idempotency.putIdempotencyIfAbsent = async (...args) => {
+      const held = await claim(...args);
+      await h.clock.sleep(30); // a slow answer
+      return held;
+    };
+    const done = processJob(event, h.deps);
+    await h.clock.advance(30);
+
+    await expect(done).resolves.toBe('too-late');
+    expect(h.api.calls).toEqual([]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actualCost: null, id: 'd-1' }]);
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-1' });
+    h.stores.idempotency.putIdempotencyIfAbsent = claim;
+    await expect(processJob(event, h.deps)).resolves.toBe('already-failed');
+    expect(h.api.calls).toEqual([]);
+  });
+
   it.each([
     ['exactly at its slot', 0],
     ['exactly at callBy', 20],
@@ -629,7 +664,8 @@ describe('processJob held to its slot', () => {
     await expect(processJob(event, h.deps)).resolves.toBe('too-late');
 
     expect(h.api.calls).toEqual([]);
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actualCost: null, id: 'd-1' }]);
+    // The refund reports how late the worker started after its event was sent (at START), for the lead to grow.
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actualCost: null, id: 'd-1', startDelayMs: 21 }]);
     expect(h.queues.depth('main')).toBe(0);
     expect(h.queues.messages('requeue').map((m) => ({ attempt: m.attributes.attempt, key: m.attributes.idempotencyKey, visibleAt: m.visibleAt }))).toEqual([
       { attempt: numberAttr(2), key: stringAttr('m-1'), visibleAt: START + 21 },

@@ -296,6 +296,29 @@ describe('runOrchestrator', () => {
     expect(maxWindowUsage(calls, h.deps.config.quotas[0]!)).toBe(5);
   });
 
+  it('makes up a slot a worker gave back for starting too late, once folded within its window, and never exceeds the tier', async () => {
+    const calls: { at: number; cost: number }[] = [];
+    let jobEvents = 0;
+    const h = orchestratorHarness({
+      worker: async (event, harness) => {
+        if (event.kind === 'job' && ++jobEvents === 2) await harness.clock.sleep(100); // a cold start: past its callBy
+        const api = new ScriptedApi(harness.clock);
+        await processWorkerEvent(event, { clock: harness.clock, stores: harness.stores, queues: harness.queues, api, config: harness.config, random: () => 0 });
+        calls.push(...api.calls.map((call) => ({ at: call.at, cost: 1 })));
+      },
+    });
+    await sendMain(h.queues, 6);
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
+
+    // The slot at 200 is given back at 300 and folded in by the next flush (the allowance ran out at 600): the late
+    // job, requeued, goes at once beside the one due then, and the schedule goes on. Without the credit it would
+    // have waited for 1203.
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 600, 800, 1_003]);
+    expect(calls).toHaveLength(6);
+    expect(maxWindowUsage(calls, h.deps.config.quotas[0]!)).toBe(5);
+  });
+
   it('spaces dispatches at the tightest tier, 300 per minute, one every 200 ms', async () => {
     const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }] }) });
     await sendMain(h.queues, 8);

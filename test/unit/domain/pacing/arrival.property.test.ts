@@ -27,7 +27,7 @@ describe('arrivals held to their slot', () => {
         (limit, per, arrivalMarginMs, burstFraction, workers) => {
           const tiers = parseTiers([{ limit: per === 'second' ? limit : limit * 10, per }]);
           const callAllowanceMs = Math.floor(arrivalMarginMs / 2);
-          const settings: PacingSettings = { burstFraction, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs, callAllowanceMs, dispatchLeadMs: 250 };
+          const settings: PacingSettings = { burstFraction, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs, callAllowanceMs, dispatchLeadMs: 250, maxDispatchLeadMs: 250 };
           const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs }), settings);
           const arrivals: number[] = [];
           let now = T0;

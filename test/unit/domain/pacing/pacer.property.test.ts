@@ -40,6 +40,7 @@ const settingsArb: fc.Arbitrary<PacingSettings> = fc.record({
   arrivalMarginMs: fc.constant(0),
   callAllowanceMs: fc.constant(0),
   dispatchLeadMs: fc.constant(0),
+  maxDispatchLeadMs: fc.constant(0),
 });
 
 interface Job {
@@ -129,7 +130,7 @@ describe('Pacer with QuotaLedger (properties)', () => {
   });
 
   it('keeps a backlog within 1% of the tightest tier rate', () => {
-    const smooth: PacingSettings = { burstFraction: 0, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0 };
+    const smooth: PacingSettings = { burstFraction: 0, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 };
     fc.assert(
       fc.property(tierSetArb(['second', 'minute', 'hour']), fc.integer({ min: 1, max: 5 }), (tiers, cost) => {
         fc.pre(tiers.every((t) => unitsFor(t, cost) <= t.limit));

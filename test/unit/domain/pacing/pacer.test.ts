@@ -18,6 +18,7 @@ const settings = (overrides: Partial<PacingSettings> = {}): PacingSettings => ({
   arrivalMarginMs: 0,
   callAllowanceMs: 0,
   dispatchLeadMs: 0,
+  maxDispatchLeadMs: 0,
   ...overrides,
 });
 
@@ -266,6 +267,60 @@ describe('Pacer', () => {
       slots(pacer, 3, 7);
       const now = T0 + 450;
       expect(pacer.blockedUntil(now, 7)?.until).toBe(pacer.nextSlot(now, 7));
+    });
+  });
+
+  describe('settle', () => {
+    it('makes up a slot given back while its window holds it: the next message goes one interval sooner', () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }]);
+      const reservations = [0, 200, 400, 600].map((offset) => pacer.dispatch(T0 + offset, 1));
+      pacer.settle({ reservation: reservations[1]!, actualCost: null }, T0 + 650);
+
+      expect(pacer.nextSlot(T0 + 650, 1)).toBe(T0 + 650);
+      pacer.dispatch(T0 + 650, 1);
+      expect(pacer.nextSlot(T0 + 650, 1)).toBe(T0 + 800);
+      expect(pacer.ledger.usage(T0 + 650).map((u) => u.used)).toEqual([4]);
+    });
+
+    it('makes up no sooner than the slot given back', () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }]);
+      const ahead = pacer.dispatch(T0 + 400, 1);
+      pacer.settle({ reservation: ahead, actualCost: null }, T0);
+      expect(pacer.nextSlot(T0, 1)).toBe(T0 + 400);
+    });
+
+    it('gives nothing back to smoothing for a slot whose window has passed, nor for a call that reached the API', () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }]);
+      const old = pacer.dispatch(T0, 1);
+      const called = pacer.dispatch(T0 + 1_000, 1);
+      pacer.dispatch(T0 + 1_200, 1);
+      pacer.settle({ reservation: old, actualCost: null }, T0 + 1_300);
+      pacer.settle({ reservation: called, actualCost: 1 }, T0 + 1_300);
+      expect(pacer.nextSlot(T0 + 1_300, 1)).toBe(T0 + 1_400);
+    });
+
+    it('lengthens the lead by what a worker that started too late reports', () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }], { dispatchLeadMs: 250, maxDispatchLeadMs: 1_500, arrivalMarginMs: 50, callAllowanceMs: 30 });
+      const reservation = pacer.dispatch(T0, 1);
+      expect(pacer.lead.ms).toBe(250);
+      pacer.settle({ reservation, actualCost: null, startDelayMs: 700 }, T0 + 450);
+      expect(pacer.lead.ms).toBe(680);
+    });
+
+    it('never lets the ledger be exceeded, whatever is given back', () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }], { arrivalMarginMs: 50 });
+      const calls: { at: number; cost: number }[] = [];
+      let now = T0;
+      for (let i = 0; i < 60; i++) {
+        now = pacer.nextSlot(now, 1);
+        const reservation = pacer.dispatch(now, 1);
+        if (i % 3 === 1) pacer.settle({ reservation, actualCost: null }, now);
+        else calls.push({ at: now, cost: 1 });
+      }
+      const [tier] = pacer.ledger.tiers;
+      expect(maxWindowUsage(calls, tier!)).toBeLessThanOrEqual(5);
+      // One in three slots given back and made up: 40 calls in about 40 intervals of 210 ms, not 60.
+      expect(calls[calls.length - 1]!.at - T0).toBeLessThan(45 * 210);
     });
   });
 

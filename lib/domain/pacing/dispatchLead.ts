@@ -1,0 +1,54 @@
+/** Over how many of the latest dispatches workers' late starts are weighed (see {@link DispatchLead}). */
+export const LEAD_SAMPLE_DISPATCHES = 1000;
+
+/** Share of dispatches whose worker may still start too late once the lead has grown to fit the others. */
+export const LATE_SHARE_TOLERATED = 0.01;
+
+/** What a {@link DispatchLead} is made of, in ms. */
+export interface DispatchLeadSettings {
+  /** The configured lead (`PacingSettings.dispatchLeadMs`), and the least. */
+  readonly baseMs: number;
+  /** The most the lead grows to (`PacingSettings.maxDispatchLeadMs`). */
+  readonly maxMs: number;
+  /** How long after its slot a worker may still start its call (`callBy − slot`). */
+  readonly callWindowMs: number;
+}
+
+/**
+ * How long before its slot a job is dispatched, grown from the start delays of workers that started too late.
+ *
+ * A worker that starts after its `callBy` gives its slot back, and a slot given back is lost to a sliding tier that
+ * runs full: its windows cannot take one call more later. So the lead follows the late starts: over the latest
+ * {@link LEAD_SAMPLE_DISPATCHES} dispatches, it is the least lead, from the configured one up to the most, that would
+ * have let all but {@link LATE_SHARE_TOLERATED} of them start in time. It grows at the first late starts and falls
+ * back once they have left the sample (cold starts are over). Pure: dispatches and reports come in as calls.
+ */
+export class DispatchLead {
+  /** Dispatches counted so far. */
+  private dispatches = 0;
+  /** The leads late workers would have needed, with the dispatch count each was reported at. */
+  private needed: { readonly at: number; readonly ms: number }[] = [];
+
+  constructor(private readonly settings: DispatchLeadSettings) {}
+
+  /** The lead for the next dispatch, ms. */
+  get ms(): number {
+    const { baseMs, maxMs } = this.settings;
+    const tolerated = Math.floor(LATE_SHARE_TOLERATED * Math.min(this.dispatches, LEAD_SAMPLE_DISPATCHES));
+    const largestFirst = this.needed.map((late) => late.ms).sort((a, b) => b - a);
+    return Math.min(maxMs, Math.max(baseMs, largestFirst[tolerated] ?? 0));
+  }
+
+  /** Counts a dispatch. */
+  dispatched(): void {
+    this.dispatches++;
+    if (this.needed[0] !== undefined && this.needed[0].at <= this.dispatches - LEAD_SAMPLE_DISPATCHES) {
+      this.needed = this.needed.filter((late) => late.at > this.dispatches - LEAD_SAMPLE_DISPATCHES);
+    }
+  }
+
+  /** Takes in a worker that started `startDelayMs` after its event was sent, too late to call. */
+  startedLate(startDelayMs: number): void {
+    this.needed.push({ at: this.dispatches, ms: Math.ceil(startDelayMs - this.settings.callWindowMs) });
+  }
+}
