@@ -148,8 +148,9 @@ export class Pacer {
   /**
    * Settles `settlement` in the ledger at `now`. A reservation given back whole (no call reached the API) also leaves
    * its units on every smoothed tier as a credit, valid while the tier's window still holds the slot given back: a
-   * message the credit covers goes through smoothing at once (the ledger still bounds every window), so that a slot a
-   * late worker gave back is made up, not lost. A worker's late start also lengthens the lead.
+   * message the credit covers goes through smoothing at once (the ledger still bounds every window), so that a slot
+   * given back early enough (an invoke throttled, a late start folded in while its window lasts, as a minute tier's
+   * is) is taken, not lost. A worker's late start also lengthens the lead, which is what keeps a per-second tier full.
    */
   settle(settlement: Settlement, now: number): void {
     this.ledger.settle(settlement);
