@@ -133,7 +133,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
     event.idempotencyKey,
     fate.action === 'dead-letter'
       ? { status: 'dead-lettered', dispatchId: event.dispatchId, at: now, expiresAt, reason: fate.reason }
-      : { status: 'failed', dispatchId: event.dispatchId, at: now, expiresAt },
+      : failed(now),
   );
   // Recorded before the message is requeued, kept or dead-lettered. A failed call rarely owes one (only when the API
   // reports a cost other than the reserved one); if it cannot be recorded, the message's fate goes ahead and the

@@ -41,7 +41,7 @@ export interface PacingSettings {
   readonly dispatchLeadMs: number;
   /**
    * The most the lead grows to while workers start too late (cold starts, Lambda's async queue holding events): a
-   * run dispatches that much earlier as lets all but 2 % of its latest 1 000 workers start in time, then falls back
+   * run dispatches that much earlier as lets all but 1 % of its latest 1 000 workers start in time, then falls back
    * to `dispatchLeadMs` once the late starts are over. At least `dispatchLeadMs`. Costs up to this much of a
    * worker's time per job while it lasts, and spares the throughput each slot given back would cost. @default 1500
    */

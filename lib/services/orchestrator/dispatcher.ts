@@ -12,8 +12,9 @@ import type { StateLink } from './stateLink';
 
 /**
  * Takes the intake's head message one step on: dead-letters what can never go, hides what cannot go while it is held
- * (see `QuotaGate`) until its slot, waits until the lead (see `DispatchLead`) before its pacing slot, has the ledger sync persist
- * a larger allowance when it needs one, and invokes a worker once the quota and the state-outage policy let it go.
+ * (see `QuotaGate`) until its slot, waits until the lead (see `DispatchLead`) before its pacing slot, has the ledger
+ * sync persist a larger allowance when it needs one, and invokes a worker once the quota and the state-outage policy
+ * let it go.
  * Quota is reserved at the slot, and the worker waits for it: the call reaches the API within the arrival margin of
  * its slot, whatever the worker's start delay (see `JobEvent.callBy`).
  */
