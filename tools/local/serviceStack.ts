@@ -423,6 +423,15 @@ export class ServiceStack {
     return this.harness.stats(WORKER_FUNCTION);
   }
 
+  /**
+   * Dispatches a worker gave back because it started past the event's `callBy` (outcome `too-late`): each returned
+   * its message without a call, and the message went out again. On a loaded machine a few happen even without an
+   * invoke timing, so a run's `dispatched` is its jobs plus these.
+   */
+  dispatchesGivenBack(): number {
+    return this.workerStats().results.get('too-late') ?? 0;
+  }
+
   /** Worker starts the stack's invoke timing drew, by kind; empty without one. */
   workerStarts(): Readonly<Record<string, number>> {
     return this.setup.timing?.counts() ?? {};
