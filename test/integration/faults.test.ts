@@ -3,18 +3,10 @@ import { faultScenarios } from '../../tools/faults/scenarios';
 import { testEmulators } from '../helpers/awsClients';
 
 /**
- * Scenarios whose jobs cannot all end within a scenario's two minutes, so that "nothing lost" cannot be asserted yet:
- * `quota-exhausted` is told to wait two hours, and in `day-boundary` more jobs are left after midnight than the new
- * day's tier allows. Both need a clock the suite can move forward; until then `npm run faults` runs them and
- * reports what they left waiting.
- */
-const WAITING_FOR_A_MOVABLE_CLOCK: readonly string[] = ['quota-exhausted', 'day-boundary'];
-
-/**
  * `npm run faults -- --quick` inside the test suite: every scenario at its small size, with seed 1 (kill points and
  * fault shares are seeded; the assertions are the suite's invariants, which hold whatever the timing).
  */
-const SCENARIOS = faultScenarios('quick').filter((s) => !WAITING_FOR_A_MOVABLE_CLOCK.includes(s.name));
+const SCENARIOS = faultScenarios('quick');
 
 /** The fault kinds each scenario must really have injected, so that a scenario cannot pass by injecting nothing. */
 const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
@@ -35,7 +27,7 @@ const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
   'probe-overlap': [/^api:outage$/, /^lambda:cold-start$/, /^lambda:delivered-twice$/],
   'caller-rejected': [/^api:caller-rejected$/],
   'late-starts': [/^lambda:cold-start$/],
-  'quota-exhausted': [/^api:rate-limited-for-hours$/, /^clock:midnight$/],
+  'quota-exhausted': [/^api:rate-limited-for-hours$/, /^clock:leap$/, /^clock:midnight$/],
 };
 
 describe('the fault suite (quick sizes)', () => {
@@ -77,6 +69,12 @@ describe('the fault suite (quick sizes)', () => {
     if (name === 'worker-crashes') {
       it('made exactly one extra call for each crash after a call: the job was dispatched again and called again', () => {
         expect(result.duplicatesAfterCrashBeforeRecord).toBe(result.faults['worker:crash-after-call']);
+      });
+    }
+    if (name === 'quota-exhausted') {
+      it('said which tier held the quota, and waiting cost no healthy job its attempts', () => {
+        expect(Object.keys(result.quotaExhausted).sort()).toEqual(['25/day', '429']);
+        expect(result.healthyDeadLettered).toBe(0);
       });
     }
     if (name === 'two-orchestrators') {

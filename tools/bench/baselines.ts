@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { seededRandom } from '../simulation/random';
+import { InvokeTiming, NO_DUPLICATES, REALISTIC_START_DELAYS } from '../simulation/startDelays';
 import Bottleneck from 'bottleneck';
 import { HttpApiCaller } from '../../lib/adapters/http/HttpApiCaller';
 import { systemClock } from '../../lib/adapters/systemClock';
@@ -203,8 +204,8 @@ interface Usage {
   busyMs: number;
 }
 
-/** Seed of the baselines' late starts, so that every run and strategy draws the same ones. */
-const LATE_START_SEED = 11;
+/** Seed of the baselines' start delays, so that every run and strategy draws the same ones. */
+const START_DELAY_SEED = 11;
 
 /**
  * One worker, standing for one of Lambda's N concurrent executions: it takes the next visible job, runs one
@@ -219,7 +220,7 @@ async function work(send: (id: string) => Promise<boolean>, queue: JobQueue, usa
       continue;
     }
     usage.invocations++;
-    // A late (cold) start holds the job and bills its time, as Lambda's init does.
+    // The start delay holds the job and bills its time, as Lambda's init does.
     const lateMs = startDelayMs();
     if (lateMs > 0) await systemClock.sleep(lateMs);
     // A limiter stopped at the time limit rejects the calls still waiting in it.
@@ -280,9 +281,8 @@ async function runWorkers(name: BaselineName, scenario: BenchScenario, options: 
   try {
     const queue = new JobQueue(scenario.jobs, start);
     const usage: Usage = { invocations: 0, busyMs: 0 };
-    const random = seededRandom(LATE_START_SEED);
-    const late = scenario.lateStarts;
-    const startDelayMs = (): number => (late !== undefined && random() < late.share ? late.minMs + random() * (late.maxMs - late.minMs) : 0);
+    const timing = new InvokeTiming({ start: scenario.startDelays ?? REALISTIC_START_DELAYS, duplicates: NO_DUPLICATES }, seededRandom(START_DELAY_SEED));
+    const startDelayMs = (): number => timing.plan(systemClock.now()).startDelayMs;
     await Promise.all(
       Array.from({ length: scenario.busyWorkers ?? scenario.workers }, (_, i) => {
         const quota = new SdkRetryQuota();

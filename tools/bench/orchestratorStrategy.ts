@@ -2,6 +2,7 @@ import { runLocal, type LocalRunResult } from '../local/localRun';
 import { countRequests } from '../local/requestMeter';
 import type { Template } from '../local/template';
 import { parseScenario } from '../simulation/scenario';
+import { REALISTIC_START_DELAYS } from '../simulation/startDelays';
 import { callsPerSecond, recoverySeconds } from './measures';
 import type { BenchScenario, StrategyResult } from './types';
 
@@ -34,11 +35,8 @@ export async function runOrchestratorStrategy(bench: BenchScenario, options: Orc
     quotas: bench.quotas,
     jobs: { count: bench.jobs },
     api: { latencyMs: bench.latencyMs, outages: bench.outage === undefined ? [] : [bench.outage] },
-    // The baselines see neither duplicate deliveries nor start delays beyond the scenario's late starts.
-    startDelays:
-      bench.lateStarts === undefined
-        ? { kind: 'fixed', ms: 20 }
-        : { kind: 'realistic', coldShare: bench.lateStarts.share, coldMinMs: bench.lateStarts.minMs, coldMaxMs: bench.lateStarts.maxMs, throttledShare: 0, holdShare: 0 },
+    // The same start delays as the baselines' workers, and like them no second deliveries.
+    startDelays: bench.startDelays ?? REALISTIC_START_DELAYS,
     duplicateDeliveries: { share: 0 },
     maxSeconds: 600,
   });

@@ -1,4 +1,5 @@
 import { parseTiers } from '../../lib/domain/quota/tiers';
+import { REALISTIC_START_DELAYS } from '../simulation/startDelays';
 import type { BenchScenario } from './types';
 
 const SHORT_TIERS = parseTiers([
@@ -40,7 +41,7 @@ export function lateStartsScenario(size: BenchSize): BenchScenario {
     quotas: parseTiers([{ limit: 5, per: 'second' }]),
     latencyMs: 50,
     workers: 20,
-    lateStarts: { share: 0.1, minMs: 200, maxMs: 700 },
+    startDelays: { ...REALISTIC_START_DELAYS, coldShare: 0.1, coldMinMs: 200, coldMaxMs: 700, throttledShare: 0, holdShare: 0 },
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Tier } from '../../lib/domain/quota/tiers';
+import type { StartDelayModel } from '../simulation/startDelays';
 
 /** The strategies the benchmark compares, in table order. */
 export const STRATEGIES = ['naive-fanout', 'per-worker-limiter', 'shared-redis-limiter', 'orchestrator'] as const;
@@ -21,11 +22,11 @@ export interface BenchScenario {
   /** How many of them actually run, e.g. while Lambda scales up or the queue trickles. @default workers */
   readonly busyWorkers?: number;
   /**
-   * A share of worker invocations that start `minMs` to `maxMs` late (cold starts), drawn from a fixed seed; the
-   * others start at once (baselines) or warm, 5 to 40 ms later (the orchestrator's workers).
-   * @default none: baselines start at once, the orchestrator's workers 20 ms after their invoke
+   * When each worker invocation starts after its invoke (or its job's delivery), for every strategy alike: drawn
+   * from a fixed seed. Delivered once each: the baselines would see no second delivery.
+   * @default REALISTIC_START_DELAYS (warm starts, a share of cold and throttled ones, rare holds of seconds)
    */
-  readonly lateStarts?: { readonly share: number; readonly minMs: number; readonly maxMs: number };
+  readonly startDelays?: StartDelayModel;
 }
 
 /** What one strategy did on one scenario: DESIGN's benchmark contract, plus the extras the issue asks for. */

@@ -1,4 +1,3 @@
-import type { Clock } from '../../lib/ports/Clock';
 import { seededRandom } from '../simulation/random';
 import { REALISTIC_TIMING } from '../simulation/startDelays';
 import type { ReceivedMessage } from '../../lib/ports/QueueReceiver';
@@ -7,6 +6,7 @@ import type { EmulatorEndpoints } from '../local/clients';
 import { createServiceStack, SimulatedCrash, type OrchestratorRun, type OrchestratorRunOptions, type ServiceStack, type TestMessage } from '../local/serviceStack';
 import { pause } from '../local/waitFor';
 import { MisbehavingApi } from './apiFaults';
+import { ScenarioClock } from './scenarioClock';
 import { AwsFaultInjector } from './awsFaults';
 import type { FaultScenario } from './scenarios';
 import { WorkerFaultInjector } from './workerFaults';
@@ -71,6 +71,8 @@ export interface FaultScenarioResult {
   readonly orchestratorCrashes: number;
   /** Where each injected kill stopped its run. */
   readonly killPoints: Readonly<Partial<Record<KillPoint, number>>>;
+  /** The runs' `quota-exhausted` reports, by the tier that held the quota (`25/day`, `429`). */
+  readonly quotaExhausted: Readonly<Record<string, number>>;
   /** How the stale lease holder's run ended, if the scenario had one: it must be `lost`. */
   readonly staleHolder?: RunSummary['lease'] | 'crashed';
   readonly seconds: number;
@@ -163,7 +165,8 @@ export async function runFaultScenario(scenario: FaultScenario, emulators: Emula
   const worker = new WorkerFaultInjector(scenario.worker ?? {});
   let api: MisbehavingApi | undefined;
   const timingRandom = seededRandom(seed + 1_000);
-  const clock = scenario.midnightAfterMs === undefined ? undefined : clockBeforeMidnight(scenario.midnightAfterMs, scenario.timeZone ?? 'UTC');
+  const { midnightAfterMs, clockLeaps } = scenario;
+  const clock = midnightAfterMs === undefined && clockLeaps === undefined ? undefined : new ScenarioClock({ timeZone: scenario.timeZone ?? 'UTC', ...(midnightAfterMs === undefined ? {} : { midnightAfterMs }), ...(clockLeaps === undefined ? {} : { leaps: clockLeaps }) });
   const stack = await createServiceStack({
     quotas: scenario.quotas ?? FAULT_QUOTAS,
     emulators,
@@ -184,25 +187,14 @@ export async function runFaultScenario(scenario: FaultScenario, emulators: Emula
   try {
     const planned = plannedMessages(scenario);
     for (const p of planned) await stack.send(p.queue, [p.message]);
-    zero.at = stack.readyAt;
+    // Fault windows, midnight and leaps count from the first run's start.
+    zero.at = Date.now();
+    clock?.start();
     const runs = await drive(stack, scenario, random);
     return await tally(stack, scenario, planned, runs, { aws, api, worker });
   } finally {
     await stack.close();
   }
-}
-
-/**
- * The wall clock shifted so that the next midnight in `timeZone` comes `afterMs` from now (on a day of 24 hours:
- * the fault suite picks zones and dates where that holds, or a DST day moves midnight by an hour).
- */
-export function clockBeforeMidnight(afterMs: number, timeZone: string, now = Date.now()): Clock {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-GB', { timeZone, hourCycle: 'h23', hour: 'numeric', minute: 'numeric', second: 'numeric' }).formatToParts(now).map((p) => [p.type, Number(p.value)]),
-  ) as Record<string, number>;
-  const sinceMidnight = (((parts.hour ?? 0) * 60 + (parts.minute ?? 0)) * 60 + (parts.second ?? 0)) * 1000 + (now % 1000);
-  const offset = 86_400_000 - sinceMidnight - afterMs;
-  return { now: () => Date.now() + offset, sleep: (ms) => pause(ms) };
 }
 
 /** Starts runs as the schedule would (plus manual invokes and the stale holder) until the stack has drained. */
@@ -277,6 +269,8 @@ async function tally(
     }
   }
   const kills = Object.values(killPoints).reduce((sum, n) => sum + n, 0);
+  const quotaExhausted: Record<string, number> = {};
+  for (const event of runs.flatMap((r) => r.run.events)) if (event.type === 'quota-exhausted') quotaExhausted[event.tier] = (quotaExhausted[event.tier] ?? 0) + 1;
   const stale = runs.find((r) => r.kind === 'stale');
   const manual = runs.filter((r) => r.kind === 'manual').length;
   const faults = {
@@ -288,6 +282,7 @@ async function tally(
     ...(manual > 0 ? { 'orchestrator:manual-invoke': manual } : {}),
     ...(scenario.outages === undefined ? {} : { 'api:outage': scenario.outages.length }),
     ...(scenario.midnightAfterMs === undefined ? {} : { 'clock:midnight': 1 }),
+    ...(scenario.clockLeaps === undefined ? {} : { 'clock:leap': scenario.clockLeaps.length }),
     // What the invoke timing drew beyond a warm start: each a start Lambda makes late, or an event it delivers twice.
     ...Object.fromEntries(Object.entries(stack.workerStarts()).filter(([kind]) => kind !== 'warm' && kind !== 'fixed').map(([kind, n]) => [`lambda:${kind === 'duplicate' ? 'delivered-twice' : `${kind}-start`}`, n])),
   };
@@ -311,6 +306,7 @@ async function tally(
     healthyDeadLettered,
     orchestratorCrashes: crashes,
     killPoints,
+    quotaExhausted,
     ...(stale === undefined ? {} : { staleHolder: stale.ended?.summary?.lease ?? 'crashed' }),
     seconds,
   };

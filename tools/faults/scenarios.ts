@@ -1,5 +1,6 @@
 import type { ApiFaultWindow } from './apiFaults';
 import type { AwsFaultWindow } from './awsFaults';
+import type { ClockLeap } from './scenarioClock';
 import type { QuotaInput } from '../local/serviceStack';
 import { DEFAULT_DUPLICATES, REALISTIC_START_DELAYS, REALISTIC_TIMING, type InvokeTimingModel } from '../simulation/startDelays';
 import type { WorkerFaultPlan } from './workerFaults';
@@ -30,8 +31,13 @@ export interface FaultScenario {
   readonly quotas?: readonly QuotaInput[];
   /** `TIME_ZONE` of the calendar tiers, and the API's. @default UTC */
   readonly timeZone?: string;
-  /** The service's and the API's clock is shifted so that midnight in `timeZone` comes this long after the start. @default no shift */
+  /**
+   * The service's and the API's clock is shifted so that midnight in `timeZone` comes this long after the start, on
+   * that clock (its leaps count). @default no shift
+   */
   readonly midnightAfterMs?: number;
+  /** The service's and the API's clock leaps forward: hours pass in a moment. @default none */
+  readonly clockLeaps?: readonly ClockLeap[];
   /** Redrive `maxReceiveCount` of the source queues. @default 10 */
   readonly maxReceiveCount?: number;
 }
@@ -46,6 +52,8 @@ const FAULT_QUOTAS_AFTER_SECOND: readonly QuotaInput[] = [
   { limit: 600, per: 'minute' },
   { limit: 5_000, per: 'day' },
 ];
+
+const HOUR_MS = 3_600_000;
 
 /** `quick` keeps each scenario to seconds (the subset in `npm test`); `full` is `npm run faults`. */
 export type FaultSize = 'quick' | 'full';
@@ -161,19 +169,24 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
     {
       ...base,
       name: 'quota-exhausted',
-      injects: `issue 11: a day tier of 25 used up until midnight, ${quick ? 20 : 40} s later (longer than visibility × maxReceiveCount), and 429s with a Retry-After of 2 hours`,
-      quotas: [{ limit: 20, per: 'second' }, { limit: 600, per: 'minute' }, { limit: 25, per: 'day' }],
-      midnightAfterMs: quick ? 20_000 : 40_000,
-      maxReceiveCount: 2,
+      injects:
+        'issue 11: 429s with a Retry-After of 2 hours, then a day tier used up until midnight; each wait longer than visibility × maxReceiveCount, and hours pass in a leap of the clock',
+      // The 429 pause holds from 0.3 s until the clock leaps 2 hours at 20 s; the day tier then runs out in a second
+      // or two, and midnight comes 20 s after the leap. The rest go in the new day.
+      quotas: [{ limit: 20, per: 'second' }, { limit: 600, per: 'minute' }, { limit: quick ? 25 : 60, per: 'day' }],
       api: [{ kind: 'rate-limited-for-hours', fromMs: 300, toMs: 500, retryAfterSeconds: 7_200 }],
+      clockLeaps: [{ atMs: 20_000, byMs: HOUR_MS * 2 }],
+      midnightAfterMs: HOUR_MS * 2 + 42_000,
+      maxReceiveCount: 2,
     },
     {
       ...base,
       name: 'day-boundary',
-      injects: 'issue 11: a run across midnight in America/New_York with a day tier of 30, and a third of the workers late',
-      quotas: [{ limit: 20, per: 'second' }, { limit: 600, per: 'minute' }, { limit: 30, per: 'day' }],
+      injects: `issue 11: a run across midnight in America/New_York with a day tier of ${quick ? 25 : 60} that runs out before it, and a third of the workers late`,
+      // The day tier runs out before midnight even at half the second tier's pace, and the new day holds the rest.
+      quotas: [{ limit: 20, per: 'second' }, { limit: 600, per: 'minute' }, { limit: quick ? 25 : 60, per: 'day' }],
       timeZone: 'America/New_York',
-      midnightAfterMs: 1_500,
+      midnightAfterMs: quick ? 4_000 : 6_000,
       timing: lateStarts(0.33, 200, 1_500),
     },
     {

@@ -86,6 +86,8 @@ export interface LocalFunctionStats {
   readonly discarded: number;
   /** Second deliveries of `Event` invocations started (at-least-once delivery, drawn by the host's `timing`). */
   readonly duplicateDeliveries: number;
+  /** Attempts after a failed attempt of the same delivery (Lambda's async retries). */
+  readonly retries: number;
   /** How often each string result was returned (the worker returns outcomes such as `'succeeded'`). */
   readonly results: ReadonlyMap<string, number>;
   /** Summed duration of the attempts that ended, each to its end or its timeout: what Lambda bills. */
@@ -111,6 +113,7 @@ interface FunctionState {
   running: number;
   discarded: number;
   duplicateDeliveries: number;
+  retries: number;
   billedMs: number;
   readonly results: Map<string, number>;
 }
@@ -209,7 +212,7 @@ export class LocalLambdaHost {
       if (fn.reservedConcurrency !== undefined && (!Number.isInteger(fn.reservedConcurrency) || fn.reservedConcurrency < 0)) {
         throw new RangeError(`${fn.name}: reservedConcurrency must be an integer >= 0, got ${fn.reservedConcurrency}`);
       }
-      this.functions.set(fn.name, { fn, invocations: 0, throttled: 0, errors: 0, running: 0, discarded: 0, duplicateDeliveries: 0, billedMs: 0, results: new Map() });
+      this.functions.set(fn.name, { fn, invocations: 0, throttled: 0, errors: 0, running: 0, discarded: 0, duplicateDeliveries: 0, retries: 0, billedMs: 0, results: new Map() });
     }
     this.clock = clock;
     this.retryDelayMs = retryDelayMs;
@@ -246,8 +249,8 @@ export class LocalLambdaHost {
   stats(name: string): LocalFunctionStats {
     const state = this.functions.get(name);
     if (state === undefined) throw new RangeError(`no function named '${name}'`);
-    const { invocations, throttled, errors, running, discarded, duplicateDeliveries, billedMs } = state;
-    return { invocations, throttled, errors, running, discarded, duplicateDeliveries, billedMs, results: new Map(state.results) };
+    const { invocations, throttled, errors, running, discarded, duplicateDeliveries, retries, billedMs } = state;
+    return { invocations, throttled, errors, running, discarded, duplicateDeliveries, retries, billedMs, results: new Map(state.results) };
   }
 
   /** True when no attempt is running and no accepted invocation waits for a retry or for its `onFailure`. */
@@ -407,6 +410,7 @@ export class LocalLambdaHost {
       }
       await this.clock.sleep(this.retryDelayMs * 2 ** retry);
       await this.waitForSlot(state);
+      state.retries++;
     }
   }
 

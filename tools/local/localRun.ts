@@ -68,8 +68,15 @@ export interface TimelineRow {
 
 /** What one function of the run consumed. */
 export interface FunctionUsage {
-  /** Attempts started (Lambda's `Invocations`). */
+  /**
+   * Attempts started (Lambda's `Invocations`): each accepted `Event` invoke once, plus Lambda's second deliveries
+   * and its retries of failed attempts.
+   */
   readonly invocations: number;
+  /** Second deliveries of an `Event` invoke (Lambda's at-least-once delivery). */
+  readonly duplicateDeliveries: number;
+  /** Attempts after a failed one of the same delivery (Lambda's async retries). */
+  readonly retries: number;
   /** Summed attempt durations (Lambda's billed duration, before rounding). */
   readonly billedMs: number;
   /** The function's own AWS requests, by `service.Command`. */
@@ -193,8 +200,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   await harness.close({ idleWithinMs: SHUTDOWN_WAIT_MS });
   scheduler.destroy();
   const usage = (fn: FunctionDefinition, meter: RequestMeter): FunctionUsage => {
-    const { invocations, billedMs } = harness.stats(fn.name);
-    return { invocations, billedMs, requests: meter.snapshot() };
+    const { invocations, duplicateDeliveries, retries, billedMs } = harness.stats(fn.name);
+    return { invocations, duplicateDeliveries, retries, billedMs, requests: meter.snapshot() };
   };
   return { report, timeline, orchestrator: usage(orchestrator, meters.orchestrator), worker: usage(worker, meters.worker), peakHeapBytes, calls: api.callLog, circuitChanges: changes, start };
 }

@@ -163,7 +163,7 @@ describe('LocalLambdaHost', () => {
         responsePayload: { errorMessage: 'bad event', errorType: 'TypeError' },
       });
       await flush();
-      expect(host.stats('worker')).toMatchObject({ invocations: 3, errors: 3, running: 0, discarded: 0 });
+      expect(host.stats('worker')).toMatchObject({ invocations: 3, errors: 3, retries: 2, running: 0, discarded: 0 });
       expect(host.idle()).toBe(true);
     });
 
@@ -173,7 +173,7 @@ describe('LocalLambdaHost', () => {
       await invoke(client, { id: 'a' });
       (await worker.nextCall()).result.reject(new Error('boom'));
       await flush();
-      expect(host.stats('worker')).toMatchObject({ invocations: 1, errors: 1, discarded: 1 });
+      expect(host.stats('worker')).toMatchObject({ invocations: 1, errors: 1, retries: 0, discarded: 1 });
       expect(host.idle()).toBe(true);
     });
 
@@ -225,7 +225,7 @@ describe('LocalLambdaHost', () => {
       expect(retryA.context.awsRequestId).toBe(firstA.context.awsRequestId);
       retryA.result.resolve('succeeded');
       await flush();
-      expect(host.stats('worker')).toMatchObject({ invocations: 3, errors: 1, throttled: 0, results: new Map([['succeeded', 2]]) });
+      expect(host.stats('worker')).toMatchObject({ invocations: 3, errors: 1, retries: 1, throttled: 0, results: new Map([['succeeded', 2]]) });
       expect(host.idle()).toBe(true);
     });
   });
@@ -254,7 +254,7 @@ describe('LocalLambdaHost', () => {
       first.result.resolve('succeeded');
       second.result.resolve('succeeded');
       await flush();
-      expect(host.stats('worker')).toMatchObject({ invocations: 2, duplicateDeliveries: 1 });
+      expect(host.stats('worker')).toMatchObject({ invocations: 2, duplicateDeliveries: 1, retries: 0 });
       expect(host.idle()).toBe(true);
     });
 
