@@ -36,7 +36,7 @@ function formatResults(results: readonly FaultScenarioResult[]): string {
     const faults = Object.entries(r.faults).map(([kind, n]) => `${kind} ${n}`).join(', ');
     const kills = Object.entries(r.killPoints).map(([point, n]) => `${point} ${n}`).join(', ');
     const exhausted = Object.entries(r.quotaExhausted).map(([tier, n]) => `${tier} ${n}`).join(', ');
-    return `- ${r.name}: ${r.injects}\n    injected: ${faults || 'none'}${kills === '' ? '' : `\n    kill points: ${kills}`}${exhausted === '' ? '' : `\n    quota-exhausted reports: ${exhausted}`}${r.staleHolder === undefined ? '' : `\n    stale holder's run ended: ${r.staleHolder}`}`;
+    return `- ${r.name}: ${r.injects}\n    injected: ${faults || 'none'}${kills === '' ? '' : `\n    kill points: ${kills}`}${exhausted === '' ? '' : `\n    quota-exhausted reports: ${exhausted}`}${r.crashErrors.map((e) => `\n    crashed run: ${e}`).join('')}${r.staleHolder === undefined ? '' : `\n    stale holder's run ended: ${r.staleHolder}`}`;
   });
   return `${table}\n\n${details.join('\n')}`;
 }

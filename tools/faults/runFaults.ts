@@ -69,6 +69,8 @@ export interface FaultScenarioResult {
   readonly healthyDeadLettered: number;
   /** Orchestrator runs that ended with an error other than an injected kill. */
   readonly orchestratorCrashes: number;
+  /** Those runs' errors, as `Name: message`. */
+  readonly crashErrors: readonly string[];
   /** Where each injected kill stopped its run. */
   readonly killPoints: Readonly<Partial<Record<KillPoint, number>>>;
   /** The runs' `quota-exhausted` reports, by the tier that held the quota (`25/day`, `429`). */
@@ -258,14 +260,14 @@ async function tally(
   }
 
   const killPoints: Partial<Record<KillPoint, number>> = {};
-  let crashes = 0;
+  const crashErrors: string[] = [];
   for (const r of runs) {
     const error = r.ended?.error;
     if (error instanceof SimulatedCrash) {
       const point = killPointOf(error.command);
       killPoints[point] = (killPoints[point] ?? 0) + 1;
     } else if (error !== undefined) {
-      crashes++;
+      crashErrors.push(error instanceof Error ? `${error.name}: ${error.message}` : String(error));
     }
   }
   const kills = Object.values(killPoints).reduce((sum, n) => sum + n, 0);
@@ -304,7 +306,8 @@ async function tally(
     deadLetteredWithReason: withReason.length,
     deadLetteredWithoutReason: deadLettered.length - withReason.length,
     healthyDeadLettered,
-    orchestratorCrashes: crashes,
+    orchestratorCrashes: crashErrors.length,
+    crashErrors,
     killPoints,
     quotaExhausted,
     ...(stale === undefined ? {} : { staleHolder: stale.ended?.summary?.lease ?? 'crashed' }),

@@ -73,15 +73,16 @@ export class Pacer {
    * tier's limit and so can never go.
    */
   nextSlot(now: number, cost: number): number {
-    const fit = this.ledger.earliestFit(Math.max(now, this.latestSlot), cost).at;
-    if (!Number.isFinite(fit)) return fit;
     const fraction = this.rampFraction(now);
-    // A credit that lets a message through smoothing may expire as smoothing on another tier pushes the slot on:
-    // the slot moves on until every tier agrees (at most once per tier).
-    for (let at = Math.ceil(Math.max(fit, this.pausedUntilMs)); ; ) {
-      const smoothed = Math.ceil(Math.max(at, ...this.ledger.tiers.map((tier, i) => this.smoothedAt(tier, i, cost, fraction, at))));
-      if (smoothed === at) return at;
-      at = smoothed;
+    // Smoothing may push the slot to where the ledger refuses it (a calendar boundary's margin, a window that fills
+    // up), and a credit that lets a message through smoothing may expire as the slot moves on: the slot moves on
+    // until the ledger and every tier agree.
+    for (let at = Math.ceil(Math.max(now, this.latestSlot, this.pausedUntilMs)); ; ) {
+      const fit = this.ledger.earliestFit(at, cost).at;
+      if (!Number.isFinite(fit)) return fit;
+      const next = Math.ceil(Math.max(fit, ...this.ledger.tiers.map((tier, i) => this.smoothedAt(tier, i, cost, fraction, at))));
+      if (next === at) return at;
+      at = next;
     }
   }
 

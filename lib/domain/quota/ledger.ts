@@ -144,12 +144,15 @@ class SlidingCounter implements Counter {
     return this.amounts.reduce((sum, a) => sum + a, 0);
   }
 
+  /** Reads only: a probe of a later instant must not drop buckets that still count before it. */
   earliestFit(now: number, units: number): number {
     if (units > this.limit) return Number.POSITIVE_INFINITY;
-    this.prune(now);
-    let inWindow = this.total();
+    // Buckets expire in order: those expired by `now` come first.
+    let live = 0;
+    while (live < this.amounts.length && this.expiry(this.first + live) <= now) live++;
+    let inWindow = this.amounts.slice(live).reduce((sum, a) => sum + a, 0);
     if (inWindow + units <= this.limit) return now;
-    for (let i = 0; i < this.amounts.length; i++) {
+    for (let i = live; i < this.amounts.length; i++) {
       inWindow -= this.amounts[i] ?? 0;
       if (inWindow + units <= this.limit) return Math.max(now, this.expiry(this.first + i));
     }
@@ -230,8 +233,8 @@ class CalendarCounter implements Counter {
   private key = '';
   private end = Number.NEGATIVE_INFINITY;
   private usedUnits = 0;
-  /** The window of the instant last probed for a boundary (see {@link CalendarCounter.clearOfBoundary}), and that instant. */
-  private probed: { readonly from: number; readonly window: CalendarWindow } | undefined;
+  /** The window last looked up (see {@link CalendarCounter.windowOf}), and the instant it was looked up for. */
+  private looked: { readonly from: number; readonly window: CalendarWindow } | undefined;
 
   constructor(
     private readonly limit: number,
@@ -247,9 +250,10 @@ class CalendarCounter implements Counter {
     return counter;
   }
 
+  /** Moves the counter on to the window of `now`, the present: a later window starts empty. */
   private roll(now: number): void {
     if (now < this.end) return;
-    const window = calendarWindow(now, this.per, this.timeZone);
+    const window = this.windowOf(now);
     // Keys sort chronologically. A stored key from a later window (a writer whose clock ran ahead) is kept, so
     // its usage is never forgotten.
     if (window.key > this.key) {
@@ -259,23 +263,28 @@ class CalendarCounter implements Counter {
     this.end = window.end;
   }
 
+  /** The window holding `t`. Instants mostly move forward, so the last one looked up usually holds it: no zone lookup then. */
+  private windowOf(t: number): CalendarWindow {
+    if (this.looked === undefined || t < this.looked.from || t >= this.looked.window.end) {
+      this.looked = { from: t, window: calendarWindow(t, this.per, this.timeZone) };
+    }
+    return this.looked.window;
+  }
+
   /** The earliest instant >= `t` with no window boundary within the margin on either side. */
   private clearOfBoundary(t: number): number {
     if (this.marginMs === 0) return t;
-    const from = t - this.marginMs;
-    // Instants mostly move forward, so the window last probed usually still holds `from`: no zone lookup then.
-    if (this.probed === undefined || from < this.probed.from || from >= this.probed.window.end) {
-      this.probed = { from, window: calendarWindow(from, this.per, this.timeZone) };
-    }
-    const boundary = this.probed.window.end;
+    const boundary = this.windowOf(t - this.marginMs).end;
     return boundary <= t + this.marginMs ? boundary + this.marginMs : t;
   }
 
+  /** Reads only: a probe of a later window must not move the counter on while earlier instants may still be charged. */
   earliestFit(now: number, units: number): number {
     if (units > this.limit) return Number.POSITIVE_INFINITY;
     const at = this.clearOfBoundary(now);
-    this.roll(at);
-    return this.usedUnits + units <= this.limit ? at : this.clearOfBoundary(this.end);
+    const window = at < this.end ? { key: this.key, end: this.end } : this.windowOf(at);
+    const used = window.key > this.key ? 0 : this.usedUnits;
+    return used + units <= this.limit ? at : this.clearOfBoundary(window.end);
   }
 
   add(now: number, units: number): string {

@@ -140,6 +140,20 @@ describe('Pacer', () => {
     });
   });
 
+  describe('nextSlot near a day boundary', () => {
+    it('never names a slot the ledger refuses: smoothing that pushes a slot into the margin before midnight moves it past', () => {
+      const midnight = Date.parse('2026-06-02T00:00:00.000Z');
+      const tiers = parseTiers([{ limit: 10, per: 'second' }, { limit: 1000, per: 'day' }]);
+      const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs: 50 }), settings({ arrivalMarginMs: 50 }));
+      // After a dispatch 130 ms before midnight the ledger would take the next one at once, but smoothing 105 ms later,
+      // 25 ms before midnight: so close that the call might arrive in the next day, so the slot moves past the margin.
+      pacer.dispatch(midnight - 130, 1);
+      const slot = pacer.nextSlot(midnight - 100, 1);
+      expect(slot).toBe(midnight + 50);
+      expect(pacer.dispatch(slot, 1)).toMatchObject({ at: midnight + 50, windows: { 'day:requests': '2026-06-02' } });
+    });
+  });
+
   describe('startRamp', () => {
     const ramp = { rampStartFraction: 0.25, rampSeconds: 10 };
 

@@ -122,6 +122,21 @@ describe('QuotaLedger', () => {
       expect(ledger.earliestFit(localMidnight, 1)).toEqual({ at: localMidnight, tier: -1 });
       expect(used(ledger, localMidnight)).toEqual([0]);
     });
+
+    it('only reads: a probe of a later instant forgets nothing that still counts before it', () => {
+      const ledger = new QuotaLedger(tiers([{ limit: 2, per: 'second' }, { limit: 3, per: 'day' }]));
+      const midnight = utc('2026-06-02T00:00:00.000Z');
+      ledger.reserve(T0, 1);
+      ledger.reserve(T0 + 100, 1);
+      // A probe after the first bucket expired, then one where both still count.
+      expect(ledger.earliestFit(T0 + 1_050, 1)).toEqual({ at: T0 + 1_050, tier: -1 });
+      expect(ledger.earliestFit(T0 + 500, 1)).toEqual({ at: bucketExpiry(T0, SECOND), tier: 0 });
+      ledger.reserve(T0 + 1_050, 1);
+      // The day is spent: a probe of the next day finds room there, and the day before stays spent.
+      expect(ledger.earliestFit(midnight, 1)).toEqual({ at: midnight, tier: -1 });
+      expect(ledger.earliestFit(T0 + 5_000, 1)).toEqual({ at: midnight, tier: 1 });
+      expect(used(ledger, T0 + 5_000)).toEqual([0, 3]);
+    });
   });
 
   describe('reserve', () => {
