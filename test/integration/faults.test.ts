@@ -46,7 +46,7 @@ describe('the fault suite (quick sizes)', () => {
     });
 
     it('lost nothing, exceeded no quota, kept FIFO order, and no orchestrator crashed', () => {
-      expect(result).toMatchObject({ lost: 0, quotaViolations: 0, fifoOrderViolations: 0, orchestratorCrashes: 0 });
+      expect(result).toMatchObject({ lost: 0, quotaViolations: 0, fifoOrderViolations: 0, orchestratorCrashes: 0, crashErrors: [] });
     });
 
     it('dead-lettered the poison and malformed messages, each with its reason', () => {

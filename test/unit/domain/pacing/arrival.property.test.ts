@@ -50,4 +50,38 @@ describe('arrivals held to their slot', () => {
       { numRuns: 300 },
     );
   });
+
+  it('names only slots the ledger takes, across a day boundary, while slots are given back', () => {
+    const midnight = Date.parse('2026-06-02T00:00:00.000Z');
+    const dayOf = (t: number) => new Date(t).toISOString().slice(0, 10);
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 0, max: 100 }),
+        fc.constantFrom(0, 0.5, 1),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 400 }), givenBack: fc.boolean() }), { minLength: 1, maxLength: 80 }),
+        (perSecond, perDay, arrivalMarginMs, burstFraction, steps) => {
+          const tiers = parseTiers([{ limit: perSecond, per: 'second' }, { limit: perDay, per: 'day' }]);
+          const settings: PacingSettings = { burstFraction, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 };
+          const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs }), settings);
+          const kept: number[] = [];
+          let now = midnight - 2_000;
+          for (const { gapMs, givenBack } of steps) {
+            const slot = pacer.nextSlot(now + gapMs, 1);
+            const reservation = pacer.dispatch(slot, 1); // throws if the slot named is one the ledger refuses
+            if (givenBack) pacer.settle({ reservation, actualCost: null }, slot + gapMs);
+            else kept.push(slot);
+            now = slot;
+          }
+          // A call arriving anywhere within the margin of its slot lands in the day its slot was counted in.
+          const days = kept.map((slot) => [dayOf(slot - arrivalMarginMs), dayOf(slot), dayOf(slot + arrivalMarginMs)]);
+          const perDayCounts = new Map<string, number>();
+          for (const [, day] of days) perDayCounts.set(day ?? '', (perDayCounts.get(day ?? '') ?? 0) + 1);
+          return days.every(([a, b, c]) => a === b && b === c) && [...perDayCounts.values()].every((n) => n <= perDay);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
 });
