@@ -90,7 +90,8 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
 
 /**
  * One orchestrator run (steps 1–4 of DESIGN's architecture): take the lease, rehydrate ledger and circuit, then
- * until the deadline read the circuit before every dispatch — sending only health checks while it is not closed —
+ * until the deadline read the circuit every `circuitPollMs` (a worker's change, an open circuit or a 429 pause,
+ * reaches dispatch within that) — sending only health checks while it is not closed —
  * receive requeue ▸ fifo ▸ main, wait for each pacing slot and invoke a worker; flush the ledger every
  * `flushIntervalMs` and at exit, and release the lease. It never dispatches without the lease: a flush that finds
  * the lease lost ends the run at once.
