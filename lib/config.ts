@@ -39,6 +39,12 @@ export interface OrchestratorTimings {
   /** Long-poll wait when every queue is empty. @default 1000 */
   readonly idleWaitMs: number;
   /**
+   * A run that has found every queue empty for this long, with the circuit letting work through and the quota open,
+   * ends early: the next tick starts the next run, so work that arrives meanwhile waits at most one schedule period.
+   * An idle lane then costs a fraction of a run a minute instead of a whole one. @default 20000
+   */
+  readonly idleStopMs: number;
+  /**
    * First back-off after a throttled or failed invoke, a failed state-store call or a failed queue call; each kind
    * doubles its own up to 10 s and starts over after a success. @default 250
    */
@@ -61,6 +67,7 @@ export const DEFAULT_ORCHESTRATOR_SETTINGS: OrchestratorSettings = Object.freeze
   visibilityTimeoutMs: 120_000,
   workerTimeoutMs: 30_000,
   idleWaitMs: 1_000,
+  idleStopMs: 20_000,
   invokeBackoffMs: 250,
   idempotencyTtlMs: 86_400_000,
   stateOutage: 'pace-in-memory',
@@ -74,6 +81,7 @@ export const ORCHESTRATOR_RANGES: { readonly [K in keyof OrchestratorTimings]: N
   visibilityTimeoutMs: { min: 1_000, max: 43_200_000, integer: true },
   workerTimeoutMs: { min: 1_000, max: 900_000, integer: true },
   idleWaitMs: { min: 0, max: 20_000, integer: true },
+  idleStopMs: { min: 0, max: 900_000, integer: true },
   invokeBackoffMs: { min: 1, max: 10_000, integer: true },
   idempotencyTtlMs: { min: 60_000, max: 31_536_000_000, integer: true },
 });

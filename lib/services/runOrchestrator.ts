@@ -93,8 +93,9 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
  * until the deadline read the circuit every `circuitPollMs` (a worker's change, an open circuit or a 429 pause,
  * reaches dispatch within that) — sending only health checks while it is not closed —
  * receive requeue ▸ fifo ▸ main, wait for each pacing slot and invoke a worker; flush the ledger every
- * `flushIntervalMs` and at exit, and release the lease. It never dispatches without the lease: a flush that finds
- * the lease lost ends the run at once.
+ * `flushIntervalMs` and at exit, and release the lease. A run that has had nothing to do for `idleStopMs` (every
+ * queue empty, the circuit and the quota letting work through) ends early; the next tick starts the next one. It
+ * never dispatches without the lease: a flush that finds the lease lost ends the run at once.
  *
  * Only a lost lease ({@link LeaseLostError}), a corrupt stored item ({@link StateFormatError}: retrying cannot mend
  * it, and a ledger that cannot be read cannot bound a dispatch, so it surfaces as the run's error for the alarms)

@@ -52,6 +52,8 @@ export function testConfig(overrides: ConfigOverrides = {}): ServiceConfig {
       visibilityTimeoutMs: 30_000,
       workerTimeoutMs: 5_000,
       idleWaitMs: 200,
+      // Tests start a run and feed it later: it never ends for want of work unless a test asks for it.
+      idleStopMs: 900_000,
       invokeBackoffMs: 100,
       ...overrides.orchestrator,
     },

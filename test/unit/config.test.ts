@@ -36,7 +36,7 @@ describe('parseServiceConfig', () => {
     [
       { quotas, orchestrator: { leaseTTL: 1 } },
       'orchestrator.leaseTTL',
-      'unknown key; allowed keys are leaseTtlMs, flushIntervalMs, circuitPollMs, visibilityTimeoutMs, workerTimeoutMs, idleWaitMs, invokeBackoffMs, idempotencyTtlMs, stateOutage',
+      'unknown key; allowed keys are leaseTtlMs, flushIntervalMs, circuitPollMs, visibilityTimeoutMs, workerTimeoutMs, idleWaitMs, idleStopMs, invokeBackoffMs, idempotencyTtlMs, stateOutage',
     ],
   ])('refuses %j naming the field and the allowed values', (input, field, problem) => {
     const error = thrown(ConfigError, () => parseServiceConfig(input));

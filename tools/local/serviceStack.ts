@@ -48,7 +48,8 @@ export interface StackFaults extends Pick<FunctionHooks, 'workerDeps' | 'workerH
  * seconds), and no slow-start ramp or pause jitter.
  */
 export const FAST_SETTINGS = {
-  orchestrator: { leaseTtlMs: 5_000, flushIntervalMs: 500, circuitPollMs: 50, visibilityTimeoutMs: 4_000, workerTimeoutMs: 2_000, idleWaitMs: 100, invokeBackoffMs: 50 },
+  // Integration tests start a run and feed it later: it never ends for want of work (idleStopMs).
+  orchestrator: { leaseTtlMs: 5_000, flushIntervalMs: 500, circuitPollMs: 50, visibilityTimeoutMs: 4_000, workerTimeoutMs: 2_000, idleWaitMs: 100, idleStopMs: 900_000, invokeBackoffMs: 50 },
   retry: { maxAttempts: 4, baseDelayMs: 200, maxDelayMs: 1_000 },
   circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 1, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 2 },
   // Workers, API and orchestrator share one event loop here: between a worker's clock check and its call reaching the

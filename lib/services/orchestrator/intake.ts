@@ -23,6 +23,8 @@ export class Intake {
   /** Where in {@link READ_ORDER} the next refill starts: the queue whose receive failed, else the first. */
   private readFrom = 0;
   private readonly queueRetry: Backoff;
+  /** Whether the last refill found every queue empty, its long poll included. */
+  private foundEmpty = false;
 
   constructor(
     private readonly run: RunContext,
@@ -41,6 +43,7 @@ export class Intake {
    */
   async next(): Promise<Buffered | undefined> {
     if (this.buffer.length > 0) return this.buffer[0];
+    this.foundEmpty = false;
     const { queues, clock } = this.run.deps;
     if (clock.now() < this.queueRetryAt) {
       await this.run.sleepUntil(Math.min(this.queueRetryAt, this.nextStoreCallAt()));
@@ -68,8 +71,15 @@ export class Intake {
       }
     }
     const waitMs = Math.max(0, Math.min(this.run.settings.idleWaitMs, this.run.options.deadline - clock.now()));
-    this.fill((await receive('main', this.batchSize(), waitMs)) ?? []);
+    const polled = await receive('main', this.batchSize(), waitMs);
+    this.fill(polled ?? []);
+    this.foundEmpty = polled?.length === 0;
     return undefined;
+  }
+
+  /** Whether the last {@link Intake.next} found every queue empty, its long poll included. */
+  get empty(): boolean {
+    return this.foundEmpty && this.buffer.length === 0;
   }
 
   /** Takes the head out of the buffer: it was dispatched, or is left to reappear after its visibility. */

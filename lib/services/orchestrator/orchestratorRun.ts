@@ -25,6 +25,8 @@ export class OrchestratorRun {
   private readonly intake: Intake;
   private readonly dispatcher: Dispatcher;
   private readonly gate: QuotaGate;
+  /** Since when the run has had nothing to do: every queue empty, with the circuit and the quota letting work through. */
+  private idleSince: number | undefined;
 
   /** `deps` with the store and the queues guarded (see `guardedPorts`). */
   constructor(deps: OrchestratorDeps, options: RunOptions, lease: Lease, pacer: Pacer, circuit: Circuit) {
@@ -60,9 +62,12 @@ export class OrchestratorRun {
     }
   }
 
+  /** At the deadline, when `shouldStop` says so, or once the run has had nothing to do for `idleStopMs`. */
   private stopping(): boolean {
-    const { deps, options } = this.run;
-    return deps.clock.now() >= options.deadline || (options.shouldStop?.() ?? false);
+    const { deps, options, settings } = this.run;
+    const now = deps.clock.now();
+    const idleFor = this.idleSince === undefined ? 0 : now - this.idleSince;
+    return now >= options.deadline || (options.shouldStop?.() ?? false) || (this.idleSince !== undefined && idleFor >= settings.idleStopMs);
   }
 
   private async step(): Promise<void> {
@@ -70,6 +75,7 @@ export class OrchestratorRun {
     await this.syncState(clock.now());
     const now = clock.now();
     if (!this.circuit.letsThrough(now)) {
+      this.idleSince = undefined;
       // A health check starts with a circuit write: it waits for the store to come back.
       const due = this.link.side.kind === 'in-sync' ? await this.circuit.sendHealthCheckIfDue(now) : undefined;
       await this.run.sleepUntil(Math.min(due ?? Number.POSITIVE_INFINITY, now + this.run.settings.circuitPollMs));
@@ -77,12 +83,14 @@ export class OrchestratorRun {
     }
     const shutUntil = this.gate.shutUntil(now);
     if (shutUntil !== undefined) {
+      this.idleSince = undefined;
       // Nothing buffered could be sent while it is held: it goes back now rather than at the run's end.
       await this.intake.release();
       await this.run.sleepUntil(Math.min(shutUntil, this.ledger.nextStoreCallAt()));
       return;
     }
     const next = await this.intake.next();
+    this.idleSince = next === undefined && this.intake.empty ? (this.idleSince ?? now) : undefined;
     if (next === undefined) return;
     await this.dispatcher.handle(next);
   }

@@ -314,6 +314,39 @@ describe('runOrchestrator', () => {
     expect(reads.slice(1).every((at, i) => at - (reads[i] ?? 0) >= h.deps.config.orchestrator.circuitPollMs)).toBe(true);
   });
 
+  describe('idleStopMs', () => {
+    const idleStop = (idleStopMs: number) => orchestratorHarness({ config: testConfig({ orchestrator: { idleStopMs } }) });
+
+    it('ends a run that finds every queue empty for idleStopMs, long before its deadline, and releases the lease', async () => {
+      const h = idleStop(1_000);
+      const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 50_000 }), START + 60_000);
+      expect(summary).toEqual({ lease: 'acquired', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+      // Idle from the first round (its 200 ms long poll found nothing); ended at the first round that ends 1 s later.
+      expect(h.clock.now() - START).toBeGreaterThanOrEqual(1_000);
+      expect(h.clock.now() - START).toBeLessThan(2_000);
+      expect(await h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).toMatchObject({ owner: 'orchestrator-2' });
+    });
+
+    it('counts idleness from the last job: a backlog is worked off first', async () => {
+      const h = idleStop(1_000);
+      await sendMain(h.queues, 10);
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 50_000 }), START + 60_000);
+      const dispatched = dispatchedEvents(h.events);
+      expect(dispatched).toHaveLength(10);
+      const last = dispatched[dispatched.length - 1]?.at ?? START;
+      expect(h.clock.now() - last).toBeGreaterThanOrEqual(1_000);
+      expect(h.clock.now() - last).toBeLessThan(2_000);
+    });
+
+    it('keeps a run whose circuit is open going to its deadline: it owes the health checks', async () => {
+      const h = idleStop(1_000);
+      await openCircuit(h.stores.circuit, h.deps.config, START);
+      const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 10_000 }), START + 20_000);
+      expect(h.clock.now()).toBeGreaterThanOrEqual(START + 10_000);
+      expect(summary.healthChecks).toBeGreaterThan(0);
+    });
+  });
+
   it('makes up a slot a worker gave back for starting too late, once folded within its window, and never exceeds the tier', async () => {
     const calls: { at: number; cost: number }[] = [];
     let jobEvents = 0;
