@@ -325,8 +325,8 @@ describe('the configuration, fuzzed', () => {
     for (const setting of NUMERIC) {
       const value = sectionDefaults(setting.section)[setting.key] as number;
       expect({ field: setting.field, inRange: value >= setting.min && value <= setting.max }).toEqual({ field: setting.field, inRange: true });
-      // Each end alone may break a cross-field rule (a lease of 5 s with the default 2 s flush, a maxOpenSeconds of 1 under
-      // the default openSeconds of 10): the error then names another field, or names another setting it depends on.
+      // Each end alone may break a cross-field rule (a lease of 5 s with the default 2 s flush): the error then names
+      // another field, or names another setting it depends on.
       const others = Object.keys(sectionDefaults(setting.section)).filter((key) => key !== setting.key);
       for (const end of [setting.min, setting.max]) {
         try {

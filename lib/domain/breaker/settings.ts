@@ -7,9 +7,12 @@ export interface BreakerSettings {
   readonly failureThreshold: number;
   /** Length of the sliding window in which failures are counted, and of the flapping window after a close. 1..3600. @default 30 */
   readonly windowSeconds: number;
-  /** Cool-down from opening to the first health check, before growth on flapping. 1..3600. @default 10 */
+  /**
+   * Cool-down from opening to the first health check, before growth on flapping. 1..3600. @default 1: a probe is one
+   * call, and an outage that is over should cost no more than a second or two of the quota.
+   */
   readonly openSeconds: number;
-  /** Interval between health checks while open. 1..3600. @default 5 */
+  /** Interval between health checks while open: one probe call every this long. 1..3600. @default 2 */
   readonly healthCheckSeconds: number;
   /** Cap of the grown cool-down. `openSeconds`..86400. @default 300 */
   readonly maxOpenSeconds: number;
@@ -30,8 +33,8 @@ export interface BreakerSettings {
 export const DEFAULT_BREAKER_SETTINGS: BreakerSettings = Object.freeze({
   failureThreshold: 5,
   windowSeconds: 30,
-  openSeconds: 10,
-  healthCheckSeconds: 5,
+  openSeconds: 1,
+  healthCheckSeconds: 2,
   maxOpenSeconds: 300,
   healthCheckTimeoutSeconds: 15,
   callerRejectThreshold: 10,

@@ -10,7 +10,11 @@ export interface PacingSettings {
   readonly burstFraction: number;
   /** Rate fraction a slow-start ramp begins at. @default 0.25 */
   readonly rampStartFraction: number;
-  /** How long a slow-start ramp takes to reach the full rate; 0 disables it. @default 30 */
+  /**
+   * How long a slow-start ramp after the circuit closes takes to reach the full rate; 0 disables it. @default 5: the
+   * quota is the rate the API has agreed to take, and a relapse re-opens the circuit within a few calls at any rate;
+   * a short ramp only spares a just-recovered API a full-rate first second.
+   */
   readonly rampSeconds: number;
   /** The most jitter added when a pause (a 429's `Retry-After`) is lifted, so callers do not resume in step. @default 1000 */
   readonly pauseJitterMs: number;
@@ -52,7 +56,7 @@ export interface PacingSettings {
 export const DEFAULT_PACING_SETTINGS: PacingSettings = Object.freeze({
   burstFraction: 0,
   rampStartFraction: 0.25,
-  rampSeconds: 30,
+  rampSeconds: 5,
   pauseJitterMs: 1000,
   arrivalMarginMs: 25,
   callAllowanceMs: 15,

@@ -66,8 +66,8 @@ export class OrchestratorRun {
   private stopping(): boolean {
     const { deps, options, settings } = this.run;
     const now = deps.clock.now();
-    const idleFor = this.idleSince === undefined ? 0 : now - this.idleSince;
-    return now >= options.deadline || (options.shouldStop?.() ?? false) || (this.idleSince !== undefined && idleFor >= settings.idleStopMs);
+    const idleLongEnough = this.idleSince !== undefined && now - this.idleSince >= settings.idleStopMs;
+    return now >= options.deadline || (options.shouldStop?.() ?? false) || idleLongEnough;
   }
 
   private async step(): Promise<void> {

@@ -1,10 +1,11 @@
 import type { ClosedState, HalfOpenState } from '../../../../lib/domain/breaker/circuit';
 import { circuitPolicyFrom, CooldownProbePolicy, ThresholdOpeningPolicy } from '../../../../lib/domain/breaker/policy';
-import { DEFAULT_BREAKER_SETTINGS, parseBreakerSettings } from '../../../../lib/domain/breaker/settings';
+import { parseBreakerSettings } from '../../../../lib/domain/breaker/settings';
 
-// Defaults: 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 15 s;
-// 10 other 4xx in a row open.
-const S = DEFAULT_BREAKER_SETTINGS;
+// The defaults but with the cool-down and the check interval spread out, so the steps are easy to tell apart:
+// 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 15 s; 10 other 4xx in a
+// row open.
+const S = parseBreakerSettings({ openSeconds: 10, healthCheckSeconds: 5 });
 const T0 = 1_700_000_000_000;
 
 const closed = (closedAt: number | null, reopenStreak = 0): ClosedState => ({ status: 'closed', failures: [], closedAt, reopenStreak });

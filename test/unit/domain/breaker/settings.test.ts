@@ -8,8 +8,8 @@ describe('parseBreakerSettings', () => {
       expect(parseBreakerSettings({})).toEqual({
         failureThreshold: 5,
         windowSeconds: 30,
-        openSeconds: 10,
-        healthCheckSeconds: 5,
+        openSeconds: 1,
+        healthCheckSeconds: 2,
         maxOpenSeconds: 300,
         healthCheckTimeoutSeconds: 15,
         callerRejectThreshold: 10,
