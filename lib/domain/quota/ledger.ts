@@ -150,7 +150,8 @@ class SlidingCounter implements Counter {
     // Buckets expire in order: those expired by `now` come first.
     let live = 0;
     while (live < this.amounts.length && this.expiry(this.first + live) <= now) live++;
-    let inWindow = this.amounts.slice(live).reduce((sum, a) => sum + a, 0);
+    let inWindow = 0;
+    for (let i = live; i < this.amounts.length; i++) inWindow += this.amounts[i] ?? 0;
     if (inWindow + units <= this.limit) return now;
     for (let i = live; i < this.amounts.length; i++) {
       inWindow -= this.amounts[i] ?? 0;
