@@ -77,9 +77,9 @@ export class Intake {
     return undefined;
   }
 
-  /** Whether the last {@link Intake.next} found every queue empty, its long poll included. */
+  /** Whether the last {@link Intake.next} found every queue empty, its long poll included (the buffer is empty then). */
   get empty(): boolean {
-    return this.foundEmpty && this.buffer.length === 0;
+    return this.foundEmpty;
   }
 
   /** Takes the head out of the buffer: it was dispatched, or is left to reappear after its visibility. */
