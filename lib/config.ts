@@ -26,7 +26,11 @@ export interface OrchestratorTimings {
   readonly leaseTtlMs: number;
   /** The ledger is saved, the lease renewed and settlements folded in at least this often. @default 2000 */
   readonly flushIntervalMs: number;
-  /** How often an open circuit is re-read while waiting. @default 250 */
+  /**
+   * How often the circuit is read, while dispatching and while an open circuit is waited for: a worker's change (an
+   * opened circuit, a 429 pause) stops dispatch within this. Not before every dispatch, which cost two strongly
+   * consistent reads per job. @default 250
+   */
   readonly circuitPollMs: number;
   /** How long a received message stays invisible: waiting for its slot plus the worker's run. @default 120000 */
   readonly visibilityTimeoutMs: number;

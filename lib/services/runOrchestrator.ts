@@ -90,7 +90,8 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
 
 /**
  * One orchestrator run (steps 1–4 of DESIGN's architecture): take the lease, rehydrate ledger and circuit, then
- * until the deadline read the circuit before every dispatch — sending only health checks while it is not closed —
+ * until the deadline read the circuit every `circuitPollMs` (a worker's change, an open circuit or a 429 pause,
+ * reaches dispatch within that) — sending only health checks while it is not closed —
  * receive requeue ▸ fifo ▸ main, wait for each pacing slot and invoke a worker; flush the ledger every
  * `flushIntervalMs` and at exit, and release the lease. A run that has had nothing to do for `idleStopMs` (every
  * queue empty, the circuit and the quota letting work through) ends early; the next tick starts the next one. It

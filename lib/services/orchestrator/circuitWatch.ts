@@ -16,6 +16,8 @@ type DispatchGate = 'holding' | 'letting-through';
 export class CircuitWatch {
   private gate: DispatchGate;
   private lastSeenPause = 0;
+  /** When the circuit was last read (the rehydration counts). */
+  private readAt: number;
   /** When the circuit opens and when it probes: built once from `config.circuit`, given to every circuit call. */
   private readonly policy: CircuitPolicy;
 
@@ -28,6 +30,12 @@ export class CircuitWatch {
   ) {
     this.gate = isDispatchAllowed(circuit) ? 'letting-through' : 'holding';
     this.policy = circuitPolicyFrom(run.deps.config.circuit);
+    this.readAt = run.deps.clock.now();
+  }
+
+  /** Whether the circuit is due to be read again at `now`: `circuitPollMs` after the last read. */
+  readDue(now: number): boolean {
+    return now >= this.readAt + this.run.settings.circuitPollMs;
   }
 
   /**
@@ -44,10 +52,13 @@ export class CircuitWatch {
 
   /** Reads the circuit under {@link StateLink.attempt}; false when the store failed (the last one read stands). */
   async read(): Promise<boolean> {
+    const startedAt = this.run.deps.clock.now();
     const read = await this.link.attempt(async () => {
       this.circuit = await loadCircuit(this.run.deps.stores.circuit, this.run.deps.config.lane);
     });
-    return read !== undefined;
+    if (read === undefined) return false;
+    this.readAt = startedAt;
+    return true;
   }
 
   /**

@@ -97,12 +97,13 @@ export class OrchestratorRun {
 
   /**
    * Brings the run's view of the store up to date: flushes when due (on schedule, and in any case before the lease
-   * could expire), then reads the circuit. During an outage it waits for the back-off, then retries a failed flush
-   * (or a due one) and reads the circuit, and the outage ends once both succeed.
+   * could expire), then reads the circuit every `circuitPollMs`. During an outage it waits for the back-off, then
+   * retries a failed flush (or a due one) and reads the circuit, and the outage ends once both succeed.
    */
   private async syncState(now: number): Promise<void> {
     if (this.link.waiting(now)) return;
     if (this.ledger.flushDue(now) && !(await this.ledger.tryFlush())) return;
+    if (this.link.side.kind === 'in-sync' && !this.circuit.readDue(now)) return;
     if (await this.circuit.read()) this.link.recovered();
   }
 }

@@ -296,6 +296,24 @@ describe('runOrchestrator', () => {
     expect(maxWindowUsage(calls, h.deps.config.quotas[0]!)).toBe(5);
   });
 
+  it('reads the circuit every circuitPollMs while it dispatches, not before each dispatch', async () => {
+    const h = orchestratorHarness();
+    await sendMain(h.queues, 10);
+    const reads: number[] = [];
+    const load = h.stores.circuit.loadCircuit.bind(h.stores.circuit);
+    jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation(async (lane) => {
+      reads.push(h.clock.now() - START);
+      return load(lane);
+    });
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+    expect(dispatchedEvents(h.events)).toHaveLength(10);
+    // One read at the start (rehydration), then at most one per 100 ms poll over the 2 s run: not two per dispatch.
+    expect(reads.length).toBeLessThanOrEqual(1 + 2_000 / h.deps.config.orchestrator.circuitPollMs);
+    expect(reads.slice(1).every((at, i) => at - (reads[i] ?? 0) >= h.deps.config.orchestrator.circuitPollMs)).toBe(true);
+  });
+
   describe('idleStopMs', () => {
     const idleStop = (idleStopMs: number) => orchestratorHarness({ config: testConfig({ orchestrator: { idleStopMs } }) });
 
