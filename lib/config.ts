@@ -4,7 +4,7 @@ import { parsePacingSettings, type PacingSettings } from './domain/pacing/settin
 import { assertTimeZone } from './domain/quota/calendar';
 import { describeValue } from './domain/describeValue';
 import { parseTiers, type Tier } from './domain/quota/tiers';
-import { parseNumberSettings, type NumberRange } from './domain/settings';
+import { parseSettings, type NumberRange } from './domain/settings';
 import { ConfigError } from './errors';
 
 /**
@@ -105,7 +105,7 @@ function parseOrchestratorSettings(input: unknown): OrchestratorSettings {
   if (!(STATE_OUTAGE_POLICIES as readonly unknown[]).includes(stateOutage)) {
     throw new ConfigError(`${field}.stateOutage`, `must be one of ${STATE_OUTAGE_POLICIES.map((p) => `'${p}'`).join(', ')}; got ${describeValue(stateOutage)}`);
   }
-  const timings = parseNumberSettings(numbers, field, DEFAULT_ORCHESTRATOR_SETTINGS as OrchestratorTimings, ORCHESTRATOR_RANGES);
+  const timings = parseSettings(numbers, field, DEFAULT_ORCHESTRATOR_SETTINGS as OrchestratorTimings, ORCHESTRATOR_RANGES);
   return Object.freeze({ ...timings, stateOutage: stateOutage as StateOutagePolicy });
 }
 

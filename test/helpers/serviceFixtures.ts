@@ -8,6 +8,7 @@ import type { JsonValue } from '../../lib/domain/json';
 import type { ApiResult } from '../../lib/domain/outcome/apiResult';
 import { QuotaLedger } from '../../lib/domain/quota/ledger';
 import type { Period, TierUnit } from '../../lib/domain/quota/tiers';
+import type { PacingSettings } from '../../lib/domain/pacing/settings';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { JobEvent, WorkerEvent } from '../../lib/ports/Invoker';
 import type { MessageAttribute, SourceQueue } from '../../lib/ports/QueueReceiver';
@@ -27,7 +28,7 @@ export const LANE = 'default';
 /** Sections of the config a test may override; each is merged over {@link testConfig}'s small timings. */
 export interface ConfigOverrides {
   readonly quotas?: readonly { readonly limit: number; readonly per: Period; readonly unit?: TierUnit }[];
-  readonly pacing?: Record<string, number>;
+  readonly pacing?: Partial<PacingSettings>;
   readonly circuit?: Record<string, number>;
   readonly retry?: Record<string, number>;
   readonly orchestrator?: Record<string, number>;

@@ -209,9 +209,10 @@ function unknownKeyBreak(config: Raw): fc.Arbitrary<Break> {
     });
 }
 
-/** A setting whose default is not a number given a value of another type, or an unknown word. */
+/** A setting whose default is not a number (a word, a flag) given a value of another type, or an unknown word. */
 function otherSettingBreak(config: Raw): fc.Arbitrary<Break> {
-  return fc.tuple(fc.constantFrom(...OTHER_KEYS), fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant({}), fc.string().map((s) => `not-${s}`))).map(([{ section, key }, value]) => {
+  const values = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant({}), fc.string().map((s) => `not-${s}`));
+  return fc.tuple(fc.constantFrom(...OTHER_KEYS), values).filter(([{ value: fallback }, value]) => typeof fallback !== 'boolean' || typeof value !== 'boolean').map(([{ section, key }, value]) => {
     const given = isRecord(config[section]) ? (config[section] as Raw) : {};
     return { input: { ...config, [section]: { ...given, [key]: value } }, field: `${section}.${key}`, allowed: /^must be .+; got /, json: true, env: true };
   });

@@ -12,7 +12,7 @@ import { buildJobs, type JobSpec } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';
 import { InvokeTiming } from '../simulation/startDelays';
 import { buildReport, type CircuitChange, type Report } from '../simulation/report';
-import type { Scenario } from '../simulation/scenario';
+import { outageTimes, type Scenario } from '../simulation/scenario';
 import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
 import { lambdaClient, type EmulatorEndpoints } from './clients';
 import { LocalHarness, type HostedFunction } from './harness';
@@ -129,7 +129,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
           clock: systemClock,
           tiers: scenario.config.quotas,
           latencyMs: scenario.api.latencyMs,
-          outages: scenario.api.outages.map((o) => ({ startMs: start + o.atSeconds * 1000, endMs: start + (o.atSeconds + o.forSeconds) * 1000 })),
+          outages: outageTimes(scenario.api.outages, start),
         })
       : new RecordingApi(new HttpApiCaller({ ...options.externalApi, timeoutMs: EXTERNAL_API_TIMEOUT_MS }), systemClock);
   const apiServer = await harness.serveApi(api);
@@ -194,7 +194,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
 
   const deadLetterBodies = (await harness.receiveDeadLetters()).map((message) => message.body);
   const invocations = harness.stats(worker.name).invocations;
-  const report = buildReport({ scenario, jobs, api: api.report(), succeededIds: new Set(api.succeededIds()), deadLetterBodies, circuitChanges: changes, invocations, durationMs: endedAt - start });
+  const report = buildReport({ scenario, jobs, api: api.report(), succeededIds: new Set(api.succeededIds()), deadLetterBodies, circuitChanges: changes, invocations, start, durationMs: endedAt - start });
   const timeline = timelineOf(start, endedAt, api, changes, samples);
   // The orchestrator sees `endedAt` at its next step, flushes and releases its lease; the harness waits for that.
   await harness.close({ idleWithinMs: SHUTDOWN_WAIT_MS });

@@ -1,7 +1,8 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import { unitsFor } from '../../lib/domain/quota/tiers';
 import { jobIdOf, type JobSpec } from './jobs';
-import type { Scenario } from './scenario';
+import { optimalSeconds } from './optimal';
+import { outageTimes, type Scenario } from './scenario';
 import type { VirtualApiReport } from './virtualApi';
 
 /** The report of a local run: DESIGN's "Local run" contract, field for field. */
@@ -28,6 +29,11 @@ export interface Report {
   readonly durationSeconds: number;
   /** The tightest tier's time for all job calls at its full rate, plus the time the API was down. */
   readonly idealSeconds: number;
+  /**
+   * The physical optimum: the time to the last job call when each goes as soon as every tier allows it and the API
+   * is up (see {@link optimalSeconds}). Shorter than `idealSeconds` where a longer tier's window can be spent early.
+   */
+  readonly optimalSeconds: number;
 }
 
 /** A circuit status as written to the store, for timelines. */
@@ -42,7 +48,7 @@ export function formatReport(report: Report): string {
     `jobs ${report.jobs}: ${report.succeeded} succeeded, ${report.deadLettered} dead-lettered, ${report.lost} lost, ${report.duplicates} duplicates`,
     `API: ${report.apiCalls} calls, ${report.rejectedByApi} rejected by its quota, ${report.fifoOrderViolations} FIFO order violations`,
     `circuit: opened ${report.circuitOpened}x, closed ${report.circuitClosed}x; ${report.invocationsPerJob} worker invocations per job`,
-    `time: ${report.durationSeconds} s, ideal ${report.idealSeconds} s, utilization ${(report.utilization * 100).toFixed(1)} %`,
+    `time: ${report.durationSeconds} s, ideal ${report.idealSeconds} s, optimal ${report.optimalSeconds} s, utilization ${(report.utilization * 100).toFixed(1)} %`,
   ].join('\n');
 }
 
@@ -60,6 +66,8 @@ export interface RunObservations {
   readonly circuitChanges: readonly CircuitChange[];
   /** Worker starts, jobs and health checks together. */
   readonly invocations: number;
+  /** The instant the run started. */
+  readonly start: number;
   /** From the start until every job had ended (or the run gave up). */
   readonly durationMs: number;
 }
@@ -72,6 +80,8 @@ export function buildReport(observed: RunObservations): Report {
   const outageSeconds = scenario.api.outages.reduce((sum, o) => sum + o.forSeconds, 0);
   const durationSeconds = observed.durationMs / 1000;
   const idealSeconds = idealCallSeconds(scenario, jobs) + outageSeconds;
+  const { quotas, timeZone } = scenario.config;
+  const optimal = optimalSeconds(quotas, callable(jobs).map((job) => job.cost), { start: observed.start, timeZone, downTimes: outageTimes(scenario.api.outages, observed.start) });
   const round = (n: number) => Math.round(n * 1000) / 1000;
   return {
     jobs: jobs.length,
@@ -88,15 +98,20 @@ export function buildReport(observed: RunObservations): Report {
     fifoOrderViolations: api.fifoOrderViolations,
     durationSeconds: round(durationSeconds),
     idealSeconds: round(idealSeconds),
+    optimalSeconds: optimal,
   };
+}
+
+/** The well-formed jobs: those whose call reaches the API. */
+function callable(jobs: readonly JobSpec[]): JobSpec[] {
+  return jobs.filter((job) => jobIdOf(job.body) !== undefined);
 }
 
 /** Seconds the tightest tier needs for one call per well-formed job at its steady rate (a calendar tier has none). */
 function idealCallSeconds(scenario: Scenario, jobs: readonly JobSpec[]): number {
-  const callable = jobs.filter((job) => jobIdOf(job.body) !== undefined);
   const perTier = scenario.config.quotas.flatMap((tier) => {
     const rate = tier.steadyRate();
-    return rate === undefined ? [] : [(callable.reduce((sum, job) => sum + unitsFor(tier, job.cost), 0) * rate.perMs) / rate.units / 1000];
+    return rate === undefined ? [] : [(callable(jobs).reduce((sum, job) => sum + unitsFor(tier, job.cost), 0) * rate.perMs) / rate.units / 1000];
   });
   return Math.max(0, ...perTier);
 }

@@ -10,7 +10,7 @@ import { buildJobs } from './jobs';
 import { seededRandom } from './random';
 import { InvokeTiming } from './startDelays';
 import { buildReport, type CircuitChange, type Report } from './report';
-import type { Scenario } from './scenario';
+import { outageTimes, type Scenario } from './scenario';
 import { VirtualApi } from './virtualApi';
 
 /** Everything a simulation produced: the report and the raw timelines tests check it against. */
@@ -61,7 +61,7 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     clock,
     tiers: config.quotas,
     latencyMs: scenario.api.latencyMs,
-    outages: scenario.api.outages.map((o) => ({ startMs: start + o.atSeconds * 1000, endMs: start + (o.atSeconds + o.forSeconds) * 1000 })),
+    outages: outageTimes(scenario.api.outages, start),
     costOf: (body) => costs.get(body) ?? 1,
   });
   const circuit = new RecordingStore(clock);
@@ -106,6 +106,7 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
       deadLetterBodies: READ_ORDER.flatMap((q) => queues.messages(`${q}-dlq`).map((m) => m.body)),
       circuitChanges: circuit.changes,
       invocations: invoker.invocations,
+      start,
       durationMs: (endedAt ?? clock.now()) - start,
     }),
     start,

@@ -1,6 +1,6 @@
 import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import { describeValue } from '../../lib/domain/describeValue';
-import { parseNumberSettings } from '../../lib/domain/settings';
+import { parseSettings } from '../../lib/domain/settings';
 import { ConfigError } from '../../lib/errors';
 import { DEFAULT_DUPLICATES, parseDuplicateDeliveries, parseStartDelays, REALISTIC_START_DELAYS, type InvokeTimingModel } from './startDelays';
 
@@ -8,6 +8,11 @@ import { DEFAULT_DUPLICATES, parseDuplicateDeliveries, parseStartDelays, REALIST
 export interface Outage {
   readonly atSeconds: number;
   readonly forSeconds: number;
+}
+
+/** The instants `[startMs, endMs)` of `outages` in a run that started at `start`. */
+export function outageTimes(outages: readonly Outage[], start: number): { readonly startMs: number; readonly endMs: number }[] {
+  return outages.map((o) => ({ startMs: start + o.atSeconds * 1000, endMs: start + (o.atSeconds + o.forSeconds) * 1000 }));
 }
 
 /** A validated simulation scenario. */
@@ -85,12 +90,12 @@ export function parseScenario(input: unknown): Scenario {
   for (const key of Object.keys(raw)) if (!KEYS.includes(key)) throw new ConfigError(key, `unknown key; allowed keys are ${KEYS.join(', ')}`);
   const name = raw.name ?? 'scenario';
   if (typeof name !== 'string') throw new ConfigError('name', `must be a string; got ${describeValue(name)}`);
-  const jobs = parseNumberSettings(raw.jobs, 'jobs', JOB_DEFAULTS, JOB_RANGES);
+  const jobs = parseSettings(raw.jobs, 'jobs', JOB_DEFAULTS, JOB_RANGES);
   if (jobs.fifo + jobs.poison + jobs.malformed > jobs.count) {
     throw new ConfigError('jobs', `fifo + poison + malformed (${jobs.fifo + jobs.poison + jobs.malformed}) must not exceed count (${jobs.count})`);
   }
   if (jobs.costMin > jobs.costMax) throw new ConfigError('jobs.costMin', `must not exceed jobs.costMax (${jobs.costMax}); got ${jobs.costMin}`);
-  const { seed, invokeLatencyMs, tickSeconds, stopMarginMs, maxSeconds } = parseNumberSettings(
+  const { seed, invokeLatencyMs, tickSeconds, stopMarginMs, maxSeconds } = parseSettings(
     Object.fromEntries(Object.entries(raw).filter(([k]) => k in RUN_RANGES)),
     'scenario',
     RUN_DEFAULTS,
@@ -116,11 +121,11 @@ function parseInvokeTiming(raw: Record<string, unknown>, invokeLatencyMs: number
 function parseApi(input: unknown): Scenario['api'] {
   const raw = objectAt(input, 'api');
   for (const key of Object.keys(raw)) if (!['latencyMs', 'outages'].includes(key)) throw new ConfigError(`api.${key}`, 'unknown key; allowed keys are latencyMs, outages');
-  const { latencyMs } = parseNumberSettings({ ...(raw.latencyMs === undefined ? {} : { latencyMs: raw.latencyMs }) }, 'api', { latencyMs: 50 }, { latencyMs: { min: 0, max: 60_000, integer: true } });
+  const { latencyMs } = parseSettings({ ...(raw.latencyMs === undefined ? {} : { latencyMs: raw.latencyMs }) }, 'api', { latencyMs: 50 }, { latencyMs: { min: 0, max: 60_000, integer: true } });
   const outagesRaw = raw.outages ?? [];
   if (!Array.isArray(outagesRaw)) throw new ConfigError('api.outages', `must be a list of {"atSeconds","forSeconds"}; got ${describeValue(outagesRaw)}`);
   const outages = outagesRaw.map((o, i) => {
-    const outage = parseNumberSettings(o, `api.outages[${i}]`, { atSeconds: -1, forSeconds: -1 }, { atSeconds: { min: 0, max: 864_000 }, forSeconds: { min: 0.001, max: 864_000 } });
+    const outage = parseSettings(o, `api.outages[${i}]`, { atSeconds: -1, forSeconds: -1 }, { atSeconds: { min: 0, max: 864_000 }, forSeconds: { min: 0.001, max: 864_000 } });
     if (outage.atSeconds < 0 || outage.forSeconds < 0) throw new ConfigError(`api.outages[${i}]`, 'needs both atSeconds (0 to 864000) and forSeconds (0.001 to 864000)');
     return outage;
   });

@@ -1,5 +1,5 @@
 import { describeValue } from '../../lib/domain/describeValue';
-import { parseNumberSettings } from '../../lib/domain/settings';
+import { parseSettings } from '../../lib/domain/settings';
 import { ConfigError } from '../../lib/errors';
 
 /**
@@ -194,12 +194,12 @@ export function parseStartDelays(input: unknown, field = 'startDelays'): StartDe
   if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new ConfigError(field, `must be an object with a kind of fixed or realistic; got ${describeValue(input)}`);
   const { kind, ...rest } = input as Record<string, unknown>;
   if (kind === 'fixed') {
-    const { ms } = parseNumberSettings(rest, field, { ms: -1 }, { ms: MS });
+    const { ms } = parseSettings(rest, field, { ms: -1 }, { ms: MS });
     if (ms < 0) throw new ConfigError(`${field}.ms`, 'is required with kind fixed (0 to 600000)');
     return Object.freeze({ kind, ms });
   }
   if (kind !== 'realistic') throw new ConfigError(`${field}.kind`, `must be fixed or realistic; got ${describeValue(kind)}`);
-  const settings = parseNumberSettings(rest, field, REALISTIC_NUMBERS, REALISTIC_RANGES);
+  const settings = parseSettings(rest, field, REALISTIC_NUMBERS, REALISTIC_RANGES);
   checkSpan(field, settings.warmMinMs, settings.warmMaxMs, 'warm');
   checkSpan(field, settings.coldMinMs, settings.coldMaxMs, 'cold');
   checkSpan(field, settings.holdMinMs, settings.holdMaxMs, 'hold');
@@ -214,7 +214,7 @@ export function parseStartDelays(input: unknown, field = 'startDelays'): StartDe
  * @throws ConfigError naming the field and its allowed values.
  */
 export function parseDuplicateDeliveries(input: unknown, field = 'duplicateDeliveries'): DuplicateDeliveries {
-  const settings = parseNumberSettings(input, field, DEFAULT_DUPLICATES, DUPLICATE_RANGES);
+  const settings = parseSettings(input, field, DEFAULT_DUPLICATES, DUPLICATE_RANGES);
   checkSpan(field, settings.whileRunningMinMs, settings.whileRunningMaxMs, 'whileRunning');
   checkSpan(field, settings.afterEndMinMs, settings.afterEndMaxMs, 'afterEnd');
   return Object.freeze({ ...settings });

@@ -1,5 +1,5 @@
 import { ConfigError } from '../../errors';
-import { parseNumberSettings, type NumberRange } from '../settings';
+import { parseSettings, type NumberRange } from '../settings';
 
 /** Tuning of the circuit breaker. Every duration is in seconds. */
 export interface BreakerSettings {
@@ -59,7 +59,7 @@ const RANGES: { readonly [K in keyof BreakerSettings]: NumberRange } = {
  * non-object, an unknown key, a value out of range or of the wrong type, or `maxOpenSeconds < openSeconds`.
  */
 export function parseBreakerSettings(input: unknown, field = 'circuit'): BreakerSettings {
-  const settings = parseNumberSettings(input, field, DEFAULT_BREAKER_SETTINGS, RANGES);
+  const settings = parseSettings(input, field, DEFAULT_BREAKER_SETTINGS, RANGES);
   if (settings.maxOpenSeconds < settings.openSeconds) {
     const given = typeof input === 'object' && input !== null && (input as Record<string, unknown>).maxOpenSeconds !== undefined;
     throw new ConfigError(

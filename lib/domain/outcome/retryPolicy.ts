@@ -1,5 +1,5 @@
 import { ConfigError } from '../../errors';
-import { parseNumberSettings } from '../settings';
+import { parseSettings } from '../settings';
 import type { Classification } from './classify';
 
 /** How often and how late a failed job is retried. Read once at cold start with {@link parseRetrySettings}. */
@@ -33,7 +33,7 @@ export const DEFAULT_RETRY_SETTINGS: RetrySettings = Object.freeze({ maxAttempts
  * `maxDelayMs` not an integer in baseDelayMs..900000.
  */
 export function parseRetrySettings(input: unknown, field = 'retry'): RetrySettings {
-  const settings = parseNumberSettings(input, field, DEFAULT_RETRY_SETTINGS, {
+  const settings = parseSettings(input, field, DEFAULT_RETRY_SETTINGS, {
     maxAttempts: { min: 1, max: MAX_ATTEMPTS, integer: true },
     baseDelayMs: { min: 1, max: MAX_DELAY_MS, integer: true },
     maxDelayMs: { min: 1, max: MAX_DELAY_MS, integer: true },

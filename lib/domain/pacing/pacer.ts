@@ -16,17 +16,28 @@ interface Credit {
   readonly until: number;
 }
 
+/**
+ * Per tier, the steady rate smoothing holds it to, or `undefined` for a tier that sets no pace: the sliding tiers of
+ * the shortest window (all sliding tiers when `spreadLongTiers`). Calendar tiers set none; a longer sliding tier is
+ * spent as fast as the shorter ones allow, and the ledger alone bounds its window.
+ */
+export function pacedRates(tiers: readonly Tier[], spreadLongTiers: boolean): (SteadyRate | undefined)[] {
+  const rates = tiers.map((tier) => tier.steadyRate());
+  const shortest = Math.min(...rates.map((rate) => rate?.perMs ?? Number.POSITIVE_INFINITY));
+  return rates.map((rate) => (spreadLongTiers || rate?.perMs === shortest ? rate : undefined));
+}
+
 /** How much of an interval a late dispatch may make up at the next one (see {@link Pacer.dispatch}). */
 const LATENESS_MADE_UP = 0.25;
 
 /**
  * Answers "when may the next message of cost c go?" and records each dispatch.
  *
- * The ledger is the hard guarantee (no tier ever exceeded). On top of it, each tier with a steady rate of L units
- * per W ms (a sliding tier's limit per window; calendar tiers have none) runs a GCRA (virtual scheduling): a message
- * may go once the tier's theoretical arrival time, less the burst tolerance, has passed, and it pushes that time on
- * by `units · W / (L · ramp)`. With no burst this spaces messages evenly at the tightest tier's rate, which is also
- * the rate the ledger sustains, so smoothing costs no throughput.
+ * The ledger is the hard guarantee (no tier ever exceeded). On top of it, each paced tier (see {@link pacedRates}),
+ * of L units per W ms, runs a GCRA (virtual scheduling): a message may go once the tier's theoretical arrival time,
+ * less the burst tolerance, has passed, and it pushes that time on by `units · W / (L · ramp)`. With no burst this
+ * spaces messages evenly at the shortest tier's rate; a longer tier is spent as fast as that allows, then waits for
+ * its window (DESIGN's full use: every job ends no later than under spreading), unless `spreadLongTiers`.
  * A slow-start ramp scales every rate from `rampStartFraction` up to 1; a pause (429) holds everything.
  * A slot given back (see {@link Pacer.settle}) lets its units through smoothing once more, while its window holds it.
  */
@@ -51,7 +62,7 @@ export class Pacer {
     this.credits = ledger.tiers.map(() => []);
     const { dispatchLeadMs, maxDispatchLeadMs, arrivalMarginMs, callAllowanceMs } = settings;
     this.lead = new DispatchLead({ baseMs: dispatchLeadMs, maxMs: maxDispatchLeadMs, callWindowMs: arrivalMarginMs - callAllowanceMs });
-    this.rates = ledger.tiers.map((tier) => tier.steadyRate());
+    this.rates = pacedRates(ledger.tiers, settings.spreadLongTiers);
   }
 
   /** Rate fraction the slow-start ramp allows at `now` (1 when no ramp is under way). */

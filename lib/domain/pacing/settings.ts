@@ -1,5 +1,5 @@
 import { ConfigError } from '../../errors';
-import { parseNumberSettings, type NumberRange } from '../settings';
+import { FLAG, parseSettings, type SettingRanges } from '../settings';
 
 /** How dispatch is spread over time. */
 export interface PacingSettings {
@@ -8,6 +8,13 @@ export interface PacingSettings {
    * tier's rate; 1 lets a whole window's quota go at once. @default 0
    */
   readonly burstFraction: number;
+  /**
+   * Whether sliding tiers longer than the shortest one are spread evenly over their windows too. Off, calls are
+   * spaced at the shortest tier's rate and a longer tier is spent as fast as that allows while there is a backlog (an
+   * hour tier of 120 with 6/s sends 120 calls in about 20 s, then waits for its window), so every job ends no later
+   * than under spreading. On, for APIs that punish bursts. @default false
+   */
+  readonly spreadLongTiers: boolean;
   /** Rate fraction a slow-start ramp begins at. @default 0.25 */
   readonly rampStartFraction: number;
   /**
@@ -55,6 +62,7 @@ export interface PacingSettings {
 /** Defaults of {@link PacingSettings}. */
 export const DEFAULT_PACING_SETTINGS: PacingSettings = Object.freeze({
   burstFraction: 0,
+  spreadLongTiers: false,
   rampStartFraction: 0.25,
   rampSeconds: 5,
   pauseJitterMs: 1000,
@@ -64,8 +72,9 @@ export const DEFAULT_PACING_SETTINGS: PacingSettings = Object.freeze({
   maxDispatchLeadMs: 1500,
 });
 
-const PACING_RANGES: { readonly [K in keyof PacingSettings]: NumberRange } = {
+const PACING_RANGES: SettingRanges<PacingSettings> = {
   burstFraction: { min: 0, max: 1 },
+  spreadLongTiers: FLAG,
   rampStartFraction: { min: 0.01, max: 1 },
   rampSeconds: { min: 0, max: 3600 },
   pauseJitterMs: { min: 0, max: 60_000 },
@@ -81,7 +90,7 @@ const PACING_RANGES: { readonly [K in keyof PacingSettings]: NumberRange } = {
  * `arrivalMarginMs`, or `dispatchLeadMs` exceeds `maxDispatchLeadMs`.
  */
 export function parsePacingSettings(input: unknown, field = 'pacing'): PacingSettings {
-  const settings = parseNumberSettings(input, field, DEFAULT_PACING_SETTINGS, PACING_RANGES);
+  const settings = parseSettings(input, field, DEFAULT_PACING_SETTINGS, PACING_RANGES);
   if (settings.callAllowanceMs > settings.arrivalMarginMs) {
     throw new ConfigError(`${field}.callAllowanceMs`, `must be at most ${field}.arrivalMarginMs (${settings.arrivalMarginMs}), the window it is part of; got ${settings.callAllowanceMs}`);
   }

@@ -71,7 +71,14 @@ describe('runSimulation', () => {
 
     it('uses at least 85% of the tightest tier over the run, though a late-starting worker gives its slot back', () => {
       expect(result.report.utilization).toBeGreaterThanOrEqual(0.85);
-      expect(result.report.durationSeconds).toBeGreaterThan(result.report.idealSeconds);
+      expect(result.report.durationSeconds).toBeGreaterThan(result.report.optimalSeconds);
+    });
+
+    it('spends the minute tier at the second tier’s pace, so it beats the minute tier’s long-run time', () => {
+      // 400 jobs against 10 a second and 400 a minute: the long-run time is the minute tier's 60 s plus the outage;
+      // spent at 10 a second, the minute's quota lasts the whole backlog.
+      expect(result.report.optimalSeconds).toBeLessThan(result.report.idealSeconds);
+      expect(result.report.durationSeconds).toBeLessThan(result.report.idealSeconds);
     });
 
     it('is deterministic: the same scenario gives the same report', async () => {

@@ -297,11 +297,12 @@ describe('runOrchestrator under faults', () => {
       ['failed', false],
       ['landed, but its answer was lost', true],
     ])('folds every settlement exactly once when a save that removes settlements %s', async (_, landed) => {
-      // Jobs reserve 10 on a cost tier (one every 600 ms). The API charged j-1 40 and j-2 25; their workers report it
-      // late: j-1's before the flush at 1600 ms, whose save fails, and j-2's after that but before the save is retried.
+      // Jobs reserve 10 on a cost tier spread over its minute (one every 600 ms). The API charged j-1 40 and j-2 25;
+      // their workers report it late: j-1's before the flush at 1600 ms, whose save fails, and j-2's after that but
+      // before the save is retried.
       const settleAt: Record<string, { readonly at: number; readonly actualCost: number }> = { 'm-1': { at: 1_500, actualCost: 40 }, 'm-2': { at: 1_650, actualCost: 25 } };
       const h = orchestratorHarness({
-        config: configWith({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'minute', unit: 'cost' }] }),
+        config: configWith({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'minute', unit: 'cost' }], pacing: { spreadLongTiers: true } }),
         worker: async (event, harness) => {
           if (event.kind !== 'job') return;
           await harness.queues.delete(event.queue, event.receiptHandle);

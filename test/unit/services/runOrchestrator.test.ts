@@ -145,8 +145,9 @@ describe('runOrchestrator', () => {
     const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'minute' }] }) });
     await sendMain(h.queues, 6);
     const run = runOrchestrator(h.deps, { deadline: START + 200_000 });
-    // 10 per minute with a 25 s margin of visibility over the worker timeout: main is read 4 at a time.
-    await h.clock.advanceTo(START + 1_000);
+    // 10 per minute with a 25 s margin of visibility over the worker timeout: main is read 4 at a time. The requeued
+    // message arrives while the first four wait for their slots (5 per second, the minute tier spent as fast as that).
+    await h.clock.advanceTo(START + 300);
     await sendJob(h.queues, 'requeue', { id: 'r-1' }, { attempt: 2 });
 
     await drive(h.clock, run, START + 300_000);
@@ -370,8 +371,17 @@ describe('runOrchestrator', () => {
     expect(maxWindowUsage(calls, h.deps.config.quotas[0]!)).toBe(5);
   });
 
-  it('spaces dispatches at the tightest tier, 300 per minute, one every 200 ms', async () => {
+  it('spaces dispatches at the shortest tier, 10 per second, and spends the minute tier as fast as that allows', async () => {
     const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }] }) });
+    await sendMain(h.queues, 8);
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
+
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 100, 200, 300, 400, 500, 600, 700]);
+  });
+
+  it('with spreadLongTiers, spaces dispatches at the tightest tier, 300 per minute, one every 200 ms', async () => {
+    const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }], pacing: { spreadLongTiers: true } }) });
     await sendMain(h.queues, 8);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);

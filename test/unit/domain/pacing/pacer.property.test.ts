@@ -34,6 +34,7 @@ function tierSetArb(periods: readonly Period[]): fc.Arbitrary<Tier[]> {
 
 const settingsArb: fc.Arbitrary<PacingSettings> = fc.record({
   burstFraction: fc.constantFrom(0, 0, 0.1, 0.5, 1),
+  spreadLongTiers: fc.boolean(),
   rampStartFraction: fc.constantFrom(0.25, 0.5, 1),
   rampSeconds: fc.constantFrom(0, 5, 30),
   pauseJitterMs: fc.constant(0),
@@ -129,10 +130,10 @@ describe('Pacer with QuotaLedger (properties)', () => {
     );
   });
 
-  it('keeps a backlog within 1% of the tightest tier rate', () => {
-    const smooth: PacingSettings = { burstFraction: 0, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 };
+  it('keeps a backlog within 1% of the tightest tier rate, long tiers spread or not', () => {
     fc.assert(
-      fc.property(tierSetArb(['second', 'minute', 'hour']), fc.integer({ min: 1, max: 5 }), (tiers, cost) => {
+      fc.property(tierSetArb(['second', 'minute', 'hour']), fc.integer({ min: 1, max: 5 }), fc.boolean(), (tiers, cost, spreadLongTiers) => {
+        const smooth: PacingSettings = { burstFraction: 0, spreadLongTiers, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 };
         fc.pre(tiers.every((t) => unitsFor(t, cost) <= t.limit));
         // Jobs per ms each tier allows (whole jobs per window); the tightest binds. Run for 2.5 of its windows.
         const rates = tiers.map((t) => Math.floor(t.limit / unitsFor(t, cost)) / windowMsOf(t));

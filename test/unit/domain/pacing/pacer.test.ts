@@ -12,6 +12,7 @@ const T0 = Date.parse('2026-06-01T12:00:00.000Z');
 /** Smooth pacing with no ramp and no jitter, overridden per test. */
 const settings = (overrides: Partial<PacingSettings> = {}): PacingSettings => ({
   burstFraction: 0,
+  spreadLongTiers: false,
   rampStartFraction: 1,
   rampSeconds: 0,
   pauseJitterMs: 0,
@@ -46,9 +47,24 @@ describe('Pacer', () => {
       expect(slots(pacer, 12)).toEqual([0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1003, 1103]);
     });
 
-    it('lets the tightest of two tiers set the spacing', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }]); // 5 per second
+    it('spaces at the shortest tier and spends a longer tier as fast as that allows, then waits for its window', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 30, per: 'minute' }]);
+      const sent = slots(pacer, 32);
+      // 30 calls 100 ms apart (the second tier's buckets move the 11th on 3 ms), then the 31st once the first has left
+      // the minute window (its 240 ms bucket counts it at 239 ms), at the shortest tier's pace.
+      expect(sent.slice(0, 30)).toEqual(Array.from({ length: 30 }, (_, i) => i * 100 + (i >= 10 ? 3 : 0)));
+      expect(sent.slice(30)).toEqual([60_239, 60_339]);
+    });
+
+    it('with spreadLongTiers, lets the tightest of two tiers set the spacing', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }], { spreadLongTiers: true }); // 5 per second
       expect(slots(pacer, 8)).toEqual([0, 200, 400, 600, 800, 1000, 1200, 1400]);
+    });
+
+    it('paces every tier of the shortest window, whatever it counts', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'minute' }, { limit: 300, per: 'minute', unit: 'cost' }, { limit: 100, per: 'hour' }]);
+      // 300 cost units a minute at cost 60: 5 a minute, 12 s apart, though the request tier would take 10.
+      expect(slots(pacer, 3, 60)).toEqual([0, 12_000, 24_000]);
     });
 
     it('spaces by cost units on a cost tier', () => {

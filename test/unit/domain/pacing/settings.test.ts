@@ -5,7 +5,7 @@ import { thrown } from '../../../helpers/thrown';
 describe('parsePacingSettings', () => {
   it('returns the defaults when nothing is configured', () => {
     expect(parsePacingSettings(undefined)).toBe(DEFAULT_PACING_SETTINGS);
-    expect(parsePacingSettings({})).toEqual({ burstFraction: 0, rampStartFraction: 0.25, rampSeconds: 5, pauseJitterMs: 1000, arrivalMarginMs: 25, callAllowanceMs: 15, dispatchLeadMs: 250, maxDispatchLeadMs: 1500 });
+    expect(parsePacingSettings({})).toEqual({ burstFraction: 0, spreadLongTiers: false, rampStartFraction: 0.25, rampSeconds: 5, pauseJitterMs: 1000, arrivalMarginMs: 25, callAllowanceMs: 15, dispatchLeadMs: 250, maxDispatchLeadMs: 1500 });
   });
 
   it('keeps given values, fills the rest and freezes the result', () => {
@@ -15,8 +15,8 @@ describe('parsePacingSettings', () => {
   });
 
   it('accepts both bounds of every range', () => {
-    const low = { burstFraction: 0, rampStartFraction: 0.01, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 };
-    const high = { burstFraction: 1, rampStartFraction: 1, rampSeconds: 3600, pauseJitterMs: 60_000, arrivalMarginMs: 10_000, callAllowanceMs: 10_000, dispatchLeadMs: 10_000, maxDispatchLeadMs: 10_000 };
+    const low = { burstFraction: 0, spreadLongTiers: false, rampStartFraction: 0.01, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 };
+    const high = { burstFraction: 1, spreadLongTiers: true, rampStartFraction: 1, rampSeconds: 3600, pauseJitterMs: 60_000, arrivalMarginMs: 10_000, callAllowanceMs: 10_000, dispatchLeadMs: 10_000, maxDispatchLeadMs: 10_000 };
     expect(parsePacingSettings(low)).toEqual(low);
     expect(parsePacingSettings(high)).toEqual(high);
   });
@@ -24,13 +24,13 @@ describe('parsePacingSettings', () => {
   it('refuses an unknown key, listing the allowed ones', () => {
     const error = thrown(ConfigError, () => parsePacingSettings({ burst: 0.5 }));
     expect(error.field).toBe('pacing.burst');
-    expect(error.message).toBe('pacing.burst: unknown key; allowed keys are burstFraction, rampStartFraction, rampSeconds, pauseJitterMs, arrivalMarginMs, callAllowanceMs, dispatchLeadMs, maxDispatchLeadMs');
+    expect(error.message).toBe('pacing.burst: unknown key; allowed keys are burstFraction, spreadLongTiers, rampStartFraction, rampSeconds, pauseJitterMs, arrivalMarginMs, callAllowanceMs, dispatchLeadMs, maxDispatchLeadMs');
   });
 
   it('refuses a value that is not an object', () => {
     const error = thrown(ConfigError, () => parsePacingSettings([0.5]));
     expect(error.field).toBe('pacing');
-    expect(error.message).toBe('pacing: must be an object with optional keys burstFraction, rampStartFraction, rampSeconds, pauseJitterMs, arrivalMarginMs, callAllowanceMs, dispatchLeadMs, maxDispatchLeadMs; got [0.5]');
+    expect(error.message).toBe('pacing: must be an object with optional keys burstFraction, spreadLongTiers, rampStartFraction, rampSeconds, pauseJitterMs, arrivalMarginMs, callAllowanceMs, dispatchLeadMs, maxDispatchLeadMs; got [0.5]');
   });
 
   it.each([
@@ -45,6 +45,8 @@ describe('parsePacingSettings', () => {
     ['pauseJitterMs', '500', 'must be a number from 0 to 60000; got "500"'],
     ['arrivalMarginMs', -1, 'must be a number from 0 to 10000; got -1'],
     ['arrivalMarginMs', 10_001, 'must be a number from 0 to 10000; got 10001'],
+    ['spreadLongTiers', 'yes', 'must be true or false; got "yes"'],
+    ['spreadLongTiers', 1, 'must be true or false; got 1'],
   ])('refuses %s = %p, naming the field and its range', (key, value, problem) => {
     const error = thrown(ConfigError, () => parsePacingSettings({ [key]: value }));
     expect(error.field).toBe(`pacing.${key}`);
