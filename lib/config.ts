@@ -41,7 +41,8 @@ export interface OrchestratorTimings {
   /**
    * A run that has found every queue empty for this long, with the circuit letting work through and the quota open,
    * ends early: the next tick starts the next run, so work that arrives meanwhile waits at most one schedule period.
-   * An idle lane then costs a fraction of a run a minute instead of a whole one. @default 20000
+   * An idle lane then costs about a second of a run a minute instead of a whole one (see the README's idle cost).
+   * @default 1000: one empty round of receives, its `idleWaitMs` long poll included
    */
   readonly idleStopMs: number;
   /**
@@ -67,7 +68,7 @@ export const DEFAULT_ORCHESTRATOR_SETTINGS: OrchestratorSettings = Object.freeze
   visibilityTimeoutMs: 120_000,
   workerTimeoutMs: 30_000,
   idleWaitMs: 1_000,
-  idleStopMs: 20_000,
+  idleStopMs: 1_000,
   invokeBackoffMs: 250,
   idempotencyTtlMs: 86_400_000,
   stateOutage: 'pace-in-memory',

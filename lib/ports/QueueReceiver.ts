@@ -77,4 +77,9 @@ export interface QueueReceiver {
   delete(queue: QueueName, receiptHandle: string): Promise<void>;
   /** Sets how long a received message stays invisible from now; 0 makes it visible again at once. */
   changeVisibility(queue: QueueName, receiptHandle: string, visibilityMs: number): Promise<void>;
+  /**
+   * How many messages `queue` holds: visible, in flight (received, not yet deleted) or delayed, all work that is not
+   * done. Approximate on SQS, which counts a little behind.
+   */
+  messageCount(queue: SourceQueue): Promise<number>;
 }

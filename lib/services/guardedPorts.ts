@@ -120,4 +120,7 @@ export class GuardedQueues implements QueueReceiver {
   changeVisibility(queue: QueueName, receiptHandle: string, visibilityMs: number): Promise<void> {
     return this.guard('changeVisibility', queue, () => this.queues.changeVisibility(queue, receiptHandle, visibilityMs));
   }
+  messageCount(queue: SourceQueue): Promise<number> {
+    return this.guard('messageCount', queue, () => this.queues.messageCount(queue));
+  }
 }

@@ -45,7 +45,7 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     // Intake.next receives from READ_ORDER (requeue ▸ fifo ▸ main) only, never from a DLQ; Intake.release hands
     // buffered messages, all received from those, back with visibility 0; deadLetter deletes the original after
     // sending it to its DLQ (Intake.deadLetterHead).
-    { actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage'], on: SOURCES },
+    { actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], on: SOURCES },
     // deadLetter sends to deadLetterQueueOf(source); the orchestrator never requeues (retryLater is the worker's).
     { actions: ['sqs:SendMessage'], on: DEAD_LETTER_QUEUES },
     // LambdaInvoker: the Dispatcher's jobs and CircuitWatch's health checks, to WORKER_FUNCTION_NAME.

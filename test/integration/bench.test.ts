@@ -39,7 +39,8 @@ describe('the benchmark, as a smoke run', () => {
   it('has the orchestrator call the API once per job, never over the quota, and count its AWS requests', () => {
     const orchestrator = results.find((r) => r.name === 'orchestrator');
     expect(orchestrator).toMatchObject({ rejectedByApi: 0, callsPerJob: 1 });
-    expect(orchestrator?.dynamodbRequestsPerJob).toBeGreaterThan(0);
+    expect(orchestrator?.dynamodbReadUnitsPerJob).toBeGreaterThan(0);
+    expect(orchestrator?.dynamodbWriteUnitsPerJob).toBeGreaterThan(0);
     expect(orchestrator?.sqsRequestsPerJob).toBeGreaterThan(0);
     expect(costLine(orchestrator as StrategyResult).cost?.dynamodb).toBeGreaterThan(0);
   });

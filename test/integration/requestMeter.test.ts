@@ -1,6 +1,9 @@
+import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
-import { countRequests, RequestMeter } from '../../tools/local/requestMeter';
-import { testSqsClient, uniqueName } from '../helpers/awsClients';
+import { TABLE_KEY } from '../../lib/adapters/dynamodb/DynamoTable';
+import { countRequests, dynamodbUnits, RequestMeter } from '../../tools/local/requestMeter';
+import { createStateTable, deleteStateTable } from '../../tools/local/stateTable';
+import { testDynamoClient, testSqsClient, uniqueName } from '../helpers/awsClients';
 
 describe('RequestMeter', () => {
   it('counts and times each command of the clients it is attached to, by service and command name', async () => {
@@ -13,8 +16,8 @@ describe('RequestMeter', () => {
     await sqs.send(new GetQueueUrlCommand({ QueueName }));
 
     expect(meter.snapshot()).toEqual({
-      'sqs.CreateQueueCommand': { count: 1, ms: 5 },
-      'sqs.GetQueueUrlCommand': { count: 2, ms: 10 },
+      'sqs.CreateQueueCommand': { count: 1, ms: 5, units: 0 },
+      'sqs.GetQueueUrlCommand': { count: 2, ms: 10, units: 0 },
     });
     expect(countRequests(meter.snapshot(), 'sqs')).toBe(3);
     expect(countRequests(meter.snapshot(), 'dynamodb')).toBe(0);
@@ -25,5 +28,25 @@ describe('RequestMeter', () => {
     const sqs = meter.attach(testSqsClient(), 'sqs');
     await expect(sqs.send(new GetQueueUrlCommand({ QueueName: uniqueName('missing') }))).rejects.toThrow();
     expect(meter.snapshot()['sqs.GetQueueUrlCommand']?.count).toBe(1);
+  });
+
+  it('sums the capacity units DynamoDB reports, by item size, reads and writes apart; a refused write counts one', async () => {
+    const client = testDynamoClient();
+    const TableName = uniqueName('metered');
+    await createStateTable(client, TableName);
+    try {
+      const meter = new RequestMeter();
+      const metered = meter.attach(testDynamoClient(), 'dynamodb');
+      const Key = { [TABLE_KEY]: { S: 'big' } };
+      // About 2.5 KB: three write units; one strongly consistent read unit (up to 4 KB).
+      await metered.send(new PutItemCommand({ TableName, Item: { ...Key, text: { S: 'x'.repeat(2_500) } } }));
+      await metered.send(new GetItemCommand({ TableName, Key, ConsistentRead: true }));
+      await expect(metered.send(new UpdateItemCommand({ TableName, Key, UpdateExpression: 'SET n = :n', ConditionExpression: 'attribute_not_exists(#k)', ExpressionAttributeNames: { '#k': TABLE_KEY }, ExpressionAttributeValues: { ':n': { N: '1' } } }))).rejects.toThrow();
+
+      expect(meter.snapshot()).toMatchObject({ 'dynamodb.PutItemCommand': { count: 1, units: 3 }, 'dynamodb.GetItemCommand': { count: 1, units: 1 }, 'dynamodb.UpdateItemCommand': { count: 1, units: 1 } });
+      expect(dynamodbUnits(meter.snapshot())).toEqual({ read: 1, write: 4 });
+    } finally {
+      await deleteStateTable(client, TableName);
+    }
   });
 });

@@ -150,6 +150,22 @@ describe('SqsQueues on fauxqs', () => {
     });
   });
 
+  describe('messageCount', () => {
+    it('counts the messages visible, in flight and delayed, and none once they are deleted', async () => {
+      const { queues } = await lane();
+      expect(await queues.messageCount('main')).toBe(0);
+      await queues.send('main', { body: 'visible' });
+      await queues.send('main', { body: 'in flight' });
+      await queues.send('main', { body: 'delayed', delayMs: 60_000 });
+      const taken = await queues.receive('main', { ...NOW, max: 1 });
+      expect(taken).toHaveLength(1);
+      expect(await queues.messageCount('main')).toBe(3);
+      const rest = await queues.receive('main', NOW);
+      for (const message of [...taken, ...rest]) await queues.delete('main', message.receiptHandle);
+      expect(await queues.messageCount('main')).toBe(1);
+    });
+  });
+
   describe('changeVisibility', () => {
     it('makes an in-flight message visible again at once with 0, counting the next receive', async () => {
       const { queues } = await lane();

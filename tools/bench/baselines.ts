@@ -8,7 +8,7 @@ import { classify, type Classification } from '../../lib/domain/outcome/classify
 import type { Tier } from '../../lib/domain/quota/tiers';
 import { startApiServer } from '../local/apiServer';
 import { VirtualApi } from '../simulation/virtualApi';
-import { callsPerSecond, idealSeconds, recoverySeconds } from './measures';
+import { callsPerSecond, idealSeconds, optimalSecondsOf, recoverySeconds } from './measures';
 import { startRedis } from './redisServer';
 import type { BenchScenario, StrategyName, StrategyResult } from './types';
 
@@ -251,6 +251,7 @@ function resultOf(name: BaselineName, scenario: BenchScenario, { api, queue, usa
     name,
     durationSeconds,
     idealSeconds: idealSeconds(scenario),
+    optimalSeconds: optimalSecondsOf(scenario),
     apiCalls,
     rejectedByApi,
     callsPerJob: round3(apiCalls / scenario.jobs),
@@ -305,6 +306,7 @@ function unavailable(name: BaselineName, reason: string): StrategyResult {
     name,
     durationSeconds: 0,
     idealSeconds: 0,
+    optimalSeconds: 0,
     apiCalls: 0,
     rejectedByApi: 0,
     callsPerJob: 0,

@@ -60,15 +60,10 @@ export interface CostInput {
   readonly workerBusySecondsPerJob: number;
   /** Worker memory in MB. */
   readonly memoryMb: number;
-  /** DynamoDB read request units per job. */
+  /** DynamoDB read request units per job (a strongly consistent read of up to 4 KB is one). */
   readonly dynamodbReadsPerJob?: number;
-  /** DynamoDB write request units per job. */
+  /** DynamoDB write request units per job (a write of up to 1 KB is one). */
   readonly dynamodbWritesPerJob?: number;
-  /**
-   * DynamoDB requests per job when reads and writes are not told apart: priced as writes, the dearer, so the figure
-   * is an upper bound as long as each request is one unit (items up to 1 KB written, 4 KB read; no transactions).
-   */
-  readonly dynamodbRequestsPerJob?: number;
   /** Standard-queue SQS requests per job (each 64 KB chunk of payload is one request). */
   readonly sqsRequestsPerJob?: number;
   /** FIFO-queue SQS requests per job. */
@@ -111,7 +106,7 @@ export function costPerMillionJobs(input: CostInput): CostBreakdown {
     count('sqsFifoRequestsPerJob') * PRICES.sqs.perMillionRequestsFifo;
   const dynamodb =
     count('dynamodbReadsPerJob') * PRICES.dynamodb.perMillionReadRequestUnits +
-    (count('dynamodbWritesPerJob') + count('dynamodbRequestsPerJob')) * PRICES.dynamodb.perMillionWriteRequestUnits;
+    count('dynamodbWritesPerJob') * PRICES.dynamodb.perMillionWriteRequestUnits;
   return { lambdaRequests, lambdaCompute, sqs, dynamodb, total: lambdaRequests + lambdaCompute + sqs + dynamodb };
 }
 
@@ -123,13 +118,14 @@ export interface ResultCostOptions {
   readonly orchestratorMemoryMb?: number;
 }
 
-/** The cost input of a strategy's result: its worker counts, plus its DynamoDB and SQS requests when it has them. */
+/** The cost input of a strategy's result: its worker counts, plus its DynamoDB units and SQS requests when it has them. */
 export function costInputForResult(result: StrategyResult, options: ResultCostOptions = {}): CostInput {
   return {
     invocationsPerJob: result.invocationsPerJob,
     workerBusySecondsPerJob: result.workerBusySecondsPerJob,
     memoryMb: options.memoryMb ?? WORKER_MEMORY_MB,
-    dynamodbRequestsPerJob: result.dynamodbRequestsPerJob,
+    dynamodbReadsPerJob: result.dynamodbReadUnitsPerJob,
+    dynamodbWritesPerJob: result.dynamodbWriteUnitsPerJob,
     sqsRequestsPerJob: result.sqsRequestsPerJob,
     orchestratorSecondsPerJob: options.orchestratorSecondsPerJob,
     orchestratorMemoryMb: options.orchestratorMemoryMb,
@@ -154,7 +150,7 @@ export function formatPrices(): string {
       `$${sqs.perMillionRequestsFifo.toFixed(2)} FIFO; each 64 KB chunk is one request (as of ${sqs.date})`,
     `  DynamoDB      $${dynamodb.perMillionWriteRequestUnits} per 1M write request units, ` +
       `$${dynamodb.perMillionReadRequestUnits} per 1M read request units (as of ${dynamodb.date});`,
-    `                requests not told apart as reads or writes are priced as writes`,
+    `                units as DynamoDB reports them (ReturnConsumedCapacity), by item size`,
     `  Sources: ${PRICES.source} (${PRICES.date})`,
   ].join('\n');
 }

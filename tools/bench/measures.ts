@@ -1,5 +1,9 @@
+import { optimalSeconds } from '../simulation/optimal';
 import type { VirtualApiCall } from '../simulation/virtualApi';
 import type { BenchScenario } from './types';
+
+/** A fixed start for {@link optimalSecondsOf}: its scenarios have no calendar tier, so any instant gives the same. */
+const OPTIMAL_START = Date.UTC(2026, 0, 5);
 
 /**
  * The best duration the quota allows, in seconds: the tightest tier's time for one call per job at its steady rate
@@ -11,6 +15,13 @@ export function idealSeconds(scenario: BenchScenario): number {
     ...scenario.quotas.flatMap((tier) => tier.steadyRate() ?? []).map((rate) => (scenario.jobs * rate.perMs) / rate.units / 1000),
   );
   return round3(quotaSeconds + (scenario.outage?.forSeconds ?? 0));
+}
+
+/** The physical limit of the scenario: one call per job, each as soon as every tier allows it and the API is up. */
+export function optimalSecondsOf(scenario: BenchScenario): number {
+  const { outage } = scenario;
+  const downTimes = outage === undefined ? [] : [{ startMs: OPTIMAL_START + outage.atSeconds * 1000, endMs: OPTIMAL_START + (outage.atSeconds + outage.forSeconds) * 1000 }];
+  return optimalSeconds(scenario.quotas, Array.from({ length: scenario.jobs }, () => 1), { start: OPTIMAL_START, downTimes });
 }
 
 /** Job calls that reached the API in each whole second from `start`: `result[i]` counts arrivals in `[i, i + 1)` s. */

@@ -1,9 +1,9 @@
 import { runLocal, type LocalRunResult } from '../local/localRun';
-import { countRequests } from '../local/requestMeter';
+import { countRequests, dynamodbUnits } from '../local/requestMeter';
 import type { Template } from '../local/template';
 import { parseScenario } from '../simulation/scenario';
 import { REALISTIC_START_DELAYS } from '../simulation/startDelays';
-import { callsPerSecond, recoverySeconds } from './measures';
+import { callsPerSecond, optimalSecondsOf, recoverySeconds } from './measures';
 import type { BenchScenario, StrategyResult } from './types';
 
 /** The orchestrator's result with what only it has: its AWS requests, where its time went, and its memory. */
@@ -12,6 +12,10 @@ export interface OrchestratorResult extends StrategyResult {
   readonly callsWhileOpen: number;
   /** Seconds the orchestrator function ran (billed), per job. */
   readonly orchestratorSecondsPerJob: number;
+  /** Seconds the workers spent waiting on the API's answers, per job: the part of their time that is the API's. */
+  readonly apiCallSecondsPerJob: number;
+  /** AWS requests per job to DynamoDB, whatever their units. */
+  readonly dynamodbRequestsPerJob: number;
   /** Where the orchestrator's run time went: waiting on each kind of AWS request, and the rest (pacing waits, ledger). */
   readonly orchestratorTime: Readonly<Record<string, number>>;
   /** Dispatches per second over the run. */
@@ -48,6 +52,12 @@ function requestsTo(run: LocalRunResult, service: string): number {
   return countRequests(run.orchestrator.requests, service) + countRequests(run.worker.requests, service);
 }
 
+/** The DynamoDB capacity units both functions consumed. */
+function unitsOf(run: LocalRunResult): { readonly read: number; readonly write: number } {
+  const [orchestrator, worker] = [dynamodbUnits(run.orchestrator.requests), dynamodbUnits(run.worker.requests)];
+  return { read: orchestrator.read + worker.read, write: orchestrator.write + worker.write };
+}
+
 function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult {
   const { report } = run;
   const jobs = bench.jobs;
@@ -55,11 +65,13 @@ function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult
   const billedSeconds = (run.orchestrator.billedMs + run.worker.billedMs) / 1000;
   const waited = Object.entries(run.orchestrator.requests).map(([key, tally]) => [key, tally.ms / 1000] as const);
   const waitedTotal = waited.reduce((sum, [, seconds]) => sum + seconds, 0);
+  const units = unitsOf(run);
   const outageEnd = bench.outage === undefined ? undefined : run.start + (bench.outage.atSeconds + bench.outage.forSeconds) * 1000;
   return {
     name: 'orchestrator',
     durationSeconds: report.durationSeconds,
     idealSeconds: report.idealSeconds,
+    optimalSeconds: optimalSecondsOf(bench),
     apiCalls: report.apiCalls,
     rejectedByApi: report.rejectedByApi,
     callsPerJob: round(report.apiCalls / jobs),
@@ -68,11 +80,14 @@ function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult
     // The orchestrator function bills too: its time is counted with the workers'.
     workerBusySecondsPerJob: round(billedSeconds / jobs),
     ...(outageEnd === undefined ? {} : { recoverySeconds: recoverySeconds(run.calls, outageEnd) }),
+    dynamodbReadUnitsPerJob: round(units.read / jobs),
+    dynamodbWriteUnitsPerJob: round(units.write / jobs),
     dynamodbRequestsPerJob: round(requestsTo(run, 'dynamodb') / jobs),
     sqsRequestsPerJob: round(requestsTo(run, 'sqs') / jobs),
     callsPerSecond: callsPerSecond(run.calls, run.start),
     callsWhileOpen: callsWhileOpen(run, bench.latencyMs + IN_FLIGHT_GRACE_MS),
     orchestratorSecondsPerJob: round(run.orchestrator.billedMs / 1000 / jobs),
+    apiCallSecondsPerJob: round(run.apiCallSeconds / jobs),
     orchestratorTime: Object.fromEntries([...waited.map(([key, s]) => [key, round(s)]), ['other (pacing waits, ledger, idle)', round(run.orchestrator.billedMs / 1000 - waitedTotal)]]),
     dispatchesPerSecond: round(report.durationSeconds === 0 ? 0 : (run.orchestrator.requests['lambda.InvokeCommand']?.count ?? 0) / report.durationSeconds),
     peakHeapMb: round(run.peakHeapBytes / 1e6),

@@ -1,7 +1,7 @@
 import type { Template } from '../local/template';
 import { runBaseline } from './baselines';
 import type { ChartPanel } from './chart';
-import { costInputForResult, costPerMillionJobs, ORCHESTRATOR_MEMORY_MB, type CostLine } from './cost';
+import { costInputForResult, costPerMillionJobs, ORCHESTRATOR_MEMORY_MB, WORKER_MEMORY_MB, type CostLine } from './cost';
 import { runOrchestratorStrategy, type OrchestratorResult } from './orchestratorStrategy';
 import { STRATEGIES, type BenchScenario, type StrategyResult } from './types';
 
@@ -36,9 +36,21 @@ export function costLine(result: StrategyResult): CostLine {
   return { name: result.name, cost: costPerMillionJobs(costInputForResult(workers, { orchestratorSecondsPerJob, orchestratorMemoryMb: ORCHESTRATOR_MEMORY_MB })) };
 }
 
-/** The figures of a result for the JSON line: everything but the per-second series. */
-export function figures(result: StrategyResult): Omit<StrategyResult, 'callsPerSecond'> {
-  return Object.fromEntries(Object.entries(result).filter(([key]) => key !== 'callsPerSecond')) as Omit<StrategyResult, 'callsPerSecond'>;
+/**
+ * What the orchestrator adds to the API's own price per million jobs: its whole cost but the workers' time waiting on
+ * the API's answers, which any strategy pays.
+ */
+export function overheadPer1MJobs(result: OrchestratorResult): number {
+  const total = costLine(result).cost?.total ?? Number.NaN;
+  return total - costPerMillionJobs({ invocationsPerJob: 0, workerBusySecondsPerJob: result.apiCallSecondsPerJob, memoryMb: WORKER_MEMORY_MB }).lambdaCompute;
+}
+
+/** The figures of a result for the JSON line: everything but the per-second series, with its price per million jobs. */
+export function figures(result: StrategyResult): Record<string, unknown> {
+  const counts = Object.fromEntries(Object.entries(result).filter(([key]) => key !== 'callsPerSecond'));
+  const round = (usd: number): number => Math.round(usd * 1000) / 1000;
+  const costPer1MJobsUsd = round(costLine(result).cost?.total ?? 0);
+  return result.name === 'orchestrator' && result.unavailable === undefined ? { ...counts, costPer1MJobsUsd, overheadPer1MJobsUsd: round(overheadPer1MJobs(result as OrchestratorResult)) } : { ...counts, costPer1MJobsUsd };
 }
 
 /** The growth runs as a table: duration, dispatch rate, cost per job and memory per size. */

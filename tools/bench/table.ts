@@ -56,15 +56,17 @@ function fixed(n: number | undefined, digits: number): string {
 
 /**
  * One scenario's results as a table: a heading line with the scenario's name, then one row per strategy in the given
- * order. A strategy that could not run shows its reason instead of figures. The recovery column appears only when some
- * strategy has a `recoverySeconds`; the DynamoDB and SQS columns show '-' where a strategy has no such figure.
+ * order, with `costs[i]` (USD per million jobs) beside `results[i]`. A strategy that could not run shows its reason
+ * instead of figures. The recovery column appears only when some strategy has a `recoverySeconds`; the DynamoDB and
+ * SQS columns show '-' where a strategy has no such figure.
  */
-export function formatTable(scenarioName: string, results: readonly StrategyResult[]): string {
+export function formatTable(scenarioName: string, results: readonly StrategyResult[], costs: readonly (number | undefined)[] = []): string {
   const withRecovery = results.some((r) => r.unavailable === undefined && r.recoverySeconds !== undefined);
   const columns: Column[] = [
     { header: 'strategy', align: 'left' },
     { header: 'duration s', align: 'right' },
     { header: 'ideal s', align: 'right' },
+    { header: 'optimal s', align: 'right' },
     { header: 'utilization', align: 'right' },
     { header: 'API calls', align: 'right' },
     { header: '429s', align: 'right' },
@@ -72,16 +74,19 @@ export function formatTable(scenarioName: string, results: readonly StrategyResu
     { header: 'invocations/job', align: 'right' },
     { header: 'busy s/job', align: 'right' },
     ...(withRecovery ? [{ header: 'recovery s', align: 'right' } as const] : []),
-    { header: 'DynamoDB req/job', align: 'right' },
+    { header: 'DynamoDB RU/job', align: 'right' },
+    { header: 'DynamoDB WU/job', align: 'right' },
     { header: 'SQS req/job', align: 'right' },
+    { header: '$ per 1M jobs', align: 'right' },
   ];
-  const rows: Row[] = results.map((r) => {
+  const rows: Row[] = results.map((r, i) => {
     if (r.unavailable !== undefined) return { first: r.name, spanning: `unavailable: ${r.unavailable}` };
     return {
       cells: [
         r.name,
         fixed(r.durationSeconds, 1),
         fixed(r.idealSeconds, 1),
+        fixed(r.optimalSeconds, 1),
         fixed(r.utilization, 3),
         formatCount(r.apiCalls),
         formatCount(r.rejectedByApi),
@@ -89,8 +94,10 @@ export function formatTable(scenarioName: string, results: readonly StrategyResu
         fixed(r.invocationsPerJob, 3),
         fixed(r.workerBusySecondsPerJob, 3),
         ...(withRecovery ? [fixed(r.recoverySeconds, 1)] : []),
-        fixed(r.dynamodbRequestsPerJob, 2),
+        fixed(r.dynamodbReadUnitsPerJob, 2),
+        fixed(r.dynamodbWriteUnitsPerJob, 2),
         fixed(r.sqsRequestsPerJob, 2),
+        fixed(costs[i], 2),
       ],
     };
   });

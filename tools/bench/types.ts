@@ -33,8 +33,10 @@ export interface BenchScenario {
 export interface StrategyResult {
   readonly name: StrategyName;
   readonly durationSeconds: number;
-  /** What the quota allows at best: the tightest tier's time for one call per job, plus the outage. */
+  /** The tightest tier's long-run time for one call per job, plus the outage. */
   readonly idealSeconds: number;
+  /** The physical limit: the time to the last call when each goes as soon as every tier allows it, the API up. */
+  readonly optimalSeconds: number;
   readonly apiCalls: number;
   readonly rejectedByApi: number;
   readonly callsPerJob: number;
@@ -46,8 +48,9 @@ export interface StrategyResult {
   readonly workerBusySecondsPerJob: number;
   /** Outage scenario: seconds from the end of the outage to the first successful job call after it. */
   readonly recoverySeconds?: number;
-  /** Orchestrator only: AWS requests per job. */
-  readonly dynamodbRequestsPerJob?: number;
+  /** Orchestrator only: DynamoDB capacity units per job, as DynamoDB reports them (by item size), and SQS requests. */
+  readonly dynamodbReadUnitsPerJob?: number;
+  readonly dynamodbWriteUnitsPerJob?: number;
   readonly sqsRequestsPerJob?: number;
   /** Set when the strategy could not run here (e.g. no `redis-server`); the figures are then zero. */
   readonly unavailable?: string;

@@ -8,9 +8,10 @@ import type { OrchestratorResult } from '../bench/orchestratorStrategy';
 import { runOrchestratorStrategy } from '../bench/orchestratorStrategy';
 import { ceilingLines, chartPanel, compareStrategies, costLine, figures, growthTable } from '../bench/runBench';
 import { runBaseline } from '../bench/baselines';
+import { measureIdle } from '../bench/idleCost';
 import { ceilingScenario, growthScenarios, lateStartsScenario, outageScenario, partlyBusyScenario, steadyScenario, type BenchSize } from '../bench/scenarios';
 import { formatTable } from '../bench/table';
-import type { BenchScenario } from '../bench/types';
+import type { BenchScenario, StrategyResult } from '../bench/types';
 import { packagedTemplate } from '../local/packageService';
 
 const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
@@ -59,6 +60,9 @@ async function main(): Promise<number> {
   const ceiling = ceilingScenario(size);
   process.stderr.write(`  ceiling: orchestrator…\n`);
   const ceilingResult = await runOrchestratorStrategy(ceiling, { template });
+  const idleRuns = size === 'full' ? 5 : 2;
+  process.stderr.write(`  idle: ${idleRuns} runs over empty queues…\n`);
+  const idle = await measureIdle(template, idleRuns);
 
   const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
   const date = new Date().toISOString().slice(0, 10);
@@ -66,15 +70,18 @@ async function main(): Promise<number> {
   mkdirSync(dirname(chartPath), { recursive: true });
   writeFileSync(chartPath, renderBenchChart([chartPanel(steady, steadyResults), chartPanel(outage, outageResults), chartPanel(lateStarts, lateStartsResults)], `${machine}; ${date}`));
 
+  const table = (scenario: BenchScenario, results: readonly StrategyResult[]): string => formatTable(scenario.name, results, results.map((r) => costLine(r).cost?.total));
+  const { perRun } = idle;
   const out = [
     `machine: ${machine}; date: ${date}; size: ${size}`,
-    formatTable(steady.name, steadyResults),
+    table(steady, steadyResults),
     formatCostLines(steadyResults.map(costLine)),
     `per-worker-limiter with ${partlyBusy.busyWorkers} of its ${partlyBusy.workers} workers busy (${partlyBusy.jobs} jobs): utilization ${partlyBusyResult.utilization.toFixed(3)}, ${partlyBusyResult.durationSeconds.toFixed(1)} s against ${partlyBusyResult.idealSeconds.toFixed(1)} s ideal`,
-    formatTable(outage.name, outageResults),
-    formatTable(lateStarts.name, lateStartsResults),
+    table(outage, outageResults),
+    table(lateStarts, lateStartsResults),
     growthTable(growthResults, growth),
     ceilingLines(ceilingResult, ceiling),
+    `idle (${idle.runs} runs over empty queues): ${perRun.billedSeconds.toFixed(2)} s billed, ${perRun.dynamodbReadUnits.toFixed(1)} read and ${perRun.dynamodbWriteUnits.toFixed(1)} write units, ${perRun.sqsRequests.toFixed(1)} SQS requests per run; $${idle.idleCostPerMonthUsd.toFixed(2)} a month at ${idle.runsPerMonth} runs`,
     `chart: ${chartPath}; whole bench: ${((Date.now() - began) / 1000).toFixed(0)} s`,
   ];
   console.log(out.join('\n\n'));
@@ -90,6 +97,8 @@ async function main(): Promise<number> {
         'late-starts': lateStartsResults.map(figures),
         growth: growthResults.map(figures),
         ceiling: figures(ceilingResult),
+        idle,
+        idleCostPerMonthUsd: Math.round(idle.idleCostPerMonthUsd * 1000) / 1000,
       }),
     );
   }

@@ -3,6 +3,7 @@ import { InvokeCommand, TooManyRequestsException, type LambdaClient } from '@aws
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import { HttpApiCaller } from '../../lib/adapters/http/HttpApiCaller';
 import type { Log } from '../../lib/adapters/log';
+import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import { systemClock } from '../../lib/adapters/systemClock';
 import type { ServiceConfig } from '../../lib/config';
 import { CONFIG_ENV, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
@@ -18,7 +19,7 @@ import { lambdaClient, type EmulatorEndpoints } from './clients';
 import { LocalHarness, type HostedFunction } from './harness';
 import { RecordingApi, type ObservedApi } from './recordingApi';
 import { RequestMeter, type RequestTally } from './requestMeter';
-import { LOCAL_ACCOUNT, type FunctionDefinition, type Template } from './template';
+import { LOCAL_ACCOUNT, type FunctionDefinition, type PackagedFunctions, type Template } from './template';
 
 /** What one local run needs. */
 export interface LocalRunOptions {
@@ -89,6 +90,8 @@ export interface LocalRunResult {
   readonly timeline: readonly TimelineRow[];
   readonly orchestrator: FunctionUsage;
   readonly worker: FunctionUsage;
+  /** Seconds the workers spent waiting on the API's answers (calls and probes). */
+  readonly apiCallSeconds: number;
   /** The most heap this process used during the run, sampled every poll: everything runs in it, so an upper bound. */
   readonly peakHeapBytes: number;
   /** Every job call as the API saw it, in arrival order. */
@@ -115,13 +118,86 @@ const PROGRESS_MS = 1_000;
  * have passed).
  */
 export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
+  const jobs = buildJobs(options.scenario, seededRandom(options.scenario.seed));
+  const service = await hostService(options, jobs);
+  const { harness, functions, scheduler, meters, api, start, lane, scenario } = service;
+  const { orchestrator, worker, schedule } = functions;
+
+  const changes: CircuitChange[] = [{ at: start, status: 'closed' }];
+  const samples: { at: number; queued: number; inFlight: number }[] = [];
+  let nextTick = start;
+  let peakHeapBytes = 0;
+  let lastProgress = start - PROGRESS_MS;
+  while (!service.stopped()) {
+    const now = systemClock.now();
+    if (now >= nextTick) {
+      await fireSchedule(scheduler, schedule.functionName, now);
+      nextTick += schedule.periodMs;
+    }
+    peakHeapBytes = Math.max(peakHeapBytes, process.memoryUsage().heapUsed);
+    const circuit = (await harness.circuit(lane))?.state.status ?? 'closed';
+    if (circuit !== changes[changes.length - 1]?.status) changes.push({ at: now, status: circuit });
+    const depths = await harness.laneDepths();
+    const succeeded = api.succeededIds().length;
+    if (now - lastProgress >= PROGRESS_MS) {
+      lastProgress = now;
+      samples.push({ at: now, queued: depths.queued, inFlight: depths.inFlight });
+      options.onProgress?.({ elapsedSeconds: (now - start) / 1000, jobs: jobs.length, succeeded, deadLettered: depths.deadLettered, queued: depths.queued, inFlight: depths.inFlight, circuit });
+    }
+    const allEnded = succeeded + depths.deadLettered >= jobs.length && depths.queued + depths.inFlight === 0 && harness.stats(worker.name).running === 0;
+    if (allEnded || now - start >= scenario.maxSeconds * 1000) service.stop(now);
+    await systemClock.sleep(POLL_MS);
+  }
+  const endedAt = service.endedAt();
+
+  const deadLetterBodies = (await harness.receiveDeadLetters()).map((message) => message.body);
+  const invocations = harness.stats(worker.name).invocations;
+  const report = buildReport({ scenario, jobs, api: api.report(), succeededIds: new Set(api.succeededIds()), deadLetterBodies, circuitChanges: changes, invocations, start, durationMs: endedAt - start });
+  const timeline = timelineOf(start, endedAt, api, changes, samples);
+  // The orchestrator sees `endedAt` at its next step, flushes and releases its lease; the harness waits for that.
+  await harness.close({ idleWithinMs: SHUTDOWN_WAIT_MS });
+  scheduler.destroy();
+  const usage = (fn: FunctionDefinition, meter: RequestMeter): FunctionUsage => {
+    const { invocations, duplicateDeliveries, retries, billedMs } = harness.stats(fn.name);
+    return { invocations, duplicateDeliveries, retries, billedMs, requests: meter.snapshot() };
+  };
+  return { report, timeline, orchestrator: usage(orchestrator, meters.orchestrator), worker: usage(worker, meters.worker), apiCallSeconds: service.apiCallSeconds(), peakHeapBytes, calls: api.callLog, circuitChanges: changes, start };
+}
+
+/** The service hosted on this machine, ready for its schedule to fire: what {@link hostService} returns. */
+export interface HostedService {
+  readonly harness: LocalHarness;
+  readonly functions: PackagedFunctions;
+  /** The scenario as run: with an external API, its `api` block emptied. */
+  readonly scenario: Scenario;
+  /** Where EventBridge's ticks come from (see {@link fireSchedule}). */
+  readonly scheduler: LambdaClient;
+  /** Each function's AWS requests. */
+  readonly meters: { readonly orchestrator: RequestMeter; readonly worker: RequestMeter };
+  /** Seconds the workers spent waiting on the API's answers. */
+  apiCallSeconds(): number;
+  readonly api: ObservedApi;
+  /** The instant the API began counting, once the jobs were queued. */
+  readonly start: number;
+  readonly lane: string;
+  /** Tells the orchestrator to stop at its next step (it flushes and releases its lease). */
+  stop(at: number): void;
+  stopped(): boolean;
+  /** When {@link HostedService.stop} was called. @throws Error before. */
+  endedAt(): number;
+}
+
+/**
+ * The packaged template's table and queues on the emulators, its two functions with the real handlers behind a local
+ * Lambda Invoke endpoint, metered, and the simulated (or an external, recorded) API over HTTP; `jobs` are queued
+ * before the API starts counting.
+ */
+export async function hostService(options: LocalRunOptions, jobs: readonly JobSpec[]): Promise<HostedService> {
   const scenario: Scenario = options.externalApi === undefined ? options.scenario : { ...options.scenario, api: { latencyMs: 0, outages: [] } };
   const { harness, functions } = await LocalHarness.fromTemplate(options.template, { emulators: options.emulators });
-  const { orchestrator, worker, schedule } = functions;
+  const { orchestrator, worker } = functions;
   const lane = options.overrides.includes('lane') ? scenario.config.lane : (worker.environment[CONFIG_ENV.lane] ?? 'default');
-  const jobs = buildJobs(scenario, seededRandom(scenario.seed));
   await seed(harness.clients.sqs, harness.resources.queueUrls, jobs);
-
   const start = systemClock.now();
   const api: ObservedApi =
     options.externalApi === undefined
@@ -142,6 +218,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     [RESOURCE_ENV.apiKeyParameter]: undefined,
   });
   let endedAt: number | undefined;
+  let apiCallMs = 0;
   // Each function's clients are metered, so the run can tell what the service itself asked of AWS.
   const meters = { orchestrator: new RequestMeter(), worker: new RequestMeter() };
   const hosted = (kind: HostedFunction['kind'], fn: FunctionDefinition): HostedFunction => ({
@@ -160,50 +237,42 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       meter.attach(clients.sqs, 'sqs');
       meter.attach(clients.lambda, 'lambda');
     },
+    // The workers' time on the API is theirs to spend: the rest of what they bill is the service's overhead.
+    workerDeps: (deps) => ({ ...deps, api: timedApi(deps.api, (ms) => (apiCallMs += ms)) }),
     shouldStop: () => endedAt !== undefined,
     log: options.log,
   }, { timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)) });
-  // EventBridge does not retry a throttled tick: one attempt, as every Lambda client makes.
-  const scheduler = lambdaClient(endpoint);
-
-  const changes: CircuitChange[] = [{ at: start, status: 'closed' }];
-  const samples: { at: number; queued: number; inFlight: number }[] = [];
-  let nextTick = start;
-  let peakHeapBytes = 0;
-  let lastProgress = start - PROGRESS_MS;
-  while (endedAt === undefined) {
-    const now = systemClock.now();
-    if (now >= nextTick) {
-      await fireSchedule(scheduler, schedule.functionName, now);
-      nextTick += schedule.periodMs;
-    }
-    peakHeapBytes = Math.max(peakHeapBytes, process.memoryUsage().heapUsed);
-    const circuit = (await harness.circuit(lane))?.state.status ?? 'closed';
-    if (circuit !== changes[changes.length - 1]?.status) changes.push({ at: now, status: circuit });
-    const depths = await harness.laneDepths();
-    const succeeded = api.succeededIds().length;
-    if (now - lastProgress >= PROGRESS_MS) {
-      lastProgress = now;
-      samples.push({ at: now, queued: depths.queued, inFlight: depths.inFlight });
-      options.onProgress?.({ elapsedSeconds: (now - start) / 1000, jobs: jobs.length, succeeded, deadLettered: depths.deadLettered, queued: depths.queued, inFlight: depths.inFlight, circuit });
-    }
-    const allEnded = succeeded + depths.deadLettered >= jobs.length && depths.queued + depths.inFlight === 0 && harness.stats(worker.name).running === 0;
-    if (allEnded || now - start >= scenario.maxSeconds * 1000) endedAt = now;
-    await systemClock.sleep(POLL_MS);
-  }
-
-  const deadLetterBodies = (await harness.receiveDeadLetters()).map((message) => message.body);
-  const invocations = harness.stats(worker.name).invocations;
-  const report = buildReport({ scenario, jobs, api: api.report(), succeededIds: new Set(api.succeededIds()), deadLetterBodies, circuitChanges: changes, invocations, start, durationMs: endedAt - start });
-  const timeline = timelineOf(start, endedAt, api, changes, samples);
-  // The orchestrator sees `endedAt` at its next step, flushes and releases its lease; the harness waits for that.
-  await harness.close({ idleWithinMs: SHUTDOWN_WAIT_MS });
-  scheduler.destroy();
-  const usage = (fn: FunctionDefinition, meter: RequestMeter): FunctionUsage => {
-    const { invocations, duplicateDeliveries, retries, billedMs } = harness.stats(fn.name);
-    return { invocations, duplicateDeliveries, retries, billedMs, requests: meter.snapshot() };
+  return {
+    harness,
+    functions,
+    scenario,
+    // EventBridge does not retry a throttled tick: one attempt, as every Lambda client makes.
+    scheduler: lambdaClient(endpoint),
+    meters,
+    apiCallSeconds: () => apiCallMs / 1000,
+    api,
+    start,
+    lane,
+    stop: (at) => (endedAt ??= at),
+    stopped: () => endedAt !== undefined,
+    endedAt: () => {
+      if (endedAt === undefined) throw new Error('the service has not been stopped');
+      return endedAt;
+    },
   };
-  return { report, timeline, orchestrator: usage(orchestrator, meters.orchestrator), worker: usage(worker, meters.worker), peakHeapBytes, calls: api.callLog, circuitChanges: changes, start };
+}
+
+/** `api` with each call's duration told to `took`. */
+function timedApi(api: ApiCaller, took: (ms: number) => void): ApiCaller {
+  const timed = async <T>(call: () => Promise<T>): Promise<T> => {
+    const startedAt = performance.now();
+    try {
+      return await call();
+    } finally {
+      took(performance.now() - startedAt);
+    }
+  };
+  return { call: (body, context) => timed(() => api.call(body, context)), probe: () => timed(() => api.probe()) };
 }
 
 /** The event EventBridge sends on a schedule; `time` has whole seconds, as EventBridge's does. */
@@ -216,7 +285,7 @@ function scheduledEvent(now: number): object {
  * Starts the scheduled function as EventBridge does. A tick that falls inside a run is throttled by the reserved
  * concurrency of 1 and dropped, as the short `maximumEventAge` drops it on AWS.
  */
-async function fireSchedule(scheduler: LambdaClient, functionName: string, now: number): Promise<void> {
+export async function fireSchedule(scheduler: LambdaClient, functionName: string, now: number): Promise<void> {
   try {
     await scheduler.send(new InvokeCommand({ FunctionName: functionName, InvocationType: 'Event', Payload: Buffer.from(JSON.stringify(scheduledEvent(now))) }));
   } catch (error) {

@@ -1,9 +1,11 @@
 import type { InitializeHandlerOptions, InitializeMiddleware, MetadataBearer } from '@smithy/types';
 
-/** Count and summed duration of one kind of request. */
+/** Count, summed duration and DynamoDB capacity units of one kind of request. */
 export interface RequestTally {
   readonly count: number;
   readonly ms: number;
+  /** DynamoDB capacity units consumed (read units for reads, write units for writes); 0 for other services. */
+  readonly units: number;
 }
 
 /** An SDK v3 client, as far as the meter needs it. */
@@ -11,28 +13,48 @@ interface MeteredClient {
   readonly middlewareStack: { add(middleware: InitializeMiddleware<object, MetadataBearer>, options: InitializeHandlerOptions): void };
 }
 
+/** DynamoDB's answer, as far as its consumed capacity goes: one entry, or one per table (batches, transactions). */
+interface CapacityOutput {
+  readonly ConsumedCapacity?: { readonly CapacityUnits?: number } | readonly { readonly CapacityUnits?: number }[];
+}
+
+/** The capacity units a DynamoDB answer reports. */
+function consumedUnits(output: unknown): number {
+  const consumed = (output as CapacityOutput | undefined)?.ConsumedCapacity;
+  const entries = consumed === undefined ? [] : Array.isArray(consumed) ? consumed : [consumed as { readonly CapacityUnits?: number }];
+  return entries.reduce((sum, entry) => sum + (entry.CapacityUnits ?? 0), 0);
+}
+
 /**
  * Counts and times the requests of the SDK clients it is attached to, per `service.Command` (e.g.
  * `sqs.ReceiveMessageCommand`). It sits at the `initialize` step, so one command counts once, the SDK's own retries
- * inside it, and its time is what the caller waited.
+ * inside it, and its time is what the caller waited. On a `dynamodb` client it also asks each request for its
+ * consumed capacity (`ReturnConsumedCapacity: TOTAL`) and sums it; a request that failed (a condition that did not
+ * hold) counts one unit, the least DynamoDB charges for it.
  */
 export class RequestMeter {
-  private readonly tallies = new Map<string, { count: number; ms: number }>();
+  private readonly tallies = new Map<string, { count: number; ms: number; units: number }>();
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
   /** Adds the meter to a client and returns the client. */
   attach<C extends MeteredClient>(client: C, service: string): C {
+    const capacity = service === 'dynamodb';
     client.middlewareStack.add(
       (next, context) => async (args) => {
         const startedAt = this.now();
+        let units = capacity ? 1 : 0;
         try {
-          return await next(args);
+          const input = capacity ? { ...(args.input as object), ReturnConsumedCapacity: 'TOTAL' } : args.input;
+          const answer = await next({ ...args, input });
+          if (capacity) units = consumedUnits(answer.output);
+          return answer;
         } finally {
           const key = `${service}.${String(context.commandName)}`;
-          const tally = this.tallies.get(key) ?? { count: 0, ms: 0 };
+          const tally = this.tallies.get(key) ?? { count: 0, ms: 0, units: 0 };
           tally.count++;
           tally.ms += this.now() - startedAt;
+          tally.units += units;
           this.tallies.set(key, tally);
         }
       },
@@ -52,4 +74,17 @@ export function countRequests(tallies: Readonly<Record<string, RequestTally>>, s
   return Object.entries(tallies)
     .filter(([key]) => key.startsWith(`${service}.`))
     .reduce((sum, [, tally]) => sum + tally.count, 0);
+}
+
+/** DynamoDB commands that read: the rest write. */
+const DYNAMODB_READ = /^dynamodb\.(Get|BatchGet|Query|Scan|TransactGet)/;
+
+/** The DynamoDB capacity units the tallied requests consumed, read and write units apart. */
+export function dynamodbUnits(tallies: Readonly<Record<string, RequestTally>>): { readonly read: number; readonly write: number } {
+  const units = { read: 0, write: 0 };
+  for (const [key, tally] of Object.entries(tallies)) {
+    if (!key.startsWith('dynamodb.')) continue;
+    units[DYNAMODB_READ.test(key) ? 'read' : 'write'] += tally.units;
+  }
+  return units;
 }

@@ -44,7 +44,7 @@ export interface StoredMessageSnapshot {
 }
 
 /** Request counters of {@link MemoryQueues.stats}: one per API call, whatever it returned. */
-export type QueueRequestStats = Record<'receive' | 'send' | 'delete' | 'changeVisibility', number>;
+export type QueueRequestStats = Record<'receive' | 'send' | 'delete' | 'changeVisibility' | 'messageCount', number>;
 
 interface StoredMessage {
   readonly messageId: string;
@@ -97,7 +97,7 @@ function isInFlight(message: StoredMessage, now: number): boolean {
  */
 export class MemoryQueues implements QueueReceiver {
   /** Request counters, one per call. */
-  readonly stats: QueueRequestStats = { receive: 0, send: 0, delete: 0, changeVisibility: 0 };
+  readonly stats: QueueRequestStats = { receive: 0, send: 0, delete: 0, changeVisibility: 0, messageCount: 0 };
 
   private readonly clock: Clock;
   private readonly maxReceiveCount: number;
@@ -217,6 +217,12 @@ export class MemoryQueues implements QueueReceiver {
       visibleAt: m.visibleAt,
       inFlight: isInFlight(m, now),
     }));
+  }
+
+  /** {@link MemoryQueues.depth}, counted as a request: the port's view. */
+  async messageCount(queue: SourceQueue): Promise<number> {
+    this.stats.messageCount++;
+    return this.depth(queue);
   }
 
   /** Number of messages stored in `queue`: visible, delayed and in flight. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   ChangeMessageVisibilityCommand,
   DeleteMessageCommand,
+  GetQueueAttributesCommand,
   ReceiveMessageCommand,
   SendMessageCommand,
   type Message,
@@ -9,7 +10,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { ConfigError } from '../../errors';
-import { QUEUE_NAMES, type MessageAttribute, type OutgoingMessage, type QueueName, type QueueReceiver, type ReceiveOptions, type ReceivedMessage } from '../../ports/QueueReceiver';
+import { QUEUE_NAMES, type MessageAttribute, type OutgoingMessage, type QueueName, type QueueReceiver, type ReceiveOptions, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
 import { fitAttributes, unpackAttributes } from './fitAttributes';
 
 /** Options of {@link SqsQueues}. */
@@ -173,6 +174,13 @@ export class SqsQueues implements QueueReceiver {
         ...(message.groupId === undefined ? {} : { MessageGroupId: message.groupId }),
       }),
     );
+  }
+
+  /** GetQueueAttributes: the approximate numbers of messages visible, not visible (in flight) and delayed, summed. */
+  async messageCount(queue: SourceQueue): Promise<number> {
+    const AttributeNames = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] as const;
+    const { Attributes = {} } = await this.client.send(new GetQueueAttributesCommand({ QueueUrl: this.queueUrls[queue], AttributeNames: [...AttributeNames] }));
+    return AttributeNames.reduce((sum, name) => sum + Number(Attributes[name] ?? 0), 0);
   }
 
   /** DeleteMessage; a receipt handle that is invalid, expired or already used is ignored. Other errors propagate. */

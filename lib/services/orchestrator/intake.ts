@@ -77,6 +77,18 @@ export class Intake {
     return undefined;
   }
 
+  /** Whether every source queue is empty: nothing visible, in flight or delayed; false when a queue cannot say. */
+  async allDone(): Promise<boolean> {
+    for (const queue of READ_ORDER) {
+      let held = 0;
+      const failure = await this.tryQueue(async () => {
+        held = await this.run.deps.queues.messageCount(queue);
+      });
+      if (failure !== undefined || held > 0) return false;
+    }
+    return true;
+  }
+
   /** Whether the last {@link Intake.next} found every queue empty, its long poll included (the buffer is empty then). */
   get empty(): boolean {
     return this.foundEmpty;

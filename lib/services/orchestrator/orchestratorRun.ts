@@ -27,6 +27,8 @@ export class OrchestratorRun {
   private readonly gate: QuotaGate;
   /** Since when the run has had nothing to do: every queue empty, with the circuit and the quota letting work through. */
   private idleSince: number | undefined;
+  /** Set once the run has had nothing to do for `idleStopMs`, and no queue holds a message in flight or delayed. */
+  private idleDone = false;
 
   /** `deps` with the store and the queues guarded (see `guardedPorts`). */
   constructor(deps: OrchestratorDeps, options: RunOptions, lease: Lease, pacer: Pacer, circuit: Circuit) {
@@ -62,12 +64,10 @@ export class OrchestratorRun {
     }
   }
 
-  /** At the deadline, when `shouldStop` says so, or once the run has had nothing to do for `idleStopMs`. */
+  /** At the deadline, when `shouldStop` says so, or once the run has had nothing to do (see {@link OrchestratorRun.step}). */
   private stopping(): boolean {
-    const { deps, options, settings } = this.run;
-    const now = deps.clock.now();
-    const idleLongEnough = this.idleSince !== undefined && now - this.idleSince >= settings.idleStopMs;
-    return now >= options.deadline || (options.shouldStop?.() ?? false) || idleLongEnough;
+    const { deps, options } = this.run;
+    return deps.clock.now() >= options.deadline || (options.shouldStop?.() ?? false) || this.idleDone;
   }
 
   private async step(): Promise<void> {
@@ -91,6 +91,13 @@ export class OrchestratorRun {
     }
     const next = await this.intake.next();
     this.idleSince = next === undefined && this.intake.empty ? (this.idleSince ?? now) : undefined;
+    if (this.idleSince !== undefined && clock.now() - this.idleSince >= this.run.settings.idleStopMs) {
+      // Nothing received for `idleStopMs`: the run ends, unless a queue still holds messages in flight or delayed (a
+      // worker's retry, a job given back), which the next tick would leave waiting; then it looks again after
+      // another `idleStopMs`.
+      if (await this.intake.allDone()) this.idleDone = true;
+      else this.idleSince = undefined;
+    }
     if (next === undefined) return;
     await this.dispatcher.handle(next);
   }

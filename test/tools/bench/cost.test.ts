@@ -35,7 +35,8 @@ describe('costPerMillionJobs', () => {
       invocationsPerJob: 1.02,
       workerBusySecondsPerJob: 0.06,
       memoryMb: 256,
-      dynamodbRequestsPerJob: 2.5,
+      dynamodbReadsPerJob: 0.5,
+      dynamodbWritesPerJob: 2.4,
       sqsRequestsPerJob: 3,
       orchestratorSecondsPerJob: 0.01,
       orchestratorMemoryMb: 512,
@@ -46,8 +47,8 @@ describe('costPerMillionJobs', () => {
     expect(cost.lambdaCompute).toBeCloseTo(0.266668, 10);
     // 3 requests × $0.40 per million.
     expect(cost.sqs).toBeCloseTo(1.2, 10);
-    // 2.5 requests priced as writes × $0.625 per million.
-    expect(cost.dynamodb).toBeCloseTo(1.5625, 10);
+    // 0.5 read units × $0.125 + 2.4 write units × $0.625 per million.
+    expect(cost.dynamodb).toBeCloseTo(0.0625 + 1.5, 10);
     expect(cost.total).toBeCloseTo(0.204 + 0.266668 + 1.2 + 1.5625, 10);
     expect(cost.total).toBeCloseTo(3.233168, 10);
   });
@@ -68,14 +69,6 @@ describe('costPerMillionJobs', () => {
     expect(cost.lambdaRequests).toBe(0);
     expect(cost.lambdaCompute).toBe(0);
     expect(cost.total).toBeCloseTo(3.15, 10);
-  });
-
-  it('prices undivided DynamoDB requests as writes, the dearer', () => {
-    const asRequests = costPerMillionJobs({ invocationsPerJob: 0, workerBusySecondsPerJob: 0, memoryMb: 256, dynamodbRequestsPerJob: 3 });
-    const asWrites = costPerMillionJobs({ invocationsPerJob: 0, workerBusySecondsPerJob: 0, memoryMb: 256, dynamodbWritesPerJob: 3 });
-    const asReads = costPerMillionJobs({ invocationsPerJob: 0, workerBusySecondsPerJob: 0, memoryMb: 256, dynamodbReadsPerJob: 3 });
-    expect(asRequests.dynamodb).toBe(asWrites.dynamodb);
-    expect(asRequests.dynamodb).toBeGreaterThan(asReads.dynamodb);
   });
 
   it('bills a naive worker for its sleeps: GB-seconds grow with busy time', () => {
@@ -105,7 +98,7 @@ describe('costPerMillionJobs', () => {
     ['invocationsPerJob', -1],
     ['workerBusySecondsPerJob', Number.NaN],
     ['sqsRequestsPerJob', Number.POSITIVE_INFINITY],
-    ['dynamodbRequestsPerJob', -0.5],
+    ['dynamodbWritesPerJob', -0.5],
   ])('refuses %s = %d', (field, value) => {
     expect(() =>
       costPerMillionJobs({ invocationsPerJob: 1, workerBusySecondsPerJob: 1, memoryMb: 256, [field]: value }),
@@ -118,13 +111,15 @@ describe('costInputForResult', () => {
     name: 'orchestrator',
     durationSeconds: 150,
     idealSeconds: 150,
+    optimalSeconds: 149,
     apiCalls: 5000,
     rejectedByApi: 0,
     callsPerJob: 1,
     utilization: 1,
     invocationsPerJob: 1,
     workerBusySecondsPerJob: 0.05,
-    dynamodbRequestsPerJob: 2,
+    dynamodbReadUnitsPerJob: 0.1,
+    dynamodbWriteUnitsPerJob: 1.1,
     sqsRequestsPerJob: 3,
     callsPerSecond: [],
   };
@@ -134,7 +129,8 @@ describe('costInputForResult', () => {
       invocationsPerJob: 1,
       workerBusySecondsPerJob: 0.05,
       memoryMb: WORKER_MEMORY_MB,
-      dynamodbRequestsPerJob: 2,
+      dynamodbReadsPerJob: 0.1,
+      dynamodbWritesPerJob: 1.1,
       sqsRequestsPerJob: 3,
       orchestratorSecondsPerJob: 0.03,
       orchestratorMemoryMb: undefined,
@@ -162,14 +158,14 @@ describe('formatting', () => {
     expect(text).toContain('$0.50 FIFO');
     expect(text).toContain('$0.625 per 1M write request units');
     expect(text).toContain('$0.125 per 1M read request units');
-    expect(text).toContain('priced as writes');
+    expect(text).toContain('ReturnConsumedCapacity');
     expect(text).toContain(PRICES.date);
     expect(text).toContain(PRICES.source);
   });
 
   it('prints one cost row per strategy, the reason for a missing one, then the prices', () => {
     const cost = costPerMillionJobs({ invocationsPerJob: 1.02, workerBusySecondsPerJob: 0.06, memoryMb: 256,
-      dynamodbRequestsPerJob: 2.5, sqsRequestsPerJob: 3, orchestratorSecondsPerJob: 0.01, orchestratorMemoryMb: 512 });
+      dynamodbReadsPerJob: 0.5, dynamodbWritesPerJob: 2.4, sqsRequestsPerJob: 3, orchestratorSecondsPerJob: 0.01, orchestratorMemoryMb: 512 });
     const naive = costPerMillionJobs({ invocationsPerJob: 1.8, workerBusySecondsPerJob: 3.25, memoryMb: 256 });
     const lines = formatCostLines([
       { name: 'naive-fanout', cost: naive },

@@ -6,6 +6,7 @@ function result(overrides: Partial<StrategyResult> & Pick<StrategyResult, 'name'
   return {
     durationSeconds: 150.04,
     idealSeconds: 150,
+    optimalSeconds: 149,
     apiCalls: 5000,
     rejectedByApi: 0,
     callsPerJob: 1,
@@ -23,22 +24,21 @@ const results: StrategyResult[] = [
   result({ name: 'per-worker-limiter', utilization: 0.75, durationSeconds: 200 }),
   result({ name: 'shared-redis-limiter', durationSeconds: 0, idealSeconds: 0, apiCalls: 0, callsPerJob: 0,
     utilization: 0, invocationsPerJob: 0, workerBusySecondsPerJob: 0, unavailable: 'redis-server not found' }),
-  result({ name: 'orchestrator', dynamodbRequestsPerJob: 2.345, sqsRequestsPerJob: 3.01 }),
+  result({ name: 'orchestrator', dynamodbReadUnitsPerJob: 0.125, dynamodbWriteUnitsPerJob: 1.116, sqsRequestsPerJob: 3.01 }),
 ];
 
 describe('formatTable', () => {
-  const table = formatTable('steady', results);
+  const table = formatTable('steady', results, [5.678, 2.5, undefined, 1.234]);
   const lines = table.split('\n');
   const line = (i: number): string => lines[i] ?? '';
 
   it('has a heading, the column headers, a rule and one row per strategy in order', () => {
     expect(lines).toHaveLength(3 + STRATEGIES.length);
     expect(line(0)).toBe('scenario: steady');
-    expect(line(1)).toMatch(/^strategy\s+duration s\s+ideal s\s+utilization\s+API calls\s+429s\s+calls\/job\s+/);
+    expect(line(1)).toMatch(/^strategy\s+duration s\s+ideal s\s+optimal s\s+utilization\s+API calls\s+429s\s+calls\/job\s+/);
     expect(line(1)).toContain('invocations/job');
     expect(line(1)).toContain('busy s/job');
-    expect(line(1)).toContain('DynamoDB req/job');
-    expect(line(1)).toContain('SQS req/job');
+    expect(line(1)).toMatch(/DynamoDB RU\/job\s+DynamoDB WU\/job\s+SQS req\/job\s+\$ per 1M jobs$/);
     expect(line(2)).toMatch(/^-+( +-+)+$/);
     expect(lines.slice(3).map((l) => l.split(/\s+/)[0])).toEqual([...STRATEGIES]);
   });
@@ -67,11 +67,11 @@ describe('formatTable', () => {
     expect(row).toMatch(/^shared-redis-limiter\s+unavailable: redis-server not found$/);
   });
 
-  it("shows DynamoDB and SQS requests for the orchestrator only, '-' for the others", () => {
+  it("shows DynamoDB units and SQS requests for the orchestrator only, '-' for the others, then each one's cost", () => {
     const cells = (line: string): string[] => line.trim().split(/\s{2,}/);
-    expect(cells(line(6)).slice(-2)).toEqual(['2.35', '3.01']);
-    expect(cells(line(3)).slice(-2)).toEqual(['-', '-']);
-    expect(cells(line(4)).slice(-2)).toEqual(['-', '-']);
+    expect(cells(line(6)).slice(-4)).toEqual(['0.13', '1.12', '3.01', '1.23']);
+    expect(cells(line(3)).slice(-4)).toEqual(['-', '-', '-', '5.68']);
+    expect(cells(line(4)).slice(-4)).toEqual(['-', '-', '-', '2.50']);
   });
 
   it('adds the recovery column only when some strategy has a recovery time', () => {

@@ -123,6 +123,9 @@ class FaultyQueues implements QueueReceiver {
   changeVisibility(queue: QueueName, receiptHandle: string, visibilityMs: number): Promise<void> {
     return this.call('changeVisibility', queue, () => this.inner.changeVisibility(queue, receiptHandle, visibilityMs));
   }
+  messageCount(queue: SourceQueue): Promise<number> {
+    return this.call('messageCount', queue, () => this.inner.messageCount(queue));
+  }
 }
 
 /** Sends `n` standard jobs `{id: 'j-1'}` … to the main queue. */

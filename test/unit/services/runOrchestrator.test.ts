@@ -339,6 +339,18 @@ describe('runOrchestrator', () => {
       expect(h.clock.now() - last).toBeLessThan(2_000);
     });
 
+    it('goes on while a message is delayed (a worker\'s retry): it dispatches it, then ends once no queue holds anything', async () => {
+      const h = idleStop(1_000);
+      await h.queues.send('requeue', { body: JSON.stringify({ id: 'r-1' }), delayMs: 3_000 });
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 50_000 }), START + 60_000);
+      expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([3_000]);
+      // Asked at 1 s, 2 s and 3 s (one request each: the requeue queue, asked first, held the message), then each
+      // queue once, 1 s after the dispatch.
+      expect(h.queues.stats.messageCount).toBe(3 + 3);
+      expect(h.clock.now() - START).toBeGreaterThanOrEqual(4_000);
+      expect(h.clock.now() - START).toBeLessThan(5_000);
+    });
+
     it('keeps a run whose circuit is open going to its deadline: it owes the health checks', async () => {
       const h = idleStop(1_000);
       await openCircuit(h.stores.circuit, h.deps.config, START);

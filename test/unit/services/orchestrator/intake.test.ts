@@ -15,6 +15,7 @@ function recordingQueues(queues: MemoryQueues, received: SourceQueue[], failRece
     send: (queue, message) => queues.send(queue, message),
     delete: (queue, receiptHandle) => queues.delete(queue, receiptHandle),
     changeVisibility: (queue, receiptHandle, visibilityMs) => queues.changeVisibility(queue, receiptHandle, visibilityMs),
+    messageCount: (queue) => queues.messageCount(queue),
   };
 }
 
