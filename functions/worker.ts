@@ -1,8 +1,14 @@
 import { workerClients, workerDepsFromEnv, type WorkerClients } from '../lib/wiring/workerDeps';
 import { jsonLog, type Log } from '../lib/adapters/log';
 import type { Env } from '../lib/configFromEnv';
-import type { WorkerEvent } from '../lib/ports/Invoker';
-import { processWorkerEvent, type WorkerDeps, type WorkerOutcome } from '../lib/services/processJob';
+import type { JobEvent, WorkerEvent } from '../lib/ports/Invoker';
+import { processWorkerEvent, type JobOutcome, type WorkerDeps, type WorkerOutcome } from '../lib/services/processJob';
+
+/** Why `job` is not a job event this worker reads, or `undefined` when it is one. */
+function jobProblem(job: unknown): string | undefined {
+  const body = typeof job === 'object' && job !== null ? (job as { body?: unknown }).body : undefined;
+  return typeof body === 'string' ? undefined : `must carry the message body as a string of JSON text; got ${body === null ? 'null' : typeof body}`;
+}
 
 /**
  * Checks that an event is one the orchestrator sends. Anything else is a wrong invocation, not a job: it is thrown
@@ -12,22 +18,35 @@ import { processWorkerEvent, type WorkerDeps, type WorkerOutcome } from '../lib/
  * @throws Error naming what is wrong with the event.
  */
 export function asWorkerEvent(event: unknown): WorkerEvent {
-  const { kind, body } = typeof event === 'object' && event !== null ? (event as { kind?: unknown; body?: unknown }) : {};
-  if (kind === 'job' && typeof body !== 'string') throw new Error(`worker job event must carry the message body as a string of JSON text; got ${body === null ? 'null' : typeof body}`);
-  if (kind === 'job' || kind === 'health-check') return event as WorkerEvent;
-  throw new Error(`worker event must be an object with kind 'job' or 'health-check'; got kind ${JSON.stringify(kind)}`);
+  const { kind, jobs } = typeof event === 'object' && event !== null ? (event as { kind?: unknown; jobs?: unknown }) : {};
+  if (kind === 'job') {
+    const problem = jobProblem(event);
+    if (problem !== undefined) throw new Error(`worker job event ${problem}`);
+  }
+  if (kind === 'batch') {
+    if (!Array.isArray(jobs) || jobs.length === 0) throw new Error('worker batch event must carry a non-empty list of jobs');
+    const problem = jobs.map((job, i) => [i, jobProblem(job)] as const).find(([, p]) => p !== undefined);
+    if (problem !== undefined) throw new Error(`worker batch event's job ${problem[0]} ${problem[1]}`);
+  }
+  if (kind === 'job' || kind === 'batch' || kind === 'health-check') return event as WorkerEvent;
+  throw new Error(`worker event must be an object with kind 'job', 'batch' or 'health-check'; got kind ${JSON.stringify(kind)}`);
 }
 
-/** The worker handler on given dependencies: one job or health check per asynchronous invocation. */
+/** Logs how a job ended unless it succeeded: a warning for a job dead-lettered or kept, else information. */
+function logJob(log: Log, job: JobEvent, outcome: JobOutcome): void {
+  if (outcome === 'succeeded') return;
+  log(outcome === 'dead-lettered' || outcome === 'kept' ? 'warn' : 'info', `worker event ${outcome}`, { kind: 'job', outcome, messageId: job.messageId, attempt: job.attempt });
+}
+
+/** The worker handler on given dependencies: one job, a batch of jobs or a health check per asynchronous invocation. */
 export function makeHandler(deps: WorkerDeps, log: Log) {
   const logged: WorkerDeps = { ...deps, onCircuitOpened: ({ lane, at, reason }) => log('warn', `circuit opened: ${reason}`, { lane, at, reason }) };
   return async (event: unknown): Promise<WorkerOutcome> => {
     const workerEvent = asWorkerEvent(event);
     const outcome = await processWorkerEvent(workerEvent, logged);
-    if (outcome !== 'succeeded' && outcome !== 'healthy') {
-      const ids = workerEvent.kind === 'job' ? { messageId: workerEvent.messageId, attempt: workerEvent.attempt } : { checkId: workerEvent.checkId };
-      log(outcome === 'dead-lettered' || outcome === 'kept' ? 'warn' : 'info', `worker event ${outcome}`, { kind: workerEvent.kind, outcome, ...ids });
-    }
+    if (workerEvent.kind === 'job') logJob(log, workerEvent, outcome as JobOutcome);
+    if (workerEvent.kind === 'batch') workerEvent.jobs.forEach((job, i) => logJob(log, job, (outcome as readonly JobOutcome[])[i] ?? 'succeeded'));
+    if (workerEvent.kind === 'health-check' && outcome !== 'healthy') log('info', `worker event ${String(outcome)}`, { kind: 'health-check', outcome, checkId: workerEvent.checkId });
     return outcome;
   };
 }

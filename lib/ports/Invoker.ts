@@ -45,6 +45,20 @@ export interface JobEvent {
   readonly sentAt: number;
 }
 
+/**
+ * Asks one worker to call the API for several messages, each at its own slot and under the same rules as a single
+ * {@link JobEvent} (claim, wait for the slot, call by `callBy`), so a batch never bunches its calls: one invocation
+ * and one wait for the first slot serve them all. Sent when the rate puts several slots within
+ * `pacing.batchWindowMs` of each other.
+ */
+export interface BatchEvent {
+  readonly kind: 'batch';
+  readonly lane: string;
+  /** In slot order; each a whole job event, with its own dispatch id, reservation and slot. */
+  readonly jobs: readonly JobEvent[];
+  readonly sentAt: number;
+}
+
 /** Asks a worker to probe the API while the circuit is open. */
 export interface HealthCheckEvent {
   readonly kind: 'health-check';
@@ -55,7 +69,7 @@ export interface HealthCheckEvent {
 }
 
 /** What the orchestrator sends to a worker. */
-export type WorkerEvent = JobEvent | HealthCheckEvent;
+export type WorkerEvent = JobEvent | BatchEvent | HealthCheckEvent;
 
 /**
  * Starts a worker asynchronously (Lambda `InvocationType: 'Event'`): resolves once the invocation is accepted,

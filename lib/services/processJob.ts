@@ -9,7 +9,7 @@ import type { ServiceConfig } from '../config';
 import { StateUnavailableError } from '../errors';
 import type { ApiCaller } from '../ports/ApiCaller';
 import type { Clock } from '../ports/Clock';
-import type { HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
+import type { BatchEvent, HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
 import { ATTRIBUTES, type QueueReceiver } from '../ports/QueueReceiver';
 import type { CircuitStore } from '../ports/CircuitStore';
 import type { IdempotencyRecord, IdempotencyStore } from '../ports/IdempotencyStore';
@@ -271,12 +271,31 @@ export async function processHealthCheck(event: HealthCheckEvent, deps: WorkerDe
   return healthy ? 'healthy' : 'unhealthy';
 }
 
-/** How a worker event ended: a job's outcome, or a health check's. */
-export type WorkerOutcome = JobOutcome | HealthCheckOutcome;
+/** How a worker event ended: a job's outcome, each job's of a batch in its order, or a health check's. */
+export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutcome;
 
-/** The worker's entry point for either kind of event. */
+/**
+ * Handles a batch's jobs side by side, each as {@link processJob} handles a job alone: each waits for its own slot,
+ * so the calls go out at their slots, not together. A job that fails does not stop the others.
+ * @throws Error naming each job that failed (its message reappears for another dispatch), once all have ended.
+ */
+export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise<JobOutcome[]> {
+  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps)));
+  const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : []));
+  if (failures.length > 0) throw new Error(`${failures.length} of the batch's ${event.jobs.length} jobs failed: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
+  return settled.map((s) => (s as PromiseFulfilledResult<JobOutcome>).value);
+}
+
+/** The worker's entry point for every kind of event. */
 export async function processWorkerEvent(event: WorkerEvent, deps: WorkerDeps): Promise<WorkerOutcome> {
-  return event.kind === 'job' ? processJob(event, deps) : processHealthCheck(event, deps);
+  switch (event.kind) {
+    case 'job':
+      return processJob(event, deps);
+    case 'batch':
+      return processBatch(event, deps);
+    default:
+      return processHealthCheck(event, deps);
+  }
 }
 
 /**

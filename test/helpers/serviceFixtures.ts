@@ -235,6 +235,11 @@ export interface OrchestratorHarnessOptions {
   readonly queues?: MemoryQueues;
 }
 
+/** The job events `event` carries: itself, a batch's jobs, or none (a health check). */
+export function jobsOf(event: WorkerEvent): readonly JobEvent[] {
+  return event.kind === 'job' ? [event] : event.kind === 'batch' ? event.jobs : [];
+}
+
 /** Builds an {@link OrchestratorHarness}: in-memory ports, `random` fixed at 0, ids `id-1`, `id-2`, … */
 export function orchestratorHarness(options: OrchestratorHarnessOptions = {}): OrchestratorHarness {
   const clock = options.clock ?? new FakeClock(START);
@@ -246,7 +251,7 @@ export function orchestratorHarness(options: OrchestratorHarnessOptions = {}): O
   const worker =
     options.worker ??
     (async (event: WorkerEvent) => {
-      if (event.kind === 'job') await queues.delete(event.queue, event.receiptHandle);
+      for (const job of jobsOf(event)) await queues.delete(job.queue, job.receiptHandle);
     });
   let ids = 0;
   // The handler only runs after the harness is built, so it reads it from here.

@@ -88,7 +88,10 @@ export interface LocalFunctionStats {
   readonly duplicateDeliveries: number;
   /** Attempts after a failed attempt of the same delivery (Lambda's async retries). */
   readonly retries: number;
-  /** How often each string result was returned (the worker returns outcomes such as `'succeeded'`). */
+  /**
+   * How often each string result was returned, each string of a list result counted too (the worker returns outcomes
+   * such as `'succeeded'`, a batch's as a list).
+   */
   readonly results: ReadonlyMap<string, number>;
   /** Summed duration of the attempts that ended, each to its end or its timeout: what Lambda bills. */
   readonly billedMs: number;
@@ -441,7 +444,7 @@ export class LocalLambdaHost {
     state.billedMs += Math.min(this.clock.now() - startedAt, fn.timeoutMs);
     this.releaseSlot(state);
     if (!outcome.ok) state.errors++;
-    else if (typeof outcome.value === 'string') state.results.set(outcome.value, (state.results.get(outcome.value) ?? 0) + 1);
+    else for (const result of [outcome.value].flat()) if (typeof result === 'string') state.results.set(result, (state.results.get(result) ?? 0) + 1);
     return outcome;
   }
 }

@@ -57,6 +57,13 @@ export interface PacingSettings {
    * worker's time per job while it lasts, and spares the throughput each slot given back would cost. @default 1500
    */
   readonly maxDispatchLeadMs: number;
+  /**
+   * How close the slots of the jobs one worker invocation carries are: the buffered jobs whose slots come less than
+   * this after the first one's go in one batch, each called at its own slot. One invoke and one worker's wait for the
+   * lead then serve them all. At 10 calls a second and slower each job has its own worker, for whom a batch would only
+   * mean waiting; 0 sends one job per invocation at any rate. @default 100
+   */
+  readonly batchWindowMs: number;
 }
 
 /** Defaults of {@link PacingSettings}. */
@@ -70,6 +77,7 @@ export const DEFAULT_PACING_SETTINGS: PacingSettings = Object.freeze({
   callAllowanceMs: 15,
   dispatchLeadMs: 250,
   maxDispatchLeadMs: 1500,
+  batchWindowMs: 100,
 });
 
 const PACING_RANGES: SettingRanges<PacingSettings> = {
@@ -82,6 +90,7 @@ const PACING_RANGES: SettingRanges<PacingSettings> = {
   callAllowanceMs: { min: 0, max: 10_000 },
   dispatchLeadMs: { min: 0, max: 10_000 },
   maxDispatchLeadMs: { min: 0, max: 10_000 },
+  batchWindowMs: { min: 0, max: 10_000, integer: true },
 };
 
 /**

@@ -1,6 +1,8 @@
 import type { Hold, Pacer } from '../../domain/pacing/pacer';
 import { unitsFor } from '../../domain/quota/tiers';
 import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
+import type { Reservation } from '../../domain/quota/ledger';
+import type { JobEvent } from '../../ports/Invoker';
 import type { ReceivedMessage } from '../../ports/QueueReceiver';
 import { Backoff } from '../guardedPorts';
 import { jobEventOf, parseJob, type ParsedJob } from '../parseJob';
@@ -20,6 +22,8 @@ import type { StateLink } from './stateLink';
  */
 export class Dispatcher {
   private readonly invokeRetry: Backoff;
+  /** After Lambda refused a batch: the head goes alone next, and is dead-lettered if refused again. */
+  private aloneNext = false;
 
   constructor(
     private readonly run: RunContext,
@@ -70,7 +74,7 @@ export class Dispatcher {
       if (side.kind === 'outage') await this.run.sleepUntil(side.retryAt);
       return;
     }
-    await this.invoke(message, job, units, now, slot);
+    await this.invoke(this.batchFrom(this.reserve(message, job, units, slot, now), now), now);
   }
 
   /**
@@ -83,40 +87,109 @@ export class Dispatcher {
   }
 
   /**
-   * Reserves the quota of `job` (`units` per tier) at its `slot` and invokes its worker at `now`. A throttled or
-   * failed invoke keeps the message at the head and backs off; one Lambda refuses for the event itself dead-letters it.
+   * Reserves the quota of `job` (`units` per tier) at its `slot`, counted before the invoke: a run killed while
+   * invoking may have dispatched, and the saved ledger must hold it.
    */
-  private async invoke(message: ReceivedMessage, job: ParsedJob, units: readonly number[], now: number, slot: number): Promise<void> {
-    const { pacing } = this.run.deps.config;
-    // Counted before the invoke: a run killed while invoking may have dispatched, and the saved ledger must hold it.
+  private reserve(message: ReceivedMessage, job: ParsedJob, units: readonly number[], slot: number, now: number): Reserved {
+    const { config, newId } = this.run.deps;
     this.ledger.use(units);
     const reservation = this.pacer.dispatch(slot, job.cost);
+    const callBy = slot + config.pacing.arrivalMarginMs - config.pacing.callAllowanceMs;
+    return { message, cost: job.cost, units, reservation, event: jobEventOf(config.lane, message, job, newId(), reservation, callBy, now) };
+  }
+
+  /**
+   * The head's job `first`, then the buffered messages after it that can go in its invocation, reserved at their
+   * slots: while each parses, is not refused, has a slot less than `batchWindowMs` after the first's that its
+   * visibility and the allowance cover, and the batch stays within {@link MAX_BATCH_EVENT_BYTES}. After a batch Lambda
+   * refused, the head goes alone once.
+   */
+  private batchFrom(first: Reserved, now: number): Reserved[] {
+    const batch = [first];
+    const { config } = this.run.deps;
+    const { batchWindowMs, dispatchLeadMs } = config.pacing;
+    if (this.aloneNext || batchWindowMs === 0) return batch;
+    let bytes = eventBytes(first.event);
+    for (let i = 1; ; i++) {
+      const next = this.intake.peek(i);
+      const parsed = next?.kind === 'received' ? parseJob(next.message) : undefined;
+      if (next === undefined || parsed === undefined || !parsed.ok) return batch;
+      const { job } = parsed;
+      const slot = this.pacer.nextSlot(now + dispatchLeadMs, job.cost);
+      const units = config.quotas.map((tier) => unitsFor(tier, job.cost));
+      const allowed = this.ledger.allowed(slot, units);
+      const covered = next.receivedAt + this.run.settings.visibilityTimeoutMs - slot >= this.run.settings.workerTimeoutMs;
+      if (!(slot < first.reservation.at + batchWindowMs) || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed)) return batch;
+      bytes += eventBytes(jobEventOf(config.lane, next.message, job, first.event.dispatchId, first.reservation, slot, now));
+      if (bytes > MAX_BATCH_EVENT_BYTES) return batch;
+      batch.push(this.reserve(next.message, job, units, slot, now));
+    }
+  }
+
+  /**
+   * Invokes a worker at `now` with `batch` (one job event, or a batch event of several). A throttled or failed invoke
+   * keeps the messages at the head of the buffer, gives their quota back and backs off; an event Lambda refuses is
+   * dead-lettered when it held one job, and its head tried alone otherwise.
+   */
+  private async invoke(batch: readonly Reserved[], now: number): Promise<void> {
+    const { config, invoker, clock } = this.run.deps;
     const refund = () => {
       // Nothing started: the quota flows back.
-      this.pacer.settle({ reservation, actualCost: null }, this.run.deps.clock.now());
-      this.ledger.giveBack(units);
+      for (const { reservation, units } of batch) {
+        this.pacer.settle({ reservation, actualCost: null }, clock.now());
+        this.ledger.giveBack(units);
+      }
     };
+    const [first] = batch;
+    if (first === undefined) return;
     try {
-      const callBy = slot + pacing.arrivalMarginMs - pacing.callAllowanceMs;
-      await this.run.deps.invoker.invoke(jobEventOf(this.run.deps.config.lane, message, job, this.run.deps.newId(), reservation, callBy, now));
+      await invoker.invoke(batch.length === 1 ? first.event : { kind: 'batch', lane: config.lane, jobs: batch.map((r) => r.event), sentAt: now });
     } catch (error) {
       if (error instanceof InvokeRejectedError) {
         refund();
+        if (batch.length > 1) {
+          this.aloneNext = true;
+          return;
+        }
         this.intake.refuseHead(error.message);
-        return this.intake.deadLetterHead(error.message, job.attempt);
+        return this.intake.deadLetterHead(error.message, first.event.attempt);
       }
       if (!(error instanceof InvokeThrottledError || error instanceof InvokeFailedError)) throw error;
-      // The message stays at the head, and we back off. An invoke that may have started keeps its quota: its worker
-      // may be calling the API, and the next dispatch of the message then finds its idempotency record.
+      // The messages stay at the head, and we back off. An invoke that may have started keeps its quota: its worker
+      // may be calling the API, and the next dispatch of the messages then finds their idempotency records.
       if (!(error instanceof InvokeFailedError && error.mayHaveStarted)) refund();
       this.run.tally.invokeFailures++;
       this.run.report({ type: 'invoke-failed', at: now, error: error.message });
-      await this.run.sleepUntil(this.run.deps.clock.now() + this.invokeRetry.next());
+      await this.run.sleepUntil(clock.now() + this.invokeRetry.next());
       return;
     }
     this.invokeRetry.reset();
-    this.intake.shift();
-    this.run.tally.dispatched++;
-    this.run.report({ type: 'dispatched', at: now, messageId: message.messageId, queue: message.queue, cost: job.cost });
+    this.aloneNext = false;
+    for (const { message, cost } of batch) {
+      this.intake.shift();
+      this.run.tally.dispatched++;
+      this.run.report({ type: 'dispatched', at: now, messageId: message.messageId, queue: message.queue, cost });
+    }
   }
+}
+
+/** A job reserved at its slot, and the event that dispatches it. */
+interface Reserved {
+  readonly message: ReceivedMessage;
+  readonly cost: number;
+  /** Units reserved per tier. */
+  readonly units: readonly number[];
+  readonly reservation: Reservation;
+  readonly event: JobEvent;
+}
+
+/**
+ * The most a batch event may weigh: Lambda's limit on an asynchronous invocation's payload (256 KB), less room for
+ * the batch's own fields. A single job's event is sent whatever its size, and dead-lettered if Lambda refuses it.
+ */
+export const MAX_BATCH_EVENT_BYTES = 250_000;
+
+/** The size of `event` as Lambda counts it: its JSON text in UTF-8. */
+function eventBytes(event: JobEvent): number {
+  return Buffer.byteLength(JSON.stringify(event), 'utf8');
 }

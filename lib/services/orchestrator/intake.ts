@@ -94,6 +94,11 @@ export class Intake {
     return this.foundEmpty;
   }
 
+  /** The `i`-th buffered message after the head (the head is 0), without receiving: a batch's candidates. */
+  peek(i: number): Buffered | undefined {
+    return this.buffer[i];
+  }
+
   /** Takes the head out of the buffer: it was dispatched, or is left to reappear after its visibility. */
   shift(): void {
     this.buffer.shift();

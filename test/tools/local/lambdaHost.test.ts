@@ -123,6 +123,16 @@ describe('LocalLambdaHost', () => {
       expect(host.idle()).toBe(true);
     });
 
+    it('counts each outcome of a list result (a batch) as a result of its own', async () => {
+      const clock = new FakeClock(0);
+      const worker = scripted();
+      const { host, client } = await start([fn({ handler: worker.handler, timeoutMs: 3_000 })], { clock });
+      await invoke(client, { kind: 'batch', jobs: [] });
+      (await worker.nextCall()).result.resolve(['succeeded', 'too-late', 'succeeded']);
+      await flush();
+      expect(host.stats('worker')).toMatchObject({ invocations: 1, results: new Map([['succeeded', 2], ['too-late', 1]]) });
+    });
+
     it.each([
       ['a full ARN', 'arn:aws:lambda:us-east-1:000000000000:function:worker', undefined],
       ['a full ARN with a qualifier', 'arn:aws:lambda:us-east-1:000000000000:function:worker:live', undefined],

@@ -20,7 +20,7 @@ function recorder(clock: FakeClock, workMs = 0) {
   const started: Array<[string, number]> = [];
   const finished: string[] = [];
   const handler = async (event: WorkerEvent): Promise<void> => {
-    const id = event.kind === 'health-check' ? event.checkId : event.messageId;
+    const id = event.kind === 'health-check' ? event.checkId : event.kind === 'job' ? event.messageId : 'batch';
     started.push([id, clock.now()]);
     if (workMs > 0) await clock.sleep(workMs);
     finished.push(id);

@@ -3,7 +3,7 @@ import type { LogLevel } from '../../../lib/adapters/log';
 import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
-import { httpStatus, LANE, openCircuit, receiveJobEvent, sendJob, START, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
+import { httpStatus, LANE, ok, openCircuit, receiveJobEvent, sendJob, START, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
 
 /** One line the handler logged. */
 interface LogLine {
@@ -36,7 +36,7 @@ describe('asWorkerEvent', () => {
     ['a string', 'job', 'undefined'],
     ['an array', [], 'undefined'],
   ])('refuses %s, naming kind and what it got', (_, event, got) => {
-    expect(() => asWorkerEvent(event)).toThrow(`worker event must be an object with kind 'job' or 'health-check'; got kind ${got}`);
+    expect(() => asWorkerEvent(event)).toThrow(`worker event must be an object with kind 'job', 'batch' or 'health-check'; got kind ${got}`);
   });
 
   it.each([
@@ -48,10 +48,19 @@ describe('asWorkerEvent', () => {
     expect(() => asWorkerEvent({ kind: 'job', messageId: 'm-1', body })).toThrow(`worker job event must carry the message body as a string of JSON text; got ${got}`);
   });
 
-  it('accepts job and health-check events as they are', () => {
+  it('refuses a batch event without jobs, or with a job whose body is not the message text', () => {
+    expect(() => asWorkerEvent({ kind: 'batch', jobs: [] })).toThrow('worker batch event must carry a non-empty list of jobs');
+    expect(() => asWorkerEvent({ kind: 'batch' })).toThrow('worker batch event must carry a non-empty list of jobs');
+    const jobs = [{ kind: 'job', body: '{}' }, { kind: 'job', body: { id: 'a' } }];
+    expect(() => asWorkerEvent({ kind: 'batch', jobs })).toThrow("worker batch event's job 1 must carry the message body as a string of JSON text; got object");
+  });
+
+  it('accepts job, batch and health-check events as they are', () => {
     const job = { kind: 'job', messageId: 'm-1', body: '{"id":"a"}' };
+    const batch = { kind: 'batch', jobs: [job, job] };
 
     expect(asWorkerEvent(job)).toBe(job);
+    expect(asWorkerEvent(batch)).toBe(batch);
     expect(asWorkerEvent(HEALTH_CHECK)).toBe(HEALTH_CHECK);
   });
 });
@@ -78,6 +87,42 @@ describe('worker handler', () => {
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}']);
     expect(h.queues.depth('main')).toBe(0);
     expect(lines).toEqual([]);
+  });
+
+  it('calls each job of a batch at its own slot, returns their outcomes in order, and logs the one retried', async () => {
+    const h = workerHarness();
+    h.api.answer = (body) => (body.includes('"b"') ? httpStatus(503) : ok());
+    await sendJob(h.queues, 'main', { id: 'a' });
+    await sendJob(h.queues, 'main', { id: 'b' });
+    const first = await receiveJobEvent(h, 'main', 'd-1');
+    const second = await receiveJobEvent(h, 'main', 'd-2');
+    const later = { ...second, slotAt: START + 50, callBy: START + 60, reservation: { ...second.reservation, at: START + 50 } };
+    const { handler, lines } = handlerOn(h);
+
+    const outcome = handler({ kind: 'batch', lane: LANE, jobs: [first, later], sentAt: START });
+    await h.clock.advance(100);
+
+    await expect(outcome).resolves.toEqual(['succeeded', 'retried']);
+    expect(h.api.calls.map((c) => [c.body, c.at - START])).toEqual([['{"id":"a"}', 0], ['{"id":"b"}', 50]]);
+    expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-2', attempt: 1 } }]);
+  });
+
+  it('ends every job of a batch before it fails for one that could not end', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    await sendJob(h.queues, 'main', { id: 'b' });
+    const first = await receiveJobEvent(h, 'main', 'd-1');
+    const second = await receiveJobEvent(h, 'main', 'd-2');
+    const { handler } = handlerOn(h);
+    const claim = h.stores.idempotency.putIdempotencyIfAbsent.bind(h.stores.idempotency);
+    jest.spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent').mockImplementation(async (key, record, now) => {
+      if (key === 'broken') throw new Error('the store is down');
+      return claim(key, record, now);
+    });
+
+    const batch = { kind: 'batch', lane: LANE, jobs: [{ ...first, idempotencyKey: 'broken' }, second], sentAt: START };
+    await expect(handler(batch)).rejects.toThrow("1 of the batch's 2 jobs failed: m-1: the store is down");
+    expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"b"}']);
   });
 
   it('logs a retried job at info with its message id and attempt', async () => {

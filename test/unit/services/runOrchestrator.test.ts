@@ -2,7 +2,7 @@ import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
 import { MemoryLeaseStore, MemoryState, memoryStores, type MemoryLedgerStore } from '../../../tools/memory/MemoryStores';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
-import { InvokeFailedError, LeaseLostError } from '../../../lib/errors';
+import { InvokeFailedError, InvokeThrottledError, LeaseLostError } from '../../../lib/errors';
 import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
 import type { Lease } from '../../../lib/ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../../lib/ports/LedgerStore';
@@ -17,6 +17,7 @@ import {
   dispatchedEvents,
   drive,
   httpStatus,
+  jobsOf,
   openCircuit,
   orchestratorHarness,
   rel,
@@ -390,6 +391,68 @@ describe('runOrchestrator', () => {
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
 
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 100, 200, 300, 400, 500, 600, 700]);
+  });
+
+  describe('batches', () => {
+    const fast = (batchWindowMs: number) => orchestratorHarness({ config: testConfig({ quotas: [{ limit: 50, per: 'second' }], pacing: { batchWindowMs } }) });
+
+    it('sends the jobs whose slots fall less than batchWindowMs after the first in one invocation, each with its own slot', async () => {
+      const h = fast(100);
+      await sendMain(h.queues, 10);
+
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+      // 50 a second: slots 20 ms apart. A batch takes what the buffer holds within 100 ms of its first slot; the first
+      // receives are small (1, 2, then 4 messages) while the run's allowance grows from the first one's.
+      expect(h.workerEvents.map(({ event }) => event.kind)).toEqual(['job', 'batch', 'batch', 'batch']);
+      expect(h.workerEvents.map(({ event }) => jobsOf(event).map((job) => job.slotAt - START))).toEqual([[0], [20, 40], [60, 80, 100, 120], [140, 160, 180]]);
+      expect(h.workerEvents.flatMap(({ event }) => jobsOf(event).map((job) => job.messageId))).toEqual(Array.from({ length: 10 }, (_, i) => `m-${i + 1}`));
+      expect(new Set(h.workerEvents.flatMap(({ event }) => jobsOf(event).map((job) => job.dispatchId))).size).toBe(10);
+      expect(dispatchedEvents(h.events)).toHaveLength(10);
+    });
+
+    it('sends one job per invocation with batchWindowMs 0, and at rates whose slots are batchWindowMs apart', async () => {
+      for (const h of [fast(0), orchestratorHarness({ config: testConfig({ quotas: [{ limit: 10, per: 'second' }], pacing: { batchWindowMs: 100 } }) })]) {
+        await sendMain(h.queues, 6);
+        await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+        expect(h.workerEvents.map(({ event }) => event.kind)).toEqual(Array.from({ length: 6 }, () => 'job'));
+      }
+    });
+
+    it('leaves a malformed message out of a batch: the batch ends before it, and it is dead-lettered', async () => {
+      const h = fast(100);
+      await sendMain(h.queues, 2);
+      await sendJob(h.queues, 'main', '{not json');
+      await sendMain(h.queues, 2);
+
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+      // No invocation reaches over it: each holds consecutive messages, all but the malformed one.
+      const invocations = h.workerEvents.map(({ event }) => jobsOf(event).map((job) => Number(job.messageId.slice(2))));
+      expect(invocations.flat()).toEqual([1, 2, 4, 5]);
+      expect(invocations.every((ids) => ids.every((id, i) => i === 0 || id === (ids[i - 1] ?? 0) + 1))).toBe(true);
+      expect(h.events.filter((e) => e.type === 'dead-lettered').map((e) => e.type === 'dead-lettered' && e.messageId)).toEqual(['m-3']);
+    });
+
+    it('gives a whole batch its quota back when its invoke is throttled, and sends it again after the back-off', async () => {
+      const h = fast(100);
+      await sendMain(h.queues, 3);
+      const invoke = h.invoker.invoke.bind(h.invoker);
+      let throttled = 0;
+      jest.spyOn(h.invoker, 'invoke').mockImplementation(async (event) => {
+        if (event.kind === 'batch' && throttled++ === 0) throw new InvokeThrottledError('Rate Exceeded.');
+        return invoke(event);
+      });
+
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+      // The first receive takes one message (see above), the next two: their batch is throttled, then sent again.
+      expect(h.workerEvents.map(({ event }) => jobsOf(event).map((job) => job.messageId))).toEqual([['m-1'], ['m-2', 'm-3']]);
+      expect(dispatchedEvents(h.events)).toHaveLength(3);
+      expect(h.events.filter((e) => e.type === 'invoke-failed')).toHaveLength(1);
+      // The throttled invoke at 20 ms, sent again after the 100 ms back-off.
+      expect(h.workerEvents.map(({ at }) => at - START)).toEqual([0, 120]);
+    });
   });
 
   it('with spreadLongTiers, spaces dispatches at the tightest tier, 300 per minute, one every 200 ms', async () => {

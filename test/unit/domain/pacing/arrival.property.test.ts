@@ -27,7 +27,7 @@ describe('arrivals held to their slot', () => {
         (limit, per, arrivalMarginMs, burstFraction, workers) => {
           const tiers = parseTiers([{ limit: per === 'second' ? limit : limit * 10, per }]);
           const callAllowanceMs = Math.floor(arrivalMarginMs / 2);
-          const settings: PacingSettings = { burstFraction, spreadLongTiers: false, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs, callAllowanceMs, dispatchLeadMs: 250, maxDispatchLeadMs: 250 };
+          const settings: PacingSettings = { burstFraction, spreadLongTiers: false, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs, callAllowanceMs, dispatchLeadMs: 250, maxDispatchLeadMs: 250, batchWindowMs: 0 };
           const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs }), settings);
           const arrivals: number[] = [];
           let now = T0;
@@ -63,7 +63,7 @@ describe('arrivals held to their slot', () => {
         fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 400 }), givenBack: fc.boolean() }), { minLength: 1, maxLength: 80 }),
         (perSecond, perDay, arrivalMarginMs, burstFraction, steps) => {
           const tiers = parseTiers([{ limit: perSecond, per: 'second' }, { limit: perDay, per: 'day' }]);
-          const settings: PacingSettings = { burstFraction, spreadLongTiers: false, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 };
+          const settings: PacingSettings = { burstFraction, spreadLongTiers: false, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 0 };
           const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs }), settings);
           const kept: number[] = [];
           let now = midnight - 2_000;

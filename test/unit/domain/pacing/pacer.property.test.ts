@@ -42,6 +42,7 @@ const settingsArb: fc.Arbitrary<PacingSettings> = fc.record({
   callAllowanceMs: fc.constant(0),
   dispatchLeadMs: fc.constant(0),
   maxDispatchLeadMs: fc.constant(0),
+  batchWindowMs: fc.constant(0),
 });
 
 interface Job {
@@ -133,7 +134,7 @@ describe('Pacer with QuotaLedger (properties)', () => {
   it('keeps a backlog within 1% of the tightest tier rate, long tiers spread or not', () => {
     fc.assert(
       fc.property(tierSetArb(['second', 'minute', 'hour']), fc.integer({ min: 1, max: 5 }), fc.boolean(), (tiers, cost, spreadLongTiers) => {
-        const smooth: PacingSettings = { burstFraction: 0, spreadLongTiers, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 };
+        const smooth: PacingSettings = { burstFraction: 0, spreadLongTiers, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 0 };
         fc.pre(tiers.every((t) => unitsFor(t, cost) <= t.limit));
         // Jobs per ms each tier allows (whole jobs per window); the tightest binds. Run for 2.5 of its windows.
         const rates = tiers.map((t) => Math.floor(t.limit / unitsFor(t, cost)) / windowMsOf(t));

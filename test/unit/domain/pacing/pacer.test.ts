@@ -20,6 +20,7 @@ const settings = (overrides: Partial<PacingSettings> = {}): PacingSettings => ({
   callAllowanceMs: 0,
   dispatchLeadMs: 0,
   maxDispatchLeadMs: 0,
+  batchWindowMs: 0,
   ...overrides,
 });
 
