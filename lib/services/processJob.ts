@@ -47,6 +47,12 @@ export interface CircuitOpened {
   readonly reason: string;
 }
 
+/** How {@link processJob} reports to the circuit. */
+export interface JobOptions {
+  /** Report a success to the circuit (a read): a batch reports its successes once, when all its jobs ended. @default true */
+  readonly reportSuccess?: boolean;
+}
+
 /** How one job event ended for this delivery. */
 export type JobOutcome =
   | 'succeeded'
@@ -77,7 +83,7 @@ export type JobOutcome =
  * A job refused with 401 or 403 is kept (see {@link returnUnconsumed}), and so is one refused with another 4xx once
  * the circuit is open after its report: the refusal then says the caller may be wrong, not the job.
  */
-export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<JobOutcome> {
+export async function processJob(event: JobEvent, deps: WorkerDeps, options: JobOptions = {}): Promise<JobOutcome> {
   const { clock, stores, queues, api, config } = deps;
   const message: MessageRef = {
     queue: event.queue,
@@ -118,7 +124,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
   const now = clock.now();
   const classification = classify(result, now);
   const decision = decideRetry({ classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random }, config.retry);
-  if (decision.action === 'succeed') return endSucceeded(event, message, result, now, start, deps);
+  if (decision.action === 'succeed') return endSucceeded(event, message, result, now, start, deps, options.reportSuccess ?? true);
   const circuit = await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
   // and the job waits with the others, whether this run of refusals opened it or something else did.
@@ -160,10 +166,10 @@ export async function processJob(event: JobEvent, deps: WorkerDeps): Promise<Job
 
 /**
  * Ends a job whose call succeeded at `now`: records what it owes the ledger (held in the success record until then),
- * writes the success record, deletes the message, and reports the success to the circuit.
+ * writes the success record, deletes the message, and reports the success to the circuit if `reportSuccess`.
  * @throws StateUnavailableError when its settlement cannot be recorded (the message is kept if the record holds it).
  */
-async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, now: number, start: number, deps: WorkerDeps): Promise<JobOutcome> {
+async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, now: number, start: number, deps: WorkerDeps, reportSuccess: boolean): Promise<JobOutcome> {
   const { stores, queues, config } = deps;
   const succeeded: IdempotencyRecord = { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs };
   const owed = owedBy(event, actualCostOf(result, event.cost));
@@ -187,7 +193,7 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
   await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
   await queues.delete(message.queue, message.receiptHandle);
   // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
-  await reportToCircuit({ type: 'success' }, now, event.lane, deps);
+  if (reportSuccess) await reportToCircuit({ type: 'success' }, now, event.lane, deps);
   return 'succeeded';
 }
 
@@ -276,14 +282,17 @@ export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutc
 
 /**
  * Handles a batch's jobs side by side, each as {@link processJob} handles a job alone: each waits for its own slot,
- * so the calls go out at their slots, not together. A job that fails does not stop the others.
+ * so the calls go out at their slots, not together. A job that fails does not stop the others. Their successes are
+ * reported to the circuit once, when all have ended: one read for the batch, not one per job.
  * @throws Error naming each job that failed (its message reappears for another dispatch), once all have ended.
  */
 export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise<JobOutcome[]> {
-  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps)));
+  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps, { reportSuccess: false })));
+  const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
+  if (outcomes.includes('succeeded')) await reportToCircuit({ type: 'success' }, deps.clock.now(), event.lane, deps);
   const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : []));
   if (failures.length > 0) throw new Error(`${failures.length} of the batch's ${event.jobs.length} jobs failed: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
-  return settled.map((s) => (s as PromiseFulfilledResult<JobOutcome>).value);
+  return outcomes as JobOutcome[];
 }
 
 /** The worker's entry point for every kind of event. */

@@ -2,7 +2,7 @@ import { asWorkerEvent, makeHandler } from '../../../functions/worker';
 import type { LogLevel } from '../../../lib/adapters/log';
 import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
-import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
+import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
 import { httpStatus, LANE, ok, openCircuit, receiveJobEvent, sendJob, START, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
 
 /** One line the handler logged. */
@@ -105,6 +105,23 @@ describe('worker handler', () => {
     await expect(outcome).resolves.toEqual(['succeeded', 'retried']);
     expect(h.api.calls.map((c) => [c.body, c.at - START])).toEqual([['{"id":"a"}', 0], ['{"id":"b"}', 50]]);
     expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-2', attempt: 1 } }]);
+  });
+
+  it('reports the successes of a batch to the circuit once, which ends a run of refusals', async () => {
+    const h = workerHarness();
+    const policy = circuitPolicyFrom(h.config.circuit);
+    for (let i = 1; i < h.config.circuit.callerRejectThreshold; i++) await applyCircuitEvent(h.stores.circuit, LANE, { type: 'client-error', reason: 'HTTP 422' }, START, policy);
+    for (const id of ['a', 'b', 'c']) await sendJob(h.queues, 'main', { id });
+    const jobs = [await receiveJobEvent(h, 'main', 'd-1'), await receiveJobEvent(h, 'main', 'd-2'), await receiveJobEvent(h, 'main', 'd-3')];
+    const reads = jest.spyOn(h.stores.circuit, 'loadCircuit');
+    const { handler } = handlerOn(h);
+
+    await expect(handler({ kind: 'batch', lane: LANE, jobs, sentAt: START })).resolves.toEqual(['succeeded', 'succeeded', 'succeeded']);
+
+    expect(reads).toHaveBeenCalledTimes(1);
+    // The run was one refusal short of opening; after the batch's success, one more refusal does not open it.
+    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'client-error', reason: 'HTTP 422' }, START, policy);
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed' } });
   });
 
   it('ends every job of a batch before it fails for one that could not end', async () => {
