@@ -3,6 +3,7 @@ import { runBaseline } from './baselines';
 import type { ChartPanel } from './chart';
 import { costInputForResult, costPerMillionJobs, ORCHESTRATOR_MEMORY_MB, WORKER_MEMORY_MB, type CostLine } from './cost';
 import { runOrchestratorStrategy, type OrchestratorResult } from './orchestratorStrategy';
+import type { SimulatedCeiling } from './simulatedCeiling';
 import { STRATEGIES, type BenchScenario, type StrategyResult } from './types';
 
 /** A baseline that has not finished by then reports what it did so far (a retry storm could otherwise run on). */
@@ -65,13 +66,27 @@ export function growthTable(results: readonly OrchestratorResult[], scenarios: r
   return lines.join('\n');
 }
 
-/** The ceiling run: dispatches per second, and where the orchestrator's run time went. */
-export function ceilingLines(result: OrchestratorResult, scenario: BenchScenario): string {
-  const total = Object.values(result.orchestratorTime).reduce((sum, s) => sum + s, 0);
-  const shares = Object.entries(result.orchestratorTime)
+/** Where a run's time went, one line per kind, largest first, with its share of `total` seconds. */
+function timeShares(time: Readonly<Record<string, number>>, total: number): string[] {
+  return Object.entries(time)
     .sort(([, a], [, b]) => b - a)
     .map(([key, seconds]) => `    ${key.padEnd(36)} ${seconds.toFixed(2).padStart(7)} s  ${((seconds / total) * 100).toFixed(0).padStart(3)} %`);
-  return [`ceiling: ${scenario.jobs} jobs against ${scenario.quotas[0]?.limit}/${scenario.quotas[0]?.per}: ${result.dispatchesPerSecond.toFixed(1)} dispatches/s sustained by one orchestrator`, `  where its run time went:`, ...shares].join('\n');
+}
+
+/**
+ * The ceiling runs, on the local stack and in the simulation: the dispatches one orchestrator sustains, and where its
+ * time went (in the simulation: the AWS latency of its requests, out of its run time).
+ */
+export function ceilingLines(result: OrchestratorResult, simulated: SimulatedCeiling, scenario: BenchScenario): string {
+  const latency = scenario.awsLatency === undefined ? 'no added latency' : `Invoke ${scenario.awsLatency.lambdaMs} ms, DynamoDB ${scenario.awsLatency.dynamodbMs} ms, SQS ${scenario.awsLatency.sqsMs} ms added to each request`;
+  const quota = `${scenario.quotas[0]?.limit}/${scenario.quotas[0]?.per}`;
+  return [
+    `ceiling (${latency}):`,
+    `  local stack, ${scenario.jobs} jobs against ${quota}: ${result.dispatchesPerSecond} dispatches in the busiest second; where the orchestrator's run time went:`,
+    ...timeShares(result.orchestratorTime, Object.values(result.orchestratorTime).reduce((sum, s) => sum + s, 0)),
+    `  simulation, ${simulated.jobs} jobs: ${simulated.dispatchesPerSecond} dispatches in the busiest second; its requests' latency, of its ${simulated.durationSeconds.toFixed(1)} s:`,
+    ...timeShares(simulated.orchestratorTime, simulated.durationSeconds),
+  ].join('\n');
 }
 
 /** One chart panel: a scenario's calls per second per strategy, against the quota line. */

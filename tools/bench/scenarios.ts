@@ -1,4 +1,5 @@
 import { parseTiers } from '../../lib/domain/quota/tiers';
+import { AWS_LATENCY } from '../simulation/awsLatency';
 import { REALISTIC_START_DELAYS } from '../simulation/startDelays';
 import type { BenchScenario } from './types';
 
@@ -58,7 +59,10 @@ export function growthScenarios(size: BenchSize): BenchScenario[] {
   }));
 }
 
-/** Ceiling: the orchestrator with a quota far above what one process can dispatch. */
+/**
+ * Ceiling: the orchestrator with a quota far above what one process can dispatch, each AWS request taking as long as
+ * AWS takes it.
+ */
 export function ceilingScenario(size: BenchSize): BenchScenario {
-  return { name: 'ceiling', jobs: size === 'full' ? 3000 : 500, quotas: parseTiers([{ limit: 100_000, per: 'second' }]), latencyMs: 5, workers: 20 };
+  return { name: 'ceiling', jobs: size === 'full' ? 5000 : 1000, quotas: parseTiers([{ limit: 100_000, per: 'second' }]), latencyMs: 5, workers: 20, awsLatency: AWS_LATENCY };
 }

@@ -1,4 +1,5 @@
 import type { Tier } from '../../lib/domain/quota/tiers';
+import type { AwsLatencyProfile } from '../simulation/awsLatency';
 import type { StartDelayModel } from '../simulation/startDelays';
 
 /** The strategies the benchmark compares, in table order. */
@@ -27,6 +28,8 @@ export interface BenchScenario {
    * @default REALISTIC_START_DELAYS (warm starts, a share of cold and throttled ones, rare holds of seconds)
    */
   readonly startDelays?: StartDelayModel;
+  /** Latency added to each AWS request of the orchestrator's functions, as AWS takes it. @default none */
+  readonly awsLatency?: AwsLatencyProfile;
 }
 
 /** What one strategy did on one scenario: DESIGN's benchmark contract, plus the extras the issue asks for. */

@@ -8,6 +8,7 @@ import type { OrchestratorResult } from '../bench/orchestratorStrategy';
 import { runOrchestratorStrategy } from '../bench/orchestratorStrategy';
 import { ceilingLines, chartPanel, compareStrategies, costLine, figures, growthTable } from '../bench/runBench';
 import { runBaseline } from '../bench/baselines';
+import { simulatedCeiling } from '../bench/simulatedCeiling';
 import { measureIdle } from '../bench/idleCost';
 import { ceilingScenario, growthScenarios, lateStartsScenario, outageScenario, partlyBusyScenario, steadyScenario, type BenchSize } from '../bench/scenarios';
 import { formatTable } from '../bench/table';
@@ -60,6 +61,8 @@ async function main(): Promise<number> {
   const ceiling = ceilingScenario(size);
   process.stderr.write(`  ceiling: orchestrator…\n`);
   const ceilingResult = await runOrchestratorStrategy(ceiling, { template });
+  process.stderr.write(`  ceiling: simulation…\n`);
+  const simulated = await simulatedCeiling(ceiling, size === 'full' ? 20_000 : 5_000);
   const idleRuns = size === 'full' ? 5 : 2;
   process.stderr.write(`  idle: ${idleRuns} runs over empty queues…\n`);
   const idle = await measureIdle(template, idleRuns);
@@ -80,7 +83,7 @@ async function main(): Promise<number> {
     table(outage, outageResults),
     table(lateStarts, lateStartsResults),
     growthTable(growthResults, growth),
-    ceilingLines(ceilingResult, ceiling),
+    ceilingLines(ceilingResult, simulated, ceiling),
     `idle (${idle.runs} runs over empty queues): ${perRun.billedSeconds.toFixed(2)} s billed, ${perRun.dynamodbReadUnits.toFixed(1)} read and ${perRun.dynamodbWriteUnits.toFixed(1)} write units, ${perRun.sqsRequests.toFixed(1)} SQS requests per run; $${idle.idleCostPerMonthUsd.toFixed(2)} a month at ${idle.runsPerMonth} runs`,
     `chart: ${chartPath}; whole bench: ${((Date.now() - began) / 1000).toFixed(0)} s`,
   ];
@@ -96,7 +99,7 @@ async function main(): Promise<number> {
         outage: outageResults.map(figures),
         'late-starts': lateStartsResults.map(figures),
         growth: growthResults.map(figures),
-        ceiling: figures(ceilingResult),
+        ceiling: { ...figures(ceilingResult), simulated },
         idle,
         idleCostPerMonthUsd: Math.round(idle.idleCostPerMonthUsd * 1000) / 1000,
       }),

@@ -15,7 +15,9 @@ import { InvokeTiming } from '../simulation/startDelays';
 import { buildReport, type CircuitChange, type Report } from '../simulation/report';
 import { outageTimes, type Scenario } from '../simulation/scenario';
 import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
-import { lambdaClient, type EmulatorEndpoints } from './clients';
+import type { AwsLatencyProfile } from '../simulation/awsLatency';
+import { lambdaClient, type EmulatorEndpoints, type FunctionClients } from './clients';
+import { addMiddleware, type LooseMiddleware } from './sdkMiddleware';
 import { LocalHarness, type HostedFunction } from './harness';
 import { RecordingApi, type ObservedApi } from './recordingApi';
 import { RequestMeter, type RequestTally } from './requestMeter';
@@ -39,6 +41,8 @@ export interface LocalRunOptions {
   readonly emulators?: EmulatorEndpoints;
   /** The handlers' structured log. @default discard */
   readonly log?: Log;
+  /** Latency added to each of the functions' AWS requests, as AWS would take (see `AWS_LATENCY`). @default none */
+  readonly awsLatency?: AwsLatencyProfile;
 }
 
 /** A snapshot of a run in progress. */
@@ -236,6 +240,7 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
       meter.attach(clients.dynamodb, 'dynamodb');
       meter.attach(clients.sqs, 'sqs');
       meter.attach(clients.lambda, 'lambda');
+      if (options.awsLatency !== undefined) addAwsLatency(clients, options.awsLatency);
     },
     // The workers' time on the API is theirs to spend: the rest of what they bill is the service's overhead.
     workerDeps: (deps) => ({ ...deps, api: timedApi(deps.api, (ms) => (apiCallMs += ms)) }),
@@ -260,6 +265,20 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
       return endedAt;
     },
   };
+}
+
+/**
+ * Makes each request of `clients` take `profile`'s latency more, inside the meter (which counts it as waited): the
+ * emulators on localhost answer in well under a millisecond, AWS in a region in several.
+ */
+function addAwsLatency(clients: FunctionClients, profile: AwsLatencyProfile): void {
+  const delayed = (ms: number): LooseMiddleware => (next) => async (args) => {
+    await systemClock.sleep(ms);
+    return next(args);
+  };
+  addMiddleware(clients.lambda, delayed(profile.lambdaMs), { step: 'initialize', name: 'awsLatency', priority: 'low' });
+  addMiddleware(clients.dynamodb, delayed(profile.dynamodbMs), { step: 'initialize', name: 'awsLatency', priority: 'low' });
+  addMiddleware(clients.sqs, delayed(profile.sqsMs), { step: 'initialize', name: 'awsLatency', priority: 'low' });
 }
 
 /** `api` with each call's duration told to `took`. */

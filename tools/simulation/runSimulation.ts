@@ -8,6 +8,7 @@ import { processWorkerEvent } from '../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent } from '../../lib/services/runOrchestrator';
 import { buildJobs } from './jobs';
 import { seededRandom } from './random';
+import { withLatency } from './awsLatency';
 import { InvokeTiming } from './startDelays';
 import { buildReport, type CircuitChange, type Report } from './report';
 import { outageTimes, type Scenario } from './scenario';
@@ -22,6 +23,8 @@ export interface SimulationResult {
   readonly orchestratorEvents: readonly OrchestratorEvent[];
   readonly api: VirtualApi;
   readonly queues: MemoryQueues;
+  /** The orchestrator's requests to each port, by `service.method` (e.g. `sqs.receive`): with `awsLatency`, its time. */
+  readonly orchestratorRequests: ReadonlyMap<string, number>;
 }
 
 /** Virtual start instant: a fixed Monday, so runs are the same everywhere. */
@@ -65,21 +68,38 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     costOf: (body) => costs.get(body) ?? 1,
   });
   const circuit = new RecordingStore(clock);
-  const stores = { ...memoryStores(), circuit };
-  const queues = new MemoryQueues({ clock, maxReceiveCount: Math.max(10, config.retry.maxAttempts + 5) });
-  const invoker = new MemoryInvoker({
+  const memory = { ...memoryStores(), circuit };
+  const memoryQueues = new MemoryQueues({ clock, maxReceiveCount: Math.max(10, config.retry.maxAttempts + 5) });
+  // The services see the ports as slow as AWS answers (see scenario.awsLatency); the run itself looks at them directly.
+  const { lambdaMs, dynamodbMs, sqsMs } = scenario.awsLatency;
+  const orchestratorRequests = new Map<string, number>();
+  const slowStores = (calls?: { prefix: string; counts: Map<string, number> }) => ({
+    lease: withLatency(memory.lease, clock, dynamodbMs, calls),
+    ledger: withLatency(memory.ledger, clock, dynamodbMs, calls),
+    circuit: withLatency(circuit, clock, dynamodbMs, calls),
+    idempotency: withLatency(memory.idempotency, clock, dynamodbMs, calls),
+  });
+  const stores = slowStores();
+  const queues = withLatency(memoryQueues, clock, sqsMs);
+  const memoryInvoker = new MemoryInvoker({
     clock,
     timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)),
     handler: (event) => processWorkerEvent(event, { clock, stores, queues, api, config, random }),
   });
+  // The orchestrator's own view of the ports, counting its requests.
+  const orchestratorPorts = {
+    stores: slowStores({ prefix: 'dynamodb', counts: orchestratorRequests }),
+    queues: withLatency(memoryQueues, clock, sqsMs, { prefix: 'sqs', counts: orchestratorRequests }),
+    invoker: withLatency(memoryInvoker, clock, lambdaMs, { prefix: 'lambda', counts: orchestratorRequests }),
+  };
   for (const job of jobs) {
     const attributes: Record<string, MessageAttribute> = job.cost === 1 ? {} : { cost: { dataType: 'Number', value: String(job.cost) } };
-    await queues.send(job.queue, { body: job.body, attributes, ...(job.groupId === undefined ? {} : { groupId: job.groupId }) });
+    await memoryQueues.send(job.queue, { body: job.body, attributes, ...(job.groupId === undefined ? {} : { groupId: job.groupId }) });
   }
 
   const events: OrchestratorEvent[] = [];
   let ids = 0;
-  const allEnded = () => READ_ORDER.every((q) => queues.depth(q) === 0) && invoker.idle();
+  const allEnded = () => READ_ORDER.every((q) => memoryQueues.depth(q) === 0) && memoryInvoker.idle();
   let endedAt: number | undefined;
   const drive = async () => {
     const tickMs = scenario.tickSeconds * 1000;
@@ -87,7 +107,7 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
       const tickAt = start + tick * tickMs;
       if (clock.now() < tickAt) await clock.sleep(tickAt - clock.now());
       await runOrchestrator(
-        { clock, stores, queues, invoker, config, random, owner: `orchestrator-${tick}`, newId: () => `id-${++ids}`, onEvent: (e) => events.push(e) },
+        { clock, ...orchestratorPorts, config, random, owner: `orchestrator-${tick}`, newId: () => `id-${++ids}`, onEvent: (e) => events.push(e) },
         { deadline: tickAt + tickMs - scenario.stopMarginMs, shouldStop: allEnded },
       );
     }
@@ -103,9 +123,9 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
       jobs,
       api: api.report(),
       succeededIds: new Set(api.succeededIds()),
-      deadLetterBodies: READ_ORDER.flatMap((q) => queues.messages(`${q}-dlq`).map((m) => m.body)),
+      deadLetterBodies: READ_ORDER.flatMap((q) => memoryQueues.messages(`${q}-dlq`).map((m) => m.body)),
       circuitChanges: circuit.changes,
-      invocations: invoker.invocations,
+      invocations: memoryInvoker.invocations,
       start,
       durationMs: (endedAt ?? clock.now()) - start,
     }),
@@ -113,7 +133,8 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     circuitChanges: circuit.changes,
     orchestratorEvents: events,
     api,
-    queues,
+    queues: memoryQueues,
+    orchestratorRequests,
   };
 }
 

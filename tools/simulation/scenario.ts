@@ -1,6 +1,7 @@
 import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import { describeValue } from '../../lib/domain/describeValue';
 import { parseSettings } from '../../lib/domain/settings';
+import { parseAwsLatency, type AwsLatencyProfile } from './awsLatency';
 import { ConfigError } from '../../lib/errors';
 import { DEFAULT_DUPLICATES, parseDuplicateDeliveries, parseStartDelays, REALISTIC_START_DELAYS, type InvokeTimingModel } from './startDelays';
 
@@ -50,9 +51,14 @@ export interface Scenario {
   readonly stopMarginMs: number;
   /** The simulation gives up (and reports what is lost) after this many virtual seconds. */
   readonly maxSeconds: number;
+  /**
+   * Latency added to each AWS request (JSON `awsLatency`: `{"lambdaMs","dynamodbMs","sqsMs"}`), as AWS answers where
+   * the emulators and memory answer at once. @default none
+   */
+  readonly awsLatency: AwsLatencyProfile;
 }
 
-const KEYS = ['name', 'seed', 'quotas', 'timeZone', 'jobs', 'api', 'invokeLatencyMs', 'startDelays', 'duplicateDeliveries', 'tickSeconds', 'stopMarginMs', 'maxSeconds', 'circuit', 'retry', 'pacing', 'orchestrator'];
+const KEYS = ['name', 'seed', 'quotas', 'timeZone', 'jobs', 'api', 'invokeLatencyMs', 'startDelays', 'duplicateDeliveries', 'tickSeconds', 'stopMarginMs', 'maxSeconds', 'awsLatency', 'circuit', 'retry', 'pacing', 'orchestrator'];
 
 const JOB_DEFAULTS = { count: 300, fifo: 0, fifoGroups: 1, poison: 0, malformed: 0, costMin: 1, costMax: 1 };
 const JOB_RANGES = {
@@ -106,7 +112,8 @@ export function parseScenario(input: unknown): Scenario {
     // A job set whose costs are all 1 gives a cost tier nothing to count beyond requests.
     { costsAvailable: jobs.costMax !== 1 || jobs.costMin !== 1 },
   );
-  return Object.freeze({ name, seed, config, jobs, api: parseApi(raw.api), invokeTiming: parseInvokeTiming(raw, invokeLatencyMs), tickSeconds, stopMarginMs, maxSeconds });
+  const awsLatency = parseAwsLatency(raw.awsLatency);
+  return Object.freeze({ name, seed, config, jobs, api: parseApi(raw.api), invokeTiming: parseInvokeTiming(raw, invokeLatencyMs), tickSeconds, stopMarginMs, maxSeconds, awsLatency });
 }
 
 /** `startDelays` and `duplicateDeliveries`, or the fixed delay of an older scenario's `invokeLatencyMs`. */

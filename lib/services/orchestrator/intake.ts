@@ -4,6 +4,13 @@ import { Backoff } from '../guardedPorts';
 import { deadLetter } from '../queueOutcomes';
 import type { RunContext } from './runContext';
 
+/** The most messages SQS returns from one receive. */
+const MAX_RECEIVE = 10;
+/** The most receives a refill of a standard queue makes at once. */
+export const MAX_PARALLEL_RECEIVES = 20;
+/** How much of the tightest tier's rate a refill of a standard queue takes: enough for a batch and the lead. */
+export const PREFETCH_MS = 250;
+
 /**
  * A message in the intake's buffer, received at `receivedAt`: as received, or `refused` by Lambda (its event is too
  * large), which sends it to its DLQ with `reason` without another invoke.
@@ -38,7 +45,9 @@ export class Intake {
 
   /**
    * The head of the buffer, refilled from requeue ▸ fifo ▸ main when empty. FIFO is read one message at a time:
-   * a batch could hold message k+1 of a group while k is still being worked on. When all are empty it long-polls
+   * a batch could hold message k+1 of a group while k is still being worked on. A standard queue is read with up to
+   * {@link MAX_PARALLEL_RECEIVES} receives at once, for {@link PREFETCH_MS} of the tightest tier's rate: at high rates
+   * one receive of 10 a turn cannot keep up, and a batch takes what the buffer holds. When all are empty it long-polls
    * the main queue briefly and returns `undefined`; after a failed receive it waits out the back-off instead.
    */
   async next(): Promise<Buffered | undefined> {
@@ -50,16 +59,18 @@ export class Intake {
       return undefined;
     }
     const visibilityMs = this.run.settings.visibilityTimeoutMs;
-    const receive = async (queue: SourceQueue, max: number, waitMs: number): Promise<ReceivedMessage[] | undefined> => {
+    // Several receives at once: what they took is kept even if one failed (its failure backs the queues off).
+    const receive = async (queue: SourceQueue, wanted: number, waitMs: number): Promise<ReceivedMessage[] | undefined> => {
       const received: ReceivedMessage[] = [];
-      const failure = await this.tryQueue(async () => received.push(...(await queues.receive(queue, { max, visibilityMs, waitMs }))));
-      return failure === undefined ? received : undefined;
+      const sizes = Array.from({ length: Math.ceil(wanted / MAX_RECEIVE) }, (_, i) => Math.min(MAX_RECEIVE, wanted - i * MAX_RECEIVE));
+      const failures = await Promise.all(sizes.map((max) => this.tryQueue(async () => received.push(...(await queues.receive(queue, { max, visibilityMs, waitMs }))))));
+      return received.length > 0 || failures.every((failure) => failure === undefined) ? received : undefined;
     };
     // After a failed receive the round resumes at that queue: the ones before it were just found empty, and starting
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
       if (i < this.readFrom) continue;
-      const received = await receive(queue, queue === 'fifo' ? 1 : this.batchSize(), 0);
+      const received = await receive(queue, queue === 'fifo' ? 1 : this.prefetchSize(), 0);
       if (received === undefined) {
         this.readFrom = i;
         return undefined;
@@ -176,15 +187,36 @@ export class Intake {
   }
 
   /**
-   * As many messages as the tightest sliding tier lets through while a message's visibility still covers a worker
-   * run and the run goes on, and as the quota has {@link Intake.room} for.
+   * As many messages as one receive takes: as the tightest sliding tier lets through while a message's visibility
+   * still covers a worker run and the run goes on, and as the quota has {@link Intake.room} for; at most 10.
    */
   private batchSize(): number {
+    return Math.min(MAX_RECEIVE, this.sendable(MAX_RECEIVE));
+  }
+
+  /**
+   * How many messages a refill of a standard queue takes: {@link PREFETCH_MS} of the tightest tier's rate, at least
+   * one receive's {@link Intake.batchSize}, and never more than could be sent while they are held (see there).
+   */
+  private prefetchSize(): number {
+    const rate = this.tightestRate();
+    const prefetch = rate === undefined ? MAX_RECEIVE : Math.ceil(rate * PREFETCH_MS);
+    return Math.max(this.batchSize(), Math.min(MAX_RECEIVE * MAX_PARALLEL_RECEIVES, prefetch, this.sendable(MAX_RECEIVE * MAX_PARALLEL_RECEIVES)));
+  }
+
+  /** Of `most` messages received now, how many could be sent while held (at least one). */
+  private sendable(most: number): number {
     const { settings, options } = this.run;
     const now = this.run.deps.clock.now();
     const window = Math.min(settings.visibilityTimeoutMs - settings.workerTimeoutMs, options.deadline - now);
+    const rate = this.tightestRate();
+    const perWindow = rate === undefined ? most : Math.floor(rate * window);
+    return Math.max(1, Math.min(most, perWindow, this.room(now)));
+  }
+
+  /** The tightest sliding tier's rate in units per ms, or `undefined` when no tier sets a pace. */
+  private tightestRate(): number | undefined {
     const rates = this.run.deps.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => rate.units / rate.perMs);
-    const perWindow = rates.length === 0 ? 10 : Math.floor(Math.min(...rates) * window);
-    return Math.max(1, Math.min(10, perWindow, this.room(now)));
+    return rates.length === 0 ? undefined : Math.min(...rates);
   }
 }

@@ -1,8 +1,11 @@
 import type { MemoryQueues } from '../../../../tools/memory/MemoryQueues';
 import type { QueueReceiver, ReceiveOptions, SourceQueue } from '../../../../lib/ports/QueueReceiver';
-import { Intake } from '../../../../lib/services/orchestrator/intake';
+import { Intake, MAX_PARALLEL_RECEIVES, PREFETCH_MS } from '../../../../lib/services/orchestrator/intake';
+
+/** The most one refill takes. */
+const MAX_RECEIVE_TOTAL = 10 * MAX_PARALLEL_RECEIVES;
 import { roomHarness } from '../../../helpers/orchestratorRooms';
-import { START, sendJob } from '../../../helpers/serviceFixtures';
+import { START, sendJob, testConfig } from '../../../helpers/serviceFixtures';
 
 /** The memory queues, recording every receive and failing those `failReceive` picks. */
 function recordingQueues(queues: MemoryQueues, received: SourceQueue[], failReceive: (queue: SourceQueue) => boolean): QueueReceiver {
@@ -39,6 +42,22 @@ describe('Intake', () => {
         intake.shift();
       }
       expect(heads).toEqual(['{"id":"r"}', '{"id":"r"}', '{"id":"f-1"}', '{"id":"f-1"}', '{"id":"f-2"}', '{"id":"f-2"}', '{"id":"m"}', '{"id":"m"}']);
+    });
+
+    it('refills a standard queue with several receives at once at high rates: a quarter second of the rate, up to 200', async () => {
+      for (const [perSecond, receives] of [[5, 1], [100, 3], [2_000, MAX_PARALLEL_RECEIVES]] as const) {
+        const received: SourceQueue[] = [];
+        const h = roomHarness(testConfig({ quotas: [{ limit: perSecond, per: 'second' }] }), (queues) => recordingQueues(queues, received, () => false));
+        for (let i = 0; i < 250; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
+        const intake = new Intake(h.run, () => START + 1_000, () => Number.POSITIVE_INFINITY);
+
+        await intake.next();
+
+        expect(received.filter((queue) => queue === 'main')).toHaveLength(receives);
+        // What the receives took is all in the buffer, in order: 25 for 100/s (a quarter second), 10 for 5/s.
+        const buffered = Array.from({ length: 250 }, (_, i) => intake.peek(i)).filter((b) => b !== undefined);
+        expect(buffered).toHaveLength(Math.min(MAX_RECEIVE_TOTAL, Math.max(10, Math.ceil((perSecond * PREFETCH_MS) / 1000))));
+      }
     });
 
     it('after a failed receive, waits out the back-off and resumes the round at that queue', async () => {
