@@ -17,27 +17,32 @@ type Resource = Template['Resources'][string];
 
 let good: PackageRun;
 let bad: PackageRun;
+/** Packaged with custom.queues.highThroughputFifo on. */
+let highThroughput: PackageRun;
 let template: Template;
 let spec: CloudFormationSpec;
-let custom: { quotaOrchestrator: { quotas: unknown; retry: { maxAttempts: number }; apiKeyParameter: string }; queues: { maxReceiveCount: number }; stateTable: { pointInTimeRecovery: boolean } };
+let custom: { quotaOrchestrator: { quotas: unknown; retry: { maxAttempts: number }; apiKeyParameter: string }; queues: { maxReceiveCount: number; highThroughputFifo: boolean }; stateTable: { pointInTimeRecovery: boolean } };
 
 beforeAll(async () => {
   // Both packaging runs and the spec database load side by side: about 5 s in all.
-  [good, bad, spec] = await Promise.all([
+  [good, bad, highThroughput, spec] = await Promise.all([
     packageService(),
     packageService((config) => {
       const settings = (config.custom as Record<string, Record<string, unknown>>).quotaOrchestrator!;
       settings.quotas = [{ limit: 10, per: 'fortnight' }];
     }),
+    packageService((config) => {
+      (config.custom as Record<string, Record<string, unknown>>).queues!.highThroughputFifo = true;
+    }),
     CloudFormationSpec.load(),
   ]);
-  if (good.code !== 0) throw new Error(`osls package failed (exit ${good.code}):\n${good.output}`);
+  for (const run of [good, highThroughput]) if (run.code !== 0) throw new Error(`osls package failed (exit ${run.code}):\n${run.output}`);
   template = await readTemplate(good);
   custom = (await readServerlessYml()).custom as typeof custom;
 }, 120_000);
 
 afterAll(async () => {
-  for (const run of [good, bad]) if (run !== undefined) await rm(run.dir, { recursive: true, force: true });
+  for (const run of [good, bad, highThroughput]) if (run !== undefined) await rm(run.dir, { recursive: true, force: true });
 });
 
 function resource(id: string): Resource {
@@ -183,6 +188,13 @@ describe('the queues', () => {
     for (const id of ['MainQueue', 'MainDeadLetterQueue', 'RequeueQueue', 'RequeueDeadLetterQueue', 'WorkerFailureQueue']) {
       expect(props(id).FifoQueue).toBeUndefined();
     }
+  });
+
+  it('limits the FIFO queue as a whole by default, and per message group in high-throughput mode', async () => {
+    expect(custom.queues.highThroughputFifo).toBe(false);
+    expect(props('FifoQueue')).toMatchObject({ FifoThroughputLimit: 'perQueue', DeduplicationScope: 'queue' });
+    const fifo = (await readTemplate(highThroughput)).Resources.FifoQueue?.Properties;
+    expect(fifo).toMatchObject({ FifoThroughputLimit: 'perMessageGroupId', DeduplicationScope: 'messageGroup' });
   });
 
   it.each(DEAD_LETTER_QUEUES)('%s keeps messages for 14 days, longer than any source queue', (id) => {

@@ -31,7 +31,10 @@ describe('the benchmark, as a smoke run', () => {
         continue;
       }
       expect(result.apiCalls).toBeGreaterThanOrEqual(SMOKE.jobs);
-      expect(result.invocationsPerJob).toBeGreaterThanOrEqual(1);
+      // A baseline starts a worker per job at least; the orchestrator's batches (20 a second: two slots in 100 ms)
+      // carry several jobs each.
+      if (result.name === 'orchestrator') expect(result.invocationsPerJob).toBeLessThan(1);
+      else expect(result.invocationsPerJob).toBeGreaterThanOrEqual(1);
       expect(result.callsPerSecond.reduce((sum, n) => sum + n, 0)).toBe(result.apiCalls);
     }
   });
