@@ -75,6 +75,11 @@ export interface QueueReceiver {
   send(queue: QueueName, message: OutgoingMessage): Promise<void>;
   /** Deletes a received message; deleting one that is already gone is not an error. */
   delete(queue: QueueName, receiptHandle: string): Promise<void>;
+  /**
+   * Deletes received messages of one queue, as {@link QueueReceiver.delete} does each, ten to a request.
+   * @throws Error naming the messages that could not be deleted, once every request was made.
+   */
+  deleteBatch(queue: QueueName, receiptHandles: readonly string[]): Promise<void>;
   /** Sets how long a received message stays invisible from now; 0 makes it visible again at once. */
   changeVisibility(queue: QueueName, receiptHandle: string, visibilityMs: number): Promise<void>;
   /**

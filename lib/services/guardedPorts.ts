@@ -117,6 +117,9 @@ export class GuardedQueues implements QueueReceiver {
   delete(queue: QueueName, receiptHandle: string): Promise<void> {
     return this.guard('delete', queue, () => this.queues.delete(queue, receiptHandle));
   }
+  deleteBatch(queue: QueueName, receiptHandles: readonly string[]): Promise<void> {
+    return this.guard('deleteBatch', queue, () => this.queues.deleteBatch(queue, receiptHandles));
+  }
   changeVisibility(queue: QueueName, receiptHandle: string, visibilityMs: number): Promise<void> {
     return this.guard('changeVisibility', queue, () => this.queues.changeVisibility(queue, receiptHandle, visibilityMs));
   }

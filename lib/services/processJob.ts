@@ -10,7 +10,7 @@ import { StateUnavailableError } from '../errors';
 import type { ApiCaller } from '../ports/ApiCaller';
 import type { Clock } from '../ports/Clock';
 import type { BatchEvent, HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
-import { ATTRIBUTES, type QueueReceiver } from '../ports/QueueReceiver';
+import { ATTRIBUTES, type QueueName, type QueueReceiver } from '../ports/QueueReceiver';
 import type { CircuitStore } from '../ports/CircuitStore';
 import type { IdempotencyRecord, IdempotencyStore } from '../ports/IdempotencyStore';
 import type { LedgerStore } from '../ports/LedgerStore';
@@ -47,10 +47,12 @@ export interface CircuitOpened {
   readonly reason: string;
 }
 
-/** How {@link processJob} reports to the circuit. */
+/** How {@link processJob} ends a success: a batch reports and deletes its successes together, once all have ended. */
 export interface JobOptions {
-  /** Report a success to the circuit (a read): a batch reports its successes once, when all its jobs ended. @default true */
+  /** Report a success to the circuit (a read). @default true */
   readonly reportSuccess?: boolean;
+  /** Leave a succeeded job's message to be deleted by the caller, told here, instead of deleting it. @default delete it */
+  readonly deleteLater?: (queue: QueueName, receiptHandle: string) => void;
 }
 
 /** How one job event ended for this delivery. */
@@ -124,7 +126,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const now = clock.now();
   const classification = classify(result, now);
   const decision = decideRetry({ classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random }, config.retry);
-  if (decision.action === 'succeed') return endSucceeded(event, message, result, now, start, deps, options.reportSuccess ?? true);
+  if (decision.action === 'succeed') return endSucceeded(event, message, result, now, start, deps, options);
   const circuit = await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
   // and the job waits with the others, whether this run of refusals opened it or something else did.
@@ -166,10 +168,11 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
 
 /**
  * Ends a job whose call succeeded at `now`: records what it owes the ledger (held in the success record until then),
- * writes the success record, deletes the message, and reports the success to the circuit if `reportSuccess`.
+ * writes the success record, deletes the message, and reports the success to the circuit (unless `options` leaves
+ * either to its caller).
  * @throws StateUnavailableError when its settlement cannot be recorded (the message is kept if the record holds it).
  */
-async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, now: number, start: number, deps: WorkerDeps, reportSuccess: boolean): Promise<JobOutcome> {
+async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, now: number, start: number, deps: WorkerDeps, options: JobOptions): Promise<JobOutcome> {
   const { stores, queues, config } = deps;
   const succeeded: IdempotencyRecord = { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs };
   const owed = owedBy(event, actualCostOf(result, event.cost));
@@ -191,9 +194,10 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
   // record (no second call) and deletes it. A record that cannot be written does not keep the message: with the
   // message gone no dispatch follows, and a further delivery of this very dispatch finds its in-progress claim.
   await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
-  await queues.delete(message.queue, message.receiptHandle);
+  if (options.deleteLater !== undefined) options.deleteLater(message.queue, message.receiptHandle);
+  else await queues.delete(message.queue, message.receiptHandle);
   // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
-  if (reportSuccess) await reportToCircuit({ type: 'success' }, now, event.lane, deps);
+  if (options.reportSuccess ?? true) await reportToCircuit({ type: 'success' }, now, event.lane, deps);
   return 'succeeded';
 }
 
@@ -282,16 +286,22 @@ export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutc
 
 /**
  * Handles a batch's jobs side by side, each as {@link processJob} handles a job alone: each waits for its own slot,
- * so the calls go out at their slots, not together. A job that fails does not stop the others. Their successes are
- * reported to the circuit once, when all have ended: one read for the batch, not one per job.
+ * so the calls go out at their slots, not together. A job that fails does not stop the others. Once all have ended,
+ * the successes' messages are deleted ten to a request, and the successes reported to the circuit once: one read for
+ * the batch, not one per job. A message whose delete failed reappears, and its next dispatch finds its success record.
  * @throws Error naming each job that failed (its message reappears for another dispatch), once all have ended.
  */
 export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise<JobOutcome[]> {
-  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps, { reportSuccess: false })));
+  const deletes = new Map<QueueName, string[]>();
+  const deleteLater = (queue: QueueName, receiptHandle: string): void => {
+    deletes.set(queue, [...(deletes.get(queue) ?? []), receiptHandle]);
+  };
+  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps, { reportSuccess: false, deleteLater })));
   const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
-  if (outcomes.includes('succeeded')) await reportToCircuit({ type: 'success' }, deps.clock.now(), event.lane, deps);
   const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : []));
-  if (failures.length > 0) throw new Error(`${failures.length} of the batch's ${event.jobs.length} jobs failed: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
+  for (const [queue, handles] of deletes) await deps.queues.deleteBatch(queue, handles).catch((error: unknown) => failures.push(`deleting ${handles.length} from ${queue}: ${(error as Error).message}`));
+  if (outcomes.includes('succeeded')) await reportToCircuit({ type: 'success' }, deps.clock.now(), event.lane, deps);
+  if (failures.length > 0) throw new Error(`the batch of ${event.jobs.length} jobs failed in part: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
   return outcomes as JobOutcome[];
 }
 

@@ -150,6 +150,19 @@ describe('SqsQueues on fauxqs', () => {
     });
   });
 
+  describe('deleteBatch', () => {
+    it('deletes twelve received messages in two requests, ignoring a handle already used', async () => {
+      const { queues } = await lane();
+      for (let i = 0; i < 12; i++) await queues.send('main', { body: `m${i}` });
+      const received: ReceivedMessage[] = [];
+      while (received.length < 12) received.push(...(await queues.receive('main', NOW)));
+      const handles = received.map((m) => m.receiptHandle);
+      await queues.delete('main', handles[0]!);
+      await queues.deleteBatch('main', handles);
+      expect(await queues.messageCount('main')).toBe(0);
+    });
+  });
+
   describe('messageCount', () => {
     it('counts the messages visible, in flight and delayed, and none once they are deleted', async () => {
       const { queues } = await lane();

@@ -102,7 +102,7 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
         { service: 'sqs', kind: 'server-error', operations: ['ReceiveMessage'], fromMs: 300, toMs: 1_500 },
         { service: 'sqs', kind: 'timeout', operations: ['ReceiveMessage', 'SendMessage'], fromMs: 1_500, toMs: quick ? 4_000 : 8_000, share: 0.3 },
         { service: 'sqs', kind: 'server-error', operations: ['SendMessage'], fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
-        { service: 'sqs', kind: 'error-after-success', operations: ['DeleteMessage'], role: 'worker', fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
+        { service: 'sqs', kind: 'error-after-success', operations: ['DeleteMessage', 'DeleteMessageBatch'], role: 'worker', fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
       ],
     },
     {

@@ -44,7 +44,7 @@ export interface StoredMessageSnapshot {
 }
 
 /** Request counters of {@link MemoryQueues.stats}: one per API call, whatever it returned. */
-export type QueueRequestStats = Record<'receive' | 'send' | 'delete' | 'changeVisibility' | 'messageCount', number>;
+export type QueueRequestStats = Record<'receive' | 'send' | 'delete' | 'deleteBatch' | 'changeVisibility' | 'messageCount', number>;
 
 interface StoredMessage {
   readonly messageId: string;
@@ -97,7 +97,7 @@ function isInFlight(message: StoredMessage, now: number): boolean {
  */
 export class MemoryQueues implements QueueReceiver {
   /** Request counters, one per call. */
-  readonly stats: QueueRequestStats = { receive: 0, send: 0, delete: 0, changeVisibility: 0, messageCount: 0 };
+  readonly stats: QueueRequestStats = { receive: 0, send: 0, delete: 0, deleteBatch: 0, changeVisibility: 0, messageCount: 0 };
 
   private readonly clock: Clock;
   private readonly maxReceiveCount: number;
@@ -172,10 +172,21 @@ export class MemoryQueues implements QueueReceiver {
     this.notify(state);
   }
 
+  /** {@link MemoryQueues.delete} for each handle, as one request. */
+  async deleteBatch(queue: QueueName, receiptHandles: readonly string[]): Promise<void> {
+    this.stats.deleteBatch++;
+    for (const handle of receiptHandles) this.remove(queue, handle);
+  }
+
   /** Deletes the message received with `receiptHandle`; a stale, unknown or already used handle is ignored. */
   async delete(queue: QueueName, receiptHandle: string): Promise<void> {
-    const state = this.state(queue);
     this.stats.delete++;
+    this.remove(queue, receiptHandle);
+  }
+
+  /** Removes the message received with `receiptHandle`, if it is still there. */
+  private remove(queue: QueueName, receiptHandle: string): void {
+    const state = this.state(queue);
     const index = state.messages.findIndex((m) => m.receiptHandle === receiptHandle);
     if (index < 0) return;
     state.messages.splice(index, 1);

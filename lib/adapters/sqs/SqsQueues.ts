@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
@@ -191,6 +192,29 @@ export class SqsQueues implements QueueReceiver {
       if (isStaleHandle(error)) return;
       throw error;
     }
+  }
+
+  /**
+   * DeleteMessageBatch, ten handles to a request; entries refused for a stale handle (see {@link SqsQueues.delete})
+   * are ignored. Every request is made before a failure is thrown.
+   * @throws Error naming each entry that failed otherwise, or the first request that failed as a whole.
+   */
+  async deleteBatch(queue: QueueName, receiptHandles: readonly string[]): Promise<void> {
+    const failures: string[] = [];
+    let thrown: unknown;
+    for (let i = 0; i < receiptHandles.length; i += MAX_BATCH) {
+      const Entries = receiptHandles.slice(i, i + MAX_BATCH).map((ReceiptHandle, j) => ({ Id: String(i + j), ReceiptHandle }));
+      try {
+        const { Failed = [] } = await this.client.send(new DeleteMessageBatchCommand({ QueueUrl: this.queueUrls[queue], Entries }));
+        for (const entry of Failed) {
+          if (!isStaleHandle({ name: entry.Code, message: entry.Message })) failures.push(`entry ${entry.Id}: ${entry.Code ?? 'error'} ${entry.Message ?? ''}`.trim());
+        }
+      } catch (error) {
+        thrown ??= error;
+      }
+    }
+    if (thrown !== undefined) throw thrown;
+    if (failures.length > 0) throw new Error(`DeleteMessageBatch on '${queue}' failed for ${failures.join('; ')}`);
   }
 
   /**

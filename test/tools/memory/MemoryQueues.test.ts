@@ -426,7 +426,8 @@ describe('MemoryQueues', () => {
       await queues.changeVisibility('main', handle, 0);
       await queues.delete('main', 'r-999');
       await queues.messageCount('main');
-      expect(queues.stats).toEqual({ receive: 2, send: 1, delete: 1, changeVisibility: 1, messageCount: 1 });
+      await queues.deleteBatch('main', ['r-998', 'r-999']);
+      expect(queues.stats).toEqual({ receive: 2, send: 1, delete: 1, deleteBatch: 1, changeVisibility: 1, messageCount: 1 });
     });
   });
 });

@@ -104,6 +104,8 @@ describe('worker handler', () => {
 
     await expect(outcome).resolves.toEqual(['succeeded', 'retried']);
     expect(h.api.calls.map((c) => [c.body, c.at - START])).toEqual([['{"id":"a"}', 0], ['{"id":"b"}', 50]]);
+    // The success's message went in a batch delete; the retried one, sent to the requeue queue, was deleted at once.
+    expect(h.queues.stats).toMatchObject({ delete: 1, deleteBatch: 1 });
     expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-2', attempt: 1 } }]);
   });
 
@@ -138,7 +140,7 @@ describe('worker handler', () => {
     });
 
     const batch = { kind: 'batch', lane: LANE, jobs: [{ ...first, idempotencyKey: 'broken' }, second], sentAt: START };
-    await expect(handler(batch)).rejects.toThrow("1 of the batch's 2 jobs failed: m-1: the store is down");
+    await expect(handler(batch)).rejects.toThrow("the batch of 2 jobs failed in part: m-1: the store is down");
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"b"}']);
   });
 

@@ -120,6 +120,9 @@ class FaultyQueues implements QueueReceiver {
   delete(queue: QueueName, receiptHandle: string): Promise<void> {
     return this.call('delete', queue, () => this.inner.delete(queue, receiptHandle));
   }
+  deleteBatch(queue: QueueName, receiptHandles: readonly string[]): Promise<void> {
+    return this.call('deleteBatch', queue, () => this.inner.deleteBatch(queue, receiptHandles));
+  }
   changeVisibility(queue: QueueName, receiptHandle: string, visibilityMs: number): Promise<void> {
     return this.call('changeVisibility', queue, () => this.inner.changeVisibility(queue, receiptHandle, visibilityMs));
   }

@@ -17,6 +17,7 @@ function recordingQueues(queues: MemoryQueues, received: SourceQueue[], failRece
     },
     send: (queue, message) => queues.send(queue, message),
     delete: (queue, receiptHandle) => queues.delete(queue, receiptHandle),
+    deleteBatch: (queue, receiptHandles) => queues.deleteBatch(queue, receiptHandles),
     changeVisibility: (queue, receiptHandle, visibilityMs) => queues.changeVisibility(queue, receiptHandle, visibilityMs),
     messageCount: (queue) => queues.messageCount(queue),
   };
