@@ -66,7 +66,7 @@ export function growthTable(results: readonly OrchestratorResult[], scenarios: r
   return lines.join('\n');
 }
 
-/** Where a run's time went, one line per kind, largest first, with its share of `total` seconds. */
+/** Where a run's time went, one line per kind, largest first, with its share of the run's `total` seconds. */
 function timeShares(time: Readonly<Record<string, number>>, total: number): string[] {
   return Object.entries(time)
     .sort(([, a], [, b]) => b - a)
@@ -75,15 +75,16 @@ function timeShares(time: Readonly<Record<string, number>>, total: number): stri
 
 /**
  * The ceiling runs, on the local stack and in the simulation: the dispatches one orchestrator sustains, and where its
- * time went (in the simulation: the AWS latency of its requests, out of its run time).
+ * time went: its waits on each kind of request (in the simulation, their AWS latency), as a share of its run time.
+ * Requests made at once (a refill's receives) overlap, so the shares can add up to more than the run.
  */
 export function ceilingLines(result: OrchestratorResult, simulated: SimulatedCeiling, scenario: BenchScenario): string {
   const latency = scenario.awsLatency === undefined ? 'no added latency' : `Invoke ${scenario.awsLatency.lambdaMs} ms, DynamoDB ${scenario.awsLatency.dynamodbMs} ms, SQS ${scenario.awsLatency.sqsMs} ms added to each request`;
   const quota = `${scenario.quotas[0]?.limit}/${scenario.quotas[0]?.per}`;
   return [
     `ceiling (${latency}):`,
-    `  local stack, ${scenario.jobs} jobs against ${quota}: ${result.dispatchesPerSecond} dispatches in the busiest second; where the orchestrator's run time went:`,
-    ...timeShares(result.orchestratorTime, Object.values(result.orchestratorTime).reduce((sum, s) => sum + s, 0)),
+    `  local stack, ${scenario.jobs} jobs against ${quota}: ${result.dispatchesPerSecond} dispatches in the busiest second; the orchestrator's waits, of its ${(result.orchestratorSecondsPerJob * scenario.jobs).toFixed(1)} s run (requests made at once overlap):`,
+    ...timeShares(result.orchestratorTime, result.orchestratorSecondsPerJob * scenario.jobs),
     `  simulation, ${simulated.jobs} jobs: ${simulated.dispatchesPerSecond} dispatches in the busiest second; its requests' latency, of its ${simulated.durationSeconds.toFixed(1)} s:`,
     ...timeShares(simulated.orchestratorTime, simulated.durationSeconds),
   ].join('\n');
