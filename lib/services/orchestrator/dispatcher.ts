@@ -187,7 +187,7 @@ interface Reserved {
  * The most a batch event may weigh: Lambda's limit on an asynchronous invocation's payload (256 KB), less room for
  * the batch's own fields. A single job's event is sent whatever its size, and dead-lettered if Lambda refuses it.
  */
-export const MAX_BATCH_EVENT_BYTES = 250_000;
+const MAX_BATCH_EVENT_BYTES = 250_000;
 
 /** The size of `event` as Lambda counts it: its JSON text in UTF-8. */
 function eventBytes(event: JobEvent): number {
