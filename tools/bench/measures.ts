@@ -1,4 +1,5 @@
 import { optimalSeconds } from '../simulation/optimal';
+import { outageTimes } from '../simulation/scenario';
 import type { VirtualApiCall } from '../simulation/virtualApi';
 import type { BenchScenario } from './types';
 
@@ -19,8 +20,7 @@ export function idealSeconds(scenario: BenchScenario): number {
 
 /** The physical limit of the scenario: one call per job, each as soon as every tier allows it and the API is up. */
 export function optimalSecondsOf(scenario: BenchScenario): number {
-  const { outage } = scenario;
-  const downTimes = outage === undefined ? [] : [{ startMs: OPTIMAL_START + outage.atSeconds * 1000, endMs: OPTIMAL_START + (outage.atSeconds + outage.forSeconds) * 1000 }];
+  const downTimes = outageTimes(scenario.outage === undefined ? [] : [scenario.outage], OPTIMAL_START);
   return optimalSeconds(scenario.quotas, Array.from({ length: scenario.jobs }, () => 1), { start: OPTIMAL_START, downTimes });
 }
 

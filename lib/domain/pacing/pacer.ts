@@ -21,7 +21,7 @@ interface Credit {
  * the shortest window (all sliding tiers when `spreadLongTiers`). Calendar tiers set none; a longer sliding tier is
  * spent as fast as the shorter ones allow, and the ledger alone bounds its window.
  */
-export function pacedRates(tiers: readonly Tier[], spreadLongTiers: boolean): (SteadyRate | undefined)[] {
+function pacedRates(tiers: readonly Tier[], spreadLongTiers: boolean): (SteadyRate | undefined)[] {
   const rates = tiers.map((tier) => tier.steadyRate());
   const shortest = Math.min(...rates.map((rate) => rate?.perMs ?? Number.POSITIVE_INFINITY));
   return rates.map((rate) => (spreadLongTiers || rate?.perMs === shortest ? rate : undefined));
