@@ -7,6 +7,7 @@ import { systemClock } from '../../lib/adapters/systemClock';
 import { classify, type Classification } from '../../lib/domain/outcome/classify';
 import type { Tier } from '../../lib/domain/quota/tiers';
 import { startApiServer } from '../local/apiServer';
+import { outageTimes } from '../simulation/scenario';
 import { VirtualApi } from '../simulation/virtualApi';
 import { callsPerSecond, idealSeconds, optimalSecondsOf, recoverySeconds } from './measures';
 import { startRedis } from './redisServer';
@@ -271,11 +272,9 @@ async function runWorkers(name: BaselineName, scenario: BenchScenario, options: 
   const { redeliveryDelayMs = 5_000, timeLimitMs = 600_000 } = options;
   const start = systemClock.now();
   const deadline = start + timeLimitMs;
-  const outage = scenario.outage && {
-    startMs: start + scenario.outage.atSeconds * 1000,
-    endMs: start + (scenario.outage.atSeconds + scenario.outage.forSeconds) * 1000,
-  };
-  const api = new VirtualApi({ clock: systemClock, tiers: scenario.quotas, latencyMs: scenario.latencyMs, outages: outage ? [outage] : [] });
+  const outages = outageTimes(scenario.outage === undefined ? [] : [scenario.outage], start);
+  const [outage] = outages;
+  const api = new VirtualApi({ clock: systemClock, tiers: scenario.quotas, latencyMs: scenario.latencyMs, outages });
   const server = await startApiServer(api);
   const caller = new HttpApiCaller({ apiUrl: server.apiUrl, healthUrl: server.healthUrl, timeoutMs: CALL_TIMEOUT_MS });
   const stopLimiters = setTimeout(() => limiters.forEach((limiter) => void limiter.stop({ dropWaitingJobs: true }).catch(() => undefined)), timeLimitMs);

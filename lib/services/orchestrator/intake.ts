@@ -191,7 +191,7 @@ export class Intake {
    * still covers a worker run and the run goes on, and as the quota has {@link Intake.room} for; at most 10.
    */
   private batchSize(): number {
-    return Math.min(MAX_RECEIVE, this.sendable(MAX_RECEIVE));
+    return this.sendable(MAX_RECEIVE);
   }
 
   /**
@@ -201,7 +201,7 @@ export class Intake {
   private prefetchSize(): number {
     const rate = this.tightestRate();
     const prefetch = rate === undefined ? MAX_RECEIVE : Math.ceil(rate * PREFETCH_MS);
-    return Math.max(this.batchSize(), Math.min(MAX_RECEIVE * MAX_PARALLEL_RECEIVES, prefetch, this.sendable(MAX_RECEIVE * MAX_PARALLEL_RECEIVES)));
+    return Math.max(this.batchSize(), Math.min(prefetch, this.sendable(MAX_RECEIVE * MAX_PARALLEL_RECEIVES)));
   }
 
   /** Of `most` messages received now, how many could be sent while held (at least one). */
