@@ -9,6 +9,13 @@ export interface CircuitStore {
   loadCircuit(lane: string): Promise<CircuitJSON | undefined>;
 
   /**
+   * The lane's run of 4xx refusals in a row (the circuit's `clientErrorRun`; 0 if never written), read eventually
+   * consistent: half the price of {@link CircuitStore.loadCircuit}, and it may miss a change of the last second. For a
+   * worker deciding whether its success is worth reporting: only a success that ends a run changes the circuit.
+   */
+  refusalRun(lane: string): Promise<number>;
+
+  /**
    * Writes `next` if and only if the stored circuit is at version `next.version - 1` (absent counts as version 0).
    * This conditional write is what keeps concurrent transitions from corrupting the circuit.
    * @returns `false` when another writer got there first; the caller reloads and decides again. `true` when this

@@ -83,6 +83,9 @@ class GuardedCircuitStore implements CircuitStore {
   loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
     return guard('loadCircuit', () => this.store.loadCircuit(lane));
   }
+  refusalRun(lane: string): Promise<number> {
+    return guard('refusalRun', () => this.store.refusalRun(lane));
+  }
   saveCircuit(lane: string, next: CircuitJSON): Promise<boolean> {
     return guard('saveCircuit', () => this.store.saveCircuit(lane, next));
   }

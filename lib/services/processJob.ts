@@ -197,7 +197,7 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
   if (options.deleteLater !== undefined) options.deleteLater(message.queue, message.receiptHandle);
   else await queues.delete(message.queue, message.receiptHandle);
   // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
-  if (options.reportSuccess ?? true) await reportToCircuit({ type: 'success' }, now, event.lane, deps);
+  if (options.reportSuccess ?? true) await endRefusalRun(now, event.lane, deps);
   return 'succeeded';
 }
 
@@ -300,7 +300,7 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
   const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
   const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : []));
   for (const [queue, handles] of deletes) await deps.queues.deleteBatch(queue, handles).catch((error: unknown) => failures.push(`deleting ${handles.length} from ${queue}: ${(error as Error).message}`));
-  if (outcomes.includes('succeeded')) await reportToCircuit({ type: 'success' }, deps.clock.now(), event.lane, deps);
+  if (outcomes.includes('succeeded')) await endRefusalRun(deps.clock.now(), event.lane, deps);
   if (failures.length > 0) throw new Error(`the batch of ${event.jobs.length} jobs failed in part: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
   return outcomes as JobOutcome[];
 }
@@ -340,6 +340,15 @@ function circuitEventOf(classification: Classification, delayMs: number, now: nu
     default:
       return undefined;
   }
+}
+
+/**
+ * Reports a success to the lane's circuit when it ends a run of 4xx refusals, the only change a success makes. The run
+ * is read eventually consistent (half a read unit): a run that began in the last second may be missed, and then the
+ * next success ends it, or the next refusal lengthens it by one more than it should.
+ */
+async function endRefusalRun(now: number, lane: string, deps: WorkerDeps): Promise<void> {
+  if ((await deps.stores.circuit.refusalRun(lane)) > 0) await reportToCircuit({ type: 'success' }, now, lane, deps);
 }
 
 /** Applies `event` to the lane's circuit, tells {@link WorkerDeps.onCircuitOpened} if this write opened it, and returns the circuit after. */

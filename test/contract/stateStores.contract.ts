@@ -363,6 +363,17 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(1, T0));
       });
 
+      it('reads the run of refusals: 0 for a lane never written or without a run, else the run as last written', async () => {
+        const lane = unique('circuit-refusals');
+        await expect(stores().circuit.refusalRun(lane)).resolves.toBe(0);
+        await stores().circuit.saveCircuit(lane, circuit(1));
+        await expect(stores().circuit.refusalRun(lane)).resolves.toBe(0);
+        await stores().circuit.saveCircuit(lane, { ...circuit(2), clientErrorRun: 3 });
+        await expect(stores().circuit.refusalRun(lane)).resolves.toBe(3);
+        await stores().circuit.saveCircuit(lane, circuit(3));
+        await expect(stores().circuit.refusalRun(lane)).resolves.toBe(0);
+      });
+
       it('lets exactly one of two concurrent writers of the same version win', async () => {
         const lane = unique('circuit-race');
         await stores().circuit.saveCircuit(lane, circuit(1));

@@ -123,6 +123,11 @@ export class MemoryCircuitStore implements CircuitStore {
     return this.state.circuits.get(lane);
   }
 
+  async refusalRun(lane: string): Promise<number> {
+    this.state.stats.reads++;
+    return this.state.circuits.get(lane)?.clientErrorRun ?? 0;
+  }
+
   async saveCircuit(lane: string, next: CircuitJSON): Promise<boolean> {
     this.state.stats.writes++;
     const storedVersion = this.state.circuits.get(lane)?.version ?? 0;

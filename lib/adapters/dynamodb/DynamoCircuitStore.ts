@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { circuitFromJSON, circuitToJSON, type CircuitJSON } from '../../domain/breaker/circuit';
 import type { CircuitStore } from '../../ports/CircuitStore';
-import { DynamoTable, TABLE_KEY, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
+import { corrupt, DynamoTable, isFiniteNumber, TABLE_KEY, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
 
 /**
  * The `CircuitStore` on the state table: one item per lane (`circuit#<lane>`) with the CircuitJSON's `version`,
@@ -23,6 +23,17 @@ export class DynamoCircuitStore implements CircuitStore {
   async loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
     const item = await this.table.get({ Key: circuitKey(lane) });
     return item === undefined ? undefined : circuitToJSON(circuitFromJSON(item));
+  }
+
+  /**
+   * {@inheritDoc CircuitStore.refusalRun}
+   * @throws StateFormatError when the stored run is not a number.
+   */
+  async refusalRun(lane: string): Promise<number> {
+    const item = await this.table.get({ Key: circuitKey(lane), ProjectionExpression: '#clientErrorRun', ConsistentRead: false });
+    const run = item?.clientErrorRun ?? 0;
+    if (!isFiniteNumber(run)) throw corrupt(`circuit of lane '${lane}'`, 'clientErrorRun must be a number', run);
+    return run;
   }
 
   /** @inheritDoc */

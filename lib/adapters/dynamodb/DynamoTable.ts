@@ -52,7 +52,7 @@ type Request<I> = Omit<I, 'TableName' | 'ExpressionAttributeNames'>;
  * - `idem#<key>`: an idempotency record's fields, plus {@link TTL_ATTRIBUTE}, and, when a claim wrote it, that claim's
  *   id (`claim`).
  *
- * Every read is strongly consistent. Items read back are validated: a malformed one raises `StateFormatError`.
+ * Every read is strongly consistent but the circuit's refusal run, which a worker reads only to skip a write. Items read back are validated: a malformed one raises `StateFormatError`.
  * Errors other than a failed condition propagate unchanged.
  */
 export class DynamoTable {
@@ -64,10 +64,13 @@ export class DynamoTable {
     this.tableName = options.tableName;
   }
 
-  /** A strongly consistent GetItem; `#name`s in the projection stand for the attributes of that name. */
+  /**
+   * A GetItem, strongly consistent unless `input` asks otherwise (`ConsistentRead: false`: half the read units, and it
+   * may miss a write of the last second); `#name`s in the projection stand for the attributes of that name.
+   */
   async get(input: Request<GetCommandInput>): Promise<Item | undefined> {
     const output = await this.client.send(
-      new GetCommand({ ...input, TableName: this.tableName, ConsistentRead: true, ExpressionAttributeNames: namesIn(input.ProjectionExpression) }),
+      new GetCommand({ ConsistentRead: true, ...input, TableName: this.tableName, ExpressionAttributeNames: namesIn(input.ProjectionExpression) }),
     );
     return output.Item;
   }

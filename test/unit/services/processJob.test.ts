@@ -478,6 +478,23 @@ describe('processJob', () => {
       await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed' }, clientErrorRun: 1 });
     });
 
+    it('reports a success to the circuit only when a run of refusals is open: otherwise one cheap read of the run', async () => {
+      const h = workerHarness();
+      h.api.answers.push(ok(), httpStatus(400), ok());
+      for (const id of ['a', 'b', 'c']) await sendJob(h.queues, 'main', { id });
+      const load = jest.spyOn(h.stores.circuit, 'loadCircuit');
+      const run = jest.spyOn(h.stores.circuit, 'refusalRun');
+
+      await processJob(await receiveJobEvent(h, 'main', 'd-a'), h.deps);
+      expect([run.mock.calls.length, load.mock.calls.length]).toEqual([1, 0]);
+      await processJob(await receiveJobEvent(h, 'main', 'd-b'), h.deps);
+      load.mockClear();
+      await processJob(await receiveJobEvent(h, 'main', 'd-c'), h.deps);
+
+      expect(load).toHaveBeenCalled();
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ clientErrorRun: 0 });
+    });
+
     it('keeps a job refused with another 4xx while the circuit is open for any reason', async () => {
       const h = workerHarness();
       await openCircuit(h.stores.circuit, h.config, START);

@@ -74,6 +74,7 @@ class FaultyStores implements OrchestratorStores {
     };
     this.circuit = {
       loadCircuit: (lane) => this.call('loadCircuit', () => inner.circuit.loadCircuit(lane)),
+      refusalRun: (lane) => this.call('refusalRun', () => inner.circuit.refusalRun(lane)),
       saveCircuit: (lane, next) => this.call('saveCircuit', () => inner.circuit.saveCircuit(lane, next)),
     };
   }
