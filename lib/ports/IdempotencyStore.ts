@@ -2,8 +2,14 @@ import type { Settlement } from '../domain/quota/ledger';
 
 /** What a worker records per idempotency key. */
 export type IdempotencyRecord =
-  /** A worker is calling the API for this key; other deliveries keep their hands off until `expiresAt`. */
-  | { readonly status: 'in-progress'; readonly dispatchId: string; readonly expiresAt: number }
+  /**
+   * A worker is calling the API for this key; other deliveries keep their hands off until `expiresAt`. A claim made
+   * within a batch names it (`batch`): the batch records its successes in one write (see
+   * {@link IdempotencyStore.recordBatchSuccesses}) instead of one record per key, so its claims are kept for the
+   * idempotency TTL (`expiresAt`) and their worker is at work only until `busyUntil`. After that, the claim's job
+   * succeeded if its batch's record lists the dispatch; if not, its worker stopped and the claim may be taken over.
+   */
+  | { readonly status: 'in-progress'; readonly dispatchId: string; readonly expiresAt: number; readonly batch?: BatchClaim }
   /**
    * The API call succeeded at `at`; later deliveries must not call again. `settlement`, when present, is what the
    * call owes the ledger and its worker could not record: the message was kept, and whichever delivery meets this
@@ -25,14 +31,31 @@ export type IdempotencyRecord =
 // `dispatchId` names the orchestrator dispatch (and so the quota reservation) that wrote the record: a second
 // delivery of the same event must not settle that reservation again, while a second dispatch must settle its own.
 
+/** Where a claim made within a batch finds its outcome, and until when its worker is at work. */
+export interface BatchClaim {
+  /** The batch's id: its outcome record's key. */
+  readonly id: string;
+  /** Epoch ms: the claiming worker's time is up (its start plus the worker timeout). */
+  readonly busyUntil: number;
+}
+
+/**
+ * Whether `record`, read at `now`, is a claim made within a batch whose worker's time is up: whether it holds the
+ * key depends on its batch's record (see {@link IdempotencyStore.batchSuccessAt}).
+ */
+export function isStoppedBatchClaim(record: IdempotencyRecord, now: number): record is IdempotencyRecord & { status: 'in-progress'; batch: BatchClaim } {
+  return record.status === 'in-progress' && record.batch !== undefined && now >= record.batch.busyUntil;
+}
+
 /** Whether `record` says the job ended (succeeded or dead-lettered): no later delivery or dispatch calls the API again. */
 export function hasEnded(record: IdempotencyRecord): boolean {
   return record.status === 'succeeded' || record.status === 'dead-lettered';
 }
 
 /** Whether `existing`, read at `now`, keeps a claim by dispatch `dispatchId` out (see {@link IdempotencyStore.putIdempotencyIfAbsent}). */
-export function blocksClaim(existing: IdempotencyRecord | undefined, dispatchId: string, now: number): existing is IdempotencyRecord {
+export function blocksClaim(existing: IdempotencyRecord | undefined, dispatchId: string, now: number, replacing?: string): existing is IdempotencyRecord {
   if (existing === undefined || now >= existing.expiresAt) return false;
+  if (replacing !== undefined && existing.dispatchId === replacing && isStoppedBatchClaim(existing, now)) return false;
   return existing.status !== 'failed' || existing.dispatchId === dispatchId;
 }
 
@@ -50,10 +73,12 @@ export interface IdempotencyStore {
    * Writes `record` for `key` unless an unexpired record at `now` keeps it out: an `in-progress`, `succeeded` or
    * `dead-lettered` record, or a `failed` one of the same `dispatchId` (see {@link blocksClaim}). A claim that is
    * written also marks its dispatch as having spent its reservation on `key` (see {@link IdempotencyStore.claimRefund}).
+   * @param replacing the dispatch id of a stopped batch claim (see {@link isStoppedBatchClaim}) whose batch recorded
+   * no success for it: that claim keeps this one out no longer.
    * @returns `null` when written (also when the client retried the write after it landed and its answer was lost),
    * otherwise the existing record (and nothing is written).
    */
-  putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null>;
+  putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number, replacing?: string): Promise<IdempotencyRecord | null>;
 
   /** Writes `record` for `key`, replacing the record there (the dispatches marked on `key` stay). */
   putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;
@@ -67,4 +92,14 @@ export interface IdempotencyStore {
    * lost counts as this call's).
    */
   claimRefund(key: string, dispatchId: string, expiresAt: number): Promise<boolean>;
+
+  /**
+   * Records in one write that the dispatches `dispatchIds` of batch `batch` succeeded at `at`, kept at least until
+   * `expiresAt`; the batch's claims point to this record. Writing it again (a retry after a lost answer, a second
+   * delivery of the batch) adds the ids to those there. With no ids, it writes nothing.
+   */
+  recordBatchSuccesses(batch: string, dispatchIds: readonly string[], at: number, expiresAt: number): Promise<void>;
+
+  /** When batch `batch` recorded the success of dispatch `dispatchId`; `undefined` if it did not. */
+  batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined>;
 }

@@ -46,10 +46,11 @@ export interface LedgerStore {
   saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void>;
 
   /**
-   * Records a settlement reported by a worker, for the lane's orchestrator to fold into its ledger. A call retried
-   * after its write landed (its answer lost) may record it twice: the holder folds settlements of one `id` once.
+   * Records settlements reported by a worker, in order and in one write, for the lane's orchestrator to fold into its
+   * ledger. A call retried after its write landed (its answer lost) may record them twice: the holder folds
+   * settlements of one `id` once. With none, it writes nothing.
    */
-  addSettlement(lane: string, settlement: Settlement): Promise<void>;
+  addSettlements(lane: string, ...settlements: Settlement[]): Promise<void>;
 
   /**
    * The lane's oldest pending settlements, oldest first, at most {@link MAX_PENDING_SETTLEMENTS}; the rest wait

@@ -68,8 +68,8 @@ class GuardedLedgerStore implements LedgerStore {
   saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
     return guard('saveLedger', () => this.store.saveLedger(lane, ledger, fencingToken, settled));
   }
-  addSettlement(lane: string, settlement: Settlement): Promise<void> {
-    return guard('addSettlement', () => this.store.addSettlement(lane, settlement));
+  addSettlements(lane: string, ...settlements: Settlement[]): Promise<void> {
+    return guard('addSettlements', () => this.store.addSettlements(lane, ...settlements));
   }
   pendingSettlements(lane: string): Promise<Settlement[]> {
     return guard('pendingSettlements', () => this.store.pendingSettlements(lane));

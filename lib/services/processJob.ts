@@ -12,7 +12,7 @@ import type { Clock } from '../ports/Clock';
 import type { BatchEvent, HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
 import { ATTRIBUTES, type QueueName, type QueueReceiver } from '../ports/QueueReceiver';
 import type { CircuitStore } from '../ports/CircuitStore';
-import type { IdempotencyRecord, IdempotencyStore } from '../ports/IdempotencyStore';
+import { isStoppedBatchClaim, type IdempotencyRecord, type IdempotencyStore } from '../ports/IdempotencyStore';
 import type { LedgerStore } from '../ports/LedgerStore';
 import { applyCircuitEvent } from './circuitUpdates';
 import { deadLetter, retryLater, returnUnconsumed, type MessageRef } from './queueOutcomes';
@@ -21,7 +21,7 @@ import { deadLetter, retryLater, returnUnconsumed, type MessageRef } from './que
 export interface WorkerStores {
   readonly idempotency: IdempotencyStore;
   /** A worker only reports settlements; the orchestrator folds them into the ledger. */
-  readonly ledger: Pick<LedgerStore, 'addSettlement'>;
+  readonly ledger: Pick<LedgerStore, 'addSettlements'>;
   readonly circuit: CircuitStore;
 }
 
@@ -47,12 +47,27 @@ export interface CircuitOpened {
   readonly reason: string;
 }
 
-/** How {@link processJob} ends a success: a batch reports and deletes its successes together, once all have ended. */
+/**
+ * How a job of a batch ends a success: the batch records, deletes and reports its successes together, once all its
+ * jobs have ended (see {@link processBatch}).
+ */
+export interface BatchEnding {
+  /** The batch's id: the job's claim names it, and so points to where the batch records its successes. */
+  readonly id: string;
+  /**
+   * Told of a success that owes no settlement, instead of writing the job's own success record: the batch records it
+   * with the others (see {@link IdempotencyStore.recordBatchSuccesses}).
+   */
+  readonly succeeded: (event: JobEvent) => void;
+  /** Told of a succeeded job's message, instead of deleting it. */
+  readonly deleteLater: (queue: QueueName, receiptHandle: string) => void;
+  /** Told of a reservation given back by a job that started too late, instead of recording it. */
+  readonly refundLater: (refund: Settlement) => void;
+}
+
+/** How {@link processJob} handles a job: alone by default, or as one of a batch. */
 export interface JobOptions {
-  /** Report a success to the circuit (a read). @default true */
-  readonly reportSuccess?: boolean;
-  /** Leave a succeeded job's message to be deleted by the caller, told here, instead of deleting it. @default delete it */
-  readonly deleteLater?: (queue: QueueName, receiptHandle: string) => void;
+  readonly batch?: BatchEnding;
 }
 
 /** How one job event ended for this delivery. */
@@ -102,7 +117,9 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
     // Given back once: the refund carries the dispatch id, and the start delay of a late start (an event sent before
     // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
     const startDelayMs = lateStart && Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
-    await settle({ reservation: event.reservation, actualCost: null, id: event.dispatchId, ...startDelayMs });
+    const refund: Settlement = { reservation: event.reservation, actualCost: null, id: event.dispatchId, ...startDelayMs };
+    if (options.batch === undefined) await settle(refund);
+    else options.batch.refundLater(refund);
     await returnUnconsumed(queues, withKey(message, event.idempotencyKey), event.attempt);
     return 'too-late';
   };
@@ -112,8 +129,8 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   // other delivery of this event can call after it (a 'failed' record of a dispatch keeps out only that dispatch),
   // and one that already claimed it keeps it.
   const lateAtStart = start > event.callBy;
-  const claim: IdempotencyRecord = lateAtStart ? failed(start) : { status: 'in-progress', dispatchId: event.dispatchId, expiresAt: start + config.orchestrator.workerTimeoutMs };
-  const held = await stores.idempotency.putIdempotencyIfAbsent(event.idempotencyKey, claim, start);
+  const claim: IdempotencyRecord = lateAtStart ? failed(start) : inProgress(event, start, config, options.batch);
+  const held = await claimKey(event.idempotencyKey, claim, start, deps);
   if (held !== null) return standBack(held, event, message, start, deps);
   if (lateAtStart) return giveBack(true);
   if (!(await holdToSlot(event, clock))) {
@@ -184,7 +201,7 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
       () => true,
       () => false,
     );
-    if (!(await recordSettlement(event.lane, owed, start, deps))) {
+    if (!(await recordSettlement(event.lane, start, deps, owed))) {
       // Without a record, the message must go all the same, or its next dispatch would call again: ended is ended.
       if (!holding) await queues.delete(message.queue, message.receiptHandle);
       throw unrecorded(owed, holding ? 'its success record holds it, and the message was kept' : 'it is lost');
@@ -192,13 +209,46 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
   }
   // The record first, then the delete: a worker stopping in between leaves a message whose next dispatch finds the
   // record (no second call) and deletes it. A record that cannot be written does not keep the message: with the
-  // message gone no dispatch follows, and a further delivery of this very dispatch finds its in-progress claim.
-  await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
-  if (options.deleteLater !== undefined) options.deleteLater(message.queue, message.receiptHandle);
-  else await queues.delete(message.queue, message.receiptHandle);
+  // message gone no dispatch follows, and a further delivery of this very dispatch finds its in-progress claim. A
+  // batch records its successes together, before its deletes, unless a record of the job's own held a settlement.
+  const { batch } = options;
+  if (batch !== undefined && owed === undefined) batch.succeeded(event);
+  else await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
+  if (batch !== undefined) {
+    batch.deleteLater(message.queue, message.receiptHandle);
+    return 'succeeded';
+  }
+  await queues.delete(message.queue, message.receiptHandle);
   // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
-  if (options.reportSuccess ?? true) await endRefusalRun(now, event.lane, deps);
+  await endRefusalRun(now, event.lane, deps);
   return 'succeeded';
+}
+
+/**
+ * The claim of a worker on time: until its time is up or, within a batch, for the idempotency TTL, with its time
+ * marked (see `BatchClaim`).
+ */
+function inProgress(event: JobEvent, start: number, config: ServiceConfig, batch: BatchEnding | undefined): IdempotencyRecord {
+  const busyUntil = start + config.orchestrator.workerTimeoutMs;
+  const { dispatchId } = event;
+  return batch === undefined
+    ? { status: 'in-progress', dispatchId, expiresAt: busyUntil }
+    : { status: 'in-progress', dispatchId, expiresAt: start + config.orchestrator.idempotencyTtlMs, batch: { id: batch.id, busyUntil } };
+}
+
+/**
+ * Claims `key` with `claim` (see {@link IdempotencyStore.putIdempotencyIfAbsent}). A stopped batch claim in the way
+ * is looked up in its batch's record: a success recorded there holds the key as a success record would; without one,
+ * its worker stopped (it may or may not have called), and the claim replaces it, as it would an expired claim.
+ * @returns `null` when claimed, else the record that holds the key.
+ */
+async function claimKey(key: string, claim: IdempotencyRecord, now: number, deps: WorkerDeps): Promise<IdempotencyRecord | null> {
+  const { idempotency } = deps.stores;
+  const held = await idempotency.putIdempotencyIfAbsent(key, claim, now);
+  if (held === null || !isStoppedBatchClaim(held, now)) return held;
+  const at = await idempotency.batchSuccessAt(held.batch.id, held.dispatchId);
+  if (at !== undefined) return { status: 'succeeded', dispatchId: held.dispatchId, at, expiresAt: held.expiresAt };
+  return idempotency.putIdempotencyIfAbsent(key, claim, now, held.dispatchId);
 }
 
 /** What a dispatch owes the ledger when its call cost `actualCost` (`null`: no call): nothing if what was reserved. */
@@ -208,7 +258,7 @@ function owedBy(event: JobEvent, actualCost: number | null): Settlement | undefi
 
 /** Records `owed`, if any (see {@link recordSettlement}); false when it could not be recorded. */
 function recordOwed(lane: string, owed: Settlement | undefined, start: number, deps: WorkerDeps): Promise<boolean> {
-  return owed === undefined ? Promise.resolve(true) : recordSettlement(lane, owed, start, deps);
+  return owed === undefined ? Promise.resolve(true) : recordSettlement(lane, start, deps, owed);
 }
 
 /**
@@ -287,20 +337,38 @@ export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutc
 /**
  * Handles a batch's jobs side by side, each as {@link processJob} handles a job alone: each waits for its own slot,
  * so the calls go out at their slots, not together. A job that fails does not stop the others. Once all have ended,
- * the successes' messages are deleted ten to a request, and the successes reported to the circuit once: one read for
- * the batch, not one per job. A message whose delete failed reappears, and its next dispatch finds its success record.
+ * the reservations of the jobs that started too late are given back in one write, the successes are recorded in one write under the batch's id (the first job's dispatch id), which their claims
+ * name; their messages are then deleted ten to a request, and the successes reported to the circuit once. If that
+ * write fails, each success gets a record of its own, as a job alone does. A message whose delete failed reappears,
+ * and its next dispatch finds its success.
  * @throws Error naming each job that failed (its message reappears for another dispatch), once all have ended.
  */
 export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise<JobOutcome[]> {
+  const { clock, stores, queues, config } = deps;
+  const start = clock.now();
+  const succeeded: JobEvent[] = [];
+  const refunds: Settlement[] = [];
   const deletes = new Map<QueueName, string[]>();
-  const deleteLater = (queue: QueueName, receiptHandle: string): void => {
-    deletes.set(queue, [...(deletes.get(queue) ?? []), receiptHandle]);
+  const batch: BatchEnding = {
+    id: event.jobs[0]?.dispatchId ?? '',
+    succeeded: (job) => succeeded.push(job),
+    deleteLater: (queue, receiptHandle) => deletes.set(queue, [...(deletes.get(queue) ?? []), receiptHandle]),
+    refundLater: (refund) => refunds.push(refund),
   };
-  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps, { reportSuccess: false, deleteLater })));
+  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps, { batch })));
+  // Given back in one write; if it cannot be recorded, the quota goes unused, as for a job alone.
+  if (refunds.length > 0) await recordSettlement(event.lane, start, deps, ...refunds);
   const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
   const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : []));
-  for (const [queue, handles] of deletes) await deps.queues.deleteBatch(queue, handles).catch((error: unknown) => failures.push(`deleting ${handles.length} from ${queue}: ${(error as Error).message}`));
-  if (outcomes.includes('succeeded')) await endRefusalRun(deps.clock.now(), event.lane, deps);
+  const now = clock.now();
+  const expiresAt = now + config.orchestrator.idempotencyTtlMs;
+  if (succeeded.length > 0) {
+    await stores.idempotency.recordBatchSuccesses(batch.id, succeeded.map((job) => job.dispatchId), now, expiresAt).catch(() =>
+      Promise.all(succeeded.map((job) => stores.idempotency.putIdempotency(job.idempotencyKey, { status: 'succeeded', dispatchId: job.dispatchId, at: now, expiresAt }).catch(() => undefined))),
+    );
+  }
+  for (const [queue, handles] of deletes) await queues.deleteBatch(queue, handles).catch((error: unknown) => failures.push(`deleting ${handles.length} from ${queue}: ${(error as Error).message}`));
+  if (outcomes.includes('succeeded')) await endRefusalRun(clock.now(), event.lane, deps);
   if (failures.length > 0) throw new Error(`the batch of ${event.jobs.length} jobs failed in part: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
   return outcomes as JobOutcome[];
 }
@@ -366,16 +434,17 @@ const SETTLEMENT_MAX_BACKOFF_MS = 2_000;
 const SETTLEMENT_TRIES_SHARE = 0.75;
 
 /**
- * Appends `settlement` to the lane's pending list, trying again with back-off while the store fails (DynamoDB down or
- * throttling) until {@link SETTLEMENT_TRIES_SHARE} of the worker's time (from `start`) has passed; it always tries once.
+ * Appends `settlements` to the lane's pending list in one write, trying again with back-off while the store fails
+ * (DynamoDB down or throttling) until {@link SETTLEMENT_TRIES_SHARE} of the worker's time (from `start`) has passed; it
+ * always tries once.
  * @returns false when every try failed.
  */
-async function recordSettlement(lane: string, settlement: Settlement, start: number, deps: WorkerDeps): Promise<boolean> {
+async function recordSettlement(lane: string, start: number, deps: WorkerDeps, ...settlements: Settlement[]): Promise<boolean> {
   const { clock, stores, config } = deps;
   const lastTryBy = start + SETTLEMENT_TRIES_SHARE * config.orchestrator.workerTimeoutMs;
   for (let waitMs = SETTLEMENT_BACKOFF_MS; ; waitMs = Math.min(SETTLEMENT_MAX_BACKOFF_MS, 2 * waitMs)) {
     try {
-      await stores.ledger.addSettlement(lane, settlement);
+      await stores.ledger.addSettlements(lane, ...settlements);
       return true;
     } catch {
       if (clock.now() + waitMs > lastTryBy) return false;
@@ -392,7 +461,7 @@ async function recordSettlement(lane: string, settlement: Settlement, start: num
 async function recordOwedSettlement(event: JobEvent, held: IdempotencyRecord & { status: 'succeeded' }, start: number, deps: WorkerDeps): Promise<void> {
   const { settlement, ...record } = held;
   if (settlement === undefined) return;
-  if (!(await recordSettlement(event.lane, settlement, start, deps))) throw unrecorded(settlement, `the success record of key '${event.idempotencyKey}' still holds it, and the message was kept`);
+  if (!(await recordSettlement(event.lane, start, deps, settlement))) throw unrecorded(settlement, `the success record of key '${event.idempotencyKey}' still holds it, and the message was kept`);
   await deps.stores.idempotency.putIdempotency(event.idempotencyKey, record);
 }
 
@@ -405,7 +474,7 @@ async function recordOwedSettlement(event: JobEvent, held: IdempotencyRecord & {
  */
 async function refundOnce(event: JobEvent, start: number, deps: WorkerDeps): Promise<void> {
   if (!(await deps.stores.idempotency.claimRefund(event.idempotencyKey, event.dispatchId, start + deps.config.orchestrator.idempotencyTtlMs))) return;
-  await recordSettlement(event.lane, { reservation: event.reservation, actualCost: null, id: event.dispatchId }, start, deps);
+  await recordSettlement(event.lane, start, deps, { reservation: event.reservation, actualCost: null, id: event.dispatchId });
 }
 
 /**
@@ -421,7 +490,7 @@ async function deadLetterRecorded(message: MessageRef, reason: string, event: Jo
 
 /** The error of a worker that could not record `settlement`, saying what became of it. */
 function unrecorded(settlement: Settlement, fate: string): StateUnavailableError {
-  return new StateUnavailableError('addSettlement', { cause: new Error(`settlement ${JSON.stringify(settlement)} could not be recorded: ${fate}`) });
+  return new StateUnavailableError('addSettlements', { cause: new Error(`settlement ${JSON.stringify(settlement)} could not be recorded: ${fate}`) });
 }
 
 /** Units the call consumed on cost tiers: what the API reported, else what was reserved. */

@@ -133,10 +133,10 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const lane = unique('lost-save');
         const lease = await acquire(lane, 'a');
         const read = [settlement(T0), settlement(T0 + 1)];
-        for (const s of read) await stores().ledger.addSettlement(lane, s);
+        for (const s of read) await stores().ledger.addSettlements(lane, s);
         const appended = [settlement(T0 + 2), settlement(T0 + 3)];
         const appendTwo = async (): Promise<void> => {
-          for (const s of appended) await stores().ledger.addSettlement(lane, s);
+          for (const s of appended) await stores().ledger.addSettlements(lane, s);
         };
         await expect(withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(1), lease.token, read.length), appendTwo)).resolves.toBeUndefined();
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
@@ -156,6 +156,12 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expectLeaseLost(withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(9), stale.token)), lane, stale.token);
         await withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(2), current.token));
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(2));
+      });
+
+      it('recordBatchSuccesses lands and succeeds, its retry changing nothing', async () => {
+        const batch = unique('lost-batch');
+        await expect(withLostAnswer('UpdateItem', () => stores().idempotency.recordBatchSuccesses(batch, ['d-1'], T0, T0 + TTL))).resolves.toBeUndefined();
+        await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBe(T0);
       });
 
       it('saveCircuit lands once and reports true, so the caller does not apply its event again', async () => {
@@ -391,16 +397,25 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
       /** Adds `settlement(T0 + i)` for every `i` in `from..to - 1`, in order. */
       const addRange = async (lane: string, from: number, to: number): Promise<Settlement[]> => {
         const added = Array.from({ length: to - from }, (_, i) => settlement(T0 + from + i));
-        for (const s of added) await stores().ledger.addSettlement(lane, s);
+        for (const s of added) await stores().ledger.addSettlements(lane, s);
         return added;
       };
 
       it('returns pending settlements oldest first, with their ids and start delays, and removes none of them', async () => {
         const lane = unique('settlements-order');
         const added = [settlement(T0 + 3), { ...settlement(T0 + 1, null), id: 'd-2', startDelayMs: 712 }, { ...settlement(T0 + 2, 5), id: 'd-1' }];
-        for (const s of added) await stores().ledger.addSettlement(lane, s);
+        for (const s of added) await stores().ledger.addSettlements(lane, s);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
+      });
+
+      it('appends several settlements in one call, in order, and none for a call without any', async () => {
+        const lane = unique('settlements-several');
+        await stores().ledger.addSettlements(lane);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
+        await stores().ledger.addSettlements(lane, settlement(T0));
+        await stores().ledger.addSettlements(lane, settlement(T0 + 2), { ...settlement(T0 + 1, null), id: 'd-1' });
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0), settlement(T0 + 2), { ...settlement(T0 + 1, null), id: 'd-1' }]);
       });
 
       it('returns an empty list when nothing is pending', async () => {
@@ -409,8 +424,8 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
 
       it('keeps each lane’s settlements apart', async () => {
         const [laneA, laneB] = [unique('settlements-a'), unique('settlements-b')];
-        await stores().ledger.addSettlement(laneA, settlement(T0));
-        await stores().ledger.addSettlement(laneB, settlement(T0 + 1));
+        await stores().ledger.addSettlements(laneA, settlement(T0));
+        await stores().ledger.addSettlements(laneB, settlement(T0 + 1));
         const leaseA = await acquire(laneA, 'a');
         await stores().ledger.saveLedger(laneA, ledger(1), leaseA.token, 1);
         await expect(stores().ledger.pendingSettlements(laneA)).resolves.toEqual([]);
@@ -427,7 +442,7 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added.slice(2));
         await stores().ledger.saveLedger(lane, ledger(2), lease.token, 1);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
-        await stores().ledger.addSettlement(lane, settlement(T0 + 9));
+        await stores().ledger.addSettlements(lane, settlement(T0 + 9));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0 + 9)]);
       });
 
@@ -496,7 +511,7 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
       it(`refuses a settled count that is not an integer in 0..${MAX_PENDING_SETTLEMENTS}, writing nothing`, async () => {
         const lane = unique('settlements-range');
         const lease = await acquire(lane, 'a');
-        await stores().ledger.addSettlement(lane, settlement(T0));
+        await stores().ledger.addSettlements(lane, settlement(T0));
         for (const settled of [-1, 0.5, MAX_PENDING_SETTLEMENTS + 1]) {
           await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, settled)).rejects.toBeInstanceOf(RangeError);
         }
@@ -537,6 +552,39 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await stores().idempotency.putIdempotency(key, inProgress(T0 + TTL));
         await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + 3 * TTL), T0 + TTL)).resolves.toBeNull();
         await expect(stores().idempotency.getIdempotency(key, T0 + 2 * TTL)).resolves.toEqual(inProgress(T0 + 3 * TTL));
+      });
+
+      it('keeps a batch claim for its TTL, and lets a claim replace it only as a stopped claim of the dispatch it names', async () => {
+        const key = unique('idem-batch-claim');
+        const claim: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL, batch: { id: 'b-1', busyUntil: T0 + 10 } };
+        const next: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(claim);
+        // Held after its worker's time, by any claim that does not name it, and while that time lasts even by one that does.
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 10)).resolves.toEqual(claim);
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 10, 'd-3')).resolves.toEqual(claim);
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 9, 'd-1')).resolves.toEqual(claim);
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 10, 'd-1')).resolves.toBeNull();
+        await expect(stores().idempotency.getIdempotency(key, T0 + 10)).resolves.toEqual(next);
+      });
+
+      it('drops the batch of a batch claim written over with another record', async () => {
+        const key = unique('idem-batch-over');
+        await stores().idempotency.putIdempotency(key, { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL, batch: { id: 'b-1', busyUntil: T0 + 10 } });
+        await stores().idempotency.putIdempotency(key, inProgress(T0 + TTL));
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(inProgress(T0 + TTL));
+      });
+
+      it("records a batch's successes, adding to them when written again, and tells when each was recorded", async () => {
+        const batch = unique('batch');
+        await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBeUndefined();
+        await stores().idempotency.recordBatchSuccesses(batch, [], T0, T0 + TTL);
+        await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBeUndefined();
+        await stores().idempotency.recordBatchSuccesses(batch, ['d-1', 'd-2'], T0, T0 + TTL);
+        await stores().idempotency.recordBatchSuccesses(batch, ['d-2', 'd-3'], T0 + 5, T0 + TTL + 5);
+        await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBe(T0);
+        await expect(stores().idempotency.batchSuccessAt(batch, 'd-3')).resolves.toBe(T0);
+        await expect(stores().idempotency.batchSuccessAt(batch, 'd-4')).resolves.toBeUndefined();
       });
 
       it('keeps a failed record against further deliveries of its own dispatch', async () => {
@@ -626,7 +674,7 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const values = { l: ledger(1), c: circuit(1), s: settlement(T0), r: succeeded(T0, T0 + TTL) };
         await stores().ledger.saveLedger(lane, values.l, lease.token);
         await stores().circuit.saveCircuit(lane, values.c);
-        await stores().ledger.addSettlement(lane, values.s);
+        await stores().ledger.addSettlements(lane, values.s);
         await stores().idempotency.putIdempotency(key, values.r);
         scribble(values);
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
@@ -642,7 +690,7 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await stores().ledger.saveLedger(lane, ledger(1), lease.token);
         await stores().circuit.saveCircuit(lane, circuit(1));
         await stores().idempotency.putIdempotency(key, succeeded(T0, T0 + TTL));
-        await stores().ledger.addSettlement(lane, settlement(T0));
+        await stores().ledger.addSettlements(lane, settlement(T0));
         scribble(await stores().ledger.loadLedger(lane));
         scribble(await stores().ledger.pendingSettlements(lane));
         scribble(await stores().circuit.loadCircuit(lane));

@@ -52,7 +52,7 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     { actions: ['lambda:InvokeFunction'], on: ['WorkerLambdaFunction'] },
   ],
   worker: [
-    // DynamoSettlementRecorder.addSettlement appends to the lane item's settlements (UpdateItem), and nothing else.
+    // DynamoSettlementRecorder.addSettlements appends to the lane item's settlements (UpdateItem), and nothing else.
     { actions: ['dynamodb:UpdateItem'], on: ['item lane#{lane}'] },
     // applyCircuitEvent from reportToCircuit (successes, failures, 429s, 4xx refusals) and processHealthCheck (the
     // probe's claim and verdict): load, then a versioned UpdateItem, reading a refused write's id back.

@@ -43,7 +43,7 @@ export function testConfig(overrides: ConfigOverrides = {}): ServiceConfig {
   return parseServiceConfig({
     lane: LANE,
     quotas: overrides.quotas ?? [{ limit: 5, per: 'second' }],
-    pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, ...overrides.pacing },
+    pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 100, ...overrides.pacing },
     circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 2, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 5, ...overrides.circuit },
     retry: { maxAttempts: 3, baseDelayMs: 1_000, ...overrides.retry },
     orchestrator: {

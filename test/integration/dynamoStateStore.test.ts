@@ -98,7 +98,7 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       const lease = await acquire(lane);
       const ledger = { v: 1, tiers: { 'day:requests': { w: '2026-11-23', u: 3 } } } as const;
       await stores().ledger.saveLedger(lane, ledger, lease.token);
-      await stores().ledger.addSettlement(lane, settlement(T0));
+      await stores().ledger.addSettlements(lane, settlement(T0));
       expect(await rawItem(`lane#${lane}`)).toEqual({
         [TABLE_KEY]: `lane#${lane}`,
         leaseOwner: 'a',
@@ -113,8 +113,8 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
     it('keeps an empty list once a save has removed every pending settlement', async () => {
       const lane = unique('settled-layout');
       const lease = await acquire(lane);
-      await stores().ledger.addSettlement(lane, settlement(T0));
-      await stores().ledger.addSettlement(lane, settlement(T0 + 1));
+      await stores().ledger.addSettlements(lane, settlement(T0));
+      await stores().ledger.addSettlements(lane, settlement(T0 + 1));
       await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, 2);
       expect(await rawItem(`lane#${lane}`)).toMatchObject({ ledger: '{"v":1,"tiers":{}}', settlements: [] });
     });
@@ -249,7 +249,7 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         return pending.length;
       };
       let adding = true;
-      const adds = Promise.all(Array.from({ length: 50 }, (_, i) => stores().ledger.addSettlement(lane, settlement(T0 + i)))).finally(() => (adding = false));
+      const adds = Promise.all(Array.from({ length: 50 }, (_, i) => stores().ledger.addSettlements(lane, settlement(T0 + i)))).finally(() => (adding = false));
       while (adding) await flush();
       await adds;
       while ((await flush()) > 0);
@@ -285,7 +285,7 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
 
     it('refuses a pending settlement without a reservation, and leaves it in the table', async () => {
       const lane = unique('corrupt-settlement');
-      await stores().ledger.addSettlement(lane, { actualCost: 1 } as unknown as Settlement);
+      await stores().ledger.addSettlements(lane, { actualCost: 1 } as unknown as Settlement);
       await expect(stores().ledger.pendingSettlements(lane)).rejects.toBeInstanceOf(StateFormatError);
       expect(await rawItem(`lane#${lane}`)).toMatchObject({ settlements: [{ actualCost: 1 }] });
     });

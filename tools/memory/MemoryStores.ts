@@ -30,7 +30,7 @@ class JsonMap<T> {
  * fenced by the tokens the lease store over the same state hands out. Its maps are for the stores in this module.
  */
 export class MemoryState {
-  /** Request counts, for benchmarks: `reads` counts `load*`/`get*`/`pending*` calls, `writes` every other call. */
+  /** Request counts, for benchmarks: `reads` counts `load*`/`get*`/`pending*` calls, `refusalRun` and `batchSuccessAt`, `writes` every other call. */
   readonly stats: { reads: number; writes: number } = { reads: 0, writes: 0 };
 
   readonly leases = new JsonMap<Lease>();
@@ -40,6 +40,8 @@ export class MemoryState {
   readonly circuits = new JsonMap<CircuitJSON>();
   readonly settlements = new JsonMap<Settlement[]>();
   readonly idempotency = new JsonMap<IdempotencyRecord>();
+  /** Per batch, the successes it recorded (see `IdempotencyStore.recordBatchSuccesses`). */
+  readonly batches = new JsonMap<{ readonly at: number; readonly expiresAt: number; readonly succeeded: readonly string[] }>();
   /** Per idempotency key, the dispatches marked as having spent their reservation on it (see `IdempotencyStore.claimRefund`). */
   readonly spent = new Map<string, Set<string>>();
 }
@@ -97,9 +99,10 @@ export class MemoryLedgerStore implements LedgerStore {
     if (settled > 0) this.state.settlements.set(lane, pending.slice(settled));
   }
 
-  async addSettlement(lane: string, settlement: Settlement): Promise<void> {
+  async addSettlements(lane: string, ...settlements: Settlement[]): Promise<void> {
     this.state.stats.writes++;
-    this.state.settlements.set(lane, [...(this.state.settlements.get(lane) ?? []), settlement]);
+    if (settlements.length === 0) return;
+    this.state.settlements.set(lane, [...(this.state.settlements.get(lane) ?? []), ...settlements]);
   }
 
   async pendingSettlements(lane: string): Promise<Settlement[]> {
@@ -147,10 +150,10 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return record !== undefined && now < record.expiresAt ? record : undefined;
   }
 
-  async putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null> {
+  async putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number, replacing?: string): Promise<IdempotencyRecord | null> {
     this.state.stats.writes++;
     const existing = this.state.idempotency.get(key);
-    if (blocksClaim(existing, record.dispatchId, now)) return existing;
+    if (blocksClaim(existing, record.dispatchId, now, replacing)) return existing;
     this.state.idempotency.set(key, record);
     this.spentOn(key).add(record.dispatchId);
     return null;
@@ -167,6 +170,19 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     if (spent.has(dispatchId)) return false;
     spent.add(dispatchId);
     return true;
+  }
+
+  async recordBatchSuccesses(batch: string, dispatchIds: readonly string[], at: number, expiresAt: number): Promise<void> {
+    this.state.stats.writes++;
+    if (dispatchIds.length === 0) return;
+    const recorded = this.state.batches.get(batch) ?? { at, expiresAt, succeeded: [] };
+    this.state.batches.set(batch, { ...recorded, expiresAt: Math.max(recorded.expiresAt, expiresAt), succeeded: [...new Set([...recorded.succeeded, ...dispatchIds])] });
+  }
+
+  async batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined> {
+    this.state.stats.reads++;
+    const recorded = this.state.batches.get(batch);
+    return recorded?.succeeded.includes(dispatchId) === true ? recorded.at : undefined;
   }
 
   private spentOn(key: string): Set<string> {

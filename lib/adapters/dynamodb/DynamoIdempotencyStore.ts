@@ -38,7 +38,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    * times in a row (others keep claiming and freeing the key).
    * @throws StateFormatError when the existing record is malformed.
    */
-  async putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number): Promise<IdempotencyRecord | null> {
+  async putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number, replacing?: string): Promise<IdempotencyRecord | null> {
     // The stored record R, as seen by a claim at `now`:
     //
     //   R written             R.expiresAt          R.ttl (+ DynamoDB's delay)
@@ -61,8 +61,16 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
         this.table.update({
           ...recordUpdate(key, record, { claim }, `ADD #spent :dispatchIds`),
           // A mark-only item (see claimRefund) holds no record, so it keeps no claim out.
-          ConditionExpression: `attribute_not_exists(#${TABLE_KEY}) OR attribute_not_exists(#status) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)`,
-          ExpressionAttributeValues: { ...recordValues(record, { claim }), ':now': now, ':failed': 'failed', ':dispatchIds': new Set([record.dispatchId]) },
+          ConditionExpression:
+            `attribute_not_exists(#${TABLE_KEY}) OR attribute_not_exists(#status) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)` +
+            (replacing === undefined ? '' : ' OR (#status = :inProgress AND #dispatchId = :replacing AND #busyUntil <= :now)'),
+          ExpressionAttributeValues: {
+            ...recordValues(record, { claim }),
+            ':now': now,
+            ':failed': 'failed',
+            ':dispatchIds': new Set([record.dispatchId]),
+            ...(replacing === undefined ? {} : { ':inProgress': 'in-progress', ':replacing': replacing }),
+          },
         }).then(() => true),
         () => false,
       );
@@ -70,7 +78,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       const item = await this.table.get({ Key: idempotencyKey(key) });
       if (item?.claim === claim) return null;
       const existing = item === undefined ? undefined : idempotencyRecordOf(item, key);
-      if (blocksClaim(existing, record.dispatchId, now)) return existing;
+      if (blocksClaim(existing, record.dispatchId, now, replacing)) return existing;
     }
     throw new StateConflictError(`idempotency key '${key}' was claimed and freed again ${MAX_CLAIM_ATTEMPTS} times while claiming it`);
   }
@@ -105,19 +113,47 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     const item = await this.table.get({ Key: idempotencyKey(key), ProjectionExpression: '#refundClaim' });
     return item?.refundClaim === refundClaim;
   }
+
+  /**
+   * {@inheritDoc IdempotencyStore.recordBatchSuccesses}
+   *
+   * One item per batch (`batch#<batch>`): the string set `succeeded` of its dispatch ids, `at`, and the TTL. A
+   * thousand ids of 36 characters fit in 40 KB, far below the 400 KB item limit.
+   */
+  async recordBatchSuccesses(batch: string, dispatchIds: readonly string[], at: number, expiresAt: number): Promise<void> {
+    if (dispatchIds.length === 0) return;
+    await this.table.update({
+      Key: batchKey(batch),
+      UpdateExpression: `SET #at = if_not_exists(#at, :at), #${TTL_ATTRIBUTE} = :ttl ADD #succeeded :dispatchIds`,
+      ExpressionAttributeValues: { ':at': at, ':ttl': Math.ceil(expiresAt / 1000), ':dispatchIds': new Set(dispatchIds) },
+    });
+  }
+
+  /**
+   * {@inheritDoc IdempotencyStore.batchSuccessAt}
+   * @throws StateFormatError when the batch's record is malformed.
+   */
+  async batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined> {
+    const item = await this.table.get({ Key: batchKey(batch) });
+    if (item === undefined) return undefined;
+    const { at, succeeded } = item;
+    if (!isFiniteNumber(at) || !(succeeded instanceof Set)) throw corrupt(`batch record '${batch}'`, 'must be {at, succeeded: a string set}', item);
+    return succeeded.has(dispatchId) ? at : undefined;
+  }
 }
 
 /** The optional fields of a record: an update removes those `record` lacks. */
-const OPTIONAL_FIELDS = ['at', 'settlement', 'reason'] as const;
+const OPTIONAL_FIELDS = ['at', 'settlement', 'reason', 'batch', 'busyUntil'] as const;
 
 /**
  * An UpdateItem of `key` that sets `record`'s fields, its TTL and `extra`, removes the optional fields it lacks, and
  * keeps every other attribute (the `spent` marks); `tail` adds clauses (an `ADD`, or names to remove).
  */
 function recordUpdate(key: string, record: IdempotencyRecord, extra: Item, tail: string): { Key: Item; UpdateExpression: string } {
-  const fields = [...Object.keys(record), ...Object.keys(extra), TTL_ATTRIBUTE];
+  const stored = storedFields(record);
+  const fields = [...Object.keys(stored), ...Object.keys(extra), TTL_ATTRIBUTE];
   const set = fields.map((name) => `#${name} = :${name}`).join(', ');
-  const absent = OPTIONAL_FIELDS.filter((name) => !(name in record)).map((name) => `#${name}`);
+  const absent = OPTIONAL_FIELDS.filter((name) => !(name in stored)).map((name) => `#${name}`);
   const remove = tail.startsWith('REMOVE ') ? [...absent, tail.slice('REMOVE '.length)] : absent;
   const add = tail.startsWith('ADD ') ? ` ${tail}` : '';
   return { Key: idempotencyKey(key), UpdateExpression: `SET ${set}${remove.length === 0 ? '' : ` REMOVE ${remove.join(', ')}`}${add}` };
@@ -125,12 +161,23 @@ function recordUpdate(key: string, record: IdempotencyRecord, extra: Item, tail:
 
 /** The values {@link recordUpdate} sets. */
 function recordValues(record: IdempotencyRecord, extra: Item): Item {
-  const values = { ...record, ...extra, [TTL_ATTRIBUTE]: Math.ceil(record.expiresAt / 1000) };
+  const values = { ...storedFields(record), ...extra, [TTL_ATTRIBUTE]: Math.ceil(record.expiresAt / 1000) };
   return Object.fromEntries(Object.entries(values).map(([name, value]) => [`:${name}`, value]));
+}
+
+/** The attributes that store `record`: its fields, with a batch claim's flattened into `batch` (its id) and `busyUntil`. */
+function storedFields(record: IdempotencyRecord): Item {
+  if (record.status !== 'in-progress' || record.batch === undefined) return { ...record };
+  const { batch, ...fields } = record;
+  return { ...fields, batch: batch.id, busyUntil: batch.busyUntil };
 }
 
 function idempotencyKey(key: string): Item {
   return { [TABLE_KEY]: `idem#${key}` };
+}
+
+function batchKey(batch: string): Item {
+  return { [TABLE_KEY]: `batch#${batch}` };
 }
 
 /** The record in `item` if it is still live at `now` (DynamoDB's TTL deletes late; dynalite never does). */
@@ -141,10 +188,11 @@ function liveRecord(item: Item | undefined, key: string, now: number): Idempoten
 
 /** The record `item` holds; `undefined` for an item of `spent` marks only (see claimRefund). */
 function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord | undefined {
-  const { status, dispatchId, at, expiresAt, settlement, reason } = item;
+  const { status, dispatchId, at, expiresAt, settlement, reason, batch, busyUntil } = item;
   if (status === undefined && item.spent !== undefined) return undefined;
   if (typeof dispatchId === 'string' && isFiniteNumber(expiresAt)) {
-    if (status === 'in-progress') return { status, dispatchId, expiresAt };
+    if (status === 'in-progress' && batch === undefined && busyUntil === undefined) return { status, dispatchId, expiresAt };
+    if (status === 'in-progress' && typeof batch === 'string' && isFiniteNumber(busyUntil)) return { status, dispatchId, expiresAt, batch: { id: batch, busyUntil } };
     if (status === 'failed' && isFiniteNumber(at)) return { status, dispatchId, at, expiresAt };
     if (status === 'dead-lettered' && isFiniteNumber(at) && (reason === undefined || typeof reason === 'string')) {
       return { status, dispatchId, at, expiresAt, ...(reason === undefined ? {} : { reason }) };
@@ -154,5 +202,5 @@ function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord | undef
       return { status, dispatchId, at, expiresAt, ...owed };
     }
   }
-  throw corrupt(`idempotency record '${key}'`, "must be {status: 'in-progress' | 'succeeded' | 'failed' | 'dead-lettered', dispatchId, at?, expiresAt, settlement?, reason?}", item);
+  throw corrupt(`idempotency record '${key}'`, "must be {status: 'in-progress' | 'succeeded' | 'failed' | 'dead-lettered', dispatchId, at?, expiresAt, settlement?, reason?, batch?, busyUntil?}", item);
 }

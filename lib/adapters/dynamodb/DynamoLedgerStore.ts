@@ -83,9 +83,9 @@ export class DynamoLedgerStore implements LedgerStore {
     );
   }
 
-  /** {@inheritDoc LedgerStore.addSettlement} See {@link DynamoSettlementRecorder}, which the worker uses alone. */
-  addSettlement(lane: string, settlement: Settlement): Promise<void> {
-    return this.recorder.addSettlement(lane, settlement);
+  /** {@inheritDoc LedgerStore.addSettlements} See {@link DynamoSettlementRecorder}, which the worker uses alone. */
+  addSettlements(lane: string, ...settlements: Settlement[]): Promise<void> {
+    return this.recorder.addSettlements(lane, ...settlements);
   }
 
   /**

@@ -3,11 +3,11 @@ import type { LedgerStore } from '../../ports/LedgerStore';
 import { corrupt, DynamoTable, isFiniteNumber, laneKey, type DynamoTableOptions, type Item } from './DynamoTable';
 
 /**
- * The one ledger write a worker makes, {@link LedgerStore.addSettlement}, on the state table: it appends to the lane
+ * The one ledger write a worker makes, {@link LedgerStore.addSettlements}, on the state table: it appends to the lane
  * item's pending `settlements`, which {@link DynamoLedgerStore} reads, folds and removes. Kept apart from that store so
  * that the worker, which only records, builds and bundles none of the ledger's reading.
  */
-export class DynamoSettlementRecorder implements Pick<LedgerStore, 'addSettlement'> {
+export class DynamoSettlementRecorder implements Pick<LedgerStore, 'addSettlements'> {
   private readonly table: DynamoTable;
 
   constructor(options: DynamoTableOptions) {
@@ -15,14 +15,15 @@ export class DynamoSettlementRecorder implements Pick<LedgerStore, 'addSettlemen
   }
 
   /** @inheritDoc */
-  async addSettlement(lane: string, settlement: Settlement): Promise<void> {
+  async addSettlements(lane: string, ...settlements: Settlement[]): Promise<void> {
     // Not fenced: workers report whatever lease is current. The list grows inside the lane item (400 KB limit),
     // so the orchestrator must fold and remove settlements regularly. Not idempotent either: the SDK's retry of an
     // append that landed appends a second copy, which the orchestrator folds once by its `id` (see LedgerSync).
+    if (settlements.length === 0) return;
     await this.table.update({
       Key: laneKey(lane),
-      UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :one)',
-      ExpressionAttributeValues: { ':empty': [], ':one': [settlement] },
+      UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :added)',
+      ExpressionAttributeValues: { ':empty': [], ':added': settlements },
     });
   }
 }

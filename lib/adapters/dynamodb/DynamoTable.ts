@@ -13,7 +13,7 @@ import { LeaseLostError, StateFormatError } from '../../errors';
 export const TABLE_KEY = 'pk';
 
 /**
- * Name of the table's TTL attribute (epoch seconds, Number). Only idempotency items carry it. DynamoDB deletes
+ * Name of the table's TTL attribute (epoch seconds, Number). Only idempotency and batch items carry it. DynamoDB deletes
  * expired items late (up to days), so the idempotency store also checks expiry itself on every read.
  */
 export const TTL_ATTRIBUTE = 'ttl';
@@ -51,6 +51,7 @@ type Request<I> = Omit<I, 'TableName' | 'ExpressionAttributeNames'>;
  *   versions (`write<version>`; absent on items written before they existed).
  * - `idem#<key>`: an idempotency record's fields, plus {@link TTL_ATTRIBUTE}, and, when a claim wrote it, that claim's
  *   id (`claim`).
+ * - `batch#<batch>`: the dispatches a batch recorded as succeeded (`succeeded`, a string set), `at`, and the TTL.
  *
  * Every read is strongly consistent but the circuit's refusal run, which a worker reads only to skip a write. Items read back are validated: a malformed one raises `StateFormatError`.
  * Errors other than a failed condition propagate unchanged.

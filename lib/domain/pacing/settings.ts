@@ -59,9 +59,9 @@ export interface PacingSettings {
   readonly maxDispatchLeadMs: number;
   /**
    * How close the slots of the jobs one worker invocation carries are: the buffered jobs whose slots come less than
-   * this after the first one's go in one batch, each called at its own slot. One invoke and one worker's wait for the
-   * lead then serve them all. At 10 calls a second and slower each job has its own worker, for whom a batch would only
-   * mean waiting; 0 sends one job per invocation at any rate. @default 100
+   * this after the first one's go in one batch, each called at its own slot. One invoke, one worker's wait for the
+   * lead and one write of its successes then serve them all. At 4 calls a second and slower each job has its own
+   * worker, for whom a batch would only mean waiting; 0 sends one job per invocation at any rate. @default 250
    */
   readonly batchWindowMs: number;
 }
@@ -77,7 +77,7 @@ export const DEFAULT_PACING_SETTINGS: PacingSettings = Object.freeze({
   callAllowanceMs: 15,
   dispatchLeadMs: 250,
   maxDispatchLeadMs: 1500,
-  batchWindowMs: 100,
+  batchWindowMs: 250,
 });
 
 const PACING_RANGES: SettingRanges<PacingSettings> = {

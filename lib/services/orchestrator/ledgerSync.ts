@@ -183,9 +183,15 @@ export class LedgerSync {
     this.foldedPending = [];
   }
 
+  /**
+   * Renews the lease once less than half its lifetime is left (a flush is due at least every `flushIntervalMs`, at
+   * most a third of it). Before that, the fenced save just made says the lease is current, and a renewal would only
+   * cost a write of the lane item.
+   */
   private async renew(): Promise<void> {
     const now = this.run.deps.clock.now();
-    this.lease = await this.run.deps.stores.lease.renewLease(this.lease, now, this.run.settings.leaseTtlMs);
+    const { leaseTtlMs } = this.run.settings;
+    if (now >= this.lease.expiresAt - leaseTtlMs / 2) this.lease = await this.run.deps.stores.lease.renewLease(this.lease, now, leaseTtlMs);
     this.state = 'synced';
     this.lastFlushAt = now;
     this.run.report({ type: 'flushed', at: now, settlements: this.foldedUnreported });

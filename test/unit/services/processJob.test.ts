@@ -5,7 +5,8 @@ import type { Settlement } from '../../../lib/domain/quota/ledger';
 import { StateUnavailableError } from '../../../lib/errors';
 import type { QueueName } from '../../../lib/ports/QueueReceiver';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
-import { processHealthCheck, processJob } from '../../../lib/services/processJob';
+import { processBatch, processHealthCheck, processJob } from '../../../lib/services/processJob';
+import type { BatchEvent, JobEvent } from '../../../lib/ports/Invoker';
 import {
   LANE,
   START,
@@ -42,10 +43,10 @@ function flakyRecorder(h: WorkerHarness, failures: number) {
   const recorder = {
     failures,
     tries: [] as number[],
-    async addSettlement(lane: string, settlement: Settlement): Promise<void> {
+    async addSettlements(lane: string, settlement: Settlement): Promise<void> {
       recorder.tries.push(h.clock.now());
       if (recorder.failures-- > 0) throw new Error('ServiceUnavailableException: DynamoDB is down');
-      await h.stores.ledger.addSettlement(lane, settlement);
+      await h.stores.ledger.addSettlements(lane, settlement);
     },
   };
   return recorder;
@@ -1083,5 +1084,108 @@ describe('processHealthCheck', () => {
 
     await expect(replacement).resolves.toBe('healthy');
     expect(h.api.probes).toBe(1);
+  });
+});
+
+describe('processBatch', () => {
+  /** A batch event of `ids`' jobs (keys `k-<id>`), received now, dispatch ids `d-<id>`. */
+  async function batchOf(h: WorkerHarness, ids: readonly string[]): Promise<BatchEvent> {
+    for (const id of ids) await sendJob(h.queues, 'main', { id }, { idempotencyKey: `k-${id}` });
+    const jobs = [];
+    for (const id of ids) jobs.push(await receiveJobEvent(h, 'main', `d-${id}`));
+    return { kind: 'batch', lane: LANE, jobs, sentAt: h.clock.now() };
+  }
+
+  it('records its successes in one write under its first dispatch id, which its claims name, and writes no record per key', async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b', 'c']);
+    const perKey = jest.spyOn(h.stores.idempotency, 'putIdempotency');
+    const together = jest.spyOn(h.stores.idempotency, 'recordBatchSuccesses');
+
+    await expect(processBatch(event, h.deps)).resolves.toEqual(['succeeded', 'succeeded', 'succeeded']);
+
+    expect(perKey).not.toHaveBeenCalled();
+    expect(together.mock.calls).toEqual([['d-a', ['d-a', 'd-b', 'd-c'], START, START + h.config.orchestrator.idempotencyTtlMs]]);
+    const busyUntil = START + h.config.orchestrator.workerTimeoutMs;
+    await expect(h.stores.idempotency.getIdempotency('k-b', START)).resolves.toEqual({
+      status: 'in-progress',
+      dispatchId: 'd-b',
+      expiresAt: START + h.config.orchestrator.idempotencyTtlMs,
+      batch: { id: 'd-a', busyUntil },
+    });
+    expect(h.queues.depth('main')).toBe(0);
+  });
+
+  it("keeps a later dispatch of an ended job from calling, before and after the batch's worker time is up", async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b']);
+    await processBatch(event, h.deps);
+    // The producer sends job b again, with the same key.
+    await sendJob(h.queues, 'main', { id: 'b' }, { idempotencyKey: 'k-b' });
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-b2'), h.deps)).resolves.toBe('busy-elsewhere');
+    await h.clock.advance(h.config.orchestrator.workerTimeoutMs);
+    await sendJob(h.queues, 'main', { id: 'b' }, { idempotencyKey: 'k-b' });
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-b3'), h.deps)).resolves.toBe('duplicate');
+    // A second delivery of the whole batch, after it ended, calls nothing either.
+    await expect(processBatch(event, h.deps)).resolves.toEqual(['duplicate', 'duplicate']);
+    expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}', '{"id":"b"}']);
+  });
+
+  it('lets the next dispatch take over the claim of a worker that stopped without recording, once its time is up', async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b']);
+    // The worker stops after its calls, before the batch's record and deletes: its messages come back.
+    jest.spyOn(h.stores.idempotency, 'recordBatchSuccesses').mockRejectedValueOnce(new Error('worker crashed'));
+    jest.spyOn(h.stores.idempotency, 'putIdempotency').mockRejectedValue(new Error('worker crashed'));
+    jest.spyOn(h.queues, 'deleteBatch').mockRejectedValueOnce(new Error('worker crashed'));
+    await expect(processBatch(event, h.deps)).rejects.toThrow('the batch of 2 jobs failed in part: deleting 2 from main: worker crashed');
+    jest.restoreAllMocks();
+
+    await h.clock.advance(h.config.orchestrator.workerTimeoutMs - 1);
+    await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'k-a' });
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-a2'), h.deps)).resolves.toBe('busy-elsewhere');
+    await h.clock.advance(1);
+    await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'k-a' });
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-a3'), h.deps)).resolves.toBe('succeeded');
+    expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}', '{"id":"b"}', '{"id":"a"}']);
+  });
+
+  it("gives each success a record of its own when the batch's record cannot be written, then deletes", async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b']);
+    jest.spyOn(h.stores.idempotency, 'recordBatchSuccesses').mockRejectedValueOnce(new Error('ServiceUnavailableException'));
+
+    await expect(processBatch(event, h.deps)).resolves.toEqual(['succeeded', 'succeeded']);
+
+    const ttl = h.config.orchestrator.idempotencyTtlMs;
+    await expect(h.stores.idempotency.getIdempotency('k-a', START)).resolves.toEqual({ status: 'succeeded', dispatchId: 'd-a', at: START, expiresAt: START + ttl });
+    await expect(h.stores.idempotency.getIdempotency('k-b', START)).resolves.toEqual({ status: 'succeeded', dispatchId: 'd-b', at: START, expiresAt: START + ttl });
+    expect(h.queues.depth('main')).toBe(0);
+  });
+
+  it('gives back the reservations of the jobs that started too late in one write, and calls the others at their slots', async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b', 'c']);
+    const lateBy = (job: JobEvent, ms: number): JobEvent => ({ ...job, slotAt: START + ms, callBy: START + ms, reservation: { ...job.reservation, at: START + ms } });
+    const jobs = [lateBy(event.jobs[0]!, -20), lateBy(event.jobs[1]!, -10), lateBy(event.jobs[2]!, 30)];
+    const appends = jest.spyOn(h.stores.ledger, 'addSettlements');
+
+    const outcome = processBatch({ ...event, jobs }, h.deps);
+    await h.clock.advance(30);
+
+    await expect(outcome).resolves.toEqual(['too-late', 'too-late', 'succeeded']);
+    expect(appends.mock.calls.map((call) => (call.slice(1) as Settlement[]).map((s) => s.id))).toEqual([['d-a', 'd-b']]);
+    expect(h.api.calls.map((c) => [c.body, c.at - START])).toEqual([['{"id":"c"}', 30]]);
+    expect(h.queues.depth('requeue')).toBe(2);
+  });
+
+  it('records nothing for the batch when none of its jobs succeeded', async () => {
+    const h = workerHarness();
+    h.api.answer = () => httpStatus(503);
+    const together = jest.spyOn(h.stores.idempotency, 'recordBatchSuccesses');
+
+    await expect(processBatch(await batchOf(h, ['a', 'b']), h.deps)).resolves.toEqual(['retried', 'retried']);
+
+    expect(together).not.toHaveBeenCalled();
   });
 });

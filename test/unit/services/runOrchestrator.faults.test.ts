@@ -1,6 +1,6 @@
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
-import { memoryStores } from '../../../tools/memory/MemoryStores';
+import { MemoryState, memoryStores } from '../../../tools/memory/MemoryStores';
 import type { ServiceConfig, StateOutagePolicy } from '../../../lib/config';
 import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
 import { InvokeRejectedError, InvokeThrottledError, StateFormatError } from '../../../lib/errors';
@@ -8,7 +8,7 @@ import type { Clock } from '../../../lib/ports/Clock';
 import type { Invoker, JobEvent, WorkerEvent } from '../../../lib/ports/Invoker';
 import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SourceQueue } from '../../../lib/ports/QueueReceiver';
 import type { CircuitStore } from '../../../lib/ports/CircuitStore';
-import type { LeaseStore } from '../../../lib/ports/LeaseStore';
+import type { Lease, LeaseStore } from '../../../lib/ports/LeaseStore';
 import type { LedgerStore } from '../../../lib/ports/LedgerStore';
 import { loadCircuit } from '../../../lib/services/circuitUpdates';
 import { runOrchestrator, type OrchestratorEvent, type OrchestratorStores, type RunSummary } from '../../../lib/services/runOrchestrator';
@@ -54,6 +54,8 @@ class FaultyStores implements OrchestratorStores {
   readonly circuit: CircuitStore;
   private calls = 0;
   readonly failures: { readonly operation: string; readonly at: number }[] = [];
+  /** Every lease the run was given, taken or renewed, with when. */
+  readonly leases: { readonly at: number; readonly lease: Lease }[] = [];
 
   constructor(
     inner: OrchestratorStores,
@@ -62,14 +64,14 @@ class FaultyStores implements OrchestratorStores {
     private readonly options: { readonly landed?: boolean; readonly life?: Life } = {},
   ) {
     this.lease = {
-      acquireLease: (lane, owner, now, ttlMs) => this.call('acquireLease', () => inner.lease.acquireLease(lane, owner, now, ttlMs)),
-      renewLease: (lease, now, ttlMs) => this.call('renewLease', () => inner.lease.renewLease(lease, now, ttlMs)),
+      acquireLease: (lane, owner, now, ttlMs) => this.call('acquireLease', () => inner.lease.acquireLease(lane, owner, now, ttlMs).then((taken) => this.held(taken))),
+      renewLease: (lease, now, ttlMs) => this.call('renewLease', () => inner.lease.renewLease(lease, now, ttlMs).then((renewed) => this.held(renewed))),
       releaseLease: (lease) => this.call('releaseLease', () => inner.lease.releaseLease(lease)),
     };
     this.ledger = {
       loadLedger: (lane) => this.call('loadLedger', () => inner.ledger.loadLedger(lane)),
       saveLedger: (lane, ledger, fencingToken, settled) => this.call('saveLedger', () => inner.ledger.saveLedger(lane, ledger, fencingToken, settled)),
-      addSettlement: (lane, settlement) => this.call('addSettlement', () => inner.ledger.addSettlement(lane, settlement)),
+      addSettlements: (lane, settlement) => this.call('addSettlements', () => inner.ledger.addSettlements(lane, settlement)),
       pendingSettlements: (lane) => this.call('pendingSettlements', () => inner.ledger.pendingSettlements(lane)),
     };
     this.circuit = {
@@ -77,6 +79,18 @@ class FaultyStores implements OrchestratorStores {
       refusalRun: (lane) => this.call('refusalRun', () => inner.circuit.refusalRun(lane)),
       saveCircuit: (lane, next) => this.call('saveCircuit', () => inner.circuit.saveCircuit(lane, next)),
     };
+  }
+
+  /** When the lease the run held at `at` (given before it) expires. */
+  leaseEndAt(at: number): number {
+    const held = this.leases.filter((l) => l.at < at).pop();
+    if (held === undefined) throw new Error('no lease before then');
+    return held.lease.expiresAt;
+  }
+
+  private held<L extends Lease | null>(lease: L): L {
+    if (lease !== null) this.leases.push({ at: this.clock.now(), lease });
+    return lease;
   }
 
   private async call<T>(operation: keyof LeaseStore | keyof LedgerStore | keyof CircuitStore, run: () => Promise<T>): Promise<T> {
@@ -174,7 +188,7 @@ describe('runOrchestrator under faults', () => {
       // While held back it waits for the next try of the store instead of spinning.
       expect(sleeps.filter((at) => at >= START + OUTAGE_FROM && at < START + 7_000).length).toBeLessThan(40);
       const renewedAt = lastFlushBefore(h.events, START + OUTAGE_FROM);
-      const leaseEnd = renewedAt + LEASE_TTL;
+      const leaseEnd = stores.leaseEndAt(START + OUTAGE_FROM);
       const [recovered, ...more] = eventsOf(h.events, 'state-recovered');
       expect(more).toEqual([]);
       expect(recovered!.at).toBeGreaterThanOrEqual(START + 7_000);
@@ -316,7 +330,7 @@ describe('runOrchestrator under faults', () => {
           const settle = settleAt[event.messageId];
           if (settle === undefined) return;
           await harness.clock.sleep(START + settle.at - harness.clock.now());
-          await harness.stores.ledger.addSettlement(event.lane, { reservation: event.reservation, actualCost: settle.actualCost });
+          await harness.stores.ledger.addSettlements(event.lane, { reservation: event.reservation, actualCost: settle.actualCost });
         },
       });
       for (let i = 1; i <= 3; i++) await sendJob(h.queues, 'main', { id: `j-${i}` }, { cost: 10 });
@@ -336,14 +350,16 @@ describe('runOrchestrator under faults', () => {
     });
 
     it('keeps the lease when the final save fails, so the next run waits for its expiry', async () => {
-      const h = orchestratorHarness();
+      const state = new MemoryState();
+      const h = orchestratorHarness({ stores: memoryStores(state) });
       await sendMain(h.queues, 5);
       const stores = new FaultyStores(h.stores, h.clock, during(2_500, Number.POSITIVE_INFINITY, ['saveLedger']));
 
       const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 3_000 }), START + 4_000);
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 5 });
-      const leaseEnd = lastFlushBefore(h.events, START + 3_000) + LEASE_TTL;
+      const leaseEnd = state.leases.get(LANE)?.expiresAt ?? Number.NaN;
+      expect(leaseEnd).toBeGreaterThan(START + 3_000);
       await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', leaseEnd - 1, LEASE_TTL)).resolves.toBeNull();
       await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', leaseEnd, LEASE_TTL)).resolves.not.toBeNull();
     });
@@ -364,7 +380,7 @@ describe('runOrchestrator under faults', () => {
       const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores, invoker }, { deadline: START + 12_000 }), START + 13_000);
 
       expect(summary.lease).toBe('acquired');
-      const leaseEnd = lastFlushBefore(h.events, START + 6_000) + LEASE_TTL;
+      const leaseEnd = stores.leaseEndAt(START + 6_000);
       const recoveredAt = eventsOf(h.events, 'state-recovered')[0]!.at;
       expect(recoveredAt).toBeGreaterThanOrEqual(START + 9_000);
       // The flush after the stall saved a fresh allowance, but the lease it could not renew had already run out.

@@ -50,14 +50,20 @@ class StallingInvoker implements Invoker {
 }
 
 /** A lease store whose renewals fail from the third on, as if another owner had taken the lease over. */
+/** A lease store whose lease is lost to another owner by the time its holder first renews it. */
 class LeaseLosingStore extends MemoryLeaseStore {
-  renewals = 0;
   lostAt: number | undefined;
 
-  override async renewLease(lease: Lease, now: number, ttlMs: number): Promise<Lease> {
-    if (++this.renewals < 3) return super.renewLease(lease, now, ttlMs);
-    this.lostAt ??= now;
+  override async renewLease(lease: Lease): Promise<Lease> {
+    this.lostAt ??= this.now();
     throw new LeaseLostError(lease.lane, lease.token);
+  }
+
+  constructor(
+    state: MemoryState,
+    private readonly now: () => number,
+  ) {
+    super(state);
   }
 }
 
@@ -111,17 +117,21 @@ describe('runOrchestrator', () => {
 
   it("stops with lease 'lost' at the first flush whose renewal fails", async () => {
     const state = new MemoryState();
-    const store = new LeaseLosingStore(state);
-    const h = orchestratorHarness({ stores: { ...memoryStores(state), lease: store } });
-    await sendMain(h.queues, 20);
+    let store: LeaseLosingStore | undefined;
+    const h = orchestratorHarness({ stores: { ...memoryStores(state), lease: (store = new LeaseLosingStore(state, () => h.clock.now())) } });
+    await sendMain(h.queues, 40);
 
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 10_000 }), START + 20_000);
 
-    // Flushes at 0 (start) and 200 (a larger allowance) renew; the one at 600 finds the lease lost.
-    expect(store.lostAt).toBe(START + 600);
-    expect(summary).toEqual({ lease: 'lost', dispatched: 3, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
-    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400]);
-    expect(h.invoker.invocations).toBe(3);
+    // Flushes before half the lease's lifetime (2.5 s) only save; the first after it renews and finds the lease lost.
+    const { flushIntervalMs, leaseTtlMs } = h.config.orchestrator;
+    expect(store.lostAt).toBeGreaterThanOrEqual(START + leaseTtlMs / 2);
+    expect(store.lostAt).toBeLessThanOrEqual(START + leaseTtlMs / 2 + flushIntervalMs);
+    const dispatched = dispatchedEvents(h.events);
+    expect(dispatched.every((e) => e.at < store!.lostAt!)).toBe(true);
+    expect(summary).toEqual({ lease: 'lost', dispatched: dispatched.length, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+    expect(dispatched.length).toBeGreaterThanOrEqual(12);
+    expect(h.invoker.invocations).toBe(dispatched.length);
   });
 
   it('dispatches requeued messages before main ones', async () => {
@@ -519,7 +529,7 @@ describe('runOrchestrator', () => {
   it(`folds a backlog of settlements ${MAX_PENDING_SETTLEMENTS} per save, at most 1 000 per flush`, async () => {
     const h = orchestratorHarness();
     const backlog = 1_050;
-    for (let i = 0; i < backlog; i++) await h.stores.ledger.addSettlement(LANE, { reservation: { at: START - 1_000 - i, cost: 1, windows: {} }, actualCost: null });
+    for (let i = 0; i < backlog; i++) await h.stores.ledger.addSettlements(LANE, { reservation: { at: START - 1_000 - i, cost: 1, windows: {} }, actualCost: null });
     const saves: number[] = [];
     const counting = Object.assign(Object.create(h.stores.ledger) as MemoryLedgerStore, {
       saveLedger: (...args: Parameters<MemoryLedgerStore['saveLedger']>) => (saves.push(args[3] ?? 0), h.stores.ledger.saveLedger(...args)),
@@ -575,7 +585,7 @@ describe('runOrchestrator', () => {
       if (event.kind !== 'job') return;
       const actualCost = calls.length === 0 ? 40 : event.cost;
       calls.push({ at: clock.now(), cost: actualCost });
-      if (actualCost !== event.cost) await stores.ledger.addSettlement(event.lane, { reservation: event.reservation, actualCost });
+      if (actualCost !== event.cost) await stores.ledger.addSettlements(event.lane, { reservation: event.reservation, actualCost });
       await queues.delete(event.queue, event.receiptHandle);
     };
     // Run 1 is killed (a Lambda timeout) during the first ledger save after the worker settled: the save never

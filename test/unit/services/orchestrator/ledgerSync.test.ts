@@ -11,13 +11,19 @@ async function ledgerSyncOf(h: RoomHarness): Promise<{ sync: LedgerSync; link: S
 
 describe('LedgerSync', () => {
   describe('tryFlush', () => {
-    it('folds settlements, saves the ledger and renews the lease, then reports the flush', async () => {
+    it('folds settlements and saves the ledger, then reports the flush; it renews the lease once half its lifetime is gone', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
+      const halfLife = h.config.orchestrator.leaseTtlMs / 2;
 
       await expect(sync.tryFlush()).resolves.toBe(true);
-      expect(h.flushes.calls).toEqual(['pendingSettlements', 'saveLedger', 'renewLease']);
-      expect(h.events).toEqual([{ type: 'flushed', at: START, settlements: 0 }]);
+      await h.clock.advance(halfLife - 1);
+      await expect(sync.tryFlush()).resolves.toBe(true);
+      expect(h.flushes.calls).toEqual(['pendingSettlements', 'saveLedger', 'pendingSettlements', 'saveLedger']);
+      await h.clock.advance(1);
+      await expect(sync.tryFlush()).resolves.toBe(true);
+      expect(h.flushes.calls.slice(4)).toEqual(['pendingSettlements', 'saveLedger', 'renewLease']);
+      expect(h.events).toEqual([START, START + halfLife - 1, START + halfLife].map((at) => ({ type: 'flushed', at, settlements: 0 })));
     });
 
     it('after a flush that failed before saving, saves in full at the next', async () => {
@@ -29,12 +35,13 @@ describe('LedgerSync', () => {
       h.flushes.failing.clear();
 
       await expect(sync.tryFlush()).resolves.toBe(true);
-      expect(h.flushes.calls).toEqual(['pendingSettlements', 'pendingSettlements', 'saveLedger', 'renewLease']);
+      expect(h.flushes.calls).toEqual(['pendingSettlements', 'pendingSettlements', 'saveLedger']);
     });
 
     it('after a flush that saved but could not renew, only renews at the next: the saved ledger stands', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
+      await h.clock.advance(h.config.orchestrator.leaseTtlMs / 2);
       h.flushes.failing.add('renewLease');
       await expect(sync.tryFlush()).resolves.toBe(false);
       h.flushes.failing.clear();
@@ -46,6 +53,7 @@ describe('LedgerSync', () => {
     it('saves again at the final flush even when the last one only lacked its renewal', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
+      await h.clock.advance(h.config.orchestrator.leaseTtlMs / 2);
       h.flushes.failing.add('renewLease');
       await sync.tryFlush();
       h.flushes.failing.clear();
@@ -58,7 +66,7 @@ describe('LedgerSync', () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
       const reservation = h.pacer.dispatch(START, 1);
-      await h.stores.ledger.addSettlement(LANE, { reservation, actualCost: 3 });
+      await h.stores.ledger.addSettlements(LANE, { reservation, actualCost: 3 });
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
       h.flushes.failing.add('saveLedger');
       await sync.tryFlush();
@@ -78,11 +86,11 @@ describe('LedgerSync', () => {
       const reservation = h.pacer.dispatch(START, 1);
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
       const copy = { reservation, actualCost: null, id: 'd-1' };
-      await h.stores.ledger.addSettlement(LANE, copy);
-      await h.stores.ledger.addSettlement(LANE, copy);
+      await h.stores.ledger.addSettlements(LANE, copy);
+      await h.stores.ledger.addSettlements(LANE, copy);
       await sync.tryFlush();
       await h.clock.advance(1_000);
-      await h.stores.ledger.addSettlement(LANE, copy);
+      await h.stores.ledger.addSettlements(LANE, copy);
       await sync.tryFlush();
 
       expect(settle).toHaveBeenCalledTimes(1);
@@ -94,7 +102,7 @@ describe('LedgerSync', () => {
       const { sync } = await ledgerSyncOf(h);
       const reservation = h.pacer.dispatch(START, 1);
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
-      for (const s of [{ id: 'd-1' }, { id: 'd-2' }, {}, {}]) await h.stores.ledger.addSettlement(LANE, { reservation, actualCost: 2, ...s });
+      for (const s of [{ id: 'd-1' }, { id: 'd-2' }, {}, {}]) await h.stores.ledger.addSettlements(LANE, { reservation, actualCost: 2, ...s });
       await sync.tryFlush();
 
       expect(settle).toHaveBeenCalledTimes(4);
@@ -106,10 +114,10 @@ describe('LedgerSync', () => {
       const reservation = h.pacer.dispatch(START, 1);
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
       const copy = { reservation, actualCost: 2, id: 'd-1' };
-      await h.stores.ledger.addSettlement(LANE, copy);
+      await h.stores.ledger.addSettlements(LANE, copy);
       await sync.tryFlush();
       await h.clock.advance(2 * h.config.orchestrator.workerTimeoutMs);
-      await h.stores.ledger.addSettlement(LANE, copy);
+      await h.stores.ledger.addSettlements(LANE, copy);
       await sync.tryFlush();
 
       expect(settle).toHaveBeenCalledTimes(2);
