@@ -1,7 +1,7 @@
 import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { TABLE_KEY } from '../../lib/adapters/dynamodb/DynamoTable';
-import { countRequests, dynamodbUnits, RequestMeter } from '../../tools/local/requestMeter';
+import { countRequests, dynamodbUnits, laneItemLoad, RequestMeter } from '../../tools/local/requestMeter';
 import { createStateTable, deleteStateTable } from '../../tools/local/stateTable';
 import { testDynamoClient, testSqsClient, uniqueName } from '../helpers/awsClients';
 
@@ -45,6 +45,35 @@ describe('RequestMeter', () => {
 
       expect(meter.snapshot()).toMatchObject({ 'dynamodb.PutItemCommand': { count: 1, units: 3 }, 'dynamodb.GetItemCommand': { count: 1, units: 1 }, 'dynamodb.UpdateItemCommand': { count: 1, units: 1 } });
       expect(dynamodbUnits(meter.snapshot())).toEqual({ read: 1, write: 4 });
+    } finally {
+      await deleteStateTable(client, TableName);
+    }
+  });
+
+  it("keeps each write to a lane item with its units and when it was sent, and sums them by the second", async () => {
+    const client = testDynamoClient();
+    const TableName = uniqueName('metered');
+    await createStateTable(client, TableName);
+    try {
+      let now = 0;
+      const meter = new RequestMeter(() => now);
+      const metered = meter.attach(testDynamoClient(), 'dynamodb');
+      const Key = { [TABLE_KEY]: { S: 'lane#a' } };
+      await metered.send(new PutItemCommand({ TableName, Item: { ...Key, text: { S: 'x'.repeat(1_500) } } }));
+      now = 400;
+      await metered.send(new UpdateItemCommand({ TableName, Key, UpdateExpression: 'SET n = :n', ExpressionAttributeValues: { ':n': { N: '1' } } }));
+      now = 1_200;
+      await metered.send(new UpdateItemCommand({ TableName, Key: { [TABLE_KEY]: { S: 'lane#a' } }, UpdateExpression: 'REMOVE #t', ExpressionAttributeNames: { '#t': 'text' } }));
+      await metered.send(new PutItemCommand({ TableName, Item: { [TABLE_KEY]: { S: 'idem#k' }, text: { S: 'x'.repeat(3_000) } } }));
+      await metered.send(new GetItemCommand({ TableName, Key }));
+
+      expect(meter.laneWrites).toEqual([
+        { at: 0, units: 2 },
+        { at: 400, units: 2 },
+        { at: 1_200, units: 2 },
+      ]);
+      expect(laneItemLoad(meter.laneWrites)).toEqual({ largestWriteKb: 2, peakWriteUnitsPerSecond: 4 });
+      expect(laneItemLoad([])).toEqual({ largestWriteKb: 0, peakWriteUnitsPerSecond: 0 });
     } finally {
       await deleteStateTable(client, TableName);
     }

@@ -1,5 +1,5 @@
 import { runLocal, type LocalRunResult } from '../local/localRun';
-import { countRequests, dynamodbUnits } from '../local/requestMeter';
+import { countRequests, dynamodbUnits, laneItemLoad, type LaneItemLoad } from '../local/requestMeter';
 import type { Template } from '../local/template';
 import { parseScenario } from '../simulation/scenario';
 import { REALISTIC_START_DELAYS } from '../simulation/startDelays';
@@ -23,6 +23,8 @@ export interface OrchestratorResult extends StrategyResult {
   readonly orchestratorTime: Readonly<Record<string, number>>;
   /** Jobs dispatched in the run's busiest whole second, as their calls reached the API: the sustained peak. */
   readonly dispatchesPerSecond: number;
+  /** The lane item's load from both functions: against DynamoDB's 400 KB item and 1,000 write units a second per partition. */
+  readonly laneItem: LaneItemLoad;
   readonly peakHeapMb: number;
 }
 
@@ -92,6 +94,7 @@ function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult
     apiCallSecondsPerJob: round(run.apiCallSeconds / jobs),
     orchestratorTime: Object.fromEntries(waited.map(([key, s]) => [key, round(s)])),
     dispatchesPerSecond: Math.max(0, ...callsPerSecond(run.calls, run.start)),
+    laneItem: laneItemLoad([...run.orchestrator.laneWrites, ...run.worker.laneWrites]),
     peakHeapMb: round(run.peakHeapBytes / 1e6),
   };
 }

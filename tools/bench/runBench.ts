@@ -85,6 +85,7 @@ export function ceilingLines(result: OrchestratorResult, simulated: SimulatedCei
     `ceiling (${latency}):`,
     `  local stack, ${scenario.jobs} jobs against ${quota}: ${result.dispatchesPerSecond} dispatches in the busiest second; the orchestrator's waits, of its ${(result.orchestratorSecondsPerJob * scenario.jobs).toFixed(1)} s run (requests made at once overlap):`,
     ...timeShares(result.orchestratorTime, result.orchestratorSecondsPerJob * scenario.jobs),
+    `  its lane item (lease, ledger, pending settlements): largest write ${result.laneItem.largestWriteKb} KB, at most ${result.laneItem.peakWriteUnitsPerSecond} write units in a second (DynamoDB's limits: 400 KB, 1,000 a second per partition)`,
     `  simulation, ${simulated.jobs} jobs: ${simulated.dispatchesPerSecond} dispatches in the busiest second; its requests' latency, of its ${simulated.durationSeconds.toFixed(1)} s:`,
     ...timeShares(simulated.orchestratorTime, simulated.durationSeconds),
   ].join('\n');

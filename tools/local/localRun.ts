@@ -20,7 +20,7 @@ import { lambdaClient, type EmulatorEndpoints, type FunctionClients } from './cl
 import { addMiddleware, type LooseMiddleware } from './sdkMiddleware';
 import { LocalHarness, type HostedFunction } from './harness';
 import { RecordingApi, type ObservedApi } from './recordingApi';
-import { RequestMeter, type RequestTally } from './requestMeter';
+import { RequestMeter, type LaneWrite, type RequestTally } from './requestMeter';
 import { LOCAL_ACCOUNT, type FunctionDefinition, type PackagedFunctions, type Template } from './template';
 
 /** What one local run needs. */
@@ -86,6 +86,8 @@ export interface FunctionUsage {
   readonly billedMs: number;
   /** The function's own AWS requests, by `service.Command`. */
   readonly requests: Readonly<Record<string, RequestTally>>;
+  /** Its writes to the lane item (see {@link RequestMeter.laneWrites}). */
+  readonly laneWrites: readonly LaneWrite[];
 }
 
 /** What a local run produced. */
@@ -163,7 +165,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   scheduler.destroy();
   const usage = (fn: FunctionDefinition, meter: RequestMeter): FunctionUsage => {
     const { invocations, duplicateDeliveries, retries, billedMs } = harness.stats(fn.name);
-    return { invocations, duplicateDeliveries, retries, billedMs, requests: meter.snapshot() };
+    return { invocations, duplicateDeliveries, retries, billedMs, requests: meter.snapshot(), laneWrites: meter.laneWrites };
   };
   return { report, timeline, orchestrator: usage(orchestrator, meters.orchestrator), worker: usage(worker, meters.worker), apiCallSeconds: service.apiCallSeconds(), peakHeapBytes, calls: api.callLog, circuitChanges: changes, start };
 }

@@ -34,6 +34,11 @@ function consumedUnits(output: unknown): number {
  */
 export class RequestMeter {
   private readonly tallies = new Map<string, { count: number; ms: number; units: number }>();
+  /**
+   * Every write to a lane item (`lane#<lane>`: the lease, the ledger and the pending settlements), when it was sent
+   * (the meter's clock) and the write units it consumed: one per KB of the item, the larger of before and after.
+   */
+  readonly laneWrites: LaneWrite[] = [];
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
@@ -51,6 +56,7 @@ export class RequestMeter {
           return answer;
         } finally {
           const key = `${service}.${String(context.commandName)}`;
+          if (capacity && isLaneWrite(key, args.input)) this.laneWrites.push({ at: startedAt, units });
           const tally = this.tallies.get(key) ?? { count: 0, ms: 0, units: 0 };
           tally.count++;
           tally.ms += this.now() - startedAt;
@@ -67,6 +73,33 @@ export class RequestMeter {
   snapshot(): Readonly<Record<string, RequestTally>> {
     return Object.fromEntries([...this.tallies].map(([key, tally]) => [key, { ...tally }]));
   }
+}
+
+/** One write to a lane item, as {@link RequestMeter.laneWrites} keeps it. */
+export interface LaneWrite {
+  readonly at: number;
+  readonly units: number;
+}
+
+/** Whether the request `key` (`service.Command`) with `input` writes a lane item (its key as the document client or the bare client gives it). */
+function isLaneWrite(key: string, input: unknown): boolean {
+  const { Key, Item } = (input ?? {}) as { readonly Key?: { readonly pk?: unknown }; readonly Item?: { readonly pk?: unknown } };
+  const pk = (Key ?? Item)?.pk;
+  const text = typeof pk === 'object' && pk !== null ? (pk as { readonly S?: unknown }).S : pk;
+  return !DYNAMODB_READ.test(key) && typeof text === 'string' && text.startsWith('lane#');
+}
+
+/** The lane item's load: its largest write, in KB (write units), and the most write units it took in any second. */
+export interface LaneItemLoad {
+  readonly largestWriteKb: number;
+  readonly peakWriteUnitsPerSecond: number;
+}
+
+/** {@link LaneItemLoad} of `writes` (from any meters sharing one clock, in ms). */
+export function laneItemLoad(writes: readonly LaneWrite[]): LaneItemLoad {
+  const perSecond = new Map<number, number>();
+  for (const { at, units } of writes) perSecond.set(Math.floor(at / 1000), (perSecond.get(Math.floor(at / 1000)) ?? 0) + units);
+  return { largestWriteKb: Math.max(0, ...writes.map((w) => w.units)), peakWriteUnitsPerSecond: Math.max(0, ...perSecond.values()) };
 }
 
 /** How many of the tallied requests went to one service (`dynamodb`, `sqs`, `lambda`). */
