@@ -8,6 +8,18 @@ import type { LedgerJSON, Settlement } from '../domain/quota/ledger';
 export const MAX_PENDING_SETTLEMENTS = 100;
 
 /**
+ * How many pending settlements the lane's list holds before refunds are turned away (see
+ * {@link LedgerStore.addSettlements}): about 30 KB of the lane item, well within DynamoDB's 400 KB, so that an append,
+ * which costs a write unit per KB of the item, stays cheap too.
+ */
+export const MAX_STORED_SETTLEMENTS = 200;
+
+/** Whether `settlements` are all refunds: reservations given back by dispatches that made no call. */
+export function allRefunds(settlements: readonly Settlement[]): boolean {
+  return settlements.every((settlement) => settlement.actualCost === null);
+}
+
+/**
  * Checks the `settled` argument of {@link LedgerStore.saveLedger}, for implementations.
  * @throws RangeError when it is not an integer in 0..{@link MAX_PENDING_SETTLEMENTS}.
  */
@@ -49,8 +61,13 @@ export interface LedgerStore {
    * Records settlements reported by a worker, in order and in one write, for the lane's orchestrator to fold into its
    * ledger. A call retried after its write landed (its answer lost) may record them twice: the holder folds
    * settlements of one `id` once. With none, it writes nothing.
+   *
+   * Refunds alone are turned away while the list holds {@link MAX_STORED_SETTLEMENTS} or more: their quota then goes
+   * unused, the safe way, and a storm of give-backs (workers that cannot start in time) cannot grow the lane item
+   * toward DynamoDB's limit. Settlements of calls are always recorded: the ledger must count what was used.
+   * @returns false when refunds were turned away.
    */
-  addSettlements(lane: string, ...settlements: Settlement[]): Promise<void>;
+  addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean>;
 
   /**
    * The lane's oldest pending settlements, oldest first, at most {@link MAX_PENDING_SETTLEMENTS}; the rest wait

@@ -68,7 +68,7 @@ class GuardedLedgerStore implements LedgerStore {
   saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
     return guard('saveLedger', () => this.store.saveLedger(lane, ledger, fencingToken, settled));
   }
-  addSettlements(lane: string, ...settlements: Settlement[]): Promise<void> {
+  addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
     return guard('addSettlements', () => this.store.addSettlements(lane, ...settlements));
   }
   pendingSettlements(lane: string): Promise<Settlement[]> {

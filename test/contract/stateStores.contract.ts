@@ -3,7 +3,7 @@ import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { IdempotencyRecord } from '../../lib/ports/IdempotencyStore';
 import type { Lease } from '../../lib/ports/LeaseStore';
-import { MAX_PENDING_SETTLEMENTS } from '../../lib/ports/LedgerStore';
+import { MAX_PENDING_SETTLEMENTS, MAX_STORED_SETTLEMENTS } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
 
 /** A write request of a backend's client, as DynamoDB names it. */
@@ -416,6 +416,27 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await stores().ledger.addSettlements(lane, settlement(T0));
         await stores().ledger.addSettlements(lane, settlement(T0 + 2), { ...settlement(T0 + 1, null), id: 'd-1' });
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0), settlement(T0 + 2), { ...settlement(T0 + 1, null), id: 'd-1' }]);
+      });
+
+      it('turns refunds away from a list holding MAX_STORED_SETTLEMENTS, never settlements of calls', async () => {
+        const lane = unique('settlements-full');
+        const calls = Array.from({ length: MAX_STORED_SETTLEMENTS - 1 }, (_, i) => settlement(T0 + i));
+        await expect(stores().ledger.addSettlements(lane, ...calls)).resolves.toBe(true);
+        const refund = (i: number): Settlement => ({ ...settlement(T0 + i, null), id: `d-${i}` });
+        await expect(stores().ledger.addSettlements(lane, refund(1))).resolves.toBe(true);
+        await expect(stores().ledger.addSettlements(lane, refund(2))).resolves.toBe(false);
+        await expect(stores().ledger.addSettlements(lane, refund(3), settlement(T0 + 3))).resolves.toBe(true);
+        const lease = await acquire(lane, 'a');
+        const firstPage = await stores().ledger.pendingSettlements(lane);
+        expect(firstPage).toEqual(calls.slice(0, MAX_PENDING_SETTLEMENTS));
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token, firstPage.length);
+        await expect(stores().ledger.addSettlements(lane, refund(4))).resolves.toBe(true);
+        const pending: Settlement[] = [];
+        for (let page = await stores().ledger.pendingSettlements(lane); page.length > 0; page = await stores().ledger.pendingSettlements(lane)) {
+          pending.push(...page);
+          await stores().ledger.saveLedger(lane, ledger(1), lease.token, page.length);
+        }
+        expect(pending).toEqual([...calls.slice(MAX_PENDING_SETTLEMENTS), refund(1), refund(3), settlement(T0 + 3), refund(4)]);
       });
 
       it('returns an empty list when nothing is pending', async () => {

@@ -61,6 +61,9 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     // back (GetItem); putIdempotency records the outcome (UpdateItem, keeping the dispatch marks); claimRefund marks a
     // refund with a conditional UpdateItem and reads its mark back. The key is the producer's, so any `idem#` item.
     { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item idem#*'] },
+    // recordBatchSuccesses writes a batch's successes (UpdateItem); batchSuccessAt reads them (GetItem). The batch id
+    // is a dispatch id, so any `batch#` item.
+    { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item batch#*'] },
     // processJob deletes its message (event.queue, a source queue) on a duplicate and on success; deadLetter and
     // retryLater delete the original after sending its copy. It never receives.
     { actions: ['sqs:DeleteMessage'], on: SOURCES },

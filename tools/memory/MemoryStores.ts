@@ -4,7 +4,7 @@ import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
 import { blocksClaim, type IdempotencyRecord, type IdempotencyStore } from '../../lib/ports/IdempotencyStore';
 import type { Lease, LeaseStore } from '../../lib/ports/LeaseStore';
-import { MAX_PENDING_SETTLEMENTS, checkSettled, type LedgerStore } from '../../lib/ports/LedgerStore';
+import { allRefunds, MAX_PENDING_SETTLEMENTS, MAX_STORED_SETTLEMENTS, checkSettled, type LedgerStore } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
 
 /** A map whose values are kept as JSON text, so that no caller ever holds a reference into stored state. */
@@ -99,10 +99,13 @@ export class MemoryLedgerStore implements LedgerStore {
     if (settled > 0) this.state.settlements.set(lane, pending.slice(settled));
   }
 
-  async addSettlements(lane: string, ...settlements: Settlement[]): Promise<void> {
+  async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
     this.state.stats.writes++;
-    if (settlements.length === 0) return;
-    this.state.settlements.set(lane, [...(this.state.settlements.get(lane) ?? []), ...settlements]);
+    const pending = this.state.settlements.get(lane) ?? [];
+    if (settlements.length === 0) return true;
+    if (allRefunds(settlements) && pending.length >= MAX_STORED_SETTLEMENTS) return false;
+    this.state.settlements.set(lane, [...pending, ...settlements]);
+    return true;
   }
 
   async pendingSettlements(lane: string): Promise<Settlement[]> {

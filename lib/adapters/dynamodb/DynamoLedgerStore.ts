@@ -84,7 +84,7 @@ export class DynamoLedgerStore implements LedgerStore {
   }
 
   /** {@inheritDoc LedgerStore.addSettlements} See {@link DynamoSettlementRecorder}, which the worker uses alone. */
-  addSettlements(lane: string, ...settlements: Settlement[]): Promise<void> {
+  addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
     return this.recorder.addSettlements(lane, ...settlements);
   }
 

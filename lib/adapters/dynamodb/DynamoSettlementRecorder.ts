@@ -1,6 +1,6 @@
 import type { Reservation, Settlement } from '../../domain/quota/ledger';
-import type { LedgerStore } from '../../ports/LedgerStore';
-import { corrupt, DynamoTable, isFiniteNumber, laneKey, type DynamoTableOptions, type Item } from './DynamoTable';
+import { allRefunds, MAX_STORED_SETTLEMENTS, type LedgerStore } from '../../ports/LedgerStore';
+import { corrupt, DynamoTable, isFiniteNumber, laneKey, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
 
 /**
  * The one ledger write a worker makes, {@link LedgerStore.addSettlements}, on the state table: it appends to the lane
@@ -15,16 +15,22 @@ export class DynamoSettlementRecorder implements Pick<LedgerStore, 'addSettlemen
   }
 
   /** @inheritDoc */
-  async addSettlements(lane: string, ...settlements: Settlement[]): Promise<void> {
-    // Not fenced: workers report whatever lease is current. The list grows inside the lane item (400 KB limit),
-    // so the orchestrator must fold and remove settlements regularly. Not idempotent either: the SDK's retry of an
-    // append that landed appends a second copy, which the orchestrator folds once by its `id` (see LedgerSync).
-    if (settlements.length === 0) return;
-    await this.table.update({
-      Key: laneKey(lane),
-      UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :added)',
-      ExpressionAttributeValues: { ':empty': [], ':added': settlements },
-    });
+  async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
+    // Not fenced: workers report whatever lease is current. The list grows inside the lane item (400 KB limit): the
+    // orchestrator folds and removes settlements regularly, and refunds are turned away from a full list. Not
+    // idempotent either: the SDK's retry of an append that landed appends a second copy, which the orchestrator folds
+    // once by its `id` (see LedgerSync); a retry turned away reports false for refunds that did land.
+    if (settlements.length === 0) return true;
+    const bounded = allRefunds(settlements);
+    return unlessConditionFails(
+      this.table.update({
+        Key: laneKey(lane),
+        UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :added)',
+        ...(bounded ? { ConditionExpression: 'attribute_not_exists(#settlements) OR size(#settlements) < :most' } : {}),
+        ExpressionAttributeValues: { ':empty': [], ':added': settlements, ...(bounded ? { ':most': MAX_STORED_SETTLEMENTS } : {}) },
+      }).then(() => true),
+      () => false,
+    );
   }
 }
 

@@ -43,10 +43,10 @@ function flakyRecorder(h: WorkerHarness, failures: number) {
   const recorder = {
     failures,
     tries: [] as number[],
-    async addSettlements(lane: string, settlement: Settlement): Promise<void> {
+    async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
       recorder.tries.push(h.clock.now());
       if (recorder.failures-- > 0) throw new Error('ServiceUnavailableException: DynamoDB is down');
-      await h.stores.ledger.addSettlements(lane, settlement);
+      return h.stores.ledger.addSettlements(lane, ...settlements);
     },
   };
   return recorder;
