@@ -8,8 +8,11 @@ import type { RunContext } from './runContext';
 const MAX_RECEIVE = 10;
 /** The most receives a refill of a standard queue makes at once. */
 export const MAX_PARALLEL_RECEIVES = 20;
-/** How much of the tightest tier's rate a refill of a standard queue takes: enough for a batch and the lead. */
-export const PREFETCH_MS = 250;
+/**
+ * How much of the tightest tier's rate a refill of a standard queue takes: several batches and the lead, so that
+ * batches come out whole and a refill's receives (and its look into the queues read before) serve a second of work.
+ */
+export const PREFETCH_MS = 1_000;
 
 /**
  * A message in the intake's buffer, received at `receivedAt`: as received, or `refused` by Lambda (its event is too
@@ -32,6 +35,8 @@ export class Intake {
   private readonly queueRetry: Backoff;
   /** Whether the last refill found every queue empty, its long poll included. */
   private foundEmpty = false;
+  /** The queues that gave the last refill less than it asked for: the next reads each with one receive, not several. */
+  private readonly sparse = new Set<SourceQueue>();
 
   constructor(
     private readonly run: RunContext,
@@ -47,7 +52,8 @@ export class Intake {
    * The head of the buffer, refilled from requeue ▸ fifo ▸ main when empty. FIFO is read one message at a time:
    * a batch could hold message k+1 of a group while k is still being worked on. A standard queue is read with up to
    * {@link MAX_PARALLEL_RECEIVES} receives at once, for {@link PREFETCH_MS} of the tightest tier's rate: at high rates
-   * one receive of 10 a turn cannot keep up, and a batch takes what the buffer holds. When all are empty it long-polls
+   * one receive of 10 a turn cannot keep up, and a batch takes what the buffer holds. A queue that gave the last refill
+   * less than it asked for (the requeue queue, mostly) gets one receive: several would mostly come back empty. When all are empty it long-polls
    * the main queue briefly and returns `undefined`; after a failed receive it waits out the back-off instead.
    */
   async next(): Promise<Buffered | undefined> {
@@ -70,12 +76,15 @@ export class Intake {
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
       if (i < this.readFrom) continue;
-      const received = await receive(queue, queue === 'fifo' ? 1 : this.prefetchSize(), 0);
+      const wanted = queue === 'fifo' ? 1 : this.sparse.has(queue) ? this.batchSize() : this.prefetchSize();
+      const received = await receive(queue, wanted, 0);
       if (received === undefined) {
         this.readFrom = i;
         return undefined;
       }
       this.readFrom = 0;
+      if (received.length < wanted) this.sparse.add(queue);
+      else this.sparse.delete(queue);
       if (received.length > 0) {
         this.fill(received);
         return this.buffer[0];

@@ -45,8 +45,8 @@ describe('Intake', () => {
       expect(heads).toEqual(['{"id":"r"}', '{"id":"r"}', '{"id":"f-1"}', '{"id":"f-1"}', '{"id":"f-2"}', '{"id":"f-2"}', '{"id":"m"}', '{"id":"m"}']);
     });
 
-    it('refills a standard queue with several receives at once at high rates: a quarter second of the rate, up to 200', async () => {
-      for (const [perSecond, receives] of [[5, 1], [100, 3], [2_000, MAX_PARALLEL_RECEIVES]] as const) {
+    it('refills a standard queue with several receives at once at high rates: a second of the rate, up to 200', async () => {
+      for (const [perSecond, receives] of [[5, 1], [25, 3], [2_000, MAX_PARALLEL_RECEIVES]] as const) {
         const received: SourceQueue[] = [];
         const h = roomHarness(testConfig({ quotas: [{ limit: perSecond, per: 'second' }] }), (queues) => recordingQueues(queues, received, () => false));
         for (let i = 0; i < 250; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
@@ -55,10 +55,35 @@ describe('Intake', () => {
         await intake.next();
 
         expect(received.filter((queue) => queue === 'main')).toHaveLength(receives);
-        // What the receives took is all in the buffer, in order: 25 for 100/s (a quarter second), 10 for 5/s.
+        // What the receives took is all in the buffer, in order: 25 for 25/s (a second), 10 for 5/s.
         const buffered = Array.from({ length: 250 }, (_, i) => intake.peek(i)).filter((b) => b !== undefined);
         expect(buffered).toHaveLength(Math.min(MAX_RECEIVE_TOTAL, Math.max(10, Math.ceil((perSecond * PREFETCH_MS) / 1000))));
       }
+    });
+
+    it('reads a queue that gave the last refill less than it asked for with one receive, and prefetches again once that comes back full', async () => {
+      const received: SourceQueue[] = [];
+      const h = roomHarness(testConfig({ quotas: [{ limit: 50, per: 'second' }] }), (queues) => recordingQueues(queues, received, () => false));
+      for (let i = 0; i < 150; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
+      const intake = new Intake(h.run, () => START + 1_000, () => Number.POSITIVE_INFINITY);
+      const count = (queue: SourceQueue) => received.filter((q) => q === queue).length;
+
+      await intake.next();
+      expect([count('requeue'), count('fifo'), count('main')]).toEqual([5, 1, 5]);
+      for (let i = 0; i < 50; i++) intake.shift();
+      received.length = 0;
+      for (let i = 0; i < 10; i++) await sendJob(h.queues, 'requeue', { id: `r-${i}` });
+      await intake.next();
+      expect([count('requeue'), count('fifo'), count('main')]).toEqual([1, 0, 0]);
+      for (let i = 0; i < 10; i++) intake.shift();
+      received.length = 0;
+      await intake.next();
+      // The requeue queue gave all it was asked for: the whole prefetch again, which finds it empty.
+      expect([count('requeue'), count('fifo'), count('main')]).toEqual([5, 1, 5]);
+      for (let i = 0; i < 50; i++) intake.shift();
+      received.length = 0;
+      await intake.next();
+      expect([count('requeue'), count('fifo'), count('main')]).toEqual([1, 1, 5]);
     });
 
     it('after a failed receive, waits out the back-off and resumes the round at that queue', async () => {
