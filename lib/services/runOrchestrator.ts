@@ -42,7 +42,7 @@ export type OrchestratorEvent =
   | { readonly type: 'dead-lettered'; readonly at: number; readonly messageId: string; readonly reason: string }
   | { readonly type: 'health-check-sent'; readonly at: number; readonly checkId: string }
   | { readonly type: 'invoke-failed'; readonly at: number; readonly error: string }
-  /** The ledger was saved and the lease renewed; `settlements` were folded into the ledger since the last `flushed`. */
+  /** The ledger was saved (and the lease renewed, when due); `settlements` were folded into the ledger since the last `flushed`. */
   | { readonly type: 'flushed'; readonly at: number; readonly settlements: number }
   /** A state-store call failed (see the state-outage policy of {@link runOrchestrator}); the next try is at `retryAt`. */
   | { readonly type: 'state-unavailable'; readonly at: number; readonly operation: string; readonly error: string; readonly retryAt: number }

@@ -246,7 +246,9 @@ describe('the service on the emulators', () => {
     expect(summaryA).toMatchObject({ lease: 'acquired', dispatched: jobIds.length + s.dispatchesGivenBack() });
     // Every call the API saw came from A's dispatches (a dispatch given back made none).
     expect(s.api.report().apiCalls).toBe(summaryA.dispatched - s.dispatchesGivenBack());
-    expect(s.workerStats().invocations).toBe(summaryA.dispatched);
+    // At 5 a second, slots are 200 ms apart: an invocation carries one job, or two whose slots fall within 250 ms.
+    expect(s.workerStats().invocations).toBeLessThanOrEqual(summaryA.dispatched);
+    expect(s.workerStats().invocations).toBeGreaterThanOrEqual(Math.ceil(summaryA.dispatched / 2));
     expectEachSucceededOnce(s, jobIds);
     // B was refused for the lease, not for anything else: once A has released it, a handler run takes it.
     expect(await s.invokeOrchestratorHandler({ requestId: 'C', deadlineMs: 300 })).toMatchObject({ lease: 'acquired', dispatched: 0 });
@@ -309,15 +311,17 @@ describe('the service on the emulators', () => {
     const s = stack;
     const dayUsage = () => savedUsage(s, 'day');
 
-    const a = s.startOrchestrator({ owner: 'orchestrator-A', deadlineMs: 30_000, killAfterCalls: 60 });
+    const a = s.startOrchestrator({ owner: 'orchestrator-A', deadlineMs: 30_000, killAfterCalls: 40 });
     await expect(a.summary).rejects.toBeInstanceOf(SimulatedCrash);
     const dispatchedByA = dispatches(a.events).length;
     expect(dispatchedByA).toBeGreaterThan(0);
     expect(dispatchedByA).toBeLessThan(dayLimit);
     await waitFor(() => s.workersIdle(), { what: "A's workers to finish" });
     const acceptedFromA = s.api.callLog.filter((c) => c.status === 200).length;
-    // What A saved counts every call it made, plus quota it held and may not have used.
-    const heldUnusedByA = (await dayUsage()) - acceptedFromA;
+    // What A saved counts every call it made, plus quota it held and may not have used (its allowance, which may reach
+    // past the limit); its workers' refunds (jobs that started too late), still pending, give some of that back to B.
+    const refundsPending = (await s.stores.ledger.pendingSettlements(LANE)).filter((settlement) => settlement.actualCost === null).length;
+    const heldUnusedByA = Math.min(dayLimit, await dayUsage()) - acceptedFromA - refundsPending;
     expect(heldUnusedByA).toBeGreaterThanOrEqual(0);
 
     const { run: b } = await takeOverFrom(s, 'orchestrator-B');

@@ -10,12 +10,20 @@ export interface WorkerFaultPlan {
   /** Job ids whose first delivery crashes after the API answered, before the success is recorded. */
   readonly crashAfterCall?: readonly string[];
   /**
-   * Job ids whose first event Lambda delivers twice: the second copy comes 50 ms later for the first, third, …
-   * of them (while the first delivery is calling), 1.5 s later for the others (after it has ended).
+   * Job ids whose first event (their own or their batch's) Lambda delivers twice: the second copy comes 50 ms later
+   * for the first, third, … of them (while the first delivery is calling), 1.5 s later for the others (after it has
+   * ended).
    */
   readonly deliveredTwice?: readonly string[];
   /** How far the worker's clock is ahead of the orchestrator's (negative: behind). @default 0 */
   readonly clockSkewMs?: number;
+}
+
+/** The job ids a worker event carries: its own job's, or each of a batch's. */
+function jobIdsOf(event: unknown): string[] {
+  const { body, jobs } = event as { readonly body?: unknown; readonly jobs?: unknown };
+  const bodies = Array.isArray(jobs) ? jobs.map((job: unknown) => (job as { readonly body?: unknown }).body) : [body];
+  return bodies.flatMap((text) => (typeof text === 'string' ? (jobIdOf(text) ?? []) : []));
 }
 
 /** Delays of a second delivery: while the first is still calling the API, and after it has ended. */
@@ -48,10 +56,9 @@ export class WorkerFaultInjector {
   /** The worker handler, delivering the planned events twice. */
   handler(handler: (event: unknown) => Promise<unknown>): (event: unknown) => Promise<unknown> {
     return (event) => {
-      const { body } = event as { body?: unknown };
-      const id = typeof body === 'string' ? jobIdOf(body) : undefined;
       const planned = this.plan.deliveredTwice ?? [];
-      if (id !== undefined && planned.includes(id) && !this.duplicated.has(id)) {
+      const id = jobIdsOf(event).find((jobId) => planned.includes(jobId) && !this.duplicated.has(jobId));
+      if (id !== undefined) {
         this.duplicated.add(id);
         // Lambda's second delivery is its own invocation: its outcome is not this one's.
         setTimeout(() => void handler(event).catch(() => undefined), planned.indexOf(id) % 2 === 0 ? SOON_MS : LATE_MS);
