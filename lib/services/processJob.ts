@@ -191,7 +191,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
  */
 async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, now: number, start: number, deps: WorkerDeps, options: JobOptions): Promise<JobOutcome> {
   const { stores, queues, config } = deps;
-  const succeeded: IdempotencyRecord = { status: 'succeeded', dispatchId: event.dispatchId, at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs };
+  const succeeded = successRecord(event.dispatchId, now, config);
   const owed = owedBy(event, actualCostOf(result, event.cost));
   if (owed !== undefined) {
     // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
@@ -222,6 +222,11 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
   // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
   await endRefusalRun(now, event.lane, deps);
   return 'succeeded';
+}
+
+/** The record of dispatch `dispatchId`'s success at `at`, kept for the idempotency TTL. */
+function successRecord(dispatchId: string, at: number, config: ServiceConfig): IdempotencyRecord & { status: 'succeeded' } {
+  return { status: 'succeeded', dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs };
 }
 
 /**
@@ -337,10 +342,11 @@ export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutc
 /**
  * Handles a batch's jobs side by side, each as {@link processJob} handles a job alone: each waits for its own slot,
  * so the calls go out at their slots, not together. A job that fails does not stop the others. Once all have ended,
- * the reservations of the jobs that started too late are given back in one write, the successes are recorded in one write under the batch's id (the first job's dispatch id), which their claims
- * name; their messages are then deleted ten to a request, and the successes reported to the circuit once. If that
- * write fails, each success gets a record of its own, as a job alone does. A message whose delete failed reappears,
- * and its next dispatch finds its success.
+ * the reservations of the jobs that started too late are given back in one write, and the successes are recorded in
+ * one write under the batch's id (the first job's dispatch id), which their claims name; their messages are then
+ * deleted ten to a request, and the successes reported to the circuit once. If that write fails, each success gets a
+ * record of its own, as a job alone does. A message whose delete failed reappears, and its next dispatch finds its
+ * success.
  * @throws Error naming each job that failed (its message reappears for another dispatch), once all have ended.
  */
 export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise<JobOutcome[]> {
@@ -361,10 +367,9 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
   const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
   const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : []));
   const now = clock.now();
-  const expiresAt = now + config.orchestrator.idempotencyTtlMs;
   if (succeeded.length > 0) {
-    await stores.idempotency.recordBatchSuccesses(batch.id, succeeded.map((job) => job.dispatchId), now, expiresAt).catch(() =>
-      Promise.all(succeeded.map((job) => stores.idempotency.putIdempotency(job.idempotencyKey, { status: 'succeeded', dispatchId: job.dispatchId, at: now, expiresAt }).catch(() => undefined))),
+    await stores.idempotency.recordBatchSuccesses(batch.id, succeeded.map((job) => job.dispatchId), now, now + config.orchestrator.idempotencyTtlMs).catch(() =>
+      Promise.all(succeeded.map((job) => stores.idempotency.putIdempotency(job.idempotencyKey, successRecord(job.dispatchId, now, config)).catch(() => undefined))),
     );
   }
   for (const [queue, handles] of deletes) await queues.deleteBatch(queue, handles).catch((error: unknown) => failures.push(`deleting ${handles.length} from ${queue}: ${(error as Error).message}`));

@@ -1,3 +1,4 @@
+import { TABLE_KEY } from '../../lib/adapters/dynamodb/DynamoTable';
 import type { InitializeHandlerOptions, InitializeMiddleware, MetadataBearer } from '@smithy/types';
 
 /** Count, summed duration and DynamoDB capacity units of one kind of request. */
@@ -83,8 +84,8 @@ export interface LaneWrite {
 
 /** Whether the request `key` (`service.Command`) with `input` writes a lane item (its key as the document client or the bare client gives it). */
 function isLaneWrite(key: string, input: unknown): boolean {
-  const { Key, Item } = (input ?? {}) as { readonly Key?: { readonly pk?: unknown }; readonly Item?: { readonly pk?: unknown } };
-  const pk = (Key ?? Item)?.pk;
+  const { Key, Item } = (input ?? {}) as { readonly Key?: Record<string, unknown>; readonly Item?: Record<string, unknown> };
+  const pk = (Key ?? Item)?.[TABLE_KEY];
   const text = typeof pk === 'object' && pk !== null ? (pk as { readonly S?: unknown }).S : pk;
   return !DYNAMODB_READ.test(key) && typeof text === 'string' && text.startsWith('lane#');
 }
@@ -98,7 +99,10 @@ export interface LaneItemLoad {
 /** {@link LaneItemLoad} of `writes` (from any meters sharing one clock, in ms). */
 export function laneItemLoad(writes: readonly LaneWrite[]): LaneItemLoad {
   const perSecond = new Map<number, number>();
-  for (const { at, units } of writes) perSecond.set(Math.floor(at / 1000), (perSecond.get(Math.floor(at / 1000)) ?? 0) + units);
+  for (const { at, units } of writes) {
+    const second = Math.floor(at / 1000);
+    perSecond.set(second, (perSecond.get(second) ?? 0) + units);
+  }
   return { largestWriteKb: Math.max(0, ...writes.map((w) => w.units)), peakWriteUnitsPerSecond: Math.max(0, ...perSecond.values()) };
 }
 

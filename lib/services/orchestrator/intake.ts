@@ -49,12 +49,13 @@ export class Intake {
   }
 
   /**
-   * The head of the buffer, refilled from requeue ▸ fifo ▸ main when empty. FIFO is read one message at a time:
-   * a batch could hold message k+1 of a group while k is still being worked on. A standard queue is read with up to
+   * The head of the buffer, refilled from requeue ▸ fifo ▸ main when empty. FIFO is read one message at a time: a
+   * batch could hold message k+1 of a group while k is still being worked on. A standard queue is read with up to
    * {@link MAX_PARALLEL_RECEIVES} receives at once, for {@link PREFETCH_MS} of the tightest tier's rate: at high rates
-   * one receive of 10 a turn cannot keep up, and a batch takes what the buffer holds. A queue that gave the last refill
-   * less than it asked for (the requeue queue, mostly) gets one receive: several would mostly come back empty. When all are empty it long-polls
-   * the main queue briefly and returns `undefined`; after a failed receive it waits out the back-off instead.
+   * one receive of 10 a turn cannot keep up, and a batch takes what the buffer holds. A queue that gave the last
+   * refill less than it asked for (the requeue queue, mostly) gets one receive: several would mostly come back empty.
+   * When all are empty it long-polls the main queue briefly and returns `undefined`; after a failed receive it waits
+   * out the back-off instead.
    */
   async next(): Promise<Buffered | undefined> {
     if (this.buffer.length > 0) return this.buffer[0];
