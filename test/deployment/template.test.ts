@@ -10,6 +10,7 @@ import { serviceConfigFromEnv, CONFIG_ENV, QUEUE_URL_ENV, RESOURCE_ENV } from '.
 import { CloudFormationSpec, findCycle, isIntrinsic, references } from '../helpers/cloudFormationSpec';
 import { packageService, readServerlessYml, readTemplate, type PackageRun } from '../../tools/local/packageService';
 import type { Template } from '../../tools/local/template';
+import { ORCHESTRATOR_MEMORY_MB, WORKER_MEMORY_MB } from '../../tools/bench/cost';
 
 jest.setTimeout(30_000);
 
@@ -113,6 +114,11 @@ describe('the functions', () => {
     expect(config![1].Properties?.DestinationConfig).toEqual({ OnFailure: { Destination: getAtt('WorkerFailureQueue') } });
     expect(config![1].Properties?.MaximumRetryAttempts).toBe(0);
     expect(config![1].Properties?.MaximumEventAgeInSeconds).toBe(60);
+  });
+
+  it('has the memory the bench prices each function at', () => {
+    expect(props('OrchestratorLambdaFunction').MemorySize).toBe(ORCHESTRATOR_MEMORY_MB);
+    expect(props('WorkerLambdaFunction').MemorySize).toBe(WORKER_MEMORY_MB);
   });
 
   it("gives the orchestrator the worker's name", () => {

@@ -48,9 +48,9 @@ export const PRICES = {
   },
 } as const;
 
-/** Memory of the deployed functions (serverless.yml), for callers that price them. */
+/** Memory of the deployed functions (serverless.yml, which a deployment test holds to these), for callers that price them. */
 export const WORKER_MEMORY_MB = 256;
-export const ORCHESTRATOR_MEMORY_MB = 512;
+export const ORCHESTRATOR_MEMORY_MB = 256;
 
 /** Counts per job; every field is ≥ 0. */
 export interface CostInput {

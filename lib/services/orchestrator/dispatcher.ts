@@ -100,15 +100,20 @@ export class Dispatcher {
 
   /**
    * The head's job `first`, then the buffered messages after it that can go in its invocation, reserved at their
-   * slots: while each parses, is not refused, has a slot less than `batchWindowMs` after the first's that its
+   * slots: while each parses, is not refused, has a slot within the batch window after the first's that its
    * visibility and the allowance cover, and the batch stays within {@link MAX_BATCH_EVENT_BYTES}. After a batch Lambda
    * refused, the head goes alone once.
+   *
+   * The window is `batchWindowMs`, widened by as much as the lead has grown past `dispatchLeadMs`: a worker waits for
+   * its first slot about as long as the lead, so while late starts keep the lead long, a batch spans as long and the
+   * wait is shared by that many more jobs (at 50/s and a lead of 1.5 s, about 75 instead of 12).
    */
   private batchFrom(first: Reserved, now: number): Reserved[] {
     const batch = [first];
     const { config } = this.run.deps;
     const { batchWindowMs, dispatchLeadMs } = config.pacing;
     if (this.aloneNext || batchWindowMs === 0) return batch;
+    const windowMs = batchWindowMs + Math.max(0, this.pacer.lead.ms - dispatchLeadMs);
     let bytes = eventBytes(first.event);
     for (let i = 1; ; i++) {
       const next = this.intake.peek(i);
@@ -119,7 +124,7 @@ export class Dispatcher {
       const units = config.quotas.map((tier) => unitsFor(tier, job.cost));
       const allowed = this.ledger.allowed(slot, units);
       const covered = next.receivedAt + this.run.settings.visibilityTimeoutMs - slot >= this.run.settings.workerTimeoutMs;
-      if (!(slot < first.reservation.at + batchWindowMs) || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed)) return batch;
+      if (!(slot < first.reservation.at + windowMs) || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed)) return batch;
       bytes += eventBytes(jobEventOf(config.lane, next.message, job, first.event.dispatchId, first.reservation, slot, now));
       if (bytes > MAX_BATCH_EVENT_BYTES) return batch;
       batch.push(this.reserve(next.message, job, units, slot, now));

@@ -81,15 +81,15 @@ describe('costPerMillionJobs', () => {
   });
 
   it('takes the deployed orchestrator memory by default, and counts its invocations', () => {
-    expect(ORCHESTRATOR_MEMORY_MB).toBe(512);
+    expect(ORCHESTRATOR_MEMORY_MB).toBe(256);
     const cost = costPerMillionJobs({
       invocationsPerJob: 1,
       workerBusySecondsPerJob: 0,
       memoryMb: 256,
-      orchestratorSecondsPerJob: 0.002,
+      orchestratorSecondsPerJob: 0.004,
       orchestratorInvocationsPerJob: 0.5,
     });
-    // 0.002 s × 0.5 GB × 1e6 = 1,000 GB-s.
+    // 0.004 s × 0.25 GB × 1e6 = 1,000 GB-s.
     expect(cost.lambdaCompute).toBeCloseTo(1000 * 0.0000133334, 10);
     expect(cost.lambdaRequests).toBeCloseTo(1.5 * 0.2, 10);
   });

@@ -429,6 +429,35 @@ describe('runOrchestrator', () => {
       }
     });
 
+    it('widens the window by as much as late starts have grown the lead, so that a worker waits once for more jobs', async () => {
+      const config = testConfig({ quotas: [{ limit: 50, per: 'second' }], pacing: { batchWindowMs: 100, dispatchLeadMs: 0, maxDispatchLeadMs: 1_000 } });
+      let reported = false;
+      const h = orchestratorHarness({
+        config,
+        // The first worker starts 300 ms after its event was sent, too late for its slot: it gives its job back.
+        worker: async (event, harness) => {
+          const [first, ...others] = jobsOf(event);
+          if (first !== undefined && !reported) {
+            reported = true;
+            await harness.stores.ledger.addSettlements(LANE, { reservation: first.reservation, actualCost: null, id: first.dispatchId, startDelayMs: 300 });
+            await harness.queues.changeVisibility(first.queue, first.receiptHandle, 0);
+          } else if (first !== undefined) await harness.queues.delete(first.queue, first.receiptHandle);
+          for (const job of others) await harness.queues.delete(job.queue, job.receiptHandle);
+        },
+      });
+      await sendMain(h.queues, 100);
+
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 4_000 }), START + 5_000);
+
+      // Before the ledger sync takes the late start in, a batch spans under 100 ms; after it, under 100 + 300 ms.
+      const spans = h.workerEvents.map(({ event }) => jobsOf(event).map((job) => job.slotAt)).map((slots) => Math.max(...slots) - Math.min(...slots));
+      const widened = spans.findIndex((span) => span >= 100);
+      expect(widened).toBeGreaterThan(0);
+      expect(spans.slice(0, widened).every((span) => span < 100)).toBe(true);
+      expect(Math.max(...spans)).toBeGreaterThanOrEqual(300);
+      expect(spans.every((span) => span < 400)).toBe(true);
+    });
+
     it('leaves a malformed message out of a batch: the batch ends before it, and it is dead-lettered', async () => {
       const h = fast(100);
       await sendMain(h.queues, 2);
