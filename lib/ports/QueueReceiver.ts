@@ -56,6 +56,12 @@ export interface OutgoingMessage {
   readonly deduplicationId?: string;
 }
 
+/** A message of {@link QueueReceiver.sendBatch} that was not sent: its index among those given, and why. */
+export interface SendFailure {
+  readonly index: number;
+  readonly reason: string;
+}
+
 /** Options of {@link QueueReceiver.receive}. */
 export interface ReceiveOptions {
   /** At most this many messages (SQS allows 1..10). */
@@ -73,6 +79,13 @@ export interface ReceiveOptions {
 export interface QueueReceiver {
   receive(queue: SourceQueue, options: ReceiveOptions): Promise<ReceivedMessage[]>;
   send(queue: QueueName, message: OutgoingMessage): Promise<void>;
+  /**
+   * Sends several messages to one queue, as {@link QueueReceiver.send} does each, ten to a request (a message too
+   * large to share a request goes alone). Every request is made, and a failed one fails its messages, not the call.
+   * @returns the messages that were not sent, each with why (none when all were).
+   * @throws Error, before any request, for a message `send` would refuse outright (a FIFO message without a group).
+   */
+  sendBatch(queue: QueueName, messages: readonly OutgoingMessage[]): Promise<readonly SendFailure[]>;
   /** Deletes a received message; deleting one that is already gone is not an error. */
   delete(queue: QueueName, receiptHandle: string): Promise<void>;
   /**

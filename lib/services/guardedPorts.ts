@@ -4,7 +4,7 @@ import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailab
 import type { CircuitStore } from '../ports/CircuitStore';
 import type { Lease, LeaseStore } from '../ports/LeaseStore';
 import type { LedgerStore } from '../ports/LedgerStore';
-import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SourceQueue } from '../ports/QueueReceiver';
+import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SendFailure, SourceQueue } from '../ports/QueueReceiver';
 import type { OrchestratorStores } from './runOrchestrator';
 
 /** Cap of every back-off of the orchestrator: invokes, state-store calls, queue calls. */
@@ -116,6 +116,9 @@ export class GuardedQueues implements QueueReceiver {
   }
   send(queue: QueueName, message: OutgoingMessage): Promise<void> {
     return this.guard('send', queue, () => this.queues.send(queue, message));
+  }
+  sendBatch(queue: QueueName, messages: readonly OutgoingMessage[]): Promise<readonly SendFailure[]> {
+    return this.guard('sendBatch', queue, () => this.queues.sendBatch(queue, messages));
   }
   delete(queue: QueueName, receiptHandle: string): Promise<void> {
     return this.guard('delete', queue, () => this.queues.delete(queue, receiptHandle));

@@ -15,7 +15,7 @@ import type { CircuitStore } from '../ports/CircuitStore';
 import { isStoppedBatchClaim, type IdempotencyRecord, type IdempotencyStore } from '../ports/IdempotencyStore';
 import type { LedgerStore } from '../ports/LedgerStore';
 import { applyCircuitEvent } from './circuitUpdates';
-import { deadLetter, retryLater, returnUnconsumed, type MessageRef } from './queueOutcomes';
+import { deadLetter, retryLater, returnAllUnconsumed, returnUnconsumed, type MessageRef, type Unconsumed } from './queueOutcomes';
 
 /** The stores a worker uses. */
 export interface WorkerStores {
@@ -63,6 +63,8 @@ export interface BatchEnding {
   readonly deleteLater: (queue: QueueName, receiptHandle: string) => void;
   /** Told of a reservation given back by a job that started too late, instead of recording it. */
   readonly refundLater: (refund: Settlement) => void;
+  /** Told of a job that started too late, instead of returning it to its queue (see {@link returnAllUnconsumed}). */
+  readonly returnLater: (job: Unconsumed) => void;
 }
 
 /** How {@link processJob} handles a job: alone by default, or as one of a batch. */
@@ -118,9 +120,14 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
     // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
     const startDelayMs = lateStart && Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
     const refund: Settlement = { reservation: event.reservation, actualCost: null, id: event.dispatchId, ...startDelayMs };
-    if (options.batch === undefined) await settle(refund);
-    else options.batch.refundLater(refund);
-    await returnUnconsumed(queues, withKey(message, event.idempotencyKey), event.attempt);
+    const unconsumed = { message: withKey(message, event.idempotencyKey), attempt: event.attempt };
+    if (options.batch === undefined) {
+      await settle(refund);
+      await returnUnconsumed(queues, unconsumed.message, unconsumed.attempt);
+    } else {
+      options.batch.refundLater(refund);
+      options.batch.returnLater(unconsumed);
+    }
     return 'too-late';
   };
 
@@ -342,9 +349,10 @@ export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutc
 /**
  * Handles a batch's jobs side by side, each as {@link processJob} handles a job alone: each waits for its own slot,
  * so the calls go out at their slots, not together. A job that fails does not stop the others. Once all have ended,
- * the reservations of the jobs that started too late are given back in one write, and the successes are recorded in
- * one write under the batch's id (the first job's dispatch id), which their claims name; their messages are then
- * deleted ten to a request, and the successes reported to the circuit once. If that write fails, each success gets a
+ * the reservations of the jobs that started too late are given back in one write and the jobs sent back to the
+ * requeue queue ten to a request, and the successes are recorded in one write under the batch's id (the first job's
+ * dispatch id), which their claims name; their messages and the originals of the jobs sent back are then deleted ten
+ * to a request, and the successes reported to the circuit once. If that write fails, each success gets a
  * record of its own, as a job alone does. A message whose delete failed reappears, and its next dispatch finds its
  * success.
  * @throws Error naming each job that failed (its message reappears for another dispatch), once all have ended.
@@ -354,18 +362,23 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
   const start = clock.now();
   const succeeded: JobEvent[] = [];
   const refunds: Settlement[] = [];
+  const returns: Unconsumed[] = [];
   const deletes = new Map<QueueName, string[]>();
   const batch: BatchEnding = {
     id: event.jobs[0]?.dispatchId ?? '',
     succeeded: (job) => succeeded.push(job),
     deleteLater: (queue, receiptHandle) => deletes.set(queue, [...(deletes.get(queue) ?? []), receiptHandle]),
     refundLater: (refund) => refunds.push(refund),
+    returnLater: (job) => returns.push(job),
   };
   const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps, { batch })));
-  // Given back in one write; if it cannot be recorded, the quota goes unused, as for a job alone.
+  // Given back in one write; if it cannot be recorded, the quota goes unused, as for a job alone. Then the jobs go
+  // back to their queues, their originals deleted with the successes'.
   if (refunds.length > 0) await recordSettlement(event.lane, start, deps, ...refunds);
+  const { toDelete, problems } = await returnAllUnconsumed(queues, returns);
+  for (const message of toDelete) batch.deleteLater(message.queue, message.receiptHandle);
   const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
-  const failures = settled.flatMap((s, i) => (s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : []));
+  const failures = [...settled.flatMap((s, i) => (s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : [])), ...problems];
   const now = clock.now();
   if (succeeded.length > 0) {
     await stores.idempotency.recordBatchSuccesses(batch.id, succeeded.map((job) => job.dispatchId), now, now + config.orchestrator.idempotencyTtlMs).catch(() =>

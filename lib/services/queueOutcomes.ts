@@ -1,4 +1,4 @@
-import { ATTRIBUTES, deadLetterQueueOf, type MessageAttribute, type QueueReceiver, type SourceQueue } from '../ports/QueueReceiver';
+import { ATTRIBUTES, deadLetterQueueOf, type MessageAttribute, type OutgoingMessage, type QueueReceiver, type SourceQueue } from '../ports/QueueReceiver';
 
 /** The parts of a received message needed to retry or dead-letter it. */
 export interface MessageRef {
@@ -50,17 +50,55 @@ export async function returnUnconsumed(queues: QueueReceiver, message: MessageRe
   await requeue(queues, message, attempt, 0);
 }
 
+/** A job to return unconsumed (see {@link returnUnconsumed}). */
+export interface Unconsumed {
+  readonly message: MessageRef;
+  readonly attempt: number;
+}
+
+/**
+ * Returns several jobs as {@link returnUnconsumed} returns each, but sends the copies of standard messages to the
+ * requeue queue ten to a request, and leaves the originals of those sent for the caller to delete (with others, ten to
+ * a request). A job that could not be returned reappears once its visibility runs out.
+ * @returns the originals to delete, and why each job that was not returned was not.
+ */
+export async function returnAllUnconsumed(queues: QueueReceiver, jobs: readonly Unconsumed[]): Promise<{ readonly toDelete: readonly MessageRef[]; readonly problems: readonly string[] }> {
+  const problems: string[] = [];
+  const problem = (job: Unconsumed, reason: string) => problems.push(`returning ${job.message.messageId}: ${reason}`);
+  for (const job of jobs.filter(({ message }) => message.queue === 'fifo')) {
+    await returnUnconsumed(queues, job.message, job.attempt).catch((error: unknown) => problem(job, (error as Error).message));
+  }
+  const standard = jobs.filter(({ message }) => message.queue !== 'fifo');
+  if (standard.length === 0) return { toDelete: [], problems };
+  const failed = await queues
+    .sendBatch('requeue', standard.map(({ message, attempt }) => requeued(message, attempt, 0)))
+    .catch((error: unknown) => standard.map((_, index) => ({ index, reason: (error as Error).message })));
+  for (const { index, reason } of failed) problem(standard[index]!, reason);
+  const unsent = new Set(failed.map(({ index }) => index));
+  return { toDelete: standard.filter((_, i) => !unsent.has(i)).map(({ message }) => message), problems };
+}
+
 /** Makes `message` receivable again after `delayMs`, carrying `nextAttempt` unless it is a FIFO message (see {@link retryLater}). */
 async function requeue(queues: QueueReceiver, message: MessageRef, nextAttempt: number, delayMs: number): Promise<void> {
-  const delay = Math.min(900_000, Math.max(0, Math.ceil(delayMs / 1000) * 1000));
+  const delay = requeueDelay(delayMs);
   if (message.queue === 'fifo') {
     await queues.changeVisibility('fifo', message.receiptHandle, delay);
     return;
   }
-  await queues.send('requeue', {
+  await queues.send('requeue', requeued(message, nextAttempt, delayMs));
+  await queues.delete(message.queue, message.receiptHandle);
+}
+
+/** A delay SQS takes: whole seconds, 0 to 900. */
+function requeueDelay(delayMs: number): number {
+  return Math.min(900_000, Math.max(0, Math.ceil(delayMs / 1000) * 1000));
+}
+
+/** The copy of standard `message` sent to the requeue queue, carrying `nextAttempt`, delayed by `delayMs`. */
+function requeued(message: MessageRef, nextAttempt: number, delayMs: number): OutgoingMessage {
+  return {
     body: message.body,
     attributes: { ...message.attributes, [ATTRIBUTES.attempt]: { dataType: 'Number', value: String(nextAttempt) } },
-    delayMs: delay,
-  });
-  await queues.delete(message.queue, message.receiptHandle);
+    delayMs: requeueDelay(delayMs),
+  };
 }

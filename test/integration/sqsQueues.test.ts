@@ -150,6 +150,30 @@ describe('SqsQueues on fauxqs', () => {
     });
   });
 
+  describe('sendBatch', () => {
+    it('sends ten messages to a request and up to 256 KiB, a larger message alone, with their attributes and delays', async () => {
+      const client = testSqsClient();
+      const commands: string[] = [];
+      const urls = await createLaneQueues(client, uniqueName('sqsb'));
+      client.middlewareStack.add((next, context) => (args) => {
+        commands.push(String(context.commandName));
+        return next(args);
+      });
+      const queues = new SqsQueues({ client, queueUrls: urls });
+      const small = Array.from({ length: 12 }, (_, i) => ({ body: `m${i}`, attributes: { attempt: { dataType: 'Number', value: String(i) } } }));
+      const big = { body: 'b'.repeat(200_000) };
+      // 10 small; 2 small and a big one; the other big one and the delayed one; the huge one alone.
+      await expect(queues.sendBatch('requeue', [...small, big, big, { body: 'later', delayMs: 60_000 }, { body: 'h'.repeat(300_000) }])).resolves.toEqual([]);
+      expect(commands).toEqual(['SendMessageBatchCommand', 'SendMessageBatchCommand', 'SendMessageBatchCommand', 'SendMessageCommand']);
+      const received: ReceivedMessage[] = [];
+      for (let tries = 0; received.length < 15 && tries < 10; tries++) received.push(...(await queues.receive('requeue', NOW)));
+      expect(received.map((m) => m.body.length).sort((a, b) => a - b)).toEqual([...Array.from({ length: 12 }, (_, i) => `m${i}`.length).sort((a, b) => a - b), 200_000, 200_000, 300_000]);
+      expect(received.find((m) => m.body === 'm7')?.attributes).toEqual({ attempt: { dataType: 'Number', value: '7' } });
+      expect(await queues.messageCount('requeue')).toBe(16); // the delayed one too
+      client.destroy();
+    });
+  });
+
   describe('deleteBatch', () => {
     it('deletes twelve received messages in two requests, ignoring a handle already used', async () => {
       const { queues } = await lane();

@@ -100,8 +100,8 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
       injects: 'fault 3: SQS 5xx and timeouts on receive, send and delete; deletes that fail after they worked',
       aws: [
         { service: 'sqs', kind: 'server-error', operations: ['ReceiveMessage'], fromMs: 300, toMs: 1_500 },
-        { service: 'sqs', kind: 'timeout', operations: ['ReceiveMessage', 'SendMessage'], fromMs: 1_500, toMs: quick ? 4_000 : 8_000, share: 0.3 },
-        { service: 'sqs', kind: 'server-error', operations: ['SendMessage'], fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
+        { service: 'sqs', kind: 'timeout', operations: ['ReceiveMessage', 'SendMessage', 'SendMessageBatch'], fromMs: 1_500, toMs: quick ? 4_000 : 8_000, share: 0.3 },
+        { service: 'sqs', kind: 'server-error', operations: ['SendMessage', 'SendMessageBatch'], fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
         { service: 'sqs', kind: 'error-after-success', operations: ['DeleteMessage', 'DeleteMessageBatch'], role: 'worker', fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
       ],
     },

@@ -9,6 +9,7 @@ import {
   type QueueReceiver,
   type ReceiveOptions,
   type ReceivedMessage,
+  type SendFailure,
   type SourceQueue,
 } from '../../lib/ports/QueueReceiver';
 
@@ -44,7 +45,7 @@ export interface StoredMessageSnapshot {
 }
 
 /** Request counters of {@link MemoryQueues.stats}: one per API call, whatever it returned. */
-export type QueueRequestStats = Record<'receive' | 'send' | 'delete' | 'deleteBatch' | 'changeVisibility' | 'messageCount', number>;
+export type QueueRequestStats = Record<'receive' | 'send' | 'sendBatch' | 'delete' | 'deleteBatch' | 'changeVisibility' | 'messageCount', number>;
 
 interface StoredMessage {
   readonly messageId: string;
@@ -97,7 +98,7 @@ function isInFlight(message: StoredMessage, now: number): boolean {
  */
 export class MemoryQueues implements QueueReceiver {
   /** Request counters, one per call. */
-  readonly stats: QueueRequestStats = { receive: 0, send: 0, delete: 0, deleteBatch: 0, changeVisibility: 0, messageCount: 0 };
+  readonly stats: QueueRequestStats = { receive: 0, send: 0, sendBatch: 0, delete: 0, deleteBatch: 0, changeVisibility: 0, messageCount: 0 };
 
   private readonly clock: Clock;
   private readonly maxReceiveCount: number;
@@ -144,8 +145,27 @@ export class MemoryQueues implements QueueReceiver {
    *   and on a standard queue with a `deduplicationId`.
    */
   async send(queue: QueueName, message: OutgoingMessage): Promise<void> {
-    const state = this.state(queue);
     this.stats.send++;
+    this.store(queue, message);
+  }
+
+  /** {@link MemoryQueues.send} for each message, as one request; a message `send` refuses is returned with why. */
+  async sendBatch(queue: QueueName, messages: readonly OutgoingMessage[]): Promise<readonly SendFailure[]> {
+    this.stats.sendBatch++;
+    const failures: SendFailure[] = [];
+    for (const [index, message] of messages.entries()) {
+      try {
+        this.store(queue, message);
+      } catch (error) {
+        failures.push({ index, reason: (error as Error).message });
+      }
+    }
+    return failures;
+  }
+
+  /** Stores a message as {@link MemoryQueues.send} does. */
+  private store(queue: QueueName, message: OutgoingMessage): void {
+    const state = this.state(queue);
     const delayMs = message.delayMs ?? 0;
     checkRange('delayMs', delayMs, 0, MAX_DELAY_MS);
     checkRange('body size in bytes', Buffer.byteLength(message.body, 'utf8'), 1, MAX_BODY_BYTES);

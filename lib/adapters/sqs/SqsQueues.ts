@@ -5,13 +5,14 @@ import {
   DeleteMessageCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
+  SendMessageBatchCommand,
   SendMessageCommand,
   type Message,
   type MessageAttributeValue,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { ConfigError } from '../../errors';
-import { QUEUE_NAMES, type MessageAttribute, type OutgoingMessage, type QueueName, type QueueReceiver, type ReceiveOptions, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
+import { QUEUE_NAMES, type MessageAttribute, type OutgoingMessage, type QueueName, type QueueReceiver, type ReceiveOptions, type ReceivedMessage, type SendFailure, type SourceQueue } from '../../ports/QueueReceiver';
 import { fitAttributes, unpackAttributes } from './fitAttributes';
 
 /** Options of {@link SqsQueues}. */
@@ -26,6 +27,8 @@ const MAX_VISIBILITY_SECONDS = 43_200;
 const MAX_WAIT_SECONDS = 20;
 const MAX_DELAY_SECONDS = 900;
 const MAX_BATCH = 10;
+/** The most a SendMessageBatch request may carry, bodies and attributes summed (SQS's batch limit before 2025). */
+const MAX_BATCH_PAYLOAD_BYTES = 262_144;
 
 const FIFO_QUEUES: ReadonlySet<QueueName> = new Set(['fifo', 'fifo-dlq']);
 
@@ -155,7 +158,40 @@ export class SqsQueues implements QueueReceiver {
    * @throws RangeError when `delayMs` is NaN.
    */
   async send(queue: QueueName, message: OutgoingMessage): Promise<void> {
-    const url = this.queueUrls[queue];
+    await this.client.send(new SendMessageCommand({ QueueUrl: this.queueUrls[queue], ...this.entryOf(queue, message) }));
+  }
+
+  /**
+   * SendMessageBatch, ten messages to a request and at most {@link MAX_BATCH_PAYLOAD_BYTES} of them (a larger message
+   * goes alone with SendMessage). Every request is made; a request that fails as a whole fails each of its messages.
+   * @throws Error or RangeError as {@link SqsQueues.send} does for a message it refuses, before any request.
+   */
+  async sendBatch(queue: QueueName, messages: readonly OutgoingMessage[]): Promise<readonly SendFailure[]> {
+    const entries = messages.map((message, index) => ({ index, entry: this.entryOf(queue, message), bytes: payloadBytes(message) }));
+    const failures: SendFailure[] = [];
+    const failAll = (chunk: readonly { index: number }[], error: unknown) => failures.push(...chunk.map(({ index }) => ({ index, reason: (error as Error).message })));
+    for (const chunk of chunks(entries)) {
+      const [only] = chunk;
+      try {
+        if (chunk.length === 1 && only !== undefined && only.bytes > MAX_BATCH_PAYLOAD_BYTES) {
+          await this.client.send(new SendMessageCommand({ QueueUrl: this.queueUrls[queue], ...only.entry }));
+          continue;
+        }
+        const Entries = chunk.map(({ index, entry }) => ({ Id: String(index), ...entry }));
+        const { Failed = [] } = await this.client.send(new SendMessageBatchCommand({ QueueUrl: this.queueUrls[queue], Entries }));
+        failures.push(...Failed.map((entry) => ({ index: Number(entry.Id), reason: `${entry.Code ?? 'error'} ${entry.Message ?? ''}`.trim() })));
+      } catch (error) {
+        failAll(chunk, error);
+      }
+    }
+    return failures.sort((a, b) => a.index - b.index);
+  }
+
+  /**
+   * The fields of a SendMessage request but the queue URL, which SendMessageBatch entries share.
+   * @throws Error or RangeError as {@link SqsQueues.send} documents.
+   */
+  private entryOf(queue: QueueName, message: OutgoingMessage) {
     const delayMs = message.delayMs ?? 0;
     const delaySeconds = clamp('delayMs', delayMs / 1000, Math.ceil, 0, MAX_DELAY_SECONDS);
     const fifo = FIFO_QUEUES.has(queue);
@@ -166,15 +202,12 @@ export class SqsQueues implements QueueReceiver {
       throw new Error(`deduplicationId is only valid on FIFO queues, not on '${queue}'`);
     }
     const attributes = Object.entries(fitAttributes(message.attributes ?? {}));
-    await this.client.send(
-      new SendMessageCommand({
-        QueueUrl: url,
-        MessageBody: message.body,
-        ...(attributes.length === 0 ? {} : { MessageAttributes: Object.fromEntries(attributes.map(([name, a]) => [name, toSqsAttribute(a)])) }),
-        ...(fifo ? { MessageDeduplicationId: message.deduplicationId ?? randomUUID() } : { DelaySeconds: delaySeconds }),
-        ...(message.groupId === undefined ? {} : { MessageGroupId: message.groupId }),
-      }),
-    );
+    return {
+      MessageBody: message.body,
+      ...(attributes.length === 0 ? {} : { MessageAttributes: Object.fromEntries(attributes.map(([name, a]) => [name, toSqsAttribute(a)])) }),
+      ...(fifo ? { MessageDeduplicationId: message.deduplicationId ?? randomUUID() } : { DelaySeconds: delaySeconds }),
+      ...(message.groupId === undefined ? {} : { MessageGroupId: message.groupId }),
+    };
   }
 
   /** GetQueueAttributes: the approximate numbers of messages visible, not visible (in flight) and delayed, summed. */
@@ -230,4 +263,27 @@ export class SqsQueues implements QueueReceiver {
       }),
     );
   }
+}
+
+/** What SQS counts of a message against a request's payload limit: its body and its attributes' names, types and values. */
+function payloadBytes(message: OutgoingMessage): number {
+  const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
+  return Object.entries(message.attributes ?? {}).reduce((sum, [name, a]) => sum + bytes(name) + bytes(a.dataType) + bytes(a.value), bytes(message.body));
+}
+
+/** `entries` in order, cut into requests of at most {@link MAX_BATCH} and {@link MAX_BATCH_PAYLOAD_BYTES}. */
+function chunks<T extends { readonly bytes: number }>(entries: readonly T[]): T[][] {
+  const result: T[][] = [];
+  let bytes = 0;
+  for (const entry of entries) {
+    const last = result.at(-1);
+    if (last === undefined || last.length === MAX_BATCH || bytes + entry.bytes > MAX_BATCH_PAYLOAD_BYTES) {
+      result.push([entry]);
+      bytes = entry.bytes;
+    } else {
+      last.push(entry);
+      bytes += entry.bytes;
+    }
+  }
+  return result;
 }

@@ -4,6 +4,13 @@ export const LEAD_SAMPLE_DISPATCHES = 1000;
 /** Share of dispatches whose worker may still start too late once the lead has grown to fit the others. */
 export const LATE_SHARE_TOLERATED = 0.01;
 
+/**
+ * How much more than a late worker needed the lead takes: late starts are seen only above the lead, so the next one
+ * is likely later than the latest; with a quarter more, a few late starts rather than one per new latest bring the
+ * lead over the slow tail (cold starts of up to 1.5 s).
+ */
+export const LEAD_HEADROOM = 1.25;
+
 /** What a {@link DispatchLead} is made of, in ms. */
 export interface DispatchLeadSettings {
   /** The configured lead (`PacingSettings.dispatchLeadMs`), and the least. */
@@ -20,7 +27,7 @@ export interface DispatchLeadSettings {
  * A worker that starts after its `callBy` gives its slot back, and a slot given back is lost to a sliding tier that
  * runs full: its windows cannot take one call more later. So the lead follows the late starts: over the latest
  * {@link LEAD_SAMPLE_DISPATCHES} dispatches, it is the least lead, from the configured one up to the most, that would
- * have let all but {@link LATE_SHARE_TOLERATED} of them start in time. It grows at the first late starts and falls
+ * have let all but {@link LATE_SHARE_TOLERATED} of them start in time, with {@link LEAD_HEADROOM}. It grows at the first late starts and falls
  * back once they have left the sample (cold starts are over). Pure: dispatches and reports come in as calls.
  */
 export class DispatchLead {
@@ -47,8 +54,11 @@ export class DispatchLead {
     }
   }
 
-  /** Takes in a worker that started `startDelayMs` after its event was sent, too late to call. */
+  /**
+   * Takes in a worker that started `startDelayMs` after its event was sent, too late to call: it needed a lead of
+   * its start delay less the call window, and the lead counts {@link LEAD_HEADROOM} times that.
+   */
   startedLate(startDelayMs: number): void {
-    this.needed.push({ at: this.dispatches, ms: Math.ceil(startDelayMs - this.settings.callWindowMs) });
+    this.needed.push({ at: this.dispatches, ms: Math.ceil((startDelayMs - this.settings.callWindowMs) * LEAD_HEADROOM) });
   }
 }

@@ -427,7 +427,7 @@ describe('MemoryQueues', () => {
       await queues.delete('main', 'r-999');
       await queues.messageCount('main');
       await queues.deleteBatch('main', ['r-998', 'r-999']);
-      expect(queues.stats).toEqual({ receive: 2, send: 1, delete: 1, deleteBatch: 1, changeVisibility: 1, messageCount: 1 });
+      expect(queues.stats).toEqual({ receive: 2, send: 1, sendBatch: 0, delete: 1, deleteBatch: 1, changeVisibility: 1, messageCount: 1 });
     });
   });
 });

@@ -1179,6 +1179,36 @@ describe('processBatch', () => {
     expect(h.queues.depth('requeue')).toBe(2);
   });
 
+  it('sends the jobs that started too late back in one request, and deletes their originals with the successes', async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b', 'c']);
+    const late = (job: JobEvent): JobEvent => ({ ...job, slotAt: START - 20, callBy: START - 20, reservation: { ...job.reservation, at: START - 20 } });
+    const stats = { ...h.queues.stats };
+
+    await expect(processBatch({ ...event, jobs: [late(event.jobs[0]!), event.jobs[1]!, late(event.jobs[2]!)] }, h.deps)).resolves.toEqual(['too-late', 'succeeded', 'too-late']);
+
+    expect({ sendBatch: h.queues.stats.sendBatch - stats.sendBatch, send: h.queues.stats.send - stats.send, delete: h.queues.stats.delete - stats.delete, deleteBatch: h.queues.stats.deleteBatch - stats.deleteBatch }).toEqual({ sendBatch: 1, send: 0, delete: 0, deleteBatch: 1 });
+    expect(h.queues.depth('main')).toBe(0);
+    const requeued = await h.queues.receive('requeue', { max: 10, visibilityMs: 1_000, waitMs: 0 });
+    expect(requeued.map((m) => [m.body, m.attributes.attempt?.value, m.attributes.idempotencyKey?.value])).toEqual([
+      ['{"id":"a"}', '1', 'k-a'],
+      ['{"id":"c"}', '1', 'k-c'],
+    ]);
+  });
+
+  it('keeps a job whose copy could not be sent back: its original reappears, and the batch names it', async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b']);
+    const late = (job: JobEvent): JobEvent => ({ ...job, slotAt: START - 20, callBy: START - 20, reservation: { ...job.reservation, at: START - 20 } });
+    jest.spyOn(h.queues, 'sendBatch').mockResolvedValueOnce([{ index: 0, reason: 'InternalError' }]);
+
+    await expect(processBatch({ ...event, jobs: [late(event.jobs[0]!), event.jobs[1]!] }, h.deps)).rejects.toThrow(`the batch of 2 jobs failed in part: returning ${event.jobs[0]!.messageId}: InternalError`);
+
+    // b succeeded and was deleted; a is still in flight in the main queue, to reappear after its visibility.
+    expect(h.queues.depth('main')).toBe(1);
+    expect(h.queues.depth('requeue')).toBe(0);
+  });
+
   it('records nothing for the batch when none of its jobs succeeded', async () => {
     const h = workerHarness();
     h.api.answer = () => httpStatus(503);

@@ -6,7 +6,7 @@ import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
 import { InvokeRejectedError, InvokeThrottledError, StateFormatError } from '../../../lib/errors';
 import type { Clock } from '../../../lib/ports/Clock';
 import type { Invoker, JobEvent, WorkerEvent } from '../../../lib/ports/Invoker';
-import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SourceQueue } from '../../../lib/ports/QueueReceiver';
+import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SendFailure, SourceQueue } from '../../../lib/ports/QueueReceiver';
 import type { CircuitStore } from '../../../lib/ports/CircuitStore';
 import type { Lease, LeaseStore } from '../../../lib/ports/LeaseStore';
 import type { LedgerStore } from '../../../lib/ports/LedgerStore';
@@ -131,6 +131,9 @@ class FaultyQueues implements QueueReceiver {
   }
   send(queue: QueueName, message: OutgoingMessage): Promise<void> {
     return this.call('send', queue, () => this.inner.send(queue, message));
+  }
+  sendBatch(queue: QueueName, messages: readonly OutgoingMessage[]): Promise<readonly SendFailure[]> {
+    return this.call('sendBatch', queue, () => this.inner.sendBatch(queue, messages));
   }
   delete(queue: QueueName, receiptHandle: string): Promise<void> {
     return this.call('delete', queue, () => this.inner.delete(queue, receiptHandle));

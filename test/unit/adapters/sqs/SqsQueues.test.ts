@@ -5,6 +5,7 @@ import {
   ReceiveMessageCommand,
   SQSClient,
   SQSServiceException,
+  SendMessageBatchCommand,
   SendMessageCommand,
 } from '@aws-sdk/client-sqs';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -195,6 +196,30 @@ describe('SqsQueues', () => {
       await expect(q.send('main', { body: 'x', deduplicationId: 'd' })).rejects.toThrow(/deduplicationId/);
       await expect(q.send('main', { body: 'x', delayMs: Number.NaN })).rejects.toThrow(RangeError);
       expect(sqsMock.commandCalls(SendMessageCommand)).toHaveLength(0);
+    });
+  });
+
+  describe('sendBatch', () => {
+    it('returns the entries SQS refused and every entry of a request that failed as a whole, after making every request', async () => {
+      sqsMock
+        .on(SendMessageBatchCommand)
+        .resolvesOnce({ Successful: [], Failed: [{ Id: '3', Code: 'InvalidMessageContents', Message: 'bad character', SenderFault: true }] })
+        .rejectsOnce(sqsError('InternalError', 'We encountered an internal error'));
+      const messages = Array.from({ length: 12 }, (_, i) => ({ body: `m${i}` }));
+      await expect(queues().sendBatch('requeue', messages)).resolves.toEqual([
+        { index: 3, reason: 'InvalidMessageContents bad character' },
+        { index: 10, reason: 'We encountered an internal error' },
+        { index: 11, reason: 'We encountered an internal error' },
+      ]);
+      expect(sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input.Entries?.map((e) => e.Id))).toEqual([
+        ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'],
+        ['10', '11'],
+      ]);
+    });
+
+    it('refuses a message send would refuse before making any request', async () => {
+      await expect(queues().sendBatch('fifo', [{ body: 'x', groupId: 'g' }, { body: 'y' }])).rejects.toThrow("send to FIFO queue 'fifo' needs a groupId");
+      expect(sqsMock.calls()).toHaveLength(0);
     });
   });
 

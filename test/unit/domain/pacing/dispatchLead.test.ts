@@ -15,18 +15,18 @@ describe('DispatchLead', () => {
     expect(l.ms).toBe(250);
   });
 
-  it('grows at the first late start to what that worker would have needed: its start delay less the call window', () => {
+  it('grows at the first late start to what that worker would have needed, its start delay less the call window, with a quarter more', () => {
     const l = lead();
     dispatch(l, 10);
     l.startedLate(600);
-    expect(l.ms).toBe(580);
+    expect(l.ms).toBe(725); // (600 − 20) × 1.25
   });
 
   it('leaves the latest 1 % of the sample out once it holds enough dispatches: 2 of 200', () => {
     const l = lead();
     dispatch(l, 200);
     for (const delay of [900, 700, 500, 400]) l.startedLate(delay);
-    expect(l.ms).toBe(480);
+    expect(l.ms).toBe(600); // the third largest: (500 − 20) × 1.25
   });
 
   it('never goes past the most, nor below the configured lead', () => {
@@ -45,7 +45,7 @@ describe('DispatchLead', () => {
       l.startedLate(600);
     }
     dispatch(l, LEAD_SAMPLE_DISPATCHES - 90);
-    expect(l.ms).toBe(580); // 30 late starts in the latest 1000 dispatches: 10 left out, 20 still count
+    expect(l.ms).toBe(725); // 30 late starts in the latest 1000 dispatches: 10 left out, 20 still count
     dispatch(l, 80);
     expect(l.ms).toBe(250);
   });

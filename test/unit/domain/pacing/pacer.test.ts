@@ -330,12 +330,12 @@ describe('Pacer', () => {
       expect(pacer.nextSlot(T0 + 1_300, 1)).toBe(T0 + 1_400);
     });
 
-    it('lengthens the lead by what a worker that started too late reports', () => {
+    it('lengthens the lead by what a worker that started too late reports, with a quarter more', () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }], { dispatchLeadMs: 250, maxDispatchLeadMs: 1_500, arrivalMarginMs: 50, callAllowanceMs: 30 });
       const reservation = pacer.dispatch(T0, 1);
       expect(pacer.lead.ms).toBe(250);
       pacer.settle({ reservation, actualCost: null, startDelayMs: 700 }, T0 + 450);
-      expect(pacer.lead.ms).toBe(680);
+      expect(pacer.lead.ms).toBe(850); // (700 − 20) × 1.25
     });
 
     it('never lets the ledger be exceeded, whatever is given back', () => {

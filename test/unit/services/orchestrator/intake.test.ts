@@ -16,6 +16,7 @@ function recordingQueues(queues: MemoryQueues, received: SourceQueue[], failRece
       return queues.receive(queue, options);
     },
     send: (queue, message) => queues.send(queue, message),
+    sendBatch: (queue, messages) => queues.sendBatch(queue, messages),
     delete: (queue, receiptHandle) => queues.delete(queue, receiptHandle),
     deleteBatch: (queue, receiptHandles) => queues.deleteBatch(queue, receiptHandles),
     changeVisibility: (queue, receiptHandle, visibilityMs) => queues.changeVisibility(queue, receiptHandle, visibilityMs),
