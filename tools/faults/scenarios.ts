@@ -177,7 +177,12 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
       api: [{ kind: 'rate-limited-for-hours', fromMs: 300, toMs: 500, retryAfterSeconds: 7_200 }],
       clockLeaps: [{ atMs: 20_000, byMs: HOUR_MS * 2 }],
       midnightAfterMs: HOUR_MS * 2 + 42_000,
+      // A redrive after 2 receives catches a message received during a wait. It is below what FIFO needs (the service
+      // requires more receives than retry.maxAttempts, since a FIFO job's attempts, and the jobs it gives back when
+      // its worker starts late, are receives of the same message), so this scenario has no FIFO jobs: a late start
+      // after the pause would redrive one without a reason. A FIFO job waiting through a spent day is unit-tested.
       maxReceiveCount: 2,
+      fifoGroups: 0,
     },
     {
       ...base,

@@ -35,8 +35,15 @@ export class Intake {
   private readonly queueRetry: Backoff;
   /** Whether the last refill found every queue empty, its long poll included. */
   private foundEmpty = false;
-  /** The queues that gave the last refill less than it asked for: the next reads each with one receive, not several. */
-  private readonly sparse = new Set<SourceQueue>();
+  /**
+   * The queues that gave the last refill less than it asked for: the next reads each with one receive, not several.
+   * The FIFO queue starts here, so that the run's first look into it takes at most one receive's messages.
+   */
+  private readonly sparse = new Set<SourceQueue>(['fifo']);
+  /** Whether a FIFO receive of this run brought two messages of one group: FIFO is then read one message at a time. */
+  private fifoGroupsRepeat = false;
+  /** The queue the last refill that found anything read from: when all are empty, the long poll waits on it. */
+  private lastFound: SourceQueue = 'main';
 
   constructor(
     private readonly run: RunContext,
@@ -49,13 +56,18 @@ export class Intake {
   }
 
   /**
-   * The head of the buffer, refilled from requeue ▸ fifo ▸ main when empty. FIFO is read one message at a time: a
-   * batch could hold message k+1 of a group while k is still being worked on. A standard queue is read with up to
+   * The head of the buffer, refilled from requeue ▸ fifo ▸ main when empty. A queue is read with up to
    * {@link MAX_PARALLEL_RECEIVES} receives at once, for {@link PREFETCH_MS} of the tightest tier's rate: at high rates
    * one receive of 10 a turn cannot keep up, and a batch takes what the buffer holds. A queue that gave the last
    * refill less than it asked for (the requeue queue, mostly) gets one receive: several would mostly come back empty.
-   * When all are empty it long-polls the main queue briefly and returns `undefined`; after a failed receive it waits
-   * out the back-off instead.
+   * When all are empty it long-polls the main queue briefly (the FIFO queue if the last messages found came from it)
+   * and returns `undefined`; after a failed receive it waits out the back-off instead.
+   *
+   * The buffer holds at most one message of a FIFO group: message k+1 must not be called until k has ended, and k's
+   * worker does not say when. SQS holds a group's later messages back while one is in flight, but one receive may
+   * bring several of a group: the first stays, the others are handed back at once (SQS keeps the group's order, and
+   * counts one more receive of each), and FIFO is read one message at a time for the rest of the run, so that a deep
+   * group's messages are not received and handed back again and again.
    */
   async next(): Promise<Buffered | undefined> {
     if (this.buffer.length > 0) return this.buffer[0];
@@ -77,7 +89,7 @@ export class Intake {
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
       if (i < this.readFrom) continue;
-      const wanted = queue === 'fifo' ? 1 : this.sparse.has(queue) ? this.batchSize() : this.prefetchSize();
+      const wanted = queue === 'fifo' && this.fifoGroupsRepeat ? 1 : this.sparse.has(queue) ? this.batchSize() : this.prefetchSize();
       const received = await receive(queue, wanted, 0);
       if (received === undefined) {
         this.readFrom = i;
@@ -87,13 +99,17 @@ export class Intake {
       if (received.length < wanted) this.sparse.add(queue);
       else this.sparse.delete(queue);
       if (received.length > 0) {
-        this.fill(received);
+        this.lastFound = queue;
+        this.fill(await this.firstOfEachGroup(received));
         return this.buffer[0];
       }
     }
+    // A FIFO group whose message is in flight is held back until that message is deleted: the poll then waits on the
+    // FIFO queue, which answers as soon as the group's next message can go.
     const waitMs = Math.max(0, Math.min(this.run.settings.idleWaitMs, this.run.options.deadline - clock.now()));
-    const polled = await receive('main', this.batchSize(), waitMs);
-    this.fill(polled ?? []);
+    const pollOn = this.lastFound === 'fifo' ? 'fifo' : 'main';
+    const polled = await receive(pollOn, pollOn === 'fifo' && this.fifoGroupsRepeat ? 1 : this.batchSize(), waitMs);
+    this.fill(await this.firstOfEachGroup(polled ?? []));
     this.foundEmpty = polled?.length === 0;
     return undefined;
   }
@@ -169,6 +185,25 @@ export class Intake {
       if (receivedAt + this.run.settings.visibilityTimeoutMs > now) await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
     }
     this.buffer = [];
+  }
+
+  /**
+   * Of `received`, the first message of each FIFO group and every other message; the later messages of a group are
+   * handed back (see {@link Intake.next}). One whose hand-back fails reappears once its visibility runs out.
+   */
+  private async firstOfEachGroup(received: readonly ReceivedMessage[]): Promise<ReceivedMessage[]> {
+    const groups = new Set<string>();
+    const kept: ReceivedMessage[] = [];
+    for (const message of received) {
+      if (message.queue !== 'fifo' || message.groupId === undefined || !groups.has(message.groupId)) {
+        if (message.groupId !== undefined) groups.add(message.groupId);
+        kept.push(message);
+        continue;
+      }
+      this.fifoGroupsRepeat = true;
+      await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
+    }
+    return kept;
   }
 
   /** Replaces the (empty) buffer with `messages`, received now. */

@@ -4,6 +4,7 @@ import { MemoryLeaseStore, MemoryState, memoryStores, type MemoryLedgerStore } f
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { InvokeFailedError, InvokeThrottledError, LeaseLostError } from '../../../lib/errors';
 import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
+import type { ReceivedMessage } from '../../../lib/ports/QueueReceiver';
 import type { Lease } from '../../../lib/ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../../lib/ports/LedgerStore';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
@@ -701,6 +702,69 @@ describe('runOrchestrator', () => {
     expect(h.queues.depth('fifo-dlq')).toBe(0);
     expect(h.workerEvents.filter(({ event }) => event.kind === 'job' && event.messageId === 'm-1').map(({ event }) => event.kind === 'job' && event.attempt)).toEqual([1, 2]);
   });
+
+  describe('FIFO refills', () => {
+    const fast = () => orchestratorHarness({ config: testConfig({ quotas: [{ limit: 50, per: 'second' }] }) });
+    const fifoJobs = (h: ReturnType<typeof fast>) => h.workerEvents.map(({ event }) => jobsOf(event).map((job) => (JSON.parse(job.body) as { id: string }).id));
+
+    it('reads the first messages of several groups with one receive, and sends them together in batches', async () => {
+      const h = fast();
+      for (let i = 1; i <= 8; i++) await sendJob(h.queues, 'fifo', { id: `g${i}` }, { groupId: `g-${i}` });
+      const receives = jest.spyOn(h.queues, 'receive');
+
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
+
+      expect(fifoJobs(h).flat().sort()).toEqual(['g1', 'g2', 'g3', 'g4', 'g5', 'g6', 'g7', 'g8']);
+      expect(Math.max(...fifoJobs(h).map((jobs) => jobs.length))).toBeGreaterThan(1);
+      await expect(firstFifoReceive(receives)).resolves.toHaveLength(8);
+    });
+
+    it("hands a group's later messages back when one receive brings several, then reads FIFO one message at a time", async () => {
+      const h = fast();
+      for (const [id, group] of [['a1', 'g-a'], ['a2', 'g-a'], ['a3', 'g-a'], ['b1', 'g-b']] as const) await sendJob(h.queues, 'fifo', { id }, { groupId: group });
+      const receives = jest.spyOn(h.queues, 'receive');
+
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
+
+      // SQS fills a receive from one group first: a1, a2 and a3 came together, with b1.
+      expect((await firstFifoReceive(receives)).map((m) => m.body)).toEqual(['{"id":"a1"}', '{"id":"a2"}', '{"id":"a3"}', '{"id":"b1"}']);
+      const invocations = fifoJobs(h);
+      expect(invocations.flat().filter((id) => id.startsWith('a'))).toEqual(['a1', 'a2', 'a3']);
+      expect(invocations.every((ids) => ids.filter((id) => id.startsWith('a')).length <= 1)).toBe(true);
+      const fifoReceives = receives.mock.calls.filter(([queue]) => queue === 'fifo').map(([, options]) => options.max);
+      expect(fifoReceives.slice(1).every((max) => max === 1)).toBe(true);
+      // a3 was received with a1 and handed back, then received again and dispatched: its attempt counts both receives.
+      const a3 = h.workerEvents.flatMap(({ event }) => jobsOf(event)).find((job) => job.body === '{"id":"a3"}');
+      expect(a3?.attempt).toBe(2);
+    });
+  });
+
+  it("long-polls the FIFO queue while it holds the work, so that a group's next message goes once the one before is deleted", async () => {
+    const h = orchestratorHarness({
+      config: testConfig({ quotas: [{ limit: 50, per: 'second' }] }),
+      // Each worker takes 300 ms (its call), then deletes its message.
+      worker: async (event, harness) => {
+        await harness.clock.sleep(300);
+        for (const job of jobsOf(event)) await harness.queues.delete(job.queue, job.receiptHandle);
+      },
+    });
+    for (const id of ['a1', 'a2', 'a3']) await sendJob(h.queues, 'fifo', { id }, { groupId: 'g-a' });
+    const receives = jest.spyOn(h.queues, 'receive');
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
+
+    // Each message is dispatched right after the one before is deleted, not after a 1 s poll of the main queue.
+    expect(h.workerEvents.map(({ at }) => at - START)).toEqual([0, 300, 600]);
+    expect(receives.mock.calls.filter(([queue, options]) => queue === 'fifo' && options.waitMs > 0).length).toBeGreaterThanOrEqual(2);
+  });
+
+  /** What the first receive from the FIFO queue that `receives` watched returned. */
+  function firstFifoReceive(receives: jest.SpiedFunction<MemoryQueues['receive']>): Promise<ReceivedMessage[]> {
+    const i = receives.mock.calls.findIndex(([queue]) => queue === 'fifo');
+    const result = receives.mock.results[i];
+    if (result === undefined) throw new Error('no receive from the FIFO queue');
+    return result.value as Promise<ReceivedMessage[]>;
+  }
 
   it('hands undispatched buffered messages back to their queue at exit', async () => {
     const h = orchestratorHarness({ worker: async () => undefined });
