@@ -14,7 +14,7 @@ import { ATTRIBUTES, type QueueName, type QueueReceiver } from '../ports/QueueRe
 import type { CircuitStore } from '../ports/CircuitStore';
 import { isStoppedBatchClaim, type IdempotencyRecord, type IdempotencyStore } from '../ports/IdempotencyStore';
 import type { LedgerStore } from '../ports/LedgerStore';
-import { applyCircuitEvent } from './circuitUpdates';
+import { applyCircuitEvent, loadCircuit } from './circuitUpdates';
 import { deadLetter, retryLater, returnAllUnconsumed, returnUnconsumed, type MessageRef, type Unconsumed } from './queueOutcomes';
 
 /** The stores a worker uses. */
@@ -70,6 +70,8 @@ export interface BatchEnding {
 /** How {@link processJob} handles a job: alone by default, or as one of a batch. */
 export interface JobOptions {
   readonly batch?: BatchEnding;
+  /** Whether the job may still call (see {@link circuitCheck}), shared by a batch's jobs. @default the job's own */
+  readonly circuitAllows?: () => Promise<boolean>;
 }
 
 /** How one job event ended for this delivery. */
@@ -91,7 +93,12 @@ export type JobOutcome =
    * The worker started after the event's `callBy`: no call; the reservation was given back and the job went back to
    * its queue, without consuming an attempt (a FIFO message's receive is counted all the same), to be dispatched again.
    */
-  | 'too-late';
+  | 'too-late'
+  /**
+   * The circuit opened (or a 429 paused the lane) while the job waited for its slot: no call; the reservation was
+   * given back and the job went back to its queue as a job that started too late does.
+   */
+  | 'held-back';
 
 /**
  * Handles one job: calls the API at most once per dispatch, and never again after a recorded success; then deletes,
@@ -115,7 +122,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const start = clock.now();
   const settle = (owed: Settlement | undefined): Promise<boolean> => recordOwed(event.lane, owed, start, deps);
   const failed = (at: number): IdempotencyRecord => ({ status: 'failed', dispatchId: event.dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs });
-  const giveBack = async (lateStart: boolean): Promise<JobOutcome> => {
+  const giveBack = async (lateStart: boolean, outcome: 'too-late' | 'held-back' = 'too-late'): Promise<JobOutcome> => {
     // Given back once: the refund carries the dispatch id, and the start delay of a late start (an event sent before
     // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
     const startDelayMs = lateStart && Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
@@ -128,7 +135,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
       options.batch.refundLater(refund);
       options.batch.returnLater(unconsumed);
     }
-    return 'too-late';
+    return outcome;
   };
 
   // The key is claimed before the wait for the slot, so that nothing but the call itself follows the slot: the call
@@ -140,6 +147,14 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const held = await claimKey(event.idempotencyKey, claim, start, deps);
   if (held !== null) return standBack(held, event, message, start, deps);
   if (lateAtStart) return giveBack(true);
+  // The lead and a batch's span can be long: the circuit is checked again just before the slot, as the orchestrator
+  // checks it before a dispatch.
+  const ahead = event.slotAt - CIRCUIT_CHECK_AHEAD_MS - clock.now();
+  if (ahead > 0) await clock.sleep(ahead);
+  if (!(await (options.circuitAllows ?? circuitCheck(event.sentAt, event.lane, deps))())) {
+    await stores.idempotency.putIdempotency(event.idempotencyKey, failed(clock.now()));
+    return giveBack(false, 'held-back');
+  }
   if (!(await holdToSlot(event, clock))) {
     // The claim itself took this worker past `callBy`: the claim becomes this dispatch's failure, as above.
     await stores.idempotency.putIdempotency(event.idempotencyKey, failed(clock.now()));
@@ -310,6 +325,39 @@ async function holdToSlot(event: JobEvent, clock: Clock): Promise<boolean> {
   return clock.now() <= event.callBy;
 }
 
+/** How long before a job's slot its worker asks whether the circuit still allows the call. */
+const CIRCUIT_CHECK_AHEAD_MS = 50;
+
+/**
+ * Whether the jobs of an event sent at `sentAt` may still call: the circuit closed and the lane not paused by a 429,
+ * as read no longer than `circuitPollMs` ago (the orchestrator's reading when it sent the event counts as the
+ * first). The lead grows to 1.5 s while workers start late, and a batch spans as long: without this, jobs would go on
+ * calling a failing API after the circuit opened. So no job calls more than `circuitPollMs` after the circuit opened,
+ * as none is dispatched; at the configured lead a job alone needs no read. The jobs of a batch waiting at once share
+ * one read. A read that fails lets the call go (the next job reads again): a DynamoDB error must not stop the work.
+ */
+function circuitCheck(sentAt: number, lane: string, deps: WorkerDeps): () => Promise<boolean> {
+  const { clock, stores, config } = deps;
+  let knownAt = Number.isFinite(sentAt) ? sentAt : Number.NEGATIVE_INFINITY;
+  let allows = true;
+  let reading: Promise<void> | undefined;
+  return async () => {
+    const readAt = clock.now();
+    if (!allows || readAt - knownAt <= config.orchestrator.circuitPollMs) return allows;
+    reading ??= loadCircuit(stores.circuit, lane)
+      .then((circuit) => {
+        knownAt = readAt;
+        allows = circuit.state.status === 'closed' && circuit.pausedUntil <= clock.now();
+      })
+      .catch(() => undefined)
+      .finally(() => {
+        reading = undefined;
+      });
+    await reading;
+    return allows;
+  };
+}
+
 /**
  * `message` carrying the job's key as an attribute. A requeued copy gets a new message id, so every attempt of a job
  * shares one key, and a late redelivery of an earlier attempt's event finds the later attempt's success.
@@ -371,7 +419,8 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
     refundLater: (refund) => refunds.push(refund),
     returnLater: (job) => returns.push(job),
   };
-  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps, { batch })));
+  const circuitAllows = circuitCheck(event.sentAt, event.lane, deps);
+  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps, { batch, circuitAllows })));
   // Given back in one write; if it cannot be recorded, the quota goes unused, as for a job alone. Then the jobs go
   // back to their queues, their originals deleted with the successes'.
   if (refunds.length > 0) await recordSettlement(event.lane, start, deps, ...refunds);

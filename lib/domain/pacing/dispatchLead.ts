@@ -27,8 +27,9 @@ export interface DispatchLeadSettings {
  * A worker that starts after its `callBy` gives its slot back, and a slot given back is lost to a sliding tier that
  * runs full: its windows cannot take one call more later. So the lead follows the late starts: over the latest
  * {@link LEAD_SAMPLE_DISPATCHES} dispatches, it is the least lead, from the configured one up to the most, that would
- * have let all but {@link LATE_SHARE_TOLERATED} of them start in time, with {@link LEAD_HEADROOM}. It grows at the first late starts and falls
- * back once they have left the sample (cold starts are over). Pure: dispatches and reports come in as calls.
+ * have let all but {@link LATE_SHARE_TOLERATED} of them start in time, with {@link LEAD_HEADROOM}. It grows at the
+ * first late starts and falls back once they have left the sample (cold starts are over). Pure: dispatches and
+ * reports come in as calls.
  */
 export class DispatchLead {
   /** Dispatches counted so far. */

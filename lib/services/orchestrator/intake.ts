@@ -195,13 +195,14 @@ export class Intake {
     const groups = new Set<string>();
     const kept: ReceivedMessage[] = [];
     for (const message of received) {
-      if (message.queue !== 'fifo' || message.groupId === undefined || !groups.has(message.groupId)) {
-        if (message.groupId !== undefined) groups.add(message.groupId);
+      const group = message.queue === 'fifo' ? message.groupId : undefined;
+      if (group === undefined || !groups.has(group)) {
+        if (group !== undefined) groups.add(group);
         kept.push(message);
-        continue;
+      } else {
+        this.fifoGroupsRepeat = true;
+        await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
       }
-      this.fifoGroupsRepeat = true;
-      await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
     }
     return kept;
   }

@@ -7,7 +7,8 @@ import type { CircuitChange } from '../../../tools/simulation/report';
 /** A backlog with FIFO groups, poison and malformed jobs, and a 12 s outage in the middle; realistic worker starts. */
 const outageScenario = parseScenario(defaultScenario);
 /** The same with every worker starting 20 ms after its invoke and every event delivered once. */
-const onTimeScenario = parseScenario({ ...defaultScenario, startDelays: { kind: 'fixed', ms: 20 }, duplicateDeliveries: { share: 0 } });
+// Without the outage too: a batch that finds the circuit open before a slot gives that job back without a call.
+const onTimeScenario = parseScenario({ ...defaultScenario, api: { ...defaultScenario.api, outages: [] }, startDelays: { kind: 'fixed', ms: 20 }, duplicateDeliveries: { share: 0 } });
 
 function statusAt(changes: readonly CircuitChange[], at: number): CircuitChange['status'] {
   let status: CircuitChange['status'] = 'closed';
@@ -59,6 +60,14 @@ describe('runSimulation', () => {
       const opened = result.circuitChanges.find((c) => c.status === 'open')!.at;
       const closed = result.circuitChanges.filter((c) => c.status === 'closed').pop()!.at;
       expect(dispatches.filter((e) => e.at > opened + pollMs && e.at < closed)).toEqual([]);
+    });
+
+    it('calls no job more than circuitPollMs after the circuit opened: a batch reads it again before each slot', () => {
+      // A worker asks 50 ms before the slot, on a reading at most circuitPollMs old; the call starts by callBy.
+      const boundMs = outageScenario.config.orchestrator.circuitPollMs + 100;
+      const late = result.api.callLog.filter((c) => statusAt(result.circuitChanges, c.at - boundMs) === 'open' && statusAt(result.circuitChanges, c.at) !== 'closed');
+      expect(late).toEqual([]);
+      expect(result.orchestratorEvents.filter((e) => e.type === 'dispatched').length).toBeGreaterThan(result.api.callLog.length - result.api.report().probes);
     });
 
     it('makes the first job call within healthCheckSeconds + 1 s of the API becoming healthy', () => {

@@ -1209,6 +1209,24 @@ describe('processBatch', () => {
     expect(h.queues.depth('requeue')).toBe(0);
   });
 
+  it('holds back the jobs whose slots come after the circuit opened, once the reading it was sent with is circuitPollMs old', async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b', 'c']);
+    const at = (job: JobEvent, ms: number): JobEvent => ({ ...job, slotAt: START + ms, callBy: START + ms + 10, reservation: { ...job.reservation, at: START + ms } });
+    const pollMs = h.config.orchestrator.circuitPollMs;
+    const outcome = processBatch({ ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 100), at(event.jobs[2]!, pollMs + 400)] }, h.deps);
+    // Another worker's reports open the circuit between b's check and c's.
+    await h.clock.advance(pollMs + 150);
+    await openCircuit(h.stores.circuit, h.config, h.clock.now());
+    await h.clock.advance(300);
+
+    await expect(outcome).resolves.toEqual(['succeeded', 'succeeded', 'held-back']);
+    expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}', '{"id":"b"}']);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([expect.objectContaining({ id: 'd-c', actualCost: null })]);
+    expect(h.queues.depth('requeue')).toBe(1);
+    await expect(h.stores.idempotency.getIdempotency('k-c', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-c' });
+  });
+
   it('records nothing for the batch when none of its jobs succeeded', async () => {
     const h = workerHarness();
     h.api.answer = () => httpStatus(503);
