@@ -70,8 +70,8 @@ export interface BatchEnding {
 /** How {@link processJob} handles a job: alone by default, or as one of a batch. */
 export interface JobOptions {
   readonly batch?: BatchEnding;
-  /** Whether the job may still call (see {@link circuitCheck}), shared by a batch's jobs. @default the job's own */
-  readonly circuitAllows?: () => Promise<boolean>;
+  /** Whether the job may still call at its slot (see {@link circuitCheck}), shared by a batch's jobs. @default the job's own */
+  readonly circuitAllows?: (slotAt: number) => Promise<boolean>;
 }
 
 /** How one job event ended for this delivery. */
@@ -151,7 +151,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   // checks it before a dispatch.
   const ahead = event.slotAt - CIRCUIT_CHECK_AHEAD_MS - clock.now();
   if (ahead > 0) await clock.sleep(ahead);
-  if (!(await (options.circuitAllows ?? circuitCheck(event.sentAt, event.lane, deps))())) {
+  if (!(await (options.circuitAllows ?? circuitCheck(event.sentAt, event.lane, deps))(event.slotAt))) {
     await stores.idempotency.putIdempotency(event.idempotencyKey, failed(clock.now()));
     return giveBack(false, 'held-back');
   }
@@ -332,16 +332,17 @@ const CIRCUIT_CHECK_AHEAD_MS = 50;
  * Whether the jobs of an event sent at `sentAt` may still call: the circuit closed and the lane not paused by a 429,
  * as read no longer than `circuitPollMs` ago (the orchestrator's reading when it sent the event counts as the
  * first). The lead grows to 1.5 s while workers start late, and a batch spans as long: without this, jobs would go on
- * calling a failing API after the circuit opened. So no job calls more than `circuitPollMs` after the circuit opened,
- * as none is dispatched; at the configured lead a job alone needs no read. The jobs of a batch waiting at once share
- * one read. A read that fails lets the call go (the next job reads again): a DynamoDB error must not stop the work.
+ * calling a failing API after the circuit opened. So no job calls more than `circuitPollMs` (and a read's time) after
+ * the circuit opened, as none is dispatched; at the configured lead a job alone needs no read. The jobs of a batch
+ * share one read at a time. A read still unanswered at the slot, or one that failed, leaves the last reading in
+ * force: the check never makes a call late, and a DynamoDB error does not stop the work.
  */
-function circuitCheck(sentAt: number, lane: string, deps: WorkerDeps): () => Promise<boolean> {
+function circuitCheck(sentAt: number, lane: string, deps: WorkerDeps): (slotAt: number) => Promise<boolean> {
   const { clock, stores, config } = deps;
   let knownAt = Number.isFinite(sentAt) ? sentAt : Number.NEGATIVE_INFINITY;
   let allows = true;
   let reading: Promise<void> | undefined;
-  return async () => {
+  return async (slotAt) => {
     const readAt = clock.now();
     if (!allows || readAt - knownAt <= config.orchestrator.circuitPollMs) return allows;
     reading ??= loadCircuit(stores.circuit, lane)
@@ -353,7 +354,7 @@ function circuitCheck(sentAt: number, lane: string, deps: WorkerDeps): () => Pro
       .finally(() => {
         reading = undefined;
       });
-    await reading;
+    await Promise.race([reading, clock.sleep(Math.max(0, slotAt - readAt))]);
     return allows;
   };
 }

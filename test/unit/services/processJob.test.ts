@@ -1227,6 +1227,20 @@ describe('processBatch', () => {
     await expect(h.stores.idempotency.getIdempotency('k-c', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-c' });
   });
 
+  it('calls at the slot on the last reading when the read of the circuit has not answered by then', async () => {
+    const h = workerHarness();
+    const [job] = (await batchOf(h, ['a'])).jobs;
+    jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation(() => h.clock.sleep(500).then(() => undefined));
+    const late = { ...job!, slotAt: START + 400, callBy: START + 410, reservation: { ...job!.reservation, at: START + 400 } };
+
+    const outcome = processJob(late, h.deps);
+    await h.clock.advance(1_000);
+
+    await expect(outcome).resolves.toBe('succeeded');
+    expect(h.api.calls.map((c) => c.at - START)).toEqual([400]);
+    expect(h.stores.circuit.loadCircuit).toHaveBeenCalledTimes(1);
+  });
+
   it('records nothing for the batch when none of its jobs succeeded', async () => {
     const h = workerHarness();
     h.api.answer = () => httpStatus(503);
