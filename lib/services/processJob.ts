@@ -70,7 +70,10 @@ export interface BatchEnding {
 /** How {@link processJob} handles a job: alone by default, or as one of a batch. */
 export interface JobOptions {
   readonly batch?: BatchEnding;
-  /** Whether the job may still call at its slot (see {@link circuitCheck}), shared by a batch's jobs. @default the job's own */
+  /**
+   * Whether the job may still call at its slot (see {@link circuitCheck}), shared by a batch's jobs.
+   * @default the job's own
+   */
   readonly circuitAllows?: (slotAt: number) => Promise<boolean>;
 }
 
@@ -137,6 +140,11 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
     }
     return outcome;
   };
+  // The key is claimed for a call that will not happen: the claim becomes this dispatch's failure (see below).
+  const giveBackClaimed = async (outcome: 'too-late' | 'held-back'): Promise<JobOutcome> => {
+    await stores.idempotency.putIdempotency(event.idempotencyKey, failed(clock.now()));
+    return giveBack(false, outcome);
+  };
 
   // The key is claimed before the wait for the slot, so that nothing but the call itself follows the slot: the call
   // leaves within the timer's lateness of it. A worker already late claims the key as this dispatch's failure: no
@@ -151,15 +159,10 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   // checks it before a dispatch.
   const ahead = event.slotAt - CIRCUIT_CHECK_AHEAD_MS - clock.now();
   if (ahead > 0) await clock.sleep(ahead);
-  if (!(await (options.circuitAllows ?? circuitCheck(event.sentAt, event.lane, deps))(event.slotAt))) {
-    await stores.idempotency.putIdempotency(event.idempotencyKey, failed(clock.now()));
-    return giveBack(false, 'held-back');
-  }
-  if (!(await holdToSlot(event, clock))) {
-    // The claim itself took this worker past `callBy`: the claim becomes this dispatch's failure, as above.
-    await stores.idempotency.putIdempotency(event.idempotencyKey, failed(clock.now()));
-    return giveBack(false);
-  }
+  const circuitAllows = options.circuitAllows ?? circuitCheck(event.sentAt, event.lane, deps);
+  if (!(await circuitAllows(event.slotAt))) return giveBackClaimed('held-back');
+  // The claim itself took this worker past `callBy`.
+  if (!(await holdToSlot(event, clock))) return giveBackClaimed('too-late');
 
   const result = await api.call(event.body, { idempotencyKey: event.idempotencyKey });
   const now = clock.now();
