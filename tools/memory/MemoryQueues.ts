@@ -44,6 +44,21 @@ export interface StoredMessageSnapshot {
   readonly inFlight: boolean;
 }
 
+/**
+ * Refuses what SQS refuses of any message to `queue` before sending: a delay out of 0..900 000 ms, a FIFO message
+ * without a group or with a delay, a deduplication id on a standard queue.
+ */
+function checkShape(queue: QueueName, message: OutgoingMessage): void {
+  const delayMs = message.delayMs ?? 0;
+  checkRange('delayMs', delayMs, 0, MAX_DELAY_MS);
+  if (isFifo(queue)) {
+    if (message.groupId === undefined) throw new Error(`send to FIFO queue '${queue}' needs a groupId`);
+    if (delayMs > 0) throw new Error(`FIFO queue '${queue}' does not support per-message delays`);
+  } else if (message.deduplicationId !== undefined) {
+    throw new Error(`deduplicationId is only valid on FIFO queues, not on '${queue}'`);
+  }
+}
+
 /** Request counters of {@link MemoryQueues.stats}: one per API call, whatever it returned. */
 export type QueueRequestStats = Record<'receive' | 'send' | 'sendBatch' | 'delete' | 'deleteBatch' | 'changeVisibility' | 'messageCount', number>;
 
@@ -149,9 +164,13 @@ export class MemoryQueues implements QueueReceiver {
     this.store(queue, message);
   }
 
-  /** {@link MemoryQueues.send} for each message, as one request; a message `send` refuses is returned with why. */
+  /**
+   * {@link MemoryQueues.send} for each message, as one request; a message SQS would refuse is returned with why.
+   * @throws as `send` does, before storing any, for a message no request could carry (see `checkShape`).
+   */
   async sendBatch(queue: QueueName, messages: readonly OutgoingMessage[]): Promise<readonly SendFailure[]> {
     this.stats.sendBatch++;
+    for (const message of messages) checkShape(queue, message);
     const failures: SendFailure[] = [];
     for (const [index, message] of messages.entries()) {
       try {
@@ -166,16 +185,10 @@ export class MemoryQueues implements QueueReceiver {
   /** Stores a message as {@link MemoryQueues.send} does. */
   private store(queue: QueueName, message: OutgoingMessage): void {
     const state = this.state(queue);
-    const delayMs = message.delayMs ?? 0;
-    checkRange('delayMs', delayMs, 0, MAX_DELAY_MS);
+    checkShape(queue, message);
     checkRange('body size in bytes', Buffer.byteLength(message.body, 'utf8'), 1, MAX_BODY_BYTES);
     const now = this.clock.now();
-    if (isFifo(queue)) {
-      if (message.groupId === undefined) throw new Error(`send to FIFO queue '${queue}' needs a groupId`);
-      if (delayMs > 0) throw new Error(`FIFO queue '${queue}' does not support per-message delays`);
-    } else if (message.deduplicationId !== undefined) {
-      throw new Error(`deduplicationId is only valid on FIFO queues, not on '${queue}'`);
-    }
+    const delayMs = message.delayMs ?? 0;
     if (message.deduplicationId !== undefined) {
       const firstSentAt = state.deduplication.get(message.deduplicationId);
       if (firstSentAt !== undefined && now - firstSentAt < DEDUPLICATION_WINDOW_MS) return;

@@ -89,7 +89,7 @@ export class Intake {
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
       if (i < this.readFrom) continue;
-      const wanted = queue === 'fifo' && this.fifoGroupsRepeat ? 1 : this.sparse.has(queue) ? this.batchSize() : this.prefetchSize();
+      const wanted = this.fifoOneAtATime(queue) ? 1 : this.sparse.has(queue) ? this.batchSize() : this.prefetchSize();
       const received = await receive(queue, wanted, 0);
       if (received === undefined) {
         this.readFrom = i;
@@ -108,7 +108,7 @@ export class Intake {
     // FIFO queue, which answers as soon as the group's next message can go.
     const waitMs = Math.max(0, Math.min(this.run.settings.idleWaitMs, this.run.options.deadline - clock.now()));
     const pollOn = this.lastFound === 'fifo' ? 'fifo' : 'main';
-    const polled = await receive(pollOn, pollOn === 'fifo' && this.fifoGroupsRepeat ? 1 : this.batchSize(), waitMs);
+    const polled = await receive(pollOn, this.fifoOneAtATime(pollOn) ? 1 : this.batchSize(), waitMs);
     this.fill(await this.firstOfEachGroup(polled ?? []));
     this.foundEmpty = polled?.length === 0;
     return undefined;
@@ -185,6 +185,11 @@ export class Intake {
       if (receivedAt + this.run.settings.visibilityTimeoutMs > now) await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
     }
     this.buffer = [];
+  }
+
+  /** Whether `queue` is the FIFO queue and this run reads it one message at a time (see {@link Intake.next}). */
+  private fifoOneAtATime(queue: SourceQueue): boolean {
+    return queue === 'fifo' && this.fifoGroupsRepeat;
   }
 
   /**

@@ -415,6 +415,21 @@ describe('MemoryQueues', () => {
     });
   });
 
+  describe('sendBatch', () => {
+    it('stores what it can and returns the rest with why, as one request', async () => {
+      const { queues } = setup();
+      await expect(queues.sendBatch('requeue', [{ body: 'a' }, { body: '' }, { body: 'c', delayMs: 1_000 }])).resolves.toEqual([{ index: 1, reason: expect.stringContaining('body size in bytes') }]);
+      expect(queues.depth('requeue')).toBe(2);
+      expect(queues.stats).toMatchObject({ send: 0, sendBatch: 1 });
+    });
+
+    it('refuses, before storing any, a message no request could carry', async () => {
+      const { queues } = setup();
+      await expect(queues.sendBatch('fifo', [{ body: 'a', groupId: 'g' }, { body: 'b' }])).rejects.toThrow("send to FIFO queue 'fifo' needs a groupId");
+      expect(queues.depth('fifo')).toBe(0);
+    });
+  });
+
   describe('stats', () => {
     it('counts each request once, long polls included', async () => {
       const { clock, queues } = setup();
