@@ -234,8 +234,9 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
   }
   // The record first, then the delete: a worker stopping in between leaves a message whose next dispatch finds the
   // record (no second call) and deletes it. A record that cannot be written does not keep the message: with the
-  // message gone no dispatch follows, and a further delivery of this very dispatch finds its in-progress claim. A
-  // batch records its successes together, before its deletes, unless a record of the job's own held a settlement.
+  // message gone no dispatch follows, and a further delivery of this very dispatch, however late, finds that it
+  // claimed the key (a dispatch claims it once). A batch records its successes together, before its deletes, unless
+  // a record of the job's own held a settlement.
   const { batch } = options;
   if (batch !== undefined && owed === undefined) batch.succeeded(event);
   else await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);

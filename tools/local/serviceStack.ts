@@ -459,7 +459,7 @@ export class ServiceStack {
 /**
  * Builds a {@link ServiceStack}: a fresh harness first, then the environment (validated by the production config
  * parser, so a setting out of range fails here with its name), the API server, and the worker on the Lambda host
- * (timeout `workerTimeoutMs`, two async retries 100 ms apart, failures recorded in `workerFailures`).
+ * (timeout `workerTimeoutMs`, no async retries as deployed, failures recorded in `workerFailures`).
  * @throws ConfigError when a setting is out of its range.
  */
 export async function createServiceStack(options: ServiceStackOptions): Promise<ServiceStack> {

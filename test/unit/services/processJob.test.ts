@@ -222,6 +222,10 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
+    // Lambda delivers the event again after its claim expired: the dispatch claimed the key once, and calls no more.
+    await h.clock.advance(h.config.orchestrator.workerTimeoutMs + 1_000);
+    await expect(processJob(event, h.deps)).resolves.toBe('busy-elsewhere');
+    expect(h.api.calls).toHaveLength(1);
   });
 
   it('leaves the reservation of the first delivery alone on a redelivery of the same event', async () => {
@@ -1148,6 +1152,20 @@ describe('processBatch', () => {
     await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'k-a' });
     await expect(processJob(await receiveJobEvent(h, 'main', 'd-a3'), h.deps)).resolves.toBe('succeeded');
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}', '{"id":"b"}', '{"id":"a"}']);
+  });
+
+  it('makes no call when the batch is delivered again after its time is up and none of its successes could be recorded', async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b']);
+    jest.spyOn(h.stores.idempotency, 'recordBatchSuccesses').mockRejectedValueOnce(new Error('ProvisionedThroughputExceededException'));
+    jest.spyOn(h.stores.idempotency, 'putIdempotency').mockRejectedValue(new Error('ProvisionedThroughputExceededException'));
+    await expect(processBatch(event, h.deps)).resolves.toEqual(['succeeded', 'succeeded']);
+    jest.restoreAllMocks();
+    expect(h.queues.depth('main')).toBe(0);
+
+    await h.clock.advance(h.config.orchestrator.workerTimeoutMs + 1_000);
+    await expect(processBatch(event, h.deps)).resolves.toEqual(['busy-elsewhere', 'busy-elsewhere']);
+    expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}', '{"id":"b"}']);
   });
 
   it("gives each success a record of its own when the batch's record cannot be written, then deletes", async () => {
