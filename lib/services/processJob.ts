@@ -75,6 +75,12 @@ export interface JobOptions {
    * @default the job's own
    */
   readonly circuitAllows?: (slotAt: number) => Promise<boolean>;
+  /**
+   * The slot of the message before this one of its FIFO group in the same batch, which ended just now: this job
+   * waited for it. If it is then too late to call, its refund says how long after that slot it could start (see
+   * `Settlement.chainGapMs`), not its start delay: the worker did not start late.
+   */
+  readonly chainedAfter?: number;
 }
 
 /** How one job event ended for this delivery. */
@@ -101,7 +107,13 @@ export type JobOutcome =
    * The circuit opened (or a 429 paused the lane) while the job waited for its slot: no call; the reservation was
    * given back and the job went back to its queue as a job that started too late does.
    */
-  | 'held-back';
+  | 'held-back'
+  /**
+   * An earlier message of its FIFO group in the same batch did not end (it will be tried again, or another delivery
+   * has it): no call, so that the group keeps its order; the reservation was given back and the job went back to its
+   * queue as a job that started too late does.
+   */
+  | 'behind-unfinished';
 
 /**
  * Handles one job: calls the API at most once per dispatch, and never again after a recorded success; then deletes,
@@ -114,22 +126,15 @@ export type JobOutcome =
  */
 export async function processJob(event: JobEvent, deps: WorkerDeps, options: JobOptions = {}): Promise<JobOutcome> {
   const { clock, stores, queues, api, config } = deps;
-  const message: MessageRef = {
-    queue: event.queue,
-    messageId: event.messageId,
-    receiptHandle: event.receiptHandle,
-    body: event.body,
-    attributes: event.attributes,
-    ...(event.groupId === undefined ? {} : { groupId: event.groupId }),
-  };
+  const message = messageOf(event);
   const start = clock.now();
   const settle = (owed: Settlement | undefined): Promise<boolean> => recordOwed(event.lane, owed, start, deps);
   const failed = (at: number): IdempotencyRecord => ({ status: 'failed', dispatchId: event.dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs });
   const giveBack = async (lateStart: boolean, outcome: 'too-late' | 'held-back' = 'too-late'): Promise<JobOutcome> => {
     // Given back once: the refund carries the dispatch id, and the start delay of a late start (an event sent before
     // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
-    const startDelayMs = lateStart && Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
-    const refund: Settlement = { reservation: event.reservation, actualCost: null, id: event.dispatchId, ...startDelayMs };
+    const late = !lateStart ? {} : options.chainedAfter !== undefined ? { chainGapMs: start - options.chainedAfter } : Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
+    const refund: Settlement = { reservation: event.reservation, actualCost: null, id: event.dispatchId, ...late };
     const unconsumed = { message: withKey(message, event.idempotencyKey), attempt: event.attempt };
     if (options.batch === undefined) {
       await settle(refund);
@@ -363,6 +368,18 @@ function circuitCheck(sentAt: number, lane: string, deps: WorkerDeps): (slotAt: 
   };
 }
 
+/** The message `event` dispatches. */
+function messageOf(event: JobEvent): MessageRef {
+  return {
+    queue: event.queue,
+    messageId: event.messageId,
+    receiptHandle: event.receiptHandle,
+    body: event.body,
+    attributes: event.attributes,
+    ...(event.groupId === undefined ? {} : { groupId: event.groupId }),
+  };
+}
+
 /**
  * `message` carrying the job's key as an attribute. A requeued copy gets a new message id, so every attempt of a job
  * shares one key, and a late redelivery of an earlier attempt's event finds the later attempt's success.
@@ -401,7 +418,8 @@ export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutc
 
 /**
  * Handles a batch's jobs side by side, each as {@link processJob} handles a job alone: each waits for its own slot,
- * so the calls go out at their slots, not together. A job that fails does not stop the others. Once all have ended,
+ * so the calls go out at their slots, not together. A job that fails does not stop the others, but the messages of
+ * one FIFO group go in order, each after the one before has ended (see {@link inGroupOrder}). Once all have ended,
  * the reservations of the jobs that started too late are given back in one write and the jobs sent back to the
  * requeue queue ten to a request, and the successes are recorded in one write under the batch's id (the first job's
  * dispatch id), which their claims name; their messages and the originals of the jobs sent back are then deleted ten
@@ -425,7 +443,7 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
     returnLater: (job) => returns.push(job),
   };
   const circuitAllows = circuitCheck(event.sentAt, event.lane, deps);
-  const settled = await Promise.allSettled(event.jobs.map((job) => processJob(job, deps, { batch, circuitAllows })));
+  const settled = await Promise.allSettled(inGroupOrder(event.jobs, (job, chainedAfter) => processJob(job, deps, { batch, circuitAllows, chainedAfter }), (job) => standDown(job, batch, deps)));
   // Given back in one write; if it cannot be recorded, the quota goes unused, as for a job alone. Then the jobs go
   // back to their queues, their originals deleted with the successes'.
   if (refunds.length > 0) await recordSettlement(event.lane, start, deps, ...refunds);
@@ -443,6 +461,45 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
   if (outcomes.includes('succeeded')) await endRefusalRun(clock.now(), event.lane, deps);
   if (failures.length > 0) throw new Error(`the batch of ${event.jobs.length} jobs failed in part: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
   return outcomes as JobOutcome[];
+}
+
+/** Outcomes after which a job has ended: the next message of its FIFO group may be called. */
+const ENDED: ReadonlySet<JobOutcome> = new Set(['succeeded', 'dead-lettered', 'duplicate', 'already-ended']);
+/** Outcomes of a job that another delivery of its dispatch has: that one has the rest of its FIFO group too. */
+const ELSEWHERE: ReadonlySet<JobOutcome> = new Set(['busy-elsewhere', 'already-failed']);
+
+/**
+ * Runs `jobs` side by side with `run`, except that the messages of one FIFO group go one after the other, in the
+ * batch's order: each starts once the one before has ended (see {@link ENDED}), and is told that one's slot. Once one
+ * does not end (it failed, was kept or given back), those after it are handed to `standDown` instead, so that none
+ * passes it; when another delivery of the batch has it (see {@link ELSEWHERE}), they are left to that delivery.
+ * @returns each job's outcome, in the order of `jobs`.
+ */
+function inGroupOrder(jobs: readonly JobEvent[], run: (job: JobEvent, chainedAfter?: number) => Promise<JobOutcome>, standDown: (job: JobEvent) => Promise<JobOutcome>): Promise<JobOutcome>[] {
+  const last = new Map<string, { readonly slotAt: number; readonly outcome: Promise<JobOutcome | undefined> }>();
+  return jobs.map((job) => {
+    const group = job.queue === 'fifo' ? job.groupId : undefined;
+    const before = group === undefined ? undefined : last.get(group);
+    const outcome =
+      before === undefined
+        ? run(job)
+        : before.outcome.then((ended) => (ended === undefined || !ELSEWHERE.has(ended) ? (ended !== undefined && ENDED.has(ended) ? run(job, before.slotAt) : standDown(job)) : 'busy-elsewhere'));
+    if (group !== undefined) last.set(group, { slotAt: job.slotAt, outcome: outcome.catch(() => undefined) });
+    return outcome;
+  });
+}
+
+/**
+ * Gives back a job that will not call because an earlier message of its group did not end: its reservation and its
+ * message, unless another delivery of the dispatch claimed it or gave it back already (see
+ * {@link IdempotencyStore.claimRefund}): the mark also keeps any later delivery of the dispatch from calling.
+ */
+async function standDown(job: JobEvent, batch: BatchEnding, deps: WorkerDeps): Promise<JobOutcome> {
+  const start = deps.clock.now();
+  if (!(await deps.stores.idempotency.claimRefund(job.idempotencyKey, job.dispatchId, start + deps.config.orchestrator.idempotencyTtlMs))) return 'busy-elsewhere';
+  batch.refundLater({ reservation: job.reservation, actualCost: null, id: job.dispatchId });
+  batch.returnLater({ message: withKey(messageOf(job), job.idempotencyKey), attempt: job.attempt });
+  return 'behind-unfinished';
 }
 
 /** The worker's entry point for every kind of event. */

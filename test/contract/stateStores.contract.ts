@@ -401,9 +401,9 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         return added;
       };
 
-      it('returns pending settlements oldest first, with their ids and start delays, and removes none of them', async () => {
+      it('returns pending settlements oldest first, with their ids, start delays and chain gaps, and removes none of them', async () => {
         const lane = unique('settlements-order');
-        const added = [settlement(T0 + 3), { ...settlement(T0 + 1, null), id: 'd-2', startDelayMs: 712 }, { ...settlement(T0 + 2, 5), id: 'd-1' }];
+        const added = [settlement(T0 + 3), { ...settlement(T0 + 1, null), id: 'd-2', startDelayMs: 712 }, { ...settlement(T0 + 2, 5), id: 'd-1' }, { ...settlement(T0 + 4, null), id: 'd-3', chainGapMs: 230 }];
         for (const s of added) await stores().ledger.addSettlements(lane, s);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);

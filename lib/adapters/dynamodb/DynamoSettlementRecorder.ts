@@ -44,10 +44,11 @@ function isObject(value: unknown): value is Item {
  * @throws StateFormatError when `value` is not a settlement.
  */
 export function settlementOf(value: unknown, what: string): Settlement {
-  const { reservation, actualCost, id, startDelayMs } = isObject(value) ? value : {};
+  const { reservation, actualCost, id, startDelayMs, chainGapMs } = isObject(value) ? value : {};
   if (
     (id === undefined || typeof id === 'string') &&
     (startDelayMs === undefined || isFiniteNumber(startDelayMs)) &&
+    (chainGapMs === undefined || isFiniteNumber(chainGapMs)) &&
     (actualCost === null || isFiniteNumber(actualCost)) &&
     isObject(reservation) &&
     isFiniteNumber(reservation.at) &&
@@ -60,7 +61,8 @@ export function settlementOf(value: unknown, what: string): Settlement {
       actualCost,
       ...(id === undefined ? {} : { id }),
       ...(startDelayMs === undefined ? {} : { startDelayMs }),
+      ...(chainGapMs === undefined ? {} : { chainGapMs }),
     };
   }
-  throw corrupt(what, 'must be {reservation: {at, cost, windows}, actualCost, id?, startDelayMs?}', value);
+  throw corrupt(what, 'must be {reservation: {at, cost, windows}, actualCost, id?, startDelayMs?, chainGapMs?}', value);
 }

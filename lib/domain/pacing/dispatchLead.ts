@@ -63,3 +63,24 @@ export class DispatchLead {
     this.needed.push({ at: this.dispatches, ms: Math.ceil((startDelayMs - this.settings.callWindowMs) * LEAD_HEADROOM) });
   }
 }
+
+/** The gap a FIFO group's messages in one batch start from, ms: about a fast API's answer (see {@link ChainGap}). */
+export const INITIAL_CHAIN_GAP_MS = 100;
+
+/**
+ * How far apart the slots of one FIFO group's messages in a batch are, learned as the lead is: the worker calls each
+ * only once the one before has ended, and one that could start only `chainGapMs` after the slot of the one before
+ * (a slow answer) and so past its `callBy`, gives its slot back. The gap then grows, over the latest
+ * {@link LEAD_SAMPLE_DISPATCHES} messages that waited for another, to what all but {@link LATE_SHARE_TOLERATED} of
+ * them needed, with {@link LEAD_HEADROOM}; it starts at, and falls back to, {@link INITIAL_CHAIN_GAP_MS}.
+ */
+export class ChainGap extends DispatchLead {
+  constructor(callWindowMs: number) {
+    super({ baseMs: INITIAL_CHAIN_GAP_MS, maxMs: Number.POSITIVE_INFINITY, callWindowMs });
+  }
+
+  /** Takes in a message that could start only `chainGapMs` after the slot of the one before it, too late to call. */
+  waitedTooLong(chainGapMs: number): void {
+    this.startedLate(chainGapMs);
+  }
+}

@@ -1,7 +1,7 @@
 import { QuotaExceededError } from '../../errors';
 import type { QuotaLedger, Reservation, Settlement } from '../quota/ledger';
 import { unitsFor, type SteadyRate, type Tier } from '../quota/tiers';
-import { DispatchLead } from './dispatchLead';
+import { ChainGap, DispatchLead } from './dispatchLead';
 import { DEFAULT_PACING_SETTINGS, type PacingSettings } from './settings';
 
 /**
@@ -53,6 +53,8 @@ export class Pacer {
   private latestSlot = Number.NEGATIVE_INFINITY;
   /** How long before its slot a job is dispatched: it grows while workers report late starts (see {@link Pacer.settle}). */
   readonly lead: DispatchLead;
+  /** How far apart a FIFO group's messages in one batch are slotted: it grows while workers report waits too long (see {@link Pacer.settle}). */
+  readonly chainGap: ChainGap;
 
   constructor(
     readonly ledger: QuotaLedger,
@@ -62,6 +64,7 @@ export class Pacer {
     this.credits = ledger.tiers.map(() => []);
     const { dispatchLeadMs, maxDispatchLeadMs, arrivalMarginMs, callAllowanceMs } = settings;
     this.lead = new DispatchLead({ baseMs: dispatchLeadMs, maxMs: maxDispatchLeadMs, callWindowMs: arrivalMarginMs - callAllowanceMs });
+    this.chainGap = new ChainGap(arrivalMarginMs - callAllowanceMs);
     this.rates = pacedRates(ledger.tiers, settings.spreadLongTiers);
   }
 
@@ -162,11 +165,13 @@ export class Pacer {
    * its units on every smoothed tier as a credit, valid while the tier's window still holds the slot given back: a
    * message the credit covers goes through smoothing at once (the ledger still bounds every window), so that a slot
    * given back early enough (an invoke throttled, a late start folded in while its window lasts, as a minute tier's
-   * is) is taken, not lost. A worker's late start also lengthens the lead, which is what keeps a per-second tier full.
+   * is) is taken, not lost. A worker's late start also lengthens the lead, which is what keeps a per-second tier full,
+   * and a FIFO message that waited too long for the one before it in its batch widens the chain gap.
    */
   settle(settlement: Settlement, now: number): void {
     this.ledger.settle(settlement);
     if (settlement.startDelayMs !== undefined) this.lead.startedLate(settlement.startDelayMs);
+    if (settlement.chainGapMs !== undefined) this.chainGap.waitedTooLong(settlement.chainGapMs);
     if (settlement.actualCost !== null) return;
     const { reservation } = settlement;
     this.ledger.tiers.forEach((tier, i) => {

@@ -32,6 +32,12 @@ export interface Settlement {
    * started, so that the orchestrator can dispatch earlier (see `DispatchLead`).
    */
   readonly startDelayMs?: number;
+  /**
+   * For a reservation given back by a job that waited for the message before it of its FIFO group, in the same
+   * batch, and was then too late to call: how long after that message's slot it could start, so that the
+   * orchestrator spaces a group's messages in a batch further apart (see `ChainGap`).
+   */
+  readonly chainGapMs?: number;
 }
 
 /** Serialised history of a sliding tier: amounts per bucket of `g` ms, starting at bucket index `b`. */

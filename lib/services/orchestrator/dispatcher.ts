@@ -6,7 +6,7 @@ import type { JobEvent } from '../../ports/Invoker';
 import type { ReceivedMessage } from '../../ports/QueueReceiver';
 import { Backoff } from '../guardedPorts';
 import { jobEventOf, parseJob, type ParsedJob } from '../parseJob';
-import type { Buffered, Intake } from './intake';
+import { fifoGroupOf, type Buffered, type Intake } from './intake';
 import type { LedgerSync } from './ledgerSync';
 import { holdLabel, type QuotaGate } from './quotaGate';
 import type { RunContext } from './runContext';
@@ -57,16 +57,16 @@ export class Dispatcher {
     if (hold !== undefined && hold.until > this.gate.sendBy(receivedAt)) return this.holdBack(head, job, hold, now);
     const dispatchAt = slot - this.pacer.lead.ms;
     if (dispatchAt > now) return this.run.sleepUntil(Math.min(dispatchAt, this.ledger.nextStoreCallAt()));
-    if (receivedAt + this.run.settings.visibilityTimeoutMs - slot < this.run.settings.workerTimeoutMs) {
-      this.intake.shift(); // its visibility no longer covers a worker's run from its slot: leave it to reappear
-      return;
-    }
+    // Its visibility no longer covers a worker's run from its slot: leave it to reappear.
+    if (receivedAt + this.run.settings.visibilityTimeoutMs - slot < this.run.settings.workerTimeoutMs) return this.intake.leaveHead();
     // Judged at the slot, the instant the call is counted at: the allowance and the lease must cover it.
     const units = config.quotas.map((tier) => unitsFor(tier, job.cost));
     const allowed = this.ledger.allowed(slot, units);
     const side = this.link.side;
-    if (side.kind === 'in-sync' && !allowed.every(Boolean)) {
-      await this.ledger.tryFlush({ need: units }); // persist a larger allowance before using it
+    // Enough for the messages of its FIFO group that may go in its batch, which can go in no other.
+    const need = units.map((u) => u * (1 + this.intake.followersOfHead()));
+    if (side.kind === 'in-sync' && !this.ledger.allowed(slot, need).every(Boolean)) {
+      await this.ledger.tryFlush({ need }); // persist a larger allowance before using it
       return;
     }
     if (!this.ledger.mayDispatch(slot, allowed)) {
@@ -100,13 +100,16 @@ export class Dispatcher {
 
   /**
    * The head's job `first`, then the buffered messages after it that can go in its invocation, reserved at their
-   * slots: while each parses, is not refused, has a slot within the batch window after the first's that its
-   * visibility and the allowance cover, and the batch stays within {@link MAX_BATCH_EVENT_BYTES}. After a batch Lambda
-   * refused, the head goes alone once.
+   * slots: while each parses, is not refused, has a slot within the batch window that its visibility and the
+   * allowance cover, and the batch stays within {@link MAX_BATCH_EVENT_BYTES}. After a batch Lambda refused, the head
+   * goes alone once.
    *
-   * The window is `batchWindowMs`, widened by as much as the lead has grown past `dispatchLeadMs`: a worker waits for
-   * its first slot about as long as the lead, so while late starts keep the lead long, a batch spans as long and the
-   * wait is shared by that many more jobs (at 50/s and a lead of 1.5 s, about 75 instead of 12).
+   * The window is `batchWindowMs` after the first job's slot, widened by as much as the lead has grown past
+   * `dispatchLeadMs`: a worker waits for its first slot about as long as the lead, so while late starts keep the lead
+   * long, a batch spans as long and the wait is shared by that many more jobs (at 50/s and a lead of 1.5 s, about 75
+   * instead of 12). A FIFO message whose group already has one in the batch (the worker calls it once that one has
+   * ended) is slotted at least the chain gap (see `ChainGap`) after it, and its window starts there; every slot
+   * stays within half a worker's time of now.
    */
   private batchFrom(first: Reserved, now: number): Reserved[] {
     const batch = [first];
@@ -114,20 +117,32 @@ export class Dispatcher {
     const { batchWindowMs, dispatchLeadMs } = config.pacing;
     if (this.aloneNext || batchWindowMs === 0) return batch;
     const windowMs = batchWindowMs + Math.max(0, this.pacer.lead.ms - dispatchLeadMs);
+    const latestInGroup = new Map<string, number>();
+    const joined = ({ message, reservation }: Reserved) => {
+      const group = fifoGroupOf(message);
+      if (group !== undefined) latestInGroup.set(group, reservation.at);
+    };
+    joined(first);
     let bytes = eventBytes(first.event);
     for (let i = 1; ; i++) {
       const next = this.intake.peek(i);
       const parsed = next?.kind === 'received' ? parseJob(next.message) : undefined;
       if (next === undefined || parsed === undefined || !parsed.ok) return batch;
       const { job } = parsed;
-      const slot = this.pacer.nextSlot(now + dispatchLeadMs, job.cost);
+      const after = latestInGroup.get(fifoGroupOf(next.message) ?? '');
+      const windowFrom = after === undefined ? first.reservation.at : after + this.pacer.chainGap.ms;
+      const slot = this.pacer.nextSlot(Math.max(now + dispatchLeadMs, after === undefined ? Number.NEGATIVE_INFINITY : windowFrom), job.cost);
       const units = config.quotas.map((tier) => unitsFor(tier, job.cost));
       const allowed = this.ledger.allowed(slot, units);
       const covered = next.receivedAt + this.run.settings.visibilityTimeoutMs - slot >= this.run.settings.workerTimeoutMs;
-      if (!(slot < first.reservation.at + windowMs) || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed)) return batch;
+      const inWindow = slot < windowFrom + windowMs && slot - now <= this.run.settings.workerTimeoutMs / 2;
+      if (!inWindow || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed)) return batch;
       bytes += eventBytes(jobEventOf(config.lane, next.message, job, first.event.dispatchId, first.reservation, slot, now));
       if (bytes > MAX_BATCH_EVENT_BYTES) return batch;
-      batch.push(this.reserve(next.message, job, units, slot, now));
+      const reserved = this.reserve(next.message, job, units, slot, now);
+      if (after !== undefined) this.pacer.chainGap.dispatched();
+      joined(reserved);
+      batch.push(reserved);
     }
   }
 
@@ -175,6 +190,7 @@ export class Dispatcher {
       this.run.tally.dispatched++;
       this.run.report({ type: 'dispatched', at: now, messageId: message.messageId, queue: message.queue, cost });
     }
+    await this.intake.handBackGroupsOf(batch.map(({ message }) => message));
   }
 }
 

@@ -40,8 +40,13 @@ export class Intake {
    * The FIFO queue starts here, so that the run's first look into it takes at most one receive's messages.
    */
   private readonly sparse = new Set<SourceQueue>(['fifo']);
-  /** Whether a FIFO receive of this run brought two messages of one group: FIFO is then read one message at a time. */
-  private fifoGroupsRepeat = false;
+  /**
+   * The most messages a FIFO receive takes: after a group's messages were handed back because fewer went in its batch
+   * (see {@link Intake.handBackGroupsOf}), as many as went, so that a deep group's messages are not received and
+   * handed back again and again; one more after a batch took all a receive brought of a group (with batches on: a
+   * group's messages go together only in a batch).
+   */
+  private fifoReceiveMax = MAX_RECEIVE;
   /** The queue the last refill that found anything read from: when all are empty, the long poll waits on it. */
   private lastFound: SourceQueue = 'main';
 
@@ -63,11 +68,11 @@ export class Intake {
    * When all are empty it long-polls the main queue briefly (the FIFO queue if the last messages found came from it)
    * and returns `undefined`; after a failed receive it waits out the back-off instead.
    *
-   * The buffer holds at most one message of a FIFO group: message k+1 must not be called until k has ended, and k's
-   * worker does not say when. SQS holds a group's later messages back while one is in flight, but one receive may
-   * bring several of a group: the first stays, the others are handed back at once (SQS keeps the group's order, and
-   * counts one more receive of each), and FIFO is read one message at a time for the rest of the run, so that a deep
-   * group's messages are not received and handed back again and again.
+   * One FIFO receive may bring several messages of a group, in order: message k+1 must not be called until k has
+   * ended, so the buffer puts every group's first message before any group's second (and so on), and a group's later
+   * messages go only in the batch of its first, each after the one before has ended (see `Dispatcher`). Those left
+   * out of it are handed back (see {@link Intake.handBackGroupsOf}): SQS holds a group's messages back while one is
+   * in flight, and keeps their order.
    */
   async next(): Promise<Buffered | undefined> {
     if (this.buffer.length > 0) return this.buffer[0];
@@ -89,7 +94,7 @@ export class Intake {
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
       if (i < this.readFrom) continue;
-      const wanted = this.fifoOneAtATime(queue) ? 1 : this.sparse.has(queue) ? this.batchSize() : this.prefetchSize();
+      const wanted = this.sparse.has(queue) || (queue === 'fifo' && this.fifoReceiveMax < MAX_RECEIVE) ? this.receiveSize(queue) : this.prefetchSize();
       const received = await receive(queue, wanted, 0);
       if (received === undefined) {
         this.readFrom = i;
@@ -100,7 +105,7 @@ export class Intake {
       else this.sparse.delete(queue);
       if (received.length > 0) {
         this.lastFound = queue;
-        this.fill(await this.firstOfEachGroup(received));
+        this.fill(received);
         return this.buffer[0];
       }
     }
@@ -108,8 +113,8 @@ export class Intake {
     // FIFO queue, which answers as soon as the group's next message can go.
     const waitMs = Math.max(0, Math.min(this.run.settings.idleWaitMs, this.run.options.deadline - clock.now()));
     const pollOn = this.lastFound === 'fifo' ? 'fifo' : 'main';
-    const polled = await receive(pollOn, this.fifoOneAtATime(pollOn) ? 1 : this.batchSize(), waitMs);
-    this.fill(await this.firstOfEachGroup(polled ?? []));
+    const polled = await receive(pollOn, this.receiveSize(pollOn), waitMs);
+    this.fill(polled ?? []);
     this.foundEmpty = polled?.length === 0;
     return undefined;
   }
@@ -136,18 +141,55 @@ export class Intake {
     return this.buffer[i];
   }
 
-  /** Takes the head out of the buffer: it was dispatched, or is left to reappear after its visibility. */
+  /** How many buffered messages come after the head in its FIFO group (0 for a message of another queue). */
+  followersOfHead(): number {
+    const group = this.buffer[0] === undefined ? undefined : fifoGroupOf(this.buffer[0].message);
+    return group === undefined ? 0 : this.buffer.filter(({ message }) => fifoGroupOf(message) === group).length - 1;
+  }
+
+  /** Takes the head out of the buffer: it was dispatched. */
   shift(): void {
     this.buffer.shift();
   }
 
+  /** Takes the head out of the buffer, to reappear after its visibility, and hands back the rest of its FIFO group. */
+  async leaveHead(): Promise<void> {
+    const head = this.buffer.shift();
+    if (head !== undefined) await this.handBackGroupsOf([head.message]);
+  }
+
   /**
    * Takes the head out of the buffer and hides it for `visibilityMs` more, so that no run receives it again before
-   * it could be sent. If the change fails, it reappears once its visibility runs out, as a shifted head does.
+   * it could be sent, and hands back the rest of its FIFO group. If the change fails, it reappears once its
+   * visibility runs out, as a head left does.
    */
   async hideHead(visibilityMs: number): Promise<void> {
     const head = this.buffer.shift();
-    if (head !== undefined) await this.tryQueue(() => this.run.deps.queues.changeVisibility(head.message.queue, head.message.receiptHandle, visibilityMs));
+    if (head === undefined) return;
+    await this.tryQueue(() => this.run.deps.queues.changeVisibility(head.message.queue, head.message.receiptHandle, visibilityMs));
+    await this.handBackGroupsOf([head.message]);
+  }
+
+  /**
+   * Hands back the buffered messages of the FIFO groups of `gone` (messages just dispatched, or left): each must wait
+   * until the one before it has ended, which only its worker knows. SQS holds them back until then, and keeps their
+   * order; each counts one more receive. FIFO receives then take no more than the messages of such a group that went
+   * together (see {@link Intake.fifoReceiveMax}). One whose hand-back fails reappears once its visibility runs out.
+   */
+  async handBackGroupsOf(gone: readonly ReceivedMessage[]): Promise<void> {
+    const went = new Map<string, number>();
+    for (const message of gone) {
+      const group = fifoGroupOf(message);
+      if (group !== undefined) went.set(group, (went.get(group) ?? 0) + 1);
+    }
+    const handedBack = this.buffer.filter(({ message }) => went.has(fifoGroupOf(message) ?? ''));
+    for (const [group, n] of went) {
+      if (handedBack.some(({ message }) => fifoGroupOf(message) === group)) this.fifoReceiveMax = Math.min(this.fifoReceiveMax, n);
+      else if (n >= this.fifoReceiveMax && this.run.deps.config.pacing.batchWindowMs > 0) this.fifoReceiveMax = Math.min(MAX_RECEIVE, n + 1);
+    }
+    if (handedBack.length === 0) return;
+    this.buffer = this.buffer.filter((buffered) => !handedBack.includes(buffered));
+    for (const { message } of handedBack) await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
   }
 
   /** Marks the head as refused by Lambda for `reason`: it goes to its DLQ without another invoke. */
@@ -187,35 +229,18 @@ export class Intake {
     this.buffer = [];
   }
 
-  /** Whether `queue` is the FIFO queue and this run reads it one message at a time (see {@link Intake.next}). */
-  private fifoOneAtATime(queue: SourceQueue): boolean {
-    return queue === 'fifo' && this.fifoGroupsRepeat;
-  }
-
-  /**
-   * Of `received`, the first message of each FIFO group and every other message; the later messages of a group are
-   * handed back (see {@link Intake.next}). One whose hand-back fails reappears once its visibility runs out.
-   */
-  private async firstOfEachGroup(received: readonly ReceivedMessage[]): Promise<ReceivedMessage[]> {
-    const groups = new Set<string>();
-    const kept: ReceivedMessage[] = [];
-    for (const message of received) {
-      const group = message.queue === 'fifo' ? message.groupId : undefined;
-      if (group === undefined || !groups.has(group)) {
-        if (group !== undefined) groups.add(group);
-        kept.push(message);
-      } else {
-        this.fifoGroupsRepeat = true;
-        await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
-      }
-    }
-    return kept;
-  }
-
-  /** Replaces the (empty) buffer with `messages`, received now. */
+  /** Replaces the (empty) buffer with `messages`, received now, each FIFO group's first messages first (see {@link Intake.next}). */
   private fill(messages: readonly ReceivedMessage[]): void {
     const receivedAt = this.run.deps.clock.now();
-    this.buffer = messages.map((message) => ({ kind: 'received', message, receivedAt }));
+    const rank = new Map<string, number>();
+    const ranked = messages.map((message, i) => {
+      const group = fifoGroupOf(message);
+      const k = group === undefined ? 0 : (rank.get(group) ?? 0);
+      if (group !== undefined) rank.set(group, k + 1);
+      return { message, k, i };
+    });
+    ranked.sort((a, b) => a.k - b.k || a.i - b.i);
+    this.buffer = ranked.map(({ message }) => ({ kind: 'received', message, receivedAt }));
   }
 
   /**
@@ -235,6 +260,11 @@ export class Intake {
       this.run.report({ type: 'queue-unavailable', at: now, operation: error.operation, queue: error.queue, error: error.message, retryAt: retried ? this.queueRetryAt : now });
       return error;
     }
+  }
+
+  /** How many messages one receive of `queue` takes: a {@link Intake.batchSize}, and for FIFO no more than {@link Intake.fifoReceiveMax}. */
+  private receiveSize(queue: SourceQueue): number {
+    return queue === 'fifo' ? Math.min(this.fifoReceiveMax, this.batchSize()) : this.batchSize();
   }
 
   /**
@@ -270,4 +300,9 @@ export class Intake {
     const rates = this.run.deps.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => rate.units / rate.perMs);
     return rates.length === 0 ? undefined : Math.min(...rates);
   }
+}
+
+/** The FIFO group of `message`, or `undefined` for a message of another queue. */
+export function fifoGroupOf(message: ReceivedMessage): string | undefined {
+  return message.queue === 'fifo' ? message.groupId : undefined;
 }

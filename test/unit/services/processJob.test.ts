@@ -6,6 +6,7 @@ import { StateUnavailableError } from '../../../lib/errors';
 import type { QueueName } from '../../../lib/ports/QueueReceiver';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
 import { processBatch, processHealthCheck, processJob } from '../../../lib/services/processJob';
+import { jobEventOf, parseJob } from '../../../lib/services/parseJob';
 import type { BatchEvent, JobEvent } from '../../../lib/ports/Invoker';
 import {
   LANE,
@@ -1268,4 +1269,83 @@ describe('processBatch', () => {
 
     expect(together).not.toHaveBeenCalled();
   });
+
+  describe("a FIFO group's messages", () => {
+    /** A batch of `ids`, all of group g-1 and received together, slotted `gapMs` apart from now. */
+    async function groupBatchOf(h: WorkerHarness, ids: readonly string[], gapMs: number): Promise<BatchEvent> {
+      for (const id of ids) await sendJob(h.queues, 'fifo', { id }, { groupId: 'g-1', idempotencyKey: `k-${id}` });
+      const messages = await h.queues.receive('fifo', { max: 10, visibilityMs: 30_000, waitMs: 0 });
+      const jobs = messages.map((message, i) => {
+        const parsed = parseJob(message);
+        if (!parsed.ok) throw new Error(parsed.reason);
+        const at = START + i * gapMs;
+        return jobEventOf(LANE, message, parsed.job, `d-${ids[i]}`, { at, cost: 1, windows: {} }, at, START);
+      });
+      expect(jobs).toHaveLength(ids.length);
+      return { kind: 'batch', lane: LANE, jobs, sentAt: START };
+    }
+    const callsOf = (h: WorkerHarness) => h.api.calls.map((c) => [(JSON.parse(c.body) as { id: string }).id, c.at - START]);
+
+    it('calls each once the one before has answered, at its own slot', async () => {
+      const h = workerHarness();
+      h.api.latencyMs = 60;
+      const outcome = processBatch(await groupBatchOf(h, ['a1', 'a2', 'a3'], 100), h.deps);
+      await h.clock.advance(1_000);
+
+      await expect(outcome).resolves.toEqual(['succeeded', 'succeeded', 'succeeded']);
+      expect(callsOf(h)).toEqual([['a1', 0], ['a2', 100], ['a3', 200]]);
+      expect(h.queues.depth('fifo')).toBe(0);
+    });
+
+    it('calls none after one that failed: they go back uncalled, in order, with their reservations', async () => {
+      const h = workerHarness();
+      h.api.answers.push(httpStatus(503));
+      const event = await groupBatchOf(h, ['a1', 'a2', 'a3'], 100);
+      const outcome = processBatch(event, h.deps);
+      await h.clock.advance(1_000);
+
+      await expect(outcome).resolves.toEqual(['retried', 'behind-unfinished', 'behind-unfinished']);
+      expect(callsOf(h)).toEqual([['a1', 0]]);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+        { reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null, id: 'd-a2' },
+        { reservation: { at: START + 200, cost: 1, windows: {} }, actualCost: null, id: 'd-a3' },
+      ]);
+      // a1 stays in flight for its retry delay, holding its group; a2 and a3 are visible again behind it.
+      expect(h.queues.messages('fifo').map((m) => [m.body, m.visibleAt - START])).toEqual([['{"id":"a1"}', 1_000], ['{"id":"a2"}', 0], ['{"id":"a3"}', 0]]);
+      // A later delivery of the batch calls none of them either: each dispatch spent its key.
+      await h.clock.advance(h.config.orchestrator.workerTimeoutMs);
+      await expect(processBatch(event, h.deps)).resolves.toEqual(['already-failed', 'busy-elsewhere', 'busy-elsewhere']);
+      expect(callsOf(h)).toEqual([['a1', 0]]);
+    });
+
+    it("gives back one that the slow answer before it made too late, saying how long after that one's slot it could start", async () => {
+      const h = workerHarness();
+      h.api.latencyMs = 150;
+      const outcome = processBatch(await groupBatchOf(h, ['a1', 'a2', 'a3'], 100), h.deps);
+      await h.clock.advance(1_000);
+
+      await expect(outcome).resolves.toEqual(['succeeded', 'too-late', 'behind-unfinished']);
+      expect(callsOf(h)).toEqual([['a1', 0]]);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+        { reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null, id: 'd-a2', chainGapMs: 150 },
+        { reservation: { at: START + 200, cost: 1, windows: {} }, actualCost: null, id: 'd-a3' },
+      ]);
+    });
+
+    it('leaves the others to the delivery that has the one before: a second delivery of the batch calls nothing', async () => {
+      const h = workerHarness();
+      h.api.latencyMs = 60;
+      const event = await groupBatchOf(h, ['a1', 'a2'], 100);
+      const first = processBatch(event, h.deps);
+      await h.clock.advance(10);
+      const second = processBatch(event, h.deps);
+      await h.clock.advance(1_000);
+
+      await expect(first).resolves.toEqual(['succeeded', 'succeeded']);
+      await expect(second).resolves.toEqual(['busy-elsewhere', 'busy-elsewhere']);
+      expect(callsOf(h)).toEqual([['a1', 0], ['a2', 100]]);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+    });
+  });
 });
+

@@ -10,6 +10,7 @@ import { MAX_PENDING_SETTLEMENTS } from '../../../lib/ports/LedgerStore';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
 import { processWorkerEvent } from '../../../lib/services/processJob';
 import { runOrchestrator } from '../../../lib/services/runOrchestrator';
+import { INITIAL_CHAIN_GAP_MS } from '../../../lib/domain/pacing/dispatchLead';
 import {
   LANE,
   START,
@@ -719,29 +720,74 @@ describe('runOrchestrator', () => {
       await expect(firstFifoReceive(receives)).resolves.toHaveLength(8);
     });
 
-    it("hands a group's later messages back when one receive brings several, then reads FIFO one message at a time", async () => {
+    it("sends a group's messages received together in one batch, in order, each at least the chain gap after the one before", async () => {
       const h = fast();
+      const ids = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6'];
+      for (const id of ids) await sendJob(h.queues, 'fifo', { id }, { groupId: 'g-a' });
+
+      await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 5_000 }), START + 6_000);
+
+      const invocations = fifoJobs(h);
+      expect(invocations.flat()).toEqual(ids);
+      expect(Math.max(...invocations.map((jobs) => jobs.length))).toBeGreaterThan(1);
+      const jobs = h.workerEvents.flatMap(({ event }) => jobsOf(event));
+      for (const event of h.workerEvents.map(({ event }) => jobsOf(event))) {
+        event.slice(1).forEach((job, i) => expect(job.slotAt - event[i]!.slotAt).toBeGreaterThanOrEqual(INITIAL_CHAIN_GAP_MS));
+      }
+      // A message left out of its group's batch is handed back (one more receive), and FIFO receives then take no
+      // more than went together: none is handed back twice.
+      expect(Math.max(...jobs.map((job) => job.attempt))).toBeLessThanOrEqual(2);
+    });
+
+    it("hands back a group's messages left out of its batch, and takes no more from a FIFO receive than went together", async () => {
+      // No batches: each message goes alone.
+      const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 50, per: 'second' }], pacing: { batchWindowMs: 0 } }) });
       for (const [id, group] of [['a1', 'g-a'], ['a2', 'g-a'], ['a3', 'g-a'], ['b1', 'g-b']] as const) await sendJob(h.queues, 'fifo', { id }, { groupId: group });
       const receives = jest.spyOn(h.queues, 'receive');
 
       await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
 
-      // SQS fills a receive from one group first: a1, a2 and a3 came together, with b1.
+      // SQS fills a receive from one group first: a1, a2 and a3 came together, with b1; the buffer takes a1 and b1
+      // first. a1 goes alone: a2 and a3 are handed back.
       expect((await firstFifoReceive(receives)).map((m) => m.body)).toEqual(['{"id":"a1"}', '{"id":"a2"}', '{"id":"a3"}', '{"id":"b1"}']);
       const invocations = fifoJobs(h);
+      expect(invocations.slice(0, 2)).toEqual([['a1'], ['b1']]);
       expect(invocations.flat().filter((id) => id.startsWith('a'))).toEqual(['a1', 'a2', 'a3']);
-      expect(invocations.every((ids) => ids.filter((id) => id.startsWith('a')).length <= 1)).toBe(true);
       const fifoReceives = receives.mock.calls.filter(([queue]) => queue === 'fifo').map(([, options]) => options.max);
       expect(fifoReceives.slice(1).every((max) => max === 1)).toBe(true);
       // a3 was received with a1 and handed back, then received again and dispatched: its attempt counts both receives.
       const a3 = h.workerEvents.flatMap(({ event }) => jobsOf(event)).find((job) => job.body === '{"id":"a3"}');
       expect(a3?.attempt).toBe(2);
     });
+
+    it('keeps a deep group in order through the real worker when a call fails, and calls each message once it succeeds', async () => {
+      const clock = new FakeClock(START);
+      const api = new ScriptedApi(clock, 40);
+      let a2Calls = 0;
+      api.answer = (body) => ((JSON.parse(body) as { id: string }).id === 'a2' && ++a2Calls === 1 ? httpStatus(503) : httpStatus(200));
+      const h = orchestratorHarness({
+        clock,
+        config: testConfig({ quotas: [{ limit: 50, per: 'second' }] }),
+        worker: (event, harness) => processWorkerEvent(event, { clock, stores: harness.stores, queues: harness.queues, api, config: harness.config, random: () => 0.5 }),
+      });
+      const ids = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8'];
+      for (const id of ids) await sendJob(h.queues, 'fifo', { id }, { groupId: 'g-a' });
+      const allDone = () => h.queues.depth('fifo') === 0 && h.invoker.idle();
+
+      await drive(clock, runOrchestrator(h.deps, { deadline: START + 20_000, shouldStop: allDone }), START + 21_000);
+
+      const calls = api.calls.map((c) => ({ id: (JSON.parse(c.body) as { id: string }).id, at: c.at - START }));
+      expect(calls.map((c) => c.id)).toEqual(['a1', 'a2', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']);
+      calls.slice(1).forEach((call, i) => expect(call.at).toBeGreaterThanOrEqual(calls[i]!.at + 40));
+      expect(h.workerEvents.some(({ event }) => jobsOf(event).length > 1)).toBe(true);
+      expect(h.queues.depth('fifo-dlq')).toBe(0);
+    });
   });
 
   it("long-polls the FIFO queue while it holds the work, so that a group's next message goes once the one before is deleted", async () => {
     const h = orchestratorHarness({
-      config: testConfig({ quotas: [{ limit: 50, per: 'second' }] }),
+      // No batches, so no group goes together in one.
+      config: testConfig({ quotas: [{ limit: 50, per: 'second' }], pacing: { batchWindowMs: 0 } }),
       // Each worker takes 300 ms (its call), then deletes its message.
       worker: async (event, harness) => {
         await harness.clock.sleep(300);

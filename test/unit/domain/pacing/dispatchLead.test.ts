@@ -1,4 +1,4 @@
-import { DispatchLead, LEAD_SAMPLE_DISPATCHES } from '../../../../lib/domain/pacing/dispatchLead';
+import { ChainGap, DispatchLead, INITIAL_CHAIN_GAP_MS, LEAD_SAMPLE_DISPATCHES } from '../../../../lib/domain/pacing/dispatchLead';
 
 /** A lead of 250 ms growing up to 1500 ms, for workers that may start their call up to 20 ms after its slot. */
 const lead = () => new DispatchLead({ baseMs: 250, maxMs: 1_500, callWindowMs: 20 });
@@ -48,5 +48,17 @@ describe('DispatchLead', () => {
     expect(l.ms).toBe(725); // 30 late starts in the latest 1000 dispatches: 10 left out, 20 still count
     dispatch(l, 80);
     expect(l.ms).toBe(250);
+  });
+});
+
+describe('ChainGap', () => {
+  it('starts at the initial gap and grows to what a message that waited too long needed, less the call window, with a quarter more', () => {
+    const gap = new ChainGap(20);
+    expect(gap.ms).toBe(INITIAL_CHAIN_GAP_MS);
+    gap.dispatched();
+    gap.waitedTooLong(340);
+    expect(gap.ms).toBe(400);
+    gap.waitedTooLong(60);
+    expect(gap.ms).toBe(400);
   });
 });

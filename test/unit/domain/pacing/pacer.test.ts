@@ -1,4 +1,5 @@
 import { Pacer } from '../../../../lib/domain/pacing/pacer';
+import { INITIAL_CHAIN_GAP_MS } from '../../../../lib/domain/pacing/dispatchLead';
 import type { PacingSettings } from '../../../../lib/domain/pacing/settings';
 import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
@@ -336,6 +337,15 @@ describe('Pacer', () => {
       expect(pacer.lead.ms).toBe(250);
       pacer.settle({ reservation, actualCost: null, startDelayMs: 700 }, T0 + 450);
       expect(pacer.lead.ms).toBe(850); // (700 − 20) × 1.25
+    });
+
+    it("widens the chain gap, not the lead, by a FIFO message that waited too long for the one before it", () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }], { dispatchLeadMs: 250, maxDispatchLeadMs: 1_500, arrivalMarginMs: 50, callAllowanceMs: 30 });
+      const reservation = pacer.dispatch(T0, 1);
+      expect(pacer.chainGap.ms).toBe(INITIAL_CHAIN_GAP_MS);
+      pacer.settle({ reservation, actualCost: null, chainGapMs: 420 }, T0 + 450);
+      expect(pacer.chainGap.ms).toBe(500); // (420 − 20) × 1.25
+      expect(pacer.lead.ms).toBe(250);
     });
 
     it('never lets the ledger be exceeded, whatever is given back', () => {

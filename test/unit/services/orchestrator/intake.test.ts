@@ -46,6 +46,24 @@ describe('Intake', () => {
       expect(heads).toEqual(['{"id":"r"}', '{"id":"r"}', '{"id":"f-1"}', '{"id":"f-1"}', '{"id":"f-2"}', '{"id":"f-2"}', '{"id":"m"}', '{"id":"m"}']);
     });
 
+    it("buffers every FIFO group's first message before any group's second, and hands back the rest of a group whose head leaves", async () => {
+      const h = roomHarness();
+      for (const [id, group] of [['a1', 'g-a'], ['a2', 'g-a'], ['a3', 'g-a'], ['b1', 'g-b'], ['b2', 'g-b']] as const) await sendJob(h.queues, 'fifo', { id }, { groupId: group });
+      const intake = new Intake(h.run, () => START + 1_000, () => 10);
+
+      await intake.next();
+      const buffered = () => Array.from({ length: 10 }, (_, i) => bodyOf(intake.peek(i))).filter((b) => b !== undefined);
+      expect(buffered()).toEqual(['{"id":"a1"}', '{"id":"b1"}', '{"id":"a2"}', '{"id":"b2"}', '{"id":"a3"}']);
+      expect(intake.followersOfHead()).toBe(2);
+
+      // a1 is hidden until its slot: a2 and a3 must wait for it, so they go back to the queue, visible again.
+      await intake.hideHead(5_000);
+      expect(buffered()).toEqual(['{"id":"b1"}', '{"id":"b2"}']);
+      expect(h.queues.messages('fifo').filter((m) => !m.inFlight).map((m) => m.body)).toEqual(['{"id":"a2"}', '{"id":"a3"}']);
+      await intake.leaveHead();
+      expect(buffered()).toEqual([]);
+    });
+
     it('refills a standard queue with several receives at once at high rates: a second of the rate, up to 200', async () => {
       for (const [perSecond, receives] of [[5, 1], [25, 3], [2_000, MAX_PARALLEL_RECEIVES]] as const) {
         const received: SourceQueue[] = [];
