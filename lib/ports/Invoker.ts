@@ -54,9 +54,27 @@ export interface JobEvent {
 export interface BatchEvent {
   readonly kind: 'batch';
   readonly lane: string;
-  /** In slot order; each a whole job event, with its own dispatch id, reservation and slot. */
+  /**
+   * In slot order; each a whole job event, with its own dispatch id (see {@link batchJobDispatchId}), reservation
+   * and slot.
+   */
   readonly jobs: readonly JobEvent[];
   readonly sentAt: number;
+}
+
+/**
+ * The dispatch id of the `index`-th job (from 0) of a batch whose first job has dispatch id `batchId` (the batch's
+ * id): `batchId` itself, then `<batchId>.<index>`. A batch's record of successes can so store indexes, not ids.
+ */
+export function batchJobDispatchId(batchId: string, index: number): string {
+  return index === 0 ? batchId : `${batchId}.${index}`;
+}
+
+/** The index in batch `batchId` that `dispatchId` names (see {@link batchJobDispatchId}), or `undefined` if none. */
+export function batchJobIndex(batchId: string, dispatchId: string): number | undefined {
+  if (dispatchId === batchId) return 0;
+  const rest = dispatchId.startsWith(`${batchId}.`) ? dispatchId.slice(batchId.length + 1) : '';
+  return /^[1-9][0-9]{0,5}$/.test(rest) ? Number(rest) : undefined;
 }
 
 /** Asks a worker to probe the API while the circuit is open. */

@@ -465,7 +465,10 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
 
 /** Outcomes after which a job has ended: the next message of its FIFO group may be called. */
 const ENDED: ReadonlySet<JobOutcome> = new Set(['succeeded', 'dead-lettered', 'duplicate', 'already-ended']);
-/** Outcomes of a job that another delivery of its dispatch has: that one has the rest of its FIFO group too. */
+/**
+ * Outcomes of a job that another delivery has (of its dispatch, or of another dispatch of its message): that one has
+ * the rest of its FIFO group too, or their messages reappear after their visibility, in order.
+ */
 const ELSEWHERE: ReadonlySet<JobOutcome> = new Set(['busy-elsewhere', 'already-failed']);
 
 /**
@@ -480,10 +483,12 @@ function inGroupOrder(jobs: readonly JobEvent[], run: (job: JobEvent, chainedAft
   return jobs.map((job) => {
     const group = job.queue === 'fifo' ? job.groupId : undefined;
     const before = group === undefined ? undefined : last.get(group);
-    const outcome =
-      before === undefined
-        ? run(job)
-        : before.outcome.then((ended) => (ended === undefined || !ELSEWHERE.has(ended) ? (ended !== undefined && ENDED.has(ended) ? run(job, before.slotAt) : standDown(job)) : 'busy-elsewhere'));
+    const after = async ({ slotAt }: { readonly slotAt: number }, ended: JobOutcome | undefined): Promise<JobOutcome> => {
+      if (ended !== undefined && ENDED.has(ended)) return run(job, slotAt);
+      if (ended !== undefined && ELSEWHERE.has(ended)) return 'busy-elsewhere';
+      return standDown(job);
+    };
+    const outcome = before === undefined ? run(job) : before.outcome.then((ended) => after(before, ended));
     if (group !== undefined) last.set(group, { slotAt: job.slotAt, outcome: outcome.catch(() => undefined) });
     return outcome;
   });

@@ -2,6 +2,7 @@ import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { IdempotencyRecord } from '../../lib/ports/IdempotencyStore';
+import { batchJobDispatchId } from '../../lib/ports/Invoker';
 import type { Lease } from '../../lib/ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS, MAX_STORED_SETTLEMENTS } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
@@ -623,6 +624,16 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().idempotency.claimRefund(key, 'd-1', T0 + TTL)).resolves.toBe(true);
         await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toEqual(failed(T0, T0));
         await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toBeUndefined();
+      });
+
+      it("tells the successes of a batch's own jobs, named by their index in it, from those of other dispatch ids", async () => {
+        const batch = unique('batch-indexes');
+        const ids = [0, 1, 2, 12].map((i) => batchJobDispatchId(batch, i));
+        await stores().idempotency.recordBatchSuccesses(batch, [ids[0]!, ids[2]!, 'other'], T0, T0 + TTL);
+        await stores().idempotency.recordBatchSuccesses(batch, [ids[3]!], T0 + 5, T0 + TTL);
+        await expect(Promise.all(ids.map((id) => stores().idempotency.batchSuccessAt(batch, id)))).resolves.toEqual([T0, undefined, T0, T0]);
+        await expect(stores().idempotency.batchSuccessAt(batch, 'other')).resolves.toBe(T0);
+        await expect(stores().idempotency.batchSuccessAt(batch, `${batch}.x`)).resolves.toBeUndefined();
       });
 
       it('keeps a failed record against further deliveries of its own dispatch', async () => {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { StateConflictError } from '../../errors';
 import { claimRefusal, type IdempotencyRecord, type IdempotencyStore } from '../../ports/IdempotencyStore';
+import { batchJobIndex } from '../../ports/Invoker';
 import { settlementOf } from './DynamoSettlementRecorder';
 import { corrupt, DynamoTable, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
 
@@ -120,15 +121,29 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
   /**
    * {@inheritDoc IdempotencyStore.recordBatchSuccesses}
    *
-   * One item per batch (`batch#<batch>`): the string set `succeeded` of its dispatch ids, `at`, and the TTL. A
-   * thousand ids of 36 characters fit in 40 KB, far below the 400 KB item limit.
+   * One item per batch (`batch#<batch>`): `at`, the TTL, the number set `indexes` of the dispatches named by their
+   * index in the batch (see `batchJobDispatchId`), and the string set `succeeded` of any other dispatch ids. A
+   * thousand indexes fit in one write unit.
    */
   async recordBatchSuccesses(batch: string, dispatchIds: readonly string[], at: number, expiresAt: number): Promise<void> {
     if (dispatchIds.length === 0) return;
+    const indexes = new Set<number>();
+    const others = new Set<string>();
+    for (const id of dispatchIds) {
+      const index = batchJobIndex(batch, id);
+      if (index === undefined) others.add(id);
+      else indexes.add(index);
+    }
+    const adds = [...(indexes.size > 0 ? ['#indexes :indexes'] : []), ...(others.size > 0 ? ['#succeeded :succeeded'] : [])];
     await this.table.update({
       Key: batchKey(batch),
-      UpdateExpression: `SET #at = if_not_exists(#at, :at), #${TTL_ATTRIBUTE} = :ttl ADD #succeeded :dispatchIds`,
-      ExpressionAttributeValues: { ':at': at, ':ttl': Math.ceil(expiresAt / 1000), ':dispatchIds': new Set(dispatchIds) },
+      UpdateExpression: `SET #at = if_not_exists(#at, :at), #${TTL_ATTRIBUTE} = :ttl ADD ${adds.join(', ')}`,
+      ExpressionAttributeValues: {
+        ':at': at,
+        ':ttl': Math.ceil(expiresAt / 1000),
+        ...(indexes.size > 0 ? { ':indexes': indexes } : {}),
+        ...(others.size > 0 ? { ':succeeded': others } : {}),
+      },
     });
   }
 
@@ -139,9 +154,12 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
   async batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined> {
     const item = await this.table.get({ Key: batchKey(batch) });
     if (item === undefined) return undefined;
-    const { at, succeeded } = item;
-    if (!isFiniteNumber(at) || !(succeeded instanceof Set)) throw corrupt(`batch record '${batch}'`, 'must be {at, succeeded: a string set}', item);
-    return succeeded.has(dispatchId) ? at : undefined;
+    const { at, succeeded, indexes } = item;
+    if (!isFiniteNumber(at) || !(succeeded === undefined || succeeded instanceof Set) || !(indexes === undefined || indexes instanceof Set)) {
+      throw corrupt(`batch record '${batch}'`, 'must be {at, indexes?: a number set, succeeded?: a string set}', item);
+    }
+    const index = batchJobIndex(batch, dispatchId);
+    return (index !== undefined && indexes?.has(index) === true) || succeeded?.has(dispatchId) === true ? at : undefined;
   }
 }
 

@@ -2,7 +2,7 @@ import type { Hold, Pacer } from '../../domain/pacing/pacer';
 import { unitsFor } from '../../domain/quota/tiers';
 import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
 import type { Reservation } from '../../domain/quota/ledger';
-import type { JobEvent } from '../../ports/Invoker';
+import { batchJobDispatchId, type JobEvent } from '../../ports/Invoker';
 import type { ReceivedMessage } from '../../ports/QueueReceiver';
 import { Backoff } from '../guardedPorts';
 import { jobEventOf, parseJob, type ParsedJob } from '../parseJob';
@@ -90,12 +90,12 @@ export class Dispatcher {
    * Reserves the quota of `job` (`units` per tier) at its `slot`, counted before the invoke: a run killed while
    * invoking may have dispatched, and the saved ledger must hold it.
    */
-  private reserve(message: ReceivedMessage, job: ParsedJob, units: readonly number[], slot: number, now: number): Reserved {
-    const { config, newId } = this.run.deps;
+  private reserve(message: ReceivedMessage, job: ParsedJob, units: readonly number[], slot: number, now: number, dispatchId = this.run.deps.newId()): Reserved {
+    const { config } = this.run.deps;
     this.ledger.use(units);
     const reservation = this.pacer.dispatch(slot, job.cost);
     const callBy = slot + config.pacing.arrivalMarginMs - config.pacing.callAllowanceMs;
-    return { message, cost: job.cost, units, reservation, event: jobEventOf(config.lane, message, job, newId(), reservation, callBy, now) };
+    return { message, cost: job.cost, units, reservation, event: jobEventOf(config.lane, message, job, dispatchId, reservation, callBy, now) };
   }
 
   /**
@@ -139,7 +139,7 @@ export class Dispatcher {
       if (!inWindow || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed)) return batch;
       bytes += eventBytes(jobEventOf(config.lane, next.message, job, first.event.dispatchId, first.reservation, slot, now));
       if (bytes > MAX_BATCH_EVENT_BYTES) return batch;
-      const reserved = this.reserve(next.message, job, units, slot, now);
+      const reserved = this.reserve(next.message, job, units, slot, now, batchJobDispatchId(first.event.dispatchId, batch.length));
       if (after !== undefined) this.pacer.chainGap.dispatched();
       joined(reserved);
       batch.push(reserved);

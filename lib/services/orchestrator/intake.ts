@@ -15,6 +15,12 @@ export const MAX_PARALLEL_RECEIVES = 20;
 export const PREFETCH_MS = 1_000;
 
 /**
+ * How long refills pass an empty FIFO queue by, while other queues hold work: about a refill's span, so that a busy
+ * main queue does not cost an empty FIFO receive per refill. When every queue is empty, the long poll still looks.
+ */
+export const FIFO_QUIET_MS = PREFETCH_MS;
+
+/**
  * A message in the intake's buffer, received at `receivedAt`: as received, or `refused` by Lambda (its event is too
  * large), which sends it to its DLQ with `reason` without another invoke.
  */
@@ -47,6 +53,8 @@ export class Intake {
    * group's messages go together only in a batch).
    */
   private fifoReceiveMax = MAX_RECEIVE;
+  /** Until when refills pass the FIFO queue by: its last read found it empty (see {@link FIFO_QUIET_MS}). */
+  private fifoQuietUntil = Number.NEGATIVE_INFINITY;
   /** The queue the last refill that found anything read from: when all are empty, the long poll waits on it. */
   private lastFound: SourceQueue = 'main';
 
@@ -93,7 +101,7 @@ export class Intake {
     // After a failed receive the round resumes at that queue: the ones before it were just found empty, and starting
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
-      if (i < this.readFrom) continue;
+      if (i < this.readFrom || (queue === 'fifo' && clock.now() < this.fifoQuietUntil)) continue;
       const wanted = this.sparse.has(queue) || (queue === 'fifo' && this.fifoReceiveMax < MAX_RECEIVE) ? this.receiveSize(queue) : this.prefetchSize();
       const received = await receive(queue, wanted, 0);
       if (received === undefined) {
@@ -101,6 +109,7 @@ export class Intake {
         return undefined;
       }
       this.readFrom = 0;
+      if (queue === 'fifo') this.fifoQuietUntil = received.length === 0 ? clock.now() + FIFO_QUIET_MS : Number.NEGATIVE_INFINITY;
       if (received.length < wanted) this.sparse.add(queue);
       else this.sparse.delete(queue);
       if (received.length > 0) {
