@@ -52,16 +52,11 @@ export function hasEnded(record: IdempotencyRecord): boolean {
   return record.status === 'succeeded' || record.status === 'dead-lettered';
 }
 
-/**
- * The record that keeps a claim by dispatch `dispatchId` out at `now` (see {@link IdempotencyStore.putIdempotencyIfAbsent}),
- * given the key's record `existing` (expired or not) and whether the dispatch is marked on the key (`marked`: it
- * claimed the key before or gave its reservation back); `undefined` when nothing does.
- */
-export function claimRefusal(existing: IdempotencyRecord | undefined, dispatchId: string, now: number, marked: boolean, replacing?: string): IdempotencyRecord | undefined {
-  if (marked) return existing ?? { status: 'failed', dispatchId, at: now, expiresAt: now };
-  if (existing === undefined || now >= existing.expiresAt) return undefined;
-  if (replacing !== undefined && existing.dispatchId === replacing && isStoppedBatchClaim(existing, now)) return undefined;
-  return existing.status !== 'failed' || existing.dispatchId === dispatchId ? existing : undefined;
+/** Whether `existing`, read at `now`, keeps a claim by dispatch `dispatchId` out (see {@link IdempotencyStore.putIdempotencyIfAbsent}). */
+export function blocksClaim(existing: IdempotencyRecord | undefined, dispatchId: string, now: number, replacing?: string): existing is IdempotencyRecord {
+  if (existing === undefined || now >= existing.expiresAt) return false;
+  if (replacing !== undefined && existing.dispatchId === replacing && isStoppedBatchClaim(existing, now)) return false;
+  return existing.status !== 'failed' || existing.dispatchId === dispatchId;
 }
 
 /**
@@ -76,16 +71,12 @@ export interface IdempotencyStore {
 
   /**
    * Writes `record` for `key` unless an unexpired record at `now` keeps it out: an `in-progress`, `succeeded` or
-   * `dead-lettered` record, or a `failed` one of the same `dispatchId`. A claim that is written also marks its
-   * dispatch as having spent its reservation on `key` (see {@link IdempotencyStore.claimRefund}), and a dispatch
-   * marked on `key` claims it no more, however late a further delivery of it comes: its first claim may have called,
-   * and a success record that could not be written, or a claim past its expiry, must not let it call again (see
-   * {@link claimRefusal}).
+   * `dead-lettered` record, or a `failed` one of the same `dispatchId` (see {@link blocksClaim}). A claim that is
+   * written also marks its dispatch as having spent its reservation on `key` (see {@link IdempotencyStore.claimRefund}).
    * @param replacing the dispatch id of a stopped batch claim (see {@link isStoppedBatchClaim}) whose batch recorded
    * no success for it: that claim keeps this one out no longer.
    * @returns `null` when written (also when the client retried the write after it landed and its answer was lost),
-   * otherwise the record that keeps it out (and nothing is written): the record there, expired or not for a marked
-   * dispatch, or for a marked dispatch without one, a `failed` record of that dispatch.
+   * otherwise the existing record (and nothing is written).
    */
   putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number, replacing?: string): Promise<IdempotencyRecord | null>;
 

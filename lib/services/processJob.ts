@@ -261,21 +261,23 @@ function successRecord(dispatchId: string, at: number, config: ServiceConfig): I
 }
 
 /**
- * The claim of a worker on time: until its time is up or, within a batch, for the idempotency TTL, with its time
- * marked (see `BatchClaim`).
+ * The claim of a worker on time, kept for the idempotency TTL with its worker's time marked (see `BatchClaim`): it
+ * names its batch, and a job alone is a batch of one, named by its own dispatch. So a claim whose worker stopped
+ * after its call and before its success record outlives its time, and a late delivery of the same dispatch finds it
+ * and makes no second call (see {@link claimKey}); the next dispatch takes it over.
  */
 function inProgress(event: JobEvent, start: number, config: ServiceConfig, batch: BatchEnding | undefined): IdempotencyRecord {
-  const busyUntil = start + config.orchestrator.workerTimeoutMs;
   const { dispatchId } = event;
-  return batch === undefined
-    ? { status: 'in-progress', dispatchId, expiresAt: busyUntil }
-    : { status: 'in-progress', dispatchId, expiresAt: start + config.orchestrator.idempotencyTtlMs, batch: { id: batch.id, busyUntil } };
+  const busyUntil = start + config.orchestrator.workerTimeoutMs;
+  return { status: 'in-progress', dispatchId, expiresAt: start + config.orchestrator.idempotencyTtlMs, batch: { id: batch?.id ?? dispatchId, busyUntil } };
 }
 
 /**
  * Claims `key` with `claim` (see {@link IdempotencyStore.putIdempotencyIfAbsent}). A stopped batch claim in the way
  * is looked up in its batch's record: a success recorded there holds the key as a success record would; without one,
- * its worker stopped (it may or may not have called), and the claim replaces it, as it would an expired claim.
+ * its worker stopped (it may or may not have called), and the claim of another dispatch replaces it, as it would an
+ * expired claim. One of the same dispatch keeps the key: a dispatch claims its key once, since that claim may have
+ * called.
  * @returns `null` when claimed, else the record that holds the key.
  */
 async function claimKey(key: string, claim: IdempotencyRecord, now: number, deps: WorkerDeps): Promise<IdempotencyRecord | null> {
@@ -284,6 +286,7 @@ async function claimKey(key: string, claim: IdempotencyRecord, now: number, deps
   if (held === null || !isStoppedBatchClaim(held, now)) return held;
   const at = await idempotency.batchSuccessAt(held.batch.id, held.dispatchId);
   if (at !== undefined) return { status: 'succeeded', dispatchId: held.dispatchId, at, expiresAt: held.expiresAt };
+  if (held.dispatchId === claim.dispatchId) return held;
   return idempotency.putIdempotencyIfAbsent(key, claim, now, held.dispatchId);
 }
 

@@ -609,23 +609,6 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().idempotency.batchSuccessAt(batch, 'd-4')).resolves.toBeUndefined();
       });
 
-      it('lets a dispatch claim a key once: a further delivery of it is refused even after its claim expired', async () => {
-        const key = unique('idem-claimed-once');
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toBeNull();
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + 3 * TTL), T0 + 2 * TTL)).resolves.toEqual(inProgress(T0 + TTL));
-        const batchClaim: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + 4 * TTL, batch: { id: 'b-1', busyUntil: T0 + 2 * TTL } };
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, batchClaim, T0 + 2 * TTL, 'd-1')).resolves.toEqual(inProgress(T0 + TTL));
-        const other: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 3 * TTL };
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, other, T0 + 2 * TTL)).resolves.toBeNull();
-      });
-
-      it('refuses a claim by a dispatch that gave its reservation back, with a failed record of its own when the key has none', async () => {
-        const key = unique('idem-refunded');
-        await expect(stores().idempotency.claimRefund(key, 'd-1', T0 + TTL)).resolves.toBe(true);
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toEqual(failed(T0, T0));
-        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toBeUndefined();
-      });
-
       it("tells the successes of a batch's own jobs, named by their index in it, from those of other dispatch ids", async () => {
         const batch = unique('batch-indexes');
         const ids = [0, 1, 2, 12].map((i) => batchJobDispatchId(batch, i));

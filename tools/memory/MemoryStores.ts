@@ -2,7 +2,7 @@ import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
-import { claimRefusal, type IdempotencyRecord, type IdempotencyStore } from '../../lib/ports/IdempotencyStore';
+import { blocksClaim, type IdempotencyRecord, type IdempotencyStore } from '../../lib/ports/IdempotencyStore';
 import type { Lease, LeaseStore } from '../../lib/ports/LeaseStore';
 import { allRefunds, MAX_PENDING_SETTLEMENTS, MAX_STORED_SETTLEMENTS, checkSettled, type LedgerStore } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
@@ -155,8 +155,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
 
   async putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number, replacing?: string): Promise<IdempotencyRecord | null> {
     this.state.stats.writes++;
-    const refusal = claimRefusal(this.state.idempotency.get(key), record.dispatchId, now, this.spentOn(key).has(record.dispatchId), replacing);
-    if (refusal !== undefined) return refusal;
+    const existing = this.state.idempotency.get(key);
+    if (blocksClaim(existing, record.dispatchId, now, replacing)) return existing;
     this.state.idempotency.set(key, record);
     this.spentOn(key).add(record.dispatchId);
     return null;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { StateConflictError } from '../../errors';
-import { claimRefusal, type IdempotencyRecord, type IdempotencyStore } from '../../ports/IdempotencyStore';
+import { blocksClaim, type IdempotencyRecord, type IdempotencyStore } from '../../ports/IdempotencyStore';
 import { batchJobIndex } from '../../ports/Invoker';
 import { settlementOf } from './DynamoSettlementRecorder';
 import { corrupt, DynamoTable, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
@@ -47,9 +47,8 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     //       │ refused: returns R  │ R still stored, but │ R deleted
     //       │                     │ the claim replaces it
     //
-    // A dispatch in R's `spent` set is refused all along, R expired or not: it claimed the key before, or gave its
-    // reservation back. A refused claim reads R back. If R no longer blocks the claim by then (deleted by TTL, or
-    // replaced by an expired record or by another dispatch's failed one), the claim is tried again.
+    // A refused claim reads R back. If R no longer blocks the claim by then (deleted by TTL, or replaced by an
+    // expired record or by another dispatch's failed one), the claim is tried again.
     //
     // Each claim also writes a fresh `claim` id, because the SDK retries a put whose answer was lost (a timeout, a
     // 5xx after the commit). The retry is refused by the claim's own record, and R read back carries its id:
@@ -64,8 +63,8 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
           ...recordUpdate(key, record, { claim }, `ADD #spent :dispatchIds`),
           // A mark-only item (see claimRefund) holds no record, so it keeps no claim out.
           ConditionExpression:
-            `NOT contains(#spent, :dispatchId) AND (attribute_not_exists(#${TABLE_KEY}) OR attribute_not_exists(#status) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)` +
-            (replacing === undefined ? ')' : ' OR (#status = :inProgress AND #dispatchId = :replacing AND #busyUntil <= :now))'),
+            `attribute_not_exists(#${TABLE_KEY}) OR attribute_not_exists(#status) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)` +
+            (replacing === undefined ? '' : ' OR (#status = :inProgress AND #dispatchId = :replacing AND #busyUntil <= :now)'),
           ExpressionAttributeValues: {
             ...recordValues(record, { claim }),
             ':now': now,
@@ -80,9 +79,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       const item = await this.table.get({ Key: idempotencyKey(key) });
       if (item?.claim === claim) return null;
       const existing = item === undefined ? undefined : idempotencyRecordOf(item, key);
-      const marked = item?.spent instanceof Set && item.spent.has(record.dispatchId);
-      const refusal = claimRefusal(existing, record.dispatchId, now, marked, replacing);
-      if (refusal !== undefined) return refusal;
+      if (blocksClaim(existing, record.dispatchId, now, replacing)) return existing;
     }
     throw new StateConflictError(`idempotency key '${key}' was claimed and freed again ${MAX_CLAIM_ATTEMPTS} times while claiming it`);
   }
