@@ -4,10 +4,11 @@ import type { Settlement } from '../domain/quota/ledger';
 export type IdempotencyRecord =
   /**
    * A worker is calling the API for this key; other deliveries keep their hands off until `expiresAt`. A claim made
-   * within a batch names it (`batch`): the batch records its successes in one write (see
-   * {@link IdempotencyStore.recordBatchSuccesses}) instead of one record per key, so its claims are kept for the
-   * idempotency TTL (`expiresAt`) and their worker is at work only until `busyUntil`. After that, the claim's job
-   * succeeded if its batch's record lists the dispatch; if not, its worker stopped and the claim may be taken over.
+   * within a batch names it (`batch`; workers name a job alone a batch of one, by its own dispatch): the batch records
+   * its successes in one write (see {@link IdempotencyStore.recordBatchSuccesses}) instead of one record per key, so
+   * its claims are kept for the idempotency TTL (`expiresAt`) and their worker is at work only until `busyUntil`.
+   * After that, the claim's job succeeded if its batch's record lists the dispatch; if not, its worker stopped and the
+   * claim may be taken over by another dispatch.
    */
   | { readonly status: 'in-progress'; readonly dispatchId: string; readonly expiresAt: number; readonly batch?: BatchClaim }
   /**
