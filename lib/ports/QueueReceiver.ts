@@ -44,6 +44,11 @@ export interface ReceivedMessage {
   readonly receiveCount: number;
 }
 
+/** The FIFO group of `message`, or `undefined` for a message of another queue. */
+export function fifoGroupOf(message: { readonly queue: QueueName; readonly groupId?: string }): string | undefined {
+  return message.queue === 'fifo' ? message.groupId : undefined;
+}
+
 /** A message to send. */
 export interface OutgoingMessage {
   readonly body: string;

@@ -10,7 +10,7 @@ import { StateUnavailableError } from '../errors';
 import type { ApiCaller } from '../ports/ApiCaller';
 import type { Clock } from '../ports/Clock';
 import type { BatchEvent, HealthCheckEvent, JobEvent, WorkerEvent } from '../ports/Invoker';
-import { ATTRIBUTES, type QueueName, type QueueReceiver } from '../ports/QueueReceiver';
+import { ATTRIBUTES, fifoGroupOf, type QueueName, type QueueReceiver } from '../ports/QueueReceiver';
 import type { CircuitStore } from '../ports/CircuitStore';
 import { isStoppedBatchClaim, type IdempotencyRecord, type IdempotencyStore } from '../ports/IdempotencyStore';
 import type { LedgerStore } from '../ports/LedgerStore';
@@ -484,7 +484,7 @@ const ELSEWHERE: ReadonlySet<JobOutcome> = new Set(['busy-elsewhere', 'already-f
 function inGroupOrder(jobs: readonly JobEvent[], run: (job: JobEvent, chainedAfter?: number) => Promise<JobOutcome>, standDown: (job: JobEvent) => Promise<JobOutcome>): Promise<JobOutcome>[] {
   const last = new Map<string, { readonly slotAt: number; readonly outcome: Promise<JobOutcome | undefined> }>();
   return jobs.map((job) => {
-    const group = job.queue === 'fifo' ? job.groupId : undefined;
+    const group = fifoGroupOf(job);
     const before = group === undefined ? undefined : last.get(group);
     const after = async ({ slotAt }: { readonly slotAt: number }, ended: JobOutcome | undefined): Promise<JobOutcome> => {
       if (ended !== undefined && ENDED.has(ended)) return run(job, slotAt);
@@ -500,7 +500,8 @@ function inGroupOrder(jobs: readonly JobEvent[], run: (job: JobEvent, chainedAft
 /**
  * Gives back a job that will not call because an earlier message of its group did not end: its reservation and its
  * message, unless another delivery of the dispatch claimed it or gave it back already (see
- * {@link IdempotencyStore.claimRefund}): the mark also keeps any later delivery of the dispatch from calling.
+ * {@link IdempotencyStore.claimRefund}). A later delivery of the batch calls it no more: the earlier message's claim
+ * keeps that one from ending there too (see {@link claimKey}).
  */
 async function standDown(job: JobEvent, batch: BatchEnding, deps: WorkerDeps): Promise<JobOutcome> {
   const start = deps.clock.now();

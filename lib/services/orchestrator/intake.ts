@@ -1,5 +1,5 @@
 import { QueueUnavailableError } from '../../errors';
-import { READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
+import { fifoGroupOf, READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
 import { Backoff } from '../guardedPorts';
 import { deadLetter } from '../queueOutcomes';
 import type { RunContext } from './runContext';
@@ -191,6 +191,7 @@ export class Intake {
       const group = fifoGroupOf(message);
       if (group !== undefined) went.set(group, (went.get(group) ?? 0) + 1);
     }
+    if (went.size === 0) return;
     const handedBack = this.buffer.filter(({ message }) => went.has(fifoGroupOf(message) ?? ''));
     for (const [group, n] of went) {
       if (handedBack.some(({ message }) => fifoGroupOf(message) === group)) this.fifoReceiveMax = Math.min(this.fifoReceiveMax, n);
@@ -309,9 +310,4 @@ export class Intake {
     const rates = this.run.deps.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => rate.units / rate.perMs);
     return rates.length === 0 ? undefined : Math.min(...rates);
   }
-}
-
-/** The FIFO group of `message`, or `undefined` for a message of another queue. */
-export function fifoGroupOf(message: ReceivedMessage): string | undefined {
-  return message.queue === 'fifo' ? message.groupId : undefined;
 }
