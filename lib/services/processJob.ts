@@ -71,7 +71,7 @@ export interface BatchEnding {
 export interface JobOptions {
   readonly batch?: BatchEnding;
   /**
-   * Whether the job may still call at its slot (see {@link circuitCheck}), shared by a batch's jobs.
+   * Whether the job may still call at its slot (see {@link CircuitView}), shared by a batch's jobs.
    * @default the job's own
    */
   readonly circuitAllows?: (slotAt: number) => Promise<boolean>;
@@ -164,7 +164,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   // checks it before a dispatch.
   const ahead = event.slotAt - CIRCUIT_CHECK_AHEAD_MS - clock.now();
   if (ahead > 0) await clock.sleep(ahead);
-  const circuitAllows = options.circuitAllows ?? circuitCheck(event.sentAt, event.lane, deps);
+  const circuitAllows = options.circuitAllows ?? new CircuitView(event.sentAt, event.lane, deps).allows;
   if (!(await circuitAllows(event.slotAt))) return giveBackClaimed('held-back');
   // The claim itself took this worker past `callBy`.
   if (!(await holdToSlot(event, clock))) return giveBackClaimed('too-late');
@@ -341,34 +341,59 @@ async function holdToSlot(event: JobEvent, clock: Clock): Promise<boolean> {
 const CIRCUIT_CHECK_AHEAD_MS = 50;
 
 /**
- * Whether the jobs of an event sent at `sentAt` may still call: the circuit closed and the lane not paused by a 429,
- * as read no longer than `circuitPollMs` ago (the orchestrator's reading when it sent the event counts as the
- * first). The lead grows to 1.5 s while workers start late, and a batch spans as long: without this, jobs would go on
- * calling a failing API after the circuit opened. So no job calls more than `circuitPollMs` (and a read's time) after
- * the circuit opened, as none is dispatched; at the configured lead a job alone needs no read. The jobs of a batch
- * share one read at a time. A read still unanswered at the slot, or one that failed, leaves the last reading in
- * force: the check never makes a call late, and a DynamoDB error does not stop the work.
+ * How long a reading of the circuit by a batch's checks stands in for the read that ends a run of refusals (see
+ * {@link endRefusalRun}): as long as the eventually consistent read it spares may lag.
  */
-function circuitCheck(sentAt: number, lane: string, deps: WorkerDeps): (slotAt: number) => Promise<boolean> {
-  const { clock, stores, config } = deps;
-  let knownAt = Number.isFinite(sentAt) ? sentAt : Number.NEGATIVE_INFINITY;
-  let allows = true;
-  let reading: Promise<void> | undefined;
-  return async (slotAt) => {
+const REFUSAL_RUN_READING_MS = 1_000;
+
+/**
+ * A worker event's view of the circuit. {@link CircuitView.allows} tells whether its jobs may still call: the circuit
+ * closed and the lane not paused by a 429, as read no longer than `circuitPollMs` ago (the orchestrator's reading when
+ * it sent the event counts as the first). The lead grows to 1.5 s while workers start late, and a batch spans as long:
+ * without this, jobs would go on calling a failing API after the circuit opened. So no job calls more than
+ * `circuitPollMs` (and a read's time) after the circuit opened, as none is dispatched; at the configured lead a job
+ * alone needs no read. The jobs of a batch share one read at a time. A read still unanswered at the slot, or one that
+ * failed, leaves the last reading in force: the check never makes a call late, and a DynamoDB error does not stop the
+ * work.
+ */
+class CircuitView {
+  private knownAt: number;
+  private allowsNow = true;
+  private reading: Promise<void> | undefined;
+  /** The run of 4xx refusals the last read found, and when it was read. */
+  private refusals: { readonly run: number; readonly at: number } | undefined;
+
+  constructor(
+    sentAt: number,
+    private readonly lane: string,
+    private readonly deps: WorkerDeps,
+  ) {
+    this.knownAt = Number.isFinite(sentAt) ? sentAt : Number.NEGATIVE_INFINITY;
+  }
+
+  /** Whether a job whose slot is `slotAt` may still call (see {@link CircuitView}). */
+  readonly allows = async (slotAt: number): Promise<boolean> => {
+    const { clock, stores, config } = this.deps;
     const readAt = clock.now();
-    if (!allows || readAt - knownAt <= config.orchestrator.circuitPollMs) return allows;
-    reading ??= loadCircuit(stores.circuit, lane)
+    if (!this.allowsNow || readAt - this.knownAt <= config.orchestrator.circuitPollMs) return this.allowsNow;
+    this.reading ??= loadCircuit(stores.circuit, this.lane)
       .then((circuit) => {
-        knownAt = readAt;
-        allows = circuit.state.status === 'closed' && circuit.pausedUntil <= clock.now();
+        this.knownAt = readAt;
+        this.allowsNow = circuit.state.status === 'closed' && circuit.pausedUntil <= clock.now();
+        this.refusals = { run: circuit.clientErrorRun, at: readAt };
       })
       .catch(() => undefined)
       .finally(() => {
-        reading = undefined;
+        this.reading = undefined;
       });
-    await Promise.race([reading, clock.sleep(Math.max(0, slotAt - readAt))]);
-    return allows;
+    await Promise.race([this.reading, clock.sleep(Math.max(0, slotAt - readAt))]);
+    return this.allowsNow;
   };
+
+  /** The run of 4xx refusals as read less than {@link REFUSAL_RUN_READING_MS} before `now`, if a check read it. */
+  refusalRunAt(now: number): number | undefined {
+    return this.refusals !== undefined && now - this.refusals.at < REFUSAL_RUN_READING_MS ? this.refusals.run : undefined;
+  }
 }
 
 /** The message `event` dispatches. */
@@ -445,8 +470,8 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
     refundLater: (refund) => refunds.push(refund),
     returnLater: (job) => returns.push(job),
   };
-  const circuitAllows = circuitCheck(event.sentAt, event.lane, deps);
-  const settled = await Promise.allSettled(inGroupOrder(event.jobs, (job, chainedAfter) => processJob(job, deps, { batch, circuitAllows, chainedAfter }), (job) => standDown(job, batch, deps)));
+  const circuit = new CircuitView(event.sentAt, event.lane, deps);
+  const settled = await Promise.allSettled(inGroupOrder(event.jobs, (job, chainedAfter) => processJob(job, deps, { batch, circuitAllows: circuit.allows, chainedAfter }), (job) => standDown(job, batch, deps)));
   // Given back in one write; if it cannot be recorded, the quota goes unused, as for a job alone. Then the jobs go
   // back to their queues, their originals deleted with the successes'.
   if (refunds.length > 0) await recordSettlement(event.lane, start, deps, ...refunds);
@@ -461,7 +486,7 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
     );
   }
   for (const [queue, handles] of deletes) await queues.deleteBatch(queue, handles).catch((error: unknown) => failures.push(`deleting ${handles.length} from ${queue}: ${(error as Error).message}`));
-  if (outcomes.includes('succeeded')) await endRefusalRun(clock.now(), event.lane, deps);
+  if (outcomes.includes('succeeded')) await endRefusalRun(clock.now(), event.lane, deps, circuit.refusalRunAt(clock.now()));
   if (failures.length > 0) throw new Error(`the batch of ${event.jobs.length} jobs failed in part: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
   return outcomes as JobOutcome[];
 }
@@ -550,11 +575,12 @@ function circuitEventOf(classification: Classification, delayMs: number, now: nu
 
 /**
  * Reports a success to the lane's circuit when it ends a run of 4xx refusals, the only change a success makes. The run
- * is read eventually consistent (half a read unit): a run that began in the last second may be missed, and then the
- * next success ends it, or the next refusal lengthens it by one more than it should.
+ * is read eventually consistent (half a read unit), unless a batch's circuit check read it `known` less than a second
+ * ago: either way a run that began in the last second may be missed, and then the next success ends it, or the next
+ * refusal lengthens it by one more than it should.
  */
-async function endRefusalRun(now: number, lane: string, deps: WorkerDeps): Promise<void> {
-  if ((await deps.stores.circuit.refusalRun(lane)) > 0) await reportToCircuit({ type: 'success' }, now, lane, deps);
+async function endRefusalRun(now: number, lane: string, deps: WorkerDeps, known?: number): Promise<void> {
+  if ((known ?? (await deps.stores.circuit.refusalRun(lane))) > 0) await reportToCircuit({ type: 'success' }, now, lane, deps);
 }
 
 /** Applies `event` to the lane's circuit, tells {@link WorkerDeps.onCircuitOpened} if this write opened it, and returns the circuit after. */

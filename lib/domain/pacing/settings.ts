@@ -60,10 +60,10 @@ export interface PacingSettings {
   /**
    * How close the slots of the jobs one worker invocation carries are: the buffered jobs whose slots come less than
    * this after the first one's go in one batch, each called at its own slot. One invoke, one worker's wait for the
-   * lead and one write of its successes then serve them all. At 4 calls a second and slower each job has its own
+   * lead and one write of its successes then serve them all. At 2 calls a second and slower each job has its own
    * worker, for whom a batch would only mean waiting; 0 sends one job per invocation at any rate. While late starts
    * have grown the lead past `dispatchLeadMs`, the window grows by as much: each worker then waits that long for its
-   * first slot, and more jobs share the wait. @default 250
+   * first slot, and more jobs share the wait. @default 500
    */
   readonly batchWindowMs: number;
 }
@@ -79,7 +79,7 @@ export const DEFAULT_PACING_SETTINGS: PacingSettings = Object.freeze({
   callAllowanceMs: 15,
   dispatchLeadMs: 250,
   maxDispatchLeadMs: 1500,
-  batchWindowMs: 250,
+  batchWindowMs: 500,
 });
 
 const PACING_RANGES: SettingRanges<PacingSettings> = {

@@ -106,8 +106,8 @@ export class Dispatcher {
    *
    * The window is `batchWindowMs` after the first job's slot, widened by as much as the lead has grown past
    * `dispatchLeadMs`: a worker waits for its first slot about as long as the lead, so while late starts keep the lead
-   * long, a batch spans as long and the wait is shared by that many more jobs (at 50/s and a lead of 1.5 s, about 75
-   * instead of 12). A FIFO message whose group already has one in the batch (the worker calls it once that one has
+   * long, a batch spans as long and the wait is shared by that many more jobs (at 50/s and a lead of 1.5 s, about 85
+   * instead of 24). A FIFO message whose group already has one in the batch (the worker calls it once that one has
    * ended) is slotted at least the chain gap (see `ChainGap`) after it, and its window starts there; every slot
    * stays within half a worker's time of now.
    */

@@ -1260,6 +1260,25 @@ describe('processBatch', () => {
     expect(h.stores.circuit.loadCircuit).toHaveBeenCalledTimes(1);
   });
 
+  it("ends a run of refusals on its checks' reading of the circuit, and reads the run when no check read the circuit", async () => {
+    const pollMs = testConfig().orchestrator.circuitPollMs;
+    // Slots after the reading the batch was sent with is circuitPollMs old: a's check reads the circuit. Slots before
+    // it: no check reads, and the run is read at the end.
+    for (const [slotsMs, runReads] of [[[pollMs + 100, pollMs + 200], 0], [[50, 100], 1]] as const) {
+      const h = workerHarness();
+      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'client-error', reason: 'HTTP 400' }, START, circuitPolicyFrom(h.config.circuit));
+      const event = await batchOf(h, ['a', 'b']);
+      const at = (job: JobEvent, ms: number): JobEvent => ({ ...job, slotAt: START + ms, callBy: START + ms + 10, reservation: { ...job.reservation, at: START + ms } });
+      const run = jest.spyOn(h.stores.circuit, 'refusalRun');
+      const outcome = processBatch({ ...event, jobs: event.jobs.map((job, i) => at(job, slotsMs[i]!)) }, h.deps);
+      await h.clock.advance(pollMs + 300);
+
+      await expect(outcome).resolves.toEqual(['succeeded', 'succeeded']);
+      expect(run).toHaveBeenCalledTimes(runReads);
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ clientErrorRun: 0 });
+    }
+  });
+
   it('records nothing for the batch when none of its jobs succeeded', async () => {
     const h = workerHarness();
     h.api.answer = () => httpStatus(503);

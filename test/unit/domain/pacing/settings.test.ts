@@ -5,7 +5,7 @@ import { thrown } from '../../../helpers/thrown';
 describe('parsePacingSettings', () => {
   it('returns the defaults when nothing is configured', () => {
     expect(parsePacingSettings(undefined)).toBe(DEFAULT_PACING_SETTINGS);
-    expect(parsePacingSettings({})).toEqual({ burstFraction: 0, spreadLongTiers: false, rampStartFraction: 0.25, rampSeconds: 5, pauseJitterMs: 1000, arrivalMarginMs: 25, callAllowanceMs: 15, dispatchLeadMs: 250, maxDispatchLeadMs: 1500, batchWindowMs: 250 });
+    expect(parsePacingSettings({})).toEqual({ burstFraction: 0, spreadLongTiers: false, rampStartFraction: 0.25, rampSeconds: 5, pauseJitterMs: 1000, arrivalMarginMs: 25, callAllowanceMs: 15, dispatchLeadMs: 250, maxDispatchLeadMs: 1500, batchWindowMs: 500 });
   });
 
   it('keeps given values, fills the rest and freezes the result', () => {
