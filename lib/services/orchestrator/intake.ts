@@ -10,18 +10,17 @@ const MAX_RECEIVE = 10;
 export const MAX_PARALLEL_RECEIVES = 20;
 /**
  * How much of the tightest tier's rate a refill of a standard queue takes: several batches and the lead, so that
- * batches come out whole and a refill's receives (and its look into the queues read before) serve two seconds of
- * work. A refill comes when the buffer is empty, so its last batch takes what is left: the more a refill holds, the
- * fewer such short batches, each an invocation, a batch record and a partial delete more.
+ * batches come out whole and a refill's receives (and its look into the queues read before) serve a second of work.
+ * Not more: a message received counts one receive more each time a sudden wait (a 429's pause, a spent calendar
+ * tier) hands it back, and a queue redrives it to its DLQ after `maxReceiveCount`.
  */
-export const PREFETCH_MS = 2_000;
+export const PREFETCH_MS = 1_000;
 
 /**
- * How long refills pass an empty FIFO queue by, while other queues hold work: at most one empty FIFO receive per
- * refill, and a FIFO message that arrives then waits no more than this. When every queue is empty, the long poll
- * still looks.
+ * How long refills pass an empty FIFO queue by, while other queues hold work: about a refill's span, so that a busy
+ * main queue does not cost an empty FIFO receive per refill. When every queue is empty, the long poll still looks.
  */
-export const FIFO_QUIET_MS = 1_000;
+export const FIFO_QUIET_MS = PREFETCH_MS;
 
 /**
  * A message in the intake's buffer, received at `receivedAt`: as received, or `refused` by Lambda (its event is too
