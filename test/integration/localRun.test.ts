@@ -3,6 +3,9 @@ import type { Template } from '../../tools/local/template';
 import { parseScenario } from '../../tools/simulation/scenario';
 import { testEmulators } from '../helpers/awsClients';
 import { packagedTemplate } from '../../tools/local/packageService';
+import { startApiServer } from '../../tools/local/apiServer';
+import { VirtualApi } from '../../tools/simulation/virtualApi';
+import { systemClock } from '../../lib/adapters/systemClock';
 
 /** A small scenario with everything the default one has: FIFO groups, poison and malformed jobs, an outage. */
 const SCENARIO = {
@@ -72,4 +75,21 @@ describe('runLocal on the packaged template', () => {
     expect(worker.billedMs).toBeGreaterThan(0);
     expect(result.calls).toHaveLength(result.report.apiCalls);
   });
+});
+
+describe('runLocal against an external API (--api-url)', () => {
+  it('has the workers call that API themselves and counts, from their calls, what the API saw', async () => {
+    const scenario = parseScenario({ name: 'external', seed: 5, quotas: [{ limit: 20, per: 'second' }], jobs: { count: 30, fifo: 6, fifoGroups: 2, poison: 1 }, maxSeconds: 60 });
+    const external = new VirtualApi({ clock: systemClock, tiers: scenario.config.quotas, latencyMs: 10 });
+    const server = await startApiServer(external);
+    try {
+      const result = await runLocal({ scenario, overrides: ['quotas'], template: await packagedTemplate(), emulators: testEmulators(), externalApi: server });
+
+      expect(result.report).toMatchObject({ jobs: 30, succeeded: 29, deadLettered: 1, lost: 0, duplicates: 0, rejectedByApi: 0, fifoOrderViolations: 0 });
+      expect(result.report.apiCalls).toBe(external.report().apiCalls);
+      expect(result.calls.map((call) => call.id).sort()).toEqual(external.callLog.map((call) => call.id).sort());
+    } finally {
+      await server.close();
+    }
+  }, 120_000);
 });

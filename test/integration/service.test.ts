@@ -246,9 +246,10 @@ describe('the service on the emulators', () => {
     expect(summaryA).toMatchObject({ lease: 'acquired', dispatched: jobIds.length + s.dispatchesGivenBack() });
     // Every call the API saw came from A's dispatches (a dispatch given back made none).
     expect(s.api.report().apiCalls).toBe(summaryA.dispatched - s.dispatchesGivenBack());
-    // At 5 a second, slots are 200 ms apart: an invocation carries one job, or two whose slots fall within 250 ms.
+    // At 5 a second, slots are about 200 ms apart: an invocation carries one job, or up to three whose slots fall
+    // within 500 ms.
     expect(s.workerStats().invocations).toBeLessThanOrEqual(summaryA.dispatched);
-    expect(s.workerStats().invocations).toBeGreaterThanOrEqual(Math.ceil(summaryA.dispatched / 2));
+    expect(s.workerStats().invocations).toBeGreaterThanOrEqual(Math.ceil(summaryA.dispatched / 3));
     expectEachSucceededOnce(s, jobIds);
     // B was refused for the lease, not for anything else: once A has released it, a handler run takes it.
     expect(await s.invokeOrchestratorHandler({ requestId: 'C', deadlineMs: 300 })).toMatchObject({ lease: 'acquired', dispatched: 0 });
@@ -265,8 +266,8 @@ describe('the service on the emulators', () => {
     const s = stack;
     const minuteUsage = () => savedUsage(s, 'minute');
 
-    // Killed after 100 AWS requests: about a third of the way through, between two flushes.
-    const a = s.startOrchestrator({ owner: 'orchestrator-A', deadlineMs: 30_000, killAfterCalls: 100 });
+    // Killed after 50 AWS requests: about halfway through, between two flushes.
+    const a = s.startOrchestrator({ owner: 'orchestrator-A', deadlineMs: 30_000, killAfterCalls: 50 });
     await expect(a.summary).rejects.toBeInstanceOf(SimulatedCrash);
     const dispatchedByA = dispatches(a.events).length;
     expect(dispatchedByA).toBeGreaterThan(0);

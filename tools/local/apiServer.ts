@@ -48,7 +48,17 @@ function answer(response: ServerResponse, result: ApiResult): void {
   }
 }
 
+/**
+ * What a served call's API is told beside the idempotency key: how long the request waited between the arrival of its
+ * headers and the call (its body being read), so that an API that counts arrivals can date the call when it arrived.
+ */
+export interface ServedCallContext {
+  readonly idempotencyKey: string;
+  readonly waitedMs: number;
+}
+
 async function route(api: ApiCaller, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  const arrivedAt = Date.now();
   const { pathname } = new URL(request.url ?? '/', 'http://localhost');
   if (request.method === 'POST' && pathname === '/jobs') {
     const body = await readBody(request);
@@ -59,7 +69,8 @@ async function route(api: ApiCaller, request: IncomingMessage, response: ServerR
       return;
     }
     const key = request.headers['idempotency-key'];
-    answer(response, await api.call(body, { idempotencyKey: typeof key === 'string' ? key : '' }));
+    const context: ServedCallContext = { idempotencyKey: typeof key === 'string' ? key : '', waitedMs: Date.now() - arrivedAt };
+    answer(response, await api.call(body, context));
     return;
   }
   request.resume();
@@ -73,8 +84,9 @@ async function route(api: ApiCaller, request: IncomingMessage, response: ServerR
 /**
  * Serves an {@link ApiCaller} (usually the simulated `VirtualApi`) over HTTP, so the worker's real HTTP caller can
  * reach it:
- * - `POST /jobs`: the body's text, unchanged, and the `idempotency-key` header (default `''`) go to `api.call`; a
- *   body that is not JSON is answered 400 without calling the API.
+ * - `POST /jobs`: the body's text, unchanged, and the `idempotency-key` header (default `''`) go to `api.call`, with
+ *   how long the request waited for its body (see {@link ServedCallContext}); a body that is not JSON is answered 400
+ *   without calling the API.
  * - `GET /health`: `api.probe()`.
  * - anything else: 404.
  *

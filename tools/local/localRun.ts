@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { InvokeCommand, TooManyRequestsException, type LambdaClient } from '@aws-sdk/client-lambda';
 import { SendMessageBatchCommand, SendMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import { HttpApiCaller } from '../../lib/adapters/http/HttpApiCaller';
 import type { Log } from '../../lib/adapters/log';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import { systemClock } from '../../lib/adapters/systemClock';
@@ -33,8 +32,8 @@ export interface LocalRunOptions {
   /** Where progress goes, about once a second. */
   readonly onProgress?: (progress: Progress) => void;
   /**
-   * Send the workers' calls to this API instead of the simulated one. The run records the traffic on the way
-   * (through a local proxy) to report calls, 429s, duplicates and FIFO order; the scenario's `api` block is ignored.
+   * Send the workers' calls to this API instead of the simulated one. Each worker's caller records its calls (see
+   * `RecordingApi`) to report calls, 429s, duplicates and FIFO order; the scenario's `api` block is ignored.
    */
   readonly externalApi?: { readonly apiUrl: string; readonly healthUrl: string };
   /** Emulators already running (the test suite's); by default the run starts its own and stops them at the end. */
@@ -108,8 +107,6 @@ export interface LocalRunResult {
   readonly start: number;
 }
 
-/** Timeout of the recorder's own calls to an external API: longer than the worker's, so the worker's decides. */
-const EXTERNAL_API_TIMEOUT_MS = 60_000;
 /** How long the end of a run waits for the orchestrator and the workers to finish. */
 const SHUTDOWN_WAIT_MS = 30_000;
 /** How often the run polls the circuit, the queues and the API's counters. */
@@ -195,8 +192,8 @@ export interface HostedService {
 
 /**
  * The packaged template's table and queues on the emulators, its two functions with the real handlers behind a local
- * Lambda Invoke endpoint, metered, and the simulated (or an external, recorded) API over HTTP; `jobs` are queued
- * before the API starts counting.
+ * Lambda Invoke endpoint, metered, and the simulated API over HTTP (or an external one, whose calls the workers
+ * record); `jobs` are queued before the API starts counting.
  */
 export async function hostService(options: LocalRunOptions, jobs: readonly JobSpec[]): Promise<HostedService> {
   const scenario: Scenario = options.externalApi === undefined ? options.scenario : { ...options.scenario, api: { latencyMs: 0, outages: [] } };
@@ -205,21 +202,12 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
   const lane = options.overrides.includes('lane') ? scenario.config.lane : (worker.environment[CONFIG_ENV.lane] ?? 'default');
   await seed(harness.clients.sqs, harness.resources.queueUrls, jobs);
   const start = systemClock.now();
-  const api: ObservedApi =
-    options.externalApi === undefined
-      ? new VirtualApi({
-          clock: systemClock,
-          tiers: scenario.config.quotas,
-          latencyMs: scenario.api.latencyMs,
-          outages: outageTimes(scenario.api.outages, start),
-        })
-      : new RecordingApi(new HttpApiCaller({ ...options.externalApi, timeoutMs: EXTERNAL_API_TIMEOUT_MS }), systemClock);
-  const apiServer = await harness.serveApi(api);
+  const { api, urls, recorder } = await apiOf(options, scenario, start, harness);
   const env = (fn: FunctionDefinition): Env => ({
     ...fn.environment,
     ...Object.fromEntries(options.overrides.map((key) => [CONFIG_ENV[key], jsonOrText(scenario.config[key])])),
-    [RESOURCE_ENV.apiUrl]: apiServer.apiUrl,
-    [RESOURCE_ENV.healthUrl]: apiServer.healthUrl,
+    [RESOURCE_ENV.apiUrl]: urls.apiUrl,
+    [RESOURCE_ENV.healthUrl]: urls.healthUrl,
     // There is no Parameter Store here: the local run's calls carry no API key.
     [RESOURCE_ENV.apiKeyParameter]: undefined,
   });
@@ -245,7 +233,7 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
       if (options.awsLatency !== undefined) addAwsLatency(clients, options.awsLatency);
     },
     // The workers' time on the API is theirs to spend: the rest of what they bill is the service's overhead.
-    workerDeps: (deps) => ({ ...deps, api: timedApi(deps.api, (ms) => (apiCallMs += ms)) }),
+    workerDeps: (deps) => ({ ...deps, api: timedApi(recorder?.around(deps.api) ?? deps.api, (ms) => (apiCallMs += ms)) }),
     shouldStop: () => endedAt !== undefined,
     log: options.log,
   }, { timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)) });
@@ -267,6 +255,25 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
       return endedAt;
     },
   };
+}
+
+/**
+ * The API a local run drives and where the workers find it: the simulated one, served here over HTTP; or an external
+ * one, which the workers call themselves, each worker's caller wrapped by the returned `recorder` (see RecordingApi).
+ */
+async function apiOf(
+  options: LocalRunOptions,
+  scenario: Scenario,
+  start: number,
+  harness: LocalHarness,
+): Promise<{ readonly api: ObservedApi; readonly urls: { readonly apiUrl: string; readonly healthUrl: string }; readonly recorder?: RecordingApi }> {
+  if (options.externalApi !== undefined) {
+    const recorder = new RecordingApi(systemClock);
+    return { api: recorder, urls: options.externalApi, recorder };
+  }
+  const { quotas } = scenario.config;
+  const simulated = new VirtualApi({ clock: systemClock, tiers: quotas, latencyMs: scenario.api.latencyMs, outages: outageTimes(scenario.api.outages, start) });
+  return { api: simulated, urls: await harness.serveApi(simulated) };
 }
 
 /**

@@ -3,8 +3,8 @@ import type { Clock } from '../../lib/ports/Clock';
 import { jobFieldsOf } from '../simulation/jobs';
 import type { VirtualApiCall, VirtualApiReport } from '../simulation/virtualApi';
 
-/** What a local run reads from the API it drives: the simulated one, or a recorder in front of an external one. */
-export interface ObservedApi extends ApiCaller {
+/** What a local run reads from the API it drives: the simulated one, or a recorder of the calls to an external one. */
+export interface ObservedApi {
   report(): VirtualApiReport;
   succeededIds(): string[];
   readonly callLog: readonly VirtualApiCall[];
@@ -22,11 +22,12 @@ function jobFields(body: string, idempotencyKey: string): JobFields {
 }
 
 /**
- * Sits between the workers and an external API (`--api-url`): forwards every call (its body text as it came) and
- * probe unchanged and keeps the same books as the simulated API, from the traffic alone: calls, 429s, second
- * successes of one job id, and FIFO order (a handled call, answered 200 or 400, whose group had another call in
- * flight when it arrived, or whose group had already handled a higher `seq`). Job bodies follow the local run's
- * `{"id","group"?,"seq"?}` shape.
+ * Keeps the same books as the simulated API for the calls the workers make to an external API (`--api-url`), from
+ * the traffic alone: calls, 429s, second successes of one job id, and FIFO order (a handled call, answered 200 or
+ * 400, whose group had another call in flight when it was sent, or whose group had already handled a higher `seq`).
+ * It wraps each worker's own caller (see {@link RecordingApi.around}) rather than standing in the calls' way: a proxy
+ * on this machine would add its own delays between a worker's slot and the call's arrival. Job bodies follow the
+ * local run's `{"id","group"?,"seq"?}` shape.
  */
 export class RecordingApi implements ObservedApi {
   private readonly calls: VirtualApiCall[] = [];
@@ -35,17 +36,25 @@ export class RecordingApi implements ObservedApi {
   private readonly highestHandledSeq = new Map<string, number>();
   private readonly counts = { rejectedByApi: 0, duplicates: 0, fifoOrderViolations: 0, probes: 0 };
 
-  constructor(
-    private readonly upstream: ApiCaller,
-    private readonly clock: Clock,
-  ) {}
+  constructor(private readonly clock: Clock) {}
 
-  async call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+  /** `upstream` (a worker's caller of the external API), with every call and probe recorded here. */
+  around(upstream: ApiCaller): ApiCaller {
+    return {
+      call: (body, context) => this.call(upstream, body, context),
+      probe: () => {
+        this.counts.probes++;
+        return upstream.probe();
+      },
+    };
+  }
+
+  private async call(upstream: ApiCaller, body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
     const at = this.clock.now();
     const job = jobFields(body, context.idempotencyKey);
     const crowded = job.group !== undefined && (this.inFlight.get(job.group) ?? 0) > 0;
     if (job.group !== undefined) this.inFlight.set(job.group, (this.inFlight.get(job.group) ?? 0) + 1);
-    const result = await this.upstream.call(body, context);
+    const result = await upstream.call(body, context);
     const status = result.kind === 'response' ? result.status : 0;
     this.calls.push({ at, ...job, status });
     if (status === 429) this.counts.rejectedByApi++;
@@ -56,11 +65,6 @@ export class RecordingApi implements ObservedApi {
     }
     if (job.group !== undefined) this.recordGroup(job.group, job.seq, crowded, status === 200 || status === 400);
     return result;
-  }
-
-  async probe(): Promise<ApiResult> {
-    this.counts.probes++;
-    return this.upstream.probe();
   }
 
   report(): VirtualApiReport {

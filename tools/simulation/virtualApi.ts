@@ -76,8 +76,8 @@ interface Job {
 
 /**
  * What accepted arrivals hold in one tier: each arrival's units until it stops counting (see
- * `TierWindows.countsUntil`). Arrivals come in time order, so they also stop counting in that order and the oldest
- * are dropped first.
+ * `TierWindows.countsUntil`), kept in that order so that the oldest are dropped first. Arrivals come in about time
+ * order (a call served over HTTP is dated when its request arrived, and handled once its body is read).
  */
 class TierTally {
   private readonly held: { readonly units: number; readonly until: number }[] = [];
@@ -110,7 +110,10 @@ class TierTally {
   record(at: number, cost: number): void {
     this.prune(at);
     const units = unitsFor(this.tier, cost);
-    this.held.push({ units, until: this.tier.countsUntil(at, this.timeZone) });
+    const until = this.tier.countsUntil(at, this.timeZone);
+    let i = this.held.length;
+    while (i > 0 && (this.held[i - 1]?.until ?? until) > until) i--;
+    this.held.splice(i, 0, { units, until });
     this.total += units;
     // A window's content peaks right after an arrival, so checking at each arrival finds the maximum.
     this.maxUsage = Math.max(this.maxUsage, this.total);
@@ -183,9 +186,13 @@ export class VirtualApi implements ApiCaller {
     this.windows = this.tiers.map((tier) => new TierTally(tier, options.timeZone ?? 'UTC'));
   }
 
-  /** Answers one job call `latencyMs` after it arrives; see the class description for the status. Never throws. */
-  async call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
-    const at = this.clock.now();
+  /**
+   * Answers one job call `latencyMs` after it arrives; see the class description for the status. Never throws. A call
+   * served over HTTP arrived when its headers did, `waitedMs` before (this machine's event loop can keep a request
+   * waiting while its body is read): it is counted then.
+   */
+  async call(body: string, context: { readonly idempotencyKey: string; readonly waitedMs?: number }): Promise<ApiResult> {
+    const at = this.clock.now() - (context.waitedMs ?? 0);
     const job = parseJob(body, context.idempotencyKey);
     const cost = this.costOf(body);
     const result = this.admit(at, job, cost);

@@ -18,18 +18,20 @@ async function serve(api: ApiCaller): Promise<ApiServer> {
   return server;
 }
 
-function virtualApi(options: { tiers?: readonly Tier[]; outages?: { startMs: number; endMs: number }[] } = {}): VirtualApi {
-  return new VirtualApi({ clock: frozenClock, tiers: options.tiers ?? [ONE_PER_SECOND], latencyMs: 0, outages: options.outages });
+/** The simulated API on the frozen clock, told of no request's wait for its body (the frozen clock would date it before 0). */
+function virtualApi(options: { tiers?: readonly Tier[]; outages?: { startMs: number; endMs: number }[] } = {}): ApiCaller {
+  const api = new VirtualApi({ clock: frozenClock, tiers: options.tiers ?? [ONE_PER_SECOND], latencyMs: 0, outages: options.outages });
+  return { call: (body, { idempotencyKey }) => api.call(body, { idempotencyKey }), probe: () => api.probe() };
 }
 
 /** An ApiCaller that answers `result` to everything and records the calls it got. */
 function fakeApi(result: ApiResult) {
-  const calls: { body: string; idempotencyKey: string }[] = [];
+  const calls: { body: string; idempotencyKey: string; waitedMs?: number }[] = [];
   let resolveCalled!: () => void;
   const called = new Promise<void>((resolve) => (resolveCalled = resolve));
   const api: ApiCaller = {
     call: async (body, context) => {
-      calls.push({ body, idempotencyKey: context.idempotencyKey });
+      calls.push({ body, ...context });
       resolveCalled();
       return result;
     },
@@ -82,15 +84,16 @@ describe('startApiServer', () => {
       expect((await post(server, JSON.stringify({ id: 'a' }))).status).toBe(503);
     });
 
-    it('hands the body text unchanged and the idempotency-key header to the API', async () => {
+    it('hands the body text unchanged, the idempotency-key header and how long the body took to the API', async () => {
       const { api, calls } = fakeApi({ kind: 'response', status: 200, headers: {} });
       const server = await serve(api);
       await post(server, awkwardBody('a'), { 'idempotency-key': 'key-1' });
       await post(server, JSON.stringify('plain'));
       expect(calls).toEqual([
-        { body: awkwardBody('a'), idempotencyKey: 'key-1' },
-        { body: '"plain"', idempotencyKey: '' },
+        { body: awkwardBody('a'), idempotencyKey: 'key-1', waitedMs: expect.any(Number) },
+        { body: '"plain"', idempotencyKey: '', waitedMs: expect.any(Number) },
       ]);
+      expect(calls.every(({ waitedMs }) => waitedMs !== undefined && waitedMs >= 0)).toBe(true);
     });
 
     it('answers a body that is not JSON 400 with a JSON error, without calling the API', async () => {

@@ -64,6 +64,24 @@ describe('VirtualApi', () => {
       expect(api.callLog).toEqual([{ at: 0, id: 'a', status: 200 }]);
     });
 
+    it('dates a call whose request waited for its body when it arrived, and lets it leave its window from then', async () => {
+      const { api, clock } = setup({ tiers: [tier(2, 'second')], latencyMs: 0 });
+      const callAt = async (at: number, id: string, waitedMs?: number) => {
+        await clock.advanceTo(at);
+        const answer = api.call(`{"id":"${id}"}`, { idempotencyKey: id, ...(waitedMs === undefined ? {} : { waitedMs }) });
+        await clock.advance(0);
+        return status(await answer);
+      };
+      // b's request arrived at 990, before a's, and was handled at 1 010. At 1 995 b has left the window
+      // (995, 1 995], a has not: c is the second call in it.
+      expect([await callAt(1_000, 'a'), await callAt(1_010, 'b', 20), await callAt(1_995, 'c')]).toEqual([200, 200, 200]);
+      expect(api.callLog.map(({ at, id }) => ({ at, id }))).toEqual([
+        { at: 1_000, id: 'a' },
+        { at: 990, id: 'b' },
+        { at: 1_995, id: 'c' },
+      ]);
+    });
+
     it('rejects the (L+1)th request within a sliding window and accepts it once the oldest arrival has left', async () => {
       const { api, statusAt } = setup({ tiers: [tier(3, 'second')], latencyMs: 0 });
       expect(await statusAt(0)).toBe(200);
