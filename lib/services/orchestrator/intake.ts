@@ -79,8 +79,9 @@ export class Intake {
    * and returns `undefined`; after a failed receive it waits out the back-off instead.
    *
    * While the main queue gives all it is asked for, the buffer is topped up to a refill's size when it is a receive
-   * or more short of it, the same way and behind what it holds: a batch then takes as many jobs as its window holds, not what
-   * the last refill left. A top-up never waits: when it finds nothing or fails, the head is returned all the same.
+   * or more short of it, the same way and behind what it holds: a batch then takes as many jobs as its window holds,
+   * not what the last refill left. A top-up never waits: when it finds nothing or fails, the head is returned all the
+   * same.
    *
    * One FIFO receive may bring several messages of a group, in order: message k+1 must not be called until k has
    * ended, so the buffer puts every group's first message before any group's second (and so on), and a group's later
