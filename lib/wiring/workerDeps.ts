@@ -12,10 +12,12 @@ import { checkProbeOutlastsCall, CONFIG_ENV, defaultApiTimeoutMs, millisecondsFr
 import type { WorkerDeps } from '../services/processJob';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
 
-/** The AWS clients of the worker function. */
+/** The clients of the worker function: AWS's, and the HTTP client that calls the API. */
 export interface WorkerClients extends StateAndQueueClients {
   /** Only read when `API_KEY_PARAMETER` names a parameter. @default a client with the SDK's defaults */
   readonly ssm?: SSMClient;
+  /** The API caller's HTTP client. @default the global `fetch` */
+  readonly fetch?: typeof fetch;
 }
 
 /** The worker's clients with the SDK's defaults and {@link CLIENT_CONFIG}. */
@@ -51,6 +53,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
       apiUrl: requiredEnv(env, RESOURCE_ENV.apiUrl),
       healthUrl: requiredEnv(env, RESOURCE_ENV.healthUrl),
       timeoutMs,
+      ...(clients.fetch === undefined ? {} : { fetch: clients.fetch }),
       ...(keyParameter === undefined || keyParameter === '' ? {} : { authorization: bearerFromParameter(clients.ssm ?? new SSMClient(CLIENT_CONFIG.ssm), keyParameter) }),
     }),
     random: Math.random,

@@ -49,8 +49,28 @@ function answer(response: ServerResponse, result: ApiResult): void {
 }
 
 /**
- * What a served call's API is told beside the idempotency key: how long the request waited between the arrival of its
- * headers and the call (its body being read), so that an API that counts arrivals can date the call when it arrived.
+ * A request header the local harness's workers set to when they sent the call (`Date.now()`): see
+ * {@link stampSentAt}.
+ */
+export const SENT_AT_HEADER = 'x-local-sent-at';
+
+/**
+ * `fetch` that stamps each request with {@link SENT_AT_HEADER}. The local stack runs the orchestrator, every worker
+ * and the simulated API in one Node process on a few cores, where a request can wait tens of ms in the event loop
+ * between a worker's send and the server's handler: a wait no deployed worker's request sees on its way to the API.
+ * The server dates a stamped call when it was sent, as if the network took no time.
+ */
+export function stampSentAt(inner: typeof fetch = globalThis.fetch): typeof fetch {
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set(SENT_AT_HEADER, String(Date.now()));
+    return inner(input, { ...init, headers });
+  };
+}
+
+/**
+ * What a served call's API is told beside the idempotency key: how long ago the call arrived, when its request was
+ * sent (see {@link SENT_AT_HEADER}) or else when its headers arrived, so that an API that counts arrivals can date it.
  */
 export interface ServedCallContext {
   readonly idempotencyKey: string;
@@ -58,7 +78,8 @@ export interface ServedCallContext {
 }
 
 async function route(api: ApiCaller, request: IncomingMessage, response: ServerResponse): Promise<void> {
-  const arrivedAt = Date.now();
+  const sentAt = Number(request.headers[SENT_AT_HEADER]);
+  const arrivedAt = Number.isFinite(sentAt) && sentAt > 0 ? Math.min(sentAt, Date.now()) : Date.now();
   const { pathname } = new URL(request.url ?? '/', 'http://localhost');
   if (request.method === 'POST' && pathname === '/jobs') {
     const body = await readBody(request);
@@ -85,8 +106,8 @@ async function route(api: ApiCaller, request: IncomingMessage, response: ServerR
  * Serves an {@link ApiCaller} (usually the simulated `VirtualApi`) over HTTP, so the worker's real HTTP caller can
  * reach it:
  * - `POST /jobs`: the body's text, unchanged, and the `idempotency-key` header (default `''`) go to `api.call`, with
- *   how long the request waited for its body (see {@link ServedCallContext}); a body that is not JSON is answered 400
- *   without calling the API.
+ *   how long ago the call arrived (see {@link ServedCallContext}); a body that is not JSON is answered 400 without
+ *   calling the API.
  * - `GET /health`: `api.probe()`.
  * - anything else: 404.
  *

@@ -13,7 +13,7 @@ import { DEAD_LETTER_QUEUES, QUEUE_NAMES, READ_ORDER, type QueueName, type Recei
 import type { StateStores } from '../../lib/ports/StateStores';
 import type { WorkerDeps } from '../../lib/services/processJob';
 import { workerDepsFromEnv } from '../../lib/wiring/workerDeps';
-import { startApiServer, type ApiServer } from './apiServer';
+import { stampSentAt, startApiServer, type ApiServer } from './apiServer';
 import { destroyClients, dynamodbClient, functionClients, sqsClient, type EmulatorEndpoints, type FunctionClients } from './clients';
 import { startEmulators, type Emulators } from './emulators';
 import { LocalLambdaHost, type LocalFunction, type LocalFunctionStats, type LocalLambdaHostOptions } from './lambdaHost';
@@ -307,7 +307,8 @@ export class LocalHarness {
   }
 
   private worker(env: Env, clients: FunctionClients, hooks: FunctionHooks): LocalFunction['handler'] {
-    const deps = workerDepsFromEnv(env, clients);
+    // The workers of a harness that serves the API stamp their calls with when they sent them (see stampSentAt).
+    const deps = workerDepsFromEnv(env, this.apiServer === undefined ? clients : { ...clients, fetch: stampSentAt() });
     const handler = makeWorkerHandler(hooks.workerDeps?.(deps) ?? deps, hooks.log ?? discard);
     return hooks.workerHandler?.(handler) ?? handler;
   }

@@ -1,5 +1,5 @@
 import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
-import { startApiServer, type ApiServer } from '../../../tools/local/apiServer';
+import { SENT_AT_HEADER, stampSentAt, startApiServer, type ApiServer } from '../../../tools/local/apiServer';
 import type { ApiCaller, ApiResult } from '../../../lib/ports/ApiCaller';
 import type { Clock } from '../../../lib/ports/Clock';
 import { VirtualApi } from '../../../tools/simulation/virtualApi';
@@ -94,6 +94,17 @@ describe('startApiServer', () => {
         { body: '"plain"', idempotencyKey: '', waitedMs: expect.any(Number) },
       ]);
       expect(calls.every(({ waitedMs }) => waitedMs !== undefined && waitedMs >= 0)).toBe(true);
+    });
+
+    it('tells the API how long ago a request stamped by stampSentAt was sent', async () => {
+      const { api, calls } = fakeApi({ kind: 'response', status: 200, headers: {} });
+      const server = await serve(api);
+      await post(server, JSON.stringify({ id: 'a' }), { [SENT_AT_HEADER]: String(Date.now() - 5_000) });
+      await stampSentAt()(server.apiUrl, { method: 'POST', body: JSON.stringify({ id: 'b' }), headers: { 'idempotency-key': 'key-b' } });
+
+      expect(calls[0]?.waitedMs).toBeGreaterThanOrEqual(5_000);
+      expect(calls[1]).toMatchObject({ body: '{"id":"b"}', idempotencyKey: 'key-b' });
+      expect(calls[1]?.waitedMs).toBeLessThan(5_000);
     });
 
     it('answers a body that is not JSON 400 with a JSON error, without calling the API', async () => {

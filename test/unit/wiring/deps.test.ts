@@ -155,6 +155,20 @@ describe('workerDepsFromEnv', () => {
     expect(fetched).toEqual([ENV.API_URL, ENV.HEALTH_URL]);
   });
 
+  it("calls the API through the clients' fetch when they give one", async () => {
+    const fetched: string[] = [];
+    const fetch: typeof globalThis.fetch = async (input) => {
+      fetched.push(String(input));
+      return new Response(null, { status: 200 });
+    };
+    const global = jest.spyOn(globalThis, 'fetch');
+
+    await workerDepsFromEnv(ENV, { ...clients(), fetch }).api.call('{"id":"a"}', { idempotencyKey: 'a' });
+
+    expect(fetched).toEqual([ENV.API_URL]);
+    expect(global).not.toHaveBeenCalled();
+  });
+
   it('sends the key from the SSM parameter API_KEY_PARAMETER as a bearer token, and none without it', async () => {
     const ssmMock = mockClient(SSMClient);
     ssmMock.on(GetParameterCommand, { Name: '/qo/test/api-key', WithDecryption: true }).resolves({ Parameter: { Value: 'k3y' } });
