@@ -78,6 +78,11 @@ export class Intake {
    * When all are empty it long-polls the main queue briefly (the FIFO queue if the last messages found came from it)
    * and returns `undefined`; after a failed receive it waits out the back-off instead.
    *
+   * While the main queue gives all it is asked for, the buffer is topped up to a refill's size when it is a receive
+   * or more short of it, the same way and behind what it holds: a batch then takes as many jobs as its window holds,
+   * not what the last refill left. A top-up never waits: when it finds nothing or fails, the head is returned all the
+   * same.
+   *
    * One FIFO receive may bring several messages of a group, in order: message k+1 must not be called until k has
    * ended, so the buffer puts every group's first message before any group's second (and so on), and a group's later
    * messages go only in the batch of its first, each after the one before has ended (see `Dispatcher`). Those left
@@ -85,30 +90,46 @@ export class Intake {
    * in flight, and keeps their order.
    */
   async next(): Promise<Buffered | undefined> {
-    if (this.buffer.length > 0) return this.buffer[0];
+    if (this.buffer.length > 0) {
+      const topUp = this.topUpSize();
+      if (topUp >= MAX_RECEIVE) await this.readRound(topUp);
+      return this.buffer[0];
+    }
     this.foundEmpty = false;
-    const { queues, clock } = this.run.deps;
+    const { clock } = this.run.deps;
     if (clock.now() < this.queueRetryAt) {
       await this.run.sleepUntil(Math.min(this.queueRetryAt, this.nextStoreCallAt()));
       return undefined;
     }
-    const visibilityMs = this.run.settings.visibilityTimeoutMs;
-    // Several receives at once: what they took is kept even if one failed (its failure backs the queues off).
-    const receive = async (queue: SourceQueue, wanted: number, waitMs: number): Promise<ReceivedMessage[] | undefined> => {
-      const received: ReceivedMessage[] = [];
-      const sizes = Array.from({ length: Math.ceil(wanted / MAX_RECEIVE) }, (_, i) => Math.min(MAX_RECEIVE, wanted - i * MAX_RECEIVE));
-      const failures = await Promise.all(sizes.map((max) => this.tryQueue(async () => received.push(...(await queues.receive(queue, { max, visibilityMs, waitMs }))))));
-      return received.length > 0 || failures.every((failure) => failure === undefined) ? received : undefined;
-    };
+    const found = await this.readRound(this.prefetchSize());
+    if (found !== 'empty') return this.buffer[0];
+    // A FIFO group whose message is in flight is held back until that message is deleted: the poll then waits on the
+    // FIFO queue, which answers as soon as the group's next message can go.
+    const waitMs = Math.max(0, Math.min(this.run.settings.idleWaitMs, this.run.options.deadline - clock.now()));
+    const pollOn = this.lastFound === 'fifo' ? 'fifo' : 'main';
+    const polled = await this.receive(pollOn, this.receiveSize(pollOn), waitMs);
+    this.fill(polled ?? []);
+    this.foundEmpty = polled?.length === 0;
+    return undefined;
+  }
+
+  /**
+   * One round of reads, requeue ▸ fifo ▸ main, that stops at the first queue with messages and adds them behind the
+   * buffer: `prefetch` from a queue that gave its last read all it asked for, one receive from the others.
+   * @returns `found`, `empty` when every queue read was empty, or `failed` when a receive failed (the queues are
+   *   backed off, and the next round resumes at that queue).
+   */
+  private async readRound(prefetch: number): Promise<'found' | 'empty' | 'failed'> {
+    const { clock } = this.run.deps;
     // After a failed receive the round resumes at that queue: the ones before it were just found empty, and starting
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
       if (i < this.readFrom || (queue === 'fifo' && clock.now() < this.fifoQuietUntil)) continue;
-      const wanted = this.sparse.has(queue) || (queue === 'fifo' && this.fifoReceiveMax < MAX_RECEIVE) ? this.receiveSize(queue) : this.prefetchSize();
-      const received = await receive(queue, wanted, 0);
+      const wanted = this.sparse.has(queue) || (queue === 'fifo' && this.fifoReceiveMax < MAX_RECEIVE) ? this.receiveSize(queue) : prefetch;
+      const received = await this.receive(queue, wanted, 0);
       if (received === undefined) {
         this.readFrom = i;
-        return undefined;
+        return 'failed';
       }
       this.readFrom = 0;
       if (queue === 'fifo') this.fifoQuietUntil = received.length === 0 ? clock.now() + FIFO_QUIET_MS : Number.NEGATIVE_INFINITY;
@@ -117,17 +138,33 @@ export class Intake {
       if (received.length > 0) {
         this.lastFound = queue;
         this.fill(received);
-        return this.buffer[0];
+        return 'found';
       }
     }
-    // A FIFO group whose message is in flight is held back until that message is deleted: the poll then waits on the
-    // FIFO queue, which answers as soon as the group's next message can go.
-    const waitMs = Math.max(0, Math.min(this.run.settings.idleWaitMs, this.run.options.deadline - clock.now()));
-    const pollOn = this.lastFound === 'fifo' ? 'fifo' : 'main';
-    const polled = await receive(pollOn, this.receiveSize(pollOn), waitMs);
-    this.fill(polled ?? []);
-    this.foundEmpty = polled?.length === 0;
-    return undefined;
+    return 'empty';
+  }
+
+  /**
+   * Receives up to `wanted` messages of `queue` with several receives at once: what they took is kept even if one
+   * failed (its failure backs the queues off); `undefined` when all failed or one failed and none took anything.
+   */
+  private async receive(queue: SourceQueue, wanted: number, waitMs: number): Promise<ReceivedMessage[] | undefined> {
+    const { queues } = this.run.deps;
+    const visibilityMs = this.run.settings.visibilityTimeoutMs;
+    const received: ReceivedMessage[] = [];
+    const sizes = Array.from({ length: Math.ceil(wanted / MAX_RECEIVE) }, (_, i) => Math.min(MAX_RECEIVE, wanted - i * MAX_RECEIVE));
+    const failures = await Promise.all(sizes.map((max) => this.tryQueue(async () => received.push(...(await queues.receive(queue, { max, visibilityMs, waitMs }))))));
+    return received.length > 0 || failures.every((failure) => failure === undefined) ? received : undefined;
+  }
+
+  /**
+   * How many messages a top-up of a non-empty buffer would take: what a refill takes less what the buffer holds;
+   * none unless the last messages came from the main queue and it gave all it was asked for (a FIFO queue's
+   * messages wait on their groups), nor while the queues are backed off.
+   */
+  private topUpSize(): number {
+    if (this.lastFound !== 'main' || this.sparse.has('main') || this.run.deps.clock.now() < this.queueRetryAt) return 0;
+    return this.prefetchSize() - this.buffer.length;
   }
 
   /** Whether every source queue is empty: nothing visible, in flight or delayed; false when a queue cannot say. */
@@ -241,7 +278,7 @@ export class Intake {
     this.buffer = [];
   }
 
-  /** Replaces the (empty) buffer with `messages`, received now, each FIFO group's first messages first (see {@link Intake.next}). */
+  /** Adds `messages`, received now, behind the buffer, each FIFO group's first of them first (see {@link Intake.next}). */
   private fill(messages: readonly ReceivedMessage[]): void {
     const receivedAt = this.run.deps.clock.now();
     const rank = new Map<string, number>();
@@ -252,7 +289,7 @@ export class Intake {
       return { message, k, i };
     });
     ranked.sort((a, b) => a.k - b.k || a.i - b.i);
-    this.buffer = ranked.map(({ message }) => ({ kind: 'received', message, receivedAt }));
+    this.buffer.push(...ranked.map(({ message }): Buffered => ({ kind: 'received', message, receivedAt })));
   }
 
   /**

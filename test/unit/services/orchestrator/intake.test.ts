@@ -107,6 +107,38 @@ describe('Intake', () => {
       expect([count('requeue'), count('fifo'), count('main')]).toEqual([1, 1, 5]);
     });
 
+    it('tops the buffer up behind what it holds while the main queue gives all it is asked for, a receive at a time or more', async () => {
+      const received: SourceQueue[] = [];
+      const h = roomHarness(testConfig({ quotas: [{ limit: 50, per: 'second' }] }), (queues) => recordingQueues(queues, received, () => false));
+      for (let i = 0; i < 110; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
+      const intake = new Intake(h.run, () => START + 1_000, () => Number.POSITIVE_INFINITY);
+      const count = (queue: SourceQueue) => received.filter((q) => q === queue).length;
+      const buffered = () => Array.from({ length: 200 }, (_, i) => bodyOf(intake.peek(i))).filter((b) => b !== undefined);
+      await intake.next();
+      expect(buffered()).toHaveLength(50);
+
+      // Less than a receive short of a refill's 50: no top-up.
+      for (let i = 0; i < 9; i++) intake.shift();
+      received.length = 0;
+      await intake.next();
+      expect(received).toEqual([]);
+      // 45 short: a top-up of 45 (the requeue queue, found empty, gets one receive; the FIFO queue is passed by).
+      for (let i = 0; i < 36; i++) intake.shift();
+      await intake.next();
+      expect([count('requeue'), count('fifo'), count('main')]).toEqual([1, 0, 5]);
+      expect(buffered()).toEqual(Array.from({ length: 50 }, (_, i) => `{"id":"m-${45 + i}"}`));
+
+      // The next top-up asks for 45 and gets the 15 left: the main queue is sparse, and the buffer is not topped up
+      // again before it is empty.
+      for (let i = 0; i < 45; i++) intake.shift();
+      await intake.next();
+      expect(buffered()).toHaveLength(20);
+      for (let i = 0; i < 19; i++) intake.shift();
+      received.length = 0;
+      await intake.next();
+      expect(received).toEqual([]);
+    });
+
     it('after a failed receive, waits out the back-off and resumes the round at that queue', async () => {
       const received: SourceQueue[] = [];
       let fifoFails = 1;
