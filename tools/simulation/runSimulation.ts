@@ -48,6 +48,9 @@ class RecordingStore extends MemoryCircuitStore {
   }
 }
 
+/** How often the simulation looks whether everything has ended while it waits for the next tick. */
+const END_POLL_MS = 100;
+
 /**
  * Runs a scenario on virtual time: the real orchestrator loop and worker services on the in-memory ports, against
  * a {@link VirtualApi} that enforces the quotas on its own counters. Ticks fire every `tickSeconds`; each run stops
@@ -105,7 +108,10 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     const tickMs = scenario.tickSeconds * 1000;
     for (let tick = 0; !allEnded() && clock.now() - start < scenario.maxSeconds * 1000; tick++) {
       const tickAt = start + tick * tickMs;
-      if (clock.now() < tickAt) await clock.sleep(tickAt - clock.now());
+      // A run that stopped with nothing left to receive leaves the rest to its workers (a late second delivery, say):
+      // the simulation ends when they do, not at the next tick, which would find nothing to do.
+      while (clock.now() < tickAt && !allEnded()) await clock.sleep(Math.min(END_POLL_MS, tickAt - clock.now()));
+      if (allEnded()) break;
       await runOrchestrator(
         { clock, ...orchestratorPorts, config, random, owner: `orchestrator-${tick}`, newId: () => `id-${++ids}`, onEvent: (e) => events.push(e) },
         { deadline: tickAt + tickMs - scenario.stopMarginMs, shouldStop: allEnded },
