@@ -135,6 +135,24 @@ describe('runSimulation', () => {
 });
 
 describe('parseScenario', () => {
+  it('ends when the last worker does, not at the next tick, when a run stopped with nothing left to receive', async () => {
+    // Every event is delivered a second time 5 s after the first ended: the run has stopped by then (it found nothing
+    // for idleStopMs), and the next tick is a minute away.
+    const scenario = parseScenario({
+      name: 'straggler',
+      quotas: [{ limit: 10, per: 'second' }],
+      jobs: { count: 5 },
+      startDelays: { kind: 'fixed', ms: 20 },
+      duplicateDeliveries: { share: 1, whileRunningShare: 0, afterEndMinMs: 5_000, afterEndMaxMs: 5_000 },
+    });
+
+    const { report } = await runSimulation(scenario);
+
+    expect(report).toMatchObject({ jobs: 5, succeeded: 5, duplicates: 0 });
+    expect(report.durationSeconds).toBeGreaterThan(5);
+    expect(report.durationSeconds).toBeLessThan(10);
+  });
+
   it('refuses an invalid tier set naming the field and the allowed values', () => {
     expect(() => parseScenario({ quotas: [{ limit: 0, per: 'second' }] })).toThrow(new ConfigError('quotas[0].limit', 'must be an integer from 1 to 1000000000000; got 0'));
     expect(() => parseScenario({ quotas: [{ limit: 5, per: 'fortnight' }] })).toThrow(/quotas\[0\]\.per: must be one of second, minute, hour, day, month/);
