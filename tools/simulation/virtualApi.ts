@@ -77,7 +77,7 @@ interface Job {
 /**
  * What accepted arrivals hold in one tier: each arrival's units until it stops counting (see
  * `TierWindows.countsUntil`), kept in that order so that the oldest are dropped first. Arrivals come in about time
- * order (a call served over HTTP is dated when its request arrived, and handled once its body is read).
+ * order (a call served over HTTP is dated when it was sent or its request arrived, and handled once its body is read).
  */
 class TierTally {
   private readonly held: { readonly units: number; readonly until: number }[] = [];
@@ -188,8 +188,8 @@ export class VirtualApi implements ApiCaller {
 
   /**
    * Answers one job call `latencyMs` after it arrives; see the class description for the status. Never throws. A call
-   * served over HTTP arrived when its headers did, `waitedMs` before (this machine's event loop can keep a request
-   * waiting while its body is read): it is counted then.
+   * served over HTTP arrived `waitedMs` before it is handled (when its worker sent it, or else when its headers came:
+   * see `ServedCallContext`): it is counted then.
    */
   async call(body: string, context: { readonly idempotencyKey: string; readonly waitedMs?: number }): Promise<ApiResult> {
     const at = this.clock.now() - (context.waitedMs ?? 0);
