@@ -1,8 +1,10 @@
 import { workerClients, workerDepsFromEnv, type WorkerClients } from '../lib/wiring/workerDeps';
-import { jsonLog, type Log } from '../lib/adapters/log';
+import type { LambdaContextLike, Log } from '../lib/adapters/log';
+import { WorkerMetrics } from '../lib/wiring/eventMetrics';
+import { lambdaTelemetry, type Telemetry } from '../lib/adapters/telemetry';
 import type { Env } from '../lib/configFromEnv';
 import type { JobEvent, WorkerEvent } from '../lib/ports/Invoker';
-import { processWorkerEvent, type JobOutcome, type WorkerDeps, type WorkerOutcome } from '../lib/services/processJob';
+import { processWorkerEvent, type JobOutcome, type WorkerDeps, type WorkerOutcome, type WorkerReport } from '../lib/services/processJob';
 
 /** Why `job` is not a job event this worker reads, or `undefined` when it is one. */
 function jobProblem(job: unknown): string | undefined {
@@ -32,31 +34,63 @@ export function asWorkerEvent(event: unknown): WorkerEvent {
   throw new Error(`worker event must be an object with kind 'job', 'batch' or 'health-check'; got kind ${JSON.stringify(kind)}`);
 }
 
-/** Logs how a job ended unless it succeeded: a warning for a job dead-lettered or kept, else information. */
+/** Logs how a job ended unless it succeeded (or was dead-lettered: its report is logged with the reason), with its keys. */
 function logJob(log: Log, job: JobEvent, outcome: JobOutcome): void {
-  if (outcome === 'succeeded') return;
-  log(outcome === 'dead-lettered' || outcome === 'kept' ? 'warn' : 'info', `worker event ${outcome}`, { kind: 'job', outcome, messageId: job.messageId, attempt: job.attempt });
+  if (outcome === 'succeeded' || outcome === 'dead-lettered') return;
+  const { messageId, dispatchId, idempotencyKey, attempt } = job;
+  log(outcome === 'kept' ? 'warn' : 'info', `worker event ${outcome}`, { kind: 'job', outcome, messageId, dispatchId, idempotencyKey, attempt });
 }
 
-/** The worker handler on given dependencies: one job, a batch of jobs or a health check per asynchronous invocation. */
-export function makeHandler(deps: WorkerDeps, log: Log) {
-  const logged: WorkerDeps = { ...deps, onCircuitOpened: ({ lane, at, reason }) => log('warn', `circuit opened: ${reason}`, { lane, at, reason }) };
-  return async (event: unknown): Promise<WorkerOutcome> => {
-    const workerEvent = asWorkerEvent(event);
-    const outcome = await processWorkerEvent(workerEvent, logged);
-    if (workerEvent.kind === 'job') logJob(log, workerEvent, outcome as JobOutcome);
-    if (workerEvent.kind === 'batch') workerEvent.jobs.forEach((job, i) => logJob(log, job, (outcome as readonly JobOutcome[])[i] ?? 'succeeded'));
-    if (workerEvent.kind === 'health-check' && outcome !== 'healthy') log('info', `worker event ${String(outcome)}`, { kind: 'health-check', outcome, checkId: workerEvent.checkId });
-    return outcome;
+/**
+ * Logs the reports worth a line: a circuit transition this worker wrote, a job dead-lettered with its reason, and a
+ * result that could not be delivered.
+ */
+function logReport(log: Log, report: WorkerReport): void {
+  if (report.type === 'circuit-transition') log(report.to === 'open' ? 'warn' : 'info', `circuit ${report.from} -> ${report.to}: ${report.reason}`, { ...report });
+  else if (report.type === 'dead-lettered') log('warn', `job dead-lettered: ${report.reason}`, { ...report });
+  else if (report.type === 'result-undelivered') log('warn', `result undelivered: ${report.reason}`, { ...report });
+}
+
+/**
+ * The worker handler on given dependencies: one job, a batch of jobs or a health check per asynchronous invocation.
+ * Its reports and job outcomes become log lines and metrics (see `WorkerMetrics`), published at the end of the
+ * invocation, whether it returns or throws.
+ */
+export function makeHandler(deps: WorkerDeps, telemetry: Telemetry) {
+  const { log } = telemetry;
+  const metrics = new WorkerMetrics(telemetry.metrics, deps.config.lane);
+  const reporting: WorkerDeps = {
+    ...deps,
+    onEvent: (report) => {
+      logReport(log, report);
+      metrics.observe(report);
+    },
+  };
+  return async (event: unknown, context?: LambdaContextLike): Promise<WorkerOutcome> => {
+    if (context !== undefined) telemetry.setContext?.(context);
+    try {
+      const workerEvent = asWorkerEvent(event);
+      const outcome = await processWorkerEvent(workerEvent, reporting);
+      const jobs = workerEvent.kind === 'job' ? [workerEvent] : workerEvent.kind === 'batch' ? workerEvent.jobs : [];
+      const outcomes = (workerEvent.kind === 'job' ? [outcome] : outcome) as readonly JobOutcome[];
+      jobs.forEach((job, i) => {
+        logJob(log, job, outcomes[i] ?? 'succeeded');
+        metrics.job(outcomes[i] ?? 'succeeded');
+      });
+      if (workerEvent.kind === 'health-check' && outcome !== 'healthy') log('info', `worker event ${String(outcome)}`, { kind: 'health-check', outcome, checkId: workerEvent.checkId });
+      return outcome;
+    } finally {
+      metrics.publish();
+    }
   };
 }
 
 /** Builds the handler from an environment (validated here: a bad value fails with the variable's name). */
-export function handlerFromEnv(env: Env, clients: WorkerClients = workerClients(), log: Log = jsonLog()) {
-  return makeHandler(workerDepsFromEnv(env, clients), log);
+export function handlerFromEnv(env: Env, clients: WorkerClients = workerClients(), telemetry: Telemetry = lambdaTelemetry()) {
+  return makeHandler(workerDepsFromEnv(env, clients), telemetry);
 }
 
 let coldStart: ReturnType<typeof handlerFromEnv> | undefined;
 
 /** Lambda entry point: the configuration is read and validated once per container, at its first event. */
-export const handler = (event: unknown): Promise<WorkerOutcome> => (coldStart ??= handlerFromEnv(process.env))(event);
+export const handler = (event: unknown, context?: LambdaContextLike): Promise<WorkerOutcome> => (coldStart ??= handlerFromEnv(process.env))(event, context);

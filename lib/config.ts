@@ -22,9 +22,9 @@ export const STATE_OUTAGE_POLICIES: readonly StateOutagePolicy[] = ['pace-in-mem
 
 /** The numeric timings of the orchestrator's loop (each validated against {@link ORCHESTRATOR_RANGES}). */
 export interface OrchestratorTimings {
-  /** Lease lifetime; renewed at every flush. @default 30000 */
+  /** Lease lifetime; the lease is renewed at the first save after half of it has gone. @default 30000 */
   readonly leaseTtlMs: number;
-  /** The ledger is saved, the lease renewed and settlements folded in at least this often. @default 2000 */
+  /** The ledger is saved and settlements folded in at least this often; at most a third of `leaseTtlMs`. @default 2000 */
   readonly flushIntervalMs: number;
   /**
    * How often the circuit is read, while dispatching and while an open circuit is waited for: a worker's change (an
@@ -32,9 +32,15 @@ export interface OrchestratorTimings {
    * consistent reads per job. @default 250
    */
   readonly circuitPollMs: number;
-  /** How long a received message stays invisible: waiting for its slot plus the worker's run. @default 120000 */
+  /**
+   * How long a received message stays invisible: waiting for its slot plus the worker's run. Must exceed
+   * `workerTimeoutMs` and, in serverless.yml, the worker's `maximumEventAge` plus its timeout. @default 120000
+   */
   readonly visibilityTimeoutMs: number;
-  /** The worker Lambda's timeout; a message is only dispatched while its visibility covers it. @default 30000 */
+  /**
+   * The worker Lambda's timeout; a message is only dispatched while its visibility covers it. In serverless.yml it is
+   * derived from `functions.worker.timeout` (leave it out, or give the same value). @default 30000
+   */
   readonly workerTimeoutMs: number;
   /** Long-poll wait when every queue is empty. @default 1000 */
   readonly idleWaitMs: number;
@@ -114,6 +120,10 @@ function parseOrchestratorSettings(input: unknown): OrchestratorSettings {
 export interface ServiceConfig {
   /** Name of the protected API and its quota. @default 'default' */
   readonly lane: string;
+  /**
+   * The API's quota: one or more tiers, each at most `limit` units `per` second, minute or hour (sliding windows) or
+   * day or month (calendar windows in `timeZone`), counted in requests or in message costs. Required.
+   */
   readonly quotas: readonly Tier[];
   /** IANA zone of day and month tiers. @default 'UTC' */
   readonly timeZone: string;

@@ -1,6 +1,7 @@
 import { parseServiceConfig, type ServiceConfig } from './config';
 import { ConfigError } from './errors';
 import type { QueueName } from './ports/QueueReceiver';
+import { parseResultDestination, type ResultDestination } from './resultDestination';
 
 /**
  * Environment variables holding the service configuration (set by the `quotaOrchestrator` block of `custom` in
@@ -35,6 +36,10 @@ export const RESOURCE_ENV = {
   apiTimeoutMs: 'API_TIMEOUT_MS',
   /** Name of the SSM parameter holding the example worker's API key; the key itself never sits in the environment. */
   apiKeyParameter: 'API_KEY_PARAMETER',
+  /** How long the worker keeps the API key it read (or found missing) before reading the parameter again, in seconds. */
+  apiKeyCacheSeconds: 'API_KEY_CACHE_SECONDS',
+  /** The worker's result destination as JSON (`custom.quotaOrchestrator.results`, see `ResultDestination`); unset for none. */
+  resultDestination: 'RESULT_DESTINATION',
 } as const;
 
 /**
@@ -134,4 +139,40 @@ export function millisecondsFromEnv(env: Env, name: string, fallback: number, ra
     throw new ConfigError(name, `must be a whole number of milliseconds from ${range.min} to ${range.max}; got '${text}'`);
   }
   return value;
+}
+
+/** Bounds and default of the API key's cache time, in seconds (`API_KEY_CACHE_SECONDS`, `apiKeyCacheSeconds`). */
+export const API_KEY_CACHE_SECONDS = { min: 1, max: 3600, default: 300 } as const;
+
+/**
+ * How long the worker keeps the API key, from `API_KEY_CACHE_SECONDS`: a rotated key is used within that.
+ * @default API_KEY_CACHE_SECONDS.default, when unset or empty
+ * @throws ConfigError naming the variable when it is not a whole number of seconds in {@link API_KEY_CACHE_SECONDS}.
+ */
+export function apiKeyCacheSecondsFromEnv(env: Env): number {
+  const name = RESOURCE_ENV.apiKeyCacheSeconds;
+  const text = env[name];
+  if (text === undefined || text === '') return API_KEY_CACHE_SECONDS.default;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < API_KEY_CACHE_SECONDS.min || value > API_KEY_CACHE_SECONDS.max) {
+    throw new ConfigError(name, `must be a whole number of seconds from ${API_KEY_CACHE_SECONDS.min} to ${API_KEY_CACHE_SECONDS.max}; got '${text}'`);
+  }
+  return value;
+}
+
+/**
+ * The worker's result destination from `RESULT_DESTINATION` (JSON), or `undefined` when it is unset or empty.
+ * @throws ConfigError naming the variable and the field inside it (e.g. `RESULT_DESTINATION.queueArn`).
+ */
+export function resultDestinationFromEnv(env: Env): ResultDestination | undefined {
+  const name = RESOURCE_ENV.resultDestination;
+  const text = env[name];
+  if (text === undefined || text === '') return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(name, `must be JSON; ${(error as Error).message}`, { cause: error });
+  }
+  return parseResultDestination(value, name);
 }

@@ -119,6 +119,23 @@ export class QueueUnavailableError extends QuotaOrchestratorError {
   }
 }
 
+/**
+ * A producer's job cannot be enqueued as it is (see `enqueue` in lib/producer/enqueue.ts): the service would
+ * dead-letter it as malformed, or SQS would refuse it. `field` names the job's field (`body`, `cost`, `idempotencyKey`,
+ * `groupId`, `deduplicationId`), or `size` for a message over the queue's size limit; nothing was sent.
+ */
+export class EnqueueError extends QuotaOrchestratorError {
+  readonly code = 'ENQUEUE_INVALID';
+
+  constructor(
+    readonly field: string,
+    readonly problem: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`job.${field}: ${problem}`, options);
+  }
+}
+
 /** `Name: message` of a thrown value; duck-typed, since SDK and Node errors may come from another realm. */
 function describeCause(cause: unknown): string {
   if (typeof cause !== 'object' || cause === null) return String(cause);

@@ -8,8 +8,10 @@
  * the service's own parser (`parseServiceConfig` in lib/config.ts, via lib/deploy/quotaSettings.ts) and
  * cross-checks them against the functions' timeouts and the queues' redrive. On success it adds `LANE`,
  * `TIME_ZONE`, `QUOTAS`, `PACING`, `CIRCUIT`, `RETRY` and `ORCHESTRATOR` to `provider.environment`, and `API_URL`,
- * `HEALTH_URL` (and `API_TIMEOUT_MS`, if set) to the worker's environment, and the schedule (`lib/schedule.ts`) to the
- * orchestrator's events. On failure it stops the command with a
+ * `HEALTH_URL` (and `API_TIMEOUT_MS`, `API_KEY_PARAMETER`, `API_KEY_CACHE_SECONDS` and `RESULT_DESTINATION`, if set) to the worker's
+ * environment, the schedule (`lib/schedule.ts`) to the orchestrator's events, and, with a result destination
+ * (`results`), the statement that lets the worker send to it to `WorkerRole`'s policy (resources/iam.yml). On
+ * failure it stops the command with a
  * message naming the field, e.g. `custom.quotaOrchestrator.quotas[0].limit: must be an integer from 1 to ...`.
  *
  * `before:package:initialize` is the hook: it runs once per `package` or `deploy`, after variables are resolved and
@@ -80,10 +82,30 @@ class QuotaConfigPlugin {
     worker.environment = { ...worker.environment, ...resolved.worker };
     const orchestrator = service.functions.orchestrator;
     orchestrator.events = [...(orchestrator.events || []), ...resolved.orchestratorEvents];
+    this.grantWorker(resolved.workerStatements);
     if (this.log) {
       const tiers = resolved.config.quotas.map((tier) => `${tier.limit}/${tier.per}${tier.unit === 'cost' ? ' (cost)' : ''}`);
       this.log.verbose(`custom.quotaOrchestrator is valid: lane '${resolved.config.lane}', quotas ${tiers.join(', ')}`);
     }
+  }
+
+  /**
+   * Adds `statements` to the worker role's inline policy (`WorkerRole` in resources/iam.yml, merged into
+   * `resources.Resources` by the time the hook runs), replacing a statement of the same `Sid` (a second run of the
+   * plugin on one service).
+   * @throws the osls error class when there are statements to add and no such role.
+   */
+  grantWorker(statements) {
+    if (statements.length === 0) return;
+    const role = ((this.serverless.service.resources || {}).Resources || {}).WorkerRole;
+    const policy = role && role.Properties && (role.Properties.Policies || [])[0];
+    if (!policy || !policy.PolicyDocument) {
+      const ServerlessError = (this.serverless.classes && this.serverless.classes.Error) || Error;
+      throw new ServerlessError('custom.quotaOrchestrator.results: needs the WorkerRole of resources/iam.yml, with an inline policy, to grant the worker the send to its result destination', ERROR_CODE);
+    }
+    const sids = new Set(statements.map((statement) => statement.Sid));
+    const kept = [].concat(policy.PolicyDocument.Statement || []).filter((statement) => !sids.has(statement.Sid));
+    policy.PolicyDocument.Statement = [...kept, ...statements];
   }
 }
 

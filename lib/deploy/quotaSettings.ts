@@ -4,9 +4,10 @@
  * out the environment variables that carry it to the functions.
  */
 import { parseServiceConfig, type ServiceConfig } from '../config';
-import { checkProbeOutlastsCall, CONFIG_ENV, defaultApiTimeoutMs, RESOURCE_ENV } from '../configFromEnv';
+import { API_KEY_CACHE_SECONDS, checkProbeOutlastsCall, CONFIG_ENV, defaultApiTimeoutMs, RESOURCE_ENV } from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
+import { parseResultDestination, type ResultDestination } from '../resultDestination';
 import { SCHEDULE_EXPRESSION, SCHEDULE_PERIOD_MS } from '../schedule';
 
 /** Where the settings live in serverless.yml; every field in an error message starts with it. */
@@ -24,8 +25,43 @@ export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
 /** The function timeout osls applies when neither the function nor the provider sets one. */
 export const OSLS_DEFAULT_TIMEOUT_SECONDS = 6;
 
+/**
+ * The keys of `custom.quotaOrchestrator` that serverless.yml alone has: the others are {@link ServiceConfig}'s. Their
+ * descriptions here are the ones docs/configuration.md shows (`npm run docs:config`).
+ */
+export interface DeploySettings {
+  /** The URL the example worker POSTs each job's body to (JSON, as the producer sent it). Required. */
+  readonly apiUrl: string;
+  /** The URL the example worker's health checks GET while the circuit is open. Required. */
+  readonly healthUrl: string;
+  /**
+   * How long the example worker waits for the API's answer, in ms: below `functions.worker.timeout` and below
+   * `circuit.healthCheckTimeoutSeconds`. @default 10000, or half the worker's timeout if that is shorter
+   */
+  readonly apiTimeoutMs?: number;
+  /**
+   * Name of an SSM Parameter Store SecureString holding the API key, which the worker reads at its first call and
+   * sends as `authorization: Bearer <key>`; without such a parameter, calls carry no key. The worker's role may read
+   * this one parameter; the key never sits in the environment or the template.
+   * @default /quota-orchestrator/<stage>/api-key (set in serverless.yml)
+   */
+  readonly apiKeyParameter?: string;
+  /**
+   * How long the worker keeps the API key it read (or found missing) before reading the parameter again, in seconds,
+   * from 1 to 3600: a rotated key is in use at most this long after it is put in the parameter. @default 300
+   */
+  readonly apiKeyCacheSeconds?: number;
+  /**
+   * Where the worker sends the API's answer (status, headers, body) to each succeeded job: `{ type: sqs, queueArn }`
+   * or `{ type: eventbridge, busName, source?, detailType? }` (see `ResultDestination` in lib/resultDestination.ts).
+   * The worker's role is granted the send on it. A result the destination refuses is logged and dropped; the job
+   * stays succeeded. @default none: results are dropped
+   */
+  readonly results?: ResultDestination;
+}
+
 const SERVICE_KEYS = Object.keys(CONFIG_ENV) as (keyof typeof CONFIG_ENV)[];
-const WORKER_KEYS = ['apiUrl', 'healthUrl', 'apiTimeoutMs', 'apiKeyParameter'] as const;
+const WORKER_KEYS = ['apiUrl', 'healthUrl', 'apiTimeoutMs', 'apiKeyParameter', 'apiKeyCacheSeconds', 'results'] as const satisfies readonly (keyof DeploySettings)[];
 const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...WORKER_KEYS];
 
 /** The parts of an osls function definition read here. */
@@ -39,8 +75,8 @@ export interface FunctionView {
 
 /** The parts of the resolved serverless.yml (osls's `serverless.service`) that the plugin reads. */
 export interface ServiceView {
-  readonly custom?: { readonly quotaOrchestrator?: unknown; readonly queues?: { readonly maxReceiveCount?: unknown } };
-  readonly provider: { readonly timeout?: unknown; readonly environment?: Readonly<Record<string, unknown>> };
+  readonly custom?: { readonly quotaOrchestrator?: unknown; readonly queues?: { readonly maxReceiveCount?: unknown }; readonly alarms?: unknown };
+  readonly provider: { readonly timeout?: unknown; readonly region?: unknown; readonly environment?: Readonly<Record<string, unknown>> };
   readonly functions?: Readonly<Record<string, FunctionView | undefined>>;
 }
 
@@ -50,10 +86,36 @@ export interface QuotaEnvironment {
   readonly config: ServiceConfig;
   /** Added to `provider.environment` (both functions): `LANE`, `TIME_ZONE`, `QUOTAS`, `PACING`, `CIRCUIT`, `RETRY`, `ORCHESTRATOR`. */
   readonly provider: Readonly<Record<string, string>>;
-  /** Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_TIMEOUT_MS` and `API_KEY_PARAMETER`. */
+  /**
+   * Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_TIMEOUT_MS`,
+   * `API_KEY_PARAMETER`, `API_KEY_CACHE_SECONDS` and `RESULT_DESTINATION`.
+   */
   readonly worker: Readonly<Record<string, string>>;
+  /** Added to the worker role's policy (`WorkerRole` in resources/iam.yml): the send to the result destination, if one is set. */
+  readonly workerStatements: readonly IamStatement[];
   /** Added to `functions.orchestrator.events`: its schedule, unless a run of the plugin already added it. */
   readonly orchestratorEvents: readonly { readonly schedule: string }[];
+}
+
+/** One statement of an IAM policy, as CloudFormation takes it. */
+export interface IamStatement {
+  readonly Sid: string;
+  readonly Effect: 'Allow';
+  readonly Action: string | readonly string[];
+  readonly Resource: unknown;
+}
+
+/**
+ * The statement that lets the worker send results to `destination`: `sqs:SendMessage` on the queue (which authorises
+ * SendMessageBatch) and `sqs:GetQueueUrl` (asked once per container), or `events:PutEvents` on the bus (a bus named
+ * rather than given by ARN is the stack's region's and account's).
+ */
+export function resultDestinationStatement(destination: ResultDestination): IamStatement {
+  if (destination.type === 'sqs') return { Sid: 'ResultDestination', Effect: 'Allow', Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'], Resource: destination.queueArn };
+  const bus = destination.busName.startsWith('arn:')
+    ? destination.busName
+    : { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':event-bus/', destination.busName]] };
+  return { Sid: 'ResultDestination', Effect: 'Allow', Action: 'events:PutEvents', Resource: bus };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -147,8 +209,11 @@ function checkVisibilityOutlastsEvent(service: ServiceView, config: ServiceConfi
  * - `orchestrator.visibilityTimeoutMs` exceeds `functions.worker.maximumEventAge` plus `functions.worker.timeout`:
  *   a worker event may start up to its maximum age after the invoke and then run its timeout, and its message must
  *   not be received (dispatched) again before;
+ * - `results`, when set, is a result destination (`parseResultDestination`), whose send the worker's role is granted
+ *   (`workerStatements`);
  * - `custom.queues.maxReceiveCount` exceeds `retry.maxAttempts`, since a FIFO retry is a re-receive of the same
- *   message and SQS redrive must not pre-empt the service's own dead-lettering (which records the reason).
+ *   message and SQS redrive must not pre-empt the service's own dead-lettering (which records the reason);
+ * - `custom.alarms`, when present, holds the alarms' settings (see {@link checkAlarmSettings}).
  *
  * The environment carries the settings **as written** (plus the derived `workerTimeoutMs`), not the parsed
  * result: the functions parse the same text again with the same parser at cold start, so both readings agree; the
@@ -157,7 +222,7 @@ function checkVisibilityOutlastsEvent(service: ServiceView, config: ServiceConfi
  *
  * @throws ConfigError whose `field` names the offending setting, prefixed `custom.quotaOrchestrator.` for the
  * service's settings (e.g. `custom.quotaOrchestrator.quotas[0].limit`), or `functions.<name>.timeout`,
- * `custom.queues.maxReceiveCount`, or the `environment` entry that would be overwritten.
+ * `custom.queues.maxReceiveCount`, a field of `custom.alarms`, or the `environment` entry that would be overwritten.
  */
 export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   const settings = service.custom?.quotaOrchestrator;
@@ -222,6 +287,16 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
     );
   }
 
+  const apiKeyCacheSeconds = settings.apiKeyCacheSeconds;
+  const cache = API_KEY_CACHE_SECONDS;
+  if (apiKeyCacheSeconds !== undefined && (typeof apiKeyCacheSeconds !== 'number' || !Number.isInteger(apiKeyCacheSeconds) || apiKeyCacheSeconds < cache.min || apiKeyCacheSeconds > cache.max)) {
+    throw new ConfigError(`${SETTINGS_PATH}.apiKeyCacheSeconds`, `must be a whole number of seconds from ${cache.min} to ${cache.max}; got ${describeValue(apiKeyCacheSeconds)}`);
+  }
+  if (service.custom?.alarms !== undefined) checkAlarmSettings(service.custom.alarms);
+
+  const results = settings.results === undefined ? undefined : parseResultDestination(settings.results, `${SETTINGS_PATH}.results`);
+  if (results !== undefined) checkResultRegion(results, service.provider.region);
+
   const providerEnv: Record<string, string> = {};
   for (const key of SERVICE_KEYS) {
     const value = input[key];
@@ -231,12 +306,79 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   const workerEnv: Record<string, string> = { [RESOURCE_ENV.apiUrl]: apiUrl, [RESOURCE_ENV.healthUrl]: healthUrl };
   if (typeof apiTimeoutMs === 'number') workerEnv[RESOURCE_ENV.apiTimeoutMs] = String(apiTimeoutMs);
   if (typeof apiKeyParameter === 'string') workerEnv[RESOURCE_ENV.apiKeyParameter] = apiKeyParameter;
+  if (typeof apiKeyCacheSeconds === 'number') workerEnv[RESOURCE_ENV.apiKeyCacheSeconds] = String(apiKeyCacheSeconds);
+  if (results !== undefined) workerEnv[RESOURCE_ENV.resultDestination] = JSON.stringify(settings.results);
 
   refuseOverwrite(service.provider.environment, providerEnv, 'provider.environment');
   refuseOverwrite(service.functions?.worker?.environment, workerEnv, 'functions.worker.environment');
   refuseOverwrite(service.functions?.orchestrator?.environment, providerEnv, 'functions.orchestrator.environment');
   refuseOverwrite(service.functions?.worker?.environment, providerEnv, 'functions.worker.environment');
-  return Object.freeze({ config, provider: Object.freeze(providerEnv), worker: Object.freeze(workerEnv), orchestratorEvents: scheduleToAdd(service.functions?.orchestrator?.events) });
+  return Object.freeze({
+    config,
+    provider: Object.freeze(providerEnv),
+    worker: Object.freeze(workerEnv),
+    workerStatements: results === undefined ? [] : [resultDestinationStatement(results)],
+    orchestratorEvents: scheduleToAdd(service.functions?.orchestrator?.events),
+  });
+}
+
+/** Where the alarms' settings live in serverless.yml (used by resources/alarms.yml and resources/dashboard.yml). */
+export const ALARMS_PATH = 'custom.alarms';
+
+/**
+ * The settings of the alarms in serverless.yml's `custom.alarms`: all three are required (resources/alarms.yml reads
+ * them; without the block, osls stops at the variables that name them).
+ */
+export interface AlarmSettings {
+  /** An address subscribed to the alarm topic by email (it must confirm the subscription), or `''` for none. */
+  readonly email: string;
+  /**
+   * The age of the oldest message in a source queue (main, FIFO, requeue) that raises an alarm, in seconds, from 60 to
+   * 345599: SQS deletes a message 4 days (345600 s) after it was sent. @default 86400 (set in serverless.yml)
+   */
+  readonly oldestMessageAgeSeconds: number;
+  /** How many minutes the circuit stays open (or half-open) before an alarm is raised, from 1 to 1440. @default 15 (set in serverless.yml) */
+  readonly circuitOpenMinutes: number;
+}
+
+/** The ranges of the numeric {@link AlarmSettings}: the source queues keep messages 345600 s; CloudWatch evaluates at most a day. */
+export const ALARM_RANGES = { oldestMessageAgeSeconds: { min: 60, max: 345_599 }, circuitOpenMinutes: { min: 1, max: 1440 } } as const;
+
+/** An email address, roughly: something, `@`, a domain with a dot; no spaces. */
+const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
+
+/**
+ * Checks `custom.alarms` (see {@link AlarmSettings}), which resources/alarms.yml reads.
+ * @throws ConfigError naming `custom.alarms` or the field that is missing, of the wrong type or out of its range.
+ */
+export function checkAlarmSettings(alarms: unknown): AlarmSettings {
+  if (!isRecord(alarms)) throw new ConfigError(ALARMS_PATH, `must be an object with keys email, oldestMessageAgeSeconds and circuitOpenMinutes; got ${describeValue(alarms)}`);
+  for (const key of Object.keys(alarms)) {
+    if (!['email', 'oldestMessageAgeSeconds', 'circuitOpenMinutes'].includes(key)) throw new ConfigError(`${ALARMS_PATH}.${key}`, 'unknown key; allowed keys are email, oldestMessageAgeSeconds, circuitOpenMinutes');
+  }
+  const { email } = alarms;
+  if (typeof email !== 'string' || (email !== '' && !EMAIL.test(email))) {
+    throw new ConfigError(`${ALARMS_PATH}.email`, `must be an email address such as ops@example.com, or '' for no subscription; got ${describeValue(email)}`);
+  }
+  for (const [key, { min, max }] of Object.entries(ALARM_RANGES)) {
+    const value = alarms[key];
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      throw new ConfigError(`${ALARMS_PATH}.${key}`, `must be a whole number from ${min} to ${max}; got ${describeValue(value)}`);
+    }
+  }
+  return alarms as unknown as AlarmSettings;
+}
+
+/**
+ * Checks that a result destination given by ARN is in the stack's region (`provider.region`, when it is a literal):
+ * the worker's clients send in its own region, and neither GetQueueUrl nor PutEvents reaches another.
+ * @throws ConfigError naming `custom.quotaOrchestrator.results.queueArn` or `.busName`.
+ */
+function checkResultRegion(destination: ResultDestination, region: unknown): void {
+  const [key, arn] = destination.type === 'sqs' ? ['queueArn', destination.queueArn] : ['busName', destination.busName];
+  const arnRegion = arn.startsWith('arn:') ? arn.split(':')[3] : undefined;
+  if (typeof region !== 'string' || arnRegion === undefined || arnRegion === region) return;
+  throw new ConfigError(`${SETTINGS_PATH}.results.${key}`, `must be in the stack's region (provider.region ${region}), where the worker sends; got ${arnRegion}`);
 }
 
 /**

@@ -11,6 +11,8 @@ export interface ApiCaller {
    * cannot hold: integers beyond 2^53 (`1790000000000000123` becomes `1790000000000000000`), numbers beyond a double
    * (`1e400` becomes `null`), duplicate keys (only the last is kept), whitespace and escapes. Parse it only to read
    * it.
+   * @returns the outcome; a `response` should carry the API's body (bounded, see `ApiResult`), which goes to the result
+   * destination on success and into the dead letter's `apiError` on a refusal.
    */
   call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult>;
   /** Probes the API's health while the circuit is open. Never throws. */

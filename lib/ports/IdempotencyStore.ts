@@ -18,15 +18,18 @@ export type IdempotencyRecord =
    */
   | { readonly status: 'succeeded'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number; readonly settlement?: Settlement }
   /**
-   * The call of dispatch `dispatchId` failed at `at` and its message was requeued or dead-lettered. It keeps out only
-   * further deliveries of that same dispatch (Lambda may deliver an event twice); the next dispatch claims the key.
+   * The call of dispatch `dispatchId` failed at `at` and its message was requeued or dead-lettered (a
+   * `dead-lettered` record becomes this when an operator reopens the job: see
+   * {@link IdempotencyStore.reopenDeadLettered}). It keeps out only further deliveries of that same dispatch (Lambda
+   * may deliver an event twice); the next dispatch claims the key.
    */
   | { readonly status: 'failed'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number }
   /**
    * The job was dead-lettered at `at`: written before its message leaves the queue, so that whatever happens in
-   * between, no later delivery or dispatch calls the API again (ended is ended). `reason` is kept until the message
-   * is known to be in the dead-letter queue: a later dispatch that finds it there sends its own message to the
-   * dead-letter queue with it (the first worker stopped before), and one that finds none only deletes its message.
+   * between, no later delivery or dispatch calls the API again (ended is ended, except by an operator's explicit
+   * redrive: see {@link IdempotencyStore.reopenDeadLettered}). `reason` is kept until the message is known to be in
+   * the dead-letter queue: a later dispatch that finds it there sends its own message to the dead-letter queue with
+   * it (the first worker stopped before), and one that finds none only deletes its message.
    */
   | { readonly status: 'dead-lettered'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number; readonly reason?: string };
 // `dispatchId` names the orchestrator dispatch (and so the quota reservation) that wrote the record: a second
@@ -48,7 +51,10 @@ export function isStoppedBatchClaim(record: IdempotencyRecord, now: number): rec
   return record.status === 'in-progress' && record.batch !== undefined && now >= record.batch.busyUntil;
 }
 
-/** Whether `record` says the job ended (succeeded or dead-lettered): no later delivery or dispatch calls the API again. */
+/**
+ * Whether `record` says the job ended (succeeded or dead-lettered): no later delivery or dispatch calls the API again
+ * (until an operator redrives a dead-lettered job: see {@link IdempotencyStore.reopenDeadLettered}).
+ */
 export function hasEnded(record: IdempotencyRecord): boolean {
   return record.status === 'succeeded' || record.status === 'dead-lettered';
 }
@@ -61,7 +67,17 @@ export function blocksClaim(existing: IdempotencyRecord | undefined, dispatchId:
 }
 
 /**
- * Idempotency records per key, for workers. Every implementation passes `test/contract/stateStores.contract.ts`.
+ * What {@link IdempotencyStore.reopenDeadLettered} found: `reopened` when the key's record was an unexpired
+ * `dead-lettered` one and is now reopened; otherwise the status of the live record it left as it was, or `absent`
+ * when there is none (never written, expired at `now`, or marks only).
+ */
+export type ReopenOutcome = 'reopened' | Exclude<IdempotencyRecord['status'], 'dead-lettered'> | 'absent';
+
+/**
+ * Idempotency records per key, for workers, and for an operator's redrive of dead letters. A job that ended stays
+ * ended: no later delivery or dispatch of its key calls the API again, except after an operator's explicit redrive
+ * re-opens a dead-lettered job (see {@link IdempotencyStore.reopenDeadLettered}). Every implementation passes
+ * `test/contract/stateStores.contract.ts`.
  *
  * Expiry is judged against the `now` passed in, never against a clock of the store's own, so that the same
  * contract holds on virtual time.
@@ -83,6 +99,18 @@ export interface IdempotencyStore {
 
   /** Writes `record` for `key`, replacing the record there (the dispatches marked on `key` stay). */
   putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;
+
+  /**
+   * Re-opens the dead-lettered job of `key`, for an operator's redrive: in one conditional write, and only if the
+   * record is (still) `dead-lettered` and unexpired at `now`, it becomes a `failed` record of the same dispatch, with
+   * the same `at` and `expiresAt` and without a reason. So the next dispatch of the key (the redriven message's)
+   * claims it and calls, while further deliveries of the dispatch that dead-lettered it stay out and, their dispatch
+   * still marked on the key (see {@link IdempotencyStore.claimRefund}), give nothing back. Any other record (a
+   * success above all: the job must not be called again) is left as it is.
+   * @returns `reopened` when this call reopened the key (also when the client retried the write after it landed and
+   * its answer was lost), otherwise what it found (see {@link ReopenOutcome}).
+   */
+  reopenDeadLettered(key: string, now: number): Promise<ReopenOutcome>;
 
   /**
    * Marks dispatch `dispatchId` as having given its reservation back, unless it is marked already: it claimed `key`

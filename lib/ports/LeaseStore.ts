@@ -33,4 +33,10 @@ export interface LeaseStore {
 
   /** Gives the lease up so the next orchestrator need not wait for expiry. Does nothing if it is no longer current. */
   releaseLease(lease: Lease): Promise<void>;
+
+  /**
+   * The lane's lease as last acquired or renewed, expired or not (the caller judges expiry against its own `now`), for
+   * operators; `null` if it was never acquired, or was released since.
+   */
+  readLease(lane: string): Promise<Lease | null>;
 }

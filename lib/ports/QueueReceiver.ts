@@ -21,8 +21,22 @@ export const DEAD_LETTER_QUEUES: readonly DeadLetterQueue[] = READ_ORDER.map(dea
 /** Every queue of a lane, sources first. */
 export const QUEUE_NAMES: readonly QueueName[] = [...READ_ORDER, ...DEAD_LETTER_QUEUES];
 
-/** Message attributes the service reads or writes; others are kept but ignored. */
-export const ATTRIBUTES = { cost: 'cost', idempotencyKey: 'idempotencyKey', attempt: 'attempt', reason: 'reason', sourceQueue: 'sourceQueue' } as const;
+/**
+ * Message attributes the service reads or writes; others are kept but ignored. Producers set `cost` and
+ * `idempotencyKey`; a requeued copy carries `attempt`; a dead letter carries `reason`, `attempt` and `sourceQueue`,
+ * `originalMessageId` (the id of the message it was), and, when a worker dead-lettered it after a call, `dispatchId`
+ * (the dispatch that called) and `apiError` (the start of the API's answer, see `deadLetter`).
+ */
+export const ATTRIBUTES = {
+  cost: 'cost',
+  idempotencyKey: 'idempotencyKey',
+  attempt: 'attempt',
+  reason: 'reason',
+  sourceQueue: 'sourceQueue',
+  originalMessageId: 'originalMessageId',
+  dispatchId: 'dispatchId',
+  apiError: 'apiError',
+} as const;
 
 /** An SQS message attribute: a data type (`String`, `Number`, …) and its value as text. */
 export interface MessageAttribute {

@@ -56,6 +56,9 @@ class GuardedLeaseStore implements LeaseStore {
   releaseLease(lease: Lease): Promise<void> {
     return guard('releaseLease', () => this.store.releaseLease(lease));
   }
+  readLease(lane: string): Promise<Lease | null> {
+    return guard('readLease', () => this.store.readLease(lane));
+  }
 }
 
 /** The ledger store with its failures translated by {@link guard}. */

@@ -1,4 +1,4 @@
-import type { Circuit, CircuitEvent } from '../domain/breaker/circuit';
+import { isDispatchAllowed, type Circuit, type CircuitEvent } from '../domain/breaker/circuit';
 import { circuitPolicyFrom } from '../domain/breaker/policy';
 import type { Classification } from '../domain/outcome/classify';
 import { classify } from '../domain/outcome/classify';
@@ -14,7 +14,8 @@ import { ATTRIBUTES, fifoGroupOf, type QueueName, type QueueReceiver } from '../
 import type { CircuitStore } from '../ports/CircuitStore';
 import { isStoppedBatchClaim, type IdempotencyRecord, type IdempotencyStore } from '../ports/IdempotencyStore';
 import type { LedgerStore } from '../ports/LedgerStore';
-import { applyCircuitEvent, loadCircuit } from './circuitUpdates';
+import type { JobResult, ResultHandler } from '../ports/ResultHandler';
+import { applyCircuitEvent, loadCircuit, type LaneCircuitTransition, type OnCircuitTransition } from './circuitUpdates';
 import { deadLetter, retryLater, returnAllUnconsumed, returnUnconsumed, type MessageRef, type Unconsumed } from './queueOutcomes';
 
 /** The stores a worker uses. */
@@ -34,18 +35,35 @@ export interface WorkerDeps {
   readonly config: ServiceConfig;
   /** Randomness in [0, 1) for retry jitter. */
   readonly random: () => number;
-  /** Told when this worker's report opened the lane's circuit, with the reason stored in the open state. */
-  readonly onCircuitOpened?: (opened: CircuitOpened) => void;
+  /**
+   * Told the API's answer to each job whose call succeeded, once its success is recorded (see {@link ResultHandler}).
+   * @default none: the answers are dropped
+   */
+  readonly results?: ResultHandler;
+  /** Receives typed events for logs and metrics; the work never depends on it. */
+  readonly onEvent?: (event: WorkerReport) => void;
 }
 
-/** A worker's report that opened the circuit. */
-export interface CircuitOpened {
-  readonly lane: string;
-  /** Epoch ms of the report. */
-  readonly at: number;
-  /** Why it opened, as stored in the open state (e.g. `caller rejected: HTTP 401 Unauthorized`). */
-  readonly reason: string;
+/** The ids that follow one job through the logs: its message, its dispatch and its idempotency key. */
+export interface JobKeys {
+  readonly messageId: string;
+  readonly dispatchId: string;
+  readonly idempotencyKey: string;
 }
+
+/** What a worker reports as it goes (times are epoch ms). */
+export type WorkerReport =
+  /** This worker's circuit write recorded a transition (see `circuitTransitionsOf`): a change of status, with its reason. */
+  | ({ readonly type: 'circuit-transition' } & LaneCircuitTransition)
+  /** A job's API call ended at `at`, classified as `result` (`rate-limited` is a 429). */
+  | ({ readonly type: 'api-called'; readonly lane: string; readonly at: number; readonly result: Classification['kind'] } & JobKeys)
+  /** A job's message was sent to its dead-letter queue with `reason`. */
+  | ({ readonly type: 'dead-lettered'; readonly lane: string; readonly at: number; readonly reason: string } & JobKeys)
+  /**
+   * A succeeded job's result could not be handed to {@link WorkerDeps.results} (the destination refused it or could
+   * not be reached): it is dropped, and the job stays succeeded (its API call is never made again).
+   */
+  | ({ readonly type: 'result-undelivered'; readonly lane: string; readonly at: number; readonly reason: string } & JobKeys);
 
 /**
  * How a job of a batch ends a success: the batch records, deletes and reports its successes together, once all its
@@ -65,6 +83,8 @@ export interface BatchEnding {
   readonly refundLater: (refund: Settlement) => void;
   /** Told of a job that started too late, instead of returning it to its queue (see {@link returnAllUnconsumed}). */
   readonly returnLater: (job: Unconsumed) => void;
+  /** Told of a succeeded job's result, instead of handing it to {@link WorkerDeps.results}. */
+  readonly resultLater: (result: JobResult) => void;
 }
 
 /** How {@link processJob} handles a job: alone by default, or as one of a batch. */
@@ -172,6 +192,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const result = await api.call(event.body, { idempotencyKey: event.idempotencyKey });
   const now = clock.now();
   const classification = classify(result, now);
+  deps.onEvent?.({ type: 'api-called', lane: event.lane, at: now, result: classification.kind, ...keysOf(event) });
   const decision = decideRetry({ classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random }, config.retry);
   if (decision.action === 'succeed') return endSucceeded(event, message, result, now, start, deps, options);
   const circuit = await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
@@ -204,7 +225,8 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
     return 'kept';
   }
   if (fate.action === 'dead-letter') {
-    await deadLetterRecorded(message, fate.reason, event, { status: 'dead-lettered', dispatchId: event.dispatchId, at: now, expiresAt }, deps);
+    const apiError = result.kind === 'response' ? result.body : undefined;
+    await deadLetterRecorded(message, fate.reason, event, { status: 'dead-lettered', dispatchId: event.dispatchId, at: now, expiresAt }, deps, apiError);
     throwUnlessRecorded();
     return 'dead-lettered';
   }
@@ -215,9 +237,10 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
 
 /**
  * Ends a job whose call succeeded at `now`: records what it owes the ledger (held in the success record until then),
- * writes the success record, deletes the message, and reports the success to the circuit (unless `options` leaves
- * either to its caller).
- * @throws StateUnavailableError when its settlement cannot be recorded (the message is kept if the record holds it).
+ * writes the success record, hands its result on (see {@link handOnResult}), deletes the message, and reports the
+ * success to the circuit (unless `options` leaves either to its caller).
+ * @throws StateUnavailableError when its settlement cannot be recorded (the message is kept if the record holds it;
+ * the result is handed on all the same: the job has succeeded either way).
  */
 async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, now: number, start: number, deps: WorkerDeps, options: JobOptions): Promise<JobOutcome> {
   const { stores, queues, config } = deps;
@@ -234,6 +257,7 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
     if (!(await recordSettlement(event.lane, start, deps, owed))) {
       // Without a record, the message must go all the same, or its next dispatch would call again: ended is ended.
       if (!holding) await queues.delete(message.queue, message.receiptHandle);
+      await handOnResult(event, result, now, deps, options.batch);
       throw unrecorded(owed, holding ? 'its success record holds it, and the message was kept' : 'it is lost');
     }
   }
@@ -245,6 +269,7 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
   const { batch } = options;
   if (batch !== undefined && owed === undefined) batch.succeeded(event);
   else await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
+  await handOnResult(event, result, now, deps, batch);
   if (batch !== undefined) {
     batch.deleteLater(message.queue, message.receiptHandle);
     return 'succeeded';
@@ -253,6 +278,48 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
   // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
   await endRefusalRun(now, event.lane, deps);
   return 'succeeded';
+}
+
+/**
+ * Hands the result of `event`'s successful call on to {@link WorkerDeps.results}, if any, or to its batch, which hands
+ * its jobs' results on together once their successes are recorded.
+ *
+ * Once a success is recorded the job has ended, whatever becomes of its result: a result the handler does not take
+ * (the destination refuses it, or cannot be reached past its client's retries) is reported as `result-undelivered`
+ * (see {@link WorkerDeps.onEvent}) and dropped, and the worker goes on. Never calling the API again for a success
+ * matters more than its result. So a result is delivered at most once: it is also lost when the worker stops between
+ * the success record and the hand-over, since a later dispatch of the job finds the success and makes no call.
+ */
+async function handOnResult(event: JobEvent, result: ApiResult, now: number, deps: WorkerDeps, batch: BatchEnding | undefined): Promise<void> {
+  if (deps.results === undefined || result.kind !== 'response') return;
+  const jobResult: JobResult = {
+    lane: event.lane,
+    queue: event.queue,
+    messageId: event.messageId,
+    dispatchId: event.dispatchId,
+    idempotencyKey: event.idempotencyKey,
+    ...(event.groupId === undefined ? {} : { groupId: event.groupId }),
+    attempt: event.attempt,
+    at: now,
+    status: result.status,
+    headers: result.headers,
+    body: result.body ?? '',
+    bodyTruncated: result.bodyTruncated ?? false,
+  };
+  if (batch === undefined) await deliverResults([jobResult], deps);
+  else batch.resultLater(jobResult);
+}
+
+/** Hands `results` to {@link WorkerDeps.results}, reporting each it did not take (see {@link handOnResult}); never throws. */
+async function deliverResults(results: readonly JobResult[], deps: WorkerDeps): Promise<void> {
+  const { results: handler } = deps;
+  if (handler === undefined || results.length === 0) return;
+  const undelivered = await handler.deliver(results).catch((error: unknown) => results.map((result) => ({ result, reason: (error as Error).message ?? String(error) })));
+  const at = deps.clock.now();
+  for (const { result, reason } of undelivered) {
+    const { lane, messageId, dispatchId, idempotencyKey } = result;
+    deps.onEvent?.({ type: 'result-undelivered', lane, at, reason, messageId, dispatchId, idempotencyKey });
+  }
 }
 
 /** The record of dispatch `dispatchId`'s success at `at`, kept for the idempotency TTL. */
@@ -348,7 +415,7 @@ const REFUSAL_RUN_READING_MS = 1_000;
 
 /**
  * A worker event's view of the circuit. {@link CircuitView.allows} tells whether its jobs may still call: the circuit
- * closed and the lane not paused by a 429, as read no longer than `circuitPollMs` ago (the orchestrator's reading when
+ * closed and the lane paused neither by an operator nor by a 429, as read no longer than `circuitPollMs` ago (the orchestrator's reading when
  * it sent the event counts as the first). The lead grows to 1.5 s while workers start late, and a batch spans as long:
  * without this, jobs would go on calling a failing API after the circuit opened. So no job calls more than
  * `circuitPollMs` (and a read's time) after the circuit opened, as none is dispatched; at the configured lead a job
@@ -379,7 +446,7 @@ class CircuitView {
     this.reading ??= loadCircuit(stores.circuit, this.lane)
       .then((circuit) => {
         this.knownAt = readAt;
-        this.allowsNow = circuit.state.status === 'closed' && circuit.pausedUntil <= clock.now();
+        this.allowsNow = isDispatchAllowed(circuit) && circuit.pausedUntil <= clock.now();
         this.refusals = { run: circuit.clientErrorRun, at: readAt };
       })
       .catch(() => undefined)
@@ -431,13 +498,13 @@ export type HealthCheckOutcome =
 export async function processHealthCheck(event: HealthCheckEvent, deps: WorkerDeps): Promise<HealthCheckOutcome> {
   const { clock, stores, api, config } = deps;
   const policy = circuitPolicyFrom(config.circuit);
-  const claim = await applyCircuitEvent(stores.circuit, event.lane, { type: 'health-check-started', checkId: event.checkId }, clock.now(), policy);
+  const claim = await applyCircuitEvent(stores.circuit, event.lane, { type: 'health-check-started', checkId: event.checkId }, clock.now(), policy, transitionsOf(deps));
   if (!claim.written) return 'not-current';
   const result = await api.probe();
   const now = clock.now();
   const healthy = classify(result, now).kind === 'success';
   const type = healthy ? 'health-check-ok' : 'health-check-failed';
-  await applyCircuitEvent(stores.circuit, event.lane, { type, checkId: event.checkId }, now, policy);
+  await applyCircuitEvent(stores.circuit, event.lane, { type, checkId: event.checkId }, now, policy, transitionsOf(deps));
   return healthy ? 'healthy' : 'unhealthy';
 }
 
@@ -452,7 +519,8 @@ export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutc
  * requeue queue ten to a request, and the successes are recorded in one write under the batch's id (the first job's
  * dispatch id), which their claims name; their messages and the originals of the jobs sent back are then deleted ten
  * to a request, and the successes reported to the circuit once. If that write fails, each success gets a
- * record of its own, as a job alone does. A message whose delete failed reappears, and its next dispatch finds its
+ * record of its own, as a job alone does. The successes' results are handed on together once recorded, before the
+ * deletes (see {@link handOnResult}). A message whose delete failed reappears, and its next dispatch finds its
  * success.
  * @throws Error naming each job that failed (its message reappears for another dispatch), once all have ended.
  */
@@ -462,6 +530,7 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
   const succeeded: JobEvent[] = [];
   const refunds: Settlement[] = [];
   const returns: Unconsumed[] = [];
+  const results: JobResult[] = [];
   const deletes = new Map<QueueName, string[]>();
   const batch: BatchEnding = {
     id: event.jobs[0]?.dispatchId ?? '',
@@ -469,6 +538,7 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
     deleteLater: (queue, receiptHandle) => deletes.set(queue, [...(deletes.get(queue) ?? []), receiptHandle]),
     refundLater: (refund) => refunds.push(refund),
     returnLater: (job) => returns.push(job),
+    resultLater: (result) => results.push(result),
   };
   const circuit = new CircuitView(event.sentAt, event.lane, deps);
   const settled = await Promise.allSettled(inGroupOrder(event.jobs, (job, chainedAfter) => processJob(job, deps, { batch, circuitAllows: circuit.allows, chainedAfter }), (job) => standDown(job, batch, deps)));
@@ -485,6 +555,7 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
       Promise.all(succeeded.map((job) => stores.idempotency.putIdempotency(job.idempotencyKey, successRecord(job.dispatchId, now, config)).catch(() => undefined))),
     );
   }
+  await deliverResults(results, deps);
   for (const [queue, handles] of deletes) await queues.deleteBatch(queue, handles).catch((error: unknown) => failures.push(`deleting ${handles.length} from ${queue}: ${(error as Error).message}`));
   if (outcomes.includes('succeeded')) await endRefusalRun(clock.now(), event.lane, deps, circuit.refusalRunAt(clock.now()));
   if (failures.length > 0) throw new Error(`the batch of ${event.jobs.length} jobs failed in part: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
@@ -583,11 +654,21 @@ async function endRefusalRun(now: number, lane: string, deps: WorkerDeps, known?
   if ((known ?? (await deps.stores.circuit.refusalRun(lane))) > 0) await reportToCircuit({ type: 'success' }, now, lane, deps);
 }
 
-/** Applies `event` to the lane's circuit, tells {@link WorkerDeps.onCircuitOpened} if this write opened it, and returns the circuit after. */
+/** Applies `event` to the lane's circuit, tells {@link WorkerDeps.onEvent} of a change of status it wrote, and returns the circuit after. */
 async function reportToCircuit(event: CircuitEvent, now: number, lane: string, deps: WorkerDeps): Promise<Circuit> {
-  const { before, after, written } = await applyCircuitEvent(deps.stores.circuit, lane, event, now, circuitPolicyFrom(deps.config.circuit));
-  if (written && before.state.status === 'closed' && after.state.status === 'open') deps.onCircuitOpened?.({ lane, at: now, reason: after.state.reason });
+  const { after } = await applyCircuitEvent(deps.stores.circuit, lane, event, now, circuitPolicyFrom(deps.config.circuit), transitionsOf(deps));
   return after;
+}
+
+/** The hook that hands the circuit transitions a worker writes to {@link WorkerDeps.onEvent}. */
+function transitionsOf(deps: WorkerDeps): OnCircuitTransition | undefined {
+  const { onEvent } = deps;
+  return onEvent === undefined ? undefined : (transition) => onEvent({ type: 'circuit-transition', ...transition });
+}
+
+/** The ids of `event`'s job, for its log lines. */
+function keysOf(event: JobEvent): JobKeys {
+  return { messageId: event.messageId, dispatchId: event.dispatchId, idempotencyKey: event.idempotencyKey };
 }
 
 /** First wait between tries of a settlement, doubling up to {@link SETTLEMENT_MAX_BACKOFF_MS}. */
@@ -642,12 +723,15 @@ async function refundOnce(event: JobEvent, start: number, deps: WorkerDeps): Pro
 }
 
 /**
- * Sends `message` to its dead-letter queue with `reason`, then writes `record` (the key's dead-lettered record)
- * without its reason: the message is there, so a later dispatch of a copy left behind (a receipt handle gone stale)
- * only deletes it. If that write fails, such a dispatch sends a second copy there: one too many, never one too few.
+ * Sends `message` to its dead-letter queue with `reason`, the dispatch that called (`record.dispatchId`) and the
+ * API's answer (`apiError`, known only to the worker that called: the record keeps the reason alone), then writes
+ * `record` (the key's dead-lettered record) without its reason: the message is there, so a later dispatch of a copy
+ * left behind (a receipt handle gone stale) only deletes it. If that write fails, such a dispatch sends a second copy
+ * there: one too many, never one too few.
  */
-async function deadLetterRecorded(message: MessageRef, reason: string, event: JobEvent, record: IdempotencyRecord & { status: 'dead-lettered' }, deps: WorkerDeps): Promise<void> {
-  await deadLetter(deps.queues, message, reason, event.attempt);
+async function deadLetterRecorded(message: MessageRef, reason: string, event: JobEvent, record: IdempotencyRecord & { status: 'dead-lettered' }, deps: WorkerDeps, apiError?: string): Promise<void> {
+  await deadLetter(deps.queues, message, reason, event.attempt, { dispatchId: record.dispatchId, ...(apiError === undefined ? {} : { apiError }) });
+  deps.onEvent?.({ type: 'dead-lettered', lane: event.lane, at: deps.clock.now(), reason, ...keysOf(event) });
   const moved: IdempotencyRecord = { status: 'dead-lettered', dispatchId: record.dispatchId, at: record.at, expiresAt: record.expiresAt };
   await deps.stores.idempotency.putIdempotency(event.idempotencyKey, moved).catch(() => undefined);
 }

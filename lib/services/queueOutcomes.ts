@@ -10,18 +10,61 @@ export interface MessageRef {
   readonly groupId?: string;
 }
 
+/** The most of the API's answer a dead letter's `apiError` attribute carries, in UTF-8 bytes. */
+export const MAX_API_ERROR_BYTES = 1_024;
+
+/** What a worker knows of a dead-lettered job beyond its reason (see {@link deadLetter}). */
+export interface DeadLetterDetails {
+  /** The dispatch whose call ended the job. */
+  readonly dispatchId?: string;
+  /** The API's answer to that call (its response body), e.g. `{"error":"invalid phone number"}`. */
+  readonly apiError?: string;
+}
+
 /**
- * Parks a message in its queue's dead-letter queue with the reason and the attempt as attributes (the body and
- * the other attributes are kept as they were), then deletes the original.
+ * Characters SQS refuses in a message attribute's value (outside `#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD |
+ * #x10000-#x10FFFF`): other control characters, lone surrogate halves, U+FFFE and U+FFFF.
  */
-export async function deadLetter(queues: QueueReceiver, message: MessageRef, reason: string, attempt: number): Promise<void> {
+// eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
+const REFUSED_BY_SQS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
+/**
+ * `text` as SQS takes it in an attribute: each character it refuses written as a `\uXXXX` escape, then cut to at most
+ * `maxBytes` UTF-8 bytes on a whole character, with `…` at the end when cut.
+ */
+export function attributeText(text: string, maxBytes: number): string {
+  const clean = text.replace(REFUSED_BY_SQS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  if (Buffer.byteLength(clean, 'utf8') <= maxBytes) return clean;
+  const ellipsis = '…';
+  const bytes = Buffer.from(clean, 'utf8');
+  let end = maxBytes - Buffer.byteLength(ellipsis, 'utf8');
+  // Back over the continuation bytes (10xxxxxx) of a character the cut would split.
+  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end).toString('utf8') + ellipsis;
+}
+
+/**
+ * Parks a message in its queue's dead-letter queue, then deletes the original. The body and the other attributes are
+ * kept as they were, and the dead letter carries as attributes:
+ * - `reason` (at most 1,000 characters), `attempt` and `sourceQueue`;
+ * - `originalMessageId`: the id of the message it was (for a retried job, of its copy in the requeue queue);
+ * - `dispatchId` and `apiError` when `details` has them: the dispatch whose call ended the job, and the API's
+ *   answer to it, cut to {@link MAX_API_ERROR_BYTES} (see {@link attributeText}). Ones an earlier dead-lettering left
+ *   on the message (a redriven message) are dropped rather than carried over.
+ */
+export async function deadLetter(queues: QueueReceiver, message: MessageRef, reason: string, attempt: number, details: DeadLetterDetails = {}): Promise<void> {
+  const kept = Object.fromEntries(Object.entries(message.attributes).filter(([name]) => name !== ATTRIBUTES.dispatchId && name !== ATTRIBUTES.apiError));
+  const { dispatchId, apiError } = details;
   await queues.send(deadLetterQueueOf(message.queue), {
     body: message.body,
     attributes: {
-      ...message.attributes,
+      ...kept,
       [ATTRIBUTES.reason]: { dataType: 'String', value: reason.slice(0, 1000) },
       [ATTRIBUTES.attempt]: { dataType: 'Number', value: String(attempt) },
       [ATTRIBUTES.sourceQueue]: { dataType: 'String', value: message.queue },
+      [ATTRIBUTES.originalMessageId]: { dataType: 'String', value: message.messageId },
+      ...(dispatchId === undefined ? {} : { [ATTRIBUTES.dispatchId]: { dataType: 'String', value: dispatchId } }),
+      ...(apiError === undefined || apiError === '' ? {} : { [ATTRIBUTES.apiError]: { dataType: 'String', value: attributeText(apiError, MAX_API_ERROR_BYTES) } }),
     },
     // Only the FIFO queue's DLQ is FIFO; a group id on a standard message (SQS fair queues) needs no deduplication.
     ...(message.queue !== 'fifo' || message.groupId === undefined ? {} : { groupId: message.groupId, deduplicationId: `${message.messageId}-${attempt}` }),

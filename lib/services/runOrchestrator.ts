@@ -8,7 +8,9 @@ import type { QueueReceiver } from '../ports/QueueReceiver';
 import type { CircuitStore } from '../ports/CircuitStore';
 import type { LeaseStore } from '../ports/LeaseStore';
 import type { LedgerStore } from '../ports/LedgerStore';
-import { loadCircuit } from './circuitUpdates';
+import type { CircuitStatus } from '../domain/breaker/circuit';
+import type { TierKind } from '../domain/quota/tiers';
+import { loadCircuit, type LaneCircuitTransition } from './circuitUpdates';
 import { Backoff, GuardedQueues, guardStores } from './guardedPorts';
 import { OrchestratorRun } from './orchestrator/orchestratorRun';
 
@@ -36,14 +38,46 @@ export interface OrchestratorDeps {
   readonly onEvent?: (event: OrchestratorEvent) => void;
 }
 
+/** One tier's usage as a flush saw it: `used` units of `limit` in the window that holds the instant. */
+export interface FlushedTierUsage {
+  /** The tier as events name it (see `tierLabel`): `10/second`, `20000/day`. */
+  readonly tier: string;
+  readonly kind: TierKind;
+  readonly used: number;
+  readonly limit: number;
+}
+
 /** What the orchestrator reports as it goes. */
 export type OrchestratorEvent =
-  | { readonly type: 'dispatched'; readonly at: number; readonly messageId: string; readonly queue: string; readonly cost: number }
+  /**
+   * A job went to a worker at `at`; `waitedMs` since this run received its message (the wait for its pacing slot,
+   * less the lead).
+   */
+  | {
+      readonly type: 'dispatched';
+      readonly at: number;
+      readonly messageId: string;
+      readonly dispatchId: string;
+      readonly idempotencyKey: string;
+      readonly queue: string;
+      readonly cost: number;
+      readonly waitedMs: number;
+    }
   | { readonly type: 'dead-lettered'; readonly at: number; readonly messageId: string; readonly reason: string }
   | { readonly type: 'health-check-sent'; readonly at: number; readonly checkId: string }
   | { readonly type: 'invoke-failed'; readonly at: number; readonly error: string }
-  /** The ledger was saved (and the lease renewed, when due); `settlements` were folded into the ledger since the last `flushed`. */
-  | { readonly type: 'flushed'; readonly at: number; readonly settlements: number }
+  /**
+   * The ledger was saved (and the lease renewed, when due); `settlements` were folded into the ledger since the last
+   * `flushed`; `usage` is each tier's, in the order of the configuration, as the run's ledger counts it at `at`.
+   */
+  | { readonly type: 'flushed'; readonly at: number; readonly settlements: number; readonly usage: readonly FlushedTierUsage[] }
+  /** This run's circuit write changed the lane's circuit status (a health check sent: open to half-open). */
+  | ({ readonly type: 'circuit-transition' } & LaneCircuitTransition)
+  /**
+   * The circuit as this run read it has status `status`: at its first read (no `previous`), then each time the status
+   * read changes from `previous`.
+   */
+  | { readonly type: 'circuit-seen'; readonly at: number; readonly status: CircuitStatus; readonly previous?: CircuitStatus }
   /** A state-store call failed (see the state-outage policy of {@link runOrchestrator}); the next try is at `retryAt`. */
   | { readonly type: 'state-unavailable'; readonly at: number; readonly operation: string; readonly error: string; readonly retryAt: number }
   /** The ledger was saved and the circuit read again after `unavailableMs` of failed state calls. */
@@ -53,9 +87,10 @@ export type OrchestratorEvent =
   /**
    * Not one unit could be sent before a message received now would have to be (its visibility less a worker's run):
    * `tier` (`20000/day`, or `429` for a `Retry-After` pause) holds the quota until `until`, and nothing is received
-   * meanwhile. Reported once per episode (again if what holds it, or until when, changes).
+   * meanwhile. Reported once per episode (again if what holds it, or until when, changes). `kind` is the tier's
+   * (`calendar` for a day or month tier), or `pause`.
    */
-  | { readonly type: 'quota-exhausted'; readonly at: number; readonly tier: string; readonly until: number }
+  | { readonly type: 'quota-exhausted'; readonly at: number; readonly tier: string; readonly kind: TierKind | 'pause'; readonly until: number }
   /** The exhaustion `tier` reported has ended after `exhaustedMs`: receiving resumes. */
   | { readonly type: 'quota-available'; readonly at: number; readonly tier: string; readonly exhaustedMs: number }
   /**
@@ -91,7 +126,8 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
 /**
  * One orchestrator run (steps 1–4 of DESIGN's architecture): take the lease, rehydrate ledger and circuit, then
  * until the deadline read the circuit every `circuitPollMs` (a worker's change, an open circuit or a 429 pause,
- * reaches dispatch within that) — sending only health checks while it is not closed —
+ * reaches dispatch within that) — sending only health checks while it is not closed, and nothing while an operator
+ * holds the lane (see `pauseLane`: the buffered messages go back to their queues, the lease is kept and flushed) —
  * receive requeue ▸ fifo ▸ main, wait for each pacing slot and invoke a worker; flush the ledger every
  * `flushIntervalMs` and at exit, and release the lease. A run that has had nothing to do for `idleStopMs` (every
  * queue empty, the circuit and the quota letting work through) ends early; the next tick starts the next one. It

@@ -1,14 +1,20 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { SSMClient } from '@aws-sdk/client-ssm';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';
 import { CLIENT_CONFIG } from '../adapters/aws/clientConfig';
 import { DynamoCircuitStore } from '../adapters/dynamodb/DynamoCircuitStore';
 import { DynamoIdempotencyStore } from '../adapters/dynamodb/DynamoIdempotencyStore';
 import { DynamoSettlementRecorder } from '../adapters/dynamodb/DynamoSettlementRecorder';
 import { HttpApiCaller } from '../adapters/http/HttpApiCaller';
 import { bearerFromParameter } from '../adapters/ssm/apiKeyParameter';
+import { EventBridgeResultDestination } from '../adapters/results/EventBridgeResultDestination';
+import { SqsResultDestination } from '../adapters/results/SqsResultDestination';
 import { systemClock } from '../adapters/systemClock';
-import { checkProbeOutlastsCall, CONFIG_ENV, defaultApiTimeoutMs, millisecondsFromEnv, requiredEnv, RESOURCE_ENV, type Env } from '../configFromEnv';
+import { apiKeyCacheSecondsFromEnv, checkProbeOutlastsCall, CONFIG_ENV, defaultApiTimeoutMs, millisecondsFromEnv, requiredEnv, RESOURCE_ENV, resultDestinationFromEnv, type Env } from '../configFromEnv';
+import type { ResultHandler } from '../ports/ResultHandler';
+import type { ResultDestination } from '../resultDestination';
 import type { WorkerDeps } from '../services/processJob';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
 
@@ -18,6 +24,19 @@ export interface WorkerClients extends StateAndQueueClients {
   readonly ssm?: SSMClient;
   /** The API caller's HTTP client. @default the global `fetch` */
   readonly fetch?: typeof fetch;
+  /** Only used with an EventBridge result destination. @default a client with the SDK's defaults and {@link CLIENT_CONFIG} */
+  readonly eventbridge?: EventBridgeClient;
+}
+
+/**
+ * The default result handler: one that sends to `destination` (`RESULT_DESTINATION`), with the worker's SQS client
+ * or an EventBridge client; none without a destination.
+ */
+function resultHandlerFor(destination: ResultDestination | undefined, clients: WorkerClients): ResultHandler | undefined {
+  if (destination === undefined) return undefined;
+  if (destination.type === 'sqs') return new SqsResultDestination({ client: clients.sqs, queueArn: destination.queueArn });
+  const { busName, source, detailType } = destination;
+  return new EventBridgeResultDestination({ client: clients.eventbridge ?? new EventBridgeClient(CLIENT_CONFIG.eventbridge), busName, source, detailType });
 }
 
 /** The worker's clients with the SDK's defaults and {@link CLIENT_CONFIG}. */
@@ -27,8 +46,9 @@ export function workerClients(): WorkerClients {
 
 /**
  * Builds the worker's adapters from its environment, validating the configuration. The example API caller posts
- * to `API_URL` and probes `HEALTH_URL`, with the key from the SSM parameter `API_KEY_PARAMETER` if one is named;
- * users replace it and keep the rest.
+ * to `API_URL` and probes `HEALTH_URL`, with the key from the SSM parameter `API_KEY_PARAMETER` if one is named
+ * (read again every `API_KEY_CACHE_SECONDS`); users replace it and keep the rest. The answers to succeeded jobs go to
+ * the result destination `RESULT_DESTINATION`, if one is set.
  * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout,
  * or not below `CIRCUIT.healthCheckTimeoutSeconds`.
  */
@@ -45,6 +65,8 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
     defaulted: (env[RESOURCE_ENV.apiTimeoutMs] ?? '') === '',
   });
   const keyParameter = env[RESOURCE_ENV.apiKeyParameter];
+  const maxAgeSeconds = apiKeyCacheSecondsFromEnv(env);
+  const results = resultHandlerFor(resultDestinationFromEnv(env), clients);
   return {
     ...shared,
     stores: { idempotency: new DynamoIdempotencyStore(table), ledger: new DynamoSettlementRecorder(table), circuit: new DynamoCircuitStore(table) },
@@ -54,8 +76,9 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
       healthUrl: requiredEnv(env, RESOURCE_ENV.healthUrl),
       timeoutMs,
       ...(clients.fetch === undefined ? {} : { fetch: clients.fetch }),
-      ...(keyParameter === undefined || keyParameter === '' ? {} : { authorization: bearerFromParameter(clients.ssm ?? new SSMClient(CLIENT_CONFIG.ssm), keyParameter) }),
+      ...(keyParameter === undefined || keyParameter === '' ? {} : { authorization: bearerFromParameter(new SSMProvider({ awsSdkV3Client: clients.ssm ?? new SSMClient(CLIENT_CONFIG.ssm) }), keyParameter, { maxAgeSeconds }) }),
     }),
     random: Math.random,
+    ...(results === undefined ? {} : { results }),
   };
 }

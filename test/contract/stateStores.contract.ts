@@ -1,4 +1,4 @@
-import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import { NEVER_DUE, type CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { IdempotencyRecord } from '../../lib/ports/IdempotencyStore';
@@ -45,6 +45,21 @@ function circuit(version: number, pausedUntil = 0): CircuitJSON {
   return { version, state: { status: 'closed', failures: [T0, T0 + 1], closedAt: null, reopenStreak: 0 }, pausedUntil };
 }
 
+/** A circuit an operator forced open and paused, with its recent transitions. */
+function operated(version: number): CircuitJSON {
+  return {
+    version,
+    state: { status: 'open', openedAt: T0, nextCheckAt: NEVER_DUE, failedChecks: 0, reopenStreak: 1, reason: 'opened by operator (ops@example.com)', byOperator: true },
+    pausedUntil: 0,
+    clientErrorRun: 2,
+    hold: { since: T0 + 1, by: 'ops@example.com' },
+    transitions: [
+      { at: T0, from: 'closed', to: 'open', reason: 'opened by operator (ops@example.com)' },
+      { at: T0 + 1, from: 'open', to: 'open', reason: 'paused by operator (ops@example.com)' },
+    ],
+  };
+}
+
 function inProgress(expiresAt: number): IdempotencyRecord {
   return { status: 'in-progress', dispatchId: 'd-1', expiresAt };
 }
@@ -55,6 +70,10 @@ function succeeded(at: number, expiresAt: number): IdempotencyRecord {
 
 function failed(at: number, expiresAt: number): IdempotencyRecord {
   return { status: 'failed', dispatchId: 'd-1', at, expiresAt };
+}
+
+function deadLettered(at: number, expiresAt: number): IdempotencyRecord {
+  return { status: 'dead-lettered', dispatchId: 'd-1', at, expiresAt, reason: 'HTTP 400 Bad Request' };
 }
 
 /** Mutates every object and array reachable from `value`, to show that it shares nothing with the stores. */
@@ -196,6 +215,18 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)).resolves.toBe(false);
       });
 
+      it('reopenDeadLettered reports its own landed reopen as reopened, even once the next dispatch has claimed the key', async () => {
+        const key = unique('lost-reopen');
+        await stores().idempotency.putIdempotency(key, deadLettered(T0, T0 + TTL));
+        const next: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
+        const claimed = async (): Promise<void> => {
+          await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 2)).resolves.toBeNull();
+        };
+        await expect(withLostAnswer('UpdateItem', () => stores().idempotency.reopenDeadLettered(key, T0 + 1), claimed)).resolves.toBe('reopened');
+        await expect(stores().idempotency.getIdempotency(key, T0 + 2)).resolves.toEqual(next);
+        await expect(stores().idempotency.reopenDeadLettered(key, T0 + 2)).resolves.toBe('in-progress');
+      });
+
       it('acquireLease hands out a token that fences the holder’s saves; renew and release land once', async () => {
         const lane = unique('lost-lease');
         const lease = await withLostAnswer('UpdateItem', () => acquire(lane, 'a'));
@@ -296,6 +327,23 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         expect(next.token).toBeGreaterThan(lease.token);
       });
 
+      it('reads no lease for a lane never leased, nor once its lease is released', async () => {
+        const lane = unique('lease-read-none');
+        await expect(stores().lease.readLease(lane)).resolves.toBeNull();
+        await stores().lease.releaseLease(await acquire(lane, 'a'));
+        await expect(stores().lease.readLease(lane)).resolves.toBeNull();
+      });
+
+      it('reads the lease as last acquired or renewed, and still once it has expired', async () => {
+        const lane = unique('lease-read');
+        const lease = await acquire(lane, 'a', T0);
+        await expect(stores().lease.readLease(lane)).resolves.toEqual(lease);
+        const renewed = await stores().lease.renewLease(lease, lease.expiresAt + 5_000, TTL);
+        await expect(stores().lease.readLease(lane)).resolves.toEqual(renewed);
+        const next = await acquire(lane, 'b', renewed.expiresAt);
+        await expect(stores().lease.readLease(lane)).resolves.toEqual(next);
+      });
+
       it('ignores a release by a stale holder', async () => {
         const lane = unique('lease-stale-release');
         const { stale, current } = await takenOver(lane);
@@ -378,6 +426,20 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await stores().circuit.saveCircuit(lane, { ...circuit(2), clientErrorRun: 3 });
         await expect(stores().circuit.refusalRun(lane)).resolves.toBe(3);
         await stores().circuit.saveCircuit(lane, circuit(3));
+        await expect(stores().circuit.refusalRun(lane)).resolves.toBe(0);
+      });
+
+      it("loads back an operator's forced open, hold and transitions as written", async () => {
+        const lane = unique('circuit-operated');
+        await expect(stores().circuit.saveCircuit(lane, operated(1))).resolves.toBe(true);
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(operated(1));
+      });
+
+      it('drops the hold, the transitions and the run when the next version has none', async () => {
+        const lane = unique('circuit-operated-then-not');
+        await stores().circuit.saveCircuit(lane, operated(1));
+        await expect(stores().circuit.saveCircuit(lane, circuit(2))).resolves.toBe(true);
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(2));
         await expect(stores().circuit.refusalRun(lane)).resolves.toBe(0);
       });
 
@@ -695,6 +757,64 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await stores().idempotency.putIdempotency(key, succeeded(T0 + 1, T0 + TTL));
         await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(succeeded(T0 + 1, T0 + TTL));
         await expect(stores().idempotency.claimRefund(key, 'd-9', T0 + TTL)).resolves.toBe(false);
+      });
+    });
+
+    describe('IdempotencyStore.reopenDeadLettered', () => {
+      it('turns a live dead-lettered record into a failed one of its dispatch, with its time and expiry and without its reason', async () => {
+        const key = unique('reopen');
+        await stores().idempotency.putIdempotency(key, deadLettered(T0, T0 + TTL));
+        await expect(stores().idempotency.reopenDeadLettered(key, T0 + 1)).resolves.toBe('reopened');
+        await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(failed(T0, T0 + TTL));
+        await expect(stores().idempotency.getIdempotency(key, T0 + TTL)).resolves.toBeUndefined();
+      });
+
+      it('lets the next dispatch claim the key, while the dispatch that dead-lettered it stays out and refunds nothing', async () => {
+        const key = unique('reopen-claims');
+        await stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
+        await stores().idempotency.putIdempotency(key, deadLettered(T0 + 1, T0 + TTL));
+        await expect(stores().idempotency.reopenDeadLettered(key, T0 + 2)).resolves.toBe('reopened');
+        // A late delivery of d-1: refused by the record of its own dispatch, and already marked.
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 3)).resolves.toEqual(failed(T0 + 1, T0 + TTL));
+        await expect(stores().idempotency.claimRefund(key, 'd-1', T0 + TTL)).resolves.toBe(false);
+        const next: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 3)).resolves.toBeNull();
+        // Once d-2 holds the key, a late delivery of d-1 is refused by d-2's claim and still finds its mark.
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 4)).resolves.toEqual(next);
+        await expect(stores().idempotency.claimRefund(key, 'd-1', T0 + TTL)).resolves.toBe(false);
+      });
+
+      it('leaves every other record as it is, reporting its status, and a key without a live record as absent', async () => {
+        const records: IdempotencyRecord[] = [succeeded(T0, T0 + TTL), failed(T0, T0 + TTL), inProgress(T0 + TTL)];
+        for (const record of records) {
+          const key = unique(`reopen-${record.status}`);
+          await stores().idempotency.putIdempotency(key, record);
+          await expect(stores().idempotency.reopenDeadLettered(key, T0 + 1)).resolves.toBe(record.status);
+          await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(record);
+        }
+        await expect(stores().idempotency.reopenDeadLettered(unique('reopen-none'), T0)).resolves.toBe('absent');
+        const marked = unique('reopen-marks-only');
+        await stores().idempotency.claimRefund(marked, 'd-9', T0 + TTL);
+        await expect(stores().idempotency.reopenDeadLettered(marked, T0)).resolves.toBe('absent');
+        await expect(stores().idempotency.getIdempotency(marked, T0)).resolves.toBeUndefined();
+      });
+
+      it('reopens nothing once the dead-lettered record has expired at now', async () => {
+        const key = unique('reopen-expired');
+        await stores().idempotency.putIdempotency(key, deadLettered(T0, T0 + TTL));
+        await expect(stores().idempotency.reopenDeadLettered(key, T0 + TTL)).resolves.toBe('absent');
+        await expect(stores().idempotency.getIdempotency(key, T0 + TTL - 1)).resolves.toEqual(deadLettered(T0, T0 + TTL));
+      });
+
+      it('reopens once: a second reopen finds the failed record, and a job dead-lettered again is reopened again', async () => {
+        const key = unique('reopen-twice');
+        await stores().idempotency.putIdempotency(key, deadLettered(T0, T0 + TTL));
+        await expect(stores().idempotency.reopenDeadLettered(key, T0 + 1)).resolves.toBe('reopened');
+        await expect(stores().idempotency.reopenDeadLettered(key, T0 + 1)).resolves.toBe('failed');
+        const again: IdempotencyRecord = { status: 'dead-lettered', dispatchId: 'd-2', at: T0 + 2, expiresAt: T0 + 2 * TTL };
+        await stores().idempotency.putIdempotency(key, again);
+        await expect(stores().idempotency.reopenDeadLettered(key, T0 + 3)).resolves.toBe('reopened');
+        await expect(stores().idempotency.getIdempotency(key, T0 + 3)).resolves.toEqual({ status: 'failed', dispatchId: 'd-2', at: T0 + 2, expiresAt: T0 + 2 * TTL });
       });
     });
 

@@ -4,7 +4,8 @@
  * its code paths reach (the table GRANTS below, justified by those paths), plus what Lambda itself does with the role.
  * A new SDK call without its permission fails here, and so does a permission without a call.
  */
-import { packagedTemplate } from '../../tools/local/packageService';
+import { packagedTemplate, packageService, PackagingError, readTemplate } from '../../tools/local/packageService';
+import { rm } from 'node:fs/promises';
 import type { Template } from '../../tools/local/template';
 import { bundledFiles, SdkCommandAnalysis, type SdkCommand } from './sdkCommands';
 
@@ -20,15 +21,25 @@ type Fn = keyof typeof FUNCTIONS;
 const SOURCES = ['MainQueue', 'FifoQueue', 'RequeueQueue'];
 const DEAD_LETTER_QUEUES = ['MainDeadLetterQueue', 'FifoDeadLetterQueue', 'RequeueDeadLetterQueue'];
 
+/** The result destinations the worker is packaged with here: none (serverless.yml's), an SQS queue, an EventBridge bus. */
+const RESULT_DESTINATIONS = {
+  none: undefined,
+  sqs: { type: 'sqs', queueArn: 'arn:aws:sqs:us-east-1:123456789012:results' },
+  eventbridge: { type: 'eventbridge', busName: 'results-bus' },
+} as const;
+type Destination = keyof typeof RESULT_DESTINATIONS;
+
 /**
  * One grant: `actions` on each of `on`. A target is a resource's logical id, `item <partition key>` for items of the
- * state table (`{lane}` stands for the function's LANE), or `parameter <name>`. `by: 'lambda'` marks what Lambda does
- * with the role rather than the function's code.
+ * state table (`{lane}` stands for the function's LANE), `parameter <name>`, `arn <ARN>` or `bus <name>` (of the
+ * stack's account and region). `by: 'lambda'` marks what Lambda does with the role rather than the function's code.
+ * `results` marks a grant the role has only when serverless.yml sets that result destination.
  */
 interface Grant {
   readonly actions: readonly string[];
   readonly on: readonly string[];
   readonly by?: 'lambda';
+  readonly results?: Exclude<Destination, 'none'>;
 }
 
 /** What each role may do, and where: each line says which code paths need it. */
@@ -77,6 +88,10 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     { actions: ['ssm:GetParameter'], on: ['parameter /quota-orchestrator/dev/api-key'] },
     // serverless.yml's destinations.onFailure: Lambda sends a crashed invocation's record with the worker's role.
     { actions: ['sqs:SendMessage'], on: ['WorkerFailureQueue'], by: 'lambda' },
+    // The result handler of custom.quotaOrchestrator.results (the plugin adds the statement): SqsResultDestination
+    // asks the queue's URL once and sends to it (SendMessageBatch); EventBridgeResultDestination puts events on the bus.
+    { actions: ['sqs:GetQueueUrl', 'sqs:SendMessage'], on: [`arn ${RESULT_DESTINATIONS.sqs.queueArn}`], results: 'sqs' },
+    { actions: ['events:PutEvents'], on: [`bus ${RESULT_DESTINATIONS.eventbridge.busName}`], results: 'eventbridge' },
   ],
 };
 
@@ -94,37 +109,96 @@ interface Commands {
   readonly reachable: SdkCommand[];
 }
 
+/** The producer client that producers import, and whose sends the producer policy grants. */
+const PRODUCER = 'lib/producer/enqueue.ts';
+
+/** The operator CLI (`npm run ops`), whose sends the operator policy grants. */
+const OPERATOR_CLI = 'tools/cli/ops.ts';
+
+/**
+ * What the operator policy grants, and where (targets as in {@link Grant}, `{lane}` being the orchestrator's LANE,
+ * the lane the CLI checks it serves): each line says which commands of the CLI need it.
+ */
+const OPERATOR_GRANTS: readonly Grant[] = [
+  // stageTarget (every command on a deployed stage) reads the lane's configuration from the orchestrator's environment.
+  { actions: ['lambda:GetFunctionConfiguration'], on: ['OrchestratorLambdaFunction'] },
+  // stageTarget asks each of the six queues' URL by its name; status reads each one's depth (queueDepths), and
+  // receiveDeadLetters (dlq list|show|redrive) a dead-letter queue's before receiving from it.
+  { actions: ['sqs:GetQueueUrl', 'sqs:GetQueueAttributes'], on: [...SOURCES, ...DEAD_LETTER_QUEUES] },
+  // receiveDeadLetters receives from the dead-letter queues only; peekDeadLetters and redrive make the letters they
+  // leave visible again (changeVisibility 0) there, and redrive deletes each letter once it is sent back.
+  { actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage'], on: DEAD_LETTER_QUEUES },
+  // redrive sends each letter to its source queue (requeue-dlq's to the requeue queue); enqueue sends to main or fifo
+  // (enqueueMany: SendMessageBatch).
+  { actions: ['sqs:SendMessage'], on: SOURCES },
+  // status: readLaneStatus reads the ledger (DynamoLedgerStore.loadLedger) and the lease (DynamoLeaseStore.readLease)
+  // of the lane item, and writes neither.
+  { actions: ['dynamodb:GetItem'], on: ['item lane#{lane}'] },
+  // status loads the circuit; pause, resume and circuit open|close write it through applyCircuitEvent (a versioned
+  // UpdateItem, reading a refused write's id back).
+  { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item circuit#{lane}'] },
+  // dlq redrive: DynamoIdempotencyStore.reopenDeadLettered on the letter's key (a conditional UpdateItem, and GetItem
+  // when it is refused). The key is the producer's, so any `idem#` item.
+  { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item idem#*'] },
+];
+
 let template: Template;
+/** The template packaged with each result destination; `none` is {@link template}. */
+let templates: Record<Destination, Template>;
 let analysis: Record<Fn, Commands>;
+/** Every SDK command the producer client's bundle constructs: a library has no handler, all of it may run. */
+let producerCommands: SdkCommand[];
+/** Every SDK command the operator CLI's bundle constructs: each command of the CLI runs its own part of it. */
+let operatorCommands: SdkCommand[];
 
 beforeAll(async () => {
-  const commands = async (): Promise<Record<Fn, Commands>> => {
-    const program = new SdkCommandAnalysis(Object.values(FUNCTIONS).map((fn) => fn.handler));
+  const commands = async (): Promise<[Record<Fn, Commands>, SdkCommand[], SdkCommand[]]> => {
+    const program = new SdkCommandAnalysis([...Object.values(FUNCTIONS).map((fn) => fn.handler), PRODUCER, OPERATOR_CLI]);
     const of = async (handler: string): Promise<Commands> => {
       const files = await bundledFiles(handler);
       return { bundled: program.constructedIn(files), reachable: program.reachableFrom(handler, files) };
     };
-    return { orchestrator: await of(FUNCTIONS.orchestrator.handler), worker: await of(FUNCTIONS.worker.handler) };
+    return [
+      { orchestrator: await of(FUNCTIONS.orchestrator.handler), worker: await of(FUNCTIONS.worker.handler) },
+      program.constructedIn(await bundledFiles(PRODUCER)),
+      program.constructedIn(await bundledFiles(OPERATOR_CLI)),
+    ];
   };
-  // Packaging (a child process) and the analysis run side by side.
-  [template, analysis] = await Promise.all([packagedTemplate(), commands()]);
+  const withResults = async (destination: Exclude<Destination, 'none'>): Promise<Template> => {
+    const run = await packageService((config) => {
+      (config.custom as { quotaOrchestrator: Record<string, unknown> }).quotaOrchestrator.results = RESULT_DESTINATIONS[destination];
+    });
+    try {
+      if (run.code !== 0) throw new PackagingError(`osls package with ${destination} results failed (exit ${run.code}):\n${run.output}`);
+      return await readTemplate(run);
+    } finally {
+      await rm(run.dir, { recursive: true, force: true });
+    }
+  };
+  // Packaging (child processes) and the analysis run side by side.
+  let sqs: Template;
+  let eventbridge: Template;
+  [template, sqs, eventbridge, [analysis, producerCommands, operatorCommands]] = await Promise.all([packagedTemplate(), withResults('sqs'), withResults('eventbridge'), commands()]);
+  templates = { none: template, sqs, eventbridge };
 }, 120_000);
 
 const sorted = (values: Iterable<string>) => [...new Set(values)].sort();
 const isLogs = (action: string) => action.startsWith('logs:');
 
 /** The statements of a role's inline policies. */
-function statementsOf(role: string): Statement[] {
-  const policies = (template.Resources[role]?.Properties?.Policies ?? []) as { PolicyDocument: { Statement: Statement | Statement[] } }[];
+function statementsOf(role: string, from: Template = template): Statement[] {
+  const policies = (from.Resources[role]?.Properties?.Policies ?? []) as { PolicyDocument: { Statement: Statement | Statement[] } }[];
   return policies.flatMap((policy) => ([] as Statement[]).concat(policy.PolicyDocument.Statement));
 }
 
 /** A statement's resource as a {@link Grant} target: a logical id, or the parameter's name. */
 function targetOf(resource: unknown): string {
+  if (typeof resource === 'string') return `arn ${resource}`;
   const getAtt = (resource as { 'Fn::GetAtt'?: [string, string] })['Fn::GetAtt'];
   if (getAtt?.[1] === 'Arn') return getAtt[0];
   const parts = (resource as { 'Fn::Join'?: [string, unknown[]] })['Fn::Join']?.[1];
   if (parts !== undefined && parts.at(-2) === ':parameter') return `parameter ${String(parts.at(-1))}`;
+  if (parts !== undefined && parts.at(-2) === ':event-bus/') return `bus ${String(parts.at(-1))}`;
   return JSON.stringify(resource);
 }
 
@@ -135,8 +209,13 @@ function leadingKeysOf(statement: Statement): string[] {
 }
 
 /** Every `action target` pair a role grants, logs aside; DynamoDB pairs name the items their condition allows. */
-function grantedPairs(role: string): string[] {
-  return statementsOf(role).flatMap((statement) =>
+function grantedPairs(role: string, from: Template = template): string[] {
+  return pairsOf(statementsOf(role, from));
+}
+
+/** Every `action target` pair `statements` grant, logs aside; DynamoDB pairs name the items their condition allows. */
+function pairsOf(statements: readonly Statement[]): string[] {
+  return statements.flatMap((statement) =>
     ([] as string[]).concat(statement.Action).filter((action) => !isLogs(action)).flatMap((action) =>
       ([] as unknown[]).concat(statement.Resource).flatMap((resource) => {
         const target = targetOf(resource);
@@ -147,8 +226,13 @@ function grantedPairs(role: string): string[] {
   );
 }
 
+/** The grants of `fn` the template packaged with `destination` holds. */
+function grantsWith(fn: Fn, destination: Destination): Grant[] {
+  return GRANTS[fn].filter((grant) => grant.results === undefined || grant.results === destination);
+}
+
 /** The pairs the GRANTS table asks for, with `{lane}` replaced by the function's LANE in the template. */
-function expectedPairs(fn: Fn, grants: readonly Grant[] = GRANTS[fn]): string[] {
+function expectedPairs(fn: Fn, grants: readonly Grant[] = grantsWith(fn, 'none')): string[] {
   const lane = (template.Resources[FUNCTIONS[fn].lambda]?.Properties?.Environment as { Variables: { LANE?: unknown } }).Variables.LANE;
   if (typeof lane !== 'string') throw new Error(`${FUNCTIONS[fn].lambda} has no literal LANE`);
   return grants.flatMap((grant) => grant.actions.flatMap((action) => grant.on.map((target) => `${action} ${target.replace('{lane}', lane)}`)));
@@ -158,10 +242,11 @@ describe.each(Object.keys(FUNCTIONS) as Fn[])('the role of the %s', (fn) => {
   const { role } = FUNCTIONS[fn];
   const codeActions = () => sorted(analysis[fn].reachable.map((command) => command.action));
 
-  it("grants exactly the actions of the SDK commands its code can send, and of what Lambda does with it (logs aside)", () => {
+  it("grants exactly the actions of the SDK commands its code can send, and of what Lambda does with it (logs aside), but a result destination's send without one", () => {
     const lambdaActions = GRANTS[fn].filter((grant) => grant.by === 'lambda').flatMap((grant) => grant.actions);
     const granted = statementsOf(role).flatMap((statement) => ([] as string[]).concat(statement.Action)).filter((action) => !isLogs(action));
-    expect(sorted(granted)).toEqual(sorted([...codeActions(), ...lambdaActions]));
+    const unset = new Set(GRANTS[fn].filter((grant) => grant.results !== undefined).flatMap((grant) => grant.actions).filter((action) => !grantsWith(fn, 'none').some((grant) => grant.actions.includes(action))));
+    expect(sorted(granted)).toEqual(sorted([...codeActions().filter((action) => !unset.has(action)), ...lambdaActions]));
   });
 
   it('grants each action on exactly the queues, items, function or parameter its code paths reach (see GRANTS)', () => {
@@ -175,18 +260,37 @@ describe.each(Object.keys(FUNCTIONS) as Fn[])('the role of the %s', (fn) => {
   });
 
   it("reaches the table's items only through their partition keys, in statements of plain Allow", () => {
-    for (const statement of statementsOf(role)) {
-      expect(Object.keys(statement).filter((key) => !['Sid', 'Effect', 'Action', 'Resource', 'Condition'].includes(key))).toEqual([]);
-      expect(statement.Effect).toBe('Allow');
-      const dynamodb = ([] as string[]).concat(statement.Action).some((action) => action.startsWith('dynamodb:'));
-      if (!dynamodb) {
-        expect(statement.Condition).toBeUndefined();
-        continue;
-      }
-      expect(statement.Resource).toEqual({ 'Fn::GetAtt': ['StateTable', 'Arn'] });
-      expect(Object.keys(statement.Condition ?? {})).toEqual(['ForAllValues:StringLike']);
-      expect(Object.keys(statement.Condition!['ForAllValues:StringLike']!)).toEqual(['dynamodb:LeadingKeys']);
+    expectItemsByLeadingKeys(statementsOf(role));
+  });
+});
+
+/** Expects `statements` to be plain Allow statements, each DynamoDB one on the state table's items by their partition keys only. */
+function expectItemsByLeadingKeys(statements: readonly Statement[]): void {
+  for (const statement of statements) {
+    expect(Object.keys(statement).filter((key) => !['Sid', 'Effect', 'Action', 'Resource', 'Condition'].includes(key))).toEqual([]);
+    expect(statement.Effect).toBe('Allow');
+    const dynamodb = ([] as string[]).concat(statement.Action).some((action) => action.startsWith('dynamodb:'));
+    if (!dynamodb) {
+      expect(statement.Condition).toBeUndefined();
+      continue;
     }
+    expect(statement.Resource).toEqual({ 'Fn::GetAtt': ['StateTable', 'Arn'] });
+    expect(Object.keys(statement.Condition ?? {})).toEqual(['ForAllValues:StringLike']);
+    expect(Object.keys(statement.Condition!['ForAllValues:StringLike']!)).toEqual(['dynamodb:LeadingKeys']);
+  }
+}
+
+describe('the role of the worker with a result destination', () => {
+  it.each(['sqs', 'eventbridge'] as const)('grants the send to a %s destination, and only that beside what it grants without one', (destination) => {
+    const pairs = grantedPairs('WorkerRole', templates[destination]);
+    expect(sorted(pairs)).toEqual(sorted(expectedPairs('worker', grantsWith('worker', destination))));
+    expect(pairs).toHaveLength(new Set(pairs).size);
+  });
+
+  it('hands the worker its destination through RESULT_DESTINATION, as written', () => {
+    const env = (from: Template) => (from.Resources.WorkerLambdaFunction?.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
+    expect(env(templates.none)).not.toHaveProperty('RESULT_DESTINATION');
+    expect(JSON.parse(env(templates.eventbridge).RESULT_DESTINATION as string)).toEqual(RESULT_DESTINATIONS.eventbridge);
   });
 });
 
@@ -204,5 +308,62 @@ describe('the SDK commands found', () => {
     const where = sorted(analysis.worker.reachable.map((command) => `${command.file} ${command.command}`));
     expect(where).toEqual(expect.arrayContaining(['lib/adapters/sqs/SqsQueues.ts SendMessageCommand', 'lib/adapters/dynamodb/DynamoTable.ts UpdateCommand']));
     expect(analysis.worker.reachable.filter((command) => command.file.startsWith('lib/services/'))).toEqual([]);
+  });
+});
+
+describe('the producer policy', () => {
+  const document = () => (template.Resources.ProducerPolicy?.Properties?.PolicyDocument ?? { Statement: [] }) as { Statement: Statement | Statement[] };
+  const producerStatements = () => ([] as Statement[]).concat(document().Statement);
+
+  it('is a managed policy whose ARN is a stack output', () => {
+    expect(template.Resources.ProducerPolicy?.Type).toBe('AWS::IAM::ManagedPolicy');
+    expect(template.Outputs?.ProducerPolicyArn?.Value).toEqual({ Ref: 'ProducerPolicy' });
+  });
+
+  it('grants exactly the actions of the SDK commands the producer client sends (SendMessageBatch is sqs:SendMessage)', () => {
+    const granted = producerStatements().flatMap((statement) => ([] as string[]).concat(statement.Action));
+    expect(sorted(producerCommands.map((command) => command.action))).toEqual(['sqs:SendMessage']);
+    expect(sorted(granted)).toEqual(sorted(producerCommands.map((command) => command.action)));
+  });
+
+  it('reaches the main and FIFO queues only: never the requeue queue nor a dead-letter queue', () => {
+    const pairs = producerStatements().flatMap((statement) =>
+      ([] as string[]).concat(statement.Action).flatMap((action) => ([] as unknown[]).concat(statement.Resource).map((resource) => `${action} ${targetOf(resource)}`)),
+    );
+    expect(sorted(pairs)).toEqual(['sqs:SendMessage FifoQueue', 'sqs:SendMessage MainQueue']);
+    for (const statement of producerStatements()) {
+      expect(statement.Effect).toBe('Allow');
+      expect(statement.Condition).toBeUndefined();
+    }
+  });
+});
+
+describe('the operator policy', () => {
+  const operatorStatements = () => ([] as Statement[]).concat(((template.Resources.OperatorPolicy?.Properties?.PolicyDocument ?? { Statement: [] }) as { Statement: Statement | Statement[] }).Statement);
+  const cliActions = () => sorted(operatorCommands.map((command) => command.action));
+
+  it('is a managed policy whose ARN is a stack output', () => {
+    expect(template.Resources.OperatorPolicy?.Type).toBe('AWS::IAM::ManagedPolicy');
+    expect(template.Outputs?.OperatorPolicyArn?.Value).toEqual({ Ref: 'OperatorPolicy' });
+  });
+
+  it("grants exactly the actions of the SDK commands the operator CLI's bundle constructs", () => {
+    const granted = operatorStatements().flatMap((statement) => ([] as string[]).concat(statement.Action));
+    expect(cliActions()).toEqual(expect.arrayContaining(['lambda:GetFunctionConfiguration', 'sqs:ReceiveMessage', 'dynamodb:UpdateItem']));
+    expect(sorted(granted)).toEqual(cliActions());
+  });
+
+  it("has an OPERATOR_GRANTS table whose actions are those of the CLI's SDK commands", () => {
+    expect(sorted(OPERATOR_GRANTS.flatMap((grant) => grant.actions))).toEqual(cliActions());
+  });
+
+  it("grants each action on exactly the queues, items and function the CLI's commands reach (see OPERATOR_GRANTS), each once", () => {
+    const pairs = pairsOf(operatorStatements());
+    expect(sorted(pairs)).toEqual(sorted(expectedPairs('orchestrator', OPERATOR_GRANTS)));
+    expect(pairs).toHaveLength(new Set(pairs).size);
+  });
+
+  it("reaches the table's items only through their partition keys, in statements of plain Allow", () => {
+    expectItemsByLeadingKeys(operatorStatements());
   });
 });

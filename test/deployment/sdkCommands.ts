@@ -43,7 +43,7 @@ const DOCUMENT_CLIENT_ACTIONS: Readonly<Record<string, string>> = {
 };
 
 /** IAM's prefix for each service client the service may use; another client must be added here first. */
-const SERVICE_PREFIXES: Readonly<Record<string, string>> = { sqs: 'sqs', dynamodb: 'dynamodb', lambda: 'lambda', ssm: 'ssm' };
+const SERVICE_PREFIXES: Readonly<Record<string, string>> = { sqs: 'sqs', dynamodb: 'dynamodb', lambda: 'lambda', ssm: 'ssm', eventbridge: 'events' };
 
 /**
  * Operations whose action is not their name: SQS authorises a batch as its single operation, and Lambda's invoke
@@ -110,11 +110,11 @@ export class SdkCommandAnalysis {
     this.checker = this.program.getTypeChecker();
   }
 
-  /** Every SDK command constructed anywhere in `files`, reachable or not. */
+  /** Every SDK command constructed (or sent by a Parameters provider) anywhere in `files`, reachable or not. */
   constructedIn(files: readonly string[]): SdkCommand[] {
     const found: SdkCommand[] = [];
     const visit = (node: ts.Node): void => {
-      const command = this.commandAt(node);
+      const command = this.commandAt(node) ?? this.providerCommandAt(node);
       if (command !== undefined) found.push(command);
       ts.forEachChild(node, visit);
     };
@@ -159,7 +159,7 @@ export class SdkCommandAnalysis {
       if (ts.isTypeNode(node) || ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node) || ts.isImportDeclaration(node)) return;
       if (ts.isFunctionDeclaration(node) || ts.isClassDeclaration(node)) return;
       if (ts.isClassExpression(node)) return reach(node);
-      const command = this.commandAt(node);
+      const command = this.commandAt(node) ?? this.providerCommandAt(node);
       if (command !== undefined) found.push(command);
       this.refuseHiddenSends(node);
       if (ts.isIdentifier(node) || ts.isPrivateIdentifier(node)) for (const declaration of this.declarationsOf(node)) reach(declaration);
@@ -259,6 +259,24 @@ export class SdkCommandAnalysis {
   }
 
   /**
+   * The command a call of a Powertools Parameters provider sends with the client it was given (`provider.get(name)`
+   * of an `SSMProvider` sends `GetParameterCommand`), if `node` is one.
+   * @throws Error at a call of another of its methods, which sends other commands: map it in {@link PROVIDER_COMMANDS}.
+   */
+  private providerCommandAt(node: ts.Node): SdkCommand | undefined {
+    if (!ts.isCallExpression(node) || !ts.isPropertyAccessExpression(node.expression)) return undefined;
+    const type = this.checker.getTypeAtLocation(node.expression.expression);
+    const declaration = type.getSymbol()?.declarations?.[0];
+    const provider = type.getSymbol()?.name;
+    if (declaration === undefined || provider === undefined || !declaration.getSourceFile().fileName.includes(`${path.sep}@aws-lambda-powertools${path.sep}parameters${path.sep}`)) return undefined;
+    const method = node.expression.name.text;
+    const sent = PROVIDER_COMMANDS[`${provider}.${method}`];
+    const where = path.relative(REPO_ROOT, node.getSourceFile().fileName);
+    if (sent === undefined) throw new Error(`${where}: ${provider}.${method} sends commands unseen; map it in PROVIDER_COMMANDS`);
+    return { ...sent, action: actionOf(sent.module, sent.command), file: where };
+  }
+
+  /**
    * @throws Error at a paginator or waiter call, or an aggregated client's construction (`new SQS(…)`): they send
    *   commands this analysis cannot see, so the code should use `client.send(new XxxCommand(…))` instead.
    */
@@ -274,6 +292,11 @@ export class SdkCommandAnalysis {
     }
   }
 }
+
+/** What each Powertools Parameters provider method the code calls sends through the SDK client it was given. */
+const PROVIDER_COMMANDS: Readonly<Record<string, { readonly module: string; readonly command: string }>> = {
+  'SSMProvider.get': { module: '@aws-sdk/client-ssm', command: 'GetParameterCommand' },
+};
 
 function isRepositoryFile(file: string): boolean {
   return file.startsWith(REPO_ROOT + path.sep) && !file.includes(`${path.sep}node_modules${path.sep}`);

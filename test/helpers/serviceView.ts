@@ -8,13 +8,17 @@ export const quotas = [
 
 /**
  * The slice of a resolved serverless.yml that the quota-config plugin reads, shaped like the repository's own;
- * `overrides` replaces settings (a key set to `undefined` removes it), the functions' timeouts and the worker's maximumEventAge.
+ * `overrides` replaces settings (a key set to `undefined` removes it), the functions' timeouts, the worker's
+ * maximumEventAge and `custom.alarms`.
  */
-export function service(overrides: { settings?: Record<string, unknown>; orchestratorTimeout?: unknown; workerTimeout?: unknown; workerEventAge?: unknown; maxReceiveCount?: unknown } = {}): ServiceView {
+export function service(
+  overrides: { settings?: Record<string, unknown>; orchestratorTimeout?: unknown; workerTimeout?: unknown; workerEventAge?: unknown; maxReceiveCount?: unknown; alarms?: unknown } = {},
+): ServiceView {
   return {
     custom: {
       quotaOrchestrator: { quotas, apiUrl: 'https://api.example.com/jobs', healthUrl: 'https://api.example.com/health', ...overrides.settings },
       queues: { maxReceiveCount: 'maxReceiveCount' in overrides ? overrides.maxReceiveCount : 10 },
+      alarms: 'alarms' in overrides ? overrides.alarms : { email: '', oldestMessageAgeSeconds: 86_400, circuitOpenMinutes: 15 },
     },
     provider: { environment: { TABLE_NAME: { Ref: 'StateTable' } } },
     functions: {

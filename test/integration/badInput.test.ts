@@ -21,7 +21,7 @@ const QUOTAS = [
   { limit: COST_TIER_LIMIT, per: 'minute', unit: 'cost' },
 ] as const;
 /** Attributes the service writes on a dead letter, over whatever the message carried. */
-const DEAD_LETTER_ATTRIBUTES = ['reason', 'attempt', 'sourceQueue'];
+const DEAD_LETTER_ATTRIBUTES = ['reason', 'attempt', 'sourceQueue', 'originalMessageId'];
 /** The attribute that names a bad message of the corpus; an unknown attribute to the service. */
 const CORPUS_ID = 'corpusId';
 const COST_RULE = "malformed: attribute 'cost' must be a Number holding an integer from 0 to 1000000000000; got ";
@@ -131,7 +131,7 @@ const badIdempotencyKey: fc.Arbitrary<MessageAttribute> = fc.oneof(
 );
 
 /** Names the service reads or writes, and the corpus's own: never generated as unknown attributes. */
-const KNOWN_NAMES = new Set(['cost', 'idempotencyKey', 'attempt', 'reason', 'sourceQueue', CORPUS_ID]);
+const KNOWN_NAMES = new Set(['cost', 'idempotencyKey', 'attempt', 'reason', 'sourceQueue', 'originalMessageId', 'dispatchId', 'apiError', CORPUS_ID]);
 
 /** Attribute names SQS accepts (letters, digits, `_ - .`, no `..`, no leading or trailing `.`, no AWS./Amazon. prefix) that the service does not know. */
 const unknownName = fc
@@ -414,11 +414,14 @@ describe('bad input on the emulators', () => {
         copy !== undefined && (reason.length === 0 || reason.length > 1_000 || unreadableParts(reason).length > 0) ? `unreadable reason ${JSON.stringify(reason)}` : undefined,
         copy !== undefined && copy.attributes.attempt?.value !== '1' ? `attempt ${JSON.stringify(copy.attributes.attempt)}` : undefined,
         copy !== undefined && copy.attributes.sourceQueue?.value !== bad.queue ? `sourceQueue ${JSON.stringify(copy.attributes.sourceQueue)}` : undefined,
+        copy !== undefined && (copy.attributes.originalMessageId?.value ?? '') === '' ? 'no originalMessageId' : undefined,
       ].filter((fault) => fault !== undefined);
       if (faults.length > 0) problems.push({ id, kind: bad.kind, queue: bad.queue, body: bad.body.slice(0, 80), faults });
     }
     expect(problems).toEqual([]);
     expect(found).toHaveLength(corpus.bad.length);
+    // Each names the message it was: one id per dead letter.
+    expect(new Set(found.map((f) => f.message.attributes.originalMessageId?.value)).size).toBe(found.length);
 
     // Each healthy message: one success at the API, nothing else called it, no tier exceeded, FIFO order kept.
     const successes = s.api.successesById();

@@ -136,6 +136,16 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       expect(writes.sort()).toEqual(Array.from({ length: 16 }, (_, i) => `write${i + 2}`).sort());
     });
 
+    it("stores an operator's hold and the transitions as attributes of their own, and removes them with the next version that has none", async () => {
+      const lane = unique('circuit-operated-layout');
+      const hold = { since: T0, by: 'ops' };
+      const transitions = [{ at: T0, from: 'closed', to: 'closed', reason: 'paused by operator (ops)' }] as const;
+      await stores().circuit.saveCircuit(lane, { ...circuit(1, T0), hold, transitions });
+      expect(await rawItem(`circuit#${lane}`)).toEqual({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(1, T0), hold, transitions, write1: expect.any(String) });
+      await stores().circuit.saveCircuit(lane, circuit(2, T0));
+      expect(await rawItem(`circuit#${lane}`)).toEqual({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(2, T0), write1: expect.any(String), write2: expect.any(String) });
+    });
+
     it('gives idempotency records a ttl in epoch seconds, rounded up from expiresAt', async () => {
       const [claimed, put] = [unique('ttl-claim'), unique('ttl-put')];
       await stores().idempotency.putIdempotencyIfAbsent(claimed, { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + 1 }, T0);
@@ -150,6 +160,16 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         spent: new Set(['d-1']),
       });
       expect(await rawItem(`idem#${put}`)).toMatchObject({ expiresAt: T0 + 1_000, [TTL_ATTRIBUTE]: T0 / 1_000 + 1 });
+    });
+    it('reopens a dead-lettered item by its status alone: the reason goes, the dispatch, ttl and spent marks stay, and the reopen id is kept', async () => {
+      const key = unique('reopen-layout');
+      await stores().idempotency.putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL }, T0);
+      await stores().idempotency.putIdempotency(key, { status: 'dead-lettered', dispatchId: 'd-1', at: T0 + 1, expiresAt: T0 + TTL, reason: 'HTTP 400' });
+      await stores().idempotency.reopenDeadLettered(key, T0 + 2);
+      const reopened = { [TABLE_KEY]: `idem#${key}`, status: 'failed', dispatchId: 'd-1', at: T0 + 1, expiresAt: T0 + TTL, [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000, spent: new Set(['d-1']) };
+      expect(await rawItem(`idem#${key}`)).toEqual({ ...reopened, reopen: expect.any(String) });
+      await stores().idempotency.putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL }, T0 + 3);
+      expect(await rawItem(`idem#${key}`)).toMatchObject({ status: 'in-progress', dispatchId: 'd-2', spent: new Set(['d-1', 'd-2']), reopen: expect.any(String) });
     });
   });
 
@@ -266,6 +286,12 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       const lane = unique('corrupt-ledger');
       await putRawItem({ [TABLE_KEY]: `lane#${lane}`, ledger });
       await expect(stores().ledger.loadLedger(lane)).rejects.toBeInstanceOf(StateFormatError);
+    });
+
+    it('refuses a lease whose owner is not a string', async () => {
+      const lane = unique('corrupt-lease');
+      await putRawItem({ [TABLE_KEY]: `lane#${lane}`, leaseOwner: 7, leaseToken: 1, leaseExpiresAt: T0 });
+      await expect(stores().lease.readLease(lane)).rejects.toBeInstanceOf(StateFormatError);
     });
 
     it('refuses a circuit whose state lacks its fields', async () => {

@@ -92,16 +92,24 @@ describe('SqsQueues on fauxqs', () => {
     it('keeps every attribute when dead-lettering adds the service attributes to 9 of the caller', async () => {
       const { queues } = await lane();
       const attributes: Record<string, MessageAttribute> = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`user${i}`, str(`value ${i}`)]));
-      await queues.send('main', { body: 'poison', attributes });
+      await queues.send('main', { body: 'poison', attributes: { ...attributes, cost: { dataType: 'Number', value: '2' }, idempotencyKey: str('k') } });
       const message = only(await queues.receive('main', NOW));
-      await deadLetter(queues, { ...message, queue: 'main' }, 'HTTP 400 Bad Request', 2);
+      // An API error with characters SQS refuses in an attribute, and longer than a dead letter keeps.
+      const apiError = `{"error":"bad\u0000input"}${'x'.repeat(2_000)}`;
+      await deadLetter(queues, { ...message, queue: 'main' }, 'HTTP 400 Bad Request', 2, { dispatchId: 'd-1', apiError });
       const parked = only(await queues.receive('main-dlq', NOW));
       expect(parked.attributes).toEqual({
         ...attributes,
+        cost: { dataType: 'Number', value: '2' },
+        idempotencyKey: str('k'),
         reason: str('HTTP 400 Bad Request'),
         attempt: { dataType: 'Number', value: '2' },
         sourceQueue: str('main'),
+        originalMessageId: str(message.messageId),
+        dispatchId: str('d-1'),
+        apiError: str(expect.stringMatching(/^\{"error":"bad\\u0000input"\}x+…$/) as unknown as string),
       });
+      expect(Buffer.byteLength(parked.attributes.apiError?.value ?? '')).toBe(1_024);
       expect(await queues.receive('main', { ...NOW, visibilityMs: 0 })).toEqual([]);
     });
 

@@ -1,5 +1,5 @@
 import { DEFAULT_ORCHESTRATOR_SETTINGS, parseServiceConfig } from '../../lib/config';
-import { millisecondsFromEnv, queueUrlsFromEnv, requiredEnv, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
+import { millisecondsFromEnv, queueUrlsFromEnv, requiredEnv, resultDestinationFromEnv, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
 import { ConfigError } from '../../lib/errors';
 import { thrown } from '../helpers/thrown';
 
@@ -174,5 +174,21 @@ describe('millisecondsFromEnv', () => {
 
     expect(error.field).toBe('API_TIMEOUT_MS');
     expect(error.message).toBe(`API_TIMEOUT_MS: must be a whole number of milliseconds from 1 to 29999; got '${text}'`);
+  });
+});
+
+describe('resultDestinationFromEnv', () => {
+  it('is none when RESULT_DESTINATION is unset or empty', () => {
+    expect(resultDestinationFromEnv({})).toBeUndefined();
+    expect(resultDestinationFromEnv({ RESULT_DESTINATION: '' })).toBeUndefined();
+  });
+
+  it('reads the destination as the packaging wrote it, with its defaults', () => {
+    expect(resultDestinationFromEnv({ RESULT_DESTINATION: '{"type":"eventbridge","busName":"jobs"}' })).toEqual({ type: 'eventbridge', busName: 'jobs', source: 'quota-orchestrator', detailType: 'Job Result' });
+  });
+
+  it('names the variable and the field inside it when it is wrong', () => {
+    expect(thrown(ConfigError, () => resultDestinationFromEnv({ RESULT_DESTINATION: '{"type":"sqs","queueArn":"results"}' })).field).toBe('RESULT_DESTINATION.queueArn');
+    expect(thrown(ConfigError, () => resultDestinationFromEnv({ RESULT_DESTINATION: '{type:sqs}' })).message).toMatch(/^RESULT_DESTINATION: must be JSON/);
   });
 });

@@ -6,10 +6,12 @@ import { parseScenario } from '../simulation/scenario';
 import { formatReport } from '../simulation/report';
 import type { ServiceConfig } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
-import { runLocal, type Progress, type TimelineRow } from '../local/localRun';
+import { runLocal, type KeepOptions, type LocalRunResult, type Progress, type TimelineRow } from '../local/localRun';
+import { ProgressLine, progressBar } from '../local/progressBar';
+import { DEFAULT_STACK_FILE, removeStackFile, writeStackFile } from '../local/stackFile';
 import { packagedTemplate, PackagingError } from '../local/packageService';
 
-const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] [--api-url URL --health-url URL]
+const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] [--api-url URL --health-url URL] [--keep [--stack-file FILE]]
   Runs Quota Orchestrator on this machine with no AWS account: packages serverless.yml, creates its table and
   queues on DynamoDB and SQS emulators, runs the real handlers behind a local Lambda endpoint on the schedule,
   and sends the workers' calls to a simulated API that enforces the quotas.
@@ -19,17 +21,17 @@ const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] 
   --timeline FILE  where to write the per-second timeline as CSV (default: out/timeline.csv)
   --api-url URL    send the workers' job calls (POST, JSON body) to this API instead of the simulated one;
                    the run still counts calls, 429s, duplicates and FIFO order from the traffic
-  --health-url URL the external API's health check (GET), required with --api-url`;
+  --health-url URL the external API's health check (GET), required with --api-url
+  --keep           once the run has reported, keep the stack up (emulators, functions, API; the schedule keeps
+                   firing) for \`npm run ops -- --local\`, until Ctrl-C; writes where it is to the stack file
+  --stack-file FILE where --keep writes the stack's endpoints, names and environment (default: ${DEFAULT_STACK_FILE})`;
 
 const SETTINGS: readonly (keyof ServiceConfig)[] = ['lane', 'timeZone', 'quotas', 'pacing', 'circuit', 'retry', 'orchestrator'];
-const BAR_WIDTH = 30;
 
 /** One status line: a bar of ended jobs, the counts by state and the circuit. */
 function progressLine(p: Progress): string {
   const ended = p.succeeded + p.deadLettered;
-  const filled = Math.min(BAR_WIDTH, Math.round((ended / p.jobs) * BAR_WIDTH));
-  const bar = `${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}`;
-  return `[${bar}] ${ended}/${p.jobs} | ok ${p.succeeded} dlq ${p.deadLettered} queued ${p.queued} in-flight ${p.inFlight} | circuit ${p.circuit} | ${p.elapsedSeconds.toFixed(0)} s`;
+  return `${progressBar(ended, p.jobs)} ${ended}/${p.jobs} | ok ${p.succeeded} dlq ${p.deadLettered} queued ${p.queued} in-flight ${p.inFlight} | circuit ${p.circuit} | ${p.elapsedSeconds.toFixed(0)} s`;
 }
 
 function toCsv(rows: readonly TimelineRow[]): string {
@@ -45,6 +47,8 @@ async function main(): Promise<number> {
       timeline: { type: 'string', default: 'out/timeline.csv' },
       'api-url': { type: 'string' },
       'health-url': { type: 'string' },
+      keep: { type: 'boolean', default: false },
+      'stack-file': { type: 'string', default: DEFAULT_STACK_FILE },
       help: { type: 'boolean', default: false },
     },
   });
@@ -59,28 +63,64 @@ async function main(): Promise<number> {
   const scenario = parseScenario(raw);
   process.stderr.write(`Scenario: ${scenario.name}\nPackaging serverless.yml (osls package)…\n`);
   const template = await packagedTemplate();
-  const tty = process.stderr.isTTY === true;
-  let lastPrinted = -Infinity;
-  const { report, timeline } = await runLocal({
+  const progress = new ProgressLine(process.stderr);
+  const timelinePath = resolve(values.timeline);
+  const finish = ({ report, timeline }: LocalRunResult): void => {
+    progress.done();
+    mkdirSync(dirname(timelinePath), { recursive: true });
+    writeFileSync(timelinePath, toCsv(timeline));
+    process.stderr.write(`${formatReport(report)}\ntimeline: ${timelinePath}\n`);
+    if (values.json) console.log(JSON.stringify(report));
+  };
+  const stackFile = values['stack-file'];
+  const result = await runLocal({
     scenario,
     overrides: SETTINGS.filter((key) => key in raw),
     template,
     ...(apiUrl === undefined || healthUrl === undefined ? {} : { externalApi: { apiUrl, healthUrl } }),
-    onProgress: (p) => {
-      if (tty) process.stderr.write(`\r${progressLine(p)}\x1b[K`);
-      else if (p.elapsedSeconds - lastPrinted >= 5) {
-        lastPrinted = p.elapsedSeconds;
-        process.stderr.write(`${progressLine(p)}\n`);
-      }
-    },
+    onProgress: (p) => progress.update(progressLine(p)),
+    ...(values.keep ? { keep: keepUntilSignal(stackFile, finish) } : {}),
   });
-  if (tty) process.stderr.write('\n');
-  const timelinePath = resolve(values.timeline);
-  mkdirSync(dirname(timelinePath), { recursive: true });
-  writeFileSync(timelinePath, toCsv(timeline));
-  process.stderr.write(`${formatReport(report)}\ntimeline: ${timelinePath}\n`);
-  if (values.json) console.log(JSON.stringify(report));
-  return report.lost === 0 ? 0 : 1;
+  if (values.keep) {
+    removeStackFile(stackFile);
+    process.stderr.write('The local stack has stopped.\n');
+  } else finish(result);
+  return result.report.lost === 0 ? 0 : 1;
+}
+
+/**
+ * Keeps the stack up once the run has reported (`--keep`): writes the stack file, says how to use it, and stops on
+ * SIGINT or SIGTERM (Ctrl-C), when the file is removed.
+ */
+function keepUntilSignal(stackFile: string, finish: (result: LocalRunResult) => void): KeepOptions {
+  let stop: () => void = () => undefined;
+  const until = new Promise<void>((resolve) => (stop = resolve));
+  return {
+    until,
+    onKept: (stack, result) => {
+      finish(result);
+      const path = writeStackFile(stackFile, stack);
+      const local = stackFile === DEFAULT_STACK_FILE ? '--local' : `--local ${stackFile}`;
+      process.stderr.write(
+        [
+          '',
+          `The local stack stays up (lane '${stack.lane}'; the schedule keeps firing). Where it is: ${path}`,
+          `  npm run ops -- status ${local}              the lane's usage, circuit, pause and queues`,
+          `  npm run ops -- enqueue jobs.ndjson ${local} one job a line: {"body": …, "cost"?, "idempotencyKey"?}`,
+          `  npm run ops -- dlq list ${local}            dead letters with their reasons`,
+          `  SQS ${stack.endpoints.sqs}, DynamoDB ${stack.endpoints.dynamodb}, Lambda ${stack.endpoints.lambda} (region ${stack.region}, any credentials)`,
+          'Press Ctrl-C to stop it.',
+          '',
+        ].join('\n'),
+      );
+      const onSignal = (): void => {
+        process.stderr.write('\nStopping the local stack…\n');
+        stop();
+      };
+      process.once('SIGINT', onSignal);
+      process.once('SIGTERM', onSignal);
+    },
+  };
 }
 
 main().then(

@@ -5,6 +5,8 @@ import { handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/or
 import { makeHandler as makeWorkerHandler } from '../../functions/worker';
 import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
 import type { Log } from '../../lib/adapters/log';
+import type { MetricSink } from '../../lib/adapters/metrics/emfMetrics';
+import type { Telemetry } from '../../lib/adapters/telemetry';
 import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
 import { queueUrlsFromEnv, requiredEnv, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
@@ -192,7 +194,7 @@ export class LocalHarness {
           const clients = this.runClients();
           this.hostedClients.push(clients);
           hooks.clients?.(clients, fn);
-          return kind === 'orchestrator' ? orchestratorHandlerFromEnv(env, clients, hooks.log ?? discard, hooks.shouldStop) : this.worker(env, clients, hooks);
+          return kind === 'orchestrator' ? orchestratorHandlerFromEnv(env, clients, localTelemetry(hooks.log), hooks.shouldStop) : this.worker(env, clients, hooks);
         };
         return { ...lambda, handler: (event, context) => (handler ??= coldStart())(event, context) };
       }),
@@ -309,7 +311,7 @@ export class LocalHarness {
   private worker(env: Env, clients: FunctionClients, hooks: FunctionHooks): LocalFunction['handler'] {
     // The workers of a harness that serves the API stamp their calls with when they sent them (see stampSentAt).
     const deps = workerDepsFromEnv(env, this.apiServer === undefined ? clients : { ...clients, fetch: stampSentAt() });
-    const handler = makeWorkerHandler(hooks.workerDeps?.(deps) ?? deps, hooks.log ?? discard);
+    const handler = makeWorkerHandler(hooks.workerDeps?.(deps) ?? deps, localTelemetry(hooks.log));
     return hooks.workerHandler?.(handler) ?? handler;
   }
 
@@ -320,3 +322,11 @@ export class LocalHarness {
 }
 
 const discard: Log = () => undefined;
+
+/** A metric sink that keeps nothing: local runs print no EMF lines. */
+export const discardMetrics: MetricSink = { count: () => undefined, record: () => undefined, publish: () => undefined };
+
+/** The handlers' telemetry in a local run: the log `log` (@default discard), and no metrics. */
+export function localTelemetry(log: Log = discard): Telemetry {
+  return { log, metrics: discardMetrics };
+}

@@ -15,12 +15,13 @@ import { buildReport, type CircuitChange, type Report } from '../simulation/repo
 import { outageTimes, type Scenario } from '../simulation/scenario';
 import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
 import type { AwsLatencyProfile } from '../simulation/awsLatency';
-import { lambdaClient, type EmulatorEndpoints, type FunctionClients } from './clients';
+import { FAKE_CREDENTIALS, lambdaClient, type EmulatorEndpoints, type FunctionClients } from './clients';
 import { addMiddleware, type LooseMiddleware } from './sdkMiddleware';
 import { LocalHarness, type HostedFunction } from './harness';
 import { RecordingApi, type ObservedApi } from './recordingApi';
 import { RequestMeter, type LaneWrite, type RequestTally } from './requestMeter';
 import { LOCAL_ACCOUNT, type FunctionDefinition, type PackagedFunctions, type Template } from './template';
+import type { LocalStackInfo } from './stackFile';
 
 /** What one local run needs. */
 export interface LocalRunOptions {
@@ -42,6 +43,20 @@ export interface LocalRunOptions {
   readonly log?: Log;
   /** Latency added to each of the functions' AWS requests, as AWS would take (see `AWS_LATENCY`). @default none */
   readonly awsLatency?: AwsLatencyProfile;
+  /**
+   * Keeps the stack up once the run has reported (`npm start -- --keep`): the emulators, the Lambda host and the API
+   * stay up and the schedule keeps firing, so that an operator (`npm run ops -- --local`) can work on it as on a
+   * deployed stage. @default the stack stops when the run ends
+   */
+  readonly keep?: KeepOptions;
+}
+
+/** How a run keeps its stack up after it has reported (see {@link LocalRunOptions.keep}). */
+export interface KeepOptions {
+  /** Told once, when the run has reported: where the kept stack is, and the run's result so far. */
+  readonly onKept: (stack: LocalStackInfo, result: LocalRunResult) => void;
+  /** The stack stops, and {@link runLocal} returns, once this settles (e.g. on Ctrl-C). */
+  readonly until: Promise<unknown>;
 }
 
 /** A snapshot of a run in progress. */
@@ -118,7 +133,7 @@ const PROGRESS_MS = 1_000;
  * emulators, its two functions with the real handlers behind a local Lambda Invoke endpoint, its schedule, and the
  * simulated API over HTTP (all of it a {@link LocalHarness}). Seeds the scenario's jobs, fires the schedule, watches
  * queues and circuit from outside, and reports once every job has succeeded or been dead-lettered (or `maxSeconds`
- * have passed).
+ * have passed). With {@link LocalRunOptions.keep}, the stack then stays up, its schedule firing, until told to stop.
  */
 export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult> {
   const jobs = buildJobs(options.scenario, seededRandom(options.scenario.seed));
@@ -131,7 +146,8 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   let nextTick = start;
   let peakHeapBytes = 0;
   let lastProgress = start - PROGRESS_MS;
-  while (!service.stopped()) {
+  let endedAt: number | undefined;
+  while (endedAt === undefined) {
     const now = systemClock.now();
     if (now >= nextTick) {
       await fireSchedule(scheduler, schedule.functionName, now);
@@ -148,23 +164,56 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       options.onProgress?.({ elapsedSeconds: (now - start) / 1000, jobs: jobs.length, succeeded, deadLettered: depths.deadLettered, queued: depths.queued, inFlight: depths.inFlight, circuit });
     }
     const allEnded = succeeded + depths.deadLettered >= jobs.length && depths.queued + depths.inFlight === 0 && harness.stats(worker.name).running === 0;
-    if (allEnded || now - start >= scenario.maxSeconds * 1000) service.stop(now);
+    if (allEnded || now - start >= scenario.maxSeconds * 1000) endedAt = now;
+    // A kept stack's orchestrator goes on: only a run that ends stops it.
+    if (endedAt !== undefined && options.keep === undefined) service.stop(endedAt);
     await systemClock.sleep(POLL_MS);
   }
-  const endedAt = service.endedAt();
 
-  const deadLetterBodies = (await harness.receiveDeadLetters()).map((message) => message.body);
+  const deadLetters = await harness.receiveDeadLetters();
+  // A kept stack's dead letters stay for the operator to see at once.
+  if (options.keep !== undefined) await Promise.all(deadLetters.map((m) => harness.queues.changeVisibility(m.queue, m.receiptHandle, 0)));
   const invocations = harness.stats(worker.name).invocations;
-  const report = buildReport({ scenario, jobs, api: api.report(), succeededIds: new Set(api.succeededIds()), deadLetterBodies, circuitChanges: changes, invocations, start, durationMs: endedAt - start });
+  const report = buildReport({ scenario, jobs, api: api.report(), succeededIds: new Set(api.succeededIds()), deadLetterBodies: deadLetters.map((m) => m.body), circuitChanges: changes, invocations, start, durationMs: endedAt - start });
   const timeline = timelineOf(start, endedAt, api, changes, samples);
-  // The orchestrator sees `endedAt` at its next step, flushes and releases its lease; the harness waits for that.
-  await harness.close({ idleWithinMs: SHUTDOWN_WAIT_MS });
-  scheduler.destroy();
   const usage = (fn: FunctionDefinition, meter: RequestMeter): FunctionUsage => {
     const { invocations, duplicateDeliveries, retries, billedMs } = harness.stats(fn.name);
     return { invocations, duplicateDeliveries, retries, billedMs, requests: meter.snapshot(), laneWrites: meter.laneWrites };
   };
-  return { report, timeline, orchestrator: usage(orchestrator, meters.orchestrator), worker: usage(worker, meters.worker), apiCallSeconds: service.apiCallSeconds(), peakHeapBytes, calls: api.callLog, circuitChanges: changes, start };
+  const result = (): LocalRunResult => ({ report, timeline, orchestrator: usage(orchestrator, meters.orchestrator), worker: usage(worker, meters.worker), apiCallSeconds: service.apiCallSeconds(), peakHeapBytes, calls: api.callLog, circuitChanges: changes, start });
+  if (options.keep !== undefined) {
+    options.keep.onKept(service.info, result());
+    await keepServing(service, nextTick, options.keep.until);
+    service.stop(systemClock.now());
+  }
+  // The orchestrator sees the stop at its next step, flushes and releases its lease; the harness waits for that.
+  await harness.close({ idleWithinMs: SHUTDOWN_WAIT_MS });
+  scheduler.destroy();
+  return result();
+}
+
+/** Fires the schedule on its period, from `nextTick`, until `until` settles. */
+async function keepServing(service: HostedService, nextTick: number, until: Promise<unknown>): Promise<void> {
+  const { scheduler, functions } = service;
+  let stopped = false;
+  let wake: () => void = () => undefined;
+  const onStop = (): void => {
+    stopped = true;
+    wake();
+  };
+  until.then(onStop, onStop);
+  for (let tick = nextTick; !stopped; tick += functions.schedule.periodMs) {
+    // A timer cleared on stop, so that a stopped stack leaves none behind to hold the process up to a period.
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, Math.max(0, tick - systemClock.now()));
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      if (stopped) wake();
+    });
+    if (!stopped) await fireSchedule(scheduler, functions.schedule.functionName, systemClock.now());
+  }
 }
 
 /** The service hosted on this machine, ready for its schedule to fire: what {@link hostService} returns. */
@@ -185,9 +234,8 @@ export interface HostedService {
   readonly lane: string;
   /** Tells the orchestrator to stop at its next step (it flushes and releases its lease). */
   stop(at: number): void;
-  stopped(): boolean;
-  /** When {@link HostedService.stop} was called. @throws Error before. */
-  endedAt(): number;
+  /** Where the stack is and what its functions read: what `npm start -- --keep` writes (see {@link LocalStackInfo}). */
+  readonly info: LocalStackInfo;
 }
 
 /**
@@ -237,7 +285,21 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
     shouldStop: () => endedAt !== undefined,
     log: options.log,
   }, { timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)) });
+  const functionInfo = (fn: FunctionDefinition) => ({ name: fn.name, environment: Object.fromEntries(Object.entries(env(fn)).filter((e): e is [string, string] => e[1] !== undefined)) });
+  const info: LocalStackInfo = {
+    version: 1,
+    pid: process.pid,
+    region: LOCAL_ACCOUNT.region,
+    credentials: FAKE_CREDENTIALS,
+    endpoints: { dynamodb: harness.emulators.dynamodbEndpoint, sqs: harness.emulators.sqsEndpoint, lambda: endpoint },
+    api: { apiUrl: urls.apiUrl, healthUrl: urls.healthUrl },
+    lane,
+    tableName: harness.resources.tableName,
+    queueUrls: harness.resources.queueUrls,
+    functions: { orchestrator: functionInfo(orchestrator), worker: functionInfo(worker) },
+  };
   return {
+    info,
     harness,
     functions,
     scenario,
@@ -249,11 +311,6 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
     start,
     lane,
     stop: (at) => (endedAt ??= at),
-    stopped: () => endedAt !== undefined,
-    endedAt: () => {
-      if (endedAt === undefined) throw new Error('the service has not been stopped');
-      return endedAt;
-    },
   };
 }
 

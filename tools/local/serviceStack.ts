@@ -19,7 +19,7 @@ import type { WorkerDeps } from '../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../lib/services/runOrchestrator';
 import { InvokeTiming, type InvokeTimingModel } from '../simulation/startDelays';
 import { VirtualApi } from '../simulation/virtualApi';
-import { LocalHarness, uniqueName, type FunctionHooks } from './harness';
+import { LocalHarness, localTelemetry, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
 
 /** Name of the worker function on the harness's Lambda host; the orchestrator's `WORKER_FUNCTION_NAME`. */
@@ -365,7 +365,7 @@ export class ServiceStack {
   async invokeOrchestratorHandler(options: { readonly deadlineMs: number; readonly requestId: string }): Promise<RunSummary> {
     const clients = this.harness.runClients();
     try {
-      const handler = orchestratorHandlerFromEnv(this.env, clients, this.log);
+      const handler = orchestratorHandlerFromEnv(this.env, clients, localTelemetry(this.log));
       const end = systemClock.now() + options.deadlineMs + EXIT_RESERVE_MS;
       return await handler({}, { awsRequestId: options.requestId, getRemainingTimeInMillis: () => end - systemClock.now() });
     } finally {

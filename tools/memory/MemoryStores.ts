@@ -2,7 +2,7 @@ import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
-import { blocksClaim, type IdempotencyRecord, type IdempotencyStore } from '../../lib/ports/IdempotencyStore';
+import { blocksClaim, type IdempotencyRecord, type IdempotencyStore, type ReopenOutcome } from '../../lib/ports/IdempotencyStore';
 import type { Lease, LeaseStore } from '../../lib/ports/LeaseStore';
 import { allRefunds, MAX_PENDING_SETTLEMENTS, MAX_STORED_SETTLEMENTS, checkSettled, type LedgerStore } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
@@ -77,6 +77,11 @@ export class MemoryLeaseStore implements LeaseStore {
   async releaseLease(lease: Lease): Promise<void> {
     this.state.stats.writes++;
     if (this.state.leases.get(lease.lane)?.token === lease.token) this.state.leases.delete(lease.lane);
+  }
+
+  async readLease(lane: string): Promise<Lease | null> {
+    this.state.stats.reads++;
+    return this.state.leases.get(lane) ?? null;
   }
 }
 
@@ -165,6 +170,16 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
     this.state.stats.writes++;
     this.state.idempotency.set(key, record);
+  }
+
+  async reopenDeadLettered(key: string, now: number): Promise<ReopenOutcome> {
+    this.state.stats.writes++;
+    const record = this.state.idempotency.get(key);
+    if (record === undefined || now >= record.expiresAt) return 'absent';
+    if (record.status !== 'dead-lettered') return record.status;
+    const { dispatchId, at, expiresAt } = record;
+    this.state.idempotency.set(key, { status: 'failed', dispatchId, at, expiresAt });
+    return 'reopened';
   }
 
   async claimRefund(key: string, dispatchId: string): Promise<boolean> {

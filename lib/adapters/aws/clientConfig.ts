@@ -14,4 +14,5 @@ export const CLIENT_CONFIG = {
   sqs: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 25_000, throwOnRequestTimeout: true } },
   lambda: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true }, maxAttempts: 1 },
   ssm: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true } },
+  eventbridge: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true } },
 } as const;

@@ -5,9 +5,10 @@ import { corrupt, DynamoTable, isFiniteNumber, TABLE_KEY, unlessConditionFails, 
 
 /**
  * The `CircuitStore` on the state table: one item per lane (`circuit#<lane>`) with the CircuitJSON's `version`,
- * `state`, `pausedUntil`, when not 0 `clientErrorRun`, and the ids of the writes of its last versions
- * (`write<version>`), so that a retry of a write that landed is recognised. See {@link DynamoTable} for the whole
- * layout.
+ * `state`, `pausedUntil`, when not 0 `clientErrorRun`, while the lane is paused `hold` (a map `{since, by}`), when
+ * there are any `transitions` (a list of maps `{at, from, to, reason}`, oldest first), and the ids of the writes of
+ * its last versions (`write<version>`), so that a retry of a write that landed is recognised. See {@link DynamoTable}
+ * for the whole layout.
  */
 export class DynamoCircuitStore implements CircuitStore {
   private readonly table: DynamoTable;
@@ -57,7 +58,7 @@ export class DynamoCircuitStore implements CircuitStore {
     const previous = next.version - 1;
     const stale = next.version - WRITE_IDS_KEPT;
     const set = ['#version = :version', '#state = :state', '#pausedUntil = :pausedUntil', `${writeIdName(next.version)} = :writeId`];
-    if (next.clientErrorRun !== undefined) set.push('#clientErrorRun = :clientErrorRun');
+    for (const name of OPTIONAL) if (next[name] !== undefined) set.push(`#${name} = :${name}`);
     const remove = removed(next, stale);
     return unlessConditionFails(
       this.table.update({
@@ -68,7 +69,7 @@ export class DynamoCircuitStore implements CircuitStore {
           ':state': next.state,
           ':pausedUntil': next.pausedUntil,
           ':writeId': writeId,
-          ...(next.clientErrorRun === undefined ? {} : { ':clientErrorRun': next.clientErrorRun }),
+          ...Object.fromEntries(OPTIONAL.filter((name) => next[name] !== undefined).map((name) => [`:${name}`, next[name]])),
           ...(previous === 0 ? {} : { ':previous': previous }),
         },
         ConditionExpression: previous === 0 ? `attribute_not_exists(#${TABLE_KEY})` : '#version = :previous',
@@ -84,12 +85,15 @@ export class DynamoCircuitStore implements CircuitStore {
 /** How many versions' write ids a circuit item keeps: far more writes than can land while one write's retry waits. */
 const WRITE_IDS_KEPT = 16;
 
+/** The attributes of a CircuitJSON that it leaves out when they hold nothing (a 0 run, no hold, no transitions). */
+const OPTIONAL = ['clientErrorRun', 'hold', 'transitions'] as const satisfies readonly (keyof CircuitJSON)[];
+
 /**
- * What a write of `next` removes: the write id of version `stale` once it is out of the kept range, and
- * `clientErrorRun` when `next` has none (as a whole-item put would, the attribute is absent when the run is 0).
+ * What a write of `next` removes: the write id of version `stale` once it is out of the kept range, and each
+ * {@link OPTIONAL} attribute `next` leaves out (as a whole-item put would, the attribute is absent then).
  */
 function removed(next: CircuitJSON, stale: number): string[] {
-  return [...(stale >= 1 ? [writeIdName(stale)] : []), ...(next.clientErrorRun === undefined ? ['#clientErrorRun'] : [])];
+  return [...(stale >= 1 ? [writeIdName(stale)] : []), ...OPTIONAL.filter((name) => next[name] === undefined).map((name) => `#${name}`)];
 }
 
 /** The placeholder of the attribute holding the id of the write of `version` (it stands for `write<version>`). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { StateConflictError } from '../../errors';
-import { blocksClaim, type IdempotencyRecord, type IdempotencyStore } from '../../ports/IdempotencyStore';
+import { blocksClaim, type IdempotencyRecord, type IdempotencyStore, type ReopenOutcome } from '../../ports/IdempotencyStore';
 import { batchJobIndex } from '../../ports/Invoker';
 import { settlementOf } from './DynamoSettlementRecorder';
 import { corrupt, DynamoTable, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
@@ -12,9 +12,16 @@ import { corrupt, DynamoTable, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, unlessC
 const MAX_CLAIM_ATTEMPTS = 3;
 
 /**
+ * How often `reopenDeadLettered` writes again when its write is refused but the record it reads back is a live
+ * `dead-lettered` one (dead-lettered again in between).
+ */
+const MAX_REOPEN_ATTEMPTS = 3;
+
+/**
  * The `IdempotencyStore` on the state table: one item per key (`idem#<key>`) with the record's fields, plus
- * {@link TTL_ATTRIBUTE}, for a claim the id of the claim that wrote it (`claim`), and the string set `spent` of the
- * dispatches that claimed the key or gave their reservation back (with `refundClaim`, the id of the last such mark).
+ * {@link TTL_ATTRIBUTE}, for a claim the id of the claim that wrote it (`claim`), the string set `spent` of the
+ * dispatches that claimed the key or gave their reservation back (with `refundClaim`, the id of the last such mark),
+ * and, once an operator reopened the key, the id of the last reopen (`reopen`).
  * Items written before `spent` existed read the same: a dispatch missing from the set has not spent its reservation. See {@link DynamoTable} for the whole layout.
  */
 export class DynamoIdempotencyStore implements IdempotencyStore {
@@ -87,6 +94,50 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
   /** @inheritDoc */
   async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
     await this.table.update({ ...recordUpdate(key, record, {}, 'REMOVE #claim'), ExpressionAttributeValues: recordValues(record, {}) });
+  }
+
+  /**
+   * {@inheritDoc IdempotencyStore.reopenDeadLettered}
+   * @throws StateConflictError when the write is refused and the record read back is a live `dead-lettered` one,
+   * three times in a row (the key keeps being dead-lettered again).
+   * @throws StateFormatError when the stored record is malformed.
+   */
+  async reopenDeadLettered(key: string, now: number): Promise<ReopenOutcome> {
+    // The key's record R, as a reopen at `now` finds it:
+    //
+    //   R dead-lettered by dispatch d          R.expiresAt
+    //   ────┬──────────────────────────────────────┬──────────────▶ now
+    //       │ R becomes `failed` of d: the next    │ R has expired: nothing to reopen (`absent`);
+    //       │ dispatch claims the key, d's further │ the next dispatch claims the key anyway
+    //       │ deliveries stay out                  │
+    //
+    // Only `status` changes (and `reason` goes): `dispatchId`, `at`, the TTL and the `spent` marks stay, so that a
+    // late delivery of d is refused (a failed record of its own dispatch) or, once the next dispatch holds the key,
+    // finds its mark and gives nothing back. A record of any other status is left as it is.
+    //
+    // The write also sets a fresh `reopen` id, which no later write removes, because the SDK retries an update whose
+    // answer was lost. The retry is refused (R is `failed` now, or claimed since), and the item read back carries the id:
+    //
+    //   reopen (id o): lands ── answer lost ── [next dispatch claims] ── retry: refused ── reads reopen = o → reopened
+    const reopen = randomUUID();
+    for (let attempt = 1; attempt <= MAX_REOPEN_ATTEMPTS; attempt++) {
+      const reopened = await unlessConditionFails(
+        this.table.update({
+          Key: idempotencyKey(key),
+          UpdateExpression: 'SET #status = :failed, #reopen = :reopen REMOVE #reason',
+          ConditionExpression: '#status = :deadLettered AND #expiresAt > :now',
+          ExpressionAttributeValues: { ':failed': 'failed', ':reopen': reopen, ':deadLettered': 'dead-lettered', ':now': now },
+        }).then(() => true),
+        () => false,
+      );
+      if (reopened) return 'reopened';
+      const item = await this.table.get({ Key: idempotencyKey(key) });
+      if (item?.reopen === reopen) return 'reopened';
+      const record = liveRecord(item, key, now);
+      if (record === undefined) return 'absent';
+      if (record.status !== 'dead-lettered') return record.status;
+    }
+    throw new StateConflictError(`idempotency key '${key}' was dead-lettered again ${MAX_REOPEN_ATTEMPTS} times while reopening it`);
   }
 
   /**

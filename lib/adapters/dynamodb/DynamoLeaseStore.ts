@@ -1,5 +1,5 @@
 import type { Lease, LeaseStore } from '../../ports/LeaseStore';
-import { corrupt, DynamoTable, laneKey, leaseLost, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
+import { corrupt, DynamoTable, isFiniteNumber, laneKey, leaseLost, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
 
 /**
  * The `LeaseStore` on the state table: the lease lives in the lane item (`lane#<lane>`) as `leaseOwner`,
@@ -78,6 +78,19 @@ export class DynamoLeaseStore implements LeaseStore {
       }),
       () => undefined,
     );
+  }
+
+  /**
+   * {@inheritDoc LeaseStore.readLease}
+   * @throws StateFormatError when a stored lease field is malformed.
+   */
+  async readLease(lane: string): Promise<Lease | null> {
+    const item = await this.table.get({ Key: laneKey(lane), ProjectionExpression: '#leaseOwner, #leaseToken, #leaseExpiresAt' });
+    if (item?.leaseOwner === undefined) return null;
+    const { leaseOwner: owner, leaseExpiresAt: expiresAt } = item;
+    if (typeof owner !== 'string' || owner === '') throw corrupt(`leaseOwner of lane '${lane}'`, 'must be a non-empty string', owner);
+    if (!isFiniteNumber(expiresAt)) throw corrupt(`leaseExpiresAt of lane '${lane}'`, 'must be a number (epoch ms)', expiresAt);
+    return { lane, owner, token: leaseTokenOf(item, lane), expiresAt };
   }
 }
 

@@ -40,17 +40,20 @@ type Request<I> = Omit<I, 'TableName' | 'ExpressionAttributeNames'>;
  * The requests the four DynamoDB stores send to their one table of typed items. Every store method is a single
  * request, with one conditional write where the port needs atomicity, so the stores run on dynalite (no
  * transactions) as on DynamoDB. (A refused conditional write may read its item back, to tell its own write that
- * landed on an earlier attempt, whose answer was lost, from a refusal: see `saveLedger`, `saveCircuit` and `putIdempotencyIfAbsent`.)
+ * landed on an earlier attempt, whose answer was lost, from a refusal: see `saveLedger`, `saveCircuit`,
+ * `putIdempotencyIfAbsent`, `claimRefund` and `reopenDeadLettered`.)
  *
  * - `lane#<lane>`: the lease (`leaseOwner`, `leaseToken`, `leaseExpiresAt` in epoch ms), the ledger (`ledger`, the
  *   LedgerJSON as JSON text), the id of the last ledger save (`ledgerSave`; absent on items saved before it existed)
  *   and the pending settlements (`settlements`, a list, oldest first). The lease store and the ledger store share
  *   this item because the write that saves the ledger also removes the settlements folded into it, fenced by
  *   `leaseToken`, and a single write (like a condition) sees only its own item.
- * - `circuit#<lane>`: the CircuitJSON's `version`, `state` and `pausedUntil`, and the ids of the writes of its last
- *   versions (`write<version>`; absent on items written before they existed).
- * - `idem#<key>`: an idempotency record's fields, plus {@link TTL_ATTRIBUTE}, and, when a claim wrote it, that claim's
- *   id (`claim`).
+ * - `circuit#<lane>`: the CircuitJSON's `version`, `state` and `pausedUntil`, when present its `clientErrorRun`,
+ *   `hold` and `transitions`, and the ids of the writes of its last versions (`write<version>`; absent on items
+ *   written before they existed).
+ * - `idem#<key>`: an idempotency record's fields, plus {@link TTL_ATTRIBUTE}, when a claim wrote it, that claim's
+ *   id (`claim`), the dispatches marked as having spent their reservation on the key (`spent`, a string set, with
+ *   `refundClaim`), and, once an operator reopened the key, the id of the last reopen (`reopen`).
  * - `batch#<batch>`: the dispatches a batch recorded as succeeded (`succeeded`, a string set), `at`, and the TTL.
  *
  * Every read is strongly consistent but the circuit's refusal run, which a worker reads only to skip a write. Items read back are validated: a malformed one raises `StateFormatError`.

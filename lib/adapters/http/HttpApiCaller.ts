@@ -13,9 +13,9 @@ export interface HttpApiCallerOptions {
   /** @default the global `fetch` */
   readonly fetch?: typeof fetch;
   /**
-   * The `authorization` header of calls and probes (e.g. `Bearer <key>`), or `undefined` for none. Asked once, at the
-   * first request, and kept; asked again only after it failed. Where the key lives (SSM Parameter Store) is the
-   * caller's business: never in a plain environment variable.
+   * The `authorization` header of calls and probes (e.g. `Bearer <key>`), or `undefined` for none. Asked at every
+   * request, so a rotated key is used as soon as it gives it: caching it is its business (see `bearerFromParameter`),
+   * and so is where the key lives (SSM Parameter Store), never in a plain environment variable.
    */
   readonly authorization?: () => Promise<string | undefined>;
 }
@@ -26,6 +26,53 @@ export interface HttpApiCallerOptions {
  * another header) replace this caller.
  */
 export const ACTUAL_COST_HEADER = 'x-actual-cost';
+
+/**
+ * The most of a response body {@link HttpApiCaller} keeps, in UTF-8 bytes (256 KiB): the rest is read, so that the
+ * connection can be reused, but dropped, and the result says `bodyTruncated`.
+ */
+export const MAX_RESPONSE_BODY_BYTES = 262_144;
+
+/**
+ * The longest prefix of `bytes` of at most `max` bytes that ends on a whole UTF-8 character, so that a cut body
+ * decodes without a replacement character at its end.
+ */
+function utf8Prefix(bytes: Buffer, max: number): Buffer {
+  if (bytes.length <= max) return bytes;
+  let end = max;
+  // Back over the continuation bytes (10xxxxxx) of a character the cut splits, to its lead byte.
+  while (end > 0 && end > max - 3 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
+  return bytes.subarray(0, end);
+}
+
+/**
+ * Reads `response`'s body to its end, keeping its first `max` bytes. A body that fails or runs out of time midway
+ * keeps what arrived and counts as cut.
+ */
+async function readBody(response: Response, max: number): Promise<{ readonly body: string; readonly truncated: boolean }> {
+  const kept: Buffer[] = [];
+  let keptBytes = 0;
+  let truncated = false;
+  try {
+    if (response.body !== null) {
+      for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+        if (keptBytes >= max) {
+          truncated ||= chunk.length > 0;
+          continue;
+        }
+        const piece = Buffer.from(chunk);
+        kept.push(piece);
+        keptBytes += piece.length;
+      }
+    }
+  } catch {
+    // The status and headers are in: a body cut short by the timeout or the network does not change the answer.
+    truncated = true;
+  }
+  const whole = Buffer.concat(kept);
+  const prefix = utf8Prefix(whole, max);
+  return { body: prefix.toString('utf8'), truncated: truncated || prefix.length < whole.length };
+}
 
 /** A plain non-negative decimal: no sign, exponent, hex or empty string, all of which `Number()` accepts. */
 const DECIMAL = /^(?:\d+(?:\.\d*)?|\.\d+)$/;
@@ -59,14 +106,15 @@ function messageOf(error: unknown): string {
  * and probes `healthUrl` with a GET, over `fetch`. It never throws; every outcome is an {@link ApiResult}:
  *
  * - `response`: any HTTP status, with every header under its lower-case name (so `classify` reads `retry-after`,
- *   `retry-after-ms` and `x-ratelimit-reset`), and `actualCost` from {@link ACTUAL_COST_HEADER} when it holds a
- *   cost (a plain non-negative decimal, rounded up to whole units, at most `MAX_QUANTITY`);
+ *   `retry-after-ms` and `x-ratelimit-reset`), `actualCost` from {@link ACTUAL_COST_HEADER} when it holds a
+ *   cost (a plain non-negative decimal, rounded up to whole units, at most `MAX_QUANTITY`), and the body (below);
  * - `timeout`: no response headers within `timeoutMs`;
  * - `network-error`: anything else that kept a response from arriving (refused connection, DNS, reset, bad URL).
  *
- * The response body is always read to the end within the same `timeoutMs` budget, so the connection can be reused;
- * a body that fails or runs out of time after the headers arrived does not change the result, since the API has
- * already answered.
+ * The response body is always read to the end within the same `timeoutMs` budget, so the connection can be reused,
+ * and its first {@link MAX_RESPONSE_BODY_BYTES} are kept as UTF-8 text (`body`, cut on a whole character, with
+ * `bodyTruncated` when anything was left out). A body that fails or runs out of time after the headers arrived does
+ * not change the result, since the API has already answered: it keeps what arrived, marked truncated.
  */
 export class HttpApiCaller implements ApiCaller {
   private readonly apiUrl: string;
@@ -74,7 +122,6 @@ export class HttpApiCaller implements ApiCaller {
   private readonly timeoutMs: number;
   private readonly fetch: typeof fetch;
   private readonly authorization: () => Promise<string | undefined>;
-  private authorizationHeader: Promise<string | undefined> | undefined;
 
   /** @throws RangeError if `timeoutMs` is not a positive finite number. */
   constructor({ apiUrl, healthUrl, timeoutMs, fetch: fetchImpl = globalThis.fetch, authorization = () => Promise.resolve(undefined) }: HttpApiCallerOptions) {
@@ -106,9 +153,8 @@ export class HttpApiCaller implements ApiCaller {
   private async request(url: string, init: RequestInit): Promise<ApiResult> {
     let authorization: string | undefined;
     try {
-      authorization = await (this.authorizationHeader ??= this.authorization());
+      authorization = await this.authorization();
     } catch (error) {
-      this.authorizationHeader = undefined;
       return { kind: 'network-error', message: `no authorization: ${messageOf(error)}` };
     }
     const headers = { ...(init.headers as Record<string, string> | undefined), ...(authorization === undefined ? {} : { authorization }) };
@@ -124,12 +170,8 @@ export class HttpApiCaller implements ApiCaller {
     response.headers.forEach((value, name) => {
       answered[name.toLowerCase()] = value;
     });
-    try {
-      await response.arrayBuffer();
-    } catch {
-      // The status and headers are in: a body cut short by the timeout or the network does not change the answer.
-    }
+    const { body, truncated } = await readBody(response, MAX_RESPONSE_BODY_BYTES);
     const actualCost = actualCostOf(answered);
-    return { kind: 'response', status: response.status, headers: answered, ...(actualCost === undefined ? {} : { actualCost }) };
+    return { kind: 'response', status: response.status, headers: answered, ...(actualCost === undefined ? {} : { actualCost }), body, bodyTruncated: truncated };
   }
 }

@@ -21,7 +21,8 @@ function byName([a]: readonly [string, MessageAttribute], [b]: readonly [string,
 /**
  * Makes a set of attributes sendable on SQS without losing any: SQS refuses more than
  * {@link MAX_MESSAGE_ATTRIBUTES} attributes and empty values, and dead-lettering or requeueing a message adds
- * service attributes (`reason`, `attempt`, `sourceQueue`) to the caller's.
+ * service attributes (`reason`, `attempt`, `sourceQueue`, `originalMessageId`, `dispatchId`, `apiError`) to the
+ * caller's. The service's own never number more than 8, so they always travel inline.
  *
  * Attributes are returned unchanged when they already fit. Otherwise the result holds:
  * 1. every service attribute (names in `ATTRIBUTES` of the queue port) that has a value,

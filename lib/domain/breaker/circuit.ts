@@ -23,6 +23,13 @@
  *   URL) cannot tell that the jobs' URL is wrong: the first 4xx after such a close opens the circuit again.
  * - **Policy passed in.** When to open and when to probe are the {@link CircuitPolicy}'s to decide (see
  *   `policy.ts`); the transitions only store its decisions, so changing either is changing the policy.
+ * - **Operators act through events too.** A pause (`operator-paused`) sets a hold beside the state: nothing is
+ *   dispatched, no job and no health check, until `operator-resumed` clears it; a forced open (`operator-opened`)
+ *   opens with `byOperator`, whose check is never due, until `operator-closed` closes the circuit from any state.
+ *   They are written with the same conditional write as every other event, so a worker's concurrent transition
+ *   neither loses nor undoes them. None consults the policy.
+ * - **Recent transitions for operators.** Every change of status, of the hold, or of who holds the circuit open
+ *   appends `{ at, from, to, reason }` to `transitions`, of which the last {@link MAX_TRANSITIONS_KEPT} are kept.
  *
  * Callers skip the store write when `transition` returns the same object; every real change has `version + 1`.
  */
@@ -34,8 +41,20 @@ import type { CircuitPolicy, ProbePolicy } from './policy';
 export type CircuitState =
   /** Jobs flow. `failures` are the instants of recent transient failures (ascending, within the window). */
   | { readonly status: 'closed'; readonly failures: readonly number[]; readonly closedAt: number | null; readonly reopenStreak: number }
-  /** No job is dispatched; a health check may be sent from `nextCheckAt` on. `reason` says why it opened, for operators. */
-  | { readonly status: 'open'; readonly openedAt: number; readonly nextCheckAt: number; readonly failedChecks: number; readonly reopenStreak: number; readonly reason: string }
+  /**
+   * No job is dispatched; a health check may be sent from `nextCheckAt` on. `reason` says why it opened, for operators.
+   * `byOperator`: an operator forced it open, and it stays open until an operator closes it: its `nextCheckAt` is
+   * {@link NEVER_DUE}, and it sends no check.
+   */
+  | {
+      readonly status: 'open';
+      readonly openedAt: number;
+      readonly nextCheckAt: number;
+      readonly failedChecks: number;
+      readonly reopenStreak: number;
+      readonly reason: string;
+      readonly byOperator?: true;
+    }
   /**
    * One health check (`checkId`) was sent; no job is dispatched. `probeStartedAt` is when a worker claimed it and
    * started probing, `null` while no worker has; `reason` is the open state's, kept for the next open.
@@ -51,19 +70,43 @@ export type CircuitState =
       readonly reason: string;
     };
 
+/** Where a circuit stands, in one word. */
+export type CircuitStatus = CircuitState['status'];
+
+/** An operator's hold on a lane (see the `operator-paused` event): who paused it, and since when (epoch ms). */
+export interface OperatorHold {
+  readonly since: number;
+  readonly by: string;
+}
+
+/**
+ * One change of a circuit's status or hold, kept for operators: at `at` (epoch ms) the status went from `from` to
+ * `to` (the same for a hold, a release or an operator's forcing of an open circuit) because of `reason`.
+ */
+export interface CircuitTransition {
+  readonly at: number;
+  readonly from: CircuitStatus;
+  readonly to: CircuitStatus;
+  readonly reason: string;
+}
+
 /** The closed variant of {@link CircuitState}. */
 export type ClosedState = Extract<CircuitState, { readonly status: 'closed' }>;
 
 /** The half-open variant of {@link CircuitState}. */
 export type HalfOpenState = Extract<CircuitState, { readonly status: 'half-open' }>;
 
-/** A lane's circuit: its state, the rate-limit pause, and the version that guards conditional writes. */
+/** A lane's circuit: its state, the rate-limit pause, the operator's hold, its recent transitions, and the version that guards conditional writes. */
 export interface Circuit {
   readonly state: CircuitState;
   /** Epoch ms until which a 429 asked us to wait; 0 if never. Enforced by the dispatcher, not by the state. */
   readonly pausedUntil: number;
   /** Job results in a row, across workers and states, that were a 4xx other than 401, 403, 408, 425 and 429; a job success resets it. */
   readonly clientErrorRun: number;
+  /** An operator's pause: while set, nothing is dispatched, no job and no health check. `null` when the lane is not paused. */
+  readonly hold: OperatorHold | null;
+  /** The last {@link MAX_TRANSITIONS_KEPT} transitions, oldest first. */
+  readonly transitions: readonly CircuitTransition[];
   /** Grows by exactly 1 with every change. */
   readonly version: number;
 }
@@ -87,16 +130,54 @@ export type CircuitEvent =
   /** Health check `checkId` found the API healthy. */
   | { readonly type: 'health-check-ok'; readonly checkId: string }
   /** Health check `checkId` found the API still failing. */
-  | { readonly type: 'health-check-failed'; readonly checkId: string };
+  | { readonly type: 'health-check-failed'; readonly checkId: string }
+  /** An operator (`by`) pauses the lane: nothing is dispatched, no job and no health check, until a resume. */
+  | { readonly type: 'operator-paused'; readonly by: string }
+  /** An operator (`by`) resumes a paused lane. */
+  | { readonly type: 'operator-resumed'; readonly by: string }
+  /** An operator (`by`) forces the circuit open: no health check goes until an operator closes it. */
+  | { readonly type: 'operator-opened'; readonly by: string }
+  /** An operator (`by`) closes the circuit from any state; the client-error run starts over. */
+  | { readonly type: 'operator-closed'; readonly by: string };
+
+/** The events of operators, which {@link transition} applies without consulting the policy. */
+export type OperatorEvent = Extract<CircuitEvent, { readonly by: string }>;
 
 /**
  * A circuit as plain JSON, for the store. The store's conditional write compares `version`. `clientErrorRun` is
- * written only when it is not 0, so a circuit without a run stores what it stored before the run existed.
+ * written only when it is not 0, `hold` only while there is one, and `transitions` only when there are any, so a
+ * circuit without them stores what it stored before they existed.
  */
-export type CircuitJSON = { readonly version: number; readonly state: CircuitState; readonly pausedUntil: number; readonly clientErrorRun?: number };
+export type CircuitJSON = {
+  readonly version: number;
+  readonly state: CircuitState;
+  readonly pausedUntil: number;
+  readonly clientErrorRun?: number;
+  readonly hold?: OperatorHold;
+  readonly transitions?: readonly CircuitTransition[];
+};
 
-/** A circuit never written: closed, no failures, never closed before, no client-error run, version 0. */
-export const INITIAL_CIRCUIT: Circuit = make({ status: 'closed', failures: Object.freeze([]), closedAt: null, reopenStreak: 0 }, 0, 0, 0);
+/** How many transitions a circuit keeps (see {@link Circuit.transitions}). */
+export const MAX_TRANSITIONS_KEPT = 10;
+
+/**
+ * The longest reason a kept transition holds; a longer one is cut, ending in `…`. With {@link MAX_TRANSITIONS_KEPT}
+ * it keeps the circuit item within the 4 KB that one strongly consistent read costs.
+ */
+export const MAX_TRANSITION_REASON = 160;
+
+/** The `nextCheckAt` of a circuit an operator forced open: never (the largest safe integer, which JSON and DynamoDB keep). */
+export const NEVER_DUE = Number.MAX_SAFE_INTEGER;
+
+/** A circuit never written: closed, no failures, never closed before, no client-error run, not held, no transitions, version 0. */
+export const INITIAL_CIRCUIT: Circuit = make({
+  state: { status: 'closed', failures: Object.freeze([]), closedAt: null, reopenStreak: 0 },
+  pausedUntil: 0,
+  clientErrorRun: 0,
+  hold: null,
+  transitions: [],
+  version: 0,
+});
 
 /**
  * Why an open circuit stored before `reason` existed had opened: then only transient failures could open it.
@@ -105,17 +186,53 @@ export const INITIAL_CIRCUIT: Circuit = make({ status: 'closed', failures: Objec
 export const LEGACY_OPEN_REASON = 'transient failures';
 
 /**
- * Applies `event` at instant `now` (epoch ms), with `policy` deciding when to open and when to probe.
+ * Applies `event` at instant `now` (epoch ms), with `policy` deciding when to open and when to probe. A change of
+ * status, of the hold, or of who holds the circuit open is appended to `transitions`.
+ *
+ * While the lane is held, no health check is sent or started (the events change nothing); a check's result still
+ * counts, as do jobs' results. A circuit an operator forced open sends no check; its check's result changes nothing.
  * @returns `circuit` itself when nothing changes; otherwise a new circuit with `version + 1`.
- * @throws RangeError for a `rate-limited` event whose `retryAt` is not finite.
+ * @throws RangeError for a `rate-limited` event whose `retryAt` is not finite, or an operator event whose `by` is blank.
  */
 export function transition(circuit: Circuit, event: CircuitEvent, now: number, policy: CircuitPolicy): Circuit {
-  const { state, pausedUntil, clientErrorRun, version } = circuit;
+  const after = 'by' in event ? operate(circuit, event, now) : react(circuit, event, now, policy);
+  if (after === circuit || !isTransition(circuit, after)) return after;
+  const entry: CircuitTransition = { at: now, from: circuit.state.status, to: after.state.status, reason: bounded(transitionReason(event, after)) };
+  return make({ ...after, transitions: [...after.transitions, entry].slice(-MAX_TRANSITIONS_KEPT) });
+}
+
+/** Applies an operator's event (see {@link OperatorEvent}). */
+function operate(circuit: Circuit, event: OperatorEvent, now: number): Circuit {
+  if (event.by.trim() === '') throw new RangeError(`an operator event needs a non-blank 'by'; got ${JSON.stringify(event.by)}`);
+  const { state, hold, version } = circuit;
+  const next = (changes: Partial<Circuit>): Circuit => make({ ...circuit, ...changes, version: version + 1 });
+  switch (event.type) {
+    case 'operator-paused':
+      return hold === null ? next({ hold: { since: now, by: event.by } }) : circuit;
+    case 'operator-resumed':
+      return hold === null ? circuit : next({ hold: null });
+    case 'operator-opened': {
+      if (isForcedOpen(state)) return circuit;
+      // A circuit already open stays open since it opened; a check in flight is dropped (its result changes nothing).
+      const [openedAt, failedChecks] = state.status === 'closed' ? [now, 0] : [state.openedAt, state.failedChecks];
+      const reason = `opened by operator (${event.by})`;
+      return next({ state: { status: 'open', openedAt, nextCheckAt: NEVER_DUE, failedChecks, reopenStreak: state.reopenStreak, reason, byOperator: true } });
+    }
+    case 'operator-closed':
+      // The operator vouches for the API and the caller: the client-error run starts over, unlike after a probe.
+      return state.status === 'closed' ? circuit : next({ state: { status: 'closed', failures: [], closedAt: now, reopenStreak: state.reopenStreak }, clientErrorRun: 0 });
+  }
+}
+
+/** Applies the event of a job, a check or a 429 (every event but an operator's). */
+function react(circuit: Circuit, event: Exclude<CircuitEvent, OperatorEvent>, now: number, policy: CircuitPolicy): Circuit {
+  const { state, pausedUntil, clientErrorRun, hold, version } = circuit;
   if (event.type === 'rate-limited') {
     if (!Number.isFinite(event.retryAt)) throw new RangeError(`retryAt must be a finite epoch ms; got ${event.retryAt}`);
-    return event.retryAt > pausedUntil ? make(state, event.retryAt, clientErrorRun, version + 1) : circuit;
+    return event.retryAt > pausedUntil ? make({ ...circuit, pausedUntil: event.retryAt, version: version + 1 }) : circuit;
   }
-  const next = (to: CircuitState, run = clientErrorRun): Circuit => make(to, pausedUntil, run, version + 1);
+  if (hold !== null && (event.type === 'health-check-sent' || event.type === 'health-check-started')) return circuit;
+  const next = (to: CircuitState, run = clientErrorRun): Circuit => make({ ...circuit, state: to, clientErrorRun: run, version: version + 1 });
   // A job's result moves the run in every state: jobs dispatched before an open still report.
   if (event.type === 'success' && clientErrorRun > 0) return next(state, 0);
   const run = event.type === 'client-error' ? clientErrorRun + 1 : clientErrorRun;
@@ -155,6 +272,42 @@ export function transition(circuit: Circuit, event: CircuitEvent, now: number, p
   }
 }
 
+/** Whether `after` differs from `before` in what {@link Circuit.transitions} records: the status, the hold, a forced open. */
+function isTransition(before: Circuit, after: Circuit): boolean {
+  return before.state.status !== after.state.status || (before.hold === null) !== (after.hold === null) || isForcedOpen(before.state) !== isForcedOpen(after.state);
+}
+
+/** Why `event` made the transition to `after`, for {@link Circuit.transitions}. */
+function transitionReason(event: CircuitEvent, after: Circuit): string {
+  switch (event.type) {
+    case 'operator-paused':
+      return `paused by operator (${event.by})`;
+    case 'operator-resumed':
+      return `resumed by operator (${event.by})`;
+    case 'operator-closed':
+      return `closed by operator (${event.by})`;
+    case 'health-check-sent':
+      return `health check ${event.checkId} sent`;
+    case 'health-check-ok':
+      return `health check ${event.checkId} passed`;
+    case 'health-check-failed':
+      return `health check ${event.checkId} failed`;
+    default:
+      // The rest only ever open a closed circuit (a forced open included), with the reason they store.
+      return after.state.status === 'closed' ? event.type : after.state.reason;
+  }
+}
+
+/** `reason` cut to {@link MAX_TRANSITION_REASON} characters. */
+function bounded(reason: string): string {
+  return reason.length <= MAX_TRANSITION_REASON ? reason : `${reason.slice(0, MAX_TRANSITION_REASON - 1)}…`;
+}
+
+/** Whether `state` is open because an operator forced it. */
+function isForcedOpen(state: CircuitState): boolean {
+  return state.status === 'open' && state.byOperator === true;
+}
+
 /**
  * What the opening policy says about `event` on the closed circuit `closed`, given the client-error run `run` that
  * includes the event; `undefined` for an event that is not the policy's to judge (a success, a health-check event).
@@ -179,19 +332,29 @@ function openingDecision(
   }
 }
 
-/** Whether jobs may be dispatched: only while closed. The 429 pause (`pausedUntil`) is checked by the dispatcher. */
+/**
+ * Whether jobs may be dispatched: only while closed and not held by an operator. The 429 pause (`pausedUntil`) is
+ * checked by the dispatcher.
+ */
 export function isDispatchAllowed(circuit: Circuit): boolean {
-  return circuit.state.status === 'closed';
+  return circuit.state.status === 'closed' && circuit.hold === null;
+}
+
+/** Whether an operator has paused the lane (see {@link Circuit.hold}). */
+export function isHeld(circuit: Circuit): boolean {
+  return circuit.hold !== null;
 }
 
 /**
  * When the next health check may be sent (epoch ms): from OPEN at `nextCheckAt`; from HALF_OPEN once the check in
- * flight has timed out. `undefined` while closed.
+ * flight has timed out. `undefined` while closed, while an operator holds the lane, and while an operator holds the
+ * circuit open.
  * @param probe the probe policy of the policy given to {@link transition}; the half-open timeout is not stored in
  * the state, so only the same policy agrees with the transitions about it.
  */
 export function healthCheckDueAt(circuit: Circuit, probe: ProbePolicy): number | undefined {
   const { state } = circuit;
+  if (circuit.hold !== null || isForcedOpen(state)) return undefined;
   if (state.status === 'open') return state.nextCheckAt;
   if (state.status === 'half-open') return probe.checkTimeoutAt(state);
   return undefined;
@@ -204,16 +367,25 @@ export function isProbeStarted(circuit: Circuit): boolean {
 
 /** The circuit as plain JSON for the store (a copy; nothing is shared with `circuit`). */
 export function circuitToJSON(circuit: Circuit): CircuitJSON {
-  const { state, pausedUntil, clientErrorRun, version } = circuit;
+  const { state, pausedUntil, clientErrorRun, hold, transitions, version } = circuit;
   const copy = state.status === 'closed' ? { ...state, failures: [...state.failures] } : { ...state };
-  return { version, state: copy, pausedUntil, ...(clientErrorRun === 0 ? {} : { clientErrorRun }) };
+  return {
+    version,
+    state: copy,
+    pausedUntil,
+    ...(clientErrorRun === 0 ? {} : { clientErrorRun }),
+    ...(hold === null ? {} : { hold: { ...hold } }),
+    ...(transitions.length === 0 ? {} : { transitions: transitions.map((t) => ({ ...t })) }),
+  };
 }
 
 /**
- * Reads a circuit back from the store. Keys beside `version`, `state`, `pausedUntil` and `clientErrorRun` at the
- * top level are ignored (room for store bookkeeping); inside `state`, only the variant's own keys are accepted.
+ * Reads a circuit back from the store. Keys beside `version`, `state`, `pausedUntil`, `clientErrorRun`, `hold` and
+ * `transitions` at the top level are ignored (room for store bookkeeping); inside `state`, `hold` and each
+ * transition, only their own keys are accepted. Of more than {@link MAX_TRANSITIONS_KEPT} transitions, the last are kept.
  *
- * Circuits stored before these fields existed stay readable: a missing `clientErrorRun` is 0; an open or half-open
+ * Circuits stored before these fields existed stay readable: a missing `clientErrorRun` is 0, a missing `hold` is
+ * none, missing `transitions` are none; an open or half-open
  * state without `reason` opened on {@link LEGACY_OPEN_REASON}; a half-open state without `probeStartedAt` reads as
  * started at `checkSentAt`, since the worker that received it then probed without a claim: it may be calling, so no
  * claim may start a second probe, and the check times out when it always did.
@@ -224,6 +396,9 @@ export function circuitFromJSON(json: unknown): Circuit {
   const version = count(top, 'version', 'circuit');
   const pausedUntil = time(top, 'pausedUntil', 'circuit');
   const clientErrorRun = top.clientErrorRun === undefined ? 0 : count(top, 'clientErrorRun', 'circuit');
+  const hold = top.hold === undefined ? null : holdOf(top.hold);
+  const transitions = top.transitions === undefined ? [] : transitionsOf(top.transitions);
+  const rest = { pausedUntil, clientErrorRun, hold, transitions, version };
   const raw = object(top.state, 'circuit.state');
   const at = 'circuit.state';
   const only = (...keys: string[]): void => {
@@ -239,10 +414,11 @@ export function circuitFromJSON(json: unknown): Circuit {
       }
       const closedAt = raw.closedAt === null ? null : time(raw, 'closedAt', at);
       const state = { status: 'closed', failures: Object.freeze([...(failures as number[])]), closedAt, reopenStreak: count(raw, 'reopenStreak', at) } as const;
-      return make(state, pausedUntil, clientErrorRun, version);
+      return make({ state, ...rest });
     }
     case 'open': {
-      only('openedAt', 'nextCheckAt', 'failedChecks', 'reopenStreak', 'reason');
+      only('openedAt', 'nextCheckAt', 'failedChecks', 'reopenStreak', 'reason', 'byOperator');
+      if (raw.byOperator !== undefined && raw.byOperator !== true) fail(`${at}.byOperator`, 'must be true when present', raw.byOperator);
       const state = {
         status: 'open',
         openedAt: time(raw, 'openedAt', at),
@@ -250,8 +426,9 @@ export function circuitFromJSON(json: unknown): Circuit {
         failedChecks: count(raw, 'failedChecks', at),
         reopenStreak: count(raw, 'reopenStreak', at),
         reason: reasonOf(raw, at),
+        ...(raw.byOperator === true ? { byOperator: true as const } : {}),
       } as const;
-      return make(state, pausedUntil, clientErrorRun, version);
+      return make({ state, ...rest });
     }
     case 'half-open': {
       only('openedAt', 'checkId', 'checkSentAt', 'probeStartedAt', 'failedChecks', 'reopenStreak', 'reason');
@@ -268,15 +445,51 @@ export function circuitFromJSON(json: unknown): Circuit {
         reopenStreak: count(raw, 'reopenStreak', at),
         reason: reasonOf(raw, at),
       } as const;
-      return make(state, pausedUntil, clientErrorRun, version);
+      return make({ state, ...rest });
     }
     default:
       return fail(`${at}.status`, "must be 'closed', 'open' or 'half-open'", raw.status);
   }
 }
 
-function make(state: CircuitState, pausedUntil: number, clientErrorRun: number, version: number): Circuit {
-  return Object.freeze({ state: Object.freeze(state), pausedUntil, clientErrorRun, version });
+/** `circuit` as a new frozen object; its state, hold and transitions are frozen in place, so a circuit shares them with the next. */
+function make(circuit: Circuit): Circuit {
+  const { state, pausedUntil, clientErrorRun, hold, transitions, version } = circuit;
+  transitions.forEach((t) => Object.freeze(t));
+  return Object.freeze({ state: Object.freeze(state), pausedUntil, clientErrorRun, hold: hold === null ? null : Object.freeze(hold), transitions: Object.freeze(transitions), version });
+}
+
+const STATUSES: readonly string[] = ['closed', 'open', 'half-open'] satisfies readonly CircuitStatus[];
+
+function holdOf(value: unknown): OperatorHold {
+  const raw = object(value, 'circuit.hold');
+  const extra = Object.keys(raw).find((key) => key !== 'since' && key !== 'by');
+  if (extra !== undefined) fail(`circuit.hold.${extra}`, 'is not a field of the hold', raw[extra]);
+  return { since: time(raw, 'since', 'circuit.hold'), by: text(raw, 'by', 'circuit.hold') };
+}
+
+function transitionsOf(value: unknown): CircuitTransition[] {
+  if (!Array.isArray(value)) fail('circuit.transitions', 'must be an array', value);
+  const read = value.map((entry: unknown, i): CircuitTransition => {
+    const at = `circuit.transitions[${i}]`;
+    const raw = object(entry, at);
+    const extra = Object.keys(raw).find((key) => !['at', 'from', 'to', 'reason'].includes(key));
+    if (extra !== undefined) fail(`${at}.${extra}`, 'is not a field of a transition', raw[extra]);
+    return { at: time(raw, 'at', at), from: status(raw, 'from', at), to: status(raw, 'to', at), reason: text(raw, 'reason', at) };
+  });
+  return read.slice(-MAX_TRANSITIONS_KEPT);
+}
+
+function status(record: Record<string, unknown>, key: string, at: string): CircuitStatus {
+  const value = record[key];
+  if (typeof value !== 'string' || !STATUSES.includes(value)) fail(`${at}.${key}`, "must be 'closed', 'open' or 'half-open'", value);
+  return value as CircuitStatus;
+}
+
+function text(record: Record<string, unknown>, key: string, at: string): string {
+  const value = record[key];
+  if (typeof value !== 'string' || value === '') fail(`${at}.${key}`, 'must be a non-empty string', value);
+  return value;
 }
 
 function reasonOf(record: Record<string, unknown>, at: string): string {

@@ -7,6 +7,14 @@ export type ApiResult =
       readonly headers: Readonly<Record<string, string>>;
       /** Units the call really consumed on cost tiers, when the API says so (e.g. tokens used). */
       readonly actualCost?: number;
+      /**
+       * The response body as text (e.g. an LLM's completion), as far as the caller kept it: a success's goes to the
+       * result handler, a refusal's text into its dead letter's `error` attribute.
+       * @default '' (a caller that keeps no body)
+       */
+      readonly body?: string;
+      /** Whether `body` is only the start of what the API sent (the caller bounds what it keeps). @default false */
+      readonly bodyTruncated?: boolean;
     }
   | { readonly kind: 'network-error'; readonly message: string }
   | { readonly kind: 'timeout'; readonly afterMs: number };

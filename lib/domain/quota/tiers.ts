@@ -148,6 +148,11 @@ export function unitsFor(tier: TierSpec, cost: number): number {
   return tier.unit === 'cost' ? cost : 1;
 }
 
+/** How a tier is named in events, logs and read-outs: `20000/day`, `1000000 cost/month`. */
+export function tierLabel(tier: TierSpec): string {
+  return `${tier.limit}${tier.unit === 'cost' ? ' cost' : ''}/${tier.per}`;
+}
+
 const isSlidingPeriod = (per: Period): per is SlidingPeriod => per in SLIDING_WINDOW_MS;
 
 /** The tier `spec` describes, frozen; its kind follows from its period. */

@@ -1,8 +1,8 @@
-import { healthCheckDueAt, isDispatchAllowed, type Circuit } from '../../domain/breaker/circuit';
+import { healthCheckDueAt, isDispatchAllowed, isHeld, type Circuit } from '../../domain/breaker/circuit';
 import { circuitPolicyFrom, type CircuitPolicy } from '../../domain/breaker/policy';
 import type { Pacer } from '../../domain/pacing/pacer';
 import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
-import { applyCircuitEvent, loadCircuit, type CircuitUpdate } from '../circuitUpdates';
+import { applyCircuitEvent, loadCircuit, type CircuitUpdate, type OnCircuitTransition } from '../circuitUpdates';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
 
@@ -11,7 +11,8 @@ type DispatchGate = 'holding' | 'letting-through';
 
 /**
  * The run's view of the circuit: reads it, hands its 429 pauses and slow-start ramps to the pacer, tells whether it
- * lets work through, and sends the half-open health checks when they are due.
+ * lets work through (closed, and not held by an operator), and sends the half-open health checks when they are due
+ * (never while held). A resume after a hold, like a close, restarts dispatch through the slow start.
  */
 export class CircuitWatch {
   private gate: DispatchGate;
@@ -31,6 +32,7 @@ export class CircuitWatch {
     this.gate = isDispatchAllowed(circuit) ? 'letting-through' : 'holding';
     this.policy = circuitPolicyFrom(run.deps.config.circuit);
     this.readAt = run.deps.clock.now();
+    run.report({ type: 'circuit-seen', at: this.readAt, status: circuit.state.status });
   }
 
   /** Whether the circuit is due to be read again at `now`: `circuitPollMs` after the last read. */
@@ -53,12 +55,24 @@ export class CircuitWatch {
   /** Reads the circuit under {@link StateLink.attempt}; false when the store failed (the last one read stands). */
   async read(): Promise<boolean> {
     const startedAt = this.run.deps.clock.now();
-    const read = await this.link.attempt(async () => {
-      this.circuit = await loadCircuit(this.run.deps.stores.circuit, this.run.deps.config.lane);
-    });
+    const read = await this.link.attempt(() => loadCircuit(this.run.deps.stores.circuit, this.run.deps.config.lane));
     if (read === undefined) return false;
+    this.seen(read.value, startedAt);
     this.readAt = startedAt;
     return true;
+  }
+
+  /** Takes `circuit` as the one last read at `at`, and reports its status if it differs from the one before. */
+  private seen(circuit: Circuit, at: number): void {
+    const status = circuit.state.status;
+    const previous = this.circuit.state.status;
+    if (status !== previous) this.run.report({ type: 'circuit-seen', at, status, previous });
+    this.circuit = circuit;
+  }
+
+  /** Whether an operator held the lane in the circuit as last read: nothing goes, no job and no health check. */
+  get held(): boolean {
+    return isHeld(this.circuit);
   }
 
   /**
@@ -91,10 +105,11 @@ export class CircuitWatch {
     const due = healthCheckDueAt(this.circuit, this.policy.probe);
     if (due === undefined || due > now) return due;
     const checkId = this.run.deps.newId();
-    const update = await this.link.attempt<CircuitUpdate>(() => applyCircuitEvent(stores.circuit, config.lane, { type: 'health-check-sent', checkId }, now, this.policy));
+    const reportTransition: OnCircuitTransition = (transition) => this.run.report({ type: 'circuit-transition', ...transition });
+    const update = await this.link.attempt<CircuitUpdate>(() => applyCircuitEvent(stores.circuit, config.lane, { type: 'health-check-sent', checkId }, now, this.policy, reportTransition));
     if (update === undefined) return undefined;
     const { after, written } = update.value;
-    this.circuit = after;
+    this.seen(after, now);
     if (written && after.state.status === 'half-open' && after.state.checkId === checkId) {
       try {
         await invoker.invoke({ kind: 'health-check', lane: config.lane, checkId, sentAt: now });

@@ -74,7 +74,7 @@ export class Dispatcher {
       if (side.kind === 'outage') await this.run.sleepUntil(side.retryAt);
       return;
     }
-    await this.invoke(this.batchFrom(this.reserve(message, job, units, slot, now), now), now);
+    await this.invoke(this.batchFrom(this.reserve(head, job, units, slot, now), now), now);
   }
 
   /**
@@ -90,12 +90,12 @@ export class Dispatcher {
    * Reserves the quota of `job` (`units` per tier) at its `slot`, counted before the invoke: a run killed while
    * invoking may have dispatched, and the saved ledger must hold it.
    */
-  private reserve(message: ReceivedMessage, job: ParsedJob, units: readonly number[], slot: number, now: number, dispatchId = this.run.deps.newId()): Reserved {
+  private reserve({ message, receivedAt }: Buffered, job: ParsedJob, units: readonly number[], slot: number, now: number, dispatchId = this.run.deps.newId()): Reserved {
     const { config } = this.run.deps;
     this.ledger.use(units);
     const reservation = this.pacer.dispatch(slot, job.cost);
     const callBy = slot + config.pacing.arrivalMarginMs - config.pacing.callAllowanceMs;
-    return { message, cost: job.cost, units, reservation, event: jobEventOf(config.lane, message, job, dispatchId, reservation, callBy, now) };
+    return { message, receivedAt, cost: job.cost, units, reservation, event: jobEventOf(config.lane, message, job, dispatchId, reservation, callBy, now) };
   }
 
   /**
@@ -139,7 +139,7 @@ export class Dispatcher {
       if (!inWindow || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed)) return batch;
       bytes += eventBytes(jobEventOf(config.lane, next.message, job, first.event.dispatchId, first.reservation, slot, now));
       if (bytes > MAX_BATCH_EVENT_BYTES) return batch;
-      const reserved = this.reserve(next.message, job, units, slot, now, batchJobDispatchId(first.event.dispatchId, batch.length));
+      const reserved = this.reserve(next, job, units, slot, now, batchJobDispatchId(first.event.dispatchId, batch.length));
       if (after !== undefined) this.pacer.chainGap.dispatched();
       joined(reserved);
       batch.push(reserved);
@@ -185,10 +185,11 @@ export class Dispatcher {
     }
     this.invokeRetry.reset();
     this.aloneNext = false;
-    for (const { message, cost } of batch) {
+    for (const { message, receivedAt, cost, event } of batch) {
       this.intake.shift();
       this.run.tally.dispatched++;
-      this.run.report({ type: 'dispatched', at: now, messageId: message.messageId, queue: message.queue, cost });
+      const { dispatchId, idempotencyKey } = event;
+      this.run.report({ type: 'dispatched', at: now, messageId: message.messageId, dispatchId, idempotencyKey, queue: message.queue, cost, waitedMs: Math.max(0, now - receivedAt) });
     }
     await this.intake.handBackGroupsOf(batch.map(({ message }) => message));
   }
@@ -197,6 +198,8 @@ export class Dispatcher {
 /** A job reserved at its slot, and the event that dispatches it. */
 interface Reserved {
   readonly message: ReceivedMessage;
+  /** When this run received the message. */
+  readonly receivedAt: number;
   readonly cost: number;
   /** Units reserved per tier. */
   readonly units: readonly number[];

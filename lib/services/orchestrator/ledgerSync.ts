@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
 import type { Allowance, Settlement } from '../../domain/quota/ledger';
+import { tierLabel } from '../../domain/quota/tiers';
 import type { Lease } from '../../ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
 import type { RunContext } from './runContext';
@@ -194,7 +195,8 @@ export class LedgerSync {
     if (now >= this.lease.expiresAt - leaseTtlMs / 2) this.lease = await this.run.deps.stores.lease.renewLease(this.lease, now, leaseTtlMs);
     this.state = 'synced';
     this.lastFlushAt = now;
-    this.run.report({ type: 'flushed', at: now, settlements: this.foldedUnreported });
+    const usage = this.pacer.ledger.usage(now).map(({ tier, used }) => ({ tier: tierLabel(tier), kind: tier.kind, used, limit: tier.limit }));
+    this.run.report({ type: 'flushed', at: now, settlements: this.foldedUnreported, usage });
     this.foldedUnreported = 0;
   }
 

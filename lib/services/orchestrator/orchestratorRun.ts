@@ -14,7 +14,7 @@ import { StateLink } from './stateLink';
 /**
  * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of DESIGN's architecture, then
  * step 4). Each step syncs the state, then either waits on a circuit that holds work back (sending the health checks
- * that are due), or waits while the quota gate is shut (nothing received could be sent while it is held), or takes
+ * that are due; while an operator holds the lane, none, and the buffered messages go back to their queues), or waits while the quota gate is shut (nothing received could be sent while it is held), or takes
  * the intake's head one step on; it stops at the deadline or when `shouldStop` says so.
  */
 export class OrchestratorRun {
@@ -76,6 +76,8 @@ export class OrchestratorRun {
     const now = clock.now();
     if (!this.circuit.letsThrough(now)) {
       this.idleSince = undefined;
+      // An operator's hold may last long: what is buffered goes back now, as when the quota gate shuts.
+      if (this.circuit.held) await this.intake.release();
       // A health check starts with a circuit write: it waits for the store to come back.
       const due = this.link.side.kind === 'in-sync' ? await this.circuit.sendHealthCheckIfDue(now) : undefined;
       await this.run.sleepUntil(Math.min(due ?? Number.POSITIVE_INFINITY, now + this.run.settings.circuitPollMs));

@@ -1,11 +1,8 @@
 import type { Hold, Pacer } from '../../domain/pacing/pacer';
-import { unitsFor, type TierSpec } from '../../domain/quota/tiers';
+import { tierLabel, unitsFor } from '../../domain/quota/tiers';
 import type { RunContext } from './runContext';
 
-/** How a tier is named in events and logs: `20000/day`, `1000000 cost/month`. */
-export function tierLabel(tier: TierSpec): string {
-  return `${tier.limit}${tier.unit === 'cost' ? ' cost' : ''}/${tier.per}`;
-}
+export { tierLabel };
 
 /** What holds work back, as named in events and logs: a tier's label, or `429` for a `Retry-After` pause. */
 export function holdLabel(hold: Hold): string {
@@ -81,7 +78,7 @@ export class QuotaGate {
     const tier = holdLabel(hold);
     if (this.episode?.tier === tier && this.episode.until === hold.until) return;
     this.episode = { tier, until: hold.until, since: this.episode?.since ?? now };
-    this.run.report({ type: 'quota-exhausted', at: now, tier, until: hold.until });
+    this.run.report({ type: 'quota-exhausted', at: now, tier, kind: hold.kind === 'pause' ? 'pause' : hold.tier.kind, until: hold.until });
   }
 
   private available(now: number): void {

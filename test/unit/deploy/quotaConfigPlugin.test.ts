@@ -64,4 +64,31 @@ describe('QuotaConfigPlugin', () => {
     expect((error as FakeServerlessError).code).toBe('QUOTA_ORCHESTRATOR_CONFIG_INVALID');
     expect(sls.service.provider.environment).not.toHaveProperty('QUOTAS');
   });
+
+  describe('with a result destination', () => {
+    const results = { type: 'sqs', queueArn: 'arn:aws:sqs:us-east-1:123456789012:results' };
+    const own = { Sid: 'OwnLogs', Effect: 'Allow', Action: 'logs:PutLogEvents', Resource: 'x' };
+    /** serverless.yml with `results`, and resources/iam.yml's WorkerRole as osls merges it, with one statement. */
+    function withRole() {
+      const sls = serverless(service({ settings: { results } }));
+      const role = { Type: 'AWS::IAM::Role', Properties: { Policies: [{ PolicyName: 'worker', PolicyDocument: { Version: '2012-10-17', Statement: [own] } }] } };
+      Object.assign(sls.service, { resources: { Resources: { WorkerRole: role } } });
+      return { sls, statements: () => role.Properties.Policies[0]!.PolicyDocument.Statement };
+    }
+
+    it("adds the send to the destination to the worker role's policy, once however often the plugin runs", () => {
+      const { sls, statements } = withRole();
+      const plugin = new QuotaConfigPlugin(sls, {}, {}, deps);
+      plugin.hooks['before:package:initialize']?.();
+      plugin.hooks['before:invoke:local:loadEnvVars']?.();
+      expect(statements()).toEqual([own, { Sid: 'ResultDestination', Effect: 'Allow', Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'], Resource: results.queueArn }]);
+      expect(JSON.parse((sls.service.functions?.worker?.environment?.RESULT_DESTINATION as string | undefined) ?? '')).toEqual(results);
+    });
+
+    it('stops the command when there is no worker role to grant it on', () => {
+      const sls = serverless(service({ settings: { results } }));
+      const hook = new QuotaConfigPlugin(sls, {}, {}, deps).hooks['before:package:initialize'];
+      expect(() => hook?.()).toThrow(/custom\.quotaOrchestrator\.results: needs the WorkerRole/);
+    });
+  });
 });

@@ -1,4 +1,4 @@
-import { resolveQuotaSettings } from '../../../lib/deploy/quotaSettings';
+import { checkAlarmSettings, resolveQuotaSettings } from '../../../lib/deploy/quotaSettings';
 import { ConfigError } from '../../../lib/errors';
 import { SCHEDULE_EXPRESSION } from '../../../lib/schedule';
 import { quotas, service } from '../../helpers/serviceView';
@@ -28,6 +28,42 @@ describe('resolveQuotaSettings', () => {
       const resolved = resolveQuotaSettings(service({ settings: { apiKeyParameter: '/quota-orchestrator/prod/api-key' } }));
       expect(resolved.worker.API_KEY_PARAMETER).toBe('/quota-orchestrator/prod/api-key');
       expect(resolved.provider.API_KEY_PARAMETER).toBeUndefined();
+    });
+
+    it('gives the worker its result destination as written, and the statement that lets it send there', () => {
+      const results = { type: 'sqs', queueArn: 'arn:aws:sqs:us-east-1:123456789012:results' };
+      const resolved = resolveQuotaSettings(service({ settings: { results } }));
+      expect(JSON.parse(resolved.worker.RESULT_DESTINATION ?? '')).toEqual(results);
+      expect(resolved.provider.RESULT_DESTINATION).toBeUndefined();
+      expect(resolved.workerStatements).toEqual([{ Sid: 'ResultDestination', Effect: 'Allow', Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'], Resource: results.queueArn }]);
+    });
+
+    it("refuses a destination ARN outside the stack's region, naming the field", () => {
+      const view = service({ settings: { results: { type: 'sqs', queueArn: 'arn:aws:sqs:eu-west-1:123456789012:results' } } });
+      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, provider: { ...view.provider, region: 'us-east-1' } }));
+      expect(error.message).toBe("custom.quotaOrchestrator.results.queueArn: must be in the stack's region (provider.region us-east-1), where the worker sends; got eu-west-1");
+      const bus = service({ settings: { results: { type: 'eventbridge', busName: 'arn:aws:events:eu-west-1:123456789012:event-bus/b' } } });
+      expect(thrown(ConfigError, () => resolveQuotaSettings({ ...bus, provider: { ...bus.provider, region: 'us-east-1' } })).field).toBe('custom.quotaOrchestrator.results.busName');
+    });
+
+    it("grants events:PutEvents on a bus named in the stack's account and region, or on the ARN given", () => {
+      const named = resolveQuotaSettings(service({ settings: { results: { type: 'eventbridge', busName: 'jobs' } } }));
+      expect(named.workerStatements).toEqual([
+        {
+          Sid: 'ResultDestination',
+          Effect: 'Allow',
+          Action: 'events:PutEvents',
+          Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':event-bus/', 'jobs']] },
+        },
+      ]);
+      const arn = 'arn:aws:events:eu-west-1:123456789012:event-bus/jobs';
+      expect(resolveQuotaSettings(service({ settings: { results: { type: 'eventbridge', busName: arn } } })).workerStatements[0]?.Resource).toBe(arn);
+    });
+
+    it('grants nothing more and sets no variable without a result destination', () => {
+      const resolved = resolveQuotaSettings(service());
+      expect(resolved.workerStatements).toEqual([]);
+      expect(resolved.worker).not.toHaveProperty('RESULT_DESTINATION');
     });
 
     it('sets no variable for a section left out, so the functions take its defaults', () => {
@@ -77,6 +113,8 @@ describe('resolveQuotaSettings', () => {
       ['an orchestrator timeout within one tick', { orchestratorTimeout: 60 }, 'functions.orchestrator.timeout', 'must be a whole number of seconds from 61 to 900'],
       ['a fractional worker timeout', { workerTimeout: 2.5 }, 'functions.worker.timeout', 'must be a whole number of seconds from 1 to 900'],
       ['a non-numeric redrive threshold', { maxReceiveCount: '10' }, 'custom.queues.maxReceiveCount', 'must be an integer from 1 to 1000'],
+      ['a result destination of an unknown type', { settings: { results: { type: 'sns' } } }, 'custom.quotaOrchestrator.results.type', 'must be one of sqs, eventbridge'],
+      ['a result queue given by URL', { settings: { results: { type: 'sqs', queueArn: 'https://sqs.us-east-1.amazonaws.com/1/r' } } }, 'custom.quotaOrchestrator.results.queueArn', 'must be the ARN of an SQS queue'],
     ])('refuses %s, naming the field', (_case, overrides, field, problem) => {
       const error = thrown(ConfigError, () => resolveQuotaSettings(service(overrides)));
       expect(error.field).toBe(field);
@@ -159,5 +197,42 @@ describe('resolveQuotaSettings', () => {
       expect(error.message).toContain(`the plugin adds ${SCHEDULE_EXPRESSION}`);
       expect(error.message).toContain('got ["rate(5 minutes)"]');
     });
+  });
+});
+
+describe('resolveQuotaSettings › apiKeyCacheSeconds', () => {
+  it('gives the worker API_KEY_CACHE_SECONDS when set, and nothing when left to its default', () => {
+    expect(resolveQuotaSettings(service({ settings: { apiKeyCacheSeconds: 60 } })).worker.API_KEY_CACHE_SECONDS).toBe('60');
+    expect(resolveQuotaSettings(service()).worker).not.toHaveProperty('API_KEY_CACHE_SECONDS');
+  });
+
+  it.each([0, 3601, 1.5, '300'])('refuses %p, naming the field and its range', (value) => {
+    const error = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { apiKeyCacheSeconds: value } })));
+    expect(error.message).toBe(`custom.quotaOrchestrator.apiKeyCacheSeconds: must be a whole number of seconds from 1 to 3600; got ${JSON.stringify(value)}`);
+  });
+});
+
+describe('checkAlarmSettings', () => {
+  const alarms = { email: '', oldestMessageAgeSeconds: 86_400, circuitOpenMinutes: 15 };
+
+  it('accepts the settings of serverless.yml, and an email address', () => {
+    expect(checkAlarmSettings(alarms)).toEqual(alarms);
+    expect(checkAlarmSettings({ ...alarms, email: 'ops@example.com' }).email).toBe('ops@example.com');
+  });
+
+  it.each([
+    [{ ...alarms, email: 'ops' }, 'custom.alarms.email: must be an email address such as ops@example.com, or \'\' for no subscription; got "ops"'],
+    [{ ...alarms, oldestMessageAgeSeconds: 345_600 }, 'custom.alarms.oldestMessageAgeSeconds: must be a whole number from 60 to 345599; got 345600'],
+    [{ ...alarms, oldestMessageAgeSeconds: 59 }, 'custom.alarms.oldestMessageAgeSeconds: must be a whole number from 60 to 345599; got 59'],
+    [{ ...alarms, circuitOpenMinutes: 0 }, 'custom.alarms.circuitOpenMinutes: must be a whole number from 1 to 1440; got 0'],
+    [{ ...alarms, circuitOpenMinutes: undefined }, 'custom.alarms.circuitOpenMinutes: must be a whole number from 1 to 1440; got nothing'],
+    [{ ...alarms, sms: '+1555' }, 'custom.alarms.sms: unknown key; allowed keys are email, oldestMessageAgeSeconds, circuitOpenMinutes'],
+    ['yes', "custom.alarms: must be an object with keys email, oldestMessageAgeSeconds and circuitOpenMinutes; got \"yes\""],
+  ])('refuses %p, naming the field and its range', (value, message) => {
+    expect(thrown(ConfigError, () => checkAlarmSettings(value)).message).toBe(message);
+  });
+
+  it('is checked when the plugin resolves the settings', () => {
+    expect(() => resolveQuotaSettings(service({ alarms: { ...alarms, circuitOpenMinutes: 2000 } }))).toThrow('custom.alarms.circuitOpenMinutes');
   });
 });

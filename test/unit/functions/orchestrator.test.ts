@@ -1,12 +1,15 @@
 import { EXIT_RESERVE_MS, makeHandler, TICK_MARGIN_MS, type OrchestratorContext } from '../../../functions/orchestrator';
 import type { OrchestratorBaseDeps } from '../../../lib/wiring/orchestratorDeps';
-import type { LogLevel } from '../../../lib/adapters/log';
+import type { LambdaContextLike, LogLevel } from '../../../lib/adapters/log';
+import { EmfMetrics } from '../../../lib/adapters/metrics/emfMetrics';
+import type { Telemetry } from '../../../lib/adapters/telemetry';
+import { captureStdout, type EmfLine } from '../../helpers/emf';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryCircuitStore, memoryStores } from '../../../tools/memory/MemoryStores';
 import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
-import { drive, LANE, orchestratorHarness, rel, sendJob, START, type OrchestratorHarness } from '../../helpers/serviceFixtures';
+import { drive, LANE, openCircuit, orchestratorHarness, rel, sendJob, START, testConfig, type OrchestratorHarness } from '../../helpers/serviceFixtures';
 
 /** A circuit store whose reads are throttled (past the SDK's retries) from `from` until `to`. */
 class ThrottledCircuitStore extends MemoryCircuitStore {
@@ -32,14 +35,22 @@ interface LogLine {
   readonly fields: Readonly<Record<string, unknown>> | undefined;
 }
 
-/** The handler on a harness's in-memory ports, with everything it logs. */
+/**
+ * The handler on a harness's in-memory ports, with everything it logs, the Lambda contexts it was given, and the EMF
+ * lines its metrics write to stdout.
+ */
 function handlerOn(h: OrchestratorHarness) {
   const { clock, stores, queues, invoker, config, random, newId } = h.deps;
   const base: OrchestratorBaseDeps = { clock, stores, queues, invoker, config, random, newId };
   const lines: LogLine[] = [];
-  const handler = makeHandler(base, (level, message, fields) => lines.push({ level, message, fields }));
-  return { handler, lines };
+  const contexts: LambdaContextLike[] = [];
+  const stdout = captureStdout();
+  const telemetry: Telemetry = { log: (level, message, fields) => lines.push({ level, message, fields }), metrics: new EmfMetrics(), setContext: (c) => contexts.push(c) };
+  const handler = makeHandler(base, telemetry);
+  return { handler, lines, contexts, stdout };
 }
+
+afterEach(() => jest.restoreAllMocks());
 
 /** A Lambda context with `remainingMs` left at the start of the run (the handler reads it once). */
 function context(awsRequestId: string, remainingMs: number): OrchestratorContext {
@@ -141,7 +152,7 @@ describe('orchestrator handler', () => {
   });
 
   describe('logging', () => {
-    it('logs an exhausted quota as a warn line with its tier and until, carrying an EMF metric', async () => {
+    it('logs an exhausted quota as a warn line with its tier and until', async () => {
       const h = harnessStartingAt(0);
       await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + 86_400_000 }, START, circuitPolicyFrom(h.config.circuit));
       const { handler, lines } = handlerOn(h);
@@ -152,15 +163,146 @@ describe('orchestrator handler', () => {
         {
           level: 'warn',
           message: 'quota 429 exhausted until 2026-01-06T00:00:00.000Z; not receiving until then',
-          fields: expect.objectContaining({
-            tier: '429',
-            until: START + 86_400_000,
-            lane: LANE,
-            QuotaExhaustedForMs: 86_400_000,
-            _aws: { Timestamp: START, CloudWatchMetrics: [{ Namespace: 'QuotaOrchestrator', Dimensions: [['lane', 'tier']], Metrics: [{ Name: 'QuotaExhaustedForMs', Unit: 'Milliseconds' }] }] },
-          }),
+          fields: { type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + 86_400_000 },
         },
       ]);
+    });
+
+    it('adds each invocation’s Lambda context to the log', async () => {
+      const h = harnessStartingAt(0);
+      const { handler, contexts } = handlerOn(h);
+      const lambdaContext = context('req-9', 10_000);
+
+      await drive(h.clock, handler({}, lambdaContext), START + 20_000);
+
+      expect(contexts).toEqual([lambdaContext]);
+    });
+
+    it('logs the circuit transition it writes, and a change of status it reads, but not its first read', async () => {
+      const h = orchestratorHarness({
+        worker: async (event, harness) => {
+          if (event.kind === 'health-check') await applyCircuitEvent(harness.stores.circuit, LANE, { type: 'health-check-ok', checkId: event.checkId }, harness.clock.now(), circuitPolicyFrom(harness.config.circuit));
+        },
+      });
+      await openCircuit(h.stores.circuit, h.config, START);
+      const { handler, lines } = handlerOn(h);
+
+      await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
+
+      expect(lines.filter((l) => /^circuit/.test(l.message)).map((l) => [l.level, l.message])).toEqual([
+        ['info', 'circuit open -> half-open: health check id-1 sent'],
+        ['info', 'circuit read closed; dispatching'],
+      ]);
+    });
+  });
+
+  describe('metrics', () => {
+    it('publishes the dispatches, their lag, the tiers’ usage, the circuit gauge and the heartbeat as EMF lines on stdout at the end of a run', async () => {
+      const h = harnessStartingAt(0);
+      await sendJob(h.queues, 'main', { id: 'a' });
+      await sendJob(h.queues, 'main', { id: 'b' });
+      const { handler, stdout } = handlerOn(h);
+
+      await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
+
+      const byDimensions = (line: EmfLine) => JSON.stringify(line._aws.CloudWatchMetrics[0]?.Dimensions);
+      const lines = stdout.emf().sort((a, b) => byDimensions(a).localeCompare(byDimensions(b)));
+      expect(lines).toEqual([
+        {
+          _aws: { Timestamp: expect.any(Number), CloudWatchMetrics: [{ Namespace: 'QuotaOrchestrator', Dimensions: [['lane', 'tier']], Metrics: [{ Name: 'TierUsageRatio', Unit: 'None' }] }] },
+          lane: LANE,
+          tier: '5/second',
+          TierUsageRatio: expect.arrayContaining([0, 0.2]),
+        },
+        {
+          _aws: {
+            Timestamp: expect.any(Number),
+            CloudWatchMetrics: [
+              {
+                Namespace: 'QuotaOrchestrator',
+                Dimensions: [['lane']],
+                Metrics: [
+                  { Name: 'JobsDispatched', Unit: 'Count' },
+                  { Name: 'DispatchLag', Unit: 'Milliseconds' },
+                  { Name: 'OrchestratorHeartbeat', Unit: 'Count' },
+                  { Name: 'CircuitOpen', Unit: 'None' },
+                  { Name: 'CalendarQuotaExhausted', Unit: 'None' },
+                ],
+              },
+            ],
+          },
+          lane: LANE,
+          JobsDispatched: 2,
+          DispatchLag: [0, 200],
+          OrchestratorHeartbeat: 1,
+          CircuitOpen: 0,
+          CalendarQuotaExhausted: 0,
+        },
+      ]);
+    });
+
+    it('publishes at least every 30 s while a run lasts, each time with a heartbeat', async () => {
+      const h = harnessStartingAt(0);
+      const { handler, stdout } = handlerOn(h);
+      const run = handler({}, context('req-1', 125_000));
+
+      await h.clock.advanceTo(START + 100_000);
+      expect(stdout.metric('OrchestratorHeartbeat').map((m) => m.value)).toEqual([1, 1, 1]);
+      await drive(h.clock, run, START + 200_000);
+
+      expect(stdout.metric('OrchestratorHeartbeat')).toHaveLength(5);
+      expect(stdout.metric('OrchestratorHeartbeat')[0]).toEqual({ unit: 'Count', dimensions: { lane: LANE }, value: 1 });
+    });
+
+    it('publishes a heartbeat, and no gauge it does not know, from a run that found the lease held elsewhere', async () => {
+      const h = harnessStartingAt(0);
+      await h.stores.lease.acquireLease(LANE, 'orchestrator-other', START, 60_000);
+      const { handler, stdout } = handlerOn(h);
+
+      await expect(handler({}, context('req-2', 10_000))).resolves.toMatchObject({ lease: 'held-elsewhere' });
+
+      expect(stdout.emf()).toEqual([
+        {
+          _aws: { Timestamp: expect.any(Number), CloudWatchMetrics: [{ Namespace: 'QuotaOrchestrator', Dimensions: [['lane']], Metrics: [{ Name: 'OrchestratorHeartbeat', Unit: 'Count' }] }] },
+          lane: LANE,
+          OrchestratorHeartbeat: 1,
+        },
+      ]);
+    });
+
+    it('publishes CircuitOpen 1 while the circuit is open, and counts the transition it writes by the state it went to', async () => {
+      const h = harnessStartingAt(0);
+      await openCircuit(h.stores.circuit, h.config, START);
+      const { handler, stdout } = handlerOn(h);
+
+      await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
+
+      expect(stdout.metric('CircuitOpen').map((m) => m.value)).toEqual([1]);
+      expect(stdout.metric('CircuitTransitions')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, to: 'half-open' }, value: 1 }]);
+    });
+
+    it('counts a message it dead-letters by the class of its reason', async () => {
+      const h = harnessStartingAt(0);
+      await sendJob(h.queues, 'main', 'not json');
+      const { handler, stdout } = handlerOn(h);
+
+      await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
+
+      expect(stdout.metric('DeadLetters')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, reason: 'malformed' }, value: 1 }]);
+    });
+
+    it('publishes CalendarQuotaExhausted 1 and how long the quota stays exhausted while a day tier is spent', async () => {
+      const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1, per: 'day' }] });
+      const h = orchestratorHarness({ config });
+      await sendJob(h.queues, 'main', { id: 'a' });
+      await sendJob(h.queues, 'main', { id: 'b' });
+      const { handler, stdout } = handlerOn(h);
+
+      await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
+
+      expect(stdout.metric('CalendarQuotaExhausted').map((m) => m.value)).toEqual([1]);
+      expect(stdout.metric('QuotaExhaustedForMs')).toEqual([{ unit: 'Milliseconds', dimensions: { lane: LANE, tier: '1/day' }, value: expect.any(Number) }]);
+      expect(stdout.metric('TierUsageRatio').filter((m) => m.dimensions.tier === '1/day').map((m) => (m.value as number[]).at(-1))).toEqual([1]);
     });
 
     it("logs 'orchestrator run ended' with the owner from awsRequestId and the run's summary", async () => {

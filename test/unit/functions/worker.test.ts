@@ -1,5 +1,8 @@
 import { asWorkerEvent, makeHandler } from '../../../functions/worker';
-import type { LogLevel } from '../../../lib/adapters/log';
+import type { LambdaContextLike, LogLevel } from '../../../lib/adapters/log';
+import { EmfMetrics } from '../../../lib/adapters/metrics/emfMetrics';
+import type { Telemetry } from '../../../lib/adapters/telemetry';
+import { captureStdout } from '../../helpers/emf';
 import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
@@ -12,12 +15,17 @@ interface LogLine {
   readonly fields: Readonly<Record<string, unknown>> | undefined;
 }
 
-/** The handler on a harness's in-memory ports, with everything it logs. */
+/** The handler on a harness's in-memory ports, with everything it logs, the contexts it was given, and its EMF lines on stdout. */
 function handlerOn(h: WorkerHarness) {
   const lines: LogLine[] = [];
-  const handler = makeHandler(h.deps, (level, message, fields) => lines.push({ level, message, fields }));
-  return { handler, lines };
+  const contexts: LambdaContextLike[] = [];
+  const stdout = captureStdout();
+  const telemetry: Telemetry = { log: (level, message, fields) => lines.push({ level, message, fields }), metrics: new EmfMetrics(), setContext: (c) => contexts.push(c) };
+  const handler = makeHandler(h.deps, telemetry);
+  return { handler, lines, contexts, stdout };
 }
+
+afterEach(() => jest.restoreAllMocks());
 
 const HEALTH_CHECK: HealthCheckEvent = { kind: 'health-check', lane: LANE, checkId: 'c-1', sentAt: START + 2_000 };
 
@@ -106,7 +114,7 @@ describe('worker handler', () => {
     expect(h.api.calls.map((c) => [c.body, c.at - START])).toEqual([['{"id":"a"}', 0], ['{"id":"b"}', 50]]);
     // The success's message went in a batch delete; the retried one, sent to the requeue queue, was deleted at once.
     expect(h.queues.stats).toMatchObject({ delete: 1, deleteBatch: 1 });
-    expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-2', attempt: 1 } }]);
+    expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-2', dispatchId: 'd-2', idempotencyKey: 'm-2', attempt: 1 } }]);
   });
 
   it('reports the successes of a batch to the circuit once, which ends a run of refusals', async () => {
@@ -144,7 +152,7 @@ describe('worker handler', () => {
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"b"}']);
   });
 
-  it('logs a retried job at info with its message id and attempt', async () => {
+  it('logs a retried job at info with its message id, dispatch id, idempotency key and attempt', async () => {
     const h = workerHarness();
     h.api.answers.push(httpStatus(503));
     await sendJob(h.queues, 'main', { id: 'a' });
@@ -153,10 +161,10 @@ describe('worker handler', () => {
 
     await expect(handler(event)).resolves.toBe('retried');
 
-    expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-1', attempt: 1 } }]);
+    expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-1', dispatchId: 'd-1', idempotencyKey: 'm-1', attempt: 1 } }]);
   });
 
-  it('logs a dead-lettered job as a warning with its message id and attempt', async () => {
+  it('logs a dead-lettered job as a warning with its reason and keys', async () => {
     const h = workerHarness();
     h.api.answers.push(httpStatus(400));
     await sendJob(h.queues, 'main', { id: 'a' }, { attempt: 2 });
@@ -165,7 +173,10 @@ describe('worker handler', () => {
 
     await expect(handler(event)).resolves.toBe('dead-lettered');
 
-    expect(lines).toEqual([{ level: 'warn', message: 'worker event dead-lettered', fields: { kind: 'job', outcome: 'dead-lettered', messageId: 'm-1', attempt: 2 } }]);
+    const reason = expect.stringMatching(/^permanent: HTTP 400 Bad Request/);
+    expect(lines).toEqual([
+      { level: 'warn', message: expect.stringMatching(/^job dead-lettered: permanent: HTTP 400 Bad Request/), fields: { type: 'dead-lettered', lane: LANE, at: START, reason, messageId: 'm-1', dispatchId: 'd-1', idempotencyKey: 'm-1' } },
+    ]);
   });
 
   it("logs a second delivery of a succeeded job as 'duplicate' without calling the API again", async () => {
@@ -192,12 +203,12 @@ describe('worker handler', () => {
 
     const reason = 'caller rejected: HTTP 401 Unauthorized';
     expect(lines).toEqual([
-      { level: 'warn', message: `circuit opened: ${reason}`, fields: { lane: LANE, at: START, reason } },
-      { level: 'warn', message: 'worker event kept', fields: { kind: 'job', outcome: 'kept', messageId: 'm-1', attempt: 1 } },
+      { level: 'warn', message: `circuit closed -> open: ${reason}`, fields: { type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason } },
+      { level: 'warn', message: 'worker event kept', fields: { kind: 'job', outcome: 'kept', messageId: 'm-1', dispatchId: 'd-1', idempotencyKey: 'm-1', attempt: 1 } },
     ]);
   });
 
-  it("probes the API for a health check and returns 'healthy', logging nothing", async () => {
+  it("probes the API for a health check and returns 'healthy', logging the circuit's close", async () => {
     const h = workerHarness();
     await halfOpen(h);
     const { handler, lines } = handlerOn(h);
@@ -206,10 +217,10 @@ describe('worker handler', () => {
 
     expect(h.api.probes).toBe(1);
     expect(h.api.calls).toEqual([]);
-    expect(lines).toEqual([]);
+    expect(lines.map((l) => [l.level, l.message])).toEqual([['info', 'circuit half-open -> closed: health check c-1 passed']]);
   });
 
-  it("returns 'unhealthy' when the probe fails, logging the check id", async () => {
+  it("returns 'unhealthy' when the probe fails, logging the circuit's reopening and the check id", async () => {
     const h = workerHarness();
     await halfOpen(h);
     h.api.probeAnswers.push(httpStatus(503));
@@ -217,7 +228,10 @@ describe('worker handler', () => {
 
     await expect(handler(HEALTH_CHECK)).resolves.toBe('unhealthy');
 
-    expect(lines).toEqual([{ level: 'info', message: 'worker event unhealthy', fields: { kind: 'health-check', outcome: 'unhealthy', checkId: 'c-1' } }]);
+    expect(lines).toEqual([
+      { level: 'warn', message: 'circuit half-open -> open: health check c-1 failed', fields: expect.objectContaining({ from: 'half-open', to: 'open' }) },
+      { level: 'info', message: 'worker event unhealthy', fields: { kind: 'health-check', outcome: 'unhealthy', checkId: 'c-1' } },
+    ]);
   });
 
   it("returns 'not-current' without probing for a check that is no longer the circuit's, logging the check id", async () => {
@@ -228,5 +242,97 @@ describe('worker handler', () => {
 
     expect(h.api.probes).toBe(0);
     expect(lines).toEqual([{ level: 'info', message: 'worker event not-current', fields: { kind: 'health-check', outcome: 'not-current', checkId: 'c-1' } }]);
+  });
+
+  describe('metrics', () => {
+    it('publishes each API call by outcome and each job by outcome as EMF lines on stdout at the end of the invocation', async () => {
+      const h = workerHarness();
+      h.api.answer = (body) => (body.includes('"b"') ? httpStatus(503) : ok());
+      await sendJob(h.queues, 'main', { id: 'a' });
+      await sendJob(h.queues, 'main', { id: 'b' });
+      const jobs = [await receiveJobEvent(h, 'main', 'd-1'), await receiveJobEvent(h, 'main', 'd-2')];
+      const { handler, stdout } = handlerOn(h);
+
+      await expect(handler({ kind: 'batch', lane: LANE, jobs, sentAt: START })).resolves.toEqual(['succeeded', 'retried']);
+
+      const emf = (dimensions: Record<string, string>, metric: string, value: number) => ({
+        _aws: { Timestamp: expect.any(Number), CloudWatchMetrics: [{ Namespace: 'QuotaOrchestrator', Dimensions: [Object.keys(dimensions)], Metrics: [{ Name: metric, Unit: 'Count' }] }] },
+        ...dimensions,
+        [metric]: value,
+      });
+      expect(stdout.emf()).toEqual(
+        expect.arrayContaining([
+          emf({ lane: LANE, outcome: 'success' }, 'ApiCalls', 1),
+          emf({ lane: LANE, outcome: 'transient' }, 'ApiCalls', 1),
+          emf({ lane: LANE, outcome: 'succeeded' }, 'JobOutcomes', 1),
+          emf({ lane: LANE, outcome: 'retried' }, 'JobOutcomes', 1),
+        ]),
+      );
+      expect(stdout.emf()).toHaveLength(4);
+    });
+
+    it('counts a 429 as a rate-limited call', async () => {
+      const h = workerHarness();
+      h.api.answers.push(httpStatus(429, { 'retry-after': '1' }));
+      await sendJob(h.queues, 'main', { id: 'a' });
+      const { handler, stdout } = handlerOn(h);
+
+      await expect(handler(await receiveJobEvent(h, 'main', 'd-1'))).resolves.toBe('retried');
+
+      expect(stdout.metric('RateLimitedCalls')).toEqual([{ unit: 'Count', dimensions: { lane: LANE }, value: 1 }]);
+      expect(stdout.metric('ApiCalls')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, outcome: 'rate-limited' }, value: 1 }]);
+    });
+
+    it('counts a dead letter by the class of its reason', async () => {
+      const h = workerHarness();
+      h.api.answers.push(httpStatus(400));
+      await sendJob(h.queues, 'main', { id: 'a' });
+      const { handler, stdout } = handlerOn(h);
+
+      await expect(handler(await receiveJobEvent(h, 'main', 'd-1'))).resolves.toBe('dead-lettered');
+
+      expect(stdout.metric('DeadLetters')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, reason: 'permanent' }, value: 1 }]);
+    });
+
+    it('counts a worker that started after its callBy as a late start refused', async () => {
+      const h = workerHarness();
+      await sendJob(h.queues, 'main', { id: 'a' });
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+      const { handler, stdout } = handlerOn(h);
+
+      await expect(handler({ ...event, callBy: START - 1 })).resolves.toBe('too-late');
+
+      expect(h.api.calls).toEqual([]);
+      expect(stdout.metric('LateStartsRefused')).toEqual([{ unit: 'Count', dimensions: { lane: LANE }, value: 1 }]);
+    });
+
+    it('counts the circuit transition its report wrote by the state it went to', async () => {
+      const h = workerHarness();
+      h.api.answers.push(httpStatus(401));
+      await sendJob(h.queues, 'main', { id: 'a' });
+      const { handler, stdout } = handlerOn(h);
+
+      await handler(await receiveJobEvent(h, 'main', 'd-1'));
+
+      expect(stdout.metric('CircuitTransitions')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, to: 'open' }, value: 1 }]);
+    });
+
+    it('publishes what it recorded when the invocation fails, and adds the Lambda context to its log', async () => {
+      const h = workerHarness();
+      await sendJob(h.queues, 'main', { id: 'a' });
+      await sendJob(h.queues, 'main', { id: 'b' });
+      const jobs = [await receiveJobEvent(h, 'main', 'd-1'), await receiveJobEvent(h, 'main', 'd-2')];
+      const claim = h.stores.idempotency.putIdempotencyIfAbsent.bind(h.stores.idempotency);
+      jest.spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent').mockImplementation(async (key, record, now) => {
+        if (key === 'broken') throw new Error('the store is down');
+        return claim(key, record, now);
+      });
+      const { handler, stdout, contexts } = handlerOn(h);
+
+      await expect(handler({ kind: 'batch', lane: LANE, jobs: [{ ...jobs[0]!, idempotencyKey: 'broken' }, jobs[1]!], sentAt: START }, { awsRequestId: 'req-1' })).rejects.toThrow(/failed in part/);
+
+      expect(stdout.metric('ApiCalls')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, outcome: 'success' }, value: 1 }]);
+      expect(contexts).toEqual([{ awsRequestId: 'req-1' }]);
+    });
   });
 });

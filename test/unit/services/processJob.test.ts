@@ -5,7 +5,7 @@ import type { Settlement } from '../../../lib/domain/quota/ledger';
 import { StateUnavailableError } from '../../../lib/errors';
 import type { QueueName } from '../../../lib/ports/QueueReceiver';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
-import { processBatch, processHealthCheck, processJob } from '../../../lib/services/processJob';
+import { processBatch, processHealthCheck, processJob, type WorkerDeps } from '../../../lib/services/processJob';
 import { jobEventOf, parseJob } from '../../../lib/services/parseJob';
 import type { BatchEvent, JobEvent } from '../../../lib/ports/Invoker';
 import {
@@ -312,7 +312,7 @@ describe('processJob', () => {
     await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
 
     const circuit = await loadCircuit(h.stores.circuit, LANE);
-    expect(circuit).toEqual({ state: { status: 'closed', failures: [START], closedAt: null, reopenStreak: 0 }, pausedUntil: 0, clientErrorRun: 0, version: 1 });
+    expect(circuit).toEqual({ state: { status: 'closed', failures: [START], closedAt: null, reopenStreak: 0 }, pausedUntil: 0, clientErrorRun: 0, hold: null, transitions: [], version: 1 });
   });
 
   it('lets the next delivery of a transiently failed key call the API again', async () => {
@@ -383,10 +383,10 @@ describe('processJob', () => {
     expect(retry).toMatchObject({ messageId: 'm-1', attempt: 2 });
   });
 
-  it('dead-letters a message the API refuses with 400 at once, with reason, attempt, source queue and the body kept', async () => {
+  it("dead-letters a message the API refuses with 400 at once, with reason, attempt, source queue, message and dispatch ids, the API's error and the body kept", async () => {
     const h = workerHarness();
     await sendJob(h.queues, 'main', { id: 'a', poison: true }, { cost: 2 });
-    h.api.answers.push(httpStatus(400));
+    h.api.answers.push({ kind: 'response', status: 400, headers: {}, body: '{"error":"invalid phone number"}' });
     const event = await receiveJobEvent(h, 'main', 'd-1');
 
     await expect(processJob(event, h.deps)).resolves.toBe('dead-lettered');
@@ -401,6 +401,9 @@ describe('processJob', () => {
       reason: stringAttr('permanent: HTTP 400 Bad Request'),
       attempt: numberAttr(1),
       sourceQueue: stringAttr('main'),
+      originalMessageId: stringAttr('m-1'),
+      dispatchId: stringAttr('d-1'),
+      apiError: stringAttr('{"error":"invalid phone number"}'),
     });
     // One job's 4xx says nothing about the API's health: it only starts a run of refusals, far below the threshold.
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [] }, clientErrorRun: 1 });
@@ -413,12 +416,12 @@ describe('processJob', () => {
       await sendJob(h.queues, 'main', { id: 'a' }, { cost: 2 });
       h.api.answers.push(httpStatus(status));
 
-      const outcome = await processJob(await receiveJobEvent(h, 'main', 'd-1'), { ...h.deps, onCircuitOpened: (o) => opened.push(o) });
+      const outcome = await processJob(await receiveJobEvent(h, 'main', 'd-1'), { ...h.deps, onEvent: (e) => e.type === 'circuit-transition' && opened.push(e) });
 
       expect(outcome).toBe('kept');
       const reason = `caller rejected: HTTP ${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}`;
       await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'open', openedAt: START, reason } });
-      expect(opened).toEqual([{ lane: LANE, at: START, reason }]);
+      expect(opened).toEqual([{ type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason }]);
       expect(h.queues.depth('main')).toBe(0);
       expect(h.queues.depth('main-dlq')).toBe(0);
       expect(h.queues.messages('requeue').map((m) => ({ body: m.body, visibleAt: m.visibleAt, attempt: m.attributes.attempt, cost: m.attributes.cost }))).toEqual([
@@ -454,7 +457,7 @@ describe('processJob', () => {
     it('dead-letters the first 4xx jobs below callerRejectThreshold, then opens the circuit and keeps the rest, in flight ones included', async () => {
       const h = workerHarness(testConfig({ circuit: { callerRejectThreshold: 3 } }));
       const opened: unknown[] = [];
-      const deps = { ...h.deps, onCircuitOpened: (o: unknown) => opened.push(o) };
+      const deps: WorkerDeps = { ...h.deps, onEvent: (e) => e.type === 'circuit-transition' && opened.push(e) };
       h.api.fallback = httpStatus(404);
       for (let i = 0; i < 5; i++) await sendJob(h.queues, 'main', { id: `j-${i}` });
       const events = [];
@@ -466,7 +469,7 @@ describe('processJob', () => {
       expect(outcomes).toEqual(['dead-lettered', 'dead-lettered', 'kept', 'kept', 'kept']);
       const reason = 'caller rejected: HTTP 404 Not Found on 3 jobs in a row';
       await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'open', reason }, clientErrorRun: 5 });
-      expect(opened).toEqual([{ lane: LANE, at: START, reason }]);
+      expect(opened).toEqual([{ type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason }]);
       expect(h.queues.depth('main-dlq')).toBe(2);
       expect(h.queues.messages('requeue').map((m) => m.attributes.attempt)).toEqual([numberAttr(1), numberAttr(1), numberAttr(1)]);
     });
@@ -524,7 +527,13 @@ describe('processJob', () => {
 
     expect(h.queues.depth('requeue')).toBe(0);
     expect(h.queues.messages('requeue-dlq').map((m) => m.attributes)).toEqual([
-      { attempt: numberAttr(3), reason: stringAttr('gave up after 3 attempts: HTTP 503 Service Unavailable'), sourceQueue: stringAttr('requeue') },
+      {
+        attempt: numberAttr(3),
+        reason: stringAttr('gave up after 3 attempts: HTTP 503 Service Unavailable'),
+        sourceQueue: stringAttr('requeue'),
+        originalMessageId: stringAttr('m-1'),
+        dispatchId: stringAttr('d-1'),
+      },
     ]);
   });
 
@@ -556,6 +565,8 @@ describe('processJob', () => {
       state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 },
       pausedUntil: START + 2_000,
       clientErrorRun: 0,
+      hold: null,
+      transitions: [],
       version: 1,
     });
     // 2000 ms + jitter 0.5 × min(1000, 200) = 2100 ms, rounded up to a whole second.
@@ -595,6 +606,8 @@ describe('processJob', () => {
       state: { status: 'open', openedAt: START + 200, nextCheckAt: START + 200 + 2_000, failedChecks: 0, reopenStreak: 0, reason: '3 transient failures within 10 s' },
       pausedUntil: 0,
       clientErrorRun: 0,
+      hold: null,
+      transitions: [{ at: START + 200, from: 'closed', to: 'open', reason: '3 transient failures within 10 s' }],
       version: 3,
     });
   });
@@ -975,6 +988,8 @@ describe('processHealthCheck', () => {
       state: { status: 'closed', failures: [], closedAt: START + 2_100, reopenStreak: 0 },
       pausedUntil: 0,
       clientErrorRun: 0,
+      hold: null,
+      transitions: [{ at: START, from: 'closed', to: 'open', reason: '3 transient failures within 10 s' }, { at: START + 2_000, from: 'open', to: 'half-open', reason: 'health check c-1 sent' }, { at: START + 2_100, from: 'half-open', to: 'closed', reason: 'health check c-1 passed' }],
       version: 6,
     });
   });
@@ -1004,6 +1019,8 @@ describe('processHealthCheck', () => {
       state: { status: 'open', openedAt: START, nextCheckAt: START + 2_100 + 1_000, failedChecks: 1, reopenStreak: 0, reason: '3 transient failures within 10 s' },
       pausedUntil: 0,
       clientErrorRun: 0,
+      hold: null,
+      transitions: [{ at: START, from: 'closed', to: 'open', reason: '3 transient failures within 10 s' }, { at: START + 2_000, from: 'open', to: 'half-open', reason: 'health check c-1 sent' }, { at: START + 2_100, from: 'half-open', to: 'open', reason: 'health check c-1 failed' }],
       version: 6,
     });
   });
@@ -1244,6 +1261,21 @@ describe('processBatch', () => {
     await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([expect.objectContaining({ id: 'd-c', actualCost: null })]);
     expect(h.queues.depth('requeue')).toBe(1);
     await expect(h.stores.idempotency.getIdempotency('k-c', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-c' });
+  });
+
+  it('holds back the jobs whose slots come after an operator paused the lane, as after the circuit opened', async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b']);
+    const at = (job: JobEvent, ms: number): JobEvent => ({ ...job, slotAt: START + ms, callBy: START + ms + 10, reservation: { ...job.reservation, at: START + ms } });
+    const pollMs = h.config.orchestrator.circuitPollMs;
+    const outcome = processBatch({ ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 400)] }, h.deps);
+    await h.clock.advance(pollMs + 150);
+    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'operator-paused', by: 'ops' }, h.clock.now(), circuitPolicyFrom(h.config.circuit));
+    await h.clock.advance(300);
+
+    await expect(outcome).resolves.toEqual(['succeeded', 'held-back']);
+    expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}']);
+    expect(h.queues.depth('requeue')).toBe(1);
   });
 
   it('calls at the slot on the last reading when the read of the circuit has not answered by then', async () => {

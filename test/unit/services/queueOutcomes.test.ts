@@ -1,7 +1,7 @@
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
 import type { SourceQueue } from '../../../lib/ports/QueueReceiver';
-import { deadLetter, retryLater } from '../../../lib/services/queueOutcomes';
+import { attributeText, deadLetter, MAX_API_ERROR_BYTES, retryLater } from '../../../lib/services/queueOutcomes';
 import { awkwardBody } from '../../helpers/serviceFixtures';
 
 /** Queues holding one received message with `body` in `queue`, and that message as a worker would refer to it. */
@@ -33,6 +33,51 @@ describe('deadLetter', () => {
     await deadLetter(queues, message, 'permanent: 400', 1);
 
     expect(queues.messages(`${queue}-dlq`).map((m) => m.body)).toEqual([BODY]);
+  });
+
+  it("carries the original message id, and the dispatch id and the API's error when given, beside reason, attempt and source queue", async () => {
+    const { queues, message } = await receivedOne('main', '{}');
+    await deadLetter(queues, message, 'permanent: HTTP 422', 2, { dispatchId: 'd-7', apiError: '{"error":"no such user"}' });
+    expect(queues.messages('main-dlq')[0]?.attributes).toEqual({
+      reason: { dataType: 'String', value: 'permanent: HTTP 422' },
+      attempt: { dataType: 'Number', value: '2' },
+      sourceQueue: { dataType: 'String', value: 'main' },
+      originalMessageId: { dataType: 'String', value: message.messageId },
+      dispatchId: { dataType: 'String', value: 'd-7' },
+      apiError: { dataType: 'String', value: '{"error":"no such user"}' },
+    });
+  });
+
+  it('drops the dispatch id and API error an earlier dead-lettering left on a redriven message, and writes no empty error', async () => {
+    const { queues, message } = await receivedOne('main', '{}');
+    const redriven = { ...message, attributes: { dispatchId: { dataType: 'String', value: 'd-old' }, apiError: { dataType: 'String', value: 'old' }, cost: { dataType: 'Number', value: '3' } } };
+    await deadLetter(queues, redriven, 'malformed: body is not JSON', 1, { apiError: '' });
+    const attributes = queues.messages('main-dlq')[0]?.attributes ?? {};
+    expect(Object.keys(attributes).sort()).toEqual(['attempt', 'cost', 'originalMessageId', 'reason', 'sourceQueue']);
+  });
+
+  it(`cuts the API's error to ${MAX_API_ERROR_BYTES} bytes`, async () => {
+    const { queues, message } = await receivedOne('main', '{}');
+    await deadLetter(queues, message, 'permanent: HTTP 400', 1, { apiError: 'x'.repeat(5_000) });
+    const value = queues.messages('main-dlq')[0]?.attributes.apiError?.value ?? '';
+    expect(Buffer.byteLength(value)).toBe(MAX_API_ERROR_BYTES);
+    expect(value.endsWith('…')).toBe(true);
+  });
+});
+
+describe('attributeText', () => {
+  it('is the text as it is when SQS takes it and it fits', () => {
+    expect(attributeText('{"error":"é 😀"}\n\t', 100)).toBe('{"error":"é 😀"}\n\t');
+  });
+
+  it('escapes the characters SQS refuses in an attribute: control characters, lone surrogates, U+FFFE and U+FFFF', () => {
+    expect(attributeText('a\u0000b\u001fc\ud800d\uffff', 100)).toBe('a\\u0000b\\u001fc\\ud800d\\uffff');
+  });
+
+  it('cuts on a whole character, never inside a multi-byte one, and marks the cut', () => {
+    // '😀' is 4 bytes and '…' 3: 10 bytes hold one emoji and the mark, not a broken second emoji.
+    expect(attributeText('😀😀😀', 10)).toBe('😀…');
+    expect(attributeText('😀😀😀', 11)).toBe('😀😀…');
   });
 });
 

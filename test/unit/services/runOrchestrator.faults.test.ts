@@ -67,6 +67,7 @@ class FaultyStores implements OrchestratorStores {
       acquireLease: (lane, owner, now, ttlMs) => this.call('acquireLease', () => inner.lease.acquireLease(lane, owner, now, ttlMs).then((taken) => this.held(taken))),
       renewLease: (lease, now, ttlMs) => this.call('renewLease', () => inner.lease.renewLease(lease, now, ttlMs).then((renewed) => this.held(renewed))),
       releaseLease: (lease) => this.call('releaseLease', () => inner.lease.releaseLease(lease)),
+      readLease: (lane) => this.call('readLease', () => inner.lease.readLease(lane)),
     };
     this.ledger = {
       loadLedger: (lane) => this.call('loadLedger', () => inner.ledger.loadLedger(lane)),

@@ -9,6 +9,7 @@ import type { Lease } from '../../../lib/ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../../lib/ports/LedgerStore';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
 import { processWorkerEvent } from '../../../lib/services/processJob';
+import { forceCircuit, pauseLane, resumeLane } from '../../../lib/services/operator/laneControl';
 import { runOrchestrator } from '../../../lib/services/runOrchestrator';
 import { INITIAL_CHAIN_GAP_MS } from '../../../lib/domain/pacing/dispatchLead';
 import {
@@ -296,6 +297,91 @@ describe('runOrchestrator', () => {
     // The check goes at 2000 and closes the circuit at once; the next poll (100 ms later) finds it closed.
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([2_100, 2_300]);
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START + 2_000 } });
+  });
+
+  describe("an operator's hold", () => {
+    const control = (h: ReturnType<typeof orchestratorHarness>) => ({ circuits: h.stores.circuit, clock: h.clock, lane: LANE });
+
+    it('stops dispatch within circuitPollMs of a pause, hands back what it buffered and keeps the lease, and starts again after the resume', async () => {
+      const h = orchestratorHarness();
+      const { circuitPollMs, flushIntervalMs } = h.config.orchestrator;
+      await sendMain(h.queues, 20);
+      const run = runOrchestrator(h.deps, { deadline: START + 6_000 });
+      await h.clock.advanceTo(START + 1_050);
+      await pauseLane(control(h), 'alice');
+      const before = dispatchedEvents(h.events).length;
+      await h.clock.advanceTo(START + 3_050);
+
+      const held = dispatchedEvents(h.events);
+      expect(held.every((e) => e.at <= START + 1_050 + circuitPollMs)).toBe(true);
+      expect(held.length - before).toBeLessThanOrEqual(1);
+      // Every message not dispatched is visible again: the buffer went back at the run's next step (which waited at
+      // most for the next slot or flush), rather than waiting out its visibility.
+      const waiting = h.queues.messages('main');
+      expect(waiting).toHaveLength(20 - held.length);
+      expect(waiting.some((m) => m.receiveCount > 0)).toBe(true);
+      expect(waiting.every((m) => m.visibleAt <= START + 1_050 + flushIntervalMs)).toBe(true);
+      // Still holding the lease, it flushes and reads on, and sends no health check.
+      expect(h.events.filter((e) => e.type === 'flushed' && e.at > START + 2_000).length).toBeGreaterThan(0);
+      expect(h.workerEvents.every(({ event }) => event.kind !== 'health-check')).toBe(true);
+
+      await resumeLane(control(h), 'bob');
+      const summary = await drive(h.clock, run, START + 10_000);
+
+      expect(summary).toMatchObject({ lease: 'acquired', dispatched: 20, healthChecks: 0 });
+      const resumed = dispatchedEvents(h.events).slice(held.length);
+      expect(resumed[0]!.at).toBeGreaterThanOrEqual(START + 3_050);
+      expect(resumed[0]!.at).toBeLessThanOrEqual(START + 3_050 + circuitPollMs);
+    });
+
+    it('sends no health check while paused, even once one is due, and sends it within circuitPollMs of the resume', async () => {
+      const h = orchestratorHarness();
+      await openCircuit(h.stores.circuit, h.config, START);
+      await pauseLane(control(h), 'alice');
+      const run = runOrchestrator(h.deps, { deadline: START + 6_000 });
+      await h.clock.advanceTo(START + 4_000);
+      expect(h.workerEvents).toEqual([]);
+
+      await resumeLane(control(h), 'bob');
+      const summary = await drive(h.clock, run, START + 10_000);
+
+      expect(summary.healthChecks).toBe(1);
+      const [check] = h.events.filter((e) => e.type === 'health-check-sent');
+      expect(check!.at).toBeGreaterThanOrEqual(START + 4_000);
+      expect(check!.at).toBeLessThanOrEqual(START + 4_000 + h.config.orchestrator.circuitPollMs);
+    });
+
+    it('dispatches nothing and sends no health check while an operator holds the circuit open, and dispatches again after the close', async () => {
+      const h = orchestratorHarness();
+      await forceCircuit(control(h), 'open', 'alice');
+      await sendMain(h.queues, 2);
+      const run = runOrchestrator(h.deps, { deadline: START + 8_000 });
+      await h.clock.advanceTo(START + 5_000);
+      expect(h.workerEvents).toEqual([]);
+      expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0]);
+
+      await forceCircuit(control(h), 'closed', 'bob');
+      const summary = await drive(h.clock, run, START + 10_000);
+
+      expect(summary).toMatchObject({ dispatched: 2, healthChecks: 0 });
+      expect(dispatchedEvents(h.events)[0]!.at).toBeLessThanOrEqual(START + 5_000 + h.config.orchestrator.circuitPollMs);
+    });
+
+    it('ramps up from rampStartFraction of the rate after a resume, as after a close', async () => {
+      const config = testConfig({ pacing: { rampSeconds: 10, rampStartFraction: 0.2 } });
+      const h = orchestratorHarness({ config });
+      await pauseLane(control(h), 'alice');
+      await sendMain(h.queues, 6);
+      const run = runOrchestrator(h.deps, { deadline: START + 8_000 });
+      await h.clock.advanceTo(START + 1_000);
+      await resumeLane(control(h), 'bob');
+      await drive(h.clock, run, START + 10_000);
+
+      // At a fifth of 5 per second, one a second at first, not one every 200 ms.
+      const at = rel(dispatchedEvents(h.events).map((e) => e.at));
+      expect(at[0]).toBeGreaterThanOrEqual(1_000);
+      expect(at[1]! - at[0]!).toBeGreaterThan(600);
+    });
   });
 
   it('spaces dispatches evenly at the quota rate: 5 per second, one every 200 ms', async () => {
@@ -878,9 +964,9 @@ describe('runOrchestrator', () => {
       const next = await runAt(START + DAY_MS, 'orchestrator-next-day');
 
       expect(first.workerEvents.map(({ event }) => event.kind === 'job' && [event.body, event.attempt])).toEqual([['{"id":"f-1"}', 1]]);
-      expect(first.events).toContainEqual({ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', until: START + DAY_MS });
+      expect(first.events).toContainEqual({ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', kind: 'calendar', until: START + DAY_MS });
       for (const run of waiting) {
-        expect(run.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', until: START + DAY_MS }]);
+        expect(run.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', kind: 'calendar', until: START + DAY_MS }]);
         expect(run.workerEvents).toEqual([]);
       }
       expect(h.queues.stats.receive).toBeGreaterThan(receives); // the next day's run only
@@ -897,7 +983,7 @@ describe('runOrchestrator', () => {
       expect(summary).toMatchObject({ dispatched: 0 });
       expect(h.queues.stats.receive).toBe(0);
       expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0]);
-      expect(h.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: START, tier: '429', until: START + DAY_MS }]);
+      expect(h.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + DAY_MS }]);
     });
 
     it('hides a costly message the rest of the day cannot hold until the window ends, and sends the cheaper ones', async () => {

@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, GetQueueUrlCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -187,6 +188,33 @@ describe('workerDepsFromEnv', () => {
     expect(sent).toEqual(['Bearer k3y', null]);
   });
 
+  it('keeps the key API_KEY_CACHE_SECONDS before reading the parameter again, 300 s by default', async () => {
+    const ssmMock = mockClient(SSMClient);
+    ssmMock.on(GetParameterCommand).resolvesOnce({ Parameter: { Value: 'old' } }).resolves({ Parameter: { Value: 'new' } });
+    const sent: (string | null)[] = [];
+    jest.spyOn(globalThis, 'fetch').mockImplementation(async (_, init) => {
+      sent.push(new Headers(init?.headers).get('authorization'));
+      return new Response(null, { status: 200 });
+    });
+    const ssm = new SSMClient({ region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+    const t0 = Date.now();
+    const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
+    try {
+      const short = workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key', API_KEY_CACHE_SECONDS: '10' }, { ...clients(), ssm }).api;
+      await short.call('{"id":"a"}', { idempotencyKey: 'a' });
+      now.mockReturnValue(t0 + 11_000);
+      await short.call('{"id":"b"}', { idempotencyKey: 'b' });
+    } finally {
+      ssmMock.restore();
+    }
+    expect(sent).toEqual(['Bearer old', 'Bearer new']);
+  });
+
+  it.each(['0', '3601', 'soon'])('refuses API_KEY_CACHE_SECONDS %s, naming it and its range', (value) => {
+    const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key', API_KEY_CACHE_SECONDS: value }, clients()));
+    expect(error.message).toBe(`API_KEY_CACHE_SECONDS: must be a whole number of seconds from 1 to 3600; got '${value}'`);
+  });
+
   it('keeps state in TABLE_NAME and deletes from the queue URLs of the environment', async () => {
     ddbMock.on(GetCommand).resolves({});
     sqsMock.on(DeleteMessageCommand).resolves({});
@@ -202,6 +230,38 @@ describe('workerDepsFromEnv', () => {
 
   it('passes the idempotency, ledger and circuit stores, not the lease store', () => {
     expect(Object.keys(workerDepsFromEnv(ENV, clients()).stores).sort()).toEqual(['circuit', 'idempotency', 'ledger']);
+  });
+
+  describe('results', () => {
+    const result = { lane: 'billing', queue: 'main', messageId: 'm', dispatchId: 'd', idempotencyKey: 'k', attempt: 1, at: 0, status: 200, headers: {}, body: 'ok', bodyTruncated: false } as const;
+
+    it('hands results to no one without RESULT_DESTINATION', () => {
+      expect(workerDepsFromEnv(ENV, clients()).results).toBeUndefined();
+    });
+
+    it('sends results to the SQS queue RESULT_DESTINATION names, with the SQS client', async () => {
+      sqsMock.on(GetQueueUrlCommand).resolves({ QueueUrl: 'https://sqs.test/123456789012/results' }).on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
+      const deps = workerDepsFromEnv({ ...ENV, RESULT_DESTINATION: '{"type":"sqs","queueArn":"arn:aws:sqs:us-east-1:123456789012:results"}' }, clients());
+      await expect(deps.results?.deliver([result])).resolves.toEqual([]);
+      expect(sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input.QueueUrl)).toEqual(['https://sqs.test/123456789012/results']);
+    });
+
+    it('puts results on the EventBridge bus RESULT_DESTINATION names, with the clients\' EventBridge client', async () => {
+      const ebMock = mockClient(EventBridgeClient);
+      try {
+        ebMock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e' }] });
+        const eventbridge = new EventBridgeClient({ region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+        const deps = workerDepsFromEnv({ ...ENV, RESULT_DESTINATION: '{"type":"eventbridge","busName":"jobs"}' }, { ...clients(), eventbridge });
+        await expect(deps.results?.deliver([result])).resolves.toEqual([]);
+        expect(ebMock.commandCalls(PutEventsCommand)[0]?.args[0].input.Entries?.[0]).toMatchObject({ EventBusName: 'jobs', Source: 'quota-orchestrator', DetailType: 'Job Result' });
+      } finally {
+        ebMock.restore();
+      }
+    });
+
+    it('names the variable and field of an invalid destination', () => {
+      expect(thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, RESULT_DESTINATION: '{"type":"eventbridge"}' }, clients())).field).toBe('RESULT_DESTINATION.busName');
+    });
   });
 
   it('gives up on an API call after API_TIMEOUT_MS', async () => {

@@ -53,6 +53,7 @@ describe('dynamoStores', () => {
       ['loadLedger', (s) => s.ledger.loadLedger('lane')],
       ['loadCircuit', (s) => s.circuit.loadCircuit('lane')],
       ['getIdempotency', (s) => s.idempotency.getIdempotency('key', T0)],
+      ['reopenDeadLettered, instead of reporting what it found', (s) => s.idempotency.reopenDeadLettered('key', T0)],
     ];
 
     it.each(calls)('propagate unchanged from %s', async (_, call) => {
@@ -137,6 +138,24 @@ describe('DynamoIdempotencyStore', () => {
       await expect(stores().idempotency.putIdempotencyIfAbsent('key', CLAIM, T0)).rejects.toBeInstanceOf(StateConflictError);
       expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(3);
       expect(ddbMock.commandCalls(GetCommand)).toHaveLength(3);
+    });
+  });
+
+  describe('reopenDeadLettered', () => {
+    const deadLettered = { pk: 'idem#key', status: 'dead-lettered', dispatchId: 'd-1', at: T0, expiresAt: T0 + 30_000 };
+
+    it('writes again when the record that refused the reopen reads back dead-lettered (dead-lettered again in between)', async () => {
+      ddbMock.on(UpdateCommand).rejectsOnce(conditionFailed()).resolves({});
+      ddbMock.on(GetCommand).resolves({ Item: deadLettered });
+      await expect(stores().idempotency.reopenDeadLettered('key', T0)).resolves.toBe('reopened');
+      expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(2);
+    });
+
+    it('gives up with StateConflictError after three refused reopens whose records read back dead-lettered', async () => {
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      ddbMock.on(GetCommand).resolves({ Item: deadLettered });
+      await expect(stores().idempotency.reopenDeadLettered('key', T0)).rejects.toBeInstanceOf(StateConflictError);
+      expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(3);
     });
   });
 });

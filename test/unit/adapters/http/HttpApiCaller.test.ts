@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HttpApiCaller } from '../../../../lib/adapters/http/HttpApiCaller';
+import { HttpApiCaller, MAX_RESPONSE_BODY_BYTES } from '../../../../lib/adapters/http/HttpApiCaller';
 import { awkwardBody } from '../../../helpers/serviceFixtures';
 
 interface Recorded {
@@ -88,13 +88,20 @@ describe('HttpApiCaller', () => {
   });
 
   describe('call', () => {
-    it('POSTs the body as JSON with the idempotency key, and reports status, lower-case headers and x-actual-cost', async () => {
+    it('POSTs the body as JSON with the idempotency key, and reports status, lower-case headers, x-actual-cost and the body', async () => {
       server.routes.set('/api', (_, response) => {
         response.writeHead(200, { 'X-Actual-Cost': '42', 'X-RateLimit-Remaining': '7', 'Content-Type': 'application/json' });
         response.end('{"ok":true}');
       });
       const result = await caller().call('{"to":"+15550100","text":"hé"}', { idempotencyKey: 'job-1' });
-      expect(result).toEqual({ kind: 'response', status: 200, headers: expect.objectContaining({ 'x-actual-cost': '42', 'x-ratelimit-remaining': '7' }), actualCost: 42 });
+      expect(result).toEqual({
+        kind: 'response',
+        status: 200,
+        headers: expect.objectContaining({ 'x-actual-cost': '42', 'x-ratelimit-remaining': '7' }),
+        actualCost: 42,
+        body: '{"ok":true}',
+        bodyTruncated: false,
+      });
       expect(server.requests).toEqual([
         {
           method: 'POST',
@@ -164,7 +171,37 @@ describe('HttpApiCaller', () => {
         response.writeHead(200, { 'x-actual-cost': '5' });
         response.write('partial');
       });
-      await expect(caller(50).call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 200, actualCost: 5 });
+      await expect(caller(50).call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 200, actualCost: 5, body: 'partial', bodyTruncated: true });
+    });
+
+    it('keeps the first MAX_RESPONSE_BODY_BYTES of a longer body, reads it to the end, and says it was cut', async () => {
+      const sent = 'a'.repeat(MAX_RESPONSE_BODY_BYTES + 10_000);
+      server.routes.set('/api', (_, response) => response.writeHead(200).end(sent));
+      const result = await caller().call('{}', { idempotencyKey: 'k' });
+      expect(result).toMatchObject({ kind: 'response', status: 200, bodyTruncated: true });
+      expect(result.kind === 'response' ? result.body : undefined).toBe(sent.slice(0, MAX_RESPONSE_BODY_BYTES));
+    });
+
+    it('keeps a body of exactly MAX_RESPONSE_BODY_BYTES whole', async () => {
+      const sent = 'b'.repeat(MAX_RESPONSE_BODY_BYTES);
+      server.routes.set('/api', (_, response) => response.writeHead(200).end(sent));
+      await expect(caller().call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ body: sent, bodyTruncated: false });
+    });
+
+    it('cuts a body on a whole UTF-8 character, never inside one', async () => {
+      // 'é' is two bytes: one byte short of the bound ends inside a character, which is left out whole.
+      const sent = `x${'é'.repeat(MAX_RESPONSE_BODY_BYTES / 2)}`;
+      server.routes.set('/api', (_, response) => response.writeHead(200).end(sent));
+      const result = await caller().call('{}', { idempotencyKey: 'k' });
+      const body = result.kind === 'response' ? (result.body ?? '') : '';
+      expect(body).toBe(sent.slice(0, 1 + (MAX_RESPONSE_BODY_BYTES - 2) / 2));
+      expect(body).not.toContain('\ufffd');
+      expect(result).toMatchObject({ bodyTruncated: true });
+    });
+
+    it("reports a refusal's body too (its dead letter quotes it)", async () => {
+      server.routes.set('/api', (_, response) => response.writeHead(400).end('{"error":"bad phone number"}'));
+      await expect(caller().call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ status: 400, body: '{"error":"bad phone number"}' });
     });
 
     it('reports a network error when nothing listens on the port', async () => {
@@ -183,7 +220,7 @@ describe('HttpApiCaller', () => {
     it('uses the fetch it is given', async () => {
       const fetchStub = jest.fn(async () => new Response(null, { status: 202, headers: { 'X-Actual-Cost': '1' } }));
       const api = new HttpApiCaller({ apiUrl: 'https://api.example/v1', healthUrl: 'https://api.example/health', timeoutMs: 1_000, fetch: fetchStub });
-      await expect(api.call('"x"', { idempotencyKey: 'k' })).resolves.toEqual({ kind: 'response', status: 202, headers: { 'x-actual-cost': '1' }, actualCost: 1 });
+      await expect(api.call('"x"', { idempotencyKey: 'k' })).resolves.toEqual({ kind: 'response', status: 202, headers: { 'x-actual-cost': '1' }, actualCost: 1, body: '', bodyTruncated: false });
       expect(fetchStub).toHaveBeenCalledWith('https://api.example/v1', expect.objectContaining({ method: 'POST', body: '"x"' }));
     });
   });
@@ -209,7 +246,7 @@ describe('HttpApiCaller', () => {
       response.end();
     };
 
-    it('sends the authorization header on calls and probes, asking for it once', async () => {
+    it('sends the authorization header on calls and probes, asking for it at each request (a rotated key is used at once)', async () => {
       server.routes.set('/api', ok);
       server.routes.set('/health', ok);
       let asked = 0;
@@ -222,9 +259,9 @@ describe('HttpApiCaller', () => {
       await api.call('{"id":"a"}', { idempotencyKey: 'a' });
       await api.probe();
       await api.call('{"id":"b"}', { idempotencyKey: 'b' });
-      expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer key-1', 'Bearer key-1', 'Bearer key-1']);
+      expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer key-1', 'Bearer key-2', 'Bearer key-3']);
       expect(server.requests[0]?.headers['idempotency-key']).toBe('a');
-      expect(asked).toBe(1);
+      expect(asked).toBe(3);
     });
 
     it('sends no authorization header when there is no credential', async () => {

@@ -6,12 +6,17 @@ import {
   healthCheckDueAt,
   INITIAL_CIRCUIT,
   isDispatchAllowed,
+  isHeld,
   isProbeStarted,
   LEGACY_OPEN_REASON,
+  MAX_TRANSITION_REASON,
+  MAX_TRANSITIONS_KEPT,
+  NEVER_DUE,
   transition,
   type Circuit,
   type CircuitEvent,
   type CircuitState,
+  type OperatorEvent,
 } from '../../../../lib/domain/breaker/circuit';
 import { circuitPolicyFrom, type CircuitPolicy } from '../../../../lib/domain/breaker/policy';
 import { parseBreakerSettings, type BreakerSettings } from '../../../../lib/domain/breaker/settings';
@@ -42,7 +47,7 @@ beforeEach(() => {
 const apply = (circuit: Circuit, event: CircuitEvent, settings: BreakerSettings = S): Circuit => transition(circuit, event, clock.now(), circuitPolicyFrom(settings));
 const applyAll = (circuit: Circuit, events: readonly CircuitEvent[]): Circuit => events.reduce((c, e) => apply(c, e), circuit);
 const failures = (n: number): CircuitEvent[] => Array.from({ length: n }, () => FAILURE);
-const circuitIn = (state: CircuitState, pausedUntil = 0, clientErrorRun = 0): Circuit => ({ state, pausedUntil, clientErrorRun, version: 7 });
+const circuitIn = (state: CircuitState, pausedUntil = 0, clientErrorRun = 0): Circuit => ({ state, pausedUntil, clientErrorRun, hold: null, transitions: [], version: 7 });
 const OPENED_ON = '5 transient failures within 30 s';
 
 /** An open circuit whose first check is due 10 s from now. */
@@ -524,10 +529,178 @@ describe('transition', () => {
     });
   });
 
+  describe('operator-paused and operator-resumed', () => {
+    const pause = (by = 'alice'): CircuitEvent => ({ type: 'operator-paused', by });
+    const resume = (by = 'bob'): CircuitEvent => ({ type: 'operator-resumed', by });
+
+    it('holds the lane with who and since when, keeping the state, and records the pause', () => {
+      const next = apply(INITIAL_CIRCUIT, pause());
+      expectChanged(INITIAL_CIRCUIT, next);
+      expect(next.hold).toEqual({ since: T0, by: 'alice' });
+      expect(next.state).toBe(INITIAL_CIRCUIT.state);
+      expect(next.transitions).toEqual([{ at: T0, from: 'closed', to: 'closed', reason: 'paused by operator (alice)' }]);
+      expect(isHeld(next)).toBe(true);
+      expect(isDispatchAllowed(next)).toBe(false);
+    });
+
+    it('leaves a paused lane as it is, keeping the first hold', async () => {
+      const paused = apply(INITIAL_CIRCUIT, pause('alice'));
+      await clock.advance(5_000);
+      expect(apply(paused, pause('carol'))).toBe(paused);
+    });
+
+    it('clears the hold on resume and records it; a lane not paused is left as it is', async () => {
+      const paused = apply(INITIAL_CIRCUIT, pause());
+      await clock.advance(5_000);
+      const resumed = apply(paused, resume());
+      expectChanged(paused, resumed);
+      expect(resumed.hold).toBeNull();
+      expect(isDispatchAllowed(resumed)).toBe(true);
+      expect(resumed.transitions.at(-1)).toEqual({ at: T0 + 5_000, from: 'closed', to: 'closed', reason: 'resumed by operator (bob)' });
+      expect(apply(resumed, resume())).toBe(resumed);
+      expect(apply(INITIAL_CIRCUIT, resume())).toBe(INITIAL_CIRCUIT);
+    });
+
+    it('sends no health check while held, even once due, and sends it after the resume', async () => {
+      const held = apply(openCircuit(), pause());
+      await clock.advance(10_000);
+      expect(healthCheckDueAt(held, P.probe)).toBeUndefined();
+      expect(apply(held, sent('c1'))).toBe(held);
+      const resumed = apply(held, resume());
+      expect(healthCheckDueAt(resumed, P.probe)).toBe(T0 + 10_000);
+      expect(apply(resumed, sent('c1')).state).toMatchObject({ status: 'half-open', checkId: 'c1' });
+    });
+
+    it('lets no worker start the probe of a check sent before the pause, but counts the result of one already started', () => {
+      expect(apply(apply(halfOpenCircuit(), pause()), started('c1')).state).toMatchObject({ status: 'half-open', probeStartedAt: null });
+      const probing = apply(apply(halfOpenCircuit(), started('c1')), pause());
+      expect(apply(probing, ok('c1')).state).toMatchObject({ status: 'closed', closedAt: T0 });
+    });
+
+    it("still counts jobs' results while held: the jobs dispatched before the pause open the circuit", () => {
+      const held = applyAll(apply(INITIAL_CIRCUIT, pause()), failures(5));
+      expect(held.state).toMatchObject({ status: 'open', reason: OPENED_ON });
+      expect(held.hold).toEqual({ since: T0, by: 'alice' });
+    });
+
+    it('refuses a blank operator name', () => {
+      expect(() => apply(INITIAL_CIRCUIT, pause(' '))).toThrow(RangeError);
+    });
+  });
+
+  describe('operator-opened', () => {
+    const force = (by = 'alice'): CircuitEvent => ({ type: 'operator-opened', by });
+
+    it("opens a closed circuit for the operator: a check never comes due, and the reason names the operator", async () => {
+      const closed = circuitIn({ status: 'closed', failures: [T0 - 1], closedAt: T0 - 1_000, reopenStreak: 2 });
+      const next = apply(closed, force());
+      expectChanged(closed, next);
+      expect(next.state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: NEVER_DUE, failedChecks: 0, reopenStreak: 2, reason: 'opened by operator (alice)', byOperator: true });
+      expect(next.transitions).toEqual([{ at: T0, from: 'closed', to: 'open', reason: 'opened by operator (alice)' }]);
+      expect(healthCheckDueAt(next, P.probe)).toBeUndefined();
+      await clock.advance(30 * 86_400_000);
+      expect(apply(next, sent('c1'))).toBe(next);
+    });
+
+    it('takes over a circuit the breaker opened: open since it opened, with no more checks', () => {
+      const open = openCircuit({ openedAt: T0 - 60_000, failedChecks: 3 });
+      const next = apply(open, force());
+      expect(next.state).toEqual({ status: 'open', openedAt: T0 - 60_000, nextCheckAt: NEVER_DUE, failedChecks: 3, reopenStreak: 0, reason: 'opened by operator (alice)', byOperator: true });
+      expect(next.transitions).toEqual([{ at: T0, from: 'open', to: 'open', reason: 'opened by operator (alice)' }]);
+    });
+
+    it('drops the check in flight of a half-open circuit: its result changes nothing', () => {
+      const next = apply(apply(halfOpenCircuit(), started('c1')), force());
+      expect(next.state).toMatchObject({ status: 'open', byOperator: true });
+      expect(apply(next, ok('c1'))).toBe(next);
+      expect(apply(next, failed('c1'))).toBe(next);
+    });
+
+    it('leaves a circuit the operator opened as it is', () => {
+      const forced = apply(INITIAL_CIRCUIT, force('alice'));
+      expect(apply(forced, force('bob'))).toBe(forced);
+    });
+  });
+
+  describe('operator-closed', () => {
+    const close: CircuitEvent = { type: 'operator-closed', by: 'bob' };
+    const froms: [string, () => Circuit][] = [
+      ['open', () => openCircuit({ reopenStreak: 1 })],
+      ['half-open', () => halfOpenCircuit({ reopenStreak: 1 })],
+      ['forced open', () => apply(circuitIn({ status: 'closed', failures: [], closedAt: null, reopenStreak: 1 }), { type: 'operator-opened', by: 'alice' })],
+    ];
+
+    it.each(froms)('closes a circuit %s, keeping its reopen streak and its 429 pause, and ends the client-error run', (_label, make) => {
+      const from = { ...make(), pausedUntil: T0 + 5_000, clientErrorRun: 4 };
+      const next = apply(from, close);
+      expectChanged(from, next);
+      expect(next.state).toEqual({ status: 'closed', failures: [], closedAt: T0, reopenStreak: 1 });
+      expect(next.pausedUntil).toBe(T0 + 5_000);
+      expect(next.clientErrorRun).toBe(0);
+      expect(next.transitions.at(-1)).toEqual({ at: T0, from: from.state.status, to: 'closed', reason: 'closed by operator (bob)' });
+      expect(isDispatchAllowed(next)).toBe(true);
+    });
+
+    it('leaves a closed circuit as it is, its failures included', () => {
+      const closed = applyAll(INITIAL_CIRCUIT, failures(2));
+      expect(apply(closed, close)).toBe(closed);
+    });
+
+    it('keeps the hold: a paused lane stays paused', () => {
+      const next = apply(apply(openCircuit(), { type: 'operator-paused', by: 'alice' }), close);
+      expect(next.hold).toEqual({ since: T0, by: 'alice' });
+      expect(isDispatchAllowed(next)).toBe(false);
+    });
+  });
+
+  describe('transitions', () => {
+    it('records each change of status with its instant and reason, oldest first', async () => {
+      let circuit = applyAll(INITIAL_CIRCUIT, failures(5));
+      await clock.advance(10_000);
+      circuit = applyAll(circuit, [sent('c1'), started('c1'), failed('c1')]);
+      await clock.advance(5_000);
+      circuit = applyAll(circuit, [sent('c2'), ok('c2')]);
+      expect(circuit.transitions).toEqual([
+        { at: T0, from: 'closed', to: 'open', reason: OPENED_ON },
+        { at: T0 + 10_000, from: 'open', to: 'half-open', reason: 'health check c1 sent' },
+        { at: T0 + 10_000, from: 'half-open', to: 'open', reason: 'health check c1 failed' },
+        { at: T0 + 15_000, from: 'open', to: 'half-open', reason: 'health check c2 sent' },
+        { at: T0 + 15_000, from: 'half-open', to: 'closed', reason: 'health check c2 passed' },
+      ]);
+    });
+
+    it('records no change that keeps the status: a failure counted, a 429, a claim, a replaced check', async () => {
+      const counted = applyAll(INITIAL_CIRCUIT, [FAILURE, limited(T0 + 1_000), clientError()]);
+      expect(counted.transitions).toEqual([]);
+      const halfOpen = apply(halfOpenCircuit(), started('c1'));
+      await clock.advance(20_000);
+      expect(apply(halfOpen, sent('c2')).transitions).toEqual([]);
+    });
+
+    it(`keeps the last ${MAX_TRANSITIONS_KEPT}`, async () => {
+      let circuit = INITIAL_CIRCUIT;
+      for (let i = 1; i <= 6; i++) {
+        await clock.advance(1_000);
+        circuit = applyAll(circuit, [{ type: 'operator-paused', by: `p${i}` }, { type: 'operator-resumed', by: `r${i}` }]);
+      }
+      expect(circuit.transitions).toHaveLength(MAX_TRANSITIONS_KEPT);
+      expect(circuit.transitions[0]).toMatchObject({ reason: 'paused by operator (p2)' });
+      expect(circuit.transitions.at(-1)).toMatchObject({ at: T0 + 6_000, reason: 'resumed by operator (r6)' });
+    });
+
+    it(`cuts a reason longer than ${MAX_TRANSITION_REASON} characters`, () => {
+      const next = apply(INITIAL_CIRCUIT, rejected(`HTTP 401 ${'x'.repeat(500)}`));
+      const reason = next.transitions[0]?.reason ?? '';
+      expect(reason).toHaveLength(MAX_TRANSITION_REASON);
+      expect(reason.endsWith('…')).toBe(true);
+      expect(reason.startsWith('caller rejected: HTTP 401 xxx')).toBe(true);
+    });
+  });
+
   describe('invariants', () => {
     type Step = {
       readonly dtMs: number;
-      readonly kind: 'failure' | 'success' | 'limited' | 'rejected' | 'client-error' | 'sent' | 'started' | 'ok' | 'failed';
+      readonly kind: 'failure' | 'success' | 'limited' | 'rejected' | 'client-error' | 'sent' | 'started' | 'ok' | 'failed' | OperatorEvent['type'];
       readonly id: string;
       readonly retryInMs: number;
     };
@@ -551,6 +724,7 @@ describe('transition', () => {
         { arbitrary: fc.constantFrom('success' as const, 'limited' as const), weight: 1 },
         { arbitrary: fc.constantFrom('rejected' as const, 'client-error' as const), weight: 1 },
         { arbitrary: fc.constantFrom('sent' as const, 'started' as const, 'ok' as const, 'failed' as const), weight: 4 },
+        { arbitrary: fc.constantFrom('operator-paused' as const, 'operator-resumed' as const, 'operator-opened' as const, 'operator-closed' as const), weight: 1 },
       ),
       id: fc.constantFrom('a', 'b', 'c'),
       retryInMs: fc.integer({ min: -5_000, max: 60_000 }),
@@ -576,10 +750,12 @@ describe('transition', () => {
           return ok(step.id);
         case 'failed':
           return failed(step.id);
+        default:
+          return { type: step.kind, by: step.id };
       }
     }
 
-    it('hold for any event sequence: +1 version per change, one trial and one probe at a time, closed below the thresholds', async () => {
+    it('hold for any event sequence: +1 version per change, one trial and one probe at a time, closed below the thresholds, none while held', async () => {
       await fc.assert(
         fc.asyncProperty(settingsArb, fc.array(stepArb, { maxLength: 60 }), async (settings, steps) => {
           clock = new FakeClock(T0);
@@ -603,6 +779,20 @@ describe('transition', () => {
               expect({ ...circuitToJSON(circuit), version: 0 }).not.toEqual({ ...circuitToJSON(prev), version: 0 });
             }
             expect(circuit.pausedUntil).toBeGreaterThanOrEqual(prev.pausedUntil);
+
+            // Every change of status or hold is the last transition kept; at most MAX_TRANSITIONS_KEPT are.
+            expect(circuit.transitions.length).toBeLessThanOrEqual(MAX_TRANSITIONS_KEPT);
+            if (state.status !== prev.state.status || (circuit.hold === null) !== (prev.hold === null)) {
+              expect(circuit.transitions.at(-1)).toMatchObject({ at: now, from: prev.state.status, to: state.status });
+            } else if (!('by' in event)) {
+              expect(circuit.transitions).toBe(prev.transitions);
+            }
+            // While an operator holds the lane, or the circuit open, no check goes and no probe starts.
+            if (prev.hold !== null || (prev.state.status === 'open' && prev.state.byOperator === true)) {
+              if (event.type === 'health-check-sent' || event.type === 'health-check-started') expect(circuit).toBe(prev);
+            }
+            // An operator's forced open or close ends any probe running: its result no longer counts.
+            if (circuit !== prev && (event.type === 'operator-opened' || event.type === 'operator-closed')) running = undefined;
 
             // One trial at a time: a new check starts only from open after the cool-down, or after the previous
             // check timed out; a result moves the circuit only if it belongs to the one check in flight.
@@ -637,12 +827,12 @@ describe('transition', () => {
             if (state.status === 'closed') {
               expect(state.failures.filter((t) => t > now - windowMs).length).toBeLessThan(settings.failureThreshold);
             }
-            if (prev.state.status === 'closed' && state.status === 'open') {
+            if (prev.state.status === 'closed' && state.status === 'open' && state.byOperator === undefined) {
               expect(state.nextCheckAt - now).toBeGreaterThanOrEqual(settings.openSeconds * 1000);
               expect(state.nextCheckAt - now).toBeLessThanOrEqual(settings.maxOpenSeconds * 1000);
             }
 
-            expect(isDispatchAllowed(circuit)).toBe(state.status === 'closed');
+            expect(isDispatchAllowed(circuit)).toBe(state.status === 'closed' && circuit.hold === null);
             expect(circuitFromJSON(JSON.parse(JSON.stringify(circuitToJSON(circuit))))).toEqual(circuit);
           }
         }),
@@ -665,6 +855,11 @@ describe('isDispatchAllowed', () => {
       expect(isDispatchAllowed(halfOpenCircuit())).toBe(false);
     });
   });
+  describe('held', () => {
+    it('refuses dispatch on a closed circuit an operator paused', () => {
+      expect(isDispatchAllowed(apply(INITIAL_CIRCUIT, { type: 'operator-paused', by: 'alice' }))).toBe(false);
+    });
+  });
 });
 
 describe('healthCheckDueAt', () => {
@@ -677,6 +872,10 @@ describe('healthCheckDueAt', () => {
   describe('open', () => {
     it('is due at nextCheckAt', () => {
       expect(healthCheckDueAt(openCircuit(), P.probe)).toBe(T0 + 10_000);
+    });
+
+    it('has none due while an operator holds the circuit open', () => {
+      expect(healthCheckDueAt(apply(openCircuit(), { type: 'operator-opened', by: 'alice' }), P.probe)).toBeUndefined();
     });
   });
 
@@ -717,13 +916,14 @@ describe('circuitToJSON', () => {
 
 describe('circuitFromJSON', () => {
   const samples: [string, () => Circuit][] = [
-    ['closed', () => ({ state: { status: 'closed', failures: [T0 - 5, T0], closedAt: T0 - 60_000, reopenStreak: 2 }, pausedUntil: T0 + 9, clientErrorRun: 0, version: 12 })],
+    ['closed', () => ({ state: { status: 'closed', failures: [T0 - 5, T0], closedAt: T0 - 60_000, reopenStreak: 2 }, pausedUntil: T0 + 9, clientErrorRun: 0, hold: null, transitions: [], version: 12 })],
     ['closed with a client-error run', () => circuitIn({ status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, 0, 4)],
     ['never-closed', () => INITIAL_CIRCUIT],
     ['open', () => openCircuit({ failedChecks: 3, reopenStreak: 1 })],
     ['half-open', () => halfOpenCircuit({ failedChecks: 1 })],
     ['half-open, started', () => halfOpenCircuit({ probeStartedAt: T0 + 3 })],
     ['open on a caller rejection', () => openCircuit({ reason: 'caller rejected: HTTP 403 Forbidden' })],
+    ['forced open, paused, with transitions', () => applyAll(openCircuit(), [{ type: 'operator-opened', by: 'alice' }, { type: 'operator-paused', by: 'bob' }])],
   ];
 
   describe.each(samples)('%s', (_label, make) => {
@@ -749,6 +949,19 @@ describe('circuitFromJSON', () => {
   describe('stored before the probe claim and caller rejections', () => {
     const legacyOpen = { status: 'open', openedAt: T0, nextCheckAt: T0 + 10_000, failedChecks: 1, reopenStreak: 0 };
     const legacyHalfOpen = { status: 'half-open', openedAt: T0, checkId: 'c1', checkSentAt: T0 + 10_000, failedChecks: 1, reopenStreak: 0 };
+
+    it('reads a missing hold as none and missing transitions as none, and writes neither while there are none', () => {
+      const circuit = circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0 });
+      expect(circuit.hold).toBeNull();
+      expect(circuit.transitions).toEqual([]);
+      expect(circuitToJSON(circuit)).not.toHaveProperty('hold');
+      expect(circuitToJSON(circuit)).not.toHaveProperty('transitions');
+    });
+
+    it(`keeps the last ${MAX_TRANSITIONS_KEPT} of more transitions stored`, () => {
+      const transitions = Array.from({ length: 12 }, (_, i) => ({ at: T0 + i, from: 'closed', to: 'closed', reason: `r${i}` }));
+      expect(circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0, transitions }).transitions).toEqual(transitions.slice(2));
+    });
 
     it('reads a missing clientErrorRun as 0, and writes none while it is 0', () => {
       const circuit = circuitFromJSON({ version: 3, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil: 0 });
@@ -807,6 +1020,13 @@ describe('circuitFromJSON', () => {
       ['open with an empty reason', wrap({ ...open, reason: '' }), /circuit\.state\.reason must be a non-empty string/],
       ['half-open with a numeric reason', wrap({ ...halfOpen, reason: 401 }), /circuit\.state\.reason must be a non-empty string; got 401/],
       ['a negative clientErrorRun', { ...wrap(closed), clientErrorRun: -1 }, /circuit\.clientErrorRun must be a non-negative integer; got -1/],
+      ['open with byOperator false', wrap({ ...open, byOperator: false }), /circuit\.state\.byOperator must be true when present; got false/],
+      ['a hold without by', { ...wrap(closed), hold: { since: 1 } }, /circuit\.hold\.by must be a non-empty string; got nothing/],
+      ['a hold with a string since', { ...wrap(closed), hold: { since: '1', by: 'a' } }, /circuit\.hold\.since must be a finite number/],
+      ['a hold with another key', { ...wrap(closed), hold: { since: 1, by: 'a', until: 2 } }, /circuit\.hold\.until is not a field of the hold/],
+      ['transitions that are not a list', { ...wrap(closed), transitions: {} }, /circuit\.transitions must be an array/],
+      ['a transition to an unknown status', { ...wrap(closed), transitions: [{ at: 1, from: 'closed', to: 'paused', reason: 'r' }] }, /circuit\.transitions\[0\]\.to must be 'closed', 'open' or 'half-open'; got "paused"/],
+      ['a transition without reason', { ...wrap(closed), transitions: [{ at: 1, from: 'closed', to: 'open' }] }, /circuit\.transitions\[0\]\.reason must be a non-empty string/],
     ])('refuses %s with a StateFormatError naming the field', (_label, json, message) => {
       expect(() => circuitFromJSON(json)).toThrow(StateFormatError);
       expect(() => circuitFromJSON(json)).toThrow(message);

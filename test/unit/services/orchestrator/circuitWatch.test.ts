@@ -49,6 +49,24 @@ describe('CircuitWatch', () => {
     });
   });
 
+  describe('held', () => {
+    it("lets nothing through while an operator holds the lane, and ramps up once it is resumed", async () => {
+      const h = roomHarness();
+      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, INITIAL_CIRCUIT);
+      const startRamp = jest.spyOn(h.pacer, 'startRamp');
+      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'operator-paused', by: 'alice' }, START, circuitPolicyFrom(h.config.circuit));
+      await watch.read();
+      expect(watch.held).toBe(true);
+      expect(watch.letsThrough(START)).toBe(false);
+
+      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'operator-resumed', by: 'bob' }, START + 5, circuitPolicyFrom(h.config.circuit));
+      await watch.read();
+      expect(watch.held).toBe(false);
+      expect(watch.letsThrough(START + 10)).toBe(true);
+      expect(startRamp.mock.calls).toEqual([[START + 10]]);
+    });
+  });
+
   describe('read', () => {
     it('keeps the circuit last read when the store fails, and says so', async () => {
       const h = roomHarness();
@@ -72,6 +90,18 @@ describe('CircuitWatch', () => {
       expect(h.run.tally.healthChecks).toBe(0);
     });
 
+    it('sends none while an operator holds the lane, even once it is due', async () => {
+      const h = roomHarness();
+      await openCircuit(h.stores.circuit, h.config, START);
+      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'operator-paused', by: 'alice' }, START, circuitPolicyFrom(h.config.circuit));
+      const invoke = jest.spyOn(h.run.deps.invoker, 'invoke');
+      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.stores.circuit, LANE));
+
+      await expect(watch.sendHealthCheckIfDue(START + 2_000)).resolves.toBeUndefined();
+      expect(invoke).not.toHaveBeenCalled();
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'open' } });
+    });
+
     it('sends the due check once it has won the circuit write, and counts it', async () => {
       const h = roomHarness();
       await openCircuit(h.stores.circuit, h.config, START);
@@ -80,7 +110,12 @@ describe('CircuitWatch', () => {
 
       await watch.sendHealthCheckIfDue(START + 2_000);
       expect(invoke.mock.calls).toEqual([[{ kind: 'health-check', lane: LANE, checkId: 'id-1', sentAt: START + 2_000 }]]);
-      expect(h.events).toEqual([{ type: 'health-check-sent', at: START + 2_000, checkId: 'id-1' }]);
+      expect(h.events).toEqual([
+        { type: 'circuit-seen', at: START, status: 'open' },
+        { type: 'circuit-transition', lane: LANE, at: START + 2_000, from: 'open', to: 'half-open', reason: 'health check id-1 sent' },
+        { type: 'circuit-seen', at: START + 2_000, status: 'half-open', previous: 'open' },
+        { type: 'health-check-sent', at: START + 2_000, checkId: 'id-1' },
+      ]);
       expect(h.run.tally.healthChecks).toBe(1);
       await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'id-1' } });
     });

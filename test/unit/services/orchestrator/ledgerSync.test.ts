@@ -23,7 +23,7 @@ describe('LedgerSync', () => {
       await h.clock.advance(1);
       await expect(sync.tryFlush()).resolves.toBe(true);
       expect(h.flushes.calls.slice(4)).toEqual(['pendingSettlements', 'saveLedger', 'renewLease']);
-      expect(h.events).toEqual([START, START + halfLife - 1, START + halfLife].map((at) => ({ type: 'flushed', at, settlements: 0 })));
+      expect(h.events).toEqual([START, START + halfLife - 1, START + halfLife].map((at) => ({ type: 'flushed', at, settlements: 0, usage: [{ tier: '5/second', kind: 'sliding', used: 0, limit: 5 }] })));
     });
 
     it('after a flush that failed before saving, saves in full at the next', async () => {
@@ -74,7 +74,7 @@ describe('LedgerSync', () => {
 
       await sync.tryFlush();
       expect(settle).toHaveBeenCalledTimes(1);
-      expect(h.events).toEqual([expect.objectContaining({ type: 'state-unavailable' }), { type: 'flushed', at: START, settlements: 1 }]);
+      expect(h.events).toEqual([expect.objectContaining({ type: 'state-unavailable' }), { type: 'flushed', at: START, settlements: 1, usage: [{ tier: '5/second', kind: 'sliding', used: 1, limit: 5 }] }]);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     });
   });

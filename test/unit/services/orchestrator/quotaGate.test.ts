@@ -37,7 +37,7 @@ describe('QuotaGate', () => {
         await h.clock.advanceTo(at);
         expect(gate.shutUntil(at)).toBe(START + DAY_MS - COVERAGE_MS);
       }
-      expect(h.events).toEqual([{ type: 'quota-exhausted', at: START + 1_000, tier: '2/day', until: START + DAY_MS }]);
+      expect(h.events).toEqual([{ type: 'quota-exhausted', at: START + 1_000, tier: '2/day', kind: 'calendar', until: START + DAY_MS }]);
 
       await h.clock.advanceTo(START + DAY_MS - COVERAGE_MS);
       expect(gate.shutUntil(h.clock.now())).toBeUndefined();
@@ -51,7 +51,7 @@ describe('QuotaGate', () => {
 
       expect(gate.shutUntil(START)).toBe(START + DAY_MS - COVERAGE_MS);
       expect(gate.shutUntil(START + 60_000)).toBe(START + DAY_MS - COVERAGE_MS);
-      expect(h.events).toEqual([{ type: 'quota-exhausted', at: START, tier: '429', until: START + DAY_MS }]);
+      expect(h.events).toEqual([{ type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + DAY_MS }]);
     });
 
     it('reports again when what holds the quota changes within an episode', () => {

@@ -1,0 +1,103 @@
+import type { Circuit, CircuitStatus, CircuitTransition, OperatorHold } from '../../domain/breaker/circuit';
+import { tierUsageAt, type TierUsageReadout } from '../../domain/quota/tierUsage';
+import type { Tier } from '../../domain/quota/tiers';
+import type { CircuitStore } from '../../ports/CircuitStore';
+import type { Clock } from '../../ports/Clock';
+import type { LeaseStore } from '../../ports/LeaseStore';
+import type { LedgerStore } from '../../ports/LedgerStore';
+import { loadCircuit } from '../circuitUpdates';
+
+/** What {@link readLaneStatus} reads: the lane's stores, and the lane's settings (a `ServiceConfig` will do). */
+export interface LaneStatusDeps {
+  readonly circuits: CircuitStore;
+  readonly ledgers: LedgerStore;
+  readonly leases: LeaseStore;
+  readonly clock: Clock;
+  /** The lane (`ServiceConfig.lane`). */
+  readonly lane: string;
+  /** The lane's quota tiers (`ServiceConfig.quotas`). */
+  readonly quotas: readonly Tier[];
+  /** The time zone of its day and month tiers (`ServiceConfig.timeZone`). */
+  readonly timeZone: string;
+}
+
+/** The lane's circuit for operators: plain JSON, times in epoch ms. */
+export interface CircuitView {
+  readonly status: CircuitStatus;
+  /** Why it opened (open and half-open). */
+  readonly reason?: string;
+  /** When it opened (open and half-open). */
+  readonly openedAt?: number;
+  /** When the next health check is due (open, unless forced open). */
+  readonly nextCheckAt?: number;
+  /** True when an operator forced it open: no health check goes until an operator closes it. */
+  readonly byOperator?: boolean;
+  /** Until when a 429 asked the lane to wait, while that is still ahead. */
+  readonly rateLimitedUntil?: number;
+  /** The last transitions (at most 10), oldest first. */
+  readonly recentTransitions: readonly CircuitTransition[];
+}
+
+/** The lane's lease as stored: its holder, until when, and its fencing token. */
+export interface LeaseView {
+  readonly owner: string;
+  readonly expiresAt: number;
+  readonly fencingToken: number;
+  /** Whether it had expired at the status's instant (the holder's run ended without releasing it, or is late renewing). */
+  readonly expired: boolean;
+}
+
+/** A lane's status for operators, as `ops status --json` prints it: plain JSON, times in epoch ms. */
+export interface LaneStatus {
+  readonly lane: string;
+  /** When it was read. */
+  readonly at: number;
+  /** The operator's hold, or `null` when the lane is not paused. */
+  readonly paused: OperatorHold | null;
+  readonly circuit: CircuitView;
+  /** Each tier's usage against its limit, in configured order. */
+  readonly tiers: readonly TierUsageReadout[];
+  /** The lease, or `null` when no orchestrator holds it (never taken, or released). */
+  readonly lease: LeaseView | null;
+}
+
+/**
+ * Reads the lane's circuit, ledger and lease (three reads at once) into a {@link LaneStatus} at `clock.now()`. The
+ * tiers' usage is the stored ledger's (see `tierUsageAt`): what the orchestrator last saved.
+ * @throws StateFormatError when a stored item is malformed; the stores' own errors as they come.
+ */
+export async function readLaneStatus(deps: LaneStatusDeps): Promise<LaneStatus> {
+  const { lane } = deps;
+  const at = deps.clock.now();
+  const [circuit, ledger, lease] = await Promise.all([loadCircuit(deps.circuits, lane), deps.ledgers.loadLedger(lane), deps.leases.readLease(lane)]);
+  return {
+    lane,
+    at,
+    paused: holdView(circuit),
+    circuit: circuitView(circuit, at),
+    tiers: tierUsageAt(deps.quotas, ledger, at, deps.timeZone),
+    lease: lease === null ? null : { owner: lease.owner, expiresAt: lease.expiresAt, fencingToken: lease.token, expired: at >= lease.expiresAt },
+  };
+}
+
+/** The operator's hold on `circuit`, as {@link LaneStatus.paused} shows it. */
+export function holdView(circuit: Circuit): OperatorHold | null {
+  return circuit.hold === null ? null : { since: circuit.hold.since, by: circuit.hold.by };
+}
+
+/** `circuit` as {@link LaneStatus.circuit} shows it at `now`. */
+export function circuitView(circuit: Circuit, now: number): CircuitView {
+  const { state } = circuit;
+  const common = {
+    ...(circuit.pausedUntil > now ? { rateLimitedUntil: circuit.pausedUntil } : {}),
+    recentTransitions: circuit.transitions.map((t) => ({ at: t.at, from: t.from, to: t.to, reason: t.reason })),
+  };
+  switch (state.status) {
+    case 'closed':
+      return { status: 'closed', ...common };
+    case 'open':
+      return { status: 'open', reason: state.reason, openedAt: state.openedAt, ...(state.byOperator === true ? { byOperator: true } : { nextCheckAt: state.nextCheckAt }), ...common };
+    case 'half-open':
+      return { status: 'half-open', reason: state.reason, openedAt: state.openedAt, ...common };
+  }
+}

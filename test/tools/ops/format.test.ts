@@ -1,0 +1,110 @@
+import type { LaneControlResult } from '../../../lib/services/operator/laneControl';
+import { ago, formatControl, formatRedrive, formatStatus, isoSecond, table } from '../../../tools/ops/format';
+import type { OpsStatus } from '../../../tools/ops/laneOps';
+
+const AT = Date.UTC(2026, 10, 26, 9, 40);
+const EMPTY = { visible: 0, inFlight: 0, delayed: 0 };
+
+function status(overrides: Partial<OpsStatus> = {}): OpsStatus {
+  return {
+    target: 'the local stack (out/local-stack.json)',
+    lane: 'default',
+    at: AT,
+    paused: null,
+    circuit: { status: 'closed', recentTransitions: [] },
+    tiers: [
+      { tier: '10/second', per: 'second', unit: 'requests', limit: 10, used: 3, remaining: 7 },
+      { tier: '20000/day', per: 'day', unit: 'requests', limit: 20_000, used: 1_500, remaining: 18_500, resetsAt: Date.UTC(2026, 10, 27) },
+    ],
+    lease: { owner: 'orchestrator-1', expiresAt: AT + 25_000, fencingToken: 12, expired: false },
+    queues: { main: { visible: 12, inFlight: 3, delayed: 0 }, fifo: EMPTY, requeue: { visible: 0, inFlight: 0, delayed: 2 }, 'main-dlq': { visible: 1, inFlight: 0, delayed: 0 }, 'fifo-dlq': EMPTY, 'requeue-dlq': EMPTY },
+    ...overrides,
+  };
+}
+
+describe('formatStatus', () => {
+  it("shows the pause, the circuit, each tier's usage against its limit, the queues and the lease", () => {
+    expect(formatStatus(status())).toBe(
+      [
+        "Lane 'default' on the local stack (out/local-stack.json), at 2026-11-26T09:40:00Z",
+        '',
+        'Paused:   no',
+        'Circuit:  closed',
+        '',
+        'Quota tiers:',
+        '  tier       used  limit    use  remaining',
+        '  10/second     3     10   30 %          7',
+        '  20000/day  1500  20000  7.5 %      18500  resets 2026-11-27T00:00:00Z',
+        '',
+        'Queues:',
+        '  queue        visible  in flight  delayed',
+        '  requeue            0          0        2',
+        '  fifo               0          0        0',
+        '  main              12          3        0',
+        '  requeue-dlq        0          0        0',
+        '  fifo-dlq           0          0        0',
+        '  main-dlq           1          0        0',
+        '',
+        'Lease:    held by orchestrator-1 until 2026-11-26T09:40:25Z (fencing token 12)',
+      ].join('\n'),
+    );
+  });
+
+  it('shows who paused the lane, a circuit an operator forced open, and its recent transitions', () => {
+    const text = formatStatus(
+      status({
+        paused: { by: 'alice@ops', since: AT - 600_000 },
+        circuit: {
+          status: 'open',
+          reason: 'opened by operator (bob)',
+          openedAt: AT - 60_000,
+          nextCheckAt: Number.MAX_SAFE_INTEGER,
+          byOperator: true,
+          recentTransitions: [{ at: AT - 60_000, from: 'closed', to: 'open', reason: 'opened by operator (bob)' }],
+        },
+        lease: null,
+      }),
+    );
+
+    expect(text).toContain('Paused:   yes, by alice@ops since 2026-11-26T09:30:00Z (10 min ago)');
+    expect(text).toContain('Circuit:  open; forced open by an operator: no health check until an operator closes it; since 2026-11-26T09:39:00Z (60 s ago); reason: opened by operator (bob)');
+    expect(text).toContain('  recent transitions (oldest first):\n    2026-11-26T09:39:00Z  closed → open  opened by operator (bob)');
+    expect(text).toContain('Lease:    free (no orchestrator run holds it)');
+  });
+});
+
+describe('formatControl', () => {
+  it("prints the service's message and the lane's state after it", () => {
+    const result: LaneControlResult = { lane: 'default', action: 'pause', at: AT, changed: true, message: "lane 'default' paused by alice", paused: { by: 'alice', since: AT }, circuit: { status: 'closed', recentTransitions: [] } };
+
+    expect(formatControl(result)).toBe("lane 'default' paused by alice\n(circuit closed, paused by alice since 2026-11-26T09:40:00Z)");
+  });
+});
+
+describe('formatRedrive', () => {
+  it('says per letter where it went and what became of its key, then the total', () => {
+    const base = { from: 'main-dlq', to: 'main' } as const;
+    const text = formatRedrive([
+      { ...base, messageId: 'm1', idempotencyKey: 'k1', keyWas: 'dead-lettered', outcome: 'redriven' },
+      { ...base, messageId: 'm2', keyWas: 'unknown', outcome: 'failed', error: 'Error: SQS is down' },
+    ]);
+
+    expect(text).toBe(
+      ['  message id  from → to        outcome   idempotency key', '  m1          main-dlq → main  redriven  k1 (reopened)', '  m2          main-dlq → main  failed    (new: the message id)  Error: SQS is down', '1 of 2 sent back to their source queues'].join('\n'),
+    );
+  });
+
+  it('says when there was nothing to redrive', () => {
+    expect(formatRedrive([])).toBe('Nothing to redrive.');
+  });
+});
+
+describe('ago, isoSecond and table', () => {
+  it('write durations, instants and columns compactly', () => {
+    expect(ago(AT - 5_000, AT)).toBe('5 s ago');
+    expect(ago(AT + 3 * 3_600_000, AT)).toBe('in 3 h');
+    expect(ago(AT - 3 * 86_400_000, AT)).toBe('3 d ago');
+    expect(isoSecond(AT + 999)).toBe('2026-11-26T09:40:00Z');
+    expect(table([['a', '1'], ['bbb', '22']])).toBe('  a     1\n  bbb  22');
+  });
+});

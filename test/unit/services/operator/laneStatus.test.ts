@@ -1,0 +1,93 @@
+import { FakeClock } from '../../../../tools/memory/FakeClock';
+import { memoryStores, type MemoryStores } from '../../../../tools/memory/MemoryStores';
+import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
+import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
+import { applyCircuitEvent } from '../../../../lib/services/circuitUpdates';
+import { forceCircuit, pauseLane } from '../../../../lib/services/operator/laneControl';
+import { readLaneStatus, type LaneStatusDeps } from '../../../../lib/services/operator/laneStatus';
+import { LANE, START, openCircuit, testConfig } from '../../../helpers/serviceFixtures';
+
+const CONFIG = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'day' }] });
+const DAY_MS = 86_400_000;
+
+function deps(): LaneStatusDeps & { readonly stores: MemoryStores; readonly clock: FakeClock } {
+  const stores = memoryStores();
+  const clock = new FakeClock(START);
+  return { stores, circuits: stores.circuit, ledgers: stores.ledger, leases: stores.lease, clock, lane: LANE, quotas: CONFIG.quotas, timeZone: CONFIG.timeZone };
+}
+
+describe('readLaneStatus', () => {
+  it('reads a lane never used: not paused, closed, nothing used, no lease', async () => {
+    const d = deps();
+    await expect(readLaneStatus(d)).resolves.toEqual({
+      lane: LANE,
+      at: START,
+      paused: null,
+      circuit: { status: 'closed', recentTransitions: [] },
+      tiers: [
+        { tier: '5/second', per: 'second', unit: 'requests', limit: 5, used: 0, remaining: 5 },
+        { tier: '1000/day', per: 'day', unit: 'requests', limit: 1_000, used: 0, remaining: 1_000, resetsAt: START + DAY_MS },
+      ],
+      lease: null,
+    });
+  });
+
+  it("reads the hold, the operator's circuit and its transitions, each tier's usage as saved, and the lease", async () => {
+    const d = deps();
+    const lease = await d.stores.lease.acquireLease(LANE, 'orchestrator-1', START, 30_000);
+    const ledger = new QuotaLedger(CONFIG.quotas, { timeZone: CONFIG.timeZone });
+    ledger.reserve(START, 1);
+    ledger.reserve(START + 200, 1);
+    await d.stores.ledger.saveLedger(LANE, ledger.toJSON(), lease?.token ?? 0);
+    await pauseLane(d, 'alice');
+    await d.clock.advance(500);
+    await forceCircuit(d, 'open', 'bob');
+
+    const status = await readLaneStatus(d);
+
+    expect(status).toEqual({
+      lane: LANE,
+      at: START + 500,
+      paused: { since: START, by: 'alice' },
+      circuit: {
+        status: 'open',
+        reason: 'opened by operator (bob)',
+        openedAt: START + 500,
+        byOperator: true,
+        recentTransitions: [
+          { at: START, from: 'closed', to: 'closed', reason: 'paused by operator (alice)' },
+          { at: START + 500, from: 'closed', to: 'open', reason: 'opened by operator (bob)' },
+        ],
+      },
+      tiers: [
+        { tier: '5/second', per: 'second', unit: 'requests', limit: 5, used: 2, remaining: 3 },
+        { tier: '1000/day', per: 'day', unit: 'requests', limit: 1_000, used: 2, remaining: 998, resetsAt: START + DAY_MS },
+      ],
+      lease: { owner: 'orchestrator-1', expiresAt: START + 30_000, fencingToken: 1, expired: false },
+    });
+    expect(JSON.parse(JSON.stringify(status))).toEqual(status);
+  });
+
+  it('shows when the next health check of an open circuit is due, and a 429 pause while it is ahead', async () => {
+    const d = deps();
+    await openCircuit(d.circuits, CONFIG, START);
+    await applyCircuitEvent(d.circuits, LANE, { type: 'rate-limited', retryAt: START + 1_000 }, START, circuitPolicyFrom(CONFIG.circuit));
+
+    await expect(readLaneStatus(d)).resolves.toMatchObject({
+      circuit: { status: 'open', reason: '3 transient failures within 10 s', openedAt: START, nextCheckAt: START + 2_000, rateLimitedUntil: START + 1_000 },
+    });
+    await d.clock.advance(1_000);
+    const later = await readLaneStatus(d);
+    expect(later.circuit).not.toHaveProperty('rateLimitedUntil');
+    expect(later.circuit).not.toHaveProperty('byOperator');
+  });
+
+  it('shows a lease its holder left to expire as expired, from its expiry on', async () => {
+    const d = deps();
+    await d.stores.lease.acquireLease(LANE, 'orchestrator-1', START, 30_000);
+    await d.clock.advance(29_999);
+    await expect(readLaneStatus(d)).resolves.toMatchObject({ lease: { expired: false } });
+    await d.clock.advance(1);
+    await expect(readLaneStatus(d)).resolves.toMatchObject({ lease: { owner: 'orchestrator-1', expired: true } });
+  });
+});

@@ -1,0 +1,94 @@
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
+import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
+import type { Clock } from '../../lib/ports/Clock';
+import { QUEUE_NAMES, type QueueName } from '../../lib/ports/QueueReceiver';
+import type { StateStores } from '../../lib/ports/StateStores';
+import { forceCircuit, pauseLane, resumeLane, type LaneControlResult } from '../../lib/services/operator/laneControl';
+import { readLaneStatus, type LaneStatus } from '../../lib/services/operator/laneStatus';
+import type { DeadLetterQueues } from './deadLetters';
+import type { OpsTarget } from './target';
+
+/** One queue's messages, as SQS counts them (approximately, a little behind). */
+export interface QueueDepth {
+  /** Waiting to be received (`ApproximateNumberOfMessages`). */
+  readonly visible: number;
+  /** Received and not yet deleted: waiting for a pacing slot, with a worker, or retried in place (`…NotVisible`). */
+  readonly inFlight: number;
+  /** Sent with a delay that has not passed, e.g. a retry (`…Delayed`). */
+  readonly delayed: number;
+}
+
+/** What `ops status` shows: the lane's status, where it was read, and every queue's depth. */
+export interface OpsStatus extends LaneStatus {
+  /** The stage or local stack (see `OpsTarget.label`). */
+  readonly target: string;
+  /** The source queues' and the dead-letter queues' depths. */
+  readonly queues: Readonly<Record<QueueName, QueueDepth>>;
+}
+
+/** The production adapters on a target: the DynamoDB stores on its table, and the SQS adapter on its queues. */
+export interface TargetAdapters extends DeadLetterQueues {
+  readonly stores: StateStores;
+}
+
+/** The production DynamoDB and SQS adapters on `target`'s table and queues. */
+export function adaptersOf(target: OpsTarget): TargetAdapters {
+  return {
+    stores: dynamoStores({ client: DynamoDBDocumentClient.from(target.clients.dynamodb), tableName: target.tableName }),
+    sqs: target.clients.sqs,
+    queueUrls: target.queueUrls,
+    queues: new SqsQueues({ client: target.clients.sqs, queueUrls: target.queueUrls }),
+  };
+}
+
+/** The depth of each of `target`'s six queues (`GetQueueAttributes`). */
+export async function queueDepths(target: OpsTarget): Promise<Record<QueueName, QueueDepth>> {
+  const entries = await Promise.all(
+    QUEUE_NAMES.map(async (queue) => {
+      const { Attributes = {} } = await target.clients.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: target.queueUrls[queue],
+          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+        }),
+      );
+      const depth: QueueDepth = {
+        visible: Number(Attributes.ApproximateNumberOfMessages ?? 0),
+        inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0),
+        delayed: Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0),
+      };
+      return [queue, depth] as const;
+    }),
+  );
+  return Object.fromEntries(entries) as Record<QueueName, QueueDepth>;
+}
+
+/** The lane's status ({@link readLaneStatus} on the production DynamoDB adapters) with its queues' depths. */
+export async function readStatus(target: OpsTarget, clock: Clock): Promise<OpsStatus> {
+  const { stores } = adaptersOf(target);
+  const { lane, config } = target;
+  const [status, queues] = await Promise.all([
+    readLaneStatus({ circuits: stores.circuit, ledgers: stores.ledger, leases: stores.lease, clock, lane, quotas: config.quotas, timeZone: config.timeZone }),
+    queueDepths(target),
+  ]);
+  return { target: target.label, ...status, queues };
+}
+
+/** An operator's action on the lane's circuit item (see lib/services/operator/laneControl.ts). */
+export type ControlAction = 'pause' | 'resume' | 'open' | 'close';
+
+/** Applies `action` for operator `by` through the lane-control services, on the production circuit store. */
+export function controlLane(target: OpsTarget, clock: Clock, action: ControlAction, by: string): Promise<LaneControlResult> {
+  const deps = { circuits: adaptersOf(target).stores.circuit, clock, lane: target.lane };
+  switch (action) {
+    case 'pause':
+      return pauseLane(deps, by);
+    case 'resume':
+      return resumeLane(deps, by);
+    case 'open':
+      return forceCircuit(deps, 'open', by);
+    case 'close':
+      return forceCircuit(deps, 'closed', by);
+  }
+}

@@ -1,0 +1,121 @@
+import type { Clock } from '../../lib/ports/Clock';
+import type { IdempotencyRecord, IdempotencyStore } from '../../lib/ports/IdempotencyStore';
+import { DEAD_LETTER_QUEUES, type DeadLetterQueue, type SourceQueue } from '../../lib/ports/QueueReceiver';
+import { idempotencyKeyOf, receiveDeadLetters, redriveMessageOf, type DeadLetter, type DeadLetterQueues } from './deadLetters';
+
+/** What a redrive needs beside the queues: the idempotency records, to let a dead-lettered job run again. */
+export interface RedriveDeps extends DeadLetterQueues {
+  readonly idempotency: IdempotencyStore;
+  readonly clock: Clock;
+}
+
+/** Options of {@link redrive}. */
+export interface RedriveOptions {
+  /** The dead-letter queues to redrive from. @default all three */
+  readonly queues?: readonly DeadLetterQueue[];
+  /** Only these messages (ids as `dlq list` shows them). @default every message */
+  readonly ids?: readonly string[];
+  /** At most this many. */
+  readonly max: number;
+}
+
+/** What the job's idempotency key held when its dead letter was redriven. */
+export type KeyState = IdempotencyRecord['status'] | 'none' | 'unknown';
+
+/** How one dead letter's redrive went. */
+export interface RedriveResult {
+  readonly messageId: string;
+  readonly from: DeadLetterQueue;
+  readonly to: SourceQueue;
+  /** The key the redriven job carries; absent when it is not known (the job's key was the id of a message that is gone): its new message id is its key. */
+  readonly idempotencyKey?: string;
+  /**
+   * What the key held: `dead-lettered` (reopened, so that the redriven job runs), `succeeded` (the job had succeeded
+   * and SQS moved a copy whose delete had failed: the service deletes the redriven one without calling), or another.
+   */
+  readonly keyWas: KeyState;
+  /**
+   * `redriven`: sent to its source queue and deleted from the dead-letter queue. `sent-not-deleted`: sent, but still
+   * in the dead-letter queue (a later redrive of it is absorbed as a duplicate). `failed`: not sent; it stays.
+   */
+  readonly outcome: 'redriven' | 'sent-not-deleted' | 'failed';
+  readonly error?: string;
+}
+
+/**
+ * Lets the dead-lettered job of `key` run again (see `IdempotencyStore.reopenDeadLettered`): a `dead-lettered` record
+ * keeps every later dispatch of its key from calling (ended is ended, except by this redrive), so it is reopened, in
+ * one conditional write that changes it only while it is still dead-lettered. A key that has succeeded stays so.
+ * @returns what the key held.
+ */
+async function reopenKey(deps: Pick<RedriveDeps, 'idempotency' | 'clock'>, key: string): Promise<KeyState> {
+  const found = await deps.idempotency.reopenDeadLettered(key, deps.clock.now());
+  return found === 'reopened' ? 'dead-lettered' : found === 'absent' ? 'none' : found;
+}
+
+/**
+ * Sends dead letters back to their source queues, each as a new message ({@link redriveMessageOf}: the original body
+ * and the producer's attributes, without the attempt count and the dead-letter attributes, so that the job starts its
+ * attempts afresh), after reopening its idempotency key ({@link reopenKey}). Each is deleted from its dead-letter
+ * queue only once its send succeeded: nothing is lost, and at worst a job is sent twice, which the service absorbs
+ * by its key. Letters not redriven (not asked for, beyond `max`, or whose send failed) are made visible again.
+ *
+ * Why not SQS's `StartMessageMoveTask`: it moves each message as it is, with every attribute, so the job would keep
+ * its `attempt` count and its dead-letter attributes and come back at its last attempt; it cannot pick messages by
+ * id; and it only moves messages that SQS itself dead-lettered from a queue whose redrive policy names the DLQ
+ * (a message the service sent to the DLQ with its reason has no such source).
+ *
+ * In a FIFO dead-letter queue SQS hands out a group's next message only once those before are gone, so a redrive
+ * brings a group back in its order; with `ids`, a group whose first message is not asked for blocks the rest of it.
+ * @returns how each letter went, in the order they were handled.
+ */
+export async function redrive(deps: RedriveDeps, options: RedriveOptions): Promise<RedriveResult[]> {
+  const results: RedriveResult[] = [];
+  const wanted = options.ids === undefined ? undefined : new Set(options.ids);
+  const left: DeadLetter[] = [];
+  const done = () => results.length >= options.max || (wanted !== undefined && wanted.size === 0);
+  try {
+    for (const dlq of options.queues ?? DEAD_LETTER_QUEUES) {
+      if (done()) break;
+      // Letters left visible again would come back at the next receive: the queue is read as far as `max` lets it.
+      await receiveDeadLetters(deps, dlq, { max: Number.MAX_SAFE_INTEGER, visibilityMs: 60_000, done }, async (batch) => {
+        for (const letter of batch) {
+          if (done() || (wanted !== undefined && !wanted.has(letter.messageId))) {
+            left.push(letter);
+            continue;
+          }
+          wanted?.delete(letter.messageId);
+          const result = await redriveOne(deps, letter);
+          if (result.outcome === 'failed') left.push(letter);
+          results.push(result);
+        }
+      });
+    }
+  } finally {
+    await Promise.all(left.map((letter) => deps.queues.changeVisibility(letter.dlq, letter.receiptHandle, 0).catch(() => undefined)));
+  }
+  return results;
+}
+
+/** Redrives one letter: reopens its key, sends it to its source queue, then deletes it from its dead-letter queue. */
+async function redriveOne(deps: RedriveDeps, letter: DeadLetter): Promise<RedriveResult> {
+  const key = idempotencyKeyOf(letter);
+  const base = { messageId: letter.messageId, from: letter.dlq, to: letter.source, ...(key === undefined ? {} : { idempotencyKey: key }) };
+  let keyWas: KeyState = 'unknown';
+  try {
+    if (key !== undefined) keyWas = await reopenKey(deps, key);
+    await deps.queues.send(letter.source, redriveMessageOf(letter));
+  } catch (error) {
+    return { ...base, keyWas, outcome: 'failed', error: describe(error) };
+  }
+  try {
+    await deps.queues.delete(letter.dlq, letter.receiptHandle);
+    return { ...base, keyWas, outcome: 'redriven' };
+  } catch (error) {
+    return { ...base, keyWas, outcome: 'sent-not-deleted', error: describe(error) };
+  }
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}

@@ -1,0 +1,295 @@
+import { readFile } from 'node:fs/promises';
+import { hostname, userInfo } from 'node:os';
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { systemClock } from '../../lib/adapters/systemClock';
+import { enqueueMany, type EnqueueProgress } from '../../lib/producer/enqueue';
+import type { Clock } from '../../lib/ports/Clock';
+import { READ_ORDER, type SourceQueue } from '../../lib/ports/QueueReceiver';
+import { MAX_OPERATOR_NAME } from '../../lib/services/operator/laneControl';
+import { ProgressLine, progressBar } from '../local/progressBar';
+import { DEFAULT_STACK_FILE } from '../local/stackFile';
+import { deadLetterQueuesOf, peekDeadLetters, type DeadLetter } from './deadLetters';
+import { EXIT, expectedFailure, OpsError } from './errors';
+import { formatControl, formatDeadLetter, formatDeadLetters, formatRedrive, formatStatus } from './format';
+import { adaptersOf, controlLane, readStatus, type ControlAction } from './laneOps';
+import { parseJobLines, type LineFailure } from './ndjson';
+import { redrive } from './redrive';
+import { localTarget, stageTarget, type OpsTarget } from './target';
+
+/** Where the operator CLI reads and writes: the process's streams, or a test's. */
+export interface OpsIo {
+  readonly stdout: { write(text: string): unknown };
+  /** Messages, errors and the progress bar (redrawn in place when `isTTY`). */
+  readonly stderr: { write(text: string): unknown; readonly isTTY?: boolean };
+  /** What `enqueue` reads when it is given no file. */
+  readonly stdin: AsyncIterable<string | Buffer>;
+  /** @default the wall clock */
+  readonly clock?: Clock;
+}
+
+/** The global options: which target. */
+interface TargetOptions {
+  readonly stage?: string;
+  readonly region?: string;
+  readonly profile?: string;
+  readonly service: string;
+  readonly lane: string;
+  readonly local?: string;
+}
+
+/** The commands, for {@link normalizeArgv}. */
+const COMMANDS: ReadonlySet<string> = new Set(['status', 'pause', 'resume', 'circuit', 'dlq', 'enqueue', 'help']);
+
+/**
+ * `argv` with a bare `--local` that precedes a command given its default file: `--local [file]` takes an optional
+ * value, and `ops --local status` must not read `status` as the file.
+ */
+export function normalizeArgv(argv: readonly string[]): string[] {
+  return argv.map((arg, i) => (arg === '--local' && COMMANDS.has(argv[i + 1] ?? '') ? `--local=${DEFAULT_STACK_FILE}` : arg));
+}
+
+/** A whole number of at least 1, for `--max`. */
+function positiveInteger(text: string): number {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new InvalidArgumentError(`must be a whole number of at least 1; got '${text}'`);
+  return value;
+}
+
+/** An operator's name for `--by`: 1 to {@link MAX_OPERATOR_NAME} characters, trimmed. */
+function operatorName(text: string): string {
+  const name = text.trim();
+  if (name === '' || name.length > MAX_OPERATOR_NAME) throw new InvalidArgumentError(`must be 1 to ${MAX_OPERATOR_NAME} characters`);
+  return name;
+}
+
+/** The operator's name stored with a pause or a forced circuit: `user@host`, cut to what the circuit item keeps. */
+function defaultOperator(): string {
+  let user = 'operator';
+  try {
+    user = userInfo().username || user;
+  } catch {
+    // No user entry (some containers): the generic name stands.
+  }
+  return `${user}@${hostname()}`.slice(0, MAX_OPERATOR_NAME);
+}
+
+const SOURCE_QUEUES: readonly SourceQueue[] = READ_ORDER;
+
+const DESCRIPTION =
+  'Operate Quota Orchestrator: a deployed stage (--stage, with --region and --profile) or the local stack that `npm start -- --keep` keeps up (--local). Every command prints a readable form, or one JSON document with --json.';
+
+const EXIT_CODES = `
+Exit codes: 0 done; 1 done, but some items failed (an enqueue line, a dead letter not redriven); 2 the command could
+not run (bad arguments; a stage, queue or local stack that is not there; no credentials).`;
+
+/**
+ * Runs the operator CLI (`npm run ops -- …`) on `argv` (the arguments after the script's name) with `io` for its
+ * streams, in-process: the CLI entry point and the tests both call it.
+ * @returns the exit code (see {@link EXIT}); it never throws for an expected failure, which it reports on stderr.
+ */
+export async function runOps(argv: readonly string[], io: OpsIo): Promise<number> {
+  const clock = io.clock ?? systemClock;
+  let code: number = EXIT.ok;
+  let targetLabel: string | undefined;
+  const print = (text: string) => io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  const json = (value: unknown) => print(JSON.stringify(value, null, 2));
+
+  /** Resolves the target from the global options, runs `work` on it, and closes its clients. */
+  const onTarget = async (command: Command, work: (target: OpsTarget) => Promise<void>): Promise<void> => {
+    const options = command.optsWithGlobals<TargetOptions>();
+    if ((options.stage === undefined) === (options.local === undefined)) {
+      throw new OpsError('say which target: --stage NAME (a deployed stage, with --region and --profile as needed) or --local [FILE] (the stack `npm start -- --keep` keeps up)');
+    }
+    const target =
+      options.local !== undefined
+        ? localTarget(options.local, options.lane)
+        : await stageTarget({ stage: options.stage ?? '', service: options.service, lane: options.lane, ...(options.region === undefined ? {} : { region: options.region }), ...(options.profile === undefined ? {} : { profile: options.profile }) });
+    targetLabel = target.label;
+    try {
+      await work(target);
+    } finally {
+      target.destroy();
+    }
+  };
+
+  const program = new Command('ops')
+    .description(DESCRIPTION)
+    .exitOverride()
+    .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
+    .showHelpAfterError('(run with --help for usage)')
+    .option('--stage <name>', 'a deployed stage: its resources are named as serverless.yml names them')
+    .option('--region <region>', "the stage's region (default: the SDK's, from AWS_REGION or the profile)")
+    .option('--profile <name>', 'the AWS profile to use (default: the SDK\'s, from AWS_PROFILE)')
+    .option('--service <name>', "serverless.yml's service name", 'quota-orchestrator')
+    .option('--lane <lane>', 'the lane', 'default')
+    .addOption(new Option('--local [file]', 'the local stack kept up by `npm start -- --keep`, from the file it wrote').preset(DEFAULT_STACK_FILE))
+    .addHelpText('after', EXIT_CODES);
+
+  program
+    .command('status')
+    .description("each tier's usage against its limit, the circuit and its recent transitions, whether the lane is paused, the queues' and dead-letter queues' depths, and the lease holder")
+    .option('--json', 'print one JSON document')
+    .action(async (options: { json?: boolean }, command: Command) =>
+      onTarget(command, async (target) => {
+        const status = await readStatus(target, clock);
+        if (options.json === true) json(status);
+        else print(formatStatus(status));
+      }),
+    );
+
+  const control = (name: string, description: string, action: ControlAction) =>
+    program
+      .command(name)
+      .description(description)
+      .option('--by <name>', 'who does it, kept with the circuit (default: user@host)', operatorName)
+      .option('--json', 'print one JSON document')
+      .action(async (options: { json?: boolean; by?: string }, command: Command) =>
+        onTarget(command, async (target) => {
+          const result = await controlLane(target, clock, action, options.by ?? defaultOperator());
+          if (options.json === true) json(result);
+          else print(formatControl(result));
+        }),
+      );
+  control('pause', 'pause the lane: the orchestrator dispatches nothing (no job, no health check) from its next circuit read, within a second; queued jobs wait', 'pause');
+  control('resume', 'resume a paused lane: dispatch restarts within a second, through the slow start', 'resume');
+
+  program
+    .command('circuit')
+    .description('force the circuit open (nothing is dispatched and no health check goes until an operator closes it) or close it')
+    .addArgument(new Argument('<state>', 'open or close').choices(['open', 'close']))
+    .option('--by <name>', 'who does it, kept with the circuit (default: user@host)', operatorName)
+    .option('--json', 'print one JSON document')
+    .action(async (state: 'open' | 'close', options: { json?: boolean; by?: string }, command: Command) =>
+      onTarget(command, async (target) => {
+        const result = await controlLane(target, clock, state, options.by ?? defaultOperator());
+        if (options.json === true) json(result);
+        else print(formatControl(result));
+      }),
+    );
+
+  const dlq = program.command('dlq').description('list, show and redrive dead letters');
+  const queueOption = () => new Option('--queue <queue>', 'only the dead-letter queue of this source queue (default: all three)').choices(SOURCE_QUEUES);
+  dlq
+    .command('list')
+    .description(
+      "each dead letter's id, source queue, reason, attempt and when it was dead-lettered. It peeks: each message is received (hidden for 30 s) and made visible again at once, so each peek counts one receive",
+    )
+    .addOption(queueOption())
+    .option('--max <n>', 'at most this many', positiveInteger, 100)
+    .option('--json', 'print one JSON document')
+    .action(async (options: { queue?: SourceQueue; max: number; json?: boolean }, command: Command) =>
+      onTarget(command, async (target) => {
+        const letters = await peekDeadLetters(adaptersOf(target), { queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]), max: options.max });
+        if (options.json === true) json(letters.map(shownLetter));
+        else print(formatDeadLetters(letters, clock.now()));
+      }),
+    );
+  dlq
+    .command('show')
+    .description('one dead letter with its body and every attribute (a peek, as `dlq list`: it counts one receive)')
+    .argument('<messageId>', 'its id, as `dlq list` shows it')
+    .addOption(queueOption())
+    .option('--json', 'print one JSON document')
+    .action(async (messageId: string, options: { queue?: SourceQueue; json?: boolean }, command: Command) =>
+      onTarget(command, async (target) => {
+        const letters = await peekDeadLetters(adaptersOf(target), {
+          queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
+          max: Number.MAX_SAFE_INTEGER,
+          until: (letter) => letter.messageId === messageId,
+        });
+        const letter = letters.find((l) => l.messageId === messageId);
+        if (letter === undefined) throw new OpsError(`no dead letter ${messageId} on ${target.label} (a message of a FIFO group shows once those before it are gone)`);
+        if (options.json === true) json(shownLetter(letter));
+        else print(formatDeadLetter(letter, clock.now()));
+      }),
+    );
+  dlq
+    .command('redrive')
+    .description(
+      'send dead letters back to their source queues as new messages: the body and the producer\'s attributes (cost, idempotencyKey, FIFO group, a fresh deduplication id), without the attempt count and the dead-letter attributes, so each starts its attempts afresh; each is deleted from its dead-letter queue only once sent',
+    )
+    .addOption(queueOption())
+    .option('--id <messageId>', 'only this one (repeatable)', (value: string, previous: string[] = []) => [...previous, value])
+    .option('--max <n>', 'at most this many (default: all)', positiveInteger)
+    .option('--json', 'print one JSON document')
+    .action(async (options: { queue?: SourceQueue; id?: string[]; max?: number; json?: boolean }, command: Command) =>
+      onTarget(command, async (target) => {
+        const adapters = adaptersOf(target);
+        const results = await redrive(
+          { ...adapters, idempotency: adapters.stores.idempotency, clock },
+          { queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]), max: options.max ?? Number.MAX_SAFE_INTEGER, ...(options.id === undefined ? {} : { ids: options.id }) },
+        );
+        const missing = (options.id ?? []).filter((id) => !results.some((r) => r.messageId === id));
+        if (options.json === true) json({ results, missing });
+        else print(`${formatRedrive(results)}${missing.length === 0 ? '' : `\nnot found: ${missing.join(', ')}`}`);
+        if (missing.length > 0 || results.some((r) => r.outcome !== 'redriven')) code = EXIT.partial;
+      }),
+    );
+
+  program
+    .command('enqueue')
+    .description('send jobs, one JSON object a line: {"body": …, "cost"?, "idempotencyKey"?, "groupId"?, "deduplicationId"?}; a bad line is reported with its number and skipped')
+    .argument('[file]', 'the NDJSON file (default: stdin)')
+    .option('--fifo', 'to the FIFO queue (every line needs a groupId) instead of the main queue')
+    .option('--json', 'print one JSON document')
+    .action(async (file: string | undefined, options: { fifo?: boolean; json?: boolean }, command: Command) =>
+      onTarget(command, async (target) => {
+        const text = file === undefined ? await readAll(io.stdin) : await readInput(file);
+        const { jobs, failures: badLines } = parseJobLines(text);
+        const total = jobs.length + badLines.length;
+        const progress = new ProgressLine(io.stderr);
+        const show = ({ sent, failed }: EnqueueProgress, force = false) =>
+          progress.update(`${progressBar(sent + failed + badLines.length, total)} ${sent + failed + badLines.length}/${total} | sent ${sent} failed ${failed + badLines.length}`, force);
+        const { sent, failed } = await enqueueMany(
+          jobs.map((j) => j.job),
+          { sqs: target.clients.sqs, queueUrl: target.queueUrls[options.fifo === true ? 'fifo' : 'main'], onProgress: (p) => show(p) },
+        );
+        show({ sent, failed: failed.length }, true);
+        progress.done();
+        const failures: LineFailure[] = [...badLines, ...failed.map((f) => ({ line: jobs[f.index]?.line ?? 0, reason: f.reason }))].sort((a, b) => a.line - b.line);
+        const queue = options.fifo === true ? 'fifo' : 'main';
+        if (options.json === true) json({ queue, sent, failed: failures });
+        else print([...failures.map((f) => `line ${f.line}: ${f.reason}`), `${sent} job${sent === 1 ? '' : 's'} sent to the ${queue} queue, ${failures.length} failed`].join('\n'));
+        if (failures.length > 0) code = EXIT.partial;
+      }),
+    );
+
+  try {
+    await program.parseAsync(normalizeArgv(argv), { from: 'user' });
+    return code;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.failed;
+    if (error instanceof OpsError) {
+      io.stderr.write(`ops: ${error.message}\n`);
+      return EXIT.failed;
+    }
+    const expected = expectedFailure(error, targetLabel);
+    if (expected !== undefined) {
+      io.stderr.write(`ops: ${expected}\n`);
+      return EXIT.failed;
+    }
+    io.stderr.write(`ops: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return EXIT.failed;
+  }
+}
+
+/** A dead letter as `--json` prints it: without its receipt handle, which is of no use once the peek has ended. */
+function shownLetter(letter: DeadLetter): Omit<DeadLetter, 'receiptHandle'> {
+  return Object.fromEntries(Object.entries(letter).filter(([key]) => key !== 'receiptHandle')) as Omit<DeadLetter, 'receiptHandle'>;
+}
+
+/** The text of a file. @throws OpsError when it cannot be read. */
+async function readInput(file: string): Promise<string> {
+  try {
+    return await readFile(file, 'utf8');
+  } catch (error) {
+    throw new OpsError(`cannot read ${file}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** The whole of a stream, as UTF-8 text. */
+async function readAll(stream: AsyncIterable<string | Buffer>): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString('utf8');
+}
