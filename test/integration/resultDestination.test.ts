@@ -1,25 +1,14 @@
 import { ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import { SqsResultDestination } from '../../lib/adapters/results/SqsResultDestination';
 import type { JobResult } from '../../lib/ports/ResultHandler';
+import { jobResult } from '../helpers/jobResults';
 import { createQueue, queueArn } from '../../tools/local/laneQueues';
 import { testSqsClient, uniqueName } from '../helpers/awsClients';
 
 const sqs = testSqsClient();
 
-const result = (n: number, extra: Partial<JobResult> = {}): JobResult => ({
-  lane: 'default',
-  queue: 'main',
-  messageId: `m-${n}`,
-  dispatchId: `d-${n}`,
-  idempotencyKey: `k-${n}`,
-  attempt: 1,
-  at: 1_767_571_200_000 + n,
-  status: 200,
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({ completion: `answer ${n}` }),
-  bodyTruncated: false,
-  ...extra,
-});
+const result = (n: number, extra: Partial<JobResult> = {}): JobResult =>
+  jobResult(n, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ completion: `answer ${n}` }), ...extra });
 
 describe('SqsResultDestination on fauxqs', () => {
   afterAll(() => sqs.destroy());

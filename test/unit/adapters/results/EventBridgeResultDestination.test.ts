@@ -1,26 +1,13 @@
 import { EventBridgeClient, EventBridgeServiceException, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { mockClient } from 'aws-sdk-client-mock';
 import { EventBridgeResultDestination, MAX_EVENT_BYTES } from '../../../../lib/adapters/results/EventBridgeResultDestination';
-import type { JobResult } from '../../../../lib/ports/ResultHandler';
+import { jobResult } from '../../../helpers/jobResults';
 
 const ebMock = mockClient(EventBridgeClient);
 const client = new EventBridgeClient({ region: 'us-east-1' });
 const options = { client, busName: 'results', source: 'quota-orchestrator', detailType: 'Job Result' };
 
-const result = (n: number, extra: Partial<JobResult> = {}): JobResult => ({
-  lane: 'default',
-  queue: 'main',
-  messageId: `m-${n}`,
-  dispatchId: `d-${n}`,
-  idempotencyKey: `k-${n}`,
-  attempt: 1,
-  at: 1_767_571_200_000 + n,
-  status: 200,
-  headers: {},
-  body: `body ${n}`,
-  bodyTruncated: false,
-  ...extra,
-});
+const result = jobResult;
 
 beforeEach(() => {
   ebMock.reset();

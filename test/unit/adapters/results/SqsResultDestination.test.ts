@@ -2,24 +2,12 @@ import { GetQueueUrlCommand, SendMessageBatchCommand, SQSClient, SQSServiceExcep
 import { mockClient } from 'aws-sdk-client-mock';
 import { MAX_RESULT_MESSAGE_BYTES, queueOfArn, SqsResultDestination } from '../../../../lib/adapters/results/SqsResultDestination';
 import type { JobResult } from '../../../../lib/ports/ResultHandler';
+import { jobResult } from '../../../helpers/jobResults';
 
 const sqsMock = mockClient(SQSClient);
 const client = new SQSClient({ region: 'us-east-1' });
 
-const result = (n: number, extra: Partial<JobResult> = {}): JobResult => ({
-  lane: 'default',
-  queue: 'main',
-  messageId: `m-${n}`,
-  dispatchId: `d-${n}`,
-  idempotencyKey: `k-${n}`,
-  attempt: 1,
-  at: 1_000 + n,
-  status: 200,
-  headers: {},
-  body: `body ${n}`,
-  bodyTruncated: false,
-  ...extra,
-});
+const result = jobResult;
 
 beforeEach(() => {
   sqsMock.reset();
