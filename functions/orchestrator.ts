@@ -47,7 +47,7 @@ function logEvent(log: Log, event: OrchestratorEvent): void {
 }
 
 /**
- * The orchestrator handler on given dependencies: one run per scheduled tick (steps 1–4 of DESIGN's architecture),
+ * The orchestrator handler on given dependencies: one run per scheduled tick (steps 1–4 of docs/architecture.md),
  * budgeted from `context.getRemainingTimeInMillis()` and ending just before a tick (see `runDeadline`). Its events
  * become log lines (see `logEvent`) and metrics (see `OrchestratorMetrics`), published every 30 s of the run and at its
  * end, whether it returns or throws.

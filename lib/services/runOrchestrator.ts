@@ -124,7 +124,7 @@ export interface RunSummary {
 const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 } as const;
 
 /**
- * One orchestrator run (steps 1–4 of DESIGN's architecture): take the lease, rehydrate ledger and circuit, then
+ * One orchestrator run (steps 1–4 of docs/architecture.md): take the lease, rehydrate ledger and circuit, then
  * until the deadline read the circuit every `circuitPollMs` (a worker's change, an open circuit or a 429 pause,
  * reaches dispatch within that) — sending only health checks while it is not closed, and nothing while an operator
  * holds the lane (see `pauseLane`: the buffered messages go back to their queues, the lease is kept and flushed) —

@@ -1,6 +1,6 @@
 /**
  * The packaged CloudFormation template: `osls package` runs offline, without credentials, and the template it
- * writes carries DESIGN's deployment semantics (singleton orchestrator, dropped overlapping ticks, redrive to
+ * writes carries the deployment's semantics (singleton orchestrator, dropped overlapping ticks, redrive to
  * per-queue DLQs, alarms, least-privilege roles) and conforms to the CloudFormation resource specification.
  */
 import { rm } from 'node:fs/promises';
@@ -101,7 +101,7 @@ describe('the functions', () => {
     expect(permissions).toContainEqual(expect.objectContaining({ Principal: 'events.amazonaws.com', FunctionName: getAtt('OrchestratorLambdaFunction') }));
   });
 
-  it('drops overlapping ticks instead of queueing or retrying them (DESIGN semantics 8)', () => {
+  it('drops overlapping ticks instead of queueing or retrying them (the singleton rule)', () => {
     const config = ofType('AWS::Lambda::EventInvokeConfig').find(([, r]) => JSON.stringify(r.Properties?.FunctionName) === JSON.stringify({ Ref: 'OrchestratorLambdaFunction' }));
     expect(config).toBeDefined();
     expect(config![1].Properties?.MaximumRetryAttempts).toBe(0);

@@ -32,7 +32,7 @@ export interface BenchScenario {
   readonly awsLatency?: AwsLatencyProfile;
 }
 
-/** What one strategy did on one scenario: DESIGN's benchmark contract, plus the extras the issue asks for. */
+/** What one strategy did on one scenario: the benchmark's contract (docs/benchmark.md), plus the orchestrator's extras. */
 export interface StrategyResult {
   readonly name: StrategyName;
   readonly durationSeconds: number;

@@ -23,7 +23,7 @@ interface Counted {
 }
 
 /**
- * The physical optimum (DESIGN's `optimalSeconds`): the seconds from `run.start` to the last of the calls of `costs`
+ * The physical optimum (the report's `optimalSeconds`): the seconds from `run.start` to the last of the calls of `costs`
  * (in that order) when each is sent as soon as every tier allows it, counted exactly (every sliding window, every
  * calendar window, no margin), and the API is up. A call whose units exceed a tier's limit can never go and is left
  * out. With several tiers this can be shorter than the tightest tier's long-run time (`idealSeconds`): a longer

@@ -5,7 +5,7 @@ import { optimalSeconds } from './optimal';
 import { outageTimes, type Scenario } from './scenario';
 import type { VirtualApiReport } from './virtualApi';
 
-/** The report of a local run: DESIGN's "Local run" contract, field for field. */
+/** The report of a local run: the local run's report contract (docs/local-run.md), field for field. */
 export interface Report {
   readonly jobs: number;
   readonly succeeded: number;
@@ -72,7 +72,7 @@ export interface RunObservations {
   readonly durationMs: number;
 }
 
-/** DESIGN's report from what a run observed. A job has ended when it succeeded or its body sits in a dead-letter queue. */
+/** The report from what a run observed. A job has ended when it succeeded or its body sits in a dead-letter queue. */
 export function buildReport(observed: RunObservations): Report {
   const { scenario, jobs, api, succeededIds, deadLetterBodies, circuitChanges: changes } = observed;
   const deadBodies = new Set(deadLetterBodies);

@@ -37,7 +37,7 @@ const LATENESS_MADE_UP = 0.25;
  * of L units per W ms, runs a GCRA (virtual scheduling): a message may go once the tier's theoretical arrival time,
  * less the burst tolerance, has passed, and it pushes that time on by `units · W / (L · ramp)`. With no burst this
  * spaces messages evenly at the shortest tier's rate; a longer tier is spent as fast as that allows, then waits for
- * its window (DESIGN's full use: every job ends no later than under spreading), unless `spreadLongTiers`.
+ * its window (full use: every job ends no later than under spreading), unless `spreadLongTiers`.
  * A slow-start ramp scales every rate from `rampStartFraction` up to 1; a pause (429) holds everything.
  * A slot given back (see {@link Pacer.settle}) lets its units through smoothing once more, while its window holds it.
  */

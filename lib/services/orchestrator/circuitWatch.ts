@@ -41,7 +41,7 @@ export class CircuitWatch {
   }
 
   /**
-   * Slow start only after a recent close of the circuit (DESIGN semantics 4), carried over from the run that saw it
+   * Slow start only after a recent close of the circuit (docs/circuit-breaker.md), carried over from the run that saw it
    * close. A start from idle goes at the full rate at once: the quota allows it, and full use is the point.
    */
   startRamps(): void {

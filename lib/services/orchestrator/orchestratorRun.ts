@@ -12,10 +12,11 @@ import { RunContext } from './runContext';
 import { StateLink } from './stateLink';
 
 /**
- * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of DESIGN's architecture, then
- * step 4). Each step syncs the state, then either waits on a circuit that holds work back (sending the health checks
- * that are due; while an operator holds the lane, none, and the buffered messages go back to their queues), or waits while the quota gate is shut (nothing received could be sent while it is held), or takes
- * the intake's head one step on; it stops at the deadline or when `shouldStop` says so.
+ * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of the architecture, then step 4).
+ * Each step syncs the state, then either waits on a circuit that holds work back (sending the health checks that are
+ * due; while an operator holds the lane, none, and the buffered messages go back to their queues), or waits while
+ * the quota gate is shut (nothing received could be sent while it is held), or takes the intake's head one step on;
+ * it stops at the deadline or when `shouldStop` says so.
  */
 export class OrchestratorRun {
   private readonly run: RunContext;

@@ -2,12 +2,12 @@ import { CalendarTier, parseTiers, SlidingTier, unitsFor, type Tier } from '../.
 import { ConfigError } from '../../../../lib/errors';
 import { thrown } from '../../../helpers/thrown';
 
-const DESIGN_EXAMPLE = '[{"limit":10,"per":"second"},{"limit":500,"per":"minute"},{"limit":20000,"per":"day"},{"limit":90000,"per":"minute","unit":"cost"}]';
+const DOCUMENTED_EXAMPLE = '[{"limit":10,"per":"second"},{"limit":500,"per":"minute"},{"limit":20000,"per":"day"},{"limit":90000,"per":"minute","unit":"cost"}]';
 
 describe('parseTiers', () => {
   describe('accepted tier sets', () => {
-    it('accepts the DESIGN example and defaults unit to requests', () => {
-      expect(parseTiers(JSON.parse(DESIGN_EXAMPLE))).toEqual([
+    it('accepts the documented example and defaults unit to requests', () => {
+      expect(parseTiers(JSON.parse(DOCUMENTED_EXAMPLE))).toEqual([
         { limit: 10, per: 'second', unit: 'requests' },
         { limit: 500, per: 'minute', unit: 'requests' },
         { limit: 20000, per: 'day', unit: 'requests' },
@@ -40,7 +40,7 @@ describe('parseTiers', () => {
     });
 
     it('gives each tier its kind, and sliding tiers their window', () => {
-      const tiers = parseTiers(JSON.parse(DESIGN_EXAMPLE));
+      const tiers = parseTiers(JSON.parse(DOCUMENTED_EXAMPLE));
       expect(tiers.map((t) => t.kind)).toEqual(['sliding', 'sliding', 'calendar', 'sliding']);
       expect(tiers.map((t) => (t.kind === 'sliding' ? t.windowMs : undefined))).toEqual([1_000, 60_000, undefined, 60_000]);
       expect(parseTiers([{ limit: 1, per: 'hour' }, { limit: 1, per: 'month' }]).map((t) => [t.constructor, t.kind])).toEqual([
@@ -50,7 +50,7 @@ describe('parseTiers', () => {
     });
 
     it('returns tiers that serialise to their configured form and parse back unchanged', () => {
-      const tiers = parseTiers(JSON.parse(DESIGN_EXAMPLE));
+      const tiers = parseTiers(JSON.parse(DOCUMENTED_EXAMPLE));
       expect(JSON.parse(JSON.stringify(tiers))).toEqual([
         { limit: 10, per: 'second', unit: 'requests' },
         { limit: 500, per: 'minute', unit: 'requests' },
@@ -113,7 +113,7 @@ describe('parseTiers', () => {
     });
 
     it('refuses a cost tier when jobs carry no cost, and says which units are allowed', () => {
-      const error = thrown(ConfigError, () => parseTiers(JSON.parse(DESIGN_EXAMPLE), { costsAvailable: false }));
+      const error = thrown(ConfigError, () => parseTiers(JSON.parse(DOCUMENTED_EXAMPLE), { costsAvailable: false }));
       expect(error.field).toBe('quotas[3].unit');
       expect(error.message).toBe("quotas[3].unit: 'cost' needs jobs that carry a cost, and these jobs carry none; use unit 'requests' or give the jobs a cost");
     });
