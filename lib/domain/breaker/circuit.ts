@@ -29,7 +29,8 @@
  *   They are written with the same conditional write as every other event, so a worker's concurrent transition
  *   neither loses nor undoes them. None consults the policy.
  * - **Recent transitions for operators.** Every change of status, of the hold, or of who holds the circuit open
- *   appends `{ at, from, to, reason }` to `transitions`, of which the last {@link MAX_TRANSITIONS_KEPT} are kept.
+ *   appends `{ at, from, to, reason }` to `transitions`, of which the last {@link MAX_TRANSITIONS_KEPT} are kept,
+ *   except the probe cycles after a first failed check (see `isRepeatedProbe`), so an outage's opening stays.
  *
  * Callers skip the store write when `transition` returns the same object; every real change has `version + 1`.
  */
@@ -196,7 +197,7 @@ export const LEGACY_OPEN_REASON = 'transient failures';
  */
 export function transition(circuit: Circuit, event: CircuitEvent, now: number, policy: CircuitPolicy): Circuit {
   const after = 'by' in event ? operate(circuit, event, now) : react(circuit, event, now, policy);
-  if (after === circuit || !isTransition(circuit, after)) return after;
+  if (after === circuit || !isTransition(circuit, after) || isRepeatedProbe(circuit, event)) return after;
   const entry: CircuitTransition = { at: now, from: circuit.state.status, to: after.state.status, reason: bounded(transitionReason(event, after)) };
   return make({ ...after, transitions: [...after.transitions, entry].slice(-MAX_TRANSITIONS_KEPT) });
 }
@@ -270,6 +271,16 @@ function react(circuit: Circuit, event: Exclude<CircuitEvent, OperatorEvent>, no
       return next({ status: 'open', openedAt, nextCheckAt, failedChecks: failedChecks + 1, reopenStreak, reason });
     }
   }
+}
+
+/**
+ * Whether `event` sends or fails a health check after one has failed already in this outage. Such probe cycles are
+ * not recorded: a long outage probes every `healthCheckSeconds`, and would push its opening out of the kept
+ * transitions. An outage shows as its opening, its first check sent and failed, and the check that closed it.
+ */
+function isRepeatedProbe(before: Circuit, event: CircuitEvent): boolean {
+  const { state } = before;
+  return (event.type === 'health-check-sent' || event.type === 'health-check-failed') && state.status !== 'closed' && state.failedChecks > 0;
 }
 
 /** Whether `after` differs from `before` in what {@link Circuit.transitions} records: the status, the hold, a forced open. */

@@ -664,8 +664,23 @@ describe('transition', () => {
         { at: T0, from: 'closed', to: 'open', reason: OPENED_ON },
         { at: T0 + 10_000, from: 'open', to: 'half-open', reason: 'health check c1 sent' },
         { at: T0 + 10_000, from: 'half-open', to: 'open', reason: 'health check c1 failed' },
-        { at: T0 + 15_000, from: 'open', to: 'half-open', reason: 'health check c2 sent' },
         { at: T0 + 15_000, from: 'half-open', to: 'closed', reason: 'health check c2 passed' },
+      ]);
+    });
+
+    it("records an outage's opening, first check and close, not the probe cycles after its first failed check", async () => {
+      let circuit = applyAll(INITIAL_CIRCUIT, failures(5));
+      for (const id of ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'c7', 'c8']) {
+        await clock.advance(10_000);
+        circuit = applyAll(circuit, [sent(id), started(id), failed(id)]);
+      }
+      await clock.advance(10_000);
+      circuit = applyAll(circuit, [sent('c9'), ok('c9')]);
+      expect(circuit.transitions.map(({ from, to, reason }) => `${from} → ${to}: ${reason}`)).toEqual([
+        `closed → open: ${OPENED_ON}`,
+        'open → half-open: health check c1 sent',
+        'half-open → open: health check c1 failed',
+        'half-open → closed: health check c9 passed',
       ]);
     });
 
