@@ -114,6 +114,9 @@ function keepUntilSignal(stackFile: string, finish: (result: LocalRunResult) => 
         ].join('\n'),
       );
       const onSignal = (): void => {
+        // First, while nothing can interrupt it: Ctrl-C under `npm start` signals npm, tsx and this process, and tsx
+        // passes its signal on, so a second one may end this process before the stack has stopped.
+        removeStackFile(stackFile);
         process.stderr.write('\nStopping the local stack…\n');
         stop();
       };

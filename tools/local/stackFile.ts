@@ -52,7 +52,7 @@ export function writeStackFile(file: string, info: LocalStackInfo): string {
   return path;
 }
 
-/** Removes the stack file, if there is one (the stack it described has stopped). */
+/** Removes the stack file, if there is one (the stack it described has stopped or is stopping). */
 export function removeStackFile(file: string): void {
   rmSync(resolve(file), { force: true });
 }
