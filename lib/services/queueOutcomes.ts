@@ -1,4 +1,5 @@
 import { ATTRIBUTES, deadLetterQueueOf, type MessageAttribute, type OutgoingMessage, type QueueReceiver, type SourceQueue } from '../ports/QueueReceiver';
+import { utf8Prefix } from '../domain/utf8Prefix';
 
 /** The parts of a received message needed to retry or dead-letter it. */
 export interface MessageRef {
@@ -36,11 +37,7 @@ export function attributeText(text: string, maxBytes: number): string {
   const clean = text.replace(REFUSED_BY_SQS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   if (Buffer.byteLength(clean, 'utf8') <= maxBytes) return clean;
   const ellipsis = '…';
-  const bytes = Buffer.from(clean, 'utf8');
-  let end = maxBytes - Buffer.byteLength(ellipsis, 'utf8');
-  // Back over the continuation bytes (10xxxxxx) of a character the cut would split.
-  while (end > 0 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
-  return bytes.subarray(0, end).toString('utf8') + ellipsis;
+  return utf8Prefix(Buffer.from(clean, 'utf8'), maxBytes - Buffer.byteLength(ellipsis, 'utf8')).toString('utf8') + ellipsis;
 }
 
 /**

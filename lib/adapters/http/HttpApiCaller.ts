@@ -1,6 +1,7 @@
 import type { ApiResult } from '../../domain/outcome/apiResult';
 import { MAX_QUANTITY } from '../../domain/quota/tiers';
 import type { ApiCaller } from '../../ports/ApiCaller';
+import { utf8Prefix } from '../../domain/utf8Prefix';
 
 /** Options of {@link HttpApiCaller}. */
 export interface HttpApiCallerOptions {
@@ -32,18 +33,6 @@ export const ACTUAL_COST_HEADER = 'x-actual-cost';
  * connection can be reused, but dropped, and the result says `bodyTruncated`.
  */
 export const MAX_RESPONSE_BODY_BYTES = 262_144;
-
-/**
- * The longest prefix of `bytes` of at most `max` bytes that ends on a whole UTF-8 character, so that a cut body
- * decodes without a replacement character at its end.
- */
-function utf8Prefix(bytes: Buffer, max: number): Buffer {
-  if (bytes.length <= max) return bytes;
-  let end = max;
-  // Back over the continuation bytes (10xxxxxx) of a character the cut splits, to its lead byte.
-  while (end > 0 && end > max - 3 && ((bytes[end] ?? 0) & 0xc0) === 0x80) end--;
-  return bytes.subarray(0, end);
-}
 
 /**
  * Reads `response`'s body to its end, keeping its first `max` bytes. A body that fails or runs out of time midway
