@@ -4,6 +4,8 @@ import { parsePacingSettings, type PacingSettings } from './domain/pacing/settin
 import { assertTimeZone } from './domain/quota/calendar';
 import { describeValue } from './domain/describeValue';
 import { parseTiers, type Tier } from './domain/quota/tiers';
+import { parseUnitSettings, type UnitSettings } from './domain/usage/unitSettings';
+import type { UsagePreset } from './domain/usage/usageSources';
 import { parseSettings, type NumberRange } from './domain/settings';
 import { ConfigError } from './errors';
 
@@ -122,18 +124,39 @@ export interface ServiceConfig {
   readonly lane: string;
   /**
    * The API's quota: one or more tiers, each at most `limit` units `per` second, minute or hour (sliding windows) or
-   * day or month (calendar windows in `timeZone`), counted in requests or in message costs. Required.
+   * day or month (calendar windows in `timeZone`), counted in requests or in a named unit (`cost`, `input_tokens`, …) of which each message carries an estimate. Required.
    */
   readonly quotas: readonly Tier[];
   /** IANA zone of day and month tiers. @default 'UTC' */
   readonly timeZone: string;
+  /**
+   * The most calls of this lane the API may have in progress at any instant, 1 to 1000: a dispatch takes a slot, and
+   * its worker frees it when the call has ended (a worker that never reports frees it once its call can no longer be
+   * running). Health checks take none. @default none: only the rate tiers bound the calls
+   */
+  readonly maxInFlight?: number;
+  /**
+   * Per named unit the tiers count (`cost`, `input_tokens`, …): the estimate reserved for a message without the
+   * attribute of that name (`default`), and where the API's answer says what a call used (`usage`). Every unit the
+   * tiers count has an entry here once parsed. @default `cost` reserves 1 and reads `x-actual-cost`; the other units
+   * have no default and read what `usagePreset` gives
+   */
+  readonly units: UnitSettings;
+  /**
+   * A known response shape that gives the units `input_tokens`, `output_tokens` and `tokens` their usage source:
+   * `anthropic` (the Messages API) or `openai` (Chat Completions). A unit's own `usage` wins. @default none
+   */
+  readonly usagePreset?: UsagePreset;
   readonly pacing: PacingSettings;
   readonly circuit: BreakerSettings;
   readonly retry: RetrySettings;
   readonly orchestrator: OrchestratorSettings;
 }
 
-const KEYS = ['lane', 'quotas', 'timeZone', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
+const KEYS = ['lane', 'quotas', 'timeZone', 'maxInFlight', 'units', 'usagePreset', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
+
+/** Allowed values of `maxInFlight`: the ids of the calls in progress are saved with the ledger, which must stay small. */
+export const MAX_IN_FLIGHT_RANGE: NumberRange = Object.freeze({ min: 1, max: 1000, integer: true });
 
 /**
  * Validates a whole configuration object (keys as in {@link ServiceConfig}; all but `quotas` optional).
@@ -168,10 +191,19 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
       `must exceed orchestrator.workerTimeoutMs (${orchestrator.workerTimeoutMs}), or a message could reappear while its worker still runs; got ${orchestrator.visibilityTimeoutMs}`,
     );
   }
+  const quotas = parseTiers(raw.quotas, { field: 'quotas', costsAvailable: options.costsAvailable ?? true });
+  const { maxInFlight } = raw;
+  const { min, max } = MAX_IN_FLIGHT_RANGE;
+  if (maxInFlight !== undefined && (typeof maxInFlight !== 'number' || !Number.isInteger(maxInFlight) || maxInFlight < min || maxInFlight > max)) {
+    throw new ConfigError('maxInFlight', `must be an integer from ${min} to ${max}; got ${describeValue(maxInFlight)}`);
+  }
   return Object.freeze({
     lane,
-    quotas: parseTiers(raw.quotas, { field: 'quotas', costsAvailable: options.costsAvailable ?? true }),
+    quotas,
     timeZone,
+    ...(maxInFlight === undefined ? {} : { maxInFlight: maxInFlight as number }),
+    units: parseUnitSettings(raw.units, raw.usagePreset, quotas),
+    ...(raw.usagePreset === undefined ? {} : { usagePreset: raw.usagePreset as UsagePreset }),
     pacing: parsePacingSettings(raw.pacing),
     circuit: parseBreakerSettings(raw.circuit),
     retry: parseRetrySettings(raw.retry),

@@ -11,6 +11,9 @@ export const CONFIG_ENV = {
   lane: 'LANE',
   timeZone: 'TIME_ZONE',
   quotas: 'QUOTAS',
+  maxInFlight: 'MAX_IN_FLIGHT',
+  units: 'UNITS',
+  usagePreset: 'USAGE_PRESET',
   pacing: 'PACING',
   circuit: 'CIRCUIT',
   retry: 'RETRY',
@@ -72,7 +75,7 @@ export function checkProbeOutlastsCall(
 /** A process environment, or any record shaped like one. */
 export type Env = Readonly<Record<string, string | undefined>>;
 
-const JSON_KEYS = ['quotas', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
+const JSON_KEYS = ['quotas', 'maxInFlight', 'units', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
 
 /**
  * Reads and validates the service configuration from the environment, once at cold start.
@@ -80,7 +83,7 @@ const JSON_KEYS = ['quotas', 'pacing', 'circuit', 'retry', 'orchestrator'] as co
  */
 export function serviceConfigFromEnv(env: Env): ServiceConfig {
   const raw: Record<string, unknown> = {};
-  for (const key of ['lane', 'timeZone'] as const) {
+  for (const key of ['lane', 'timeZone', 'usagePreset'] as const) {
     const value = env[CONFIG_ENV[key]];
     if (value !== undefined && value !== '') raw[key] = value;
   }

@@ -84,7 +84,7 @@ export interface ServiceView {
 export interface QuotaEnvironment {
   /** The parsed configuration, as the functions will read it at cold start. */
   readonly config: ServiceConfig;
-  /** Added to `provider.environment` (both functions): `LANE`, `TIME_ZONE`, `QUOTAS`, `PACING`, `CIRCUIT`, `RETRY`, `ORCHESTRATOR`. */
+  /** Added to `provider.environment` (both functions): `LANE`, `TIME_ZONE`, `QUOTAS`, `MAX_IN_FLIGHT`, `UNITS`, `USAGE_PRESET`, `PACING`, `CIRCUIT`, `RETRY`, `ORCHESTRATOR` (those set). */
   readonly provider: Readonly<Record<string, string>>;
   /**
    * Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_TIMEOUT_MS`,

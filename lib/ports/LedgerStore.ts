@@ -16,7 +16,7 @@ export const MAX_STORED_SETTLEMENTS = 200;
 
 /** Whether `settlements` are all refunds: reservations given back by dispatches that made no call. */
 export function allRefunds(settlements: readonly Settlement[]): boolean {
-  return settlements.every((settlement) => settlement.actualCost === null);
+  return settlements.every((settlement) => settlement.actual === null);
 }
 
 /**

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import { SendMessageBatchCommand, SendMessageCommand, type MessageAttributeValue, type SendMessageBatchRequestEntry, type SQSClient } from '@aws-sdk/client-sqs';
 import { EnqueueError } from '../errors';
-import { MAX_QUANTITY } from '../domain/quota/tiers';
+import { MAX_QUANTITY, unitNameProblem } from '../domain/quota/tiers';
 import { ATTRIBUTES } from '../ports/QueueReceiver';
 import { parseJob } from '../services/parseJob';
 
@@ -19,6 +19,14 @@ export interface ProducerJob {
    * @default left out: the service counts 1
    */
   readonly cost?: number;
+  /**
+   * The job's estimate of each named unit the lane's tiers count, sent as the Number attribute of the unit's name,
+   * e.g. `{input_tokens: 812, output_tokens: 1024}` (the prompt's tokens and `max_tokens`): integers from 0 to
+   * `MAX_QUANTITY`. The service reserves them before the call and hands back what the answer shows unused.
+   * @default none: each unit's configured default, and a job without an estimate of a unit that has none is
+   * dead-lettered
+   */
+  readonly estimates?: Readonly<Record<string, number>>;
   /**
    * The job's identity for the service's "at most one successful call" (String attribute `idempotencyKey`, 1 to 512
    * characters): give one when the same job may be enqueued twice.
@@ -94,6 +102,16 @@ function prepare(job: ProducerJob, queueUrl: string): Prepared {
       throw new EnqueueError('cost', `must be an integer from 0 to ${MAX_QUANTITY}; got ${String(job.cost)}`);
     }
     attributes[ATTRIBUTES.cost] = { DataType: 'Number', StringValue: String(job.cost) };
+  }
+  for (const [unit, estimate] of Object.entries(job.estimates ?? {})) {
+    const field = `estimates.${unit}`;
+    const problem = unitNameProblem(unit);
+    if (problem !== undefined) throw new EnqueueError(field, `names no unit: its name ${problem}`);
+    if (unit === ATTRIBUTES.cost && job.cost !== undefined) throw new EnqueueError(field, 'repeats cost: give one of the two');
+    if (typeof estimate !== 'number' || !Number.isInteger(estimate) || estimate < 0 || estimate > MAX_QUANTITY) {
+      throw new EnqueueError(field, `must be an integer from 0 to ${MAX_QUANTITY}; got ${String(estimate)}`);
+    }
+    attributes[unit] = { DataType: 'Number', StringValue: String(estimate) };
   }
   if (job.idempotencyKey !== undefined) {
     if (typeof job.idempotencyKey !== 'string' || job.idempotencyKey.length === 0 || job.idempotencyKey.length > 512) {

@@ -1,5 +1,6 @@
 import type { JsonValue } from '../domain/json';
-import { MAX_QUANTITY } from '../domain/quota/tiers';
+import { COST_UNIT, MAX_QUANTITY, type Costs } from '../domain/quota/tiers';
+import type { UnitSettings } from '../domain/usage/unitSettings';
 import type { Reservation } from '../domain/quota/ledger';
 import type { JobEvent } from '../ports/Invoker';
 import type { ReceivedMessage, SourceQueue } from '../ports/QueueReceiver';
@@ -9,8 +10,11 @@ import type { ReceivedMessage, SourceQueue } from '../ports/QueueReceiver';
  * text (`ReceivedMessage.body`), since a parsed value would not give it back byte for byte.
  */
 export interface ParsedJob {
-  /** Attribute `cost` (Number), default 1. */
-  readonly cost: number;
+  /**
+   * The estimate of each named unit the lane counts, from the message attribute of the unit's name (Number) or the
+   * unit's default; always with `cost` (attribute `cost`, default 1), the unit of the message contract.
+   */
+  readonly costs: Costs;
   /** Attribute `idempotencyKey` (String), default the message id. */
   readonly idempotencyKey: string;
   /** 1 for a first try; a requeued message carries `attempt`, a FIFO retry counts its receives. */
@@ -53,12 +57,17 @@ function printable(text: string): string {
 /** Why a message cannot be dispatched, or the job it holds. */
 export type ParseResult = { readonly ok: true; readonly job: ParsedJob } | { readonly ok: false; readonly reason: string };
 
+/** The `cost` unit as the message contract has it: attribute `cost`, 1 when absent. */
+const COST_DEFAULT = { default: 1 };
+
 /**
  * Validates a received message against the message contract without trusting anything in it. A message that
  * fails is dead-lettered by the orchestrator with the returned reason, and never reaches the API. The body is parsed
  * only to be checked; what goes on is its text (see {@link jobEventOf}).
+ * @param units the lane's named units (`ServiceConfig.units`): each unit's estimate is read from the attribute of its
+ * name, or its default; a missing estimate without a default, or one that is not an integer from 0 to 1e12, fails.
  */
-export function parseJob(message: ReceivedMessage): ParseResult {
+export function parseJob(message: ReceivedMessage, units: UnitSettings = {}): ParseResult {
   let body: JsonValue;
   try {
     body = JSON.parse(message.body) as JsonValue;
@@ -69,13 +78,20 @@ export function parseJob(message: ReceivedMessage): ParseResult {
   if (depthExceeds(body, MAX_BODY_DEPTH)) {
     return { ok: false, reason: `malformed: body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels` };
   }
-  const { cost: costAttr, idempotencyKey: keyAttr, attempt: attemptAttr } = message.attributes;
-  let cost = 1;
-  if (costAttr !== undefined) {
-    cost = Number(costAttr.value);
-    if (!costAttr.dataType.startsWith('Number') || costAttr.value.trim() === '' || !Number.isInteger(cost) || cost < 0 || cost > MAX_QUANTITY) {
-      return { ok: false, reason: `malformed: attribute 'cost' must be a Number holding an integer from 0 to ${MAX_QUANTITY}; got ${costAttr.dataType} ${printable(JSON.stringify(costAttr.value.slice(0, 40)))}` };
+  const { idempotencyKey: keyAttr, attempt: attemptAttr } = message.attributes;
+  const costs: Record<string, number> = {};
+  for (const [unit, setting] of Object.entries({ [COST_UNIT]: COST_DEFAULT, ...units })) {
+    const attribute = message.attributes[unit];
+    if (attribute === undefined) {
+      if (setting.default === undefined) return { ok: false, reason: `malformed: attribute '${unit}' is missing: the message must carry its estimate of the unit '${unit}', which has no default` };
+      costs[unit] = setting.default;
+      continue;
     }
+    const estimate = Number(attribute.value);
+    if (!attribute.dataType.startsWith('Number') || attribute.value.trim() === '' || !Number.isInteger(estimate) || estimate < 0 || estimate > MAX_QUANTITY) {
+      return { ok: false, reason: `malformed: attribute '${unit}' must be a Number holding an integer from 0 to ${MAX_QUANTITY}; got ${attribute.dataType} ${printable(JSON.stringify(attribute.value.slice(0, 40)))}` };
+    }
+    costs[unit] = estimate;
   }
   let idempotencyKey = message.messageId;
   if (keyAttr !== undefined) {
@@ -89,7 +105,7 @@ export function parseJob(message: ReceivedMessage): ParseResult {
   }
   const carried = attemptAttr === undefined ? 1 : Number(attemptAttr.value);
   const attempt = message.queue === 'fifo' ? message.receiveCount : Number.isInteger(carried) && carried >= 1 ? carried : 1;
-  return { ok: true, job: { cost, idempotencyKey, attempt } };
+  return { ok: true, job: { costs, idempotencyKey, attempt } };
 }
 
 /**
@@ -106,7 +122,7 @@ export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJo
     messageId: message.messageId,
     body: message.body,
     attempt: job.attempt,
-    cost: job.cost,
+    cost: job.costs[COST_UNIT] ?? 1,
     idempotencyKey: job.idempotencyKey,
     ...(message.groupId === undefined ? {} : { groupId: message.groupId }),
     attributes: message.attributes,

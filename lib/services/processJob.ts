@@ -5,6 +5,9 @@ import { classify } from '../domain/outcome/classify';
 import { decideRetry, type RetryDecision } from '../domain/outcome/retryPolicy';
 import type { ApiResult } from '../domain/outcome/apiResult';
 import type { Settlement } from '../domain/quota/ledger';
+import type { Costs } from '../domain/quota/tiers';
+import { usageSourcesOf } from '../domain/usage/unitSettings';
+import { readUsage } from '../domain/usage/usageSources';
 import type { ServiceConfig } from '../config';
 import { StateUnavailableError } from '../errors';
 import type { ApiCaller } from '../ports/ApiCaller';
@@ -154,7 +157,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
     // Given back once: the refund carries the dispatch id, and the start delay of a late start (an event sent before
     // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
     const late = !lateStart ? {} : options.chainedAfter !== undefined ? { chainGapMs: start - options.chainedAfter } : Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
-    const refund: Settlement = { reservation: event.reservation, actualCost: null, id: event.dispatchId, ...late };
+    const refund: Settlement = { reservation: event.reservation, actual: null, id: event.dispatchId, ...late };
     const unconsumed = { message: withKey(message, event.idempotencyKey), attempt: event.attempt };
     if (options.batch === undefined) {
       await settle(refund);
@@ -194,7 +197,8 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const classification = classify(result, now);
   deps.onEvent?.({ type: 'api-called', lane: event.lane, at: now, result: classification.kind, ...keysOf(event) });
   const decision = decideRetry({ classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random }, config.retry);
-  if (decision.action === 'succeed') return endSucceeded(event, message, result, now, start, deps, options);
+  const { owed, release } = owedBy(event, usageOf(result, config), config);
+  if (decision.action === 'succeed') return endSucceeded(event, message, result, { owed, release }, now, start, deps, options);
   const circuit = await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
   // and the job waits with the others, whether this run of refusals opened it or something else did.
@@ -212,10 +216,10 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
       : failed(now),
   );
   // Recorded before the message is requeued, kept or dead-lettered. A failed call rarely owes one (only when the API
-  // reports a cost other than the reserved one); if it cannot be recorded, the message's fate goes ahead and the
-  // worker fails with the settlement in its error (a retry must not wait on the ledger).
-  const owed = owedBy(event, actualCostOf(result, event.cost));
+  // reports a usage other than the estimate); if it cannot be recorded, the message's fate goes ahead and the worker
+  // fails with the settlement in its error (a retry must not wait on the ledger).
   const recorded = await settle(owed);
+  await releaseSlot(event.lane, release, deps);
   const throwUnlessRecorded = (): void => {
     if (!recorded && owed !== undefined) throw unrecorded(owed, 'the message was requeued, kept or dead-lettered all the same');
   };
@@ -242,10 +246,10 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
  * @throws StateUnavailableError when its settlement cannot be recorded (the message is kept if the record holds it;
  * the result is handed on all the same: the job has succeeded either way).
  */
-async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, now: number, start: number, deps: WorkerDeps, options: JobOptions): Promise<JobOutcome> {
+async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, { owed, release }: Owed, now: number, start: number, deps: WorkerDeps, options: JobOptions): Promise<JobOutcome> {
   const { stores, queues, config } = deps;
   const succeeded = successRecord(event.dispatchId, now, config);
-  const owed = owedBy(event, actualCostOf(result, event.cost));
+  await releaseSlot(event.lane, release, deps);
   if (owed !== undefined) {
     // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
     // cannot reach DynamoDB in between leaves both, and the message's next dispatch finds the record (no second
@@ -357,9 +361,30 @@ async function claimKey(key: string, claim: IdempotencyRecord, now: number, deps
   return idempotency.putIdempotencyIfAbsent(key, claim, now, held.dispatchId);
 }
 
-/** What a dispatch owes the ledger when its call cost `actualCost` (`null`: no call): nothing if what was reserved. */
-function owedBy(event: JobEvent, actualCost: number | null): Settlement | undefined {
-  return actualCost === event.cost ? undefined : { reservation: event.reservation, actualCost, id: event.dispatchId };
+/**
+ * What a dispatch whose call ended owes the orchestrator: `owed`, a settlement, when the call used other than its
+ * estimates (it also frees the call slot); else, on a lane with `maxInFlight`, a settlement that changes no count and
+ * only frees the slot (`release`).
+ */
+interface Owed {
+  readonly owed?: Settlement;
+  readonly release?: Settlement;
+}
+
+/** What `event`'s call owes, having used `usage` (the units its answer reports; the others used their estimate). See {@link Owed}. */
+function owedBy(event: JobEvent, usage: Costs, config: ServiceConfig): Owed {
+  const settlement: Settlement = { reservation: event.reservation, actual: usage, id: event.dispatchId };
+  const differs = Object.entries(usage).some(([unit, used]) => used !== (event.reservation.costs[unit] ?? 0));
+  if (differs) return { owed: settlement };
+  return config.maxInFlight === undefined ? {} : { release: { ...settlement, actual: {} } };
+}
+
+/**
+ * Records `release`, if any, to free the call slot of its dispatch: once, without the back-off of a settlement, since
+ * a release that is lost costs no quota, only the slot until the call could no longer be running.
+ */
+async function releaseSlot(lane: string, release: Settlement | undefined, deps: WorkerDeps): Promise<void> {
+  if (release !== undefined) await deps.stores.ledger.addSettlements(lane, release).catch(() => undefined);
 }
 
 /** Records `owed`, if any (see {@link recordSettlement}); false when it could not be recorded. */
@@ -602,7 +627,7 @@ function inGroupOrder(jobs: readonly JobEvent[], run: (job: JobEvent, chainedAft
 async function standDown(job: JobEvent, batch: BatchEnding, deps: WorkerDeps): Promise<JobOutcome> {
   const start = deps.clock.now();
   if (!(await deps.stores.idempotency.claimRefund(job.idempotencyKey, job.dispatchId, start + deps.config.orchestrator.idempotencyTtlMs))) return 'busy-elsewhere';
-  batch.refundLater({ reservation: job.reservation, actualCost: null, id: job.dispatchId });
+  batch.refundLater({ reservation: job.reservation, actual: null, id: job.dispatchId });
   batch.returnLater({ message: withKey(messageOf(job), job.idempotencyKey), attempt: job.attempt });
   return 'behind-unfinished';
 }
@@ -719,7 +744,7 @@ async function recordOwedSettlement(event: JobEvent, held: IdempotencyRecord & {
  */
 async function refundOnce(event: JobEvent, start: number, deps: WorkerDeps): Promise<void> {
   if (!(await deps.stores.idempotency.claimRefund(event.idempotencyKey, event.dispatchId, start + deps.config.orchestrator.idempotencyTtlMs))) return;
-  await recordSettlement(event.lane, start, deps, { reservation: event.reservation, actualCost: null, id: event.dispatchId });
+  await recordSettlement(event.lane, start, deps, { reservation: event.reservation, actual: null, id: event.dispatchId });
 }
 
 /**
@@ -741,9 +766,12 @@ function unrecorded(settlement: Settlement, fate: string): StateUnavailableError
   return new StateUnavailableError('addSettlements', { cause: new Error(`settlement ${JSON.stringify(settlement)} could not be recorded: ${fate}`) });
 }
 
-/** Units the call consumed on cost tiers: what the API reported, else what was reserved. */
-function actualCostOf(result: ApiResult, reserved: number): number {
-  return result.kind === 'response' && result.actualCost !== undefined ? result.actualCost : reserved;
+/**
+ * The units the API's answer says the call used, for the units whose usage source finds a count in it (see
+ * `readUsage`); none for a call that got no answer.
+ */
+function usageOf(result: ApiResult, config: ServiceConfig): Costs {
+  return result.kind === 'response' ? readUsage(usageSourcesOf(config.units), result) : {};
 }
 
 /** Backoff cap: the longest a tier takes to give its whole limit back at its steady rate; else the retry settings cap. */

@@ -9,7 +9,8 @@ import type { CircuitStore } from '../ports/CircuitStore';
 import type { LeaseStore } from '../ports/LeaseStore';
 import type { LedgerStore } from '../ports/LedgerStore';
 import type { CircuitStatus } from '../domain/breaker/circuit';
-import type { TierKind } from '../domain/quota/tiers';
+import type { Costs, TierKind } from '../domain/quota/tiers';
+import { CallSlots } from '../domain/inflight/callSlots';
 import { loadCircuit, type LaneCircuitTransition } from './circuitUpdates';
 import { Backoff, GuardedQueues, guardStores } from './guardedPorts';
 import { OrchestratorRun } from './orchestrator/orchestratorRun';
@@ -60,7 +61,8 @@ export type OrchestratorEvent =
       readonly dispatchId: string;
       readonly idempotencyKey: string;
       readonly queue: string;
-      readonly cost: number;
+      /** The estimates reserved, per named unit. */
+      readonly costs: Costs;
       readonly waitedMs: number;
     }
   | { readonly type: 'dead-lettered'; readonly at: number; readonly messageId: string; readonly reason: string }
@@ -68,9 +70,18 @@ export type OrchestratorEvent =
   | { readonly type: 'invoke-failed'; readonly at: number; readonly error: string }
   /**
    * The ledger was saved (and the lease renewed, when due); `settlements` were folded into the ledger since the last
-   * `flushed`; `usage` is each tier's, in the order of the configuration, as the run's ledger counts it at `at`.
+   * `flushed`, handing back `handedBack` units of each named unit (what calls that reached the API had reserved and
+   * did not use); `usage` is each tier's, in the order of the configuration, as the run's ledger counts it at `at`;
+   * `inFlight`, on a lane with `maxInFlight`, the calls that may be in progress.
    */
-  | { readonly type: 'flushed'; readonly at: number; readonly settlements: number; readonly usage: readonly FlushedTierUsage[] }
+  | {
+      readonly type: 'flushed';
+      readonly at: number;
+      readonly settlements: number;
+      readonly handedBack: Costs;
+      readonly usage: readonly FlushedTierUsage[];
+      readonly inFlight?: number;
+    }
   /** This run's circuit write changed the lane's circuit status (a health check sent: open to half-open). */
   | ({ readonly type: 'circuit-transition' } & LaneCircuitTransition)
   /**
@@ -97,7 +108,7 @@ export type OrchestratorEvent =
    * A received message of `cost` could not be sent while its visibility covers a worker's run (or before the run's
    * end): `tier` holds it until `until`. It is hidden until then, so no run receives it again before it could go.
    */
-  | { readonly type: 'message-held'; readonly at: number; readonly messageId: string; readonly queue: string; readonly cost: number; readonly tier: string; readonly until: number };
+  | { readonly type: 'message-held'; readonly at: number; readonly messageId: string; readonly queue: string; readonly costs: Costs; readonly tier: string; readonly until: number };
 
 /** Bounds of one run. */
 export interface RunOptions {
@@ -198,7 +209,8 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
   }
   const ledgerOptions = { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs };
   const ledger = saved.value === undefined ? new QuotaLedger(config.quotas, ledgerOptions) : QuotaLedger.fromJSON(config.quotas, saved.value, ledgerOptions);
-  const run = new OrchestratorRun({ ...deps, stores, queues: new GuardedQueues(deps.queues) }, options, lease, new Pacer(ledger, config.pacing), circuit.value);
+  const slots = config.maxInFlight === undefined ? undefined : new CallSlots(config.maxInFlight, config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs, saved.value?.slots);
+  const run = new OrchestratorRun({ ...deps, stores, queues: new GuardedQueues(deps.queues) }, options, lease, new Pacer(ledger, config.pacing, slots), circuit.value);
   return run.execute();
 }
 

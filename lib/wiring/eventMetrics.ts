@@ -47,6 +47,8 @@ export class OrchestratorMetrics {
       case 'flushed':
         this.calendarExhausted ??= 0;
         for (const { tier, used, limit } of event.usage) this.sink.record(METRICS.tierUsageRatio, 'None', { ...lane, tier }, used / limit);
+        for (const [unit, units] of Object.entries(event.handedBack)) this.sink.record(METRICS.unitsHandedBack, 'Count', { ...lane, unit }, units);
+        if (event.inFlight !== undefined) this.sink.record(METRICS.callsInFlight, 'Count', lane, event.inFlight);
         break;
       case 'quota-exhausted':
         this.calendarExhausted = event.kind === 'calendar' ? 1 : 0;

@@ -13,7 +13,7 @@ describe('memoryStores', () => {
       await stores.ledger.loadLedger('lane');
       await stores.ledger.saveLedger('lane', { v: 1, tiers: {} }, lease.token);
       await stores.circuit.loadCircuit('lane');
-      await stores.ledger.addSettlements('lane', { reservation: { at: 0, cost: 1, windows: {} }, actualCost: null });
+      await stores.ledger.addSettlements('lane', { reservation: { at: 0, costs: { cost: 1 }, windows: {} }, actual: null });
       await stores.ledger.pendingSettlements('lane');
       await stores.ledger.saveLedger('lane', { v: 1, tiers: {} }, lease.token, 1);
       await stores.idempotency.getIdempotency('key', 0);

@@ -37,7 +37,7 @@ function ledger(used: number): LedgerJSON {
 }
 
 function settlement(at: number, actualCost: number | null = 1): Settlement {
-  return { reservation: { at, cost: 2, windows: { 'day:requests': '2026-11-23' } }, actualCost };
+  return { reservation: { at, costs: { cost: 2 }, windows: { 'day:requests': '2026-11-23' } }, actual: actualCost === null ? null : { cost: actualCost } };
 }
 
 /** A closed circuit; `pausedUntil` tells writers apart. */

@@ -9,6 +9,7 @@ import type { ApiResult } from '../../lib/domain/outcome/apiResult';
 import { QuotaLedger } from '../../lib/domain/quota/ledger';
 import type { Period, TierUnit } from '../../lib/domain/quota/tiers';
 import type { PacingSettings } from '../../lib/domain/pacing/settings';
+import { ACTUAL_COST_HEADER } from '../../lib/domain/usage/usageSources';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { JobEvent, WorkerEvent } from '../../lib/ports/Invoker';
 import type { MessageAttribute, SourceQueue } from '../../lib/ports/QueueReceiver';
@@ -105,9 +106,9 @@ export async function sendJob(queues: MemoryQueues, queue: SourceQueue, body: Js
   });
 }
 
-/** A 2xx answer, optionally reporting the units the call really consumed. */
+/** A 2xx answer, optionally reporting the `cost` units the call really consumed (header `x-actual-cost`). */
 export function ok(actualCost?: number): ApiResult {
-  return { kind: 'response', status: 200, headers: {}, ...(actualCost === undefined ? {} : { actualCost }) };
+  return { kind: 'response', status: 200, headers: actualCost === undefined ? {} : { [ACTUAL_COST_HEADER]: String(actualCost) } };
 }
 
 /** An HTTP answer with `status` and lower-case `headers`. */
@@ -183,11 +184,11 @@ export function workerHarness(config: ServiceConfig = testConfig(), queues?: (cl
 export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, dispatchId: string): Promise<JobEvent> {
   const [message] = await h.queues.receive(queue, { max: 1, visibilityMs: 30_000, waitMs: 0 });
   if (message === undefined) throw new Error(`nothing to receive from '${queue}'`);
-  const parsed = parseJob(message);
+  const parsed = parseJob(message, h.config.units);
   if (!parsed.ok) throw new Error(parsed.reason);
   const { job } = parsed;
   const { arrivalMarginMs, callAllowanceMs } = h.config.pacing;
-  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), cost: job.cost, windows: {} }, h.clock.now() + arrivalMarginMs - callAllowanceMs, h.clock.now());
+  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), costs: job.costs, windows: {} }, h.clock.now() + arrivalMarginMs - callAllowanceMs, h.clock.now());
 }
 
 /** Opens the lane's circuit at `at` by applying `failureThreshold` transient failures, as workers would. */

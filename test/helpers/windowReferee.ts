@@ -1,9 +1,9 @@
-import { unitsFor, type Tier } from '../../lib/domain/quota/tiers';
+import { unitsFor, type Costs, type Tier } from '../../lib/domain/quota/tiers';
 
-/** One call as the API saw it: when it arrived and what it cost. */
+/** One call as the API saw it: when it arrived and what it took of each named unit. */
 export interface Call {
   readonly at: number;
-  readonly cost: number;
+  readonly costs: Costs;
 }
 
 /**
@@ -19,8 +19,8 @@ export function maxWindowUsage(calls: readonly Call[], tier: Tier, timeZone = 'U
   let start = 0;
   let sum = 0;
   for (const call of sorted) {
-    sum += unitsFor(tier, call.cost);
-    while ((until[start] ?? Infinity) <= call.at) sum -= unitsFor(tier, sorted[start++]!.cost);
+    sum += unitsFor(tier, call.costs);
+    while ((until[start] ?? Infinity) <= call.at) sum -= unitsFor(tier, sorted[start++]!.costs);
     max = Math.max(max, sum);
   }
   return max;

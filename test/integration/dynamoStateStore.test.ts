@@ -56,7 +56,7 @@ async function stateTable(): Promise<StateStoresFixture & { client: DynamoDBClie
 describeStateStoresContract(`dynamoStores on ${testDynamoEngine()}`, stateTable);
 
 function settlement(at: number): Settlement {
-  return { reservation: { at, cost: 1, windows: { 'day:requests': '2026-11-23' } }, actualCost: null };
+  return { reservation: { at, costs: { cost: 1 }, windows: { 'day:requests': '2026-11-23' } }, actual: null };
 }
 
 function circuit(version: number, pausedUntil = 0): CircuitJSON {
@@ -311,9 +311,9 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
 
     it('refuses a pending settlement without a reservation, and leaves it in the table', async () => {
       const lane = unique('corrupt-settlement');
-      await stores().ledger.addSettlements(lane, { actualCost: 1 } as unknown as Settlement);
+      await stores().ledger.addSettlements(lane, { actual: { cost: 1 } } as unknown as Settlement);
       await expect(stores().ledger.pendingSettlements(lane)).rejects.toBeInstanceOf(StateFormatError);
-      expect(await rawItem(`lane#${lane}`)).toMatchObject({ settlements: [{ actualCost: 1 }] });
+      expect(await rawItem(`lane#${lane}`)).toMatchObject({ settlements: [{ actual: { cost: 1 } }] });
     });
   });
 });

@@ -29,7 +29,7 @@ describe('the producer client on fauxqs', () => {
     const queues = new SqsQueues({ client: sqs, queueUrls: urls });
     const [message] = await queues.receive('main', { max: 10, visibilityMs: 30_000, waitMs: 1_000 });
     expect(message).toMatchObject({ messageId, body: '{"to":"+15550100","text":"hi"}' });
-    expect(parseJob(message!)).toEqual({ ok: true, job: { cost: 3, idempotencyKey: 'sms-1', attempt: 1 } });
+    expect(parseJob(message!)).toEqual({ ok: true, job: { costs: { cost: 3 }, idempotencyKey: 'sms-1', attempt: 1 } });
   });
 
   it('enqueues many FIFO jobs in batches, in order per group, with their group and deduplication ids', async () => {

@@ -321,7 +321,7 @@ describe('the service on the emulators', () => {
     const acceptedFromA = s.api.callLog.filter((c) => c.status === 200).length;
     // What A saved counts every call it made, plus quota it held and may not have used (its allowance, which may reach
     // past the limit); its workers' refunds (jobs that started too late), still pending, give some of that back to B.
-    const refundsPending = (await s.stores.ledger.pendingSettlements(LANE)).filter((settlement) => settlement.actualCost === null).length;
+    const refundsPending = (await s.stores.ledger.pendingSettlements(LANE)).filter((settlement) => settlement.actual === null).length;
     const heldUnusedByA = Math.min(dayLimit, await dayUsage()) - acceptedFromA - refundsPending;
     expect(heldUnusedByA).toBeGreaterThanOrEqual(0);
 

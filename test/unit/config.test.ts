@@ -15,7 +15,7 @@ describe('parseServiceConfig', () => {
   });
 
   it.each([
-    [{ quotas, colour: 'red' }, 'colour', 'unknown key; allowed keys are lane, quotas, timeZone, pacing, circuit, retry, orchestrator'],
+    [{ quotas, colour: 'red' }, 'colour', 'unknown key; allowed keys are lane, quotas, timeZone, maxInFlight, units, usagePreset, pacing, circuit, retry, orchestrator'],
     [{ quotas, lane: 'no spaces' }, 'lane', `must be 1 to 64 letters, digits, '-' or '_'; got "no spaces"`],
     [{ quotas, timeZone: 'Mars/Olympus' }, 'timeZone', `must be an IANA time zone such as 'UTC' or 'America/New_York'; got "Mars/Olympus"`],
     [{ quotas: [] }, 'quotas', 'must hold at least one tier, e.g. [{"limit":10,"per":"second"}]; got an empty list'],

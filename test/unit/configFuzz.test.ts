@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import { CONFIG_ENV, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
-import { MAX_QUANTITY, PERIODS, UNITS } from '../../lib/domain/quota/tiers';
+import { COST_UNIT, MAX_QUANTITY, PERIODS, REQUESTS } from '../../lib/domain/quota/tiers';
 import { ConfigError } from '../../lib/errors';
 import { thrown } from '../helpers/thrown';
 
@@ -23,9 +23,14 @@ function isRecord(value: unknown): value is Raw {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Sections of settings with defaults (pacing, circuit, retry, orchestrator, …): every non-array object of the config. */
-const SECTIONS = Object.keys(DEFAULTS).filter((key) => isRecord(DEFAULTS[key as keyof ServiceConfig]));
-const TOP_KEYS = Object.keys(DEFAULTS);
+/**
+ * Sections of settings with defaults (pacing, circuit, retry, orchestrator, …): every non-array object of the config
+ * but `units`, which is keyed by unit name, not by setting (its rules are tested with `unitSettings`).
+ */
+const SECTIONS = Object.keys(DEFAULTS).filter((key) => key !== 'units' && isRecord(DEFAULTS[key as keyof ServiceConfig]));
+/** Top-level keys that have no default, and so are missing from the parsed minimal configuration. */
+const OPTIONAL_TOP_KEYS = ['maxInFlight', 'usagePreset'];
+const TOP_KEYS = [...Object.keys(DEFAULTS), ...OPTIONAL_TOP_KEYS];
 
 function sectionDefaults(section: string): Raw {
   return DEFAULTS[section as keyof ServiceConfig] as unknown as Raw;
@@ -70,8 +75,8 @@ function envField(field: string): string {
   return envName(top) + field.slice(top.length);
 }
 
-/** Top-level keys read from the environment as plain text (`lane`, `timeZone`): those whose default is a string. */
-const TEXT_KEYS = TOP_KEYS.filter((key) => typeof DEFAULTS[key as keyof ServiceConfig] === 'string');
+/** Top-level keys read from the environment as plain text: those whose default is a string (`lane`, `timeZone`), and `usagePreset`, which has none. */
+const TEXT_KEYS = [...TOP_KEYS.filter((key) => typeof DEFAULTS[key as keyof ServiceConfig] === 'string'), 'usagePreset'];
 
 /** The environment holding a configuration object: text keys as they are (when strings), everything else as JSON. */
 function envOf(input: Raw): Env {
@@ -103,7 +108,8 @@ function sectionArbitrary(section: string): fc.Arbitrary<Raw> {
 }
 
 const period = fc.constantFrom(...PERIODS);
-const unit = fc.constantFrom(...UNITS);
+/** Requests, the `cost` unit, and other named units (any SQS attribute name may name one). */
+const unit = fc.constantFrom(REQUESTS, COST_UNIT, 'input_tokens', 'output_tokens', 'tokens', 'gpu-seconds.v2');
 
 /** One to five tiers, one per period and unit, `unit` sometimes left to its default. */
 const tiers = fc
@@ -121,6 +127,8 @@ const validConfig: fc.Arbitrary<Raw> = fc
       lane: fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/),
       timeZone: fc.constantFrom(...TIME_ZONES),
       quotas: tiers,
+      maxInFlight: fc.integer({ min: 1, max: 1000 }),
+      usagePreset: fc.constantFrom('anthropic', 'openai'),
       ...Object.fromEntries(SECTIONS.map((section) => [section, sectionArbitrary(section)])),
     },
     { requiredKeys: ['quotas'] },
@@ -251,6 +259,13 @@ function topLevelBreak(config: Raw): fc.Arbitrary<Break> {
     fc.oneof(fc.integer(), fc.boolean(), fc.constant({})).map((lane) => ({ input: { ...config, lane }, field: 'lane', allowed: /^must be 1 to 64 letters/, json: true, env: false })),
     badZone.map((timeZone) => ({ input: { ...config, timeZone }, field: 'timeZone', allowed: /^must be an IANA time zone such as 'UTC'/, json: true, env: timeZone !== '' })),
     fc.oneof(fc.integer(), fc.boolean(), fc.constant([])).map((timeZone) => ({ input: { ...config, timeZone }, field: 'timeZone', allowed: /^must be an IANA time zone such as 'UTC'/, json: true, env: false })),
+    fc
+      .oneof(fc.integer({ max: 0 }), fc.integer({ min: 1001 }), fc.double({ min: 1, max: 1000, noNaN: true }).filter((v) => !Number.isInteger(v)), fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY), notANumber)
+      .map((maxInFlight) => ({ input: { ...config, maxInFlight }, field: 'maxInFlight', allowed: /^must be an integer from 1 to 1000; got /, json: isJson(maxInFlight), env: true })),
+    fc
+      .oneof(fc.string({ maxLength: 20 }), fc.constantFrom('Anthropic', 'gemini', 'openai ', ''))
+      .filter((preset) => !['anthropic', 'openai'].includes(preset))
+      .map((usagePreset) => ({ input: { ...config, usagePreset }, field: 'usagePreset', allowed: /^must be one of 'anthropic', 'openai'; got /, json: true, env: usagePreset !== '' })),
     strangeKey.filter((key) => !TOP_KEYS.includes(key)).map((key) => ({
       input: Object.fromEntries([...Object.entries(config), [key, 1]]),
       field: key,
@@ -264,7 +279,18 @@ function topLevelBreak(config: Raw): fc.Arbitrary<Break> {
 
 const LIMIT_RULE = new RegExp(`^must be an integer from 1 to ${MAX_QUANTITY}; got `);
 const PER_RULE = new RegExp(`^must be one of ${PERIODS.join(', ')}; got `);
-const UNIT_RULE = new RegExp(`^must be one of ${UNITS.join(', ')}; got `);
+
+/** A unit that cannot name a unit, and the rule its refusal states. */
+const badUnit: fc.Arbitrary<{ readonly unit: unknown; readonly rule: RegExp }> = fc.oneof(
+  fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant({})).map((unit) => ({ unit, rule: /^must be 'requests' or the name of a unit such as 'cost'/ })),
+  fc
+    .oneof(fc.string({ maxLength: 20 }), fc.constantFrom('', 'my tokens', 'tokens/min', 'ünits', 'x'.repeat(257)))
+    .filter((name) => !/^[A-Za-z0-9_.-]{1,256}$/.test(name))
+    .map((unit) => ({ unit, rule: /^must be 1 to 256 of the characters A-Z, a-z, 0-9, _, - and \. \(an SQS message attribute name\); got / })),
+  fc.constantFrom('.tokens', 'tokens.', 'input..tokens').map((unit) => ({ unit, rule: /^must not start or end with a period, nor hold two in a row/ })),
+  fc.constantFrom('AWS.tokens', 'amazon.cost', 'Aws.x').map((unit) => ({ unit, rule: /^must not start with 'AWS\.' or 'Amazon\.'/ })),
+  fc.constantFrom('idempotencyKey', 'attempt', 'reason', 'sourceQueue', 'originalMessageId', 'dispatchId', 'apiError').map((unit) => ({ unit, rule: /^is a message attribute of the service itself/ })),
+);
 
 /** One tier broken: its limit, per or unit wrong or missing, an unknown key, not an object, or a duplicate; or the list itself. */
 function quotaBreak(config: Raw): fc.Arbitrary<Break> {
@@ -279,15 +305,15 @@ function quotaBreak(config: Raw): fc.Arbitrary<Break> {
       fc.constantFrom(MAX_QUANTITY + 1, 1e15, Number.NaN, Number.POSITIVE_INFINITY, undefined),
       notANumber,
     );
-    const badWord = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.constantFrom('Second', 'seconds', 'week', 'year', 'tokens', 'request')).filter((w) => !(PERIODS as readonly unknown[]).includes(w) && !(UNITS as readonly unknown[]).includes(w));
+    const badPer = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.constantFrom('Second', 'seconds', 'week', 'year', 'tokens', 'request')).filter((w) => !(PERIODS as readonly unknown[]).includes(w));
     const without = (key: string): Raw => Object.fromEntries(Object.entries(tier).filter(([name]) => name !== key));
     const withoutLimit = without('limit');
     const withoutPer = without('per');
     return fc.oneof(
       badLimit.map((limit): Break => ({ input: withTier(limit === undefined ? withoutLimit : { ...tier, limit }), field: `${at}.limit`, allowed: LIMIT_RULE, json: limit === undefined || isJson(limit), env: true })),
-      badWord.map((per): Break => ({ input: withTier({ ...tier, per }), field: `${at}.per`, allowed: PER_RULE, json: true, env: true })),
+      badPer.map((per): Break => ({ input: withTier({ ...tier, per }), field: `${at}.per`, allowed: PER_RULE, json: true, env: true })),
       fc.constant<Break>({ input: withTier(withoutPer), field: `${at}.per`, allowed: PER_RULE, json: true, env: true }),
-      badWord.map((u): Break => ({ input: withTier({ ...tier, unit: u }), field: `${at}.unit`, allowed: UNIT_RULE, json: true, env: true })),
+      badUnit.map(({ unit: u, rule }): Break => ({ input: withTier({ ...tier, unit: u }), field: `${at}.unit`, allowed: rule, json: true, env: true })),
       strangeKey
         .filter((key) => !['limit', 'per', 'unit'].includes(key))
         .map((key): Break => ({ input: withTier(Object.fromEntries([...Object.entries(tier), [key, 1]])), field: `${at}.${key}`, allowed: /^unknown key; allowed keys are limit, per, unit$/, json: true, env: true })),

@@ -8,19 +8,25 @@
  *   (`PacingSettings`, `BreakerSettings`, `RetrySettings`, `OrchestratorSettings`), of `TierSpec` for a tier, and of
  *   `DeploySettings` for the keys only serverless.yml has, read with the TypeScript compiler API;
  * - the other settings under `custom` in serverless.yml (`queues`, `stateTable`, `alarms`…) come with the comment lines
- *   written above them there, and with what `resolveQuotaSettings` checks of them, found by giving each a wrong value.
+ *   written above them there, and with what `resolveQuotaSettings` checks of them, found by giving each a wrong value;
+ * - `units` is keyed by unit name, so its rows are the keys of one unit's settings (`UnitSetting`), with the defaults
+ *   the parser gives each kind of unit, the usage source shapes it accepts, and the presets' sources (`USAGE_PRESETS`);
+ * - the examples (an Anthropic and an OpenAI lane) are written here, and checked with the parser, the presets and the
+ *   ledger's hand-back when the reference is built: a wrong example fails the build, and the numbers in their text
+ *   are computed, not typed.
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import ts from 'typescript';
 import { yamlParse } from 'yaml-cfn';
 import { parseServiceConfig } from '../../lib/config';
 import { CONFIG_ENV, QUEUE_URL_ENV, RESOURCE_ENV } from '../../lib/configFromEnv';
 import { resolveQuotaSettings, SETTINGS_PATH, type ServiceView } from '../../lib/deploy/quotaSettings';
-import { ConfigError } from '../../lib/errors';
-
-/** The repository root. */
-const REPO_ROOT = path.resolve(__dirname, '../..');
+import { parseScenario } from '../simulation/scenario';
+import { llmExamplesSection, type ExampleValidator } from './llmExamples';
+import { acceptedKeys, allowedIn, allowedValues, MINIMAL_CONFIG, MINIMAL_TIER, refusal, WRONG_VALUE } from './parserProbe';
+import { cell, describe, formatValue, inWords, table, type Setting } from './settingsTable';
+import { DocReader, REPO_ROOT, type MemberDoc } from './tsdocReader';
+import { unitsSection, UNITS_SOURCE, USAGE_SOURCE } from './unitsReference';
 
 /** Where the reference is written, relative to the repository root. */
 export const CONFIG_REFERENCE_FILE = 'docs/configuration.md';
@@ -32,10 +38,6 @@ const CONFIG_SOURCE = 'lib/config.ts';
 const TIERS_SOURCE = 'lib/domain/quota/tiers.ts';
 const DEPLOY_SOURCE = 'lib/deploy/quotaSettings.ts';
 
-/** The smallest valid tier, and so the smallest valid configuration. */
-const MINIMAL_TIER = { limit: 1, per: 'second' } as const;
-const MINIMAL_CONFIG = { quotas: [MINIMAL_TIER] };
-
 /** A serverless.yml as small as the plugin accepts: the functions and queues it cross-checks, and the required keys. */
 const MINIMAL_SERVICE = {
   provider: {},
@@ -43,152 +45,16 @@ const MINIMAL_SERVICE = {
   custom: { queues: { maxReceiveCount: 10 }, quotaOrchestrator: { ...MINIMAL_CONFIG, apiUrl: 'https://api.example.com/jobs', healthUrl: 'https://api.example.com/health' } },
 } as const;
 
-/** A key no parser knows, whose refusal lists the keys it does know. */
-const UNKNOWN_KEY = '\u0000unknown';
+/** The heading of the worked examples. */
+const EXAMPLES_HEADING = 'Examples: LLM providers';
 
-/** A value no setting takes (no setting is a list), whose refusal states what the setting takes. */
-const WRONG_VALUE: readonly unknown[] = [];
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to '-'. */
+function anchorOf(heading: string): string {
+  return heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+}
 
 /** `custom` keys of serverless.yml that are not settings: names, build options, and the lookup highThroughputFifo uses. */
 const NOT_SETTINGS = new Set(['names', 'esbuild', 'fifoThroughput', 'quotaOrchestrator']);
-
-/** What the TSDoc of one member says. */
-interface MemberDoc {
-  readonly text: string;
-  readonly defaultTag?: string;
-}
-
-/** One row of a settings table. */
-interface Setting {
-  readonly key: string;
-  readonly defaultValue: string;
-  readonly allowed: string;
-  readonly description: string;
-}
-
-/** The ConfigError `run` throws, or `undefined` if it throws none. */
-function refusal(run: () => unknown): ConfigError | undefined {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  return undefined;
-}
-
-/**
- * The keys a parser accepts, read from its refusal of an unknown key.
- * @throws Error when the parser accepts the unknown key or does not list its keys.
- */
-function acceptedKeys(run: (unknownKey: string) => unknown, where: string): string[] {
-  const problem = refusal(() => run(UNKNOWN_KEY))?.problem ?? '';
-  const listed = /allowed keys are (.+)$/.exec(problem)?.[1];
-  if (listed === undefined) throw new Error(`${where}: the parser did not list its keys when given an unknown one (got '${problem}')`);
-  return listed.split(', ');
-}
-
-/**
- * What a setting takes, as the parser words it when refusing a wrong value: its message without the value it got,
- * with example addresses as code (GitHub would make links of them).
- */
-function allowedValues(run: () => unknown): string {
-  return allowedIn(refusal(run));
-}
-
-/** What a refusal says is allowed (see {@link allowedValues}); `—` for no refusal. */
-function allowedIn(error: ConfigError | undefined): string {
-  return error === undefined ? '—' : error.problem.replace(/; got [\s\S]*$/, '').replace(/https?:\/\/[^\s,;]+/g, (url) => `\`${url}\``);
-}
-
-/** TSDoc text as markdown: `{@link X}` becomes `` `X` `` (or its label). */
-function plain(parts: ts.SymbolDisplayPart[] | undefined): string {
-  return ts.displayPartsToString(parts).replace(/\{@link(?:code|plain)?\s+([^}|\s]+)(?:\s*\|?\s*([^}]+))?\}/g, (_all, target: string, label?: string) => `\`${(label ?? target).trim()}\``);
-}
-
-/** Reads TSDoc with the TypeScript compiler API: one program over the sources that declare the settings. */
-class DocReader {
-  private readonly program: ts.Program;
-  private readonly checker: ts.TypeChecker;
-
-  constructor(files: readonly string[]) {
-    this.program = ts.createProgram(
-      files.map((file) => path.join(REPO_ROOT, file)),
-      { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.CommonJS, strict: true, noEmit: true, skipLibCheck: true, types: [] },
-    );
-    this.checker = this.program.getTypeChecker();
-  }
-
-  /** The exported symbol `name` of `file`. @throws Error when the file does not export it. */
-  private exported(file: string, name: string): ts.Symbol {
-    const source = this.program.getSourceFile(path.join(REPO_ROOT, file));
-    const moduleSymbol = source === undefined ? undefined : this.checker.getSymbolAtLocation(source);
-    const symbol = moduleSymbol === undefined ? undefined : this.checker.getExportsOfModule(moduleSymbol).find((s) => s.name === name);
-    if (symbol === undefined) throw new Error(`${file} does not export ${name}, whose TSDoc the configuration reference reads`);
-    return symbol;
-  }
-
-  private docOf(symbol: ts.Symbol): MemberDoc {
-    const text = plain(symbol.getDocumentationComment(this.checker));
-    const tag = symbol.getJsDocTags(this.checker).find((t) => t.name === 'default');
-    return tag?.text === undefined ? { text } : { text, defaultTag: plain(tag.text) };
-  }
-
-  /** The TSDoc of each member of the exported interface `name` of `file`, inherited members included. */
-  members(file: string, name: string): Map<string, MemberDoc> {
-    const type = this.checker.getDeclaredTypeOfSymbol(this.exported(file, name));
-    return new Map(this.checker.getPropertiesOfType(type).map((member) => [member.name, this.docOf(member)]));
-  }
-
-  /**
-   * The type of member `member` of the exported interface `name` of `file`: its TSDoc (that of the type's own
-   * declaration, e.g. `PacingSettings`) and the TSDoc of each of its members.
-   */
-  memberType(file: string, name: string, member: string): { readonly doc: string; readonly members: Map<string, MemberDoc> } {
-    const owner = this.checker.getDeclaredTypeOfSymbol(this.exported(file, name));
-    const property = this.checker.getPropertyOfType(owner, member);
-    if (property === undefined) return { doc: '', members: new Map() };
-    const type = this.checker.getTypeOfSymbol(property);
-    const doc = plain(type.getSymbol()?.getDocumentationComment(this.checker));
-    return { doc, members: new Map(this.checker.getPropertiesOfType(type).map((m) => [m.name, this.docOf(m)])) };
-  }
-
-  /** The TSDoc of the exported function `name` of `file`, with its line breaks, without its tags. */
-  functionDoc(file: string, name: string): string {
-    return plain(this.exported(file, name).getDocumentationComment(this.checker));
-  }
-}
-
-/** A value as serverless.yml would write it. */
-function formatValue(value: unknown): string {
-  if (value === undefined) return '—';
-  return `\`${typeof value === 'string' ? value : JSON.stringify(value)}\``;
-}
-
-/**
- * The description of a member: its TSDoc text, and what its `@default` tag adds beyond the value (a reason, a unit).
- * A member without TSDoc says so, where the reader (and the reviewer) will see it.
- */
-function describe(doc: MemberDoc | undefined, defaultValue: unknown): string {
-  if (doc === undefined || doc.text === '') return '**(no TSDoc: document this member where it is declared)**';
-  const tag = doc.defaultTag?.trim();
-  if (tag === undefined || tag === '') return doc.text;
-  const shown = typeof defaultValue === 'string' ? [defaultValue, `'${defaultValue}'`] : [String(defaultValue)];
-  const rest = shown.reduce((text, value) => (text.startsWith(value) ? text.slice(value.length) : text), tag).replace(/^[\s:,;]+/, '');
-  const sentence = (text: string) => `${doc.text} Default: ${text.replace(/^\((.*)\)$/, '$1').replace(/\.$/, '')}.`;
-  if (defaultValue !== undefined && rest === tag) return sentence(tag);
-  return rest === '' ? doc.text : sentence(rest);
-}
-
-function cell(text: string): string {
-  return text.replace(/\s+/g, ' ').replace(/\|/g, '\\|').trim();
-}
-
-function table(rows: readonly Setting[]): string {
-  const lines = ['| Key | Default | Allowed | Description |', '| --- | --- | --- | --- |'];
-  for (const row of rows) lines.push(`| \`${row.key}\` | ${cell(row.defaultValue)} | ${cell(row.allowed)} | ${cell(row.description)} |`);
-  return lines.join('\n');
-}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -262,25 +128,30 @@ function customSettings(yml: string): YamlSetting[] {
  * @throws Error when a parser no longer lists its keys, or a documented interface is no longer exported.
  */
 export function buildConfigReference(): string {
-  const docs = new DocReader([CONFIG_SOURCE, TIERS_SOURCE, DEPLOY_SOURCE]);
+  const docs = new DocReader([CONFIG_SOURCE, TIERS_SOURCE, DEPLOY_SOURCE, UNITS_SOURCE, USAGE_SOURCE]);
   const defaults = parseServiceConfig(MINIMAL_CONFIG) as unknown as Record<string, unknown>;
   const serviceKeys = acceptedKeys((unknown) => parseServiceConfig({ ...MINIMAL_CONFIG, [unknown]: 1 }), 'parseServiceConfig');
   const topDocs = docs.members(CONFIG_SOURCE, 'ServiceConfig');
   const envOf = CONFIG_ENV as Readonly<Record<string, string>>;
 
-  const sections: { key: string; rows: Setting[] }[] = [];
+  const sections: { key: string; lines: string[] }[] = [];
   const topRows: Setting[] = [];
   for (const key of serviceKeys) {
     const value = defaults[key];
     const env = envOf[key] === undefined ? '' : ` Environment variable \`${envOf[key]}\`.`;
     if (key === 'quotas') {
       topRows.push({ key, defaultValue: 'required', allowed: `a list of tiers: see [quotas](#quotas)`, description: describe(topDocs.get(key), undefined) + env });
-      sections.push({ key, rows: tierRows(docs) });
+      sections.push({ key, lines: ['Each tier of the `quotas` list:', '', table(tierRows(docs)), '', `**Units.** ${docs.symbolDoc(TIERS_SOURCE, 'TierUnit')}`, '', `**Unit names.** ${docs.symbolDoc(TIERS_SOURCE, 'unitNameProblem').replace(/^Why `name` cannot name a unit, or `undefined` when it can\. /, '')}`] });
+    } else if (key === 'units') {
+      // Keyed by unit name: its rows are the keys of one unit's settings.
+      const allowed = allowedValues(() => parseServiceConfig({ ...MINIMAL_CONFIG, [key]: WRONG_VALUE }));
+      topRows.push({ key, defaultValue: 'per unit: see [units](#units)', allowed: `${allowed}: see [units](#units)`, description: describe(topDocs.get(key), undefined) + env });
+      sections.push({ key, lines: unitsSection(docs) });
     } else if (isRecord(value)) {
       const { doc, members } = docs.memberType(CONFIG_SOURCE, 'ServiceConfig', key);
       const own = topDocs.get(key);
       topRows.push({ key, defaultValue: 'all defaults', allowed: `see [${key}](#${key})`, description: describe(own?.text ? own : { text: doc }, undefined) + env });
-      sections.push({ key, rows: sectionRows(key, value, members) });
+      sections.push({ key, lines: [table(sectionRows(key, value, members))] });
     } else {
       const allowed = allowedValues(() => parseServiceConfig({ ...MINIMAL_CONFIG, [key]: WRONG_VALUE }));
       topRows.push({ key, defaultValue: formatValue(value), allowed, description: describe(topDocs.get(key), value) + env });
@@ -309,7 +180,9 @@ export function buildConfigReference(): string {
     const refused = refusal(() => resolveQuotaSettings(serviceWith(baseline, replaced(customSections, keys, WRONG_VALUE))));
     return { ...setting, checked: allowedIn(refused?.field === setting.path ? refused : undefined) };
   });
-  const checks = docs.functionDoc(DEPLOY_SOURCE, 'resolveQuotaSettings');
+  const checks = docs.symbolDoc(DEPLOY_SOURCE, 'resolveQuotaSettings');
+  // The service's settings a scenario file takes, read from the scenario parser's list of its keys.
+  const scenarioKeys = acceptedKeys((unknown) => parseScenario({ ...MINIMAL_CONFIG, [unknown]: 1 }), 'parseScenario').filter((key) => serviceKeys.includes(key));
 
   const out: string[] = [];
   out.push(
@@ -324,8 +197,10 @@ export function buildConfigReference(): string {
     'It then hands them to both functions as environment variables, which the functions parse again, with the same',
     'parser, at cold start. A section you leave out takes every default; a key you leave out takes its default.',
     '',
-    'A scenario file for the local run (`npm start -- --scenario FILE`) takes the same `quotas`, `pacing`, `circuit`,',
-    '`retry` and `orchestrator` objects, which replace serverless.yml\'s for that run.',
+    `A scenario file for the local run (\`npm start -- --scenario FILE\`) takes the same ${inWords(scenarioKeys.map((key) => `\`${key}\``))},`,
+    'which replace serverless.yml\'s for that run.',
+    '',
+    `Worked examples for an Anthropic and an OpenAI lane: [${EXAMPLES_HEADING}](#${anchorOf(EXAMPLES_HEADING)}).`,
     '',
     '"Allowed" is what the parser checks, in its own words; the descriptions name the rules between settings.',
     '',
@@ -340,11 +215,12 @@ export function buildConfigReference(): string {
     '',
     table(deployRows),
   );
-  for (const section of sections) {
-    out.push('', `### ${section.key}`, '');
-    if (section.key === 'quotas') out.push('Each tier of the `quotas` list:', '');
-    out.push(table(section.rows));
-  }
+  for (const section of sections) out.push('', `### ${section.key}`, '', ...section.lines);
+  const validate: ExampleValidator = (settings, workerTimeoutSeconds) => {
+    const service = serviceWith({ ...settings }, customSections);
+    resolveQuotaSettings({ ...service, functions: { ...MINIMAL_SERVICE.functions, worker: { ...MINIMAL_SERVICE.functions.worker, timeout: workerTimeoutSeconds } } });
+  };
+  out.push('', `## ${EXAMPLES_HEADING}`, '', ...llmExamplesSection(validate));
   out.push('', '## What packaging checks', '', checks.trim());
   if (other.length > 0) {
     out.push(
@@ -363,8 +239,8 @@ export function buildConfigReference(): string {
     '',
     '## Environment variables',
     '',
-    'serverless.yml sets these; you only set them yourself to run a handler outside it. The settings (JSON for the',
-    'objects and the list):',
+    'serverless.yml sets these; you only set them yourself to run a handler outside it. The settings, each as',
+    'serverless.yml writes it (a string as it is; a number, an object or a list as JSON):',
     '',
     ...Object.entries(CONFIG_ENV).map(([key, name]) => `- \`${name}\`: \`${key}\``),
     '',

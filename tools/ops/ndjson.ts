@@ -1,7 +1,7 @@
 import type { ProducerJob } from '../../lib/producer/enqueue';
 
 /** The fields an `enqueue` line may have (see {@link parseJobLine}). */
-const LINE_FIELDS: ReadonlySet<string> = new Set(['body', 'cost', 'idempotencyKey', 'groupId', 'deduplicationId']);
+const LINE_FIELDS: ReadonlySet<string> = new Set(['body', 'cost', 'estimates', 'idempotencyKey', 'groupId', 'deduplicationId']);
 
 /** A line of the input and the job it holds. */
 export interface JobLine {
@@ -17,7 +17,8 @@ export interface LineFailure {
 }
 
 /**
- * The job on one NDJSON line: a JSON object `{"body": …, "cost"?, "idempotencyKey"?, "groupId"?, "deduplicationId"?}`.
+ * The job on one NDJSON line: a JSON object `{"body": …, "cost"?, "estimates"?, "idempotencyKey"?, "groupId"?,
+ * "deduplicationId"?}`, with `estimates` the job's estimate per named unit (`{"input_tokens": 812, "output_tokens": 1024}`).
  * Only its shape is checked here; the values are checked by `enqueueMany` as the service will check them.
  * @throws Error saying what is wrong with the line.
  */
@@ -30,7 +31,7 @@ export function parseJobLine(text: string): ProducerJob {
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('must be a JSON object such as {"body": {…}}');
   const unknown = Object.keys(value).filter((key) => !LINE_FIELDS.has(key));
-  if (unknown.length > 0) throw new Error(`unknown field${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => `'${k}'`).join(', ')}; a line has body, cost, idempotencyKey, groupId and deduplicationId`);
+  if (unknown.length > 0) throw new Error(`unknown field${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => `'${k}'`).join(', ')}; a line has body, cost, estimates, idempotencyKey, groupId and deduplicationId`);
   if (!('body' in value)) throw new Error("has no 'body'");
   return value as ProducerJob;
 }

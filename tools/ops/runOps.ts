@@ -206,7 +206,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
   dlq
     .command('redrive')
     .description(
-      'send dead letters back to their source queues as new messages: the body and the producer\'s attributes (cost, idempotencyKey, FIFO group, a fresh deduplication id), without the attempt count and the dead-letter attributes, so each starts its attempts afresh; each is deleted from its dead-letter queue only once sent',
+      'send dead letters back to their source queues as new messages: the body and the producer\'s attributes (cost and the other estimates, idempotencyKey, FIFO group, a fresh deduplication id), without the attempt count and the dead-letter attributes, so each starts its attempts afresh; each is deleted from its dead-letter queue only once sent',
     )
     .addOption(queueOption())
     .option('--id <messageId>', 'only this one (repeatable)', (value: string, previous: string[] = []) => [...previous, value])
@@ -228,7 +228,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
 
   program
     .command('enqueue')
-    .description('send jobs, one JSON object a line: {"body": …, "cost"?, "idempotencyKey"?, "groupId"?, "deduplicationId"?}; a bad line is reported with its number and skipped')
+    .description('send jobs, one JSON object a line: {"body": …, "cost"?, "estimates"?: {"<unit>": n}, "idempotencyKey"?, "groupId"?, "deduplicationId"?}; a bad line is reported with its number and skipped')
     .argument('[file]', 'the NDJSON file (default: stdin)')
     .option('--fifo', 'to the FIFO queue (every line needs a groupId) instead of the main queue')
     .option('--json', 'print one JSON document')

@@ -1,4 +1,5 @@
 import type { Reservation, Settlement } from '../../domain/quota/ledger';
+import { COST_UNIT, type Costs } from '../../domain/quota/tiers';
 import { allRefunds, MAX_STORED_SETTLEMENTS, type LedgerStore } from '../../ports/LedgerStore';
 import { corrupt, DynamoTable, isFiniteNumber, laneKey, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
 
@@ -38,31 +39,39 @@ function isObject(value: unknown): value is Item {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Whether `value` is a {@link Costs}: an object of finite numbers. */
+function isCosts(value: unknown): value is Costs {
+  return isObject(value) && Object.values(value).every(isFiniteNumber);
+}
+
 /**
- * The settlement stored as `value` (in the lane item's pending list, or owed by an idempotency record).
+ * The settlement stored as `value` (in the lane item's pending list, or owed by an idempotency record). One stored
+ * before units had names (`reservation.cost` and `actualCost`, numbers) reads as one of the `cost` unit.
  * @param what names the stored value in the error.
  * @throws StateFormatError when `value` is not a settlement.
  */
 export function settlementOf(value: unknown, what: string): Settlement {
-  const { reservation, actualCost, id, startDelayMs, chainGapMs } = isObject(value) ? value : {};
+  const { reservation, actual, actualCost, id, startDelayMs, chainGapMs } = isObject(value) ? value : {};
+  const costs = isObject(reservation) ? (reservation.costs ?? (isFiniteNumber(reservation.cost) ? { [COST_UNIT]: reservation.cost } : undefined)) : undefined;
+  const used = actual !== undefined ? actual : isFiniteNumber(actualCost) ? { [COST_UNIT]: actualCost } : actualCost;
   if (
     (id === undefined || typeof id === 'string') &&
     (startDelayMs === undefined || isFiniteNumber(startDelayMs)) &&
     (chainGapMs === undefined || isFiniteNumber(chainGapMs)) &&
-    (actualCost === null || isFiniteNumber(actualCost)) &&
+    (used === null || isCosts(used)) &&
     isObject(reservation) &&
     isFiniteNumber(reservation.at) &&
-    isFiniteNumber(reservation.cost) &&
+    isCosts(costs) &&
     isObject(reservation.windows) &&
     Object.values(reservation.windows).every((window) => typeof window === 'string')
   ) {
     return {
-      reservation: { at: reservation.at, cost: reservation.cost, windows: reservation.windows as Reservation['windows'] },
-      actualCost,
+      reservation: { at: reservation.at, costs, windows: reservation.windows as Reservation['windows'] },
+      actual: used,
       ...(id === undefined ? {} : { id }),
       ...(startDelayMs === undefined ? {} : { startDelayMs }),
       ...(chainGapMs === undefined ? {} : { chainGapMs }),
     };
   }
-  throw corrupt(what, 'must be {reservation: {at, cost, windows}, actualCost, id?, startDelayMs?, chainGapMs?}', value);
+  throw corrupt(what, 'must be {reservation: {at, costs, windows}, actual, id?, startDelayMs?, chainGapMs?}', value);
 }

@@ -1,5 +1,4 @@
 import type { ApiResult } from '../../domain/outcome/apiResult';
-import { MAX_QUANTITY } from '../../domain/quota/tiers';
 import type { ApiCaller } from '../../ports/ApiCaller';
 import { utf8Prefix } from '../../domain/utf8Prefix';
 
@@ -20,13 +19,6 @@ export interface HttpApiCallerOptions {
    */
   readonly authorization?: () => Promise<string | undefined>;
 }
-
-/**
- * Response header in which the example API reports the units a call really consumed on cost tiers (e.g. tokens).
- * This is the example API's own convention, not a standard: users whose API reports usage elsewhere (a body field,
- * another header) replace this caller.
- */
-export const ACTUAL_COST_HEADER = 'x-actual-cost';
 
 /**
  * The most of a response body {@link HttpApiCaller} keeps, in UTF-8 bytes (256 KiB): the rest is read, so that the
@@ -63,17 +55,6 @@ async function readBody(response: Response, max: number): Promise<{ readonly bod
   return { body: prefix.toString('utf8'), truncated: truncated || prefix.length < whole.length };
 }
 
-/** A plain non-negative decimal: no sign, exponent, hex or empty string, all of which `Number()` accepts. */
-const DECIMAL = /^(?:\d+(?:\.\d*)?|\.\d+)$/;
-
-/** The `x-actual-cost` header as whole units (a fraction rounds up), or `undefined` if absent or not a cost from 0 to {@link MAX_QUANTITY}. */
-function actualCostOf(headers: Readonly<Record<string, string>>): number | undefined {
-  const text = headers[ACTUAL_COST_HEADER]?.trim();
-  if (text === undefined || !DECIMAL.test(text)) return undefined;
-  const cost = Math.ceil(Number(text));
-  return cost <= MAX_QUANTITY ? cost : undefined;
-}
-
 /** Error-shaped, whatever realm it comes from (Node's fetch throws its own realm's errors, which fail `instanceof Error` in a VM context). */
 function isErrorLike(value: unknown): value is { readonly message: string; readonly cause?: unknown } {
   return typeof value === 'object' && value !== null && typeof (value as { message?: unknown }).message === 'string';
@@ -95,8 +76,7 @@ function messageOf(error: unknown): string {
  * and probes `healthUrl` with a GET, over `fetch`. It never throws; every outcome is an {@link ApiResult}:
  *
  * - `response`: any HTTP status, with every header under its lower-case name (so `classify` reads `retry-after`,
- *   `retry-after-ms` and `x-ratelimit-reset`), `actualCost` from {@link ACTUAL_COST_HEADER} when it holds a
- *   cost (a plain non-negative decimal, rounded up to whole units, at most `MAX_QUANTITY`), and the body (below);
+ *   `retry-after-ms` and `x-ratelimit-reset`, and the worker the usage headers), and the body (below);
  * - `timeout`: no response headers within `timeoutMs`;
  * - `network-error`: anything else that kept a response from arriving (refused connection, DNS, reset, bad URL).
  *
@@ -160,7 +140,6 @@ export class HttpApiCaller implements ApiCaller {
       answered[name.toLowerCase()] = value;
     });
     const { body, truncated } = await readBody(response, MAX_RESPONSE_BODY_BYTES);
-    const actualCost = actualCostOf(answered);
-    return { kind: 'response', status: response.status, headers: answered, ...(actualCost === undefined ? {} : { actualCost }), body, bodyTruncated: truncated };
+    return { kind: 'response', status: response.status, headers: answered, body, bodyTruncated: truncated };
   }
 }

@@ -27,6 +27,10 @@ export const METRICS = {
   circuitOpen: 'CircuitOpen',
   /** None, by `tier` (`10/second`, `20000/day`): units used in the tier's current window over its limit, at each ledger flush. */
   tierUsageRatio: 'TierUsageRatio',
+  /** Count, by `unit`: units of calls' estimates the API's answers showed unused, handed back to the quota at each ledger flush. */
+  unitsHandedBack: 'UnitsHandedBack',
+  /** Count, on a lane with `maxInFlight`: the calls that may be in progress, at each ledger flush. */
+  callsInFlight: 'CallsInFlight',
   /** None: 1 while a day or month tier holds all dispatch back (its quota is spent until its window ends), else 0. */
   calendarQuotaExhausted: 'CalendarQuotaExhausted',
   /** Milliseconds, by `tier` (or `429`): how long the quota stays exhausted from the report, once per episode. */
@@ -53,6 +57,6 @@ export function deadLetterClass(reason: string): DeadLetterClass {
   if (reason.startsWith('gave up after ')) return 'attempts-exhausted';
   if (/ is too large to invoke /.test(reason)) return 'too-large';
   if (/ was refused by invoke of /.test(reason)) return 'refused';
-  if (/^cost \d+ exceeds the limit /.test(reason)) return 'over-quota';
+  if (/^[A-Za-z0-9_.-]+ \d+ exceeds the limit /.test(reason)) return 'over-quota';
   return 'other';
 }

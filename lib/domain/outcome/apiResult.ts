@@ -5,11 +5,10 @@ export type ApiResult =
       readonly status: number;
       /** Response headers, names in lower case (`retry-after`, `x-ratelimit-remaining`, …). */
       readonly headers: Readonly<Record<string, string>>;
-      /** Units the call really consumed on cost tiers, when the API says so (e.g. tokens used). */
-      readonly actualCost?: number;
       /**
        * The response body as text (e.g. an LLM's completion), as far as the caller kept it: a success's goes to the
-       * result handler, a refusal's text into its dead letter's `error` attribute.
+       * result handler, a refusal's text into its dead letter's `error` attribute. The worker reads the units a call
+       * used from the headers and the body (see `usageSources`).
        * @default '' (a caller that keeps no body)
        */
       readonly body?: string;

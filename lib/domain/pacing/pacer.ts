@@ -1,6 +1,7 @@
 import { QuotaExceededError } from '../../errors';
-import type { QuotaLedger, Reservation, Settlement } from '../quota/ledger';
-import { unitsFor, type SteadyRate, type Tier } from '../quota/tiers';
+import type { CallSlots } from '../inflight/callSlots';
+import { settledUnits, type QuotaLedger, type Reservation, type Settlement } from '../quota/ledger';
+import { namedUnits, unitsFor, type Costs, type SteadyRate, type Tier } from '../quota/tiers';
 import { ChainGap, DispatchLead } from './dispatchLead';
 import { DEFAULT_PACING_SETTINGS, type PacingSettings } from './settings';
 
@@ -31,7 +32,7 @@ function pacedRates(tiers: readonly Tier[], spreadLongTiers: boolean): (SteadyRa
 const LATENESS_MADE_UP = 0.25;
 
 /**
- * Answers "when may the next message of cost c go?" and records each dispatch.
+ * Answers "when may the next message of costs c go?" and records each dispatch.
  *
  * The ledger is the hard guarantee (no tier ever exceeded). On top of it, each paced tier (see {@link pacedRates}),
  * of L units per W ms, runs a GCRA (virtual scheduling): a message may go once the tier's theoretical arrival time,
@@ -47,6 +48,8 @@ export class Pacer {
   private readonly credits: Credit[][];
   /** Per tier: its steady rate, or `undefined` for a tier that sets no pace (a calendar tier). */
   private readonly rates: readonly (SteadyRate | undefined)[];
+  /** One unit of each named unit the tiers count: the least a message can take. */
+  private readonly oneOfEach: Costs;
   private rampStartedAt = Number.NEGATIVE_INFINITY;
   private pausedUntilMs = Number.NEGATIVE_INFINITY;
   /** The latest instant a dispatch was reserved at: slots never go back before it (a job may be dispatched ahead). */
@@ -59,6 +62,8 @@ export class Pacer {
   constructor(
     readonly ledger: QuotaLedger,
     private readonly settings: PacingSettings = DEFAULT_PACING_SETTINGS,
+    /** The cap on calls in progress (`maxInFlight`), if the lane has one: settlements free their dispatch's slot. */
+    readonly slots?: CallSlots,
   ) {
     this.theoreticalArrival = ledger.tiers.map(() => Number.NEGATIVE_INFINITY);
     this.credits = ledger.tiers.map(() => []);
@@ -66,6 +71,7 @@ export class Pacer {
     this.lead = new DispatchLead({ baseMs: dispatchLeadMs, maxMs: maxDispatchLeadMs, callWindowMs: arrivalMarginMs - callAllowanceMs });
     this.chainGap = new ChainGap(arrivalMarginMs - callAllowanceMs);
     this.rates = pacedRates(ledger.tiers, settings.spreadLongTiers);
+    this.oneOfEach = Object.fromEntries(namedUnits(ledger.tiers).map((unit) => [unit, 1]));
   }
 
   /** Rate fraction the slow-start ramp allows at `now` (1 when no ramp is under way). */
@@ -82,54 +88,54 @@ export class Pacer {
   }
 
   /**
-   * Earliest whole-ms instant >= `now`, and no earlier than the last dispatch's slot, at which a message of `cost`
-   * may go: when every tier has room, smoothing allows it, and no pause holds. `Infinity` when the cost exceeds a
+   * Earliest whole-ms instant >= `now`, and no earlier than the last dispatch's slot, at which a message of `costs`
+   * may go: when every tier has room, smoothing allows it, and no pause holds. `Infinity` when its units exceed a
    * tier's limit and so can never go.
    */
-  nextSlot(now: number, cost: number): number {
+  nextSlot(now: number, costs: Costs): number {
     const fraction = this.rampFraction(now);
     // Smoothing may push the slot to where the ledger refuses it (a calendar boundary's margin, a window that fills
     // up), and a credit that lets a message through smoothing may expire as the slot moves on: the slot moves on
     // until the ledger and every tier agree.
     for (let at = Math.ceil(Math.max(now, this.latestSlot, this.pausedUntilMs)); ; ) {
-      const fit = this.ledger.earliestFit(at, cost).at;
+      const fit = this.ledger.earliestFit(at, costs).at;
       if (!Number.isFinite(fit)) return fit;
-      const next = Math.ceil(Math.max(fit, ...this.ledger.tiers.map((tier, i) => this.smoothedAt(tier, i, cost, fraction, at))));
+      const next = Math.ceil(Math.max(fit, ...this.ledger.tiers.map((tier, i) => this.smoothedAt(tier, i, costs, fraction, at))));
       if (next === at) return at;
       at = next;
     }
   }
 
   /**
-   * What holds a message of `cost` back at `now` ({@link Pacer.nextSlot} with its cause), or `undefined` when it
+   * What holds a message of `costs` back at `now` (by default one of each unit) ({@link Pacer.nextSlot} with its cause), or `undefined` when it
    * may go at `now`. The pause wins a tie; among tiers, the ledger's fit before smoothing. Reads only.
    */
-  blockedUntil(now: number, cost = 1): Hold | undefined {
-    const until = this.nextSlot(now, cost);
+  blockedUntil(now: number, costs: Costs = this.oneOfEach): Hold | undefined {
+    const until = this.nextSlot(now, costs);
     if (until <= now) return undefined;
     const { tiers } = this.ledger;
-    const fit = this.ledger.earliestFit(now, cost);
+    const fit = this.ledger.earliestFit(now, costs);
     const fraction = this.rampFraction(now);
-    const tier = (Math.ceil(fit.at) >= until ? tiers[fit.tier] : undefined) ?? tiers.find((t, i) => Math.ceil(this.smoothedAt(t, i, cost, fraction, until)) >= until);
+    const tier = (Math.ceil(fit.at) >= until ? tiers[fit.tier] : undefined) ?? tiers.find((t, i) => Math.ceil(this.smoothedAt(t, i, costs, fraction, until)) >= until);
     return Math.ceil(this.pausedUntilMs) >= until || tier === undefined ? { kind: 'pause', until } : { kind: 'tier', tier, until };
   }
 
   /**
-   * When smoothing lets a message of `cost` through `tier` (the `i`-th) at ramp `fraction`; -Infinity if it sets no
+   * When smoothing lets a message of `costs` through `tier` (the `i`-th) at ramp `fraction`; -Infinity if it sets no
    * pace, or if a credit still valid at `at` covers the message.
    */
-  private smoothedAt(tier: Tier, i: number, cost: number, fraction: number, at: number): number {
+  private smoothedAt(tier: Tier, i: number, costs: Costs, fraction: number, at: number): number {
     const rate = this.rates[i];
-    if (rate === undefined || this.credited(i, unitsFor(tier, cost), at)) return Number.NEGATIVE_INFINITY;
+    if (rate === undefined || this.credited(i, unitsFor(tier, costs), at)) return Number.NEGATIVE_INFINITY;
     // A burst counts this message too: its own interval comes out of the tolerance, so burstFraction · limit units
     // (not one message more) may go back to back.
-    const tolerance = Math.max(0, this.settings.burstFraction * rate.perMs - this.interval(tier, rate, cost, fraction));
+    const tolerance = Math.max(0, this.settings.burstFraction * rate.perMs - this.interval(tier, rate, costs, fraction));
     return (this.theoreticalArrival[i] ?? 0) - tolerance;
   }
 
-  /** How far a message of `cost` pushes the theoretical arrival time of `tier`, of steady `rate`, at ramp `fraction`. */
-  private interval(tier: Tier, rate: SteadyRate, cost: number, fraction: number): number {
-    return (unitsFor(tier, cost) * (rate.perMs + this.settings.arrivalMarginMs)) / (rate.units * fraction);
+  /** How far a message of `costs` pushes the theoretical arrival time of `tier`, of steady `rate`, at ramp `fraction`. */
+  private interval(tier: Tier, rate: SteadyRate, costs: Costs, fraction: number): number {
+    return (unitsFor(tier, costs) * (rate.perMs + this.settings.arrivalMarginMs)) / (rate.units * fraction);
   }
 
   /**
@@ -137,20 +143,20 @@ export class Pacer {
    * charges the ledger and advances smoothing.
    * @throws QuotaExceededError when `now` is before {@link Pacer.nextSlot}; nothing is recorded then.
    */
-  dispatch(now: number, cost: number): Reservation {
-    const slot = this.nextSlot(now, cost);
-    if (slot > now) throw new QuotaExceededError(this.ledger.earliestFit(now, cost).tier, slot);
-    const reservation = this.ledger.reserve(now, cost);
+  dispatch(now: number, costs: Costs): Reservation {
+    const slot = this.nextSlot(now, costs);
+    if (slot > now) throw new QuotaExceededError(this.ledger.earliestFit(now, costs).tier, slot);
+    const reservation = this.ledger.reserve(now, costs);
     this.latestSlot = now;
     this.lead.dispatched();
     const fraction = this.rampFraction(now);
     this.ledger.tiers.forEach((tier, i) => {
       const rate = this.rates[i];
       if (rate === undefined) return;
-      const units = unitsFor(tier, cost);
+      const units = unitsFor(tier, costs);
       // A message let through by a credit takes the place given back: the schedule does not move.
       if (this.credited(i, units, now)) return this.spendCredit(i, units, now);
-      const interval = this.interval(tier, rate, cost, fraction);
+      const interval = this.interval(tier, rate, costs, fraction);
       // A dispatch a little late for its slot (a timer firing late, a slow request before it) keeps the schedule, so
       // the next one makes the lateness up: otherwise every late wake-up would cost the lane that much of its rate.
       // Up to a quarter of an interval is made up; beyond that the lane was idle and the schedule restarts from now.
@@ -161,25 +167,27 @@ export class Pacer {
   }
 
   /**
-   * Settles `settlement` in the ledger at `now`. A reservation given back whole (no call reached the API) also leaves
-   * its units on every smoothed tier as a credit, valid while the tier's window still holds the slot given back: a
-   * message the credit covers goes through smoothing at once (the ledger still bounds every window), so that a slot
-   * given back early enough (an invoke throttled, a late start folded in while its window lasts, as a minute tier's
-   * is) is taken, not lost. A worker's late start also lengthens the lead, which is what keeps a per-second tier full,
-   * and a FIFO message that waited too long for the one before it in its batch widens the chain gap.
+   * Settles `settlement` in the ledger at `now`. What it hands back (a whole reservation when no call reached the API,
+   * the unused part of a call's estimate otherwise) also stays on every smoothed tier as a credit, valid while the
+   * tier's window still holds the slot it came from: a message the credits cover goes through smoothing at once (the
+   * ledger still bounds every window), so that quota given back early enough (an invoke throttled, a late start
+   * folded in while its window lasts, as a minute tier's is, the output tokens an LLM call did not use) is taken, not
+   * lost. A settlement naming its dispatch frees the dispatch's call slot (see {@link CallSlots}): its call has ended, or
+   * never started. A worker's late start also lengthens the lead, which is what keeps a per-second tier full, and a FIFO
+   * message that waited too long for the one before it in its batch widens the chain gap.
    */
   settle(settlement: Settlement, now: number): void {
     this.ledger.settle(settlement);
+    if (settlement.id !== undefined) this.slots?.release(settlement.id);
     if (settlement.startDelayMs !== undefined) this.lead.startedLate(settlement.startDelayMs);
     if (settlement.chainGapMs !== undefined) this.chainGap.waitedTooLong(settlement.chainGapMs);
-    if (settlement.actualCost !== null) return;
     const { reservation } = settlement;
     this.ledger.tiers.forEach((tier, i) => {
       const rate = this.rates[i];
       const credits = this.credits[i];
-      if (rate === undefined || credits === undefined || reservation.at + rate.perMs <= now) return;
-      const until = reservation.at + rate.perMs;
-      credits.push({ units: unitsFor(tier, reservation.cost), until });
+      const units = unitsFor(tier, reservation.costs) - settledUnits(tier, settlement);
+      if (rate === undefined || credits === undefined || units <= 0 || reservation.at + rate.perMs <= now) return;
+      credits.push({ units, until: reservation.at + rate.perMs });
       credits.sort((a, b) => a.until - b.until);
     });
   }

@@ -1,6 +1,7 @@
 import { QuotaExceededError, StateFormatError } from '../../errors';
+import { isCallSlotsJSON, type CallSlotsJSON } from '../inflight/callSlots';
 import { calendarWindow, type CalendarWindow } from './calendar';
-import { unitsFor, type CalendarPeriod, type Period, type Tier, type TierKind, type TierUnit } from './tiers';
+import { unitsFor, type CalendarPeriod, type Costs, type Period, type Tier, type TierKind, type TierUnit } from './tiers';
 
 /** Identifies a tier within a tier set: its period and unit (a valid set holds each pair once). */
 export type TierKey = `${Period}:${TierUnit}`;
@@ -11,17 +12,21 @@ export type TierKey = `${Period}:${TierUnit}`;
 export interface Reservation {
   /** Dispatch instant, epoch ms. */
   readonly at: number;
-  /** Cost reserved for cost tiers. */
-  readonly cost: number;
+  /** Units reserved per named unit (see `TierUnit`): the message's estimates. */
+  readonly costs: Costs;
   /** Calendar window each calendar tier charged, e.g. `{"day:requests": "2026-11-23"}`. */
   readonly windows: Readonly<Partial<Record<TierKey, string>>>;
 }
 
-/** How a reservation ended: with the actual cost of a call that reached the API, or with no call at all. */
+/** How a reservation ended: with the usage of a call that reached the API, or with no call at all. */
 export interface Settlement {
   readonly reservation: Reservation;
-  /** Units really consumed on cost tiers, or `null` when the call never reached the API (all quota flows back). */
-  readonly actualCost: number | null;
+  /**
+   * Units the call really used, per named unit (a unit left out used what was reserved), or `null` when the call
+   * never reached the API (all quota flows back). A settlement whose usage equals its reservation changes no count:
+   * it only frees its dispatch's call slot (see `CallSlots`).
+   */
+  readonly actual: Costs | null;
   /**
    * Names the settlement (workers use the id of the dispatch whose reservation it settles), so that a copy recorded
    * twice, by a write retried after it landed, is folded once. Settlements recorded before ids existed have none.
@@ -59,6 +64,8 @@ export interface CalendarTierJSON {
 export interface LedgerJSON {
   readonly v: 1;
   readonly tiers: Readonly<Partial<Record<TierKey, SlidingTierJSON | CalendarTierJSON>>>;
+  /** The calls that may be in progress, saved with the ledger on a lane with `maxInFlight` (see `CallSlots`). */
+  readonly slots?: CallSlotsJSON;
 }
 
 /**
@@ -390,40 +397,41 @@ export class QuotaLedger {
     return new QuotaLedger(tiers, options, parseLedgerJSON(json));
   }
 
-  /** Earliest instant >= `now` at which a message of `cost` fits every tier (`at: Infinity` if it never can). */
-  earliestFit(now: number, cost: number): Fit {
+  /** Earliest instant >= `now` at which a message of `costs` fits every tier (`at: Infinity` if it never can). */
+  earliestFit(now: number, costs: Costs): Fit {
     let fit: Fit = { at: now, tier: -1 };
     this.tiers.forEach((tier, i) => {
-      const at = this.counters[i]?.earliestFit(now, unitsFor(tier, cost)) ?? now;
+      const at = this.counters[i]?.earliestFit(now, unitsFor(tier, costs)) ?? now;
       if (at > fit.at) fit = { at, tier: i };
     });
     return fit;
   }
 
   /**
-   * Charges a message of `cost` dispatched at `now` to every tier.
+   * Charges a message of `costs` dispatched at `now` to every tier.
    * @throws QuotaExceededError if it does not fit at `now`; nothing is charged then.
    */
-  reserve(now: number, cost: number): Reservation {
-    const fit = this.earliestFit(now, cost);
+  reserve(now: number, costs: Costs): Reservation {
+    const fit = this.earliestFit(now, costs);
     if (fit.at > now) throw new QuotaExceededError(fit.tier, fit.at);
     const windows: Partial<Record<TierKey, string>> = {};
     this.tiers.forEach((tier, i) => {
-      const key = this.counters[i]?.add(now, unitsFor(tier, cost));
+      const key = this.counters[i]?.add(now, unitsFor(tier, costs));
       if (key !== undefined) windows[tierKeyOf(tier.per, tier.unit)] = key;
     });
-    return { at: now, cost, windows };
+    return { at: now, costs, windows };
   }
 
   /**
    * Settles a reservation: a call that never reached the API gives back everything; one that did is charged its
-   * actual cost on cost tiers (more or less than reserved). Windows that have since closed are left alone.
+   * actual usage on each named unit's tiers (more or less than reserved), so that the unused part of a reservation is
+   * free for the next dispatch at once. Windows that have since closed are left alone.
    */
   settle(settlement: Settlement): void {
-    const { reservation, actualCost } = settlement;
+    const { reservation } = settlement;
     this.tiers.forEach((tier, i) => {
-      const reserved = unitsFor(tier, reservation.cost);
-      const actual = actualCost === null ? 0 : unitsFor(tier, actualCost);
+      const reserved = unitsFor(tier, reservation.costs);
+      const actual = settledUnits(tier, settlement);
       const window = reservation.windows[tierKeyOf(tier.per, tier.unit)];
       if (actual !== reserved) this.counters[i]?.adjust(reservation.at, window, actual - reserved);
     });
@@ -462,6 +470,27 @@ export class QuotaLedger {
   }
 }
 
+/** The units `settlement` charges `tier` in the end: none without a call, else the usage (the reservation where it reports none). */
+export function settledUnits(tier: Pick<Tier, 'unit'>, settlement: Settlement): number {
+  const { reservation, actual } = settlement;
+  if (actual === null) return 0;
+  return unitsFor(tier, { ...reservation.costs, ...actual });
+}
+
+/**
+ * The units of each named unit `settlement` hands back: what was reserved and not used (all of it when no call was
+ * made). Usage above the reservation hands nothing back (it is charged on top).
+ */
+export function handedBack(settlement: Settlement): Costs {
+  const { reservation, actual } = settlement;
+  const back: Record<string, number> = {};
+  for (const [unit, reserved] of Object.entries(reservation.costs)) {
+    const used = actual === null ? 0 : (actual[unit] ?? reserved);
+    if (reserved > used) back[unit] = reserved - used;
+  }
+  return back;
+}
+
 const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
 
 /**
@@ -474,6 +503,8 @@ export function parseLedgerJSON(json: unknown): LedgerJSON {
   if (typeof json !== 'object' || json === null || (json as { v?: unknown }).v !== 1) throw fail('expected {"v":1,"tiers":{…}}');
   const tiers = (json as { tiers?: unknown }).tiers;
   if (typeof tiers !== 'object' || tiers === null) throw fail('missing "tiers"');
+  const { slots } = json as { slots?: unknown };
+  if (slots !== undefined && !isCallSlotsJSON(slots)) throw fail('"slots" is not {"a": [[id, until], …], "h"?: [[count, until], …]}');
   for (const [key, value] of Object.entries(tiers as Record<string, unknown>)) {
     const v = value as Record<string, unknown>;
     const held = v?.h === undefined || (Array.isArray(v.h) && v.h.length === 2 && Number.isInteger(v.h[0]) && isCount(v.h[1]));

@@ -11,8 +11,21 @@ export type CalendarPeriod = 'day' | 'month';
 /** The length of a quota window. Second, minute and hour windows slide; day and month windows are calendar windows. */
 export type Period = SlidingPeriod | CalendarPeriod;
 
-/** What a tier counts: one per request, or a message's `cost` (e.g. tokens). */
-export type TierUnit = 'requests' | 'cost';
+/**
+ * What a tier counts: `requests` (one per call), or a named unit such as `cost` (the message attribute of that name),
+ * `input_tokens`, `output_tokens` or `tokens`: each message carries its estimate of the unit as a Number attribute of
+ * the same name (see `parseJob`), and the worker settles it with the usage the API reports (see `usageSources`).
+ */
+export type TierUnit = string;
+
+/** Units a message takes, per named unit (`{"input_tokens": 1200, "output_tokens": 1024}`). */
+export type Costs = Readonly<Record<string, number>>;
+
+/** The unit a tier counts when it names none: one per call. */
+export const REQUESTS = 'requests';
+
+/** The named unit whose estimate is the message attribute `cost`, 1 when absent: the unit tiers counted before units had names. */
+export const COST_UNIT = 'cost';
 
 /** One quota tier as configured (`QUOTAS`, `custom.quotaOrchestrator.quotas`): at most `limit` units per `per`. */
 export interface TierSpec {
@@ -20,7 +33,7 @@ export interface TierSpec {
   readonly limit: number;
   /** Window length. */
   readonly per: Period;
-  /** What is counted. @default 'requests' */
+  /** What is counted: `requests`, or a named unit (see {@link TierUnit}). @default 'requests' */
   readonly unit: TierUnit;
 }
 
@@ -137,20 +150,42 @@ export type TierKind = Tier['kind'];
 /** Every accepted `per`, in increasing window length. */
 export const PERIODS: readonly Period[] = ['second', 'minute', 'hour', 'day', 'month'];
 
-/** Every accepted `unit`. */
-export const UNITS: readonly TierUnit[] = ['requests', 'cost'];
-
 /** Largest accepted limit and cost: far above any real quota, small enough for exact integer arithmetic. */
 export const MAX_QUANTITY = 1e12;
 
-/** The units a message of `cost` takes from `tier`. */
-export function unitsFor(tier: TierSpec, cost: number): number {
-  return tier.unit === 'cost' ? cost : 1;
+/** The units a message of `costs` takes from `tier`: 1 for a request tier, else its estimate of the tier's unit (0 if it has none). */
+export function unitsFor(tier: Pick<TierSpec, 'unit'>, costs: Costs): number {
+  return tier.unit === REQUESTS ? 1 : (costs[tier.unit] ?? 0);
 }
 
-/** How a tier is named in events, logs and read-outs: `20000/day`, `1000000 cost/month`. */
+/** The named units `tiers` count, each once, in the order of the tiers (`requests` is no named unit). */
+export function namedUnits(tiers: readonly Pick<TierSpec, 'unit'>[]): string[] {
+  return [...new Set(tiers.map((tier) => tier.unit).filter((unit) => unit !== REQUESTS))];
+}
+
+/** How a tier is named in events, logs and read-outs: `20000/day`, `1000000 cost/month`, `40000 input_tokens/minute`. */
 export function tierLabel(tier: TierSpec): string {
-  return `${tier.limit}${tier.unit === 'cost' ? ' cost' : ''}/${tier.per}`;
+  return `${tier.limit}${tier.unit === REQUESTS ? '' : ` ${tier.unit}`}/${tier.per}`;
+}
+
+/**
+ * Message attributes the service itself sets or reads, which no unit may be named after (a message carries each
+ * unit's estimate as the attribute of its name).
+ */
+const RESERVED_ATTRIBUTE_NAMES: ReadonlySet<string> = new Set(['idempotencyKey', 'attempt', 'reason', 'sourceQueue', 'originalMessageId', 'dispatchId', 'apiError', 'packedAttributes']);
+
+/**
+ * Why `name` cannot name a unit, or `undefined` when it can. A unit's estimate travels as an SQS message attribute of
+ * the same name, so the name follows SQS's rules for attribute names: 1 to 256 of `A-Z a-z 0-9 _ - .`, no leading or
+ * trailing period, no two periods in a row, and no `AWS.` or `Amazon.` prefix (any case). It may not be one of the
+ * service's own attributes either, nor `requests`, the unit of request tiers.
+ */
+export function unitNameProblem(name: string): string | undefined {
+  if (!/^[A-Za-z0-9_.-]{1,256}$/.test(name)) return 'must be 1 to 256 of the characters A-Z, a-z, 0-9, _, - and . (an SQS message attribute name)';
+  if (name.startsWith('.') || name.endsWith('.') || name.includes('..')) return 'must not start or end with a period, nor hold two in a row (SQS attribute names may not)';
+  if (/^(aws|amazon)\./i.test(name)) return "must not start with 'AWS.' or 'Amazon.' (reserved by SQS)";
+  if (RESERVED_ATTRIBUTE_NAMES.has(name)) return `is a message attribute of the service itself (${[...RESERVED_ATTRIBUTE_NAMES].join(', ')})`;
+  return undefined;
 }
 
 const isSlidingPeriod = (per: Period): per is SlidingPeriod => per in SLIDING_WINDOW_MS;
@@ -206,18 +241,20 @@ function parseTier(raw: unknown, field: string, costsAvailable: boolean): Tier {
       throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are limit, per, unit`);
     }
   }
-  const { limit, per, unit = 'requests' } = record;
+  const { limit, per, unit = REQUESTS } = record;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_QUANTITY) {
     throw new ConfigError(`${field}.limit`, `must be an integer from 1 to ${MAX_QUANTITY}; got ${describeValue(limit)}`);
   }
   if (typeof per !== 'string' || !(PERIODS as readonly string[]).includes(per)) {
     throw new ConfigError(`${field}.per`, `must be one of ${PERIODS.join(', ')}; got ${describeValue(per)}`);
   }
-  if (typeof unit !== 'string' || !(UNITS as readonly string[]).includes(unit)) {
-    throw new ConfigError(`${field}.unit`, `must be one of ${UNITS.join(', ')}; got ${describeValue(unit)}`);
+  if (typeof unit !== 'string') {
+    throw new ConfigError(`${field}.unit`, `must be 'requests' or the name of a unit such as 'cost', 'input_tokens' or 'output_tokens'; got ${describeValue(unit)}`);
   }
-  if (unit === 'cost' && !costsAvailable) {
+  const problem = unit === REQUESTS ? undefined : unitNameProblem(unit);
+  if (problem !== undefined) throw new ConfigError(`${field}.unit`, `${problem}; got ${describeValue(unit)}`);
+  if (unit === COST_UNIT && !costsAvailable) {
     throw new ConfigError(`${field}.unit`, `'cost' needs jobs that carry a cost, and these jobs carry none; use unit 'requests' or give the jobs a cost`);
   }
-  return tierOf({ limit, per: per as Period, unit: unit as TierUnit });
+  return tierOf({ limit, per: per as Period, unit });
 }

@@ -1,5 +1,5 @@
 import type { Hold, Pacer } from '../../domain/pacing/pacer';
-import { unitsFor } from '../../domain/quota/tiers';
+import { unitsFor, type Costs, type Tier } from '../../domain/quota/tiers';
 import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
 import type { Reservation } from '../../domain/quota/ledger';
 import { batchJobDispatchId, type JobEvent } from '../../ports/Invoker';
@@ -41,40 +41,57 @@ export class Dispatcher {
     const { message, receivedAt } = head;
     const { config } = this.run.deps;
     const now = this.run.deps.clock.now();
-    const parsed = parseJob(message);
+    const parsed = parseJob(message, config.units);
     if (!parsed.ok) return this.intake.deadLetterHead(parsed.reason, 1);
     const { job } = parsed;
     if (head.kind === 'refused') return this.intake.deadLetterHead(head.reason, job.attempt);
     // The earliest slot a worker invoked now can make: one that is already due would be reached late (a warm start
     // takes tens of ms) and given back, so a run behind its schedule reserves the configured lead ahead. The lead
     // that grew for late starts only dispatches earlier: a slot it leaves behind would be lost, a hole in the schedule.
-    const slot = this.pacer.nextSlot(now + config.pacing.dispatchLeadMs, job.cost);
-    if (!Number.isFinite(slot)) {
-      const tier = config.quotas.find((t) => unitsFor(t, job.cost) > t.limit);
-      return this.intake.deadLetterHead(`cost ${job.cost} exceeds the limit ${tier?.limit} per ${tier?.per} of a quota tier, so it can never be sent`, job.attempt);
-    }
-    const hold = slot > now ? this.pacer.blockedUntil(now, job.cost) : undefined;
+    const slot = this.pacer.nextSlot(now + config.pacing.dispatchLeadMs, job.costs);
+    if (!Number.isFinite(slot)) return this.intake.deadLetterHead(neverFits(config.quotas, job.costs), job.attempt);
+    const hold = slot > now ? this.pacer.blockedUntil(now, job.costs) : undefined;
     if (hold !== undefined && hold.until > this.gate.sendBy(receivedAt)) return this.holdBack(head, job, hold, now);
     const dispatchAt = slot - this.pacer.lead.ms;
     if (dispatchAt > now) return this.run.sleepUntil(Math.min(dispatchAt, this.ledger.nextStoreCallAt()));
+    if (!this.slotFree(now)) return this.waitForSlot(now);
     // Its visibility no longer covers a worker's run from its slot: leave it to reappear.
     if (receivedAt + this.run.settings.visibilityTimeoutMs - slot < this.run.settings.workerTimeoutMs) return this.intake.leaveHead();
     // Judged at the slot, the instant the call is counted at: the allowance and the lease must cover it.
-    const units = config.quotas.map((tier) => unitsFor(tier, job.cost));
+    const units = config.quotas.map((tier) => unitsFor(tier, job.costs));
     const allowed = this.ledger.allowed(slot, units);
     const side = this.link.side;
     // Enough for the messages of its FIFO group that may go in its batch, which can go in no other.
-    const need = units.map((u) => u * (1 + this.intake.followersOfHead()));
-    if (side.kind === 'in-sync' && !this.ledger.allowed(slot, need).every(Boolean)) {
-      await this.ledger.tryFlush({ need }); // persist a larger allowance before using it
+    const needSlots = 1 + this.intake.followersOfHead();
+    const need = units.map((u) => u * needSlots);
+    if (side.kind === 'in-sync' && (!this.ledger.allowed(slot, need).every(Boolean) || !this.ledger.slotAllowed(slot, needSlots))) {
+      await this.ledger.tryFlush({ need, needSlots }); // persist a larger allowance before using it
       return;
     }
-    if (!this.ledger.mayDispatch(slot, allowed)) {
+    if (!this.ledger.mayDispatch(slot, allowed) || !this.ledger.slotAllowed(slot, 1)) {
       // Held by the outage or an expired lease: wait for the next try of the store (or the flush that renews).
       if (side.kind === 'outage') await this.run.sleepUntil(side.retryAt);
       return;
     }
     await this.invoke(this.batchFrom(this.reserve(head, job, units, slot, now), now), now);
+  }
+
+  /** Whether a call slot is free at `now` (always, without a cap on calls in flight). */
+  private slotFree(now: number): boolean {
+    return (this.pacer.slots?.free(now) ?? 1) > 0;
+  }
+
+  /**
+   * Every call slot is taken: reads the workers' latest reports, which free the slots of calls that have ended, at
+   * most every `circuitPollMs`, and otherwise waits for that or for a slot to run out, whichever comes first.
+   */
+  private async waitForSlot(now: number): Promise<void> {
+    const readAt = this.ledger.lastReportsReadAt + this.run.settings.circuitPollMs;
+    if (now >= readAt && this.link.side.kind === 'in-sync') {
+      await this.ledger.readReports();
+      return;
+    }
+    await this.run.sleepUntil(Math.min(Math.max(readAt, now + 1), this.pacer.slots?.nextExpiry() ?? Number.POSITIVE_INFINITY, this.ledger.nextStoreCallAt()));
   }
 
   /**
@@ -83,7 +100,7 @@ export class Dispatcher {
    */
   private async holdBack({ message, receivedAt }: Buffered, job: ParsedJob, hold: Hold, now: number): Promise<void> {
     await this.intake.hideHead(this.gate.hideMs(receivedAt, hold.until, now));
-    this.run.report({ type: 'message-held', at: now, messageId: message.messageId, queue: message.queue, cost: job.cost, tier: holdLabel(hold), until: hold.until });
+    this.run.report({ type: 'message-held', at: now, messageId: message.messageId, queue: message.queue, costs: job.costs, tier: holdLabel(hold), until: hold.until });
   }
 
   /**
@@ -93,9 +110,10 @@ export class Dispatcher {
   private reserve({ message, receivedAt }: Buffered, job: ParsedJob, units: readonly number[], slot: number, now: number, dispatchId = this.run.deps.newId()): Reserved {
     const { config } = this.run.deps;
     this.ledger.use(units);
-    const reservation = this.pacer.dispatch(slot, job.cost);
+    const reservation = this.pacer.dispatch(slot, job.costs);
+    this.pacer.slots?.take(dispatchId, slot, now);
     const callBy = slot + config.pacing.arrivalMarginMs - config.pacing.callAllowanceMs;
-    return { message, receivedAt, cost: job.cost, units, reservation, event: jobEventOf(config.lane, message, job, dispatchId, reservation, callBy, now) };
+    return { message, receivedAt, costs: job.costs, units, reservation, event: jobEventOf(config.lane, message, job, dispatchId, reservation, callBy, now) };
   }
 
   /**
@@ -126,17 +144,17 @@ export class Dispatcher {
     let bytes = eventBytes(first.event);
     for (let i = 1; ; i++) {
       const next = this.intake.peek(i);
-      const parsed = next?.kind === 'received' ? parseJob(next.message) : undefined;
+      const parsed = next?.kind === 'received' ? parseJob(next.message, config.units) : undefined;
       if (next === undefined || parsed === undefined || !parsed.ok) return batch;
       const { job } = parsed;
       const after = latestInGroup.get(fifoGroupOf(next.message) ?? '');
       const windowFrom = after === undefined ? first.reservation.at : after + this.pacer.chainGap.ms;
-      const slot = this.pacer.nextSlot(after === undefined ? now + dispatchLeadMs : Math.max(now + dispatchLeadMs, windowFrom), job.cost);
-      const units = config.quotas.map((tier) => unitsFor(tier, job.cost));
+      const slot = this.pacer.nextSlot(after === undefined ? now + dispatchLeadMs : Math.max(now + dispatchLeadMs, windowFrom), job.costs);
+      const units = config.quotas.map((tier) => unitsFor(tier, job.costs));
       const allowed = this.ledger.allowed(slot, units);
       const covered = next.receivedAt + this.run.settings.visibilityTimeoutMs - slot >= this.run.settings.workerTimeoutMs;
       const inWindow = slot < windowFrom + windowMs && slot - now <= this.run.settings.workerTimeoutMs / 2;
-      if (!inWindow || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed)) return batch;
+      if (!inWindow || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed) || !this.slotFree(now) || !this.ledger.slotAllowed(slot, 1)) return batch;
       bytes += eventBytes(jobEventOf(config.lane, next.message, job, first.event.dispatchId, first.reservation, slot, now));
       if (bytes > MAX_BATCH_EVENT_BYTES) return batch;
       const reserved = this.reserve(next, job, units, slot, now, batchJobDispatchId(first.event.dispatchId, batch.length));
@@ -155,8 +173,8 @@ export class Dispatcher {
     const { config, invoker, clock } = this.run.deps;
     const refund = () => {
       // Nothing started: the quota flows back.
-      for (const { reservation, units } of batch) {
-        this.pacer.settle({ reservation, actualCost: null }, clock.now());
+      for (const { reservation, units, event } of batch) {
+        this.pacer.settle({ reservation, actual: null, id: event.dispatchId }, clock.now());
         this.ledger.giveBack(units);
       }
     };
@@ -185,14 +203,20 @@ export class Dispatcher {
     }
     this.invokeRetry.reset();
     this.aloneNext = false;
-    for (const { message, receivedAt, cost, event } of batch) {
+    for (const { message, receivedAt, costs, event } of batch) {
       this.intake.shift();
       this.run.tally.dispatched++;
       const { dispatchId, idempotencyKey } = event;
-      this.run.report({ type: 'dispatched', at: now, messageId: message.messageId, dispatchId, idempotencyKey, queue: message.queue, cost, waitedMs: Math.max(0, now - receivedAt) });
+      this.run.report({ type: 'dispatched', at: now, messageId: message.messageId, dispatchId, idempotencyKey, queue: message.queue, costs, waitedMs: Math.max(0, now - receivedAt) });
     }
     await this.intake.handBackGroupsOf(batch.map(({ message }) => message));
   }
+}
+
+/** Why a message of `costs` can never go: the first tier whose limit its estimate exceeds, e.g. `cost 11 exceeds the limit 10 per minute …`. */
+function neverFits(tiers: readonly Tier[], costs: Costs): string {
+  const tier = tiers.find((t) => unitsFor(t, costs) > t.limit);
+  return `${tier?.unit} ${tier === undefined ? '' : unitsFor(tier, costs)} exceeds the limit ${tier?.limit} per ${tier?.per} of a quota tier, so it can never be sent`;
 }
 
 /** A job reserved at its slot, and the event that dispatches it. */
@@ -200,7 +224,7 @@ interface Reserved {
   readonly message: ReceivedMessage;
   /** When this run received the message. */
   readonly receivedAt: number;
-  readonly cost: number;
+  readonly costs: Costs;
   /** Units reserved per tier. */
   readonly units: readonly number[];
   readonly reservation: Reservation;

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
-import type { Allowance, Settlement } from '../../domain/quota/ledger';
-import { tierLabel } from '../../domain/quota/tiers';
+import { handedBack, type Allowance, type Settlement } from '../../domain/quota/ledger';
+import { tierLabel, type Costs } from '../../domain/quota/tiers';
 import type { Lease } from '../../ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
 import type { RunContext } from './runContext';
@@ -30,6 +30,14 @@ export interface FlushOptions {
   readonly final?: boolean;
   /** Units per tier the saved allowance must hold at least (a message about to go). */
   readonly need?: readonly number[];
+  /** Call slots the saved allowance must hold at least, on a lane with `maxInFlight`. */
+  readonly needSlots?: number;
+}
+
+/** Call slots a running orchestrator may still take before it saves again, for slots no later than `until` (see `CallSlots.toJSON`). */
+interface SlotAllowance {
+  readonly until: number;
+  readonly count: number;
 }
 
 /**
@@ -42,6 +50,13 @@ export class LedgerSync {
   /** What the last saved ledger holds for this run (see {@link Allowance}), and what has been used of it since. */
   private allowance: Allowance = { until: Number.NEGATIVE_INFINITY, units: [] };
   private usedSinceFlush: number[] = [];
+  /** The same for call slots, on a lane with `maxInFlight`. */
+  private slotAllowance: SlotAllowance = { until: Number.NEGATIVE_INFINITY, count: 0 };
+  private slotsUsedSinceFlush = 0;
+  /** When the workers' reports were last read, by a flush or to free call slots (see {@link LedgerSync.readReports}). */
+  private reportsReadAt: number;
+  /** Units handed back by the settlements folded since the last `flushed` event. */
+  private handedBackUnreported: Record<string, number> = {};
   /**
    * The settlements the last read returned, all folded into the in-memory ledger, until a save removes them. A save
    * that fails leaves them pending as the oldest (only this run removes any), and the next read does not fold them again.
@@ -59,6 +74,20 @@ export class LedgerSync {
     private lease: Lease,
   ) {
     this.lastFlushAt = run.deps.clock.now();
+    this.reportsReadAt = this.lastFlushAt;
+  }
+
+  /** When the workers' reports (the pending settlements) were last read. */
+  get lastReportsReadAt(): number {
+    return this.reportsReadAt;
+  }
+
+  /**
+   * Reads the workers' reports between flushes and folds them in, so that the slots of calls that have ended are
+   * free at once (the next save removes them). A failure is left to the next flush.
+   */
+  async readReports(): Promise<void> {
+    await this.link.attempt(() => this.foldSettlements());
   }
 
   /** Whether a flush is due at `now`: after a failed one, on schedule, and in any case before the lease could expire. */
@@ -105,14 +134,21 @@ export class LedgerSync {
     return config.quotas.every((tier, i) => allowed[i] === true || tier.windowClosesBy(closesBy, this.lease.expiresAt));
   }
 
-  /** Counts `units` per tier as used of the allowance. */
-  use(units: readonly number[]): void {
-    units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) + u));
+  /** Whether `count` more call slots, at `slot`, fit what is left of the saved allowance; always without a cap on calls in flight. */
+  slotAllowed(slot: number, count: number): boolean {
+    return this.pacer.slots === undefined || (slot <= this.slotAllowance.until && this.slotsUsedSinceFlush + count <= this.slotAllowance.count);
   }
 
-  /** Gives back `units` per tier counted by {@link LedgerSync.use} for a dispatch that never started. */
+  /** Counts `units` per tier, and a call slot, as used of the allowance: one dispatch. */
+  use(units: readonly number[]): void {
+    units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) + u));
+    this.slotsUsedSinceFlush++;
+  }
+
+  /** Gives back what {@link LedgerSync.use} counted for a dispatch that never started. */
   giveBack(units: readonly number[]): void {
     units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) - u));
+    this.slotsUsedSinceFlush--;
   }
 
   /**
@@ -130,7 +166,7 @@ export class LedgerSync {
    * After a save whose lease renewal (or further save) failed, the next flush (unless final) only renews: the saved
    * ledger stands.
    */
-  private async flush({ final = false, need = [] }: FlushOptions = {}): Promise<void> {
+  private async flush({ final = false, need = [], needSlots = 0 }: FlushOptions = {}): Promise<void> {
     const { config, clock } = this.run.deps;
     if (this.state === 'saved-unrenewed' && !final) return this.renew();
     let settled = await this.foldSettlements();
@@ -140,20 +176,23 @@ export class LedgerSync {
           until: this.pacer.ledger.allowanceEnd(clock.now(), 2 * this.run.settings.flushIntervalMs),
           units: config.quotas.map((_, i) => Math.max(1, 2 * (this.usedSinceFlush[i] ?? 0), need[i] ?? 0)),
         };
+    const slots = allowance === undefined ? undefined : { until: allowance.until, count: Math.max(1, 2 * this.slotsUsedSinceFlush, needSlots) };
     try {
-      await this.save(allowance, settled);
+      await this.save(allowance, slots, settled);
     } catch (error) {
-      this.boundByEitherOutcome(allowance);
+      this.boundByEitherOutcome(allowance, slots);
       throw error;
     }
-    if (allowance !== undefined) {
+    if (allowance !== undefined && slots !== undefined) {
       this.allowance = allowance;
       this.usedSinceFlush = config.quotas.map(() => 0);
+      this.slotAllowance = slots;
+      this.slotsUsedSinceFlush = 0;
     }
     this.state = 'saved-unrenewed';
     for (let saves = 1; settled === MAX_PENDING_SETTLEMENTS && saves < MAX_SAVES_PER_FLUSH; saves++) {
       settled = await this.foldSettlements();
-      await this.save(allowance, settled);
+      await this.save(allowance, slots, settled);
     }
     await this.renew();
   }
@@ -169,18 +208,28 @@ export class LedgerSync {
    *
    * Only a save known to have landed lifts the bound: it grants a fresh allowance.
    */
-  private boundByEitherOutcome(attempted: Allowance | undefined): void {
+  private boundByEitherOutcome(attempted: Allowance | undefined, attemptedSlots: SlotAllowance | undefined): void {
     const { quotas } = this.run.deps.config;
     this.allowance = {
       until: Math.min(this.allowance.until, attempted?.until ?? Number.NEGATIVE_INFINITY),
       units: quotas.map((_, i) => Math.max(0, Math.min((this.allowance.units[i] ?? 0) - (this.usedSinceFlush[i] ?? 0), attempted?.units[i] ?? 0))),
     };
     this.usedSinceFlush = quotas.map(() => 0);
+    this.slotAllowance = {
+      until: Math.min(this.slotAllowance.until, attemptedSlots?.until ?? Number.NEGATIVE_INFINITY),
+      count: Math.max(0, Math.min(this.slotAllowance.count - this.slotsUsedSinceFlush, attemptedSlots?.count ?? 0)),
+    };
+    this.slotsUsedSinceFlush = 0;
   }
 
-  /** Saves the ledger holding `allowance`, removing the `settled` oldest pending settlements (folded into it). */
-  private async save(allowance: Allowance | undefined, settled: number): Promise<void> {
-    await this.run.deps.stores.ledger.saveLedger(this.run.deps.config.lane, this.pacer.ledger.snapshot(allowance), this.lease.token, settled);
+  /**
+   * Saves the ledger holding `allowance`, and on a lane with `maxInFlight` the calls in progress holding `slots`,
+   * removing the `settled` oldest pending settlements (folded into it).
+   */
+  private async save(allowance: Allowance | undefined, slots: SlotAllowance | undefined, settled: number): Promise<void> {
+    const snapshot = this.pacer.ledger.snapshot(allowance);
+    const ledger = this.pacer.slots === undefined ? snapshot : { ...snapshot, slots: this.pacer.slots.toJSON(slots) };
+    await this.run.deps.stores.ledger.saveLedger(this.run.deps.config.lane, ledger, this.lease.token, settled);
     this.foldedPending = [];
   }
 
@@ -196,8 +245,10 @@ export class LedgerSync {
     this.state = 'synced';
     this.lastFlushAt = now;
     const usage = this.pacer.ledger.usage(now).map(({ tier, used }) => ({ tier: tierLabel(tier), kind: tier.kind, used, limit: tier.limit }));
-    this.run.report({ type: 'flushed', at: now, settlements: this.foldedUnreported, usage });
+    const { slots } = this.pacer;
+    this.run.report({ type: 'flushed', at: now, settlements: this.foldedUnreported, handedBack: this.handedBackUnreported, usage, ...(slots === undefined ? {} : { inFlight: slots.inFlight(now) }) });
     this.foldedUnreported = 0;
+    this.handedBackUnreported = {};
   }
 
   /**
@@ -216,6 +267,7 @@ export class LedgerSync {
       this.foldedIds.set(settlement.id, now);
     }
     this.pacer.settle(settlement, now);
+    if (settlement.actual !== null) addTo(this.handedBackUnreported, handedBack(settlement));
   }
 
   /**
@@ -223,6 +275,7 @@ export class LedgerSync {
    * @returns how many were read: the next save removes them.
    */
   private async foldSettlements(): Promise<number> {
+    this.reportsReadAt = this.run.deps.clock.now();
     const pending = await this.run.deps.stores.ledger.pendingSettlements(this.run.deps.config.lane);
     // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
     // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
@@ -245,6 +298,11 @@ export class LedgerSync {
  * Twice that, for the clocks of the worker and the orchestrator, which run on different hosts.
  */
 const FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS = 2;
+
+/** Adds `costs` into `total`, unit by unit. */
+function addTo(total: Record<string, number>, costs: Costs): void {
+  for (const [unit, n] of Object.entries(costs)) total[unit] = (total[unit] ?? 0) + n;
+}
 
 /** Whether `list` begins with the settlements of `prefix`, value for value. */
 function startsWith(list: readonly Settlement[], prefix: readonly Settlement[]): boolean {

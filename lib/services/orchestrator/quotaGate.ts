@@ -1,5 +1,5 @@
 import type { Hold, Pacer } from '../../domain/pacing/pacer';
-import { tierLabel, unitsFor } from '../../domain/quota/tiers';
+import { tierLabel } from '../../domain/quota/tiers';
 import type { RunContext } from './runContext';
 
 export { tierLabel };
@@ -71,7 +71,7 @@ export class QuotaGate {
    */
   room(now: number): number {
     const capped = this.pacer.ledger.usage(now).filter(({ tier }) => tier.steadyRate() === undefined);
-    return Math.min(...capped.map(({ tier, used }) => Math.floor((tier.limit - used) / unitsFor(tier, 1))));
+    return Math.min(...capped.map(({ tier, used }) => Math.floor(tier.limit - used)));
   }
 
   private exhausted(now: number, hold: Hold): void {

@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { yamlParse } from 'yaml-cfn';
 import { parseServiceConfig } from '../../../lib/config';
+import { CONFIG_ENV } from '../../../lib/configFromEnv';
+import { USAGE_PRESET_NAMES, USAGE_PRESETS } from '../../../lib/domain/usage/usageSources';
 import { buildConfigReference, CONFIG_REFERENCE_COMMAND, CONFIG_REFERENCE_FILE } from '../../../tools/docs/configReference';
 
 jest.setTimeout(30_000);
@@ -33,7 +36,8 @@ describe('buildConfigReference', () => {
     const defaults = parseServiceConfig({ quotas: [{ limit: 1, per: 'second' }] }) as unknown as Record<string, unknown>;
     expect(rows.get('custom.quotaOrchestrator')).toEqual(expect.arrayContaining(Object.keys(defaults)));
     for (const [section, value] of Object.entries(defaults)) {
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) continue;
+      // `units` is keyed by unit name: its rows are one unit's keys (see below).
+      if (typeof value !== 'object' || value === null || Array.isArray(value) || section === 'units') continue;
       expect([section, rows.get(section)]).toEqual([section, Object.keys(value)]);
       for (const [key, setting] of Object.entries(value)) {
         expect(generated).toContain(`| \`${key}\` | \`${String(setting)}\` |`);
@@ -52,6 +56,46 @@ describe('buildConfigReference', () => {
     expect(generated).toContain('| `burstFraction` | `0` | must be a number from 0 to 1 |');
     expect(generated).toContain('| `stateOutage` | `pace-in-memory` | must be one of \'pace-in-memory\', \'pause\' |');
     expect(generated).toContain('| `per` | required | must be one of second, minute, hour, day, month |');
+  });
+
+  it('lists the optional top-level keys without a default, with their ranges and environment variables', () => {
+    expect(generated).toContain('| `maxInFlight` | — | must be an integer from 1 to 1000 |');
+    expect(generated).toContain("| `usagePreset` | — | must be one of 'anthropic', 'openai' |");
+    for (const [key, name] of Object.entries(CONFIG_ENV)) expect(generated).toContain(`- \`${name}\`: \`${key}\``);
+  });
+
+  it("lists one unit's keys, the defaults the parser gives each kind of unit, and the usage source shapes", () => {
+    const rows = rowsBySection(generated);
+    expect(rows.get('units')).toEqual(['default', 'usage']);
+    expect(generated).toContain('| `default` | `cost`: `1`; other units: none | must be an integer from 0 to 1000000000000 |');
+    expect(generated).toMatch(/\| `usage` \| `cost`: `\{"header":"x-actual-cost"\}`; `input_tokens`, `output_tokens`, `tokens`: from `usagePreset`; other units: none \|/);
+    expect(rows.get('Usage sources')).toEqual(['header', 'pointer', 'sum']);
+    expect(generated).toContain('| `sum` | must be a list of 1 to 10 JSON Pointers |');
+  });
+
+  it("shows each preset's source of each unit, as the code has it", () => {
+    for (const preset of USAGE_PRESET_NAMES) {
+      for (const [unit, source] of Object.entries(USAGE_PRESETS[preset])) {
+        const row = generated.split('\n').find((line) => line.startsWith(`| \`${unit}\` | \`{`));
+        expect([preset, unit, row]).toEqual([preset, unit, expect.stringContaining(`\`${JSON.stringify(source)}\``)]);
+      }
+    }
+  });
+
+  it('shows an Anthropic and an OpenAI example whose settings the parser accepts, with the attributes each message carries', () => {
+    const examples = generated.slice(generated.indexOf('## Examples: LLM providers'), generated.indexOf('## What packaging checks'));
+    const yamls = [...examples.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => (yamlParse(m[1]!) as { custom: { quotaOrchestrator: Record<string, unknown> } }).custom.quotaOrchestrator);
+    const deployOnly = ['apiUrl', 'healthUrl', 'apiTimeoutMs'];
+    const configs = yamls.map((settings) => parseServiceConfig(Object.fromEntries(Object.entries(settings).filter(([key]) => !deployOnly.includes(key)))));
+    expect(configs.map((config) => ({ preset: config.usagePreset, units: config.quotas.map((tier) => tier.unit), capped: config.maxInFlight !== undefined }))).toEqual([
+      { preset: 'anthropic', units: ['requests', 'input_tokens', 'output_tokens'], capped: true },
+      { preset: 'openai', units: ['requests', 'tokens'], capped: true },
+    ]);
+    expect(examples).toContain('| `input_tokens` | `812` |');
+    expect(examples).toContain('| `output_tokens` | `1024` |');
+    expect(examples).toContain('| `tokens` | `1836` |');
+    expect(examples).toContain('713 `output_tokens` go back');
+    expect(examples).toContain('713 `tokens` go back');
   });
 
   it('describes every setting from its TSDoc', () => {

@@ -133,8 +133,8 @@ describe('runOps', () => {
       expect(run.stderr).toBe(`ops: the local stack (${file}) serves lane 'default', not 'sms': pass --lane default\n`);
     });
 
-    it('enqueues the good lines of NDJSON from stdin, reports each bad one by its line number, and exits 1', async () => {
-      const input = ['{"body":{"id":"a"},"cost":2,"idempotencyKey":"a"}', '', 'not json', '{"body":{"id":"b"},"cost":-1}', '{"id":"c"}', '{"body":{"id":"d"}}'].join('\n');
+    it('enqueues the good lines of NDJSON from stdin (estimates as Number attributes), reports each bad one by its line number, and exits 1', async () => {
+      const input = ['{"body":{"id":"a"},"cost":2,"idempotencyKey":"a"}', '', 'not json', '{"body":{"id":"b"},"cost":-1}', '{"id":"c"}', '{"body":{"id":"d"},"estimates":{"input_tokens":812,"output_tokens":1024}}'].join('\n');
 
       const run = await ops(['enqueue', '--json', '--local', file], input);
 
@@ -145,13 +145,14 @@ describe('runOps', () => {
         failed: [
           { line: 3, reason: expect.stringMatching(/^not JSON/) },
           { line: 4, reason: 'job.cost: must be an integer from 0 to 1000000000000; got -1' },
-          { line: 5, reason: "unknown field 'id'; a line has body, cost, idempotencyKey, groupId and deduplicationId" },
+          { line: 5, reason: "unknown field 'id'; a line has body, cost, estimates, idempotencyKey, groupId and deduplicationId" },
         ],
       });
       const queues = new SqsQueues({ client: sqs, queueUrls });
       const received = await queues.receive('main', { max: 10, visibilityMs: 30_000, waitMs: 1_000 });
       expect(received.map((m) => m.body).sort()).toEqual(['{"id":"a"}', '{"id":"d"}']);
       expect(received.find((m) => m.body === '{"id":"a"}')?.attributes).toEqual({ cost: { dataType: 'Number', value: '2' }, idempotencyKey: { dataType: 'String', value: 'a' } });
+      expect(received.find((m) => m.body === '{"id":"d"}')?.attributes).toEqual({ input_tokens: { dataType: 'Number', value: '812' }, output_tokens: { dataType: 'Number', value: '1024' } });
     });
 
     it('enqueues to the FIFO queue with --fifo, from a file, and prints a readable summary', async () => {

@@ -18,7 +18,7 @@ function reasonOf(result: ParseResult): string {
   return result.reason;
 }
 
-const RESERVATION = { at: START, cost: 1, windows: {} };
+const RESERVATION = { at: START, costs: { cost: 1 }, windows: {} };
 
 /** The job of a message `parseJob` must accept. */
 function jobOf(received: ReceivedMessage): ParsedJob {
@@ -32,31 +32,31 @@ const COST_RULE = "malformed: attribute 'cost' must be a Number holding an integ
 describe('parseJob', () => {
   describe('a valid message', () => {
     it('defaults cost to 1, the idempotency key to the message id and the attempt to 1', () => {
-      expect(parseJob(message())).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'm-1', attempt: 1 } });
+      expect(parseJob(message())).toEqual({ ok: true, job: { costs: { cost: 1 }, idempotencyKey: 'm-1', attempt: 1 } });
     });
 
     it('accepts any JSON value as the body', () => {
-      expect(parseJob(message({ body: '[1,"two",null]' }))).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'm-1', attempt: 1 } });
+      expect(parseJob(message({ body: '[1,"two",null]' }))).toEqual({ ok: true, job: { costs: { cost: 1 }, idempotencyKey: 'm-1', attempt: 1 } });
     });
 
     it('takes the cost from the Number attribute cost', () => {
       const result = parseJob(withAttributes({ cost: numberAttr(250) }));
-      expect(result).toEqual({ ok: true, job: { cost: 250, idempotencyKey: 'm-1', attempt: 1 } });
+      expect(result).toEqual({ ok: true, job: { costs: { cost: 250 }, idempotencyKey: 'm-1', attempt: 1 } });
     });
 
     it('accepts a cost of 0 and a custom Number data type', () => {
-      expect(parseJob(withAttributes({ cost: numberAttr(0) }))).toMatchObject({ ok: true, job: { cost: 0 } });
-      expect(parseJob(withAttributes({ cost: { dataType: 'Number.tokens', value: '12' } }))).toMatchObject({ ok: true, job: { cost: 12 } });
+      expect(parseJob(withAttributes({ cost: numberAttr(0) }))).toMatchObject({ ok: true, job: { costs: { cost: 0 } } });
+      expect(parseJob(withAttributes({ cost: { dataType: 'Number.tokens', value: '12' } }))).toMatchObject({ ok: true, job: { costs: { cost: 12 } } });
     });
 
     it('takes the idempotency key from the String attribute idempotencyKey', () => {
       const result = parseJob(withAttributes({ idempotencyKey: stringAttr('order-42') }));
-      expect(result).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'order-42', attempt: 1 } });
+      expect(result).toEqual({ ok: true, job: { costs: { cost: 1 }, idempotencyKey: 'order-42', attempt: 1 } });
     });
 
     it("takes the attempt of a requeued message from its 'attempt' attribute", () => {
       const result = parseJob(withAttributes({ attempt: numberAttr(3) }, { queue: 'requeue' }));
-      expect(result).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'm-1', attempt: 3 } });
+      expect(result).toEqual({ ok: true, job: { costs: { cost: 1 }, idempotencyKey: 'm-1', attempt: 3 } });
     });
 
     it("falls back to attempt 1 when the 'attempt' attribute is not a positive integer", () => {
@@ -66,7 +66,7 @@ describe('parseJob', () => {
 
     it('counts the attempt of a FIFO message by its receives', () => {
       const result = parseJob(message({ queue: 'fifo', groupId: 'g-1', receiveCount: 2 }));
-      expect(result).toEqual({ ok: true, job: { cost: 1, idempotencyKey: 'm-1', attempt: 2 } });
+      expect(result).toEqual({ ok: true, job: { costs: { cost: 1 }, idempotencyKey: 'm-1', attempt: 2 } });
     });
 
     it("ignores an 'attempt' attribute on a FIFO message in favour of the receive count", () => {
@@ -187,7 +187,7 @@ describe('parseJob', () => {
           const result = parseJob(received);
           if (!result.ok) return result.reason.startsWith('malformed: ') && result.reason.length < 300;
           const delivered = JSON.parse(JSON.stringify(jobEventOf(LANE, received, result.job, 'd-1', RESERVATION, RESERVATION.at + 20, RESERVATION.at - 250))) as JobEvent;
-          return delivered.body === rest.body && Number.isInteger(result.job.cost) && result.job.cost >= 0 && result.job.cost <= 1e12 && result.job.attempt >= 1;
+          return delivered.body === rest.body && Object.values(result.job.costs).every((cost) => Number.isInteger(cost) && cost >= 0 && cost <= 1e12) && result.job.attempt >= 1;
         }),
         { numRuns: 300 },
       );

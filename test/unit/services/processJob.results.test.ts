@@ -4,7 +4,7 @@ import type { Settlement } from '../../../lib/domain/quota/ledger';
 import type { BatchEvent } from '../../../lib/ports/Invoker';
 import type { JobResult, ResultHandler, UndeliveredResult } from '../../../lib/ports/ResultHandler';
 import { processBatch, processJob, type WorkerDeps, type WorkerReport } from '../../../lib/services/processJob';
-import { LANE, START, receiveJobEvent, sendJob, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
+import { LANE, START, receiveJobEvent, sendJob, testConfig, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
 
 /** A result handler that records what it is handed, and what the job's state was at that moment. */
 class RecordingHandler implements ResultHandler {
@@ -39,8 +39,14 @@ function withResults(h: WorkerHarness): { deps: WorkerDeps; handler: RecordingHa
   return { deps: { ...h.deps, results: handler, onEvent: (report) => reports.push(report) }, handler, reports };
 }
 
-/** A response of `status` with a JSON content type and `body`. */
-const answer = (status: number, body: string, extra: { readonly actualCost?: number; readonly bodyTruncated?: boolean } = {}): ApiResult => ({ kind: 'response', status, headers: { 'content-type': 'application/json' }, body, ...extra });
+/** A response of `status` with a JSON content type, any other `headers`, and `body`. */
+const answer = (status: number, body: string, { headers, bodyTruncated }: { readonly headers?: Readonly<Record<string, string>>; readonly bodyTruncated?: boolean } = {}): ApiResult => ({
+  kind: 'response',
+  status,
+  headers: { 'content-type': 'application/json', ...headers },
+  body,
+  ...(bodyTruncated === undefined ? {} : { bodyTruncated }),
+});
 
 describe('processJob', () => {
   describe('results', () => {
@@ -128,11 +134,11 @@ describe('processJob', () => {
     });
 
     it('hands the result on even when the settlement it owes cannot be recorded (the job has succeeded either way)', async () => {
-      const h = workerHarness();
+      const h = workerHarness(testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'second', unit: 'cost' }] }));
       const { deps, handler } = withResults(h);
       const ledger = { addSettlements: async (_lane: string, ..._settlements: Settlement[]): Promise<boolean> => Promise.reject(new Error('DynamoDB is down')) };
       await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
-      h.api.answers.push(answer(200, 'done', { actualCost: 7 }));
+      h.api.answers.push(answer(200, 'done', { headers: { 'x-actual-cost': '7' } }));
       const event = await receiveJobEvent(h, 'main', 'd-1');
 
       const outcome = processJob(event, { ...deps, stores: { ...h.stores, ledger } });

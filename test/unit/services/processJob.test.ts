@@ -26,6 +26,9 @@ import {
 
 const DAY_MS = 86_400_000;
 
+/** {@link testConfig} with a tier of the `cost` unit too, so that the worker reads the cost a call used (`x-actual-cost`). */
+const COST_CONFIG = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'second', unit: 'cost' }] });
+
 /** Queues whose next `failDeletes` deletes fail as a crash would (the worker dies before the delete lands). */
 class FlakyDeleteQueues extends MemoryQueues {
   failDeletes = 0;
@@ -84,7 +87,7 @@ describe('processJob', () => {
   });
 
   it('writes no settlement when the actual cost equals the reserved one', async () => {
-    const h = workerHarness();
+    const h = workerHarness(COST_CONFIG);
     await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
     h.api.answers.push(ok(3));
     const event = await receiveJobEvent(h, 'main', 'd-1');
@@ -95,7 +98,7 @@ describe('processJob', () => {
   });
 
   it('writes no settlement when the API reports no actual cost', async () => {
-    const h = workerHarness();
+    const h = workerHarness(COST_CONFIG);
     await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
     const event = await receiveJobEvent(h, 'main', 'd-1');
 
@@ -104,7 +107,7 @@ describe('processJob', () => {
     await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
-  it('settles the reservation with the actual cost the API reports when it differs', async () => {
+  it('writes no settlement on a lane whose tiers count no cost, whatever cost the API reports', async () => {
     const h = workerHarness();
     await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
     h.api.answers.push(ok(7));
@@ -112,7 +115,18 @@ describe('processJob', () => {
 
     await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
 
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7, id: 'd-1' }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+  });
+
+  it('settles the reservation with the actual cost the API reports when it differs', async () => {
+    const h = workerHarness(COST_CONFIG);
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(7));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' }]);
   });
 
   it('does not call the API again on a second delivery of the same event after a recorded success, and deletes', async () => {
@@ -132,10 +146,10 @@ describe('processJob', () => {
   });
 
   describe('when the settlement cannot be recorded at once', () => {
-    const owed: Settlement = { reservation: { at: START, cost: 3, windows: {} }, actualCost: 7, id: 'd-1' };
+    const owed: Settlement = { reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' };
 
     it('tries again with back-off and records it before deleting the message', async () => {
-      const h = workerHarness();
+      const h = workerHarness(COST_CONFIG);
       const ledger = flakyRecorder(h, 2);
       await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
       h.api.answers.push(ok(7));
@@ -151,7 +165,7 @@ describe('processJob', () => {
     });
 
     it('keeps the message and the settlement in the success record; its next dispatch records it without calling again', async () => {
-      const h = workerHarness();
+      const h = workerHarness(COST_CONFIG);
       const ledger = flakyRecorder(h, Number.POSITIVE_INFINITY);
       await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
       h.api.answers.push(ok(7));
@@ -173,13 +187,13 @@ describe('processJob', () => {
 
       expect(h.api.calls).toHaveLength(1);
       expect(h.queues.depth('main')).toBe(0);
-      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 30_000, cost: 3, windows: {} }, actualCost: null, id: 'd-2' }, owed]);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 30_000, costs: { cost: 3 }, windows: {} }, actual: null, id: 'd-2' }, owed]);
       const record = await h.stores.idempotency.getIdempotency('m-1', h.clock.now());
       expect(record).toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
     });
 
     it('deletes the message all the same when the success record cannot be written either: ended is ended', async () => {
-      const h = workerHarness();
+      const h = workerHarness(COST_CONFIG);
       const ledger = flakyRecorder(h, Number.POSITIVE_INFINITY);
       const idempotency = Object.assign(Object.create(h.stores.idempotency) as typeof h.stores.idempotency, {
         putIdempotency: () => Promise.reject(new Error('ServiceUnavailableException: DynamoDB is down')),
@@ -197,14 +211,14 @@ describe('processJob', () => {
     });
 
     it('requeues a failed call all the same, and fails naming the settlement', async () => {
-      const h = workerHarness();
+      const h = workerHarness(COST_CONFIG);
       const ledger = flakyRecorder(h, Number.POSITIVE_INFINITY);
       await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
-      h.api.answers.push({ kind: 'response', status: 503, headers: {}, actualCost: 1 });
+      h.api.answers.push(httpStatus(503, { 'x-actual-cost': '1' }));
       const event = await receiveJobEvent(h, 'main', 'd-1');
 
       const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger } });
-      const settled = expect(outcome).rejects.toThrow(/settlement .*"actualCost":1.* could not be recorded/);
+      const settled = expect(outcome).rejects.toThrow(/settlement .*"actual":\{"cost":1\}.* could not be recorded/);
       await h.clock.advance(5_000);
       await settled;
       expect(h.queues.depth('main')).toBe(0);
@@ -230,7 +244,7 @@ describe('processJob', () => {
   });
 
   it('leaves the reservation of the first delivery alone on a redelivery of the same event', async () => {
-    const h = workerHarness();
+    const h = workerHarness(COST_CONFIG);
     await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
     h.api.answers.push(ok(7));
     const event = await receiveJobEvent(h, 'main', 'd-1');
@@ -240,7 +254,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     // Only the first delivery's settlement (actual 7): the redelivery must not settle the same reservation again.
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, cost: 3, windows: {} }, actualCost: 7, id: 'd-1' }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' }]);
   });
 
   it('does not call the API for another dispatch of an already succeeded key, deletes, and refunds its reservation', async () => {
@@ -255,7 +269,7 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 1_000, cost: 1, windows: {} }, actualCost: null, id: 'd-2' }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 1_000, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-2' }]);
     await expect(h.stores.idempotency.getIdempotency('order-42', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1' });
   });
 
@@ -278,7 +292,7 @@ describe('processJob', () => {
     ]);
     await h.clock.advance(400);
     await expect(first).resolves.toBe('succeeded');
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null, id: 'd-2' }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 100, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-2' }]);
   });
 
   it('sends a standard message failing with 503 to the requeue queue with attempt + 1, its key and a delay, and deletes the original', async () => {
@@ -671,7 +685,7 @@ describe('processJob held to its slot', () => {
 
     await expect(done).resolves.toBe('too-late');
     expect(h.api.calls).toEqual([]);
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actualCost: null, id: 'd-1' }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actual: null, id: 'd-1' }]);
     await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-1' });
     h.stores.idempotency.putIdempotencyIfAbsent = claim;
     await expect(processJob(event, h.deps)).resolves.toBe('already-failed');
@@ -701,7 +715,7 @@ describe('processJob held to its slot', () => {
 
     expect(h.api.calls).toEqual([]);
     // The refund reports how late the worker started after its event was sent (at START), for the lead to grow.
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actualCost: null, id: 'd-1', startDelayMs: 21 }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actual: null, id: 'd-1', startDelayMs: 21 }]);
     expect(h.queues.depth('main')).toBe(0);
     expect(h.queues.messages('requeue').map((m) => ({ attempt: m.attributes.attempt, key: m.attributes.idempotencyKey, visibleAt: m.visibleAt }))).toEqual([
       { attempt: numberAttr(2), key: stringAttr('m-1'), visibleAt: START + 21 },
@@ -784,7 +798,7 @@ class FlakyDeadLetterQueues extends MemoryQueues {
 
 /** A refund of dispatch `id`'s reservation of one unit made at `at`. */
 function refund(id: string, at: number): Settlement {
-  return { reservation: { at, cost: 1, windows: {} }, actualCost: null, id };
+  return { reservation: { at, costs: { cost: 1 }, windows: {} }, actual: null, id };
 }
 
 describe('processJob when events arrive more than once, or late: ended is ended', () => {
@@ -1258,7 +1272,7 @@ describe('processBatch', () => {
 
     await expect(outcome).resolves.toEqual(['succeeded', 'succeeded', 'held-back']);
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}', '{"id":"b"}']);
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([expect.objectContaining({ id: 'd-c', actualCost: null })]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([expect.objectContaining({ id: 'd-c', actual: null })]);
     expect(h.queues.depth('requeue')).toBe(1);
     await expect(h.stores.idempotency.getIdempotency('k-c', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-c' });
   });
@@ -1330,7 +1344,7 @@ describe('processBatch', () => {
         const parsed = parseJob(message);
         if (!parsed.ok) throw new Error(parsed.reason);
         const at = START + i * gapMs;
-        return jobEventOf(LANE, message, parsed.job, `d-${ids[i]}`, { at, cost: 1, windows: {} }, at, START);
+        return jobEventOf(LANE, message, parsed.job, `d-${ids[i]}`, { at, costs: { cost: 1 }, windows: {} }, at, START);
       });
       expect(jobs).toHaveLength(ids.length);
       return { kind: 'batch', lane: LANE, jobs, sentAt: START };
@@ -1358,8 +1372,8 @@ describe('processBatch', () => {
       await expect(outcome).resolves.toEqual(['retried', 'behind-unfinished', 'behind-unfinished']);
       expect(callsOf(h)).toEqual([['a1', 0]]);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
-        { reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null, id: 'd-a2' },
-        { reservation: { at: START + 200, cost: 1, windows: {} }, actualCost: null, id: 'd-a3' },
+        { reservation: { at: START + 100, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-a2' },
+        { reservation: { at: START + 200, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-a3' },
       ]);
       // a1 stays in flight for its retry delay, holding its group; a2 and a3 are visible again behind it.
       expect(h.queues.messages('fifo').map((m) => [m.body, m.visibleAt - START])).toEqual([['{"id":"a1"}', 1_000], ['{"id":"a2"}', 0], ['{"id":"a3"}', 0]]);
@@ -1378,8 +1392,8 @@ describe('processBatch', () => {
       await expect(outcome).resolves.toEqual(['succeeded', 'too-late', 'behind-unfinished']);
       expect(callsOf(h)).toEqual([['a1', 0]]);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
-        { reservation: { at: START + 100, cost: 1, windows: {} }, actualCost: null, id: 'd-a2', chainGapMs: 150 },
-        { reservation: { at: START + 200, cost: 1, windows: {} }, actualCost: null, id: 'd-a3' },
+        { reservation: { at: START + 100, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-a2', chainGapMs: 150 },
+        { reservation: { at: START + 200, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-a3' },
       ]);
     });
 

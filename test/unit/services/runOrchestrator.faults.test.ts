@@ -325,7 +325,7 @@ describe('runOrchestrator under faults', () => {
       // Jobs reserve 10 on a cost tier spread over its minute (one every 600 ms). The API charged j-1 40 and j-2 25;
       // their workers report it late: j-1's before the flush at 1600 ms, whose save fails, and j-2's after that but
       // before the save is retried.
-      const settleAt: Record<string, { readonly at: number; readonly actualCost: number }> = { 'm-1': { at: 1_500, actualCost: 40 }, 'm-2': { at: 1_650, actualCost: 25 } };
+      const settleAt: Record<string, { readonly at: number; readonly actual: { cost: number } }> = { 'm-1': { at: 1_500, actual: { cost: 40 } }, 'm-2': { at: 1_650, actual: { cost: 25 } } };
       const h = orchestratorHarness({
         config: configWith({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'minute', unit: 'cost' }], pacing: { spreadLongTiers: true } }),
         worker: async (event, harness) => {
@@ -334,7 +334,7 @@ describe('runOrchestrator under faults', () => {
           const settle = settleAt[event.messageId];
           if (settle === undefined) return;
           await harness.clock.sleep(START + settle.at - harness.clock.now());
-          await harness.stores.ledger.addSettlements(event.lane, { reservation: event.reservation, actualCost: settle.actualCost });
+          await harness.stores.ledger.addSettlements(event.lane, { reservation: event.reservation, actual: settle.actual });
         },
       });
       for (let i = 1; i <= 3; i++) await sendJob(h.queues, 'main', { id: `j-${i}` }, { cost: 10 });

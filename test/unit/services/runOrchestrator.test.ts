@@ -29,7 +29,7 @@ import {
   stringAttr,
   testConfig,
 } from '../../helpers/serviceFixtures';
-import { maxWindowUsage } from '../../helpers/windowReferee';
+import { maxWindowUsage, type Call } from '../../helpers/windowReferee';
 
 /** Sends `n` standard jobs `{id: 'j-1'}` … to the main queue. */
 async function sendMain(queues: MemoryQueues, n: number): Promise<void> {
@@ -205,7 +205,7 @@ describe('runOrchestrator', () => {
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
 
     expect(summary).toMatchObject({ dispatched: 1, deadLettered: 1 });
-    expect(dispatchedEvents(h.events).map((e) => [e.messageId, e.cost])).toEqual([['m-2', 10]]);
+    expect(dispatchedEvents(h.events).map((e) => [e.messageId, e.costs])).toEqual([['m-2', { cost: 10 }]]);
     expect(h.queues.messages('main-dlq').map((m) => [m.body, m.attributes.reason?.value])).toEqual([
       ['{"id":"j-1"}', 'cost 11 exceeds the limit 10 per minute of a quota tier, so it can never be sent'],
     ]);
@@ -392,7 +392,7 @@ describe('runOrchestrator', () => {
 
     // From the sixth on, the ledger holds each dispatch until the first one's bucket (4 ms) has left the window.
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803]);
-    const calls = dispatchedEvents(h.events).map((e) => ({ at: e.at, cost: e.cost }));
+    const calls = dispatchedEvents(h.events).map((e) => ({ at: e.at, costs: e.costs }));
     expect(maxWindowUsage(calls, h.deps.config.quotas[0]!)).toBe(5);
   });
 
@@ -460,14 +460,14 @@ describe('runOrchestrator', () => {
   });
 
   it('makes up a slot a worker gave back for starting too late, once folded within its window, and never exceeds the tier', async () => {
-    const calls: { at: number; cost: number }[] = [];
+    const calls: Call[] = [];
     let jobEvents = 0;
     const h = orchestratorHarness({
       worker: async (event, harness) => {
         if (event.kind === 'job' && ++jobEvents === 2) await harness.clock.sleep(100); // a cold start: past its callBy
         const api = new ScriptedApi(harness.clock);
         await processWorkerEvent(event, { clock: harness.clock, stores: harness.stores, queues: harness.queues, api, config: harness.config, random: () => 0 });
-        calls.push(...api.calls.map((call) => ({ at: call.at, cost: 1 })));
+        calls.push(...api.calls.map((call) => ({ at: call.at, costs: { cost: 1 } })));
       },
     });
     await sendMain(h.queues, 6);
@@ -527,7 +527,7 @@ describe('runOrchestrator', () => {
           const [first, ...others] = jobsOf(event);
           if (first !== undefined && !reported) {
             reported = true;
-            await harness.stores.ledger.addSettlements(LANE, { reservation: first.reservation, actualCost: null, id: first.dispatchId, startDelayMs: 300 });
+            await harness.stores.ledger.addSettlements(LANE, { reservation: first.reservation, actual: null, id: first.dispatchId, startDelayMs: 300 });
             await harness.queues.changeVisibility(first.queue, first.receiptHandle, 0);
           } else if (first !== undefined) await harness.queues.delete(first.queue, first.receiptHandle);
           for (const job of others) await harness.queues.delete(job.queue, job.receiptHandle);
@@ -647,7 +647,7 @@ describe('runOrchestrator', () => {
   it(`folds a backlog of settlements ${MAX_PENDING_SETTLEMENTS} per save, at most 1 000 per flush`, async () => {
     const h = orchestratorHarness();
     const backlog = 1_050;
-    for (let i = 0; i < backlog; i++) await h.stores.ledger.addSettlements(LANE, { reservation: { at: START - 1_000 - i, cost: 1, windows: {} }, actualCost: 2 });
+    for (let i = 0; i < backlog; i++) await h.stores.ledger.addSettlements(LANE, { reservation: { at: START - 1_000 - i, costs: { cost: 1 }, windows: {} }, actual: { cost: 2 } });
     const saves: number[] = [];
     const counting = Object.assign(Object.create(h.stores.ledger) as MemoryLedgerStore, {
       saveLedger: (...args: Parameters<MemoryLedgerStore['saveLedger']>) => (saves.push(args[3] ?? 0), h.stores.ledger.saveLedger(...args)),
@@ -698,12 +698,12 @@ describe('runOrchestrator', () => {
     const stores = memoryStores();
     const queues = new MemoryQueues({ clock });
     for (let i = 1; i <= 12; i++) await sendJob(queues, 'main', { id: `j-${i}` }, { cost: 10 });
-    const calls: { at: number; cost: number }[] = [];
+    const calls: Call[] = [];
     const worker = async (event: WorkerEvent): Promise<void> => {
       if (event.kind !== 'job') return;
       const actualCost = calls.length === 0 ? 40 : event.cost;
-      calls.push({ at: clock.now(), cost: actualCost });
-      if (actualCost !== event.cost) await stores.ledger.addSettlements(event.lane, { reservation: event.reservation, actualCost });
+      calls.push({ at: clock.now(), costs: { cost: actualCost } });
+      if (actualCost !== event.cost) await stores.ledger.addSettlements(event.lane, { reservation: event.reservation, actual: { cost: actualCost } });
       await queues.delete(event.queue, event.receiptHandle);
     };
     // Run 1 is killed (a Lambda timeout) during the first ledger save after the worker settled: the save never
@@ -995,8 +995,8 @@ describe('runOrchestrator', () => {
 
       await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 60_000 }), START + 61_000);
 
-      expect(dispatchedEvents(h.events).map((e) => e.cost)).toEqual([8, 1]);
-      expect(h.events).toContainEqual({ type: 'message-held', at: START, messageId: 'm-2', queue: 'main', cost: 5, tier: '10 cost/day', until: START + DAY_MS });
+      expect(dispatchedEvents(h.events).map((e) => e.costs)).toEqual([{ cost: 8 }, { cost: 1 }]);
+      expect(h.events).toContainEqual({ type: 'message-held', at: START, messageId: 'm-2', queue: 'main', costs: { cost: 5 }, tier: '10 cost/day', until: START + DAY_MS });
       // SQS keeps a message hidden at most 12 hours from its receive.
       expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-2', receiveCount: 1, visibleAt: START + 43_200_000 - 60_000 }]);
     });

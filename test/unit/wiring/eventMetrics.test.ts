@@ -12,9 +12,9 @@ describe('OrchestratorMetrics', () => {
       const stdout = captureStdout();
       const metrics = new OrchestratorMetrics(new EmfMetrics(), 'sms', START);
 
-      metrics.observe({ type: 'flushed', at: START + METRICS_PUBLISH_INTERVAL_MS - 1, settlements: 0, usage: [] });
+      metrics.observe({ type: 'flushed', at: START + METRICS_PUBLISH_INTERVAL_MS - 1, settlements: 0, handedBack: {}, usage: [] });
       expect(stdout.emf()).toEqual([]);
-      metrics.observe({ type: 'flushed', at: START + METRICS_PUBLISH_INTERVAL_MS, settlements: 0, usage: [] });
+      metrics.observe({ type: 'flushed', at: START + METRICS_PUBLISH_INTERVAL_MS, settlements: 0, handedBack: {}, usage: [] });
 
       expect(stdout.metric(METRICS.heartbeat)).toEqual([{ unit: 'Count', dimensions: { lane: 'sms' }, value: 1 }]);
     });
@@ -22,7 +22,7 @@ describe('OrchestratorMetrics', () => {
     it('holds CalendarQuotaExhausted at 1 from a day or month exhaustion until the quota is available again', () => {
       const stdout = captureStdout();
       const metrics = new OrchestratorMetrics(new EmfMetrics(), 'sms', START);
-      metrics.observe({ type: 'flushed', at: START, settlements: 0, usage: [{ tier: '1/day', kind: 'calendar', used: 1, limit: 1 }] });
+      metrics.observe({ type: 'flushed', at: START, settlements: 0, handedBack: {}, usage: [{ tier: '1/day', kind: 'calendar', used: 1, limit: 1 }] });
       metrics.observe({ type: 'quota-exhausted', at: START, tier: '1/day', kind: 'calendar', until: START + 20_000 });
       metrics.end(START + 1);
       metrics.observe({ type: 'quota-available', at: START + 20_000, tier: '1/day', exhaustedMs: 20_000 });

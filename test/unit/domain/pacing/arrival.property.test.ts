@@ -32,15 +32,15 @@ describe('arrivals held to their slot', () => {
           const arrivals: number[] = [];
           let now = T0;
           for (const { startDelayMs, networkShare } of workers) {
-            const slot = pacer.nextSlot(now, 1);
+            const slot = pacer.nextSlot(now, { cost: 1 });
             const dispatchedAt = Math.max(now, slot - settings.dispatchLeadMs);
             now = dispatchedAt;
-            const reservation = pacer.dispatch(slot, 1);
+            const reservation = pacer.dispatch(slot, { cost: 1 });
             const callBy = slot + arrivalMarginMs - callAllowanceMs;
             // The worker as processJob runs it: waits for the slot, gives the reservation back past callBy; its call
             // takes up to its allowance to arrive.
             const startsAt = Math.max(slot, dispatchedAt + startDelayMs);
-            if (startsAt > callBy) pacer.ledger.settle({ reservation, actualCost: null });
+            if (startsAt > callBy) pacer.ledger.settle({ reservation, actual: null });
             else arrivals.push(startsAt + networkShare * callAllowanceMs);
           }
           const tier = tiers[0];
@@ -68,9 +68,9 @@ describe('arrivals held to their slot', () => {
           const kept: number[] = [];
           let now = midnight - 2_000;
           for (const { gapMs, givenBack } of steps) {
-            const slot = pacer.nextSlot(now + gapMs, 1);
-            const reservation = pacer.dispatch(slot, 1); // throws if the slot named is one the ledger refuses
-            if (givenBack) pacer.settle({ reservation, actualCost: null }, slot + gapMs);
+            const slot = pacer.nextSlot(now + gapMs, { cost: 1 });
+            const reservation = pacer.dispatch(slot, { cost: 1 }); // throws if the slot named is one the ledger refuses
+            if (givenBack) pacer.settle({ reservation, actual: null }, slot + gapMs);
             else kept.push(slot);
             now = slot;
           }

@@ -86,16 +86,16 @@ function drive(tiers: Tier[], settings: PacingSettings, start: number, jobs: rea
   let now = start;
   for (const job of jobs) {
     arrival += job.gap;
-    const slot = pacer.nextSlot(Math.max(now, arrival), job.cost);
+    const slot = pacer.nextSlot(Math.max(now, arrival), { cost: job.cost });
     if (!Number.isFinite(slot)) {
       // Only a cost above some tier's limit may never go.
-      expect(tiers.some((t) => unitsFor(t, job.cost) > t.limit)).toBe(true);
+      expect(tiers.some((t) => unitsFor(t, { cost: job.cost }) > t.limit)).toBe(true);
       continue;
     }
     now = slot;
-    const reservation = pacer.dispatch(now, job.cost);
-    if (job.actual !== null) calls.push({ at: now, cost: job.actual });
-    ledger.settle({ reservation, actualCost: job.actual });
+    const reservation = pacer.dispatch(now, { cost: job.cost });
+    if (job.actual !== null) calls.push({ at: now, costs: { cost: job.actual } });
+    ledger.settle({ reservation, actual: job.actual === null ? null : { cost: job.actual } });
     if (job.restartAfter) {
       ledger = QuotaLedger.fromJSON(tiers, JSON.parse(JSON.stringify(ledger.toJSON())));
       pacer = new Pacer(ledger, settings);
@@ -135,9 +135,9 @@ describe('Pacer with QuotaLedger (properties)', () => {
     fc.assert(
       fc.property(tierSetArb(['second', 'minute', 'hour']), fc.integer({ min: 1, max: 5 }), fc.boolean(), (tiers, cost, spreadLongTiers) => {
         const smooth: PacingSettings = { burstFraction: 0, spreadLongTiers, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 0 };
-        fc.pre(tiers.every((t) => unitsFor(t, cost) <= t.limit));
+        fc.pre(tiers.every((t) => unitsFor(t, { cost }) <= t.limit));
         // Jobs per ms each tier allows (whole jobs per window); the tightest binds. Run for 2.5 of its windows.
-        const rates = tiers.map((t) => Math.floor(t.limit / unitsFor(t, cost)) / windowMsOf(t));
+        const rates = tiers.map((t) => Math.floor(t.limit / unitsFor(t, { cost })) / windowMsOf(t));
         const tightest = Math.min(...rates);
         const binding = tiers[rates.indexOf(tightest)]!;
         const n = Math.ceil(tightest * windowMsOf(binding) * 2.5);

@@ -5,7 +5,7 @@ import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
 import { QuotaExceededError } from '../../../../lib/errors';
 import { thrown } from '../../../helpers/thrown';
-import { maxWindowUsage } from '../../../helpers/windowReferee';
+import { maxWindowUsage, type Call } from '../../../helpers/windowReferee';
 
 /** Noon UTC on 2026-06-01: a whole second, so it starts a bucket of every sliding tier. */
 const T0 = Date.parse('2026-06-01T12:00:00.000Z');
@@ -34,8 +34,8 @@ function slots(pacer: Pacer, count: number, cost = 1, from = T0): number[] {
   const offsets: number[] = [];
   let now = from;
   for (let i = 0; i < count; i++) {
-    now = pacer.nextSlot(now, cost);
-    pacer.dispatch(now, cost);
+    now = pacer.nextSlot(now, { cost });
+    pacer.dispatch(now, { cost });
     offsets.push(now - T0);
   }
   return offsets;
@@ -81,19 +81,19 @@ describe('Pacer', () => {
 
     it('answers at once for an idle pacer', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }]);
-      expect(pacer.nextSlot(T0 + 7, 1)).toBe(T0 + 7);
+      expect(pacer.nextSlot(T0 + 7, { cost: 1 })).toBe(T0 + 7);
     });
 
     it('is Infinity for a cost above a tier limit', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
-      expect(pacer.nextSlot(T0, 101)).toBe(Number.POSITIVE_INFINITY);
-      expect(pacer.nextSlot(T0, 100)).toBe(T0);
+      expect(pacer.nextSlot(T0, { cost: 101 })).toBe(Number.POSITIVE_INFINITY);
+      expect(pacer.nextSlot(T0, { cost: 100 })).toBe(T0);
     });
 
     it('is Infinity for a cost above a limit even while paused', () => {
       const pacer = pacerFor([{ limit: 100, per: 'day', unit: 'cost' }], { pauseJitterMs: 1000 });
       pacer.pause(T0 + 5_000, () => 0.5);
-      expect(pacer.nextSlot(T0, 101)).toBe(Number.POSITIVE_INFINITY);
+      expect(pacer.nextSlot(T0, { cost: 101 })).toBe(Number.POSITIVE_INFINITY);
     });
   });
 
@@ -128,16 +128,16 @@ describe('Pacer', () => {
   describe('nextSlot after a late dispatch', () => {
     it('makes up lateness of up to a quarter of an interval at the next slot', () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }]);
-      pacer.dispatch(T0, 1);
-      pacer.dispatch(T0 + 250, 1); // due at 200, 50 ms late
-      expect(pacer.nextSlot(T0 + 250, 1)).toBe(T0 + 400);
+      pacer.dispatch(T0, { cost: 1 });
+      pacer.dispatch(T0 + 250, { cost: 1 }); // due at 200, 50 ms late
+      expect(pacer.nextSlot(T0 + 250, { cost: 1 })).toBe(T0 + 400);
     });
 
     it('restarts the schedule from a dispatch later than that', () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }]);
-      pacer.dispatch(T0, 1);
-      pacer.dispatch(T0 + 251, 1); // 51 ms late: the lane was idle, not behind
-      expect(pacer.nextSlot(T0 + 251, 1)).toBe(T0 + 451);
+      pacer.dispatch(T0, { cost: 1 });
+      pacer.dispatch(T0 + 251, { cost: 1 }); // 51 ms late: the lane was idle, not behind
+      expect(pacer.nextSlot(T0 + 251, { cost: 1 })).toBe(T0 + 451);
     });
   });
 
@@ -151,9 +151,9 @@ describe('Pacer', () => {
       const tiers = parseTiers([{ limit: 10, per: 'second' }]);
       const pacer = new Pacer(new QuotaLedger(tiers), settings({ arrivalMarginMs: 100 }));
       // Every twentieth call is 100 ms late: a window's first call crowds towards the ten that follow it on time.
-      const arrivals = slots(pacer, 200).map((at, i) => ({ at: at + (i % 20 === 0 ? 100 : 0), cost: 1 }));
+      const arrivals = slots(pacer, 200).map((at, i) => ({ at: at + (i % 20 === 0 ? 100 : 0), costs: { cost: 1 } }));
       expect(maxWindowUsage(arrivals, tiers[0]!)).toBe(10);
-      const unmargined = slots(pacerFor([{ limit: 10, per: 'second' }]), 200).map((at, i) => ({ at: at + (i % 20 === 0 ? 100 : 0), cost: 1 }));
+      const unmargined = slots(pacerFor([{ limit: 10, per: 'second' }]), 200).map((at, i) => ({ at: at + (i % 20 === 0 ? 100 : 0), costs: { cost: 1 } }));
       expect(maxWindowUsage(unmargined, tiers[0]!)).toBeGreaterThan(10);
     });
   });
@@ -165,10 +165,10 @@ describe('Pacer', () => {
       const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs: 50 }), settings({ arrivalMarginMs: 50 }));
       // After a dispatch 130 ms before midnight the ledger would take the next one at once, but smoothing 105 ms later,
       // 25 ms before midnight: so close that the call might arrive in the next day, so the slot moves past the margin.
-      pacer.dispatch(midnight - 130, 1);
-      const slot = pacer.nextSlot(midnight - 100, 1);
+      pacer.dispatch(midnight - 130, { cost: 1 });
+      const slot = pacer.nextSlot(midnight - 100, { cost: 1 });
       expect(slot).toBe(midnight + 50);
-      expect(pacer.dispatch(slot, 1)).toMatchObject({ at: midnight + 50, windows: { 'day:requests': '2026-06-02' } });
+      expect(pacer.dispatch(slot, { cost: 1 })).toMatchObject({ at: midnight + 50, windows: { 'day:requests': '2026-06-02' } });
     });
   });
 
@@ -230,8 +230,8 @@ describe('Pacer', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }], { pauseJitterMs: 1000 });
       pacer.pause(T0 + 5_000, () => 0.4567);
       expect(pacer.pausedUntil).toBe(T0 + 5_456);
-      expect(pacer.nextSlot(T0, 1)).toBe(T0 + 5_456);
-      expect(pacer.nextSlot(T0 + 6_000, 1)).toBe(T0 + 6_000);
+      expect(pacer.nextSlot(T0, { cost: 1 })).toBe(T0 + 5_456);
+      expect(pacer.nextSlot(T0 + 6_000, { cost: 1 })).toBe(T0 + 6_000);
     });
 
     it('adds at most pauseJitterMs - 1 of jitter, and none for random() = 0', () => {
@@ -258,7 +258,7 @@ describe('Pacer', () => {
       pacer.pause(T0 + 8_000, () => 0.5);
       pacer.pause(T0 + 5_000, () => 0.5);
       expect(pacer.pausedUntil).toBe(T0 + 8_050);
-      expect(pacer.nextSlot(T0, 1)).toBe(T0 + 8_050);
+      expect(pacer.nextSlot(T0, { cost: 1 })).toBe(T0 + 8_050);
     });
 
     it('resumes even spacing after the pause', () => {
@@ -284,8 +284,8 @@ describe('Pacer', () => {
     it('names the tier whose smoothing holds the next message back', () => {
       // Room is left in the hour's window, but a cost of 30 spaces the next message 30 minutes on.
       const pacer = pacerFor([{ limit: 60, per: 'hour', unit: 'cost' }]);
-      pacer.dispatch(T0, 30);
-      expect(pacer.blockedUntil(T0 + 1_000, 1)).toMatchObject({ kind: 'tier', tier: { per: 'hour' }, until: T0 + 30 * 60_000 });
+      pacer.dispatch(T0, { cost: 30 });
+      expect(pacer.blockedUntil(T0 + 1_000, { cost: 1 })).toMatchObject({ kind: 'tier', tier: { per: 'hour' }, until: T0 + 30 * 60_000 });
     });
 
     it('names a 429 pause that outlasts every tier', () => {
@@ -298,65 +298,65 @@ describe('Pacer', () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
       slots(pacer, 3, 7);
       const now = T0 + 450;
-      expect(pacer.blockedUntil(now, 7)?.until).toBe(pacer.nextSlot(now, 7));
+      expect(pacer.blockedUntil(now, { cost: 7 })?.until).toBe(pacer.nextSlot(now, { cost: 7 }));
     });
   });
 
   describe('settle', () => {
     it('makes up a slot given back while its window holds it: the next message goes one interval sooner', () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }]);
-      const reservations = [0, 200, 400, 600].map((offset) => pacer.dispatch(T0 + offset, 1));
-      pacer.settle({ reservation: reservations[1]!, actualCost: null }, T0 + 650);
+      const reservations = [0, 200, 400, 600].map((offset) => pacer.dispatch(T0 + offset, { cost: 1 }));
+      pacer.settle({ reservation: reservations[1]!, actual: null }, T0 + 650);
 
-      expect(pacer.nextSlot(T0 + 650, 1)).toBe(T0 + 650);
-      pacer.dispatch(T0 + 650, 1);
-      expect(pacer.nextSlot(T0 + 650, 1)).toBe(T0 + 800);
+      expect(pacer.nextSlot(T0 + 650, { cost: 1 })).toBe(T0 + 650);
+      pacer.dispatch(T0 + 650, { cost: 1 });
+      expect(pacer.nextSlot(T0 + 650, { cost: 1 })).toBe(T0 + 800);
       expect(pacer.ledger.usage(T0 + 650).map((u) => u.used)).toEqual([4]);
     });
 
     it('makes up no sooner than the slot given back', () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }]);
-      const ahead = pacer.dispatch(T0 + 400, 1);
-      pacer.settle({ reservation: ahead, actualCost: null }, T0);
-      expect(pacer.nextSlot(T0, 1)).toBe(T0 + 400);
+      const ahead = pacer.dispatch(T0 + 400, { cost: 1 });
+      pacer.settle({ reservation: ahead, actual: null }, T0);
+      expect(pacer.nextSlot(T0, { cost: 1 })).toBe(T0 + 400);
     });
 
     it('gives nothing back to smoothing for a slot whose window has passed, nor for a call that reached the API', () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }]);
-      const old = pacer.dispatch(T0, 1);
-      const called = pacer.dispatch(T0 + 1_000, 1);
-      pacer.dispatch(T0 + 1_200, 1);
-      pacer.settle({ reservation: old, actualCost: null }, T0 + 1_300);
-      pacer.settle({ reservation: called, actualCost: 1 }, T0 + 1_300);
-      expect(pacer.nextSlot(T0 + 1_300, 1)).toBe(T0 + 1_400);
+      const old = pacer.dispatch(T0, { cost: 1 });
+      const called = pacer.dispatch(T0 + 1_000, { cost: 1 });
+      pacer.dispatch(T0 + 1_200, { cost: 1 });
+      pacer.settle({ reservation: old, actual: null }, T0 + 1_300);
+      pacer.settle({ reservation: called, actual: { cost: 1 } }, T0 + 1_300);
+      expect(pacer.nextSlot(T0 + 1_300, { cost: 1 })).toBe(T0 + 1_400);
     });
 
     it('lengthens the lead by what a worker that started too late reports, with a quarter more', () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }], { dispatchLeadMs: 250, maxDispatchLeadMs: 1_500, arrivalMarginMs: 50, callAllowanceMs: 30 });
-      const reservation = pacer.dispatch(T0, 1);
+      const reservation = pacer.dispatch(T0, { cost: 1 });
       expect(pacer.lead.ms).toBe(250);
-      pacer.settle({ reservation, actualCost: null, startDelayMs: 700 }, T0 + 450);
+      pacer.settle({ reservation, actual: null, startDelayMs: 700 }, T0 + 450);
       expect(pacer.lead.ms).toBe(850); // (700 − 20) × 1.25
     });
 
     it("widens the chain gap, not the lead, by a FIFO message that waited too long for the one before it", () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }], { dispatchLeadMs: 250, maxDispatchLeadMs: 1_500, arrivalMarginMs: 50, callAllowanceMs: 30 });
-      const reservation = pacer.dispatch(T0, 1);
+      const reservation = pacer.dispatch(T0, { cost: 1 });
       expect(pacer.chainGap.ms).toBe(INITIAL_CHAIN_GAP_MS);
-      pacer.settle({ reservation, actualCost: null, chainGapMs: 420 }, T0 + 450);
+      pacer.settle({ reservation, actual: null, chainGapMs: 420 }, T0 + 450);
       expect(pacer.chainGap.ms).toBe(500); // (420 − 20) × 1.25
       expect(pacer.lead.ms).toBe(250);
     });
 
     it('never lets the ledger be exceeded, whatever is given back', () => {
       const pacer = pacerFor([{ limit: 5, per: 'second' }], { arrivalMarginMs: 50 });
-      const calls: { at: number; cost: number }[] = [];
+      const calls: Call[] = [];
       let now = T0;
       for (let i = 0; i < 60; i++) {
-        now = pacer.nextSlot(now, 1);
-        const reservation = pacer.dispatch(now, 1);
-        if (i % 3 === 1) pacer.settle({ reservation, actualCost: null }, now);
-        else calls.push({ at: now, cost: 1 });
+        now = pacer.nextSlot(now, { cost: 1 });
+        const reservation = pacer.dispatch(now, { cost: 1 });
+        if (i % 3 === 1) pacer.settle({ reservation, actual: null }, now);
+        else calls.push({ at: now, costs: { cost: 1 } });
       }
       const [tier] = pacer.ledger.tiers;
       expect(maxWindowUsage(calls, tier!)).toBeLessThanOrEqual(5);
@@ -368,24 +368,24 @@ describe('Pacer', () => {
   describe('dispatch', () => {
     it('returns the ledger reservation', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 20000, per: 'day' }]);
-      expect(pacer.dispatch(T0, 3)).toEqual({ at: T0, cost: 3, windows: { 'day:requests': '2026-06-01' } });
+      expect(pacer.dispatch(T0, { cost: 3 })).toEqual({ at: T0, costs: { cost: 3 }, windows: { 'day:requests': '2026-06-01' } });
       expect(pacer.ledger.usage(T0).map((u) => u.used)).toEqual([1, 1]);
     });
 
     it('throws QuotaExceededError before the smoothed slot and records nothing', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }]);
-      pacer.dispatch(T0, 1);
+      pacer.dispatch(T0, { cost: 1 });
       const before = JSON.stringify(pacer.ledger.toJSON());
-      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0 + 50, 1)).retryAt).toBe(T0 + 100);
+      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0 + 50, { cost: 1 })).retryAt).toBe(T0 + 100);
       expect(JSON.stringify(pacer.ledger.toJSON())).toBe(before);
-      expect(pacer.nextSlot(T0 + 50, 1)).toBe(T0 + 100);
-      expect(pacer.dispatch(T0 + 100, 1).at).toBe(T0 + 100);
+      expect(pacer.nextSlot(T0 + 50, { cost: 1 })).toBe(T0 + 100);
+      expect(pacer.dispatch(T0 + 100, { cost: 1 }).at).toBe(T0 + 100);
     });
 
     it('throws with the binding tier when the ledger is full', () => {
       const pacer = pacerFor([{ limit: 100, per: 'minute' }, { limit: 10, per: 'second' }], { burstFraction: 1 });
       slots(pacer, 10);
-      const error = thrown(QuotaExceededError, () => pacer.dispatch(T0 + 500, 1));
+      const error = thrown(QuotaExceededError, () => pacer.dispatch(T0 + 500, { cost: 1 }));
       expect(error).toMatchObject({ tier: 1, retryAt: T0 + 1003 });
       expect(pacer.ledger.usage(T0 + 500).map((u) => u.used)).toEqual([10, 10]);
     });
@@ -393,13 +393,13 @@ describe('Pacer', () => {
     it('throws while paused, with the pause end as retryAt', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }], { pauseJitterMs: 1000 });
       pacer.pause(T0 + 5_000, () => 0.25);
-      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0 + 5_000, 1)).retryAt).toBe(T0 + 5_250);
+      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0 + 5_000, { cost: 1 })).retryAt).toBe(T0 + 5_250);
       expect(pacer.ledger.usage(T0 + 5_000).map((u) => u.used)).toEqual([0]);
     });
 
     it('throws with retryAt Infinity for a cost above a limit', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
-      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0, 101))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
+      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0, { cost: 101 }))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
     });
   });
 });

@@ -18,7 +18,7 @@ const TIERS = parseTiers([
 /** The ledger after a dispatch of `cost` at each of `at`, as a run saves it. */
 function savedAfter(timeZone: string, ...at: readonly [number, number][]): LedgerJSON {
   const ledger = new QuotaLedger(TIERS, { timeZone });
-  for (const [t, cost] of at) ledger.reserve(t, cost);
+  for (const [t, cost] of at) ledger.reserve(t, { cost });
   return ledger.toJSON();
 }
 

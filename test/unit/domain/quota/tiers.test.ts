@@ -64,6 +64,10 @@ describe('parseTiers', () => {
       expect(parseTiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'second', unit: 'cost' }])).toHaveLength(2);
     });
 
+    it('accepts tiers of named units, such as input and output tokens', () => {
+      expect(parseTiers([{ limit: 40_000, per: 'minute', unit: 'input_tokens' }, { limit: 8_000, per: 'minute', unit: 'output_tokens' }]).map((t) => t.unit)).toEqual(['input_tokens', 'output_tokens']);
+    });
+
     it('accepts request tiers when jobs carry no cost', () => {
       expect(parseTiers([{ limit: 10, per: 'second' }], { costsAvailable: false })).toEqual([{ limit: 10, per: 'second', unit: 'requests' }]);
     });
@@ -84,7 +88,13 @@ describe('parseTiers', () => {
         'quotas[1].per: must be one of second, minute, hour, day, month; got "week"',
       ],
       ['a missing per', [{ limit: 5 }], 'quotas[0].per', 'quotas[0].per: must be one of second, minute, hour, day, month; got nothing'],
-      ['an unknown unit', [{ limit: 5, per: 'day', unit: 'tokens' }], 'quotas[0].unit', 'quotas[0].unit: must be one of requests, cost; got "tokens"'],
+      [
+        'a unit that is no SQS attribute name',
+        [{ limit: 5, per: 'day', unit: 'my tokens' }],
+        'quotas[0].unit',
+        'quotas[0].unit: must be 1 to 256 of the characters A-Z, a-z, 0-9, _, - and . (an SQS message attribute name); got "my tokens"',
+      ],
+      ['a unit that is not a string', [{ limit: 5, per: 'day', unit: 42 }], 'quotas[0].unit', "quotas[0].unit: must be 'requests' or the name of a unit such as 'cost', 'input_tokens' or 'output_tokens'; got 42"],
       ['an empty list', [], 'quotas', 'quotas: must hold at least one tier, e.g. [{"limit":10,"per":"second"}]; got an empty list'],
       ['an object instead of a list', { limit: 10, per: 'second' }, 'quotas', 'quotas: must be a non-empty JSON array of tiers such as [{"limit":10,"per":"second"}]; got {"limit":10,"per":"second"}'],
       ['a string instead of a list', 'ten per second', 'quotas', 'quotas: must be a non-empty JSON array of tiers such as [{"limit":10,"per":"second"}]; got "ten per second"'],
@@ -136,8 +146,8 @@ const utc = (iso: string) => Date.parse(iso);
 
 describe('unitsFor', () => {
   it('takes one unit per request from a requests tier and the cost from a cost tier', () => {
-    expect(unitsFor(tier({ limit: 10, per: 'second' }), 7)).toBe(1);
-    expect(unitsFor(tier({ limit: 10, per: 'day', unit: 'cost' }), 7)).toBe(7);
+    expect(unitsFor(tier({ limit: 10, per: 'second' }), { cost: 7 })).toBe(1);
+    expect(unitsFor(tier({ limit: 10, per: 'day', unit: 'cost' }), { cost: 7 })).toBe(7);
   });
 });
 

@@ -36,8 +36,8 @@ describe('readLaneStatus', () => {
     const d = deps();
     const lease = await d.stores.lease.acquireLease(LANE, 'orchestrator-1', START, 30_000);
     const ledger = new QuotaLedger(CONFIG.quotas, { timeZone: CONFIG.timeZone });
-    ledger.reserve(START, 1);
-    ledger.reserve(START + 200, 1);
+    ledger.reserve(START, { cost: 1 });
+    ledger.reserve(START + 200, { cost: 1 });
     await d.stores.ledger.saveLedger(LANE, ledger.toJSON(), lease?.token ?? 0);
     await pauseLane(d, 'alice');
     await d.clock.advance(500);

@@ -23,7 +23,7 @@ describe('LedgerSync', () => {
       await h.clock.advance(1);
       await expect(sync.tryFlush()).resolves.toBe(true);
       expect(h.flushes.calls.slice(4)).toEqual(['pendingSettlements', 'saveLedger', 'renewLease']);
-      expect(h.events).toEqual([START, START + halfLife - 1, START + halfLife].map((at) => ({ type: 'flushed', at, settlements: 0, usage: [{ tier: '5/second', kind: 'sliding', used: 0, limit: 5 }] })));
+      expect(h.events).toEqual([START, START + halfLife - 1, START + halfLife].map((at) => ({ type: 'flushed', at, settlements: 0, handedBack: {}, usage: [{ tier: '5/second', kind: 'sliding', used: 0, limit: 5 }] })));
     });
 
     it('after a flush that failed before saving, saves in full at the next', async () => {
@@ -65,8 +65,8 @@ describe('LedgerSync', () => {
     it('folds a pending settlement once although the save it was folded for failed', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
-      const reservation = h.pacer.dispatch(START, 1);
-      await h.stores.ledger.addSettlements(LANE, { reservation, actualCost: 3 });
+      const reservation = h.pacer.dispatch(START, { cost: 1 });
+      await h.stores.ledger.addSettlements(LANE, { reservation, actual: { cost: 3 } });
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
       h.flushes.failing.add('saveLedger');
       await sync.tryFlush();
@@ -74,7 +74,7 @@ describe('LedgerSync', () => {
 
       await sync.tryFlush();
       expect(settle).toHaveBeenCalledTimes(1);
-      expect(h.events).toEqual([expect.objectContaining({ type: 'state-unavailable' }), { type: 'flushed', at: START, settlements: 1, usage: [{ tier: '5/second', kind: 'sliding', used: 1, limit: 5 }] }]);
+      expect(h.events).toEqual([expect.objectContaining({ type: 'state-unavailable' }), { type: 'flushed', at: START, settlements: 1, handedBack: {}, usage: [{ tier: '5/second', kind: 'sliding', used: 1, limit: 5 }] }]);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     });
   });
@@ -83,9 +83,9 @@ describe('LedgerSync', () => {
     it('folds the second copy of an id not at all, whether it is pending beside the first or comes after the first was folded', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
-      const reservation = h.pacer.dispatch(START, 1);
+      const reservation = h.pacer.dispatch(START, { cost: 1 });
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
-      const copy = { reservation, actualCost: null, id: 'd-1' };
+      const copy = { reservation, actual: null, id: 'd-1' };
       await h.stores.ledger.addSettlements(LANE, copy);
       await h.stores.ledger.addSettlements(LANE, copy);
       await sync.tryFlush();
@@ -100,9 +100,9 @@ describe('LedgerSync', () => {
     it('folds settlements of different ids, and settlements without one, each time', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
-      const reservation = h.pacer.dispatch(START, 1);
+      const reservation = h.pacer.dispatch(START, { cost: 1 });
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
-      for (const s of [{ id: 'd-1' }, { id: 'd-2' }, {}, {}]) await h.stores.ledger.addSettlements(LANE, { reservation, actualCost: 2, ...s });
+      for (const s of [{ id: 'd-1' }, { id: 'd-2' }, {}, {}]) await h.stores.ledger.addSettlements(LANE, { reservation, actual: { cost: 2 }, ...s });
       await sync.tryFlush();
 
       expect(settle).toHaveBeenCalledTimes(4);
@@ -111,9 +111,9 @@ describe('LedgerSync', () => {
     it('forgets an id two worker timeouts after folding it', async () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
-      const reservation = h.pacer.dispatch(START, 1);
+      const reservation = h.pacer.dispatch(START, { cost: 1 });
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
-      const copy = { reservation, actualCost: 2, id: 'd-1' };
+      const copy = { reservation, actual: { cost: 2 }, id: 'd-1' };
       await h.stores.ledger.addSettlements(LANE, copy);
       await sync.tryFlush();
       await h.clock.advance(2 * h.config.orchestrator.workerTimeoutMs);

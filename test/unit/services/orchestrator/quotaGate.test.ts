@@ -11,8 +11,8 @@ const DAY_MS = 86_400_000;
 /** A gate over a 5/second and a 2/day tier, with the day's quota spent at START, in a run that lasts two days. */
 function dayExhausted() {
   const h = roomHarness(testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 2, per: 'day' }] }));
-  h.pacer.dispatch(START, 1);
-  h.pacer.dispatch(START + 200, 1);
+  h.pacer.dispatch(START, { cost: 1 });
+  h.pacer.dispatch(START + 200, { cost: 1 });
   return { h, gate: new QuotaGate(new RunContext(h.run.deps, { deadline: START + 2 * DAY_MS }), h.pacer) };
 }
 
@@ -67,7 +67,7 @@ describe('QuotaGate', () => {
 
     it('stays shut without an exhaustion when only the run’s end comes before the next unit', () => {
       const h = roomHarness(testConfig({ quotas: [{ limit: 1, per: 'minute' }] }));
-      h.pacer.dispatch(START + 50_000, 1);
+      h.pacer.dispatch(START + 50_000, { cost: 1 });
       const gate = new QuotaGate(h.run, h.pacer); // the run ends at START + 60 s; the next unit goes at START + 110 s
 
       expect(gate.shutUntil(START + 90_000 - 1)).toBe(START + 60_000);
@@ -87,7 +87,7 @@ describe('QuotaGate', () => {
     it('counts what the calendar tiers have left, and leaves the pace of the sliding tiers to the batch size', () => {
       const h = roomHarness(testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 3, per: 'day' }] }));
       const gate = new QuotaGate(h.run, h.pacer);
-      h.pacer.dispatch(START, 1);
+      h.pacer.dispatch(START, { cost: 1 });
       expect(gate.room(START + 1)).toBe(2);
       expect(new QuotaGate(roomHarness().run, roomHarness().pacer).room(START)).toBe(Number.POSITIVE_INFINITY);
     });
