@@ -38,10 +38,13 @@ export class OrchestratorRun {
     this.ledger = new LedgerSync(this.run, this.link, pacer, lease);
     this.circuit = new CircuitWatch(this.run, this.link, pacer, circuit);
     this.gate = new QuotaGate(this.run, pacer);
+    // On a lane with maxInFlight, a refill takes no more than the free slots and one more round of them: a message
+    // received waits at most about one call for its slot, well within its visibility.
+    const { slots } = pacer;
     this.intake = new Intake(
       this.run,
       () => this.ledger.nextStoreCallAt(),
-      (now) => this.gate.room(now),
+      (now) => Math.min(this.gate.room(now), slots === undefined ? Number.POSITIVE_INFINITY : slots.cap + slots.free(now)),
     );
     this.dispatcher = new Dispatcher(this.run, this.intake, this.ledger, this.link, pacer, this.gate);
   }

@@ -200,3 +200,26 @@ describe('usage read from the answer', () => {
     expect(spans).toHaveLength(1);
   });
 });
+
+describe('maxInFlight and the receives', () => {
+  it('receives no more than the slots can take while the messages stay covered: no message is received twice', async () => {
+    // 50/s would prefetch 50 messages a refill; 2 slots of 4 s calls send one every 2 s, so most of a refill would
+    // outlive its visibility's cover (25 s) in the buffer, reappear and be received again.
+    const { h, spans } = laneWithApi(config({ quotas: [{ limit: 50, per: 'second' }], maxInFlight: 2 }), 4_000);
+    await sendMain(h, 30);
+    const received: string[] = [];
+    const receive = h.queues.receive.bind(h.queues);
+    jest.spyOn(h.queues, 'receive').mockImplementation(async (...args) => {
+      const messages = await receive(...args);
+      received.push(...messages.map((m) => m.messageId));
+      return messages;
+    });
+
+    await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 80_000 }), START + 81_000);
+
+    expect(spans).toHaveLength(30);
+    expect(peakInProgress(spans)).toBe(2);
+    expect(received).toHaveLength(30);
+    expect(new Set(received).size).toBe(30);
+  });
+});
