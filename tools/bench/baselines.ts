@@ -5,11 +5,13 @@ import Bottleneck from 'bottleneck';
 import { HttpApiCaller } from '../../lib/adapters/http/HttpApiCaller';
 import { systemClock } from '../../lib/adapters/systemClock';
 import { classify, type Classification } from '../../lib/domain/outcome/classify';
-import type { Tier } from '../../lib/domain/quota/tiers';
+import { REQUESTS, unitsFor, type Costs, type Tier } from '../../lib/domain/quota/tiers';
 import { startApiServer } from '../local/apiServer';
+import type { JobSpec } from '../simulation/jobs';
 import { outageTimes } from '../simulation/scenario';
 import { VirtualApi } from '../simulation/virtualApi';
-import { callsPerSecond, idealSeconds, optimalSecondsOf, recoverySeconds } from './measures';
+import { benchJobs } from './jobSet';
+import { callsPerSecond, idealSeconds, optimalSecondsOf, recoverySeconds, tierUtilization } from './measures';
 import { startRedis } from './redisServer';
 import type { BenchScenario, StrategyName, StrategyResult } from './types';
 
@@ -98,14 +100,14 @@ function sdkRetryDelayMs(outcome: Extract<Classification, { kind: 'rate-limited'
 }
 
 /**
- * Sends job `id` the way an SDK client with standard retries does: 429 and 5xx (and network errors) are retried
+ * Sends `job` the way an SDK client with standard retries does: 429 and 5xx (and network errors) are retried
  * within the same invocation, sleeps included. No retry starts that would end after `deadline`.
  * @returns whether the API accepted the job.
  */
-async function sendWithSdkRetries(caller: HttpApiCaller, quota: SdkRetryQuota, id: string, deadline: number): Promise<boolean> {
+async function sendWithSdkRetries(caller: HttpApiCaller, quota: SdkRetryQuota, job: QueuedJob, deadline: number): Promise<boolean> {
   let lastRetryCost: number | undefined;
   for (let attempt = 1; ; attempt++) {
-    const outcome = classify(await caller.call(JSON.stringify({ id }), { idempotencyKey: id }), systemClock.now());
+    const outcome = classify(await caller.call(job.body, { idempotencyKey: job.id }), systemClock.now());
     if (outcome.kind === 'success') {
       quota.recordSuccess(lastRetryCost);
       return true;
@@ -149,8 +151,58 @@ export function limiterSettings(quotas: readonly Tier[], share: number): Bottlen
   };
 }
 
+/** One Bottleneck of a {@link limiterChain}, and the weight a job takes from it. */
+export interface ChainedLimiter {
+  readonly settings: Bottleneck.ConstructorOptions;
+  /** The job's weight in this limiter, from its reservation: 1 for requests, else its estimate of the tier's unit. */
+  readonly weight: (costs: Costs) => number;
+}
+
+/**
+ * The limiters a user writes for `1/share` of a quota whose tiers count named units (tokens), as Bottleneck allows
+ * it: one limiter per tier, each job scheduled through all of them in turn with its weight in each.
+ * - The request tiers share one limiter ({@link limiterSettings}), which also runs at most `maxConcurrent` jobs at
+ *   once (the share of `maxInFlight`, at least 1).
+ * - Each tier of a named unit gets a reservoir of its whole share, `floor(limit / share)` units, refreshed every
+ *   window; a job takes its reservation from it (for an LLM call, the prompt's tokens and its `max_tokens`: what it
+ *   may use, since the limiter learns nothing of the answer), and `minTime` spreads the jobs over the window at the
+ *   pace of the mean reservation `meanUnits(tier)`, so that the refreshes do not let a whole share go at once.
+ * A job waits in each limiter in turn, holding its place in the ones before (as nested `schedule` calls do).
+ */
+export function limiterChain(quotas: readonly Tier[], share: number, meanUnits: (tier: Tier) => number, maxConcurrent?: number): ChainedLimiter[] {
+  const requests = limiterSettings(
+    quotas.filter((tier) => tier.unit === REQUESTS),
+    share,
+  );
+  const concurrency = maxConcurrent === undefined ? {} : { maxConcurrent: Math.max(1, Math.floor(maxConcurrent / share)) };
+  const units = quotas.flatMap((tier): ChainedLimiter[] => {
+    const rate = tier.steadyRate();
+    if (tier.unit === REQUESTS || rate === undefined) return [];
+    const reservoir = Math.max(1, Math.floor(rate.units / share));
+    return [
+      {
+        settings: { reservoir, reservoirRefreshAmount: reservoir, reservoirRefreshInterval: rate.perMs, minTime: Math.ceil((rate.perMs * meanUnits(tier)) / reservoir) },
+        weight: (costs) => unitsFor(tier, costs),
+      },
+    ];
+  });
+  return [{ settings: { ...requests, ...concurrency }, weight: () => 1 }, ...units];
+}
+
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
+}
+
+/** A job of the queue: its id (the idempotency key), its body as sent, and its reservation. */
+interface QueuedJob {
+  readonly id: string;
+  readonly body: string;
+  readonly costs: Costs;
+}
+
+/** The scenario's job set as the baselines' queue holds it (every bench job is well-formed). */
+function queuedJobs(jobs: readonly JobSpec[]): QueuedJob[] {
+  return jobs.map((job, i) => ({ id: `job-${i + 1}`, body: job.body, costs: job.costs }));
 }
 
 /**
@@ -158,24 +210,24 @@ function round3(x: number): number {
  * later, like a message whose visibility timeout ran out.
  */
 class JobQueue {
-  private readonly waiting: { readonly id: string; readonly visibleAt: number }[];
+  private readonly waiting: { readonly job: QueuedJob; readonly visibleAt: number }[];
   private readonly jobs: number;
   private done = 0;
   private lastDoneAt: number | undefined;
 
-  constructor(jobs: number, visibleAt: number) {
-    this.waiting = Array.from({ length: jobs }, (_, i) => ({ id: `job-${i + 1}`, visibleAt }));
-    this.jobs = jobs;
+  constructor(jobs: readonly QueuedJob[], visibleAt: number) {
+    this.waiting = jobs.map((job) => ({ job, visibleAt }));
+    this.jobs = jobs.length;
   }
 
   /** The next visible job, how long to wait before looking again, or `undefined` once every job succeeded. */
-  next(now: number): { readonly id: string } | { readonly waitMs: number } | undefined {
+  next(now: number): { readonly job: QueuedJob } | { readonly waitMs: number } | undefined {
     if (this.done === this.jobs) return undefined;
     const head = this.waiting[0];
     if (head === undefined) return { waitMs: POLL_MS };
     if (head.visibleAt > now) return { waitMs: Math.min(POLL_MS, head.visibleAt - now) };
     this.waiting.shift();
-    return { id: head.id };
+    return { job: head.job };
   }
 
   recordSuccess(at: number): void {
@@ -194,8 +246,8 @@ class JobQueue {
   }
 
   /** Visibility delays only grow with time, so appending keeps the queue in order of visibility. */
-  redeliver(id: string, visibleAt: number): void {
-    this.waiting.push({ id, visibleAt });
+  redeliver(job: QueuedJob, visibleAt: number): void {
+    this.waiting.push({ job, visibleAt });
   }
 }
 
@@ -212,7 +264,7 @@ const START_DELAY_SEED = 11;
  * One worker, standing for one of Lambda's N concurrent executions: it takes the next visible job, runs one
  * invocation with it (`send`), and gives it back to the queue for a redelivery if the invocation failed.
  */
-async function work(send: (id: string) => Promise<boolean>, queue: JobQueue, usage: Usage, redeliveryDelayMs: number, deadline: number, startDelayMs: () => number): Promise<void> {
+async function work(send: (job: QueuedJob) => Promise<boolean>, queue: JobQueue, usage: Usage, redeliveryDelayMs: number, deadline: number, startDelayMs: () => number): Promise<void> {
   for (let now = systemClock.now(); now < deadline; now = systemClock.now()) {
     const next = queue.next(now);
     if (next === undefined) return;
@@ -225,11 +277,11 @@ async function work(send: (id: string) => Promise<boolean>, queue: JobQueue, usa
     const lateMs = startDelayMs();
     if (lateMs > 0) await systemClock.sleep(lateMs);
     // A limiter stopped at the time limit rejects the calls still waiting in it.
-    const accepted = await send(next.id).catch(() => false);
+    const accepted = await send(next.job).catch(() => false);
     const end = systemClock.now();
     usage.busyMs += end - now;
     if (accepted) queue.recordSuccess(end);
-    else queue.redeliver(next.id, end + redeliveryDelayMs);
+    else queue.redeliver(next.job, end + redeliveryDelayMs);
   }
 }
 
@@ -246,7 +298,7 @@ interface RunRecord {
 function resultOf(name: BaselineName, scenario: BenchScenario, { api, queue, usage, start, outage }: RunRecord): StrategyResult {
   const complete = queue.succeeded === scenario.jobs;
   const durationSeconds = round3(((complete ? (queue.lastSuccessAt ?? start) : systemClock.now()) - start) / 1000);
-  const idealDone = idealSeconds({ ...scenario, jobs: queue.succeeded });
+  const idealDone = idealSeconds(scenario, queue.succeeded);
   const { apiCalls, rejectedByApi } = api.report();
   return {
     name,
@@ -260,41 +312,52 @@ function resultOf(name: BaselineName, scenario: BenchScenario, { api, queue, usa
     invocationsPerJob: round3(usage.invocations / scenario.jobs),
     workerBusySecondsPerJob: round3(usage.busyMs / 1000 / scenario.jobs),
     ...(outage ? { recoverySeconds: recoverySeconds(api.callLog, outage.endMs) } : {}),
+    ...(scenario.llm === undefined ? {} : { peakCallsInFlight: api.peakCallsInFlight(), tierUtilization: tierUtilization(api.callLog, scenario.quotas) }),
     callsPerSecond: callsPerSecond(api.callLog, start),
   };
+}
+
+/** Bottlenecks a job goes through in turn, each taking the job's weight in it. */
+type Limiters = readonly { readonly limiter: Bottleneck; readonly weight: (costs: Costs) => number }[];
+
+/** `send` through `limiters` in turn, each scheduled with the job's weight, as nested `schedule` calls run it. */
+function throughLimiters(limiters: Limiters, send: (job: QueuedJob) => Promise<boolean>): (job: QueuedJob) => Promise<boolean> {
+  return (job) => limiters.reduceRight<() => Promise<boolean>>((inner, { limiter, weight }) => () => limiter.schedule({ weight: weight(job.costs) }, inner), () => send(job))();
 }
 
 /**
  * Runs the scenario's jobs through N workers, each with `limiters[i]` (if any) around its SDK-style calls, against a
  * fresh simulated API served over HTTP; the outage is placed from the run's start.
  */
-async function runWorkers(name: BaselineName, scenario: BenchScenario, options: BaselineOptions, limiters: readonly Bottleneck[]): Promise<StrategyResult> {
+async function runWorkers(name: BaselineName, scenario: BenchScenario, options: BaselineOptions, limiters: readonly Limiters[]): Promise<StrategyResult> {
   const { redeliveryDelayMs = 5_000, timeLimitMs = 600_000 } = options;
+  const jobs = queuedJobs(benchJobs(scenario));
   const start = systemClock.now();
   const deadline = start + timeLimitMs;
   const outages = outageTimes(scenario.outage === undefined ? [] : [scenario.outage], start);
   const [outage] = outages;
-  const api = new VirtualApi({ clock: systemClock, tiers: scenario.quotas, latencyMs: scenario.latencyMs, outages });
+  const { llm } = scenario;
+  const api = new VirtualApi({ clock: systemClock, tiers: scenario.quotas, latencyMs: scenario.latencyMs, outages, ...(llm === undefined ? {} : { llm: llm.api, concurrency: llm.concurrency }) });
   const server = await startApiServer(api);
   const caller = new HttpApiCaller({ apiUrl: server.apiUrl, healthUrl: server.healthUrl, timeoutMs: CALL_TIMEOUT_MS });
-  const stopLimiters = setTimeout(() => limiters.forEach((limiter) => void limiter.stop({ dropWaitingJobs: true }).catch(() => undefined)), timeLimitMs);
+  const all = limiters.flatMap((chain) => chain.map(({ limiter }) => limiter));
+  const stopLimiters = setTimeout(() => all.forEach((limiter) => void limiter.stop({ dropWaitingJobs: true }).catch(() => undefined)), timeLimitMs);
   try {
-    const queue = new JobQueue(scenario.jobs, start);
+    const queue = new JobQueue(jobs, start);
     const usage: Usage = { invocations: 0, busyMs: 0 };
     const timing = new InvokeTiming({ start: scenario.startDelays ?? REALISTIC_START_DELAYS, duplicates: NO_DUPLICATES }, seededRandom(START_DELAY_SEED));
     const startDelayMs = (): number => timing.plan(systemClock.now()).startDelayMs;
     await Promise.all(
       Array.from({ length: scenario.busyWorkers ?? scenario.workers }, (_, i) => {
         const quota = new SdkRetryQuota();
-        const send = (id: string): Promise<boolean> => sendWithSdkRetries(caller, quota, id, deadline);
-        const limiter = limiters[i];
-        return work(limiter ? (id) => limiter.schedule(() => send(id)) : send, queue, usage, redeliveryDelayMs, deadline, startDelayMs);
+        const send = (job: QueuedJob): Promise<boolean> => sendWithSdkRetries(caller, quota, job, deadline);
+        return work(throughLimiters(limiters[i] ?? [], send), queue, usage, redeliveryDelayMs, deadline, startDelayMs);
       }),
     );
     return resultOf(name, scenario, { api, queue, usage, start, outage });
   } finally {
     clearTimeout(stopLimiters);
-    await Promise.all(limiters.map((limiter) => limiter.disconnect()));
+    await Promise.all(all.map((limiter) => limiter.disconnect()));
     await server.close();
   }
 }
@@ -333,6 +396,12 @@ function unavailable(name: BaselineName, reason: string): StrategyResult {
  *   quota, on a `redis-server` started for the run and stopped after. If it cannot start, the result says why in
  *   `unavailable`, with zero figures.
  *
+ * Where the tiers count tokens (the `llm` scenario), the limiters are token-aware as Bottleneck allows: one per tier
+ * (see {@link limiterChain}), each job weighing its reservation (its prompt's tokens and its `max_tokens`) in the
+ * token tiers and 1 in the request tiers, with `maxConcurrent` at the scenario's `maxInFlight` (a 1/N share of it
+ * per worker). They reserve what a call may use and never learn what it did use, so they cannot hand anything back.
+ * Naive fan-out just retries the 429s.
+ *
  * Limiters and their Redis connections are disconnected at the end. Never throws for a missing Redis.
  */
 export async function runBaseline(name: BaselineName, scenario: BenchScenario, options: BaselineOptions = {}): Promise<StrategyResult> {
@@ -340,28 +409,32 @@ export async function runBaseline(name: BaselineName, scenario: BenchScenario, o
     case 'naive-fanout':
       return runWorkers(name, scenario, options, []);
     case 'per-worker-limiter': {
-      const settings = limiterSettings(scenario.quotas, scenario.workers);
-      return runWorkers(name, scenario, options, Array.from({ length: scenario.workers }, () => new Bottleneck(settings)));
+      const chain = chainOf(scenario, scenario.workers);
+      return runWorkers(name, scenario, options, Array.from({ length: scenario.workers }, () => chain.map(({ settings, weight }) => ({ limiter: new Bottleneck(settings), weight }))));
     }
     case 'shared-redis-limiter': {
       const redis = await startRedis({ binary: options.redisServer });
       if ('unavailable' in redis) return unavailable(name, redis.unavailable);
       try {
-        const whole = limiterSettings(scenario.quotas, 1);
-        const settings: Bottleneck.ConstructorOptions = {
-          ...whole,
-          id: `bench-${randomUUID()}`,
-          datastore: 'ioredis',
-          clientOptions: { host: REDIS_HOST, port: redis.port },
-          // In clustering mode the reservoir is refreshed only on a heartbeat, every 5 s by default, and Bottleneck's
-          // README asks for a refresh interval that is a multiple of it: a 1-s window gets a 1-s heartbeat.
-          heartbeatInterval: Math.min(REDIS_HEARTBEAT_MS, whole.reservoirRefreshInterval ?? REDIS_HEARTBEAT_MS),
-        };
-        const limiters = Array.from({ length: scenario.workers }, () => new Bottleneck(settings));
+        const id = `bench-${randomUUID()}`;
+        const chain = chainOf(scenario, 1).map(({ settings, weight }, i) => ({
+          settings: {
+            ...settings,
+            id: `${id}-${i}`,
+            datastore: 'ioredis',
+            clientOptions: { host: REDIS_HOST, port: redis.port },
+            // In clustering mode the reservoir is refreshed only on a heartbeat, every 5 s by default, and Bottleneck's
+            // README asks for a refresh interval that is a multiple of it: a 1-s window gets a 1-s heartbeat.
+            heartbeatInterval: Math.min(REDIS_HEARTBEAT_MS, settings.reservoirRefreshInterval ?? REDIS_HEARTBEAT_MS),
+          },
+          weight,
+        }));
+        const limiters = Array.from({ length: scenario.workers }, () => chain.map(({ settings, weight }) => ({ limiter: new Bottleneck(settings), weight })));
+        const all = limiters.flat().map(({ limiter }) => limiter);
         try {
-          await Promise.all(limiters.map((limiter) => limiter.ready()));
+          await Promise.all(all.map((limiter) => limiter.ready()));
         } catch (error) {
-          await Promise.all(limiters.map((limiter) => limiter.disconnect(false)));
+          await Promise.all(all.map((limiter) => limiter.disconnect(false)));
           return unavailable(name, `Bottleneck could not use redis-server: ${error instanceof Error ? error.message : String(error)}`);
         }
         return await runWorkers(name, scenario, options, limiters);
@@ -370,4 +443,11 @@ export async function runBaseline(name: BaselineName, scenario: BenchScenario, o
       }
     }
   }
+}
+
+/** The limiters of `1/share` of the scenario's quota (see {@link limiterChain}), paced at its jobs' mean reservations. */
+function chainOf(scenario: BenchScenario, share: number): ChainedLimiter[] {
+  const jobs = benchJobs(scenario);
+  const meanUnits = (tier: Tier): number => jobs.reduce((sum, job) => sum + unitsFor(tier, job.costs), 0) / Math.max(1, jobs.length);
+  return limiterChain(scenario.quotas, share, meanUnits, scenario.maxInFlight);
 }

@@ -1,9 +1,11 @@
 import { runLocal, type LocalRunResult } from '../local/localRun';
 import { countRequests, dynamodbUnits, laneItemLoad, type LaneItemLoad } from '../local/requestMeter';
 import type { Template } from '../local/template';
-import { parseScenario } from '../simulation/scenario';
-import { REALISTIC_START_DELAYS } from '../simulation/startDelays';
-import { callsPerSecond, optimalSecondsOf, recoverySeconds } from './measures';
+import type { ServiceConfig } from '../../lib/config';
+import { namedUnits } from '../../lib/domain/quota/tiers';
+import { simulationScenario } from './jobSet';
+import { peakCallsInFlight } from '../simulation/virtualApi';
+import { callsPerSecond, handedBackShare, optimalSecondsOf, recoverySeconds, tierUtilization } from './measures';
 import type { BenchScenario, StrategyResult } from './types';
 
 /** The orchestrator's result with what only it has: its AWS requests, where its time went, and its memory. */
@@ -39,17 +41,10 @@ export interface OrchestratorStrategyOptions {
  * handlers, the Lambda invoke path), with `serverless.yml`'s settings but the scenario's quotas.
  */
 export async function runOrchestratorStrategy(bench: BenchScenario, options: OrchestratorStrategyOptions): Promise<OrchestratorResult> {
-  const scenario = parseScenario({
-    name: bench.name,
-    quotas: bench.quotas,
-    jobs: { count: bench.jobs },
-    api: { latencyMs: bench.latencyMs, outages: bench.outage === undefined ? [] : [bench.outage] },
-    // The same start delays as the baselines' workers, and like them no second deliveries.
-    startDelays: bench.startDelays ?? REALISTIC_START_DELAYS,
-    duplicateDeliveries: { share: 0 },
-    maxSeconds: 600,
-  });
-  const run = await runLocal({ scenario, overrides: ['quotas'], template: options.template, ...(bench.awsLatency === undefined ? {} : { awsLatency: bench.awsLatency }) });
+  // The same jobs and start delays as the baselines' workers, and like them no second deliveries.
+  const scenario = simulationScenario(bench);
+  const overrides: (keyof ServiceConfig)[] = bench.llm === undefined ? ['quotas'] : ['quotas', 'maxInFlight', 'usagePreset'];
+  const run = await runLocal({ scenario, overrides, template: options.template, ...(bench.awsLatency === undefined ? {} : { awsLatency: bench.awsLatency }) });
   return toResult(bench, run);
 }
 
@@ -84,6 +79,9 @@ function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult
     // The orchestrator function bills too: its time is counted with the workers'.
     workerBusySecondsPerJob: round(billedSeconds / jobs),
     ...(outageEnd === undefined ? {} : { recoverySeconds: recoverySeconds(run.calls, outageEnd) }),
+    ...(bench.llm === undefined
+      ? {}
+      : { peakCallsInFlight: peakCallsInFlight(run.calls), tierUtilization: tierUtilization(run.calls, bench.quotas), handedBackShare: handedBackShare(run.settlements, namedUnits(bench.quotas)) }),
     dynamodbReadUnitsPerJob: round(units.read / jobs),
     dynamodbWriteUnitsPerJob: round(units.write / jobs),
     dynamodbRequestsPerJob: round(requestsTo(run, 'dynamodb') / jobs),

@@ -46,6 +46,43 @@ export function lateStartsScenario(size: BenchSize): BenchScenario {
   };
 }
 
+/**
+ * Tiers of the `llm` scenario, per minute as Anthropic's are: requests, input tokens and output tokens. At a reservation
+ * of the prompt (500 to 2,000 tokens) plus `max_tokens` (1,024) per call, output binds first: 60,000 / 1,024 = 58
+ * calls a minute, against 120 requests and 200,000 / 1,250 = 160 prompts. At the real output (20 to 100 % of
+ * `max_tokens`, 614 on average), output still binds, at 97 calls a minute: a strategy that learns each call's usage
+ * and hands back the rest can go 1.6 times as fast as one that keeps `max_tokens` reserved.
+ */
+const LLM_TIERS = parseTiers([
+  { limit: 120, per: 'minute' },
+  { limit: 200_000, per: 'minute', unit: 'input_tokens' },
+  { limit: 60_000, per: 'minute', unit: 'output_tokens' },
+]);
+
+/**
+ * An LLM API: 160 jobs (30 in the quick size) of 500 to 2,000 prompt tokens and `max_tokens` 1,024, against
+ * {@link LLM_TIERS} and a limit of 10 calls in progress, which is also the orchestrator's `maxInFlight` and the
+ * limiters' `maxConcurrent`. The API answers in 300 ms plus 4 ms per output token (2.8 s on average, at most
+ * 4.4 s), with Anthropic's usage body; it counts `max_tokens` toward the output tier when a call arrives and corrects
+ * it to the real output when it answers. At the real output's pace the run takes about 100 s (20 s quick), and about
+ * 165 s at `max_tokens`' pace.
+ */
+export function llmScenario(size: BenchSize): BenchScenario {
+  return {
+    name: 'llm',
+    jobs: size === 'full' ? 160 : 30,
+    quotas: LLM_TIERS,
+    latencyMs: 300,
+    workers: 20,
+    maxInFlight: 10,
+    llm: {
+      jobs: { promptTokensMin: 500, promptTokensMax: 2000, maxTokens: 1024 },
+      api: { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 4 },
+      concurrency: 10,
+    },
+  };
+}
+
 /** Growth: the orchestrator alone at 1×, 4× and 16× the jobs, against a quota it can fill (200/s). */
 export function growthScenarios(size: BenchSize): BenchScenario[] {
   const base = size === 'full' ? 400 : 100;

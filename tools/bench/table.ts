@@ -54,14 +54,27 @@ function fixed(n: number | undefined, digits: number): string {
   return n === undefined || !Number.isFinite(n) ? '-' : n.toFixed(digits);
 }
 
+/** Each unit's handed-back share, `output_tokens 0.412`, those of none left out; `0` when none handed any back, '-' without figures. */
+function handedBackCell(share: Readonly<Record<string, number>> | undefined): string {
+  if (share === undefined) return '-';
+  const some = Object.entries(share).filter(([, n]) => n > 0);
+  return some.length === 0 ? '0' : some.map(([unit, n]) => `${unit} ${n.toFixed(3)}`).join(', ');
+}
+
 /**
  * One scenario's results as a table: a heading line with the scenario's name, then one row per strategy in the given
  * order, with `costs[i]` (USD per million jobs) beside `results[i]`. A strategy that could not run shows its reason
  * instead of figures. The recovery column appears only when some strategy has a `recoverySeconds`; the DynamoDB and
- * SQS columns show '-' where a strategy has no such figure.
+ * SQS columns show '-' where a strategy has no such figure. An LLM scenario's figures follow, where some strategy
+ * has them: `peak in flight`, one `use <tier>` column per tier of `tierUtilization`, and `handed back` (each unit's
+ * share that was handed back, units that handed back none left out, `0` when none did).
  */
 export function formatTable(scenarioName: string, results: readonly StrategyResult[], costs: readonly (number | undefined)[] = []): string {
-  const withRecovery = results.some((r) => r.unavailable === undefined && r.recoverySeconds !== undefined);
+  const ran = results.filter((r) => r.unavailable === undefined);
+  const withRecovery = ran.some((r) => r.recoverySeconds !== undefined);
+  const withPeak = ran.some((r) => r.peakCallsInFlight !== undefined);
+  const tiers = [...new Set(ran.flatMap((r) => Object.keys(r.tierUtilization ?? {})))];
+  const withHandedBack = ran.some((r) => r.handedBackShare !== undefined);
   const columns: Column[] = [
     { header: 'strategy', align: 'left' },
     { header: 'duration s', align: 'right' },
@@ -78,6 +91,9 @@ export function formatTable(scenarioName: string, results: readonly StrategyResu
     { header: 'DynamoDB WU/job', align: 'right' },
     { header: 'SQS req/job', align: 'right' },
     { header: '$ per 1M jobs', align: 'right' },
+    ...(withPeak ? [{ header: 'peak in flight', align: 'right' } as const] : []),
+    ...tiers.map((tier) => ({ header: `use ${tier}`, align: 'right' }) as const),
+    ...(withHandedBack ? [{ header: 'handed back', align: 'left' } as const] : []),
   ];
   const rows: Row[] = results.map((r, i) => {
     if (r.unavailable !== undefined) return { first: r.name, spanning: `unavailable: ${r.unavailable}` };
@@ -98,6 +114,9 @@ export function formatTable(scenarioName: string, results: readonly StrategyResu
         fixed(r.dynamodbWriteUnitsPerJob, 2),
         fixed(r.sqsRequestsPerJob, 2),
         fixed(costs[i], 2),
+        ...(withPeak ? [r.peakCallsInFlight === undefined ? '-' : formatCount(r.peakCallsInFlight)] : []),
+        ...tiers.map((tier) => fixed(r.tierUtilization?.[tier], 3)),
+        ...(withHandedBack ? [handedBackCell(r.handedBackShare)] : []),
       ],
     };
   });

@@ -1,5 +1,7 @@
 import type { Tier } from '../../lib/domain/quota/tiers';
 import type { AwsLatencyProfile } from '../simulation/awsLatency';
+import type { LlmJobs } from '../simulation/scenario';
+import type { LlmModel } from '../simulation/virtualApi';
 import type { StartDelayModel } from '../simulation/startDelays';
 
 /** The strategies the benchmark compares, in table order. */
@@ -30,6 +32,26 @@ export interface BenchScenario {
   readonly startDelays?: StartDelayModel;
   /** Latency added to each AWS request of the orchestrator's functions, as AWS takes it. @default none */
   readonly awsLatency?: AwsLatencyProfile;
+  /**
+   * LLM jobs against an LLM API (see `LlmBench`): bodies carry `prompt_tokens` and `max_tokens`, the API answers
+   * with its usage in the body and corrects its output tiers to it. @default plain jobs `{"id"}`, one request each
+   */
+  readonly llm?: LlmBench;
+  /**
+   * The orchestrator lane's `maxInFlight`, and the most calls the baselines' limiters run at once (Bottleneck's
+   * `maxConcurrent`: all of it for the shared limiter, a 1/N share for the per-worker ones). @default no cap
+   */
+  readonly maxInFlight?: number;
+}
+
+/** The LLM side of a {@link BenchScenario}. */
+export interface LlmBench {
+  /** The jobs' prompt tokens and `max_tokens`. */
+  readonly jobs: LlmJobs;
+  /** How the API draws each answer's output and how long it takes. */
+  readonly api: LlmModel;
+  /** Calls in progress above which the API answers 429. */
+  readonly concurrency: number;
 }
 
 /** What one strategy did on one scenario: the benchmark's contract (docs/benchmark.md), plus the orchestrator's extras. */
@@ -55,6 +77,21 @@ export interface StrategyResult {
   readonly dynamodbReadUnitsPerJob?: number;
   readonly dynamodbWriteUnitsPerJob?: number;
   readonly sqsRequestsPerJob?: number;
+  /**
+   * LLM scenario: the most job calls the API had in progress at once, whatever its answers (see
+   * `peakCallsInFlight` in `virtualApi.ts`).
+   */
+  readonly peakCallsInFlight?: number;
+  /**
+   * LLM scenario, per sliding tier by its label (`60000 output_tokens/minute`): how much of the tier the strategy
+   * used while it had a backlog (see `tierUtilization` in `measures.ts`); 1 is the whole limit in every window.
+   */
+  readonly tierUtilization?: Readonly<Record<string, number>>;
+  /**
+   * LLM scenario, orchestrator only, per named unit: the units its settlements handed back over the units they had
+   * reserved (see `handedBackShare` in `measures.ts`).
+   */
+  readonly handedBackShare?: Readonly<Record<string, number>>;
   /** Set when the strategy could not run here (e.g. no `redis-server`); the figures are then zero. */
   readonly unavailable?: string;
   /** Job calls that reached the API in each second of the run, for the chart. */

@@ -10,7 +10,7 @@ import { ceilingLines, chartPanel, compareStrategies, costLine, figures, growthT
 import { runBaseline } from '../bench/baselines';
 import { simulatedCeiling } from '../bench/simulatedCeiling';
 import { measureIdle } from '../bench/idleCost';
-import { ceilingScenario, growthScenarios, lateStartsScenario, outageScenario, partlyBusyScenario, steadyScenario, type BenchSize } from '../bench/scenarios';
+import { ceilingScenario, growthScenarios, lateStartsScenario, llmScenario, outageScenario, partlyBusyScenario, steadyScenario, type BenchSize } from '../bench/scenarios';
 import { formatTable } from '../bench/table';
 import type { BenchScenario, StrategyResult } from '../bench/types';
 import { packagedTemplate } from '../local/packageService';
@@ -18,9 +18,10 @@ import { packagedTemplate } from '../local/packageService';
 const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
   Runs one job set through four strategies side by side against the same quota-enforcing API:
   naive fan-out with SDK-style retries, per-worker Bottleneck limiters, one Bottleneck limiter shared in Redis,
-  and this orchestrator end to end on the local stack; then the orchestrator alone at growing sizes and at its
-  ceiling. Prints tables and cost lines, and writes a chart of calls per second.
-  --quick       small sizes (under 2 minutes), for a smoke run
+  and this orchestrator end to end on the local stack, in the scenarios steady, outage, late-starts and llm (an
+  LLM API with request, input-token and output-token tiers and a cap on calls in flight); then the orchestrator
+  alone at growing sizes and at its ceiling. Prints tables and cost lines, and writes a chart of calls per second.
+  --quick       small sizes (about 6 minutes), for a smoke run
   --json        print the whole result as one JSON line, last
   --chart FILE  where to write the SVG chart (default: out/bench.svg)`;
 
@@ -52,6 +53,8 @@ async function main(): Promise<number> {
   const outageResults = await compareStrategies(outage, template, progress(outage));
   const lateStarts = lateStartsScenario(size);
   const lateStartsResults = await compareStrategies(lateStarts, template, progress(lateStarts));
+  const llm = llmScenario(size);
+  const llmResults = await compareStrategies(llm, template, progress(llm));
   const growth = growthScenarios(size);
   const growthResults: OrchestratorResult[] = [];
   for (const scenario of growth) {
@@ -82,6 +85,7 @@ async function main(): Promise<number> {
     `per-worker-limiter with ${partlyBusy.busyWorkers} of its ${partlyBusy.workers} workers busy (${partlyBusy.jobs} jobs): utilization ${partlyBusyResult.utilization.toFixed(3)}, ${partlyBusyResult.durationSeconds.toFixed(1)} s against ${partlyBusyResult.idealSeconds.toFixed(1)} s ideal`,
     table(outage, outageResults),
     table(lateStarts, lateStartsResults),
+    table(llm, llmResults),
     growthTable(growthResults, growth),
     ceilingLines(ceilingResult, simulated, ceiling),
     `idle (${idle.runs} runs over empty queues): ${perRun.billedSeconds.toFixed(2)} s billed, ${perRun.dynamodbReadUnits.toFixed(1)} read and ${perRun.dynamodbWriteUnits.toFixed(1)} write units, ${perRun.sqsRequests.toFixed(1)} SQS requests per run; $${idle.idleCostPerMonthUsd.toFixed(2)} a month at ${idle.runsPerMonth} runs`,
@@ -98,6 +102,7 @@ async function main(): Promise<number> {
         partlyBusy: figures(partlyBusyResult),
         outage: outageResults.map(figures),
         'late-starts': lateStartsResults.map(figures),
+        llm: llmResults.map(figures),
         growth: growthResults.map(figures),
         ceiling: { ...figures(ceilingResult), simulated },
         idle,

@@ -1,20 +1,27 @@
 import { parseArgs } from 'node:util';
 import { formatFixedWidth, type Column } from '../bench/table';
 import { faultScenarios, type FaultSize } from '../faults/scenarios';
-import { runFaultScenario, totalsOf, type FaultScenarioResult } from '../faults/runFaults';
+import { runFaultScenario, totalsOf, type CallsInFlightResult, type FaultScenarioResult } from '../faults/runFaults';
 import { startEmulators } from '../local/emulators';
 
 const USAGE = `Usage: npm run faults -- [--quick] [--json] [--scenario NAME] [--seed N]
   Runs the whole service on the local emulators once per fault scenario, injecting the faults real AWS and real
   APIs produce (killed orchestrators, DynamoDB outages and throttling, SQS and Lambda errors, worker crashes and
-  duplicate deliveries, a second orchestrator and a stale lease holder, clock skew, a misbehaving API), and checks
-  that nothing is lost, no quota is exceeded, and every dead-lettered message has its reason.
+  duplicate deliveries, a second orchestrator and a stale lease holder, clock skew, a misbehaving API, workers killed
+  while their call is in progress), and checks that nothing is lost, no quota is exceeded, every dead-lettered message
+  has its reason, and a lane's cap on calls in flight holds at the API and leaks no call slot.
   --quick          the smaller sizes that npm test runs
   --json           print the totals and every scenario as one JSON line, last
   --scenario NAME  run one scenario (repeatable); names: ${faultScenarios('quick')
     .map((s) => s.name)
     .join(', ')}
   --seed N         seed of the kill points and fault shares (default 1)`;
+
+/** One line on the cap on calls in flight: what the API saw, and how the slots came back. */
+function formatCallsInFlight(c: CallsInFlightResult): string {
+  const recovered = c.everySlotRecovered ? 'every slot recovered' : `SLOTS NOT RECOVERED: ${c.unreportedDispatches} dispatches unreported, ${c.slotsLeaked} slots leaked`;
+  return `calls in flight: peak ${c.peak} of maxInFlight ${c.maxInFlight} (${c.inFlightViolations} over) in ${c.calls} calls; ${c.dispatches} dispatches (${c.dispatchesOfFailedWorkers} of failed workers, ${c.reportsLost} reports lost); ${c.slotsHeldAtEnd} slots held at the end (${c.slotsHeldForFailedWorkers} for failed workers); ${recovered}`;
+}
 
 function formatResults(results: readonly FaultScenarioResult[]): string {
   const rows = results.map((r) => [
@@ -36,7 +43,7 @@ function formatResults(results: readonly FaultScenarioResult[]): string {
     const faults = Object.entries(r.faults).map(([kind, n]) => `${kind} ${n}`).join(', ');
     const kills = Object.entries(r.killPoints).map(([point, n]) => `${point} ${n}`).join(', ');
     const exhausted = Object.entries(r.quotaExhausted).map(([tier, n]) => `${tier} ${n}`).join(', ');
-    return `- ${r.name}: ${r.injects}\n    injected: ${faults || 'none'}${kills === '' ? '' : `\n    kill points: ${kills}`}${exhausted === '' ? '' : `\n    quota-exhausted reports: ${exhausted}`}${r.crashErrors.map((e) => `\n    crashed run: ${e}`).join('')}${r.staleHolder === undefined ? '' : `\n    stale holder's run ended: ${r.staleHolder}`}`;
+    return `- ${r.name}: ${r.injects}\n    injected: ${faults || 'none'}${kills === '' ? '' : `\n    kill points: ${kills}`}${exhausted === '' ? '' : `\n    quota-exhausted reports: ${exhausted}`}${r.crashErrors.map((e) => `\n    crashed run: ${e}`).join('')}${r.staleHolder === undefined ? '' : `\n    stale holder's run ended: ${r.staleHolder}`}${r.callsInFlight === undefined ? '' : `\n    ${formatCallsInFlight(r.callsInFlight)}`}`;
   });
   return `${table}\n\n${details.join('\n')}`;
 }
@@ -77,7 +84,8 @@ async function main(): Promise<number> {
   console.log(formatResults(results));
   console.log(`\ntotals: ${JSON.stringify(totals)}`);
   if (values.json) console.log(JSON.stringify({ ...totals, results }));
-  const failed = totals.lost > 0 || totals.quotaViolations > 0 || totals.orchestratorCrashes > 0 || totals.unexplainedDuplicates > 0 || totals.deadLetteredWithoutReason > 0;
+  const slotsLost = results.some((r) => r.callsInFlight?.everySlotRecovered === false);
+  const failed = totals.lost > 0 || totals.quotaViolations > 0 || totals.orchestratorCrashes > 0 || totals.unexplainedDuplicates > 0 || totals.deadLetteredWithoutReason > 0 || totals.inFlightViolations > 0 || slotsLost;
   return failed ? 1 : 0;
 }
 

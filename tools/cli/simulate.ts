@@ -20,8 +20,10 @@ async function main(): Promise<number> {
   const raw: unknown = values.scenario === undefined ? defaultScenario : JSON.parse(readFileSync(values.scenario, 'utf8'));
   const scenario = parseScenario(raw);
   if (!values.json) console.log(`Scenario: ${scenario.name}`);
-  const { report } = await runSimulation(scenario);
-  console.log(values.json ? JSON.stringify(report) : formatReport(report));
+  const { report, api } = await runSimulation(scenario);
+  const { maxInFlight } = scenario.config;
+  const inFlight = maxInFlight === undefined ? '' : `\ncalls in progress at the API: at most ${api.peakCallsInFlight()} at once (maxInFlight ${maxInFlight})`;
+  console.log(values.json ? JSON.stringify(report) : `${formatReport(report)}${inFlight}`);
   return report.lost === 0 ? 0 : 1;
 }
 

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import defaultScenario from '../simulation/scenarios/default.json';
 import { parseScenario } from '../simulation/scenario';
 import { formatReport } from '../simulation/report';
+import { peakCallsInFlight } from '../simulation/virtualApi';
 import type { ServiceConfig } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
 import { runLocal, type KeepOptions, type LocalRunResult, type Progress, type TimelineRow } from '../local/localRun';
@@ -26,7 +27,7 @@ const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] 
                    firing) for \`npm run ops -- --local\`, until Ctrl-C; writes where it is to the stack file
   --stack-file FILE where --keep writes the stack's endpoints, names and environment (default: ${DEFAULT_STACK_FILE})`;
 
-const SETTINGS: readonly (keyof ServiceConfig)[] = ['lane', 'timeZone', 'quotas', 'pacing', 'circuit', 'retry', 'orchestrator'];
+const SETTINGS: readonly (keyof ServiceConfig)[] = ['lane', 'timeZone', 'quotas', 'maxInFlight', 'units', 'usagePreset', 'pacing', 'circuit', 'retry', 'orchestrator'];
 
 /** One status line: a bar of ended jobs, the counts by state and the circuit. */
 function progressLine(p: Progress): string {
@@ -65,11 +66,13 @@ async function main(): Promise<number> {
   const template = await packagedTemplate();
   const progress = new ProgressLine(process.stderr);
   const timelinePath = resolve(values.timeline);
-  const finish = ({ report, timeline }: LocalRunResult): void => {
+  const { maxInFlight } = scenario.config;
+  const finish = ({ report, timeline, calls }: LocalRunResult): void => {
     progress.done();
     mkdirSync(dirname(timelinePath), { recursive: true });
     writeFileSync(timelinePath, toCsv(timeline));
-    process.stderr.write(`${formatReport(report)}\ntimeline: ${timelinePath}\n`);
+    const inFlight = maxInFlight === undefined ? '' : `calls in progress at the API: at most ${peakCallsInFlight(calls)} at once (maxInFlight ${maxInFlight})\n`;
+    process.stderr.write(`${formatReport(report)}\n${inFlight}timeline: ${timelinePath}\n`);
     if (values.json) console.log(JSON.stringify(report));
   };
   const stackFile = values['stack-file'];

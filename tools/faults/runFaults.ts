@@ -3,9 +3,11 @@ import { REALISTIC_TIMING } from '../simulation/startDelays';
 import type { ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { RunSummary } from '../../lib/services/runOrchestrator';
 import type { EmulatorEndpoints } from '../local/clients';
-import { createServiceStack, SimulatedCrash, type OrchestratorRun, type OrchestratorRunOptions, type ServiceStack, type TestMessage } from '../local/serviceStack';
+import { createServiceStack, LANE, SimulatedCrash, type OrchestratorRun, type OrchestratorRunOptions, type ServiceStack, type TestMessage } from '../local/serviceStack';
 import { pause } from '../local/waitFor';
 import { MisbehavingApi } from './apiFaults';
+import { CallMeter } from './callMeter';
+import { dispatchIdsOf, reportingTo, slotsRecovered, type Reports } from './slotCheck';
 import { ScenarioClock } from './scenarioClock';
 import { AwsFaultInjector } from './awsFaults';
 import type { FaultScenario } from './scenarios';
@@ -36,6 +38,40 @@ const SCENARIO_LIMIT_MS = 120_000;
 
 /** Where a killed run stopped, by the AWS request it was about to send. */
 export type KillPoint = 'before-invoke' | 'mid-flush' | 'between-invoke-and-flush';
+
+/**
+ * How a lane's cap on calls in flight held, in a scenario that sets `maxInFlight`. The calls are counted at the API
+ * (from each call's arrival to its answer), the slots in the state table once the scenario has drained.
+ */
+export interface CallsInFlightResult {
+  /** The lane's `maxInFlight`. */
+  readonly maxInFlight: number;
+  /** Job calls that reached the API. */
+  readonly calls: number;
+  /** The most job calls in progress at the API at one instant: never above `maxInFlight`. */
+  readonly peak: number;
+  /** Calls that arrived at the API while `maxInFlight` calls were already in progress there: must be 0. */
+  readonly inFlightViolations: number;
+  /** Dispatches the runs made, each taking a slot. */
+  readonly dispatches: number;
+  /**
+   * Dispatches of the worker invocations that failed (killed mid-call, or timed out), each job of a batch counted:
+   * they report nothing, so their slots were freed when their hold ran out.
+   */
+  readonly dispatchesOfFailedWorkers: number;
+  /** Dispatches whose report a write lost (it failed, or the store turned it away): their slots ran out too. */
+  readonly reportsLost: number;
+  /** Dispatches whose worker did not fail and yet never reported the end of its call: must be 0 (see `slotsRecovered`). */
+  readonly unreportedDispatches: number;
+  /** Calls the orchestrator still counted in flight once the scenario had drained (see `slotsRecovered`). */
+  readonly slotsHeldAtEnd: number;
+  /** Of those, slots of failed workers (or lost reports) whose hold had not run out yet: they free themselves. */
+  readonly slotsHeldForFailedWorkers: number;
+  /** Slots held at the end for calls that had ended: must be 0. */
+  readonly slotsLeaked: number;
+  /** Every dispatch but the failed workers' reported its call's end, and no slot leaked. */
+  readonly everySlotRecovered: boolean;
+}
 
 /** What one scenario came to. */
 export interface FaultScenarioResult {
@@ -77,6 +113,8 @@ export interface FaultScenarioResult {
   readonly quotaExhausted: Readonly<Record<string, number>>;
   /** How the stale lease holder's run ended, if the scenario had one: it must be `lost`. */
   readonly staleHolder?: RunSummary['lease'] | 'crashed';
+  /** How the cap on calls in flight held, if the scenario set one. */
+  readonly callsInFlight?: CallsInFlightResult;
   readonly seconds: number;
 }
 
@@ -164,7 +202,9 @@ export async function runFaultScenario(scenario: FaultScenario, emulators: Emula
   const random = seededRandom(seed);
   const zero = { at: Date.now() };
   const aws = new AwsFaultInjector(scenario.aws ?? [], () => zero.at, random, () => FAULT_TIMEOUT_MS);
-  const worker = new WorkerFaultInjector(scenario.worker ?? {});
+  const meter = new CallMeter();
+  const worker = new WorkerFaultInjector(scenario.worker ?? {}, (key) => meter.arrival(key));
+  const reports: Reports = { recorded: new Set(), lost: new Set() };
   let api: MisbehavingApi | undefined;
   const timingRandom = seededRandom(seed + 1_000);
   const { midnightAfterMs, clockLeaps } = scenario;
@@ -178,12 +218,16 @@ export async function runFaultScenario(scenario: FaultScenario, emulators: Emula
     ...(scenario.timeZone === undefined ? {} : { timeZone: scenario.timeZone }),
     ...(scenario.maxReceiveCount === undefined ? {} : { maxReceiveCount: scenario.maxReceiveCount }),
     ...(scenario.outages === undefined ? {} : { outages: scenario.outages }),
+    ...(scenario.maxInFlight === undefined ? {} : { maxInFlight: scenario.maxInFlight }),
+    ...(scenario.latencyMs === undefined ? {} : { latencyMs: scenario.latencyMs }),
+    ...(scenario.apiConcurrency === undefined ? {} : { apiConcurrency: scenario.apiConcurrency }),
     faults: {
       orchestratorClients: (clients) => aws.attach(clients, 'orchestrator'),
       workerClients: (clients) => aws.attach(clients, 'worker'),
-      workerDeps: (deps) => worker.deps(deps),
+      workerDeps: (deps) => worker.deps(reportingTo(deps, reports)),
       workerHandler: (handler) => worker.handler(handler),
-      api: (inner) => (api = new MisbehavingApi(inner, scenario.api ?? [], () => zero.at, (body, context, status) => inner.recordOutcome(body, context, status))),
+      // The meter sits behind the faults: a call a fault answers never reaches the API.
+      api: (inner) => (api = new MisbehavingApi(meter.around(inner), scenario.api ?? [], () => zero.at, (body, context, status) => inner.recordOutcome(body, context, status))),
     },
   });
   try {
@@ -193,7 +237,9 @@ export async function runFaultScenario(scenario: FaultScenario, emulators: Emula
     zero.at = Date.now();
     clock?.start();
     const runs = await drive(stack, scenario, random);
-    return await tally(stack, scenario, planned, runs, { aws, api, worker });
+    const result = await tally(stack, scenario, planned, runs, { aws, api, worker });
+    const callsInFlight = await callsInFlightOf(stack, runs.runs, { meter, reports }, clock?.now() ?? Date.now());
+    return callsInFlight === undefined ? result : { ...result, callsInFlight };
   } finally {
     await stack.close();
   }
@@ -251,7 +297,8 @@ async function tally(
   const lost = planned.filter((p) => !(p.expect === 'success' && successes.has(p.key)) && !deadKeys.has(p.key)).length;
   const healthyDeadLettered = planned.filter((p) => p.expect === 'success' && !successes.has(p.key) && deadKeys.has(p.key)).length;
 
-  const crashedAfterCall = injectors.worker.crashes('after-call');
+  // A worker killed mid-call also dies between the call and its record: the API handled the call, the service never learnt of it.
+  const crashedAfterCall = new Set([...injectors.worker.crashes('after-call'), ...injectors.worker.crashes('mid-call')]);
   let duplicates = 0;
   let explained = 0;
   for (const [id, n] of successes) {
@@ -315,6 +362,40 @@ async function tally(
   };
 }
 
+/**
+ * The cap's figures of a drained scenario on a lane with `maxInFlight` (see {@link CallsInFlightResult}), read at
+ * `now` on the service's clock; `undefined` without a cap.
+ */
+async function callsInFlightOf(
+  stack: ServiceStack,
+  runs: readonly TrackedRun[],
+  seen: { meter: CallMeter; reports: Reports },
+  now: number,
+): Promise<CallsInFlightResult | undefined> {
+  const { maxInFlight, pacing, orchestrator } = stack.config;
+  if (maxInFlight === undefined) return undefined;
+  const { calls, peak, overCap } = seen.meter.report(maxInFlight);
+  const [saved, pending] = await Promise.all([stack.stores.ledger.loadLedger(LANE), stack.stores.ledger.pendingSettlements(LANE)]);
+  const dispatched = new Set(runs.flatMap((r) => r.run.events.flatMap((e) => (e.type === 'dispatched' ? [e.dispatchId] : []))));
+  const failed = new Set(stack.workerFailures.flatMap((record) => dispatchIdsOf(record.requestPayload)));
+  const holdMs = pacing.arrivalMarginMs + orchestrator.workerTimeoutMs;
+  const slots = slotsRecovered({ dispatched, reports: seen.reports, failed, saved, pending, cap: maxInFlight, holdMs, now });
+  return {
+    maxInFlight,
+    calls,
+    peak,
+    inFlightViolations: overCap,
+    dispatches: slots.dispatches,
+    dispatchesOfFailedWorkers: failed.size,
+    reportsLost: [...seen.reports.lost].filter((id) => !seen.reports.recorded.has(id)).length,
+    unreportedDispatches: slots.unreported,
+    slotsHeldAtEnd: slots.heldAtEnd,
+    slotsHeldForFailedWorkers: slots.heldForFailed,
+    slotsLeaked: slots.leaked,
+    everySlotRecovered: slots.unreported === 0 && slots.leaked === 0,
+  };
+}
+
 /** The suite's totals, with the keys `npm run faults -- --json` prints. */
 export interface FaultTotals {
   readonly scenarios: number;
@@ -332,6 +413,10 @@ export interface FaultTotals {
   readonly deadLetteredWithReason: number;
   readonly deadLetteredWithoutReason: number;
   readonly orchestratorCrashes: number;
+  /** Calls that arrived at the API while the lane's `maxInFlight` were in progress (see {@link CallsInFlightResult}). */
+  readonly inFlightViolations: number;
+  /** Call slots still held at the end for calls that had ended (see {@link CallsInFlightResult}). */
+  readonly callSlotsLeaked: number;
 }
 
 /** Sums scenario results. */
@@ -353,5 +438,7 @@ export function totalsOf(results: readonly FaultScenarioResult[]): FaultTotals {
     deadLetteredWithReason: sum((r) => r.deadLetteredWithReason),
     deadLetteredWithoutReason: sum((r) => r.deadLetteredWithoutReason),
     orchestratorCrashes: sum((r) => r.orchestratorCrashes),
+    inFlightViolations: sum((r) => r.callsInFlight?.inFlightViolations ?? 0),
+    callSlotsLeaked: sum((r) => r.callsInFlight?.slotsLeaked ?? 0),
   };
 }

@@ -40,6 +40,15 @@ export interface FaultScenario {
   readonly clockLeaps?: readonly ClockLeap[];
   /** Redrive `maxReceiveCount` of the source queues. @default 10 */
   readonly maxReceiveCount?: number;
+  /** The lane's `maxInFlight`: the scenario then reports the calls in progress at the API and the slots left at the end. @default no cap */
+  readonly maxInFlight?: number;
+  /** How long the API takes to answer a call. @default the service stack's (10 ms) */
+  readonly latencyMs?: number;
+  /**
+   * The API's own limit on calls in progress: it answers 429 to a call that arrives while this many are (counted
+   * among the quota violations). @default no limit
+   */
+  readonly apiConcurrency?: number;
 }
 
 /** Realistic timing with this share of late (cold) starts, `minMs`…`maxMs` late. */
@@ -209,6 +218,18 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
       name: 'caller-rejected',
       injects: 'issue 11: the API answers 401 and 403 for a stretch (a revoked key), then is fixed',
       api: [{ kind: 'caller-rejected', fromMs: 500, toMs: quick ? 2_500 : 5_000 }],
+    },
+    {
+      ...base,
+      name: 'in-flight-leak',
+      injects:
+        'issue 15: maxInFlight 3 against calls of 300 ms (at most 10 calls a second, under the 20/s tier) and an API that refuses a 4th: workers killed while their call is at the API, a third of the events delivered twice, a quarter of the workers 200 ms to 1.5 s late',
+      maxInFlight: 3,
+      apiConcurrency: 3,
+      latencyMs: 300,
+      // Early jobs: a killed job's message comes back after its visibility timeout (8 s), while the others still run.
+      worker: { killMidCall: ids(3, quick ? 13 : 53, 5) },
+      timing: { start: { ...REALISTIC_START_DELAYS, coldShare: 0.25, coldMinMs: 200, coldMaxMs: 1_500 }, duplicates: { ...DEFAULT_DUPLICATES, share: 0.33 } },
     },
   ];
 }

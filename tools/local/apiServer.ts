@@ -34,11 +34,10 @@ function sendJson(response: ServerResponse, status: number, body: JsonValue, hea
 /** Answers as `result` says: a response, a dropped connection (`network-error`), or no answer at all (`timeout`). */
 function answer(response: ServerResponse, result: ApiResult): void {
   switch (result.kind) {
-    case 'response': {
-      const cost: Record<string, string> = result.actualCost === undefined ? {} : { 'x-actual-cost': String(result.actualCost) };
-      sendJson(response, result.status, { status: result.status }, { ...result.headers, ...cost });
+    case 'response':
+      if (result.body === undefined) sendJson(response, result.status, { status: result.status }, result.headers);
+      else response.writeHead(result.status, { 'content-type': 'application/json', ...result.headers }).end(result.body);
       return;
-    }
     case 'network-error':
       response.socket?.destroy();
       return;
@@ -111,8 +110,8 @@ async function route(api: ApiCaller, request: IncomingMessage, response: ServerR
  * - `GET /health`: `api.probe()`.
  * - anything else: 404.
  *
- * A `response` result is answered with its status, its headers, `x-actual-cost` when it has an `actualCost`, and the
- * body `{"status": N}`. A `network-error` result destroys the connection; a `timeout` result is never answered. An
+ * A `response` result is answered with its status, its headers (the simulated API's `x-actual-cost`, say) and its
+ * body (an LLM's answer, with its usage), or `{"status": N}` when it has none. A `network-error` result destroys the connection; a `timeout` result is never answered. An
  * `ApiCaller` that rejects, which the port forbids, is answered 500 with the reason.
  */
 export function startApiServer(api: ApiCaller, options: ApiServerOptions = {}): Promise<ApiServer> {

@@ -8,7 +8,10 @@ import type { ServiceConfig } from '../../lib/config';
 import { CONFIG_ENV, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { QueueName } from '../../lib/ports/QueueReceiver';
-import { buildJobs, type JobSpec } from '../simulation/jobs';
+import type { Settlement } from '../../lib/domain/quota/ledger';
+import type { WorkerStores } from '../../lib/services/processJob';
+import { namedUnits } from '../../lib/domain/quota/tiers';
+import { buildJobs, unitAttributes, type JobSpec } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';
 import { InvokeTiming } from '../simulation/startDelays';
 import { buildReport, type CircuitChange, type Report } from '../simulation/report';
@@ -120,6 +123,12 @@ export interface LocalRunResult {
   readonly circuitChanges: readonly CircuitChange[];
   /** The run's start instant (epoch ms): the jobs were queued and the first tick fired. */
   readonly start: number;
+  /**
+   * The settlements the workers appended to the lane's pending list (the writes the store accepted), in order: what
+   * the orchestrator folds into its ledger, from which it hands back what a call did not use. A settlement written
+   * twice (a retried write) appears twice; the orchestrator folds one `id` once.
+   */
+  readonly settlements: readonly Settlement[];
 }
 
 /** How long the end of a run waits for the orchestrator and the workers to finish. */
@@ -180,7 +189,18 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     const { invocations, duplicateDeliveries, retries, billedMs } = harness.stats(fn.name);
     return { invocations, duplicateDeliveries, retries, billedMs, requests: meter.snapshot(), laneWrites: meter.laneWrites };
   };
-  const result = (): LocalRunResult => ({ report, timeline, orchestrator: usage(orchestrator, meters.orchestrator), worker: usage(worker, meters.worker), apiCallSeconds: service.apiCallSeconds(), peakHeapBytes, calls: api.callLog, circuitChanges: changes, start });
+  const result = (): LocalRunResult => ({
+    report,
+    timeline,
+    orchestrator: usage(orchestrator, meters.orchestrator),
+    worker: usage(worker, meters.worker),
+    apiCallSeconds: service.apiCallSeconds(),
+    peakHeapBytes,
+    calls: api.callLog,
+    circuitChanges: changes,
+    start,
+    settlements: service.settlements,
+  });
   if (options.keep !== undefined) {
     options.keep.onKept(service.info, result());
     await keepServing(service, nextTick, options.keep.until);
@@ -228,6 +248,8 @@ export interface HostedService {
   readonly meters: { readonly orchestrator: RequestMeter; readonly worker: RequestMeter };
   /** Seconds the workers spent waiting on the API's answers. */
   apiCallSeconds(): number;
+  /** The settlements the workers have appended so far (see {@link LocalRunResult.settlements}). */
+  readonly settlements: readonly Settlement[];
   readonly api: ObservedApi;
   /** The instant the API began counting, once the jobs were queued. */
   readonly start: number;
@@ -248,7 +270,7 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
   const { harness, functions } = await LocalHarness.fromTemplate(options.template, { emulators: options.emulators });
   const { orchestrator, worker } = functions;
   const lane = options.overrides.includes('lane') ? scenario.config.lane : (worker.environment[CONFIG_ENV.lane] ?? 'default');
-  await seed(harness.clients.sqs, harness.resources.queueUrls, jobs);
+  await seed(harness.clients.sqs, harness.resources.queueUrls, jobs, namedUnits(scenario.config.quotas));
   const start = systemClock.now();
   const { api, urls, recorder } = await apiOf(options, scenario, start, harness);
   const env = (fn: FunctionDefinition): Env => ({
@@ -261,6 +283,7 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
   });
   let endedAt: number | undefined;
   let apiCallMs = 0;
+  const settlements: Settlement[] = [];
   // Each function's clients are metered, so the run can tell what the service itself asked of AWS.
   const meters = { orchestrator: new RequestMeter(), worker: new RequestMeter() };
   const hosted = (kind: HostedFunction['kind'], fn: FunctionDefinition): HostedFunction => ({
@@ -281,7 +304,11 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
       if (options.awsLatency !== undefined) addAwsLatency(clients, options.awsLatency);
     },
     // The workers' time on the API is theirs to spend: the rest of what they bill is the service's overhead.
-    workerDeps: (deps) => ({ ...deps, api: timedApi(recorder?.around(deps.api) ?? deps.api, (ms) => (apiCallMs += ms)) }),
+    workerDeps: (deps) => ({
+      ...deps,
+      api: timedApi(recorder?.around(deps.api) ?? deps.api, (ms) => (apiCallMs += ms)),
+      stores: { ...deps.stores, ledger: recordedSettlements(deps.stores.ledger, settlements) },
+    }),
     shouldStop: () => endedAt !== undefined,
     log: options.log,
   }, { timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)) });
@@ -307,6 +334,7 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
     scheduler: lambdaClient(endpoint),
     meters,
     apiCallSeconds: () => apiCallMs / 1000,
+    settlements,
     api,
     start,
     lane,
@@ -329,7 +357,15 @@ async function apiOf(
     return { api: recorder, urls: options.externalApi, recorder };
   }
   const { quotas } = scenario.config;
-  const simulated = new VirtualApi({ clock: systemClock, tiers: quotas, latencyMs: scenario.api.latencyMs, outages: outageTimes(scenario.api.outages, start) });
+  const { latencyMs, outages, llm, concurrency } = scenario.api;
+  const simulated = new VirtualApi({
+    clock: systemClock,
+    tiers: quotas,
+    latencyMs,
+    outages: outageTimes(outages, start),
+    ...(llm === undefined ? {} : { llm }),
+    ...(concurrency === undefined ? {} : { concurrency }),
+  });
   return { api: simulated, urls: await harness.serveApi(simulated) };
 }
 
@@ -345,6 +381,17 @@ function addAwsLatency(clients: FunctionClients, profile: AwsLatencyProfile): vo
   addMiddleware(clients.lambda, delayed(profile.lambdaMs), { step: 'initialize', name: 'awsLatency', priority: 'low' });
   addMiddleware(clients.dynamodb, delayed(profile.dynamodbMs), { step: 'initialize', name: 'awsLatency', priority: 'low' });
   addMiddleware(clients.sqs, delayed(profile.sqsMs), { step: 'initialize', name: 'awsLatency', priority: 'low' });
+}
+
+/** `ledger` that also appends to `into` the settlements of each write it accepts. */
+function recordedSettlements(ledger: WorkerStores['ledger'], into: Settlement[]): WorkerStores['ledger'] {
+  return {
+    addSettlements: async (lane, ...settlements) => {
+      const accepted = await ledger.addSettlements(lane, ...settlements);
+      if (accepted) into.push(...settlements);
+      return accepted;
+    },
+  };
 }
 
 /** `api` with each call's duration told to `took`. */
@@ -389,15 +436,24 @@ function sendTo(sqs: SQSClient, queueUrl: string) {
   };
 }
 
-/** Sends the backlog, ten messages a request: FIFO jobs with their group and a deduplication id. */
-async function seed(sqs: SQSClient, queueUrls: Readonly<Record<QueueName, string>>, jobs: readonly JobSpec[]): Promise<void> {
+/** Number message attributes in the SDK's shape, or none. */
+function messageAttributes(numbers: Readonly<Record<string, string>>): { MessageAttributes?: Record<string, { DataType: string; StringValue: string }> } {
+  const entries = Object.entries(numbers);
+  return entries.length === 0 ? {} : { MessageAttributes: Object.fromEntries(entries.map(([name, value]) => [name, { DataType: 'Number', StringValue: value }])) };
+}
+
+/**
+ * Sends the backlog, ten messages a request: each with its estimate of the units the tiers count (`counted`) as
+ * Number attributes, FIFO jobs with their group and a deduplication id.
+ */
+async function seed(sqs: SQSClient, queueUrls: Readonly<Record<QueueName, string>>, jobs: readonly JobSpec[], counted: readonly string[]): Promise<void> {
   for (const queue of ['main', 'fifo'] as const) {
     const batch = jobs.filter((job) => job.queue === queue);
     for (let i = 0; i < batch.length; i += 10) {
       const entries = batch.slice(i, i + 10).map((job, j) => ({
         Id: String(j),
         MessageBody: job.body,
-        ...(job.cost === 1 ? {} : { MessageAttributes: { cost: { DataType: 'Number', StringValue: String(job.cost) } } }),
+        ...messageAttributes(unitAttributes(job, counted)),
         ...(job.groupId === undefined ? {} : { MessageGroupId: job.groupId, MessageDeduplicationId: randomUUID() }),
       }));
       const result = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrls[queue], Entries: entries }));

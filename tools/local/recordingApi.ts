@@ -23,7 +23,7 @@ function jobFields(body: string, idempotencyKey: string): JobFields {
 
 /**
  * Keeps the same books as the simulated API for the calls the workers make to an external API (`--api-url`), from
- * the traffic alone: calls, 429s, second successes of one job id, and FIFO order (a handled call, answered 200 or
+ * the traffic alone: calls (each from its send to its answer), 429s, second successes of one job id, and FIFO order (a handled call, answered 200 or
  * 400, whose group had another call in flight when it was sent, or whose group had already handled a higher `seq`).
  * It wraps each worker's own caller (see {@link RecordingApi.around}) rather than standing in the calls' way: a proxy
  * on this machine would add its own delays between a worker's slot and the call's arrival. Job bodies follow the
@@ -56,7 +56,7 @@ export class RecordingApi implements ObservedApi {
     if (job.group !== undefined) this.inFlight.set(job.group, (this.inFlight.get(job.group) ?? 0) + 1);
     const result = await upstream.call(body, context);
     const status = result.kind === 'response' ? result.status : 0;
-    this.calls.push({ at, ...job, status });
+    this.calls.push({ at, ...job, status, endAt: this.clock.now() });
     if (status === 429) this.counts.rejectedByApi++;
     if (status === 200) {
       const before = this.successes.get(job.id) ?? 0;

@@ -18,7 +18,7 @@ import type { StateStores } from '../../lib/ports/StateStores';
 import type { WorkerDeps } from '../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../lib/services/runOrchestrator';
 import { InvokeTiming, type InvokeTimingModel } from '../simulation/startDelays';
-import { VirtualApi } from '../simulation/virtualApi';
+import { VirtualApi, type LlmModel } from '../simulation/virtualApi';
 import { LocalHarness, localTelemetry, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
 
@@ -71,6 +71,15 @@ export interface ServiceStackOptions {
   readonly quotas: readonly QuotaInput[];
   /** How long the simulated API takes to answer a call or a probe. @default 10 */
   readonly latencyMs?: number;
+  /** `MAX_IN_FLIGHT`: the most calls of the lane in progress at once. @default no cap */
+  readonly maxInFlight?: number;
+  /** `UNITS` and `USAGE_PRESET`: each named unit's default estimate and usage source, as the config takes them. @default none */
+  readonly units?: JsonValue;
+  readonly usagePreset?: string;
+  /** Calls in progress above which the simulated API answers 429 (see `VirtualApiOptions.concurrency`). @default no limit */
+  readonly apiConcurrency?: number;
+  /** The simulated API answers like an LLM (see `VirtualApiOptions.llm`). @default a plain API */
+  readonly llm?: LlmModel;
   /**
    * Windows `[fromMs, toMs)` during which the API answers 503, in ms after {@link ServiceStack.readyAt} (the instant
    * the simulated API was created, just before the stack is handed over).
@@ -480,6 +489,9 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
       [CONFIG_ENV.circuit]: JSON.stringify(settings.circuit),
       [CONFIG_ENV.pacing]: JSON.stringify(settings.pacing),
       ...(options.timeZone === undefined ? {} : { [CONFIG_ENV.timeZone]: options.timeZone }),
+      ...(options.maxInFlight === undefined ? {} : { [CONFIG_ENV.maxInFlight]: String(options.maxInFlight) }),
+      ...(options.units === undefined ? {} : { [CONFIG_ENV.units]: JSON.stringify(options.units) }),
+      ...(options.usagePreset === undefined ? {} : { [CONFIG_ENV.usagePreset]: options.usagePreset }),
       [RESOURCE_ENV.tableName]: tableName,
       [RESOURCE_ENV.workerFunctionName]: WORKER_FUNCTION,
       ...Object.fromEntries(Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [name, queueUrls[queue as QueueName]])),
@@ -490,7 +502,15 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
     const readyAt = systemClock.now();
     const apiNow = clock.now();
     const outages = (options.outages ?? []).map((o) => ({ startMs: apiNow + o.fromMs, endMs: apiNow + o.toMs }));
-    const api = new VirtualApi({ clock, tiers: config.quotas, latencyMs: options.latencyMs ?? 10, outages, ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }) });
+    const api = new VirtualApi({
+      clock,
+      tiers: config.quotas,
+      latencyMs: options.latencyMs ?? 10,
+      outages,
+      ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }),
+      ...(options.apiConcurrency === undefined ? {} : { concurrency: options.apiConcurrency }),
+      ...(options.llm === undefined ? {} : { llm: options.llm }),
+    });
     const faults = options.faults ?? {};
     const apiServer = await harness.serveApi(faults.api?.(api) ?? api);
     const env: Env = Object.freeze({ ...baseEnv, [RESOURCE_ENV.apiUrl]: apiServer.apiUrl, [RESOURCE_ENV.healthUrl]: apiServer.healthUrl });

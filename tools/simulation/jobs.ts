@@ -1,33 +1,65 @@
+import { COST_UNIT, type Costs } from '../../lib/domain/quota/tiers';
 import type { Scenario } from './scenario';
 
 /** One message of a scenario's backlog. */
 export interface JobSpec {
   readonly queue: 'main' | 'fifo';
-  /** Exactly the message body: `{"id", "group"?, "seq"?, "poison"?}`, or text that is not JSON for malformed jobs. */
+  /**
+   * Exactly the message body: `{"id", "group"?, "seq"?, "poison"?}` (with `jobs.llm`, also `"prompt_tokens"` and
+   * `"max_tokens"`), or text that is not JSON for malformed jobs.
+   */
   readonly body: string;
-  readonly cost: number;
+  /**
+   * The producer's estimate of each unit, sent as the Number message attribute of its name: `{"cost": n}`, or for an
+   * LLM job `input_tokens` (the prompt), `output_tokens` (its `max_tokens`) and `tokens` (their sum).
+   */
+  readonly costs: Costs;
   readonly groupId?: string;
 }
 
-/** The scenario's backlog: FIFO jobs spread over groups with rising `seq`, then standard, poison and malformed ones. */
+/**
+ * The scenario's backlog: FIFO jobs spread over groups with rising `seq`, then standard, poison and malformed ones.
+ * Each job draws its cost (or with `jobs.llm`, its prompt's tokens) from `random`.
+ */
 export function buildJobs(scenario: Scenario, random: () => number): JobSpec[] {
-  const { count, fifo, fifoGroups, poison, malformed, costMin, costMax } = scenario.jobs;
-  const cost = () => costMin + Math.floor(random() * (costMax - costMin + 1));
+  const { count, fifo, fifoGroups, poison, malformed, costMin, costMax, llm } = scenario.jobs;
+  const draw = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
+  const estimate = (fields: Record<string, unknown>): { readonly body: string; readonly costs: Costs } => {
+    if (llm === undefined) return { body: JSON.stringify(fields), costs: { [COST_UNIT]: draw(costMin, costMax) } };
+    const prompt = draw(llm.promptTokensMin, llm.promptTokensMax);
+    return {
+      body: JSON.stringify({ ...fields, prompt_tokens: prompt, max_tokens: llm.maxTokens }),
+      costs: { input_tokens: prompt, output_tokens: llm.maxTokens, tokens: prompt + llm.maxTokens },
+    };
+  };
   const jobs: JobSpec[] = [];
   for (let i = 0; i < count; i++) {
     const id = `job-${i + 1}`;
     if (i < fifo) {
       const group = `g-${(i % fifoGroups) + 1}`;
-      jobs.push({ queue: 'fifo', body: JSON.stringify({ id, group, seq: Math.floor(i / fifoGroups) }), cost: cost(), groupId: group });
+      jobs.push({ queue: 'fifo', ...estimate({ id, group, seq: Math.floor(i / fifoGroups) }), groupId: group });
     } else if (i < fifo + poison) {
-      jobs.push({ queue: 'main', body: JSON.stringify({ id, poison: true }), cost: cost() });
+      jobs.push({ queue: 'main', ...estimate({ id, poison: true }) });
     } else if (i < fifo + poison + malformed) {
-      jobs.push({ queue: 'main', body: `{not json: ${id}`, cost: 1 });
+      jobs.push({ queue: 'main', body: `{not json: ${id}`, costs: { [COST_UNIT]: 1 } });
     } else {
-      jobs.push({ queue: 'main', body: JSON.stringify({ id }), cost: cost() });
+      jobs.push({ queue: 'main', ...estimate({ id }) });
     }
   }
   return jobs;
+}
+
+/**
+ * The Number message attributes a producer sets on `job`: its estimate of each unit the lane's tiers count
+ * (`counted`, see `namedUnits`), except a `cost` of 1, which is the default.
+ */
+export function unitAttributes(job: JobSpec, counted: readonly string[]): Record<string, string> {
+  return Object.fromEntries(
+    counted.flatMap((unit) => {
+      const amount = job.costs[unit];
+      return amount === undefined || (unit === COST_UNIT && amount === 1) ? [] : [[unit, String(amount)]];
+    }),
+  );
 }
 
 /** The fields of a body holding a JSON object; none for any other body (an array, a scalar, text that is not JSON). */

@@ -1,4 +1,4 @@
-import { unitsFor, type Tier } from '../../lib/domain/quota/tiers';
+import { unitsFor, type Costs, type Tier } from '../../lib/domain/quota/tiers';
 
 /** An interval in which the API answers no call: `[startMs, endMs)`, in ms since the epoch. */
 export interface DownTime {
@@ -23,13 +23,13 @@ interface Counted {
 }
 
 /**
- * The physical optimum (the report's `optimalSeconds`): the seconds from `run.start` to the last of the calls of `costs`
- * (in that order) when each is sent as soon as every tier allows it, counted exactly (every sliding window, every
+ * The physical optimum (the report's `optimalSeconds`): the seconds from `run.start` to the last of the calls that use
+ * `costs` (in that order) when each is sent as soon as every tier allows it, counted exactly (every sliding window, every
  * calendar window, no margin), and the API is up. A call whose units exceed a tier's limit can never go and is left
  * out. With several tiers this can be shorter than the tightest tier's long-run time (`idealSeconds`): a longer
  * tier's window is spent at the shorter tiers' pace before it holds the calls back.
  */
-export function optimalSeconds(tiers: readonly Tier[], costs: readonly number[], run: OptimalRun): number {
+export function optimalSeconds(tiers: readonly Tier[], costs: readonly Costs[], run: OptimalRun): number {
   const { start, timeZone = 'UTC', downTimes = [] } = run;
   const counted: Counted[][] = tiers.map(() => []);
   const used = tiers.map(() => 0);

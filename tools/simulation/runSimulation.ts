@@ -6,7 +6,8 @@ import { MemoryCircuitStore, memoryStores } from '../memory/MemoryStores';
 import { READ_ORDER, type MessageAttribute } from '../../lib/ports/QueueReceiver';
 import { processWorkerEvent } from '../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent } from '../../lib/services/runOrchestrator';
-import { buildJobs } from './jobs';
+import { namedUnits } from '../../lib/domain/quota/tiers';
+import { buildJobs, unitAttributes } from './jobs';
 import { seededRandom } from './random';
 import { withLatency } from './awsLatency';
 import { InvokeTiming } from './startDelays';
@@ -62,13 +63,16 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
   const random = seededRandom(scenario.seed);
   const { config } = scenario;
   const jobs = buildJobs(scenario, random);
-  const costs = new Map(jobs.map((job) => [job.body, job.cost]));
+  const costs = new Map(jobs.map((job) => [job.body, job.costs]));
+  const { llm, concurrency } = scenario.api;
   const api = new VirtualApi({
     clock,
     tiers: config.quotas,
     latencyMs: scenario.api.latencyMs,
     outages: outageTimes(scenario.api.outages, start),
-    costOf: (body) => costs.get(body) ?? 1,
+    costsOf: (body) => costs.get(body) ?? { cost: 1 },
+    ...(llm === undefined ? {} : { llm }),
+    ...(concurrency === undefined ? {} : { concurrency }),
   });
   const circuit = new RecordingStore(clock);
   const memory = { ...memoryStores(), circuit };
@@ -95,8 +99,9 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     queues: withLatency(memoryQueues, clock, sqsMs, { prefix: 'sqs', counts: orchestratorRequests }),
     invoker: withLatency(memoryInvoker, clock, lambdaMs, { prefix: 'lambda', counts: orchestratorRequests }),
   };
+  const counted = namedUnits(config.quotas);
   for (const job of jobs) {
-    const attributes: Record<string, MessageAttribute> = job.cost === 1 ? {} : { cost: { dataType: 'Number', value: String(job.cost) } };
+    const attributes: Record<string, MessageAttribute> = Object.fromEntries(Object.entries(unitAttributes(job, counted)).map(([unit, value]) => [unit, { dataType: 'Number', value }]));
     await memoryQueues.send(job.queue, { body: job.body, attributes, ...(job.groupId === undefined ? {} : { groupId: job.groupId }) });
   }
 

@@ -4,6 +4,7 @@ import { parseSettings } from '../../lib/domain/settings';
 import { parseAwsLatency, type AwsLatencyProfile } from './awsLatency';
 import { ConfigError } from '../../lib/errors';
 import { DEFAULT_DUPLICATES, parseDuplicateDeliveries, parseStartDelays, REALISTIC_START_DELAYS, type InvokeTimingModel } from './startDelays';
+import type { LlmModel } from './virtualApi';
 
 /** An API outage, in seconds from the start of the run. */
 export interface Outage {
@@ -36,8 +37,21 @@ export interface Scenario {
     /** Each job's cost is drawn uniformly from this range (whole units). */
     readonly costMin: number;
     readonly costMax: number;
+    /**
+     * LLM jobs (JSON `jobs.llm`): each body carries `prompt_tokens`, drawn uniformly from
+     * `[promptTokensMin, promptTokensMax]`, and `max_tokens`; the producer reserves the prompt as `input_tokens` and
+     * `max_tokens` as `output_tokens` (see `JobSpec.costs`). @default none: jobs carry a `cost`
+     */
+    readonly llm?: LlmJobs;
   };
-  readonly api: { readonly latencyMs: number; readonly outages: readonly Outage[] };
+  readonly api: {
+    readonly latencyMs: number;
+    readonly outages: readonly Outage[];
+    /** Calls in progress above which the API answers 429 (JSON `api.concurrency`). @default no limit */
+    readonly concurrency?: number;
+    /** The API answers like an LLM (JSON `api.llm`, see `LlmModel`); needs `jobs.llm`. @default a plain API */
+    readonly llm?: LlmModel;
+  };
   /**
    * When workers start after their asynchronous invoke, and which events Lambda delivers twice. JSON:
    * `startDelays` (`{"kind":"realistic", …}` by default, or `{"kind":"fixed","ms":N}`) and `duplicateDeliveries`
@@ -58,7 +72,31 @@ export interface Scenario {
   readonly awsLatency: AwsLatencyProfile;
 }
 
-const KEYS = ['name', 'seed', 'quotas', 'timeZone', 'jobs', 'api', 'invokeLatencyMs', 'startDelays', 'duplicateDeliveries', 'tickSeconds', 'stopMarginMs', 'maxSeconds', 'awsLatency', 'circuit', 'retry', 'pacing', 'orchestrator'];
+/** The token counts of LLM jobs (see `Scenario.jobs.llm`). */
+export interface LlmJobs {
+  readonly promptTokensMin: number;
+  readonly promptTokensMax: number;
+  readonly maxTokens: number;
+}
+
+/** The keys of a scenario that are the service's configuration (see `parseServiceConfig`). */
+const CONFIG_KEYS = ['quotas', 'timeZone', 'maxInFlight', 'units', 'usagePreset', 'circuit', 'retry', 'pacing', 'orchestrator'];
+
+const KEYS = ['name', 'seed', 'quotas', 'timeZone', 'maxInFlight', 'units', 'usagePreset', 'jobs', 'api', 'invokeLatencyMs', 'startDelays', 'duplicateDeliveries', 'tickSeconds', 'stopMarginMs', 'maxSeconds', 'awsLatency', 'circuit', 'retry', 'pacing', 'orchestrator'];
+
+const LLM_JOB_DEFAULTS: LlmJobs = { promptTokensMin: 500, promptTokensMax: 2000, maxTokens: 1024 };
+const LLM_JOB_RANGES = {
+  promptTokensMin: { min: 0, max: 1_000_000, integer: true },
+  promptTokensMax: { min: 0, max: 1_000_000, integer: true },
+  maxTokens: { min: 1, max: 1_000_000, integer: true },
+} as const;
+
+const LLM_API_DEFAULTS: LlmModel = { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 0 };
+const LLM_API_RANGES = {
+  outputShareMin: { min: 0, max: 1 },
+  outputShareMax: { min: 0, max: 1 },
+  msPerOutputToken: { min: 0, max: 1_000 },
+} as const;
 
 const JOB_DEFAULTS = { count: 300, fifo: 0, fifoGroups: 1, poison: 0, malformed: 0, costMin: 1, costMax: 1 };
 const JOB_RANGES = {
@@ -88,15 +126,19 @@ function objectAt(value: unknown, field: string): Record<string, unknown> {
 
 /**
  * Validates a scenario (the JSON of `--scenario FILE`); every field but `quotas` is optional.
+ * The service's settings (`quotas`, `timeZone`, `maxInFlight`, `units`, `usagePreset`, `circuit`, `retry`, `pacing`,
+ * `orchestrator`) are validated by `parseServiceConfig`.
  * @throws ConfigError naming the field and its allowed values, including cross-field rules (more FIFO, poison
- * and malformed jobs than jobs; `costMin > costMax`; a cost tier with jobs that carry no cost).
+ * and malformed jobs than jobs; `costMin > costMax`; a cost tier with jobs that carry no cost; `jobs.llm` with a
+ * cost range, or a prompt range upside down; `api.llm` without `jobs.llm`, or an output share range upside down).
  */
 export function parseScenario(input: unknown): Scenario {
   const raw = objectAt(input, 'scenario');
   for (const key of Object.keys(raw)) if (!KEYS.includes(key)) throw new ConfigError(key, `unknown key; allowed keys are ${KEYS.join(', ')}`);
   const name = raw.name ?? 'scenario';
   if (typeof name !== 'string') throw new ConfigError('name', `must be a string; got ${describeValue(name)}`);
-  const jobs = parseSettings(raw.jobs, 'jobs', JOB_DEFAULTS, JOB_RANGES);
+  const { llm: llmRaw, ...jobsRaw } = objectAt(raw.jobs, 'jobs');
+  const jobs = { ...parseSettings(jobsRaw, 'jobs', JOB_DEFAULTS, JOB_RANGES), ...(llmRaw === undefined ? {} : { llm: parseLlmJobs(llmRaw, jobsRaw) }) };
   if (jobs.fifo + jobs.poison + jobs.malformed > jobs.count) {
     throw new ConfigError('jobs', `fifo + poison + malformed (${jobs.fifo + jobs.poison + jobs.malformed}) must not exceed count (${jobs.count})`);
   }
@@ -108,12 +150,14 @@ export function parseScenario(input: unknown): Scenario {
     RUN_RANGES,
   );
   const config = parseServiceConfig(
-    Object.fromEntries(Object.entries(raw).filter(([k]) => ['quotas', 'timeZone', 'circuit', 'retry', 'pacing', 'orchestrator'].includes(k))),
+    Object.fromEntries(Object.entries(raw).filter(([k]) => CONFIG_KEYS.includes(k))),
     // A job set whose costs are all 1 gives a cost tier nothing to count beyond requests.
     { costsAvailable: jobs.costMax !== 1 || jobs.costMin !== 1 },
   );
   const awsLatency = parseAwsLatency(raw.awsLatency);
-  return Object.freeze({ name, seed, config, jobs, api: parseApi(raw.api), invokeTiming: parseInvokeTiming(raw, invokeLatencyMs), tickSeconds, stopMarginMs, maxSeconds, awsLatency });
+  const api = parseApi(raw.api);
+  if (api.llm !== undefined && jobs.llm === undefined) throw new ConfigError('api.llm', 'needs jobs.llm: an LLM API reads each body\'s prompt_tokens and max_tokens');
+  return Object.freeze({ name, seed, config, jobs, api, invokeTiming: parseInvokeTiming(raw, invokeLatencyMs), tickSeconds, stopMarginMs, maxSeconds, awsLatency });
 }
 
 /** `startDelays` and `duplicateDeliveries`, or the fixed delay of an older scenario's `invokeLatencyMs`. */
@@ -125,10 +169,30 @@ function parseInvokeTiming(raw: Record<string, unknown>, invokeLatencyMs: number
   return Object.freeze({ start, duplicates });
 }
 
+/** `jobs.llm`, with the cross-field rules against the rest of `jobs` (`jobsRaw`). */
+function parseLlmJobs(input: unknown, jobsRaw: Record<string, unknown>): LlmJobs {
+  for (const key of ['costMin', 'costMax']) {
+    if (jobsRaw[key] !== undefined) throw new ConfigError(`jobs.${key}`, 'LLM jobs (jobs.llm) carry token estimates, not a cost: leave costMin and costMax out');
+  }
+  const llm = parseSettings(input ?? {}, 'jobs.llm', LLM_JOB_DEFAULTS, LLM_JOB_RANGES);
+  if (llm.promptTokensMin > llm.promptTokensMax) throw new ConfigError('jobs.llm.promptTokensMin', `must not exceed jobs.llm.promptTokensMax (${llm.promptTokensMax}); got ${llm.promptTokensMin}`);
+  return llm;
+}
+
+/** `api.llm`. */
+function parseLlmApi(input: unknown): LlmModel {
+  const llm = parseSettings(input ?? {}, 'api.llm', LLM_API_DEFAULTS, LLM_API_RANGES);
+  if (llm.outputShareMin > llm.outputShareMax) throw new ConfigError('api.llm.outputShareMin', `must not exceed api.llm.outputShareMax (${llm.outputShareMax}); got ${llm.outputShareMin}`);
+  return llm;
+}
+
+const API_KEYS = ['latencyMs', 'outages', 'concurrency', 'llm'];
+
 function parseApi(input: unknown): Scenario['api'] {
   const raw = objectAt(input, 'api');
-  for (const key of Object.keys(raw)) if (!['latencyMs', 'outages'].includes(key)) throw new ConfigError(`api.${key}`, 'unknown key; allowed keys are latencyMs, outages');
-  const { latencyMs } = parseSettings({ ...(raw.latencyMs === undefined ? {} : { latencyMs: raw.latencyMs }) }, 'api', { latencyMs: 50 }, { latencyMs: { min: 0, max: 60_000, integer: true } });
+  for (const key of Object.keys(raw)) if (!API_KEYS.includes(key)) throw new ConfigError(`api.${key}`, `unknown key; allowed keys are ${API_KEYS.join(', ')}`);
+  const numbers = Object.fromEntries(Object.entries(raw).filter(([k]) => k === 'latencyMs' || k === 'concurrency'));
+  const { latencyMs, concurrency } = parseSettings(numbers, 'api', { latencyMs: 50, concurrency: 0 }, { latencyMs: { min: 0, max: 60_000, integer: true }, concurrency: { min: 1, max: 100_000, integer: true } });
   const outagesRaw = raw.outages ?? [];
   if (!Array.isArray(outagesRaw)) throw new ConfigError('api.outages', `must be a list of {"atSeconds","forSeconds"}; got ${describeValue(outagesRaw)}`);
   const outages = outagesRaw.map((o, i) => {
@@ -136,5 +200,10 @@ function parseApi(input: unknown): Scenario['api'] {
     if (outage.atSeconds < 0 || outage.forSeconds < 0) throw new ConfigError(`api.outages[${i}]`, 'needs both atSeconds (0 to 864000) and forSeconds (0.001 to 864000)');
     return outage;
   });
-  return { latencyMs, outages };
+  return {
+    latencyMs,
+    outages,
+    ...(raw.concurrency === undefined ? {} : { concurrency }),
+    ...(raw.llm === undefined ? {} : { llm: parseLlmApi(raw.llm) }),
+  };
 }

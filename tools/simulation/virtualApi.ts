@@ -1,8 +1,48 @@
-import type { Tier } from '../../lib/domain/quota/tiers';
-import { unitsFor } from '../../lib/domain/quota/tiers';
+import { ACTUAL_COST_HEADER } from '../../lib/domain/usage/usageSources';
+import { COST_UNIT, unitsFor, type Costs, type Tier } from '../../lib/domain/quota/tiers';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 import { jobFieldsOf } from './jobs';
+import { seededRandom } from './random';
+
+/**
+ * How the simulated API answers like an LLM (Anthropic's Messages API): each call's body says its prompt's tokens
+ * (`prompt_tokens`) and its `max_tokens`; the answer's output is drawn per job id, and takes longer the longer it is.
+ */
+export interface LlmModel {
+  /** The output of each call is drawn uniformly from `[outputShareMin, outputShareMax] × max_tokens`, rounded. */
+  readonly outputShareMin: number;
+  readonly outputShareMax: number;
+  /** Added to the latency of an accepted call per output token. */
+  readonly msPerOutputToken: number;
+}
+
+/**
+ * The output tokens of job `id`'s answer under `model`: the same for every call of the id, so that a retried call
+ * answers as the first would (seeded from the id, see {@link seededRandom}).
+ */
+export function drawnOutputTokens(id: string, maxTokens: number, model: LlmModel): number {
+  let hash = 0x811c9dc5; // FNV-1a
+  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193) >>> 0;
+  const share = model.outputShareMin + seededRandom(hash)() * (model.outputShareMax - model.outputShareMin);
+  return Math.round(share * maxTokens);
+}
+
+/**
+ * What an LLM call of `body` reserves at arrival (`output_tokens` at its `max_tokens`, as Anthropic counts OTPM) and
+ * what it uses once answered, in the units `input_tokens`, `output_tokens` and `tokens` (their sum); a field that
+ * is missing or not a count from 0 up counts 0.
+ */
+export function llmUnits(id: string, body: string, model: LlmModel): { readonly reserved: Costs; readonly used: Costs } {
+  const fields = jobFieldsOf(body);
+  const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0);
+  const [prompt, max] = [count(fields.prompt_tokens), count(fields.max_tokens)];
+  const output = drawnOutputTokens(id, max, model);
+  return {
+    reserved: { input_tokens: prompt, output_tokens: max, tokens: prompt + max },
+    used: { input_tokens: prompt, output_tokens: output, tokens: prompt + output },
+  };
+}
 
 /** Options of {@link VirtualApi}. */
 export interface VirtualApiOptions {
@@ -14,8 +54,23 @@ export interface VirtualApiOptions {
   readonly latencyMs: number;
   /** Absolute instants `[startMs, endMs)` during which calls and probes answer 503. @default [] */
   readonly outages?: readonly { readonly startMs: number; readonly endMs: number }[];
-  /** Units a call consumes on cost tiers, read from the body's JSON text. @default `cost` if it is a finite number, else 1 */
-  readonly costOf?: (body: string) => number;
+  /**
+   * Units a call consumes on the tiers of named units, from the body's JSON text; the answer reports the `cost` unit's
+   * in the `x-actual-cost` header. Not used by an LLM API (see `llm`).
+   * @default `{cost: body.cost}` if it is a finite number, else `{cost: 1}`
+   */
+  readonly costsOf?: (body: string) => Costs;
+  /**
+   * Answer like an LLM (see {@link LlmModel}): the tiers of `input_tokens` count the prompt at arrival, those of
+   * `output_tokens` count `max_tokens` at arrival and are corrected to the drawn output when the answer goes out
+   * (Anthropic's documented behaviour), and the usage is in an Anthropic-shaped body. @default a plain API
+   */
+  readonly llm?: LlmModel;
+  /**
+   * The most job calls in progress (arrived, not yet answered): a call that arrives while this many are is answered
+   * 429 at once, consuming no quota. @default no limit
+   */
+  readonly concurrency?: number;
   /** Whether to answer 429 (and 413) when a quota would be exceeded. With `false`, usage is only recorded. @default true */
   readonly enforce?: boolean;
   /** The zone of the calendar windows of day and month tiers (an IANA name). @default 'UTC' */
@@ -30,7 +85,17 @@ export interface VirtualApiCall {
   readonly group?: string;
   readonly seq?: number;
   readonly status: number;
+  /** When the answer went out; missing while the call is in progress. */
+  readonly endAt?: number;
+  /**
+   * The units an accepted call (answered 200 or 400) counts for, per named unit: what it reserved at arrival until it
+   * is answered, then (LLM) what it used. Missing for a call that was not accepted.
+   */
+  readonly usage?: Costs;
 }
+
+/** A {@link VirtualApiCall} as the API fills it in. */
+type CallRecord = { -readonly [K in keyof VirtualApiCall]: VirtualApiCall[K] };
 
 /** Counters of a {@link VirtualApi} run. */
 export interface VirtualApiReport {
@@ -67,6 +132,12 @@ export function isFinalStatus(status: number): boolean {
   return status === 200 || (status >= 400 && status < 500 && !NOT_FINAL_4XX.has(status));
 }
 
+/** One arrival's units in a tier, until it stops counting there. */
+interface Held {
+  units: number;
+  readonly until: number;
+}
+
 interface Job {
   readonly id: string;
   readonly group?: string;
@@ -80,7 +151,7 @@ interface Job {
  * order (a call served over HTTP is dated when it was sent or its request arrived, and handled once its body is read).
  */
 class TierTally {
-  private readonly held: { readonly units: number; readonly until: number }[] = [];
+  private readonly held: Held[] = [];
   private total = 0;
   /** The most units ever seen in one window. */
   maxUsage = 0;
@@ -94,8 +165,8 @@ class TierTally {
    * Earliest instant, from `at` on, at which the tier would take `cost` more, counting only arrivals so far
    * (they only ever leave a window as time passes, so the answer for several tiers is the latest of theirs).
    */
-  fitsAt(at: number, cost: number): number {
-    const units = unitsFor(this.tier, cost);
+  fitsAt(at: number, costs: Costs): number {
+    const units = unitsFor(this.tier, costs);
     this.prune(at);
     let used = this.total;
     if (used + units <= this.tier.limit) return at;
@@ -107,16 +178,27 @@ class TierTally {
     return Number.POSITIVE_INFINITY; // unreachable: a request larger than the limit is answered 413 before this
   }
 
-  record(at: number, cost: number): void {
+  /** Counts an arrival's units; the returned entry can be {@link correct}ed while it counts. */
+  record(at: number, costs: Costs): Held {
     this.prune(at);
-    const units = unitsFor(this.tier, cost);
+    const units = unitsFor(this.tier, costs);
     const until = this.tier.countsUntil(at, this.timeZone);
     let i = this.held.length;
     while (i > 0 && (this.held[i - 1]?.until ?? until) > until) i--;
-    this.held.splice(i, 0, { units, until });
+    const held: Held = { units, until };
+    this.held.splice(i, 0, held);
     this.total += units;
-    // A window's content peaks right after an arrival, so checking at each arrival finds the maximum.
+    // A window's content peaks right after an arrival (a correction only lowers it), so checking at each arrival finds the maximum.
     this.maxUsage = Math.max(this.maxUsage, this.total);
+    return held;
+  }
+
+  /** Sets what an arrival counts to `units` (never more than it reserved), if it still counts at `now`. */
+  correct(now: number, held: Held, units: number): void {
+    this.prune(now);
+    if (held.until <= now || units >= held.units) return;
+    this.total -= held.units - units;
+    held.units = units;
   }
 
   private prune(at: number): void {
@@ -126,9 +208,9 @@ class TierTally {
   }
 }
 
-function defaultCostOf(body: string): number {
+function defaultCostsOf(body: string): Costs {
   const { cost } = jobFieldsOf(body);
-  return typeof cost === 'number' && Number.isFinite(cost) ? cost : 1;
+  return { [COST_UNIT]: typeof cost === 'number' && Number.isFinite(cost) ? cost : 1 };
 }
 
 function parseJob(body: string, idempotencyKey: string): Job {
@@ -143,8 +225,33 @@ function parseJob(body: string, idempotencyKey: string): Job {
 
 type Response = Extract<ApiResult, { kind: 'response' }>;
 
-function response(status: number, headers: Record<string, string> = {}, actualCost?: number): Response {
-  return { kind: 'response', status, headers, ...(actualCost === undefined ? {} : { actualCost }) };
+function response(status: number, headers: Record<string, string> = {}, body?: string): Response {
+  return { kind: 'response', status, headers, ...(body === undefined ? {} : { body }) };
+}
+
+/** The body of an LLM's answer, shaped as Anthropic's Messages API answers (the `anthropic` usage preset reads it). */
+function llmAnswerBody(id: string, used: Costs): string {
+  const usage = { input_tokens: used.input_tokens ?? 0, output_tokens: used.output_tokens ?? 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+  return JSON.stringify({ id: `msg-${id}`, type: 'message', role: 'assistant', content: [], stop_reason: 'end_turn', usage });
+}
+
+/**
+ * The most calls in progress at once among `calls`: each from its arrival `at` until its `endAt` (still in progress
+ * when it has none). A call that ends at the instant another arrives does not overlap it; a call answered the instant
+ * it arrived (a 429 for `concurrency`) is in progress for that instant.
+ */
+export function peakCallsInFlight(calls: readonly Pick<VirtualApiCall, 'at' | 'endAt'>[]): number {
+  // At one instant: ends first, then arrivals, then the calls that end as they arrive.
+  const [END, ARRIVAL, INSTANT] = [0, 1, 2];
+  const edges = calls.flatMap((c) => (c.endAt !== undefined && c.endAt <= c.at ? [{ at: c.at, kind: INSTANT }] : [{ at: c.at, kind: ARRIVAL }, ...(c.endAt === undefined ? [] : [{ at: c.endAt, kind: END }])]));
+  edges.sort((a, b) => a.at - b.at || a.kind - b.kind);
+  let now = 0;
+  let peak = 0;
+  for (const { kind } of edges) {
+    if (kind === INSTANT) peak = Math.max(peak, now + 1);
+    else peak = Math.max(peak, (now += kind === ARRIVAL ? 1 : -1));
+  }
+  return peak;
 }
 
 /**
@@ -153,22 +260,30 @@ function response(status: number, headers: Record<string, string> = {}, actualCo
  *
  * A call is counted when it arrives (the instant `call()` is invoked) and answered `latencyMs` later:
  * - 503 if it arrived during an outage (no quota consumed);
+ * - 429 with `retry-after: 1` at once, if `concurrency` calls were in progress when it arrived (no quota consumed);
  * - 413 if its units exceed a tier's limit outright, so it could never fit (no quota consumed);
  * - 429 with `retry-after` (whole seconds, at least 1) if it would overflow a tier (no quota consumed);
- * - otherwise it is accepted and consumes quota: 400 for a body with `"poison": true`, else 200 with `actualCost`.
+ * - otherwise it is accepted and consumes quota: 400 for a body with `"poison": true`, else 200. A plain API reports
+ *   the `cost` unit's amount in the `x-actual-cost` header; an LLM (see `llm`) answers after `msPerOutputToken` more
+ *   per output token, with its usage in the body, and corrects its output tiers to that usage then.
  *
- * Bodies are the JSON text of jobs `{"id": string, "group"?: string, "seq"?: number, "poison"?: true}`.
+ * Bodies are the JSON text of jobs `{"id": string, "group"?: string, "seq"?: number, "poison"?: true}`, and for an
+ * LLM `"prompt_tokens"` and `"max_tokens"`.
  */
 export class VirtualApi implements ApiCaller {
   private readonly clock: Clock;
   private readonly tiers: readonly Tier[];
   private readonly latencyMs: number;
   private readonly outages: readonly { readonly startMs: number; readonly endMs: number }[];
-  private readonly costOf: (body: string) => number;
+  private readonly costsOf: (body: string) => Costs;
+  private readonly llm: LlmModel | undefined;
+  private readonly concurrency: number;
   private readonly enforce: boolean;
   /** Per tier, in configured order: what accepted arrivals hold in it. */
   private readonly windows: readonly TierTally[];
-  private readonly calls: VirtualApiCall[] = [];
+  private readonly calls: CallRecord[] = [];
+  /** Job calls being handled: arrived, not yet answered. */
+  private inProgress = 0;
   private readonly successes = new Map<string, number>();
   private readonly inFlight = new Map<string, number>();
   private readonly highestHandledSeq = new Map<string, number>();
@@ -181,7 +296,9 @@ export class VirtualApi implements ApiCaller {
     this.tiers = options.tiers;
     this.latencyMs = options.latencyMs;
     this.outages = options.outages ?? [];
-    this.costOf = options.costOf ?? defaultCostOf;
+    this.costsOf = options.costsOf ?? defaultCostsOf;
+    this.llm = options.llm;
+    this.concurrency = options.concurrency ?? Number.POSITIVE_INFINITY;
     this.enforce = options.enforce ?? true;
     this.windows = this.tiers.map((tier) => new TierTally(tier, options.timeZone ?? 'UTC'));
   }
@@ -194,34 +311,55 @@ export class VirtualApi implements ApiCaller {
   async call(body: string, context: { readonly idempotencyKey: string; readonly waitedMs?: number }): Promise<ApiResult> {
     const at = this.clock.now() - (context.waitedMs ?? 0);
     const job = parseJob(body, context.idempotencyKey);
-    const cost = this.costOf(body);
-    const result = this.admit(at, job, cost);
+    const record: CallRecord = { at, id: job.id, group: job.group, seq: job.seq, status: 0 };
+    this.calls.push(record);
+    if (!this.inOutage(at) && this.inProgress >= this.concurrency) {
+      this.counts.rejectedByApi++;
+      record.status = 429;
+      record.endAt = this.clock.now();
+      this.countOutcome(job, 429);
+      return response(429, { 'retry-after': '1' });
+    }
+    const units = this.llm === undefined ? { reserved: this.costsOf(body), used: undefined } : llmUnits(job.id, body, this.llm);
+    const { result, held } = this.admit(at, job, units.reserved);
     const { status } = result;
-    this.calls.push({ at, id: job.id, group: job.group, seq: job.seq, status });
+    record.status = status;
+    if (held !== undefined) record.usage = units.reserved;
     this.countOutcome(job, status);
     if (status === 200) {
       const before = this.successes.get(job.id) ?? 0;
       this.successes.set(job.id, before + 1);
       if (before > 0) this.counts.duplicates++;
     }
+    const used = status === 200 ? units.used : undefined;
+    const latencyMs = this.latencyMs + (used === undefined || this.llm === undefined ? 0 : Math.round(this.llm.msPerOutputToken * (used.output_tokens ?? 0)));
+    this.inProgress++;
     if (job.group === undefined) {
-      await this.clock.sleep(this.latencyMs);
-      return result;
+      await this.clock.sleep(latencyMs);
+    } else {
+      // FIFO: an accepted call breaks order if its group has a call in flight, or a higher seq already handled
+      // (answered 200, or 400 and so dead-lettered). "Handled" is recorded when the answer goes out.
+      const group = job.group;
+      const handled = status === 200 || status === 400;
+      const higherHandled = job.seq !== undefined && job.seq < (this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY);
+      if (handled && ((this.inFlight.get(group) ?? 0) > 0 || higherHandled)) this.counts.fifoOrderViolations++;
+      this.inFlight.set(group, (this.inFlight.get(group) ?? 0) + 1);
+      await this.clock.sleep(latencyMs);
+      this.inFlight.set(group, (this.inFlight.get(group) ?? 1) - 1);
+      if (handled && job.seq !== undefined) {
+        this.highestHandledSeq.set(group, Math.max(job.seq, this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY));
+      }
     }
-
-    // FIFO: an accepted call breaks order if its group has a call in flight, or a higher seq already handled
-    // (answered 200, or 400 and so dead-lettered). "Handled" is recorded when the answer goes out.
-    const group = job.group;
-    const handled = status === 200 || status === 400;
-    const higherHandled = job.seq !== undefined && job.seq < (this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY);
-    if (handled && ((this.inFlight.get(group) ?? 0) > 0 || higherHandled)) this.counts.fifoOrderViolations++;
-    this.inFlight.set(group, (this.inFlight.get(group) ?? 0) + 1);
-    await this.clock.sleep(this.latencyMs);
-    this.inFlight.set(group, (this.inFlight.get(group) ?? 1) - 1);
-    if (handled && job.seq !== undefined) {
-      this.highestHandledSeq.set(group, Math.max(job.seq, this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY));
-    }
-    return result;
+    this.inProgress--;
+    const endAt = this.clock.now();
+    record.endAt = endAt;
+    if (used === undefined || held === undefined) return result;
+    held.forEach((entry, i) => {
+      const tier = this.tiers[i];
+      if (tier !== undefined) this.windows[i]?.correct(endAt, entry, unitsFor(tier, used));
+    });
+    record.usage = used;
+    return response(200, {}, llmAnswerBody(job.id, used));
   }
 
   /** Answers a health check `latencyMs` after it arrives: 503 during an outage, else 200. Consumes no quota. */
@@ -287,6 +425,14 @@ export class VirtualApi implements ApiCaller {
   }
 
   /**
+   * The most job calls in progress at once so far (see {@link peakCallsInFlight}), whatever their answers: a call
+   * turned away for `concurrency` counts an instant.
+   */
+  peakCallsInFlight(): number {
+    return peakCallsInFlight(this.calls);
+  }
+
+  /**
    * The most accepted units ever seen in one window of `tier` (matched on `per` and `unit`): any sliding window
    * for second/minute/hour, any UTC calendar window for day/month.
    * @throws Error if no configured tier has that `per` and `unit`.
@@ -297,18 +443,21 @@ export class VirtualApi implements ApiCaller {
     return this.windows[i]?.maxUsage ?? 0;
   }
 
-  private admit(at: number, job: Job, cost: number): Response {
-    if (this.inOutage(at)) return response(503);
+  /** The answer to a call that arrived at `at` reserving `costs`, and what it holds in each tier once accepted. */
+  private admit(at: number, job: Job, costs: Costs): { readonly result: Response; readonly held?: readonly Held[] } {
+    if (this.inOutage(at)) return { result: response(503) };
     if (this.enforce) {
-      if (this.tiers.some((tier) => unitsFor(tier, cost) > tier.limit)) return response(413);
-      const fitsAt = this.windows.reduce((latest, window) => Math.max(latest, window.fitsAt(at, cost)), at);
+      if (this.tiers.some((tier) => unitsFor(tier, costs) > tier.limit)) return { result: response(413) };
+      const fitsAt = this.windows.reduce((latest, window) => Math.max(latest, window.fitsAt(at, costs)), at);
       if (fitsAt > at) {
         this.counts.rejectedByApi++;
-        return response(429, { 'retry-after': String(Math.max(1, Math.ceil((fitsAt - at) / 1000))) });
+        return { result: response(429, { 'retry-after': String(Math.max(1, Math.ceil((fitsAt - at) / 1000))) }) };
       }
     }
-    for (const window of this.windows) window.record(at, cost);
-    return job.poison ? response(400) : response(200, {}, cost);
+    const held = this.windows.map((window) => window.record(at, costs));
+    if (job.poison) return { result: response(400), held };
+    const cost = costs[COST_UNIT];
+    return { result: response(200, this.llm === undefined && cost !== undefined ? { [ACTUAL_COST_HEADER]: String(cost) } : {}), held };
   }
 
   private inOutage(at: number): boolean {

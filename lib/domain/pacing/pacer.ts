@@ -122,20 +122,21 @@ export class Pacer {
 
   /**
    * When smoothing lets a message of `costs` through `tier` (the `i`-th) at ramp `fraction`; -Infinity if it sets no
-   * pace, or if a credit still valid at `at` covers the message.
+   * pace, or if the credits still valid at `at` cover the message.
    */
   private smoothedAt(tier: Tier, i: number, costs: Costs, fraction: number, at: number): number {
     const rate = this.rates[i];
-    if (rate === undefined || this.credited(i, unitsFor(tier, costs), at)) return Number.NEGATIVE_INFINITY;
+    const uncredited = unitsFor(tier, costs) - this.credit(i, at);
+    if (rate === undefined || uncredited <= 0) return Number.NEGATIVE_INFINITY;
     // A burst counts this message too: its own interval comes out of the tolerance, so burstFraction · limit units
     // (not one message more) may go back to back.
-    const tolerance = Math.max(0, this.settings.burstFraction * rate.perMs - this.interval(tier, rate, costs, fraction));
+    const tolerance = Math.max(0, this.settings.burstFraction * rate.perMs - this.interval(uncredited, rate, fraction));
     return (this.theoreticalArrival[i] ?? 0) - tolerance;
   }
 
-  /** How far a message of `costs` pushes the theoretical arrival time of `tier`, of steady `rate`, at ramp `fraction`. */
-  private interval(tier: Tier, rate: SteadyRate, costs: Costs, fraction: number): number {
-    return (unitsFor(tier, costs) * (rate.perMs + this.settings.arrivalMarginMs)) / (rate.units * fraction);
+  /** How far `units` push the theoretical arrival time of a tier of steady `rate`, at ramp `fraction`. */
+  private interval(units: number, rate: SteadyRate, fraction: number): number {
+    return (units * (rate.perMs + this.settings.arrivalMarginMs)) / (rate.units * fraction);
   }
 
   /**
@@ -153,10 +154,13 @@ export class Pacer {
     this.ledger.tiers.forEach((tier, i) => {
       const rate = this.rates[i];
       if (rate === undefined) return;
+      // What credits cover takes the place of what was given back: the schedule moves on by the rest only, so a tier
+      // whose calls hand back part of their estimates is paced at what they use.
       const units = unitsFor(tier, costs);
-      // A message let through by a credit takes the place given back: the schedule does not move.
-      if (this.credited(i, units, now)) return this.spendCredit(i, units, now);
-      const interval = this.interval(tier, rate, costs, fraction);
+      const credited = Math.min(units, this.credit(i, now));
+      this.spendCredit(i, credited, now);
+      if (credited === units) return;
+      const interval = this.interval(units - credited, rate, fraction);
       // A dispatch a little late for its slot (a timer firing late, a slow request before it) keeps the schedule, so
       // the next one makes the lateness up: otherwise every late wake-up would cost the lane that much of its rate.
       // Up to a quarter of an interval is made up; beyond that the lane was idle and the schedule restarts from now.
@@ -192,11 +196,9 @@ export class Pacer {
     });
   }
 
-  /** Whether the credits of the `i`-th tier still valid at `at` cover `units`. */
-  private credited(i: number, units: number, at: number): boolean {
-    let left = units;
-    for (const credit of this.credits[i] ?? []) if (credit.until > at) left -= credit.units;
-    return left <= 0;
+  /** The units of the `i`-th tier's credits still valid at `at`. */
+  private credit(i: number, at: number): number {
+    return (this.credits[i] ?? []).reduce((sum, credit) => sum + (credit.until > at ? credit.units : 0), 0);
   }
 
   /** Spends `units` of the `i`-th tier's credits valid at `at`, soonest to expire first, and drops the expired ones. */

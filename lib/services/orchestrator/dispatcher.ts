@@ -24,6 +24,8 @@ export class Dispatcher {
   private readonly invokeRetry: Backoff;
   /** After Lambda refused a batch: the head goes alone next, and is dead-lettered if refused again. */
   private aloneNext = false;
+  /** When a worker was last invoked: its calls may report until its slots' holds run out. */
+  private lastInvokeAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly run: RunContext,
@@ -53,8 +55,8 @@ export class Dispatcher {
     const hold = slot > now ? this.pacer.blockedUntil(now, job.costs) : undefined;
     if (hold !== undefined && hold.until > this.gate.sendBy(receivedAt)) return this.holdBack(head, job, hold, now);
     const dispatchAt = slot - this.pacer.lead.ms;
-    if (dispatchAt > now) return this.run.sleepUntil(Math.min(dispatchAt, this.ledger.nextStoreCallAt()));
-    if (!this.slotFree(now)) return this.waitForSlot(now);
+    if (dispatchAt > now) return this.expectsHandBack(hold, now) ? this.waitReadingReports(dispatchAt, now) : this.run.sleepUntil(Math.min(dispatchAt, this.ledger.nextStoreCallAt()));
+    if (!this.slotFree(now)) return this.waitReadingReports(this.pacer.slots?.nextExpiry() ?? Number.POSITIVE_INFINITY, now);
     // Its visibility no longer covers a worker's run from its slot: leave it to reappear.
     if (receivedAt + this.run.settings.visibilityTimeoutMs - slot < this.run.settings.workerTimeoutMs) return this.intake.leaveHead();
     // Judged at the slot, the instant the call is counted at: the allowance and the lease must cover it.
@@ -82,16 +84,24 @@ export class Dispatcher {
   }
 
   /**
-   * Every call slot is taken: reads the workers' latest reports, which free the slots of calls that have ended, at
-   * most every `circuitPollMs`, and otherwise waits for that or for a slot to run out, whichever comes first.
+   * Whether what holds the head back (`hold`) may give way to the workers' next reports: it is a tier whose unit the
+   * answers report (see `UnitSetting.usage`), and a call dispatched lately may still hand part of its estimate back.
    */
-  private async waitForSlot(now: number): Promise<void> {
+  private expectsHandBack(hold: Hold | undefined, now: number): boolean {
+    const { config } = this.run.deps;
+    const reportsUntil = this.lastInvokeAt + config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs;
+    return hold?.kind === 'tier' && config.units[hold.tier.unit]?.usage !== undefined && now < reportsUntil;
+  }
+
+  /**
+   * Waits for `until` (a slot that runs out, the head's dispatch), reading the workers' latest reports meanwhile, at
+   * most every `circuitPollMs`: a call slot that frees, or estimates handed back, may let the head go sooner than the
+   * next flush would tell. Each read is one read of the lane item.
+   */
+  private async waitReadingReports(until: number, now: number): Promise<void> {
     const readAt = this.ledger.lastReportsReadAt + this.run.settings.circuitPollMs;
-    if (now >= readAt && this.link.side.kind === 'in-sync') {
-      await this.ledger.readReports();
-      return;
-    }
-    await this.run.sleepUntil(Math.min(Math.max(readAt, now + 1), this.pacer.slots?.nextExpiry() ?? Number.POSITIVE_INFINITY, this.ledger.nextStoreCallAt()));
+    if (now >= readAt && this.link.side.kind === 'in-sync') return this.ledger.readReports();
+    await this.run.sleepUntil(Math.min(Math.max(readAt, now + 1), until, this.ledger.nextStoreCallAt()));
   }
 
   /**
@@ -203,6 +213,7 @@ export class Dispatcher {
     }
     this.invokeRetry.reset();
     this.aloneNext = false;
+    this.lastInvokeAt = now;
     for (const { message, receivedAt, costs, event } of batch) {
       this.intake.shift();
       this.run.tally.dispatched++;

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createConnection } from 'node:net';
-import { limiterSettings, runBaseline } from '../../../tools/bench/baselines';
+import { limiterChain, limiterSettings, runBaseline } from '../../../tools/bench/baselines';
 import { callsPerSecond, idealSeconds } from '../../../tools/bench/measures';
 import { startRedis } from '../../../tools/bench/redisServer';
 import type { BenchScenario, StrategyResult } from '../../../tools/bench/types';
@@ -112,6 +112,65 @@ describe('limiterSettings', () => {
 
   it('sets nothing without a sliding tier', () => {
     expect(limiterSettings(parseTiers([{ limit: 100, per: 'day' }]), 4)).toEqual({});
+  });
+});
+
+describe('limiterChain', () => {
+  const quotas = parseTiers([
+    { limit: 120, per: 'minute' },
+    { limit: 60_000, per: 'minute', unit: 'output_tokens' },
+  ]);
+  const mean = (): number => 1_000;
+
+  it('puts the request tiers and maxConcurrent in one limiter, and each token tier in its own, weighing a job by its reservation', () => {
+    const [requests, output, ...rest] = limiterChain(quotas, 1, mean, 10);
+    expect(rest).toEqual([]);
+    expect(requests?.settings).toEqual({ ...limiterSettings([quotas[0]!], 1), maxConcurrent: 10 });
+    // The whole share of output tokens every minute, at the pace of a mean reservation of 1 000: one a second.
+    expect(output?.settings).toEqual({ reservoir: 60_000, reservoirRefreshAmount: 60_000, reservoirRefreshInterval: 60_000, minTime: 1_000 });
+    const costs = { input_tokens: 700, output_tokens: 1_024 };
+    expect([requests?.weight(costs), output?.weight(costs)]).toEqual([1, 1_024]);
+  });
+
+  it('gives each of N workers a 1/N share of every tier and of maxConcurrent, at least one call at a time', () => {
+    const [requests, output] = limiterChain(quotas, 20, mean, 10);
+    expect(requests?.settings.maxConcurrent).toBe(1);
+    expect(output?.settings).toMatchObject({ reservoir: 3_000, minTime: 20_000 });
+  });
+
+  it('is the plain request limiter without token tiers or a cap', () => {
+    expect(limiterChain([PER_SECOND(50), PER_MINUTE(2000)], 20, mean).map((l) => l.settings)).toEqual([limiterSettings([PER_SECOND(50), PER_MINUTE(2000)], 20)]);
+  });
+});
+
+describe('runBaseline on an LLM API', () => {
+  /** 12 LLM jobs, 6 workers, at most 2 calls in progress at the API: the limiters keep to it, naive fan-out does not. */
+  const LLM: BenchScenario = {
+    name: 'llm',
+    jobs: 12,
+    quotas: parseTiers([
+      { limit: 600, per: 'minute' },
+      { limit: 100_000, per: 'minute', unit: 'output_tokens' },
+    ]),
+    latencyMs: 30,
+    workers: 6,
+    maxInFlight: 2,
+    llm: { jobs: { promptTokensMin: 10, promptTokensMax: 20, maxTokens: 100 }, api: { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 0.5 }, concurrency: 2 },
+  };
+
+  it('naive-fanout runs into the concurrency limit, and reports the peak and the use of each tier', async () => {
+    const result = await runBaseline('naive-fanout', LLM);
+    expectAllJobsDone(result, LLM);
+    expect(result.rejectedByApi).toBeGreaterThan(0);
+    expect(result.peakCallsInFlight).toBeGreaterThan(2);
+    expect(Object.keys(result.tierUtilization ?? {})).toEqual(['600/minute', '100000 output_tokens/minute']);
+    expect(result.tierUtilization?.['600/minute']).toBe(0.02); // 12 accepted calls, in less than a minute
+  });
+
+  it('per-worker-limiter holds each worker to one call at a time, which its share of maxInFlight cannot go below', async () => {
+    const result = await runBaseline('per-worker-limiter', LLM);
+    expectAllJobsDone(result, LLM);
+    expect(result.peakCallsInFlight).toBeLessThanOrEqual(LLM.workers);
   });
 });
 

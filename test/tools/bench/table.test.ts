@@ -88,6 +88,19 @@ describe('formatTable', () => {
     expect(at(4).slice(recoveryEnd - 4, recoveryEnd)).toBe(' 5.2');
     expect(at(5).slice(recoveryEnd - 4, recoveryEnd)).toBe('   -');
   });
+
+  it('adds the LLM columns after the cost: the peak in flight, the use of each tier, and what the orchestrator handed back', () => {
+    const use = (output: number) => ({ '120/minute': 0.5, '60000 output_tokens/minute': output });
+    const llm = formatTable('llm', [
+      result({ name: 'naive-fanout', peakCallsInFlight: 1234, tierUtilization: use(0.71) }),
+      result({ name: 'orchestrator', peakCallsInFlight: 10, tierUtilization: use(0.9346), handedBackShare: { input_tokens: 0, output_tokens: 0.4 } }),
+    ]).split('\n');
+    const cells = (i: number): string[] => (llm[i] ?? '').trim().split(/\s{2,}/);
+    expect(cells(1).slice(-5)).toEqual(['$ per 1M jobs', 'peak in flight', 'use 120/minute', 'use 60000 output_tokens/minute', 'handed back']);
+    expect(cells(3).slice(-4)).toEqual(['1,234', '0.500', '0.710', '-']);
+    expect(cells(4).slice(-4)).toEqual(['10', '0.500', '0.935', 'output_tokens 0.400']);
+    expect(line(1)).not.toContain('peak in flight');
+  });
 });
 
 describe('formatFixedWidth', () => {

@@ -65,6 +65,16 @@ describe('startApiServer', () => {
       expect(await response.json()).toEqual({ status: 200 });
     });
 
+    it("sends an LLM's answer as its body, with its usage", async () => {
+      const llm = new VirtualApi({ clock: frozenClock, tiers: [], latencyMs: 0, llm: { outputShareMin: 0.5, outputShareMax: 0.5, msPerOutputToken: 0 } });
+      const server = await serve({ call: (body, { idempotencyKey }) => llm.call(body, { idempotencyKey }), probe: () => llm.probe() });
+      const response = await post(server, JSON.stringify({ id: 'a', prompt_tokens: 812, max_tokens: 100 }));
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('application/json');
+      expect(response.headers.get('x-actual-cost')).toBeNull();
+      expect(await response.json()).toMatchObject({ id: 'msg-a', type: 'message', usage: { input_tokens: 812, output_tokens: 50 } });
+    });
+
     it('answers a tier overflow 429 with retry-after and no x-actual-cost', async () => {
       const server = await serve(virtualApi());
       expect((await post(server, JSON.stringify({ id: 'a' }))).status).toBe(200);

@@ -1,10 +1,11 @@
-import { parseTiers } from '../../../lib/domain/quota/tiers';
+import { parseTiers, type Costs } from '../../../lib/domain/quota/tiers';
 import { optimalSeconds } from '../../../tools/simulation/optimal';
 
 /** A Monday, 00:00 UTC. */
 const START = Date.UTC(2026, 0, 5);
 
-const ones = (n: number): number[] => Array.from({ length: n }, () => 1);
+const ones = (n: number): Costs[] => Array.from({ length: n }, () => ({}));
+const costs = (...amounts: number[]): Costs[] => amounts.map((cost) => ({ cost }));
 
 describe('optimalSeconds', () => {
   it('sends a whole window at once, then the next as soon as the first leaves it', () => {
@@ -34,7 +35,16 @@ describe('optimalSeconds', () => {
   it('counts cost units on a cost tier, and leaves out a call no tier could ever take', () => {
     const tiers = parseTiers([{ limit: 100, per: 'second', unit: 'cost' }]);
     // 60 + 40 fill the first second; 70 waits for the next; 500 can never go and does not hold the rest back.
-    expect(optimalSeconds(tiers, [60, 40, 500, 70], { start: START })).toBe(1);
-    expect(optimalSeconds(tiers, [500], { start: START })).toBe(0);
+    expect(optimalSeconds(tiers, costs(60, 40, 500, 70), { start: START })).toBe(1);
+    expect(optimalSeconds(tiers, costs(500), { start: START })).toBe(0);
+  });
+
+  it('holds each call to every tier of the units it uses', () => {
+    const tiers = parseTiers([
+      { limit: 100, per: 'second', unit: 'input_tokens' },
+      { limit: 10, per: 'second', unit: 'output_tokens' },
+    ]);
+    // The second call's input fits the first second, its output does not.
+    expect(optimalSeconds(tiers, [{ input_tokens: 10, output_tokens: 6 }, { input_tokens: 10, output_tokens: 6 }], { start: START })).toBe(1);
   });
 });

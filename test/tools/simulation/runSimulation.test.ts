@@ -153,6 +153,36 @@ describe('parseScenario', () => {
     expect(report.durationSeconds).toBeLessThan(10);
   });
 
+  describe('against an LLM API', () => {
+    /**
+     * Requests, input and output tokens per minute, at most 4 calls in progress; prompts of 200 to 800 tokens and
+     * max_tokens 512, answers using 20 to 100 % of it. Output binds: 20 000 / 512 = 39 calls a minute at max_tokens, 65
+     * at the real output.
+     */
+    const llmScenario = parseScenario({
+      name: 'llm',
+      quotas: [
+        { limit: 100, per: 'minute' },
+        { limit: 100_000, per: 'minute', unit: 'input_tokens' },
+        { limit: 20_000, per: 'minute', unit: 'output_tokens' },
+      ],
+      maxInFlight: 4,
+      usagePreset: 'anthropic',
+      jobs: { count: 60, llm: { promptTokensMin: 200, promptTokensMax: 800, maxTokens: 512 } },
+      api: { latencyMs: 300, concurrency: 4, llm: { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 4 } },
+    });
+
+    it('keeps to every tier and to maxInFlight, and hands the unused output back to go faster than max_tokens allow', async () => {
+      const { report, api, orchestratorEvents } = await runSimulation(llmScenario);
+      expect(report).toMatchObject({ jobs: 60, succeeded: 60, lost: 0, duplicates: 0, rejectedByApi: 0 });
+      expect(api.peakCallsInFlight()).toBeLessThanOrEqual(4);
+      // At max_tokens, 60 calls take over a minute and a half of the output tier: handed back, well under.
+      expect(report.durationSeconds).toBeLessThan(75);
+      const handedBack = orchestratorEvents.reduce((sum, e) => sum + (e.type === 'flushed' ? (e.handedBack?.output_tokens ?? 0) : 0), 0);
+      expect(handedBack).toBeGreaterThan(0.2 * 60 * 512);
+    });
+  });
+
   it('refuses an invalid tier set naming the field and the allowed values', () => {
     expect(() => parseScenario({ quotas: [{ limit: 0, per: 'second' }] })).toThrow(new ConfigError('quotas[0].limit', 'must be an integer from 1 to 1000000000000; got 0'));
     expect(() => parseScenario({ quotas: [{ limit: 5, per: 'fortnight' }] })).toThrow(/quotas\[0\]\.per: must be one of second, minute, hour, day, month/);

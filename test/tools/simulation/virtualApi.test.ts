@@ -2,8 +2,9 @@ import { FakeClock } from '../../../tools/memory/FakeClock';
 import type { JsonValue } from '../../../lib/domain/json';
 import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
 import type { ApiResult } from '../../../lib/ports/ApiCaller';
+import { readUsage, USAGE_PRESETS } from '../../../lib/domain/usage/usageSources';
 import type { VirtualApiOptions } from '../../../tools/simulation/virtualApi';
-import { VirtualApi } from '../../../tools/simulation/virtualApi';
+import { drawnOutputTokens, llmUnits, peakCallsInFlight, VirtualApi } from '../../../tools/simulation/virtualApi';
 
 const LATENCY = 50;
 
@@ -60,8 +61,8 @@ describe('VirtualApi', () => {
       expect(answered).toBe(false);
       expect(api.report().apiCalls).toBe(1);
       await clock.advance(1);
-      expect(await pending).toEqual({ kind: 'response', status: 200, headers: {}, actualCost: 1 });
-      expect(api.callLog).toEqual([{ at: 0, id: 'a', status: 200 }]);
+      expect(await pending).toEqual({ kind: 'response', status: 200, headers: { 'x-actual-cost': '1' } });
+      expect(api.callLog).toEqual([{ at: 0, id: 'a', status: 200, endAt: LATENCY, usage: { cost: 1 } }]);
     });
 
     it('dates a call whose request waited for its body when it arrived, and lets it leave its window from then', async () => {
@@ -108,18 +109,19 @@ describe('VirtualApi', () => {
       expect(await statusAt(60_000)).toBe(200);
     });
 
-    it('counts cost tiers in the units costOf gives and reports them as actualCost', async () => {
+    it('counts named-unit tiers in the units costsOf gives and reports the cost unit in x-actual-cost', async () => {
       const { api, callAll } = setup({
         tiers: [tier(10, 'second', 'cost'), tier(100, 'second')],
         latencyMs: 0,
-        costOf: (body) => {
+        costsOf: (body) => {
           const { tokens } = JSON.parse(body) as { tokens?: unknown };
-          return typeof tokens === 'number' ? tokens : 0;
+          return { cost: typeof tokens === 'number' ? tokens : 0 };
         },
       });
       const results = await callAll({ id: 'a', tokens: 6 }, { id: 'b', tokens: 5 }, { id: 'c', tokens: 4 });
       expect(results.map(status)).toEqual([200, 429, 200]);
-      expect(results[0]).toMatchObject({ actualCost: 6 });
+      expect(results[0]).toMatchObject({ headers: { 'x-actual-cost': '6' } });
+      expect(api.callLog.map((c) => c.usage)).toEqual([{ cost: 6 }, undefined, { cost: 4 }]);
       expect(api.maxWindowUsage(tier(10, 'second', 'cost'))).toBe(10);
       expect(api.maxWindowUsage(tier(100, 'second'))).toBe(2);
     });
@@ -127,7 +129,7 @@ describe('VirtualApi', () => {
     it('takes the cost from body.cost by default, and 1 when it is not a finite number', async () => {
       const { callAll } = setup({ tiers: [tier(10, 'minute', 'cost')], latencyMs: 0 });
       const results = await callAll({ id: 'a', cost: 7 }, { id: 'b', cost: 'lots' }, { id: 'c' }, { id: 'd', cost: 2 });
-      expect(results.map((r) => (r.kind === 'response' ? r.actualCost : undefined))).toEqual([7, 1, 1, undefined]);
+      expect(results.map((r) => (r.kind === 'response' ? r.headers['x-actual-cost'] : undefined))).toEqual(['7', '1', '1', undefined]);
       expect(results.map(status)).toEqual([200, 200, 200, 429]);
     });
 
@@ -206,7 +208,7 @@ describe('VirtualApi', () => {
       const pending = api.call('{ "id": "first", "group": "g", "seq": 1, "id" : "\\u0061",\n"seq": 2 }', { idempotencyKey: 'k' });
       await clock.advance(0);
       await pending;
-      expect(api.callLog).toEqual([{ at: 0, id: 'a', group: 'g', seq: 2, status: 200 }]);
+      expect(api.callLog).toEqual([expect.objectContaining({ at: 0, id: 'a', group: 'g', seq: 2, status: 200 })]);
     });
   });
 
@@ -316,5 +318,105 @@ describe('VirtualApi', () => {
       expect(await statusAt(midnightNy - 500)).toBe(429);
       expect(await statusAt(midnightNy)).toBe(200);
     });
+  });
+
+  describe('as an LLM', () => {
+    /** Every answer uses half its max_tokens, and takes 2 ms per output token after the 100 ms base latency. */
+    const HALF = { outputShareMin: 0.5, outputShareMax: 0.5, msPerOutputToken: 2 };
+    const llmCall = (id: string, prompt: number, maxTokens: number) => ({ id, prompt_tokens: prompt, max_tokens: maxTokens });
+
+    /** Starts a call at the current instant; its answer and when it came. */
+    function start(api: VirtualApi, clock: FakeClock, body: JsonValue) {
+      const at = clock.now();
+      return api.call(JSON.stringify(body), { idempotencyKey: 'k' }).then((result) => ({ result, afterMs: clock.now() - at }));
+    }
+
+    it('answers with an Anthropic-shaped usage body after the base latency plus the time per output token', async () => {
+      const clock = new FakeClock(0);
+      const api = new VirtualApi({ clock, tiers: [], latencyMs: 100, llm: HALF });
+      const pending = start(api, clock, llmCall('a', 812, 600));
+      await clock.advance(10_000);
+      const { result, afterMs } = await pending;
+      expect(afterMs).toBe(100 + 2 * 300);
+      expect(result).toMatchObject({ kind: 'response', status: 200, headers: {} });
+      const body = result.kind === 'response' ? (result.body ?? '') : '';
+      expect(JSON.parse(body)).toMatchObject({ type: 'message', usage: { input_tokens: 812, output_tokens: 300, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } });
+      // What the worker reads with the anthropic preset.
+      expect(readUsage(USAGE_PRESETS.anthropic, { headers: {}, body })).toEqual({ input_tokens: 812, output_tokens: 300, tokens: 1112 });
+      expect(api.callLog).toEqual([{ at: 0, id: 'a', status: 200, endAt: 700, usage: { input_tokens: 812, output_tokens: 300, tokens: 1112 } }]);
+    });
+
+    it('counts max_tokens toward an output tier at arrival, and only the output once answered', async () => {
+      const clock = new FakeClock(0);
+      const api = new VirtualApi({ clock, tiers: [tier(1000, 'minute', 'output_tokens')], latencyMs: 100, llm: HALF });
+      const first = start(api, clock, llmCall('a', 10, 600)); // reserves 600, answers 300 at 700
+      await clock.advance(10);
+      const second = start(api, clock, llmCall('b', 10, 600)); // 600 + 600 > 1000 while a is in progress
+      await clock.advanceTo(700);
+      expect(api.callLog.map((c) => c.usage)).toEqual([{ input_tokens: 10, output_tokens: 300, tokens: 310 }, undefined]);
+      const third = start(api, clock, llmCall('c', 10, 600)); // 300 + 600 fits once a is answered
+      await clock.advance(10_000);
+      expect([(await first).result, (await second).result, (await third).result].map(status)).toEqual([200, 429, 200]);
+      expect(api.maxWindowUsage({ per: 'minute', unit: 'output_tokens' })).toBe(900);
+    });
+
+    it('counts the prompt toward an input tier at arrival, and corrects nothing there', async () => {
+      const clock = new FakeClock(0);
+      const api = new VirtualApi({ clock, tiers: [tier(1000, 'minute', 'input_tokens')], latencyMs: 0, llm: HALF });
+      const calls = [start(api, clock, llmCall('a', 600, 100)), start(api, clock, llmCall('b', 500, 100)), start(api, clock, llmCall('c', 400, 100))];
+      await clock.advance(10_000);
+      expect((await Promise.all(calls)).map(({ result }) => status(result))).toEqual([200, 429, 200]);
+      expect(api.maxWindowUsage({ per: 'minute', unit: 'input_tokens' })).toBe(1000);
+    });
+
+    it('answers 429 at once, consuming nothing, to a call that arrives while `concurrency` calls are in progress', async () => {
+      const clock = new FakeClock(0);
+      const api = new VirtualApi({ clock, tiers: [tier(10, 'minute')], latencyMs: 100, concurrency: 2 });
+      const [a, b, c] = [start(api, clock, { id: 'a' }), start(api, clock, { id: 'b' }), start(api, clock, { id: 'c' })];
+      expect(await c).toEqual({ result: { kind: 'response', status: 429, headers: { 'retry-after': '1' } }, afterMs: 0 });
+      await clock.advance(100);
+      await Promise.all([a, b]);
+      const d = start(api, clock, { id: 'd' });
+      await clock.advance(100);
+      expect(status((await d).result)).toBe(200);
+      expect(api.report()).toMatchObject({ apiCalls: 4, rejectedByApi: 1 });
+      expect(api.maxWindowUsage({ per: 'minute', unit: 'requests' })).toBe(3);
+      // c was turned away the instant it arrived, while a and b were in progress.
+      expect(api.peakCallsInFlight()).toBe(3);
+    });
+
+    it('draws each id the same output, within the share range and across it', () => {
+      const model = { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 0 };
+      const outputs = Array.from({ length: 200 }, (_, i) => drawnOutputTokens(`job-${i}`, 1000, model));
+      expect(outputs.every((n) => n >= 200 && n <= 1000)).toBe(true);
+      expect(Math.min(...outputs)).toBeLessThan(300);
+      expect(Math.max(...outputs)).toBeGreaterThan(900);
+      expect(drawnOutputTokens('job-7', 1000, model)).toBe(outputs[7]);
+    });
+
+    it('counts a token field that is missing or not a count as 0', () => {
+      const units = llmUnits('a', JSON.stringify({ id: 'a', prompt_tokens: -5, max_tokens: 'many' }), HALF);
+      expect(units).toEqual({ reserved: { input_tokens: 0, output_tokens: 0, tokens: 0 }, used: { input_tokens: 0, output_tokens: 0, tokens: 0 } });
+    });
+  });
+});
+
+describe('peakCallsInFlight', () => {
+  it('is the most calls that overlap, from each arrival to its answer', () => {
+    expect(peakCallsInFlight([{ at: 0, endAt: 100 }, { at: 50, endAt: 150 }, { at: 60, endAt: 70 }, { at: 120, endAt: 200 }])).toBe(3);
+  });
+
+  it('does not overlap a call that ends at the instant another arrives', () => {
+    expect(peakCallsInFlight([{ at: 0, endAt: 100 }, { at: 100, endAt: 200 }, { at: 200, endAt: 300 }])).toBe(1);
+  });
+
+  it('counts a call answered the instant it arrived for that instant', () => {
+    expect(peakCallsInFlight([{ at: 0, endAt: 100 }, { at: 50, endAt: 50 }])).toBe(2);
+    expect(peakCallsInFlight([{ at: 0, endAt: 100 }, { at: 100, endAt: 100 }])).toBe(1);
+  });
+
+  it('counts a call without an answer as in progress from its arrival on', () => {
+    expect(peakCallsInFlight([{ at: 0 }, { at: 500, endAt: 600 }, { at: 1_000 }])).toBe(2);
+    expect(peakCallsInFlight([])).toBe(0);
   });
 });

@@ -152,7 +152,10 @@ describe('usage read from the answer', () => {
     expect(spans).toHaveLength(6);
     const handedBack = flushedEvents(h.events).reduce((sum, e) => sum + (e.handedBack.output_tokens ?? 0), 0);
     expect(handedBack).toBe(6 * 300);
-    expect(Math.max(...spans.map((s) => s.from)) - START).toBeLessThan(5_000);
+    // While the token tier holds the next message, the run reads the workers' reports every circuitPollMs (100 ms)
+    // rather than waiting for its next flush (every 1 000 ms): the third call goes within a read of the first two ending.
+    const third = [...spans].sort((a, b) => a.from - b.from)[2];
+    expect((third?.from ?? Infinity) - START).toBeLessThanOrEqual(60 + 100);
   });
 
   it('reserves the estimates of every job of a batch', async () => {
