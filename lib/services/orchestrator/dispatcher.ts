@@ -66,8 +66,11 @@ export class Dispatcher {
     // Enough for the messages of its FIFO group that may go in its batch, which can go in no other.
     const needSlots = 1 + this.intake.followersOfHead();
     const need = units.map((u) => u * needSlots);
-    if (side.kind === 'in-sync' && (!this.ledger.allowed(slot, need).every(Boolean) || !this.ledger.slotAllowed(slot, needSlots))) {
-      await this.ledger.tryFlush({ need, needSlots }); // persist a larger allowance before using it
+    const covered = () => this.ledger.allowed(slot, need).every(Boolean) && this.ledger.slotAllowed(slot, needSlots);
+    if (side.kind === 'in-sync' && !covered()) {
+      // Persist a larger allowance, reaching the slot, before using it. One that cannot reach it (the slot is in the
+      // next window of a calendar tier) is waited out, not flushed again at once.
+      if ((await this.ledger.tryFlush({ need, needSlots, until: slot })) && !covered()) await this.run.sleepUntil(Math.min(slot, this.ledger.nextStoreCallAt()));
       return;
     }
     if (!this.ledger.mayDispatch(slot, allowed) || !this.ledger.slotAllowed(slot, 1)) {

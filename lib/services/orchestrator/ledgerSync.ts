@@ -32,6 +32,12 @@ export interface FlushOptions {
   readonly need?: readonly number[];
   /** Call slots the saved allowance must hold at least, on a lane with `maxInFlight`. */
   readonly needSlots?: number;
+  /**
+   * The instant the saved allowance must reach at least: the slot of a message about to go, which the lead and a
+   * batch's window can put further ahead than `2 × flushIntervalMs`. It never reaches past the current window of a
+   * calendar tier (see `QuotaLedger.allowanceEnd`).
+   */
+  readonly until?: number;
 }
 
 /** Call slots a running orchestrator may still take before it saves again, for slots no later than `until` (see `CallSlots.toJSON`). */
@@ -157,7 +163,7 @@ export class LedgerSync {
    * in the saved ledger or pending for its successor. A backlog larger than one save takes further saves, at most
    * {@link MAX_SAVES_PER_FLUSH} in all; the rest waits for the next flush.
    *
-   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs`: twice what
+   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs` (or up to `until`): twice what
    * the run used since the last flush (so a steady run rarely flushes early), at least `need`, at least one unit.
    * A run killed before its next flush can only have dispatched within that allowance, which its successor counts.
    * The allowance takes effect only once the save succeeded. A save that fails may still have landed, so until a
@@ -166,14 +172,15 @@ export class LedgerSync {
    * After a save whose lease renewal (or further save) failed, the next flush (unless final) only renews: the saved
    * ledger stands.
    */
-  private async flush({ final = false, need = [], needSlots = 0 }: FlushOptions = {}): Promise<void> {
+  private async flush({ final = false, need = [], needSlots = 0, until }: FlushOptions = {}): Promise<void> {
     const { config, clock } = this.run.deps;
     if (this.state === 'saved-unrenewed' && !final) return this.renew();
     let settled = await this.foldSettlements();
+    const now = clock.now();
     const allowance: Allowance | undefined = final
       ? undefined
       : {
-          until: this.pacer.ledger.allowanceEnd(clock.now(), 2 * this.run.settings.flushIntervalMs),
+          until: this.pacer.ledger.allowanceEnd(now, Math.max(2 * this.run.settings.flushIntervalMs, (until ?? now) - now)),
           units: config.quotas.map((_, i) => Math.max(1, 2 * (this.usedSinceFlush[i] ?? 0), need[i] ?? 0)),
         };
     const slots = allowance === undefined ? undefined : { until: allowance.until, count: Math.max(1, 2 * this.slotsUsedSinceFlush, needSlots) };
