@@ -1,9 +1,9 @@
 import type { Costs } from '../../lib/domain/quota/tiers';
-import { buildJobs, jobIdOf, type JobSpec } from '../simulation/jobs';
+import { buildJobs, type JobSpec } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';
 import { parseScenario, type Scenario } from '../simulation/scenario';
 import { REALISTIC_START_DELAYS } from '../simulation/startDelays';
-import { llmUnits } from '../simulation/virtualApi';
+import { jobUsage } from '../simulation/virtualApi';
 import type { BenchScenario } from './types';
 
 /** The usage preset of the LLM scenario's lane: the simulated LLM answers as Anthropic's Messages API does. */
@@ -39,8 +39,5 @@ export function benchJobs(bench: BenchScenario): JobSpec[] {
 
 /** What each job's call uses once the API has answered it: its estimate, or an LLM's drawn usage. */
 export function usedUnits(bench: BenchScenario): Costs[] {
-  return benchJobs(bench).map((job) => {
-    const id = jobIdOf(job.body);
-    return bench.llm === undefined || id === undefined ? job.costs : llmUnits(id, job.body, bench.llm.api).used;
-  });
+  return benchJobs(bench).map((job) => jobUsage(job, bench.llm?.api));
 }

@@ -1,5 +1,5 @@
 import { handedBack, type Settlement } from '../../lib/domain/quota/ledger';
-import { tierLabel, unitsFor, type Tier } from '../../lib/domain/quota/tiers';
+import { addCosts, tierLabel, unitsFor, type Tier } from '../../lib/domain/quota/tiers';
 import { optimalSeconds } from '../simulation/optimal';
 import { outageTimes } from '../simulation/scenario';
 import type { VirtualApiCall } from '../simulation/virtualApi';
@@ -101,8 +101,8 @@ export function handedBackShare(settlements: readonly Settlement[], units: reado
       if (seen.has(settlement.id)) continue;
       seen.add(settlement.id);
     }
-    for (const [unit, amount] of Object.entries(settlement.reservation.costs)) reserved[unit] = (reserved[unit] ?? 0) + amount;
-    for (const [unit, amount] of Object.entries(handedBack(settlement))) back[unit] = (back[unit] ?? 0) + amount;
+    addCosts(reserved, settlement.reservation.costs);
+    addCosts(back, handedBack(settlement));
   }
   return Object.fromEntries(units.map((unit) => [unit, (reserved[unit] ?? 0) === 0 ? 0 : round3((back[unit] ?? 0) / (reserved[unit] ?? 1))]));
 }

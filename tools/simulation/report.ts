@@ -1,9 +1,9 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
-import { unitsFor, type Costs } from '../../lib/domain/quota/tiers';
+import { unitsFor } from '../../lib/domain/quota/tiers';
 import { jobIdOf, type JobSpec } from './jobs';
 import { optimalSeconds } from './optimal';
 import { outageTimes, type Scenario } from './scenario';
-import { llmUnits, type VirtualApiReport } from './virtualApi';
+import { jobUsage, type VirtualApiReport } from './virtualApi';
 
 /** The report of a local run: the local run's report contract (docs/local-run.md), field for field. */
 export interface Report {
@@ -81,7 +81,7 @@ export function buildReport(observed: RunObservations): Report {
   const durationSeconds = observed.durationMs / 1000;
   const idealSeconds = idealCallSeconds(scenario, jobs) + outageSeconds;
   const { quotas, timeZone } = scenario.config;
-  const optimal = optimalSeconds(quotas, callable(jobs).map((job) => usedCosts(job, scenario)), { start: observed.start, timeZone, downTimes: outageTimes(scenario.api.outages, observed.start) });
+  const optimal = optimalSeconds(quotas, callable(jobs).map((job) => jobUsage(job, scenario.api.llm)), { start: observed.start, timeZone, downTimes: outageTimes(scenario.api.outages, observed.start) });
   const round = (n: number) => Math.round(n * 1000) / 1000;
   return {
     jobs: jobs.length,
@@ -102,12 +102,6 @@ export function buildReport(observed: RunObservations): Report {
   };
 }
 
-/** What a job's call uses: its estimate, or what an LLM API answers it used (its drawn output, see `llmUnits`). */
-function usedCosts(job: JobSpec, scenario: Scenario): Costs {
-  const id = jobIdOf(job.body);
-  return scenario.api.llm === undefined || id === undefined ? job.costs : llmUnits(id, job.body, scenario.api.llm).used;
-}
-
 /** The well-formed jobs: those whose call reaches the API. */
 function callable(jobs: readonly JobSpec[]): JobSpec[] {
   return jobs.filter((job) => jobIdOf(job.body) !== undefined);
@@ -117,7 +111,7 @@ function callable(jobs: readonly JobSpec[]): JobSpec[] {
 function idealCallSeconds(scenario: Scenario, jobs: readonly JobSpec[]): number {
   const perTier = scenario.config.quotas.flatMap((tier) => {
     const rate = tier.steadyRate();
-    return rate === undefined ? [] : [(callable(jobs).reduce((sum, job) => sum + unitsFor(tier, usedCosts(job, scenario)), 0) * rate.perMs) / rate.units / 1000];
+    return rate === undefined ? [] : [(callable(jobs).reduce((sum, job) => sum + unitsFor(tier, jobUsage(job, scenario.api.llm)), 0) * rate.perMs) / rate.units / 1000];
   });
   return Math.max(0, ...perTier);
 }

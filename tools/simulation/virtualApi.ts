@@ -2,7 +2,7 @@ import { ACTUAL_COST_HEADER } from '../../lib/domain/usage/usageSources';
 import { COST_UNIT, unitsFor, type Costs, type Tier } from '../../lib/domain/quota/tiers';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
-import { jobFieldsOf } from './jobs';
+import { jobFieldsOf, jobIdOf, type JobSpec } from './jobs';
 import { seededRandom } from './random';
 
 /**
@@ -42,6 +42,12 @@ export function llmUnits(id: string, body: string, model: LlmModel): { readonly 
     reserved: { input_tokens: prompt, output_tokens: max, tokens: prompt + max },
     used: { input_tokens: prompt, output_tokens: output, tokens: prompt + output },
   };
+}
+
+/** What `job`'s call uses once the API has answered it: its estimates, or, against an LLM API of `model`, its drawn usage (see {@link llmUnits}). */
+export function jobUsage(job: JobSpec, model: LlmModel | undefined): Costs {
+  const id = jobIdOf(job.body);
+  return model === undefined || id === undefined ? job.costs : llmUnits(id, job.body, model).used;
 }
 
 /** Options of {@link VirtualApi}. */

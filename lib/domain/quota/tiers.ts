@@ -21,6 +21,11 @@ export type TierUnit = string;
 /** Units a message takes, per named unit (`{"input_tokens": 1200, "output_tokens": 1024}`). */
 export type Costs = Readonly<Record<string, number>>;
 
+/** Adds `costs` into `total`, unit by unit. */
+export function addCosts(total: Record<string, number>, costs: Costs): void {
+  for (const [unit, n] of Object.entries(costs)) total[unit] = (total[unit] ?? 0) + n;
+}
+
 /** The unit a tier counts when it names none: one per call. */
 export const REQUESTS = 'requests';
 

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
 import { handedBack, type Allowance, type Settlement } from '../../domain/quota/ledger';
-import { tierLabel, type Costs } from '../../domain/quota/tiers';
+import { addCosts, tierLabel } from '../../domain/quota/tiers';
 import type { Lease } from '../../ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
 import type { RunContext } from './runContext';
@@ -274,7 +274,7 @@ export class LedgerSync {
       this.foldedIds.set(settlement.id, now);
     }
     this.pacer.settle(settlement, now);
-    if (settlement.actual !== null) addTo(this.handedBackUnreported, handedBack(settlement));
+    if (settlement.actual !== null) addCosts(this.handedBackUnreported, handedBack(settlement));
   }
 
   /**
@@ -305,11 +305,6 @@ export class LedgerSync {
  * Twice that, for the clocks of the worker and the orchestrator, which run on different hosts.
  */
 const FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS = 2;
-
-/** Adds `costs` into `total`, unit by unit. */
-function addTo(total: Record<string, number>, costs: Costs): void {
-  for (const [unit, n] of Object.entries(costs)) total[unit] = (total[unit] ?? 0) + n;
-}
 
 /** Whether `list` begins with the settlements of `prefix`, value for value. */
 function startsWith(list: readonly Settlement[], prefix: readonly Settlement[]): boolean {
