@@ -5,23 +5,40 @@ import tseslint from 'typescript-eslint';
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
 const escape = (name) => name.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 /** A pattern that matches any bare import (a package) but those of `packages`, relative paths and `node:` built-ins. */
-const packagesOtherThan = (packages, message) => ({ regex: `^(?!\\.|node:|(${packages.map(escape).join('|')})(/|$))`, message });
+const packagesOtherThan = (packages, message) => ({
+  regex: `^(?!\\.|node:|(${packages.map(escape).join('|')})(/|$))`,
+  message,
+});
 
 const shipped = Object.keys(pkg.dependencies);
 const declared = [...shipped, ...Object.keys(pkg.devDependencies)];
 
 // What ships in the Lambda bundles (functions/ and lib/) may import only `dependencies`, never tools/.
 const shipsFence = [
-  packagesOtherThan(shipped, 'functions/ and lib/ ship in the Lambda bundles: only package.json "dependencies" and node: built-ins; devDependencies belong in tools/.'),
-  { group: ['**/tools', '**/tools/**'], message: 'functions/ and lib/ ship in the Lambda bundles; tools/ does not, so they never import it.' },
+  packagesOtherThan(
+    shipped,
+    'functions/ and lib/ ship in the Lambda bundles: only package.json "dependencies" and node: built-ins; devDependencies belong in tools/.',
+  ),
+  {
+    group: ['**/tools', '**/tools/**'],
+    message: 'functions/ and lib/ ship in the Lambda bundles; tools/ does not, so they never import it.',
+  },
 ];
 // The domain is pure: no AWS SDK, no I/O, no adapters or services. Time and randomness come in as arguments.
 const domainFence = [
   { group: ['@aws-sdk/*', 'aws-sdk', 'aws-sdk/*'], message: 'lib/domain must stay free of the AWS SDK.' },
-  { group: ['**/adapters/**', '**/services/**', 'node:*', 'fs', 'http', 'https'], message: 'lib/domain is pure logic: no adapters, services or I/O.' },
+  {
+    group: ['**/adapters/**', '**/services/**', 'node:*', 'fs', 'http', 'https'],
+    message: 'lib/domain is pure logic: no adapters, services or I/O.',
+  },
 ];
 // Adapters implement ports; what they share with services lives in the ports, never in the services.
-const adaptersFence = [{ group: ['**/services', '**/services/**'], message: 'lib/adapters implement ports and never import lib/services: move what they share to the port.' }];
+const adaptersFence = [
+  {
+    group: ['**/services', '**/services/**'],
+    message: 'lib/adapters implement ports and never import lib/services: move what they share to the port.',
+  },
+];
 
 /** `no-restricted-imports` with the given patterns (a later block for the same files replaces, not adds to, an earlier one). */
 const restrict = (...patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
@@ -32,7 +49,10 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     files: ['**/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly', process: 'readonly', __dirname: 'readonly' } },
+    languageOptions: {
+      sourceType: 'commonjs',
+      globals: { module: 'writable', require: 'readonly', process: 'readonly', __dirname: 'readonly' },
+    },
   },
   {
     files: ['**/*.mjs'],
@@ -45,11 +65,23 @@ export default tseslint.config(
     },
   },
   // Every file: only declared packages (tools/ and test/ may use devDependencies).
-  { files: ['**/*.ts', '**/*.mjs', '**/*.cjs'], rules: restrict(packagesOtherThan(declared, 'not a package declared in package.json: add it, or do without it.')) },
+  {
+    files: ['**/*.ts', '**/*.mjs', '**/*.cjs'],
+    rules: restrict(packagesOtherThan(declared, 'not a package declared in package.json: add it, or do without it.')),
+  },
   { files: ['functions/**', 'lib/**'], rules: restrict(...shipsFence) },
   // The serverless plugin is run by osls at packaging time, on a machine with devDependencies installed, and never
   // bundled: it alone may load the TypeScript settings parser through tsx.
-  { files: ['lib/deploy/quotaConfigPlugin.cjs'], rules: restrict(packagesOtherThan([...shipped, 'tsx'], 'the packaging plugin may load only tsx besides the shipped dependencies.'), shipsFence[1]) },
+  {
+    files: ['lib/deploy/quotaConfigPlugin.cjs'],
+    rules: restrict(
+      packagesOtherThan(
+        [...shipped, 'tsx'],
+        'the packaging plugin may load only tsx besides the shipped dependencies.',
+      ),
+      shipsFence[1],
+    ),
+  },
   { files: ['lib/adapters/**'], rules: restrict(...shipsFence, ...adaptersFence) },
   { files: ['lib/domain/**'], rules: restrict(...shipsFence, ...domainFence) },
 );

@@ -1,7 +1,12 @@
 import type { OrchestratorEvent, RunSummary } from '../lib/services/runOrchestrator';
 import { runOrchestrator } from '../lib/services/runOrchestrator';
 import { runDeadline } from '../lib/services/runDeadline';
-import { orchestratorClients, orchestratorDepsFromEnv, type OrchestratorBaseDeps, type OrchestratorClients } from '../lib/wiring/orchestratorDeps';
+import {
+  orchestratorClients,
+  orchestratorDepsFromEnv,
+  type OrchestratorBaseDeps,
+  type OrchestratorClients,
+} from '../lib/wiring/orchestratorDeps';
 import type { LambdaContextLike, Log } from '../lib/adapters/log';
 import { OrchestratorMetrics } from '../lib/wiring/eventMetrics';
 import { lambdaTelemetry, type Telemetry } from '../lib/adapters/telemetry';
@@ -39,11 +44,27 @@ function logEvent(log: Log, event: OrchestratorEvent): void {
   else if (event.type === 'state-unavailable') log('warn', 'state store call failed; backing off', event);
   else if (event.type === 'state-recovered') log('info', 'state store available again', event);
   else if (event.type === 'queue-unavailable') log('warn', 'queue call failed; backing off', event);
-  else if (event.type === 'quota-exhausted') log('warn', `quota ${event.tier} exhausted until ${new Date(event.until).toISOString()}; not receiving until then`, event);
+  else if (event.type === 'quota-exhausted')
+    log(
+      'warn',
+      `quota ${event.tier} exhausted until ${new Date(event.until).toISOString()}; not receiving until then`,
+      event,
+    );
   else if (event.type === 'quota-available') log('info', `quota ${event.tier} available again; receiving`, event);
-  else if (event.type === 'message-held') log('warn', `message held back by quota ${event.tier} until ${new Date(event.until).toISOString()}`, event);
-  else if (event.type === 'circuit-transition') log(event.to === 'open' ? 'warn' : 'info', `circuit ${event.from} -> ${event.to}: ${event.reason}`, { ...event });
-  else if (event.type === 'circuit-seen' && event.previous !== undefined && (event.previous === 'closed') !== (event.status === 'closed')) log(event.status === 'closed' ? 'info' : 'warn', `circuit read ${event.status}; ${event.status === 'closed' ? 'dispatching' : 'dispatch stopped'}`, event);
+  else if (event.type === 'message-held')
+    log('warn', `message held back by quota ${event.tier} until ${new Date(event.until).toISOString()}`, event);
+  else if (event.type === 'circuit-transition')
+    log(event.to === 'open' ? 'warn' : 'info', `circuit ${event.from} -> ${event.to}: ${event.reason}`, { ...event });
+  else if (
+    event.type === 'circuit-seen' &&
+    event.previous !== undefined &&
+    (event.previous === 'closed') !== (event.status === 'closed')
+  )
+    log(
+      event.status === 'closed' ? 'info' : 'warn',
+      `circuit read ${event.status}; ${event.status === 'closed' ? 'dispatching' : 'dispatch stopped'}`,
+      event,
+    );
 }
 
 /**
@@ -75,7 +96,10 @@ export function makeHandler(deps: OrchestratorBaseDeps, telemetry: Telemetry, sh
       metrics.observe(e);
     };
     try {
-      const summary = await runOrchestrator({ ...deps, owner, onEvent }, { deadline, ...(shouldStop === undefined ? {} : { shouldStop }) });
+      const summary = await runOrchestrator(
+        { ...deps, owner, onEvent },
+        { deadline, ...(shouldStop === undefined ? {} : { shouldStop }) },
+      );
       // `unavailable`: the state store failed all run long, so nothing was dispatched; worth a look if it repeats.
       log(summary.lease === 'unavailable' ? 'warn' : 'info', 'orchestrator run ended', { owner, ...summary });
       return summary;
@@ -89,11 +113,17 @@ export function makeHandler(deps: OrchestratorBaseDeps, telemetry: Telemetry, sh
  * Builds the handler from an environment (validated here: a bad value fails with the variable's name).
  * The local run calls this with each function's environment from the packaged template.
  */
-export function handlerFromEnv(env: Env, clients: OrchestratorClients = orchestratorClients(), telemetry: Telemetry = lambdaTelemetry(), shouldStop?: () => boolean) {
+export function handlerFromEnv(
+  env: Env,
+  clients: OrchestratorClients = orchestratorClients(),
+  telemetry: Telemetry = lambdaTelemetry(),
+  shouldStop?: () => boolean,
+) {
   return makeHandler(orchestratorDepsFromEnv(env, clients), telemetry, shouldStop);
 }
 
 let coldStart: ReturnType<typeof handlerFromEnv> | undefined;
 
 /** Lambda entry point: the configuration is read and validated once per container, at its first event. */
-export const handler = (event: unknown, context: OrchestratorContext): Promise<RunSummary> => (coldStart ??= handlerFromEnv(process.env))(event, context);
+export const handler = (event: unknown, context: OrchestratorContext): Promise<RunSummary> =>
+  (coldStart ??= handlerFromEnv(process.env))(event, context);

@@ -4,12 +4,20 @@ import { WorkerMetrics } from '../lib/wiring/eventMetrics';
 import { lambdaTelemetry, type Telemetry } from '../lib/adapters/telemetry';
 import type { Env } from '../lib/configFromEnv';
 import type { JobEvent, WorkerEvent } from '../lib/ports/Invoker';
-import { processWorkerEvent, type JobOutcome, type WorkerDeps, type WorkerOutcome, type WorkerReport } from '../lib/services/processJob';
+import {
+  processWorkerEvent,
+  type JobOutcome,
+  type WorkerDeps,
+  type WorkerOutcome,
+  type WorkerReport,
+} from '../lib/services/processJob';
 
 /** Why `job` is not a job event this worker reads, or `undefined` when it is one. */
 function jobProblem(job: unknown): string | undefined {
   const body = typeof job === 'object' && job !== null ? (job as { body?: unknown }).body : undefined;
-  return typeof body === 'string' ? undefined : `must carry the message body as a string of JSON text; got ${body === null ? 'null' : typeof body}`;
+  return typeof body === 'string'
+    ? undefined
+    : `must carry the message body as a string of JSON text; got ${body === null ? 'null' : typeof body}`;
 }
 
 /**
@@ -20,25 +28,36 @@ function jobProblem(job: unknown): string | undefined {
  * @throws Error naming what is wrong with the event.
  */
 export function asWorkerEvent(event: unknown): WorkerEvent {
-  const { kind, jobs } = typeof event === 'object' && event !== null ? (event as { kind?: unknown; jobs?: unknown }) : {};
+  const { kind, jobs } =
+    typeof event === 'object' && event !== null ? (event as { kind?: unknown; jobs?: unknown }) : {};
   if (kind === 'job') {
     const problem = jobProblem(event);
     if (problem !== undefined) throw new Error(`worker job event ${problem}`);
   }
   if (kind === 'batch') {
-    if (!Array.isArray(jobs) || jobs.length === 0) throw new Error('worker batch event must carry a non-empty list of jobs');
+    if (!Array.isArray(jobs) || jobs.length === 0)
+      throw new Error('worker batch event must carry a non-empty list of jobs');
     const problem = jobs.map((job, i) => [i, jobProblem(job)] as const).find(([, p]) => p !== undefined);
     if (problem !== undefined) throw new Error(`worker batch event's job ${problem[0]} ${problem[1]}`);
   }
   if (kind === 'job' || kind === 'batch' || kind === 'health-check') return event as WorkerEvent;
-  throw new Error(`worker event must be an object with kind 'job', 'batch' or 'health-check'; got kind ${JSON.stringify(kind)}`);
+  throw new Error(
+    `worker event must be an object with kind 'job', 'batch' or 'health-check'; got kind ${JSON.stringify(kind)}`,
+  );
 }
 
 /** Logs how a job ended unless it succeeded (or was dead-lettered: its report is logged with the reason), with its keys. */
 function logJob(log: Log, job: JobEvent, outcome: JobOutcome): void {
   if (outcome === 'succeeded' || outcome === 'dead-lettered') return;
   const { messageId, dispatchId, idempotencyKey, attempt } = job;
-  log(outcome === 'kept' ? 'warn' : 'info', `worker event ${outcome}`, { kind: 'job', outcome, messageId, dispatchId, idempotencyKey, attempt });
+  log(outcome === 'kept' ? 'warn' : 'info', `worker event ${outcome}`, {
+    kind: 'job',
+    outcome,
+    messageId,
+    dispatchId,
+    idempotencyKey,
+    attempt,
+  });
 }
 
 /**
@@ -46,7 +65,10 @@ function logJob(log: Log, job: JobEvent, outcome: JobOutcome): void {
  * result that could not be delivered.
  */
 function logReport(log: Log, report: WorkerReport): void {
-  if (report.type === 'circuit-transition') log(report.to === 'open' ? 'warn' : 'info', `circuit ${report.from} -> ${report.to}: ${report.reason}`, { ...report });
+  if (report.type === 'circuit-transition')
+    log(report.to === 'open' ? 'warn' : 'info', `circuit ${report.from} -> ${report.to}: ${report.reason}`, {
+      ...report,
+    });
   else if (report.type === 'dead-lettered') log('warn', `job dead-lettered: ${report.reason}`, { ...report });
   else if (report.type === 'result-undelivered') log('warn', `result undelivered: ${report.reason}`, { ...report });
 }
@@ -77,7 +99,8 @@ export function makeHandler(deps: WorkerDeps, telemetry: Telemetry) {
         logJob(log, job, outcomes[i] ?? 'succeeded');
         metrics.job(outcomes[i] ?? 'succeeded');
       });
-      if (workerEvent.kind === 'health-check' && outcome !== 'healthy') log('info', `worker event ${String(outcome)}`, { kind: 'health-check', outcome, checkId: workerEvent.checkId });
+      if (workerEvent.kind === 'health-check' && outcome !== 'healthy')
+        log('info', `worker event ${String(outcome)}`, { kind: 'health-check', outcome, checkId: workerEvent.checkId });
       return outcome;
     } finally {
       metrics.publish();
@@ -86,11 +109,16 @@ export function makeHandler(deps: WorkerDeps, telemetry: Telemetry) {
 }
 
 /** Builds the handler from an environment (validated here: a bad value fails with the variable's name). */
-export function handlerFromEnv(env: Env, clients: WorkerClients = workerClients(), telemetry: Telemetry = lambdaTelemetry()) {
+export function handlerFromEnv(
+  env: Env,
+  clients: WorkerClients = workerClients(),
+  telemetry: Telemetry = lambdaTelemetry(),
+) {
   return makeHandler(workerDepsFromEnv(env, clients), telemetry);
 }
 
 let coldStart: ReturnType<typeof handlerFromEnv> | undefined;
 
 /** Lambda entry point: the configuration is read and validated once per container, at its first event. */
-export const handler = (event: unknown, context?: LambdaContextLike): Promise<WorkerOutcome> => (coldStart ??= handlerFromEnv(process.env))(event, context);
+export const handler = (event: unknown, context?: LambdaContextLike): Promise<WorkerOutcome> =>
+  (coldStart ??= handlerFromEnv(process.env))(event, context);

@@ -105,16 +105,28 @@ function parseOrchestratorSettings(input: unknown): OrchestratorSettings {
   if (input === undefined) return DEFAULT_ORCHESTRATOR_SETTINGS;
   const keys = [...Object.keys(ORCHESTRATOR_RANGES), 'stateOutage'];
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ConfigError(field, `must be an object with optional keys ${keys.join(', ')}; got ${describeValue(input)}`);
+    throw new ConfigError(
+      field,
+      `must be an object with optional keys ${keys.join(', ')}; got ${describeValue(input)}`,
+    );
   }
   const { stateOutage = DEFAULT_ORCHESTRATOR_SETTINGS.stateOutage, ...numbers } = input as Record<string, unknown>;
   for (const key of Object.keys(numbers)) {
-    if (!keys.includes(key)) throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${keys.join(', ')}`);
+    if (!keys.includes(key))
+      throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${keys.join(', ')}`);
   }
   if (!(STATE_OUTAGE_POLICIES as readonly unknown[]).includes(stateOutage)) {
-    throw new ConfigError(`${field}.stateOutage`, `must be one of ${STATE_OUTAGE_POLICIES.map((p) => `'${p}'`).join(', ')}; got ${describeValue(stateOutage)}`);
+    throw new ConfigError(
+      `${field}.stateOutage`,
+      `must be one of ${STATE_OUTAGE_POLICIES.map((p) => `'${p}'`).join(', ')}; got ${describeValue(stateOutage)}`,
+    );
   }
-  const timings = parseSettings(numbers, field, DEFAULT_ORCHESTRATOR_SETTINGS as OrchestratorTimings, ORCHESTRATOR_RANGES);
+  const timings = parseSettings(
+    numbers,
+    field,
+    DEFAULT_ORCHESTRATOR_SETTINGS as OrchestratorTimings,
+    ORCHESTRATOR_RANGES,
+  );
   return Object.freeze({ ...timings, stateOutage: stateOutage as StateOutagePolicy });
 }
 
@@ -153,7 +165,18 @@ export interface ServiceConfig {
   readonly orchestrator: OrchestratorSettings;
 }
 
-const KEYS = ['lane', 'quotas', 'timeZone', 'maxInFlight', 'units', 'usagePreset', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
+const KEYS = [
+  'lane',
+  'quotas',
+  'timeZone',
+  'maxInFlight',
+  'units',
+  'usagePreset',
+  'pacing',
+  'circuit',
+  'retry',
+  'orchestrator',
+] as const;
 
 /** Allowed values of `maxInFlight`: the ids of the calls in progress are saved with the ledger, which must stay small. */
 export const MAX_IN_FLIGHT_RANGE: NumberRange = Object.freeze({ min: 1, max: 1000, integer: true });
@@ -169,14 +192,16 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
   }
   const raw = input as Record<string, unknown>;
   for (const key of Object.keys(raw)) {
-    if (!(KEYS as readonly string[]).includes(key)) throw new ConfigError(key, `unknown key; allowed keys are ${KEYS.join(', ')}`);
+    if (!(KEYS as readonly string[]).includes(key))
+      throw new ConfigError(key, `unknown key; allowed keys are ${KEYS.join(', ')}`);
   }
   const lane = raw.lane ?? 'default';
   if (typeof lane !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(lane)) {
     throw new ConfigError('lane', `must be 1 to 64 letters, digits, '-' or '_'; got ${describeValue(lane)}`);
   }
   const timeZone = raw.timeZone ?? 'UTC';
-  if (typeof timeZone !== 'string') throw new ConfigError('timeZone', `must be an IANA time zone such as 'UTC'; got ${describeValue(timeZone)}`);
+  if (typeof timeZone !== 'string')
+    throw new ConfigError('timeZone', `must be an IANA time zone such as 'UTC'; got ${describeValue(timeZone)}`);
   assertTimeZone(timeZone, 'timeZone');
   const orchestrator = parseOrchestratorSettings(raw.orchestrator);
   if (orchestrator.flushIntervalMs * 3 > orchestrator.leaseTtlMs) {
@@ -194,7 +219,10 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
   const quotas = parseTiers(raw.quotas, { field: 'quotas', costsAvailable: options.costsAvailable ?? true });
   const { maxInFlight } = raw;
   const { min, max } = MAX_IN_FLIGHT_RANGE;
-  if (maxInFlight !== undefined && (typeof maxInFlight !== 'number' || !Number.isInteger(maxInFlight) || maxInFlight < min || maxInFlight > max)) {
+  if (
+    maxInFlight !== undefined &&
+    (typeof maxInFlight !== 'number' || !Number.isInteger(maxInFlight) || maxInFlight < min || maxInFlight > max)
+  ) {
     throw new ConfigError('maxInFlight', `must be an integer from ${min} to ${max}; got ${describeValue(maxInFlight)}`);
   }
   return Object.freeze({

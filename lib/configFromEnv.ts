@@ -91,7 +91,8 @@ export function serviceConfigFromEnv(env: Env): ServiceConfig {
     const name = CONFIG_ENV[key];
     const text = env[name];
     if (text === undefined || text === '') {
-      if (key === 'quotas') throw new ConfigError(name, 'must be set to a JSON array of tiers such as [{"limit":10,"per":"second"}]');
+      if (key === 'quotas')
+        throw new ConfigError(name, 'must be set to a JSON array of tiers such as [{"limit":10,"per":"second"}]');
       continue;
     }
     try {
@@ -117,7 +118,8 @@ export function serviceConfigFromEnv(env: Env): ServiceConfig {
  */
 export function requiredEnv(env: Env, name: string): string {
   const value = env[name];
-  if (value === undefined || value === '') throw new ConfigError(name, 'must be set (serverless.yml sets it on deploy)');
+  if (value === undefined || value === '')
+    throw new ConfigError(name, 'must be set (serverless.yml sets it on deploy)');
   return value;
 }
 
@@ -134,12 +136,20 @@ export function queueUrlsFromEnv(env: Env): Readonly<Record<QueueName, string>> 
  * A whole number of milliseconds from an optional variable.
  * @throws ConfigError naming the variable and its range when the value is not a whole number within it.
  */
-export function millisecondsFromEnv(env: Env, name: string, fallback: number, range: { readonly min: number; readonly max: number }): number {
+export function millisecondsFromEnv(
+  env: Env,
+  name: string,
+  fallback: number,
+  range: { readonly min: number; readonly max: number },
+): number {
   const text = env[name];
   if (text === undefined || text === '') return fallback;
   const value = Number(text);
   if (!Number.isInteger(value) || value < range.min || value > range.max) {
-    throw new ConfigError(name, `must be a whole number of milliseconds from ${range.min} to ${range.max}; got '${text}'`);
+    throw new ConfigError(
+      name,
+      `must be a whole number of milliseconds from ${range.min} to ${range.max}; got '${text}'`,
+    );
   }
   return value;
 }
@@ -158,7 +168,10 @@ export function apiKeyCacheSecondsFromEnv(env: Env): number {
   if (text === undefined || text === '') return API_KEY_CACHE_SECONDS.default;
   const value = Number(text);
   if (!Number.isInteger(value) || value < API_KEY_CACHE_SECONDS.min || value > API_KEY_CACHE_SECONDS.max) {
-    throw new ConfigError(name, `must be a whole number of seconds from ${API_KEY_CACHE_SECONDS.min} to ${API_KEY_CACHE_SECONDS.max}; got '${text}'`);
+    throw new ConfigError(
+      name,
+      `must be a whole number of seconds from ${API_KEY_CACHE_SECONDS.min} to ${API_KEY_CACHE_SECONDS.max}; got '${text}'`,
+    );
   }
   return value;
 }

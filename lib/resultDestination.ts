@@ -44,10 +44,18 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * `record[key]`, a string that passes `check`, else `fallback` when absent and there is one.
  * @throws ConfigError naming `<field>.<key>` and what it must be (`expected`).
  */
-function text(record: Record<string, unknown>, key: string, field: string, check: (value: string) => boolean, expected: string, fallback?: string): string {
+function text(
+  record: Record<string, unknown>,
+  key: string,
+  field: string,
+  check: (value: string) => boolean,
+  expected: string,
+  fallback?: string,
+): string {
   const value = record[key];
   if (value === undefined && fallback !== undefined) return fallback;
-  if (typeof value !== 'string' || !check(value)) throw new ConfigError(`${field}.${key}`, `must be ${expected}; got ${describeValue(value)}`);
+  if (typeof value !== 'string' || !check(value))
+    throw new ConfigError(`${field}.${key}`, `must be ${expected}; got ${describeValue(value)}`);
   return value;
 }
 
@@ -57,19 +65,62 @@ function text(record: Record<string, unknown>, key: string, field: string, check
  * @throws ConfigError naming the offending field (`<field>.type`, `<field>.queueArn`, …) and what it must be.
  */
 export function parseResultDestination(value: unknown, field: string): ResultDestination {
-  if (!isRecord(value)) throw new ConfigError(field, `must be an object such as { type: sqs, queueArn: arn:aws:sqs:… } or { type: eventbridge, busName: … }; got ${describeValue(value)}`);
-  const allowed = value.type === 'sqs' ? ['type', 'queueArn'] : value.type === 'eventbridge' ? ['type', 'busName', 'source', 'detailType'] : undefined;
-  if (allowed === undefined) throw new ConfigError(`${field}.type`, `must be one of sqs, eventbridge; got ${describeValue(value.type)}`);
+  if (!isRecord(value))
+    throw new ConfigError(
+      field,
+      `must be an object such as { type: sqs, queueArn: arn:aws:sqs:… } or { type: eventbridge, busName: … }; got ${describeValue(value)}`,
+    );
+  const allowed =
+    value.type === 'sqs'
+      ? ['type', 'queueArn']
+      : value.type === 'eventbridge'
+        ? ['type', 'busName', 'source', 'detailType']
+        : undefined;
+  if (allowed === undefined)
+    throw new ConfigError(`${field}.type`, `must be one of sqs, eventbridge; got ${describeValue(value.type)}`);
   for (const key of Object.keys(value)) {
-    if (!allowed.includes(key)) throw new ConfigError(`${field}.${key}`, `unknown key; a ${String(value.type)} destination takes ${allowed.join(', ')}`);
+    if (!allowed.includes(key))
+      throw new ConfigError(
+        `${field}.${key}`,
+        `unknown key; a ${String(value.type)} destination takes ${allowed.join(', ')}`,
+      );
   }
   if (value.type === 'sqs') {
-    return Object.freeze({ type: 'sqs', queueArn: text(value, 'queueArn', field, (v) => SQS_QUEUE_ARN.test(v), 'the ARN of an SQS queue, such as arn:aws:sqs:us-east-1:123456789012:results') });
+    return Object.freeze({
+      type: 'sqs',
+      queueArn: text(
+        value,
+        'queueArn',
+        field,
+        (v) => SQS_QUEUE_ARN.test(v),
+        'the ARN of an SQS queue, such as arn:aws:sqs:us-east-1:123456789012:results',
+      ),
+    });
   }
   return Object.freeze({
     type: 'eventbridge',
-    busName: text(value, 'busName', field, (v) => BUS_NAME.test(v) || BUS_ARN.test(v), "an event bus's name (1 to 256 letters, digits, '.', '-', '_') or ARN"),
-    source: text(value, 'source', field, (v) => v.length >= 1 && v.length <= 256 && !v.startsWith('aws.'), "1 to 256 characters, not starting with 'aws.'", EVENTBRIDGE_RESULT_DEFAULTS.source),
-    detailType: text(value, 'detailType', field, (v) => v.length >= 1 && v.length <= 128, '1 to 128 characters', EVENTBRIDGE_RESULT_DEFAULTS.detailType),
+    busName: text(
+      value,
+      'busName',
+      field,
+      (v) => BUS_NAME.test(v) || BUS_ARN.test(v),
+      "an event bus's name (1 to 256 letters, digits, '.', '-', '_') or ARN",
+    ),
+    source: text(
+      value,
+      'source',
+      field,
+      (v) => v.length >= 1 && v.length <= 256 && !v.startsWith('aws.'),
+      "1 to 256 characters, not starting with 'aws.'",
+      EVENTBRIDGE_RESULT_DEFAULTS.source,
+    ),
+    detailType: text(
+      value,
+      'detailType',
+      field,
+      (v) => v.length >= 1 && v.length <= 128,
+      '1 to 128 characters',
+      EVENTBRIDGE_RESULT_DEFAULTS.detailType,
+    ),
   });
 }

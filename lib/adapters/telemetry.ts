@@ -15,6 +15,9 @@ export interface Telemetry {
  * EMF metrics through Powertools Metrics, both on stdout.
  * @default logger a new `powertoolsLogger()`; metrics a new {@link EmfMetrics}
  */
-export function lambdaTelemetry(logger: Logger = powertoolsLogger(), metrics: MetricSink = new EmfMetrics()): Telemetry {
+export function lambdaTelemetry(
+  logger: Logger = powertoolsLogger(),
+  metrics: MetricSink = new EmfMetrics(),
+): Telemetry {
   return { log: powertoolsLog(logger), metrics, setContext: (context) => addLambdaContext(logger, context) };
 }

@@ -84,7 +84,9 @@ class QuotaConfigPlugin {
     orchestrator.events = [...(orchestrator.events || []), ...resolved.orchestratorEvents];
     this.grantWorker(resolved.workerStatements);
     if (this.log) {
-      const tiers = resolved.config.quotas.map((tier) => `${tier.limit}/${tier.per}${tier.unit === 'cost' ? ' (cost)' : ''}`);
+      const tiers = resolved.config.quotas.map(
+        (tier) => `${tier.limit}/${tier.per}${tier.unit === 'cost' ? ' (cost)' : ''}`,
+      );
       this.log.verbose(`custom.quotaOrchestrator is valid: lane '${resolved.config.lane}', quotas ${tiers.join(', ')}`);
     }
   }
@@ -101,7 +103,10 @@ class QuotaConfigPlugin {
     const policy = role && role.Properties && (role.Properties.Policies || [])[0];
     if (!policy || !policy.PolicyDocument) {
       const ServerlessError = (this.serverless.classes && this.serverless.classes.Error) || Error;
-      throw new ServerlessError('custom.quotaOrchestrator.results: needs the WorkerRole of resources/iam.yml, with an inline policy, to grant the worker the send to its result destination', ERROR_CODE);
+      throw new ServerlessError(
+        'custom.quotaOrchestrator.results: needs the WorkerRole of resources/iam.yml, with an inline policy, to grant the worker the send to its result destination',
+        ERROR_CODE,
+      );
     }
     const sids = new Set(statements.map((statement) => statement.Sid));
     const kept = [].concat(policy.PolicyDocument.Statement || []).filter((statement) => !sids.has(statement.Sid));

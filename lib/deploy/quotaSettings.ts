@@ -4,7 +4,13 @@
  * out the environment variables that carry it to the functions.
  */
 import { parseServiceConfig, type ServiceConfig } from '../config';
-import { API_KEY_CACHE_SECONDS, checkProbeOutlastsCall, CONFIG_ENV, defaultApiTimeoutMs, RESOURCE_ENV } from '../configFromEnv';
+import {
+  API_KEY_CACHE_SECONDS,
+  checkProbeOutlastsCall,
+  CONFIG_ENV,
+  defaultApiTimeoutMs,
+  RESOURCE_ENV,
+} from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
 import { parseResultDestination, type ResultDestination } from '../resultDestination';
@@ -61,7 +67,14 @@ export interface DeploySettings {
 }
 
 const SERVICE_KEYS = Object.keys(CONFIG_ENV) as (keyof typeof CONFIG_ENV)[];
-const WORKER_KEYS = ['apiUrl', 'healthUrl', 'apiTimeoutMs', 'apiKeyParameter', 'apiKeyCacheSeconds', 'results'] as const satisfies readonly (keyof DeploySettings)[];
+const WORKER_KEYS = [
+  'apiUrl',
+  'healthUrl',
+  'apiTimeoutMs',
+  'apiKeyParameter',
+  'apiKeyCacheSeconds',
+  'results',
+] as const satisfies readonly (keyof DeploySettings)[];
 const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...WORKER_KEYS];
 
 /** The parts of an osls function definition read here. */
@@ -75,8 +88,16 @@ export interface FunctionView {
 
 /** The parts of the resolved serverless.yml (osls's `serverless.service`) that the plugin reads. */
 export interface ServiceView {
-  readonly custom?: { readonly quotaOrchestrator?: unknown; readonly queues?: { readonly maxReceiveCount?: unknown }; readonly alarms?: unknown };
-  readonly provider: { readonly timeout?: unknown; readonly region?: unknown; readonly environment?: Readonly<Record<string, unknown>> };
+  readonly custom?: {
+    readonly quotaOrchestrator?: unknown;
+    readonly queues?: { readonly maxReceiveCount?: unknown };
+    readonly alarms?: unknown;
+  };
+  readonly provider: {
+    readonly timeout?: unknown;
+    readonly region?: unknown;
+    readonly environment?: Readonly<Record<string, unknown>>;
+  };
   readonly functions?: Readonly<Record<string, FunctionView | undefined>>;
 }
 
@@ -111,10 +132,30 @@ export interface IamStatement {
  * rather than given by ARN is the stack's region's and account's).
  */
 export function resultDestinationStatement(destination: ResultDestination): IamStatement {
-  if (destination.type === 'sqs') return { Sid: 'ResultDestination', Effect: 'Allow', Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'], Resource: destination.queueArn };
+  if (destination.type === 'sqs')
+    return {
+      Sid: 'ResultDestination',
+      Effect: 'Allow',
+      Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
+      Resource: destination.queueArn,
+    };
   const bus = destination.busName.startsWith('arn:')
     ? destination.busName
-    : { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':event-bus/', destination.busName]] };
+    : {
+        'Fn::Join': [
+          '',
+          [
+            'arn:',
+            { Ref: 'AWS::Partition' },
+            ':events:',
+            { Ref: 'AWS::Region' },
+            ':',
+            { Ref: 'AWS::AccountId' },
+            ':event-bus/',
+            destination.busName,
+          ],
+        ],
+      };
   return { Sid: 'ResultDestination', Effect: 'Allow', Action: 'events:PutEvents', Resource: bus };
 }
 
@@ -130,25 +171,44 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function timeoutSeconds(service: ServiceView, name: string, min: number, why: string): number {
   const fn = service.functions?.[name];
   if (fn === undefined || fn === null) {
-    throw new ConfigError(`functions.${name}`, `is missing; the quota-config plugin configures the functions 'orchestrator' and 'worker'`);
+    throw new ConfigError(
+      `functions.${name}`,
+      `is missing; the quota-config plugin configures the functions 'orchestrator' and 'worker'`,
+    );
   }
   const timeout = fn.timeout ?? service.provider.timeout ?? OSLS_DEFAULT_TIMEOUT_SECONDS;
-  if (typeof timeout !== 'number' || !Number.isInteger(timeout) || timeout < min || timeout > MAX_LAMBDA_TIMEOUT_SECONDS) {
-    throw new ConfigError(`functions.${name}.timeout`, `must be a whole number of seconds from ${min} to ${MAX_LAMBDA_TIMEOUT_SECONDS}${why}; got ${describeValue(timeout)}`);
+  if (
+    typeof timeout !== 'number' ||
+    !Number.isInteger(timeout) ||
+    timeout < min ||
+    timeout > MAX_LAMBDA_TIMEOUT_SECONDS
+  ) {
+    throw new ConfigError(
+      `functions.${name}.timeout`,
+      `must be a whole number of seconds from ${min} to ${MAX_LAMBDA_TIMEOUT_SECONDS}${why}; got ${describeValue(timeout)}`,
+    );
   }
   return timeout;
 }
 
 function httpUrl(value: unknown, key: string): string {
   const field = `${SETTINGS_PATH}.${key}`;
-  if (typeof value !== 'string') throw new ConfigError(field, `must be an http(s) URL such as https://api.example.com/jobs; got ${describeValue(value)}`);
+  if (typeof value !== 'string')
+    throw new ConfigError(
+      field,
+      `must be an http(s) URL such as https://api.example.com/jobs; got ${describeValue(value)}`,
+    );
   let url: URL;
   try {
     url = new URL(value);
   } catch {
-    throw new ConfigError(field, `must be an http(s) URL such as https://api.example.com/jobs; got ${describeValue(value)}`);
+    throw new ConfigError(
+      field,
+      `must be an http(s) URL such as https://api.example.com/jobs; got ${describeValue(value)}`,
+    );
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(field, `must use http or https; got ${describeValue(value)}`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(field, `must use http or https; got ${describeValue(value)}`);
   return value;
 }
 
@@ -227,13 +287,22 @@ function checkVisibilityOutlastsEvent(service: ServiceView, config: ServiceConfi
 export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   const settings = service.custom?.quotaOrchestrator;
   if (!isRecord(settings)) {
-    throw new ConfigError(SETTINGS_PATH, `must be an object with keys ${ALLOWED_KEYS.join(', ')} (quotas, apiUrl and healthUrl required); got ${describeValue(settings)}`);
+    throw new ConfigError(
+      SETTINGS_PATH,
+      `must be an object with keys ${ALLOWED_KEYS.join(', ')} (quotas, apiUrl and healthUrl required); got ${describeValue(settings)}`,
+    );
   }
   for (const key of Object.keys(settings)) {
-    if (!ALLOWED_KEYS.includes(key)) throw new ConfigError(`${SETTINGS_PATH}.${key}`, `unknown key; allowed keys are ${ALLOWED_KEYS.join(', ')}`);
+    if (!ALLOWED_KEYS.includes(key))
+      throw new ConfigError(`${SETTINGS_PATH}.${key}`, `unknown key; allowed keys are ${ALLOWED_KEYS.join(', ')}`);
   }
   const periodSeconds = SCHEDULE_PERIOD_MS / 1000;
-  timeoutSeconds(service, 'orchestrator', periodSeconds + 1, `, more than the ${periodSeconds} s schedule period so a run spans a tick`);
+  timeoutSeconds(
+    service,
+    'orchestrator',
+    periodSeconds + 1,
+    `, more than the ${periodSeconds} s schedule period so a run spans a tick`,
+  );
   const workerTimeoutMs = timeoutSeconds(service, 'worker', 1, '') * 1000;
 
   const input: Record<string, unknown> = {};
@@ -246,15 +315,26 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
     config = parseServiceConfig(input);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    const hint = orchestrator.derived && error.problem.includes('workerTimeoutMs') ? ' (workerTimeoutMs is derived from functions.worker.timeout)' : '';
+    const hint =
+      orchestrator.derived && error.problem.includes('workerTimeoutMs')
+        ? ' (workerTimeoutMs is derived from functions.worker.timeout)'
+        : '';
     throw new ConfigError(`${SETTINGS_PATH}.${error.field}`, error.problem + hint, { cause: error });
   }
 
   checkVisibilityOutlastsEvent(service, config, workerTimeoutMs);
 
   const maxReceiveCount = service.custom?.queues?.maxReceiveCount;
-  if (typeof maxReceiveCount !== 'number' || !Number.isInteger(maxReceiveCount) || maxReceiveCount < 1 || maxReceiveCount > 1000) {
-    throw new ConfigError(MAX_RECEIVE_COUNT_PATH, `must be an integer from 1 to 1000 (the source queues' SQS redrive threshold); got ${describeValue(maxReceiveCount)}`);
+  if (
+    typeof maxReceiveCount !== 'number' ||
+    !Number.isInteger(maxReceiveCount) ||
+    maxReceiveCount < 1 ||
+    maxReceiveCount > 1000
+  ) {
+    throw new ConfigError(
+      MAX_RECEIVE_COUNT_PATH,
+      `must be an integer from 1 to 1000 (the source queues' SQS redrive threshold); got ${describeValue(maxReceiveCount)}`,
+    );
   }
   if (config.retry.maxAttempts >= maxReceiveCount) {
     throw new ConfigError(
@@ -266,21 +346,34 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   const apiUrl = httpUrl(settings.apiUrl, 'apiUrl');
   const healthUrl = httpUrl(settings.healthUrl, 'healthUrl');
   const apiTimeoutMs = settings.apiTimeoutMs;
-  if (apiTimeoutMs !== undefined && (typeof apiTimeoutMs !== 'number' || !Number.isInteger(apiTimeoutMs) || apiTimeoutMs < 1 || apiTimeoutMs >= workerTimeoutMs)) {
+  if (
+    apiTimeoutMs !== undefined &&
+    (typeof apiTimeoutMs !== 'number' ||
+      !Number.isInteger(apiTimeoutMs) ||
+      apiTimeoutMs < 1 ||
+      apiTimeoutMs >= workerTimeoutMs)
+  ) {
     throw new ConfigError(
       `${SETTINGS_PATH}.apiTimeoutMs`,
       `must be a whole number of milliseconds from 1 to ${workerTimeoutMs - 1}, below functions.worker.timeout; got ${describeValue(apiTimeoutMs)}`,
     );
   }
 
-  checkProbeOutlastsCall(typeof apiTimeoutMs === 'number' ? apiTimeoutMs : defaultApiTimeoutMs(workerTimeoutMs), config.circuit.healthCheckTimeoutSeconds, {
-    apiTimeoutMs: `${SETTINGS_PATH}.apiTimeoutMs`,
-    healthCheckTimeoutSeconds: `${SETTINGS_PATH}.circuit.healthCheckTimeoutSeconds`,
-    defaulted: apiTimeoutMs === undefined,
-  });
+  checkProbeOutlastsCall(
+    typeof apiTimeoutMs === 'number' ? apiTimeoutMs : defaultApiTimeoutMs(workerTimeoutMs),
+    config.circuit.healthCheckTimeoutSeconds,
+    {
+      apiTimeoutMs: `${SETTINGS_PATH}.apiTimeoutMs`,
+      healthCheckTimeoutSeconds: `${SETTINGS_PATH}.circuit.healthCheckTimeoutSeconds`,
+      defaulted: apiTimeoutMs === undefined,
+    },
+  );
 
   const apiKeyParameter = settings.apiKeyParameter;
-  if (apiKeyParameter !== undefined && (typeof apiKeyParameter !== 'string' || !SSM_PARAMETER_NAME.test(apiKeyParameter))) {
+  if (
+    apiKeyParameter !== undefined &&
+    (typeof apiKeyParameter !== 'string' || !SSM_PARAMETER_NAME.test(apiKeyParameter))
+  ) {
     throw new ConfigError(
       `${SETTINGS_PATH}.apiKeyParameter`,
       `must be an SSM parameter name such as /quota-orchestrator/prod/api-key: a leading '/', then up to 1010 letters, digits and _ . - /; got ${describeValue(apiKeyParameter)}`,
@@ -289,12 +382,22 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
 
   const apiKeyCacheSeconds = settings.apiKeyCacheSeconds;
   const cache = API_KEY_CACHE_SECONDS;
-  if (apiKeyCacheSeconds !== undefined && (typeof apiKeyCacheSeconds !== 'number' || !Number.isInteger(apiKeyCacheSeconds) || apiKeyCacheSeconds < cache.min || apiKeyCacheSeconds > cache.max)) {
-    throw new ConfigError(`${SETTINGS_PATH}.apiKeyCacheSeconds`, `must be a whole number of seconds from ${cache.min} to ${cache.max}; got ${describeValue(apiKeyCacheSeconds)}`);
+  if (
+    apiKeyCacheSeconds !== undefined &&
+    (typeof apiKeyCacheSeconds !== 'number' ||
+      !Number.isInteger(apiKeyCacheSeconds) ||
+      apiKeyCacheSeconds < cache.min ||
+      apiKeyCacheSeconds > cache.max)
+  ) {
+    throw new ConfigError(
+      `${SETTINGS_PATH}.apiKeyCacheSeconds`,
+      `must be a whole number of seconds from ${cache.min} to ${cache.max}; got ${describeValue(apiKeyCacheSeconds)}`,
+    );
   }
   if (service.custom?.alarms !== undefined) checkAlarmSettings(service.custom.alarms);
 
-  const results = settings.results === undefined ? undefined : parseResultDestination(settings.results, `${SETTINGS_PATH}.results`);
+  const results =
+    settings.results === undefined ? undefined : parseResultDestination(settings.results, `${SETTINGS_PATH}.results`);
   if (results !== undefined) checkResultRegion(results, service.provider.region);
 
   const providerEnv: Record<string, string> = {};
@@ -342,7 +445,10 @@ export interface AlarmSettings {
 }
 
 /** The ranges of the numeric {@link AlarmSettings}: the source queues keep messages 345600 s; CloudWatch evaluates at most a day. */
-export const ALARM_RANGES = { oldestMessageAgeSeconds: { min: 60, max: 345_599 }, circuitOpenMinutes: { min: 1, max: 1440 } } as const;
+export const ALARM_RANGES = {
+  oldestMessageAgeSeconds: { min: 60, max: 345_599 },
+  circuitOpenMinutes: { min: 1, max: 1440 },
+} as const;
 
 /** An email address, roughly: something, `@`, a domain with a dot; no spaces. */
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
@@ -352,18 +458,32 @@ const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
  * @throws ConfigError naming `custom.alarms` or the field that is missing, of the wrong type or out of its range.
  */
 export function checkAlarmSettings(alarms: unknown): AlarmSettings {
-  if (!isRecord(alarms)) throw new ConfigError(ALARMS_PATH, `must be an object with keys email, oldestMessageAgeSeconds and circuitOpenMinutes; got ${describeValue(alarms)}`);
+  if (!isRecord(alarms))
+    throw new ConfigError(
+      ALARMS_PATH,
+      `must be an object with keys email, oldestMessageAgeSeconds and circuitOpenMinutes; got ${describeValue(alarms)}`,
+    );
   for (const key of Object.keys(alarms)) {
-    if (!['email', 'oldestMessageAgeSeconds', 'circuitOpenMinutes'].includes(key)) throw new ConfigError(`${ALARMS_PATH}.${key}`, 'unknown key; allowed keys are email, oldestMessageAgeSeconds, circuitOpenMinutes');
+    if (!['email', 'oldestMessageAgeSeconds', 'circuitOpenMinutes'].includes(key))
+      throw new ConfigError(
+        `${ALARMS_PATH}.${key}`,
+        'unknown key; allowed keys are email, oldestMessageAgeSeconds, circuitOpenMinutes',
+      );
   }
   const { email } = alarms;
   if (typeof email !== 'string' || (email !== '' && !EMAIL.test(email))) {
-    throw new ConfigError(`${ALARMS_PATH}.email`, `must be an email address such as ops@example.com, or '' for no subscription; got ${describeValue(email)}`);
+    throw new ConfigError(
+      `${ALARMS_PATH}.email`,
+      `must be an email address such as ops@example.com, or '' for no subscription; got ${describeValue(email)}`,
+    );
   }
   for (const [key, { min, max }] of Object.entries(ALARM_RANGES)) {
     const value = alarms[key];
     if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      throw new ConfigError(`${ALARMS_PATH}.${key}`, `must be a whole number from ${min} to ${max}; got ${describeValue(value)}`);
+      throw new ConfigError(
+        `${ALARMS_PATH}.${key}`,
+        `must be a whole number from ${min} to ${max}; got ${describeValue(value)}`,
+      );
     }
   }
   return alarms as unknown as AlarmSettings;
@@ -378,7 +498,10 @@ function checkResultRegion(destination: ResultDestination, region: unknown): voi
   const [key, arn] = destination.type === 'sqs' ? ['queueArn', destination.queueArn] : ['busName', destination.busName];
   const arnRegion = arn.startsWith('arn:') ? arn.split(':')[3] : undefined;
   if (typeof region !== 'string' || arnRegion === undefined || arnRegion === region) return;
-  throw new ConfigError(`${SETTINGS_PATH}.results.${key}`, `must be in the stack's region (provider.region ${region}), where the worker sends; got ${arnRegion}`);
+  throw new ConfigError(
+    `${SETTINGS_PATH}.results.${key}`,
+    `must be in the stack's region (provider.region ${region}), where the worker sends; got ${arnRegion}`,
+  );
 }
 
 /**
@@ -387,9 +510,14 @@ function checkResultRegion(destination: ResultDestination, region: unknown): voi
  * `lib/schedule.ts` alone, since each run's deadline is aligned to it.
  */
 function scheduleToAdd(events: readonly unknown[] | undefined): readonly { readonly schedule: string }[] {
-  const schedules = (events ?? []).filter((event): event is { schedule: unknown } => isRecord(event) && 'schedule' in event).map((event) => event.schedule);
+  const schedules = (events ?? [])
+    .filter((event): event is { schedule: unknown } => isRecord(event) && 'schedule' in event)
+    .map((event) => event.schedule);
   if (schedules.some((schedule) => schedule !== SCHEDULE_EXPRESSION)) {
-    throw new ConfigError('functions.orchestrator.events', `must not set a schedule: the plugin adds ${SCHEDULE_EXPRESSION}, the period each run's deadline is aligned to (lib/schedule.ts); got ${describeValue(schedules)}`);
+    throw new ConfigError(
+      'functions.orchestrator.events',
+      `must not set a schedule: the plugin adds ${SCHEDULE_EXPRESSION}, the period each run's deadline is aligned to (lib/schedule.ts); got ${describeValue(schedules)}`,
+    );
   }
   return schedules.length === 0 ? [{ schedule: SCHEDULE_EXPRESSION }] : [];
 }
@@ -399,7 +527,11 @@ function scheduleToAdd(events: readonly unknown[] | undefined): readonly { reado
  * win. An equal value is accepted, so running the plugin twice on one service is harmless.
  * @throws ConfigError naming the environment entry.
  */
-function refuseOverwrite(existing: Readonly<Record<string, unknown>> | undefined, added: Readonly<Record<string, string>>, where: string): void {
+function refuseOverwrite(
+  existing: Readonly<Record<string, unknown>> | undefined,
+  added: Readonly<Record<string, string>>,
+  where: string,
+): void {
   for (const [name, value] of Object.entries(added)) {
     const current = existing?.[name];
     if (current !== undefined && current !== value) {

@@ -22,9 +22,15 @@ export type SettingRanges<T> = { readonly [K in keyof T]: T[K] extends boolean ?
 
 /** Why `value` is not allowed by `range`, or `undefined` when it is. */
 function rejection(value: unknown, range: NumberRange | Flag): string | undefined {
-  if ('flag' in range) return typeof value === 'boolean' ? undefined : `must be true or false; got ${describeValue(value)}`;
+  if ('flag' in range)
+    return typeof value === 'boolean' ? undefined : `must be true or false; got ${describeValue(value)}`;
   const kind = range.integer === true ? 'an integer' : 'a number';
-  const allowed = typeof value === 'number' && Number.isFinite(value) && value >= range.min && value <= range.max && (range.integer !== true || Number.isInteger(value));
+  const allowed =
+    typeof value === 'number' &&
+    Number.isFinite(value) &&
+    value >= range.min &&
+    value <= range.max &&
+    (range.integer !== true || Number.isInteger(value));
   return allowed ? undefined : `must be ${kind} from ${range.min} to ${range.max}; got ${describeValue(value)}`;
 }
 
@@ -34,17 +40,28 @@ function rejection(value: unknown, range: NumberRange | Flag): string | undefine
  * @param field name of the object in error messages, e.g. `pacing`.
  * @throws ConfigError naming the offending field (e.g. `pacing.burstFraction`) and its allowed range, or an unknown key.
  */
-export function parseSettings<T extends { readonly [K in keyof T]: number | boolean }>(input: unknown, field: string, defaults: T, ranges: SettingRanges<T>): T {
+export function parseSettings<T extends { readonly [K in keyof T]: number | boolean }>(
+  input: unknown,
+  field: string,
+  defaults: T,
+  ranges: SettingRanges<T>,
+): T {
   const keys = Object.keys(ranges);
   if (input === undefined) return defaults;
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new ConfigError(field, `must be an object with optional keys ${keys.join(', ')}; got ${describeValue(input)}`);
+    throw new ConfigError(
+      field,
+      `must be an object with optional keys ${keys.join(', ')}; got ${describeValue(input)}`,
+    );
   }
   const settings: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
   for (const [key, value] of Object.entries(input)) {
     // An own key only: `toString`, `constructor` or `__proto__` would otherwise find the prototype's, and pass.
-    const range: NumberRange | Flag | undefined = Object.prototype.hasOwnProperty.call(ranges, key) ? (ranges as Record<string, NumberRange | Flag>)[key] : undefined;
-    if (range === undefined) throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${keys.join(', ')}`);
+    const range: NumberRange | Flag | undefined = Object.prototype.hasOwnProperty.call(ranges, key)
+      ? (ranges as Record<string, NumberRange | Flag>)[key]
+      : undefined;
+    if (range === undefined)
+      throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${keys.join(', ')}`);
     const why = rejection(value, range);
     if (why !== undefined) throw new ConfigError(`${field}.${key}`, why);
     settings[key] = value;

@@ -8,4 +8,3 @@ export interface Clock {
   /** Resolves once `ms` milliseconds have passed on this clock (immediately for `ms <= 0`). */
   sleep(ms: number): Promise<void>;
 }
-

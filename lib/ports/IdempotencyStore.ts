@@ -10,13 +10,24 @@ export type IdempotencyRecord =
    * After that, the claim's job succeeded if its batch's record lists the dispatch; if not, its worker stopped and the
    * claim may be taken over by another dispatch.
    */
-  | { readonly status: 'in-progress'; readonly dispatchId: string; readonly expiresAt: number; readonly batch?: BatchClaim }
+  | {
+      readonly status: 'in-progress';
+      readonly dispatchId: string;
+      readonly expiresAt: number;
+      readonly batch?: BatchClaim;
+    }
   /**
    * The API call succeeded at `at`; later deliveries must not call again. `settlement`, when present, is what the
    * call owes the ledger and its worker could not record: the message was kept, and whichever delivery meets this
    * record next records it before ending the message.
    */
-  | { readonly status: 'succeeded'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number; readonly settlement?: Settlement }
+  | {
+      readonly status: 'succeeded';
+      readonly dispatchId: string;
+      readonly at: number;
+      readonly expiresAt: number;
+      readonly settlement?: Settlement;
+    }
   /**
    * The call of dispatch `dispatchId` failed at `at` and its message was requeued or dead-lettered (a
    * `dead-lettered` record becomes this when an operator reopens the job: see
@@ -31,7 +42,13 @@ export type IdempotencyRecord =
    * the dead-letter queue: a later dispatch that finds it there sends its own message to the dead-letter queue with
    * it (the first worker stopped before), and one that finds none only deletes its message.
    */
-  | { readonly status: 'dead-lettered'; readonly dispatchId: string; readonly at: number; readonly expiresAt: number; readonly reason?: string };
+  | {
+      readonly status: 'dead-lettered';
+      readonly dispatchId: string;
+      readonly at: number;
+      readonly expiresAt: number;
+      readonly reason?: string;
+    };
 // `dispatchId` names the orchestrator dispatch (and so the quota reservation) that wrote the record: a second
 // delivery of the same event must not settle that reservation again, while a second dispatch must settle its own.
 
@@ -47,7 +64,10 @@ export interface BatchClaim {
  * Whether `record`, read at `now`, is a claim made within a batch whose worker's time is up: whether it holds the
  * key depends on its batch's record (see {@link IdempotencyStore.batchSuccessAt}).
  */
-export function isStoppedBatchClaim(record: IdempotencyRecord, now: number): record is IdempotencyRecord & { status: 'in-progress'; batch: BatchClaim } {
+export function isStoppedBatchClaim(
+  record: IdempotencyRecord,
+  now: number,
+): record is IdempotencyRecord & { status: 'in-progress'; batch: BatchClaim } {
   return record.status === 'in-progress' && record.batch !== undefined && now >= record.batch.busyUntil;
 }
 
@@ -60,7 +80,12 @@ export function hasEnded(record: IdempotencyRecord): boolean {
 }
 
 /** Whether `existing`, read at `now`, keeps a claim by dispatch `dispatchId` out (see {@link IdempotencyStore.putIdempotencyIfAbsent}). */
-export function blocksClaim(existing: IdempotencyRecord | undefined, dispatchId: string, now: number, replacing?: string): existing is IdempotencyRecord {
+export function blocksClaim(
+  existing: IdempotencyRecord | undefined,
+  dispatchId: string,
+  now: number,
+  replacing?: string,
+): existing is IdempotencyRecord {
   if (existing === undefined || now >= existing.expiresAt) return false;
   if (replacing !== undefined && existing.dispatchId === replacing && isStoppedBatchClaim(existing, now)) return false;
   return existing.status !== 'failed' || existing.dispatchId === dispatchId;
@@ -95,7 +120,12 @@ export interface IdempotencyStore {
    * @returns `null` when written (also when the client retried the write after it landed and its answer was lost),
    * otherwise the existing record (and nothing is written).
    */
-  putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number, replacing?: string): Promise<IdempotencyRecord | null>;
+  putIdempotencyIfAbsent(
+    key: string,
+    record: IdempotencyRecord,
+    now: number,
+    replacing?: string,
+  ): Promise<IdempotencyRecord | null>;
 
   /** Writes `record` for `key`, replacing the record there (the dispatches marked on `key` stay). */
   putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;

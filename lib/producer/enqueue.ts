@@ -3,7 +3,13 @@
  * docs and `parseJob`). It ships for producers to import and depends on `@aws-sdk/client-sqs` alone.
  */
 import { createHash } from 'node:crypto';
-import { SendMessageBatchCommand, SendMessageCommand, type MessageAttributeValue, type SendMessageBatchRequestEntry, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  type MessageAttributeValue,
+  type SendMessageBatchRequestEntry,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 import { EnqueueError } from '../errors';
 import { MAX_QUANTITY, unitNameProblem } from '../domain/quota/tiers';
 import { ATTRIBUTES } from '../ports/QueueReceiver';
@@ -92,7 +98,9 @@ function prepare(job: ProducerJob, queueUrl: string): Prepared {
   try {
     body = JSON.stringify(job.body) as string | undefined;
   } catch (error) {
-    throw new EnqueueError('body', `must serialise to JSON; JSON.stringify threw ${(error as Error).message}`, { cause: error });
+    throw new EnqueueError('body', `must serialise to JSON; JSON.stringify threw ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   if (body === undefined) throw new EnqueueError('body', `must serialise to JSON; got ${typeof job.body}`);
 
@@ -107,7 +115,8 @@ function prepare(job: ProducerJob, queueUrl: string): Prepared {
     const field = `estimates.${unit}`;
     const problem = unitNameProblem(unit);
     if (problem !== undefined) throw new EnqueueError(field, `names no unit: its name ${problem}`);
-    if (unit === ATTRIBUTES.cost && job.cost !== undefined) throw new EnqueueError(field, 'repeats cost: give one of the two');
+    if (unit === ATTRIBUTES.cost && job.cost !== undefined)
+      throw new EnqueueError(field, 'repeats cost: give one of the two');
     if (typeof estimate !== 'number' || !Number.isInteger(estimate) || estimate < 0 || estimate > MAX_QUANTITY) {
       throw new EnqueueError(field, `must be an integer from 0 to ${MAX_QUANTITY}; got ${String(estimate)}`);
     }
@@ -115,30 +124,60 @@ function prepare(job: ProducerJob, queueUrl: string): Prepared {
   }
   if (job.idempotencyKey !== undefined) {
     if (typeof job.idempotencyKey !== 'string' || job.idempotencyKey.length === 0 || job.idempotencyKey.length > 512) {
-      throw new EnqueueError('idempotencyKey', `must be a string of 1 to 512 characters; got ${typeof job.idempotencyKey === 'string' ? `length ${job.idempotencyKey.length}` : typeof job.idempotencyKey}`);
+      throw new EnqueueError(
+        'idempotencyKey',
+        `must be a string of 1 to 512 characters; got ${typeof job.idempotencyKey === 'string' ? `length ${job.idempotencyKey.length}` : typeof job.idempotencyKey}`,
+      );
     }
     attributes[ATTRIBUTES.idempotencyKey] = { DataType: 'String', StringValue: job.idempotencyKey };
   }
   const { groupId, deduplicationId } = job;
   if (groupId !== undefined && (typeof groupId !== 'string' || !SQS_ID.test(groupId))) {
-    throw new EnqueueError('groupId', `must be 1 to 128 letters, digits or punctuation (printable ASCII but space); got ${JSON.stringify(groupId)}`);
+    throw new EnqueueError(
+      'groupId',
+      `must be 1 to 128 letters, digits or punctuation (printable ASCII but space); got ${JSON.stringify(groupId)}`,
+    );
   }
   if (fifo && groupId === undefined) throw new EnqueueError('groupId', `is required on a FIFO queue (${queueUrl})`);
   if (deduplicationId !== undefined) {
-    if (!fifo) throw new EnqueueError('deduplicationId', `is only valid on a FIFO queue; ${queueUrl} is a standard queue`);
+    if (!fifo)
+      throw new EnqueueError('deduplicationId', `is only valid on a FIFO queue; ${queueUrl} is a standard queue`);
     if (typeof deduplicationId !== 'string' || !SQS_ID.test(deduplicationId)) {
-      throw new EnqueueError('deduplicationId', `must be 1 to 128 letters, digits or punctuation (printable ASCII but space); got ${JSON.stringify(deduplicationId)}`);
+      throw new EnqueueError(
+        'deduplicationId',
+        `must be 1 to 128 letters, digits or punctuation (printable ASCII but space); got ${JSON.stringify(deduplicationId)}`,
+      );
     }
   }
 
   // The service's own check of a received message (body depth, and whatever it checks beyond the above).
-  const stringAttributes = Object.fromEntries(Object.entries(attributes).map(([name, a]) => [name, { dataType: a.DataType ?? 'String', value: a.StringValue ?? '' }]));
-  const parsed = parseJob({ queue: fifo ? 'fifo' : 'main', messageId: 'enqueue', receiptHandle: '', body, attributes: stringAttributes, receiveCount: 1, ...(groupId === undefined ? {} : { groupId }) });
+  const stringAttributes = Object.fromEntries(
+    Object.entries(attributes).map(([name, a]) => [
+      name,
+      { dataType: a.DataType ?? 'String', value: a.StringValue ?? '' },
+    ]),
+  );
+  const parsed = parseJob({
+    queue: fifo ? 'fifo' : 'main',
+    messageId: 'enqueue',
+    receiptHandle: '',
+    body,
+    attributes: stringAttributes,
+    receiveCount: 1,
+    ...(groupId === undefined ? {} : { groupId }),
+  });
   if (!parsed.ok) throw new EnqueueError('body', parsed.reason.replace(/^malformed: /, ''));
 
   const utf8 = (text: string) => Buffer.byteLength(text, 'utf8');
-  const bytes = Object.entries(stringAttributes).reduce((sum, [name, a]) => sum + utf8(name) + utf8(a.dataType) + utf8(a.value), utf8(body));
-  if (bytes > MAX_MESSAGE_BYTES) throw new EnqueueError('size', `the message (body and attributes) must be at most ${MAX_MESSAGE_BYTES} bytes, the queue's limit; got ${bytes}`);
+  const bytes = Object.entries(stringAttributes).reduce(
+    (sum, [name, a]) => sum + utf8(name) + utf8(a.dataType) + utf8(a.value),
+    utf8(body),
+  );
+  if (bytes > MAX_MESSAGE_BYTES)
+    throw new EnqueueError(
+      'size',
+      `the message (body and attributes) must be at most ${MAX_MESSAGE_BYTES} bytes, the queue's limit; got ${bytes}`,
+    );
 
   const dedup = !fifo ? undefined : (deduplicationId ?? deduplicationOf(job.idempotencyKey, groupId ?? '', body));
   return {
@@ -203,12 +242,25 @@ export async function enqueueMany(
     batch = [];
     batchBytes = 0;
     try {
-      const response = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: chunk.map(({ index, entry }) => ({ Id: String(index), ...entry })) }));
+      const response = await sqs.send(
+        new SendMessageBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: chunk.map(({ index, entry }) => ({ Id: String(index), ...entry })),
+        }),
+      );
       const refused = response.Failed ?? [];
-      for (const entry of refused) failed.push({ index: Number(entry.Id), reason: `SQS refused the message: ${entry.Code ?? 'error'}${entry.Message === undefined ? '' : ` ${entry.Message}`}` });
+      for (const entry of refused)
+        failed.push({
+          index: Number(entry.Id),
+          reason: `SQS refused the message: ${entry.Code ?? 'error'}${entry.Message === undefined ? '' : ` ${entry.Message}`}`,
+        });
       sent += chunk.length - refused.length;
     } catch (error) {
-      for (const { index } of chunk) failed.push({ index, reason: `SendMessageBatch failed: ${(error as Error).name}: ${(error as Error).message}` });
+      for (const { index } of chunk)
+        failed.push({
+          index,
+          reason: `SendMessageBatch failed: ${(error as Error).name}: ${(error as Error).message}`,
+        });
     }
     report();
   };

@@ -1,4 +1,12 @@
-import { circuitFromJSON, circuitToJSON, INITIAL_CIRCUIT, transition, type Circuit, type CircuitEvent, type CircuitTransition } from '../domain/breaker/circuit';
+import {
+  circuitFromJSON,
+  circuitToJSON,
+  INITIAL_CIRCUIT,
+  transition,
+  type Circuit,
+  type CircuitEvent,
+  type CircuitTransition,
+} from '../domain/breaker/circuit';
 import type { CircuitPolicy } from '../domain/breaker/policy';
 import { StateConflictError, StateUnavailableError } from '../errors';
 import type { CircuitStore } from '../ports/CircuitStore';
@@ -61,6 +69,8 @@ export async function applyCircuitEvent(
       return { before, after, written: true };
     }
   }
-  const conflict = new StateConflictError(`circuit of lane '${lane}' stayed contended for ${MAX_CIRCUIT_WRITE_TRIES} conditional writes`);
+  const conflict = new StateConflictError(
+    `circuit of lane '${lane}' stayed contended for ${MAX_CIRCUIT_WRITE_TRIES} conditional writes`,
+  );
   throw new StateUnavailableError('saveCircuit', { cause: conflict });
 }

@@ -4,7 +4,15 @@ import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailab
 import type { CircuitStore } from '../ports/CircuitStore';
 import type { Lease, LeaseStore } from '../ports/LeaseStore';
 import type { LedgerStore } from '../ports/LedgerStore';
-import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SendFailure, SourceQueue } from '../ports/QueueReceiver';
+import type {
+  OutgoingMessage,
+  QueueName,
+  QueueReceiver,
+  ReceiveOptions,
+  ReceivedMessage,
+  SendFailure,
+  SourceQueue,
+} from '../ports/QueueReceiver';
 import type { OrchestratorStores } from './runOrchestrator';
 
 /** Cap of every back-off of the orchestrator: invokes, state-store calls, queue calls. */
@@ -99,7 +107,11 @@ class GuardedCircuitStore implements CircuitStore {
  * turned into a {@link StateUnavailableError} naming the operation.
  */
 export function guardStores(stores: OrchestratorStores): OrchestratorStores {
-  return { lease: new GuardedLeaseStore(stores.lease), ledger: new GuardedLedgerStore(stores.ledger), circuit: new GuardedCircuitStore(stores.circuit) };
+  return {
+    lease: new GuardedLeaseStore(stores.lease),
+    ledger: new GuardedLedgerStore(stores.ledger),
+    circuit: new GuardedCircuitStore(stores.circuit),
+  };
 }
 
 /** The queues with every failure turned into a {@link QueueUnavailableError} naming the operation and the queue. */
@@ -130,7 +142,9 @@ export class GuardedQueues implements QueueReceiver {
     return this.guard('deleteBatch', queue, () => this.queues.deleteBatch(queue, receiptHandles));
   }
   changeVisibility(queue: QueueName, receiptHandle: string, visibilityMs: number): Promise<void> {
-    return this.guard('changeVisibility', queue, () => this.queues.changeVisibility(queue, receiptHandle, visibilityMs));
+    return this.guard('changeVisibility', queue, () =>
+      this.queues.changeVisibility(queue, receiptHandle, visibilityMs),
+    );
   }
   messageCount(queue: SourceQueue): Promise<number> {
     return this.guard('messageCount', queue, () => this.queues.messageCount(queue));

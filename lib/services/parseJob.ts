@@ -46,8 +46,9 @@ function depthExceeds(value: JsonValue, limit: number): boolean {
  * hide in a console, lone surrogate halves, which are not text at all (outside the characters SQS allows), and the
  * non-characters U+FFFE and U+FFFF.
  */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const UNPRINTABLE =
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
+  /[\u0000-\u001f\u007f-\u009f\u2028\u2029\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /** `text` with each character of {@link UNPRINTABLE} written as a `\uXXXX` escape, e.g. where a reason quotes a body. */
 function printable(text: string): string {
@@ -55,7 +56,8 @@ function printable(text: string): string {
 }
 
 /** Why a message cannot be dispatched, or the job it holds. */
-export type ParseResult = { readonly ok: true; readonly job: ParsedJob } | { readonly ok: false; readonly reason: string };
+export type ParseResult =
+  { readonly ok: true; readonly job: ParsedJob } | { readonly ok: false; readonly reason: string };
 
 /** The `cost` unit as the message contract has it: attribute `cost`, 1 when absent. */
 const COST_DEFAULT = { default: 1 };
@@ -83,20 +85,36 @@ export function parseJob(message: ReceivedMessage, units: UnitSettings = {}): Pa
   for (const [unit, setting] of Object.entries({ [COST_UNIT]: COST_DEFAULT, ...units })) {
     const attribute = message.attributes[unit];
     if (attribute === undefined) {
-      if (setting.default === undefined) return { ok: false, reason: `malformed: attribute '${unit}' is missing: the message must carry its estimate of the unit '${unit}', which has no default` };
+      if (setting.default === undefined)
+        return {
+          ok: false,
+          reason: `malformed: attribute '${unit}' is missing: the message must carry its estimate of the unit '${unit}', which has no default`,
+        };
       costs[unit] = setting.default;
       continue;
     }
     const estimate = Number(attribute.value);
-    if (!attribute.dataType.startsWith('Number') || attribute.value.trim() === '' || !Number.isInteger(estimate) || estimate < 0 || estimate > MAX_QUANTITY) {
-      return { ok: false, reason: `malformed: attribute '${unit}' must be a Number holding an integer from 0 to ${MAX_QUANTITY}; got ${attribute.dataType} ${printable(JSON.stringify(attribute.value.slice(0, 40)))}` };
+    if (
+      !attribute.dataType.startsWith('Number') ||
+      attribute.value.trim() === '' ||
+      !Number.isInteger(estimate) ||
+      estimate < 0 ||
+      estimate > MAX_QUANTITY
+    ) {
+      return {
+        ok: false,
+        reason: `malformed: attribute '${unit}' must be a Number holding an integer from 0 to ${MAX_QUANTITY}; got ${attribute.dataType} ${printable(JSON.stringify(attribute.value.slice(0, 40)))}`,
+      };
     }
     costs[unit] = estimate;
   }
   let idempotencyKey = message.messageId;
   if (keyAttr !== undefined) {
     if (!keyAttr.dataType.startsWith('String') || keyAttr.value.length === 0 || keyAttr.value.length > 512) {
-      return { ok: false, reason: `malformed: attribute 'idempotencyKey' must be a String of 1 to 512 characters; got ${keyAttr.dataType} of length ${keyAttr.value.length}` };
+      return {
+        ok: false,
+        reason: `malformed: attribute 'idempotencyKey' must be a String of 1 to 512 characters; got ${keyAttr.dataType} of length ${keyAttr.value.length}`,
+      };
     }
     idempotencyKey = keyAttr.value;
   }
@@ -104,7 +122,8 @@ export function parseJob(message: ReceivedMessage, units: UnitSettings = {}): Pa
     return { ok: false, reason: 'malformed: FIFO message without a MessageGroupId' };
   }
   const carried = attemptAttr === undefined ? 1 : Number(attemptAttr.value);
-  const attempt = message.queue === 'fifo' ? message.receiveCount : Number.isInteger(carried) && carried >= 1 ? carried : 1;
+  const attempt =
+    message.queue === 'fifo' ? message.receiveCount : Number.isInteger(carried) && carried >= 1 ? carried : 1;
   return { ok: true, job: { costs, idempotencyKey, attempt } };
 }
 
@@ -113,7 +132,15 @@ export function parseJob(message: ReceivedMessage, units: UnitSettings = {}): Pa
  * message's body as received, the text that {@link parseJob} checked, never a re-serialisation of the parsed value,
  * the call's slot (`reservation.at`), which the call must start by `callBy`, and when it was sent (`sentAt`).
  */
-export function jobEventOf(lane: string, message: ReceivedMessage, job: ParsedJob, dispatchId: string, reservation: Reservation, callBy: number, sentAt: number): JobEvent {
+export function jobEventOf(
+  lane: string,
+  message: ReceivedMessage,
+  job: ParsedJob,
+  dispatchId: string,
+  reservation: Reservation,
+  callBy: number,
+  sentAt: number,
+): JobEvent {
   return {
     kind: 'job',
     lane,

@@ -19,7 +19,14 @@ import { isStoppedBatchClaim, type IdempotencyRecord, type IdempotencyStore } fr
 import type { LedgerStore } from '../ports/LedgerStore';
 import type { JobResult, ResultHandler } from '../ports/ResultHandler';
 import { applyCircuitEvent, loadCircuit, type LaneCircuitTransition, type OnCircuitTransition } from './circuitUpdates';
-import { deadLetter, retryLater, returnAllUnconsumed, returnUnconsumed, type MessageRef, type Unconsumed } from './queueOutcomes';
+import {
+  deadLetter,
+  retryLater,
+  returnAllUnconsumed,
+  returnUnconsumed,
+  type MessageRef,
+  type Unconsumed,
+} from './queueOutcomes';
 
 /** The stores a worker uses. */
 export interface WorkerStores {
@@ -59,14 +66,24 @@ export type WorkerReport =
   /** This worker's circuit write recorded a transition (see `circuitTransitionsOf`): a change of status, with its reason. */
   | ({ readonly type: 'circuit-transition' } & LaneCircuitTransition)
   /** A job's API call ended at `at`, classified as `result` (`rate-limited` is a 429). */
-  | ({ readonly type: 'api-called'; readonly lane: string; readonly at: number; readonly result: Classification['kind'] } & JobKeys)
+  | ({
+      readonly type: 'api-called';
+      readonly lane: string;
+      readonly at: number;
+      readonly result: Classification['kind'];
+    } & JobKeys)
   /** A job's message was sent to its dead-letter queue with `reason`. */
   | ({ readonly type: 'dead-lettered'; readonly lane: string; readonly at: number; readonly reason: string } & JobKeys)
   /**
    * A succeeded job's result could not be handed to {@link WorkerDeps.results} (the destination refused it or could
    * not be reached): it is dropped, and the job stays succeeded (its API call is never made again).
    */
-  | ({ readonly type: 'result-undelivered'; readonly lane: string; readonly at: number; readonly reason: string } & JobKeys);
+  | ({
+      readonly type: 'result-undelivered';
+      readonly lane: string;
+      readonly at: number;
+      readonly reason: string;
+    } & JobKeys);
 
 /**
  * How a job of a batch ends a success: the batch records, deletes and reports its successes together, once all its
@@ -152,11 +169,22 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const message = messageOf(event);
   const start = clock.now();
   const settle = (owed: Settlement | undefined): Promise<boolean> => recordOwed(event.lane, owed, start, deps);
-  const failed = (at: number): IdempotencyRecord => ({ status: 'failed', dispatchId: event.dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs });
+  const failed = (at: number): IdempotencyRecord => ({
+    status: 'failed',
+    dispatchId: event.dispatchId,
+    at,
+    expiresAt: at + config.orchestrator.idempotencyTtlMs,
+  });
   const giveBack = async (lateStart: boolean, outcome: 'too-late' | 'held-back' = 'too-late'): Promise<JobOutcome> => {
     // Given back once: the refund carries the dispatch id, and the start delay of a late start (an event sent before
     // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
-    const late = !lateStart ? {} : options.chainedAfter !== undefined ? { chainGapMs: start - options.chainedAfter } : Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
+    const late = !lateStart
+      ? {}
+      : options.chainedAfter !== undefined
+        ? { chainGapMs: start - options.chainedAfter }
+        : Number.isFinite(event.sentAt)
+          ? { startDelayMs: start - event.sentAt }
+          : {};
     const refund: Settlement = { reservation: event.reservation, actual: null, id: event.dispatchId, ...late };
     const unconsumed = { message: withKey(message, event.idempotencyKey), attempt: event.attempt };
     if (options.batch === undefined) {
@@ -196,14 +224,26 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const now = clock.now();
   const classification = classify(result, now);
   deps.onEvent?.({ type: 'api-called', lane: event.lane, at: now, result: classification.kind, ...keysOf(event) });
-  const decision = decideRetry({ classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random }, config.retry);
+  const decision = decideRetry(
+    { classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random },
+    config.retry,
+  );
   const { owed, release } = owedBy(event, usageOf(result, config), config);
-  if (decision.action === 'succeed') return endSucceeded(event, message, result, { owed, release }, now, start, deps, options);
-  const circuit = await reportFailure(classification, decision.action === 'retry' ? decision.delayMs : 0, now, event.lane, deps);
+  if (decision.action === 'succeed')
+    return endSucceeded(event, message, result, { owed, release }, now, start, deps, options);
+  const circuit = await reportFailure(
+    classification,
+    decision.action === 'retry' ? decision.delayMs : 0,
+    now,
+    event.lane,
+    deps,
+  );
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
   // and the job waits with the others, whether this run of refusals opened it or something else did.
   const fate: Exclude<RetryDecision, { action: 'succeed' }> =
-    classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed' ? { action: 'keep', reason: classification.reason } : decision;
+    classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed'
+      ? { action: 'keep', reason: classification.reason }
+      : decision;
   // Written before the message is requeued, kept or dead-lettered, so a second delivery of this event does not call
   // again. `failed` lets the next dispatch (the next attempt) claim the key; `dead-lettered` keeps every later claim
   // out, and is written before the message leaves: a worker stopping in between leaves a message whose next
@@ -221,7 +261,8 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const recorded = await settle(owed);
   await releaseSlot(event.lane, release, deps);
   const throwUnlessRecorded = (): void => {
-    if (!recorded && owed !== undefined) throw unrecorded(owed, 'the message was requeued, kept or dead-lettered all the same');
+    if (!recorded && owed !== undefined)
+      throw unrecorded(owed, 'the message was requeued, kept or dead-lettered all the same');
   };
   if (fate.action === 'keep') {
     await returnUnconsumed(queues, message, event.attempt);
@@ -230,7 +271,14 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   }
   if (fate.action === 'dead-letter') {
     const apiError = result.kind === 'response' ? result.body : undefined;
-    await deadLetterRecorded(message, fate.reason, event, { status: 'dead-lettered', dispatchId: event.dispatchId, at: now, expiresAt }, deps, apiError);
+    await deadLetterRecorded(
+      message,
+      fate.reason,
+      event,
+      { status: 'dead-lettered', dispatchId: event.dispatchId, at: now, expiresAt },
+      deps,
+      apiError,
+    );
     throwUnlessRecorded();
     return 'dead-lettered';
   }
@@ -246,7 +294,16 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
  * @throws StateUnavailableError when its settlement cannot be recorded (the message is kept if the record holds it;
  * the result is handed on all the same: the job has succeeded either way).
  */
-async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiResult, { owed, release }: Owed, now: number, start: number, deps: WorkerDeps, options: JobOptions): Promise<JobOutcome> {
+async function endSucceeded(
+  event: JobEvent,
+  message: MessageRef,
+  result: ApiResult,
+  { owed, release }: Owed,
+  now: number,
+  start: number,
+  deps: WorkerDeps,
+  options: JobOptions,
+): Promise<JobOutcome> {
   const { stores, queues, config } = deps;
   const succeeded = successRecord(event.dispatchId, now, config);
   await releaseSlot(event.lane, release, deps);
@@ -254,10 +311,12 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
     // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
     // cannot reach DynamoDB in between leaves both, and the message's next dispatch finds the record (no second
     // call) and records the settlement (see recordOwedSettlement).
-    const holding = await stores.idempotency.putIdempotency(event.idempotencyKey, { ...succeeded, settlement: owed }).then(
-      () => true,
-      () => false,
-    );
+    const holding = await stores.idempotency
+      .putIdempotency(event.idempotencyKey, { ...succeeded, settlement: owed })
+      .then(
+        () => true,
+        () => false,
+      );
     if (!(await recordSettlement(event.lane, start, deps, owed))) {
       // Without a record, the message must go all the same, or its next dispatch would call again: ended is ended.
       if (!holding) await queues.delete(message.queue, message.receiptHandle);
@@ -294,7 +353,13 @@ async function endSucceeded(event: JobEvent, message: MessageRef, result: ApiRes
  * matters more than its result. So a result is delivered at most once: it is also lost when the worker stops between
  * the success record and the hand-over, since a later dispatch of the job finds the success and makes no call.
  */
-async function handOnResult(event: JobEvent, result: ApiResult, now: number, deps: WorkerDeps, batch: BatchEnding | undefined): Promise<void> {
+async function handOnResult(
+  event: JobEvent,
+  result: ApiResult,
+  now: number,
+  deps: WorkerDeps,
+  batch: BatchEnding | undefined,
+): Promise<void> {
   if (deps.results === undefined || result.kind !== 'response') return;
   const jobResult: JobResult = {
     lane: event.lane,
@@ -318,7 +383,11 @@ async function handOnResult(event: JobEvent, result: ApiResult, now: number, dep
 async function deliverResults(results: readonly JobResult[], deps: WorkerDeps): Promise<void> {
   const { results: handler } = deps;
   if (handler === undefined || results.length === 0) return;
-  const undelivered = await handler.deliver(results).catch((error: unknown) => results.map((result) => ({ result, reason: (error as Error).message ?? String(error) })));
+  const undelivered = await handler
+    .deliver(results)
+    .catch((error: unknown) =>
+      results.map((result) => ({ result, reason: (error as Error).message ?? String(error) })),
+    );
   const at = deps.clock.now();
   for (const { result, reason } of undelivered) {
     const { lane, messageId, dispatchId, idempotencyKey } = result;
@@ -327,7 +396,11 @@ async function deliverResults(results: readonly JobResult[], deps: WorkerDeps): 
 }
 
 /** The record of dispatch `dispatchId`'s success at `at`, kept for the idempotency TTL. */
-function successRecord(dispatchId: string, at: number, config: ServiceConfig): IdempotencyRecord & { status: 'succeeded' } {
+function successRecord(
+  dispatchId: string,
+  at: number,
+  config: ServiceConfig,
+): IdempotencyRecord & { status: 'succeeded' } {
   return { status: 'succeeded', dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs };
 }
 
@@ -337,10 +410,20 @@ function successRecord(dispatchId: string, at: number, config: ServiceConfig): I
  * after its call and before its success record outlives its time, and a late delivery of the same dispatch finds it
  * and makes no second call (see {@link claimKey}); the next dispatch takes it over.
  */
-function inProgress(event: JobEvent, start: number, config: ServiceConfig, batch: BatchEnding | undefined): IdempotencyRecord {
+function inProgress(
+  event: JobEvent,
+  start: number,
+  config: ServiceConfig,
+  batch: BatchEnding | undefined,
+): IdempotencyRecord {
   const { dispatchId } = event;
   const busyUntil = start + config.orchestrator.workerTimeoutMs;
-  return { status: 'in-progress', dispatchId, expiresAt: start + config.orchestrator.idempotencyTtlMs, batch: { id: batch?.id ?? dispatchId, busyUntil } };
+  return {
+    status: 'in-progress',
+    dispatchId,
+    expiresAt: start + config.orchestrator.idempotencyTtlMs,
+    batch: { id: batch?.id ?? dispatchId, busyUntil },
+  };
 }
 
 /**
@@ -351,7 +434,12 @@ function inProgress(event: JobEvent, start: number, config: ServiceConfig, batch
  * called.
  * @returns `null` when claimed, else the record that holds the key.
  */
-async function claimKey(key: string, claim: IdempotencyRecord, now: number, deps: WorkerDeps): Promise<IdempotencyRecord | null> {
+async function claimKey(
+  key: string,
+  claim: IdempotencyRecord,
+  now: number,
+  deps: WorkerDeps,
+): Promise<IdempotencyRecord | null> {
   const { idempotency } = deps.stores;
   const held = await idempotency.putIdempotencyIfAbsent(key, claim, now);
   if (held === null || !isStoppedBatchClaim(held, now)) return held;
@@ -398,7 +486,13 @@ function recordOwed(lane: string, owed: Settlement | undefined, start: number, d
  * never exceeded). A job that ended leaves its copy of the message to be deleted or, when its dead-lettering may have
  * stopped short of the DLQ, dead-lettered with the recorded reason.
  */
-async function standBack(held: IdempotencyRecord, event: JobEvent, message: MessageRef, start: number, deps: WorkerDeps): Promise<JobOutcome> {
+async function standBack(
+  held: IdempotencyRecord,
+  event: JobEvent,
+  message: MessageRef,
+  start: number,
+  deps: WorkerDeps,
+): Promise<JobOutcome> {
   const { queues } = deps;
   if (held.dispatchId !== event.dispatchId) await refundOnce(event, start, deps);
   if (held.status === 'succeeded') {
@@ -484,7 +578,9 @@ class CircuitView {
 
   /** The run of 4xx refusals as read less than {@link REFUSAL_RUN_READING_MS} before `now`, if a check read it. */
   refusalRunAt(now: number): number | undefined {
-    return this.refusals !== undefined && now - this.refusals.at < REFUSAL_RUN_READING_MS ? this.refusals.run : undefined;
+    return this.refusals !== undefined && now - this.refusals.at < REFUSAL_RUN_READING_MS
+      ? this.refusals.run
+      : undefined;
   }
 }
 
@@ -505,7 +601,10 @@ function messageOf(event: JobEvent): MessageRef {
  * shares one key, and a late redelivery of an earlier attempt's event finds the later attempt's success.
  */
 function withKey(message: MessageRef, idempotencyKey: string): MessageRef {
-  return { ...message, attributes: { ...message.attributes, [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: idempotencyKey } } };
+  return {
+    ...message,
+    attributes: { ...message.attributes, [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: idempotencyKey } },
+  };
 }
 
 /** How a health-check event ended. */
@@ -523,13 +622,27 @@ export type HealthCheckOutcome =
 export async function processHealthCheck(event: HealthCheckEvent, deps: WorkerDeps): Promise<HealthCheckOutcome> {
   const { clock, stores, api, config } = deps;
   const policy = circuitPolicyFrom(config.circuit);
-  const claim = await applyCircuitEvent(stores.circuit, event.lane, { type: 'health-check-started', checkId: event.checkId }, clock.now(), policy, transitionsOf(deps));
+  const claim = await applyCircuitEvent(
+    stores.circuit,
+    event.lane,
+    { type: 'health-check-started', checkId: event.checkId },
+    clock.now(),
+    policy,
+    transitionsOf(deps),
+  );
   if (!claim.written) return 'not-current';
   const result = await api.probe();
   const now = clock.now();
   const healthy = classify(result, now).kind === 'success';
   const type = healthy ? 'health-check-ok' : 'health-check-failed';
-  await applyCircuitEvent(stores.circuit, event.lane, { type, checkId: event.checkId }, now, policy, transitionsOf(deps));
+  await applyCircuitEvent(
+    stores.circuit,
+    event.lane,
+    { type, checkId: event.checkId },
+    now,
+    policy,
+    transitionsOf(deps),
+  );
   return healthy ? 'healthy' : 'unhealthy';
 }
 
@@ -566,24 +679,57 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
     resultLater: (result) => results.push(result),
   };
   const circuit = new CircuitView(event.sentAt, event.lane, deps);
-  const settled = await Promise.allSettled(inGroupOrder(event.jobs, (job, chainedAfter) => processJob(job, deps, { batch, circuitAllows: circuit.allows, chainedAfter }), (job) => standDown(job, batch, deps)));
+  const settled = await Promise.allSettled(
+    inGroupOrder(
+      event.jobs,
+      (job, chainedAfter) => processJob(job, deps, { batch, circuitAllows: circuit.allows, chainedAfter }),
+      (job) => standDown(job, batch, deps),
+    ),
+  );
   // Given back in one write; if it cannot be recorded, the quota goes unused, as for a job alone. Then the jobs go
   // back to their queues, their originals deleted with the successes'.
   if (refunds.length > 0) await recordSettlement(event.lane, start, deps, ...refunds);
   const { toDelete, problems } = await returnAllUnconsumed(queues, returns);
   for (const message of toDelete) batch.deleteLater(message.queue, message.receiptHandle);
   const outcomes = settled.map((s) => (s.status === 'fulfilled' ? s.value : undefined));
-  const failures = [...settled.flatMap((s, i) => (s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : [])), ...problems];
+  const failures = [
+    ...settled.flatMap((s, i) =>
+      s.status === 'rejected' ? [`${event.jobs[i]?.messageId}: ${(s.reason as Error).message}`] : [],
+    ),
+    ...problems,
+  ];
   const now = clock.now();
   if (succeeded.length > 0) {
-    await stores.idempotency.recordBatchSuccesses(batch.id, succeeded.map((job) => job.dispatchId), now, now + config.orchestrator.idempotencyTtlMs).catch(() =>
-      Promise.all(succeeded.map((job) => stores.idempotency.putIdempotency(job.idempotencyKey, successRecord(job.dispatchId, now, config)).catch(() => undefined))),
-    );
+    await stores.idempotency
+      .recordBatchSuccesses(
+        batch.id,
+        succeeded.map((job) => job.dispatchId),
+        now,
+        now + config.orchestrator.idempotencyTtlMs,
+      )
+      .catch(() =>
+        Promise.all(
+          succeeded.map((job) =>
+            stores.idempotency
+              .putIdempotency(job.idempotencyKey, successRecord(job.dispatchId, now, config))
+              .catch(() => undefined),
+          ),
+        ),
+      );
   }
   await deliverResults(results, deps);
-  for (const [queue, handles] of deletes) await queues.deleteBatch(queue, handles).catch((error: unknown) => failures.push(`deleting ${handles.length} from ${queue}: ${(error as Error).message}`));
-  if (outcomes.includes('succeeded')) await endRefusalRun(clock.now(), event.lane, deps, circuit.refusalRunAt(clock.now()));
-  if (failures.length > 0) throw new Error(`the batch of ${event.jobs.length} jobs failed in part: ${failures.join('; ')}`, { cause: settled.find((s) => s.status === 'rejected')?.reason });
+  for (const [queue, handles] of deletes)
+    await queues
+      .deleteBatch(queue, handles)
+      .catch((error: unknown) =>
+        failures.push(`deleting ${handles.length} from ${queue}: ${(error as Error).message}`),
+      );
+  if (outcomes.includes('succeeded'))
+    await endRefusalRun(clock.now(), event.lane, deps, circuit.refusalRunAt(clock.now()));
+  if (failures.length > 0)
+    throw new Error(`the batch of ${event.jobs.length} jobs failed in part: ${failures.join('; ')}`, {
+      cause: settled.find((s) => s.status === 'rejected')?.reason,
+    });
   return outcomes as JobOutcome[];
 }
 
@@ -602,12 +748,19 @@ const ELSEWHERE: ReadonlySet<JobOutcome> = new Set(['busy-elsewhere', 'already-f
  * passes it; when another delivery of the batch has it (see {@link ELSEWHERE}), they are left to that delivery.
  * @returns each job's outcome, in the order of `jobs`.
  */
-function inGroupOrder(jobs: readonly JobEvent[], run: (job: JobEvent, chainedAfter?: number) => Promise<JobOutcome>, standDown: (job: JobEvent) => Promise<JobOutcome>): Promise<JobOutcome>[] {
+function inGroupOrder(
+  jobs: readonly JobEvent[],
+  run: (job: JobEvent, chainedAfter?: number) => Promise<JobOutcome>,
+  standDown: (job: JobEvent) => Promise<JobOutcome>,
+): Promise<JobOutcome>[] {
   const last = new Map<string, { readonly slotAt: number; readonly outcome: Promise<JobOutcome | undefined> }>();
   return jobs.map((job) => {
     const group = fifoGroupOf(job);
     const before = group === undefined ? undefined : last.get(group);
-    const after = async ({ slotAt }: { readonly slotAt: number }, ended: JobOutcome | undefined): Promise<JobOutcome> => {
+    const after = async (
+      { slotAt }: { readonly slotAt: number },
+      ended: JobOutcome | undefined,
+    ): Promise<JobOutcome> => {
       if (ended !== undefined && ENDED.has(ended)) return run(job, slotAt);
       if (ended !== undefined && ELSEWHERE.has(ended)) return 'busy-elsewhere';
       return standDown(job);
@@ -626,7 +779,14 @@ function inGroupOrder(jobs: readonly JobEvent[], run: (job: JobEvent, chainedAft
  */
 async function standDown(job: JobEvent, batch: BatchEnding, deps: WorkerDeps): Promise<JobOutcome> {
   const start = deps.clock.now();
-  if (!(await deps.stores.idempotency.claimRefund(job.idempotencyKey, job.dispatchId, start + deps.config.orchestrator.idempotencyTtlMs))) return 'busy-elsewhere';
+  if (
+    !(await deps.stores.idempotency.claimRefund(
+      job.idempotencyKey,
+      job.dispatchId,
+      start + deps.config.orchestrator.idempotencyTtlMs,
+    ))
+  )
+    return 'busy-elsewhere';
   batch.refundLater({ reservation: job.reservation, actual: null, id: job.dispatchId });
   batch.returnLater({ message: withKey(messageOf(job), job.idempotencyKey), attempt: job.attempt });
   return 'behind-unfinished';
@@ -649,7 +809,13 @@ export async function processWorkerEvent(event: WorkerEvent, deps: WorkerDeps): 
  * transient failure counts toward opening; a refusal of the caller (401, 403) opens it; another 4xx lengthens the
  * run of refusals. Returns the circuit after the report, `undefined` when the result is none of the circuit's business.
  */
-async function reportFailure(classification: Classification, delayMs: number, now: number, lane: string, deps: WorkerDeps): Promise<Circuit | undefined> {
+async function reportFailure(
+  classification: Classification,
+  delayMs: number,
+  now: number,
+  lane: string,
+  deps: WorkerDeps,
+): Promise<Circuit | undefined> {
   const event = circuitEventOf(classification, delayMs, now);
   return event === undefined ? undefined : reportToCircuit(event, now, lane, deps);
 }
@@ -676,12 +842,20 @@ function circuitEventOf(classification: Classification, delayMs: number, now: nu
  * refusal lengthens it by one more than it should.
  */
 async function endRefusalRun(now: number, lane: string, deps: WorkerDeps, known?: number): Promise<void> {
-  if ((known ?? (await deps.stores.circuit.refusalRun(lane))) > 0) await reportToCircuit({ type: 'success' }, now, lane, deps);
+  if ((known ?? (await deps.stores.circuit.refusalRun(lane))) > 0)
+    await reportToCircuit({ type: 'success' }, now, lane, deps);
 }
 
 /** Applies `event` to the lane's circuit, tells {@link WorkerDeps.onEvent} of a change of status it wrote, and returns the circuit after. */
 async function reportToCircuit(event: CircuitEvent, now: number, lane: string, deps: WorkerDeps): Promise<Circuit> {
-  const { after } = await applyCircuitEvent(deps.stores.circuit, lane, event, now, circuitPolicyFrom(deps.config.circuit), transitionsOf(deps));
+  const { after } = await applyCircuitEvent(
+    deps.stores.circuit,
+    lane,
+    event,
+    now,
+    circuitPolicyFrom(deps.config.circuit),
+    transitionsOf(deps),
+  );
   return after;
 }
 
@@ -709,7 +883,12 @@ const SETTLEMENT_TRIES_SHARE = 0.75;
  * always tries once.
  * @returns false when every try failed.
  */
-async function recordSettlement(lane: string, start: number, deps: WorkerDeps, ...settlements: Settlement[]): Promise<boolean> {
+async function recordSettlement(
+  lane: string,
+  start: number,
+  deps: WorkerDeps,
+  ...settlements: Settlement[]
+): Promise<boolean> {
   const { clock, stores, config } = deps;
   const lastTryBy = start + SETTLEMENT_TRIES_SHARE * config.orchestrator.workerTimeoutMs;
   for (let waitMs = SETTLEMENT_BACKOFF_MS; ; waitMs = Math.min(SETTLEMENT_MAX_BACKOFF_MS, 2 * waitMs)) {
@@ -728,10 +907,19 @@ async function recordSettlement(lane: string, start: number, deps: WorkerDeps, .
  * then writes the record again without it, so that it is recorded once.
  * @throws StateUnavailableError when it still cannot be recorded: the message is kept for a later dispatch to try again.
  */
-async function recordOwedSettlement(event: JobEvent, held: IdempotencyRecord & { status: 'succeeded' }, start: number, deps: WorkerDeps): Promise<void> {
+async function recordOwedSettlement(
+  event: JobEvent,
+  held: IdempotencyRecord & { status: 'succeeded' },
+  start: number,
+  deps: WorkerDeps,
+): Promise<void> {
   const { settlement, ...record } = held;
   if (settlement === undefined) return;
-  if (!(await recordSettlement(event.lane, start, deps, settlement))) throw unrecorded(settlement, `the success record of key '${event.idempotencyKey}' still holds it, and the message was kept`);
+  if (!(await recordSettlement(event.lane, start, deps, settlement)))
+    throw unrecorded(
+      settlement,
+      `the success record of key '${event.idempotencyKey}' still holds it, and the message was kept`,
+    );
   await deps.stores.idempotency.putIdempotency(event.idempotencyKey, record);
 }
 
@@ -743,8 +931,19 @@ async function recordOwedSettlement(event: JobEvent, held: IdempotencyRecord & {
  * next attempt's dispatch) would refund quota its call used: the ledger would under-count either way.
  */
 async function refundOnce(event: JobEvent, start: number, deps: WorkerDeps): Promise<void> {
-  if (!(await deps.stores.idempotency.claimRefund(event.idempotencyKey, event.dispatchId, start + deps.config.orchestrator.idempotencyTtlMs))) return;
-  await recordSettlement(event.lane, start, deps, { reservation: event.reservation, actual: null, id: event.dispatchId });
+  if (
+    !(await deps.stores.idempotency.claimRefund(
+      event.idempotencyKey,
+      event.dispatchId,
+      start + deps.config.orchestrator.idempotencyTtlMs,
+    ))
+  )
+    return;
+  await recordSettlement(event.lane, start, deps, {
+    reservation: event.reservation,
+    actual: null,
+    id: event.dispatchId,
+  });
 }
 
 /**
@@ -754,16 +953,33 @@ async function refundOnce(event: JobEvent, start: number, deps: WorkerDeps): Pro
  * left behind (a receipt handle gone stale) only deletes it. If that write fails, such a dispatch sends a second copy
  * there: one too many, never one too few.
  */
-async function deadLetterRecorded(message: MessageRef, reason: string, event: JobEvent, record: IdempotencyRecord & { status: 'dead-lettered' }, deps: WorkerDeps, apiError?: string): Promise<void> {
-  await deadLetter(deps.queues, message, reason, event.attempt, { dispatchId: record.dispatchId, ...(apiError === undefined ? {} : { apiError }) });
+async function deadLetterRecorded(
+  message: MessageRef,
+  reason: string,
+  event: JobEvent,
+  record: IdempotencyRecord & { status: 'dead-lettered' },
+  deps: WorkerDeps,
+  apiError?: string,
+): Promise<void> {
+  await deadLetter(deps.queues, message, reason, event.attempt, {
+    dispatchId: record.dispatchId,
+    ...(apiError === undefined ? {} : { apiError }),
+  });
   deps.onEvent?.({ type: 'dead-lettered', lane: event.lane, at: deps.clock.now(), reason, ...keysOf(event) });
-  const moved: IdempotencyRecord = { status: 'dead-lettered', dispatchId: record.dispatchId, at: record.at, expiresAt: record.expiresAt };
+  const moved: IdempotencyRecord = {
+    status: 'dead-lettered',
+    dispatchId: record.dispatchId,
+    at: record.at,
+    expiresAt: record.expiresAt,
+  };
   await deps.stores.idempotency.putIdempotency(event.idempotencyKey, moved).catch(() => undefined);
 }
 
 /** The error of a worker that could not record `settlement`, saying what became of it. */
 function unrecorded(settlement: Settlement, fate: string): StateUnavailableError {
-  return new StateUnavailableError('addSettlements', { cause: new Error(`settlement ${JSON.stringify(settlement)} could not be recorded: ${fate}`) });
+  return new StateUnavailableError('addSettlements', {
+    cause: new Error(`settlement ${JSON.stringify(settlement)} could not be recorded: ${fate}`),
+  });
 }
 
 /**

@@ -1,4 +1,11 @@
-import { ATTRIBUTES, deadLetterQueueOf, type MessageAttribute, type OutgoingMessage, type QueueReceiver, type SourceQueue } from '../ports/QueueReceiver';
+import {
+  ATTRIBUTES,
+  deadLetterQueueOf,
+  type MessageAttribute,
+  type OutgoingMessage,
+  type QueueReceiver,
+  type SourceQueue,
+} from '../ports/QueueReceiver';
 import { utf8Prefix } from '../domain/utf8Prefix';
 
 /** The parts of a received message needed to retry or dead-letter it. */
@@ -26,8 +33,9 @@ export interface DeadLetterDetails {
  * Characters SQS refuses in a message attribute's value (outside `#x9 | #xA | #xD | #x20-#xD7FF | #xE000-#xFFFD |
  * #x10000-#x10FFFF`): other control characters, lone surrogate halves, U+FFFE and U+FFFF.
  */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
-const REFUSED_BY_SQS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const REFUSED_BY_SQS =
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is matched
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 
 /**
  * `text` as SQS takes it in an attribute: each character it refuses written as a `\uXXXX` escape, then cut to at most
@@ -37,7 +45,9 @@ export function attributeText(text: string, maxBytes: number): string {
   const clean = text.replace(REFUSED_BY_SQS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   if (Buffer.byteLength(clean, 'utf8') <= maxBytes) return clean;
   const ellipsis = '…';
-  return utf8Prefix(Buffer.from(clean, 'utf8'), maxBytes - Buffer.byteLength(ellipsis, 'utf8')).toString('utf8') + ellipsis;
+  return (
+    utf8Prefix(Buffer.from(clean, 'utf8'), maxBytes - Buffer.byteLength(ellipsis, 'utf8')).toString('utf8') + ellipsis
+  );
 }
 
 /**
@@ -49,8 +59,18 @@ export function attributeText(text: string, maxBytes: number): string {
  *   answer to it, cut to {@link MAX_API_ERROR_BYTES} (see {@link attributeText}). Ones an earlier dead-lettering left
  *   on the message (a redriven message) are dropped rather than carried over.
  */
-export async function deadLetter(queues: QueueReceiver, message: MessageRef, reason: string, attempt: number, details: DeadLetterDetails = {}): Promise<void> {
-  const kept = Object.fromEntries(Object.entries(message.attributes).filter(([name]) => name !== ATTRIBUTES.dispatchId && name !== ATTRIBUTES.apiError));
+export async function deadLetter(
+  queues: QueueReceiver,
+  message: MessageRef,
+  reason: string,
+  attempt: number,
+  details: DeadLetterDetails = {},
+): Promise<void> {
+  const kept = Object.fromEntries(
+    Object.entries(message.attributes).filter(
+      ([name]) => name !== ATTRIBUTES.dispatchId && name !== ATTRIBUTES.apiError,
+    ),
+  );
   const { dispatchId, apiError } = details;
   await queues.send(deadLetterQueueOf(message.queue), {
     body: message.body,
@@ -61,10 +81,14 @@ export async function deadLetter(queues: QueueReceiver, message: MessageRef, rea
       [ATTRIBUTES.sourceQueue]: { dataType: 'String', value: message.queue },
       [ATTRIBUTES.originalMessageId]: { dataType: 'String', value: message.messageId },
       ...(dispatchId === undefined ? {} : { [ATTRIBUTES.dispatchId]: { dataType: 'String', value: dispatchId } }),
-      ...(apiError === undefined || apiError === '' ? {} : { [ATTRIBUTES.apiError]: { dataType: 'String', value: attributeText(apiError, MAX_API_ERROR_BYTES) } }),
+      ...(apiError === undefined || apiError === ''
+        ? {}
+        : { [ATTRIBUTES.apiError]: { dataType: 'String', value: attributeText(apiError, MAX_API_ERROR_BYTES) } }),
     },
     // Only the FIFO queue's DLQ is FIFO; a group id on a standard message (SQS fair queues) needs no deduplication.
-    ...(message.queue !== 'fifo' || message.groupId === undefined ? {} : { groupId: message.groupId, deduplicationId: `${message.messageId}-${attempt}` }),
+    ...(message.queue !== 'fifo' || message.groupId === undefined
+      ? {}
+      : { groupId: message.groupId, deduplicationId: `${message.messageId}-${attempt}` }),
   });
   await queues.delete(message.queue, message.receiptHandle);
 }
@@ -76,7 +100,12 @@ export async function deadLetter(queues: QueueReceiver, message: MessageRef, rea
  * locked and message k+1 cannot pass it (SQS counts the receives, which gives the attempt). Any other message is
  * sent to the requeue queue carrying `attempt + 1`, which the orchestrator reads first, and the original is deleted.
  */
-export async function retryLater(queues: QueueReceiver, message: MessageRef, attempt: number, delayMs: number): Promise<void> {
+export async function retryLater(
+  queues: QueueReceiver,
+  message: MessageRef,
+  attempt: number,
+  delayMs: number,
+): Promise<void> {
   await requeue(queues, message, attempt + 1, delayMs);
 }
 
@@ -102,16 +131,24 @@ export interface Unconsumed {
  * a request). A job that could not be returned reappears once its visibility runs out.
  * @returns the originals to delete, and why each job that was not returned was not.
  */
-export async function returnAllUnconsumed(queues: QueueReceiver, jobs: readonly Unconsumed[]): Promise<{ readonly toDelete: readonly MessageRef[]; readonly problems: readonly string[] }> {
+export async function returnAllUnconsumed(
+  queues: QueueReceiver,
+  jobs: readonly Unconsumed[],
+): Promise<{ readonly toDelete: readonly MessageRef[]; readonly problems: readonly string[] }> {
   const problems: string[] = [];
   const problem = (job: Unconsumed, reason: string) => problems.push(`returning ${job.message.messageId}: ${reason}`);
   for (const job of jobs.filter(({ message }) => message.queue === 'fifo')) {
-    await returnUnconsumed(queues, job.message, job.attempt).catch((error: unknown) => problem(job, (error as Error).message));
+    await returnUnconsumed(queues, job.message, job.attempt).catch((error: unknown) =>
+      problem(job, (error as Error).message),
+    );
   }
   const standard = jobs.filter(({ message }) => message.queue !== 'fifo');
   if (standard.length === 0) return { toDelete: [], problems };
   const failed = await queues
-    .sendBatch('requeue', standard.map(({ message, attempt }) => requeued(message, attempt, 0)))
+    .sendBatch(
+      'requeue',
+      standard.map(({ message, attempt }) => requeued(message, attempt, 0)),
+    )
     .catch((error: unknown) => standard.map((_, index) => ({ index, reason: (error as Error).message })));
   for (const { index, reason } of failed) problem(standard[index]!, reason);
   const unsent = new Set(failed.map(({ index }) => index));
@@ -119,7 +156,12 @@ export async function returnAllUnconsumed(queues: QueueReceiver, jobs: readonly 
 }
 
 /** Makes `message` receivable again after `delayMs`, carrying `nextAttempt` unless it is a FIFO message (see {@link retryLater}). */
-async function requeue(queues: QueueReceiver, message: MessageRef, nextAttempt: number, delayMs: number): Promise<void> {
+async function requeue(
+  queues: QueueReceiver,
+  message: MessageRef,
+  nextAttempt: number,
+  delayMs: number,
+): Promise<void> {
   const delay = requeueDelay(delayMs);
   if (message.queue === 'fifo') {
     await queues.changeVisibility('fifo', message.receiptHandle, delay);

@@ -88,27 +88,59 @@ export type OrchestratorEvent =
    * The circuit as this run read it has status `status`: at its first read (no `previous`), then each time the status
    * read changes from `previous`.
    */
-  | { readonly type: 'circuit-seen'; readonly at: number; readonly status: CircuitStatus; readonly previous?: CircuitStatus }
+  | {
+      readonly type: 'circuit-seen';
+      readonly at: number;
+      readonly status: CircuitStatus;
+      readonly previous?: CircuitStatus;
+    }
   /** A state-store call failed (see the state-outage policy of {@link runOrchestrator}); the next try is at `retryAt`. */
-  | { readonly type: 'state-unavailable'; readonly at: number; readonly operation: string; readonly error: string; readonly retryAt: number }
+  | {
+      readonly type: 'state-unavailable';
+      readonly at: number;
+      readonly operation: string;
+      readonly error: string;
+      readonly retryAt: number;
+    }
   /** The ledger was saved and the circuit read again after `unavailableMs` of failed state calls. */
   | { readonly type: 'state-recovered'; readonly at: number; readonly unavailableMs: number }
   /** A queue call failed; a failed receive or dead-letter send is tried again at `retryAt`. */
-  | { readonly type: 'queue-unavailable'; readonly at: number; readonly operation: string; readonly queue: string; readonly error: string; readonly retryAt: number }
+  | {
+      readonly type: 'queue-unavailable';
+      readonly at: number;
+      readonly operation: string;
+      readonly queue: string;
+      readonly error: string;
+      readonly retryAt: number;
+    }
   /**
    * Not one unit could be sent before a message received now would have to be (its visibility less a worker's run):
    * `tier` (`20000/day`, or `429` for a `Retry-After` pause) holds the quota until `until`, and nothing is received
    * meanwhile. Reported once per episode (again if what holds it, or until when, changes). `kind` is the tier's
    * (`calendar` for a day or month tier), or `pause`.
    */
-  | { readonly type: 'quota-exhausted'; readonly at: number; readonly tier: string; readonly kind: TierKind | 'pause'; readonly until: number }
+  | {
+      readonly type: 'quota-exhausted';
+      readonly at: number;
+      readonly tier: string;
+      readonly kind: TierKind | 'pause';
+      readonly until: number;
+    }
   /** The exhaustion `tier` reported has ended after `exhaustedMs`: receiving resumes. */
   | { readonly type: 'quota-available'; readonly at: number; readonly tier: string; readonly exhaustedMs: number }
   /**
    * A received message of `cost` could not be sent while its visibility covers a worker's run (or before the run's
    * end): `tier` holds it until `until`. It is hidden until then, so no run receives it again before it could go.
    */
-  | { readonly type: 'message-held'; readonly at: number; readonly messageId: string; readonly queue: string; readonly costs: Costs; readonly tier: string; readonly until: number };
+  | {
+      readonly type: 'message-held';
+      readonly at: number;
+      readonly messageId: string;
+      readonly queue: string;
+      readonly costs: Costs;
+      readonly tier: string;
+      readonly until: number;
+    };
 
 /** Bounds of one run. */
 export interface RunOptions {
@@ -194,7 +226,9 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
   const retry = new Backoff(config.orchestrator.invokeBackoffMs);
   const untilDeadline = <T>(call: () => Promise<T>) => retryUntilDeadline(deps, options, retry, call);
 
-  const acquired = await untilDeadline(() => stores.lease.acquireLease(config.lane, deps.owner, clock.now(), config.orchestrator.leaseTtlMs));
+  const acquired = await untilDeadline(() =>
+    stores.lease.acquireLease(config.lane, deps.owner, clock.now(), config.orchestrator.leaseTtlMs),
+  );
   if (acquired === undefined) return { lease: 'unavailable', ...NOTHING_DONE };
   const lease = acquired.value;
   if (lease === null) return { lease: 'held-elsewhere', ...NOTHING_DONE };
@@ -208,9 +242,25 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
     return { lease: 'unavailable', ...NOTHING_DONE };
   }
   const ledgerOptions = { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs };
-  const ledger = saved.value === undefined ? new QuotaLedger(config.quotas, ledgerOptions) : QuotaLedger.fromJSON(config.quotas, saved.value, ledgerOptions);
-  const slots = config.maxInFlight === undefined ? undefined : new CallSlots(config.maxInFlight, config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs, saved.value?.slots);
-  const run = new OrchestratorRun({ ...deps, stores, queues: new GuardedQueues(deps.queues) }, options, lease, new Pacer(ledger, config.pacing, slots), circuit.value);
+  const ledger =
+    saved.value === undefined
+      ? new QuotaLedger(config.quotas, ledgerOptions)
+      : QuotaLedger.fromJSON(config.quotas, saved.value, ledgerOptions);
+  const slots =
+    config.maxInFlight === undefined
+      ? undefined
+      : new CallSlots(
+          config.maxInFlight,
+          config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs,
+          saved.value?.slots,
+        );
+  const run = new OrchestratorRun(
+    { ...deps, stores, queues: new GuardedQueues(deps.queues) },
+    options,
+    lease,
+    new Pacer(ledger, config.pacing, slots),
+    circuit.value,
+  );
   return run.execute();
 }
 
@@ -218,7 +268,12 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
  * Calls `call` until it succeeds, backing off with `retry` after each store failure; `undefined` once the deadline
  * comes first (or `shouldStop` says so).
  */
-async function retryUntilDeadline<T>(deps: OrchestratorDeps, options: RunOptions, retry: Backoff, call: () => Promise<T>): Promise<{ readonly value: T } | undefined> {
+async function retryUntilDeadline<T>(
+  deps: OrchestratorDeps,
+  options: RunOptions,
+  retry: Backoff,
+  call: () => Promise<T>,
+): Promise<{ readonly value: T } | undefined> {
   const { clock } = deps;
   for (;;) {
     try {

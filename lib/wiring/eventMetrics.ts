@@ -46,13 +46,20 @@ export class OrchestratorMetrics {
         break;
       case 'flushed':
         this.calendarExhausted ??= 0;
-        for (const { tier, used, limit } of event.usage) this.sink.record(METRICS.tierUsageRatio, 'None', { ...lane, tier }, used / limit);
-        for (const [unit, units] of Object.entries(event.handedBack)) this.sink.record(METRICS.unitsHandedBack, 'Count', { ...lane, unit }, units);
+        for (const { tier, used, limit } of event.usage)
+          this.sink.record(METRICS.tierUsageRatio, 'None', { ...lane, tier }, used / limit);
+        for (const [unit, units] of Object.entries(event.handedBack))
+          this.sink.record(METRICS.unitsHandedBack, 'Count', { ...lane, unit }, units);
         if (event.inFlight !== undefined) this.sink.record(METRICS.callsInFlight, 'Count', lane, event.inFlight);
         break;
       case 'quota-exhausted':
         this.calendarExhausted = event.kind === 'calendar' ? 1 : 0;
-        this.sink.record(METRICS.quotaExhaustedFor, 'Milliseconds', { ...lane, tier: event.tier }, Math.max(0, event.until - event.at));
+        this.sink.record(
+          METRICS.quotaExhaustedFor,
+          'Milliseconds',
+          { ...lane, tier: event.tier },
+          Math.max(0, event.until - event.at),
+        );
         break;
       case 'quota-available':
         this.calendarExhausted = 0;
@@ -72,7 +79,8 @@ export class OrchestratorMetrics {
     const lane = { lane: this.lane };
     this.sink.count(METRICS.heartbeat, lane);
     if (this.circuitOpen !== undefined) this.sink.record(METRICS.circuitOpen, 'None', lane, this.circuitOpen);
-    if (this.calendarExhausted !== undefined) this.sink.record(METRICS.calendarQuotaExhausted, 'None', lane, this.calendarExhausted);
+    if (this.calendarExhausted !== undefined)
+      this.sink.record(METRICS.calendarQuotaExhausted, 'None', lane, this.calendarExhausted);
     this.sink.publish();
     this.lastPublishAt = now;
   }

@@ -19,7 +19,11 @@ export interface OrchestratorClients extends StateAndQueueClients {
 
 /** The orchestrator's clients with the SDK's defaults and {@link CLIENT_CONFIG}. */
 export function orchestratorClients(): OrchestratorClients {
-  return { dynamodb: new DynamoDBClient(CLIENT_CONFIG.dynamodb), sqs: new SQSClient(CLIENT_CONFIG.sqs), lambda: new LambdaClient(CLIENT_CONFIG.lambda) };
+  return {
+    dynamodb: new DynamoDBClient(CLIENT_CONFIG.dynamodb),
+    sqs: new SQSClient(CLIENT_CONFIG.sqs),
+    lambda: new LambdaClient(CLIENT_CONFIG.lambda),
+  };
 }
 
 /** The orchestrator's dependencies except `owner` (one per run) and `onEvent` (the handler's logger). */
@@ -33,9 +37,16 @@ export function orchestratorDepsFromEnv(env: Env, clients: OrchestratorClients):
   const { table, ...shared } = stateAndQueuesFromEnv(env, clients);
   return {
     ...shared,
-    stores: { lease: new DynamoLeaseStore(table), ledger: new DynamoLedgerStore(table), circuit: new DynamoCircuitStore(table) },
+    stores: {
+      lease: new DynamoLeaseStore(table),
+      ledger: new DynamoLedgerStore(table),
+      circuit: new DynamoCircuitStore(table),
+    },
     clock: systemClock,
-    invoker: new LambdaInvoker({ client: clients.lambda, functionName: requiredEnv(env, RESOURCE_ENV.workerFunctionName) }),
+    invoker: new LambdaInvoker({
+      client: clients.lambda,
+      functionName: requiredEnv(env, RESOURCE_ENV.workerFunctionName),
+    }),
     random: Math.random,
     newId: randomUUID,
   };

@@ -17,10 +17,16 @@ export interface StateAndQueueClients {
  * which each function builds the stores it uses) and the lane's queues.
  * @throws ConfigError naming the missing or invalid variable.
  */
-export function stateAndQueuesFromEnv(env: Env, clients: StateAndQueueClients): { config: ServiceConfig; table: DynamoTableOptions; queues: SqsQueues } {
+export function stateAndQueuesFromEnv(
+  env: Env,
+  clients: StateAndQueueClients,
+): { config: ServiceConfig; table: DynamoTableOptions; queues: SqsQueues } {
   return {
     config: serviceConfigFromEnv(env),
-    table: { client: DynamoDBDocumentClient.from(clients.dynamodb), tableName: requiredEnv(env, RESOURCE_ENV.tableName) },
+    table: {
+      client: DynamoDBDocumentClient.from(clients.dynamodb),
+      tableName: requiredEnv(env, RESOURCE_ENV.tableName),
+    },
     queues: new SqsQueues({ client: clients.sqs, queueUrls: queueUrlsFromEnv(env) }),
   };
 }

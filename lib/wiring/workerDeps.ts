@@ -12,7 +12,17 @@ import { bearerFromParameter } from '../adapters/ssm/apiKeyParameter';
 import { EventBridgeResultDestination } from '../adapters/results/EventBridgeResultDestination';
 import { SqsResultDestination } from '../adapters/results/SqsResultDestination';
 import { systemClock } from '../adapters/systemClock';
-import { apiKeyCacheSecondsFromEnv, checkProbeOutlastsCall, CONFIG_ENV, defaultApiTimeoutMs, millisecondsFromEnv, requiredEnv, RESOURCE_ENV, resultDestinationFromEnv, type Env } from '../configFromEnv';
+import {
+  apiKeyCacheSecondsFromEnv,
+  checkProbeOutlastsCall,
+  CONFIG_ENV,
+  defaultApiTimeoutMs,
+  millisecondsFromEnv,
+  requiredEnv,
+  RESOURCE_ENV,
+  resultDestinationFromEnv,
+  type Env,
+} from '../configFromEnv';
 import type { ResultHandler } from '../ports/ResultHandler';
 import type { ResultDestination } from '../resultDestination';
 import type { WorkerDeps } from '../services/processJob';
@@ -32,16 +42,29 @@ export interface WorkerClients extends StateAndQueueClients {
  * The default result handler: one that sends to `destination` (`RESULT_DESTINATION`), with the worker's SQS client
  * or an EventBridge client; none without a destination.
  */
-function resultHandlerFor(destination: ResultDestination | undefined, clients: WorkerClients): ResultHandler | undefined {
+function resultHandlerFor(
+  destination: ResultDestination | undefined,
+  clients: WorkerClients,
+): ResultHandler | undefined {
   if (destination === undefined) return undefined;
-  if (destination.type === 'sqs') return new SqsResultDestination({ client: clients.sqs, queueArn: destination.queueArn });
+  if (destination.type === 'sqs')
+    return new SqsResultDestination({ client: clients.sqs, queueArn: destination.queueArn });
   const { busName, source, detailType } = destination;
-  return new EventBridgeResultDestination({ client: clients.eventbridge ?? new EventBridgeClient(CLIENT_CONFIG.eventbridge), busName, source, detailType });
+  return new EventBridgeResultDestination({
+    client: clients.eventbridge ?? new EventBridgeClient(CLIENT_CONFIG.eventbridge),
+    busName,
+    source,
+    detailType,
+  });
 }
 
 /** The worker's clients with the SDK's defaults and {@link CLIENT_CONFIG}. */
 export function workerClients(): WorkerClients {
-  return { dynamodb: new DynamoDBClient(CLIENT_CONFIG.dynamodb), sqs: new SQSClient(CLIENT_CONFIG.sqs), ssm: new SSMClient(CLIENT_CONFIG.ssm) };
+  return {
+    dynamodb: new DynamoDBClient(CLIENT_CONFIG.dynamodb),
+    sqs: new SQSClient(CLIENT_CONFIG.sqs),
+    ssm: new SSMClient(CLIENT_CONFIG.ssm),
+  };
 }
 
 /**
@@ -69,14 +92,26 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
   const results = resultHandlerFor(resultDestinationFromEnv(env), clients);
   return {
     ...shared,
-    stores: { idempotency: new DynamoIdempotencyStore(table), ledger: new DynamoSettlementRecorder(table), circuit: new DynamoCircuitStore(table) },
+    stores: {
+      idempotency: new DynamoIdempotencyStore(table),
+      ledger: new DynamoSettlementRecorder(table),
+      circuit: new DynamoCircuitStore(table),
+    },
     clock: systemClock,
     api: new HttpApiCaller({
       apiUrl: requiredEnv(env, RESOURCE_ENV.apiUrl),
       healthUrl: requiredEnv(env, RESOURCE_ENV.healthUrl),
       timeoutMs,
       ...(clients.fetch === undefined ? {} : { fetch: clients.fetch }),
-      ...(keyParameter === undefined || keyParameter === '' ? {} : { authorization: bearerFromParameter(new SSMProvider({ awsSdkV3Client: clients.ssm ?? new SSMClient(CLIENT_CONFIG.ssm) }), keyParameter, { maxAgeSeconds }) }),
+      ...(keyParameter === undefined || keyParameter === ''
+        ? {}
+        : {
+            authorization: bearerFromParameter(
+              new SSMProvider({ awsSdkV3Client: clients.ssm ?? new SSMClient(CLIENT_CONFIG.ssm) }),
+              keyParameter,
+              { maxAgeSeconds },
+            ),
+          }),
     }),
     random: Math.random,
     ...(results === undefined ? {} : { results }),

@@ -13,11 +13,18 @@ describe('memoryStores', () => {
       await stores.ledger.loadLedger('lane');
       await stores.ledger.saveLedger('lane', { v: 1, tiers: {} }, lease.token);
       await stores.circuit.loadCircuit('lane');
-      await stores.ledger.addSettlements('lane', { reservation: { at: 0, costs: { cost: 1 }, windows: {} }, actual: null });
+      await stores.ledger.addSettlements('lane', {
+        reservation: { at: 0, costs: { cost: 1 }, windows: {} },
+        actual: null,
+      });
       await stores.ledger.pendingSettlements('lane');
       await stores.ledger.saveLedger('lane', { v: 1, tiers: {} }, lease.token, 1);
       await stores.idempotency.getIdempotency('key', 0);
-      await stores.idempotency.putIdempotencyIfAbsent('key', { status: 'in-progress', dispatchId: 'd-1', expiresAt: 10 }, 0);
+      await stores.idempotency.putIdempotencyIfAbsent(
+        'key',
+        { status: 'in-progress', dispatchId: 'd-1', expiresAt: 10 },
+        0,
+      );
       await stores.idempotency.putIdempotency('key', { status: 'succeeded', dispatchId: 'd-1', at: 1, expiresAt: 10 });
       await stores.lease.releaseLease(lease);
       expect(stores.stats).toEqual({ reads: 4, writes: 8 });

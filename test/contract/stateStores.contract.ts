@@ -37,7 +37,10 @@ function ledger(used: number): LedgerJSON {
 }
 
 function settlement(at: number, actualCost: number | null = 1): Settlement {
-  return { reservation: { at, costs: { cost: 2 }, windows: { 'day:requests': '2026-11-23' } }, actual: actualCost === null ? null : { cost: actualCost } };
+  return {
+    reservation: { at, costs: { cost: 2 }, windows: { 'day:requests': '2026-11-23' } },
+    actual: actualCost === null ? null : { cost: actualCost },
+  };
 }
 
 /** A closed circuit; `pausedUntil` tells writers apart. */
@@ -49,7 +52,15 @@ function circuit(version: number, pausedUntil = 0): CircuitJSON {
 function operated(version: number): CircuitJSON {
   return {
     version,
-    state: { status: 'open', openedAt: T0, nextCheckAt: NEVER_DUE, failedChecks: 0, reopenStreak: 1, reason: 'opened by operator (ops@example.com)', byOperator: true },
+    state: {
+      status: 'open',
+      openedAt: T0,
+      nextCheckAt: NEVER_DUE,
+      failedChecks: 0,
+      reopenStreak: 1,
+      reason: 'opened by operator (ops@example.com)',
+      byOperator: true,
+    },
     pausedUntil: 0,
     clientErrorRun: 2,
     hold: { since: T0 + 1, by: 'ops@example.com' },
@@ -137,7 +148,11 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
      * Runs `call`, whose next `request` lands and loses its answer, so that the client retries it (see
      * {@link StateStoresFixture.loseNextAnswer}); `between` runs after it landed, before the retry.
      */
-    const withLostAnswer = async <T>(request: WriteRequest, call: () => Promise<T>, between: () => Promise<void> = async () => {}): Promise<T> => {
+    const withLostAnswer = async <T>(
+      request: WriteRequest,
+      call: () => Promise<T>,
+      between: () => Promise<void> = async () => {},
+    ): Promise<T> => {
       const lose = fixture?.loseNextAnswer;
       if (lose === undefined) {
         const result = await call();
@@ -158,7 +173,13 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const appendTwo = async (): Promise<void> => {
           for (const s of appended) await stores().ledger.addSettlements(lane, s);
         };
-        await expect(withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(1), lease.token, read.length), appendTwo)).resolves.toBeUndefined();
+        await expect(
+          withLostAnswer(
+            'UpdateItem',
+            () => stores().ledger.saveLedger(lane, ledger(1), lease.token, read.length),
+            appendTwo,
+          ),
+        ).resolves.toBeUndefined();
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(appended);
       });
@@ -166,28 +187,40 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
       it('saveLedger removing nothing lands once and succeeds', async () => {
         const lane = unique('lost-save-none');
         const lease = await acquire(lane, 'a');
-        await expect(withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(1), lease.token))).resolves.toBeUndefined();
+        await expect(
+          withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(1), lease.token)),
+        ).resolves.toBeUndefined();
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
       });
 
       it('saveLedger still refuses a stale token, and the next save of the holder succeeds', async () => {
         const lane = unique('lost-save-stale');
         const { stale, current } = await takenOver(lane);
-        await expectLeaseLost(withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(9), stale.token)), lane, stale.token);
+        await expectLeaseLost(
+          withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(9), stale.token)),
+          lane,
+          stale.token,
+        );
         await withLostAnswer('UpdateItem', () => stores().ledger.saveLedger(lane, ledger(2), current.token));
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(2));
       });
 
       it('recordBatchSuccesses lands and succeeds, its retry changing nothing', async () => {
         const batch = unique('lost-batch');
-        await expect(withLostAnswer('UpdateItem', () => stores().idempotency.recordBatchSuccesses(batch, ['d-1'], T0, T0 + TTL))).resolves.toBeUndefined();
+        await expect(
+          withLostAnswer('UpdateItem', () => stores().idempotency.recordBatchSuccesses(batch, ['d-1'], T0, T0 + TTL)),
+        ).resolves.toBeUndefined();
         await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBe(T0);
       });
 
       it('saveCircuit lands once and reports true, so the caller does not apply its event again', async () => {
         const lane = unique('lost-circuit');
-        await expect(withLostAnswer('UpdateItem', () => stores().circuit.saveCircuit(lane, circuit(1, T0)))).resolves.toBe(true);
-        await expect(withLostAnswer('UpdateItem', () => stores().circuit.saveCircuit(lane, circuit(2, T0 + 1)))).resolves.toBe(true);
+        await expect(
+          withLostAnswer('UpdateItem', () => stores().circuit.saveCircuit(lane, circuit(1, T0))),
+        ).resolves.toBe(true);
+        await expect(
+          withLostAnswer('UpdateItem', () => stores().circuit.saveCircuit(lane, circuit(2, T0 + 1))),
+        ).resolves.toBe(true);
         await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(2, T0 + 1));
       });
 
@@ -197,21 +230,31 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const next = async (): Promise<void> => {
           await expect(stores().circuit.saveCircuit(lane, circuit(3, T0 + 2))).resolves.toBe(true);
         };
-        await expect(withLostAnswer('UpdateItem', () => stores().circuit.saveCircuit(lane, circuit(2, T0 + 1)), next)).resolves.toBe(true);
+        await expect(
+          withLostAnswer('UpdateItem', () => stores().circuit.saveCircuit(lane, circuit(2, T0 + 1)), next),
+        ).resolves.toBe(true);
         await expect(stores().circuit.saveCircuit(lane, circuit(3, T0 + 3))).resolves.toBe(false);
         await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(3, T0 + 2));
       });
 
       it('putIdempotencyIfAbsent reports its own landed claim as written, not as held by another delivery', async () => {
         const key = unique('lost-claim');
-        await expect(withLostAnswer('UpdateItem', () => stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0))).resolves.toBeNull();
+        await expect(
+          withLostAnswer('UpdateItem', () =>
+            stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0),
+          ),
+        ).resolves.toBeNull();
         await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(inProgress(T0 + TTL));
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toEqual(inProgress(T0 + TTL));
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0)).resolves.toEqual(
+          inProgress(T0 + TTL),
+        );
       });
 
       it('claimRefund reports its own landed mark as this call’s: the refund is made once, not lost', async () => {
         const key = unique('lost-refund');
-        await expect(withLostAnswer('UpdateItem', () => stores().idempotency.claimRefund(key, 'd-2', T0 + TTL))).resolves.toBe(true);
+        await expect(
+          withLostAnswer('UpdateItem', () => stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)),
+        ).resolves.toBe(true);
         await expect(stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)).resolves.toBe(false);
       });
 
@@ -222,7 +265,9 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const claimed = async (): Promise<void> => {
           await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 2)).resolves.toBeNull();
         };
-        await expect(withLostAnswer('UpdateItem', () => stores().idempotency.reopenDeadLettered(key, T0 + 1), claimed)).resolves.toBe('reopened');
+        await expect(
+          withLostAnswer('UpdateItem', () => stores().idempotency.reopenDeadLettered(key, T0 + 1), claimed),
+        ).resolves.toBe('reopened');
         await expect(stores().idempotency.getIdempotency(key, T0 + 2)).resolves.toEqual(next);
         await expect(stores().idempotency.reopenDeadLettered(key, T0 + 2)).resolves.toBe('in-progress');
       });
@@ -406,7 +451,8 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
 
       it('accepts each next version in turn', async () => {
         const lane = unique('circuit-sequence');
-        for (const version of [1, 2, 3]) await expect(stores().circuit.saveCircuit(lane, circuit(version))).resolves.toBe(true);
+        for (const version of [1, 2, 3])
+          await expect(stores().circuit.saveCircuit(lane, circuit(version))).resolves.toBe(true);
         await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(3));
       });
 
@@ -466,7 +512,12 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
 
       it('returns pending settlements oldest first, with their ids, start delays and chain gaps, and removes none of them', async () => {
         const lane = unique('settlements-order');
-        const added = [settlement(T0 + 3), { ...settlement(T0 + 1, null), id: 'd-2', startDelayMs: 712 }, { ...settlement(T0 + 2, 5), id: 'd-1' }, { ...settlement(T0 + 4, null), id: 'd-3', chainGapMs: 230 }];
+        const added = [
+          settlement(T0 + 3),
+          { ...settlement(T0 + 1, null), id: 'd-2', startDelayMs: 712 },
+          { ...settlement(T0 + 2, 5), id: 'd-1' },
+          { ...settlement(T0 + 4, null), id: 'd-3', chainGapMs: 230 },
+        ];
         for (const s of added) await stores().ledger.addSettlements(lane, s);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
@@ -478,7 +529,11 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
         await stores().ledger.addSettlements(lane, settlement(T0));
         await stores().ledger.addSettlements(lane, settlement(T0 + 2), { ...settlement(T0 + 1, null), id: 'd-1' });
-        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0), settlement(T0 + 2), { ...settlement(T0 + 1, null), id: 'd-1' }]);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([
+          settlement(T0),
+          settlement(T0 + 2),
+          { ...settlement(T0 + 1, null), id: 'd-1' },
+        ]);
       });
 
       it('turns refunds away from a list holding MAX_STORED_SETTLEMENTS, never settlements of calls', async () => {
@@ -495,11 +550,21 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await stores().ledger.saveLedger(lane, ledger(1), lease.token, firstPage.length);
         await expect(stores().ledger.addSettlements(lane, refund(4))).resolves.toBe(true);
         const pending: Settlement[] = [];
-        for (let page = await stores().ledger.pendingSettlements(lane); page.length > 0; page = await stores().ledger.pendingSettlements(lane)) {
+        for (
+          let page = await stores().ledger.pendingSettlements(lane);
+          page.length > 0;
+          page = await stores().ledger.pendingSettlements(lane)
+        ) {
           pending.push(...page);
           await stores().ledger.saveLedger(lane, ledger(1), lease.token, page.length);
         }
-        expect(pending).toEqual([...calls.slice(MAX_PENDING_SETTLEMENTS), refund(1), refund(3), settlement(T0 + 3), refund(4)]);
+        expect(pending).toEqual([
+          ...calls.slice(MAX_PENDING_SETTLEMENTS),
+          refund(1),
+          refund(3),
+          settlement(T0 + 3),
+          refund(4),
+        ]);
       });
 
       it('returns an empty list when nothing is pending', async () => {
@@ -569,9 +634,13 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const lane = unique('settlements-short');
         const lease = await acquire(lane, 'a');
         await stores().ledger.saveLedger(lane, ledger(1), lease.token);
-        await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, 1)).rejects.toBeInstanceOf(StateConflictError);
+        await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, 1)).rejects.toBeInstanceOf(
+          StateConflictError,
+        );
         const added = await addRange(lane, 0, 2);
-        await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, 3)).rejects.toBeInstanceOf(StateConflictError);
+        await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, 3)).rejects.toBeInstanceOf(
+          StateConflictError,
+        );
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
       });
@@ -597,7 +666,9 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const lease = await acquire(lane, 'a');
         await stores().ledger.addSettlements(lane, settlement(T0));
         for (const settled of [-1, 0.5, MAX_PENDING_SETTLEMENTS + 1]) {
-          await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, settled)).rejects.toBeInstanceOf(RangeError);
+          await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, settled)).rejects.toBeInstanceOf(
+            RangeError,
+          );
         }
         await expect(stores().ledger.loadLedger(lane)).resolves.toBeUndefined();
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0)]);
@@ -618,9 +689,9 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
       it('returns the unexpired record instead of writing over it', async () => {
         const key = unique('idem-exists');
         await stores().idempotency.putIdempotencyIfAbsent(key, succeeded(T0, T0 + TTL), T0);
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + 2 * TTL), T0 + 1)).resolves.toEqual(
-          succeeded(T0, T0 + TTL),
-        );
+        await expect(
+          stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + 2 * TTL), T0 + 1),
+        ).resolves.toEqual(succeeded(T0, T0 + TTL));
         await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
       });
 
@@ -634,13 +705,20 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
       it('writes over an expired record when absent-only', async () => {
         const key = unique('idem-expired-claim');
         await stores().idempotency.putIdempotency(key, inProgress(T0 + TTL));
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + 3 * TTL), T0 + TTL)).resolves.toBeNull();
+        await expect(
+          stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + 3 * TTL), T0 + TTL),
+        ).resolves.toBeNull();
         await expect(stores().idempotency.getIdempotency(key, T0 + 2 * TTL)).resolves.toEqual(inProgress(T0 + 3 * TTL));
       });
 
       it('keeps a batch claim for its TTL, and lets a claim replace it only as a stopped claim of the dispatch it names', async () => {
         const key = unique('idem-batch-claim');
-        const claim: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL, batch: { id: 'b-1', busyUntil: T0 + 10 } };
+        const claim: IdempotencyRecord = {
+          status: 'in-progress',
+          dispatchId: 'd-1',
+          expiresAt: T0 + TTL,
+          batch: { id: 'b-1', busyUntil: T0 + 10 },
+        };
         const next: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
         await expect(stores().idempotency.putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
         await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(claim);
@@ -654,7 +732,12 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
 
       it('drops the batch of a batch claim written over with another record', async () => {
         const key = unique('idem-batch-over');
-        await stores().idempotency.putIdempotency(key, { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL, batch: { id: 'b-1', busyUntil: T0 + 10 } });
+        await stores().idempotency.putIdempotency(key, {
+          status: 'in-progress',
+          dispatchId: 'd-1',
+          expiresAt: T0 + TTL,
+          batch: { id: 'b-1', busyUntil: T0 + 10 },
+        });
         await stores().idempotency.putIdempotency(key, inProgress(T0 + TTL));
         await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(inProgress(T0 + TTL));
       });
@@ -676,7 +759,12 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const ids = [0, 1, 2, 12].map((i) => batchJobDispatchId(batch, i));
         await stores().idempotency.recordBatchSuccesses(batch, [ids[0]!, ids[2]!, 'other'], T0, T0 + TTL);
         await stores().idempotency.recordBatchSuccesses(batch, [ids[3]!], T0 + 5, T0 + TTL);
-        await expect(Promise.all(ids.map((id) => stores().idempotency.batchSuccessAt(batch, id)))).resolves.toEqual([T0, undefined, T0, T0]);
+        await expect(Promise.all(ids.map((id) => stores().idempotency.batchSuccessAt(batch, id)))).resolves.toEqual([
+          T0,
+          undefined,
+          T0,
+          T0,
+        ]);
         await expect(stores().idempotency.batchSuccessAt(batch, 'other')).resolves.toBe(T0);
         await expect(stores().idempotency.batchSuccessAt(batch, `${batch}.x`)).resolves.toBeUndefined();
       });
@@ -684,7 +772,9 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
       it('keeps a failed record against further deliveries of its own dispatch', async () => {
         const key = unique('idem-failed-same');
         await stores().idempotency.putIdempotency(key, failed(T0, T0 + TTL));
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(failed(T0, T0 + TTL));
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(
+          failed(T0, T0 + TTL),
+        );
         await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(failed(T0, T0 + TTL));
       });
 
@@ -700,33 +790,63 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const key = unique('idem-succeeded-other');
         await stores().idempotency.putIdempotency(key, succeeded(T0, T0 + TTL));
         const other: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, other, T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(succeeded(T0, T0 + TTL));
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, other, T0 + 1)).resolves.toEqual(
+          succeeded(T0, T0 + TTL),
+        );
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(
+          succeeded(T0, T0 + TTL),
+        );
       });
 
       it('keeps a dead-lettered record against every dispatch, its own and others, and reads its reason back', async () => {
         const key = unique('idem-dead-lettered');
-        const parked: IdempotencyRecord = { status: 'dead-lettered', dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL, reason: 'HTTP 400 Bad Request' };
+        const parked: IdempotencyRecord = {
+          status: 'dead-lettered',
+          dispatchId: 'd-1',
+          at: T0,
+          expiresAt: T0 + TTL,
+          reason: 'HTTP 400 Bad Request',
+        };
         await stores().idempotency.putIdempotency(key, failed(T0, T0 + TTL));
         await stores().idempotency.putIdempotency(key, parked);
         const other: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
         await expect(stores().idempotency.putIdempotencyIfAbsent(key, other, T0 + 1)).resolves.toEqual(parked);
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(parked);
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 1)).resolves.toEqual(
+          parked,
+        );
         await expect(stores().idempotency.getIdempotency(key, T0 + 1)).resolves.toEqual(parked);
       });
 
       it('drops a dead-lettered record’s reason when it is written again without one', async () => {
         const key = unique('idem-dead-lettered-moved');
-        await stores().idempotency.putIdempotency(key, { status: 'dead-lettered', dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL, reason: 'bad' });
-        await stores().idempotency.putIdempotency(key, { status: 'dead-lettered', dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL });
-        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual({ status: 'dead-lettered', dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL });
+        await stores().idempotency.putIdempotency(key, {
+          status: 'dead-lettered',
+          dispatchId: 'd-1',
+          at: T0,
+          expiresAt: T0 + TTL,
+          reason: 'bad',
+        });
+        await stores().idempotency.putIdempotency(key, {
+          status: 'dead-lettered',
+          dispatchId: 'd-1',
+          at: T0,
+          expiresAt: T0 + TTL,
+        });
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual({
+          status: 'dead-lettered',
+          dispatchId: 'd-1',
+          at: T0,
+          expiresAt: T0 + TTL,
+        });
       });
 
       it('overwrites an unexpired record with put', async () => {
         const key = unique('idem-overwrite');
         await stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
         await stores().idempotency.putIdempotency(key, succeeded(T0 + 5, T0 + 10 * TTL));
-        await expect(stores().idempotency.getIdempotency(key, T0 + 6)).resolves.toEqual(succeeded(T0 + 5, T0 + 10 * TTL));
+        await expect(stores().idempotency.getIdempotency(key, T0 + 6)).resolves.toEqual(
+          succeeded(T0 + 5, T0 + 10 * TTL),
+        );
       });
     });
 
@@ -743,8 +863,17 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const key = unique('refund-claimed');
         await stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
         await stores().idempotency.putIdempotency(key, failed(T0 + 1, T0 + TTL));
-        await stores().idempotency.putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL }, T0 + 2);
-        await stores().idempotency.putIdempotency(key, { status: 'succeeded', dispatchId: 'd-2', at: T0 + 3, expiresAt: T0 + TTL });
+        await stores().idempotency.putIdempotencyIfAbsent(
+          key,
+          { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL },
+          T0 + 2,
+        );
+        await stores().idempotency.putIdempotency(key, {
+          status: 'succeeded',
+          dispatchId: 'd-2',
+          at: T0 + 3,
+          expiresAt: T0 + TTL,
+        });
         await expect(stores().idempotency.claimRefund(key, 'd-1', T0 + TTL)).resolves.toBe(false);
         await expect(stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)).resolves.toBe(false);
       });
@@ -775,12 +904,16 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await stores().idempotency.putIdempotency(key, deadLettered(T0 + 1, T0 + TTL));
         await expect(stores().idempotency.reopenDeadLettered(key, T0 + 2)).resolves.toBe('reopened');
         // A late delivery of d-1: refused by the record of its own dispatch, and already marked.
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 3)).resolves.toEqual(failed(T0 + 1, T0 + TTL));
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 3)).resolves.toEqual(
+          failed(T0 + 1, T0 + TTL),
+        );
         await expect(stores().idempotency.claimRefund(key, 'd-1', T0 + TTL)).resolves.toBe(false);
         const next: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
         await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 3)).resolves.toBeNull();
         // Once d-2 holds the key, a late delivery of d-1 is refused by d-2's claim and still finds its mark.
-        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 4)).resolves.toEqual(next);
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 4)).resolves.toEqual(
+          next,
+        );
         await expect(stores().idempotency.claimRefund(key, 'd-1', T0 + TTL)).resolves.toBe(false);
       });
 
@@ -803,7 +936,9 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const key = unique('reopen-expired');
         await stores().idempotency.putIdempotency(key, deadLettered(T0, T0 + TTL));
         await expect(stores().idempotency.reopenDeadLettered(key, T0 + TTL)).resolves.toBe('absent');
-        await expect(stores().idempotency.getIdempotency(key, T0 + TTL - 1)).resolves.toEqual(deadLettered(T0, T0 + TTL));
+        await expect(stores().idempotency.getIdempotency(key, T0 + TTL - 1)).resolves.toEqual(
+          deadLettered(T0, T0 + TTL),
+        );
       });
 
       it('reopens once: a second reopen finds the failed record, and a job dead-lettered again is reopened again', async () => {
@@ -811,10 +946,20 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await stores().idempotency.putIdempotency(key, deadLettered(T0, T0 + TTL));
         await expect(stores().idempotency.reopenDeadLettered(key, T0 + 1)).resolves.toBe('reopened');
         await expect(stores().idempotency.reopenDeadLettered(key, T0 + 1)).resolves.toBe('failed');
-        const again: IdempotencyRecord = { status: 'dead-lettered', dispatchId: 'd-2', at: T0 + 2, expiresAt: T0 + 2 * TTL };
+        const again: IdempotencyRecord = {
+          status: 'dead-lettered',
+          dispatchId: 'd-2',
+          at: T0 + 2,
+          expiresAt: T0 + 2 * TTL,
+        };
         await stores().idempotency.putIdempotency(key, again);
         await expect(stores().idempotency.reopenDeadLettered(key, T0 + 3)).resolves.toBe('reopened');
-        await expect(stores().idempotency.getIdempotency(key, T0 + 3)).resolves.toEqual({ status: 'failed', dispatchId: 'd-2', at: T0 + 2, expiresAt: T0 + 2 * TTL });
+        await expect(stores().idempotency.getIdempotency(key, T0 + 3)).resolves.toEqual({
+          status: 'failed',
+          dispatchId: 'd-2',
+          at: T0 + 2,
+          expiresAt: T0 + 2 * TTL,
+        });
       });
     });
 

@@ -10,7 +10,13 @@ async function bundled(handler: string): Promise<{ sources: string[]; packages: 
 describe('what each function bundles', () => {
   it("keeps the worker's code out of the orchestrator: no API caller, no SSM", async () => {
     const { sources, packages } = await bundled('functions/orchestrator.ts');
-    expect(sources).toEqual(expect.arrayContaining(['lib/services/runOrchestrator.ts', 'lib/adapters/lambda/LambdaInvoker.ts', 'lib/domain/pacing/pacer.ts']));
+    expect(sources).toEqual(
+      expect.arrayContaining([
+        'lib/services/runOrchestrator.ts',
+        'lib/adapters/lambda/LambdaInvoker.ts',
+        'lib/domain/pacing/pacer.ts',
+      ]),
+    );
     expect(sources.filter((source) => /adapters\/(http|ssm)\/|services\/processJob/.test(source))).toEqual([]);
     expect(packages).toContain('@aws-sdk/client-lambda');
     expect(packages).not.toContain('@aws-sdk/client-ssm');
@@ -18,8 +24,16 @@ describe('what each function bundles', () => {
 
   it("keeps the orchestrator's code out of the worker: no Lambda invoker, no pacer, no ledger", async () => {
     const { sources, packages } = await bundled('functions/worker.ts');
-    expect(sources).toEqual(expect.arrayContaining(['lib/services/processJob.ts', 'lib/adapters/http/HttpApiCaller.ts']));
-    expect(sources.filter((source) => /adapters\/lambda\/|domain\/pacing\/pacer|domain\/quota\/ledger|services\/runOrchestrator|services\/orchestrator\//.test(source))).toEqual([]);
+    expect(sources).toEqual(
+      expect.arrayContaining(['lib/services/processJob.ts', 'lib/adapters/http/HttpApiCaller.ts']),
+    );
+    expect(
+      sources.filter((source) =>
+        /adapters\/lambda\/|domain\/pacing\/pacer|domain\/quota\/ledger|services\/runOrchestrator|services\/orchestrator\//.test(
+          source,
+        ),
+      ),
+    ).toEqual([]);
     expect(packages).toContain('@aws-sdk/client-ssm');
     expect(packages).not.toContain('@aws-sdk/client-lambda');
   });

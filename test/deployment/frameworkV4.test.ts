@@ -56,7 +56,9 @@ describe('serverless.yml under osls', () => {
 });
 
 describe('BuildKeyPlugin', () => {
-  const BuildKeyPlugin = createRequire(__filename)('../../lib/deploy/buildKeyPlugin.cjs') as new (serverless: unknown) => unknown;
+  const BuildKeyPlugin = createRequire(__filename)('../../lib/deploy/buildKeyPlugin.cjs') as new (
+    serverless: unknown,
+  ) => unknown;
   const schemaHandler = (properties: Record<string, unknown>) => ({
     schema: { properties },
     defineTopLevelProperty: jest.fn((name: string, schema: unknown) => {
@@ -67,7 +69,10 @@ describe('BuildKeyPlugin', () => {
   it('declares build to a schema that lacks it (osls), allowing only esbuild: false', () => {
     const handler = schemaHandler({});
     new BuildKeyPlugin({ configSchemaHandler: handler });
-    expect(handler.defineTopLevelProperty).toHaveBeenCalledWith('build', expect.objectContaining({ properties: { esbuild: { const: false } } }));
+    expect(handler.defineTopLevelProperty).toHaveBeenCalledWith(
+      'build',
+      expect.objectContaining({ properties: { esbuild: { const: false } } }),
+    );
   });
 
   it('declares nothing to a framework without a schema of top-level keys', () => {

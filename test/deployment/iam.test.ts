@@ -13,7 +13,11 @@ jest.setTimeout(30_000);
 
 /** Each function: its handler's file, its role and its Lambda function in the template. */
 const FUNCTIONS = {
-  orchestrator: { handler: 'functions/orchestrator.ts', role: 'OrchestratorRole', lambda: 'OrchestratorLambdaFunction' },
+  orchestrator: {
+    handler: 'functions/orchestrator.ts',
+    role: 'OrchestratorRole',
+    lambda: 'OrchestratorLambdaFunction',
+  },
   worker: { handler: 'functions/worker.ts', role: 'WorkerRole', lambda: 'WorkerLambdaFunction' },
 } as const;
 type Fn = keyof typeof FUNCTIONS;
@@ -56,7 +60,10 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     // Intake.next receives from READ_ORDER (requeue ▸ fifo ▸ main) only, never from a DLQ; Intake.release hands
     // buffered messages, all received from those, back with visibility 0; deadLetter deletes the original after
     // sending it to its DLQ (Intake.deadLetterHead).
-    { actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], on: SOURCES },
+    {
+      actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
+      on: SOURCES,
+    },
     // deadLetter sends to deadLetterQueueOf(source); the orchestrator never requeues (retryLater is the worker's).
     { actions: ['sqs:SendMessage'], on: DEAD_LETTER_QUEUES },
     // LambdaInvoker: the Dispatcher's jobs and CircuitWatch's health checks, to WORKER_FUNCTION_NAME.
@@ -90,7 +97,11 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     { actions: ['sqs:SendMessage'], on: ['WorkerFailureQueue'], by: 'lambda' },
     // The result handler of custom.quotaOrchestrator.results (the plugin adds the statement): SqsResultDestination
     // asks the queue's URL once and sends to it (SendMessageBatch); EventBridgeResultDestination puts events on the bus.
-    { actions: ['sqs:GetQueueUrl', 'sqs:SendMessage'], on: [`arn ${RESULT_DESTINATIONS.sqs.queueArn}`], results: 'sqs' },
+    {
+      actions: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
+      on: [`arn ${RESULT_DESTINATIONS.sqs.queueArn}`],
+      results: 'sqs',
+    },
     { actions: ['events:PutEvents'], on: [`bus ${RESULT_DESTINATIONS.eventbridge.busName}`], results: 'eventbridge' },
   ],
 };
@@ -153,7 +164,11 @@ let operatorCommands: SdkCommand[];
 
 beforeAll(async () => {
   const commands = async (): Promise<[Record<Fn, Commands>, SdkCommand[], SdkCommand[]]> => {
-    const program = new SdkCommandAnalysis([...Object.values(FUNCTIONS).map((fn) => fn.handler), PRODUCER, OPERATOR_CLI]);
+    const program = new SdkCommandAnalysis([
+      ...Object.values(FUNCTIONS).map((fn) => fn.handler),
+      PRODUCER,
+      OPERATOR_CLI,
+    ]);
     const of = async (handler: string): Promise<Commands> => {
       const files = await bundledFiles(handler);
       return { bundled: program.constructedIn(files), reachable: program.reachableFrom(handler, files) };
@@ -166,10 +181,12 @@ beforeAll(async () => {
   };
   const withResults = async (destination: Exclude<Destination, 'none'>): Promise<Template> => {
     const run = await packageService((config) => {
-      (config.custom as { quotaOrchestrator: Record<string, unknown> }).quotaOrchestrator.results = RESULT_DESTINATIONS[destination];
+      (config.custom as { quotaOrchestrator: Record<string, unknown> }).quotaOrchestrator.results =
+        RESULT_DESTINATIONS[destination];
     });
     try {
-      if (run.code !== 0) throw new PackagingError(`osls package with ${destination} results failed (exit ${run.code}):\n${run.output}`);
+      if (run.code !== 0)
+        throw new PackagingError(`osls package with ${destination} results failed (exit ${run.code}):\n${run.output}`);
       return await readTemplate(run);
     } finally {
       await rm(run.dir, { recursive: true, force: true });
@@ -178,7 +195,12 @@ beforeAll(async () => {
   // Packaging (child processes) and the analysis run side by side.
   let sqs: Template;
   let eventbridge: Template;
-  [template, sqs, eventbridge, [analysis, producerCommands, operatorCommands]] = await Promise.all([packagedTemplate(), withResults('sqs'), withResults('eventbridge'), commands()]);
+  [template, sqs, eventbridge, [analysis, producerCommands, operatorCommands]] = await Promise.all([
+    packagedTemplate(),
+    withResults('sqs'),
+    withResults('eventbridge'),
+    commands(),
+  ]);
   templates = { none: template, sqs, eventbridge };
 }, 120_000);
 
@@ -187,7 +209,9 @@ const isLogs = (action: string) => action.startsWith('logs:');
 
 /** The statements of a role's inline policies. */
 function statementsOf(role: string, from: Template = template): Statement[] {
-  const policies = (from.Resources[role]?.Properties?.Policies ?? []) as { PolicyDocument: { Statement: Statement | Statement[] } }[];
+  const policies = (from.Resources[role]?.Properties?.Policies ?? []) as {
+    PolicyDocument: { Statement: Statement | Statement[] };
+  }[];
   return policies.flatMap((policy) => ([] as Statement[]).concat(policy.PolicyDocument.Statement));
 }
 
@@ -216,13 +240,16 @@ function grantedPairs(role: string, from: Template = template): string[] {
 /** Every `action target` pair `statements` grant, logs aside; DynamoDB pairs name the items their condition allows. */
 function pairsOf(statements: readonly Statement[]): string[] {
   return statements.flatMap((statement) =>
-    ([] as string[]).concat(statement.Action).filter((action) => !isLogs(action)).flatMap((action) =>
-      ([] as unknown[]).concat(statement.Resource).flatMap((resource) => {
-        const target = targetOf(resource);
-        if (!action.startsWith('dynamodb:')) return [`${action} ${target}`];
-        return leadingKeysOf(statement).map((key) => `${action} ${target === 'StateTable' ? 'item' : target} ${key}`);
-      }),
-    ),
+    ([] as string[])
+      .concat(statement.Action)
+      .filter((action) => !isLogs(action))
+      .flatMap((action) =>
+        ([] as unknown[]).concat(statement.Resource).flatMap((resource) => {
+          const target = targetOf(resource);
+          if (!action.startsWith('dynamodb:')) return [`${action} ${target}`];
+          return leadingKeysOf(statement).map((key) => `${action} ${target === 'StateTable' ? 'item' : target} ${key}`);
+        }),
+      ),
   );
 }
 
@@ -233,9 +260,12 @@ function grantsWith(fn: Fn, destination: Destination): Grant[] {
 
 /** The pairs the GRANTS table asks for, with `{lane}` replaced by the function's LANE in the template. */
 function expectedPairs(fn: Fn, grants: readonly Grant[] = grantsWith(fn, 'none')): string[] {
-  const lane = (template.Resources[FUNCTIONS[fn].lambda]?.Properties?.Environment as { Variables: { LANE?: unknown } }).Variables.LANE;
+  const lane = (template.Resources[FUNCTIONS[fn].lambda]?.Properties?.Environment as { Variables: { LANE?: unknown } })
+    .Variables.LANE;
   if (typeof lane !== 'string') throw new Error(`${FUNCTIONS[fn].lambda} has no literal LANE`);
-  return grants.flatMap((grant) => grant.actions.flatMap((action) => grant.on.map((target) => `${action} ${target.replace('{lane}', lane)}`)));
+  return grants.flatMap((grant) =>
+    grant.actions.flatMap((action) => grant.on.map((target) => `${action} ${target.replace('{lane}', lane)}`)),
+  );
 }
 
 describe.each(Object.keys(FUNCTIONS) as Fn[])('the role of the %s', (fn) => {
@@ -244,9 +274,18 @@ describe.each(Object.keys(FUNCTIONS) as Fn[])('the role of the %s', (fn) => {
 
   it("grants exactly the actions of the SDK commands its code can send, and of what Lambda does with it (logs aside), but a result destination's send without one", () => {
     const lambdaActions = GRANTS[fn].filter((grant) => grant.by === 'lambda').flatMap((grant) => grant.actions);
-    const granted = statementsOf(role).flatMap((statement) => ([] as string[]).concat(statement.Action)).filter((action) => !isLogs(action));
-    const unset = new Set(GRANTS[fn].filter((grant) => grant.results !== undefined).flatMap((grant) => grant.actions).filter((action) => !grantsWith(fn, 'none').some((grant) => grant.actions.includes(action))));
-    expect(sorted(granted)).toEqual(sorted([...codeActions().filter((action) => !unset.has(action)), ...lambdaActions]));
+    const granted = statementsOf(role)
+      .flatMap((statement) => ([] as string[]).concat(statement.Action))
+      .filter((action) => !isLogs(action));
+    const unset = new Set(
+      GRANTS[fn]
+        .filter((grant) => grant.results !== undefined)
+        .flatMap((grant) => grant.actions)
+        .filter((action) => !grantsWith(fn, 'none').some((grant) => grant.actions.includes(action))),
+    );
+    expect(sorted(granted)).toEqual(
+      sorted([...codeActions().filter((action) => !unset.has(action)), ...lambdaActions]),
+    );
   });
 
   it('grants each action on exactly the queues, items, function or parameter its code paths reach (see GRANTS)', () => {
@@ -256,7 +295,9 @@ describe.each(Object.keys(FUNCTIONS) as Fn[])('the role of the %s', (fn) => {
   });
 
   it("has a GRANTS table whose code actions are those of the function's SDK commands", () => {
-    expect(sorted(GRANTS[fn].filter((grant) => grant.by === undefined).flatMap((grant) => grant.actions))).toEqual(codeActions());
+    expect(sorted(GRANTS[fn].filter((grant) => grant.by === undefined).flatMap((grant) => grant.actions))).toEqual(
+      codeActions(),
+    );
   });
 
   it("reaches the table's items only through their partition keys, in statements of plain Allow", () => {
@@ -267,7 +308,9 @@ describe.each(Object.keys(FUNCTIONS) as Fn[])('the role of the %s', (fn) => {
 /** Expects `statements` to be plain Allow statements, each DynamoDB one on the state table's items by their partition keys only. */
 function expectItemsByLeadingKeys(statements: readonly Statement[]): void {
   for (const statement of statements) {
-    expect(Object.keys(statement).filter((key) => !['Sid', 'Effect', 'Action', 'Resource', 'Condition'].includes(key))).toEqual([]);
+    expect(
+      Object.keys(statement).filter((key) => !['Sid', 'Effect', 'Action', 'Resource', 'Condition'].includes(key)),
+    ).toEqual([]);
     expect(statement.Effect).toBe('Allow');
     const dynamodb = ([] as string[]).concat(statement.Action).some((action) => action.startsWith('dynamodb:'));
     if (!dynamodb) {
@@ -281,38 +324,54 @@ function expectItemsByLeadingKeys(statements: readonly Statement[]): void {
 }
 
 describe('the role of the worker with a result destination', () => {
-  it.each(['sqs', 'eventbridge'] as const)('grants the send to a %s destination, and only that beside what it grants without one', (destination) => {
-    const pairs = grantedPairs('WorkerRole', templates[destination]);
-    expect(sorted(pairs)).toEqual(sorted(expectedPairs('worker', grantsWith('worker', destination))));
-    expect(pairs).toHaveLength(new Set(pairs).size);
-  });
+  it.each(['sqs', 'eventbridge'] as const)(
+    'grants the send to a %s destination, and only that beside what it grants without one',
+    (destination) => {
+      const pairs = grantedPairs('WorkerRole', templates[destination]);
+      expect(sorted(pairs)).toEqual(sorted(expectedPairs('worker', grantsWith('worker', destination))));
+      expect(pairs).toHaveLength(new Set(pairs).size);
+    },
+  );
 
   it('hands the worker its destination through RESULT_DESTINATION, as written', () => {
-    const env = (from: Template) => (from.Resources.WorkerLambdaFunction?.Properties?.Environment as { Variables: Record<string, unknown> }).Variables;
+    const env = (from: Template) =>
+      (from.Resources.WorkerLambdaFunction?.Properties?.Environment as { Variables: Record<string, unknown> })
+        .Variables;
     expect(env(templates.none)).not.toHaveProperty('RESULT_DESTINATION');
-    expect(JSON.parse(env(templates.eventbridge).RESULT_DESTINATION as string)).toEqual(RESULT_DESTINATIONS.eventbridge);
+    expect(JSON.parse(env(templates.eventbridge).RESULT_DESTINATION as string)).toEqual(
+      RESULT_DESTINATIONS.eventbridge,
+    );
   });
 });
 
 describe('the SDK commands found', () => {
-  it("are those the handler can reach, not every one its bundle holds: the worker bundles SqsQueues.receive but never receives", () => {
+  it('are those the handler can reach, not every one its bundle holds: the worker bundles SqsQueues.receive but never receives', () => {
     const actions = (commands: SdkCommand[]) => sorted(commands.map((command) => command.action));
     expect(actions(analysis.worker.bundled)).toContain('sqs:ReceiveMessage');
     expect(actions(analysis.worker.reachable)).not.toContain('sqs:ReceiveMessage');
-    for (const fn of Object.keys(FUNCTIONS) as Fn[]) expect(actions(analysis[fn].bundled)).toEqual(expect.arrayContaining(actions(analysis[fn].reachable)));
+    for (const fn of Object.keys(FUNCTIONS) as Fn[])
+      expect(actions(analysis[fn].bundled)).toEqual(expect.arrayContaining(actions(analysis[fn].reachable)));
   });
 
   it('follow calls through the ports to the adapters that send them', () => {
     // processJob and queueOutcomes call the QueueReceiver and store ports, never the SDK: their sends and writes
     // are found in the adapters the worker's wiring puts behind those ports.
     const where = sorted(analysis.worker.reachable.map((command) => `${command.file} ${command.command}`));
-    expect(where).toEqual(expect.arrayContaining(['lib/adapters/sqs/SqsQueues.ts SendMessageCommand', 'lib/adapters/dynamodb/DynamoTable.ts UpdateCommand']));
+    expect(where).toEqual(
+      expect.arrayContaining([
+        'lib/adapters/sqs/SqsQueues.ts SendMessageCommand',
+        'lib/adapters/dynamodb/DynamoTable.ts UpdateCommand',
+      ]),
+    );
     expect(analysis.worker.reachable.filter((command) => command.file.startsWith('lib/services/'))).toEqual([]);
   });
 });
 
 describe('the producer policy', () => {
-  const document = () => (template.Resources.ProducerPolicy?.Properties?.PolicyDocument ?? { Statement: [] }) as { Statement: Statement | Statement[] };
+  const document = () =>
+    (template.Resources.ProducerPolicy?.Properties?.PolicyDocument ?? { Statement: [] }) as {
+      Statement: Statement | Statement[];
+    };
   const producerStatements = () => ([] as Statement[]).concat(document().Statement);
 
   it('is a managed policy whose ARN is a stack output', () => {
@@ -328,7 +387,11 @@ describe('the producer policy', () => {
 
   it('reaches the main and FIFO queues only: never the requeue queue nor a dead-letter queue', () => {
     const pairs = producerStatements().flatMap((statement) =>
-      ([] as string[]).concat(statement.Action).flatMap((action) => ([] as unknown[]).concat(statement.Resource).map((resource) => `${action} ${targetOf(resource)}`)),
+      ([] as string[])
+        .concat(statement.Action)
+        .flatMap((action) =>
+          ([] as unknown[]).concat(statement.Resource).map((resource) => `${action} ${targetOf(resource)}`),
+        ),
     );
     expect(sorted(pairs)).toEqual(['sqs:SendMessage FifoQueue', 'sqs:SendMessage MainQueue']);
     for (const statement of producerStatements()) {
@@ -339,7 +402,14 @@ describe('the producer policy', () => {
 });
 
 describe('the operator policy', () => {
-  const operatorStatements = () => ([] as Statement[]).concat(((template.Resources.OperatorPolicy?.Properties?.PolicyDocument ?? { Statement: [] }) as { Statement: Statement | Statement[] }).Statement);
+  const operatorStatements = () =>
+    ([] as Statement[]).concat(
+      (
+        (template.Resources.OperatorPolicy?.Properties?.PolicyDocument ?? { Statement: [] }) as {
+          Statement: Statement | Statement[];
+        }
+      ).Statement,
+    );
   const cliActions = () => sorted(operatorCommands.map((command) => command.action));
 
   it('is a managed policy whose ARN is a stack output', () => {
@@ -349,7 +419,9 @@ describe('the operator policy', () => {
 
   it("grants exactly the actions of the SDK commands the operator CLI's bundle constructs", () => {
     const granted = operatorStatements().flatMap((statement) => ([] as string[]).concat(statement.Action));
-    expect(cliActions()).toEqual(expect.arrayContaining(['lambda:GetFunctionConfiguration', 'sqs:ReceiveMessage', 'dynamodb:UpdateItem']));
+    expect(cliActions()).toEqual(
+      expect.arrayContaining(['lambda:GetFunctionConfiguration', 'sqs:ReceiveMessage', 'dynamodb:UpdateItem']),
+    );
     expect(sorted(granted)).toEqual(cliActions());
   });
 

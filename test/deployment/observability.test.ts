@@ -34,7 +34,8 @@ beforeAll(async () => {
       (config.custom as Record<string, Record<string, unknown>>).alarms!.email = EMAIL;
     }),
   ]);
-  for (const run of [good, withEmail]) if (run.code !== 0) throw new Error(`osls package failed (exit ${run.code}):\n${run.output}`);
+  for (const run of [good, withEmail])
+    if (run.code !== 0) throw new Error(`osls package failed (exit ${run.code}):\n${run.output}`);
   [template, emailTemplate] = await Promise.all([readTemplate(good), readTemplate(withEmail)]);
   const yml = await readServerlessYml();
   custom = yml.custom as typeof custom;
@@ -67,17 +68,129 @@ describe('the alarms', () => {
   /** Each alarm: the metric it watches and when it fires; every one goes to the alarm topic, raised and cleared. */
   const expected = () =>
     ({
-      MainDeadLetterQueueAlarm: { Namespace: 'AWS/SQS', MetricName: 'ApproximateNumberOfMessagesVisible', Dimensions: queue('MainDeadLetterQueue'), Statistic: 'Maximum', Period: 60, EvaluationPeriods: 1, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' },
-      FifoDeadLetterQueueAlarm: { Namespace: 'AWS/SQS', MetricName: 'ApproximateNumberOfMessagesVisible', Dimensions: queue('FifoDeadLetterQueue'), Statistic: 'Maximum', Period: 60, EvaluationPeriods: 1, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' },
-      RequeueDeadLetterQueueAlarm: { Namespace: 'AWS/SQS', MetricName: 'ApproximateNumberOfMessagesVisible', Dimensions: queue('RequeueDeadLetterQueue'), Statistic: 'Maximum', Period: 60, EvaluationPeriods: 1, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' },
-      WorkerFailureQueueAlarm: { Namespace: 'AWS/SQS', MetricName: 'ApproximateNumberOfMessagesVisible', Dimensions: queue('WorkerFailureQueue'), Statistic: 'Maximum', Period: 60, EvaluationPeriods: 1, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' },
-      OrchestratorErrorsAlarm: { Namespace: 'AWS/Lambda', MetricName: 'Errors', Dimensions: [{ Name: 'FunctionName', Value: { Ref: 'OrchestratorLambdaFunction' } }], Statistic: 'Sum', Period: 60, EvaluationPeriods: 1, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' },
-      OrchestratorNotRunningAlarm: { Namespace: METRIC_NAMESPACE, MetricName: METRICS.heartbeat, Dimensions: lane(), Statistic: 'Sum', Period: 60, EvaluationPeriods: 3, DatapointsToAlarm: 3, Threshold: 1, ComparisonOperator: 'LessThanThreshold', TreatMissingData: 'breaching' },
-      MainQueueOldestMessageAlarm: { Namespace: 'AWS/SQS', MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: queue('MainQueue'), Statistic: 'Maximum', Period: 300, EvaluationPeriods: 1, Threshold: custom.alarms.oldestMessageAgeSeconds, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' },
-      FifoQueueOldestMessageAlarm: { Namespace: 'AWS/SQS', MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: queue('FifoQueue'), Statistic: 'Maximum', Period: 300, EvaluationPeriods: 1, Threshold: custom.alarms.oldestMessageAgeSeconds, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' },
-      RequeueQueueOldestMessageAlarm: { Namespace: 'AWS/SQS', MetricName: 'ApproximateAgeOfOldestMessage', Dimensions: queue('RequeueQueue'), Statistic: 'Maximum', Period: 300, EvaluationPeriods: 1, Threshold: custom.alarms.oldestMessageAgeSeconds, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' },
-      CircuitOpenAlarm: { Namespace: METRIC_NAMESPACE, MetricName: METRICS.circuitOpen, Dimensions: lane(), Statistic: 'Maximum', Period: 60, EvaluationPeriods: custom.alarms.circuitOpenMinutes, DatapointsToAlarm: custom.alarms.circuitOpenMinutes, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'missing' },
-      CalendarQuotaExhaustedAlarm: { Namespace: METRIC_NAMESPACE, MetricName: METRICS.calendarQuotaExhausted, Dimensions: lane(), Statistic: 'Maximum', Period: 60, EvaluationPeriods: 1, Threshold: 1, ComparisonOperator: 'GreaterThanOrEqualToThreshold', TreatMissingData: 'notBreaching' },
+      MainDeadLetterQueueAlarm: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: queue('MainDeadLetterQueue'),
+        Statistic: 'Maximum',
+        Period: 60,
+        EvaluationPeriods: 1,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
+      FifoDeadLetterQueueAlarm: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: queue('FifoDeadLetterQueue'),
+        Statistic: 'Maximum',
+        Period: 60,
+        EvaluationPeriods: 1,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
+      RequeueDeadLetterQueueAlarm: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: queue('RequeueDeadLetterQueue'),
+        Statistic: 'Maximum',
+        Period: 60,
+        EvaluationPeriods: 1,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
+      WorkerFailureQueueAlarm: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: queue('WorkerFailureQueue'),
+        Statistic: 'Maximum',
+        Period: 60,
+        EvaluationPeriods: 1,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
+      OrchestratorErrorsAlarm: {
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Errors',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: 'OrchestratorLambdaFunction' } }],
+        Statistic: 'Sum',
+        Period: 60,
+        EvaluationPeriods: 1,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
+      OrchestratorNotRunningAlarm: {
+        Namespace: METRIC_NAMESPACE,
+        MetricName: METRICS.heartbeat,
+        Dimensions: lane(),
+        Statistic: 'Sum',
+        Period: 60,
+        EvaluationPeriods: 3,
+        DatapointsToAlarm: 3,
+        Threshold: 1,
+        ComparisonOperator: 'LessThanThreshold',
+        TreatMissingData: 'breaching',
+      },
+      MainQueueOldestMessageAlarm: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: queue('MainQueue'),
+        Statistic: 'Maximum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: custom.alarms.oldestMessageAgeSeconds,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
+      FifoQueueOldestMessageAlarm: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: queue('FifoQueue'),
+        Statistic: 'Maximum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: custom.alarms.oldestMessageAgeSeconds,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
+      RequeueQueueOldestMessageAlarm: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: queue('RequeueQueue'),
+        Statistic: 'Maximum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: custom.alarms.oldestMessageAgeSeconds,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
+      CircuitOpenAlarm: {
+        Namespace: METRIC_NAMESPACE,
+        MetricName: METRICS.circuitOpen,
+        Dimensions: lane(),
+        Statistic: 'Maximum',
+        Period: 60,
+        EvaluationPeriods: custom.alarms.circuitOpenMinutes,
+        DatapointsToAlarm: custom.alarms.circuitOpenMinutes,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'missing',
+      },
+      CalendarQuotaExhaustedAlarm: {
+        Namespace: METRIC_NAMESPACE,
+        MetricName: METRICS.calendarQuotaExhausted,
+        Dimensions: lane(),
+        Statistic: 'Maximum',
+        Period: 60,
+        EvaluationPeriods: 1,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
     }) as const;
 
   it('are exactly these, each on its metric, threshold, period and evaluation, raised and cleared on the alarm topic', () => {
@@ -97,7 +210,8 @@ describe('the alarms', () => {
   });
 
   it('watch the heartbeat for 3 minutes, missing data counting as no run: Lambda’s invocations cannot tell, a run spans several ticks', () => {
-    const { EvaluationPeriods, Period, TreatMissingData } = resource(template, 'OrchestratorNotRunningAlarm').Properties ?? {};
+    const { EvaluationPeriods, Period, TreatMissingData } =
+      resource(template, 'OrchestratorNotRunningAlarm').Properties ?? {};
     expect((EvaluationPeriods as number) * (Period as number)).toBe(180);
     expect(TreatMissingData).toBe('breaching');
   });
@@ -106,20 +220,32 @@ describe('the alarms', () => {
 describe('the email subscription', () => {
   it('exists only under the HasAlarmEmail condition, which holds when custom.alarms.email is not empty', () => {
     const subscription = resource(template, 'AlarmEmailSubscription');
-    expect(subscription).toMatchObject({ Type: 'AWS::SNS::Subscription', Condition: 'HasAlarmEmail', Properties: { TopicArn: { Ref: 'AlarmTopic' }, Protocol: 'email' } });
-    expect((template as { Conditions?: unknown }).Conditions).toEqual({ HasAlarmEmail: { 'Fn::Not': [{ 'Fn::Equals': ['', ''] }] } });
+    expect(subscription).toMatchObject({
+      Type: 'AWS::SNS::Subscription',
+      Condition: 'HasAlarmEmail',
+      Properties: { TopicArn: { Ref: 'AlarmTopic' }, Protocol: 'email' },
+    });
+    expect((template as { Conditions?: unknown }).Conditions).toEqual({
+      HasAlarmEmail: { 'Fn::Not': [{ 'Fn::Equals': ['', ''] }] },
+    });
   });
 
   it('subscribes the address custom.alarms.email names', () => {
     expect(resource(emailTemplate, 'AlarmEmailSubscription').Properties?.Endpoint).toBe(EMAIL);
-    expect((emailTemplate as { Conditions?: unknown }).Conditions).toEqual({ HasAlarmEmail: { 'Fn::Not': [{ 'Fn::Equals': [EMAIL, ''] }] } });
+    expect((emailTemplate as { Conditions?: unknown }).Conditions).toEqual({
+      HasAlarmEmail: { 'Fn::Not': [{ 'Fn::Equals': [EMAIL, ''] }] },
+    });
   });
 });
 
 describe('the dashboard', () => {
   interface Widget {
     readonly type: string;
-    readonly properties: { readonly title: string; readonly region: string; readonly metrics: readonly (readonly unknown[])[] };
+    readonly properties: {
+      readonly title: string;
+      readonly region: string;
+      readonly metrics: readonly (readonly unknown[])[];
+    };
   }
 
   function widgets(): Widget[] {
@@ -132,7 +258,8 @@ describe('the dashboard', () => {
   function metricsOf(widget: Widget): string[] {
     return widget.properties.metrics.map((row) => {
       const first = row[0];
-      if (typeof first === 'object' && first !== null && 'expression' in first) return (first as { expression: string }).expression;
+      if (typeof first === 'object' && first !== null && 'expression' in first)
+        return (first as { expression: string }).expression;
       const [namespace, name, ...rest] = row.filter((cell): cell is string => typeof cell === 'string');
       const dims = [];
       for (let i = 0; i + 1 < rest.length; i += 2) dims.push(`${rest[i]}=${rest[i + 1]}`);
@@ -140,20 +267,40 @@ describe('the dashboard', () => {
     });
   }
 
-  const search = (dimensions: string, metric: string, stat: string) => `SEARCH('{QuotaOrchestrator,lane,${dimensions}} MetricName="${metric}" lane="${custom.quotaOrchestrator.lane}"', '${stat}', 60)`;
+  const search = (dimensions: string, metric: string, stat: string) =>
+    `SEARCH('{QuotaOrchestrator,lane,${dimensions}} MetricName="${metric}" lane="${custom.quotaOrchestrator.lane}"', '${stat}', 60)`;
   const own = (metric: string) => `QuotaOrchestrator/${metric} lane=${custom.quotaOrchestrator.lane}`;
-  const sqs = (metric: string, queue: string) => `AWS/SQS/${metric} QueueName=${custom.names[queue]!.replace('${self:service}-${sls:stage}', 'quota-orchestrator-dev')}`;
+  const sqs = (metric: string, queue: string) =>
+    `AWS/SQS/${metric} QueueName=${custom.names[queue]!.replace('${self:service}-${sls:stage}', 'quota-orchestrator-dev')}`;
 
   it('shows, widget by widget, the usage against each limit, calls by outcome, jobs, the circuit, the orchestrator and the queues', () => {
     const sources = ['mainQueue', 'fifoQueue', 'requeueQueue'];
     expect(Object.fromEntries(widgets().map((w) => [w.properties.title, metricsOf(w)]))).toEqual({
       'Usage against each limit (used / limit per tier)': [search('tier', METRICS.tierUsageRatio, 'Maximum')],
       'API calls by outcome': [search('outcome', METRICS.apiCalls, 'Sum')],
-      'Jobs: dispatched, dead-lettered by reason, late starts refused, 429s': [own(METRICS.dispatched), own(METRICS.lateStartsRefused), own(METRICS.rateLimited), search('reason', METRICS.deadLetters, 'Sum')],
-      'Circuit: open (1) or closed (0), and transitions by new state': [own(METRICS.circuitOpen), search('to', METRICS.circuitTransitions, 'Sum')],
-      'Orchestrator: heartbeat, errors, dispatch lag (p99, ms)': [own(METRICS.heartbeat), 'AWS/Lambda/Errors FunctionName=quota-orchestrator-dev-orchestrator', own(METRICS.dispatchLag)],
+      'Jobs: dispatched, dead-lettered by reason, late starts refused, 429s': [
+        own(METRICS.dispatched),
+        own(METRICS.lateStartsRefused),
+        own(METRICS.rateLimited),
+        search('reason', METRICS.deadLetters, 'Sum'),
+      ],
+      'Circuit: open (1) or closed (0), and transitions by new state': [
+        own(METRICS.circuitOpen),
+        search('to', METRICS.circuitTransitions, 'Sum'),
+      ],
+      'Orchestrator: heartbeat, errors, dispatch lag (p99, ms)': [
+        own(METRICS.heartbeat),
+        'AWS/Lambda/Errors FunctionName=quota-orchestrator-dev-orchestrator',
+        own(METRICS.dispatchLag),
+      ],
       'Age of the oldest message (s)': sources.map((q) => sqs('ApproximateAgeOfOldestMessage', q)),
-      'Queue depths (visible messages)': [...sources, 'mainDeadLetterQueue', 'fifoDeadLetterQueue', 'requeueDeadLetterQueue', 'workerFailureQueue'].map((q) => sqs('ApproximateNumberOfMessagesVisible', q)),
+      'Queue depths (visible messages)': [
+        ...sources,
+        'mainDeadLetterQueue',
+        'fifoDeadLetterQueue',
+        'requeueDeadLetterQueue',
+        'workerFailureQueue',
+      ].map((q) => sqs('ApproximateNumberOfMessagesVisible', q)),
     });
   });
 

@@ -43,7 +43,13 @@ const DOCUMENT_CLIENT_ACTIONS: Readonly<Record<string, string>> = {
 };
 
 /** IAM's prefix for each service client the service may use; another client must be added here first. */
-const SERVICE_PREFIXES: Readonly<Record<string, string>> = { sqs: 'sqs', dynamodb: 'dynamodb', lambda: 'lambda', ssm: 'ssm', eventbridge: 'events' };
+const SERVICE_PREFIXES: Readonly<Record<string, string>> = {
+  sqs: 'sqs',
+  dynamodb: 'dynamodb',
+  lambda: 'lambda',
+  ssm: 'ssm',
+  eventbridge: 'events',
+};
 
 /**
  * Operations whose action is not their name: SQS authorises a batch as its single operation, and Lambda's invoke
@@ -64,7 +70,8 @@ const RENAMED_ACTIONS: Readonly<Record<string, string>> = {
 function actionOf(module: string, command: string): string {
   if (module === '@aws-sdk/lib-dynamodb') {
     const action = DOCUMENT_CLIENT_ACTIONS[command];
-    if (action === undefined) throw new Error(`no IAM action is known for ${command} of ${module}: add it to DOCUMENT_CLIENT_ACTIONS`);
+    if (action === undefined)
+      throw new Error(`no IAM action is known for ${command} of ${module}: add it to DOCUMENT_CLIENT_ACTIONS`);
     return action;
   }
   const service = /^@aws-sdk\/client-(.+)$/.exec(module)?.[1];
@@ -94,7 +101,9 @@ export async function bundleInputs(handler: string): Promise<string[]> {
 
 /** The repository files esbuild bundles for `handler` (a path from the repository root), as absolute paths. */
 export async function bundledFiles(handler: string): Promise<string[]> {
-  return (await bundleInputs(handler)).filter((input) => !input.includes('node_modules')).map((input) => path.resolve(REPO_ROOT, input));
+  return (await bundleInputs(handler))
+    .filter((input) => !input.includes('node_modules'))
+    .map((input) => path.resolve(REPO_ROOT, input));
 }
 
 /** The SDK commands of the handlers' code, on one TypeScript program over the repository's functions. */
@@ -106,7 +115,10 @@ export class SdkCommandAnalysis {
   constructor(entries: readonly string[]) {
     const configFile = ts.readConfigFile(path.join(REPO_ROOT, 'tsconfig.json'), (file) => ts.sys.readFile(file));
     const { options } = ts.parseJsonConfigFileContent(configFile.config, ts.sys, REPO_ROOT);
-    this.program = ts.createProgram(entries.map((entry) => path.join(REPO_ROOT, entry)), options);
+    this.program = ts.createProgram(
+      entries.map((entry) => path.join(REPO_ROOT, entry)),
+      options,
+    );
     this.checker = this.program.getTypeChecker();
   }
 
@@ -156,13 +168,20 @@ export class SdkCommandAnalysis {
     // Walks code that runs: records commands, reaches what it refers to. Functions and classes declared inside it
     // run only when referred to; inline function expressions are taken to run.
     const walk = (node: ts.Node): void => {
-      if (ts.isTypeNode(node) || ts.isInterfaceDeclaration(node) || ts.isTypeAliasDeclaration(node) || ts.isImportDeclaration(node)) return;
+      if (
+        ts.isTypeNode(node) ||
+        ts.isInterfaceDeclaration(node) ||
+        ts.isTypeAliasDeclaration(node) ||
+        ts.isImportDeclaration(node)
+      )
+        return;
       if (ts.isFunctionDeclaration(node) || ts.isClassDeclaration(node)) return;
       if (ts.isClassExpression(node)) return reach(node);
       const command = this.commandAt(node) ?? this.providerCommandAt(node);
       if (command !== undefined) found.push(command);
       this.refuseHiddenSends(node);
-      if (ts.isIdentifier(node) || ts.isPrivateIdentifier(node)) for (const declaration of this.declarationsOf(node)) reach(declaration);
+      if (ts.isIdentifier(node) || ts.isPrivateIdentifier(node))
+        for (const declaration of this.declarationsOf(node)) reach(declaration);
       ts.forEachChild(node, walk);
     };
 
@@ -173,18 +192,25 @@ export class SdkCommandAnalysis {
         for (const member of (name === undefined ? undefined : membersByName.get(name)) ?? []) reach(member);
       } else if (ts.isClassDeclaration(declaration) || ts.isClassExpression(declaration)) {
         // Constructing a class runs its constructor, its field initialisers and its base class's.
-        for (const clause of declaration.heritageClauses ?? []) if (clause.token === ts.SyntaxKind.ExtendsKeyword) clause.types.forEach((type) => walk(type.expression));
+        for (const clause of declaration.heritageClauses ?? [])
+          if (clause.token === ts.SyntaxKind.ExtendsKeyword) clause.types.forEach((type) => walk(type.expression));
         for (const member of declaration.members) {
           if (ts.isConstructorDeclaration(member) || ts.isClassStaticBlockDeclaration(member)) reach(member);
           else if (ts.isPropertyDeclaration(member) && member.initializer !== undefined) walk(member.initializer);
         }
       } else if (ts.isFunctionLike(declaration)) {
-        for (const parameter of declaration.parameters) if (parameter.initializer !== undefined) walk(parameter.initializer);
+        for (const parameter of declaration.parameters)
+          if (parameter.initializer !== undefined) walk(parameter.initializer);
         const body = (declaration as ts.FunctionLikeDeclarationBase).body;
         if (body !== undefined) walk(body);
       } else if (ts.isClassStaticBlockDeclaration(declaration)) {
         walk(declaration.body);
-      } else if ((ts.isVariableDeclaration(declaration) || ts.isPropertyDeclaration(declaration) || ts.isPropertyAssignment(declaration)) && declaration.initializer !== undefined) {
+      } else if (
+        (ts.isVariableDeclaration(declaration) ||
+          ts.isPropertyDeclaration(declaration) ||
+          ts.isPropertyAssignment(declaration)) &&
+        declaration.initializer !== undefined
+      ) {
         walk(declaration.initializer);
       }
     };
@@ -214,14 +240,16 @@ export class SdkCommandAnalysis {
 
   private sourceFile(file: string): ts.SourceFile {
     const source = this.program.getSourceFile(file);
-    if (source === undefined) throw new Error(`${path.relative(REPO_ROOT, file)} is bundled but not in the TypeScript program`);
+    if (source === undefined)
+      throw new Error(`${path.relative(REPO_ROOT, file)} is bundled but not in the TypeScript program`);
     return source;
   }
 
   /** The declarations an identifier refers to, through imports; a shorthand `{ name }` refers to its value too. */
   private declarationsOf(node: ts.Identifier | ts.PrivateIdentifier): ts.Node[] {
     const symbols = [this.checker.getSymbolAtLocation(node)];
-    if (ts.isShorthandPropertyAssignment(node.parent)) symbols.push(this.checker.getShorthandAssignmentValueSymbol(node.parent));
+    if (ts.isShorthandPropertyAssignment(node.parent))
+      symbols.push(this.checker.getShorthandAssignmentValueSymbol(node.parent));
     return symbols.flatMap((symbol) => {
       if (symbol === undefined) return [];
       const target = symbol.flags & ts.SymbolFlags.Alias ? this.checker.getAliasedSymbol(symbol) : symbol;
@@ -255,7 +283,12 @@ export class SdkCommandAnalysis {
     if (!ts.isNewExpression(node)) return undefined;
     const imported = this.sdkImport(node.expression);
     if (imported === undefined || !imported.name.endsWith('Command')) return undefined;
-    return { module: imported.module, command: imported.name, action: actionOf(imported.module, imported.name), file: path.relative(REPO_ROOT, node.getSourceFile().fileName) };
+    return {
+      module: imported.module,
+      command: imported.name,
+      action: actionOf(imported.module, imported.name),
+      file: path.relative(REPO_ROOT, node.getSourceFile().fileName),
+    };
   }
 
   /**
@@ -268,11 +301,19 @@ export class SdkCommandAnalysis {
     const type = this.checker.getTypeAtLocation(node.expression.expression);
     const declaration = type.getSymbol()?.declarations?.[0];
     const provider = type.getSymbol()?.name;
-    if (declaration === undefined || provider === undefined || !declaration.getSourceFile().fileName.includes(`${path.sep}@aws-lambda-powertools${path.sep}parameters${path.sep}`)) return undefined;
+    if (
+      declaration === undefined ||
+      provider === undefined ||
+      !declaration
+        .getSourceFile()
+        .fileName.includes(`${path.sep}@aws-lambda-powertools${path.sep}parameters${path.sep}`)
+    )
+      return undefined;
     const method = node.expression.name.text;
     const sent = PROVIDER_COMMANDS[`${provider}.${method}`];
     const where = path.relative(REPO_ROOT, node.getSourceFile().fileName);
-    if (sent === undefined) throw new Error(`${where}: ${provider}.${method} sends commands unseen; map it in PROVIDER_COMMANDS`);
+    if (sent === undefined)
+      throw new Error(`${where}: ${provider}.${method} sends commands unseen; map it in PROVIDER_COMMANDS`);
     return { ...sent, action: actionOf(sent.module, sent.command), file: where };
   }
 
@@ -281,14 +322,17 @@ export class SdkCommandAnalysis {
    *   commands this analysis cannot see, so the code should use `client.send(new XxxCommand(…))` instead.
    */
   private refuseHiddenSends(node: ts.Node): void {
-    const where = () => `${path.relative(REPO_ROOT, node.getSourceFile().fileName)}:${node.getSourceFile().getLineAndCharacterOfPosition(node.getStart()).line + 1}`;
+    const where = () =>
+      `${path.relative(REPO_ROOT, node.getSourceFile().fileName)}:${node.getSourceFile().getLineAndCharacterOfPosition(node.getStart()).line + 1}`;
     if (ts.isCallExpression(node)) {
       const name = this.sdkImport(node.expression)?.name;
-      if (name !== undefined && /^(paginate|waitFor|waitUntil)/.test(name)) throw new Error(`${where()}: ${name} sends commands unseen; send them one by one`);
+      if (name !== undefined && /^(paginate|waitFor|waitUntil)/.test(name))
+        throw new Error(`${where()}: ${name} sends commands unseen; send them one by one`);
     }
     if (ts.isNewExpression(node)) {
       const name = this.sdkImport(node.expression)?.name;
-      if (name !== undefined && !/(Command|Client|Exception)$/.test(name)) throw new Error(`${where()}: new ${name} sends commands unseen; use its …Client`);
+      if (name !== undefined && !/(Command|Client|Exception)$/.test(name))
+        throw new Error(`${where()}: new ${name} sends commands unseen; use its …Client`);
     }
   }
 }
@@ -303,5 +347,7 @@ function isRepositoryFile(file: string): boolean {
 }
 
 function nameText(name: ts.PropertyName): string | undefined {
-  return ts.isIdentifier(name) || ts.isPrivateIdentifier(name) || ts.isStringLiteral(name) || ts.isNumericLiteral(name) ? name.text : undefined;
+  return ts.isIdentifier(name) || ts.isPrivateIdentifier(name) || ts.isStringLiteral(name) || ts.isNumericLiteral(name)
+    ? name.text
+    : undefined;
 }

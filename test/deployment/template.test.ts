@@ -22,7 +22,11 @@ let bad: PackageRun;
 let highThroughput: PackageRun;
 let template: Template;
 let spec: CloudFormationSpec;
-let custom: { quotaOrchestrator: { quotas: unknown; retry: { maxAttempts: number }; apiKeyParameter: string }; queues: { maxReceiveCount: number; highThroughputFifo: boolean }; stateTable: { pointInTimeRecovery: boolean } };
+let custom: {
+  quotaOrchestrator: { quotas: unknown; retry: { maxAttempts: number }; apiKeyParameter: string };
+  queues: { maxReceiveCount: number; highThroughputFifo: boolean };
+  stateTable: { pointInTimeRecovery: boolean };
+};
 
 beforeAll(async () => {
   // Both packaging runs and the spec database load side by side: about 5 s in all.
@@ -37,18 +41,21 @@ beforeAll(async () => {
     }),
     CloudFormationSpec.load(),
   ]);
-  for (const run of [good, highThroughput]) if (run.code !== 0) throw new Error(`osls package failed (exit ${run.code}):\n${run.output}`);
+  for (const run of [good, highThroughput])
+    if (run.code !== 0) throw new Error(`osls package failed (exit ${run.code}):\n${run.output}`);
   template = await readTemplate(good);
   custom = (await readServerlessYml()).custom as typeof custom;
 }, 120_000);
 
 afterAll(async () => {
-  for (const run of [good, bad, highThroughput]) if (run !== undefined) await rm(run.dir, { recursive: true, force: true });
+  for (const run of [good, bad, highThroughput])
+    if (run !== undefined) await rm(run.dir, { recursive: true, force: true });
 });
 
 function resource(id: string): Resource {
   const found = template.Resources[id];
-  if (found === undefined) throw new Error(`the template has no resource ${id}; it has ${Object.keys(template.Resources).join(', ')}`);
+  if (found === undefined)
+    throw new Error(`the template has no resource ${id}; it has ${Object.keys(template.Resources).join(', ')}`);
   return found;
 }
 
@@ -63,7 +70,11 @@ function ofType(type: string): [string, Resource][] {
 const getAtt = (id: string, attribute = 'Arn') => ({ 'Fn::GetAtt': [id, attribute] });
 
 /** Source queue → its own dead-letter queue. */
-const REDRIVE = { MainQueue: 'MainDeadLetterQueue', FifoQueue: 'FifoDeadLetterQueue', RequeueQueue: 'RequeueDeadLetterQueue' } as const;
+const REDRIVE = {
+  MainQueue: 'MainDeadLetterQueue',
+  FifoQueue: 'FifoDeadLetterQueue',
+  RequeueQueue: 'RequeueDeadLetterQueue',
+} as const;
 const DEAD_LETTER_QUEUES = [...Object.values(REDRIVE), 'WorkerFailureQueue'];
 
 describe('osls package', () => {
@@ -75,7 +86,9 @@ describe('osls package', () => {
 
   it('fails on invalid quota settings, naming the field, before bundling anything', () => {
     expect(bad.code).not.toBe(0);
-    expect(bad.output).toContain('custom.quotaOrchestrator.quotas[0].per: must be one of second, minute, hour, day, month');
+    expect(bad.output).toContain(
+      'custom.quotaOrchestrator.quotas[0].per: must be one of second, minute, hour, day, month',
+    );
     expect(existsSync(path.join(bad.outDir, 'cloudformation-template-update-stack.json'))).toBe(false);
   });
 });
@@ -98,20 +111,31 @@ describe('the functions', () => {
     expect(rules[0]).toMatchObject({ ScheduleExpression: 'rate(1 minute)', State: 'ENABLED' });
     expect((rules[0]!.Targets as { Arn: unknown }[]).map((t) => t.Arn)).toEqual([getAtt('OrchestratorLambdaFunction')]);
     const permissions = ofType('AWS::Lambda::Permission').map(([, r]) => r.Properties ?? {});
-    expect(permissions).toContainEqual(expect.objectContaining({ Principal: 'events.amazonaws.com', FunctionName: getAtt('OrchestratorLambdaFunction') }));
+    expect(permissions).toContainEqual(
+      expect.objectContaining({
+        Principal: 'events.amazonaws.com',
+        FunctionName: getAtt('OrchestratorLambdaFunction'),
+      }),
+    );
   });
 
   it('drops overlapping ticks instead of queueing or retrying them (the singleton rule)', () => {
-    const config = ofType('AWS::Lambda::EventInvokeConfig').find(([, r]) => JSON.stringify(r.Properties?.FunctionName) === JSON.stringify({ Ref: 'OrchestratorLambdaFunction' }));
+    const config = ofType('AWS::Lambda::EventInvokeConfig').find(
+      ([, r]) => JSON.stringify(r.Properties?.FunctionName) === JSON.stringify({ Ref: 'OrchestratorLambdaFunction' }),
+    );
     expect(config).toBeDefined();
     expect(config![1].Properties?.MaximumRetryAttempts).toBe(0);
     expect(config![1].Properties?.MaximumEventAgeInSeconds).toBeLessThanOrEqual(120);
   });
 
   it("sends the worker's failed or late asynchronous invocations to the failure queue at once: Lambda's own retries would call the API unpaced", () => {
-    const config = ofType('AWS::Lambda::EventInvokeConfig').find(([, r]) => JSON.stringify(r.Properties?.FunctionName) === JSON.stringify({ Ref: 'WorkerLambdaFunction' }));
+    const config = ofType('AWS::Lambda::EventInvokeConfig').find(
+      ([, r]) => JSON.stringify(r.Properties?.FunctionName) === JSON.stringify({ Ref: 'WorkerLambdaFunction' }),
+    );
     expect(config).toBeDefined();
-    expect(config![1].Properties?.DestinationConfig).toEqual({ OnFailure: { Destination: getAtt('WorkerFailureQueue') } });
+    expect(config![1].Properties?.DestinationConfig).toEqual({
+      OnFailure: { Destination: getAtt('WorkerFailureQueue') },
+    });
     expect(config![1].Properties?.MaximumRetryAttempts).toBe(0);
     expect(config![1].Properties?.MaximumEventAgeInSeconds).toBe(60);
   });
@@ -122,7 +146,8 @@ describe('the functions', () => {
   });
 
   it("gives the orchestrator the worker's name", () => {
-    const variables = (props('OrchestratorLambdaFunction').Environment as { Variables: Record<string, unknown> }).Variables;
+    const variables = (props('OrchestratorLambdaFunction').Environment as { Variables: Record<string, unknown> })
+      .Variables;
     expect(variables[RESOURCE_ENV.workerFunctionName]).toEqual({ Ref: 'WorkerLambdaFunction' });
   });
 });
@@ -130,27 +155,46 @@ describe('the functions', () => {
 describe('the environment', () => {
   const variables = (id: string) => (props(id).Environment as { Variables: Record<string, unknown> }).Variables;
 
-  it("carries custom.quotaOrchestrator.quotas as written, as JSON", () => {
+  it('carries custom.quotaOrchestrator.quotas as written, as JSON', () => {
     for (const id of ['OrchestratorLambdaFunction', 'WorkerLambdaFunction']) {
       expect(variables(id)[CONFIG_ENV.quotas]).toBe(JSON.stringify(custom.quotaOrchestrator.quotas));
     }
   });
 
-  it.each(['OrchestratorLambdaFunction', 'WorkerLambdaFunction'])('of %s is a configuration the function accepts at cold start', (id) => {
-    const literal = Object.fromEntries(Object.entries(variables(id)).filter(([, v]) => typeof v === 'string')) as Record<string, string>;
-    const config = serviceConfigFromEnv(literal);
-    expect(config.orchestrator.workerTimeoutMs).toBe((props('WorkerLambdaFunction').Timeout as number) * 1000);
-  });
+  it.each(['OrchestratorLambdaFunction', 'WorkerLambdaFunction'])(
+    'of %s is a configuration the function accepts at cold start',
+    (id) => {
+      const literal = Object.fromEntries(
+        Object.entries(variables(id)).filter(([, v]) => typeof v === 'string'),
+      ) as Record<string, string>;
+      const config = serviceConfigFromEnv(literal);
+      expect(config.orchestrator.workerTimeoutMs).toBe((props('WorkerLambdaFunction').Timeout as number) * 1000);
+    },
+  );
 
-  it.each(['OrchestratorLambdaFunction', 'WorkerLambdaFunction'])("of %s names the table and the six queues by reference", (id) => {
-    const vars = variables(id);
-    expect(vars[RESOURCE_ENV.tableName]).toEqual({ Ref: 'StateTable' });
-    const logicalIds = { main: 'MainQueue', fifo: 'FifoQueue', requeue: 'RequeueQueue', 'main-dlq': 'MainDeadLetterQueue', 'fifo-dlq': 'FifoDeadLetterQueue', 'requeue-dlq': 'RequeueDeadLetterQueue' };
-    for (const [queue, name] of Object.entries(QUEUE_URL_ENV)) expect(vars[name]).toEqual({ Ref: logicalIds[queue as keyof typeof logicalIds] });
-  });
+  it.each(['OrchestratorLambdaFunction', 'WorkerLambdaFunction'])(
+    'of %s names the table and the six queues by reference',
+    (id) => {
+      const vars = variables(id);
+      expect(vars[RESOURCE_ENV.tableName]).toEqual({ Ref: 'StateTable' });
+      const logicalIds = {
+        main: 'MainQueue',
+        fifo: 'FifoQueue',
+        requeue: 'RequeueQueue',
+        'main-dlq': 'MainDeadLetterQueue',
+        'fifo-dlq': 'FifoDeadLetterQueue',
+        'requeue-dlq': 'RequeueDeadLetterQueue',
+      };
+      for (const [queue, name] of Object.entries(QUEUE_URL_ENV))
+        expect(vars[name]).toEqual({ Ref: logicalIds[queue as keyof typeof logicalIds] });
+    },
+  );
 
   it("gives only the worker the API's URLs", () => {
-    expect(variables('WorkerLambdaFunction')).toMatchObject({ API_URL: expect.stringMatching(/^https:\/\//), HEALTH_URL: expect.stringMatching(/^https:\/\//) });
+    expect(variables('WorkerLambdaFunction')).toMatchObject({
+      API_URL: expect.stringMatching(/^https:\/\//),
+      HEALTH_URL: expect.stringMatching(/^https:\/\//),
+    });
     expect(variables('OrchestratorLambdaFunction')).not.toHaveProperty('API_URL');
   });
 
@@ -158,7 +202,9 @@ describe('the environment', () => {
     expect(variables('WorkerLambdaFunction').API_KEY_PARAMETER).toBe('/quota-orchestrator/dev/api-key');
     expect(variables('WorkerLambdaFunction').API_KEY_CACHE_SECONDS).toBe('300');
     for (const fn of ['WorkerLambdaFunction', 'OrchestratorLambdaFunction']) {
-      expect(Object.keys(variables(fn)).filter((name) => /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/.test(name))).toEqual(fn === 'WorkerLambdaFunction' ? ['API_KEY_PARAMETER', 'API_KEY_CACHE_SECONDS'] : []);
+      expect(Object.keys(variables(fn)).filter((name) => /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/.test(name))).toEqual(
+        fn === 'WorkerLambdaFunction' ? ['API_KEY_PARAMETER', 'API_KEY_CACHE_SECONDS'] : [],
+      );
     }
   });
 });
@@ -176,7 +222,9 @@ describe('the table', () => {
   it('is encrypted at rest with a KMS key, and has point-in-time recovery as custom.stateTable says', () => {
     expect(props('StateTable').SSESpecification).toEqual({ SSEEnabled: true });
     expect(custom.stateTable.pointInTimeRecovery).toBe(true);
-    expect(props('StateTable').PointInTimeRecoverySpecification).toEqual({ PointInTimeRecoveryEnabled: custom.stateTable.pointInTimeRecovery });
+    expect(props('StateTable').PointInTimeRecoverySpecification).toEqual({
+      PointInTimeRecoveryEnabled: custom.stateTable.pointInTimeRecovery,
+    });
   });
 });
 
@@ -190,9 +238,19 @@ describe('the queues', () => {
 
   it('makes the FIFO queue and its DLQ FIFO, with explicit deduplication ids, and no other', () => {
     for (const id of ['FifoQueue', 'FifoDeadLetterQueue']) {
-      expect(props(id)).toMatchObject({ FifoQueue: true, ContentBasedDeduplication: false, QueueName: expect.stringMatching(/\.fifo$/) });
+      expect(props(id)).toMatchObject({
+        FifoQueue: true,
+        ContentBasedDeduplication: false,
+        QueueName: expect.stringMatching(/\.fifo$/),
+      });
     }
-    for (const id of ['MainQueue', 'MainDeadLetterQueue', 'RequeueQueue', 'RequeueDeadLetterQueue', 'WorkerFailureQueue']) {
+    for (const id of [
+      'MainQueue',
+      'MainDeadLetterQueue',
+      'RequeueQueue',
+      'RequeueDeadLetterQueue',
+      'WorkerFailureQueue',
+    ]) {
       expect(props(id).FifoQueue).toBeUndefined();
     }
   });
@@ -216,7 +274,8 @@ describe('the queues', () => {
   it('lets every message the producers may send reach its DLQ with the service attributes added', () => {
     const size = (id: string) => props(id).MaximumMessageSize;
     for (const source of ['MainQueue', 'FifoQueue']) expect(size(source)).toBe(262_144);
-    for (const roomy of ['RequeueQueue', 'MainDeadLetterQueue', 'FifoDeadLetterQueue', 'RequeueDeadLetterQueue']) expect(size(roomy)).toBe(1_048_576);
+    for (const roomy of ['RequeueQueue', 'MainDeadLetterQueue', 'FifoDeadLetterQueue', 'RequeueDeadLetterQueue'])
+      expect(size(roomy)).toBe(1_048_576);
   });
 
   it('has seven queues, all in the outputs with the table', () => {
@@ -231,10 +290,17 @@ describe('the alarms', () => {
   it.each(DEAD_LETTER_QUEUES)('fire on the first message in %s', (queue) => {
     const alarms = ofType('AWS::CloudWatch::Alarm')
       .map(([, r]) => r.Properties ?? {})
-      .filter((p) => JSON.stringify(p.Dimensions) === JSON.stringify([{ Name: 'QueueName', Value: getAtt(queue, 'QueueName') }]));
+      .filter(
+        (p) =>
+          JSON.stringify(p.Dimensions) === JSON.stringify([{ Name: 'QueueName', Value: getAtt(queue, 'QueueName') }]),
+      );
     expect(alarms).toHaveLength(1);
     const alarm = alarms[0]!;
-    expect(alarm).toMatchObject({ Namespace: 'AWS/SQS', MetricName: 'ApproximateNumberOfMessagesVisible', ComparisonOperator: 'GreaterThanOrEqualToThreshold' });
+    expect(alarm).toMatchObject({
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+    });
     expect(alarm.Threshold).toBeGreaterThanOrEqual(1);
     expect(alarm.AlarmActions).toEqual([{ Ref: 'AlarmTopic' }]);
     expect(resource('AlarmTopic').Type).toBe('AWS::SNS::Topic');
@@ -253,10 +319,16 @@ describe('IAM', () => {
     const found: [string, Statement][] = [];
     for (const [id, r] of Object.entries(template.Resources)) {
       const documents: unknown[] = [];
-      if (r.Type === 'AWS::IAM::Role') for (const policy of (r.Properties?.Policies as { PolicyDocument: unknown }[] | undefined) ?? []) documents.push(policy.PolicyDocument);
-      if (['AWS::IAM::Policy', 'AWS::IAM::ManagedPolicy'].includes(r.Type)) documents.push(r.Properties?.PolicyDocument);
+      if (r.Type === 'AWS::IAM::Role')
+        for (const policy of (r.Properties?.Policies as { PolicyDocument: unknown }[] | undefined) ?? [])
+          documents.push(policy.PolicyDocument);
+      if (['AWS::IAM::Policy', 'AWS::IAM::ManagedPolicy'].includes(r.Type))
+        documents.push(r.Properties?.PolicyDocument);
       for (const document of documents) {
-        for (const statement of ([] as Statement[]).concat((document as { Statement: Statement | Statement[] }).Statement)) found.push([id, statement]);
+        for (const statement of ([] as Statement[]).concat(
+          (document as { Statement: Statement | Statement[] }).Statement,
+        ))
+          found.push([id, statement]);
       }
     }
     return found;
@@ -269,7 +341,9 @@ describe('IAM', () => {
   });
 
   it('grants no SQS, DynamoDB or Lambda action on a wildcard resource', () => {
-    const scoped = statements().filter(([, s]) => ([] as string[]).concat(s.Action).some((a) => /^(sqs|dynamodb|lambda):|^\*$/.test(a)));
+    const scoped = statements().filter(([, s]) =>
+      ([] as string[]).concat(s.Action).some((a) => /^(sqs|dynamodb|lambda):|^\*$/.test(a)),
+    );
     expect(scoped.length).toBeGreaterThanOrEqual(6);
     for (const [id, statement] of scoped) {
       for (const target of ([] as unknown[]).concat(statement.Resource)) {
@@ -281,11 +355,15 @@ describe('IAM', () => {
 
   it('lets only the orchestrator invoke the worker, and only the worker', () => {
     const invokes = statements().filter(([, s]) => ([] as string[]).concat(s.Action).includes('lambda:InvokeFunction'));
-    expect(invokes).toEqual([['OrchestratorRole', expect.objectContaining({ Resource: getAtt('WorkerLambdaFunction') })]]);
+    expect(invokes).toEqual([
+      ['OrchestratorRole', expect.objectContaining({ Resource: getAtt('WorkerLambdaFunction') })],
+    ]);
   });
 
   it("lets the worker send to its failure queue, which Lambda does with the worker's role", () => {
-    const sends = statements().filter(([id, s]) => id === 'WorkerRole' && JSON.stringify(s.Resource).includes('"WorkerFailureQueue"'));
+    const sends = statements().filter(
+      ([id, s]) => id === 'WorkerRole' && JSON.stringify(s.Resource).includes('"WorkerFailureQueue"'),
+    );
     expect(sends.map(([, s]) => s.Action)).toEqual(['sqs:SendMessage']);
   });
 
@@ -296,13 +374,22 @@ describe('IAM', () => {
     expect(role).toBe('WorkerRole');
     expect(statement.Action).toBe('ssm:GetParameter');
     const parts = (statement.Resource as { 'Fn::Join': [string, unknown[]] })['Fn::Join'][1];
-    expect(parts.at(-1)).toBe(custom.quotaOrchestrator.apiKeyParameter.replace('${self:service}', 'quota-orchestrator').replace('${sls:stage}', 'dev'));
+    expect(parts.at(-1)).toBe(
+      custom.quotaOrchestrator.apiKeyParameter
+        .replace('${self:service}', 'quota-orchestrator')
+        .replace('${sls:stage}', 'dev'),
+    );
     expect(parts).toContain(':parameter');
   });
 
   it('scopes log writes to the function’s own log group', () => {
-    for (const [role, group] of [['OrchestratorRole', 'OrchestratorLogGroup'], ['WorkerRole', 'WorkerLogGroup']] as const) {
-      const logs = statements().filter(([id, s]) => id === role && ([] as string[]).concat(s.Action).some((a) => a.startsWith('logs:')));
+    for (const [role, group] of [
+      ['OrchestratorRole', 'OrchestratorLogGroup'],
+      ['WorkerRole', 'WorkerLogGroup'],
+    ] as const) {
+      const logs = statements().filter(
+        ([id, s]) => id === role && ([] as string[]).concat(s.Action).some((a) => a.startsWith('logs:')),
+      );
       expect(logs.map(([, s]) => s.Resource)).toEqual([getAtt(group)]);
     }
   });
@@ -316,8 +403,17 @@ describe('the template as a whole', () => {
   it('is checked by a spec check that does catch mistakes', () => {
     const broken: Template = {
       Resources: {
-        Table: { Type: 'AWS::DynamoDB::Table', Properties: { KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }], TimeToLiveSpecification: { AttributeName: 'ttl', Enable: true } } },
-        Queue: { Type: 'AWS::SQS::Queue', Properties: { QueueName: 'q', VisibilityTimeout: 'soon', RetentionPeriod: 60 } },
+        Table: {
+          Type: 'AWS::DynamoDB::Table',
+          Properties: {
+            KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }],
+            TimeToLiveSpecification: { AttributeName: 'ttl', Enable: true },
+          },
+        },
+        Queue: {
+          Type: 'AWS::SQS::Queue',
+          Properties: { QueueName: 'q', VisibilityTimeout: 'soon', RetentionPeriod: 60 },
+        },
         Alarm: { Type: 'AWS::CloudWatch::Alarms', Properties: {} },
         Role: { Type: 'AWS::IAM::Role', Properties: { Description: { 'Fn::GetAtt': ['Queue', 'Url'] } } },
       },

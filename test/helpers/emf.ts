@@ -2,7 +2,11 @@
 export interface EmfLine {
   readonly _aws: {
     readonly Timestamp: number;
-    readonly CloudWatchMetrics: readonly { readonly Namespace: string; readonly Dimensions: readonly (readonly string[])[]; readonly Metrics: readonly { readonly Name: string; readonly Unit: string }[] }[];
+    readonly CloudWatchMetrics: readonly {
+      readonly Namespace: string;
+      readonly Dimensions: readonly (readonly string[])[];
+      readonly Metrics: readonly { readonly Name: string; readonly Unit: string }[];
+    }[];
   };
   readonly [key: string]: unknown;
 }
@@ -14,7 +18,11 @@ export interface CapturedStdout {
   /** Every EMF line written so far (a JSON object with `_aws`), parsed. */
   emf(): EmfLine[];
   /** The EMF lines that carry metric `name`, each as `{ dimensions, value }`, plus its unit. */
-  metric(name: string): { readonly unit: string | undefined; readonly dimensions: Readonly<Record<string, unknown>>; readonly value: unknown }[];
+  metric(name: string): {
+    readonly unit: string | undefined;
+    readonly dimensions: Readonly<Record<string, unknown>>;
+    readonly value: unknown;
+  }[];
 }
 
 /**

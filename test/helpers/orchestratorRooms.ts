@@ -82,11 +82,18 @@ export interface RoomHarness {
 }
 
 /** A {@link RoomHarness} on {@link testConfig} (or `config`), its queues optionally wrapped by `wrapQueues`. */
-export function roomHarness(config: ServiceConfig = testConfig(), wrapQueues: (queues: MemoryQueues) => QueueReceiver = (q) => q): RoomHarness {
+export function roomHarness(
+  config: ServiceConfig = testConfig(),
+  wrapQueues: (queues: MemoryQueues) => QueueReceiver = (q) => q,
+): RoomHarness {
   const clock = new FakeClock(START);
   const state = new MemoryState();
   const flushes = new FlushSwitch();
-  const stores = { lease: new SwitchableLeaseStore(state, flushes), ledger: new SwitchableLedgerStore(state, flushes), circuit: new MemoryCircuitStore(state) };
+  const stores = {
+    lease: new SwitchableLeaseStore(state, flushes),
+    ledger: new SwitchableLedgerStore(state, flushes),
+    circuit: new MemoryCircuitStore(state),
+  };
   const queues = new MemoryQueues({ clock });
   const events: OrchestratorEvent[] = [];
   let ids = 0;
@@ -104,13 +111,21 @@ export function roomHarness(config: ServiceConfig = testConfig(), wrapQueues: (q
     },
     { deadline: START + 60_000 },
   );
-  const pacer = new Pacer(new QuotaLedger(config.quotas, { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs }), config.pacing);
+  const pacer = new Pacer(
+    new QuotaLedger(config.quotas, { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs }),
+    config.pacing,
+  );
   return { clock, stores, flushes, queues, config, run, pacer, events };
 }
 
 /** Takes the lane's lease in `h`'s lease store at the current instant. */
 export async function takeLease(h: RoomHarness): Promise<Lease> {
-  const lease = await h.stores.lease.acquireLease(LANE, 'orchestrator-1', h.clock.now(), h.config.orchestrator.leaseTtlMs);
+  const lease = await h.stores.lease.acquireLease(
+    LANE,
+    'orchestrator-1',
+    h.clock.now(),
+    h.config.orchestrator.leaseTtlMs,
+  );
   if (lease === null) throw new Error('lease held elsewhere');
   return lease;
 }

@@ -44,8 +44,24 @@ export function testConfig(overrides: ConfigOverrides = {}): ServiceConfig {
   return parseServiceConfig({
     lane: LANE,
     quotas: overrides.quotas ?? [{ limit: 5, per: 'second' }],
-    pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 100, ...overrides.pacing },
-    circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 2, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 5, ...overrides.circuit },
+    pacing: {
+      rampSeconds: 0,
+      pauseJitterMs: 0,
+      arrivalMarginMs: 0,
+      callAllowanceMs: 0,
+      dispatchLeadMs: 0,
+      maxDispatchLeadMs: 0,
+      batchWindowMs: 100,
+      ...overrides.pacing,
+    },
+    circuit: {
+      failureThreshold: 3,
+      windowSeconds: 10,
+      openSeconds: 2,
+      healthCheckSeconds: 1,
+      healthCheckTimeoutSeconds: 5,
+      ...overrides.circuit,
+    },
     retry: { maxAttempts: 3, baseDelayMs: 1_000, ...overrides.retry },
     orchestrator: {
       leaseTtlMs: 5_000,
@@ -94,7 +110,12 @@ export function awkwardBody(id: string): string {
 }
 
 /** Sends one job message with the contract's attributes; bodies that are not strings are JSON-encoded. */
-export async function sendJob(queues: MemoryQueues, queue: SourceQueue, body: JsonValue | string, options: JobOptions = {}): Promise<void> {
+export async function sendJob(
+  queues: MemoryQueues,
+  queue: SourceQueue,
+  body: JsonValue | string,
+  options: JobOptions = {},
+): Promise<void> {
   const attributes: Record<string, MessageAttribute> = {};
   if (options.cost !== undefined) attributes.cost = numberAttr(options.cost);
   if (options.idempotencyKey !== undefined) attributes.idempotencyKey = stringAttr(options.idempotencyKey);
@@ -108,7 +129,11 @@ export async function sendJob(queues: MemoryQueues, queue: SourceQueue, body: Js
 
 /** A 2xx answer, optionally reporting the `cost` units the call really consumed (header `x-actual-cost`). */
 export function ok(actualCost?: number): ApiResult {
-  return { kind: 'response', status: 200, headers: actualCost === undefined ? {} : { [ACTUAL_COST_HEADER]: String(actualCost) } };
+  return {
+    kind: 'response',
+    status: 200,
+    headers: actualCost === undefined ? {} : { [ACTUAL_COST_HEADER]: String(actualCost) },
+  };
 }
 
 /** An HTTP answer with `status` and lower-case `headers`. */
@@ -168,7 +193,10 @@ export interface WorkerHarness {
 }
 
 /** Builds a {@link WorkerHarness}; `queues` may be a subclass that injects faults. */
-export function workerHarness(config: ServiceConfig = testConfig(), queues?: (clock: FakeClock) => MemoryQueues): WorkerHarness {
+export function workerHarness(
+  config: ServiceConfig = testConfig(),
+  queues?: (clock: FakeClock) => MemoryQueues,
+): WorkerHarness {
   const clock = new FakeClock(START);
   const stores = memoryStores();
   const q = queues?.(clock) ?? new MemoryQueues({ clock });
@@ -188,7 +216,15 @@ export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, disp
   if (!parsed.ok) throw new Error(parsed.reason);
   const { job } = parsed;
   const { arrivalMarginMs, callAllowanceMs } = h.config.pacing;
-  return jobEventOf(h.config.lane, message, job, dispatchId, { at: h.clock.now(), costs: job.costs, windows: {} }, h.clock.now() + arrivalMarginMs - callAllowanceMs, h.clock.now());
+  return jobEventOf(
+    h.config.lane,
+    message,
+    job,
+    dispatchId,
+    { at: h.clock.now(), costs: job.costs, windows: {} },
+    h.clock.now() + arrivalMarginMs - callAllowanceMs,
+    h.clock.now(),
+  );
 }
 
 /** Opens the lane's circuit at `at` by applying `failureThreshold` transient failures, as workers would. */
@@ -200,7 +236,13 @@ export async function openCircuit(store: CircuitStore, config: ServiceConfig, at
 }
 
 /** Units the lane's stored ledger holds at `now` on the tier with `per` (and `unit`, default requests). */
-export async function storedUsage(store: LedgerStore, config: ServiceConfig, now: number, per: Period, unit: TierUnit = 'requests'): Promise<number | undefined> {
+export async function storedUsage(
+  store: LedgerStore,
+  config: ServiceConfig,
+  now: number,
+  per: Period,
+  unit: TierUnit = 'requests',
+): Promise<number | undefined> {
   const json = await store.loadLedger(config.lane);
   if (json === undefined) return undefined;
   const usage = QuotaLedger.fromJSON(config.quotas, json, { timeZone: config.timeZone }).usage(now);
@@ -296,7 +338,9 @@ export async function drive(clock: FakeClock, run: Promise<RunSummary>, limit: n
 }
 
 /** The `dispatched` events, in order. */
-export function dispatchedEvents(events: readonly OrchestratorEvent[]): Extract<OrchestratorEvent, { type: 'dispatched' }>[] {
+export function dispatchedEvents(
+  events: readonly OrchestratorEvent[],
+): Extract<OrchestratorEvent, { type: 'dispatched' }>[] {
   return events.filter((e): e is Extract<OrchestratorEvent, { type: 'dispatched' }> => e.type === 'dispatched');
 }
 

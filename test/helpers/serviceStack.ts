@@ -1,4 +1,8 @@
-import { createServiceStack as createStack, type ServiceStack, type ServiceStackOptions } from '../../tools/local/serviceStack';
+import {
+  createServiceStack as createStack,
+  type ServiceStack,
+  type ServiceStackOptions,
+} from '../../tools/local/serviceStack';
 import { testEmulators } from './awsClients';
 
 export * from '../../tools/local/serviceStack';

@@ -12,18 +12,36 @@ export const quotas = [
  * maximumEventAge and `custom.alarms`.
  */
 export function service(
-  overrides: { settings?: Record<string, unknown>; orchestratorTimeout?: unknown; workerTimeout?: unknown; workerEventAge?: unknown; maxReceiveCount?: unknown; alarms?: unknown } = {},
+  overrides: {
+    settings?: Record<string, unknown>;
+    orchestratorTimeout?: unknown;
+    workerTimeout?: unknown;
+    workerEventAge?: unknown;
+    maxReceiveCount?: unknown;
+    alarms?: unknown;
+  } = {},
 ): ServiceView {
   return {
     custom: {
-      quotaOrchestrator: { quotas, apiUrl: 'https://api.example.com/jobs', healthUrl: 'https://api.example.com/health', ...overrides.settings },
+      quotaOrchestrator: {
+        quotas,
+        apiUrl: 'https://api.example.com/jobs',
+        healthUrl: 'https://api.example.com/health',
+        ...overrides.settings,
+      },
       queues: { maxReceiveCount: 'maxReceiveCount' in overrides ? overrides.maxReceiveCount : 10 },
-      alarms: 'alarms' in overrides ? overrides.alarms : { email: '', oldestMessageAgeSeconds: 86_400, circuitOpenMinutes: 15 },
+      alarms:
+        'alarms' in overrides
+          ? overrides.alarms
+          : { email: '', oldestMessageAgeSeconds: 86_400, circuitOpenMinutes: 15 },
     },
     provider: { environment: { TABLE_NAME: { Ref: 'StateTable' } } },
     functions: {
       orchestrator: { timeout: 'orchestratorTimeout' in overrides ? overrides.orchestratorTimeout : 300 },
-      worker: { timeout: 'workerTimeout' in overrides ? overrides.workerTimeout : 30, maximumEventAge: 'workerEventAge' in overrides ? overrides.workerEventAge : 60 },
+      worker: {
+        timeout: 'workerTimeout' in overrides ? overrides.workerTimeout : 30,
+        maximumEventAge: 'workerEventAge' in overrides ? overrides.workerEventAge : 60,
+      },
     },
   };
 }

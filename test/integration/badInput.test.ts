@@ -1,7 +1,13 @@
 import { SendMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { MAX_BODY_DEPTH } from '../../lib/services/parseJob';
-import { deadLetterQueueOf, type DeadLetterQueue, type MessageAttribute, type ReceivedMessage, type SourceQueue } from '../../lib/ports/QueueReceiver';
+import {
+  deadLetterQueueOf,
+  type DeadLetterQueue,
+  type MessageAttribute,
+  type ReceivedMessage,
+  type SourceQueue,
+} from '../../lib/ports/QueueReceiver';
 import type { RunSummary } from '../../lib/services/runOrchestrator';
 import { testSqsClient } from '../helpers/awsClients';
 import { createServiceStack, type ServiceStack, type TestMessage } from '../helpers/serviceStack';
@@ -52,8 +58,11 @@ const REASON_OF: Record<Kind, RegExp> = {
   'not JSON': /^malformed: body is not JSON \(.+\)$/,
   'too deep': new RegExp(`^malformed: body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels$`),
   'bad cost': new RegExp(`^${escapeRegExp(COST_RULE)}(String|Number|Binary)\\S* ".*"$`),
-  'cost above a tier': new RegExp(`^cost \\d+ exceeds the limit ${COST_TIER_LIMIT} per minute of a quota tier, so it can never be sent$`),
-  'bad idempotency key': /^malformed: attribute 'idempotencyKey' must be a String of 1 to 512 characters; got \S+ of length \d+$/,
+  'cost above a tier': new RegExp(
+    `^cost \\d+ exceeds the limit ${COST_TIER_LIMIT} per minute of a quota tier, so it can never be sent$`,
+  ),
+  'bad idempotency key':
+    /^malformed: attribute 'idempotencyKey' must be a String of 1 to 512 characters; got \S+ of length \d+$/,
 };
 
 function escapeRegExp(text: string): string {
@@ -65,14 +74,28 @@ function escapeRegExp(text: string): string {
  * surrogate halves, no non-characters.
  */
 function unreadableParts(reason: string): string[] {
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is looked for
-  return reason.match(/[\u0000-\u001f\u007f-\u009f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g) ?? [];
+  return (
+    reason.match(
+      // eslint-disable-next-line no-control-regex -- control characters are exactly what is looked for
+      /[\u0000-\u001f\u007f-\u009f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g,
+    ) ?? []
+  );
 }
 
 /** Size of a message as SQS counts it against MaximumMessageSize: body, plus each attribute's name, type and value. */
 function sqsSize(body: string, attributes: Readonly<Record<string, MessageAttribute>>): number {
   const bytes = (text: string): number => Buffer.byteLength(text, 'utf8');
-  return bytes(body) + Object.entries(attributes).reduce((sum, [name, a]) => sum + bytes(name) + bytes(a.dataType) + (a.dataType.startsWith('Binary') ? Buffer.from(a.value, 'base64').length : bytes(a.value)), 0);
+  return (
+    bytes(body) +
+    Object.entries(attributes).reduce(
+      (sum, [name, a]) =>
+        sum +
+        bytes(name) +
+        bytes(a.dataType) +
+        (a.dataType.startsWith('Binary') ? Buffer.from(a.value, 'base64').length : bytes(a.value)),
+      0,
+    )
+  );
 }
 
 function parses(text: string): boolean {
@@ -87,7 +110,14 @@ function parses(text: string): boolean {
 /** A body nesting `levels` arrays or objects (chosen by `shape`), each one level deeper. */
 function nested(levels: number, shape: readonly ('[' | '{')[] = [], inner = 'null'): string {
   const open = Array.from({ length: levels }, (_, i) => shape[i % Math.max(1, shape.length)] ?? '[');
-  return open.map((o) => (o === '[' ? '[' : '{"k":')).join('') + inner + [...open].reverse().map((o) => (o === '[' ? ']' : '}')).join('');
+  return (
+    open.map((o) => (o === '[' ? '[' : '{"k":')).join('') +
+    inner +
+    [...open]
+      .reverse()
+      .map((o) => (o === '[' ? ']' : '}'))
+      .join('')
+  );
 }
 
 // --- Arbitraries --------------------------------------------------------------------------------------------------
@@ -100,28 +130,60 @@ const bodyChar = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 0xe000, max: 0xfffd }).map((c) => String.fromCharCode(c)) },
 );
 /** One character SQS takes in an attribute value: the body's, and those beyond the BMP (fauxqs does not check these). */
-const attributeChar = fc.oneof(bodyChar, fc.integer({ min: 0x10000, max: 0x10ffff }).map((c) => String.fromCodePoint(c)));
+const attributeChar = fc.oneof(
+  bodyChar,
+  fc.integer({ min: 0x10000, max: 0x10ffff }).map((c) => String.fromCodePoint(c)),
+);
 
 const notJson = fc
   .oneof(
     fc.string({ unit: bodyChar, minLength: 1, maxLength: 200 }),
     fc.json().chain((json) => fc.nat(Math.max(0, json.length - 1)).map((n) => json.slice(0, n))), // JSON cut short
-    fc.tuple(fc.json(), fc.string({ unit: bodyChar, minLength: 1, maxLength: 20 })).map(([json, tail]) => `${json}${tail}`), // trailing garbage
-    fc.constantFrom('{', '[1,2', "{'single':'quotes'}", '{"a":1,}', 'NaN', 'undefined', '0x10', '01', '"unterminated', '\ufeff{}', '{"a":1}{"b":2}'),
+    fc
+      .tuple(fc.json(), fc.string({ unit: bodyChar, minLength: 1, maxLength: 20 }))
+      .map(([json, tail]) => `${json}${tail}`), // trailing garbage
+    fc.constantFrom(
+      '{',
+      '[1,2',
+      "{'single':'quotes'}",
+      '{"a":1,}',
+      'NaN',
+      'undefined',
+      '0x10',
+      '01',
+      '"unterminated',
+      '\ufeff{}',
+      '{"a":1}{"b":2}',
+    ),
   )
   .filter((body) => body.length > 0 && !parses(body));
 
-const tooDeep = fc.record({ levels: fc.integer({ min: MAX_BODY_DEPTH + 1, max: 3_000 }), shape: fc.array(fc.constantFrom('[' as const, '{' as const), { minLength: 1, maxLength: 5 }) }).map(({ levels, shape }) => nested(levels, shape));
+const tooDeep = fc
+  .record({
+    levels: fc.integer({ min: MAX_BODY_DEPTH + 1, max: 3_000 }),
+    shape: fc.array(fc.constantFrom('[' as const, '{' as const), { minLength: 1, maxLength: 5 }),
+  })
+  .map(({ levels, shape }) => nested(levels, shape));
 
 /** A `cost` attribute parseJob must refuse: not a Number, or not an integer from 0 to 1e12. */
 const badCost: fc.Arbitrary<MessageAttribute> = fc.oneof(
   fc.integer({ min: -1_000_000, max: -1 }).map((n) => ({ dataType: 'Number', value: String(n) })),
-  fc.double({ min: -1e6, max: 1e6, noNaN: true }).filter((d) => !Number.isInteger(d)).map((d) => ({ dataType: 'Number', value: String(d) })),
+  fc
+    .double({ min: -1e6, max: 1e6, noNaN: true })
+    .filter((d) => !Number.isInteger(d))
+    .map((d) => ({ dataType: 'Number', value: String(d) })),
   fc.nat().map((n) => ({ dataType: 'Number', value: String(1e12 + 1 + n) })),
-  fc.string({ unit: bodyChar, minLength: 1, maxLength: 60 }).filter((s) => Number.isNaN(Number(s))).map((value) => ({ dataType: 'Number', value })),
+  fc
+    .string({ unit: bodyChar, minLength: 1, maxLength: 60 })
+    .filter((s) => Number.isNaN(Number(s)))
+    .map((value) => ({ dataType: 'Number', value })),
   fc.constantFrom('NaN', 'Infinity', '-Infinity', '1e13', '-0.5').map((value) => ({ dataType: 'Number', value })),
-  fc.tuple(fc.constantFrom('String', 'String.tokens'), fc.nat(1_000)).map(([dataType, n]) => ({ dataType, value: String(n) })),
-  fc.uint8Array({ minLength: 1, maxLength: 8 }).map((bytes) => ({ dataType: 'Binary', value: Buffer.from(bytes).toString('base64') })),
+  fc
+    .tuple(fc.constantFrom('String', 'String.tokens'), fc.nat(1_000))
+    .map(([dataType, n]) => ({ dataType, value: String(n) })),
+  fc
+    .uint8Array({ minLength: 1, maxLength: 8 })
+    .map((bytes) => ({ dataType: 'Binary', value: Buffer.from(bytes).toString('base64') })),
 );
 
 const badIdempotencyKey: fc.Arbitrary<MessageAttribute> = fc.oneof(
@@ -131,20 +193,55 @@ const badIdempotencyKey: fc.Arbitrary<MessageAttribute> = fc.oneof(
 );
 
 /** Names the service reads or writes, and the corpus's own: never generated as unknown attributes. */
-const KNOWN_NAMES = new Set(['cost', 'idempotencyKey', 'attempt', 'reason', 'sourceQueue', 'originalMessageId', 'dispatchId', 'apiError', CORPUS_ID]);
+const KNOWN_NAMES = new Set([
+  'cost',
+  'idempotencyKey',
+  'attempt',
+  'reason',
+  'sourceQueue',
+  'originalMessageId',
+  'dispatchId',
+  'apiError',
+  CORPUS_ID,
+]);
 
 /** Attribute names SQS accepts (letters, digits, `_ - .`, no `..`, no leading or trailing `.`, no AWS./Amazon. prefix) that the service does not know. */
 const unknownName = fc
   .oneof(
-    fc.array(fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/), { minLength: 1, maxLength: 4 }).map((parts) => parts.join('.')),
-    fc.constantFrom('Cost', 'COST', 'cost_', 'cost-units', 'idempotency-key', 'Attempt', 'reasons', '_', '-', '0', 'x'.repeat(256), 'packedAttributes', 'a.b.c-d_e'),
+    fc
+      .array(fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/), { minLength: 1, maxLength: 4 })
+      .map((parts) => parts.join('.')),
+    fc.constantFrom(
+      'Cost',
+      'COST',
+      'cost_',
+      'cost-units',
+      'idempotency-key',
+      'Attempt',
+      'reasons',
+      '_',
+      '-',
+      '0',
+      'x'.repeat(256),
+      'packedAttributes',
+      'a.b.c-d_e',
+    ),
   )
   .filter((name) => !KNOWN_NAMES.has(name) && !/^(aws|amazon)\./i.test(name));
 
 const unknownValue: fc.Arbitrary<MessageAttribute> = fc.oneof(
-  fc.record({ dataType: fc.constantFrom('String', 'String.json', 'String.x-custom'), value: fc.string({ unit: attributeChar, maxLength: 300 }) }),
-  fc.record({ dataType: fc.constantFrom('Number', 'Number.float', 'Number.int'), value: fc.oneof(fc.integer().map(String), fc.double({ noNaN: true, noDefaultInfinity: true }).map(String)) }),
-  fc.record({ dataType: fc.constantFrom('Binary', 'Binary.gzip'), value: fc.uint8Array({ minLength: 1, maxLength: 64 }).map((bytes) => Buffer.from(bytes).toString('base64')) }),
+  fc.record({
+    dataType: fc.constantFrom('String', 'String.json', 'String.x-custom'),
+    value: fc.string({ unit: attributeChar, maxLength: 300 }),
+  }),
+  fc.record({
+    dataType: fc.constantFrom('Number', 'Number.float', 'Number.int'),
+    value: fc.oneof(fc.integer().map(String), fc.double({ noNaN: true, noDefaultInfinity: true }).map(String)),
+  }),
+  fc.record({
+    dataType: fc.constantFrom('Binary', 'Binary.gzip'),
+    value: fc.uint8Array({ minLength: 1, maxLength: 64 }).map((bytes) => Buffer.from(bytes).toString('base64')),
+  }),
 );
 
 /** Zero to fifteen attributes the service does not know (more than SQS's ten: the adapter packs the rest). */
@@ -160,8 +257,16 @@ const fuzzedBad: fc.Arbitrary<Omit<BadMessage, 'reason'>> = fc
       notJson.map((body) => ({ kind: 'not JSON' as const, body, attributes: {} })),
       tooDeep.map((body) => ({ kind: 'too deep' as const, body, attributes: {} })),
       badCost.map((cost) => ({ kind: 'bad cost' as const, body: '{"id":"bad-cost"}', attributes: { cost } })),
-      fc.integer({ min: COST_TIER_LIMIT + 1, max: 2 ** 31 - 1 }).map((cost) => ({ kind: 'cost above a tier' as const, body: '{"id":"expensive"}', attributes: { cost: { dataType: 'Number', value: String(cost) } } })),
-      badIdempotencyKey.map((idempotencyKey) => ({ kind: 'bad idempotency key' as const, body: '{"id":"bad-key"}', attributes: { idempotencyKey } })),
+      fc.integer({ min: COST_TIER_LIMIT + 1, max: 2 ** 31 - 1 }).map((cost) => ({
+        kind: 'cost above a tier' as const,
+        body: '{"id":"expensive"}',
+        attributes: { cost: { dataType: 'Number', value: String(cost) } },
+      })),
+      badIdempotencyKey.map((idempotencyKey) => ({
+        kind: 'bad idempotency key' as const,
+        body: '{"id":"bad-key"}',
+        attributes: { idempotencyKey },
+      })),
     ),
   )
   .map(([queue, extra, bad]) => ({ ...bad, queue, attributes: { ...extra, ...bad.attributes } }));
@@ -178,30 +283,38 @@ const fuzzedGood = fc.record({
 // --- The corpus ---------------------------------------------------------------------------------------------------
 
 /** A body of exactly `bytes` together with `attributes`: the SQS limit is for both. */
-function sizedBody(bytes: number, attributes: Readonly<Record<string, MessageAttribute>>, fill: (length: number) => string): string {
+function sizedBody(
+  bytes: number,
+  attributes: Readonly<Record<string, MessageAttribute>>,
+  fill: (length: number) => string,
+): string {
   const body = fill(bytes - sqsSize('', attributes));
-  if (sqsSize(body, attributes) !== bytes) throw new Error(`sized body is ${sqsSize(body, attributes)} bytes, not ${bytes}`);
+  if (sqsSize(body, attributes) !== bytes)
+    throw new Error(`sized body is ${sqsSize(body, attributes)} bytes, not ${bytes}`);
   return body;
 }
 
 /** The 256 KB cases: a body of exactly SQS_MAX_BYTES with its attributes (one byte more is refused; see the test). */
-function largest(id: string, fill: (length: number) => string): { body: string; attributes: Record<string, MessageAttribute> } {
+function largest(
+  id: string,
+  fill: (length: number) => string,
+): { body: string; attributes: Record<string, MessageAttribute> } {
   const attributes = { [CORPUS_ID]: { dataType: 'String', value: id } };
   return { body: sizedBody(SQS_MAX_BYTES, attributes, fill), attributes };
 }
 
 const manyOddAttributes: Record<string, MessageAttribute> = {
-  'Cost': { dataType: 'Number', value: '-5' },
-  'COST': { dataType: 'String', value: 'abc' },
-  'cost_': { dataType: 'Number', value: 'NaN' },
+  Cost: { dataType: 'Number', value: '-5' },
+  COST: { dataType: 'String', value: 'abc' },
+  cost_: { dataType: 'Number', value: 'NaN' },
   'idempotency-key': { dataType: 'String', value: '' },
-  'packedAttributes': { dataType: 'String', value: '{"cost":{"dataType":"Number","value":"-1"}}' },
+  packedAttributes: { dataType: 'String', value: '{"cost":{"dataType":"Number","value":"-1"}}' },
   ['x'.repeat(256)]: { dataType: 'String', value: 'y'.repeat(1_000) },
   'a.b.c-d_e': { dataType: 'String.x-custom', value: 'ünïcödé 字 😀 \u2028' },
   'num.float': { dataType: 'Number.float', value: '3.14e-10' },
-  'bin': { dataType: 'Binary', value: Buffer.from([0, 255, 1, 254]).toString('base64') },
+  bin: { dataType: 'Binary', value: Buffer.from([0, 255, 1, 254]).toString('base64') },
   'bin.gzip': { dataType: 'Binary.gzip', value: Buffer.from('gzip?').toString('base64') },
-  '_': { dataType: 'String', value: ' ' },
+  _: { dataType: 'String', value: ' ' },
   '-': { dataType: 'String', value: '\t\n' },
   '0': { dataType: 'Number', value: '0' },
 };
@@ -218,29 +331,91 @@ const NAMED_BAD: readonly Omit<BadMessage, 'reason'>[] = [
   { kind: 'too deep', queue: 'main', body: nested(MAX_BODY_DEPTH + 1), attributes: {} },
   { kind: 'too deep', queue: 'main', body: nestedBig.body, attributes: nestedBig.attributes },
   { kind: 'not JSON', queue: 'main', body: notJsonBig.body, attributes: notJsonBig.attributes },
-  { kind: 'bad cost', queue: 'main', body: '{"id":"cost-negative"}', attributes: { cost: { dataType: 'Number', value: '-1' } } },
-  { kind: 'bad cost', queue: 'main', body: '{"id":"cost-nan"}', attributes: { cost: { dataType: 'Number', value: 'NaN' } } },
-  { kind: 'bad cost', queue: 'main', body: '{"id":"cost-abc"}', attributes: { cost: { dataType: 'Number', value: 'abc' } } },
-  { kind: 'bad cost', queue: 'main', body: '{"id":"cost-abc-string"}', attributes: { cost: { dataType: 'String', value: 'abc' } } },
-  { kind: 'bad cost', queue: 'main', body: '{"id":"cost-1e13"}', attributes: { cost: { dataType: 'Number', value: '1e13' } } },
-  { kind: 'cost above a tier', queue: 'main', body: '{"id":"cost-1e12"}', attributes: { cost: { dataType: 'Number', value: '1000000000000' } } },
-  { kind: 'bad cost', queue: 'main', body: '{"id":"odd-attributes"}', attributes: { ...manyOddAttributes, cost: { dataType: 'Number', value: '1.5' } } },
+  {
+    kind: 'bad cost',
+    queue: 'main',
+    body: '{"id":"cost-negative"}',
+    attributes: { cost: { dataType: 'Number', value: '-1' } },
+  },
+  {
+    kind: 'bad cost',
+    queue: 'main',
+    body: '{"id":"cost-nan"}',
+    attributes: { cost: { dataType: 'Number', value: 'NaN' } },
+  },
+  {
+    kind: 'bad cost',
+    queue: 'main',
+    body: '{"id":"cost-abc"}',
+    attributes: { cost: { dataType: 'Number', value: 'abc' } },
+  },
+  {
+    kind: 'bad cost',
+    queue: 'main',
+    body: '{"id":"cost-abc-string"}',
+    attributes: { cost: { dataType: 'String', value: 'abc' } },
+  },
+  {
+    kind: 'bad cost',
+    queue: 'main',
+    body: '{"id":"cost-1e13"}',
+    attributes: { cost: { dataType: 'Number', value: '1e13' } },
+  },
+  {
+    kind: 'cost above a tier',
+    queue: 'main',
+    body: '{"id":"cost-1e12"}',
+    attributes: { cost: { dataType: 'Number', value: '1000000000000' } },
+  },
+  {
+    kind: 'bad cost',
+    queue: 'main',
+    body: '{"id":"odd-attributes"}',
+    attributes: { ...manyOddAttributes, cost: { dataType: 'Number', value: '1.5' } },
+  },
   { kind: 'not JSON', queue: 'main', body: 'fair {not json', attributes: {}, groupId: 'tenant-b' }, // a standard message with a group id: its DLQ is standard
   { kind: 'not JSON', queue: 'fifo', body: 'fifo {not json', attributes: {} },
-  { kind: 'bad cost', queue: 'fifo', body: '{"id":"fifo-cost"}', attributes: { cost: { dataType: 'Number', value: '-7' } } },
-  { kind: 'not JSON', queue: 'requeue', body: 'requeued garbage', attributes: { attemptCount: { dataType: 'Number', value: '3' } } },
-  { kind: 'bad idempotency key', queue: 'requeue', body: '{"id":"requeue-key"}', attributes: { idempotencyKey: { dataType: 'String', value: '' } } },
+  {
+    kind: 'bad cost',
+    queue: 'fifo',
+    body: '{"id":"fifo-cost"}',
+    attributes: { cost: { dataType: 'Number', value: '-7' } },
+  },
+  {
+    kind: 'not JSON',
+    queue: 'requeue',
+    body: 'requeued garbage',
+    attributes: { attemptCount: { dataType: 'Number', value: '3' } },
+  },
+  {
+    kind: 'bad idempotency key',
+    queue: 'requeue',
+    body: '{"id":"requeue-key"}',
+    attributes: { idempotencyKey: { dataType: 'String', value: '' } },
+  },
 ];
 
 /** Named healthy cases: cost 0, a standard message carrying a group id (SQS fair queues), odd attributes, 256 KB. */
 const NAMED_GOOD: readonly GoodMessage[] = [
-  { id: 'cost-zero', queue: 'main', body: { id: 'cost-zero', cost: 0 }, attributes: { cost: { dataType: 'Number', value: '0' } } },
+  {
+    id: 'cost-zero',
+    queue: 'main',
+    body: { id: 'cost-zero', cost: 0 },
+    attributes: { cost: { dataType: 'Number', value: '0' } },
+  },
   { id: 'fair-group', queue: 'main', body: { id: 'fair-group' }, attributes: {}, groupId: 'tenant-a' },
   { id: 'odd-attributes-ok', queue: 'main', body: { id: 'odd-attributes-ok' }, attributes: manyOddAttributes },
-  { id: 'cost-custom-type', queue: 'main', body: { id: 'cost-custom-type', cost: 5 }, attributes: { cost: { dataType: 'Number.tokens', value: '5' } } },
+  {
+    id: 'cost-custom-type',
+    queue: 'main',
+    body: { id: 'cost-custom-type', cost: 5 },
+    attributes: { cost: { dataType: 'Number.tokens', value: '5' } },
+  },
   (() => {
     const attributes = { cost: { dataType: 'Number', value: '1' } };
-    const body = JSON.parse(sizedBody(SQS_MAX_BYTES, attributes, (n) => `{"id":"big-ok","pad":"${'p'.repeat(n - 24)}"}`)) as Record<string, unknown>;
+    const body = JSON.parse(
+      sizedBody(SQS_MAX_BYTES, attributes, (n) => `{"id":"big-ok","pad":"${'p'.repeat(n - 24)}"}`),
+    ) as Record<string, unknown>;
     return { id: 'big-ok', queue: 'main' as const, body, attributes };
   })(),
 ];
@@ -265,7 +440,10 @@ function buildCorpus(): Corpus {
   if (sample === undefined) throw new Error('fast-check gave no sample');
   const bad: BadMessage[] = [...NAMED_BAD, ...sample.bad].map((message, i) => ({
     ...message,
-    attributes: { ...message.attributes, [CORPUS_ID]: message.attributes[CORPUS_ID] ?? { dataType: 'String', value: `bad-${i}` } },
+    attributes: {
+      ...message.attributes,
+      [CORPUS_ID]: message.attributes[CORPUS_ID] ?? { dataType: 'String', value: `bad-${i}` },
+    },
     reason: REASON_OF[message.kind],
   }));
   const good: GoodMessage[] = [
@@ -276,7 +454,13 @@ function buildCorpus(): Corpus {
       if (cost !== undefined) attributes.cost = { dataType: 'Number', value: String(cost) };
       if (keyed) attributes.idempotencyKey = { dataType: 'String', value: `key-${id}` };
       const groupId = queue === 'fifo' ? `g${i % 3}` : queue === 'main' ? fairGroup : undefined;
-      return { id, queue, body: { id, ...(cost === undefined ? {} : { cost }), payload }, attributes, ...(groupId === undefined ? {} : { groupId }) };
+      return {
+        id,
+        queue,
+        body: { id, ...(cost === undefined ? {} : { cost }), payload },
+        attributes,
+        ...(groupId === undefined ? {} : { groupId }),
+      };
     }),
   ];
   const order = [...bad.map((b) => ({ bad: b })), ...good.map((g) => ({ good: g }))]
@@ -287,7 +471,10 @@ function buildCorpus(): Corpus {
 }
 
 /** The message to send: a bad one as it is (FIFO ones in a group of their own kind), a FIFO good one numbered in its group. */
-function toSend(entry: Corpus['order'][number], seqs: Map<string, number>): { queue: SourceQueue; message: TestMessage } {
+function toSend(
+  entry: Corpus['order'][number],
+  seqs: Map<string, number>,
+): { queue: SourceQueue; message: TestMessage } {
   if ('bad' in entry) {
     const { queue, body, attributes } = entry.bad;
     const groupId = queue === 'fifo' ? `g${body.length % 3}` : entry.bad.groupId;
@@ -297,7 +484,14 @@ function toSend(entry: Corpus['order'][number], seqs: Map<string, number>): { qu
   const seq = groupId === undefined || queue !== 'fifo' ? undefined : (seqs.get(groupId) ?? 0) + 1;
   if (seq !== undefined && groupId !== undefined) seqs.set(groupId, seq);
   const fifoFields = seq === undefined ? {} : { group: groupId, seq };
-  return { queue, message: { body: JSON.stringify({ ...body, ...fifoFields }), attributes, ...(groupId === undefined ? {} : { groupId }) } };
+  return {
+    queue,
+    message: {
+      body: JSON.stringify({ ...body, ...fifoFields }),
+      attributes,
+      ...(groupId === undefined ? {} : { groupId }),
+    },
+  };
 }
 
 /**
@@ -326,7 +520,12 @@ beforeAll(async () => {
   const sqs = testSqsClient();
   try {
     for (const queue of ['main', 'fifo', 'requeue'] as const) {
-      await sqs.send(new SetQueueAttributesCommand({ QueueUrl: stack.queueUrls[queue], Attributes: { MaximumMessageSize: String(SQS_MAX_BYTES) } }));
+      await sqs.send(
+        new SetQueueAttributesCommand({
+          QueueUrl: stack.queueUrls[queue],
+          Attributes: { MaximumMessageSize: String(SQS_MAX_BYTES) },
+        }),
+      );
     }
   } finally {
     sqs.destroy();
@@ -345,11 +544,21 @@ describe('bad input on the emulators', () => {
     });
 
     it('a FIFO message without a group is refused by the adapter, and by SQS when sent around it', async () => {
-      await expect(stack.queues.send('fifo', { body: '{"id":"no-group"}' })).rejects.toThrow("send to FIFO queue 'fifo' needs a groupId");
-      await expect(stack.queues.send('fifo-dlq', { body: '{"id":"no-group"}' })).rejects.toThrow("send to FIFO queue 'fifo-dlq' needs a groupId");
+      await expect(stack.queues.send('fifo', { body: '{"id":"no-group"}' })).rejects.toThrow(
+        "send to FIFO queue 'fifo' needs a groupId",
+      );
+      await expect(stack.queues.send('fifo-dlq', { body: '{"id":"no-group"}' })).rejects.toThrow(
+        "send to FIFO queue 'fifo-dlq' needs a groupId",
+      );
       const sqs = testSqsClient();
       try {
-        const raw = sqs.send(new SendMessageCommand({ QueueUrl: stack.queueUrls.fifo, MessageBody: '{"id":"no-group"}', MessageDeduplicationId: 'd-1' }));
+        const raw = sqs.send(
+          new SendMessageCommand({
+            QueueUrl: stack.queueUrls.fifo,
+            MessageBody: '{"id":"no-group"}',
+            MessageDeduplicationId: 'd-1',
+          }),
+        );
         await expect(raw).rejects.toThrow(/MessageGroupId/);
       } finally {
         sqs.destroy();
@@ -359,7 +568,9 @@ describe('bad input on the emulators', () => {
 
     it('a message one byte over the queue’s limit is refused, so the 256 KB cases sit exactly at it', async () => {
       expect(sqsSize(notJsonBig.body, notJsonBig.attributes)).toBe(SQS_MAX_BYTES);
-      await expect(stack.queues.send('main', { body: `${notJsonBig.body}x`, attributes: notJsonBig.attributes })).rejects.toThrow(new RegExp(`shorter than ${SQS_MAX_BYTES}`));
+      await expect(
+        stack.queues.send('main', { body: `${notJsonBig.body}x`, attributes: notJsonBig.attributes }),
+      ).rejects.toThrow(new RegExp(`shorter than ${SQS_MAX_BYTES}`));
       expect(await stack.count('main')).toBe(0);
     });
   });
@@ -372,30 +583,51 @@ describe('bad input on the emulators', () => {
     const sendAll = async (part: typeof messages) => {
       for (const { queue, message } of part) await s.send(queue, [message]);
     };
-    const dlqCount = async () => (await Promise.all((['main-dlq', 'fifo-dlq', 'requeue-dlq'] as const).map((q) => s.count(q)))).reduce((a, b) => a + b, 0);
+    const dlqCount = async () =>
+      (await Promise.all((['main-dlq', 'fifo-dlq', 'requeue-dlq'] as const).map((q) => s.count(q)))).reduce(
+        (a, b) => a + b,
+        0,
+      );
 
     await sendAll(messages.slice(0, half));
     const run = s.startOrchestrator({ deadlineMs: 30_000 });
     try {
       // The second half goes in once the run has dead-lettered some: the run that met them must still be going.
-      await waitFor(async () => (await dlqCount()) >= 5, { timeoutMs: 5_000, what: 'the first bad messages to be dead-lettered' });
-      await sendAll(messages.slice(half));
-      await waitFor(async () => s.api.succeededIds().length >= corpus.good.length && (await dlqCount()) >= corpus.bad.length && (await s.drained()), {
-        timeoutMs: 12_000,
-        what: `${corpus.good.length} successes and ${corpus.bad.length} dead letters`,
+      await waitFor(async () => (await dlqCount()) >= 5, {
+        timeoutMs: 5_000,
+        what: 'the first bad messages to be dead-lettered',
       });
+      await sendAll(messages.slice(half));
+      await waitFor(
+        async () =>
+          s.api.succeededIds().length >= corpus.good.length &&
+          (await dlqCount()) >= corpus.bad.length &&
+          (await s.drained()),
+        {
+          timeoutMs: 12_000,
+          what: `${corpus.good.length} successes and ${corpus.bad.length} dead letters`,
+        },
+      );
     } finally {
       run.stop();
     }
     const summary: RunSummary = await run.summary; // rejects if the run crashed
-    expect(summary).toMatchObject({ lease: 'acquired', dispatched: corpus.good.length + s.dispatchesGivenBack(), deadLettered: corpus.bad.length, healthChecks: 0, invokeFailures: 0 });
+    expect(summary).toMatchObject({
+      lease: 'acquired',
+      dispatched: corpus.good.length + s.dispatchesGivenBack(),
+      deadLettered: corpus.bad.length,
+      healthChecks: 0,
+      invokeFailures: 0,
+    });
     // No call failed and was retried on the way (a DLQ refusing a dead letter, an invoke refused): nothing stalled.
     expect(run.events.filter((e) => /fail|unavailable/.test(e.type))).toEqual([]);
 
     // Each bad message: in its own queue's DLQ, exactly once, body and attributes as sent, a reason saying what is wrong.
     const parked = new Map<DeadLetterQueue, ReceivedMessage[]>();
     for (const dlq of ['main-dlq', 'fifo-dlq', 'requeue-dlq'] as const) parked.set(dlq, await takeAll(s, dlq));
-    const found = [...parked.entries()].flatMap(([dlq, list]) => list.map((m) => ({ dlq, message: m, id: m.attributes[CORPUS_ID]?.value })));
+    const found = [...parked.entries()].flatMap(([dlq, list]) =>
+      list.map((m) => ({ dlq, message: m, id: m.attributes[CORPUS_ID]?.value })),
+    );
     expect(found.filter((f) => f.id === undefined).map((f) => f.message.body.slice(0, 80))).toEqual([]);
     const problems: unknown[] = [];
     for (const bad of corpus.bad) {
@@ -404,19 +636,39 @@ describe('bad input on the emulators', () => {
       const where = copies.map((c) => c.dlq);
       const copy = copies[0]?.message;
       const reason = copy?.attributes.reason?.value ?? '';
-      const rest = Object.fromEntries(Object.entries(copy?.attributes ?? {}).filter(([name]) => !DEAD_LETTER_ATTRIBUTES.includes(name)));
-      const sent = Object.fromEntries(Object.entries(bad.attributes).filter(([name]) => !DEAD_LETTER_ATTRIBUTES.includes(name)));
+      const rest = Object.fromEntries(
+        Object.entries(copy?.attributes ?? {}).filter(([name]) => !DEAD_LETTER_ATTRIBUTES.includes(name)),
+      );
+      const sent = Object.fromEntries(
+        Object.entries(bad.attributes).filter(([name]) => !DEAD_LETTER_ATTRIBUTES.includes(name)),
+      );
       const faults = [
-        where.length !== 1 || where[0] !== deadLetterQueueOf(bad.queue) ? `found in [${where.join(', ')}], expected once in ${deadLetterQueueOf(bad.queue)}` : undefined,
+        where.length !== 1 || where[0] !== deadLetterQueueOf(bad.queue)
+          ? `found in [${where.join(', ')}], expected once in ${deadLetterQueueOf(bad.queue)}`
+          : undefined,
         copy !== undefined && copy.body !== bad.body ? 'body changed' : undefined,
-        copy !== undefined && JSON.stringify(rest, Object.keys(rest).sort()) !== JSON.stringify(sent, Object.keys(sent).sort()) ? `attributes changed: ${JSON.stringify(rest).slice(0, 300)}` : undefined,
-        copy !== undefined && !bad.reason.test(reason) ? `reason ${JSON.stringify(reason)} does not match ${bad.reason}` : undefined,
-        copy !== undefined && (reason.length === 0 || reason.length > 1_000 || unreadableParts(reason).length > 0) ? `unreadable reason ${JSON.stringify(reason)}` : undefined,
-        copy !== undefined && copy.attributes.attempt?.value !== '1' ? `attempt ${JSON.stringify(copy.attributes.attempt)}` : undefined,
-        copy !== undefined && copy.attributes.sourceQueue?.value !== bad.queue ? `sourceQueue ${JSON.stringify(copy.attributes.sourceQueue)}` : undefined,
-        copy !== undefined && (copy.attributes.originalMessageId?.value ?? '') === '' ? 'no originalMessageId' : undefined,
+        copy !== undefined &&
+        JSON.stringify(rest, Object.keys(rest).sort()) !== JSON.stringify(sent, Object.keys(sent).sort())
+          ? `attributes changed: ${JSON.stringify(rest).slice(0, 300)}`
+          : undefined,
+        copy !== undefined && !bad.reason.test(reason)
+          ? `reason ${JSON.stringify(reason)} does not match ${bad.reason}`
+          : undefined,
+        copy !== undefined && (reason.length === 0 || reason.length > 1_000 || unreadableParts(reason).length > 0)
+          ? `unreadable reason ${JSON.stringify(reason)}`
+          : undefined,
+        copy !== undefined && copy.attributes.attempt?.value !== '1'
+          ? `attempt ${JSON.stringify(copy.attributes.attempt)}`
+          : undefined,
+        copy !== undefined && copy.attributes.sourceQueue?.value !== bad.queue
+          ? `sourceQueue ${JSON.stringify(copy.attributes.sourceQueue)}`
+          : undefined,
+        copy !== undefined && (copy.attributes.originalMessageId?.value ?? '') === ''
+          ? 'no originalMessageId'
+          : undefined,
       ].filter((fault) => fault !== undefined);
-      if (faults.length > 0) problems.push({ id, kind: bad.kind, queue: bad.queue, body: bad.body.slice(0, 80), faults });
+      if (faults.length > 0)
+        problems.push({ id, kind: bad.kind, queue: bad.queue, body: bad.body.slice(0, 80), faults });
     }
     expect(problems).toEqual([]);
     expect(found).toHaveLength(corpus.bad.length);
@@ -428,7 +680,12 @@ describe('bad input on the emulators', () => {
     expect([...successes.keys()].sort()).toEqual(corpus.good.map((g) => g.id).sort());
     expect([...successes.entries()].filter(([, n]) => n !== 1)).toEqual([]);
     expect(s.api.callLog.filter((c) => c.status !== 200)).toEqual([]);
-    expect(s.api.report()).toMatchObject({ apiCalls: corpus.good.length, rejectedByApi: 0, duplicates: 0, fifoOrderViolations: 0 });
+    expect(s.api.report()).toMatchObject({
+      apiCalls: corpus.good.length,
+      rejectedByApi: 0,
+      duplicates: 0,
+      fifoOrderViolations: 0,
+    });
     expect(s.workerFailures).toEqual([]);
     expect(await s.counts()).toMatchObject({ main: 0, fifo: 0, requeue: 0 });
   }, 25_000);

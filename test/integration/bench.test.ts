@@ -7,7 +7,13 @@ import type { Template } from '../../tools/local/template';
 import { packagedTemplate } from '../../tools/local/packageService';
 
 /** A smoke run of `npm run bench`'s comparison, small enough for every `npm test`: the figures live in the bench. */
-const SMOKE: BenchScenario = { name: 'smoke', jobs: 30, quotas: parseTiers([{ limit: 20, per: 'second' }]), latencyMs: 5, workers: 4 };
+const SMOKE: BenchScenario = {
+  name: 'smoke',
+  jobs: 30,
+  quotas: parseTiers([{ limit: 20, per: 'second' }]),
+  latencyMs: 5,
+  workers: 4,
+};
 
 describe('the benchmark, as a smoke run', () => {
   let template: Template;

@@ -33,31 +33,44 @@ afterAll(async () => {
 });
 
 describe('orchestratorClients on a hung endpoint', () => {
-  it('fails a DynamoDB and a Lambda request with TimeoutError after the request timeout instead of waiting forever', async () => {
-    const clients = orchestratorClients();
-    const started = Date.now();
-    const results = await Promise.allSettled([
-      clients.dynamodb.send(new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'lane#default' } } })),
-      clients.lambda.send(new InvokeCommand({ FunctionName: 'worker', InvocationType: 'Event', Payload: Buffer.from('{}') })),
-    ]);
-    const elapsed = Date.now() - started;
-    for (const result of results) {
-      expect(result.status).toBe('rejected');
-      expect((result as PromiseRejectedResult).reason).toMatchObject({ name: 'TimeoutError' });
-    }
-    // Not before the configured timeout, and not much after it (jest's own timeout is 5 s more).
-    expect(elapsed).toBeGreaterThanOrEqual(CLIENT_CONFIG.dynamodb.requestHandler.requestTimeout);
-    clients.dynamodb.destroy();
-    clients.lambda.destroy();
-  }, 10_000 + CLIENT_CONFIG.dynamodb.requestHandler.requestTimeout);
+  it(
+    'fails a DynamoDB and a Lambda request with TimeoutError after the request timeout instead of waiting forever',
+    async () => {
+      const clients = orchestratorClients();
+      const started = Date.now();
+      const results = await Promise.allSettled([
+        clients.dynamodb.send(new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'lane#default' } } })),
+        clients.lambda.send(
+          new InvokeCommand({ FunctionName: 'worker', InvocationType: 'Event', Payload: Buffer.from('{}') }),
+        ),
+      ]);
+      const elapsed = Date.now() - started;
+      for (const result of results) {
+        expect(result.status).toBe('rejected');
+        expect((result as PromiseRejectedResult).reason).toMatchObject({ name: 'TimeoutError' });
+      }
+      // Not before the configured timeout, and not much after it (jest's own timeout is 5 s more).
+      expect(elapsed).toBeGreaterThanOrEqual(CLIENT_CONFIG.dynamodb.requestHandler.requestTimeout);
+      clients.dynamodb.destroy();
+      clients.lambda.destroy();
+    },
+    10_000 + CLIENT_CONFIG.dynamodb.requestHandler.requestTimeout,
+  );
 
   it('makes one attempt per Lambda invoke, leaving retries to the orchestrator, while DynamoDB keeps the SDK retries', async () => {
     const seen = { lambda: 0, dynamodb: 0 };
     const failing = createServer((request, response) => {
       const lambda = request.url?.includes('/invocations') === true;
       seen[lambda ? 'lambda' : 'dynamodb']++;
-      response.writeHead(500, lambda ? { 'x-amzn-errortype': 'ServiceException' } : { 'content-type': 'application/x-amz-json-1.0' });
-      response.end(lambda ? '{"message":"internal error"}' : '{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"internal error"}');
+      response.writeHead(
+        500,
+        lambda ? { 'x-amzn-errortype': 'ServiceException' } : { 'content-type': 'application/x-amz-json-1.0' },
+      );
+      response.end(
+        lambda
+          ? '{"message":"internal error"}'
+          : '{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"internal error"}',
+      );
     });
     await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
     const at = `http://127.0.0.1:${(failing.address() as AddressInfo).port}`;
@@ -66,8 +79,14 @@ describe('orchestratorClients on a hung endpoint', () => {
     delete process.env.AWS_MAX_ATTEMPTS;
     const clients = orchestratorClients();
     try {
-      await expect(clients.lambda.send(new InvokeCommand({ FunctionName: 'worker', InvocationType: 'Event', Payload: Buffer.from('{}') }))).rejects.toMatchObject({ name: 'ServiceException' });
-      await expect(clients.dynamodb.send(new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'lane#default' } } }))).rejects.toMatchObject({ name: 'InternalServerError' });
+      await expect(
+        clients.lambda.send(
+          new InvokeCommand({ FunctionName: 'worker', InvocationType: 'Event', Payload: Buffer.from('{}') }),
+        ),
+      ).rejects.toMatchObject({ name: 'ServiceException' });
+      await expect(
+        clients.dynamodb.send(new GetItemCommand({ TableName: 'state', Key: { pk: { S: 'lane#default' } } })),
+      ).rejects.toMatchObject({ name: 'InternalServerError' });
     } finally {
       process.env = env;
       clients.dynamodb.destroy();

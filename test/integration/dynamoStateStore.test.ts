@@ -7,7 +7,11 @@ import type { Settlement } from '../../lib/domain/quota/ledger';
 import { StateFormatError } from '../../lib/errors';
 import type { Lease } from '../../lib/ports/LeaseStore';
 import type { StateStores } from '../../lib/ports/StateStores';
-import { describeStateStoresContract, type StateStoresFixture, type WriteRequest } from '../contract/stateStores.contract';
+import {
+  describeStateStoresContract,
+  type StateStoresFixture,
+  type WriteRequest,
+} from '../contract/stateStores.contract';
 import { testDynamoClient, testDynamoEngine, uniqueName } from '../helpers/awsClients';
 import { createStateTable, deleteStateTable } from '../../tools/local/stateTable';
 import { addMiddleware } from '../../tools/local/sdkMiddleware';
@@ -24,14 +28,24 @@ function answerLosing(client: DynamoDBClient): NonNullable<StateStoresFixture['l
   addMiddleware(
     client,
     (next) => async (args) => {
-      const target = (args.request as { headers?: Record<string, string> } | undefined)?.headers?.['x-amz-target'] ?? '';
+      const target =
+        (args.request as { headers?: Record<string, string> } | undefined)?.headers?.['x-amz-target'] ?? '';
       const lost = armed;
       if (lost === undefined || target !== `DynamoDB_20120810.${lost.request}`) return next(args);
       armed = undefined;
       await next(args);
       await lost.between();
-      const body = JSON.stringify({ __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError', message: 'Internal server error' });
-      return { response: { statusCode: 500, headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'lost-answer' }, body: Buffer.from(body) } };
+      const body = JSON.stringify({
+        __type: 'com.amazonaws.dynamodb.v20120810#InternalServerError',
+        message: 'Internal server error',
+      });
+      return {
+        response: {
+          statusCode: 500,
+          headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'lost-answer' },
+          body: Buffer.from(body),
+        },
+      };
     },
     { step: 'deserialize', name: 'answerLosing', priority: 'low' },
   );
@@ -41,7 +55,14 @@ function answerLosing(client: DynamoDBClient): NonNullable<StateStoresFixture['l
 }
 
 /** A fresh state table on the tests' DynamoDB (dynalite or DynamoDB Local), the stores on it, and a document client for raw items. */
-async function stateTable(): Promise<StateStoresFixture & { client: DynamoDBClient; doc: DynamoDBDocumentClient; tableName: string; close: () => Promise<void> }> {
+async function stateTable(): Promise<
+  StateStoresFixture & {
+    client: DynamoDBClient;
+    doc: DynamoDBDocumentClient;
+    tableName: string;
+    close: () => Promise<void>;
+  }
+> {
   const client = testDynamoClient();
   const tableName = uniqueName('state');
   await createStateTable(client, tableName);
@@ -50,7 +71,14 @@ async function stateTable(): Promise<StateStoresFixture & { client: DynamoDBClie
     await deleteStateTable(client, tableName);
     client.destroy();
   };
-  return { client, doc, tableName, stores: dynamoStores({ client: doc, tableName }), close, loseNextAnswer: answerLosing(client) };
+  return {
+    client,
+    doc,
+    tableName,
+    stores: dynamoStores({ client: doc, tableName }),
+    close,
+    loseNextAnswer: answerLosing(client),
+  };
 }
 
 describeStateStoresContract(`dynamoStores on ${testDynamoEngine()}`, stateTable);
@@ -74,7 +102,11 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
   };
   const stores = (): StateStores => setup().stores;
   const rawItem = async (pk: string): Promise<Record<string, unknown> | undefined> =>
-    (await setup().doc.send(new GetCommand({ TableName: setup().tableName, Key: { [TABLE_KEY]: pk }, ConsistentRead: true }))).Item;
+    (
+      await setup().doc.send(
+        new GetCommand({ TableName: setup().tableName, Key: { [TABLE_KEY]: pk }, ConsistentRead: true }),
+      )
+    ).Item;
   const putRawItem = async (item: Record<string, unknown>): Promise<void> => {
     await setup().doc.send(new PutCommand({ TableName: setup().tableName, Item: item }));
   };
@@ -130,7 +162,11 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
     it('stores the circuit beside its version, and the ids of the writes of its last 16 versions', async () => {
       const lane = unique('circuit-layout');
       await stores().circuit.saveCircuit(lane, circuit(1, T0));
-      expect(await rawItem(`circuit#${lane}`)).toEqual({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(1, T0), write1: expect.any(String) });
+      expect(await rawItem(`circuit#${lane}`)).toEqual({
+        [TABLE_KEY]: `circuit#${lane}`,
+        ...circuit(1, T0),
+        write1: expect.any(String),
+      });
       for (let version = 2; version <= 17; version++) await stores().circuit.saveCircuit(lane, circuit(version, T0));
       const writes = Object.keys((await rawItem(`circuit#${lane}`)) ?? {}).filter((name) => name.startsWith('write'));
       expect(writes.sort()).toEqual(Array.from({ length: 16 }, (_, i) => `write${i + 2}`).sort());
@@ -141,15 +177,35 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       const hold = { since: T0, by: 'ops' };
       const transitions = [{ at: T0, from: 'closed', to: 'closed', reason: 'paused by operator (ops)' }] as const;
       await stores().circuit.saveCircuit(lane, { ...circuit(1, T0), hold, transitions });
-      expect(await rawItem(`circuit#${lane}`)).toEqual({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(1, T0), hold, transitions, write1: expect.any(String) });
+      expect(await rawItem(`circuit#${lane}`)).toEqual({
+        [TABLE_KEY]: `circuit#${lane}`,
+        ...circuit(1, T0),
+        hold,
+        transitions,
+        write1: expect.any(String),
+      });
       await stores().circuit.saveCircuit(lane, circuit(2, T0));
-      expect(await rawItem(`circuit#${lane}`)).toEqual({ [TABLE_KEY]: `circuit#${lane}`, ...circuit(2, T0), write1: expect.any(String), write2: expect.any(String) });
+      expect(await rawItem(`circuit#${lane}`)).toEqual({
+        [TABLE_KEY]: `circuit#${lane}`,
+        ...circuit(2, T0),
+        write1: expect.any(String),
+        write2: expect.any(String),
+      });
     });
 
     it('gives idempotency records a ttl in epoch seconds, rounded up from expiresAt', async () => {
       const [claimed, put] = [unique('ttl-claim'), unique('ttl-put')];
-      await stores().idempotency.putIdempotencyIfAbsent(claimed, { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + 1 }, T0);
-      await stores().idempotency.putIdempotency(put, { status: 'succeeded', dispatchId: 'd-1', at: T0, expiresAt: T0 + 1_000 });
+      await stores().idempotency.putIdempotencyIfAbsent(
+        claimed,
+        { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + 1 },
+        T0,
+      );
+      await stores().idempotency.putIdempotency(put, {
+        status: 'succeeded',
+        dispatchId: 'd-1',
+        at: T0,
+        expiresAt: T0 + 1_000,
+      });
       expect(await rawItem(`idem#${claimed}`)).toEqual({
         [TABLE_KEY]: `idem#${claimed}`,
         status: 'in-progress',
@@ -163,13 +219,40 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
     });
     it('reopens a dead-lettered item by its status alone: the reason goes, the dispatch, ttl and spent marks stay, and the reopen id is kept', async () => {
       const key = unique('reopen-layout');
-      await stores().idempotency.putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL }, T0);
-      await stores().idempotency.putIdempotency(key, { status: 'dead-lettered', dispatchId: 'd-1', at: T0 + 1, expiresAt: T0 + TTL, reason: 'HTTP 400' });
+      await stores().idempotency.putIdempotencyIfAbsent(
+        key,
+        { status: 'in-progress', dispatchId: 'd-1', expiresAt: T0 + TTL },
+        T0,
+      );
+      await stores().idempotency.putIdempotency(key, {
+        status: 'dead-lettered',
+        dispatchId: 'd-1',
+        at: T0 + 1,
+        expiresAt: T0 + TTL,
+        reason: 'HTTP 400',
+      });
       await stores().idempotency.reopenDeadLettered(key, T0 + 2);
-      const reopened = { [TABLE_KEY]: `idem#${key}`, status: 'failed', dispatchId: 'd-1', at: T0 + 1, expiresAt: T0 + TTL, [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000, spent: new Set(['d-1']) };
+      const reopened = {
+        [TABLE_KEY]: `idem#${key}`,
+        status: 'failed',
+        dispatchId: 'd-1',
+        at: T0 + 1,
+        expiresAt: T0 + TTL,
+        [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000,
+        spent: new Set(['d-1']),
+      };
       expect(await rawItem(`idem#${key}`)).toEqual({ ...reopened, reopen: expect.any(String) });
-      await stores().idempotency.putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL }, T0 + 3);
-      expect(await rawItem(`idem#${key}`)).toMatchObject({ status: 'in-progress', dispatchId: 'd-2', spent: new Set(['d-1', 'd-2']), reopen: expect.any(String) });
+      await stores().idempotency.putIdempotencyIfAbsent(
+        key,
+        { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL },
+        T0 + 3,
+      );
+      expect(await rawItem(`idem#${key}`)).toMatchObject({
+        status: 'in-progress',
+        dispatchId: 'd-2',
+        spent: new Set(['d-1', 'd-2']),
+        reopen: expect.any(String),
+      });
     });
   });
 
@@ -177,7 +260,11 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
     it('saves over a lane item without ledgerSave, and removes its settlements', async () => {
       const lane = unique('old-lane');
       const lease = await acquire(lane);
-      await putRawItem({ ...(await rawItem(`lane#${lane}`)), ledger: '{"v":1,"tiers":{}}', settlements: [settlement(T0)] });
+      await putRawItem({
+        ...(await rawItem(`lane#${lane}`)),
+        ledger: '{"v":1,"tiers":{}}',
+        settlements: [settlement(T0)],
+      });
       await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, 1);
       await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
     });
@@ -194,7 +281,9 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       const key = unique('old-claim');
       const record = { status: 'in-progress', dispatchId: 'old', expiresAt: T0 + TTL } as const;
       await putRawItem({ [TABLE_KEY]: `idem#${key}`, ...record, [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
-      await expect(stores().idempotency.putIdempotencyIfAbsent(key, { ...record, dispatchId: 'new' }, T0)).resolves.toEqual(record);
+      await expect(
+        stores().idempotency.putIdempotencyIfAbsent(key, { ...record, dispatchId: 'new' }, T0),
+      ).resolves.toEqual(record);
     });
 
     it('marks a refund on a record written before dispatches were marked, once, and keeps the record', async () => {
@@ -212,7 +301,13 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
     it('reports an expired record as absent and lets a claim overwrite it', async () => {
       const key = unique('expired');
       // As TTL leaves it: past its ttl, still in the table (DynamoDB deletes late; the test table has no TTL).
-      await putRawItem({ [TABLE_KEY]: `idem#${key}`, status: 'in-progress', dispatchId: 'old', expiresAt: T0, [TTL_ATTRIBUTE]: T0 / 1_000 });
+      await putRawItem({
+        [TABLE_KEY]: `idem#${key}`,
+        status: 'in-progress',
+        dispatchId: 'old',
+        expiresAt: T0,
+        [TTL_ATTRIBUTE]: T0 / 1_000,
+      });
       await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toBeUndefined();
       const claim = { status: 'in-progress', dispatchId: 'new', expiresAt: T0 + TTL } as const;
       await expect(stores().idempotency.putIdempotencyIfAbsent(key, claim, T0)).resolves.toBeNull();
@@ -237,21 +332,30 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
     it('lets exactly one of ten concurrent writers of the same circuit version win', async () => {
       const lane = unique('circuit-race');
       await stores().circuit.saveCircuit(lane, circuit(1));
-      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => stores().circuit.saveCircuit(lane, circuit(2, T0 + i))));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => stores().circuit.saveCircuit(lane, circuit(2, T0 + i))),
+      );
       expect(results.filter(Boolean)).toHaveLength(1);
       await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(circuit(2, T0 + results.indexOf(true)));
     });
 
     it('grants a free lane to exactly one of ten concurrent acquirers', async () => {
       const lane = unique('lease-race');
-      const leases = await Promise.all(Array.from({ length: 10 }, (_, i) => stores().lease.acquireLease(lane, `owner-${i}`, T0, TTL)));
+      const leases = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => stores().lease.acquireLease(lane, `owner-${i}`, T0, TTL)),
+      );
       expect(leases.filter((lease) => lease !== null)).toHaveLength(1);
     });
 
     it('lets exactly one of ten concurrent claims of an idempotency key write, and the others see its record', async () => {
       const key = unique('claim-race');
-      const claims = Array.from({ length: 10 }, (_, i) => ({ status: 'in-progress', dispatchId: `d-${i}`, expiresAt: T0 + TTL }) as const);
-      const results = await Promise.all(claims.map((claim) => stores().idempotency.putIdempotencyIfAbsent(key, claim, T0)));
+      const claims = Array.from(
+        { length: 10 },
+        (_, i) => ({ status: 'in-progress', dispatchId: `d-${i}`, expiresAt: T0 + TTL }) as const,
+      );
+      const results = await Promise.all(
+        claims.map((claim) => stores().idempotency.putIdempotencyIfAbsent(key, claim, T0)),
+      );
       const winner = results.indexOf(null);
       expect(results.filter((result) => result === null)).toHaveLength(1);
       expect(results.filter((result) => result !== null)).toEqual(Array(9).fill(claims[winner]));
@@ -269,11 +373,15 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         return pending.length;
       };
       let adding = true;
-      const adds = Promise.all(Array.from({ length: 50 }, (_, i) => stores().ledger.addSettlements(lane, settlement(T0 + i)))).finally(() => (adding = false));
+      const adds = Promise.all(
+        Array.from({ length: 50 }, (_, i) => stores().ledger.addSettlements(lane, settlement(T0 + i))),
+      ).finally(() => (adding = false));
       while (adding) await flush();
       await adds;
       while ((await flush()) > 0);
-      expect(folded.map((s) => s.reservation.at).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => T0 + i));
+      expect(folded.map((s) => s.reservation.at).sort((x, y) => x - y)).toEqual(
+        Array.from({ length: 50 }, (_, i) => T0 + i),
+      );
     });
   });
 
@@ -304,9 +412,13 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       const key = unique('corrupt-idem');
       await putRawItem({ [TABLE_KEY]: `idem#${key}`, status: 'done', dispatchId: 'd-1', expiresAt: T0 + TTL });
       await expect(stores().idempotency.getIdempotency(key, T0)).rejects.toBeInstanceOf(StateFormatError);
-      await expect(stores().idempotency.putIdempotencyIfAbsent(key, { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL }, T0)).rejects.toBeInstanceOf(
-        StateFormatError,
-      );
+      await expect(
+        stores().idempotency.putIdempotencyIfAbsent(
+          key,
+          { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL },
+          T0,
+        ),
+      ).rejects.toBeInstanceOf(StateFormatError);
     });
 
     it('refuses a pending settlement without a reservation, and leaves it in the table', async () => {

@@ -12,10 +12,12 @@ const ENGINES = ['dynalite', 'dynamodb-local'];
 export default async function startEmulators() {
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
   const engine = process.env.QO_TEST_DYNAMODB_ENGINE ?? 'dynalite';
-  if (!ENGINES.includes(engine)) throw new Error(`QO_TEST_DYNAMODB_ENGINE must be one of ${ENGINES.join(', ')}; got '${engine}'`);
+  if (!ENGINES.includes(engine))
+    throw new Error(`QO_TEST_DYNAMODB_ENGINE must be one of ${ENGINES.join(', ')}; got '${engine}'`);
   process.env.QO_TEST_DYNAMODB_ENGINE = engine;
   const dynamodbLocal = engine === 'dynamodb-local' ? await startDynamoDbLocal() : undefined;
-  if (dynamodbLocal !== undefined) console.log(`\nDynamoDB Local answered on ${dynamodbLocal.endpoint} after ${dynamodbLocal.startupMs} ms`);
+  if (dynamodbLocal !== undefined)
+    console.log(`\nDynamoDB Local answered on ${dynamodbLocal.endpoint} after ${dynamodbLocal.startupMs} ms`);
   let servers;
   try {
     servers = await startEmulatorServers({ dynalite: dynamodbLocal === undefined });

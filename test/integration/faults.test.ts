@@ -43,11 +43,18 @@ describe('the fault suite (quick sizes)', () => {
     }, 150_000);
 
     it('injected its faults', () => {
-      for (const kind of MUST_INJECT[name] ?? []) expect(Object.keys(result.faults)).toContainEqual(expect.stringMatching(kind));
+      for (const kind of MUST_INJECT[name] ?? [])
+        expect(Object.keys(result.faults)).toContainEqual(expect.stringMatching(kind));
     });
 
     it('lost nothing, exceeded no quota, kept FIFO order, and no orchestrator crashed', () => {
-      expect(result).toMatchObject({ lost: 0, quotaViolations: 0, fifoOrderViolations: 0, orchestratorCrashes: 0, crashErrors: [] });
+      expect(result).toMatchObject({
+        lost: 0,
+        quotaViolations: 0,
+        fifoOrderViolations: 0,
+        orchestratorCrashes: 0,
+        crashErrors: [],
+      });
     });
 
     it('dead-lettered the poison and malformed messages, each with its reason', () => {
@@ -84,5 +91,4 @@ describe('the fault suite (quick sizes)', () => {
       });
     }
   });
-
 });

@@ -30,7 +30,12 @@ describe('runLocal on the packaged template', () => {
   beforeAll(async () => {
     template = await packagedTemplate();
     const scenario = parseScenario(SCENARIO);
-    result = await runLocal({ scenario, overrides: ['quotas', 'circuit', 'pacing'], template, emulators: testEmulators() });
+    result = await runLocal({
+      scenario,
+      overrides: ['quotas', 'circuit', 'pacing'],
+      template,
+      emulators: testEmulators(),
+    });
   }, 120_000);
 
   it('ends every job exactly once: the 57 well-formed ones succeed, poison and malformed ones are dead-lettered', () => {
@@ -63,7 +68,9 @@ describe('runLocal on the packaged template', () => {
     // Every worker start is one of the orchestrator's Event invokes (jobs and health checks), a second delivery of
     // one, or Lambda's retry of a failed attempt.
     expect(worker.duplicateDeliveries).toBeGreaterThan(0);
-    expect(orchestrator.requests['lambda.InvokeCommand']?.count).toBe(worker.invocations - worker.duplicateDeliveries - worker.retries);
+    expect(orchestrator.requests['lambda.InvokeCommand']?.count).toBe(
+      worker.invocations - worker.duplicateDeliveries - worker.retries,
+    );
     expect(orchestrator.requests['sqs.ReceiveMessageCommand']?.count).toBeGreaterThan(0);
     // Each success deletes its message, alone or in a batch's delete of up to ten; the worker never receives.
     const deletes = worker.requests['sqs.DeleteMessageCommand']?.count ?? 0;
@@ -79,13 +86,33 @@ describe('runLocal on the packaged template', () => {
 
 describe('runLocal against an external API (--api-url)', () => {
   it('has the workers call that API themselves and counts, from their calls, what the API saw', async () => {
-    const scenario = parseScenario({ name: 'external', seed: 5, quotas: [{ limit: 20, per: 'second' }], jobs: { count: 30, fifo: 6, fifoGroups: 2, poison: 1 }, maxSeconds: 60 });
+    const scenario = parseScenario({
+      name: 'external',
+      seed: 5,
+      quotas: [{ limit: 20, per: 'second' }],
+      jobs: { count: 30, fifo: 6, fifoGroups: 2, poison: 1 },
+      maxSeconds: 60,
+    });
     const external = new VirtualApi({ clock: systemClock, tiers: scenario.config.quotas, latencyMs: 10 });
     const server = await startApiServer(external);
     try {
-      const result = await runLocal({ scenario, overrides: ['quotas'], template: await packagedTemplate(), emulators: testEmulators(), externalApi: server });
+      const result = await runLocal({
+        scenario,
+        overrides: ['quotas'],
+        template: await packagedTemplate(),
+        emulators: testEmulators(),
+        externalApi: server,
+      });
 
-      expect(result.report).toMatchObject({ jobs: 30, succeeded: 29, deadLettered: 1, lost: 0, duplicates: 0, rejectedByApi: 0, fifoOrderViolations: 0 });
+      expect(result.report).toMatchObject({
+        jobs: 30,
+        succeeded: 29,
+        deadLettered: 1,
+        lost: 0,
+        duplicates: 0,
+        rejectedByApi: 0,
+        fifoOrderViolations: 0,
+      });
       expect(result.report.apiCalls).toBe(external.report().apiCalls);
       expect(result.calls.map((call) => call.id).sort()).toEqual(external.callLog.map((call) => call.id).sort());
     } finally {

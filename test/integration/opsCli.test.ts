@@ -31,7 +31,8 @@ class SwitchedApi implements ApiCaller {
   constructor(readonly referee: VirtualApi) {}
 
   call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
-    if (this.broken && jobFieldsOf(body).id === BROKEN) return Promise.resolve({ kind: 'response', status: 400, headers: {}, body: 'no such recipient' });
+    if (this.broken && jobFieldsOf(body).id === BROKEN)
+      return Promise.resolve({ kind: 'response', status: 400, headers: {}, body: 'no such recipient' });
     return this.referee.call(body, context);
   }
 
@@ -70,7 +71,10 @@ describe('the operator CLI against the local stack (npm start -- --keep)', () =>
   const until = <T>(check: () => T | false | Promise<T | false>, what: string, timeoutMs: number): Promise<T> =>
     waitFor(check, { timeoutMs, what }).catch((error: unknown) => {
       const succeeded = referee.succeededIds().filter((id) => id.startsWith('ops-')).length;
-      throw new Error(`${(error as Error).message}\n${succeeded} ops jobs succeeded; last status: ${JSON.stringify(lastStatus)}`, { cause: error });
+      throw new Error(
+        `${(error as Error).message}\n${succeeded} ops jobs succeeded; last status: ${JSON.stringify(lastStatus)}`,
+        { cause: error },
+      );
     });
   const calls = (id?: string) => referee.callLog.filter((c) => id === undefined || c.id === id);
 
@@ -100,17 +104,27 @@ describe('the operator CLI against the local stack (npm start -- --keep)', () =>
 
   it('enqueues, pauses and resumes dispatch, redrives a dead letter that then succeeds, and reports the tiers', async () => {
     // enqueue: 50 jobs, and a line that is not a job, reported by its number.
-    const lines = Array.from({ length: JOBS }, (_, i) => JSON.stringify({ body: { id: `ops-${i + 1}` }, idempotencyKey: `ops-${i + 1}` }));
+    const lines = Array.from({ length: JOBS }, (_, i) =>
+      JSON.stringify({ body: { id: `ops-${i + 1}` }, idempotencyKey: `ops-${i + 1}` }),
+    );
     const jobs = join(dir, 'jobs.ndjson');
     writeFileSync(jobs, [...lines.slice(0, 20), '{"body": ', ...lines.slice(20)].join('\n'));
     const enqueued = await onStack('enqueue', jobs, '--json');
     expect(enqueued.code).toBe(1);
-    expect(jsonOf(enqueued)).toEqual({ queue: 'main', sent: JOBS, failed: [{ line: 21, reason: expect.stringMatching(/^not JSON/) }] });
+    expect(jsonOf(enqueued)).toEqual({
+      queue: 'main',
+      sent: JOBS,
+      failed: [{ line: 21, reason: expect.stringMatching(/^not JSON/) }],
+    });
 
     // pause: once the jobs already dispatched have ended, the API sees no call while the lane is paused.
     await until(() => calls().length >= 10, 'dispatch to start', 15_000);
     const paused = await onStack('pause', '--by', 'test-operator', '--json');
-    expect(jsonOf<LaneControlResult>(paused)).toMatchObject({ action: 'pause', changed: true, paused: { by: 'test-operator' } });
+    expect(jsonOf<LaneControlResult>(paused)).toMatchObject({
+      action: 'pause',
+      changed: true,
+      paused: { by: 'test-operator' },
+    });
     await until(
       async () => {
         const { queues } = await status();
@@ -128,37 +142,71 @@ describe('the operator CLI against the local stack (npm start -- --keep)', () =>
 
     // resume: every job ends; the broken one is dead-lettered with its reason. From the main queue, or from the requeue
     // queue when its dispatch was held back by the pause (returned unconsumed, as a copy in the requeue queue).
-    expect(jsonOf<LaneControlResult>(await onStack('resume', '--by', 'test-operator', '--json'))).toMatchObject({ action: 'resume', changed: true, paused: null });
+    expect(jsonOf<LaneControlResult>(await onStack('resume', '--by', 'test-operator', '--json'))).toMatchObject({
+      action: 'resume',
+      changed: true,
+      paused: null,
+    });
     const deadLettered = (queues: OpsStatus['queues']) => queues['main-dlq'].visible + queues['requeue-dlq'].visible;
     await until(
-      async () => deadLettered((await status()).queues) === 1 && referee.succeededIds().filter((id) => id.startsWith('ops-')).length === JOBS - 1,
+      async () =>
+        deadLettered((await status()).queues) === 1 &&
+        referee.succeededIds().filter((id) => id.startsWith('ops-')).length === JOBS - 1,
       'every job but the broken one to succeed, and the broken one to be dead-lettered',
       30_000,
     );
     const [letter, ...others] = jsonOf<DeadLetter[]>(await onStack('dlq', 'list', '--json'));
     expect(others).toEqual([]);
     expect(letter).toMatchObject({ attempt: 1, body: `{"id":"${BROKEN}"}`, reason: expect.stringContaining('400') });
-    expect([`${letter?.dlq} ← ${letter?.source}`]).toEqual([expect.stringMatching(/^(main-dlq ← main|requeue-dlq ← requeue)$/)]);
+    expect([`${letter?.dlq} ← ${letter?.source}`]).toEqual([
+      expect.stringMatching(/^(main-dlq ← main|requeue-dlq ← requeue)$/),
+    ]);
     expect((await onStack('dlq', 'list')).stdout).toContain(letter?.reason ?? 'no reason');
 
     // redrive, once the API is fixed: the job comes back with its key reopened, and succeeds.
     api.broken = false;
     const redriven = jsonOf<{ results: RedriveResult[]; missing: string[] }>(await onStack('dlq', 'redrive', '--json'));
-    expect(redriven).toEqual({ results: [expect.objectContaining({ messageId: letter?.messageId, to: letter?.source, idempotencyKey: BROKEN, keyWas: 'dead-lettered', outcome: 'redriven' })], missing: [] });
+    expect(redriven).toEqual({
+      results: [
+        expect.objectContaining({
+          messageId: letter?.messageId,
+          to: letter?.source,
+          idempotencyKey: BROKEN,
+          keyWas: 'dead-lettered',
+          outcome: 'redriven',
+        }),
+      ],
+      missing: [],
+    });
     await until(() => calls(BROKEN).some((c) => c.status === 200), 'the redriven job to succeed', 15_000);
 
     // status --json: each tier's usage against its limit; nothing is left in the queues.
     const final = await until(
       async () => {
         const s = await status();
-        return (s.tiers[1]?.used ?? 0) >= JOBS + 2 && s.queues.main.visible + s.queues.main.inFlight + s.queues.requeue.visible + s.queues.requeue.inFlight + deadLettered(s.queues) === 0 && s;
+        return (
+          (s.tiers[1]?.used ?? 0) >= JOBS + 2 &&
+          s.queues.main.visible +
+            s.queues.main.inFlight +
+            s.queues.requeue.visible +
+            s.queues.requeue.inFlight +
+            deadLettered(s.queues) ===
+            0 &&
+          s
+        );
       },
       'the ledger to count every call',
       10_000,
     );
     expect(final.tiers).toEqual([
       expect.objectContaining({ tier: '5/second', per: 'second', limit: 5 }),
-      expect.objectContaining({ tier: '1000/day', per: 'day', limit: 1000, used: expect.any(Number), resetsAt: expect.any(Number) }),
+      expect.objectContaining({
+        tier: '1000/day',
+        per: 'day',
+        limit: 1000,
+        used: expect.any(Number),
+        resetsAt: expect.any(Number),
+      }),
     ]);
     expect(final.circuit.status).toBe('closed');
     expect(referee.report().rejectedByApi).toBe(0);

@@ -13,7 +13,13 @@ async function receiveAll(url: string, count: number): Promise<Message[]> {
   const deadline = Date.now() + 10_000;
   while (messages.length < count && Date.now() < deadline) {
     const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: ['All'], MessageSystemAttributeNames: ['MessageGroupId', 'MessageDeduplicationId'] }),
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        MessageAttributeNames: ['All'],
+        MessageSystemAttributeNames: ['MessageGroupId', 'MessageDeduplicationId'],
+      }),
     );
     messages.push(...Messages);
   }
@@ -25,7 +31,10 @@ describe('the producer client on fauxqs', () => {
 
   it('enqueues a job on the main queue that the service reads back with its cost and key', async () => {
     const urls = await createLaneQueues(sqs, uniqueName('prod'));
-    const { messageId } = await enqueue({ body: { to: '+15550100', text: 'hi' }, cost: 3, idempotencyKey: 'sms-1' }, { sqs, queueUrl: urls.main });
+    const { messageId } = await enqueue(
+      { body: { to: '+15550100', text: 'hi' }, cost: 3, idempotencyKey: 'sms-1' },
+      { sqs, queueUrl: urls.main },
+    );
     const queues = new SqsQueues({ client: sqs, queueUrls: urls });
     const [message] = await queues.receive('main', { max: 10, visibilityMs: 30_000, waitMs: 1_000 });
     expect(message).toMatchObject({ messageId, body: '{"to":"+15550100","text":"hi"}' });
@@ -34,7 +43,11 @@ describe('the producer client on fauxqs', () => {
 
   it('enqueues many FIFO jobs in batches, in order per group, with their group and deduplication ids', async () => {
     const urls = await createLaneQueues(sqs, uniqueName('prod'));
-    const jobs = Array.from({ length: 25 }, (_, i) => ({ body: { seq: i }, groupId: `g${i % 2}`, idempotencyKey: `job-${i}` }));
+    const jobs = Array.from({ length: 25 }, (_, i) => ({
+      body: { seq: i },
+      groupId: `g${i % 2}`,
+      idempotencyKey: `job-${i}`,
+    }));
     const progress: number[] = [];
     const result = await enqueueMany(jobs, { sqs, queueUrl: urls.fifo, onProgress: ({ sent }) => progress.push(sent) });
     expect(result).toEqual({ sent: 25, failed: [] });
@@ -45,7 +58,9 @@ describe('the producer client on fauxqs', () => {
     const received = await receiveAllDeleting(urls.fifo, 25);
     expect(received).toHaveLength(25);
     for (const group of ['g0', 'g1']) {
-      const seqs = received.filter((m) => m.Attributes?.MessageGroupId === group).map((m) => (JSON.parse(m.Body ?? '') as { seq: number }).seq);
+      const seqs = received
+        .filter((m) => m.Attributes?.MessageGroupId === group)
+        .map((m) => (JSON.parse(m.Body ?? '') as { seq: number }).seq);
       expect(seqs).toEqual(jobs.map((job, i) => (job.groupId === group ? i : -1)).filter((i) => i >= 0));
     }
     const first = received.find((m) => m.Body === '{"seq":0}');
@@ -55,8 +70,14 @@ describe('the producer client on fauxqs', () => {
 
   it('reports a job too big for the queue and sends the rest', async () => {
     const urls = await createLaneQueues(sqs, uniqueName('prod'));
-    const result = await enqueueMany([{ body: 'ok', cost: 2 }, { body: 'x'.repeat(300_000) }], { sqs, queueUrl: urls.main });
-    expect(result).toEqual({ sent: 1, failed: [{ index: 1, reason: expect.stringContaining('job.size:') as unknown }] });
+    const result = await enqueueMany([{ body: 'ok', cost: 2 }, { body: 'x'.repeat(300_000) }], {
+      sqs,
+      queueUrl: urls.main,
+    });
+    expect(result).toEqual({
+      sent: 1,
+      failed: [{ index: 1, reason: expect.stringContaining('job.size:') as unknown }],
+    });
     const [message] = await receiveAll(urls.main, 1);
     expect(message?.MessageAttributes?.cost).toMatchObject({ DataType: 'Number', StringValue: '2' });
   });

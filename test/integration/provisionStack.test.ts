@@ -23,7 +23,10 @@ describe(`provisionStack on ${testDynamoEngine()} and fauxqs`, () => {
           Properties: {
             QueueName: `${name}-main`,
             VisibilityTimeout: 45,
-            RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': ['MainDeadLetterQueue', 'Arn'] }, maxReceiveCount: 5 },
+            RedrivePolicy: {
+              deadLetterTargetArn: { 'Fn::GetAtt': ['MainDeadLetterQueue', 'Arn'] },
+              maxReceiveCount: 5,
+            },
           },
         },
         MainDeadLetterQueue: { Type: 'AWS::SQS::Queue', Properties: { QueueName: `${name}-main-dlq` } },
@@ -45,11 +48,21 @@ describe(`provisionStack on ${testDynamoEngine()} and fauxqs`, () => {
     const { Table } = await dynamodb.send(new DescribeTableCommand({ TableName: `${name}-state` }));
     expect(Table?.KeySchema).toEqual([{ AttributeName: 'pk', KeyType: 'HASH' }]);
 
-    const dlq = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: stack.ref('MainDeadLetterQueue'), AttributeNames: ['QueueArn'] }));
+    const dlq = await sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: stack.ref('MainDeadLetterQueue'), AttributeNames: ['QueueArn'] }),
+    );
     const dlqArn = dlq.Attributes?.QueueArn;
     expect(dlqArn).toMatch(new RegExp(`:${name}-main-dlq$`));
-    const main = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: stack.ref('MainQueue'), AttributeNames: ['RedrivePolicy', 'VisibilityTimeout'] }));
-    expect(JSON.parse(main.Attributes?.RedrivePolicy ?? 'null')).toEqual({ deadLetterTargetArn: dlqArn, maxReceiveCount: 5 });
+    const main = await sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: stack.ref('MainQueue'),
+        AttributeNames: ['RedrivePolicy', 'VisibilityTimeout'],
+      }),
+    );
+    expect(JSON.parse(main.Attributes?.RedrivePolicy ?? 'null')).toEqual({
+      deadLetterTargetArn: dlqArn,
+      maxReceiveCount: 5,
+    });
     expect(main.Attributes?.VisibilityTimeout).toBe('45');
 
     expect(stack.queueUrlOfArn(dlqArn ?? '')).toBe(stack.ref('MainDeadLetterQueue'));

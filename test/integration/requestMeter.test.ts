@@ -41,16 +41,31 @@ describe('RequestMeter', () => {
       // About 2.5 KB: three write units; one strongly consistent read unit (up to 4 KB).
       await metered.send(new PutItemCommand({ TableName, Item: { ...Key, text: { S: 'x'.repeat(2_500) } } }));
       await metered.send(new GetItemCommand({ TableName, Key, ConsistentRead: true }));
-      await expect(metered.send(new UpdateItemCommand({ TableName, Key, UpdateExpression: 'SET n = :n', ConditionExpression: 'attribute_not_exists(#k)', ExpressionAttributeNames: { '#k': TABLE_KEY }, ExpressionAttributeValues: { ':n': { N: '1' } } }))).rejects.toThrow();
+      await expect(
+        metered.send(
+          new UpdateItemCommand({
+            TableName,
+            Key,
+            UpdateExpression: 'SET n = :n',
+            ConditionExpression: 'attribute_not_exists(#k)',
+            ExpressionAttributeNames: { '#k': TABLE_KEY },
+            ExpressionAttributeValues: { ':n': { N: '1' } },
+          }),
+        ),
+      ).rejects.toThrow();
 
-      expect(meter.snapshot()).toMatchObject({ 'dynamodb.PutItemCommand': { count: 1, units: 3 }, 'dynamodb.GetItemCommand': { count: 1, units: 1 }, 'dynamodb.UpdateItemCommand': { count: 1, units: 1 } });
+      expect(meter.snapshot()).toMatchObject({
+        'dynamodb.PutItemCommand': { count: 1, units: 3 },
+        'dynamodb.GetItemCommand': { count: 1, units: 1 },
+        'dynamodb.UpdateItemCommand': { count: 1, units: 1 },
+      });
       expect(dynamodbUnits(meter.snapshot())).toEqual({ read: 1, write: 4 });
     } finally {
       await deleteStateTable(client, TableName);
     }
   });
 
-  it("keeps each write to a lane item with its units and when it was sent, and sums them by the second", async () => {
+  it('keeps each write to a lane item with its units and when it was sent, and sums them by the second', async () => {
     const client = testDynamoClient();
     const TableName = uniqueName('metered');
     await createStateTable(client, TableName);
@@ -61,10 +76,26 @@ describe('RequestMeter', () => {
       const Key = { [TABLE_KEY]: { S: 'lane#a' } };
       await metered.send(new PutItemCommand({ TableName, Item: { ...Key, text: { S: 'x'.repeat(1_500) } } }));
       now = 400;
-      await metered.send(new UpdateItemCommand({ TableName, Key, UpdateExpression: 'SET n = :n', ExpressionAttributeValues: { ':n': { N: '1' } } }));
+      await metered.send(
+        new UpdateItemCommand({
+          TableName,
+          Key,
+          UpdateExpression: 'SET n = :n',
+          ExpressionAttributeValues: { ':n': { N: '1' } },
+        }),
+      );
       now = 1_200;
-      await metered.send(new UpdateItemCommand({ TableName, Key: { [TABLE_KEY]: { S: 'lane#a' } }, UpdateExpression: 'REMOVE #t', ExpressionAttributeNames: { '#t': 'text' } }));
-      await metered.send(new PutItemCommand({ TableName, Item: { [TABLE_KEY]: { S: 'idem#k' }, text: { S: 'x'.repeat(3_000) } } }));
+      await metered.send(
+        new UpdateItemCommand({
+          TableName,
+          Key: { [TABLE_KEY]: { S: 'lane#a' } },
+          UpdateExpression: 'REMOVE #t',
+          ExpressionAttributeNames: { '#t': 'text' },
+        }),
+      );
+      await metered.send(
+        new PutItemCommand({ TableName, Item: { [TABLE_KEY]: { S: 'idem#k' }, text: { S: 'x'.repeat(3_000) } } }),
+      );
       await metered.send(new GetItemCommand({ TableName, Key }));
 
       expect(meter.laneWrites).toEqual([

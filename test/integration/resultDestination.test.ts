@@ -8,7 +8,11 @@ import { testSqsClient, uniqueName } from '../helpers/awsClients';
 const sqs = testSqsClient();
 
 const result = (n: number, extra: Partial<JobResult> = {}): JobResult =>
-  jobResult(n, { headers: { 'content-type': 'application/json' }, body: JSON.stringify({ completion: `answer ${n}` }), ...extra });
+  jobResult(n, {
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ completion: `answer ${n}` }),
+    ...extra,
+  });
 
 describe('SqsResultDestination on fauxqs', () => {
   afterAll(() => sqs.destroy());
@@ -16,13 +20,17 @@ describe('SqsResultDestination on fauxqs', () => {
   it('sends a batch of results to the queue its ARN names, one message each, whose body is the result', async () => {
     const url = await createQueue(sqs, uniqueName('results'), {});
     const destination = new SqsResultDestination({ client: sqs, queueArn: await queueArn(sqs, url) });
-    const results = Array.from({ length: 12 }, (_, i) => result(i, i === 11 ? { body: 'é'.repeat(200_000), bodyTruncated: false } : {}));
+    const results = Array.from({ length: 12 }, (_, i) =>
+      result(i, i === 11 ? { body: 'é'.repeat(200_000), bodyTruncated: false } : {}),
+    );
 
     await expect(destination.deliver(results)).resolves.toEqual([]);
 
     const received: JobResult[] = [];
     for (let polls = 0; received.length < results.length && polls < 10; polls++) {
-      const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+      );
       received.push(...Messages.map((m) => JSON.parse(m.Body ?? '') as JobResult));
     }
     const byId = new Map(received.map((r) => [r.dispatchId, r]));
@@ -34,8 +42,13 @@ describe('SqsResultDestination on fauxqs', () => {
   }, 20_000);
 
   it('returns every result as undelivered, with the reason, when the queue does not exist', async () => {
-    const destination = new SqsResultDestination({ client: sqs, queueArn: 'arn:aws:sqs:us-east-1:000000000000:no-such-queue' });
+    const destination = new SqsResultDestination({
+      client: sqs,
+      queueArn: 'arn:aws:sqs:us-east-1:000000000000:no-such-queue',
+    });
     const undelivered = await destination.deliver([result(1)]);
-    expect(undelivered).toEqual([{ result: result(1), reason: expect.stringMatching(/^GetQueueUrl failed: .*QueueDoesNotExist/) as unknown }]);
+    expect(undelivered).toEqual([
+      { result: result(1), reason: expect.stringMatching(/^GetQueueUrl failed: .*QueueDoesNotExist/) as unknown },
+    ]);
   });
 });

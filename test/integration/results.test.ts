@@ -20,8 +20,10 @@ afterAll(() => sqs.destroy());
 /** Every result on the queue at `url`, polled until `count` came or 10 s passed. */
 async function results(url: string, count: number): Promise<JobResult[]> {
   const found: JobResult[] = [];
-  for (const deadline = Date.now() + 10_000; found.length < count && Date.now() < deadline; ) {
-    const { Messages = [] } = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }));
+  for (const deadline = Date.now() + 10_000; found.length < count && Date.now() < deadline;) {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1 }),
+    );
     found.push(...Messages.map((m) => JSON.parse(m.Body ?? '') as JobResult));
   }
   return found;
@@ -33,18 +35,31 @@ describe('results and dead letters of the service on the emulators', () => {
     const arn = await queueArn(sqs, resultUrl);
     stack = await createServiceStack({
       quotas: [{ limit: 20, per: 'second' }],
-      faults: { workerDeps: (deps) => ({ ...deps, results: new SqsResultDestination({ client: sqs, queueArn: arn }) }) },
+      faults: {
+        workerDeps: (deps) => ({ ...deps, results: new SqsResultDestination({ client: sqs, queueArn: arn }) }),
+      },
     });
     const ids = Array.from({ length: 12 }, (_, i) => `r-${i}`);
-    await stack.send('main', ids.slice(0, 8).map((id) => ({ body: { id }, attributes: { idempotencyKey: { dataType: 'String', value: `key-${id}` } } })));
-    await stack.send('fifo', ids.slice(8).map((id) => ({ body: { id }, groupId: 'g-1' })));
+    await stack.send(
+      'main',
+      ids
+        .slice(0, 8)
+        .map((id) => ({ body: { id }, attributes: { idempotencyKey: { dataType: 'String', value: `key-${id}` } } })),
+    );
+    await stack.send(
+      'fifo',
+      ids.slice(8).map((id) => ({ body: { id }, groupId: 'g-1' })),
+    );
     await stack.send('main', [{ body: { id: 'poison', poison: true } }]);
 
     const s = stack;
-    await s.runUntil(async () => s.api.succeededIds().length >= ids.length && (await s.count('main-dlq')) === 1 && (await s.drained()), {
-      timeoutMs: 20_000,
-      what: 'twelve successes and one dead letter',
-    });
+    await s.runUntil(
+      async () => s.api.succeededIds().length >= ids.length && (await s.count('main-dlq')) === 1 && (await s.drained()),
+      {
+        timeoutMs: 20_000,
+        what: 'twelve successes and one dead letter',
+      },
+    );
 
     const received = await results(resultUrl, ids.length);
     expect(received).toHaveLength(ids.length);

@@ -1,6 +1,13 @@
 import { QuotaLedger } from '../../lib/domain/quota/ledger';
 import type { OrchestratorEvent } from '../../lib/services/runOrchestrator';
-import { createServiceStack, LANE, SimulatedCrash, type OrchestratorRun, type ServiceStack, type TestMessage } from '../helpers/serviceStack';
+import {
+  createServiceStack,
+  LANE,
+  SimulatedCrash,
+  type OrchestratorRun,
+  type ServiceStack,
+  type TestMessage,
+} from '../helpers/serviceStack';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import { waitFor } from '../../tools/local/waitFor';
 import { awkwardBody } from '../helpers/serviceFixtures';
@@ -67,7 +74,9 @@ async function takeOverFrom(s: ServiceStack, owner: string): Promise<{ run: Orch
 
 /** Units of the `per` tier that the ledger saved in DynamoDB counts as used now. */
 async function savedUsage(s: ServiceStack, per: string): Promise<number> {
-  const ledger = QuotaLedger.fromJSON(s.config.quotas, await s.stores.ledger.loadLedger(LANE), { timeZone: s.config.timeZone });
+  const ledger = QuotaLedger.fromJSON(s.config.quotas, await s.stores.ledger.loadLedger(LANE), {
+    timeZone: s.config.timeZone,
+  });
   return ledger.usage(Date.now()).find((u) => u.tier.per === per)?.used ?? Number.NaN;
 }
 
@@ -92,7 +101,12 @@ describe('the service on the emulators', () => {
     stack = await createServiceStack({ quotas: [{ limit: 20, per: 'second' }] });
     const groups = ['g1', 'g2', 'g3'];
     const perGroup = 8;
-    const messages = groups.flatMap((group) => Array.from({ length: perGroup }, (_, i) => ({ body: { id: `${group}-${i + 1}`, group, seq: i + 1 }, groupId: group })));
+    const messages = groups.flatMap((group) =>
+      Array.from({ length: perGroup }, (_, i) => ({
+        body: { id: `${group}-${i + 1}`, group, seq: i + 1 },
+        groupId: group,
+      })),
+    );
     await stack.send('fifo', messages);
     const s = stack;
     const run = s.startOrchestrator({ deadlineMs: 25_000 });
@@ -111,13 +125,19 @@ describe('the service on the emulators', () => {
     expect(stack.api.report()).toMatchObject({ fifoOrderViolations: 0, rejectedByApi: 0, duplicates: 0 });
     for (const group of groups) {
       const calls = callLog.filter((c) => c.group === group);
-      expect(calls.filter((c) => c.status === 200).map((c) => c.seq)).toEqual(Array.from({ length: perGroup }, (_, i) => i + 1));
+      expect(calls.filter((c) => c.status === 200).map((c) => c.seq)).toEqual(
+        Array.from({ length: perGroup }, (_, i) => i + 1),
+      );
       // A failed call of message k is followed, in its group, by k again: k + 1 waits for k's retry.
       calls.forEach((call, i) => {
-        if (call.status !== 200) expect({ after: call.seq, next: calls[i + 1]?.seq }).toEqual({ after: call.seq, next: call.seq });
+        if (call.status !== 200)
+          expect({ after: call.seq, next: calls[i + 1]?.seq }).toEqual({ after: call.seq, next: call.seq });
       });
     }
-    expectEachSucceededOnce(s, messages.map((m) => m.body.id));
+    expectEachSucceededOnce(
+      s,
+      messages.map((m) => m.body.id),
+    );
     await expectAllQueuesEmpty(s);
   }, 30_000);
 
@@ -127,7 +147,10 @@ describe('the service on the emulators', () => {
     const retried = ids('retry', 5);
     // The new work is sent first: order of arrival is not what puts the retries ahead.
     await stack.send('main', jobs(fresh));
-    await stack.send('requeue', retried.map((id) => ({ body: { id }, attributes: { attempt: { dataType: 'Number', value: '2' } } })));
+    await stack.send(
+      'requeue',
+      retried.map((id) => ({ body: { id }, attributes: { attempt: { dataType: 'Number', value: '2' } } })),
+    );
 
     await stack.runUntil(allSucceeded(stack, 10), { timeoutMs: 15_000, what: 'every job to succeed' });
 
@@ -145,7 +168,10 @@ describe('the service on the emulators', () => {
     await stack.send('main', [{ body }]);
 
     const s = stack;
-    const { summary } = await s.runUntil(async () => (await s.count('main-dlq')) === 1 && (await s.drained()), { timeoutMs: 10_000, what: 'the poison message to be dead-lettered' });
+    const { summary } = await s.runUntil(async () => (await s.count('main-dlq')) === 1 && (await s.drained()), {
+      timeoutMs: 10_000,
+      what: 'the poison message to be dead-lettered',
+    });
 
     const parked = await s.receiveAll('main-dlq');
     expect(parked).toHaveLength(1);
@@ -162,7 +188,12 @@ describe('the service on the emulators', () => {
 
   it('hands the API each body byte for byte, and copies it so to the requeue and dead-letter queues', async () => {
     // Bodies that a JSON round trip would change; the poison one is answered 400 by the referee.
-    const [plain, retried, poison, badCost] = ['raw-ok', 'raw-retry', 'raw-poison', 'raw-cost'].map(awkwardBody) as [string, string, string, string];
+    const [plain, retried, poison, badCost] = ['raw-ok', 'raw-retry', 'raw-poison', 'raw-cost'].map(awkwardBody) as [
+      string,
+      string,
+      string,
+      string,
+    ];
     const poisonBody = poison.replace(/^\{ /, '{ "poison" : true, ');
     // What reached the API server, decoded as UTF-8 (as valid UTF-8, equal text means equal bytes); the first call of
     // raw-retry is answered 503 without reaching the referee, so it is requeued.
@@ -180,21 +211,31 @@ describe('the service on the emulators', () => {
       probe: () => api.probe(),
     });
     stack = await createServiceStack({ quotas: [{ limit: 10, per: 'second' }], faults: { api: recording } });
-    await stack.send('main', [{ body: plain }, { body: retried }, { body: poisonBody }, { body: badCost, attributes: { cost: { dataType: 'Number', value: '-1' } } }]);
+    await stack.send('main', [
+      { body: plain },
+      { body: retried },
+      { body: poisonBody },
+      { body: badCost, attributes: { cost: { dataType: 'Number', value: '-1' } } },
+    ]);
 
     const s = stack;
-    await s.runUntil(async () => s.api.succeededIds().length >= 2 && (await s.count('main-dlq')) === 2 && (await s.drained()), {
-      timeoutMs: 15_000,
-      what: 'two successes and two dead letters',
-    });
+    await s.runUntil(
+      async () => s.api.succeededIds().length >= 2 && (await s.count('main-dlq')) === 2 && (await s.drained()),
+      {
+        timeoutMs: 15_000,
+        what: 'two successes and two dead letters',
+      },
+    );
 
     expect([...arrived].sort()).toEqual([plain, retried, retried, poisonBody].sort());
     expectEachSucceededOnce(s, ['raw-ok', 'raw-retry']);
     const parked = await s.receiveAll('main-dlq');
-    expect(parked.map((m) => [m.body, m.attributes.reason?.value.split(':')[0]]).sort()).toEqual([
-      [badCost, 'malformed'],
-      [poisonBody, 'permanent'],
-    ].sort());
+    expect(parked.map((m) => [m.body, m.attributes.reason?.value.split(':')[0]]).sort()).toEqual(
+      [
+        [badCost, 'malformed'],
+        [poisonBody, 'permanent'],
+      ].sort(),
+    );
   }, 30_000);
 
   it('dead-letters malformed messages without calling the API, and goes on to the next job', async () => {
@@ -208,7 +249,10 @@ describe('the service on the emulators', () => {
     const s = stack;
     const run = s.startOrchestrator({ deadlineMs: 20_000 });
     try {
-      await waitFor(async () => (await s.count('main-dlq')) === 3, { timeoutMs: 10_000, what: 'the malformed messages to be dead-lettered' });
+      await waitFor(async () => (await s.count('main-dlq')) === 3, {
+        timeoutMs: 10_000,
+        what: 'the malformed messages to be dead-lettered',
+      });
       // Sent only now, so the run that dead-lettered the others is the one that must still be going.
       await s.send('main', [{ body: { id: 'good' } }]);
       await waitFor(allSucceeded(s, 1), { timeoutMs: 10_000, what: 'the good job to succeed' });
@@ -216,7 +260,11 @@ describe('the service on the emulators', () => {
       run.stop();
     }
 
-    expect(await run.summary).toMatchObject({ lease: 'acquired', deadLettered: 3, dispatched: 1 + s.dispatchesGivenBack() });
+    expect(await run.summary).toMatchObject({
+      lease: 'acquired',
+      deadLettered: 3,
+      dispatched: 1 + s.dispatchesGivenBack(),
+    });
     const parked = await s.receiveAll('main-dlq');
     const byBody = new Map(parked.map((m) => [m.body, m.attributes]));
     expect([...byBody.keys()].sort()).toEqual(malformed.map((m) => m.body as string).sort());
@@ -252,7 +300,10 @@ describe('the service on the emulators', () => {
     expect(s.workerStats().invocations).toBeGreaterThanOrEqual(Math.ceil(summaryA.dispatched / 3));
     expectEachSucceededOnce(s, jobIds);
     // B was refused for the lease, not for anything else: once A has released it, a handler run takes it.
-    expect(await s.invokeOrchestratorHandler({ requestId: 'C', deadlineMs: 300 })).toMatchObject({ lease: 'acquired', dispatched: 0 });
+    expect(await s.invokeOrchestratorHandler({ requestId: 'C', deadlineMs: 300 })).toMatchObject({
+      lease: 'acquired',
+      dispatched: 0,
+    });
   }, 30_000);
 
   it('recovers from an orchestrator killed mid-run: no tier exceeded, nothing lost, nothing twice', async () => {
@@ -290,7 +341,11 @@ describe('the service on the emulators', () => {
 
     const report = s.api.report();
     expect(report.rejectedByApi).toBe(0);
-    const usage = s.config.quotas.map((tier) => ({ per: tier.per, limit: tier.limit, used: s.api.maxWindowUsage(tier) }));
+    const usage = s.config.quotas.map((tier) => ({
+      per: tier.per,
+      limit: tier.limit,
+      used: s.api.maxWindowUsage(tier),
+    }));
     expect(usage.filter((u) => u.used > u.limit)).toEqual([]);
     expect(usage.find((u) => u.per === 'second')?.used).toBeGreaterThanOrEqual(9); // the tightest tier was used, not just respected
     expectEachSucceededOnce(s, jobIds);
@@ -321,7 +376,9 @@ describe('the service on the emulators', () => {
     const acceptedFromA = s.api.callLog.filter((c) => c.status === 200).length;
     // What A saved counts every call it made, plus quota it held and may not have used (its allowance, which may reach
     // past the limit); its workers' refunds (jobs that started too late), still pending, give some of that back to B.
-    const refundsPending = (await s.stores.ledger.pendingSettlements(LANE)).filter((settlement) => settlement.actual === null).length;
+    const refundsPending = (await s.stores.ledger.pendingSettlements(LANE)).filter(
+      (settlement) => settlement.actual === null,
+    ).length;
     const heldUnusedByA = Math.min(dayLimit, await dayUsage()) - acceptedFromA - refundsPending;
     expect(heldUnusedByA).toBeGreaterThanOrEqual(0);
 
@@ -330,8 +387,13 @@ describe('the service on the emulators', () => {
       // B is out of quota once it has flushed twice without dispatching while its ledger holds the whole day.
       // A 429 (the API counting more than B's ledger) ends the wait too, to fail on the assertions below.
       const overshot = (): boolean => s.api.report().rejectedByApi > 0;
-      const idleForTwoFlushes = (): boolean => b.events.slice(b.events.map((e) => e.type).lastIndexOf('dispatched') + 1).filter((e) => e.type === 'flushed').length >= 2;
-      await waitFor(async () => (overshot() || ((await dayUsage()) >= dayLimit && idleForTwoFlushes())) && s.workersIdle(), { timeoutMs: 15_000, what: "the day's quota to be used up" });
+      const idleForTwoFlushes = (): boolean =>
+        b.events.slice(b.events.map((e) => e.type).lastIndexOf('dispatched') + 1).filter((e) => e.type === 'flushed')
+          .length >= 2;
+      await waitFor(
+        async () => (overshot() || ((await dayUsage()) >= dayLimit && idleForTwoFlushes())) && s.workersIdle(),
+        { timeoutMs: 15_000, what: "the day's quota to be used up" },
+      );
     } finally {
       b.stop();
     }
@@ -356,7 +418,9 @@ describe('the service on the emulators', () => {
     const s = stack;
     const outageEnd = s.startOutage(2_000);
     const watch = s.watchCircuit();
-    const { summary, events } = await s.runUntil(allSucceeded(s, jobIds.length), { timeoutMs: 25_000, what: 'every job to succeed after the outage' }).finally(() => watch.stop());
+    const { summary, events } = await s
+      .runUntil(allSucceeded(s, jobIds.length), { timeoutMs: 25_000, what: 'every job to succeed after the outage' })
+      .finally(() => watch.stop());
 
     const statuses = watch.changes.map((c) => c.circuit?.state.status ?? 'closed');
     const firstOpen = statuses.indexOf('open');
@@ -364,7 +428,8 @@ describe('the service on the emulators', () => {
     expect(statuses.lastIndexOf('closed')).toBeGreaterThan(firstOpen);
     const openState = watch.changes[firstOpen]?.circuit?.state;
     const final = (await s.circuit())?.state;
-    if (openState?.status !== 'open' || final?.status !== 'closed' || final.closedAt === null) throw new Error(`unexpected circuit states ${JSON.stringify({ openState, final })}`);
+    if (openState?.status !== 'open' || final?.status !== 'closed' || final.closedAt === null)
+      throw new Error(`unexpected circuit states ${JSON.stringify({ openState, final })}`);
     const { openedAt } = openState;
     const { closedAt } = final;
     // Closed by a successful probe, which can only happen once the API is back.

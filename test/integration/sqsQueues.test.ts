@@ -10,7 +10,11 @@ const sqs = testSqsClient();
 const NOW: ReceiveOptions = { max: 10, visibilityMs: 30_000, waitMs: 0 };
 
 async function lane(maxReceiveCount?: number): Promise<{ queues: SqsQueues; urls: Record<QueueName, string> }> {
-  const urls = await createLaneQueues(sqs, uniqueName('sqsq'), maxReceiveCount === undefined ? {} : { maxReceiveCount });
+  const urls = await createLaneQueues(
+    sqs,
+    uniqueName('sqsq'),
+    maxReceiveCount === undefined ? {} : { maxReceiveCount },
+  );
   return { queues: new SqsQueues({ client: sqs, queueUrls: urls }), urls };
 }
 
@@ -76,27 +80,45 @@ describe('SqsQueues on fauxqs', () => {
 
     it('round-trips a message with 12 attributes, one of them empty, sending at most 10 on the wire', async () => {
       const { queues, urls } = await lane();
-      const attributes: Record<string, MessageAttribute> = Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`user${String(i).padStart(2, '0')}`, str(`value ${i}`)]));
+      const attributes: Record<string, MessageAttribute> = Object.fromEntries(
+        Array.from({ length: 11 }, (_, i) => [`user${String(i).padStart(2, '0')}`, str(`value ${i}`)]),
+      );
       attributes.empty = str('');
       await queues.send('main', { body: 'many', attributes });
 
-      const raw = await sqs.send(new ReceiveMessageCommand({ QueueUrl: urls.main, MessageAttributeNames: ['All'], VisibilityTimeout: 30 }));
+      const raw = await sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: urls.main, MessageAttributeNames: ['All'], VisibilityTimeout: 30 }),
+      );
       const wire = raw.Messages?.[0];
       expect(Object.keys(wire?.MessageAttributes ?? {})).toHaveLength(10);
       expect(wire?.MessageAttributes).toHaveProperty(PACKED_ATTRIBUTES);
-      await sqs.send(new ChangeMessageVisibilityCommand({ QueueUrl: urls.main, ReceiptHandle: wire?.ReceiptHandle, VisibilityTimeout: 0 }));
+      await sqs.send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: urls.main,
+          ReceiptHandle: wire?.ReceiptHandle,
+          VisibilityTimeout: 0,
+        }),
+      );
 
       expect(only(await queues.receive('main', NOW)).attributes).toEqual(attributes);
     });
 
     it('keeps every attribute when dead-lettering adds the service attributes to 9 of the caller', async () => {
       const { queues } = await lane();
-      const attributes: Record<string, MessageAttribute> = Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`user${i}`, str(`value ${i}`)]));
-      await queues.send('main', { body: 'poison', attributes: { ...attributes, cost: { dataType: 'Number', value: '2' }, idempotencyKey: str('k') } });
+      const attributes: Record<string, MessageAttribute> = Object.fromEntries(
+        Array.from({ length: 9 }, (_, i) => [`user${i}`, str(`value ${i}`)]),
+      );
+      await queues.send('main', {
+        body: 'poison',
+        attributes: { ...attributes, cost: { dataType: 'Number', value: '2' }, idempotencyKey: str('k') },
+      });
       const message = only(await queues.receive('main', NOW));
       // An API error with characters SQS refuses in an attribute, and longer than a dead letter keeps.
       const apiError = `{"error":"bad\u0000input"}${'x'.repeat(2_000)}`;
-      await deadLetter(queues, { ...message, queue: 'main' }, 'HTTP 400 Bad Request', 2, { dispatchId: 'd-1', apiError });
+      await deadLetter(queues, { ...message, queue: 'main' }, 'HTTP 400 Bad Request', 2, {
+        dispatchId: 'd-1',
+        apiError,
+      });
       const parked = only(await queues.receive('main-dlq', NOW));
       expect(parked.attributes).toEqual({
         ...attributes,
@@ -168,15 +190,39 @@ describe('SqsQueues on fauxqs', () => {
         return next(args);
       });
       const queues = new SqsQueues({ client, queueUrls: urls });
-      const small = Array.from({ length: 12 }, (_, i) => ({ body: `m${i}`, attributes: { attempt: { dataType: 'Number', value: String(i) } } }));
+      const small = Array.from({ length: 12 }, (_, i) => ({
+        body: `m${i}`,
+        attributes: { attempt: { dataType: 'Number', value: String(i) } },
+      }));
       const big = { body: 'b'.repeat(200_000) };
       // 10 small; 2 small and a big one; the other big one and the delayed one; the huge one alone.
-      await expect(queues.sendBatch('requeue', [...small, big, big, { body: 'later', delayMs: 60_000 }, { body: 'h'.repeat(300_000) }])).resolves.toEqual([]);
-      expect(commands).toEqual(['SendMessageBatchCommand', 'SendMessageBatchCommand', 'SendMessageBatchCommand', 'SendMessageCommand']);
+      await expect(
+        queues.sendBatch('requeue', [
+          ...small,
+          big,
+          big,
+          { body: 'later', delayMs: 60_000 },
+          { body: 'h'.repeat(300_000) },
+        ]),
+      ).resolves.toEqual([]);
+      expect(commands).toEqual([
+        'SendMessageBatchCommand',
+        'SendMessageBatchCommand',
+        'SendMessageBatchCommand',
+        'SendMessageCommand',
+      ]);
       const received: ReceivedMessage[] = [];
-      for (let tries = 0; received.length < 15 && tries < 10; tries++) received.push(...(await queues.receive('requeue', NOW)));
-      expect(received.map((m) => m.body.length).sort((a, b) => a - b)).toEqual([...Array.from({ length: 12 }, (_, i) => `m${i}`.length).sort((a, b) => a - b), 200_000, 200_000, 300_000]);
-      expect(received.find((m) => m.body === 'm7')?.attributes).toEqual({ attempt: { dataType: 'Number', value: '7' } });
+      for (let tries = 0; received.length < 15 && tries < 10; tries++)
+        received.push(...(await queues.receive('requeue', NOW)));
+      expect(received.map((m) => m.body.length).sort((a, b) => a - b)).toEqual([
+        ...Array.from({ length: 12 }, (_, i) => `m${i}`.length).sort((a, b) => a - b),
+        200_000,
+        200_000,
+        300_000,
+      ]);
+      expect(received.find((m) => m.body === 'm7')?.attributes).toEqual({
+        attempt: { dataType: 'Number', value: '7' },
+      });
       expect(await queues.messageCount('requeue')).toBe(16); // the delayed one too
       client.destroy();
     });

@@ -1,5 +1,12 @@
 import { DEFAULT_ORCHESTRATOR_SETTINGS, parseServiceConfig } from '../../lib/config';
-import { millisecondsFromEnv, queueUrlsFromEnv, requiredEnv, resultDestinationFromEnv, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
+import {
+  millisecondsFromEnv,
+  queueUrlsFromEnv,
+  requiredEnv,
+  resultDestinationFromEnv,
+  serviceConfigFromEnv,
+  type Env,
+} from '../../lib/configFromEnv';
 import { ConfigError } from '../../lib/errors';
 import { thrown } from '../helpers/thrown';
 
@@ -28,7 +35,15 @@ describe('serviceConfigFromEnv', () => {
   });
 
   it('treats empty optional variables as absent', () => {
-    const config = serviceConfigFromEnv({ QUOTAS, LANE: '', TIME_ZONE: '', PACING: '', CIRCUIT: '', RETRY: '', ORCHESTRATOR: '' });
+    const config = serviceConfigFromEnv({
+      QUOTAS,
+      LANE: '',
+      TIME_ZONE: '',
+      PACING: '',
+      CIRCUIT: '',
+      RETRY: '',
+      ORCHESTRATOR: '',
+    });
 
     expect(config).toEqual(serviceConfigFromEnv({ QUOTAS }));
   });
@@ -82,13 +97,29 @@ describe('serviceConfigFromEnv', () => {
   });
 
   it.each([
-    [{ QUOTAS: '[{"limit":0,"per":"second"}]' }, 'QUOTAS[0].limit', 'must be an integer from 1 to 1000000000000; got 0'],
-    [{ QUOTAS: '[{"limit":10,"per":"second"},{"limit":10,"per":"fortnight"}]' }, 'QUOTAS[1].per', 'must be one of second, minute, hour, day, month; got "fortnight"'],
+    [
+      { QUOTAS: '[{"limit":0,"per":"second"}]' },
+      'QUOTAS[0].limit',
+      'must be an integer from 1 to 1000000000000; got 0',
+    ],
+    [
+      { QUOTAS: '[{"limit":10,"per":"second"},{"limit":10,"per":"fortnight"}]' },
+      'QUOTAS[1].per',
+      'must be one of second, minute, hour, day, month; got "fortnight"',
+    ],
     [{ QUOTAS, CIRCUIT: '{"openSeconds":-1}' }, 'CIRCUIT.openSeconds', 'must be a number from 1 to 3600; got -1'],
-    [{ QUOTAS, ORCHESTRATOR: '{"leaseTtlMs":1000}' }, 'ORCHESTRATOR.leaseTtlMs', 'must be an integer from 5000 to 900000; got 1000'],
+    [
+      { QUOTAS, ORCHESTRATOR: '{"leaseTtlMs":1000}' },
+      'ORCHESTRATOR.leaseTtlMs',
+      'must be an integer from 5000 to 900000; got 1000',
+    ],
     [{ QUOTAS, PACING: '{"burstFraction":2}' }, 'PACING.burstFraction', 'must be a number from 0 to 1; got 2'],
     [{ QUOTAS, LANE: 'no spaces' }, 'LANE', `must be 1 to 64 letters, digits, '-' or '_'; got "no spaces"`],
-    [{ QUOTAS, TIME_ZONE: 'Mars/Olympus' }, 'TIME_ZONE', `must be an IANA time zone such as 'UTC' or 'America/New_York'; got "Mars/Olympus"`],
+    [
+      { QUOTAS, TIME_ZONE: 'Mars/Olympus' },
+      'TIME_ZONE',
+      `must be an IANA time zone such as 'UTC' or 'America/New_York'; got "Mars/Olympus"`,
+    ],
   ])('names the field inside the variable with the allowed values: %j', (env: Env, field, problem) => {
     const error = thrown(ConfigError, () => serviceConfigFromEnv(env));
 
@@ -105,7 +136,9 @@ describe('serviceConfigFromEnv', () => {
   });
 
   it('names the variable of a cross-field rule inside one section', () => {
-    const error = thrown(ConfigError, () => serviceConfigFromEnv({ QUOTAS, ORCHESTRATOR: '{"visibilityTimeoutMs":30000,"workerTimeoutMs":30000}' }));
+    const error = thrown(ConfigError, () =>
+      serviceConfigFromEnv({ QUOTAS, ORCHESTRATOR: '{"visibilityTimeoutMs":30000,"workerTimeoutMs":30000}' }),
+    );
 
     expect(error.field).toBe('ORCHESTRATOR.visibilityTimeoutMs');
     expect(error.message).toMatch(/^ORCHESTRATOR\.visibilityTimeoutMs: must exceed .*workerTimeoutMs \(30000\)/);
@@ -150,7 +183,9 @@ describe('queueUrlsFromEnv', () => {
   });
 
   it('names the first missing variable when several are missing', () => {
-    const error = thrown(ConfigError, () => queueUrlsFromEnv({ ...QUEUE_ENV, FIFO_QUEUE_URL: '', REQUEUE_DLQ_URL: undefined }));
+    const error = thrown(ConfigError, () =>
+      queueUrlsFromEnv({ ...QUEUE_ENV, FIFO_QUEUE_URL: '', REQUEUE_DLQ_URL: undefined }),
+    );
 
     expect(error.field).toBe('FIFO_QUEUE_URL');
   });
@@ -170,7 +205,9 @@ describe('millisecondsFromEnv', () => {
   });
 
   it.each(['0', '30000', '1.5', 'abc', '-5', 'Infinity'])('refuses %p, naming the variable and the range', (text) => {
-    const error = thrown(ConfigError, () => millisecondsFromEnv({ API_TIMEOUT_MS: text }, 'API_TIMEOUT_MS', 10_000, range));
+    const error = thrown(ConfigError, () =>
+      millisecondsFromEnv({ API_TIMEOUT_MS: text }, 'API_TIMEOUT_MS', 10_000, range),
+    );
 
     expect(error.field).toBe('API_TIMEOUT_MS');
     expect(error.message).toBe(`API_TIMEOUT_MS: must be a whole number of milliseconds from 1 to 29999; got '${text}'`);
@@ -184,11 +221,21 @@ describe('resultDestinationFromEnv', () => {
   });
 
   it('reads the destination as the packaging wrote it, with its defaults', () => {
-    expect(resultDestinationFromEnv({ RESULT_DESTINATION: '{"type":"eventbridge","busName":"jobs"}' })).toEqual({ type: 'eventbridge', busName: 'jobs', source: 'quota-orchestrator', detailType: 'Job Result' });
+    expect(resultDestinationFromEnv({ RESULT_DESTINATION: '{"type":"eventbridge","busName":"jobs"}' })).toEqual({
+      type: 'eventbridge',
+      busName: 'jobs',
+      source: 'quota-orchestrator',
+      detailType: 'Job Result',
+    });
   });
 
   it('names the variable and the field inside it when it is wrong', () => {
-    expect(thrown(ConfigError, () => resultDestinationFromEnv({ RESULT_DESTINATION: '{"type":"sqs","queueArn":"results"}' })).field).toBe('RESULT_DESTINATION.queueArn');
-    expect(thrown(ConfigError, () => resultDestinationFromEnv({ RESULT_DESTINATION: '{type:sqs}' })).message).toMatch(/^RESULT_DESTINATION: must be JSON/);
+    expect(
+      thrown(ConfigError, () => resultDestinationFromEnv({ RESULT_DESTINATION: '{"type":"sqs","queueArn":"results"}' }))
+        .field,
+    ).toBe('RESULT_DESTINATION.queueArn');
+    expect(thrown(ConfigError, () => resultDestinationFromEnv({ RESULT_DESTINATION: '{type:sqs}' })).message).toMatch(
+      /^RESULT_DESTINATION: must be JSON/,
+    );
   });
 });

@@ -27,7 +27,9 @@ function isRecord(value: unknown): value is Raw {
  * Sections of settings with defaults (pacing, circuit, retry, orchestrator, …): every non-array object of the config
  * but `units`, which is keyed by unit name, not by setting (its rules are tested with `unitSettings`).
  */
-const SECTIONS = Object.keys(DEFAULTS).filter((key) => key !== 'units' && isRecord(DEFAULTS[key as keyof ServiceConfig]));
+const SECTIONS = Object.keys(DEFAULTS).filter(
+  (key) => key !== 'units' && isRecord(DEFAULTS[key as keyof ServiceConfig]),
+);
 /** Top-level keys that have no default, and so are missing from the parsed minimal configuration. */
 const OPTIONAL_TOP_KEYS = ['maxInFlight', 'usagePreset'];
 const TOP_KEYS = [...Object.keys(DEFAULTS), ...OPTIONAL_TOP_KEYS];
@@ -46,21 +48,39 @@ interface NumericSetting {
   readonly integer: boolean;
 }
 
-const RANGE_TEXT = /^must be (an integer|a number) from (-?\d+(?:\.\d+)?(?:e[+-]?\d+)?) to (-?\d+(?:\.\d+)?(?:e[+-]?\d+)?); got /;
+const RANGE_TEXT =
+  /^must be (an integer|a number) from (-?\d+(?:\.\d+)?(?:e[+-]?\d+)?) to (-?\d+(?:\.\d+)?(?:e[+-]?\d+)?); got /;
 
 /** The range a setting's error message states when it is given a string: `undefined` if it states none. */
 function statedRange(section: string, key: string): NumericSetting | undefined {
   const error = thrown(ConfigError, () => parseServiceConfig({ ...MINIMAL, [section]: { [key]: 'a string' } }));
   const match = RANGE_TEXT.exec(error.problem);
   if (error.field !== `${section}.${key}` || match === null) return undefined;
-  return { section, key, field: `${section}.${key}`, min: Number(match[2]), max: Number(match[3]), integer: match[1] === 'an integer' };
+  return {
+    section,
+    key,
+    field: `${section}.${key}`,
+    min: Number(match[2]),
+    max: Number(match[3]),
+    integer: match[1] === 'an integer',
+  };
 }
 
 /** Every setting whose default is a number, with its range where the message states one. */
-const NUMERIC_KEYS = SECTIONS.flatMap((section) => Object.entries(sectionDefaults(section)).filter(([, value]) => typeof value === 'number').map(([key]) => ({ section, key })));
-const NUMERIC: readonly NumericSetting[] = NUMERIC_KEYS.map(({ section, key }) => statedRange(section, key)).filter((s): s is NumericSetting => s !== undefined);
+const NUMERIC_KEYS = SECTIONS.flatMap((section) =>
+  Object.entries(sectionDefaults(section))
+    .filter(([, value]) => typeof value === 'number')
+    .map(([key]) => ({ section, key })),
+);
+const NUMERIC: readonly NumericSetting[] = NUMERIC_KEYS.map(({ section, key }) => statedRange(section, key)).filter(
+  (s): s is NumericSetting => s !== undefined,
+);
 /** Settings whose default is not a number (e.g. a policy name): only refusals of wrong values are checked. */
-const OTHER_KEYS = SECTIONS.flatMap((section) => Object.entries(sectionDefaults(section)).filter(([, value]) => typeof value !== 'number').map(([key, value]) => ({ section, key, value })));
+const OTHER_KEYS = SECTIONS.flatMap((section) =>
+  Object.entries(sectionDefaults(section))
+    .filter(([, value]) => typeof value !== 'number')
+    .map(([key, value]) => ({ section, key, value })),
+);
 
 /** The variable holding each top-level key (`orchestrator` → `ORCHESTRATOR`). */
 function envName(top: string): string {
@@ -76,11 +96,19 @@ function envField(field: string): string {
 }
 
 /** Top-level keys read from the environment as plain text: those whose default is a string (`lane`, `timeZone`), and `usagePreset`, which has none. */
-const TEXT_KEYS = [...TOP_KEYS.filter((key) => typeof DEFAULTS[key as keyof ServiceConfig] === 'string'), 'usagePreset'];
+const TEXT_KEYS = [
+  ...TOP_KEYS.filter((key) => typeof DEFAULTS[key as keyof ServiceConfig] === 'string'),
+  'usagePreset',
+];
 
 /** The environment holding a configuration object: text keys as they are (when strings), everything else as JSON. */
 function envOf(input: Raw): Env {
-  return Object.fromEntries(Object.entries(input).map(([key, value]) => [envName(key), TEXT_KEYS.includes(key) && typeof value === 'string' ? value : JSON.stringify(value)]));
+  return Object.fromEntries(
+    Object.entries(input).map(([key, value]) => [
+      envName(key),
+      TEXT_KEYS.includes(key) && typeof value === 'string' ? value : JSON.stringify(value),
+    ]),
+  );
 }
 
 function escapeRegExp(text: string): string {
@@ -96,7 +124,12 @@ function plain(value: number): number {
 
 function inRange(setting: NumericSetting): fc.Arbitrary<number> {
   const { min, max, integer } = setting;
-  if (integer) return fc.oneof(fc.constantFrom(min, max), fc.integer({ min: Math.max(min, -(2 ** 31)), max: Math.min(max, 2 ** 31 - 1) }), fc.double({ min, max, noNaN: true }).map((v) => plain(Math.floor(v))));
+  if (integer)
+    return fc.oneof(
+      fc.constantFrom(min, max),
+      fc.integer({ min: Math.max(min, -(2 ** 31)), max: Math.min(max, 2 ** 31 - 1) }),
+      fc.double({ min, max, noNaN: true }).map((v) => plain(Math.floor(v))),
+    );
   return fc.oneof(fc.constantFrom(min, max), fc.double({ min, max, noNaN: true }).map(plain));
 }
 
@@ -115,10 +148,29 @@ const unit = fc.constantFrom(REQUESTS, COST_UNIT, 'input_tokens', 'output_tokens
 const tiers = fc
   .uniqueArray(fc.record({ per: period, unit }), { minLength: 1, maxLength: 5, selector: (t) => `${t.per}/${t.unit}` })
   .chain((kinds) =>
-    fc.tuple(...kinds.map((kind) => fc.record({ limit: fc.oneof(fc.integer({ min: 1, max: 1_000_000 }), fc.constantFrom(1, MAX_QUANTITY)), implicitUnit: fc.boolean() }).map(({ limit, implicitUnit }) => (implicitUnit && kind.unit === 'requests' ? { limit, per: kind.per } : { limit, ...kind })))),
+    fc.tuple(
+      ...kinds.map((kind) =>
+        fc
+          .record({
+            limit: fc.oneof(fc.integer({ min: 1, max: 1_000_000 }), fc.constantFrom(1, MAX_QUANTITY)),
+            implicitUnit: fc.boolean(),
+          })
+          .map(({ limit, implicitUnit }) =>
+            implicitUnit && kind.unit === 'requests' ? { limit, per: kind.per } : { limit, ...kind },
+          ),
+      ),
+    ),
   );
 
-const TIME_ZONES = ['UTC', 'America/New_York', 'Europe/Berlin', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Pacific/Chatham', 'Etc/GMT+12'];
+const TIME_ZONES = [
+  'UTC',
+  'America/New_York',
+  'Europe/Berlin',
+  'Asia/Kolkata',
+  'Australia/Lord_Howe',
+  'Pacific/Chatham',
+  'Etc/GMT+12',
+];
 
 /** A configuration object `parseServiceConfig` accepts, with any section or optional key left out. */
 const validConfig: fc.Arbitrary<Raw> = fc
@@ -158,7 +210,12 @@ interface Break {
 }
 
 function isJson(value: unknown): boolean {
-  return value !== undefined && JSON.stringify(value) !== undefined && JSON.stringify(JSON.parse(JSON.stringify(value))) === JSON.stringify(value) && !(typeof value === 'number' && !Number.isFinite(value));
+  return (
+    value !== undefined &&
+    JSON.stringify(value) !== undefined &&
+    JSON.stringify(JSON.parse(JSON.stringify(value))) === JSON.stringify(value) &&
+    !(typeof value === 'number' && !Number.isFinite(value))
+  );
 }
 
 /** Values of the wrong type for a number. */
@@ -179,7 +236,13 @@ function outOfRange(setting: NumericSetting): fc.Arbitrary<unknown> {
   const options: fc.Arbitrary<unknown>[] = [
     delta.map((d) => min - d).filter((v) => v < min),
     delta.map((d) => max + d).filter((v) => v > max),
-    fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, -Number.MAX_VALUE, Number.MAX_VALUE),
+    fc.constantFrom(
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      Number.NEGATIVE_INFINITY,
+      -Number.MAX_VALUE,
+      Number.MAX_VALUE,
+    ),
     notANumber,
   ];
   if (integer) options.push(fc.double({ min, max, noNaN: true }).filter((v) => !Number.isInteger(v)));
@@ -194,7 +257,9 @@ function numericBreak(config: Raw): fc.Arbitrary<Break> {
       return {
         input: { ...config, [setting.section]: { ...section, [setting.key]: value } },
         field: setting.field,
-        allowed: new RegExp(`^must be ${kind} from ${escapeRegExp(String(setting.min))} to ${escapeRegExp(String(setting.max))}; got `),
+        allowed: new RegExp(
+          `^must be ${kind} from ${escapeRegExp(String(setting.min))} to ${escapeRegExp(String(setting.max))}; got `,
+        ),
         json: isJson(value),
         env: true,
       };
@@ -203,7 +268,21 @@ function numericBreak(config: Raw): fc.Arbitrary<Break> {
 }
 
 /** Keys no section knows; the prototype's names catch a lookup that is not an own-property one. */
-const strangeKey = fc.oneof(fc.string({ minLength: 1, maxLength: 20 }), fc.constantFrom('__proto__', 'constructor', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf', 'LEASETTLMS', 'lease_ttl_ms', ' leaseTtlMs', 'burstfraction'));
+const strangeKey = fc.oneof(
+  fc.string({ minLength: 1, maxLength: 20 }),
+  fc.constantFrom(
+    '__proto__',
+    'constructor',
+    'toString',
+    'valueOf',
+    'hasOwnProperty',
+    'isPrototypeOf',
+    'LEASETTLMS',
+    'lease_ttl_ms',
+    ' leaseTtlMs',
+    'burstfraction',
+  ),
+);
 
 function unknownKeyBreak(config: Raw): fc.Arbitrary<Break> {
   return fc
@@ -213,29 +292,56 @@ function unknownKeyBreak(config: Raw): fc.Arbitrary<Break> {
       const given = isRecord(config[section]) ? (config[section] as Raw) : {};
       // Object.fromEntries makes `__proto__` an own key, as JSON.parse does.
       const broken = Object.fromEntries([...Object.entries(given), [key, value]]);
-      return { input: { ...config, [section]: broken }, field: `${section}.${key}`, allowed: /^unknown key; allowed keys are /, mentions: Object.keys(sectionDefaults(section)), json: true, env: true };
+      return {
+        input: { ...config, [section]: broken },
+        field: `${section}.${key}`,
+        allowed: /^unknown key; allowed keys are /,
+        mentions: Object.keys(sectionDefaults(section)),
+        json: true,
+        env: true,
+      };
     });
 }
 
 /** A setting whose default is not a number (a word, a flag) given a value of another type, or an unknown word. */
 function otherSettingBreak(config: Raw): fc.Arbitrary<Break> {
-  const values = fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant({}), fc.string().map((s) => `not-${s}`));
-  return fc.tuple(fc.constantFrom(...OTHER_KEYS), values).filter(([{ value: fallback }, value]) => typeof fallback !== 'boolean' || typeof value !== 'boolean').map(([{ section, key }, value]) => {
-    const given = isRecord(config[section]) ? (config[section] as Raw) : {};
-    return { input: { ...config, [section]: { ...given, [key]: value } }, field: `${section}.${key}`, allowed: /^must be .+; got /, json: true, env: true };
-  });
+  const values = fc.oneof(
+    fc.integer(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.constant({}),
+    fc.string().map((s) => `not-${s}`),
+  );
+  return fc
+    .tuple(fc.constantFrom(...OTHER_KEYS), values)
+    .filter(([{ value: fallback }, value]) => typeof fallback !== 'boolean' || typeof value !== 'boolean')
+    .map(([{ section, key }, value]) => {
+      const given = isRecord(config[section]) ? (config[section] as Raw) : {};
+      return {
+        input: { ...config, [section]: { ...given, [key]: value } },
+        field: `${section}.${key}`,
+        allowed: /^must be .+; got /,
+        json: true,
+        env: true,
+      };
+    });
 }
 
 /** A whole section of the wrong type. */
 function sectionBreak(config: Raw): fc.Arbitrary<Break> {
-  return fc.tuple(fc.constantFrom(...SECTIONS), fc.oneof(fc.integer(), fc.string(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 3 }))).map(([section, value]) => ({
-    input: { ...config, [section]: value },
-    field: section,
-    allowed: /^must be an object with optional keys .+; got /,
-    mentions: Object.keys(sectionDefaults(section)),
-    json: true,
-    env: true,
-  }));
+  return fc
+    .tuple(
+      fc.constantFrom(...SECTIONS),
+      fc.oneof(fc.integer(), fc.string(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 3 })),
+    )
+    .map(([section, value]) => ({
+      input: { ...config, [section]: value },
+      field: section,
+      allowed: /^must be an object with optional keys .+; got /,
+      mentions: Object.keys(sectionDefaults(section)),
+      json: true,
+      env: true,
+    }));
 }
 
 function isTimeZone(text: string): boolean {
@@ -253,27 +359,73 @@ function topLevelBreak(config: Raw): fc.Arbitrary<Break> {
     fc.stringMatching(/^[A-Za-z0-9_-]{65,80}$/),
     fc.constantFrom('no spaces', 'ünï', 'a/b', ''),
   );
-  const badZone = fc.oneof(fc.string({ maxLength: 30 }), fc.constantFrom('Mars/Olympus', 'utc+1', 'Europe/Berlin ', 'GMT+25', '')).filter((s) => !isTimeZone(s));
+  const badZone = fc
+    .oneof(fc.string({ maxLength: 30 }), fc.constantFrom('Mars/Olympus', 'utc+1', 'Europe/Berlin ', 'GMT+25', ''))
+    .filter((s) => !isTimeZone(s));
   return fc.oneof(
-    badLane.map((lane) => ({ input: { ...config, lane }, field: 'lane', allowed: /^must be 1 to 64 letters, digits, '-' or '_'; got /, json: true, env: lane !== '' })),
-    fc.oneof(fc.integer(), fc.boolean(), fc.constant({})).map((lane) => ({ input: { ...config, lane }, field: 'lane', allowed: /^must be 1 to 64 letters/, json: true, env: false })),
-    badZone.map((timeZone) => ({ input: { ...config, timeZone }, field: 'timeZone', allowed: /^must be an IANA time zone such as 'UTC'/, json: true, env: timeZone !== '' })),
-    fc.oneof(fc.integer(), fc.boolean(), fc.constant([])).map((timeZone) => ({ input: { ...config, timeZone }, field: 'timeZone', allowed: /^must be an IANA time zone such as 'UTC'/, json: true, env: false })),
+    badLane.map((lane) => ({
+      input: { ...config, lane },
+      field: 'lane',
+      allowed: /^must be 1 to 64 letters, digits, '-' or '_'; got /,
+      json: true,
+      env: lane !== '',
+    })),
+    fc.oneof(fc.integer(), fc.boolean(), fc.constant({})).map((lane) => ({
+      input: { ...config, lane },
+      field: 'lane',
+      allowed: /^must be 1 to 64 letters/,
+      json: true,
+      env: false,
+    })),
+    badZone.map((timeZone) => ({
+      input: { ...config, timeZone },
+      field: 'timeZone',
+      allowed: /^must be an IANA time zone such as 'UTC'/,
+      json: true,
+      env: timeZone !== '',
+    })),
+    fc.oneof(fc.integer(), fc.boolean(), fc.constant([])).map((timeZone) => ({
+      input: { ...config, timeZone },
+      field: 'timeZone',
+      allowed: /^must be an IANA time zone such as 'UTC'/,
+      json: true,
+      env: false,
+    })),
     fc
-      .oneof(fc.integer({ max: 0 }), fc.integer({ min: 1001 }), fc.double({ min: 1, max: 1000, noNaN: true }).filter((v) => !Number.isInteger(v)), fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY), notANumber)
-      .map((maxInFlight) => ({ input: { ...config, maxInFlight }, field: 'maxInFlight', allowed: /^must be an integer from 1 to 1000; got /, json: isJson(maxInFlight), env: true })),
+      .oneof(
+        fc.integer({ max: 0 }),
+        fc.integer({ min: 1001 }),
+        fc.double({ min: 1, max: 1000, noNaN: true }).filter((v) => !Number.isInteger(v)),
+        fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY),
+        notANumber,
+      )
+      .map((maxInFlight) => ({
+        input: { ...config, maxInFlight },
+        field: 'maxInFlight',
+        allowed: /^must be an integer from 1 to 1000; got /,
+        json: isJson(maxInFlight),
+        env: true,
+      })),
     fc
       .oneof(fc.string({ maxLength: 20 }), fc.constantFrom('Anthropic', 'gemini', 'openai ', ''))
       .filter((preset) => !['anthropic', 'openai'].includes(preset))
-      .map((usagePreset) => ({ input: { ...config, usagePreset }, field: 'usagePreset', allowed: /^must be one of 'anthropic', 'openai'; got /, json: true, env: usagePreset !== '' })),
-    strangeKey.filter((key) => !TOP_KEYS.includes(key)).map((key) => ({
-      input: Object.fromEntries([...Object.entries(config), [key, 1]]),
-      field: key,
-      allowed: /^unknown key; allowed keys are /,
-      mentions: TOP_KEYS,
-      json: true,
-      env: false, // the environment has no place for a key the service does not read
-    })),
+      .map((usagePreset) => ({
+        input: { ...config, usagePreset },
+        field: 'usagePreset',
+        allowed: /^must be one of 'anthropic', 'openai'; got /,
+        json: true,
+        env: usagePreset !== '',
+      })),
+    strangeKey
+      .filter((key) => !TOP_KEYS.includes(key))
+      .map((key) => ({
+        input: Object.fromEntries([...Object.entries(config), [key, 1]]),
+        field: key,
+        allowed: /^unknown key; allowed keys are /,
+        mentions: TOP_KEYS,
+        json: true,
+        env: false, // the environment has no place for a key the service does not read
+      })),
   );
 }
 
@@ -282,14 +434,25 @@ const PER_RULE = new RegExp(`^must be one of ${PERIODS.join(', ')}; got `);
 
 /** A unit that cannot name a unit, and the rule its refusal states. */
 const badUnit: fc.Arbitrary<{ readonly unit: unknown; readonly rule: RegExp }> = fc.oneof(
-  fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant({})).map((unit) => ({ unit, rule: /^must be 'requests' or the name of a unit such as 'cost'/ })),
+  fc
+    .oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.constant({}))
+    .map((unit) => ({ unit, rule: /^must be 'requests' or the name of a unit such as 'cost'/ })),
   fc
     .oneof(fc.string({ maxLength: 20 }), fc.constantFrom('', 'my tokens', 'tokens/min', 'ünits', 'x'.repeat(257)))
     .filter((name) => !/^[A-Za-z0-9_.-]{1,256}$/.test(name))
-    .map((unit) => ({ unit, rule: /^must be 1 to 256 of the characters A-Z, a-z, 0-9, _, - and \. \(an SQS message attribute name\); got / })),
-  fc.constantFrom('.tokens', 'tokens.', 'input..tokens').map((unit) => ({ unit, rule: /^must not start or end with a period, nor hold two in a row/ })),
-  fc.constantFrom('AWS.tokens', 'amazon.cost', 'Aws.x').map((unit) => ({ unit, rule: /^must not start with 'AWS\.' or 'Amazon\.'/ })),
-  fc.constantFrom('idempotencyKey', 'attempt', 'reason', 'sourceQueue', 'originalMessageId', 'dispatchId', 'apiError').map((unit) => ({ unit, rule: /^is a message attribute of the service itself/ })),
+    .map((unit) => ({
+      unit,
+      rule: /^must be 1 to 256 of the characters A-Z, a-z, 0-9, _, - and \. \(an SQS message attribute name\); got /,
+    })),
+  fc
+    .constantFrom('.tokens', 'tokens.', 'input..tokens')
+    .map((unit) => ({ unit, rule: /^must not start or end with a period, nor hold two in a row/ })),
+  fc
+    .constantFrom('AWS.tokens', 'amazon.cost', 'Aws.x')
+    .map((unit) => ({ unit, rule: /^must not start with 'AWS\.' or 'Amazon\.'/ })),
+  fc
+    .constantFrom('idempotencyKey', 'attempt', 'reason', 'sourceQueue', 'originalMessageId', 'dispatchId', 'apiError')
+    .map((unit) => ({ unit, rule: /^is a message attribute of the service itself/ })),
 );
 
 /** One tier broken: its limit, per or unit wrong or missing, an unknown key, not an object, or a duplicate; or the list itself. */
@@ -305,35 +468,103 @@ function quotaBreak(config: Raw): fc.Arbitrary<Break> {
       fc.constantFrom(MAX_QUANTITY + 1, 1e15, Number.NaN, Number.POSITIVE_INFINITY, undefined),
       notANumber,
     );
-    const badPer = fc.oneof(fc.string(), fc.integer(), fc.constant(null), fc.constantFrom('Second', 'seconds', 'week', 'year', 'tokens', 'request')).filter((w) => !(PERIODS as readonly unknown[]).includes(w));
+    const badPer = fc
+      .oneof(
+        fc.string(),
+        fc.integer(),
+        fc.constant(null),
+        fc.constantFrom('Second', 'seconds', 'week', 'year', 'tokens', 'request'),
+      )
+      .filter((w) => !(PERIODS as readonly unknown[]).includes(w));
     const without = (key: string): Raw => Object.fromEntries(Object.entries(tier).filter(([name]) => name !== key));
     const withoutLimit = without('limit');
     const withoutPer = without('per');
     return fc.oneof(
-      badLimit.map((limit): Break => ({ input: withTier(limit === undefined ? withoutLimit : { ...tier, limit }), field: `${at}.limit`, allowed: LIMIT_RULE, json: limit === undefined || isJson(limit), env: true })),
-      badPer.map((per): Break => ({ input: withTier({ ...tier, per }), field: `${at}.per`, allowed: PER_RULE, json: true, env: true })),
+      badLimit.map((limit): Break => ({
+        input: withTier(limit === undefined ? withoutLimit : { ...tier, limit }),
+        field: `${at}.limit`,
+        allowed: LIMIT_RULE,
+        json: limit === undefined || isJson(limit),
+        env: true,
+      })),
+      badPer.map((per): Break => ({
+        input: withTier({ ...tier, per }),
+        field: `${at}.per`,
+        allowed: PER_RULE,
+        json: true,
+        env: true,
+      })),
       fc.constant<Break>({ input: withTier(withoutPer), field: `${at}.per`, allowed: PER_RULE, json: true, env: true }),
-      badUnit.map(({ unit: u, rule }): Break => ({ input: withTier({ ...tier, unit: u }), field: `${at}.unit`, allowed: rule, json: true, env: true })),
+      badUnit.map(({ unit: u, rule }): Break => ({
+        input: withTier({ ...tier, unit: u }),
+        field: `${at}.unit`,
+        allowed: rule,
+        json: true,
+        env: true,
+      })),
       strangeKey
         .filter((key) => !['limit', 'per', 'unit'].includes(key))
-        .map((key): Break => ({ input: withTier(Object.fromEntries([...Object.entries(tier), [key, 1]])), field: `${at}.${key}`, allowed: /^unknown key; allowed keys are limit, per, unit$/, json: true, env: true })),
-      fc.oneof(fc.integer(), fc.string(), fc.constant(null), fc.constant([tier])).map((value): Break => ({ input: withTier(value), field: at, allowed: /^must be an object \{"limit", "per", "unit"\?\}; got /, json: true, env: true })),
-      fc.constant<Break>({ input: { ...config, quotas: [...quotas, { ...tier }] }, field: `quotas[${quotas.length}]`, allowed: new RegExp(`^duplicates ${escapeRegExp(at)} `), json: true, env: true }),
-      fc.constant<Break>({ input: { ...config, quotas: [] }, field: 'quotas', allowed: /^must hold at least one tier/, json: true, env: true }),
-      fc.oneof(fc.constant(null), fc.integer(), fc.constant({ limit: 10, per: 'second' }), fc.string()).map((value): Break => ({ input: { ...config, quotas: value }, field: 'quotas', allowed: /^must be a non-empty JSON array of tiers/, json: true, env: true })),
+        .map((key): Break => ({
+          input: withTier(Object.fromEntries([...Object.entries(tier), [key, 1]])),
+          field: `${at}.${key}`,
+          allowed: /^unknown key; allowed keys are limit, per, unit$/,
+          json: true,
+          env: true,
+        })),
+      fc.oneof(fc.integer(), fc.string(), fc.constant(null), fc.constant([tier])).map((value): Break => ({
+        input: withTier(value),
+        field: at,
+        allowed: /^must be an object \{"limit", "per", "unit"\?\}; got /,
+        json: true,
+        env: true,
+      })),
+      fc.constant<Break>({
+        input: { ...config, quotas: [...quotas, { ...tier }] },
+        field: `quotas[${quotas.length}]`,
+        allowed: new RegExp(`^duplicates ${escapeRegExp(at)} `),
+        json: true,
+        env: true,
+      }),
+      fc.constant<Break>({
+        input: { ...config, quotas: [] },
+        field: 'quotas',
+        allowed: /^must hold at least one tier/,
+        json: true,
+        env: true,
+      }),
+      fc
+        .oneof(fc.constant(null), fc.integer(), fc.constant({ limit: 10, per: 'second' }), fc.string())
+        .map((value): Break => ({
+          input: { ...config, quotas: value },
+          field: 'quotas',
+          allowed: /^must be a non-empty JSON array of tiers/,
+          json: true,
+          env: true,
+        })),
     );
   });
 }
 
 /** A valid configuration with exactly one thing wrong in it. */
 const brokenConfig: fc.Arbitrary<Break> = validConfig.chain((config) =>
-  fc.oneof(numericBreak(config), numericBreak(config), unknownKeyBreak(config), ...(OTHER_KEYS.length === 0 ? [] : [otherSettingBreak(config)]), sectionBreak(config), topLevelBreak(config), quotaBreak(config)),
+  fc.oneof(
+    numericBreak(config),
+    numericBreak(config),
+    unknownKeyBreak(config),
+    ...(OTHER_KEYS.length === 0 ? [] : [otherSettingBreak(config)]),
+    sectionBreak(config),
+    topLevelBreak(config),
+    quotaBreak(config),
+  ),
 );
 
 /** The refusal `run` throws, described for a failed property: field and message must both say what is wrong. */
 function expectRefusal(run: () => unknown, field: string, allowed: RegExp, mentions: readonly string[] = []): void {
   const error = thrown(ConfigError, run);
-  expect({ field: error.field, message: error.message }).toEqual({ field, message: expect.stringMatching(new RegExp(`^${escapeRegExp(field)}: ${allowed.source.replace(/^\^/, '')}`)) });
+  expect({ field: error.field, message: error.message }).toEqual({
+    field,
+    message: expect.stringMatching(new RegExp(`^${escapeRegExp(field)}: ${allowed.source.replace(/^\^/, '')}`)),
+  });
   expect(mentions.filter((word) => !error.problem.includes(word))).toEqual([]);
 }
 
@@ -351,7 +582,10 @@ describe('the configuration, fuzzed', () => {
   it('states ranges that hold each setting’s default, and whose ends the parser accepts', () => {
     for (const setting of NUMERIC) {
       const value = sectionDefaults(setting.section)[setting.key] as number;
-      expect({ field: setting.field, inRange: value >= setting.min && value <= setting.max }).toEqual({ field: setting.field, inRange: true });
+      expect({ field: setting.field, inRange: value >= setting.min && value <= setting.max }).toEqual({
+        field: setting.field,
+        inRange: true,
+      });
       // Each end alone may break a cross-field rule (a lease of 5 s with the default 2 s flush): the error then names
       // another field, or names another setting it depends on.
       const others = Object.keys(sectionDefaults(setting.section)).filter((key) => key !== setting.key);
@@ -362,7 +596,11 @@ describe('the configuration, fuzzed', () => {
           expect(error).toBeInstanceOf(ConfigError);
           const { field, problem } = error as ConfigError;
           const dependsOn = others.filter((key) => problem.includes(key));
-          expect({ setting: setting.field, end, refusedAs: field === setting.field && dependsOn.length === 0 ? problem : 'another rule' }).toEqual({ setting: setting.field, end, refusedAs: 'another rule' });
+          expect({
+            setting: setting.field,
+            end,
+            refusedAs: field === setting.field && dependsOn.length === 0 ? problem : 'another rule',
+          }).toEqual({ setting: setting.field, end, refusedAs: 'another rule' });
         }
       }
     }
@@ -382,7 +620,11 @@ describe('the configuration, fuzzed', () => {
       for (const setting of NUMERIC) {
         fc.assert(
           fc.property(outOfRange(setting), (value) => {
-            expectRefusal(() => parseServiceConfig({ ...MINIMAL, [setting.section]: { [setting.key]: value } }), setting.field, new RegExp(`^must be (an integer|a number) from ${escapeRegExp(String(setting.min))} to `));
+            expectRefusal(
+              () => parseServiceConfig({ ...MINIMAL, [setting.section]: { [setting.key]: value } }),
+              setting.field,
+              new RegExp(`^must be (an integer|a number) from ${escapeRegExp(String(setting.min))} to `),
+            );
           }),
           { numRuns: 30 },
         );
@@ -402,39 +644,70 @@ describe('the configuration, fuzzed', () => {
       const integers = (min: number, max: number) => fc.integer({ min, max });
 
       it('orchestrator.flushIntervalMs above a third of orchestrator.leaseTtlMs', () => {
-        const pair = integers(5_000, 179_999).chain((lease) => integers(Math.floor(lease / 3) + 1, 60_000).map((flush) => ({ lease, flush })));
+        const pair = integers(5_000, 179_999).chain((lease) =>
+          integers(Math.floor(lease / 3) + 1, 60_000).map((flush) => ({ lease, flush })),
+        );
         fc.assert(
           fc.property(pair, ({ lease, flush }) => {
-            expectRefusal(() => parseServiceConfig({ ...MINIMAL, orchestrator: { leaseTtlMs: lease, flushIntervalMs: flush } }), 'orchestrator.flushIntervalMs', new RegExp(`^must be at most a third of orchestrator.leaseTtlMs \\(${lease}\\).*; got ${flush}$`));
+            expectRefusal(
+              () => parseServiceConfig({ ...MINIMAL, orchestrator: { leaseTtlMs: lease, flushIntervalMs: flush } }),
+              'orchestrator.flushIntervalMs',
+              new RegExp(`^must be at most a third of orchestrator.leaseTtlMs \\(${lease}\\).*; got ${flush}$`),
+            );
           }),
         );
       });
 
       it('orchestrator.visibilityTimeoutMs not above orchestrator.workerTimeoutMs', () => {
-        const pair = integers(1_000, 900_000).chain((worker) => integers(1_000, worker).map((visibility) => ({ worker, visibility })));
+        const pair = integers(1_000, 900_000).chain((worker) =>
+          integers(1_000, worker).map((visibility) => ({ worker, visibility })),
+        );
         fc.assert(
           fc.property(pair, ({ worker, visibility }) => {
-            expectRefusal(() => parseServiceConfig({ ...MINIMAL, orchestrator: { workerTimeoutMs: worker, visibilityTimeoutMs: visibility } }), 'orchestrator.visibilityTimeoutMs', new RegExp(`^must exceed orchestrator.workerTimeoutMs \\(${worker}\\).*; got ${visibility}$`));
+            expectRefusal(
+              () =>
+                parseServiceConfig({
+                  ...MINIMAL,
+                  orchestrator: { workerTimeoutMs: worker, visibilityTimeoutMs: visibility },
+                }),
+              'orchestrator.visibilityTimeoutMs',
+              new RegExp(`^must exceed orchestrator.workerTimeoutMs \\(${worker}\\).*; got ${visibility}$`),
+            );
           }),
         );
       });
 
       it('circuit.maxOpenSeconds below circuit.openSeconds, given or left to its default', () => {
-        const given = integers(2, 3_600).chain((open) => integers(1, open - 1).map((maxOpen) => ({ open, maxOpen: maxOpen as number | undefined })));
+        const given = integers(2, 3_600).chain((open) =>
+          integers(1, open - 1).map((maxOpen) => ({ open, maxOpen: maxOpen as number | undefined })),
+        );
         const defaulted = integers(301, 3_600).map((open) => ({ open, maxOpen: undefined as number | undefined }));
         fc.assert(
           fc.property(fc.oneof(given, defaulted), ({ open, maxOpen }) => {
-            const circuit = maxOpen === undefined ? { openSeconds: open } : { openSeconds: open, maxOpenSeconds: maxOpen };
-            expectRefusal(() => parseServiceConfig({ ...MINIMAL, circuit }), 'circuit.maxOpenSeconds', new RegExp(`^must be a number from ${open} \\(openSeconds\\) to 86400; got ${maxOpen ?? 300}${maxOpen === undefined ? ' \\(the default\\)' : ''}$`));
+            const circuit =
+              maxOpen === undefined ? { openSeconds: open } : { openSeconds: open, maxOpenSeconds: maxOpen };
+            expectRefusal(
+              () => parseServiceConfig({ ...MINIMAL, circuit }),
+              'circuit.maxOpenSeconds',
+              new RegExp(
+                `^must be a number from ${open} \\(openSeconds\\) to 86400; got ${maxOpen ?? 300}${maxOpen === undefined ? ' \\(the default\\)' : ''}$`,
+              ),
+            );
           }),
         );
       });
 
       it('retry.maxDelayMs below retry.baseDelayMs', () => {
-        const pair = integers(2, 900_000).chain((base) => integers(1, base - 1).map((maxDelay) => ({ base, maxDelay })));
+        const pair = integers(2, 900_000).chain((base) =>
+          integers(1, base - 1).map((maxDelay) => ({ base, maxDelay })),
+        );
         fc.assert(
           fc.property(pair, ({ base, maxDelay }) => {
-            expectRefusal(() => parseServiceConfig({ ...MINIMAL, retry: { baseDelayMs: base, maxDelayMs: maxDelay } }), 'retry.maxDelayMs', new RegExp(`^must be an integer from ${base} \\(baseDelayMs\\) to 900000; got ${maxDelay}$`));
+            expectRefusal(
+              () => parseServiceConfig({ ...MINIMAL, retry: { baseDelayMs: base, maxDelayMs: maxDelay } }),
+              'retry.maxDelayMs',
+              new RegExp(`^must be an integer from ${base} \\(baseDelayMs\\) to 900000; got ${maxDelay}$`),
+            );
           }),
         );
       });
@@ -465,7 +738,22 @@ describe('the configuration, fuzzed', () => {
     it('refuses a variable that is not JSON, naming it with the parser’s reason', () => {
       const jsonVariables = ['quotas', ...SECTIONS].map(envName);
       const notJson = fc
-        .oneof(fc.string({ minLength: 1 }), fc.constantFrom('NaN', 'Infinity', '-Infinity', 'undefined', '{leaseTtlMs: 5000}', "{'a':1}", '{"a":1,}', '[1,]', '0x10', 'leaseTtlMs=5000', '{"a":1} x'))
+        .oneof(
+          fc.string({ minLength: 1 }),
+          fc.constantFrom(
+            'NaN',
+            'Infinity',
+            '-Infinity',
+            'undefined',
+            '{leaseTtlMs: 5000}',
+            "{'a':1}",
+            '{"a":1,}',
+            '[1,]',
+            '0x10',
+            'leaseTtlMs=5000',
+            '{"a":1} x',
+          ),
+        )
         .filter((text) => {
           try {
             JSON.parse(text);
@@ -478,7 +766,10 @@ describe('the configuration, fuzzed', () => {
         fc.property(validConfig, fc.constantFrom(...jsonVariables), notJson, (config, name, text) => {
           const env = { ...envOf(config), [name]: text };
           const error = thrown(ConfigError, () => serviceConfigFromEnv(env));
-          expect({ field: error.field, message: error.message }).toEqual({ field: name, message: expect.stringMatching(new RegExp(`^${name}: must be JSON; \\S`)) });
+          expect({ field: error.field, message: error.message }).toEqual({
+            field: name,
+            message: expect.stringMatching(new RegExp(`^${name}: must be JSON; \\S`)),
+          });
         }),
       );
     });

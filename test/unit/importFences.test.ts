@@ -12,31 +12,46 @@ function restrictedImports(file: string, code: string): string[] {
     const { ESLint } = await import('eslint');
     const [result] = await new ESLint({ cwd: process.cwd() }).lintText(process.env.CODE, { filePath: process.env.FILE });
     console.log(JSON.stringify(result.messages.filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message)));`;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, env: { ...process.env, CODE: code, FILE: path.join(ROOT, file) }, encoding: 'utf8' });
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: ROOT,
+    env: { ...process.env, CODE: code, FILE: path.join(ROOT, file) },
+    encoding: 'utf8',
+  });
   return JSON.parse(out) as string[];
 }
 
 describe('import fences (eslint.config.mjs)', () => {
   it('keeps devDependencies and tools/ out of what ships: lib/ and functions/', () => {
-    const code = "import Bottleneck from 'bottleneck';\nimport { pause } from '../../tools/local/waitFor';\nexport const used = [Bottleneck, pause];\n";
+    const code =
+      "import Bottleneck from 'bottleneck';\nimport { pause } from '../../tools/local/waitFor';\nexport const used = [Bottleneck, pause];\n";
     for (const file of ['lib/services/probe.ts', 'functions/probe.ts']) {
-      const messages = restrictedImports(file, file.startsWith('functions') ? code.replace('../../tools', '../tools') : code);
-      expect(messages).toEqual([expect.stringContaining("'bottleneck' import is restricted"), expect.stringMatching(/tools\/local\/waitFor' import is restricted.*tools\/ does not/)]);
+      const messages = restrictedImports(
+        file,
+        file.startsWith('functions') ? code.replace('../../tools', '../tools') : code,
+      );
+      expect(messages).toEqual([
+        expect.stringContaining("'bottleneck' import is restricted"),
+        expect.stringMatching(/tools\/local\/waitFor' import is restricted.*tools\/ does not/),
+      ]);
     }
   });
 
   it('lets lib/ import its dependencies and node: built-ins', () => {
-    const code = "import { SQSClient } from '@aws-sdk/client-sqs';\nimport { randomUUID } from 'node:crypto';\nimport { CONFIG_ENV } from '../configFromEnv';\nexport const used = [SQSClient, randomUUID, CONFIG_ENV];\n";
+    const code =
+      "import { SQSClient } from '@aws-sdk/client-sqs';\nimport { randomUUID } from 'node:crypto';\nimport { CONFIG_ENV } from '../configFromEnv';\nexport const used = [SQSClient, randomUUID, CONFIG_ENV];\n";
     expect(restrictedImports('lib/services/probe.ts', code)).toEqual([]);
   });
 
   it('keeps services out of adapters', () => {
     const code = "import { parseJob } from '../../services/parseJob';\nexport const used = parseJob;\n";
-    expect(restrictedImports('lib/adapters/sqs/probe.ts', code)).toEqual([expect.stringContaining('never import lib/services')]);
+    expect(restrictedImports('lib/adapters/sqs/probe.ts', code)).toEqual([
+      expect.stringContaining('never import lib/services'),
+    ]);
   });
 
   it('keeps the domain free of the AWS SDK and I/O, as well as of devDependencies', () => {
-    const code = "import { SQSClient } from '@aws-sdk/client-sqs';\nimport { readFileSync } from 'node:fs';\nimport fc from 'fast-check';\nexport const used = [SQSClient, readFileSync, fc];\n";
+    const code =
+      "import { SQSClient } from '@aws-sdk/client-sqs';\nimport { readFileSync } from 'node:fs';\nimport fc from 'fast-check';\nexport const used = [SQSClient, readFileSync, fc];\n";
     expect(restrictedImports('lib/domain/quota/probe.ts', code)).toEqual([
       expect.stringContaining('free of the AWS SDK'),
       expect.stringContaining('no adapters, services or I/O'),
@@ -45,7 +60,10 @@ describe('import fences (eslint.config.mjs)', () => {
   });
 
   it('lets tools/ use devDependencies, but no package that package.json does not declare', () => {
-    const code = "import Bottleneck from 'bottleneck';\nimport leftPad from 'left-pad';\nexport const used = [Bottleneck, leftPad];\n";
-    expect(restrictedImports('tools/bench/probe.ts', code)).toEqual([expect.stringContaining("'left-pad' import is restricted")]);
+    const code =
+      "import Bottleneck from 'bottleneck';\nimport leftPad from 'left-pad';\nexport const used = [Bottleneck, leftPad];\n";
+    expect(restrictedImports('tools/bench/probe.ts', code)).toEqual([
+      expect.stringContaining("'left-pad' import is restricted"),
+    ]);
   });
 });

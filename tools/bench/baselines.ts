@@ -92,7 +92,10 @@ class SdkRetryQuota {
  * `x-amz-retry-after`); `classify` also reads `retry-after-ms` and `x-ratelimit-reset`, which the simulated API does
  * not send, so the two agree here.
  */
-function sdkRetryDelayMs(outcome: Extract<Classification, { kind: 'rate-limited' | 'transient' }>, retries: number): number {
+function sdkRetryDelayMs(
+  outcome: Extract<Classification, { kind: 'rate-limited' | 'transient' }>,
+  retries: number,
+): number {
   const base = outcome.kind === 'rate-limited' ? SDK.throttlingBaseDelayMs : SDK.baseDelayMs;
   const backoff = Math.floor(Math.random() * Math.min(base * 2 ** retries, SDK.maxDelayMs));
   const hint = outcome.retryAfterMs;
@@ -104,7 +107,12 @@ function sdkRetryDelayMs(outcome: Extract<Classification, { kind: 'rate-limited'
  * within the same invocation, sleeps included. No retry starts that would end after `deadline`.
  * @returns whether the API accepted the job.
  */
-async function sendWithSdkRetries(caller: HttpApiCaller, quota: SdkRetryQuota, job: QueuedJob, deadline: number): Promise<boolean> {
+async function sendWithSdkRetries(
+  caller: HttpApiCaller,
+  quota: SdkRetryQuota,
+  job: QueuedJob,
+  deadline: number,
+): Promise<boolean> {
   let lastRetryCost: number | undefined;
   for (let attempt = 1; ; attempt++) {
     const outcome = classify(await caller.call(job.body, { idempotencyKey: job.id }), systemClock.now());
@@ -112,7 +120,13 @@ async function sendWithSdkRetries(caller: HttpApiCaller, quota: SdkRetryQuota, j
       quota.recordSuccess(lastRetryCost);
       return true;
     }
-    if (outcome.kind === 'permanent' || outcome.kind === 'client-error' || outcome.kind === 'caller-rejected' || attempt >= SDK.maxAttempts) return false;
+    if (
+      outcome.kind === 'permanent' ||
+      outcome.kind === 'client-error' ||
+      outcome.kind === 'caller-rejected' ||
+      attempt >= SDK.maxAttempts
+    )
+      return false;
     const delayMs = sdkRetryDelayMs(outcome, attempt - 1);
     if (systemClock.now() + delayMs >= deadline) return false;
     lastRetryCost = quota.take(outcome.kind);
@@ -169,19 +183,30 @@ export interface ChainedLimiter {
  *   pace of the mean reservation `meanUnits(tier)`, so that the refreshes do not let a whole share go at once.
  * A job waits in each limiter in turn, holding its place in the ones before (as nested `schedule` calls do).
  */
-export function limiterChain(quotas: readonly Tier[], share: number, meanUnits: (tier: Tier) => number, maxConcurrent?: number): ChainedLimiter[] {
+export function limiterChain(
+  quotas: readonly Tier[],
+  share: number,
+  meanUnits: (tier: Tier) => number,
+  maxConcurrent?: number,
+): ChainedLimiter[] {
   const requests = limiterSettings(
     quotas.filter((tier) => tier.unit === REQUESTS),
     share,
   );
-  const concurrency = maxConcurrent === undefined ? {} : { maxConcurrent: Math.max(1, Math.floor(maxConcurrent / share)) };
+  const concurrency =
+    maxConcurrent === undefined ? {} : { maxConcurrent: Math.max(1, Math.floor(maxConcurrent / share)) };
   const units = quotas.flatMap((tier): ChainedLimiter[] => {
     const rate = tier.steadyRate();
     if (tier.unit === REQUESTS || rate === undefined) return [];
     const reservoir = Math.max(1, Math.floor(rate.units / share));
     return [
       {
-        settings: { reservoir, reservoirRefreshAmount: reservoir, reservoirRefreshInterval: rate.perMs, minTime: Math.ceil((rate.perMs * meanUnits(tier)) / reservoir) },
+        settings: {
+          reservoir,
+          reservoirRefreshAmount: reservoir,
+          reservoirRefreshInterval: rate.perMs,
+          minTime: Math.ceil((rate.perMs * meanUnits(tier)) / reservoir),
+        },
         weight: (costs) => unitsFor(tier, costs),
       },
     ];
@@ -264,7 +289,14 @@ const START_DELAY_SEED = 11;
  * One worker, standing for one of Lambda's N concurrent executions: it takes the next visible job, runs one
  * invocation with it (`send`), and gives it back to the queue for a redelivery if the invocation failed.
  */
-async function work(send: (job: QueuedJob) => Promise<boolean>, queue: JobQueue, usage: Usage, redeliveryDelayMs: number, deadline: number, startDelayMs: () => number): Promise<void> {
+async function work(
+  send: (job: QueuedJob) => Promise<boolean>,
+  queue: JobQueue,
+  usage: Usage,
+  redeliveryDelayMs: number,
+  deadline: number,
+  startDelayMs: () => number,
+): Promise<void> {
   for (let now = systemClock.now(); now < deadline; now = systemClock.now()) {
     const next = queue.next(now);
     if (next === undefined) return;
@@ -295,7 +327,11 @@ interface RunRecord {
 }
 
 /** The figures of a run. A run cut by the time limit is measured against the best time of the jobs it finished. */
-function resultOf(name: BaselineName, scenario: BenchScenario, { api, queue, usage, start, outage }: RunRecord): StrategyResult {
+function resultOf(
+  name: BaselineName,
+  scenario: BenchScenario,
+  { api, queue, usage, start, outage }: RunRecord,
+): StrategyResult {
   const complete = queue.succeeded === scenario.jobs;
   const durationSeconds = round3(((complete ? (queue.lastSuccessAt ?? start) : systemClock.now()) - start) / 1000);
   const idealDone = idealSeconds(scenario, queue.succeeded);
@@ -312,7 +348,9 @@ function resultOf(name: BaselineName, scenario: BenchScenario, { api, queue, usa
     invocationsPerJob: round3(usage.invocations / scenario.jobs),
     workerBusySecondsPerJob: round3(usage.busyMs / 1000 / scenario.jobs),
     ...(outage ? { recoverySeconds: recoverySeconds(api.callLog, outage.endMs) } : {}),
-    ...(scenario.llm === undefined ? {} : { peakCallsInFlight: api.peakCallsInFlight(), tierUtilization: tierUtilization(api.callLog, scenario.quotas) }),
+    ...(scenario.llm === undefined
+      ? {}
+      : { peakCallsInFlight: api.peakCallsInFlight(), tierUtilization: tierUtilization(api.callLog, scenario.quotas) }),
     callsPerSecond: callsPerSecond(api.callLog, start),
   };
 }
@@ -321,15 +359,29 @@ function resultOf(name: BaselineName, scenario: BenchScenario, { api, queue, usa
 type Limiters = readonly { readonly limiter: Bottleneck; readonly weight: (costs: Costs) => number }[];
 
 /** `send` through `limiters` in turn, each scheduled with the job's weight, as nested `schedule` calls run it. */
-function throughLimiters(limiters: Limiters, send: (job: QueuedJob) => Promise<boolean>): (job: QueuedJob) => Promise<boolean> {
-  return (job) => limiters.reduceRight<() => Promise<boolean>>((inner, { limiter, weight }) => () => limiter.schedule({ weight: weight(job.costs) }, inner), () => send(job))();
+function throughLimiters(
+  limiters: Limiters,
+  send: (job: QueuedJob) => Promise<boolean>,
+): (job: QueuedJob) => Promise<boolean> {
+  return (job) =>
+    limiters.reduceRight<() => Promise<boolean>>(
+      (inner, { limiter, weight }) =>
+        () =>
+          limiter.schedule({ weight: weight(job.costs) }, inner),
+      () => send(job),
+    )();
 }
 
 /**
  * Runs the scenario's jobs through N workers, each with `limiters[i]` (if any) around its SDK-style calls, against a
  * fresh simulated API served over HTTP; the outage is placed from the run's start.
  */
-async function runWorkers(name: BaselineName, scenario: BenchScenario, options: BaselineOptions, limiters: readonly Limiters[]): Promise<StrategyResult> {
+async function runWorkers(
+  name: BaselineName,
+  scenario: BenchScenario,
+  options: BaselineOptions,
+  limiters: readonly Limiters[],
+): Promise<StrategyResult> {
   const { redeliveryDelayMs = 5_000, timeLimitMs = 600_000 } = options;
   const jobs = queuedJobs(benchJobs(scenario));
   const start = systemClock.now();
@@ -337,15 +389,27 @@ async function runWorkers(name: BaselineName, scenario: BenchScenario, options: 
   const outages = outageTimes(scenario.outage === undefined ? [] : [scenario.outage], start);
   const [outage] = outages;
   const { llm } = scenario;
-  const api = new VirtualApi({ clock: systemClock, tiers: scenario.quotas, latencyMs: scenario.latencyMs, outages, ...(llm === undefined ? {} : { llm: llm.api, concurrency: llm.concurrency }) });
+  const api = new VirtualApi({
+    clock: systemClock,
+    tiers: scenario.quotas,
+    latencyMs: scenario.latencyMs,
+    outages,
+    ...(llm === undefined ? {} : { llm: llm.api, concurrency: llm.concurrency }),
+  });
   const server = await startApiServer(api);
   const caller = new HttpApiCaller({ apiUrl: server.apiUrl, healthUrl: server.healthUrl, timeoutMs: CALL_TIMEOUT_MS });
   const all = limiters.flatMap((chain) => chain.map(({ limiter }) => limiter));
-  const stopLimiters = setTimeout(() => all.forEach((limiter) => void limiter.stop({ dropWaitingJobs: true }).catch(() => undefined)), timeLimitMs);
+  const stopLimiters = setTimeout(
+    () => all.forEach((limiter) => void limiter.stop({ dropWaitingJobs: true }).catch(() => undefined)),
+    timeLimitMs,
+  );
   try {
     const queue = new JobQueue(jobs, start);
     const usage: Usage = { invocations: 0, busyMs: 0 };
-    const timing = new InvokeTiming({ start: scenario.startDelays ?? REALISTIC_START_DELAYS, duplicates: NO_DUPLICATES }, seededRandom(START_DELAY_SEED));
+    const timing = new InvokeTiming(
+      { start: scenario.startDelays ?? REALISTIC_START_DELAYS, duplicates: NO_DUPLICATES },
+      seededRandom(START_DELAY_SEED),
+    );
     const startDelayMs = (): number => timing.plan(systemClock.now()).startDelayMs;
     await Promise.all(
       Array.from({ length: scenario.busyWorkers ?? scenario.workers }, (_, i) => {
@@ -404,13 +468,24 @@ function unavailable(name: BaselineName, reason: string): StrategyResult {
  *
  * Limiters and their Redis connections are disconnected at the end. Never throws for a missing Redis.
  */
-export async function runBaseline(name: BaselineName, scenario: BenchScenario, options: BaselineOptions = {}): Promise<StrategyResult> {
+export async function runBaseline(
+  name: BaselineName,
+  scenario: BenchScenario,
+  options: BaselineOptions = {},
+): Promise<StrategyResult> {
   switch (name) {
     case 'naive-fanout':
       return runWorkers(name, scenario, options, []);
     case 'per-worker-limiter': {
       const chain = chainOf(scenario, scenario.workers);
-      return runWorkers(name, scenario, options, Array.from({ length: scenario.workers }, () => chain.map(({ settings, weight }) => ({ limiter: new Bottleneck(settings), weight }))));
+      return runWorkers(
+        name,
+        scenario,
+        options,
+        Array.from({ length: scenario.workers }, () =>
+          chain.map(({ settings, weight }) => ({ limiter: new Bottleneck(settings), weight })),
+        ),
+      );
     }
     case 'shared-redis-limiter': {
       const redis = await startRedis({ binary: options.redisServer });
@@ -429,13 +504,18 @@ export async function runBaseline(name: BaselineName, scenario: BenchScenario, o
           },
           weight,
         }));
-        const limiters = Array.from({ length: scenario.workers }, () => chain.map(({ settings, weight }) => ({ limiter: new Bottleneck(settings), weight })));
+        const limiters = Array.from({ length: scenario.workers }, () =>
+          chain.map(({ settings, weight }) => ({ limiter: new Bottleneck(settings), weight })),
+        );
         const all = limiters.flat().map(({ limiter }) => limiter);
         try {
           await Promise.all(all.map((limiter) => limiter.ready()));
         } catch (error) {
           await Promise.all(all.map((limiter) => limiter.disconnect(false)));
-          return unavailable(name, `Bottleneck could not use redis-server: ${error instanceof Error ? error.message : String(error)}`);
+          return unavailable(
+            name,
+            `Bottleneck could not use redis-server: ${error instanceof Error ? error.message : String(error)}`,
+          );
         }
         return await runWorkers(name, scenario, options, limiters);
       } finally {
@@ -448,6 +528,7 @@ export async function runBaseline(name: BaselineName, scenario: BenchScenario, o
 /** The limiters of `1/share` of the scenario's quota (see {@link limiterChain}), paced at its jobs' mean reservations. */
 function chainOf(scenario: BenchScenario, share: number): ChainedLimiter[] {
   const jobs = benchJobs(scenario);
-  const meanUnits = (tier: Tier): number => jobs.reduce((sum, job) => sum + unitsFor(tier, job.costs), 0) / Math.max(1, jobs.length);
+  const meanUnits = (tier: Tier): number =>
+    jobs.reduce((sum, job) => sum + unitsFor(tier, job.costs), 0) / Math.max(1, jobs.length);
   return limiterChain(scenario.quotas, share, meanUnits, scenario.maxInFlight);
 }

@@ -55,7 +55,10 @@ export async function measureIdle(template: Template, runs: number): Promise<Idl
   const { orchestrator, schedule } = functions;
   for (let run = 1; run <= runs; run++) {
     await fireSchedule(scheduler, schedule.functionName, systemClock.now());
-    await waitFor(() => harness.stats(orchestrator.name).invocations >= run && harness.stats(orchestrator.name).running === 0, { timeoutMs: orchestrator.timeoutMs + 10_000, intervalMs: 20, what: `idle run ${run} to end` });
+    await waitFor(
+      () => harness.stats(orchestrator.name).invocations >= run && harness.stats(orchestrator.name).running === 0,
+      { timeoutMs: orchestrator.timeoutMs + 10_000, intervalMs: 20, what: `idle run ${run} to end` },
+    );
   }
   const billedMs = harness.stats(orchestrator.name).billedMs;
   service.stop(systemClock.now());

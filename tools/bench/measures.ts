@@ -19,7 +19,9 @@ export function idealSeconds(scenario: BenchScenario, jobs: number = scenario.jo
     0,
     ...scenario.quotas.flatMap((tier) => {
       const rate = tier.steadyRate();
-      return rate === undefined ? [] : [(used.reduce((sum, costs) => sum + unitsFor(tier, costs), 0) * rate.perMs) / rate.units / 1000];
+      return rate === undefined
+        ? []
+        : [(used.reduce((sum, costs) => sum + unitsFor(tier, costs), 0) * rate.perMs) / rate.units / 1000];
     }),
   );
   return round3(quotaSeconds + (scenario.outage?.forSeconds ?? 0));
@@ -104,7 +106,9 @@ export function handedBackShare(settlements: readonly Settlement[], units: reado
     addCosts(reserved, settlement.reservation.costs);
     addCosts(back, handedBack(settlement));
   }
-  return Object.fromEntries(units.map((unit) => [unit, (reserved[unit] ?? 0) === 0 ? 0 : round3((back[unit] ?? 0) / (reserved[unit] ?? 1))]));
+  return Object.fromEntries(
+    units.map((unit) => [unit, (reserved[unit] ?? 0) === 0 ? 0 : round3((back[unit] ?? 0) / (reserved[unit] ?? 1))]),
+  );
 }
 
 function round3(x: number): number {

@@ -40,11 +40,20 @@ export interface OrchestratorStrategyOptions {
  * Runs the scenario through this project end to end on the local stack (emulated SQS and DynamoDB, the real
  * handlers, the Lambda invoke path), with `serverless.yml`'s settings but the scenario's quotas.
  */
-export async function runOrchestratorStrategy(bench: BenchScenario, options: OrchestratorStrategyOptions): Promise<OrchestratorResult> {
+export async function runOrchestratorStrategy(
+  bench: BenchScenario,
+  options: OrchestratorStrategyOptions,
+): Promise<OrchestratorResult> {
   // The same jobs and start delays as the baselines' workers, and like them no second deliveries.
   const scenario = simulationScenario(bench);
-  const overrides: (keyof ServiceConfig)[] = bench.llm === undefined ? ['quotas'] : ['quotas', 'maxInFlight', 'usagePreset'];
-  const run = await runLocal({ scenario, overrides, template: options.template, ...(bench.awsLatency === undefined ? {} : { awsLatency: bench.awsLatency }) });
+  const overrides: (keyof ServiceConfig)[] =
+    bench.llm === undefined ? ['quotas'] : ['quotas', 'maxInFlight', 'usagePreset'];
+  const run = await runLocal({
+    scenario,
+    overrides,
+    template: options.template,
+    ...(bench.awsLatency === undefined ? {} : { awsLatency: bench.awsLatency }),
+  });
   return toResult(bench, run);
 }
 
@@ -65,7 +74,8 @@ function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult
   const billedSeconds = (run.orchestrator.billedMs + run.worker.billedMs) / 1000;
   const waited = Object.entries(run.orchestrator.requests).map(([key, tally]) => [key, tally.ms / 1000] as const);
   const units = unitsOf(run);
-  const outageEnd = bench.outage === undefined ? undefined : run.start + (bench.outage.atSeconds + bench.outage.forSeconds) * 1000;
+  const outageEnd =
+    bench.outage === undefined ? undefined : run.start + (bench.outage.atSeconds + bench.outage.forSeconds) * 1000;
   return {
     name: 'orchestrator',
     durationSeconds: report.durationSeconds,
@@ -81,7 +91,11 @@ function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult
     ...(outageEnd === undefined ? {} : { recoverySeconds: recoverySeconds(run.calls, outageEnd) }),
     ...(bench.llm === undefined
       ? {}
-      : { peakCallsInFlight: peakCallsInFlight(run.calls), tierUtilization: tierUtilization(run.calls, bench.quotas), handedBackShare: handedBackShare(run.settlements, namedUnits(bench.quotas)) }),
+      : {
+          peakCallsInFlight: peakCallsInFlight(run.calls),
+          tierUtilization: tierUtilization(run.calls, bench.quotas),
+          handedBackShare: handedBackShare(run.settlements, namedUnits(bench.quotas)),
+        }),
     dynamodbReadUnitsPerJob: round(units.read / jobs),
     dynamodbWriteUnitsPerJob: round(units.write / jobs),
     dynamodbRequestsPerJob: round(requestsTo(run, 'dynamodb') / jobs),

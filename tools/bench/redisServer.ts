@@ -61,7 +61,9 @@ function answersPing(port: number): Promise<boolean> {
  * Never throws: when the binary is missing, the server exits early, or it does not answer within `timeoutMs`,
  * the answer is `{ unavailable }` with the reason, and nothing is left running.
  */
-export async function startRedis(options: StartRedisOptions = {}): Promise<RunningRedis | { readonly unavailable: string }> {
+export async function startRedis(
+  options: StartRedisOptions = {},
+): Promise<RunningRedis | { readonly unavailable: string }> {
   const { binary = 'redis-server', timeoutMs = 5_000 } = options;
   let dir: string;
   try {
@@ -71,9 +73,13 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Runni
   }
   try {
     const port = await freePort();
-    const child = spawn(binary, ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      binary,
+      ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     let output = '';
     const keep = (chunk: Buffer): void => {
       output = (output + chunk.toString('utf8')).slice(-2_000);
@@ -83,7 +89,11 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Runni
     let failure: string | undefined;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.once('error', (error) => (failure = `${binary} could not be started: ${error.message}`));
-    child.once('exit', (code, signal) => (failure ??= `${binary} exited (${signal ?? `code ${code}`}) before answering: ${lastLine(output)}`));
+    child.once(
+      'exit',
+      (code, signal) =>
+        (failure ??= `${binary} exited (${signal ?? `code ${code}`}) before answering: ${lastLine(output)}`),
+    );
 
     const stop = async (): Promise<void> => {
       if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {

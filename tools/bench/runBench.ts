@@ -1,7 +1,13 @@
 import type { Template } from '../local/template';
 import { runBaseline } from './baselines';
 import type { ChartPanel } from './chart';
-import { costInputForResult, costPerMillionJobs, ORCHESTRATOR_MEMORY_MB, WORKER_MEMORY_MB, type CostLine } from './cost';
+import {
+  costInputForResult,
+  costPerMillionJobs,
+  ORCHESTRATOR_MEMORY_MB,
+  WORKER_MEMORY_MB,
+  type CostLine,
+} from './cost';
 import { runOrchestratorStrategy, type OrchestratorResult } from './orchestratorStrategy';
 import type { SimulatedCeiling } from './simulatedCeiling';
 import { STRATEGIES, type BenchScenario, type StrategyResult } from './types';
@@ -13,28 +19,44 @@ const BASELINE_TIME_LIMIT_MS = 300_000;
  * Every strategy on one scenario, one after the other so that none competes with another for the machine.
  * @param onStart told the name of each strategy as it starts (progress for people).
  */
-export async function compareStrategies(scenario: BenchScenario, template: Template, onStart: (name: string) => void = () => undefined): Promise<StrategyResult[]> {
+export async function compareStrategies(
+  scenario: BenchScenario,
+  template: Template,
+  onStart: (name: string) => void = () => undefined,
+): Promise<StrategyResult[]> {
   const results: StrategyResult[] = [];
   for (const name of STRATEGIES) {
     onStart(name);
-    results.push(name === 'orchestrator' ? await runOrchestratorStrategy(scenario, { template }) : await runBaseline(name, scenario, { timeLimitMs: BASELINE_TIME_LIMIT_MS }));
+    results.push(
+      name === 'orchestrator'
+        ? await runOrchestratorStrategy(scenario, { template })
+        : await runBaseline(name, scenario, { timeLimitMs: BASELINE_TIME_LIMIT_MS }),
+    );
   }
   return results;
 }
 
 /** The tightest tier's steady rate in calls per second. */
 export function quotaPerSecond(scenario: BenchScenario): number {
-  return Math.min(...scenario.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => (rate.units / rate.perMs) * 1000));
+  return Math.min(
+    ...scenario.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => (rate.units / rate.perMs) * 1000),
+  );
 }
 
 /** A strategy's cost per million jobs, from its counts. */
 export function costLine(result: StrategyResult): CostLine {
   if (result.unavailable !== undefined) return { name: result.name, unavailable: result.unavailable };
-  if (result.name !== 'orchestrator') return { name: result.name, cost: costPerMillionJobs(costInputForResult(result)) };
+  if (result.name !== 'orchestrator')
+    return { name: result.name, cost: costPerMillionJobs(costInputForResult(result)) };
   // The orchestrator's busy time counts its own function's time with the workers'; price each at its memory size.
   const { orchestratorSecondsPerJob } = result as OrchestratorResult;
   const workers = { ...result, workerBusySecondsPerJob: result.workerBusySecondsPerJob - orchestratorSecondsPerJob };
-  return { name: result.name, cost: costPerMillionJobs(costInputForResult(workers, { orchestratorSecondsPerJob, orchestratorMemoryMb: ORCHESTRATOR_MEMORY_MB })) };
+  return {
+    name: result.name,
+    cost: costPerMillionJobs(
+      costInputForResult(workers, { orchestratorSecondsPerJob, orchestratorMemoryMb: ORCHESTRATOR_MEMORY_MB }),
+    ),
+  };
 }
 
 /**
@@ -43,7 +65,14 @@ export function costLine(result: StrategyResult): CostLine {
  */
 export function overheadPer1MJobs(result: OrchestratorResult): number {
   const total = costLine(result).cost?.total ?? Number.NaN;
-  return total - costPerMillionJobs({ invocationsPerJob: 0, workerBusySecondsPerJob: result.apiCallSecondsPerJob, memoryMb: WORKER_MEMORY_MB }).lambdaCompute;
+  return (
+    total -
+    costPerMillionJobs({
+      invocationsPerJob: 0,
+      workerBusySecondsPerJob: result.apiCallSecondsPerJob,
+      memoryMb: WORKER_MEMORY_MB,
+    }).lambdaCompute
+  );
 }
 
 /** The figures of a result for the JSON line: everything but the per-second series, with its price per million jobs. */
@@ -51,12 +80,17 @@ export function figures(result: StrategyResult): Record<string, unknown> {
   const counts = Object.fromEntries(Object.entries(result).filter(([key]) => key !== 'callsPerSecond'));
   const round = (usd: number): number => Math.round(usd * 1000) / 1000;
   const costPer1MJobsUsd = round(costLine(result).cost?.total ?? 0);
-  return result.name === 'orchestrator' && result.unavailable === undefined ? { ...counts, costPer1MJobsUsd, overheadPer1MJobsUsd: round(overheadPer1MJobs(result as OrchestratorResult)) } : { ...counts, costPer1MJobsUsd };
+  return result.name === 'orchestrator' && result.unavailable === undefined
+    ? { ...counts, costPer1MJobsUsd, overheadPer1MJobsUsd: round(overheadPer1MJobs(result as OrchestratorResult)) }
+    : { ...counts, costPer1MJobsUsd };
 }
 
 /** The growth runs as a table: duration, dispatch rate, cost per job and memory per size. */
 export function growthTable(results: readonly OrchestratorResult[], scenarios: readonly BenchScenario[]): string {
-  const lines = ['growth (orchestrator alone):', '  jobs      duration s  dispatches/s  cost per 1M jobs  peak heap MB'];
+  const lines = [
+    'growth (orchestrator alone):',
+    '  jobs      duration s  dispatches/s  cost per 1M jobs  peak heap MB',
+  ];
   results.forEach((r, i) => {
     const cost = costLine(r).cost?.total ?? Number.NaN;
     lines.push(
@@ -70,7 +104,10 @@ export function growthTable(results: readonly OrchestratorResult[], scenarios: r
 function timeShares(time: Readonly<Record<string, number>>, total: number): string[] {
   return Object.entries(time)
     .sort(([, a], [, b]) => b - a)
-    .map(([key, seconds]) => `    ${key.padEnd(36)} ${seconds.toFixed(2).padStart(7)} s  ${((seconds / total) * 100).toFixed(0).padStart(3)} %`);
+    .map(
+      ([key, seconds]) =>
+        `    ${key.padEnd(36)} ${seconds.toFixed(2).padStart(7)} s  ${((seconds / total) * 100).toFixed(0).padStart(3)} %`,
+    );
 }
 
 /**
@@ -79,7 +116,10 @@ function timeShares(time: Readonly<Record<string, number>>, total: number): stri
  * Requests made at once (a refill's receives) overlap, so the shares can add up to more than the run.
  */
 export function ceilingLines(result: OrchestratorResult, simulated: SimulatedCeiling, scenario: BenchScenario): string {
-  const latency = scenario.awsLatency === undefined ? 'no added latency' : `Invoke ${scenario.awsLatency.lambdaMs} ms, DynamoDB ${scenario.awsLatency.dynamodbMs} ms, SQS ${scenario.awsLatency.sqsMs} ms added to each request`;
+  const latency =
+    scenario.awsLatency === undefined
+      ? 'no added latency'
+      : `Invoke ${scenario.awsLatency.lambdaMs} ms, DynamoDB ${scenario.awsLatency.dynamodbMs} ms, SQS ${scenario.awsLatency.sqsMs} ms added to each request`;
   const quota = `${scenario.quotas[0]?.limit}/${scenario.quotas[0]?.per}`;
   return [
     `ceiling (${latency}):`,
@@ -97,6 +137,10 @@ export function chartPanel(scenario: BenchScenario, results: readonly StrategyRe
     title: `${scenario.name} (${scenario.jobs} jobs, ${scenario.quotas.map((t) => `${t.limit}/${t.per}`).join(' + ')})`,
     quotaPerSecond: quotaPerSecond(scenario),
     ...(scenario.outage === undefined ? {} : { outage: scenario.outage }),
-    series: results.map((r) => ({ name: r.name, callsPerSecond: r.callsPerSecond, ...(r.unavailable === undefined ? {} : { unavailable: r.unavailable }) })),
+    series: results.map((r) => ({
+      name: r.name,
+      callsPerSecond: r.callsPerSecond,
+      ...(r.unavailable === undefined ? {} : { unavailable: r.unavailable }),
+    })),
   };
 }

@@ -24,14 +24,33 @@ export function steadyScenario(size: BenchSize): BenchScenario {
  * get out of it when Lambda has not scaled up (or the queue trickles).
  */
 export function partlyBusyScenario(size: BenchSize): BenchScenario {
-  return { ...steadyScenario(size), name: 'steady, 5 of 20 workers busy', jobs: size === 'full' ? 300 : 60, busyWorkers: 5 };
+  return {
+    ...steadyScenario(size),
+    name: 'steady, 5 of 20 workers busy',
+    jobs: size === 'full' ? 300 : 60,
+    busyWorkers: 5,
+  };
 }
 
 /** The steady backlog with a 15 s outage in the middle (5 s in the quick size). */
 export function outageScenario(size: BenchSize): BenchScenario {
   return size === 'full'
-    ? { name: 'outage', jobs: 1000, quotas: SHORT_TIERS, latencyMs: 50, workers: 20, outage: { atSeconds: 15, forSeconds: 15 } }
-    : { name: 'outage', jobs: 200, quotas: SHORT_TIERS, latencyMs: 50, workers: 20, outage: { atSeconds: 2, forSeconds: 5 } };
+    ? {
+        name: 'outage',
+        jobs: 1000,
+        quotas: SHORT_TIERS,
+        latencyMs: 50,
+        workers: 20,
+        outage: { atSeconds: 15, forSeconds: 15 },
+      }
+    : {
+        name: 'outage',
+        jobs: 200,
+        quotas: SHORT_TIERS,
+        latencyMs: 50,
+        workers: 20,
+        outage: { atSeconds: 2, forSeconds: 5 },
+      };
 }
 
 /** One per-second tier alone (5/s) with 10 % of worker invocations starting 200 to 700 ms late. */
@@ -42,7 +61,14 @@ export function lateStartsScenario(size: BenchSize): BenchScenario {
     quotas: parseTiers([{ limit: 5, per: 'second' }]),
     latencyMs: 50,
     workers: 20,
-    startDelays: { ...REALISTIC_START_DELAYS, coldShare: 0.1, coldMinMs: 200, coldMaxMs: 700, throttledShare: 0, holdShare: 0 },
+    startDelays: {
+      ...REALISTIC_START_DELAYS,
+      coldShare: 0.1,
+      coldMinMs: 200,
+      coldMaxMs: 700,
+      throttledShare: 0,
+      holdShare: 0,
+    },
   };
 }
 
@@ -101,5 +127,12 @@ export function growthScenarios(size: BenchSize): BenchScenario[] {
  * AWS takes it.
  */
 export function ceilingScenario(size: BenchSize): BenchScenario {
-  return { name: 'ceiling', jobs: size === 'full' ? 5000 : 1000, quotas: parseTiers([{ limit: 100_000, per: 'second' }]), latencyMs: 5, workers: 20, awsLatency: AWS_LATENCY };
+  return {
+    name: 'ceiling',
+    jobs: size === 'full' ? 5000 : 1000,
+    quotas: parseTiers([{ limit: 100_000, per: 'second' }]),
+    latencyMs: 5,
+    workers: 20,
+    awsLatency: AWS_LATENCY,
+  };
 }

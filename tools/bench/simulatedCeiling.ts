@@ -27,10 +27,20 @@ function latencyOf(request: string, profile: AwsLatencyProfile): number {
  */
 export async function simulatedCeiling(bench: BenchScenario, jobs: number): Promise<SimulatedCeiling> {
   const awsLatency = bench.awsLatency ?? NO_LATENCY;
-  const scenario = parseScenario({ name: bench.name, quotas: bench.quotas, jobs: { count: jobs }, api: { latencyMs: bench.latencyMs }, startDelays: bench.startDelays ?? REALISTIC_START_DELAYS, awsLatency, maxSeconds: 3_600 });
+  const scenario = parseScenario({
+    name: bench.name,
+    quotas: bench.quotas,
+    jobs: { count: jobs },
+    api: { latencyMs: bench.latencyMs },
+    startDelays: bench.startDelays ?? REALISTIC_START_DELAYS,
+    awsLatency,
+    maxSeconds: 3_600,
+  });
   const result = await runSimulation(scenario);
   const round = (n: number): number => Math.round(n * 1000) / 1000;
-  const time = [...result.orchestratorRequests].map(([request, count]) => [request, round((count * latencyOf(request, awsLatency)) / 1000)] as const);
+  const time = [...result.orchestratorRequests].map(
+    ([request, count]) => [request, round((count * latencyOf(request, awsLatency)) / 1000)] as const,
+  );
   return {
     jobs,
     dispatchesPerSecond: Math.max(0, ...callsPerSecond(result.api.callLog, result.start)),

@@ -69,7 +69,11 @@ function handedBackCell(share: Readonly<Record<string, number>> | undefined): st
  * has them: `peak in flight`, one `use <tier>` column per tier of `tierUtilization`, and `handed back` (each unit's
  * share that was handed back, units that handed back none left out, `0` when none did).
  */
-export function formatTable(scenarioName: string, results: readonly StrategyResult[], costs: readonly (number | undefined)[] = []): string {
+export function formatTable(
+  scenarioName: string,
+  results: readonly StrategyResult[],
+  costs: readonly (number | undefined)[] = [],
+): string {
   const ran = results.filter((r) => r.unavailable === undefined);
   const withRecovery = ran.some((r) => r.recoverySeconds !== undefined);
   const withPeak = ran.some((r) => r.peakCallsInFlight !== undefined);

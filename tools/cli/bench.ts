@@ -10,7 +10,16 @@ import { ceilingLines, chartPanel, compareStrategies, costLine, figures, growthT
 import { runBaseline } from '../bench/baselines';
 import { simulatedCeiling } from '../bench/simulatedCeiling';
 import { measureIdle } from '../bench/idleCost';
-import { ceilingScenario, growthScenarios, lateStartsScenario, llmScenario, outageScenario, partlyBusyScenario, steadyScenario, type BenchSize } from '../bench/scenarios';
+import {
+  ceilingScenario,
+  growthScenarios,
+  lateStartsScenario,
+  llmScenario,
+  outageScenario,
+  partlyBusyScenario,
+  steadyScenario,
+  type BenchSize,
+} from '../bench/scenarios';
 import { formatTable } from '../bench/table';
 import type { BenchScenario, StrategyResult } from '../bench/types';
 import { packagedTemplate } from '../local/packageService';
@@ -45,7 +54,8 @@ async function main(): Promise<number> {
 
   const steady = steadyScenario(size);
   const outage = outageScenario(size);
-  const progress = (scenario: BenchScenario) => (name: string) => process.stderr.write(`  ${scenario.name}: ${name}…\n`);
+  const progress = (scenario: BenchScenario) => (name: string) =>
+    process.stderr.write(`  ${scenario.name}: ${name}…\n`);
   const steadyResults = await compareStrategies(steady, template, progress(steady));
   const partlyBusy = partlyBusyScenario(size);
   progress(partlyBusy)('per-worker-limiter');
@@ -74,9 +84,20 @@ async function main(): Promise<number> {
   const date = new Date().toISOString().slice(0, 10);
   const chartPath = resolve(values.chart);
   mkdirSync(dirname(chartPath), { recursive: true });
-  writeFileSync(chartPath, renderBenchChart([chartPanel(steady, steadyResults), chartPanel(outage, outageResults), chartPanel(lateStarts, lateStartsResults)], `${machine}; ${date}`));
+  writeFileSync(
+    chartPath,
+    renderBenchChart(
+      [chartPanel(steady, steadyResults), chartPanel(outage, outageResults), chartPanel(lateStarts, lateStartsResults)],
+      `${machine}; ${date}`,
+    ),
+  );
 
-  const table = (scenario: BenchScenario, results: readonly StrategyResult[]): string => formatTable(scenario.name, results, results.map((r) => costLine(r).cost?.total));
+  const table = (scenario: BenchScenario, results: readonly StrategyResult[]): string =>
+    formatTable(
+      scenario.name,
+      results,
+      results.map((r) => costLine(r).cost?.total),
+    );
   const { perRun } = idle;
   const out = [
     `machine: ${machine}; date: ${date}; size: ${size}`,

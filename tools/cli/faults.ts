@@ -19,7 +19,9 @@ const USAGE = `Usage: npm run faults -- [--quick] [--json] [--scenario NAME] [--
 
 /** One line on the cap on calls in flight: what the API saw, and how the slots came back. */
 function formatCallsInFlight(c: CallsInFlightResult): string {
-  const recovered = c.everySlotRecovered ? 'every slot recovered' : `SLOTS NOT RECOVERED: ${c.unreportedDispatches} dispatches unreported, ${c.slotsLeaked} slots leaked`;
+  const recovered = c.everySlotRecovered
+    ? 'every slot recovered'
+    : `SLOTS NOT RECOVERED: ${c.unreportedDispatches} dispatches unreported, ${c.slotsLeaked} slots leaked`;
   return `calls in flight: peak ${c.peak} of maxInFlight ${c.maxInFlight} (${c.inFlightViolations} over) in ${c.calls} calls; ${c.dispatches} dispatches (${c.dispatchesOfFailedWorkers} of failed workers, ${c.reportsLost} reports lost); ${c.slotsHeldAtEnd} slots held at the end (${c.slotsHeldForFailedWorkers} for failed workers); ${recovered}`;
 }
 
@@ -36,13 +38,33 @@ function formatResults(results: readonly FaultScenarioResult[]): string {
     String(r.orchestratorCrashes),
     r.seconds.toFixed(1),
   ]);
-  const headers = ['scenario', 'jobs', 'faults', 'lost', 'dup calls (after crash)', 'quota violations', 'FIFO violations', 'DLQ with reason', 'orch. crashes', 'seconds'];
+  const headers = [
+    'scenario',
+    'jobs',
+    'faults',
+    'lost',
+    'dup calls (after crash)',
+    'quota violations',
+    'FIFO violations',
+    'DLQ with reason',
+    'orch. crashes',
+    'seconds',
+  ];
   const columns: Column[] = headers.map((header, i) => ({ header, align: i === 0 ? 'left' : 'right' }));
-  const table = formatFixedWidth(columns, rows.map((cells) => ({ cells })));
+  const table = formatFixedWidth(
+    columns,
+    rows.map((cells) => ({ cells })),
+  );
   const details = results.map((r) => {
-    const faults = Object.entries(r.faults).map(([kind, n]) => `${kind} ${n}`).join(', ');
-    const kills = Object.entries(r.killPoints).map(([point, n]) => `${point} ${n}`).join(', ');
-    const exhausted = Object.entries(r.quotaExhausted).map(([tier, n]) => `${tier} ${n}`).join(', ');
+    const faults = Object.entries(r.faults)
+      .map(([kind, n]) => `${kind} ${n}`)
+      .join(', ');
+    const kills = Object.entries(r.killPoints)
+      .map(([point, n]) => `${point} ${n}`)
+      .join(', ');
+    const exhausted = Object.entries(r.quotaExhausted)
+      .map(([tier, n]) => `${tier} ${n}`)
+      .join(', ');
     return `- ${r.name}: ${r.injects}\n    injected: ${faults || 'none'}${kills === '' ? '' : `\n    kill points: ${kills}`}${exhausted === '' ? '' : `\n    quota-exhausted reports: ${exhausted}`}${r.crashErrors.map((e) => `\n    crashed run: ${e}`).join('')}${r.staleHolder === undefined ? '' : `\n    stale holder's run ended: ${r.staleHolder}`}${r.callsInFlight === undefined ? '' : `\n    ${formatCallsInFlight(r.callsInFlight)}`}`;
   });
   return `${table}\n\n${details.join('\n')}`;
@@ -68,7 +90,8 @@ async function main(): Promise<number> {
   const all = faultScenarios(size);
   const wanted = values.scenario ?? all.map((s) => s.name);
   const unknown = wanted.filter((name) => !all.some((s) => s.name === name));
-  if (unknown.length > 0) throw new Error(`unknown scenario ${unknown.join(', ')}; names: ${all.map((s) => s.name).join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`unknown scenario ${unknown.join(', ')}; names: ${all.map((s) => s.name).join(', ')}`);
 
   const emulators = await startEmulators();
   const results: FaultScenarioResult[] = [];
@@ -85,7 +108,14 @@ async function main(): Promise<number> {
   console.log(`\ntotals: ${JSON.stringify(totals)}`);
   if (values.json) console.log(JSON.stringify({ ...totals, results }));
   const slotsLost = results.some((r) => r.callsInFlight?.everySlotRecovered === false);
-  const failed = totals.lost > 0 || totals.quotaViolations > 0 || totals.orchestratorCrashes > 0 || totals.unexplainedDuplicates > 0 || totals.deadLetteredWithoutReason > 0 || totals.inFlightViolations > 0 || slotsLost;
+  const failed =
+    totals.lost > 0 ||
+    totals.quotaViolations > 0 ||
+    totals.orchestratorCrashes > 0 ||
+    totals.unexplainedDuplicates > 0 ||
+    totals.deadLetteredWithoutReason > 0 ||
+    totals.inFlightViolations > 0 ||
+    slotsLost;
   return failed ? 1 : 0;
 }
 

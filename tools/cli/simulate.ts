@@ -12,17 +12,27 @@ const USAGE = `Usage: npm run simulate -- [--scenario FILE] [--json]
   --json           print the report as one JSON line, last`;
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { scenario: { type: 'string' }, json: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+  const { values } = parseArgs({
+    options: {
+      scenario: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', default: false },
+    },
+  });
   if (values.help) {
     console.log(USAGE);
     return 0;
   }
-  const raw: unknown = values.scenario === undefined ? defaultScenario : JSON.parse(readFileSync(values.scenario, 'utf8'));
+  const raw: unknown =
+    values.scenario === undefined ? defaultScenario : JSON.parse(readFileSync(values.scenario, 'utf8'));
   const scenario = parseScenario(raw);
   if (!values.json) console.log(`Scenario: ${scenario.name}`);
   const { report, api } = await runSimulation(scenario);
   const { maxInFlight } = scenario.config;
-  const inFlight = maxInFlight === undefined ? '' : `\ncalls in progress at the API: at most ${api.peakCallsInFlight()} at once (maxInFlight ${maxInFlight})`;
+  const inFlight =
+    maxInFlight === undefined
+      ? ''
+      : `\ncalls in progress at the API: at most ${api.peakCallsInFlight()} at once (maxInFlight ${maxInFlight})`;
   console.log(values.json ? JSON.stringify(report) : `${formatReport(report)}${inFlight}`);
   return report.lost === 0 ? 0 : 1;
 }

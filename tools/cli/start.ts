@@ -27,7 +27,18 @@ const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] 
                    firing) for \`npm run ops -- --local\`, until Ctrl-C; writes where it is to the stack file
   --stack-file FILE where --keep writes the stack's endpoints, names and environment (default: ${DEFAULT_STACK_FILE})`;
 
-const SETTINGS: readonly (keyof ServiceConfig)[] = ['lane', 'timeZone', 'quotas', 'maxInFlight', 'units', 'usagePreset', 'pacing', 'circuit', 'retry', 'orchestrator'];
+const SETTINGS: readonly (keyof ServiceConfig)[] = [
+  'lane',
+  'timeZone',
+  'quotas',
+  'maxInFlight',
+  'units',
+  'usagePreset',
+  'pacing',
+  'circuit',
+  'retry',
+  'orchestrator',
+];
 
 /** One status line: a bar of ended jobs, the counts by state and the circuit. */
 function progressLine(p: Progress): string {
@@ -37,7 +48,14 @@ function progressLine(p: Progress): string {
 
 function toCsv(rows: readonly TimelineRow[]): string {
   const header = 'second,calls,accepted,rejected,failed,circuit,queued,inFlight';
-  return [header, ...rows.map((r) => [r.second, r.calls, r.accepted, r.rejected, r.failed, r.circuit, r.queued, r.inFlight].join(','))].join('\n') + '\n';
+  return (
+    [
+      header,
+      ...rows.map((r) =>
+        [r.second, r.calls, r.accepted, r.rejected, r.failed, r.circuit, r.queued, r.inFlight].join(','),
+      ),
+    ].join('\n') + '\n'
+  );
 }
 
 async function main(): Promise<number> {
@@ -55,12 +73,15 @@ async function main(): Promise<number> {
   });
   const apiUrl = values['api-url'];
   const healthUrl = values['health-url'];
-  if ((apiUrl === undefined) !== (healthUrl === undefined)) throw new ConfigError('--api-url', 'and --health-url go together: give both or neither');
+  if ((apiUrl === undefined) !== (healthUrl === undefined))
+    throw new ConfigError('--api-url', 'and --health-url go together: give both or neither');
   if (values.help) {
     console.log(USAGE);
     return 0;
   }
-  const raw = (values.scenario === undefined ? defaultScenario : JSON.parse(readFileSync(values.scenario, 'utf8'))) as Record<string, unknown>;
+  const raw = (
+    values.scenario === undefined ? defaultScenario : JSON.parse(readFileSync(values.scenario, 'utf8'))
+  ) as Record<string, unknown>;
   const scenario = parseScenario(raw);
   process.stderr.write(`Scenario: ${scenario.name}\nPackaging serverless.yml (osls package)…\n`);
   const template = await packagedTemplate();
@@ -71,7 +92,10 @@ async function main(): Promise<number> {
     progress.done();
     mkdirSync(dirname(timelinePath), { recursive: true });
     writeFileSync(timelinePath, toCsv(timeline));
-    const inFlight = maxInFlight === undefined ? '' : `calls in progress at the API: at most ${peakCallsInFlight(calls)} at once (maxInFlight ${maxInFlight})\n`;
+    const inFlight =
+      maxInFlight === undefined
+        ? ''
+        : `calls in progress at the API: at most ${peakCallsInFlight(calls)} at once (maxInFlight ${maxInFlight})\n`;
     process.stderr.write(`${formatReport(report)}\n${inFlight}timeline: ${timelinePath}\n`);
     if (values.json) console.log(JSON.stringify(report));
   };

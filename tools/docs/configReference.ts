@@ -23,7 +23,15 @@ import { CONFIG_ENV, QUEUE_URL_ENV, RESOURCE_ENV } from '../../lib/configFromEnv
 import { resolveQuotaSettings, SETTINGS_PATH, type ServiceView } from '../../lib/deploy/quotaSettings';
 import { parseScenario } from '../simulation/scenario';
 import { llmExamplesSection, type ExampleValidator } from './llmExamples';
-import { acceptedKeys, allowedIn, allowedValues, MINIMAL_CONFIG, MINIMAL_TIER, refusal, WRONG_VALUE } from './parserProbe';
+import {
+  acceptedKeys,
+  allowedIn,
+  allowedValues,
+  MINIMAL_CONFIG,
+  MINIMAL_TIER,
+  refusal,
+  WRONG_VALUE,
+} from './parserProbe';
 import { cell, describe, formatValue, inWords, table, type Setting } from './settingsTable';
 import { DocReader, REPO_ROOT, type MemberDoc } from './tsdocReader';
 import { unitsSection, UNITS_SOURCE, USAGE_SOURCE } from './unitsReference';
@@ -42,7 +50,14 @@ const DEPLOY_SOURCE = 'lib/deploy/quotaSettings.ts';
 const MINIMAL_SERVICE = {
   provider: {},
   functions: { orchestrator: { timeout: 300 }, worker: { timeout: 30, maximumEventAge: 60 } },
-  custom: { queues: { maxReceiveCount: 10 }, quotaOrchestrator: { ...MINIMAL_CONFIG, apiUrl: 'https://api.example.com/jobs', healthUrl: 'https://api.example.com/health' } },
+  custom: {
+    queues: { maxReceiveCount: 10 },
+    quotaOrchestrator: {
+      ...MINIMAL_CONFIG,
+      apiUrl: 'https://api.example.com/jobs',
+      healthUrl: 'https://api.example.com/health',
+    },
+  },
 } as const;
 
 /** The heading of the worked examples. */
@@ -50,7 +65,10 @@ const EXAMPLES_HEADING = 'Examples: LLM providers';
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces to '-'. */
 function anchorOf(heading: string): string {
-  return heading.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+  return heading
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
 }
 
 /** `custom` keys of serverless.yml that are not settings: names, build options, and the lookup highThroughputFifo uses. */
@@ -118,7 +136,11 @@ function customSettings(yml: string): YamlSetting[] {
     const keys = [...stack.map((s) => s.key), key];
     if (NOT_SETTINGS.has(keys[0]!)) continue;
     const context = stack.map((s) => s.comment).filter((c) => c !== '');
-    settings.push({ path: `custom.${keys.join('.')}`, value, comment: ownComment === '' ? context.join(' ') : ownComment });
+    settings.push({
+      path: `custom.${keys.join('.')}`,
+      value,
+      comment: ownComment === '' ? context.join(' ') : ownComment,
+    });
   }
   return settings;
 }
@@ -130,7 +152,10 @@ function customSettings(yml: string): YamlSetting[] {
 export function buildConfigReference(): string {
   const docs = new DocReader([CONFIG_SOURCE, TIERS_SOURCE, DEPLOY_SOURCE, UNITS_SOURCE, USAGE_SOURCE]);
   const defaults = parseServiceConfig(MINIMAL_CONFIG) as unknown as Record<string, unknown>;
-  const serviceKeys = acceptedKeys((unknown) => parseServiceConfig({ ...MINIMAL_CONFIG, [unknown]: 1 }), 'parseServiceConfig');
+  const serviceKeys = acceptedKeys(
+    (unknown) => parseServiceConfig({ ...MINIMAL_CONFIG, [unknown]: 1 }),
+    'parseServiceConfig',
+  );
   const topDocs = docs.members(CONFIG_SOURCE, 'ServiceConfig');
   const envOf = CONFIG_ENV as Readonly<Record<string, string>>;
 
@@ -140,21 +165,52 @@ export function buildConfigReference(): string {
     const value = defaults[key];
     const env = envOf[key] === undefined ? '' : ` Environment variable \`${envOf[key]}\`.`;
     if (key === 'quotas') {
-      topRows.push({ key, defaultValue: 'required', allowed: `a list of tiers: see [quotas](#quotas)`, description: describe(topDocs.get(key), undefined) + env });
-      sections.push({ key, lines: ['Each tier of the `quotas` list:', '', table(tierRows(docs)), '', `**Units.** ${docs.symbolDoc(TIERS_SOURCE, 'TierUnit')}`, '', `**Unit names.** ${docs.symbolDoc(TIERS_SOURCE, 'unitNameProblem').replace(/^Why `name` cannot name a unit, or `undefined` when it can\. /, '')}`] });
+      topRows.push({
+        key,
+        defaultValue: 'required',
+        allowed: `a list of tiers: see [quotas](#quotas)`,
+        description: describe(topDocs.get(key), undefined) + env,
+      });
+      sections.push({
+        key,
+        lines: [
+          'Each tier of the `quotas` list:',
+          '',
+          table(tierRows(docs)),
+          '',
+          `**Units.** ${docs.symbolDoc(TIERS_SOURCE, 'TierUnit')}`,
+          '',
+          `**Unit names.** ${docs.symbolDoc(TIERS_SOURCE, 'unitNameProblem').replace(/^Why `name` cannot name a unit, or `undefined` when it can\. /, '')}`,
+        ],
+      });
     } else if (key === 'units') {
       // Keyed by unit name: its rows are the keys of one unit's settings.
       const allowed = allowedValues(() => parseServiceConfig({ ...MINIMAL_CONFIG, [key]: WRONG_VALUE }));
-      topRows.push({ key, defaultValue: 'per unit: see [units](#units)', allowed: `${allowed}: see [units](#units)`, description: describe(topDocs.get(key), undefined) + env });
+      topRows.push({
+        key,
+        defaultValue: 'per unit: see [units](#units)',
+        allowed: `${allowed}: see [units](#units)`,
+        description: describe(topDocs.get(key), undefined) + env,
+      });
       sections.push({ key, lines: unitsSection(docs) });
     } else if (isRecord(value)) {
       const { doc, members } = docs.memberType(CONFIG_SOURCE, 'ServiceConfig', key);
       const own = topDocs.get(key);
-      topRows.push({ key, defaultValue: 'all defaults', allowed: `see [${key}](#${key})`, description: describe(own?.text ? own : { text: doc }, undefined) + env });
+      topRows.push({
+        key,
+        defaultValue: 'all defaults',
+        allowed: `see [${key}](#${key})`,
+        description: describe(own?.text ? own : { text: doc }, undefined) + env,
+      });
       sections.push({ key, lines: [table(sectionRows(key, value, members))] });
     } else {
       const allowed = allowedValues(() => parseServiceConfig({ ...MINIMAL_CONFIG, [key]: WRONG_VALUE }));
-      topRows.push({ key, defaultValue: formatValue(value), allowed, description: describe(topDocs.get(key), value) + env });
+      topRows.push({
+        key,
+        defaultValue: formatValue(value),
+        allowed,
+        description: describe(topDocs.get(key), value) + env,
+      });
     }
   }
 
@@ -163,26 +219,46 @@ export function buildConfigReference(): string {
   const customSections = Object.fromEntries(Object.entries(ymlCustom).filter(([key]) => !NOT_SETTINGS.has(key)));
   const deployDocs = docs.members(DEPLOY_SOURCE, 'DeploySettings');
   const baseline = MINIMAL_SERVICE.custom.quotaOrchestrator as Record<string, unknown>;
-  const allKeys = acceptedKeys((unknown) => resolveQuotaSettings(serviceWith({ ...baseline, [unknown]: 1 }, customSections)), 'resolveQuotaSettings');
+  const allKeys = acceptedKeys(
+    (unknown) => resolveQuotaSettings(serviceWith({ ...baseline, [unknown]: 1 }, customSections)),
+    'resolveQuotaSettings',
+  );
   const deployRows = allKeys
     .filter((key) => !serviceKeys.includes(key))
     .map((key): Setting => {
       const without = Object.fromEntries(Object.entries(baseline).filter(([name]) => name !== key));
-      const required = refusal(() => resolveQuotaSettings(serviceWith(without, customSections)))?.field === `${SETTINGS_PATH}.${key}`;
-      const allowed = allowedValues(() => resolveQuotaSettings(serviceWith({ ...baseline, [key]: WRONG_VALUE }, customSections)));
+      const required =
+        refusal(() => resolveQuotaSettings(serviceWith(without, customSections)))?.field === `${SETTINGS_PATH}.${key}`;
+      const allowed = allowedValues(() =>
+        resolveQuotaSettings(serviceWith({ ...baseline, [key]: WRONG_VALUE }, customSections)),
+      );
       const doc = deployDocs.get(key);
-      const defaultValue = required ? 'required' : doc?.defaultTag === undefined ? '—' : doc.defaultTag.replace(/\s+/g, ' ');
-      return { key, defaultValue, allowed, description: describe(doc === undefined ? undefined : { text: doc.text }, undefined) };
+      const defaultValue = required
+        ? 'required'
+        : doc?.defaultTag === undefined
+          ? '—'
+          : doc.defaultTag.replace(/\s+/g, ' ');
+      return {
+        key,
+        defaultValue,
+        allowed,
+        description: describe(doc === undefined ? undefined : { text: doc.text }, undefined),
+      };
     });
 
   const other = customSettings(yml).map((setting) => {
     const keys = setting.path.split('.').slice(1);
-    const refused = refusal(() => resolveQuotaSettings(serviceWith(baseline, replaced(customSections, keys, WRONG_VALUE))));
+    const refused = refusal(() =>
+      resolveQuotaSettings(serviceWith(baseline, replaced(customSections, keys, WRONG_VALUE))),
+    );
     return { ...setting, checked: allowedIn(refused?.field === setting.path ? refused : undefined) };
   });
   const checks = docs.symbolDoc(DEPLOY_SOURCE, 'resolveQuotaSettings');
   // The service's settings a scenario file takes, read from the scenario parser's list of its keys.
-  const scenarioKeys = acceptedKeys((unknown) => parseScenario({ ...MINIMAL_CONFIG, [unknown]: 1 }), 'parseScenario').filter((key) => serviceKeys.includes(key));
+  const scenarioKeys = acceptedKeys(
+    (unknown) => parseScenario({ ...MINIMAL_CONFIG, [unknown]: 1 }),
+    'parseScenario',
+  ).filter((key) => serviceKeys.includes(key));
 
   const out: string[] = [];
   out.push(
@@ -191,14 +267,14 @@ export function buildConfigReference(): string {
     '# Configuration reference',
     '',
     `Your settings live in \`${SETTINGS_PATH}\` in [serverless.yml](../serverless.yml). The quota-config plugin`,
-    '([lib/deploy/quotaConfigPlugin.cjs](../lib/deploy/quotaConfigPlugin.cjs)) validates them with the service\'s own parser before anything is packaged, so a',
-    'wrong value fails `npm run package` (and `deploy`) with the field\'s name and its allowed values, for example',
+    "([lib/deploy/quotaConfigPlugin.cjs](../lib/deploy/quotaConfigPlugin.cjs)) validates them with the service's own parser before anything is packaged, so a",
+    "wrong value fails `npm run package` (and `deploy`) with the field's name and its allowed values, for example",
     '`custom.quotaOrchestrator.quotas[0].per: must be one of second, minute, hour, day, month; got "fortnight"`.',
     'It then hands them to both functions as environment variables, which the functions parse again, with the same',
     'parser, at cold start. A section you leave out takes every default; a key you leave out takes its default.',
     '',
     `A scenario file for the local run (\`npm start -- --scenario FILE\`) takes the same ${inWords(scenarioKeys.map((key) => `\`${key}\``))},`,
-    'which replace serverless.yml\'s for that run.',
+    "which replace serverless.yml's for that run.",
     '',
     `Worked examples for an Anthropic and an OpenAI lane: [${EXAMPLES_HEADING}](#${anchorOf(EXAMPLES_HEADING)}).`,
     '',
@@ -218,7 +294,13 @@ export function buildConfigReference(): string {
   for (const section of sections) out.push('', `### ${section.key}`, '', ...section.lines);
   const validate: ExampleValidator = (settings, workerTimeoutSeconds) => {
     const service = serviceWith({ ...settings }, customSections);
-    resolveQuotaSettings({ ...service, functions: { ...MINIMAL_SERVICE.functions, worker: { ...MINIMAL_SERVICE.functions.worker, timeout: workerTimeoutSeconds } } });
+    resolveQuotaSettings({
+      ...service,
+      functions: {
+        ...MINIMAL_SERVICE.functions,
+        worker: { ...MINIMAL_SERVICE.functions.worker, timeout: workerTimeoutSeconds },
+      },
+    });
   };
   out.push('', `## ${EXAMPLES_HEADING}`, '', ...llmExamplesSection(validate));
   out.push('', '## What packaging checks', '', checks.trim());
@@ -232,7 +314,10 @@ export function buildConfigReference(): string {
       '',
     );
     const lines = ['| Key | In serverless.yml | Checked at packaging | Description |', '| --- | --- | --- | --- |'];
-    for (const setting of other) lines.push(`| \`${setting.path}\` | \`${cell(setting.value)}\` | ${cell(setting.checked)} | ${cell(setting.comment) || '—'} |`);
+    for (const setting of other)
+      lines.push(
+        `| \`${setting.path}\` | \`${cell(setting.value)}\` | ${cell(setting.checked)} | ${cell(setting.comment) || '—'} |`,
+      );
     out.push(lines.join('\n'));
   }
   out.push(
@@ -244,7 +329,7 @@ export function buildConfigReference(): string {
     '',
     ...Object.entries(CONFIG_ENV).map(([key, name]) => `- \`${name}\`: \`${key}\``),
     '',
-    'The resources and the example worker\'s API:',
+    "The resources and the example worker's API:",
     '',
     ...Object.entries({ ...RESOURCE_ENV, ...QUEUE_URL_ENV }).map(([key, name]) => `- \`${name}\` (${key})`),
     '',
@@ -262,15 +347,32 @@ function tierRows(docs: DocReader): Setting[] {
     const required = Object.hasOwn(MINIMAL_TIER, key);
     const allowed = allowedValues(() => withTier({ ...MINIMAL_TIER, [key]: WRONG_VALUE }));
     const value = required ? undefined : parsed[key];
-    return { key, defaultValue: required ? 'required' : formatValue(value), allowed, description: describe(tierDocs.get(key), value) };
+    return {
+      key,
+      defaultValue: required ? 'required' : formatValue(value),
+      allowed,
+      description: describe(tierDocs.get(key), value),
+    };
   });
 }
 
 /** The rows of an object section of `ServiceConfig` (`pacing`, `circuit`, …): every key its parser accepts. */
-function sectionRows(section: string, defaults: Record<string, unknown>, memberDocs: Map<string, MemberDoc>): Setting[] {
-  const keys = acceptedKeys((unknown) => parseServiceConfig({ ...MINIMAL_CONFIG, [section]: { [unknown]: 1 } }), section);
+function sectionRows(
+  section: string,
+  defaults: Record<string, unknown>,
+  memberDocs: Map<string, MemberDoc>,
+): Setting[] {
+  const keys = acceptedKeys(
+    (unknown) => parseServiceConfig({ ...MINIMAL_CONFIG, [section]: { [unknown]: 1 } }),
+    section,
+  );
   return keys.map((key) => {
     const allowed = allowedValues(() => parseServiceConfig({ ...MINIMAL_CONFIG, [section]: { [key]: WRONG_VALUE } }));
-    return { key, defaultValue: formatValue(defaults[key]), allowed, description: describe(memberDocs.get(key), defaults[key]) };
+    return {
+      key,
+      defaultValue: formatValue(defaults[key]),
+      allowed,
+      description: describe(memberDocs.get(key), defaults[key]),
+    };
   });
 }

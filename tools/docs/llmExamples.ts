@@ -63,7 +63,7 @@ export const LLM_EXAMPLES: readonly LlmExample[] = [
     title: 'Anthropic (Messages API)',
     intro: [
       'Anthropic limits requests, input tokens and output tokens per minute, each on its own. One tier per limit, the',
-      'preset for the answer\'s `usage`, and a cap on calls in progress. The numbers are an example: take yours from',
+      "preset for the answer's `usage`, and a cap on calls in progress. The numbers are an example: take yours from",
       'the limits of your organisation and model.',
     ],
     workerTimeoutSeconds: WORKER_TIMEOUT_SECONDS,
@@ -82,12 +82,25 @@ export const LLM_EXAMPLES: readonly LlmExample[] = [
     deployKeys: ['apiUrl', 'healthUrl', 'apiTimeoutMs'],
     body: { model: '…', max_tokens: MAX_TOKENS, messages: MESSAGES },
     attributes: [
-      { name: 'input_tokens', value: PROMPT_TOKENS, setTo: 'the prompt\'s token count (Anthropic\'s token-counting endpoint gives it)' },
-      { name: 'output_tokens', value: MAX_TOKENS, setTo: 'the request\'s `max_tokens`: the most the answer can use' },
+      {
+        name: 'input_tokens',
+        value: PROMPT_TOKENS,
+        setTo: "the prompt's token count (Anthropic's token-counting endpoint gives it)",
+      },
+      { name: 'output_tokens', value: MAX_TOKENS, setTo: "the request's `max_tokens`: the most the answer can use" },
     ],
-    answer: { id: 'msg_…', type: 'message', usage: { input_tokens: PROMPT_TOKENS, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: OUTPUT_TOKENS } },
+    answer: {
+      id: 'msg_…',
+      type: 'message',
+      usage: {
+        input_tokens: PROMPT_TOKENS,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+        output_tokens: OUTPUT_TOKENS,
+      },
+    },
     outro: [
-      'The example worker sends the API key as `authorization: Bearer <key>`. Anthropic\'s API takes it in an `x-api-key`',
+      "The example worker sends the API key as `authorization: Bearer <key>`. Anthropic's API takes it in an `x-api-key`",
       'header, with an `anthropic-version` header: give the worker an API caller that sends those (see',
       '[replacing the API caller](architecture.md#replacing-the-api-caller)).',
     ],
@@ -96,7 +109,7 @@ export const LLM_EXAMPLES: readonly LlmExample[] = [
     title: 'OpenAI (Chat Completions)',
     intro: [
       'OpenAI limits requests and tokens (prompt and completion together) per minute. One tier per limit, the preset',
-      'for the answer\'s `usage`, and a cap on calls in progress. The numbers are an example: take yours from the',
+      "for the answer's `usage`, and a cap on calls in progress. The numbers are an example: take yours from the",
       'limits of your organisation and model.',
     ],
     workerTimeoutSeconds: WORKER_TIMEOUT_SECONDS,
@@ -113,8 +126,22 @@ export const LLM_EXAMPLES: readonly LlmExample[] = [
     },
     deployKeys: ['apiUrl', 'healthUrl', 'apiTimeoutMs'],
     body: { model: '…', max_completion_tokens: MAX_TOKENS, messages: MESSAGES },
-    attributes: [{ name: 'tokens', value: PROMPT_TOKENS + MAX_TOKENS, setTo: 'the prompt\'s token count plus the request\'s `max_completion_tokens` (or `max_tokens`)' }],
-    answer: { id: 'chatcmpl-…', object: 'chat.completion', usage: { prompt_tokens: PROMPT_TOKENS, completion_tokens: OUTPUT_TOKENS, total_tokens: PROMPT_TOKENS + OUTPUT_TOKENS } },
+    attributes: [
+      {
+        name: 'tokens',
+        value: PROMPT_TOKENS + MAX_TOKENS,
+        setTo: "the prompt's token count plus the request's `max_completion_tokens` (or `max_tokens`)",
+      },
+    ],
+    answer: {
+      id: 'chatcmpl-…',
+      object: 'chat.completion',
+      usage: {
+        prompt_tokens: PROMPT_TOKENS,
+        completion_tokens: OUTPUT_TOKENS,
+        total_tokens: PROMPT_TOKENS + OUTPUT_TOKENS,
+      },
+    },
     outro: [
       'The example worker sends the API key from the SSM parameter `apiKeyParameter` as `authorization: Bearer <key>`,',
       'as OpenAI expects.',
@@ -129,15 +156,30 @@ function scalar(value: unknown): string {
 
 /** A flat object as a YAML flow mapping: `{ limit: 10, per: second }`. */
 function flow(value: Readonly<Record<string, unknown>>): string {
-  return `{ ${Object.entries(value).map(([k, v]) => `${k}: ${scalar(v)}`).join(', ')} }`;
+  return `{ ${Object.entries(value)
+    .map(([k, v]) => `${k}: ${scalar(v)}`)
+    .join(', ')} }`;
 }
 
 /** The example's serverless.yml, as far as it sets anything: the worker's timeout, and its settings (lists one item a line). */
 function yamlOf({ workerTimeoutSeconds, settings }: LlmExample): string[] {
-  const lines = ['functions:', '  worker:', `    timeout: ${workerTimeoutSeconds}    # and the rest of the worker's settings`, 'custom:', '  quotaOrchestrator:'];
+  const lines = [
+    'functions:',
+    '  worker:',
+    `    timeout: ${workerTimeoutSeconds}    # and the rest of the worker's settings`,
+    'custom:',
+    '  quotaOrchestrator:',
+  ];
   for (const [key, value] of Object.entries(settings)) {
-    if (Array.isArray(value)) lines.push(`    ${key}:`, ...(value as Readonly<Record<string, unknown>>[]).map((item) => `      - ${flow(item)}`));
-    else lines.push(`    ${key}: ${typeof value === 'object' && value !== null ? flow(value as Readonly<Record<string, unknown>>) : scalar(value)}`);
+    if (Array.isArray(value))
+      lines.push(
+        `    ${key}:`,
+        ...(value as Readonly<Record<string, unknown>>[]).map((item) => `      - ${flow(item)}`),
+      );
+    else
+      lines.push(
+        `    ${key}: ${typeof value === 'object' && value !== null ? flow(value as Readonly<Record<string, unknown>>) : scalar(value)}`,
+      );
   }
   return lines;
 }
@@ -155,13 +197,31 @@ function renderExample(example: LlmExample, validate: ExampleValidator): string[
     throw new Error(`configuration reference, example '${example.title}': ${why}`);
   };
   const yaml = yamlOf(example);
-  const read = yamlParse(yaml.join('\n')) as { functions?: { worker?: { timeout?: unknown } }; custom?: { quotaOrchestrator?: unknown } };
+  const read = yamlParse(yaml.join('\n')) as {
+    functions?: { worker?: { timeout?: unknown } };
+    custom?: { quotaOrchestrator?: unknown };
+  };
   const parsedBack = { timeout: read.functions?.worker?.timeout, settings: read.custom?.quotaOrchestrator };
-  if (!isDeepStrictEqual(parsedBack, { timeout: example.workerTimeoutSeconds, settings: example.settings })) fail(`its YAML reads back as ${JSON.stringify(parsedBack)}`);
+  if (!isDeepStrictEqual(parsedBack, { timeout: example.workerTimeoutSeconds, settings: example.settings }))
+    fail(`its YAML reads back as ${JSON.stringify(parsedBack)}`);
   validate(example.settings, example.workerTimeoutSeconds);
-  const config = parseServiceConfig(Object.fromEntries(Object.entries(example.settings).filter(([key]) => !example.deployKeys.includes(key))));
-  const attributes = Object.fromEntries(example.attributes.map(({ name, value }) => [name, { dataType: 'Number', value: String(value) }]));
-  const parsed = parseJob({ queue: 'main', messageId: 'example', receiptHandle: '', body: JSON.stringify(example.body), attributes, receiveCount: 1 }, config.units);
+  const config = parseServiceConfig(
+    Object.fromEntries(Object.entries(example.settings).filter(([key]) => !example.deployKeys.includes(key))),
+  );
+  const attributes = Object.fromEntries(
+    example.attributes.map(({ name, value }) => [name, { dataType: 'Number', value: String(value) }]),
+  );
+  const parsed = parseJob(
+    {
+      queue: 'main',
+      messageId: 'example',
+      receiptHandle: '',
+      body: JSON.stringify(example.body),
+      attributes,
+      receiveCount: 1,
+    },
+    config.units,
+  );
   if (!parsed.ok) return fail(`its job is refused: ${parsed.reason}`);
   const { costs } = parsed.job;
   const usage = readUsage(usageSourcesOf(config.units), { headers: {}, body: JSON.stringify(example.answer) });
@@ -170,7 +230,9 @@ function renderExample(example: LlmExample, validate: ExampleValidator): string[
   const unread = units.filter((unit) => usage[unit] === undefined);
   if (unread.length > 0) fail(`the worker reads no ${inWords(unread)} from its answer`);
   const returned = units.filter((unit) => (back[unit] ?? 0) > 0).map((unit) => `${back[unit]} \`${unit}\``);
-  const sendAttributes = Object.fromEntries(example.attributes.map(({ name, value }) => [name, { DataType: 'Number', StringValue: String(value) }]));
+  const sendAttributes = Object.fromEntries(
+    example.attributes.map(({ name, value }) => [name, { DataType: 'Number', StringValue: String(value) }]),
+  );
   return [
     `### ${example.title}`,
     '',
@@ -180,7 +242,7 @@ function renderExample(example: LlmExample, validate: ExampleValidator): string[
     ...yaml,
     '```',
     '',
-    'A job\'s body is the provider\'s request, sent as it is:',
+    "A job's body is the provider's request, sent as it is:",
     '',
     '```json',
     JSON.stringify(example.body),
@@ -219,13 +281,13 @@ export function llmExamplesSection(validate: ExampleValidator): string[] {
   return [
     'Two lanes for LLM providers, end to end: the limits as tiers, the cap on calls in progress, the preset that reads',
     'usage from the answer, and what a producer puts on each message. How estimates are reserved and settled:',
-    '[quotas and pacing](quotas-and-pacing.md#named-units-and-estimates); the producer\'s side:',
+    "[quotas and pacing](quotas-and-pacing.md#named-units-and-estimates); the producer's side:",
     '[producers](producers.md#token-estimates-for-llm-apis).',
     '',
     `An LLM's answer takes seconds to minutes, so both give the worker ${WORKER_TIMEOUT_SECONDS} s and a call ${LONG_CALLS.apiTimeoutMs / 1000} s (\`apiTimeoutMs\`; the`,
     `default, 10 s, would count long answers as timeouts and open the circuit). A health check's timeout and a message's`,
     `visibility grow with them, in the order [packaging checks](#what-packaging-checks). A call that never reports frees its`,
-    'slot once it can no longer be running: the arrival margin plus the worker\'s timeout after its slot.',
+    "slot once it can no longer be running: the arrival margin plus the worker's timeout after its slot.",
     ...LLM_EXAMPLES.flatMap((example) => ['', ...renderExample(example, validate)]),
   ];
 }

@@ -33,7 +33,8 @@ export function refusal(run: () => unknown): ConfigError | undefined {
 export function acceptedKeys(run: (unknownKey: string) => unknown, where: string): string[] {
   const problem = refusal(() => run(UNKNOWN_KEY))?.problem ?? '';
   const listed = /allowed keys are (.+)$/.exec(problem)?.[1];
-  if (listed === undefined) throw new Error(`${where}: the parser did not list its keys when given an unknown one (got '${problem}')`);
+  if (listed === undefined)
+    throw new Error(`${where}: the parser did not list its keys when given an unknown one (got '${problem}')`);
   return listed.split(', ');
 }
 
@@ -47,5 +48,7 @@ export function allowedValues(run: () => unknown): string {
 
 /** What a refusal says is allowed (see {@link allowedValues}); `—` for no refusal. */
 export function allowedIn(error: ConfigError | undefined): string {
-  return error === undefined ? '—' : error.problem.replace(/; got [\s\S]*$/, '').replace(/https?:\/\/[^\s,;]+/g, (url) => `\`${url}\``);
+  return error === undefined
+    ? '—'
+    : error.problem.replace(/; got [\s\S]*$/, '').replace(/https?:\/\/[^\s,;]+/g, (url) => `\`${url}\``);
 }

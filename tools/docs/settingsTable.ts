@@ -24,7 +24,9 @@ export function describe(doc: MemberDoc | undefined, defaultValue: unknown): str
   const tag = doc.defaultTag?.trim();
   if (tag === undefined || tag === '') return doc.text;
   const shown = typeof defaultValue === 'string' ? [defaultValue, `'${defaultValue}'`] : [String(defaultValue)];
-  const rest = shown.reduce((text, value) => (text.startsWith(value) ? text.slice(value.length) : text), tag).replace(/^[\s:,;]+/, '');
+  const rest = shown
+    .reduce((text, value) => (text.startsWith(value) ? text.slice(value.length) : text), tag)
+    .replace(/^[\s:,;]+/, '');
   const sentence = (text: string) => `${doc.text} Default: ${text.replace(/^\((.*)\)$/, '$1').replace(/\.$/, '')}.`;
   if (defaultValue !== undefined && rest === tag) return sentence(tag);
   return rest === '' ? doc.text : sentence(rest);
@@ -36,7 +38,8 @@ export function cell(text: string): string {
 
 export function table(rows: readonly Setting[]): string {
   const lines = ['| Key | Default | Allowed | Description |', '| --- | --- | --- | --- |'];
-  for (const row of rows) lines.push(`| \`${row.key}\` | ${cell(row.defaultValue)} | ${cell(row.allowed)} | ${cell(row.description)} |`);
+  for (const row of rows)
+    lines.push(`| \`${row.key}\` | ${cell(row.defaultValue)} | ${cell(row.allowed)} | ${cell(row.description)} |`);
   return lines.join('\n');
 }
 

@@ -13,7 +13,12 @@ export interface MemberDoc {
 
 /** TSDoc text as markdown: `{@link X}` becomes `` `X` `` (or its label). */
 function plain(parts: ts.SymbolDisplayPart[] | undefined): string {
-  return ts.displayPartsToString(parts).replace(/\{@link(?:code|plain)?\s+([^}|\s]+)(?:\s*\|?\s*([^}]+))?\}/g, (_all, target: string, label?: string) => `\`${(label ?? target).trim()}\``);
+  return ts
+    .displayPartsToString(parts)
+    .replace(
+      /\{@link(?:code|plain)?\s+([^}|\s]+)(?:\s*\|?\s*([^}]+))?\}/g,
+      (_all, target: string, label?: string) => `\`${(label ?? target).trim()}\``,
+    );
 }
 
 /** Reads TSDoc with the TypeScript compiler API: one program over the sources that declare the settings. */
@@ -24,7 +29,14 @@ export class DocReader {
   constructor(files: readonly string[]) {
     this.program = ts.createProgram(
       files.map((file) => path.join(REPO_ROOT, file)),
-      { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.CommonJS, strict: true, noEmit: true, skipLibCheck: true, types: [] },
+      {
+        target: ts.ScriptTarget.ES2022,
+        module: ts.ModuleKind.CommonJS,
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: [],
+      },
     );
     this.checker = this.program.getTypeChecker();
   }
@@ -33,8 +45,12 @@ export class DocReader {
   private exported(file: string, name: string): ts.Symbol {
     const source = this.program.getSourceFile(path.join(REPO_ROOT, file));
     const moduleSymbol = source === undefined ? undefined : this.checker.getSymbolAtLocation(source);
-    const symbol = moduleSymbol === undefined ? undefined : this.checker.getExportsOfModule(moduleSymbol).find((s) => s.name === name);
-    if (symbol === undefined) throw new Error(`${file} does not export ${name}, whose TSDoc the configuration reference reads`);
+    const symbol =
+      moduleSymbol === undefined
+        ? undefined
+        : this.checker.getExportsOfModule(moduleSymbol).find((s) => s.name === name);
+    if (symbol === undefined)
+      throw new Error(`${file} does not export ${name}, whose TSDoc the configuration reference reads`);
     return symbol;
   }
 
@@ -54,7 +70,11 @@ export class DocReader {
    * The type of member `member` of the exported interface `name` of `file`: its TSDoc (that of the type's own
    * declaration, e.g. `PacingSettings`) and the TSDoc of each of its members.
    */
-  memberType(file: string, name: string, member: string): { readonly doc: string; readonly members: Map<string, MemberDoc> } {
+  memberType(
+    file: string,
+    name: string,
+    member: string,
+  ): { readonly doc: string; readonly members: Map<string, MemberDoc> } {
     const owner = this.checker.getDeclaredTypeOfSymbol(this.exported(file, name));
     const property = this.checker.getPropertyOfType(owner, member);
     if (property === undefined) return { doc: '', members: new Map() };

@@ -27,7 +27,11 @@ const UNIT_TIERS = [COST_UNIT, ...PRESET_UNITS, OTHER_UNIT].map((unit) => ({ lim
 
 /** The configuration with a tier of each unit of {@link UNIT_TIERS}, and `units` set to `units`. */
 function withUnits(units: unknown, usagePreset?: string): ReturnType<typeof parseServiceConfig> {
-  return parseServiceConfig({ quotas: UNIT_TIERS, ...(units === undefined ? {} : { units }), ...(usagePreset === undefined ? {} : { usagePreset }) });
+  return parseServiceConfig({
+    quotas: UNIT_TIERS,
+    ...(units === undefined ? {} : { units }),
+    ...(usagePreset === undefined ? {} : { usagePreset }),
+  });
 }
 
 /**
@@ -36,9 +40,15 @@ function withUnits(units: unknown, usagePreset?: string): ReturnType<typeof pars
  */
 function unitDefault(key: string): string {
   const plain = withUnits(undefined).units as Readonly<Record<string, Readonly<Record<string, unknown>>>>;
-  const preset = USAGE_PRESET_NAMES.map((name) => withUnits(undefined, name).units as Readonly<Record<string, Readonly<Record<string, unknown>>>>);
-  const own = UNIT_TIERS.flatMap(({ unit }) => (plain[unit]?.[key] === undefined ? [] : [`\`${unit}\`: ${formatValue(plain[unit]?.[key])}`]));
-  const fromPreset = UNIT_TIERS.filter(({ unit }) => plain[unit]?.[key] === undefined && preset.some((units) => units[unit]?.[key] !== undefined)).map(({ unit }) => `\`${unit}\``);
+  const preset = USAGE_PRESET_NAMES.map(
+    (name) => withUnits(undefined, name).units as Readonly<Record<string, Readonly<Record<string, unknown>>>>,
+  );
+  const own = UNIT_TIERS.flatMap(({ unit }) =>
+    plain[unit]?.[key] === undefined ? [] : [`\`${unit}\`: ${formatValue(plain[unit]?.[key])}`],
+  );
+  const fromPreset = UNIT_TIERS.filter(
+    ({ unit }) => plain[unit]?.[key] === undefined && preset.some((units) => units[unit]?.[key] !== undefined),
+  ).map(({ unit }) => `\`${unit}\``);
   const parts = [...own, ...(fromPreset.length === 0 ? [] : [`${fromPreset.join(', ')}: from \`usagePreset\``])];
   const otherHasOne = plain[OTHER_UNIT]?.[key] !== undefined;
   return [...parts, otherHasOne ? '' : 'other units: none'].filter((part) => part !== '').join('; ');
@@ -62,7 +72,8 @@ function unitRows(docs: DocReader): Setting[] {
 function sourceShapes(): string[] {
   const usage = (source: unknown) => refusal(() => withUnits({ [COST_UNIT]: { usage: source } }));
   const shapes = [...(usage(WRONG_VALUE)?.problem ?? '').matchAll(/\{"([A-Za-z]+)":/g)].map((match) => match[1]!);
-  if (shapes.length === 0) throw new Error('units.usage: the parser did not name the shapes of a usage source when given a wrong one');
+  if (shapes.length === 0)
+    throw new Error('units.usage: the parser did not name the shapes of a usage source when given a wrong one');
   const wrong: Readonly<Record<string, readonly unknown[]>> = { pointer: [WRONG_VALUE, 'usage', '/a~2'] };
   return shapes.map((shape) => {
     const problems = (wrong[shape] ?? [WRONG_VALUE]).map((value) => allowedIn(usage({ [shape]: value })));
@@ -74,7 +85,10 @@ function sourceShapes(): string[] {
 function presetRows(): string[] {
   const head = `| Unit | ${USAGE_PRESET_NAMES.map((name) => `\`${name}\``).join(' | ')} |`;
   const rule = `| --- | ${USAGE_PRESET_NAMES.map(() => '---').join(' | ')} |`;
-  const rows = PRESET_UNITS.map((unit) => `| \`${unit}\` | ${USAGE_PRESET_NAMES.map((name) => formatValue((USAGE_PRESETS[name] as Readonly<Record<string, unknown>>)[unit])).join(' | ')} |`);
+  const rows = PRESET_UNITS.map(
+    (unit) =>
+      `| \`${unit}\` | ${USAGE_PRESET_NAMES.map((name) => formatValue((USAGE_PRESETS[name] as Readonly<Record<string, unknown>>)[unit])).join(' | ')} |`,
+  );
   return [head, rule, ...rows];
 }
 
@@ -97,7 +111,10 @@ export function unitsSection(docs: DocReader): string[] {
     '',
     `What the worker reads from an answer, in the words of \`readUsage\` (${USAGE_SOURCE}):`,
     '',
-    ...docs.symbolDoc(USAGE_SOURCE, 'readUsage').split('\n').map((line) => `> ${line}`),
+    ...docs
+      .symbolDoc(USAGE_SOURCE, 'readUsage')
+      .split('\n')
+      .map((line) => `> ${line}`),
     '',
     '#### Usage presets',
     '',

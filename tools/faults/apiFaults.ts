@@ -10,7 +10,13 @@ import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
  * - `caller-rejected`: 401 and 403 in turn, as for a revoked key or a missing permission, until the window ends.
  * Calls met by a fault never reach the referee behind: the API did no work and consumed no quota.
  */
-export type ApiFaultKind = 'hang' | 'rate-limited-without-retry-after' | 'server-error' | 'flapping' | 'rate-limited-for-hours' | 'caller-rejected';
+export type ApiFaultKind =
+  | 'hang'
+  | 'rate-limited-without-retry-after'
+  | 'server-error'
+  | 'flapping'
+  | 'rate-limited-for-hours'
+  | 'caller-rejected';
 
 /** A stretch of misbehaviour, in ms after the scenario starts. */
 export interface ApiFaultWindow {
@@ -84,7 +90,11 @@ function answerOf(window: ApiFaultWindow, at: number): ApiResult | undefined {
       return turn % 2 === 0 ? { kind: 'response', status: 500, headers: {} } : undefined;
     }
     case 'rate-limited-for-hours':
-      return { kind: 'response', status: 429, headers: { 'retry-after': String(window.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS) } };
+      return {
+        kind: 'response',
+        status: 429,
+        headers: { 'retry-after': String(window.retryAfterSeconds ?? DEFAULT_RETRY_AFTER_SECONDS) },
+      };
     case 'caller-rejected':
       return { kind: 'response', status: Math.floor(at / 100) % 2 === 0 ? 401 : 403, headers: {} };
   }

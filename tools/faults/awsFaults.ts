@@ -44,28 +44,58 @@ const JSON_1_0 = 'application/x-amz-json-1.0';
 
 /** The error answer of `service` for `kind`, the way the service itself writes it. `turn` alternates throttle types. */
 function errorAnswer(service: AwsService, kind: Exclude<AwsFaultKind, 'timeout'>, turn: number): FaultAnswer {
-  const json = (statusCode: number, type: string, message: string, extra: Record<string, string> = {}): FaultAnswer => ({
+  const json = (
+    statusCode: number,
+    type: string,
+    message: string,
+    extra: Record<string, string> = {},
+  ): FaultAnswer => ({
     statusCode,
     headers: { 'content-type': JSON_1_0, 'x-amzn-requestid': `fault-${turn}`, ...extra },
     body: JSON.stringify({ __type: type, message }),
   });
   if (service === 'lambda') {
     const [statusCode, type, message] =
-      kind === 'throttled' ? [429, 'TooManyRequestsException', 'Rate Exceeded.'] : kind === 'unavailable' ? [503, 'ServiceException', 'Service unavailable'] : [500, 'ServiceException', 'Internal error'];
-    return { statusCode, headers: { 'content-type': 'application/json', 'x-amzn-errortype': type, 'x-amzn-requestid': `fault-${turn}` }, body: JSON.stringify({ Type: 'Service', message }) };
+      kind === 'throttled'
+        ? [429, 'TooManyRequestsException', 'Rate Exceeded.']
+        : kind === 'unavailable'
+          ? [503, 'ServiceException', 'Service unavailable']
+          : [500, 'ServiceException', 'Internal error'];
+    return {
+      statusCode,
+      headers: { 'content-type': 'application/json', 'x-amzn-errortype': type, 'x-amzn-requestid': `fault-${turn}` },
+      body: JSON.stringify({ Type: 'Service', message }),
+    };
   }
   if (service === 'dynamodb') {
     if (kind === 'throttled') {
       return turn % 2 === 0
-        ? json(400, 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException', 'The level of configured provisioned throughput for the table was exceeded.')
-        : json(400, 'com.amazon.coral.availability#ThrottlingException', 'Rate of requests exceeds the allowed throughput.');
+        ? json(
+            400,
+            'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+            'The level of configured provisioned throughput for the table was exceeded.',
+          )
+        : json(
+            400,
+            'com.amazon.coral.availability#ThrottlingException',
+            'Rate of requests exceeds the allowed throughput.',
+          );
     }
-    return kind === 'unavailable' ? json(503, 'com.amazon.coral.availability#ServiceUnavailableException', 'Service unavailable') : json(500, 'com.amazonaws.dynamodb.v20120810#InternalServerError', 'Internal server error');
+    return kind === 'unavailable'
+      ? json(503, 'com.amazon.coral.availability#ServiceUnavailableException', 'Service unavailable')
+      : json(500, 'com.amazonaws.dynamodb.v20120810#InternalServerError', 'Internal server error');
   }
-  if (kind === 'throttled') return json(400, 'com.amazonaws.sqs#RequestThrottled', 'Request is throttled.', { 'x-amzn-query-error': 'RequestThrottled;Sender' });
+  if (kind === 'throttled')
+    return json(400, 'com.amazonaws.sqs#RequestThrottled', 'Request is throttled.', {
+      'x-amzn-query-error': 'RequestThrottled;Sender',
+    });
   return kind === 'unavailable'
-    ? json(503, 'com.amazonaws.sqs#ServiceUnavailable', 'Service unavailable', { 'x-amzn-query-error': 'ServiceUnavailable;Server' })
-    : json(500, 'com.amazonaws.sqs#InternalError', 'Internal error', { 'x-amzn-query-error': 'InternalError;Receiver' });
+    ? json(503, 'com.amazonaws.sqs#ServiceUnavailable', 'Service unavailable', {
+        'x-amzn-query-error': 'ServiceUnavailable;Server',
+      })
+    : json(500, 'com.amazonaws.sqs#InternalError', 'Internal error', {
+        'x-amzn-query-error': 'InternalError;Receiver',
+      });
 }
 
 /** The operation a request is for: DynamoDB and SQS name it in `x-amz-target`, Lambda in the path. */
@@ -102,7 +132,11 @@ export class AwsFaultInjector {
   /** Adds the faults to one function's clients. */
   attach(clients: FunctionClients, role: 'orchestrator' | 'worker'): void {
     for (const service of ['dynamodb', 'sqs', 'lambda'] as const) {
-      addMiddleware(clients[service], (next) => (args) => this.handle(service, role, next, args), { step: 'deserialize', name: 'faultInjector', priority: 'low' });
+      addMiddleware(clients[service], (next) => (args) => this.handle(service, role, next, args), {
+        step: 'deserialize',
+        name: 'faultInjector',
+        priority: 'low',
+      });
     }
   }
 
@@ -111,7 +145,12 @@ export class AwsFaultInjector {
     return Object.fromEntries(this.counts);
   }
 
-  private async handle(service: AwsService, role: 'orchestrator' | 'worker', next: LooseHandler, args: Parameters<LooseHandler>[0]): ReturnType<LooseHandler> {
+  private async handle(
+    service: AwsService,
+    role: 'orchestrator' | 'worker',
+    next: LooseHandler,
+    args: Parameters<LooseHandler>[0],
+  ): ReturnType<LooseHandler> {
     const operation = operationOf(args.request);
     const at = Date.now() - this.startedAt();
     // Overlapping windows each draw in turn; the first that hits decides.
@@ -131,7 +170,12 @@ export class AwsFaultInjector {
     if (window.kind === 'timeout') {
       const timeoutMs = this.timeoutMsOf(service);
       await new Promise((resolve) => setTimeout(resolve, timeoutMs));
-      throw Object.assign(new Error(`@smithy/node-http-handler - [ERROR] a request has exceeded the configured ${timeoutMs} ms requestTimeout.`), { name: 'TimeoutError', code: 'ETIMEDOUT' });
+      throw Object.assign(
+        new Error(
+          `@smithy/node-http-handler - [ERROR] a request has exceeded the configured ${timeoutMs} ms requestTimeout.`,
+        ),
+        { name: 'TimeoutError', code: 'ETIMEDOUT' },
+      );
     }
     if (window.kind === 'error-after-success') await next(args);
     const answer = errorAnswer(service, window.kind, this.turn);

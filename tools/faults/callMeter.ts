@@ -23,7 +23,10 @@ export interface CallsInProgress {
  * A call answered at the instant another arrives does not overlap it; a call with no answer yet lasts to the end.
  */
 export function callsInProgress(spans: readonly CallSpan[], cap = Number.POSITIVE_INFINITY): CallsInProgress {
-  const edges = spans.flatMap(({ from, to }) => [{ at: from, step: 1 }, ...(to === undefined ? [] : [{ at: Math.max(from, to), step: -1 }])]);
+  const edges = spans.flatMap(({ from, to }) => [
+    { at: from, step: 1 },
+    ...(to === undefined ? [] : [{ at: Math.max(from, to), step: -1 }]),
+  ]);
   edges.sort((a, b) => a.at - b.at || a.step - b.step);
   let now = 0;
   let peak = 0;
@@ -74,7 +77,9 @@ export class CallMeter {
 
   /** Resolves when the next job call with `idempotencyKey` reaches the API. */
   arrival(idempotencyKey: string): Promise<void> {
-    return new Promise((resolve) => this.waiting.set(idempotencyKey, [...(this.waiting.get(idempotencyKey) ?? []), resolve]));
+    return new Promise((resolve) =>
+      this.waiting.set(idempotencyKey, [...(this.waiting.get(idempotencyKey) ?? []), resolve]),
+    );
   }
 
   /** The calls so far, against `cap` calls in progress. */

@@ -3,7 +3,15 @@ import { REALISTIC_TIMING } from '../simulation/startDelays';
 import type { ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { RunSummary } from '../../lib/services/runOrchestrator';
 import type { EmulatorEndpoints } from '../local/clients';
-import { createServiceStack, LANE, SimulatedCrash, type OrchestratorRun, type OrchestratorRunOptions, type ServiceStack, type TestMessage } from '../local/serviceStack';
+import {
+  createServiceStack,
+  LANE,
+  SimulatedCrash,
+  type OrchestratorRun,
+  type OrchestratorRunOptions,
+  type ServiceStack,
+  type TestMessage,
+} from '../local/serviceStack';
 import { pause } from '../local/waitFor';
 import { MisbehavingApi } from './apiFaults';
 import { CallMeter } from './callMeter';
@@ -25,7 +33,11 @@ export const FAULT_QUOTAS = [
  * attempts that the API's long failures rarely exhaust a healthy job; and a visibility that leaves a received
  * message 6 s to reach its slot while requests are slowed by retries (production leaves 90 s).
  */
-const SETTINGS = { pacing: { arrivalMarginMs: 200 }, retry: { maxAttempts: 6 }, orchestrator: { visibilityTimeoutMs: 8_000 } } as const;
+const SETTINGS = {
+  pacing: { arrivalMarginMs: 200 },
+  retry: { maxAttempts: 6 },
+  orchestrator: { visibilityTimeoutMs: 8_000 },
+} as const;
 
 /** How a `timeout` fault ends: the clients' real timeouts (5 s and more) are pinned by `clientConfig.test.ts`. */
 const FAULT_TIMEOUT_MS = 300;
@@ -130,14 +142,21 @@ interface PlannedMessage {
 /** Healthy standard jobs, FIFO groups of four, two poison jobs, and three messages the orchestrator must refuse. */
 function plannedMessages(scenario: FaultScenario): PlannedMessage[] {
   const out: PlannedMessage[] = [];
-  for (let n = 1; n <= scenario.jobs; n++) out.push({ queue: 'main', message: { body: { id: `j-${n}` } }, key: `j-${n}`, expect: 'success' });
+  for (let n = 1; n <= scenario.jobs; n++)
+    out.push({ queue: 'main', message: { body: { id: `j-${n}` } }, key: `j-${n}`, expect: 'success' });
   for (let g = 1; g <= scenario.fifoGroups; g++) {
     for (let seq = 1; seq <= 4; seq++) {
       const id = `f-${g}-${seq}`;
-      out.push({ queue: 'fifo', message: { body: { id, group: `g-${g}`, seq }, groupId: `g-${g}` }, key: id, expect: 'success' });
+      out.push({
+        queue: 'fifo',
+        message: { body: { id, group: `g-${g}`, seq }, groupId: `g-${g}` },
+        key: id,
+        expect: 'success',
+      });
     }
   }
-  for (const id of ['p-1', 'p-2']) out.push({ queue: 'main', message: { body: { id, poison: true } }, key: id, expect: 'dead-letter' });
+  for (const id of ['p-1', 'p-2'])
+    out.push({ queue: 'main', message: { body: { id, poison: true } }, key: id, expect: 'dead-letter' });
   const cost = { cost: { dataType: 'Number', value: '-3' } };
   out.push({ queue: 'main', message: { body: 'not json {' }, key: 'not json {', expect: 'dead-letter' });
   out.push({ queue: 'main', message: { body: '{"id":"x-1"' }, key: '{"id":"x-1"', expect: 'dead-letter' });
@@ -198,17 +217,33 @@ function track(run: OrchestratorRun, kind: TrackedRun['kind']): TrackedRun {
  * starts them (the next one at the first tick after the last ended) until every message has ended and nothing is
  * in flight. Then it counts what the issue asks for.
  */
-export async function runFaultScenario(scenario: FaultScenario, emulators: EmulatorEndpoints, seed: number): Promise<FaultScenarioResult> {
+export async function runFaultScenario(
+  scenario: FaultScenario,
+  emulators: EmulatorEndpoints,
+  seed: number,
+): Promise<FaultScenarioResult> {
   const random = seededRandom(seed);
   const zero = { at: Date.now() };
-  const aws = new AwsFaultInjector(scenario.aws ?? [], () => zero.at, random, () => FAULT_TIMEOUT_MS);
+  const aws = new AwsFaultInjector(
+    scenario.aws ?? [],
+    () => zero.at,
+    random,
+    () => FAULT_TIMEOUT_MS,
+  );
   const meter = new CallMeter();
   const worker = new WorkerFaultInjector(scenario.worker ?? {}, (key) => meter.arrival(key));
   const reports: Reports = { recorded: new Set(), lost: new Set() };
   let api: MisbehavingApi | undefined;
   const timingRandom = seededRandom(seed + 1_000);
   const { midnightAfterMs, clockLeaps } = scenario;
-  const clock = midnightAfterMs === undefined && clockLeaps === undefined ? undefined : new ScenarioClock({ timeZone: scenario.timeZone ?? 'UTC', ...(midnightAfterMs === undefined ? {} : { midnightAfterMs }), ...(clockLeaps === undefined ? {} : { leaps: clockLeaps }) });
+  const clock =
+    midnightAfterMs === undefined && clockLeaps === undefined
+      ? undefined
+      : new ScenarioClock({
+          timeZone: scenario.timeZone ?? 'UTC',
+          ...(midnightAfterMs === undefined ? {} : { midnightAfterMs }),
+          ...(clockLeaps === undefined ? {} : { leaps: clockLeaps }),
+        });
   const stack = await createServiceStack({
     quotas: scenario.quotas ?? FAULT_QUOTAS,
     emulators,
@@ -227,7 +262,13 @@ export async function runFaultScenario(scenario: FaultScenario, emulators: Emula
       workerDeps: (deps) => worker.deps(reportingTo(deps, reports)),
       workerHandler: (handler) => worker.handler(handler),
       // The meter sits behind the faults: a call a fault answers never reaches the API.
-      api: (inner) => (api = new MisbehavingApi(meter.around(inner), scenario.api ?? [], () => zero.at, (body, context, status) => inner.recordOutcome(body, context, status))),
+      api: (inner) =>
+        (api = new MisbehavingApi(
+          meter.around(inner),
+          scenario.api ?? [],
+          () => zero.at,
+          (body, context, status) => inner.recordOutcome(body, context, status),
+        )),
     },
   });
   try {
@@ -246,7 +287,11 @@ export async function runFaultScenario(scenario: FaultScenario, emulators: Emula
 }
 
 /** Starts runs as the schedule would (plus manual invokes and the stale holder) until the stack has drained. */
-async function drive(stack: ServiceStack, scenario: FaultScenario, random: () => number): Promise<{ runs: TrackedRun[]; seconds: number }> {
+async function drive(
+  stack: ServiceStack,
+  scenario: FaultScenario,
+  random: () => number,
+): Promise<{ runs: TrackedRun[]; seconds: number }> {
   const runs: TrackedRun[] = [];
   const began = Date.now();
   let lastManual = began;
@@ -295,10 +340,15 @@ async function tally(
   const deadKeys = new Set(deadLettered.map(keyOf));
   const successes = stack.api.successesById();
   const lost = planned.filter((p) => !(p.expect === 'success' && successes.has(p.key)) && !deadKeys.has(p.key)).length;
-  const healthyDeadLettered = planned.filter((p) => p.expect === 'success' && !successes.has(p.key) && deadKeys.has(p.key)).length;
+  const healthyDeadLettered = planned.filter(
+    (p) => p.expect === 'success' && !successes.has(p.key) && deadKeys.has(p.key),
+  ).length;
 
   // A worker killed mid-call also dies between the call and its record: the API handled the call, the service never learnt of it.
-  const crashedAfterCall = new Set([...injectors.worker.crashes('after-call'), ...injectors.worker.crashes('mid-call')]);
+  const crashedAfterCall = new Set([
+    ...injectors.worker.crashes('after-call'),
+    ...injectors.worker.crashes('mid-call'),
+  ]);
   let duplicates = 0;
   let explained = 0;
   for (const [id, n] of successes) {
@@ -319,7 +369,8 @@ async function tally(
   }
   const kills = Object.values(killPoints).reduce((sum, n) => sum + n, 0);
   const quotaExhausted: Record<string, number> = {};
-  for (const event of runs.flatMap((r) => r.run.events)) if (event.type === 'quota-exhausted') quotaExhausted[event.tier] = (quotaExhausted[event.tier] ?? 0) + 1;
+  for (const event of runs.flatMap((r) => r.run.events))
+    if (event.type === 'quota-exhausted') quotaExhausted[event.tier] = (quotaExhausted[event.tier] ?? 0) + 1;
   const stale = runs.find((r) => r.kind === 'stale');
   const manual = runs.filter((r) => r.kind === 'manual').length;
   const faults = {
@@ -333,7 +384,11 @@ async function tally(
     ...(scenario.midnightAfterMs === undefined ? {} : { 'clock:midnight': 1 }),
     ...(scenario.clockLeaps === undefined ? {} : { 'clock:leap': scenario.clockLeaps.length }),
     // What the invoke timing drew beyond a warm start: each a start Lambda makes late, or an event it delivers twice.
-    ...Object.fromEntries(Object.entries(stack.workerStarts()).filter(([kind]) => kind !== 'warm' && kind !== 'fixed').map(([kind, n]) => [`lambda:${kind === 'duplicate' ? 'delivered-twice' : `${kind}-start`}`, n])),
+    ...Object.fromEntries(
+      Object.entries(stack.workerStarts())
+        .filter(([kind]) => kind !== 'warm' && kind !== 'fixed')
+        .map(([kind, n]) => [`lambda:${kind === 'duplicate' ? 'delivered-twice' : `${kind}-start`}`, n]),
+    ),
   };
   const report = stack.api.report();
   const outcomes = stack.api.outcomeReport();
@@ -375,11 +430,25 @@ async function callsInFlightOf(
   const { maxInFlight, pacing, orchestrator } = stack.config;
   if (maxInFlight === undefined) return undefined;
   const { calls, peak, overCap } = seen.meter.report(maxInFlight);
-  const [saved, pending] = await Promise.all([stack.stores.ledger.loadLedger(LANE), stack.stores.ledger.pendingSettlements(LANE)]);
-  const dispatched = new Set(runs.flatMap((r) => r.run.events.flatMap((e) => (e.type === 'dispatched' ? [e.dispatchId] : []))));
+  const [saved, pending] = await Promise.all([
+    stack.stores.ledger.loadLedger(LANE),
+    stack.stores.ledger.pendingSettlements(LANE),
+  ]);
+  const dispatched = new Set(
+    runs.flatMap((r) => r.run.events.flatMap((e) => (e.type === 'dispatched' ? [e.dispatchId] : []))),
+  );
   const failed = new Set(stack.workerFailures.flatMap((record) => dispatchIdsOf(record.requestPayload)));
   const holdMs = pacing.arrivalMarginMs + orchestrator.workerTimeoutMs;
-  const slots = slotsRecovered({ dispatched, reports: seen.reports, failed, saved, pending, cap: maxInFlight, holdMs, now });
+  const slots = slotsRecovered({
+    dispatched,
+    reports: seen.reports,
+    failed,
+    saved,
+    pending,
+    cap: maxInFlight,
+    holdMs,
+    now,
+  });
   return {
     maxInFlight,
     calls,

@@ -23,7 +23,15 @@ const wallClock: Clock = { now: () => Date.now(), sleep: (ms) => pause(Math.max(
 /** Milliseconds since the last midnight in `timeZone` at `at` (on a day of 24 hours). */
 function sinceMidnight(at: number, timeZone: string): number {
   const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-GB', { timeZone, hourCycle: 'h23', hour: 'numeric', minute: 'numeric', second: 'numeric' }).formatToParts(at).map((p) => [p.type, Number(p.value)]),
+    new Intl.DateTimeFormat('en-GB', {
+      timeZone,
+      hourCycle: 'h23',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    })
+      .formatToParts(at)
+      .map((p) => [p.type, Number(p.value)]),
   ) as Record<string, number>;
   return (((parts.hour ?? 0) * 60 + (parts.minute ?? 0)) * 60 + (parts.second ?? 0)) * 1000 + (at % 1000);
 }
@@ -54,7 +62,8 @@ export class ScenarioClock implements Clock {
     this.startedAt = this.wall.now();
     const { midnightAfterMs, timeZone } = this.plan;
     if (midnightAfterMs === undefined) return;
-    if (!(midnightAfterMs > 0 && midnightAfterMs < DAY_MS)) throw new RangeError(`midnightAfterMs must be within a day (0 < ms < ${DAY_MS}), got ${midnightAfterMs}`);
+    if (!(midnightAfterMs > 0 && midnightAfterMs < DAY_MS))
+      throw new RangeError(`midnightAfterMs must be within a day (0 < ms < ${DAY_MS}), got ${midnightAfterMs}`);
     // Shifted so that the time of day at the start is midnightAfterMs before midnight (modulo whole days).
     this.offset = DAY_MS - sinceMidnight(this.startedAt, timeZone) - midnightAfterMs;
   }
@@ -69,7 +78,9 @@ export class ScenarioClock implements Clock {
     const until = this.now() + ms;
     for (let left = ms; left > 0; left = until - this.now()) {
       const wall = this.wall.now();
-      const toNextLeap = Math.min(...(this.plan.leaps ?? []).map((leap) => this.startedAt + leap.atMs - wall).filter((ms) => ms > 0));
+      const toNextLeap = Math.min(
+        ...(this.plan.leaps ?? []).map((leap) => this.startedAt + leap.atMs - wall).filter((ms) => ms > 0),
+      );
       await this.wall.sleep(Math.min(left, toNextLeap));
     }
   }

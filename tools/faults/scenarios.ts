@@ -2,7 +2,12 @@ import type { ApiFaultWindow } from './apiFaults';
 import type { AwsFaultWindow } from './awsFaults';
 import type { ClockLeap } from './scenarioClock';
 import type { QuotaInput } from '../local/serviceStack';
-import { DEFAULT_DUPLICATES, REALISTIC_START_DELAYS, REALISTIC_TIMING, type InvokeTimingModel } from '../simulation/startDelays';
+import {
+  DEFAULT_DUPLICATES,
+  REALISTIC_START_DELAYS,
+  REALISTIC_TIMING,
+  type InvokeTimingModel,
+} from '../simulation/startDelays';
 import type { WorkerFaultPlan } from './workerFaults';
 
 /** One fault scenario: a job set run through the whole service on the emulators while the faults are injected. */
@@ -53,7 +58,10 @@ export interface FaultScenario {
 
 /** Realistic timing with this share of late (cold) starts, `minMs`…`maxMs` late. */
 function lateStarts(share: number, minMs: number, maxMs: number): InvokeTimingModel {
-  return { ...REALISTIC_TIMING, start: { ...REALISTIC_START_DELAYS, coldShare: share, coldMinMs: minMs, coldMaxMs: maxMs } };
+  return {
+    ...REALISTIC_TIMING,
+    start: { ...REALISTIC_START_DELAYS, coldShare: share, coldMinMs: minMs, coldMaxMs: maxMs },
+  };
 }
 
 /** The minute and day tiers of the default quotas (20/s, 600/min, 5,000/day), under a tighter second tier. */
@@ -84,7 +92,12 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
   const fifoGroups = quick ? 2 : 4;
   const base = { jobs, fifoGroups };
   return [
-    { ...base, name: 'orchestrator-killed', injects: 'fault 1: runs killed at random requests: before an invoke, between invoke and flush, mid-flush', kills: quick ? 3 : 10 },
+    {
+      ...base,
+      name: 'orchestrator-killed',
+      injects: 'fault 1: runs killed at random requests: before an invoke, between invoke and flush, mid-flush',
+      kills: quick ? 3 : 10,
+    },
     {
       ...base,
       name: 'dynamodb-unavailable',
@@ -100,8 +113,18 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
     {
       ...base,
       name: 'dynamodb-answers-lost',
-      injects: 'fault 2: DynamoDB writes that land and then answer 500, so that the SDK retries them (ledger saves, settlements, circuit and idempotency writes)',
-      aws: [{ service: 'dynamodb', kind: 'error-after-success', operations: ['UpdateItem', 'PutItem'], fromMs: 0, toMs: quick ? 8_000 : 20_000, share: 0.25 }],
+      injects:
+        'fault 2: DynamoDB writes that land and then answer 500, so that the SDK retries them (ledger saves, settlements, circuit and idempotency writes)',
+      aws: [
+        {
+          service: 'dynamodb',
+          kind: 'error-after-success',
+          operations: ['UpdateItem', 'PutItem'],
+          fromMs: 0,
+          toMs: quick ? 8_000 : 20_000,
+          share: 0.25,
+        },
+      ],
     },
     {
       ...base,
@@ -109,9 +132,31 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
       injects: 'fault 3: SQS 5xx and timeouts on receive, send and delete; deletes that fail after they worked',
       aws: [
         { service: 'sqs', kind: 'server-error', operations: ['ReceiveMessage'], fromMs: 300, toMs: 1_500 },
-        { service: 'sqs', kind: 'timeout', operations: ['ReceiveMessage', 'SendMessage', 'SendMessageBatch'], fromMs: 1_500, toMs: quick ? 4_000 : 8_000, share: 0.3 },
-        { service: 'sqs', kind: 'server-error', operations: ['SendMessage', 'SendMessageBatch'], fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
-        { service: 'sqs', kind: 'error-after-success', operations: ['DeleteMessage', 'DeleteMessageBatch'], role: 'worker', fromMs: 0, toMs: quick ? 4_000 : 8_000, share: 0.3 },
+        {
+          service: 'sqs',
+          kind: 'timeout',
+          operations: ['ReceiveMessage', 'SendMessage', 'SendMessageBatch'],
+          fromMs: 1_500,
+          toMs: quick ? 4_000 : 8_000,
+          share: 0.3,
+        },
+        {
+          service: 'sqs',
+          kind: 'server-error',
+          operations: ['SendMessage', 'SendMessageBatch'],
+          fromMs: 0,
+          toMs: quick ? 4_000 : 8_000,
+          share: 0.3,
+        },
+        {
+          service: 'sqs',
+          kind: 'error-after-success',
+          operations: ['DeleteMessage', 'DeleteMessageBatch'],
+          role: 'worker',
+          fromMs: 0,
+          toMs: quick ? 4_000 : 8_000,
+          share: 0.3,
+        },
       ],
     },
     {
@@ -172,7 +217,8 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
     {
       ...base,
       name: 'repeated-deliveries',
-      injects: 'issue 11: a third of the worker events delivered twice, half while the first delivery runs, half after it ended',
+      injects:
+        'issue 11: a third of the worker events delivered twice, half while the first delivery runs, half after it ended',
       timing: { ...REALISTIC_TIMING, duplicates: { ...DEFAULT_DUPLICATES, share: 0.33 } },
     },
     {
@@ -182,7 +228,11 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
         'issue 11: 429s with a Retry-After of 2 hours, then a day tier used up until midnight; each wait longer than visibility × maxReceiveCount, and hours pass in a leap of the clock',
       // The 429 pause holds from 0.3 s until the clock leaps 2 hours at 20 s; the day tier then runs out in a second
       // or two, and midnight comes 20 s after the leap. The rest go in the new day.
-      quotas: [{ limit: 20, per: 'second' }, { limit: 600, per: 'minute' }, { limit: quick ? 25 : 60, per: 'day' }],
+      quotas: [
+        { limit: 20, per: 'second' },
+        { limit: 600, per: 'minute' },
+        { limit: quick ? 25 : 60, per: 'day' },
+      ],
       api: [{ kind: 'rate-limited-for-hours', fromMs: 300, toMs: 500, retryAfterSeconds: 7_200 }],
       clockLeaps: [{ atMs: 20_000, byMs: HOUR_MS * 2 }],
       midnightAfterMs: HOUR_MS * 2 + 42_000,
@@ -198,7 +248,11 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
       name: 'day-boundary',
       injects: `issue 11: a run across midnight in America/New_York with a day tier of ${quick ? 25 : 60} that runs out before it, and a third of the workers late`,
       // The day tier runs out before midnight even at half the second tier's pace, and the new day holds the rest.
-      quotas: [{ limit: 20, per: 'second' }, { limit: 600, per: 'minute' }, { limit: quick ? 25 : 60, per: 'day' }],
+      quotas: [
+        { limit: 20, per: 'second' },
+        { limit: 600, per: 'minute' },
+        { limit: quick ? 25 : 60, per: 'day' },
+      ],
       timeZone: 'America/New_York',
       midnightAfterMs: quick ? 4_000 : 6_000,
       timing: lateStarts(0.33, 200, 1_500),
@@ -206,12 +260,16 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
     {
       ...base,
       name: 'probe-overlap',
-      injects: 'issue 11: outages that open the circuit while half the events (health checks included) come late and half twice',
+      injects:
+        'issue 11: outages that open the circuit while half the events (health checks included) come late and half twice',
       outages: [
         { fromMs: 500, toMs: 2_500 },
         { fromMs: 4_000, toMs: 6_000 },
       ],
-      timing: { start: { ...REALISTIC_START_DELAYS, coldShare: 0.5, coldMinMs: 200, coldMaxMs: 1_500 }, duplicates: { ...DEFAULT_DUPLICATES, share: 0.5 } },
+      timing: {
+        start: { ...REALISTIC_START_DELAYS, coldShare: 0.5, coldMinMs: 200, coldMaxMs: 1_500 },
+        duplicates: { ...DEFAULT_DUPLICATES, share: 0.5 },
+      },
     },
     {
       ...base,
@@ -229,7 +287,10 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
       latencyMs: 300,
       // Early jobs: a killed job's message comes back after its visibility timeout (8 s), while the others still run.
       worker: { killMidCall: ids(3, quick ? 13 : 53, 5) },
-      timing: { start: { ...REALISTIC_START_DELAYS, coldShare: 0.25, coldMinMs: 200, coldMaxMs: 1_500 }, duplicates: { ...DEFAULT_DUPLICATES, share: 0.33 } },
+      timing: {
+        start: { ...REALISTIC_START_DELAYS, coldShare: 0.25, coldMinMs: 200, coldMaxMs: 1_500 },
+        duplicates: { ...DEFAULT_DUPLICATES, share: 0.33 },
+      },
     },
   ];
 }

@@ -96,7 +96,16 @@ export interface SlotsRecoveredInput {
  * - a successor of the last run, reading the state table at `now`, counts no call in flight but the holds of those
  *   dispatches that have not run out yet: every other call has ended, so any other slot has leaked.
  */
-export function slotsRecovered({ dispatched, reports, failed, saved, pending, cap, holdMs, now }: SlotsRecoveredInput): SlotsRecovered {
+export function slotsRecovered({
+  dispatched,
+  reports,
+  failed,
+  saved,
+  pending,
+  cap,
+  holdMs,
+  now,
+}: SlotsRecoveredInput): SlotsRecovered {
   const slots = new CallSlots(cap, holdMs, saved?.slots);
   for (const { id } of pending) if (id !== undefined) slots.release(id);
   const heldAtEnd = slots.inFlight(now);

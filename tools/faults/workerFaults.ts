@@ -60,7 +60,11 @@ export type CallArrival = (idempotencyKey: string) => Promise<void>;
 
 /** Injects a {@link WorkerFaultPlan} into the worker's dependencies and handler, and counts what it injected. */
 export class WorkerFaultInjector {
-  private readonly crashed: Readonly<Record<CrashPoint, Set<string>>> = { 'before-call': new Set(), 'mid-call': new Set(), 'after-call': new Set() };
+  private readonly crashed: Readonly<Record<CrashPoint, Set<string>>> = {
+    'before-call': new Set(),
+    'mid-call': new Set(),
+    'after-call': new Set(),
+  };
   private readonly duplicated = new Set<string>();
 
   /**
@@ -110,7 +114,11 @@ export class WorkerFaultInjector {
 
   /** Whether job `id`'s first delivery is planned to crash at `point` and has not yet; if so, it is counted as crashed. */
   private crashesNow(point: CrashPoint, id: string | undefined): id is string {
-    const planned = { 'before-call': this.plan.crashBeforeCall, 'mid-call': this.plan.killMidCall, 'after-call': this.plan.crashAfterCall }[point];
+    const planned = {
+      'before-call': this.plan.crashBeforeCall,
+      'mid-call': this.plan.killMidCall,
+      'after-call': this.plan.crashAfterCall,
+    }[point];
     if (id === undefined || !(planned ?? []).includes(id) || this.crashed[point].has(id)) return false;
     this.crashed[point].add(id);
     return true;

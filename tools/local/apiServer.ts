@@ -27,7 +27,12 @@ async function readBody(request: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function sendJson(response: ServerResponse, status: number, body: JsonValue, headers: Readonly<Record<string, string>> = {}): void {
+function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: JsonValue,
+  headers: Readonly<Record<string, string>> = {},
+): void {
   response.writeHead(status, { ...headers, 'content-type': 'application/json' }).end(JSON.stringify(body));
 }
 
@@ -36,7 +41,8 @@ function answer(response: ServerResponse, result: ApiResult): void {
   switch (result.kind) {
     case 'response':
       if (result.body === undefined) sendJson(response, result.status, { status: result.status }, result.headers);
-      else response.writeHead(result.status, { 'content-type': 'application/json', ...result.headers }).end(result.body);
+      else
+        response.writeHead(result.status, { 'content-type': 'application/json', ...result.headers }).end(result.body);
       return;
     case 'network-error':
       response.socket?.destroy();
@@ -89,7 +95,10 @@ async function route(api: ApiCaller, request: IncomingMessage, response: ServerR
       return;
     }
     const key = request.headers['idempotency-key'];
-    const context: ServedCallContext = { idempotencyKey: typeof key === 'string' ? key : '', waitedMs: Date.now() - arrivedAt };
+    const context: ServedCallContext = {
+      idempotencyKey: typeof key === 'string' ? key : '',
+      waitedMs: Date.now() - arrivedAt,
+    };
     answer(response, await api.call(body, context));
     return;
   }
@@ -119,7 +128,10 @@ export function startApiServer(api: ApiCaller, options: ApiServerOptions = {}): 
   const server = createServer((request, response) => {
     route(api, request, response).catch((error: unknown) => {
       if (response.headersSent) response.destroy();
-      else sendJson(response, 500, { error: `the API caller failed: ${error instanceof Error ? error.message : String(error)}` });
+      else
+        sendJson(response, 500, {
+          error: `the API caller failed: ${error instanceof Error ? error.message : String(error)}`,
+        });
     });
   });
   return new Promise((resolve, reject) => {

@@ -40,7 +40,11 @@ export function lambdaClient(endpoint: string): LambdaClient {
 
 /** A function's clients on the emulators and a Lambda endpoint, with the production settings ({@link CLIENT_CONFIG}). */
 export function functionClients(emulators: EmulatorEndpoints, lambdaEndpoint: string): FunctionClients {
-  return { dynamodb: dynamodbClient(emulators.dynamodbEndpoint), sqs: sqsClient(emulators.sqsEndpoint), lambda: lambdaClient(lambdaEndpoint) };
+  return {
+    dynamodb: dynamodbClient(emulators.dynamodbEndpoint),
+    sqs: sqsClient(emulators.sqsEndpoint),
+    lambda: lambdaClient(lambdaEndpoint),
+  };
 }
 
 /** Closes a function's clients' sockets. */

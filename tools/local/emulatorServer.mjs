@@ -15,8 +15,13 @@ const require = createRequire(import.meta.url);
  * and `dynamodbEndpoint` is undefined: the tests' globalSetup does that when they run on DynamoDB Local instead.
  */
 export async function startEmulatorServers({ dynalite: withDynalite = true } = {}) {
-  const dynalite = withDynalite ? require('dynalite')({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 }) : undefined;
-  if (dynalite !== undefined) await new Promise((resolve, reject) => dynalite.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve())));
+  const dynalite = withDynalite
+    ? require('dynalite')({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
+    : undefined;
+  if (dynalite !== undefined)
+    await new Promise((resolve, reject) =>
+      dynalite.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve())),
+    );
   const { buildApp } = await import('fauxqs');
   const sqs = buildApp({ logger: false });
   const sqsEndpoint = await sqs.listen({ host: '127.0.0.1', port: 0 });
@@ -37,7 +42,9 @@ async function serve() {
   process.on('SIGTERM', stop);
   process.stdin.on('end', stop);
   process.stdin.resume();
-  process.stdout.write(`${JSON.stringify({ dynamodbEndpoint: servers.dynamodbEndpoint, sqsEndpoint: servers.sqsEndpoint })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ dynamodbEndpoint: servers.dynamodbEndpoint, sqsEndpoint: servers.sqsEndpoint })}\n`,
+  );
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -17,7 +17,9 @@ const START_TIMEOUT_MS = 30_000;
  * @throws Error when the child exits or says nothing within 30 s.
  */
 export async function startEmulators(): Promise<Emulators> {
-  const child = spawn(process.execPath, [join(__dirname, 'emulatorServer.mjs')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [join(__dirname, 'emulatorServer.mjs')], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   const endpoints = await new Promise<EmulatorEndpoints>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('the emulators did not start within 30 s')), START_TIMEOUT_MS);
     child.once('exit', (code) => reject(new Error(`the emulators exited with code ${code} before starting`)));

@@ -11,14 +11,32 @@ import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
 import { queueUrlsFromEnv, requiredEnv, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
-import { DEAD_LETTER_QUEUES, QUEUE_NAMES, READ_ORDER, type QueueName, type ReceivedMessage } from '../../lib/ports/QueueReceiver';
+import {
+  DEAD_LETTER_QUEUES,
+  QUEUE_NAMES,
+  READ_ORDER,
+  type QueueName,
+  type ReceivedMessage,
+} from '../../lib/ports/QueueReceiver';
 import type { StateStores } from '../../lib/ports/StateStores';
 import type { WorkerDeps } from '../../lib/services/processJob';
 import { workerDepsFromEnv } from '../../lib/wiring/workerDeps';
 import { stampSentAt, startApiServer, type ApiServer } from './apiServer';
-import { destroyClients, dynamodbClient, functionClients, sqsClient, type EmulatorEndpoints, type FunctionClients } from './clients';
+import {
+  destroyClients,
+  dynamodbClient,
+  functionClients,
+  sqsClient,
+  type EmulatorEndpoints,
+  type FunctionClients,
+} from './clients';
 import { startEmulators, type Emulators } from './emulators';
-import { LocalLambdaHost, type LocalFunction, type LocalFunctionStats, type LocalLambdaHostOptions } from './lambdaHost';
+import {
+  LocalLambdaHost,
+  type LocalFunction,
+  type LocalFunctionStats,
+  type LocalLambdaHostOptions,
+} from './lambdaHost';
 import { createLaneQueues } from './laneQueues';
 import { createStateTable, deleteStateTable } from './stateTable';
 import { packagedFunctions, provisionStack, type PackagedFunctions, type Template } from './template';
@@ -128,7 +146,10 @@ export class LocalHarness {
     private readonly owned: Emulators | undefined,
   ) {
     this.queues = new SqsQueues({ client: clients.sqs, queueUrls: resources.queueUrls });
-    this.stores = dynamoStores({ client: DynamoDBDocumentClient.from(clients.dynamodb), tableName: resources.tableName });
+    this.stores = dynamoStores({
+      client: DynamoDBDocumentClient.from(clients.dynamodb),
+      tableName: resources.tableName,
+    });
   }
 
   /** A harness on a fresh state table and six queues, with names no other harness uses (see {@link uniqueName}). */
@@ -136,7 +157,10 @@ export class LocalHarness {
     const { harness } = await LocalHarness.open(options, async (clients) => {
       const prefix = uniqueName('svc');
       const tableName = `${prefix}-state`;
-      const [queueUrls] = await Promise.all([createLaneQueues(clients.sqs, prefix, { maxReceiveCount: options.maxReceiveCount }), createStateTable(clients.dynamodb, tableName)]);
+      const [queueUrls] = await Promise.all([
+        createLaneQueues(clients.sqs, prefix, { maxReceiveCount: options.maxReceiveCount }),
+        createStateTable(clients.dynamodb, tableName),
+      ]);
       return { resources: { tableName, queueUrls }, extra: undefined };
     });
     return harness;
@@ -147,17 +171,26 @@ export class LocalHarness {
    * with the template's functions (environments resolved against them) and schedule.
    * @throws Error when the template lacks a resource or a function the local stack needs.
    */
-  static async fromTemplate(template: Template, options: HarnessOptions = {}): Promise<{ readonly harness: LocalHarness; readonly functions: PackagedFunctions }> {
+  static async fromTemplate(
+    template: Template,
+    options: HarnessOptions = {},
+  ): Promise<{ readonly harness: LocalHarness; readonly functions: PackagedFunctions }> {
     const { harness, extra } = await LocalHarness.open(options, async (clients) => {
       const functions = packagedFunctions(await provisionStack(template, clients));
       const env = functions.worker.environment;
-      return { resources: { tableName: requiredEnv(env, RESOURCE_ENV.tableName), queueUrls: queueUrlsFromEnv(env) }, extra: functions };
+      return {
+        resources: { tableName: requiredEnv(env, RESOURCE_ENV.tableName), queueUrls: queueUrlsFromEnv(env) },
+        extra: functions,
+      };
     });
     return { harness, functions: extra };
   }
 
   /** Starts the emulators unless given, then provisions; stops what it started if provisioning fails. */
-  private static async open<T>(options: HarnessOptions, provision: (clients: OwnClients) => Promise<{ resources: LaneResources; extra: T }>): Promise<{ harness: LocalHarness; extra: T }> {
+  private static async open<T>(
+    options: HarnessOptions,
+    provision: (clients: OwnClients) => Promise<{ resources: LaneResources; extra: T }>,
+  ): Promise<{ harness: LocalHarness; extra: T }> {
     let owned: Emulators | undefined;
     const emulators = options.emulators ?? (owned = await startEmulators());
     const clients = { dynamodb: dynamodbClient(emulators.dynamodbEndpoint), sqs: sqsClient(emulators.sqsEndpoint) };
@@ -183,7 +216,11 @@ export class LocalHarness {
    * Runs the functions on a local Lambda host until {@link close}.
    * @returns the host's endpoint, where a Lambda client invokes them.
    */
-  async host(functions: readonly HostedFunction[], hooks: FunctionHooks = {}, options: LocalLambdaHostOptions = {}): Promise<string> {
+  async host(
+    functions: readonly HostedFunction[],
+    hooks: FunctionHooks = {},
+    options: LocalLambdaHostOptions = {},
+  ): Promise<string> {
     if (this.lambda !== undefined) throw new Error('the harness already hosts its functions');
     const host = new LocalLambdaHost(
       functions.map((fn): LocalFunction => {
@@ -194,7 +231,9 @@ export class LocalHarness {
           const clients = this.runClients();
           this.hostedClients.push(clients);
           hooks.clients?.(clients, fn);
-          return kind === 'orchestrator' ? orchestratorHandlerFromEnv(env, clients, localTelemetry(hooks.log), hooks.shouldStop) : this.worker(env, clients, hooks);
+          return kind === 'orchestrator'
+            ? orchestratorHandlerFromEnv(env, clients, localTelemetry(hooks.log), hooks.shouldStop)
+            : this.worker(env, clients, hooks);
         };
         return { ...lambda, handler: (event, context) => (handler ??= coldStart())(event, context) };
       }),
@@ -229,7 +268,11 @@ export class LocalHarness {
     const { Attributes = {} } = await this.clients.sqs.send(
       new GetQueueAttributesCommand({
         QueueUrl: this.resources.queueUrls[queue],
-        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+        AttributeNames: [
+          'ApproximateNumberOfMessages',
+          'ApproximateNumberOfMessagesNotVisible',
+          'ApproximateNumberOfMessagesDelayed',
+        ],
       }),
     );
     return {
@@ -253,7 +296,10 @@ export class LocalHarness {
 
   /** The source queues' waiting and in-flight messages, and the dead-letter queues' messages. */
   async laneDepths(): Promise<LaneDepths> {
-    const [sources, dead] = await Promise.all([Promise.all(READ_ORDER.map((q) => this.depth(q))), Promise.all(DEAD_LETTER_QUEUES.map((q) => this.count(q)))]);
+    const [sources, dead] = await Promise.all([
+      Promise.all(READ_ORDER.map((q) => this.depth(q))),
+      Promise.all(DEAD_LETTER_QUEUES.map((q) => this.count(q))),
+    ]);
     return {
       queued: sources.reduce((sum, d) => sum + d.visible + d.delayed, 0),
       inFlight: sources.reduce((sum, d) => sum + d.inFlight, 0),
@@ -297,7 +343,9 @@ export class LocalHarness {
     this.closed = true;
     const host = this.lambda?.host;
     if (host !== undefined) {
-      await waitFor(() => host.idle(), { timeoutMs: options.idleWithinMs, what: 'the functions to finish' }).catch(() => undefined);
+      await waitFor(() => host.idle(), { timeoutMs: options.idleWithinMs, what: 'the functions to finish' }).catch(
+        () => undefined,
+      );
       await host.close();
     }
     await this.apiServer?.close();

@@ -101,7 +101,6 @@ const INVOKE_PATH = /^\/2015-03-31\/functions\/([^/]+)\/invocations$/;
 const INVOCATION_TYPES = ['Event', 'RequestResponse', 'DryRun'] as const;
 type InvocationType = (typeof INVOCATION_TYPES)[number];
 
-
 /** The wall clock, with timers that do not keep the process alive (every attempt leaves its timeout timer behind). */
 const wallClock: Clock = {
   now: () => Date.now(),
@@ -121,7 +120,8 @@ interface FunctionState {
   readonly results: Map<string, number>;
 }
 
-type AttemptOutcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: FunctionErrorPayload };
+type AttemptOutcome =
+  { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: FunctionErrorPayload };
 
 /** A retry waiting for a free concurrency slot. */
 interface SlotWaiter {
@@ -140,7 +140,9 @@ function functionNameOf(reference: string): string {
 }
 
 function errorPayload(error: unknown): FunctionErrorPayload {
-  return error instanceof Error ? { errorMessage: error.message, errorType: error.name } : { errorMessage: String(error), errorType: 'Error' };
+  return error instanceof Error
+    ? { errorMessage: error.message, errorType: error.name }
+    : { errorMessage: String(error), errorType: 'Error' };
 }
 
 async function readBody(request: IncomingMessage): Promise<string> {
@@ -210,12 +212,28 @@ export class LocalLambdaHost {
       if (this.functions.has(fn.name)) throw new RangeError(`two functions are named '${fn.name}'`);
       if (!(fn.timeoutMs >= 0)) throw new RangeError(`${fn.name}: timeoutMs must be >= 0, got ${fn.timeoutMs}`);
       if (!Number.isInteger(fn.maximumRetryAttempts) || fn.maximumRetryAttempts < 0) {
-        throw new RangeError(`${fn.name}: maximumRetryAttempts must be an integer >= 0, got ${fn.maximumRetryAttempts}`);
+        throw new RangeError(
+          `${fn.name}: maximumRetryAttempts must be an integer >= 0, got ${fn.maximumRetryAttempts}`,
+        );
       }
-      if (fn.reservedConcurrency !== undefined && (!Number.isInteger(fn.reservedConcurrency) || fn.reservedConcurrency < 0)) {
+      if (
+        fn.reservedConcurrency !== undefined &&
+        (!Number.isInteger(fn.reservedConcurrency) || fn.reservedConcurrency < 0)
+      ) {
         throw new RangeError(`${fn.name}: reservedConcurrency must be an integer >= 0, got ${fn.reservedConcurrency}`);
       }
-      this.functions.set(fn.name, { fn, invocations: 0, throttled: 0, errors: 0, running: 0, discarded: 0, duplicateDeliveries: 0, retries: 0, billedMs: 0, results: new Map() });
+      this.functions.set(fn.name, {
+        fn,
+        invocations: 0,
+        throttled: 0,
+        errors: 0,
+        running: 0,
+        discarded: 0,
+        duplicateDeliveries: 0,
+        retries: 0,
+        billedMs: 0,
+        results: new Map(),
+      });
     }
     this.clock = clock;
     this.retryDelayMs = retryDelayMs;
@@ -253,7 +271,17 @@ export class LocalLambdaHost {
     const state = this.functions.get(name);
     if (state === undefined) throw new RangeError(`no function named '${name}'`);
     const { invocations, throttled, errors, running, discarded, duplicateDeliveries, retries, billedMs } = state;
-    return { invocations, throttled, errors, running, discarded, duplicateDeliveries, retries, billedMs, results: new Map(state.results) };
+    return {
+      invocations,
+      throttled,
+      errors,
+      running,
+      discarded,
+      duplicateDeliveries,
+      retries,
+      billedMs,
+      results: new Map(state.results),
+    };
   }
 
   /** True when no attempt is running and no accepted invocation waits for a retry or for its `onFailure`. */
@@ -279,7 +307,9 @@ export class LocalLambdaHost {
     const match = INVOKE_PATH.exec(url.pathname);
     if (request.method !== 'POST' || match === null) {
       request.resume();
-      sendError(response, 404, 'UnknownOperationException', { message: `${request.method} ${url.pathname} is not an operation of this host` });
+      sendError(response, 404, 'UnknownOperationException', {
+        message: `${request.method} ${url.pathname} is not an operation of this host`,
+      });
       return;
     }
     let reference: string;
@@ -306,13 +336,21 @@ export class LocalLambdaHost {
     try {
       payload = body.trim() === '' ? {} : JSON.parse(body);
     } catch (error) {
-      sendError(response, 400, 'InvalidRequestContentException', { message: `Could not parse request body into json: ${errorPayload(error).errorMessage}` });
+      sendError(response, 400, 'InvalidRequestContentException', {
+        message: `Could not parse request body into json: ${errorPayload(error).errorMessage}`,
+      });
       return;
     }
     this.invoke(state, type, requestId, payload, response);
   }
 
-  private invoke(state: FunctionState, type: InvocationType, requestId: string, payload: unknown, response: ServerResponse): void {
+  private invoke(
+    state: FunctionState,
+    type: InvocationType,
+    requestId: string,
+    payload: unknown,
+    response: ServerResponse,
+  ): void {
     if (type === 'DryRun') {
       response.writeHead(204).end();
       return;
@@ -332,16 +370,22 @@ export class LocalLambdaHost {
     }
     void this.attempt(state, requestId, payload)
       .then((outcome) => {
-        const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Amz-Executed-Version': '$LATEST' };
+        const headers: Record<string, string> = {
+          'Content-Type': 'application/json',
+          'X-Amz-Executed-Version': '$LATEST',
+        };
         if (!outcome.ok) headers['X-Amz-Function-Error'] = 'Unhandled';
-        response.writeHead(200, headers).end(outcome.ok ? (JSON.stringify(outcome.value) ?? 'null') : JSON.stringify(outcome.error));
+        response
+          .writeHead(200, headers)
+          .end(outcome.ok ? (JSON.stringify(outcome.value) ?? 'null') : JSON.stringify(outcome.error));
       })
       .finally(() => this.unfinished--);
   }
 
   /** Takes a concurrency slot for one attempt, or says why there is none. */
   private takeSlot(state: FunctionState): string | undefined {
-    if (state.running >= (state.fn.reservedConcurrency ?? Number.POSITIVE_INFINITY)) return 'ReservedFunctionConcurrentInvocationLimitExceeded';
+    if (state.running >= (state.fn.reservedConcurrency ?? Number.POSITIVE_INFINITY))
+      return 'ReservedFunctionConcurrentInvocationLimitExceeded';
     if (this.accountRunning >= this.accountConcurrency) return 'ConcurrentInvocationLimitExceeded';
     state.running++;
     this.accountRunning++;
@@ -352,7 +396,7 @@ export class LocalLambdaHost {
   private releaseSlot(state: FunctionState): void {
     state.running--;
     this.accountRunning--;
-    for (let i = 0; i < this.slotWaiters.length; ) {
+    for (let i = 0; i < this.slotWaiters.length;) {
       const waiter = this.slotWaiters[i] as SlotWaiter;
       if (this.takeSlot(waiter.state) === undefined) {
         this.slotWaiters.splice(i, 1);
@@ -373,11 +417,18 @@ export class LocalLambdaHost {
    * Runs an accepted `Event` invocation, whose first slot is already taken (and held through its start delay, as a
    * cold start holds it), after its start delay; and its second delivery, if the plan has one.
    */
-  private async runEvent(state: FunctionState, requestId: string, payload: unknown, plan: Pick<DeliveryPlan, 'startDelayMs' | 'duplicate'>): Promise<void> {
+  private async runEvent(
+    state: FunctionState,
+    requestId: string,
+    payload: unknown,
+    plan: Pick<DeliveryPlan, 'startDelayMs' | 'duplicate'>,
+  ): Promise<void> {
     const duplicate = plan.duplicate;
     if (duplicate?.when === 'while-running') {
       this.unfinished++;
-      void this.redeliver(state, requestId, payload, plan.startDelayMs + duplicate.afterStartMs).finally(() => this.unfinished--);
+      void this.redeliver(state, requestId, payload, plan.startDelayMs + duplicate.afterStartMs).finally(
+        () => this.unfinished--,
+      );
     }
     if (plan.startDelayMs > 0) await this.clock.sleep(plan.startDelayMs);
     await this.runAttempts(state, requestId, payload);
@@ -402,7 +453,12 @@ export class LocalLambdaHost {
         const record: DestinationRecord = {
           version: '1.0',
           timestamp: new Date(this.clock.now()).toISOString(),
-          requestContext: { requestId, functionArn: `${localFunctionArn(fn.name)}:$LATEST`, condition: 'RetriesExhausted', approximateInvokeCount: retry + 1 },
+          requestContext: {
+            requestId,
+            functionArn: `${localFunctionArn(fn.name)}:$LATEST`,
+            condition: 'RetriesExhausted',
+            approximateInvokeCount: retry + 1,
+          },
           requestPayload: payload,
           responseContext: { statusCode: 200, functionError: 'Unhandled' },
           responsePayload: outcome.error,
@@ -434,17 +490,20 @@ export class LocalLambdaHost {
         (value): AttemptOutcome => ({ ok: true, value }),
         (error: unknown): AttemptOutcome => ({ ok: false, error: errorPayload(error) }),
       );
-    const timeout = this.clock.sleep(fn.timeoutMs).then(
-      (): AttemptOutcome => ({
-        ok: false,
-        error: { errorMessage: `${requestId} Task timed out after ${(fn.timeoutMs / 1000).toFixed(2)} seconds`, errorType: 'Sandbox.Timedout' },
-      }),
-    );
+    const timeout = this.clock.sleep(fn.timeoutMs).then((): AttemptOutcome => ({
+      ok: false,
+      error: {
+        errorMessage: `${requestId} Task timed out after ${(fn.timeoutMs / 1000).toFixed(2)} seconds`,
+        errorType: 'Sandbox.Timedout',
+      },
+    }));
     const outcome = await Promise.race([run, timeout]);
     state.billedMs += Math.min(this.clock.now() - startedAt, fn.timeoutMs);
     this.releaseSlot(state);
     if (!outcome.ok) state.errors++;
-    else for (const result of [outcome.value].flat()) if (typeof result === 'string') state.results.set(result, (state.results.get(result) ?? 0) + 1);
+    else
+      for (const result of [outcome.value].flat())
+        if (typeof result === 'string') state.results.set(result, (state.results.get(result) ?? 0) + 1);
     return outcome;
   }
 }

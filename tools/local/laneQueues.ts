@@ -11,7 +11,11 @@ export interface LaneQueuesOptions {
  * Creates a queue with `attributes` (as CreateQueue takes them) and returns its URL.
  * @throws Error when SQS returns no URL.
  */
-export async function createQueue(client: SQSClient, name: string, attributes: Record<string, string>): Promise<string> {
+export async function createQueue(
+  client: SQSClient,
+  name: string,
+  attributes: Record<string, string>,
+): Promise<string> {
   const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: name, Attributes: attributes }));
   if (QueueUrl === undefined) throw new Error(`CreateQueue '${name}' returned no QueueUrl`);
   return QueueUrl;
@@ -22,7 +26,9 @@ export async function createQueue(client: SQSClient, name: string, attributes: R
  * @throws Error when SQS returns none.
  */
 export async function queueArn(client: SQSClient, url: string): Promise<string> {
-  const { Attributes } = await client.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+  const { Attributes } = await client.send(
+    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }),
+  );
   const arn = Attributes?.QueueArn;
   if (arn === undefined) throw new Error(`GetQueueAttributes of ${url} returned no QueueArn`);
   return arn;
@@ -37,20 +43,34 @@ export async function queueArn(client: SQSClient, url: string): Promise<string> 
  *   requires), with a `RedrivePolicy` on the source queue.
  * @throws Error if the resulting names exceed SQS's 80 characters.
  */
-export async function createLaneQueues(client: SQSClient, prefix: string, options: LaneQueuesOptions = {}): Promise<Record<QueueName, string>> {
+export async function createLaneQueues(
+  client: SQSClient,
+  prefix: string,
+  options: LaneQueuesOptions = {},
+): Promise<Record<QueueName, string>> {
   const maxReceiveCount = options.maxReceiveCount ?? 5;
   const longest = `${prefix}-fifo-dlq.fifo`;
-  if (longest.length > 80) throw new Error(`queue name prefix '${prefix}' is too long: '${longest}' exceeds 80 characters`);
+  if (longest.length > 80)
+    throw new Error(`queue name prefix '${prefix}' is too long: '${longest}' exceeds 80 characters`);
 
   const create = async (queue: SourceQueue): Promise<[string, string]> => {
     const fifo = queue === 'fifo';
     const suffix = fifo ? '.fifo' : '';
-    const typeAttributes: Record<string, string> = fifo ? { FifoQueue: 'true', ContentBasedDeduplication: 'false' } : {};
+    const typeAttributes: Record<string, string> = fifo
+      ? { FifoQueue: 'true', ContentBasedDeduplication: 'false' }
+      : {};
     const dlqUrl = await createQueue(client, `${prefix}-${queue}-dlq${suffix}`, typeAttributes);
     const redrivePolicy = JSON.stringify({ deadLetterTargetArn: await queueArn(client, dlqUrl), maxReceiveCount });
-    const url = await createQueue(client, `${prefix}-${queue}${suffix}`, { ...typeAttributes, RedrivePolicy: redrivePolicy });
+    const url = await createQueue(client, `${prefix}-${queue}${suffix}`, {
+      ...typeAttributes,
+      RedrivePolicy: redrivePolicy,
+    });
     return [url, dlqUrl];
   };
-  const [[main, mainDlq], [fifo, fifoDlq], [requeue, requeueDlq]] = await Promise.all([create('main'), create('fifo'), create('requeue')]);
+  const [[main, mainDlq], [fifo, fifoDlq], [requeue, requeueDlq]] = await Promise.all([
+    create('main'),
+    create('fifo'),
+    create('requeue'),
+  ]);
   return { main, fifo, requeue, 'main-dlq': mainDlq, 'fifo-dlq': fifoDlq, 'requeue-dlq': requeueDlq };
 }

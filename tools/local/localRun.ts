@@ -170,9 +170,20 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     if (now - lastProgress >= PROGRESS_MS) {
       lastProgress = now;
       samples.push({ at: now, queued: depths.queued, inFlight: depths.inFlight });
-      options.onProgress?.({ elapsedSeconds: (now - start) / 1000, jobs: jobs.length, succeeded, deadLettered: depths.deadLettered, queued: depths.queued, inFlight: depths.inFlight, circuit });
+      options.onProgress?.({
+        elapsedSeconds: (now - start) / 1000,
+        jobs: jobs.length,
+        succeeded,
+        deadLettered: depths.deadLettered,
+        queued: depths.queued,
+        inFlight: depths.inFlight,
+        circuit,
+      });
     }
-    const allEnded = succeeded + depths.deadLettered >= jobs.length && depths.queued + depths.inFlight === 0 && harness.stats(worker.name).running === 0;
+    const allEnded =
+      succeeded + depths.deadLettered >= jobs.length &&
+      depths.queued + depths.inFlight === 0 &&
+      harness.stats(worker.name).running === 0;
     if (allEnded || now - start >= scenario.maxSeconds * 1000) endedAt = now;
     // A kept stack's orchestrator goes on: only a run that ends stops it.
     if (endedAt !== undefined && options.keep === undefined) service.stop(endedAt);
@@ -181,13 +192,31 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
 
   const deadLetters = await harness.receiveDeadLetters();
   // A kept stack's dead letters stay for the operator to see at once.
-  if (options.keep !== undefined) await Promise.all(deadLetters.map((m) => harness.queues.changeVisibility(m.queue, m.receiptHandle, 0)));
+  if (options.keep !== undefined)
+    await Promise.all(deadLetters.map((m) => harness.queues.changeVisibility(m.queue, m.receiptHandle, 0)));
   const invocations = harness.stats(worker.name).invocations;
-  const report = buildReport({ scenario, jobs, api: api.report(), succeededIds: new Set(api.succeededIds()), deadLetterBodies: deadLetters.map((m) => m.body), circuitChanges: changes, invocations, start, durationMs: endedAt - start });
+  const report = buildReport({
+    scenario,
+    jobs,
+    api: api.report(),
+    succeededIds: new Set(api.succeededIds()),
+    deadLetterBodies: deadLetters.map((m) => m.body),
+    circuitChanges: changes,
+    invocations,
+    start,
+    durationMs: endedAt - start,
+  });
   const timeline = timelineOf(start, endedAt, api, changes, samples);
   const usage = (fn: FunctionDefinition, meter: RequestMeter): FunctionUsage => {
     const { invocations, duplicateDeliveries, retries, billedMs } = harness.stats(fn.name);
-    return { invocations, duplicateDeliveries, retries, billedMs, requests: meter.snapshot(), laneWrites: meter.laneWrites };
+    return {
+      invocations,
+      duplicateDeliveries,
+      retries,
+      billedMs,
+      requests: meter.snapshot(),
+      laneWrites: meter.laneWrites,
+    };
   };
   const result = (): LocalRunResult => ({
     report,
@@ -266,10 +295,13 @@ export interface HostedService {
  * record); `jobs` are queued before the API starts counting.
  */
 export async function hostService(options: LocalRunOptions, jobs: readonly JobSpec[]): Promise<HostedService> {
-  const scenario: Scenario = options.externalApi === undefined ? options.scenario : { ...options.scenario, api: { latencyMs: 0, outages: [] } };
+  const scenario: Scenario =
+    options.externalApi === undefined ? options.scenario : { ...options.scenario, api: { latencyMs: 0, outages: [] } };
   const { harness, functions } = await LocalHarness.fromTemplate(options.template, { emulators: options.emulators });
   const { orchestrator, worker } = functions;
-  const lane = options.overrides.includes('lane') ? scenario.config.lane : (worker.environment[CONFIG_ENV.lane] ?? 'default');
+  const lane = options.overrides.includes('lane')
+    ? scenario.config.lane
+    : (worker.environment[CONFIG_ENV.lane] ?? 'default');
   await seed(harness.clients.sqs, harness.resources.queueUrls, jobs, namedUnits(scenario.config.quotas));
   const start = systemClock.now();
   const { api, urls, recorder } = await apiOf(options, scenario, start, harness);
@@ -295,24 +327,31 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
     ...(fn.reservedConcurrency === undefined ? {} : { reservedConcurrency: fn.reservedConcurrency }),
     ...(fn.onFailureQueueUrl === undefined ? {} : { onFailure: sendTo(harness.clients.sqs, fn.onFailureQueueUrl) }),
   });
-  const endpoint = await harness.host([hosted('orchestrator', orchestrator), hosted('worker', worker)], {
-    clients: (clients, fn) => {
-      const meter = meters[fn.kind];
-      meter.attach(clients.dynamodb, 'dynamodb');
-      meter.attach(clients.sqs, 'sqs');
-      meter.attach(clients.lambda, 'lambda');
-      if (options.awsLatency !== undefined) addAwsLatency(clients, options.awsLatency);
+  const endpoint = await harness.host(
+    [hosted('orchestrator', orchestrator), hosted('worker', worker)],
+    {
+      clients: (clients, fn) => {
+        const meter = meters[fn.kind];
+        meter.attach(clients.dynamodb, 'dynamodb');
+        meter.attach(clients.sqs, 'sqs');
+        meter.attach(clients.lambda, 'lambda');
+        if (options.awsLatency !== undefined) addAwsLatency(clients, options.awsLatency);
+      },
+      // The workers' time on the API is theirs to spend: the rest of what they bill is the service's overhead.
+      workerDeps: (deps) => ({
+        ...deps,
+        api: timedApi(recorder?.around(deps.api) ?? deps.api, (ms) => (apiCallMs += ms)),
+        stores: { ...deps.stores, ledger: recordedSettlements(deps.stores.ledger, settlements) },
+      }),
+      shouldStop: () => endedAt !== undefined,
+      log: options.log,
     },
-    // The workers' time on the API is theirs to spend: the rest of what they bill is the service's overhead.
-    workerDeps: (deps) => ({
-      ...deps,
-      api: timedApi(recorder?.around(deps.api) ?? deps.api, (ms) => (apiCallMs += ms)),
-      stores: { ...deps.stores, ledger: recordedSettlements(deps.stores.ledger, settlements) },
-    }),
-    shouldStop: () => endedAt !== undefined,
-    log: options.log,
-  }, { timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)) });
-  const functionInfo = (fn: FunctionDefinition) => ({ name: fn.name, environment: Object.fromEntries(Object.entries(env(fn)).filter((e): e is [string, string] => e[1] !== undefined)) });
+    { timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)) },
+  );
+  const functionInfo = (fn: FunctionDefinition) => ({
+    name: fn.name,
+    environment: Object.fromEntries(Object.entries(env(fn)).filter((e): e is [string, string] => e[1] !== undefined)),
+  });
   const info: LocalStackInfo = {
     version: 1,
     pid: process.pid,
@@ -351,7 +390,11 @@ async function apiOf(
   scenario: Scenario,
   start: number,
   harness: LocalHarness,
-): Promise<{ readonly api: ObservedApi; readonly urls: { readonly apiUrl: string; readonly healthUrl: string }; readonly recorder?: RecordingApi }> {
+): Promise<{
+  readonly api: ObservedApi;
+  readonly urls: { readonly apiUrl: string; readonly healthUrl: string };
+  readonly recorder?: RecordingApi;
+}> {
   if (options.externalApi !== undefined) {
     const recorder = new RecordingApi(systemClock);
     return { api: recorder, urls: options.externalApi, recorder };
@@ -374,12 +417,19 @@ async function apiOf(
  * emulators on localhost answer in well under a millisecond, AWS in a region in several.
  */
 function addAwsLatency(clients: FunctionClients, profile: AwsLatencyProfile): void {
-  const delayed = (ms: number): LooseMiddleware => (next) => async (args) => {
-    await systemClock.sleep(ms);
-    return next(args);
-  };
+  const delayed =
+    (ms: number): LooseMiddleware =>
+    (next) =>
+    async (args) => {
+      await systemClock.sleep(ms);
+      return next(args);
+    };
   addMiddleware(clients.lambda, delayed(profile.lambdaMs), { step: 'initialize', name: 'awsLatency', priority: 'low' });
-  addMiddleware(clients.dynamodb, delayed(profile.dynamodbMs), { step: 'initialize', name: 'awsLatency', priority: 'low' });
+  addMiddleware(clients.dynamodb, delayed(profile.dynamodbMs), {
+    step: 'initialize',
+    name: 'awsLatency',
+    priority: 'low',
+  });
   addMiddleware(clients.sqs, delayed(profile.sqsMs), { step: 'initialize', name: 'awsLatency', priority: 'low' });
 }
 
@@ -410,7 +460,17 @@ function timedApi(api: ApiCaller, took: (ms: number) => void): ApiCaller {
 /** The event EventBridge sends on a schedule; `time` has whole seconds, as EventBridge's does. */
 function scheduledEvent(now: number): object {
   const time = new Date(Math.floor(now / 1000) * 1000).toISOString().replace('.000Z', 'Z');
-  return { version: '0', id: randomUUID(), 'detail-type': 'Scheduled Event', source: 'aws.events', account: LOCAL_ACCOUNT.accountId, time, region: LOCAL_ACCOUNT.region, resources: [], detail: {} };
+  return {
+    version: '0',
+    id: randomUUID(),
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    account: LOCAL_ACCOUNT.accountId,
+    time,
+    region: LOCAL_ACCOUNT.region,
+    resources: [],
+    detail: {},
+  };
 }
 
 /**
@@ -419,7 +479,13 @@ function scheduledEvent(now: number): object {
  */
 export async function fireSchedule(scheduler: LambdaClient, functionName: string, now: number): Promise<void> {
   try {
-    await scheduler.send(new InvokeCommand({ FunctionName: functionName, InvocationType: 'Event', Payload: Buffer.from(JSON.stringify(scheduledEvent(now))) }));
+    await scheduler.send(
+      new InvokeCommand({
+        FunctionName: functionName,
+        InvocationType: 'Event',
+        Payload: Buffer.from(JSON.stringify(scheduledEvent(now))),
+      }),
+    );
   } catch (error) {
     if (!(error instanceof TooManyRequestsException)) throw error;
   }
@@ -437,16 +503,29 @@ function sendTo(sqs: SQSClient, queueUrl: string) {
 }
 
 /** Number message attributes in the SDK's shape, or none. */
-function messageAttributes(numbers: Readonly<Record<string, string>>): { MessageAttributes?: Record<string, { DataType: string; StringValue: string }> } {
+function messageAttributes(numbers: Readonly<Record<string, string>>): {
+  MessageAttributes?: Record<string, { DataType: string; StringValue: string }>;
+} {
   const entries = Object.entries(numbers);
-  return entries.length === 0 ? {} : { MessageAttributes: Object.fromEntries(entries.map(([name, value]) => [name, { DataType: 'Number', StringValue: value }])) };
+  return entries.length === 0
+    ? {}
+    : {
+        MessageAttributes: Object.fromEntries(
+          entries.map(([name, value]) => [name, { DataType: 'Number', StringValue: value }]),
+        ),
+      };
 }
 
 /**
  * Sends the backlog, ten messages a request: each with its estimate of the units the tiers count (`counted`) as
  * Number attributes, FIFO jobs with their group and a deduplication id.
  */
-async function seed(sqs: SQSClient, queueUrls: Readonly<Record<QueueName, string>>, jobs: readonly JobSpec[], counted: readonly string[]): Promise<void> {
+async function seed(
+  sqs: SQSClient,
+  queueUrls: Readonly<Record<QueueName, string>>,
+  jobs: readonly JobSpec[],
+  counted: readonly string[],
+): Promise<void> {
   for (const queue of ['main', 'fifo'] as const) {
     const batch = jobs.filter((job) => job.queue === queue);
     for (let i = 0; i < batch.length; i += 10) {
@@ -457,7 +536,8 @@ async function seed(sqs: SQSClient, queueUrls: Readonly<Record<QueueName, string
         ...(job.groupId === undefined ? {} : { MessageGroupId: job.groupId, MessageDeduplicationId: randomUUID() }),
       }));
       const result = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrls[queue], Entries: entries }));
-      if ((result.Failed ?? []).length > 0) throw new Error(`seeding ${queue} failed: ${JSON.stringify(result.Failed)}`);
+      if ((result.Failed ?? []).length > 0)
+        throw new Error(`seeding ${queue} failed: ${JSON.stringify(result.Failed)}`);
     }
   }
 }

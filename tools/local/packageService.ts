@@ -69,16 +69,23 @@ export async function packageService(edit?: (config: Record<string, unknown>) =>
   const started = Date.now();
   const osls = path.join(REPO_ROOT, 'node_modules/.bin/osls');
   return new Promise((resolve) => {
-    execFile(osls, ['package', '--package', outDir], { cwd: dir, env, timeout: PACKAGE_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
-      resolve({ code, output: `${stdout}${stderr}`, dir, outDir, seconds: (Date.now() - started) / 1000 });
-    });
+    execFile(
+      osls,
+      ['package', '--package', outDir],
+      { cwd: dir, env, timeout: PACKAGE_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+        resolve({ code, output: `${stdout}${stderr}`, dir, outDir, seconds: (Date.now() - started) / 1000 });
+      },
+    );
   });
 }
 
 /** The template a successful run wrote. */
 export async function readTemplate(run: PackageRun): Promise<Template> {
-  return JSON.parse(await readFile(path.join(run.outDir, 'cloudformation-template-update-stack.json'), 'utf8')) as Template;
+  return JSON.parse(
+    await readFile(path.join(run.outDir, 'cloudformation-template-update-stack.json'), 'utf8'),
+  ) as Template;
 }
 
 /**
@@ -100,5 +107,9 @@ export async function packagedTemplate(): Promise<Template> {
 function errorLines(output: string): string {
   const lines = output.split('\n').map((line) => line.trim());
   const from = lines.findIndex((line) => /^(Error:|✖)/.test(line));
-  return (from === -1 ? lines : lines.slice(from)).filter((line) => line !== '' && line !== 'Error:' && !/^(Environment|Docs|Support|Bugs|Issues|Credentials):/.test(line)).join('\n');
+  return (from === -1 ? lines : lines.slice(from))
+    .filter(
+      (line) => line !== '' && line !== 'Error:' && !/^(Environment|Docs|Support|Bugs|Issues|Credentials):/.test(line),
+    )
+    .join('\n');
 }

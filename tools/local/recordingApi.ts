@@ -18,7 +18,11 @@ interface JobFields {
 
 function jobFields(body: string, idempotencyKey: string): JobFields {
   const { id, group, seq } = jobFieldsOf(body);
-  return { id: typeof id === 'string' ? id : idempotencyKey, ...(typeof group === 'string' ? { group } : {}), ...(typeof seq === 'number' ? { seq } : {}) };
+  return {
+    id: typeof id === 'string' ? id : idempotencyKey,
+    ...(typeof group === 'string' ? { group } : {}),
+    ...(typeof seq === 'number' ? { seq } : {}),
+  };
 }
 
 /**
@@ -49,7 +53,11 @@ export class RecordingApi implements ObservedApi {
     };
   }
 
-  private async call(upstream: ApiCaller, body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+  private async call(
+    upstream: ApiCaller,
+    body: string,
+    context: { readonly idempotencyKey: string },
+  ): Promise<ApiResult> {
     const at = this.clock.now();
     const job = jobFields(body, context.idempotencyKey);
     const crowded = job.group !== undefined && (this.inFlight.get(job.group) ?? 0) > 0;

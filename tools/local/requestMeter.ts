@@ -11,7 +11,9 @@ export interface RequestTally {
 
 /** An SDK v3 client, as far as the meter needs it. */
 interface MeteredClient {
-  readonly middlewareStack: { add(middleware: InitializeMiddleware<object, MetadataBearer>, options: InitializeHandlerOptions): void };
+  readonly middlewareStack: {
+    add(middleware: InitializeMiddleware<object, MetadataBearer>, options: InitializeHandlerOptions): void;
+  };
 }
 
 /** DynamoDB's answer, as far as its consumed capacity goes: one entry, or one per table (batches, transactions). */
@@ -22,7 +24,12 @@ interface CapacityOutput {
 /** The capacity units a DynamoDB answer reports. */
 function consumedUnits(output: unknown): number {
   const consumed = (output as CapacityOutput | undefined)?.ConsumedCapacity;
-  const entries = consumed === undefined ? [] : Array.isArray(consumed) ? consumed : [consumed as { readonly CapacityUnits?: number }];
+  const entries =
+    consumed === undefined
+      ? []
+      : Array.isArray(consumed)
+        ? consumed
+        : [consumed as { readonly CapacityUnits?: number }];
   return entries.reduce((sum, entry) => sum + (entry.CapacityUnits ?? 0), 0);
 }
 
@@ -84,7 +91,10 @@ export interface LaneWrite {
 
 /** Whether the request `key` (`service.Command`) with `input` writes a lane item (its key as the document client or the bare client gives it). */
 function isLaneWrite(key: string, input: unknown): boolean {
-  const { Key, Item } = (input ?? {}) as { readonly Key?: Record<string, unknown>; readonly Item?: Record<string, unknown> };
+  const { Key, Item } = (input ?? {}) as {
+    readonly Key?: Record<string, unknown>;
+    readonly Item?: Record<string, unknown>;
+  };
   const pk = (Key ?? Item)?.[TABLE_KEY];
   const text = typeof pk === 'object' && pk !== null ? (pk as { readonly S?: unknown }).S : pk;
   return !DYNAMODB_READ.test(key) && typeof text === 'string' && text.startsWith('lane#');
@@ -103,7 +113,10 @@ export function laneItemLoad(writes: readonly LaneWrite[]): LaneItemLoad {
     const second = Math.floor(at / 1000);
     perSecond.set(second, (perSecond.get(second) ?? 0) + units);
   }
-  return { largestWriteKb: Math.max(0, ...writes.map((w) => w.units)), peakWriteUnitsPerSecond: Math.max(0, ...perSecond.values()) };
+  return {
+    largestWriteKb: Math.max(0, ...writes.map((w) => w.units)),
+    peakWriteUnitsPerSecond: Math.max(0, ...perSecond.values()),
+  };
 }
 
 /** How many of the tallied requests went to one service (`dynamodb`, `sqs`, `lambda`). */
@@ -117,7 +130,10 @@ export function countRequests(tallies: Readonly<Record<string, RequestTally>>, s
 const DYNAMODB_READ = /^dynamodb\.(Get|BatchGet|Query|Scan|TransactGet)/;
 
 /** The DynamoDB capacity units the tallied requests consumed, read and write units apart. */
-export function dynamodbUnits(tallies: Readonly<Record<string, RequestTally>>): { readonly read: number; readonly write: number } {
+export function dynamodbUnits(tallies: Readonly<Record<string, RequestTally>>): {
+  readonly read: number;
+  readonly write: number;
+} {
   const units = { read: 0, write: 0 };
   for (const [key, tally] of Object.entries(tallies)) {
     if (!key.startsWith('dynamodb.')) continue;

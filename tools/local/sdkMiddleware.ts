@@ -3,7 +3,10 @@ import type { LambdaClient } from '@aws-sdk/client-lambda';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 
 /** A handler of an SDK middleware stack, without the SDK's per-client generics. */
-export type LooseHandler = (args: { readonly request?: unknown; readonly input?: unknown }) => Promise<{ readonly response?: unknown; readonly output?: unknown }>;
+export type LooseHandler = (args: {
+  readonly request?: unknown;
+  readonly input?: unknown;
+}) => Promise<{ readonly response?: unknown; readonly output?: unknown }>;
 
 /** A middleware as the fault hooks write it; `context.commandName` is e.g. `'GetItemCommand'`. */
 export type LooseMiddleware = (next: LooseHandler, context: { readonly commandName?: string }) => LooseHandler;
@@ -16,7 +19,11 @@ export type LooseMiddleware = (next: LooseHandler, context: { readonly commandNa
 export function addMiddleware(
   client: DynamoDBClient | SQSClient | LambdaClient,
   middleware: LooseMiddleware,
-  options: { readonly step: 'initialize' | 'deserialize'; readonly name: string; readonly priority?: 'high' | 'normal' | 'low' },
+  options: {
+    readonly step: 'initialize' | 'deserialize';
+    readonly name: string;
+    readonly priority?: 'high' | 'normal' | 'low';
+  },
 ): void {
   (client.middlewareStack as unknown as { add(m: LooseMiddleware, o: object): void }).add(middleware, options);
 }

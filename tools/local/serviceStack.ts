@@ -49,9 +49,24 @@ export interface StackFaults extends Pick<FunctionHooks, 'workerDeps' | 'workerH
  */
 export const FAST_SETTINGS = {
   // Integration tests start a run and feed it later: it never ends for want of work (idleStopMs).
-  orchestrator: { leaseTtlMs: 5_000, flushIntervalMs: 500, circuitPollMs: 50, visibilityTimeoutMs: 4_000, workerTimeoutMs: 2_000, idleWaitMs: 100, idleStopMs: 900_000, invokeBackoffMs: 50 },
+  orchestrator: {
+    leaseTtlMs: 5_000,
+    flushIntervalMs: 500,
+    circuitPollMs: 50,
+    visibilityTimeoutMs: 4_000,
+    workerTimeoutMs: 2_000,
+    idleWaitMs: 100,
+    idleStopMs: 900_000,
+    invokeBackoffMs: 50,
+  },
   retry: { maxAttempts: 4, baseDelayMs: 200, maxDelayMs: 1_000 },
-  circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 1, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 2 },
+  circuit: {
+    failureThreshold: 3,
+    windowSeconds: 10,
+    openSeconds: 1,
+    healthCheckSeconds: 1,
+    healthCheckTimeoutSeconds: 2,
+  },
   // Workers, API and orchestrator share one event loop here: between a worker's clock check and its call reaching the
   // API, tens of ms can pass (the deployed default allows 15 of 25). Workers wait for their slot and give back a
   // call that would start too late, so the margin covers only that, not their start delay.
@@ -190,7 +205,10 @@ export class SimulatedCrash extends Error {
 }
 
 /** Pauses the run that uses `clients` for `forMs` right after its request number `afterCalls` is answered. */
-function armFreeze(clients: FunctionClients, { afterCalls, forMs }: { readonly afterCalls: number; readonly forMs: number }): void {
+function armFreeze(
+  clients: FunctionClients,
+  { afterCalls, forMs }: { readonly afterCalls: number; readonly forMs: number },
+): void {
   let calls = 0;
   for (const client of [clients.dynamodb, clients.sqs, clients.lambda]) {
     addMiddleware(
@@ -206,7 +224,11 @@ function armFreeze(clients: FunctionClients, { afterCalls, forMs }: { readonly a
 }
 
 /** Which request of a run is its last: the request's number, its command, and how many of that command so far. */
-type KillPoint = (request: { readonly number: number; readonly command: string; readonly ofCommand: number }) => boolean;
+type KillPoint = (request: {
+  readonly number: number;
+  readonly command: string;
+  readonly ofCommand: number;
+}) => boolean;
 
 /**
  * Kills the run that uses `clients` at the first request `isKillPoint` picks, as a process killed there would stop:
@@ -214,7 +236,11 @@ type KillPoint = (request: { readonly number: number; readonly command: string; 
  * which request it was. The hook sits in the `initialize` step, ahead of the SDK's retries.
  * `DynamoDBDocumentClient.from` shares the bare client's middleware stack, so the store is covered.
  */
-function armKillSwitch(clients: FunctionClients, isKillPoint: KillPoint, onKill: (crash: SimulatedCrash) => void): void {
+function armKillSwitch(
+  clients: FunctionClients,
+  isKillPoint: KillPoint,
+  onKill: (crash: SimulatedCrash) => void,
+): void {
   let calls = 0;
   let killed = false;
   const perCommand = new Map<string, number>();
@@ -329,7 +355,12 @@ export class ServiceStack {
     const killed = new Promise<never>((_, reject) => (kill = reject));
     const { killAfterCalls, killAtCommand } = options;
     if (killAfterCalls !== undefined) armKillSwitch(clients, (request) => request.number > killAfterCalls, kill);
-    if (killAtCommand !== undefined) armKillSwitch(clients, (r) => r.command === killAtCommand.command && r.ofCommand === killAtCommand.occurrence, kill);
+    if (killAtCommand !== undefined)
+      armKillSwitch(
+        clients,
+        (r) => r.command === killAtCommand.command && r.ofCommand === killAtCommand.occurrence,
+        kill,
+      );
     if (options.freeze !== undefined) armFreeze(clients, options.freeze);
     const events: OrchestratorEvent[] = [];
     let stopping = false;
@@ -357,8 +388,14 @@ export class ServiceStack {
    * Runs the orchestrator until `done` holds (checked every 50 ms), then stops it and returns how it went.
    * @throws Error when `done` does not hold within `timeoutMs` (the run is stopped first), or when the run fails.
    */
-  async runUntil(done: () => boolean | Promise<boolean>, options: { readonly timeoutMs: number; readonly what: string; readonly owner?: string }): Promise<{ summary: RunSummary; events: readonly OrchestratorEvent[] }> {
-    const run = this.startOrchestrator({ deadlineMs: options.timeoutMs + 5_000, ...(options.owner === undefined ? {} : { owner: options.owner }) });
+  async runUntil(
+    done: () => boolean | Promise<boolean>,
+    options: { readonly timeoutMs: number; readonly what: string; readonly owner?: string },
+  ): Promise<{ summary: RunSummary; events: readonly OrchestratorEvent[] }> {
+    const run = this.startOrchestrator({
+      deadlineMs: options.timeoutMs + 5_000,
+      ...(options.owner === undefined ? {} : { owner: options.owner }),
+    });
     try {
       await waitFor(done, { timeoutMs: options.timeoutMs, what: options.what });
     } finally {
@@ -371,12 +408,18 @@ export class ServiceStack {
    * Invokes the production orchestrator handler (`handlerFromEnv`) as a manual invoke would: an event without a
    * schedule `time`, and a context whose remaining time lets the run go on for `deadlineMs`.
    */
-  async invokeOrchestratorHandler(options: { readonly deadlineMs: number; readonly requestId: string }): Promise<RunSummary> {
+  async invokeOrchestratorHandler(options: {
+    readonly deadlineMs: number;
+    readonly requestId: string;
+  }): Promise<RunSummary> {
     const clients = this.harness.runClients();
     try {
       const handler = orchestratorHandlerFromEnv(this.env, clients, localTelemetry(this.log));
       const end = systemClock.now() + options.deadlineMs + EXIT_RESERVE_MS;
-      return await handler({}, { awsRequestId: options.requestId, getRemainingTimeInMillis: () => end - systemClock.now() });
+      return await handler(
+        {},
+        { awsRequestId: options.requestId, getRemainingTimeInMillis: () => end - systemClock.now() },
+      );
     } finally {
       destroyClients(clients);
     }
@@ -415,7 +458,8 @@ export class ServiceStack {
       while (running) {
         const circuit = await this.circuit();
         const last = changes[changes.length - 1];
-        if (last === undefined || last.circuit?.state.status !== circuit?.state.status) changes.push({ at: systemClock.now(), circuit });
+        if (last === undefined || last.circuit?.state.status !== circuit?.state.status)
+          changes.push({ at: systemClock.now(), circuit });
         await pause(intervalMs);
       }
     })();
@@ -472,7 +516,10 @@ export class ServiceStack {
  * @throws ConfigError when a setting is out of its range.
  */
 export async function createServiceStack(options: ServiceStackOptions): Promise<ServiceStack> {
-  const harness = await LocalHarness.fresh({ emulators: options.emulators, maxReceiveCount: options.maxReceiveCount ?? 10 });
+  const harness = await LocalHarness.fresh({
+    emulators: options.emulators,
+    maxReceiveCount: options.maxReceiveCount ?? 10,
+  });
   try {
     const settings = {
       orchestrator: { ...FAST_SETTINGS.orchestrator, ...options.orchestrator },
@@ -494,7 +541,9 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
       ...(options.usagePreset === undefined ? {} : { [CONFIG_ENV.usagePreset]: options.usagePreset }),
       [RESOURCE_ENV.tableName]: tableName,
       [RESOURCE_ENV.workerFunctionName]: WORKER_FUNCTION,
-      ...Object.fromEntries(Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [name, queueUrls[queue as QueueName]])),
+      ...Object.fromEntries(
+        Object.entries(QUEUE_URL_ENV).map(([queue, name]) => [name, queueUrls[queue as QueueName]]),
+      ),
     };
     const config = serviceConfigFromEnv(baseEnv);
 
@@ -513,7 +562,11 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
     });
     const faults = options.faults ?? {};
     const apiServer = await harness.serveApi(faults.api?.(api) ?? api);
-    const env: Env = Object.freeze({ ...baseEnv, [RESOURCE_ENV.apiUrl]: apiServer.apiUrl, [RESOURCE_ENV.healthUrl]: apiServer.healthUrl });
+    const env: Env = Object.freeze({
+      ...baseEnv,
+      [RESOURCE_ENV.apiUrl]: apiServer.apiUrl,
+      [RESOURCE_ENV.healthUrl]: apiServer.healthUrl,
+    });
 
     const logs: LogLine[] = [];
     const log: Log = (level, message, fields = {}) => void logs.push({ level, message, fields });
@@ -531,10 +584,24 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
       const timed = options.clock === undefined ? deps : { ...deps, clock };
       return faults.workerDeps?.(timed) ?? timed;
     };
-    const hooks: FunctionHooks = { log, clients: faults.workerClients, workerDeps, workerHandler: faults.workerHandler };
-    const timing = options.invokeTiming === undefined ? undefined : new InvokeTiming(options.invokeTiming.model, options.invokeTiming.random);
+    const hooks: FunctionHooks = {
+      log,
+      clients: faults.workerClients,
+      workerDeps,
+      workerHandler: faults.workerHandler,
+    };
+    const timing =
+      options.invokeTiming === undefined
+        ? undefined
+        : new InvokeTiming(options.invokeTiming.model, options.invokeTiming.random);
     await harness.host([worker], hooks, { retryDelayMs: 100, ...(timing === undefined ? {} : { timing }) });
-    return new ServiceStack({ env, config, api, readyAt }, harness, { outages, faults, clock, timing }, logs, workerFailures);
+    return new ServiceStack(
+      { env, config, api, readyAt },
+      harness,
+      { outages, faults, clock, timing },
+      logs,
+      workerFailures,
+    );
   } catch (error) {
     await harness.close({ idleWithinMs: 0 });
     throw error;

@@ -67,7 +67,10 @@ export function readStackFile(file: string): LocalStackInfo {
   try {
     text = readFileSync(path, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new StackFileError(`no local stack file at ${path}: start one with \`npm start -- --keep\` (it writes ${DEFAULT_STACK_FILE}), or pass the file it wrote`);
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT')
+      throw new StackFileError(
+        `no local stack file at ${path}: start one with \`npm start -- --keep\` (it writes ${DEFAULT_STACK_FILE}), or pass the file it wrote`,
+      );
     throw new StackFileError(`cannot read the local stack file ${path}: ${(error as Error).message}`);
   }
   let raw: unknown;
@@ -80,18 +83,23 @@ export function readStackFile(file: string): LocalStackInfo {
 }
 
 function checkInfo(raw: unknown, path: string): LocalStackInfo {
-  const bad = (field: string) => new StackFileError(`the local stack file ${path} is not one \`npm start -- --keep\` wrote: ${field} is missing or invalid`);
+  const bad = (field: string) =>
+    new StackFileError(
+      `the local stack file ${path} is not one \`npm start -- --keep\` wrote: ${field} is missing or invalid`,
+    );
   const info = raw as Partial<LocalStackInfo> | null;
   if (typeof info !== 'object' || info === null || info.version !== 1) throw bad('version');
   const text = (value: unknown) => typeof value === 'string' && value !== '';
   if (!text(info.region)) throw bad('region');
   if (!text(info.credentials?.accessKeyId) || !text(info.credentials?.secretAccessKey)) throw bad('credentials');
-  for (const name of ['dynamodb', 'sqs', 'lambda'] as const) if (!text(info.endpoints?.[name])) throw bad(`endpoints.${name}`);
+  for (const name of ['dynamodb', 'sqs', 'lambda'] as const)
+    if (!text(info.endpoints?.[name])) throw bad(`endpoints.${name}`);
   if (!text(info.lane)) throw bad('lane');
   if (!text(info.tableName)) throw bad('tableName');
   for (const queue of QUEUE_NAMES) if (!text(info.queueUrls?.[queue])) throw bad(`queueUrls.${queue}`);
   for (const fn of ['orchestrator', 'worker'] as const) {
-    if (!text(info.functions?.[fn]?.name) || typeof info.functions?.[fn]?.environment !== 'object') throw bad(`functions.${fn}`);
+    if (!text(info.functions?.[fn]?.name) || typeof info.functions?.[fn]?.environment !== 'object')
+      throw bad(`functions.${fn}`);
   }
   return info as LocalStackInfo;
 }

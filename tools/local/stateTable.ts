@@ -1,4 +1,9 @@
-import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand, type DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DescribeTableCommand,
+  type DynamoDBClient,
+} from '@aws-sdk/client-dynamodb';
 import { TABLE_KEY } from '../../lib/adapters/dynamodb/DynamoTable';
 
 const POLL_MS = 10;

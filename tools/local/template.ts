@@ -3,7 +3,11 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createQueue, queueArn } from './laneQueues';
 
 /** One resource of a {@link Template}: its type, properties and dependencies, and any other resource attribute. */
-export type TemplateResource = { readonly Type: string; readonly Properties?: Record<string, unknown>; readonly DependsOn?: string | string[] } & Readonly<Record<string, unknown>>;
+export type TemplateResource = {
+  readonly Type: string;
+  readonly Properties?: Record<string, unknown>;
+  readonly DependsOn?: string | string[];
+} & Readonly<Record<string, unknown>>;
 
 /** A CloudFormation template as `osls package` writes it (JSON). */
 export interface Template {
@@ -59,7 +63,9 @@ export class LocalStack {
     }
     if (entries.length === 1 && key === 'Fn::Sub') {
       const text = Array.isArray(argument) ? String(argument[0]) : String(argument);
-      return text.replace(/\$\{([^}]+)\}/g, (_, name: string) => String(name.includes('.') ? this.getAtt(...(name.split('.') as [string, string])) : this.ref(name)));
+      return text.replace(/\$\{([^}]+)\}/g, (_, name: string) =>
+        String(name.includes('.') ? this.getAtt(...(name.split('.') as [string, string])) : this.ref(name)),
+      );
     }
     if (key?.startsWith('Fn::') === true) throw new Error(`the local run cannot resolve ${key}`);
     return Object.fromEntries(entries.map(([k, v]) => [k, this.resolve(v)]));
@@ -86,7 +92,9 @@ export class LocalStack {
    * @throws Error when no queue of this stack has that ARN.
    */
   queueUrlOfArn(arn: string): string {
-    const physical = [...this.physical.values()].find((p) => p.attributes.Arn === arn && p.attributes.QueueUrl !== undefined);
+    const physical = [...this.physical.values()].find(
+      (p) => p.attributes.Arn === arn && p.attributes.QueueUrl !== undefined,
+    );
     if (physical === undefined) throw new Error(`the local run has no queue with ARN ${arn}`);
     return physical.ref;
   }
@@ -104,19 +112,31 @@ export class LocalStack {
    */
   properties(id: string, keys?: readonly string[]): Record<string, unknown> {
     const all = this.template.Resources[id]?.Properties ?? {};
-    const picked = keys === undefined ? all : Object.fromEntries(Object.entries(all).filter(([key]) => keys.includes(key)));
+    const picked =
+      keys === undefined ? all : Object.fromEntries(Object.entries(all).filter(([key]) => keys.includes(key)));
     return this.resolve(picked) as Record<string, unknown>;
   }
 }
 
 /** Queue attributes CloudFormation takes as properties and CreateQueue takes as attributes (as strings). */
-const QUEUE_ATTRIBUTES = ['DelaySeconds', 'MaximumMessageSize', 'MessageRetentionPeriod', 'ReceiveMessageWaitTimeSeconds', 'VisibilityTimeout', 'FifoQueue', 'ContentBasedDeduplication'];
+const QUEUE_ATTRIBUTES = [
+  'DelaySeconds',
+  'MaximumMessageSize',
+  'MessageRetentionPeriod',
+  'ReceiveMessageWaitTimeSeconds',
+  'VisibilityTimeout',
+  'FifoQueue',
+  'ContentBasedDeduplication',
+];
 
 /**
  * Creates the template's DynamoDB tables and SQS queues on the emulators, from the same definitions the deployment
  * uses, and records Lambda functions by name. Queues are created dead-letter queues first, so redrive policies resolve.
  */
-export async function provisionStack(template: Template, clients: { readonly dynamodb: DynamoDBClient; readonly sqs: SQSClient }): Promise<LocalStack> {
+export async function provisionStack(
+  template: Template,
+  clients: { readonly dynamodb: DynamoDBClient; readonly sqs: SQSClient },
+): Promise<LocalStack> {
   const stack = new LocalStack(template);
   for (const id of stack.idsOf('AWS::Lambda::Function')) {
     const name = String(template.Resources[id]?.Properties?.FunctionName);
@@ -142,7 +162,10 @@ export async function provisionStack(template: Template, clients: { readonly dyn
     for (const name of QUEUE_ATTRIBUTES) if (p[name] !== undefined) attributes[name] = String(p[name]);
     if (p.RedrivePolicy !== undefined) attributes.RedrivePolicy = JSON.stringify(p.RedrivePolicy);
     const queueUrl = await createQueue(clients.sqs, String(p.QueueName), attributes);
-    stack.define(id, { ref: queueUrl, attributes: { Arn: await queueArn(clients.sqs, queueUrl), QueueName: String(p.QueueName), QueueUrl: queueUrl } });
+    stack.define(id, {
+      ref: queueUrl,
+      attributes: { Arn: await queueArn(clients.sqs, queueUrl), QueueName: String(p.QueueName), QueueUrl: queueUrl },
+    });
   }
   return stack;
 }
@@ -185,17 +208,30 @@ const ORCHESTRATOR_HANDLER = 'functions/orchestrator.handler';
  */
 export function packagedFunctions(stack: LocalStack): PackagedFunctions {
   const functions = functionsOf(stack);
-  return { orchestrator: functionWith(functions, ORCHESTRATOR_HANDLER), worker: functionWith(functions, WORKER_HANDLER), schedule: scheduleOf(stack) };
+  return {
+    orchestrator: functionWith(functions, ORCHESTRATOR_HANDLER),
+    worker: functionWith(functions, WORKER_HANDLER),
+    schedule: scheduleOf(stack),
+  };
 }
 
 /** The template's functions, with their environments resolved against the local resources. */
 function functionsOf(stack: LocalStack): FunctionDefinition[] {
-  const invokeConfigs = stack.idsOf('AWS::Lambda::EventInvokeConfig').map((id) => stack.properties(id, ['FunctionName', 'MaximumRetryAttempts', 'DestinationConfig']));
+  const invokeConfigs = stack
+    .idsOf('AWS::Lambda::EventInvokeConfig')
+    .map((id) => stack.properties(id, ['FunctionName', 'MaximumRetryAttempts', 'DestinationConfig']));
   return stack.idsOf('AWS::Lambda::Function').map((id) => {
-    const p = stack.properties(id, ['FunctionName', 'Handler', 'Timeout', 'ReservedConcurrentExecutions', 'Environment']);
+    const p = stack.properties(id, [
+      'FunctionName',
+      'Handler',
+      'Timeout',
+      'ReservedConcurrentExecutions',
+      'Environment',
+    ]);
     const name = String(p.FunctionName);
     const invokeConfig = invokeConfigs.find((c) => c.FunctionName === name);
-    const onFailure = (invokeConfig?.DestinationConfig as { OnFailure?: { Destination?: string } } | undefined)?.OnFailure?.Destination;
+    const onFailure = (invokeConfig?.DestinationConfig as { OnFailure?: { Destination?: string } } | undefined)
+      ?.OnFailure?.Destination;
     const reserved = p.ReservedConcurrentExecutions;
     return {
       name,
@@ -205,7 +241,10 @@ function functionsOf(stack: LocalStack): FunctionDefinition[] {
       // Lambda's default for asynchronous invocations is two retries.
       maximumRetryAttempts: Number(invokeConfig?.MaximumRetryAttempts ?? 2),
       ...(onFailure === undefined ? {} : { onFailureQueueUrl: stack.queueUrlOfArn(onFailure) }),
-      environment: ((p.Environment as { Variables?: Record<string, string> } | undefined)?.Variables ?? {}) as Record<string, string>,
+      environment: ((p.Environment as { Variables?: Record<string, string> } | undefined)?.Variables ?? {}) as Record<
+        string,
+        string
+      >,
     };
   });
 }
@@ -226,7 +265,8 @@ function scheduleOf(stack: LocalStack): Schedule {
     const p = stack.properties(id, ['ScheduleExpression', 'Targets']);
     const rate = /^rate\((\d+) minutes?\)$/.exec(String(p.ScheduleExpression));
     const target = (p.Targets as { Arn?: string }[] | undefined)?.[0]?.Arn;
-    if (rate?.[1] !== undefined && target !== undefined) return { functionName: target.split(':').pop() ?? target, periodMs: Number(rate[1]) * 60_000 };
+    if (rate?.[1] !== undefined && target !== undefined)
+      return { functionName: target.split(':').pop() ?? target, periodMs: Number(rate[1]) * 60_000 };
   }
   throw new Error('the packaged template has no rate(N minutes) schedule rule targeting a function');
 }

@@ -18,7 +18,10 @@ export function pause(ms: number): Promise<void> {
  * A check that throws is retried like a false one (until the timeout, when its error is reported).
  * @throws Error naming `what`, after `timeoutMs`, with the last error if the last check threw.
  */
-export async function waitFor<T>(check: () => T | undefined | null | false | Promise<T | undefined | null | false>, options: WaitForOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
+  options: WaitForOptions = {},
+): Promise<T> {
   const { timeoutMs = 10_000, intervalMs = 50, what = 'the condition' } = options;
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
@@ -31,8 +34,14 @@ export async function waitFor<T>(check: () => T | undefined | null | false | Pro
       lastError = error;
     }
     if (Date.now() >= deadline) {
-      const detail = lastError === undefined ? '' : `; the last check threw: ${lastError instanceof Error ? lastError.message : String(lastError)}`;
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${detail}`, lastError === undefined ? {} : { cause: lastError });
+      const detail =
+        lastError === undefined
+          ? ''
+          : `; the last check threw: ${lastError instanceof Error ? lastError.message : String(lastError)}`;
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${detail}`,
+        lastError === undefined ? {} : { cause: lastError },
+      );
     }
     await pause(intervalMs);
   }

@@ -79,7 +79,9 @@ export class MemoryInvoker implements Invoker {
     if (fault === 'throttled') throw new InvokeThrottledError('injected fault: invoke throttled');
     if (fault === 'failed') throw new InvokeFailedError('injected fault: invoke failed', false);
     this.accepted++;
-    const plan: Pick<DeliveryPlan, 'startDelayMs' | 'duplicate'> = this.timing?.plan(this.clock.now()) ?? { startDelayMs: this.latencyMs };
+    const plan: Pick<DeliveryPlan, 'startDelayMs' | 'duplicate'> = this.timing?.plan(this.clock.now()) ?? {
+      startDelayMs: this.latencyMs,
+    };
     this.active++;
     const duplicate = plan.duplicate;
     if (duplicate?.when === 'while-running') {

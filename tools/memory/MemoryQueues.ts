@@ -13,7 +13,6 @@ import {
   type SourceQueue,
 } from '../../lib/ports/QueueReceiver';
 
-
 /** SQS limits, in milliseconds where they are durations. */
 const MAX_DELAY_MS = 900_000;
 const MAX_VISIBILITY_MS = 43_200_000;
@@ -60,7 +59,10 @@ function checkShape(queue: QueueName, message: OutgoingMessage): void {
 }
 
 /** Request counters of {@link MemoryQueues.stats}: one per API call, whatever it returned. */
-export type QueueRequestStats = Record<'receive' | 'send' | 'sendBatch' | 'delete' | 'deleteBatch' | 'changeVisibility' | 'messageCount', number>;
+export type QueueRequestStats = Record<
+  'receive' | 'send' | 'sendBatch' | 'delete' | 'deleteBatch' | 'changeVisibility' | 'messageCount',
+  number
+>;
 
 interface StoredMessage {
   readonly messageId: string;
@@ -113,7 +115,15 @@ function isInFlight(message: StoredMessage, now: number): boolean {
  */
 export class MemoryQueues implements QueueReceiver {
   /** Request counters, one per call. */
-  readonly stats: QueueRequestStats = { receive: 0, send: 0, sendBatch: 0, delete: 0, deleteBatch: 0, changeVisibility: 0, messageCount: 0 };
+  readonly stats: QueueRequestStats = {
+    receive: 0,
+    send: 0,
+    sendBatch: 0,
+    delete: 0,
+    deleteBatch: 0,
+    changeVisibility: 0,
+    messageCount: 0,
+  };
 
   private readonly clock: Clock;
   private readonly maxReceiveCount: number;
@@ -123,11 +133,13 @@ export class MemoryQueues implements QueueReceiver {
 
   /** @throws RangeError if `maxReceiveCount` is not an integer within 1..1000 (the SQS range). */
   constructor({ clock, maxReceiveCount = 10 }: MemoryQueuesOptions) {
-    if (!Number.isInteger(maxReceiveCount)) throw new RangeError(`maxReceiveCount must be an integer, got ${maxReceiveCount}`);
+    if (!Number.isInteger(maxReceiveCount))
+      throw new RangeError(`maxReceiveCount must be an integer, got ${maxReceiveCount}`);
     checkRange('maxReceiveCount', maxReceiveCount, 1, 1000);
     this.clock = clock;
     this.maxReceiveCount = maxReceiveCount;
-    for (const name of QUEUE_NAMES) this.queues.set(name, { messages: [], deduplication: new Map(), waiters: new Set() });
+    for (const name of QUEUE_NAMES)
+      this.queues.set(name, { messages: [], deduplication: new Map(), waiters: new Set() });
   }
 
   /**
@@ -240,7 +252,9 @@ export class MemoryQueues implements QueueReceiver {
     const now = this.clock.now();
     const message = state.messages.find((m) => m.receiptHandle === receiptHandle);
     if (message === undefined) {
-      throw new Error(`ReceiptHandleIsInvalid: '${receiptHandle}' is not the latest receipt of a message in '${queue}'`);
+      throw new Error(
+        `ReceiptHandleIsInvalid: '${receiptHandle}' is not the latest receipt of a message in '${queue}'`,
+      );
     }
     if (!isInFlight(message, now)) {
       throw new Error(`MessageNotInflight: message ${message.messageId} in '${queue}' is not in flight`);

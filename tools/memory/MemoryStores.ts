@@ -2,9 +2,20 @@ import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
 import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
-import { blocksClaim, type IdempotencyRecord, type IdempotencyStore, type ReopenOutcome } from '../../lib/ports/IdempotencyStore';
+import {
+  blocksClaim,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  type ReopenOutcome,
+} from '../../lib/ports/IdempotencyStore';
 import type { Lease, LeaseStore } from '../../lib/ports/LeaseStore';
-import { allRefunds, MAX_PENDING_SETTLEMENTS, MAX_STORED_SETTLEMENTS, checkSettled, type LedgerStore } from '../../lib/ports/LedgerStore';
+import {
+  allRefunds,
+  MAX_PENDING_SETTLEMENTS,
+  MAX_STORED_SETTLEMENTS,
+  checkSettled,
+  type LedgerStore,
+} from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
 
 /** A map whose values are kept as JSON text, so that no caller ever holds a reference into stored state. */
@@ -41,7 +52,11 @@ export class MemoryState {
   readonly settlements = new JsonMap<Settlement[]>();
   readonly idempotency = new JsonMap<IdempotencyRecord>();
   /** Per batch, the successes it recorded (see `IdempotencyStore.recordBatchSuccesses`). */
-  readonly batches = new JsonMap<{ readonly at: number; readonly expiresAt: number; readonly succeeded: readonly string[] }>();
+  readonly batches = new JsonMap<{
+    readonly at: number;
+    readonly expiresAt: number;
+    readonly succeeded: readonly string[];
+  }>();
   /** Per idempotency key, the dispatches marked as having spent their reservation on it (see `IdempotencyStore.claimRefund`). */
   readonly spent = new Map<string, Set<string>>();
 }
@@ -99,7 +114,10 @@ export class MemoryLedgerStore implements LedgerStore {
     checkSettled(settled);
     this.checkFence(lane, fencingToken);
     const pending = this.state.settlements.get(lane) ?? [];
-    if (pending.length < settled) throw new StateConflictError(`fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`);
+    if (pending.length < settled)
+      throw new StateConflictError(
+        `fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`,
+      );
     this.state.ledgers.set(lane, ledger);
     if (settled > 0) this.state.settlements.set(lane, pending.slice(settled));
   }
@@ -158,7 +176,12 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return record !== undefined && now < record.expiresAt ? record : undefined;
   }
 
-  async putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number, replacing?: string): Promise<IdempotencyRecord | null> {
+  async putIdempotencyIfAbsent(
+    key: string,
+    record: IdempotencyRecord,
+    now: number,
+    replacing?: string,
+  ): Promise<IdempotencyRecord | null> {
     this.state.stats.writes++;
     const existing = this.state.idempotency.get(key);
     if (blocksClaim(existing, record.dispatchId, now, replacing)) return existing;
@@ -190,11 +213,20 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return true;
   }
 
-  async recordBatchSuccesses(batch: string, dispatchIds: readonly string[], at: number, expiresAt: number): Promise<void> {
+  async recordBatchSuccesses(
+    batch: string,
+    dispatchIds: readonly string[],
+    at: number,
+    expiresAt: number,
+  ): Promise<void> {
     this.state.stats.writes++;
     if (dispatchIds.length === 0) return;
     const recorded = this.state.batches.get(batch) ?? { at, expiresAt, succeeded: [] };
-    this.state.batches.set(batch, { ...recorded, expiresAt: Math.max(recorded.expiresAt, expiresAt), succeeded: [...new Set([...recorded.succeeded, ...dispatchIds])] });
+    this.state.batches.set(batch, {
+      ...recorded,
+      expiresAt: Math.max(recorded.expiresAt, expiresAt),
+      succeeded: [...new Set([...recorded.succeeded, ...dispatchIds])],
+    });
   }
 
   async batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined> {

@@ -1,6 +1,16 @@
 import { GetQueueAttributesCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
 import { unpackAttributes } from '../../lib/adapters/sqs/fitAttributes';
-import { ATTRIBUTES, DEAD_LETTER_QUEUES, deadLetterQueueOf, type DeadLetterQueue, type MessageAttribute, type OutgoingMessage, type QueueName, type QueueReceiver, type SourceQueue } from '../../lib/ports/QueueReceiver';
+import {
+  ATTRIBUTES,
+  DEAD_LETTER_QUEUES,
+  deadLetterQueueOf,
+  type DeadLetterQueue,
+  type MessageAttribute,
+  type OutgoingMessage,
+  type QueueName,
+  type QueueReceiver,
+  type SourceQueue,
+} from '../../lib/ports/QueueReceiver';
 
 /** A message of a dead-letter queue, as the operator sees it. */
 export interface DeadLetter {
@@ -41,11 +51,15 @@ export function sourceOf(dlq: DeadLetterQueue): SourceQueue {
  */
 export function deadLetterOf(dlq: DeadLetterQueue, message: Message): DeadLetter {
   const { MessageId: messageId, ReceiptHandle: receiptHandle, Body: body } = message;
-  if (messageId === undefined || receiptHandle === undefined || body === undefined) throw new Error(`SQS returned a message of ${dlq} without its id, receipt handle or body`);
+  if (messageId === undefined || receiptHandle === undefined || body === undefined)
+    throw new Error(`SQS returned a message of ${dlq} without its id, receipt handle or body`);
   const raw = Object.fromEntries(
     Object.entries(message.MessageAttributes ?? {}).map(([name, a]) => [
       name,
-      { dataType: a.DataType ?? 'String', value: a.StringValue ?? (a.BinaryValue === undefined ? '' : Buffer.from(a.BinaryValue).toString('base64')) },
+      {
+        dataType: a.DataType ?? 'String',
+        value: a.StringValue ?? (a.BinaryValue === undefined ? '' : Buffer.from(a.BinaryValue).toString('base64')),
+      },
     ]),
   );
   const attributes = unpackAttributes(raw);
@@ -80,7 +94,9 @@ export function deadLetterOf(dlq: DeadLetterQueue, message: Message): DeadLetter
 const PRODUCER_ATTRIBUTES: ReadonlySet<string> = new Set([ATTRIBUTES.cost, ATTRIBUTES.idempotencyKey]);
 
 /** The attributes the service writes on a message it requeues or dead-letters (`attempt`, `reason`, `sourceQueue`, …). */
-export const SERVICE_WRITTEN_ATTRIBUTES: readonly string[] = Object.values(ATTRIBUTES).filter((name) => !PRODUCER_ATTRIBUTES.has(name));
+export const SERVICE_WRITTEN_ATTRIBUTES: readonly string[] = Object.values(ATTRIBUTES).filter(
+  (name) => !PRODUCER_ATTRIBUTES.has(name),
+);
 
 /**
  * The idempotency key the job of `letter` had: its `idempotencyKey` attribute (a producer's, or the one a requeued
@@ -106,7 +122,10 @@ export function idempotencyKeyOf(letter: DeadLetter): string | undefined {
 export function redriveMessageOf(letter: DeadLetter): OutgoingMessage {
   const kept = Object.entries(letter.attributes).filter(([name]) => !SERVICE_WRITTEN_ATTRIBUTES.includes(name));
   const key = idempotencyKeyOf(letter);
-  const attributes = { ...Object.fromEntries(kept), ...(key === undefined ? {} : { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: key } }) };
+  const attributes = {
+    ...Object.fromEntries(kept),
+    ...(key === undefined ? {} : { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: key } }),
+  };
   return {
     body: letter.body,
     ...(Object.keys(attributes).length === 0 ? {} : { attributes }),
@@ -139,7 +158,9 @@ export interface DeadLetterQueues {
 
 /** The approximate number of visible messages of `queue`. */
 async function visibleCount(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes = {} } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
   return Number(Attributes.ApproximateNumberOfMessages ?? 0);
 }
 
@@ -186,14 +207,23 @@ export async function peekDeadLetters(target: DeadLetterQueues, options: PeekOpt
   let found = false;
   try {
     for (const dlq of options.queues ?? DEAD_LETTER_QUEUES) {
-      await receiveDeadLetters(target, dlq, { max: options.max - letters.length, visibilityMs: PEEK_VISIBILITY_MS, done: () => found }, async (batch) => {
-        letters.push(...batch);
-        found ||= batch.some((letter) => options.until?.(letter) === true);
-      });
+      await receiveDeadLetters(
+        target,
+        dlq,
+        { max: options.max - letters.length, visibilityMs: PEEK_VISIBILITY_MS, done: () => found },
+        async (batch) => {
+          letters.push(...batch);
+          found ||= batch.some((letter) => options.until?.(letter) === true);
+        },
+      );
       if (found) break;
     }
   } finally {
-    await Promise.all(letters.map((letter) => target.queues.changeVisibility(letter.dlq, letter.receiptHandle, 0).catch(() => undefined)));
+    await Promise.all(
+      letters.map((letter) =>
+        target.queues.changeVisibility(letter.dlq, letter.receiptHandle, 0).catch(() => undefined),
+      ),
+    );
   }
   return letters.sort((a, b) => a.deadLetteredAt - b.deadLetteredAt);
 }

@@ -13,7 +13,14 @@ export function isoSecond(at: number): string {
 export function ago(at: number, now: number): string {
   const seconds = Math.round((now - at) / 1000);
   const size = Math.abs(seconds);
-  const text = size < 120 ? `${size} s` : size < 7_200 ? `${Math.round(size / 60)} min` : size < 172_800 ? `${Math.round(size / 3_600)} h` : `${Math.round(size / 86_400)} d`;
+  const text =
+    size < 120
+      ? `${size} s`
+      : size < 7_200
+        ? `${Math.round(size / 60)} min`
+        : size < 172_800
+          ? `${Math.round(size / 3_600)} h`
+          : `${Math.round(size / 86_400)} d`;
   return seconds >= 0 ? `${text} ago` : `in ${text}`;
 }
 
@@ -22,8 +29,19 @@ export function table(rows: readonly (readonly string[])[], indent = '  '): stri
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => (widths[i] = Math.max(widths[i] ?? 0, cell.length)));
   const numeric = /^[\d.,%/ -]+$/;
-  const right = widths.map((_, i) => i > 0 && rows.length > 1 && rows.slice(1).every((row) => numeric.test(row[i] ?? '')));
-  return rows.map((row) => indent + row.map((cell, i) => (right[i] === true ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0))).join('  ').trimEnd()).join('\n');
+  const right = widths.map(
+    (_, i) => i > 0 && rows.length > 1 && rows.slice(1).every((row) => numeric.test(row[i] ?? '')),
+  );
+  return rows
+    .map(
+      (row) =>
+        indent +
+        row
+          .map((cell, i) => (right[i] === true ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0)))
+          .join('  ')
+          .trimEnd(),
+    )
+    .join('\n');
 }
 
 /** A share as a percentage with one decimal below 10 %: `0 %`, `7.5 %`, `42 %`. */
@@ -37,30 +55,61 @@ function percent(used: number, limit: number): string {
 export function formatStatus(status: OpsStatus): string {
   const { at, circuit, paused, lease } = status;
   const lines = [`Lane '${status.lane}' on ${status.target}, at ${isoSecond(at)}`, ''];
-  lines.push(`Paused:   ${paused === null ? 'no' : `yes, by ${paused.by} since ${isoSecond(paused.since)} (${ago(paused.since, at)})`}`);
+  lines.push(
+    `Paused:   ${paused === null ? 'no' : `yes, by ${paused.by} since ${isoSecond(paused.since)} (${ago(paused.since, at)})`}`,
+  );
   const circuitParts: string[] = [circuit.status];
-  if (circuit.byOperator === true) circuitParts.push('forced open by an operator: no health check until an operator closes it');
-  if (circuit.openedAt !== undefined) circuitParts.push(`since ${isoSecond(circuit.openedAt)} (${ago(circuit.openedAt, at)})`);
+  if (circuit.byOperator === true)
+    circuitParts.push('forced open by an operator: no health check until an operator closes it');
+  if (circuit.openedAt !== undefined)
+    circuitParts.push(`since ${isoSecond(circuit.openedAt)} (${ago(circuit.openedAt, at)})`);
   if (circuit.reason !== undefined) circuitParts.push(`reason: ${circuit.reason}`);
-  if (circuit.nextCheckAt !== undefined && circuit.byOperator !== true) circuitParts.push(`next health check ${isoSecond(circuit.nextCheckAt)}`);
-  if (circuit.rateLimitedUntil !== undefined) circuitParts.push(`a 429 holds dispatch until ${isoSecond(circuit.rateLimitedUntil)}`);
+  if (circuit.nextCheckAt !== undefined && circuit.byOperator !== true)
+    circuitParts.push(`next health check ${isoSecond(circuit.nextCheckAt)}`);
+  if (circuit.rateLimitedUntil !== undefined)
+    circuitParts.push(`a 429 holds dispatch until ${isoSecond(circuit.rateLimitedUntil)}`);
   lines.push(`Circuit:  ${circuitParts.join('; ')}`);
   if (circuit.recentTransitions.length > 0) {
     lines.push('  recent transitions (oldest first):');
-    lines.push(table(circuit.recentTransitions.map((t) => [isoSecond(t.at), `${t.from} → ${t.to}`, t.reason]), '    '));
+    lines.push(
+      table(
+        circuit.recentTransitions.map((t) => [isoSecond(t.at), `${t.from} → ${t.to}`, t.reason]),
+        '    ',
+      ),
+    );
   }
   lines.push('', 'Quota tiers:');
   lines.push(
     table([
       ['tier', 'used', 'limit', 'use', 'remaining', ''],
-      ...status.tiers.map((t) => [t.tier, String(t.used), String(t.limit), percent(t.used, t.limit), String(t.remaining), t.resetsAt === undefined ? '' : `resets ${isoSecond(t.resetsAt)}`]),
+      ...status.tiers.map((t) => [
+        t.tier,
+        String(t.used),
+        String(t.limit),
+        percent(t.used, t.limit),
+        String(t.remaining),
+        t.resetsAt === undefined ? '' : `resets ${isoSecond(t.resetsAt)}`,
+      ]),
     ]),
   );
   lines.push('', 'Queues:');
-  lines.push(table([['queue', 'visible', 'in flight', 'delayed'], ...QUEUE_NAMES.map((q) => [q, String(status.queues[q].visible), String(status.queues[q].inFlight), String(status.queues[q].delayed)])]));
+  lines.push(
+    table([
+      ['queue', 'visible', 'in flight', 'delayed'],
+      ...QUEUE_NAMES.map((q) => [
+        q,
+        String(status.queues[q].visible),
+        String(status.queues[q].inFlight),
+        String(status.queues[q].delayed),
+      ]),
+    ]),
+  );
   lines.push('');
   if (lease === null) lines.push('Lease:    free (no orchestrator run holds it)');
-  else lines.push(`Lease:    ${lease.expired ? 'expired, last held' : 'held'} by ${lease.owner} until ${isoSecond(lease.expiresAt)} (fencing token ${lease.fencingToken})`);
+  else
+    lines.push(
+      `Lease:    ${lease.expired ? 'expired, last held' : 'held'} by ${lease.owner} until ${isoSecond(lease.expiresAt)} (fencing token ${lease.fencingToken})`,
+    );
   return lines.join('\n');
 }
 
@@ -85,7 +134,9 @@ export function formatDeadLetters(letters: readonly DeadLetter[], now: number): 
     `${l.dlq} ← ${l.source}`,
     l.attempt === undefined ? '-' : String(l.attempt),
     `${isoSecond(l.deadLetteredAt)} (${ago(l.deadLetteredAt, now)})`,
-    l.reason === undefined ? '(moved by SQS after maxReceiveCount receives)' : oneLine(l.apiError === undefined ? l.reason : `${l.reason} (API: ${l.apiError})`, 120),
+    l.reason === undefined
+      ? '(moved by SQS after maxReceiveCount receives)'
+      : oneLine(l.apiError === undefined ? l.reason : `${l.reason} (API: ${l.apiError})`, 120),
   ]);
   return `${table([['message id', 'queue ← source', 'attempt', 'dead-lettered', 'reason'], ...rows])}\n${letters.length} dead letter${letters.length === 1 ? '' : 's'} (peeked: each counts one more receive)`;
 }

@@ -50,7 +50,11 @@ export async function queueDepths(target: OpsTarget): Promise<Record<QueueName, 
       const { Attributes = {} } = await target.clients.sqs.send(
         new GetQueueAttributesCommand({
           QueueUrl: target.queueUrls[queue],
-          AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'],
+          AttributeNames: [
+            'ApproximateNumberOfMessages',
+            'ApproximateNumberOfMessagesNotVisible',
+            'ApproximateNumberOfMessagesDelayed',
+          ],
         }),
       );
       const depth: QueueDepth = {
@@ -69,7 +73,15 @@ export async function readStatus(target: OpsTarget, clock: Clock): Promise<OpsSt
   const { stores } = adaptersOf(target);
   const { lane, config } = target;
   const [status, queues] = await Promise.all([
-    readLaneStatus({ circuits: stores.circuit, ledgers: stores.ledger, leases: stores.lease, clock, lane, quotas: config.quotas, timeZone: config.timeZone }),
+    readLaneStatus({
+      circuits: stores.circuit,
+      ledgers: stores.ledger,
+      leases: stores.lease,
+      clock,
+      lane,
+      quotas: config.quotas,
+      timeZone: config.timeZone,
+    }),
     queueDepths(target),
   ]);
   return { target: target.label, ...status, queues };
@@ -79,7 +91,12 @@ export async function readStatus(target: OpsTarget, clock: Clock): Promise<OpsSt
 export type ControlAction = 'pause' | 'resume' | 'open' | 'close';
 
 /** Applies `action` for operator `by` through the lane-control services, on the production circuit store. */
-export function controlLane(target: OpsTarget, clock: Clock, action: ControlAction, by: string): Promise<LaneControlResult> {
+export function controlLane(
+  target: OpsTarget,
+  clock: Clock,
+  action: ControlAction,
+  by: string,
+): Promise<LaneControlResult> {
   const deps = { circuits: adaptersOf(target).stores.circuit, clock, lane: target.lane };
   switch (action) {
     case 'pause':

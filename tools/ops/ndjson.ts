@@ -1,7 +1,14 @@
 import type { ProducerJob } from '../../lib/producer/enqueue';
 
 /** The fields an `enqueue` line may have (see {@link parseJobLine}). */
-const LINE_FIELDS: ReadonlySet<string> = new Set(['body', 'cost', 'estimates', 'idempotencyKey', 'groupId', 'deduplicationId']);
+const LINE_FIELDS: ReadonlySet<string> = new Set([
+  'body',
+  'cost',
+  'estimates',
+  'idempotencyKey',
+  'groupId',
+  'deduplicationId',
+]);
 
 /** A line of the input and the job it holds. */
 export interface JobLine {
@@ -29,15 +36,22 @@ export function parseJobLine(text: string): ProducerJob {
   } catch (error) {
     throw new Error(`not JSON (${(error as Error).message})`);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('must be a JSON object such as {"body": {…}}');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error('must be a JSON object such as {"body": {…}}');
   const unknown = Object.keys(value).filter((key) => !LINE_FIELDS.has(key));
-  if (unknown.length > 0) throw new Error(`unknown field${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => `'${k}'`).join(', ')}; a line has body, cost, estimates, idempotencyKey, groupId and deduplicationId`);
+  if (unknown.length > 0)
+    throw new Error(
+      `unknown field${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => `'${k}'`).join(', ')}; a line has body, cost, estimates, idempotencyKey, groupId and deduplicationId`,
+    );
   if (!('body' in value)) throw new Error("has no 'body'");
   return value as ProducerJob;
 }
 
 /** Splits NDJSON text into the jobs of its lines and the lines that hold none; blank lines are skipped. */
-export function parseJobLines(text: string): { readonly jobs: readonly JobLine[]; readonly failures: readonly LineFailure[] } {
+export function parseJobLines(text: string): {
+  readonly jobs: readonly JobLine[];
+  readonly failures: readonly LineFailure[];
+} {
   const jobs: JobLine[] = [];
   const failures: LineFailure[] = [];
   text.split(/\r?\n/).forEach((raw, i) => {

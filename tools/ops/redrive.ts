@@ -1,7 +1,13 @@
 import type { Clock } from '../../lib/ports/Clock';
 import type { IdempotencyRecord, IdempotencyStore } from '../../lib/ports/IdempotencyStore';
 import { DEAD_LETTER_QUEUES, type DeadLetterQueue, type SourceQueue } from '../../lib/ports/QueueReceiver';
-import { idempotencyKeyOf, receiveDeadLetters, redriveMessageOf, type DeadLetter, type DeadLetterQueues } from './deadLetters';
+import {
+  idempotencyKeyOf,
+  receiveDeadLetters,
+  redriveMessageOf,
+  type DeadLetter,
+  type DeadLetterQueues,
+} from './deadLetters';
 
 /** What a redrive needs beside the queues: the idempotency records, to let a dead-lettered job run again. */
 export interface RedriveDeps extends DeadLetterQueues {
@@ -78,21 +84,28 @@ export async function redrive(deps: RedriveDeps, options: RedriveOptions): Promi
     for (const dlq of options.queues ?? DEAD_LETTER_QUEUES) {
       if (done()) break;
       // Letters left visible again would come back at the next receive: the queue is read as far as `max` lets it.
-      await receiveDeadLetters(deps, dlq, { max: Number.MAX_SAFE_INTEGER, visibilityMs: 60_000, done }, async (batch) => {
-        for (const letter of batch) {
-          if (done() || (wanted !== undefined && !wanted.has(letter.messageId))) {
-            left.push(letter);
-            continue;
+      await receiveDeadLetters(
+        deps,
+        dlq,
+        { max: Number.MAX_SAFE_INTEGER, visibilityMs: 60_000, done },
+        async (batch) => {
+          for (const letter of batch) {
+            if (done() || (wanted !== undefined && !wanted.has(letter.messageId))) {
+              left.push(letter);
+              continue;
+            }
+            wanted?.delete(letter.messageId);
+            const result = await redriveOne(deps, letter);
+            if (result.outcome === 'failed') left.push(letter);
+            results.push(result);
           }
-          wanted?.delete(letter.messageId);
-          const result = await redriveOne(deps, letter);
-          if (result.outcome === 'failed') left.push(letter);
-          results.push(result);
-        }
-      });
+        },
+      );
     }
   } finally {
-    await Promise.all(left.map((letter) => deps.queues.changeVisibility(letter.dlq, letter.receiptHandle, 0).catch(() => undefined)));
+    await Promise.all(
+      left.map((letter) => deps.queues.changeVisibility(letter.dlq, letter.receiptHandle, 0).catch(() => undefined)),
+    );
   }
   return results;
 }
@@ -100,7 +113,12 @@ export async function redrive(deps: RedriveDeps, options: RedriveOptions): Promi
 /** Redrives one letter: reopens its key, sends it to its source queue, then deletes it from its dead-letter queue. */
 async function redriveOne(deps: RedriveDeps, letter: DeadLetter): Promise<RedriveResult> {
   const key = idempotencyKeyOf(letter);
-  const base = { messageId: letter.messageId, from: letter.dlq, to: letter.source, ...(key === undefined ? {} : { idempotencyKey: key }) };
+  const base = {
+    messageId: letter.messageId,
+    from: letter.dlq,
+    to: letter.source,
+    ...(key === undefined ? {} : { idempotencyKey: key }),
+  };
   let keyWas: KeyState = 'unknown';
   try {
     if (key !== undefined) keyWas = await reopenKey(deps, key);

@@ -45,20 +45,24 @@ const COMMANDS: ReadonlySet<string> = new Set(['status', 'pause', 'resume', 'cir
  * value, and `ops --local status` must not read `status` as the file.
  */
 export function normalizeArgv(argv: readonly string[]): string[] {
-  return argv.map((arg, i) => (arg === '--local' && COMMANDS.has(argv[i + 1] ?? '') ? `--local=${DEFAULT_STACK_FILE}` : arg));
+  return argv.map((arg, i) =>
+    arg === '--local' && COMMANDS.has(argv[i + 1] ?? '') ? `--local=${DEFAULT_STACK_FILE}` : arg,
+  );
 }
 
 /** A whole number of at least 1, for `--max`. */
 function positiveInteger(text: string): number {
   const value = Number(text);
-  if (!Number.isInteger(value) || value < 1) throw new InvalidArgumentError(`must be a whole number of at least 1; got '${text}'`);
+  if (!Number.isInteger(value) || value < 1)
+    throw new InvalidArgumentError(`must be a whole number of at least 1; got '${text}'`);
   return value;
 }
 
 /** An operator's name for `--by`: 1 to {@link MAX_OPERATOR_NAME} characters, trimmed. */
 function operatorName(text: string): string {
   const name = text.trim();
-  if (name === '' || name.length > MAX_OPERATOR_NAME) throw new InvalidArgumentError(`must be 1 to ${MAX_OPERATOR_NAME} characters`);
+  if (name === '' || name.length > MAX_OPERATOR_NAME)
+    throw new InvalidArgumentError(`must be 1 to ${MAX_OPERATOR_NAME} characters`);
   return name;
 }
 
@@ -98,12 +102,20 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
   const onTarget = async (command: Command, work: (target: OpsTarget) => Promise<void>): Promise<void> => {
     const options = command.optsWithGlobals<TargetOptions>();
     if ((options.stage === undefined) === (options.local === undefined)) {
-      throw new OpsError('say which target: --stage NAME (a deployed stage, with --region and --profile as needed) or --local [FILE] (the stack `npm start -- --keep` keeps up)');
+      throw new OpsError(
+        'say which target: --stage NAME (a deployed stage, with --region and --profile as needed) or --local [FILE] (the stack `npm start -- --keep` keeps up)',
+      );
     }
     const target =
       options.local !== undefined
         ? localTarget(options.local, options.lane)
-        : await stageTarget({ stage: options.stage ?? '', service: options.service, lane: options.lane, ...(options.region === undefined ? {} : { region: options.region }), ...(options.profile === undefined ? {} : { profile: options.profile }) });
+        : await stageTarget({
+            stage: options.stage ?? '',
+            service: options.service,
+            lane: options.lane,
+            ...(options.region === undefined ? {} : { region: options.region }),
+            ...(options.profile === undefined ? {} : { profile: options.profile }),
+          });
     targetLabel = target.label;
     try {
       await work(target);
@@ -119,15 +131,21 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     .showHelpAfterError('(run with --help for usage)')
     .option('--stage <name>', 'a deployed stage: its resources are named as serverless.yml names them')
     .option('--region <region>', "the stage's region (default: the SDK's, from AWS_REGION or the profile)")
-    .option('--profile <name>', 'the AWS profile to use (default: the SDK\'s, from AWS_PROFILE)')
+    .option('--profile <name>', "the AWS profile to use (default: the SDK's, from AWS_PROFILE)")
     .option('--service <name>', "serverless.yml's service name", 'quota-orchestrator')
     .option('--lane <lane>', 'the lane', 'default')
-    .addOption(new Option('--local [file]', 'the local stack kept up by `npm start -- --keep`, from the file it wrote').preset(DEFAULT_STACK_FILE))
+    .addOption(
+      new Option('--local [file]', 'the local stack kept up by `npm start -- --keep`, from the file it wrote').preset(
+        DEFAULT_STACK_FILE,
+      ),
+    )
     .addHelpText('after', EXIT_CODES);
 
   program
     .command('status')
-    .description("each tier's usage against its limit, the circuit and its recent transitions, whether the lane is paused, the queues' and dead-letter queues' depths, and the lease holder")
+    .description(
+      "each tier's usage against its limit, the circuit and its recent transitions, whether the lane is paused, the queues' and dead-letter queues' depths, and the lease holder",
+    )
     .option('--json', 'print one JSON document')
     .action(async (options: { json?: boolean }, command: Command) =>
       onTarget(command, async (target) => {
@@ -150,12 +168,18 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
           else print(formatControl(result));
         }),
       );
-  control('pause', 'pause the lane: the orchestrator dispatches nothing (no job, no health check) from its next circuit read, within a second; queued jobs wait', 'pause');
+  control(
+    'pause',
+    'pause the lane: the orchestrator dispatches nothing (no job, no health check) from its next circuit read, within a second; queued jobs wait',
+    'pause',
+  );
   control('resume', 'resume a paused lane: dispatch restarts within a second, through the slow start', 'resume');
 
   program
     .command('circuit')
-    .description('force the circuit open (nothing is dispatched and no health check goes until an operator closes it) or close it')
+    .description(
+      'force the circuit open (nothing is dispatched and no health check goes until an operator closes it) or close it',
+    )
     .addArgument(new Argument('<state>', 'open or close').choices(['open', 'close']))
     .option('--by <name>', 'who does it, kept with the circuit (default: user@host)', operatorName)
     .option('--json', 'print one JSON document')
@@ -168,7 +192,10 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     );
 
   const dlq = program.command('dlq').description('list, show and redrive dead letters');
-  const queueOption = () => new Option('--queue <queue>', 'only the dead-letter queue of this source queue (default: all three)').choices(SOURCE_QUEUES);
+  const queueOption = () =>
+    new Option('--queue <queue>', 'only the dead-letter queue of this source queue (default: all three)').choices(
+      SOURCE_QUEUES,
+    );
   dlq
     .command('list')
     .description(
@@ -179,7 +206,10 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     .option('--json', 'print one JSON document')
     .action(async (options: { queue?: SourceQueue; max: number; json?: boolean }, command: Command) =>
       onTarget(command, async (target) => {
-        const letters = await peekDeadLetters(adaptersOf(target), { queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]), max: options.max });
+        const letters = await peekDeadLetters(adaptersOf(target), {
+          queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
+          max: options.max,
+        });
         if (options.json === true) json(letters.map(shownLetter));
         else print(formatDeadLetters(letters, clock.now()));
       }),
@@ -198,7 +228,10 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
           until: (letter) => letter.messageId === messageId,
         });
         const letter = letters.find((l) => l.messageId === messageId);
-        if (letter === undefined) throw new OpsError(`no dead letter ${messageId} on ${target.label} (a message of a FIFO group shows once those before it are gone)`);
+        if (letter === undefined)
+          throw new OpsError(
+            `no dead letter ${messageId} on ${target.label} (a message of a FIFO group shows once those before it are gone)`,
+          );
         if (options.json === true) json(shownLetter(letter));
         else print(formatDeadLetter(letter, clock.now()));
       }),
@@ -206,10 +239,13 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
   dlq
     .command('redrive')
     .description(
-      'send dead letters back to their source queues as new messages: the body and the producer\'s attributes (cost and the other estimates, idempotencyKey, FIFO group, a fresh deduplication id), without the attempt count and the dead-letter attributes, so each starts its attempts afresh; each is deleted from its dead-letter queue only once sent',
+      "send dead letters back to their source queues as new messages: the body and the producer's attributes (cost and the other estimates, idempotencyKey, FIFO group, a fresh deduplication id), without the attempt count and the dead-letter attributes, so each starts its attempts afresh; each is deleted from its dead-letter queue only once sent",
     )
     .addOption(queueOption())
-    .option('--id <messageId>', 'only this one (repeatable)', (value: string, previous: string[] = []) => [...previous, value])
+    .option('--id <messageId>', 'only this one (repeatable)', (value: string, previous: string[] = []) => [
+      ...previous,
+      value,
+    ])
     .option('--max <n>', 'at most this many (default: all)', positiveInteger)
     .option('--json', 'print one JSON document')
     .action(async (options: { queue?: SourceQueue; id?: string[]; max?: number; json?: boolean }, command: Command) =>
@@ -217,7 +253,11 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
         const adapters = adaptersOf(target);
         const results = await redrive(
           { ...adapters, idempotency: adapters.stores.idempotency, clock },
-          { queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]), max: options.max ?? Number.MAX_SAFE_INTEGER, ...(options.id === undefined ? {} : { ids: options.id }) },
+          {
+            queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
+            max: options.max ?? Number.MAX_SAFE_INTEGER,
+            ...(options.id === undefined ? {} : { ids: options.id }),
+          },
         );
         const missing = (options.id ?? []).filter((id) => !results.some((r) => r.messageId === id));
         if (options.json === true) json({ results, missing });
@@ -228,7 +268,9 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
 
   program
     .command('enqueue')
-    .description('send jobs, one JSON object a line: {"body": …, "cost"?, "estimates"?: {"<unit>": n}, "idempotencyKey"?, "groupId"?, "deduplicationId"?}; a bad line is reported with its number and skipped')
+    .description(
+      'send jobs, one JSON object a line: {"body": …, "cost"?, "estimates"?: {"<unit>": n}, "idempotencyKey"?, "groupId"?, "deduplicationId"?}; a bad line is reported with its number and skipped',
+    )
     .argument('[file]', 'the NDJSON file (default: stdin)')
     .option('--fifo', 'to the FIFO queue (every line needs a groupId) instead of the main queue')
     .option('--json', 'print one JSON document')
@@ -239,17 +281,33 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
         const total = jobs.length + badLines.length;
         const progress = new ProgressLine(io.stderr);
         const show = ({ sent, failed }: EnqueueProgress, force = false) =>
-          progress.update(`${progressBar(sent + failed + badLines.length, total)} ${sent + failed + badLines.length}/${total} | sent ${sent} failed ${failed + badLines.length}`, force);
+          progress.update(
+            `${progressBar(sent + failed + badLines.length, total)} ${sent + failed + badLines.length}/${total} | sent ${sent} failed ${failed + badLines.length}`,
+            force,
+          );
         const { sent, failed } = await enqueueMany(
           jobs.map((j) => j.job),
-          { sqs: target.clients.sqs, queueUrl: target.queueUrls[options.fifo === true ? 'fifo' : 'main'], onProgress: (p) => show(p) },
+          {
+            sqs: target.clients.sqs,
+            queueUrl: target.queueUrls[options.fifo === true ? 'fifo' : 'main'],
+            onProgress: (p) => show(p),
+          },
         );
         show({ sent, failed: failed.length }, true);
         progress.done();
-        const failures: LineFailure[] = [...badLines, ...failed.map((f) => ({ line: jobs[f.index]?.line ?? 0, reason: f.reason }))].sort((a, b) => a.line - b.line);
+        const failures: LineFailure[] = [
+          ...badLines,
+          ...failed.map((f) => ({ line: jobs[f.index]?.line ?? 0, reason: f.reason })),
+        ].sort((a, b) => a.line - b.line);
         const queue = options.fifo === true ? 'fifo' : 'main';
         if (options.json === true) json({ queue, sent, failed: failures });
-        else print([...failures.map((f) => `line ${f.line}: ${f.reason}`), `${sent} job${sent === 1 ? '' : 's'} sent to the ${queue} queue, ${failures.length} failed`].join('\n'));
+        else
+          print(
+            [
+              ...failures.map((f) => `line ${f.line}: ${f.reason}`),
+              `${sent} job${sent === 1 ? '' : 's'} sent to the ${queue} queue, ${failures.length} failed`,
+            ].join('\n'),
+          );
         if (failures.length > 0) code = EXIT.partial;
       }),
     );
@@ -268,14 +326,19 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
       io.stderr.write(`ops: ${expected}\n`);
       return EXIT.failed;
     }
-    io.stderr.write(`ops: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    io.stderr.write(
+      `ops: unexpected error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     return EXIT.failed;
   }
 }
 
 /** A dead letter as `--json` prints it: without its receipt handle, which is of no use once the peek has ended. */
 function shownLetter(letter: DeadLetter): Omit<DeadLetter, 'receiptHandle'> {
-  return Object.fromEntries(Object.entries(letter).filter(([key]) => key !== 'receiptHandle')) as Omit<DeadLetter, 'receiptHandle'>;
+  return Object.fromEntries(Object.entries(letter).filter(([key]) => key !== 'receiptHandle')) as Omit<
+    DeadLetter,
+    'receiptHandle'
+  >;
 }
 
 /** The text of a file. @throws OpsError when it cannot be read. */

@@ -72,14 +72,16 @@ function configOf(env: Env, where: string): ServiceConfig {
   try {
     return serviceConfigFromEnv(env);
   } catch (error) {
-    if (error instanceof ConfigError) throw new OpsError(`the configuration in ${where} does not parse: ${error.message}`, { cause: error });
+    if (error instanceof ConfigError)
+      throw new OpsError(`the configuration in ${where} does not parse: ${error.message}`, { cause: error });
     throw error;
   }
 }
 
 /** @throws OpsError when `lane` is not the lane `config` serves. */
 function checkLane(lane: string, config: ServiceConfig, where: string): void {
-  if (lane !== config.lane) throw new OpsError(`${where} serves lane '${config.lane}', not '${lane}': pass --lane ${config.lane}`);
+  if (lane !== config.lane)
+    throw new OpsError(`${where} serves lane '${config.lane}', not '${lane}': pass --lane ${config.lane}`);
 }
 
 /**
@@ -92,7 +94,10 @@ function checkLane(lane: string, config: ServiceConfig, where: string): void {
 export async function stageTarget(options: StageOptions & { readonly lane: string }): Promise<OpsTarget> {
   const { stage, service, region, profile, lane } = options;
   const config = { ...(region === undefined ? {} : { region }), ...(profile === undefined ? {} : { profile }) };
-  const clients = { dynamodb: new DynamoDBClient({ ...config, ...CLIENT_CONFIG.dynamodb }), sqs: new SQSClient({ ...config, ...CLIENT_CONFIG.sqs }) };
+  const clients = {
+    dynamodb: new DynamoDBClient({ ...config, ...CLIENT_CONFIG.dynamodb }),
+    sqs: new SQSClient({ ...config, ...CLIENT_CONFIG.sqs }),
+  };
   const lambda = new LambdaClient({ ...config, ...CLIENT_CONFIG.lambda });
   const destroy = (): void => {
     clients.dynamodb.destroy();
@@ -103,11 +108,16 @@ export async function stageTarget(options: StageOptions & { readonly lane: strin
   try {
     let environment: Env;
     try {
-      const { Environment } = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: names.orchestratorFunction }));
+      const { Environment } = await lambda.send(
+        new GetFunctionConfigurationCommand({ FunctionName: names.orchestratorFunction }),
+      );
       environment = Environment?.Variables ?? {};
     } catch (error) {
       if (errorName(error) === 'ResourceNotFoundException') {
-        throw new OpsError(`stage '${stage}' of service '${service}' not found in ${await where()}: there is no function ${names.orchestratorFunction} (check --stage, --service and --region)`, { cause: error });
+        throw new OpsError(
+          `stage '${stage}' of service '${service}' not found in ${await where()}: there is no function ${names.orchestratorFunction} (check --stage, --service and --region)`,
+          { cause: error },
+        );
       }
       throw error;
     }
@@ -121,7 +131,9 @@ export async function stageTarget(options: StageOptions & { readonly lane: strin
           return [queue, QueueUrl] as const;
         } catch (error) {
           if (/QueueDoesNotExist|NonExistentQueue/.test(errorName(error))) {
-            throw new OpsError(`queue ${names.queues[queue]} of stage '${stage}' not found in ${await where()}`, { cause: error });
+            throw new OpsError(`queue ${names.queues[queue]} of stage '${stage}' not found in ${await where()}`, {
+              cause: error,
+            });
           }
           throw error;
         }

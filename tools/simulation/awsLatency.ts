@@ -32,7 +32,12 @@ export function parseAwsLatency(input: unknown, field = 'awsLatency'): AwsLatenc
  * it stands for. Properties that are not functions are read as they are. Each call is counted in `calls` by
  * `prefix.method`, when given.
  */
-export function withLatency<T extends object>(port: T, clock: Clock, ms: number, calls?: { prefix: string; counts: Map<string, number> }): T {
+export function withLatency<T extends object>(
+  port: T,
+  clock: Clock,
+  ms: number,
+  calls?: { prefix: string; counts: Map<string, number> },
+): T {
   if (ms === 0 && calls === undefined) return port;
   return new Proxy(port, {
     get(target, key, receiver) {

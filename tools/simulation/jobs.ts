@@ -66,7 +66,9 @@ export function unitAttributes(job: JobSpec, counted: readonly string[]): Record
 export function jobFieldsOf(body: string): Readonly<Record<string, unknown>> {
   try {
     const parsed: unknown = JSON.parse(body);
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : {};
   } catch {
     return {};
   }

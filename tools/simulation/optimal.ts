@@ -38,7 +38,7 @@ export function optimalSeconds(tiers: readonly Tier[], costs: readonly Costs[], 
   for (const cost of costs) {
     if (tiers.some((tier) => unitsFor(tier, cost) > tier.limit)) continue;
     // Every tier and the down times move the instant on until none does: each only ever moves it later.
-    for (let moved = true; moved; ) {
+    for (let moved = true; moved;) {
       moved = false;
       const down = downTimes.find((d) => d.startMs <= at && at < d.endMs);
       if (down !== undefined) [at, moved] = [down.endMs, true];

@@ -81,7 +81,11 @@ export function buildReport(observed: RunObservations): Report {
   const durationSeconds = observed.durationMs / 1000;
   const idealSeconds = idealCallSeconds(scenario, jobs) + outageSeconds;
   const { quotas, timeZone } = scenario.config;
-  const optimal = optimalSeconds(quotas, callable(jobs).map((job) => jobUsage(job, scenario.api.llm)), { start: observed.start, timeZone, downTimes: outageTimes(scenario.api.outages, observed.start) });
+  const optimal = optimalSeconds(
+    quotas,
+    callable(jobs).map((job) => jobUsage(job, scenario.api.llm)),
+    { start: observed.start, timeZone, downTimes: outageTimes(scenario.api.outages, observed.start) },
+  );
   const round = (n: number) => Math.round(n * 1000) / 1000;
   return {
     jobs: jobs.length,
@@ -111,7 +115,13 @@ function callable(jobs: readonly JobSpec[]): JobSpec[] {
 function idealCallSeconds(scenario: Scenario, jobs: readonly JobSpec[]): number {
   const perTier = scenario.config.quotas.flatMap((tier) => {
     const rate = tier.steadyRate();
-    return rate === undefined ? [] : [(callable(jobs).reduce((sum, job) => sum + unitsFor(tier, jobUsage(job, scenario.api.llm)), 0) * rate.perMs) / rate.units / 1000];
+    return rate === undefined
+      ? []
+      : [
+          (callable(jobs).reduce((sum, job) => sum + unitsFor(tier, jobUsage(job, scenario.api.llm)), 0) * rate.perMs) /
+            rate.units /
+            1000,
+        ];
   });
   return Math.max(0, ...perTier);
 }

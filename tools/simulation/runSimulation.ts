@@ -44,7 +44,8 @@ class RecordingStore extends MemoryCircuitStore {
   override async saveCircuit(lane: string, next: CircuitJSON): Promise<boolean> {
     const written = await super.saveCircuit(lane, next);
     const last = this.changes[this.changes.length - 1];
-    if (written && last?.status !== next.state.status) this.changes.push({ at: this.clock.now(), status: next.state.status });
+    if (written && last?.status !== next.state.status)
+      this.changes.push({ at: this.clock.now(), status: next.state.status });
     return written;
   }
 }
@@ -101,8 +102,14 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
   };
   const counted = namedUnits(config.quotas);
   for (const job of jobs) {
-    const attributes: Record<string, MessageAttribute> = Object.fromEntries(Object.entries(unitAttributes(job, counted)).map(([unit, value]) => [unit, { dataType: 'Number', value }]));
-    await memoryQueues.send(job.queue, { body: job.body, attributes, ...(job.groupId === undefined ? {} : { groupId: job.groupId }) });
+    const attributes: Record<string, MessageAttribute> = Object.fromEntries(
+      Object.entries(unitAttributes(job, counted)).map(([unit, value]) => [unit, { dataType: 'Number', value }]),
+    );
+    await memoryQueues.send(job.queue, {
+      body: job.body,
+      attributes,
+      ...(job.groupId === undefined ? {} : { groupId: job.groupId }),
+    });
   }
 
   const events: OrchestratorEvent[] = [];
@@ -118,7 +125,15 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
       while (clock.now() < tickAt && !allEnded()) await clock.sleep(Math.min(END_POLL_MS, tickAt - clock.now()));
       if (allEnded()) break;
       await runOrchestrator(
-        { clock, ...orchestratorPorts, config, random, owner: `orchestrator-${tick}`, newId: () => `id-${++ids}`, onEvent: (e) => events.push(e) },
+        {
+          clock,
+          ...orchestratorPorts,
+          config,
+          random,
+          owner: `orchestrator-${tick}`,
+          newId: () => `id-${++ids}`,
+          onEvent: (e) => events.push(e),
+        },
         { deadline: tickAt + tickMs - scenario.stopMarginMs, shouldStop: allEnded },
       );
     }
@@ -148,4 +163,3 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     orchestratorRequests,
   };
 }
-

@@ -3,7 +3,13 @@ import { describeValue } from '../../lib/domain/describeValue';
 import { parseSettings } from '../../lib/domain/settings';
 import { parseAwsLatency, type AwsLatencyProfile } from './awsLatency';
 import { ConfigError } from '../../lib/errors';
-import { DEFAULT_DUPLICATES, parseDuplicateDeliveries, parseStartDelays, REALISTIC_START_DELAYS, type InvokeTimingModel } from './startDelays';
+import {
+  DEFAULT_DUPLICATES,
+  parseDuplicateDeliveries,
+  parseStartDelays,
+  REALISTIC_START_DELAYS,
+  type InvokeTimingModel,
+} from './startDelays';
 import type { LlmModel } from './virtualApi';
 
 /** An API outage, in seconds from the start of the run. */
@@ -13,8 +19,14 @@ export interface Outage {
 }
 
 /** The instants `[startMs, endMs)` of `outages` in a run that started at `start`. */
-export function outageTimes(outages: readonly Outage[], start: number): { readonly startMs: number; readonly endMs: number }[] {
-  return outages.map((o) => ({ startMs: start + o.atSeconds * 1000, endMs: start + (o.atSeconds + o.forSeconds) * 1000 }));
+export function outageTimes(
+  outages: readonly Outage[],
+  start: number,
+): { readonly startMs: number; readonly endMs: number }[] {
+  return outages.map((o) => ({
+    startMs: start + o.atSeconds * 1000,
+    endMs: start + (o.atSeconds + o.forSeconds) * 1000,
+  }));
 }
 
 /** A validated simulation scenario. */
@@ -80,9 +92,40 @@ export interface LlmJobs {
 }
 
 /** The keys of a scenario that are the service's configuration (see `parseServiceConfig`). */
-const CONFIG_KEYS = ['quotas', 'timeZone', 'maxInFlight', 'units', 'usagePreset', 'circuit', 'retry', 'pacing', 'orchestrator'];
+const CONFIG_KEYS = [
+  'quotas',
+  'timeZone',
+  'maxInFlight',
+  'units',
+  'usagePreset',
+  'circuit',
+  'retry',
+  'pacing',
+  'orchestrator',
+];
 
-const KEYS = ['name', 'seed', 'quotas', 'timeZone', 'maxInFlight', 'units', 'usagePreset', 'jobs', 'api', 'invokeLatencyMs', 'startDelays', 'duplicateDeliveries', 'tickSeconds', 'stopMarginMs', 'maxSeconds', 'awsLatency', 'circuit', 'retry', 'pacing', 'orchestrator'];
+const KEYS = [
+  'name',
+  'seed',
+  'quotas',
+  'timeZone',
+  'maxInFlight',
+  'units',
+  'usagePreset',
+  'jobs',
+  'api',
+  'invokeLatencyMs',
+  'startDelays',
+  'duplicateDeliveries',
+  'tickSeconds',
+  'stopMarginMs',
+  'maxSeconds',
+  'awsLatency',
+  'circuit',
+  'retry',
+  'pacing',
+  'orchestrator',
+];
 
 const LLM_JOB_DEFAULTS: LlmJobs = { promptTokensMin: 500, promptTokensMax: 2000, maxTokens: 1024 };
 const LLM_JOB_RANGES = {
@@ -120,7 +163,8 @@ const RUN_RANGES = {
 
 function objectAt(value: unknown, field: string): Record<string, unknown> {
   if (value === undefined) return {};
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(field, `must be an object; got ${describeValue(value)}`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ConfigError(field, `must be an object; got ${describeValue(value)}`);
   return value as Record<string, unknown>;
 }
 
@@ -134,15 +178,23 @@ function objectAt(value: unknown, field: string): Record<string, unknown> {
  */
 export function parseScenario(input: unknown): Scenario {
   const raw = objectAt(input, 'scenario');
-  for (const key of Object.keys(raw)) if (!KEYS.includes(key)) throw new ConfigError(key, `unknown key; allowed keys are ${KEYS.join(', ')}`);
+  for (const key of Object.keys(raw))
+    if (!KEYS.includes(key)) throw new ConfigError(key, `unknown key; allowed keys are ${KEYS.join(', ')}`);
   const name = raw.name ?? 'scenario';
   if (typeof name !== 'string') throw new ConfigError('name', `must be a string; got ${describeValue(name)}`);
   const { llm: llmRaw, ...jobsRaw } = objectAt(raw.jobs, 'jobs');
-  const jobs = { ...parseSettings(jobsRaw, 'jobs', JOB_DEFAULTS, JOB_RANGES), ...(llmRaw === undefined ? {} : { llm: parseLlmJobs(llmRaw, jobsRaw) }) };
+  const jobs = {
+    ...parseSettings(jobsRaw, 'jobs', JOB_DEFAULTS, JOB_RANGES),
+    ...(llmRaw === undefined ? {} : { llm: parseLlmJobs(llmRaw, jobsRaw) }),
+  };
   if (jobs.fifo + jobs.poison + jobs.malformed > jobs.count) {
-    throw new ConfigError('jobs', `fifo + poison + malformed (${jobs.fifo + jobs.poison + jobs.malformed}) must not exceed count (${jobs.count})`);
+    throw new ConfigError(
+      'jobs',
+      `fifo + poison + malformed (${jobs.fifo + jobs.poison + jobs.malformed}) must not exceed count (${jobs.count})`,
+    );
   }
-  if (jobs.costMin > jobs.costMax) throw new ConfigError('jobs.costMin', `must not exceed jobs.costMax (${jobs.costMax}); got ${jobs.costMin}`);
+  if (jobs.costMin > jobs.costMax)
+    throw new ConfigError('jobs.costMin', `must not exceed jobs.costMax (${jobs.costMax}); got ${jobs.costMin}`);
   const { seed, invokeLatencyMs, tickSeconds, stopMarginMs, maxSeconds } = parseSettings(
     Object.fromEntries(Object.entries(raw).filter(([k]) => k in RUN_RANGES)),
     'scenario',
@@ -156,33 +208,63 @@ export function parseScenario(input: unknown): Scenario {
   );
   const awsLatency = parseAwsLatency(raw.awsLatency);
   const api = parseApi(raw.api);
-  if (api.llm !== undefined && jobs.llm === undefined) throw new ConfigError('api.llm', 'needs jobs.llm: an LLM API reads each body\'s prompt_tokens and max_tokens');
-  return Object.freeze({ name, seed, config, jobs, api, invokeTiming: parseInvokeTiming(raw, invokeLatencyMs), tickSeconds, stopMarginMs, maxSeconds, awsLatency });
+  if (api.llm !== undefined && jobs.llm === undefined)
+    throw new ConfigError('api.llm', "needs jobs.llm: an LLM API reads each body's prompt_tokens and max_tokens");
+  return Object.freeze({
+    name,
+    seed,
+    config,
+    jobs,
+    api,
+    invokeTiming: parseInvokeTiming(raw, invokeLatencyMs),
+    tickSeconds,
+    stopMarginMs,
+    maxSeconds,
+    awsLatency,
+  });
 }
 
 /** `startDelays` and `duplicateDeliveries`, or the fixed delay of an older scenario's `invokeLatencyMs`. */
 function parseInvokeTiming(raw: Record<string, unknown>, invokeLatencyMs: number): InvokeTimingModel {
-  if (raw.invokeLatencyMs !== undefined && raw.startDelays !== undefined) throw new ConfigError('invokeLatencyMs', 'give either invokeLatencyMs (a fixed delay) or startDelays, not both');
+  if (raw.invokeLatencyMs !== undefined && raw.startDelays !== undefined)
+    throw new ConfigError('invokeLatencyMs', 'give either invokeLatencyMs (a fixed delay) or startDelays, not both');
   const start =
-    raw.startDelays !== undefined ? parseStartDelays(raw.startDelays) : raw.invokeLatencyMs !== undefined ? Object.freeze({ kind: 'fixed' as const, ms: invokeLatencyMs }) : REALISTIC_START_DELAYS;
-  const duplicates = raw.duplicateDeliveries === undefined ? DEFAULT_DUPLICATES : parseDuplicateDeliveries(raw.duplicateDeliveries);
+    raw.startDelays !== undefined
+      ? parseStartDelays(raw.startDelays)
+      : raw.invokeLatencyMs !== undefined
+        ? Object.freeze({ kind: 'fixed' as const, ms: invokeLatencyMs })
+        : REALISTIC_START_DELAYS;
+  const duplicates =
+    raw.duplicateDeliveries === undefined ? DEFAULT_DUPLICATES : parseDuplicateDeliveries(raw.duplicateDeliveries);
   return Object.freeze({ start, duplicates });
 }
 
 /** `jobs.llm`, with the cross-field rules against the rest of `jobs` (`jobsRaw`). */
 function parseLlmJobs(input: unknown, jobsRaw: Record<string, unknown>): LlmJobs {
   for (const key of ['costMin', 'costMax']) {
-    if (jobsRaw[key] !== undefined) throw new ConfigError(`jobs.${key}`, 'LLM jobs (jobs.llm) carry token estimates, not a cost: leave costMin and costMax out');
+    if (jobsRaw[key] !== undefined)
+      throw new ConfigError(
+        `jobs.${key}`,
+        'LLM jobs (jobs.llm) carry token estimates, not a cost: leave costMin and costMax out',
+      );
   }
   const llm = parseSettings(input ?? {}, 'jobs.llm', LLM_JOB_DEFAULTS, LLM_JOB_RANGES);
-  if (llm.promptTokensMin > llm.promptTokensMax) throw new ConfigError('jobs.llm.promptTokensMin', `must not exceed jobs.llm.promptTokensMax (${llm.promptTokensMax}); got ${llm.promptTokensMin}`);
+  if (llm.promptTokensMin > llm.promptTokensMax)
+    throw new ConfigError(
+      'jobs.llm.promptTokensMin',
+      `must not exceed jobs.llm.promptTokensMax (${llm.promptTokensMax}); got ${llm.promptTokensMin}`,
+    );
   return llm;
 }
 
 /** `api.llm`. */
 function parseLlmApi(input: unknown): LlmModel {
   const llm = parseSettings(input ?? {}, 'api.llm', LLM_API_DEFAULTS, LLM_API_RANGES);
-  if (llm.outputShareMin > llm.outputShareMax) throw new ConfigError('api.llm.outputShareMin', `must not exceed api.llm.outputShareMax (${llm.outputShareMax}); got ${llm.outputShareMin}`);
+  if (llm.outputShareMin > llm.outputShareMax)
+    throw new ConfigError(
+      'api.llm.outputShareMin',
+      `must not exceed api.llm.outputShareMax (${llm.outputShareMax}); got ${llm.outputShareMin}`,
+    );
   return llm;
 }
 
@@ -190,14 +272,31 @@ const API_KEYS = ['latencyMs', 'outages', 'concurrency', 'llm'];
 
 function parseApi(input: unknown): Scenario['api'] {
   const raw = objectAt(input, 'api');
-  for (const key of Object.keys(raw)) if (!API_KEYS.includes(key)) throw new ConfigError(`api.${key}`, `unknown key; allowed keys are ${API_KEYS.join(', ')}`);
+  for (const key of Object.keys(raw))
+    if (!API_KEYS.includes(key))
+      throw new ConfigError(`api.${key}`, `unknown key; allowed keys are ${API_KEYS.join(', ')}`);
   const numbers = Object.fromEntries(Object.entries(raw).filter(([k]) => k === 'latencyMs' || k === 'concurrency'));
-  const { latencyMs, concurrency } = parseSettings(numbers, 'api', { latencyMs: 50, concurrency: 0 }, { latencyMs: { min: 0, max: 60_000, integer: true }, concurrency: { min: 1, max: 100_000, integer: true } });
+  const { latencyMs, concurrency } = parseSettings(
+    numbers,
+    'api',
+    { latencyMs: 50, concurrency: 0 },
+    { latencyMs: { min: 0, max: 60_000, integer: true }, concurrency: { min: 1, max: 100_000, integer: true } },
+  );
   const outagesRaw = raw.outages ?? [];
-  if (!Array.isArray(outagesRaw)) throw new ConfigError('api.outages', `must be a list of {"atSeconds","forSeconds"}; got ${describeValue(outagesRaw)}`);
+  if (!Array.isArray(outagesRaw))
+    throw new ConfigError(
+      'api.outages',
+      `must be a list of {"atSeconds","forSeconds"}; got ${describeValue(outagesRaw)}`,
+    );
   const outages = outagesRaw.map((o, i) => {
-    const outage = parseSettings(o, `api.outages[${i}]`, { atSeconds: -1, forSeconds: -1 }, { atSeconds: { min: 0, max: 864_000 }, forSeconds: { min: 0.001, max: 864_000 } });
-    if (outage.atSeconds < 0 || outage.forSeconds < 0) throw new ConfigError(`api.outages[${i}]`, 'needs both atSeconds (0 to 864000) and forSeconds (0.001 to 864000)');
+    const outage = parseSettings(
+      o,
+      `api.outages[${i}]`,
+      { atSeconds: -1, forSeconds: -1 },
+      { atSeconds: { min: 0, max: 864_000 }, forSeconds: { min: 0.001, max: 864_000 } },
+    );
+    if (outage.atSeconds < 0 || outage.forSeconds < 0)
+      throw new ConfigError(`api.outages[${i}]`, 'needs both atSeconds (0 to 864000) and forSeconds (0.001 to 864000)');
     return outage;
   });
   return {

@@ -96,7 +96,10 @@ export const DEFAULT_DUPLICATES: DuplicateDeliveries = Object.freeze({
 export const NO_DUPLICATES: DuplicateDeliveries = Object.freeze({ ...DEFAULT_DUPLICATES, share: 0 });
 
 /** The default world: realistic start delays and a small share of duplicate deliveries. */
-export const REALISTIC_TIMING: InvokeTimingModel = Object.freeze({ start: REALISTIC_START_DELAYS, duplicates: DEFAULT_DUPLICATES });
+export const REALISTIC_TIMING: InvokeTimingModel = Object.freeze({
+  start: REALISTIC_START_DELAYS,
+  duplicates: DEFAULT_DUPLICATES,
+});
 
 /** A fixed start delay of `ms` and a single delivery: the old model. */
 export function fixedTiming(ms: number): InvokeTimingModel {
@@ -108,7 +111,9 @@ export interface DeliveryPlan {
   /** Delay from the accepted invoke to the first delivery's start. */
   readonly startDelayMs: number;
   /** The second delivery, if this event gets one. */
-  readonly duplicate?: { readonly when: 'while-running'; readonly afterStartMs: number } | { readonly when: 'after-end'; readonly afterEndMs: number };
+  readonly duplicate?:
+    | { readonly when: 'while-running'; readonly afterStartMs: number }
+    | { readonly when: 'after-end'; readonly afterEndMs: number };
   /** What drew the start delay, for counters. */
   readonly start: 'fixed' | 'warm' | 'cold' | 'throttled' | 'held';
 }
@@ -134,8 +139,20 @@ export class InvokeTiming {
     if (duplicates.share <= 0 || this.random() >= duplicates.share) return plan;
     this.count('duplicate');
     return this.random() < duplicates.whileRunningShare
-      ? { ...plan, duplicate: { when: 'while-running', afterStartMs: this.between(duplicates.whileRunningMinMs, duplicates.whileRunningMaxMs) } }
-      : { ...plan, duplicate: { when: 'after-end', afterEndMs: this.between(duplicates.afterEndMinMs, duplicates.afterEndMaxMs) } };
+      ? {
+          ...plan,
+          duplicate: {
+            when: 'while-running',
+            afterStartMs: this.between(duplicates.whileRunningMinMs, duplicates.whileRunningMaxMs),
+          },
+        }
+      : {
+          ...plan,
+          duplicate: {
+            when: 'after-end',
+            afterEndMs: this.between(duplicates.afterEndMinMs, duplicates.afterEndMaxMs),
+          },
+        };
   }
 
   /** How many plans drew each kind of start, and how many a duplicate, so far. */
@@ -151,7 +168,8 @@ export class InvokeTiming {
       const every = model.throttleReleaseEveryMs;
       return ['throttled', Math.ceil((now + model.throttleMinMs) / every) * every - now];
     }
-    if (r < model.holdShare + model.throttledShare + model.coldShare) return ['cold', this.between(model.coldMinMs, model.coldMaxMs)];
+    if (r < model.holdShare + model.throttledShare + model.coldShare)
+      return ['cold', this.between(model.coldMinMs, model.coldMaxMs)];
     return ['warm', this.between(model.warmMinMs, model.warmMaxMs)];
   }
 
@@ -179,10 +197,18 @@ const REALISTIC_RANGES = {
   holdMinMs: MS,
   holdMaxMs: MS,
 } as const;
-const DUPLICATE_RANGES = { share: SHARE, whileRunningShare: SHARE, whileRunningMinMs: MS, whileRunningMaxMs: MS, afterEndMinMs: MS, afterEndMaxMs: MS } as const;
+const DUPLICATE_RANGES = {
+  share: SHARE,
+  whileRunningShare: SHARE,
+  whileRunningMinMs: MS,
+  whileRunningMaxMs: MS,
+  afterEndMinMs: MS,
+  afterEndMaxMs: MS,
+} as const;
 
 function checkSpan(field: string, min: number, max: number, name: string): void {
-  if (min > max) throw new ConfigError(`${field}.${name}MinMs`, `must not exceed ${field}.${name}MaxMs (${max}); got ${min}`);
+  if (min > max)
+    throw new ConfigError(`${field}.${name}MinMs`, `must not exceed ${field}.${name}MaxMs (${max}); got ${min}`);
 }
 
 /**
@@ -191,20 +217,23 @@ function checkSpan(field: string, min: number, max: number, name: string): void 
  * @throws ConfigError naming the field and its allowed values (shares adding up to more than 1, a min above its max).
  */
 export function parseStartDelays(input: unknown, field = 'startDelays'): StartDelayModel {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) throw new ConfigError(field, `must be an object with a kind of fixed or realistic; got ${describeValue(input)}`);
+  if (typeof input !== 'object' || input === null || Array.isArray(input))
+    throw new ConfigError(field, `must be an object with a kind of fixed or realistic; got ${describeValue(input)}`);
   const { kind, ...rest } = input as Record<string, unknown>;
   if (kind === 'fixed') {
     const { ms } = parseSettings(rest, field, { ms: -1 }, { ms: MS });
     if (ms < 0) throw new ConfigError(`${field}.ms`, 'is required with kind fixed (0 to 600000)');
     return Object.freeze({ kind, ms });
   }
-  if (kind !== 'realistic') throw new ConfigError(`${field}.kind`, `must be fixed or realistic; got ${describeValue(kind)}`);
+  if (kind !== 'realistic')
+    throw new ConfigError(`${field}.kind`, `must be fixed or realistic; got ${describeValue(kind)}`);
   const settings = parseSettings(rest, field, REALISTIC_NUMBERS, REALISTIC_RANGES);
   checkSpan(field, settings.warmMinMs, settings.warmMaxMs, 'warm');
   checkSpan(field, settings.coldMinMs, settings.coldMaxMs, 'cold');
   checkSpan(field, settings.holdMinMs, settings.holdMaxMs, 'hold');
   const shares = settings.coldShare + settings.throttledShare + settings.holdShare;
-  if (shares > 1) throw new ConfigError(field, `coldShare + throttledShare + holdShare must not exceed 1; got ${shares}`);
+  if (shares > 1)
+    throw new ConfigError(field, `coldShare + throttledShare + holdShare must not exceed 1; got ${shares}`);
   return Object.freeze({ kind, ...settings });
 }
 

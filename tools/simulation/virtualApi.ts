@@ -33,9 +33,14 @@ export function drawnOutputTokens(id: string, maxTokens: number, model: LlmModel
  * what it uses once answered, in the units `input_tokens`, `output_tokens` and `tokens` (their sum); a field that
  * is missing or not a count from 0 up counts 0.
  */
-export function llmUnits(id: string, body: string, model: LlmModel): { readonly reserved: Costs; readonly used: Costs } {
+export function llmUnits(
+  id: string,
+  body: string,
+  model: LlmModel,
+): { readonly reserved: Costs; readonly used: Costs } {
   const fields = jobFieldsOf(body);
-  const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0);
+  const count = (value: unknown): number =>
+    typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0;
   const [prompt, max] = [count(fields.prompt_tokens), count(fields.max_tokens)];
   const output = drawnOutputTokens(id, max, model);
   return {
@@ -237,8 +242,20 @@ function response(status: number, headers: Record<string, string> = {}, body?: s
 
 /** The body of an LLM's answer, shaped as Anthropic's Messages API answers (the `anthropic` usage preset reads it). */
 function llmAnswerBody(id: string, used: Costs): string {
-  const usage = { input_tokens: used.input_tokens ?? 0, output_tokens: used.output_tokens ?? 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
-  return JSON.stringify({ id: `msg-${id}`, type: 'message', role: 'assistant', content: [], stop_reason: 'end_turn', usage });
+  const usage = {
+    input_tokens: used.input_tokens ?? 0,
+    output_tokens: used.output_tokens ?? 0,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
+  return JSON.stringify({
+    id: `msg-${id}`,
+    type: 'message',
+    role: 'assistant',
+    content: [],
+    stop_reason: 'end_turn',
+    usage,
+  });
 }
 
 /**
@@ -249,7 +266,11 @@ function llmAnswerBody(id: string, used: Costs): string {
 export function peakCallsInFlight(calls: readonly Pick<VirtualApiCall, 'at' | 'endAt'>[]): number {
   // At one instant: ends first, then arrivals, then the calls that end as they arrive.
   const [END, ARRIVAL, INSTANT] = [0, 1, 2];
-  const edges = calls.flatMap((c) => (c.endAt !== undefined && c.endAt <= c.at ? [{ at: c.at, kind: INSTANT }] : [{ at: c.at, kind: ARRIVAL }, ...(c.endAt === undefined ? [] : [{ at: c.endAt, kind: END }])]));
+  const edges = calls.flatMap((c) =>
+    c.endAt !== undefined && c.endAt <= c.at
+      ? [{ at: c.at, kind: INSTANT }]
+      : [{ at: c.at, kind: ARRIVAL }, ...(c.endAt === undefined ? [] : [{ at: c.endAt, kind: END }])],
+  );
   edges.sort((a, b) => a.at - b.at || a.kind - b.kind);
   let now = 0;
   let peak = 0;
@@ -295,7 +316,15 @@ export class VirtualApi implements ApiCaller {
   private readonly highestHandledSeq = new Map<string, number>();
   private readonly highestArrivedSeq = new Map<string, number>();
   private readonly finalAnswers = new Map<string, number>();
-  private readonly counts = { rejectedByApi: 0, duplicates: 0, fifoOrderViolations: 0, probes: 0, callsAfterEnded: 0, duplicateFinalAnswers: 0, fifoInversions: 0 };
+  private readonly counts = {
+    rejectedByApi: 0,
+    duplicates: 0,
+    fifoOrderViolations: 0,
+    probes: 0,
+    callsAfterEnded: 0,
+    duplicateFinalAnswers: 0,
+    fifoInversions: 0,
+  };
 
   constructor(options: VirtualApiOptions) {
     this.clock = options.clock;
@@ -314,7 +343,10 @@ export class VirtualApi implements ApiCaller {
    * served over HTTP arrived `waitedMs` before it is handled (when its worker sent it, or else when its headers came:
    * see `ServedCallContext`): it is counted then.
    */
-  async call(body: string, context: { readonly idempotencyKey: string; readonly waitedMs?: number }): Promise<ApiResult> {
+  async call(
+    body: string,
+    context: { readonly idempotencyKey: string; readonly waitedMs?: number },
+  ): Promise<ApiResult> {
     const at = this.clock.now() - (context.waitedMs ?? 0);
     const job = parseJob(body, context.idempotencyKey);
     const record: CallRecord = { at, id: job.id, group: job.group, seq: job.seq, status: 0 };
@@ -326,7 +358,8 @@ export class VirtualApi implements ApiCaller {
       this.countOutcome(job, 429);
       return response(429, { 'retry-after': '1' });
     }
-    const units = this.llm === undefined ? { reserved: this.costsOf(body), used: undefined } : llmUnits(job.id, body, this.llm);
+    const units =
+      this.llm === undefined ? { reserved: this.costsOf(body), used: undefined } : llmUnits(job.id, body, this.llm);
     const { result, held } = this.admit(at, job, units.reserved);
     const { status } = result;
     record.status = status;
@@ -338,7 +371,11 @@ export class VirtualApi implements ApiCaller {
       if (before > 0) this.counts.duplicates++;
     }
     const used = status === 200 ? units.used : undefined;
-    const latencyMs = this.latencyMs + (used === undefined || this.llm === undefined ? 0 : Math.round(this.llm.msPerOutputToken * (used.output_tokens ?? 0)));
+    const latencyMs =
+      this.latencyMs +
+      (used === undefined || this.llm === undefined
+        ? 0
+        : Math.round(this.llm.msPerOutputToken * (used.output_tokens ?? 0)));
     this.inProgress++;
     if (job.group === undefined) {
       await this.clock.sleep(latencyMs);
@@ -347,13 +384,17 @@ export class VirtualApi implements ApiCaller {
       // (answered 200, or 400 and so dead-lettered). "Handled" is recorded when the answer goes out.
       const group = job.group;
       const handled = status === 200 || status === 400;
-      const higherHandled = job.seq !== undefined && job.seq < (this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY);
+      const higherHandled =
+        job.seq !== undefined && job.seq < (this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY);
       if (handled && ((this.inFlight.get(group) ?? 0) > 0 || higherHandled)) this.counts.fifoOrderViolations++;
       this.inFlight.set(group, (this.inFlight.get(group) ?? 0) + 1);
       await this.clock.sleep(latencyMs);
       this.inFlight.set(group, (this.inFlight.get(group) ?? 1) - 1);
       if (handled && job.seq !== undefined) {
-        this.highestHandledSeq.set(group, Math.max(job.seq, this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY));
+        this.highestHandledSeq.set(
+          group,
+          Math.max(job.seq, this.highestHandledSeq.get(group) ?? Number.NEGATIVE_INFINITY),
+        );
       }
     }
     this.inProgress--;
@@ -463,7 +504,10 @@ export class VirtualApi implements ApiCaller {
     const held = this.windows.map((window) => window.record(at, costs));
     if (job.poison) return { result: response(400), held };
     const cost = costs[COST_UNIT];
-    return { result: response(200, this.llm === undefined && cost !== undefined ? { [ACTUAL_COST_HEADER]: String(cost) } : {}), held };
+    return {
+      result: response(200, this.llm === undefined && cost !== undefined ? { [ACTUAL_COST_HEADER]: String(cost) } : {}),
+      held,
+    };
   }
 
   private inOutage(at: number): boolean {

@@ -12,7 +12,10 @@
 export const CLIENT_CONFIG = {
   dynamodb: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true } },
   sqs: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 25_000, throwOnRequestTimeout: true } },
-  lambda: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true }, maxAttempts: 1 },
+  lambda: {
+    requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true },
+    maxAttempts: 1,
+  },
   ssm: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true } },
   eventbridge: { requestHandler: { connectionTimeout: 1_000, requestTimeout: 5_000, throwOnRequestTimeout: true } },
 } as const;

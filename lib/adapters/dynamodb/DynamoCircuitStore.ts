@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { circuitFromJSON, circuitToJSON, type CircuitJSON } from '../../domain/breaker/circuit';
 import type { CircuitStore } from '../../ports/CircuitStore';
-import { corrupt, DynamoTable, isFiniteNumber, TABLE_KEY, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
+import {
+  corrupt,
+  DynamoTable,
+  isFiniteNumber,
+  TABLE_KEY,
+  unlessConditionFails,
+  type DynamoTableOptions,
+  type Item,
+} from './DynamoTable';
 
 /**
  * The `CircuitStore` on the state table: one item per lane (`circuit#<lane>`) with the CircuitJSON's `version`,
@@ -31,7 +39,11 @@ export class DynamoCircuitStore implements CircuitStore {
    * @throws StateFormatError when the stored run is not a number.
    */
   async refusalRun(lane: string): Promise<number> {
-    const item = await this.table.get({ Key: circuitKey(lane), ProjectionExpression: '#clientErrorRun', ConsistentRead: false });
+    const item = await this.table.get({
+      Key: circuitKey(lane),
+      ProjectionExpression: '#clientErrorRun',
+      ConsistentRead: false,
+    });
     const run = item?.clientErrorRun ?? 0;
     if (!isFiniteNumber(run)) throw corrupt(`circuit of lane '${lane}'`, 'clientErrorRun must be a number', run);
     return run;
@@ -57,23 +69,32 @@ export class DynamoCircuitStore implements CircuitStore {
     const writeId = randomUUID();
     const previous = next.version - 1;
     const stale = next.version - WRITE_IDS_KEPT;
-    const set = ['#version = :version', '#state = :state', '#pausedUntil = :pausedUntil', `${writeIdName(next.version)} = :writeId`];
+    const set = [
+      '#version = :version',
+      '#state = :state',
+      '#pausedUntil = :pausedUntil',
+      `${writeIdName(next.version)} = :writeId`,
+    ];
     for (const name of OPTIONAL) if (next[name] !== undefined) set.push(`#${name} = :${name}`);
     const remove = removed(next, stale);
     return unlessConditionFails(
-      this.table.update({
-        Key: circuitKey(lane),
-        UpdateExpression: `SET ${set.join(', ')}${remove.length === 0 ? '' : ` REMOVE ${remove.join(', ')}`}`,
-        ExpressionAttributeValues: {
-          ':version': next.version,
-          ':state': next.state,
-          ':pausedUntil': next.pausedUntil,
-          ':writeId': writeId,
-          ...Object.fromEntries(OPTIONAL.filter((name) => next[name] !== undefined).map((name) => [`:${name}`, next[name]])),
-          ...(previous === 0 ? {} : { ':previous': previous }),
-        },
-        ConditionExpression: previous === 0 ? `attribute_not_exists(#${TABLE_KEY})` : '#version = :previous',
-      }).then(() => true),
+      this.table
+        .update({
+          Key: circuitKey(lane),
+          UpdateExpression: `SET ${set.join(', ')}${remove.length === 0 ? '' : ` REMOVE ${remove.join(', ')}`}`,
+          ExpressionAttributeValues: {
+            ':version': next.version,
+            ':state': next.state,
+            ':pausedUntil': next.pausedUntil,
+            ':writeId': writeId,
+            ...Object.fromEntries(
+              OPTIONAL.filter((name) => next[name] !== undefined).map((name) => [`:${name}`, next[name]]),
+            ),
+            ...(previous === 0 ? {} : { ':previous': previous }),
+          },
+          ConditionExpression: previous === 0 ? `attribute_not_exists(#${TABLE_KEY})` : '#version = :previous',
+        })
+        .then(() => true),
       async () => {
         const item = await this.table.get({ Key: circuitKey(lane), ProjectionExpression: writeIdName(next.version) });
         return item?.[writeIdName(next.version).slice(1)] === writeId;
@@ -93,7 +114,10 @@ const OPTIONAL = ['clientErrorRun', 'hold', 'transitions'] as const satisfies re
  * {@link OPTIONAL} attribute `next` leaves out (as a whole-item put would, the attribute is absent then).
  */
 function removed(next: CircuitJSON, stale: number): string[] {
-  return [...(stale >= 1 ? [writeIdName(stale)] : []), ...OPTIONAL.filter((name) => next[name] === undefined).map((name) => `#${name}`)];
+  return [
+    ...(stale >= 1 ? [writeIdName(stale)] : []),
+    ...OPTIONAL.filter((name) => next[name] === undefined).map((name) => `#${name}`),
+  ];
 }
 
 /** The placeholder of the attribute holding the id of the write of `version` (it stands for `write<version>`). */

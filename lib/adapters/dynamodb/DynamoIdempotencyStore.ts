@@ -1,9 +1,23 @@
 import { randomUUID } from 'node:crypto';
 import { StateConflictError } from '../../errors';
-import { blocksClaim, type IdempotencyRecord, type IdempotencyStore, type ReopenOutcome } from '../../ports/IdempotencyStore';
+import {
+  blocksClaim,
+  type IdempotencyRecord,
+  type IdempotencyStore,
+  type ReopenOutcome,
+} from '../../ports/IdempotencyStore';
 import { batchJobIndex } from '../../ports/Invoker';
 import { settlementOf } from './DynamoSettlementRecorder';
-import { corrupt, DynamoTable, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
+import {
+  corrupt,
+  DynamoTable,
+  isFiniteNumber,
+  TABLE_KEY,
+  TTL_ATTRIBUTE,
+  unlessConditionFails,
+  type DynamoTableOptions,
+  type Item,
+} from './DynamoTable';
 
 /**
  * How often `putIdempotencyIfAbsent` claims again when its claim is refused but the record that refused it is
@@ -46,7 +60,12 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    * times in a row (others keep claiming and freeing the key).
    * @throws StateFormatError when the existing record is malformed.
    */
-  async putIdempotencyIfAbsent(key: string, record: IdempotencyRecord, now: number, replacing?: string): Promise<IdempotencyRecord | null> {
+  async putIdempotencyIfAbsent(
+    key: string,
+    record: IdempotencyRecord,
+    now: number,
+    replacing?: string,
+  ): Promise<IdempotencyRecord | null> {
     // The stored record R, as seen by a claim at `now`:
     //
     //   R written             R.expiresAt          R.ttl (+ DynamoDB's delay)
@@ -66,20 +85,24 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     const claim = randomUUID();
     for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
       const written = await unlessConditionFails(
-        this.table.update({
-          ...recordUpdate(key, record, { claim }, `ADD #spent :dispatchIds`),
-          // A mark-only item (see claimRefund) holds no record, so it keeps no claim out.
-          ConditionExpression:
-            `attribute_not_exists(#${TABLE_KEY}) OR attribute_not_exists(#status) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)` +
-            (replacing === undefined ? '' : ' OR (#status = :inProgress AND #dispatchId = :replacing AND #busyUntil <= :now)'),
-          ExpressionAttributeValues: {
-            ...recordValues(record, { claim }),
-            ':now': now,
-            ':failed': 'failed',
-            ':dispatchIds': new Set([record.dispatchId]),
-            ...(replacing === undefined ? {} : { ':inProgress': 'in-progress', ':replacing': replacing }),
-          },
-        }).then(() => true),
+        this.table
+          .update({
+            ...recordUpdate(key, record, { claim }, `ADD #spent :dispatchIds`),
+            // A mark-only item (see claimRefund) holds no record, so it keeps no claim out.
+            ConditionExpression:
+              `attribute_not_exists(#${TABLE_KEY}) OR attribute_not_exists(#status) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)` +
+              (replacing === undefined
+                ? ''
+                : ' OR (#status = :inProgress AND #dispatchId = :replacing AND #busyUntil <= :now)'),
+            ExpressionAttributeValues: {
+              ...recordValues(record, { claim }),
+              ':now': now,
+              ':failed': 'failed',
+              ':dispatchIds': new Set([record.dispatchId]),
+              ...(replacing === undefined ? {} : { ':inProgress': 'in-progress', ':replacing': replacing }),
+            },
+          })
+          .then(() => true),
         () => false,
       );
       if (written) return null;
@@ -88,12 +111,17 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       const existing = item === undefined ? undefined : idempotencyRecordOf(item, key);
       if (blocksClaim(existing, record.dispatchId, now, replacing)) return existing;
     }
-    throw new StateConflictError(`idempotency key '${key}' was claimed and freed again ${MAX_CLAIM_ATTEMPTS} times while claiming it`);
+    throw new StateConflictError(
+      `idempotency key '${key}' was claimed and freed again ${MAX_CLAIM_ATTEMPTS} times while claiming it`,
+    );
   }
 
   /** @inheritDoc */
   async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
-    await this.table.update({ ...recordUpdate(key, record, {}, 'REMOVE #claim'), ExpressionAttributeValues: recordValues(record, {}) });
+    await this.table.update({
+      ...recordUpdate(key, record, {}, 'REMOVE #claim'),
+      ExpressionAttributeValues: recordValues(record, {}),
+    });
   }
 
   /**
@@ -122,12 +150,19 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     const reopen = randomUUID();
     for (let attempt = 1; attempt <= MAX_REOPEN_ATTEMPTS; attempt++) {
       const reopened = await unlessConditionFails(
-        this.table.update({
-          Key: idempotencyKey(key),
-          UpdateExpression: 'SET #status = :failed, #reopen = :reopen REMOVE #reason',
-          ConditionExpression: '#status = :deadLettered AND #expiresAt > :now',
-          ExpressionAttributeValues: { ':failed': 'failed', ':reopen': reopen, ':deadLettered': 'dead-lettered', ':now': now },
-        }).then(() => true),
+        this.table
+          .update({
+            Key: idempotencyKey(key),
+            UpdateExpression: 'SET #status = :failed, #reopen = :reopen REMOVE #reason',
+            ConditionExpression: '#status = :deadLettered AND #expiresAt > :now',
+            ExpressionAttributeValues: {
+              ':failed': 'failed',
+              ':reopen': reopen,
+              ':deadLettered': 'dead-lettered',
+              ':now': now,
+            },
+          })
+          .then(() => true),
         () => false,
       );
       if (reopened) return 'reopened';
@@ -137,7 +172,9 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       if (record === undefined) return 'absent';
       if (record.status !== 'dead-lettered') return record.status;
     }
-    throw new StateConflictError(`idempotency key '${key}' was dead-lettered again ${MAX_REOPEN_ATTEMPTS} times while reopening it`);
+    throw new StateConflictError(
+      `idempotency key '${key}' was dead-lettered again ${MAX_REOPEN_ATTEMPTS} times while reopening it`,
+    );
   }
 
   /**
@@ -153,12 +190,19 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
   async claimRefund(key: string, dispatchId: string, expiresAt: number): Promise<boolean> {
     const refundClaim = randomUUID();
     const marked = await unlessConditionFails(
-      this.table.update({
-        Key: idempotencyKey(key),
-        UpdateExpression: `SET #${TTL_ATTRIBUTE} = if_not_exists(#${TTL_ATTRIBUTE}, :ttl), #refundClaim = :refundClaim ADD #spent :dispatchIds`,
-        ConditionExpression: 'NOT contains(#spent, :dispatchId)',
-        ExpressionAttributeValues: { ':ttl': Math.ceil(expiresAt / 1000), ':refundClaim': refundClaim, ':dispatchIds': new Set([dispatchId]), ':dispatchId': dispatchId },
-      }).then(() => true),
+      this.table
+        .update({
+          Key: idempotencyKey(key),
+          UpdateExpression: `SET #${TTL_ATTRIBUTE} = if_not_exists(#${TTL_ATTRIBUTE}, :ttl), #refundClaim = :refundClaim ADD #spent :dispatchIds`,
+          ConditionExpression: 'NOT contains(#spent, :dispatchId)',
+          ExpressionAttributeValues: {
+            ':ttl': Math.ceil(expiresAt / 1000),
+            ':refundClaim': refundClaim,
+            ':dispatchIds': new Set([dispatchId]),
+            ':dispatchId': dispatchId,
+          },
+        })
+        .then(() => true),
       () => false,
     );
     if (marked) return true;
@@ -173,7 +217,12 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    * index in the batch (see `batchJobDispatchId`), and the string set `succeeded` of any other dispatch ids. A
    * thousand indexes fit in one write unit.
    */
-  async recordBatchSuccesses(batch: string, dispatchIds: readonly string[], at: number, expiresAt: number): Promise<void> {
+  async recordBatchSuccesses(
+    batch: string,
+    dispatchIds: readonly string[],
+    at: number,
+    expiresAt: number,
+  ): Promise<void> {
     if (dispatchIds.length === 0) return;
     const indexes = new Set<number>();
     const others = new Set<string>();
@@ -182,7 +231,10 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       if (index === undefined) others.add(id);
       else indexes.add(index);
     }
-    const adds = [...(indexes.size > 0 ? ['#indexes :indexes'] : []), ...(others.size > 0 ? ['#succeeded :succeeded'] : [])];
+    const adds = [
+      ...(indexes.size > 0 ? ['#indexes :indexes'] : []),
+      ...(others.size > 0 ? ['#succeeded :succeeded'] : []),
+    ];
     await this.table.update({
       Key: batchKey(batch),
       UpdateExpression: `SET #at = if_not_exists(#at, :at), #${TTL_ATTRIBUTE} = :ttl ADD ${adds.join(', ')}`,
@@ -203,11 +255,17 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     const item = await this.table.get({ Key: batchKey(batch) });
     if (item === undefined) return undefined;
     const { at, succeeded, indexes } = item;
-    if (!isFiniteNumber(at) || !(succeeded === undefined || succeeded instanceof Set) || !(indexes === undefined || indexes instanceof Set)) {
+    if (
+      !isFiniteNumber(at) ||
+      !(succeeded === undefined || succeeded instanceof Set) ||
+      !(indexes === undefined || indexes instanceof Set)
+    ) {
       throw corrupt(`batch record '${batch}'`, 'must be {at, indexes?: a number set, succeeded?: a string set}', item);
     }
     const index = batchJobIndex(batch, dispatchId);
-    return (index !== undefined && indexes?.has(index) === true) || succeeded?.has(dispatchId) === true ? at : undefined;
+    return (index !== undefined && indexes?.has(index) === true) || succeeded?.has(dispatchId) === true
+      ? at
+      : undefined;
   }
 }
 
@@ -218,14 +276,22 @@ const OPTIONAL_FIELDS = ['at', 'settlement', 'reason', 'batch', 'busyUntil'] as 
  * An UpdateItem of `key` that sets `record`'s fields, its TTL and `extra`, removes the optional fields it lacks, and
  * keeps every other attribute (the `spent` marks); `tail` adds clauses (an `ADD`, or names to remove).
  */
-function recordUpdate(key: string, record: IdempotencyRecord, extra: Item, tail: string): { Key: Item; UpdateExpression: string } {
+function recordUpdate(
+  key: string,
+  record: IdempotencyRecord,
+  extra: Item,
+  tail: string,
+): { Key: Item; UpdateExpression: string } {
   const stored = storedFields(record);
   const fields = [...Object.keys(stored), ...Object.keys(extra), TTL_ATTRIBUTE];
   const set = fields.map((name) => `#${name} = :${name}`).join(', ');
   const absent = OPTIONAL_FIELDS.filter((name) => !(name in stored)).map((name) => `#${name}`);
   const remove = tail.startsWith('REMOVE ') ? [...absent, tail.slice('REMOVE '.length)] : absent;
   const add = tail.startsWith('ADD ') ? ` ${tail}` : '';
-  return { Key: idempotencyKey(key), UpdateExpression: `SET ${set}${remove.length === 0 ? '' : ` REMOVE ${remove.join(', ')}`}${add}` };
+  return {
+    Key: idempotencyKey(key),
+    UpdateExpression: `SET ${set}${remove.length === 0 ? '' : ` REMOVE ${remove.join(', ')}`}${add}`,
+  };
 }
 
 /** The values {@link recordUpdate} sets. */
@@ -260,16 +326,25 @@ function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord | undef
   const { status, dispatchId, at, expiresAt, settlement, reason, batch, busyUntil } = item;
   if (status === undefined && item.spent !== undefined) return undefined;
   if (typeof dispatchId === 'string' && isFiniteNumber(expiresAt)) {
-    if (status === 'in-progress' && batch === undefined && busyUntil === undefined) return { status, dispatchId, expiresAt };
-    if (status === 'in-progress' && typeof batch === 'string' && isFiniteNumber(busyUntil)) return { status, dispatchId, expiresAt, batch: { id: batch, busyUntil } };
+    if (status === 'in-progress' && batch === undefined && busyUntil === undefined)
+      return { status, dispatchId, expiresAt };
+    if (status === 'in-progress' && typeof batch === 'string' && isFiniteNumber(busyUntil))
+      return { status, dispatchId, expiresAt, batch: { id: batch, busyUntil } };
     if (status === 'failed' && isFiniteNumber(at)) return { status, dispatchId, at, expiresAt };
     if (status === 'dead-lettered' && isFiniteNumber(at) && (reason === undefined || typeof reason === 'string')) {
       return { status, dispatchId, at, expiresAt, ...(reason === undefined ? {} : { reason }) };
     }
     if (status === 'succeeded' && isFiniteNumber(at)) {
-      const owed = settlement === undefined ? {} : { settlement: settlementOf(settlement, `settlement owed by idempotency record '${key}'`) };
+      const owed =
+        settlement === undefined
+          ? {}
+          : { settlement: settlementOf(settlement, `settlement owed by idempotency record '${key}'`) };
       return { status, dispatchId, at, expiresAt, ...owed };
     }
   }
-  throw corrupt(`idempotency record '${key}'`, "must be {status: 'in-progress' | 'succeeded' | 'failed' | 'dead-lettered', dispatchId, at?, expiresAt, settlement?, reason?, batch?, busyUntil?}", item);
+  throw corrupt(
+    `idempotency record '${key}'`,
+    "must be {status: 'in-progress' | 'succeeded' | 'failed' | 'dead-lettered', dispatchId, at?, expiresAt, settlement?, reason?, batch?, busyUntil?}",
+    item,
+  );
 }

@@ -1,5 +1,14 @@
 import type { Lease, LeaseStore } from '../../ports/LeaseStore';
-import { corrupt, DynamoTable, isFiniteNumber, laneKey, leaseLost, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
+import {
+  corrupt,
+  DynamoTable,
+  isFiniteNumber,
+  laneKey,
+  leaseLost,
+  unlessConditionFails,
+  type DynamoTableOptions,
+  type Item,
+} from './DynamoTable';
 
 /**
  * The `LeaseStore` on the state table: the lease lives in the lane item (`lane#<lane>`) as `leaseOwner`,
@@ -85,17 +94,23 @@ export class DynamoLeaseStore implements LeaseStore {
    * @throws StateFormatError when a stored lease field is malformed.
    */
   async readLease(lane: string): Promise<Lease | null> {
-    const item = await this.table.get({ Key: laneKey(lane), ProjectionExpression: '#leaseOwner, #leaseToken, #leaseExpiresAt' });
+    const item = await this.table.get({
+      Key: laneKey(lane),
+      ProjectionExpression: '#leaseOwner, #leaseToken, #leaseExpiresAt',
+    });
     if (item?.leaseOwner === undefined) return null;
     const { leaseOwner: owner, leaseExpiresAt: expiresAt } = item;
-    if (typeof owner !== 'string' || owner === '') throw corrupt(`leaseOwner of lane '${lane}'`, 'must be a non-empty string', owner);
-    if (!isFiniteNumber(expiresAt)) throw corrupt(`leaseExpiresAt of lane '${lane}'`, 'must be a number (epoch ms)', expiresAt);
+    if (typeof owner !== 'string' || owner === '')
+      throw corrupt(`leaseOwner of lane '${lane}'`, 'must be a non-empty string', owner);
+    if (!isFiniteNumber(expiresAt))
+      throw corrupt(`leaseExpiresAt of lane '${lane}'`, 'must be a number (epoch ms)', expiresAt);
     return { lane, owner, token: leaseTokenOf(item, lane), expiresAt };
   }
 }
 
 function leaseTokenOf(attributes: Item | undefined, lane: string): number {
   const token = attributes?.leaseToken;
-  if (typeof token !== 'number' || !Number.isSafeInteger(token) || token < 1) throw corrupt(`leaseToken of lane '${lane}'`, 'must be a positive integer', token);
+  if (typeof token !== 'number' || !Number.isSafeInteger(token) || token < 1)
+    throw corrupt(`leaseToken of lane '${lane}'`, 'must be a positive integer', token);
   return token;
 }

@@ -78,7 +78,10 @@ export class DynamoLedgerStore implements LedgerStore {
         const item = await this.table.get({ Key: laneKey(lane), ProjectionExpression: '#leaseToken, #ledgerSave' });
         if (item?.ledgerSave === saveId) return;
         if (item?.leaseToken !== fencingToken) leaseLost(lane, fencingToken, cause);
-        throw new StateConflictError(`fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`, { cause });
+        throw new StateConflictError(
+          `fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`,
+          { cause },
+        );
       },
     );
   }
@@ -111,7 +114,9 @@ function ledgerOf(value: unknown, lane: string): LedgerJSON {
   try {
     json = JSON.parse(value);
   } catch (cause) {
-    throw new StateFormatError(`stored ledger of lane '${lane}' is not valid JSON; got ${describeValue(value)}`, { cause });
+    throw new StateFormatError(`stored ledger of lane '${lane}' is not valid JSON; got ${describeValue(value)}`, {
+      cause,
+    });
   }
   return parseLedgerJSON(json);
 }

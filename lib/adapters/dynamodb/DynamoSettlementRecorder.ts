@@ -1,7 +1,15 @@
 import type { Reservation, Settlement } from '../../domain/quota/ledger';
 import { COST_UNIT, type Costs } from '../../domain/quota/tiers';
 import { allRefunds, MAX_STORED_SETTLEMENTS, type LedgerStore } from '../../ports/LedgerStore';
-import { corrupt, DynamoTable, isFiniteNumber, laneKey, unlessConditionFails, type DynamoTableOptions, type Item } from './DynamoTable';
+import {
+  corrupt,
+  DynamoTable,
+  isFiniteNumber,
+  laneKey,
+  unlessConditionFails,
+  type DynamoTableOptions,
+  type Item,
+} from './DynamoTable';
 
 /**
  * The one ledger write a worker makes, {@link LedgerStore.addSettlements}, on the state table: it appends to the lane
@@ -24,12 +32,20 @@ export class DynamoSettlementRecorder implements Pick<LedgerStore, 'addSettlemen
     if (settlements.length === 0) return true;
     const bounded = allRefunds(settlements);
     return unlessConditionFails(
-      this.table.update({
-        Key: laneKey(lane),
-        UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :added)',
-        ...(bounded ? { ConditionExpression: 'attribute_not_exists(#settlements) OR size(#settlements) < :most' } : {}),
-        ExpressionAttributeValues: { ':empty': [], ':added': settlements, ...(bounded ? { ':most': MAX_STORED_SETTLEMENTS } : {}) },
-      }).then(() => true),
+      this.table
+        .update({
+          Key: laneKey(lane),
+          UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :added)',
+          ...(bounded
+            ? { ConditionExpression: 'attribute_not_exists(#settlements) OR size(#settlements) < :most' }
+            : {}),
+          ExpressionAttributeValues: {
+            ':empty': [],
+            ':added': settlements,
+            ...(bounded ? { ':most': MAX_STORED_SETTLEMENTS } : {}),
+          },
+        })
+        .then(() => true),
       () => false,
     );
   }
@@ -52,7 +68,9 @@ function isCosts(value: unknown): value is Costs {
  */
 export function settlementOf(value: unknown, what: string): Settlement {
   const { reservation, actual, actualCost, id, startDelayMs, chainGapMs } = isObject(value) ? value : {};
-  const costs = isObject(reservation) ? (reservation.costs ?? (isFiniteNumber(reservation.cost) ? { [COST_UNIT]: reservation.cost } : undefined)) : undefined;
+  const costs = isObject(reservation)
+    ? (reservation.costs ?? (isFiniteNumber(reservation.cost) ? { [COST_UNIT]: reservation.cost } : undefined))
+    : undefined;
   const used = actual !== undefined ? actual : isFiniteNumber(actualCost) ? { [COST_UNIT]: actualCost } : actualCost;
   if (
     (id === undefined || typeof id === 'string') &&

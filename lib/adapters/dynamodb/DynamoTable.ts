@@ -74,7 +74,12 @@ export class DynamoTable {
    */
   async get(input: Request<GetCommandInput>): Promise<Item | undefined> {
     const output = await this.client.send(
-      new GetCommand({ ConsistentRead: true, ...input, TableName: this.tableName, ExpressionAttributeNames: namesIn(input.ProjectionExpression) }),
+      new GetCommand({
+        ConsistentRead: true,
+        ...input,
+        TableName: this.tableName,
+        ExpressionAttributeNames: namesIn(input.ProjectionExpression),
+      }),
     );
     return output.Item;
   }
@@ -82,7 +87,11 @@ export class DynamoTable {
   /** An UpdateItem; `#name`s in the update and the condition stand for the attributes of that name. */
   update(input: Request<UpdateCommandInput>): Promise<UpdateCommandOutput> {
     return this.client.send(
-      new UpdateCommand({ ...input, TableName: this.tableName, ExpressionAttributeNames: namesIn(input.UpdateExpression, input.ConditionExpression) }),
+      new UpdateCommand({
+        ...input,
+        TableName: this.tableName,
+        ExpressionAttributeNames: namesIn(input.UpdateExpression, input.ConditionExpression),
+      }),
     );
   }
 }
@@ -94,7 +103,9 @@ export class DynamoTable {
  */
 function namesIn(...expressions: (string | undefined)[]): Record<string, string> | undefined {
   const placeholders = expressions.flatMap((expression) => expression?.match(/#\w+/g) ?? []);
-  return placeholders.length === 0 ? undefined : Object.fromEntries(placeholders.map((placeholder) => [placeholder, placeholder.slice(1)]));
+  return placeholders.length === 0
+    ? undefined
+    : Object.fromEntries(placeholders.map((placeholder) => [placeholder, placeholder.slice(1)]));
 }
 
 /** Key of the lane item, which holds the lane's lease, ledger and pending settlements. */

@@ -30,7 +30,10 @@ export const MAX_RESPONSE_BODY_BYTES = 262_144;
  * Reads `response`'s body to its end, keeping its first `max` bytes. A body that fails or runs out of time midway
  * keeps what arrived and counts as cut.
  */
-async function readBody(response: Response, max: number): Promise<{ readonly body: string; readonly truncated: boolean }> {
+async function readBody(
+  response: Response,
+  max: number,
+): Promise<{ readonly body: string; readonly truncated: boolean }> {
   const kept: Buffer[] = [];
   let keptBytes = 0;
   let truncated = false;
@@ -93,8 +96,15 @@ export class HttpApiCaller implements ApiCaller {
   private readonly authorization: () => Promise<string | undefined>;
 
   /** @throws RangeError if `timeoutMs` is not a positive finite number. */
-  constructor({ apiUrl, healthUrl, timeoutMs, fetch: fetchImpl = globalThis.fetch, authorization = () => Promise.resolve(undefined) }: HttpApiCallerOptions) {
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
+  constructor({
+    apiUrl,
+    healthUrl,
+    timeoutMs,
+    fetch: fetchImpl = globalThis.fetch,
+    authorization = () => Promise.resolve(undefined),
+  }: HttpApiCallerOptions) {
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+      throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
     this.apiUrl = apiUrl;
     this.healthUrl = healthUrl;
     this.timeoutMs = timeoutMs;
@@ -126,7 +136,10 @@ export class HttpApiCaller implements ApiCaller {
     } catch (error) {
       return { kind: 'network-error', message: `no authorization: ${messageOf(error)}` };
     }
-    const headers = { ...(init.headers as Record<string, string> | undefined), ...(authorization === undefined ? {} : { authorization }) };
+    const headers = {
+      ...(init.headers as Record<string, string> | undefined),
+      ...(authorization === undefined ? {} : { authorization }),
+    };
     const signal = AbortSignal.timeout(this.timeoutMs);
     let response: Response;
     try {

@@ -47,7 +47,11 @@ function isRejection(error: unknown): boolean {
 
 function isTooLarge(error: unknown): boolean {
   const { name, $metadata } = error as { name?: unknown; $metadata?: { httpStatusCode?: unknown } };
-  return name === 'RequestTooLargeException' || name === 'SerializedRequestEntityTooLargeException' || $metadata?.httpStatusCode === 413;
+  return (
+    name === 'RequestTooLargeException' ||
+    name === 'SerializedRequestEntityTooLargeException' ||
+    $metadata?.httpStatusCode === 413
+  );
 }
 
 /** Whether Lambda answered with a 4xx: it refused the request, so nothing started. */
@@ -59,7 +63,11 @@ function isClientRefusal(error: unknown): boolean {
 /** `Name (HTTP status): message` of an SDK or network error; duck-typed, since Node's own errors may come from another realm. */
 function describeError(error: unknown): string {
   if (typeof error !== 'object' || error === null) return String(error);
-  const { name, message, $metadata } = error as { name?: unknown; message?: unknown; $metadata?: { httpStatusCode?: unknown } };
+  const { name, message, $metadata } = error as {
+    name?: unknown;
+    message?: unknown;
+    $metadata?: { httpStatusCode?: unknown };
+  };
   const status = typeof $metadata?.httpStatusCode === 'number' ? ` (HTTP ${$metadata.httpStatusCode})` : '';
   return `${typeof name === 'string' ? name : 'Error'}${status}: ${typeof message === 'string' ? message : String(error)}`;
 }
@@ -96,18 +104,28 @@ export class LambdaInvoker implements Invoker {
     const payload = new TextEncoder().encode(JSON.stringify(event));
     let statusCode: number | undefined;
     try {
-      const response = await this.client.send(new InvokeCommand({ FunctionName: this.functionName, InvocationType: 'Event', Payload: payload }));
+      const response = await this.client.send(
+        new InvokeCommand({ FunctionName: this.functionName, InvocationType: 'Event', Payload: payload }),
+      );
       statusCode = response.StatusCode;
     } catch (error) {
       if (isRejection(error)) {
         const why = isTooLarge(error) ? 'is too large to invoke' : 'was refused by invoke of';
-        throw new InvokeRejectedError(`worker event of ${payload.byteLength} bytes ${why} '${this.functionName}': ${describeError(error)}`, { cause: error });
+        throw new InvokeRejectedError(
+          `worker event of ${payload.byteLength} bytes ${why} '${this.functionName}': ${describeError(error)}`,
+          { cause: error },
+        );
       }
       const message = `invoke of '${this.functionName}' failed: ${describeError(error)}`;
-      throw isThrottle(error) ? new InvokeThrottledError(message, { cause: error }) : new InvokeFailedError(message, !isClientRefusal(error), { cause: error });
+      throw isThrottle(error)
+        ? new InvokeThrottledError(message, { cause: error })
+        : new InvokeFailedError(message, !isClientRefusal(error), { cause: error });
     }
     if (statusCode !== 202) {
-      throw new InvokeFailedError(`invoke of '${this.functionName}' returned status ${statusCode ?? 'none'}, expected 202 (queued)`, true);
+      throw new InvokeFailedError(
+        `invoke of '${this.functionName}' returned status ${statusCode ?? 'none'}, expected 202 (queued)`,
+        true,
+      );
     }
   }
 }

@@ -43,10 +43,15 @@ interface Series {
  * dimensions are exactly those given. `POWERTOOLS_METRICS_DISABLED=true` turns the lines off.
  */
 export class EmfMetrics implements MetricSink {
-  private readonly series = new Map<string, { readonly dimensions: MetricDimensions; readonly metrics: Map<string, Series> }>();
+  private readonly series = new Map<
+    string,
+    { readonly dimensions: MetricDimensions; readonly metrics: Map<string, Series> }
+  >();
 
   /** @param metrics the Powertools instance that writes the lines. @default one in {@link METRIC_NAMESPACE} */
-  constructor(private readonly metrics: Metrics = new Metrics({ namespace: METRIC_NAMESPACE, serviceName: SERVICE_NAME })) {
+  constructor(
+    private readonly metrics: Metrics = new Metrics({ namespace: METRIC_NAMESPACE, serviceName: SERVICE_NAME }),
+  ) {
     this.metrics.clearDefaultDimensions();
   }
 
@@ -62,7 +67,8 @@ export class EmfMetrics implements MetricSink {
   publish(): void {
     for (const { dimensions, metrics } of this.series.values()) {
       for (const [key, value] of Object.entries(dimensions)) this.metrics.addDimension(key, value);
-      for (const { name, unit, values } of metrics.values()) for (const value of spread(values)) this.metrics.addMetric(name, unit, value);
+      for (const { name, unit, values } of metrics.values())
+        for (const value of spread(values)) this.metrics.addMetric(name, unit, value);
       this.metrics.publishStoredMetrics();
     }
     this.series.clear();
@@ -74,7 +80,10 @@ export class EmfMetrics implements MetricSink {
     if (group === undefined) this.series.set(key, (group = { dimensions: { ...dimensions }, metrics: new Map() }));
     let series = group.metrics.get(name);
     if (series === undefined) group.metrics.set(name, (series = { name, unit, values: [], summed }));
-    if (series.unit !== unit || series.summed !== summed) throw new Error(`metric ${name} is recorded both as ${series.unit}${series.summed ? ' (summed)' : ''} and as ${unit}${summed ? ' (summed)' : ''}`);
+    if (series.unit !== unit || series.summed !== summed)
+      throw new Error(
+        `metric ${name} is recorded both as ${series.unit}${series.summed ? ' (summed)' : ''} and as ${unit}${summed ? ' (summed)' : ''}`,
+      );
     return series;
   }
 }
@@ -84,5 +93,8 @@ function spread(values: readonly number[]): readonly number[] {
   if (values.length <= MAX_VALUES_PER_LINE) return values;
   const sorted = [...values].sort((a, b) => a - b);
   const last = sorted.length - 1;
-  return Array.from({ length: MAX_VALUES_PER_LINE }, (_, i) => sorted[Math.round((i * last) / (MAX_VALUES_PER_LINE - 1))]!);
+  return Array.from(
+    { length: MAX_VALUES_PER_LINE },
+    (_, i) => sorted[Math.round((i * last) / (MAX_VALUES_PER_LINE - 1))]!,
+  );
 }

@@ -41,7 +41,15 @@ export const METRICS = {
 export const METRICS_PUBLISH_INTERVAL_MS = 30_000;
 
 /** The classes of dead-letter reasons, the `reason` dimension of {@link METRICS.deadLetters}. */
-export const DEAD_LETTER_CLASSES = ['malformed', 'permanent', 'attempts-exhausted', 'too-large', 'over-quota', 'refused', 'other'] as const;
+export const DEAD_LETTER_CLASSES = [
+  'malformed',
+  'permanent',
+  'attempts-exhausted',
+  'too-large',
+  'over-quota',
+  'refused',
+  'other',
+] as const;
 
 /** A class of {@link DEAD_LETTER_CLASSES}. */
 export type DeadLetterClass = (typeof DEAD_LETTER_CLASSES)[number];

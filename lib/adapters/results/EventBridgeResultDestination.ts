@@ -44,21 +44,42 @@ export class EventBridgeResultDestination implements ResultHandler {
 
   /** Sends every request; an entry EventBridge refuses, or a request that fails as a whole, makes its results undelivered. */
   async deliver(results: readonly JobResult[]): Promise<readonly UndeliveredResult[]> {
-    const events = results.map((result) => ({ result, detail: boundedResultJson(result, MAX_EVENT_BYTES - this.overhead) }));
+    const events = results.map((result) => ({
+      result,
+      detail: boundedResultJson(result, MAX_EVENT_BYTES - this.overhead),
+    }));
     const undelivered: UndeliveredResult[] = [];
-    for (const request of requestsOf(events, (event) => this.overhead + utf8Bytes(event.detail), MAX_BATCH, MAX_EVENT_BYTES)) {
-      const Entries = request.map(({ result, detail }) => ({ EventBusName: this.busName, Source: this.source, DetailType: this.detailType, Detail: detail, Time: new Date(result.at) }));
+    for (const request of requestsOf(
+      events,
+      (event) => this.overhead + utf8Bytes(event.detail),
+      MAX_BATCH,
+      MAX_EVENT_BYTES,
+    )) {
+      const Entries = request.map(({ result, detail }) => ({
+        EventBusName: this.busName,
+        Source: this.source,
+        DetailType: this.detailType,
+        Detail: detail,
+        Time: new Date(result.at),
+      }));
       try {
         const { Entries: answered = [] } = await this.client.send(new PutEventsCommand({ Entries }));
         // PutEvents answers each entry in the order sent: an event id, or an error code.
         request.forEach(({ result }, i) => {
           const entry = answered[i];
           if (entry?.ErrorCode !== undefined || entry?.EventId === undefined) {
-            undelivered.push({ result, reason: `EventBridge refused the result: ${entry?.ErrorCode ?? 'no answer'}${entry?.ErrorMessage === undefined ? '' : ` ${entry.ErrorMessage}`}` });
+            undelivered.push({
+              result,
+              reason: `EventBridge refused the result: ${entry?.ErrorCode ?? 'no answer'}${entry?.ErrorMessage === undefined ? '' : ` ${entry.ErrorMessage}`}`,
+            });
           }
         });
       } catch (error) {
-        for (const { result } of request) undelivered.push({ result, reason: `PutEvents failed: ${(error as Error).name}: ${(error as Error).message}` });
+        for (const { result } of request)
+          undelivered.push({
+            result,
+            reason: `PutEvents failed: ${(error as Error).name}: ${(error as Error).message}`,
+          });
       }
     }
     return undelivered;

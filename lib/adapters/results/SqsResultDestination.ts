@@ -53,7 +53,9 @@ export class SqsResultDestination implements ResultHandler {
   /** The queue's URL, asked once; asked again after a failure. */
   private url(): Promise<string> {
     this.queueUrl ??= (async () => {
-      const { QueueUrl } = await this.client.send(new GetQueueUrlCommand({ QueueName: this.queue.name, QueueOwnerAWSAccountId: this.queue.account }));
+      const { QueueUrl } = await this.client.send(
+        new GetQueueUrlCommand({ QueueName: this.queue.name, QueueOwnerAWSAccountId: this.queue.account }),
+      );
       if (QueueUrl === undefined) throw new Error(`GetQueueUrl of '${this.queue.name}' returned no QueueUrl`);
       return QueueUrl;
     })();
@@ -72,21 +74,43 @@ export class SqsResultDestination implements ResultHandler {
     try {
       queueUrl = await this.url();
     } catch (error) {
-      return results.map((result) => ({ result, reason: `GetQueueUrl failed: ${(error as Error).name}: ${(error as Error).message}` }));
+      return results.map((result) => ({
+        result,
+        reason: `GetQueueUrl failed: ${(error as Error).name}: ${(error as Error).message}`,
+      }));
     }
-    const messages = results.map((result, index) => ({ index, result, body: boundedResultJson(result, MAX_RESULT_MESSAGE_BYTES) }));
+    const messages = results.map((result, index) => ({
+      index,
+      result,
+      body: boundedResultJson(result, MAX_RESULT_MESSAGE_BYTES),
+    }));
     const undelivered: UndeliveredResult[] = [];
-    for (const request of requestsOf(messages, (message) => utf8Bytes(message.body), MAX_BATCH, MAX_RESULT_MESSAGE_BYTES)) {
+    for (const request of requestsOf(
+      messages,
+      (message) => utf8Bytes(message.body),
+      MAX_BATCH,
+      MAX_RESULT_MESSAGE_BYTES,
+    )) {
       const Entries = request.map(({ index, result, body }) => ({
         Id: String(index),
         MessageBody: body,
-        ...(this.fifo ? { MessageGroupId: result.groupId ?? result.dispatchId, MessageDeduplicationId: result.dispatchId } : {}),
+        ...(this.fifo
+          ? { MessageGroupId: result.groupId ?? result.dispatchId, MessageDeduplicationId: result.dispatchId }
+          : {}),
       }));
       try {
         const { Failed = [] } = await this.client.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries }));
-        for (const entry of Failed) undelivered.push({ result: results[Number(entry.Id)]!, reason: `SQS refused the result: ${entry.Code ?? 'error'}${entry.Message === undefined ? '' : ` ${entry.Message}`}` });
+        for (const entry of Failed)
+          undelivered.push({
+            result: results[Number(entry.Id)]!,
+            reason: `SQS refused the result: ${entry.Code ?? 'error'}${entry.Message === undefined ? '' : ` ${entry.Message}`}`,
+          });
       } catch (error) {
-        for (const { result } of request) undelivered.push({ result, reason: `SendMessageBatch failed: ${(error as Error).name}: ${(error as Error).message}` });
+        for (const { result } of request)
+          undelivered.push({
+            result,
+            reason: `SendMessageBatch failed: ${(error as Error).name}: ${(error as Error).message}`,
+          });
       }
     }
     return undelivered;

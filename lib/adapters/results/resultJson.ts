@@ -45,7 +45,12 @@ export function boundedResultJson(result: JobResult, maxBytes: number): string {
  * `items` in order, cut into requests of at most `maxEntries` whose sizes (`bytesOf`) sum to at most `maxBytes`;
  * an item larger than `maxBytes` goes alone.
  */
-export function requestsOf<T>(items: readonly T[], bytesOf: (item: T) => number, maxEntries: number, maxBytes: number): T[][] {
+export function requestsOf<T>(
+  items: readonly T[],
+  bytesOf: (item: T) => number,
+  maxEntries: number,
+  maxBytes: number,
+): T[][] {
   const requests: T[][] = [];
   let bytes = 0;
   for (const item of items) {

@@ -12,7 +12,17 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import { ConfigError } from '../../errors';
-import { QUEUE_NAMES, type MessageAttribute, type OutgoingMessage, type QueueName, type QueueReceiver, type ReceiveOptions, type ReceivedMessage, type SendFailure, type SourceQueue } from '../../ports/QueueReceiver';
+import {
+  QUEUE_NAMES,
+  type MessageAttribute,
+  type OutgoingMessage,
+  type QueueName,
+  type QueueReceiver,
+  type ReceiveOptions,
+  type ReceivedMessage,
+  type SendFailure,
+  type SourceQueue,
+} from '../../ports/QueueReceiver';
 import { fitAttributes, unpackAttributes } from './fitAttributes';
 
 /** Options of {@link SqsQueues}. */
@@ -60,17 +70,22 @@ function isStaleHandle(error: unknown): boolean {
 
 /** The SDK's form of one attribute: `Binary…` types carry their value as base64 text on our side. */
 function toSqsAttribute({ dataType, value }: MessageAttribute): MessageAttributeValue {
-  return dataType.startsWith('Binary') ? { DataType: dataType, BinaryValue: Buffer.from(value, 'base64') } : { DataType: dataType, StringValue: value };
+  return dataType.startsWith('Binary')
+    ? { DataType: dataType, BinaryValue: Buffer.from(value, 'base64') }
+    : { DataType: dataType, StringValue: value };
 }
 
 function fromSqsAttribute(queue: QueueName, name: string, attribute: MessageAttributeValue): MessageAttribute {
   const { DataType: dataType, StringValue: text, BinaryValue: bytes } = attribute;
-  if (dataType === undefined) throw new Error(`SQS returned attribute '${name}' of a message in '${queue}' without a DataType`);
+  if (dataType === undefined)
+    throw new Error(`SQS returned attribute '${name}' of a message in '${queue}' without a DataType`);
   if (dataType.startsWith('Binary')) {
-    if (bytes === undefined) throw new Error(`SQS returned Binary attribute '${name}' of a message in '${queue}' without a BinaryValue`);
+    if (bytes === undefined)
+      throw new Error(`SQS returned Binary attribute '${name}' of a message in '${queue}' without a BinaryValue`);
     return { dataType, value: Buffer.from(bytes).toString('base64') };
   }
-  if (text === undefined) throw new Error(`SQS returned attribute '${name}' of a message in '${queue}' without a StringValue`);
+  if (text === undefined)
+    throw new Error(`SQS returned attribute '${name}' of a message in '${queue}' without a StringValue`);
   return { dataType, value: text };
 }
 
@@ -83,9 +98,13 @@ function toReceived(queue: QueueName, message: Message): ReceivedMessage {
   const countText = message.Attributes?.ApproximateReceiveCount;
   const receiveCount = Number(countText);
   if (countText === undefined || !Number.isInteger(receiveCount) || receiveCount < 1) {
-    throw new Error(`SQS returned message ${messageId} from '${queue}' without a valid ApproximateReceiveCount (got ${JSON.stringify(countText)})`);
+    throw new Error(
+      `SQS returned message ${messageId} from '${queue}' without a valid ApproximateReceiveCount (got ${JSON.stringify(countText)})`,
+    );
   }
-  const raw = Object.entries(message.MessageAttributes ?? {}).map(([name, attribute]) => [name, fromSqsAttribute(queue, name, attribute)] as const);
+  const raw = Object.entries(message.MessageAttributes ?? {}).map(
+    ([name, attribute]) => [name, fromSqsAttribute(queue, name, attribute)] as const,
+  );
   const groupId = message.Attributes?.MessageGroupId;
   return {
     queue,
@@ -120,9 +139,12 @@ export class SqsQueues implements QueueReceiver {
   constructor({ client, queueUrls }: SqsQueuesOptions) {
     for (const queue of QUEUE_NAMES) {
       const url = queueUrls[queue];
-      if (typeof url !== 'string' || url === '') throw new ConfigError(`queueUrls.${queue}`, 'must be the URL of an SQS queue');
+      if (typeof url !== 'string' || url === '')
+        throw new ConfigError(`queueUrls.${queue}`, 'must be the URL of an SQS queue');
       if (FIFO_QUEUES.has(queue) !== url.endsWith('.fifo')) {
-        const expected = FIFO_QUEUES.has(queue) ? 'a FIFO queue (URL ending in .fifo)' : 'a standard queue (URL not ending in .fifo)';
+        const expected = FIFO_QUEUES.has(queue)
+          ? 'a FIFO queue (URL ending in .fifo)'
+          : 'a standard queue (URL not ending in .fifo)';
         throw new ConfigError(`queueUrls.${queue}`, `must be ${expected}; got ${url}`);
       }
     }
@@ -158,7 +180,9 @@ export class SqsQueues implements QueueReceiver {
    * @throws RangeError when `delayMs` is NaN.
    */
   async send(queue: QueueName, message: OutgoingMessage): Promise<void> {
-    await this.client.send(new SendMessageCommand({ QueueUrl: this.queueUrls[queue], ...this.entryOf(queue, message) }));
+    await this.client.send(
+      new SendMessageCommand({ QueueUrl: this.queueUrls[queue], ...this.entryOf(queue, message) }),
+    );
   }
 
   /**
@@ -167,9 +191,14 @@ export class SqsQueues implements QueueReceiver {
    * @throws Error or RangeError as {@link SqsQueues.send} does for a message it refuses, before any request.
    */
   async sendBatch(queue: QueueName, messages: readonly OutgoingMessage[]): Promise<readonly SendFailure[]> {
-    const entries = messages.map((message, index) => ({ index, entry: this.entryOf(queue, message), bytes: payloadBytes(message) }));
+    const entries = messages.map((message, index) => ({
+      index,
+      entry: this.entryOf(queue, message),
+      bytes: payloadBytes(message),
+    }));
     const failures: SendFailure[] = [];
-    const failAll = (chunk: readonly { index: number }[], error: unknown) => failures.push(...chunk.map(({ index }) => ({ index, reason: (error as Error).message })));
+    const failAll = (chunk: readonly { index: number }[], error: unknown) =>
+      failures.push(...chunk.map(({ index }) => ({ index, reason: (error as Error).message })));
     for (const chunk of chunks(entries)) {
       const [only] = chunk;
       try {
@@ -178,8 +207,15 @@ export class SqsQueues implements QueueReceiver {
           continue;
         }
         const Entries = chunk.map(({ index, entry }) => ({ Id: String(index), ...entry }));
-        const { Failed = [] } = await this.client.send(new SendMessageBatchCommand({ QueueUrl: this.queueUrls[queue], Entries }));
-        failures.push(...Failed.map((entry) => ({ index: Number(entry.Id), reason: `${entry.Code ?? 'error'} ${entry.Message ?? ''}`.trim() })));
+        const { Failed = [] } = await this.client.send(
+          new SendMessageBatchCommand({ QueueUrl: this.queueUrls[queue], Entries }),
+        );
+        failures.push(
+          ...Failed.map((entry) => ({
+            index: Number(entry.Id),
+            reason: `${entry.Code ?? 'error'} ${entry.Message ?? ''}`.trim(),
+          })),
+        );
       } catch (error) {
         failAll(chunk, error);
       }
@@ -197,14 +233,17 @@ export class SqsQueues implements QueueReceiver {
     const fifo = FIFO_QUEUES.has(queue);
     if (fifo) {
       if (message.groupId === undefined) throw new Error(`send to FIFO queue '${queue}' needs a groupId`);
-      if (delayMs > 0) throw new Error(`FIFO queue '${queue}' does not support per-message delays (asked for ${delayMs} ms)`);
+      if (delayMs > 0)
+        throw new Error(`FIFO queue '${queue}' does not support per-message delays (asked for ${delayMs} ms)`);
     } else if (message.deduplicationId !== undefined) {
       throw new Error(`deduplicationId is only valid on FIFO queues, not on '${queue}'`);
     }
     const attributes = Object.entries(fitAttributes(message.attributes ?? {}));
     return {
       MessageBody: message.body,
-      ...(attributes.length === 0 ? {} : { MessageAttributes: Object.fromEntries(attributes.map(([name, a]) => [name, toSqsAttribute(a)])) }),
+      ...(attributes.length === 0
+        ? {}
+        : { MessageAttributes: Object.fromEntries(attributes.map(([name, a]) => [name, toSqsAttribute(a)])) }),
       ...(fifo ? { MessageDeduplicationId: message.deduplicationId ?? randomUUID() } : { DelaySeconds: delaySeconds }),
       ...(message.groupId === undefined ? {} : { MessageGroupId: message.groupId }),
     };
@@ -212,15 +251,23 @@ export class SqsQueues implements QueueReceiver {
 
   /** GetQueueAttributes: the approximate numbers of messages visible, not visible (in flight) and delayed, summed. */
   async messageCount(queue: SourceQueue): Promise<number> {
-    const AttributeNames = ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible', 'ApproximateNumberOfMessagesDelayed'] as const;
-    const { Attributes = {} } = await this.client.send(new GetQueueAttributesCommand({ QueueUrl: this.queueUrls[queue], AttributeNames: [...AttributeNames] }));
+    const AttributeNames = [
+      'ApproximateNumberOfMessages',
+      'ApproximateNumberOfMessagesNotVisible',
+      'ApproximateNumberOfMessagesDelayed',
+    ] as const;
+    const { Attributes = {} } = await this.client.send(
+      new GetQueueAttributesCommand({ QueueUrl: this.queueUrls[queue], AttributeNames: [...AttributeNames] }),
+    );
     return AttributeNames.reduce((sum, name) => sum + Number(Attributes[name] ?? 0), 0);
   }
 
   /** DeleteMessage; a receipt handle that is invalid, expired or already used is ignored. Other errors propagate. */
   async delete(queue: QueueName, receiptHandle: string): Promise<void> {
     try {
-      await this.client.send(new DeleteMessageCommand({ QueueUrl: this.queueUrls[queue], ReceiptHandle: receiptHandle }));
+      await this.client.send(
+        new DeleteMessageCommand({ QueueUrl: this.queueUrls[queue], ReceiptHandle: receiptHandle }),
+      );
     } catch (error) {
       if (isStaleHandle(error)) return;
       throw error;
@@ -236,11 +283,16 @@ export class SqsQueues implements QueueReceiver {
     const failures: string[] = [];
     let thrown: unknown;
     for (let i = 0; i < receiptHandles.length; i += MAX_BATCH) {
-      const Entries = receiptHandles.slice(i, i + MAX_BATCH).map((ReceiptHandle, j) => ({ Id: String(i + j), ReceiptHandle }));
+      const Entries = receiptHandles
+        .slice(i, i + MAX_BATCH)
+        .map((ReceiptHandle, j) => ({ Id: String(i + j), ReceiptHandle }));
       try {
-        const { Failed = [] } = await this.client.send(new DeleteMessageBatchCommand({ QueueUrl: this.queueUrls[queue], Entries }));
+        const { Failed = [] } = await this.client.send(
+          new DeleteMessageBatchCommand({ QueueUrl: this.queueUrls[queue], Entries }),
+        );
         for (const entry of Failed) {
-          if (!isStaleHandle({ name: entry.Code, message: entry.Message })) failures.push(`entry ${entry.Id}: ${entry.Code ?? 'error'} ${entry.Message ?? ''}`.trim());
+          if (!isStaleHandle({ name: entry.Code, message: entry.Message }))
+            failures.push(`entry ${entry.Id}: ${entry.Code ?? 'error'} ${entry.Message ?? ''}`.trim());
         }
       } catch (error) {
         thrown ??= error;
@@ -268,7 +320,10 @@ export class SqsQueues implements QueueReceiver {
 /** What SQS counts of a message against a request's payload limit: its body and its attributes' names, types and values. */
 function payloadBytes(message: OutgoingMessage): number {
   const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
-  return Object.entries(message.attributes ?? {}).reduce((sum, [name, a]) => sum + bytes(name) + bytes(a.dataType) + bytes(a.value), bytes(message.body));
+  return Object.entries(message.attributes ?? {}).reduce(
+    (sum, [name, a]) => sum + bytes(name) + bytes(a.dataType) + bytes(a.value),
+    bytes(message.body),
+  );
 }
 
 /** `entries` in order, cut into requests of at most {@link MAX_BATCH} and {@link MAX_BATCH_PAYLOAD_BYTES}. */

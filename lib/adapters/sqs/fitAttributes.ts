@@ -32,13 +32,19 @@ function byName([a]: readonly [string, MessageAttribute], [b]: readonly [string,
  *
  * {@link unpackAttributes} reverses this exactly. Pure; the input is not modified.
  */
-export function fitAttributes(attributes: Readonly<Record<string, MessageAttribute>>): Record<string, MessageAttribute> {
+export function fitAttributes(
+  attributes: Readonly<Record<string, MessageAttribute>>,
+): Record<string, MessageAttribute> {
   const entries = Object.entries(attributes);
-  const inline = (name: string, attribute: MessageAttribute): boolean => attribute.value !== '' && name !== PACKED_ATTRIBUTES;
-  if (entries.length <= MAX_MESSAGE_ATTRIBUTES && entries.every(([name, attribute]) => inline(name, attribute))) return { ...attributes };
+  const inline = (name: string, attribute: MessageAttribute): boolean =>
+    attribute.value !== '' && name !== PACKED_ATTRIBUTES;
+  if (entries.length <= MAX_MESSAGE_ATTRIBUTES && entries.every(([name, attribute]) => inline(name, attribute)))
+    return { ...attributes };
 
   const service = entries.filter(([name, attribute]) => SERVICE_ATTRIBUTES.has(name) && inline(name, attribute));
-  const others = entries.filter(([name, attribute]) => !SERVICE_ATTRIBUTES.has(name) && inline(name, attribute)).sort(byName);
+  const others = entries
+    .filter(([name, attribute]) => !SERVICE_ATTRIBUTES.has(name) && inline(name, attribute))
+    .sort(byName);
   const room = MAX_MESSAGE_ATTRIBUTES - 1 - service.length;
   const kept = [...service, ...others.slice(0, room)];
   const keptNames = new Set(kept.map(([name]) => name));
@@ -62,7 +68,9 @@ function isPack(value: unknown): value is Record<string, MessageAttribute> {
  * by another producer) is left as it is, and a packed entry never replaces an attribute that arrived on its own.
  * Pure; the input is not modified.
  */
-export function unpackAttributes(attributes: Readonly<Record<string, MessageAttribute>>): Record<string, MessageAttribute> {
+export function unpackAttributes(
+  attributes: Readonly<Record<string, MessageAttribute>>,
+): Record<string, MessageAttribute> {
   const { [PACKED_ATTRIBUTES]: packed, ...rest } = attributes;
   if (packed === undefined || packed.dataType !== 'String') return { ...attributes };
   let pack: unknown;
@@ -72,6 +80,8 @@ export function unpackAttributes(attributes: Readonly<Record<string, MessageAttr
     return { ...attributes };
   }
   if (!isPack(pack)) return { ...attributes };
-  const unpacked = Object.fromEntries(Object.entries(pack).map(([name, { dataType, value }]) => [name, { dataType, value }]));
+  const unpacked = Object.fromEntries(
+    Object.entries(pack).map(([name, { dataType, value }]) => [name, { dataType, value }]),
+  );
   return { ...unpacked, ...rest };
 }

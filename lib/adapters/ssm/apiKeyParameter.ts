@@ -17,7 +17,11 @@ export interface ApiKeyParameterOptions {
  * parameter that does not exist means the API takes no key, and is looked for again only after `maxAgeSeconds`
  * too. Any other failure (throttling, access denied) is thrown, so the call reports it and the next one asks again.
  */
-export function bearerFromParameter(provider: SSMProvider, name: string, { maxAgeSeconds, now = Date.now }: ApiKeyParameterOptions): () => Promise<string | undefined> {
+export function bearerFromParameter(
+  provider: SSMProvider,
+  name: string,
+  { maxAgeSeconds, now = Date.now }: ApiKeyParameterOptions,
+): () => Promise<string | undefined> {
   let missingUntil = Number.NEGATIVE_INFINITY;
   let reading: Promise<string | undefined> | undefined;
   const read = async (): Promise<string | undefined> => {

@@ -41,7 +41,12 @@ import type { CircuitPolicy, ProbePolicy } from './policy';
 /** Where the circuit stands. Each variant carries only its own data; times are epoch ms. */
 export type CircuitState =
   /** Jobs flow. `failures` are the instants of recent transient failures (ascending, within the window). */
-  | { readonly status: 'closed'; readonly failures: readonly number[]; readonly closedAt: number | null; readonly reopenStreak: number }
+  | {
+      readonly status: 'closed';
+      readonly failures: readonly number[];
+      readonly closedAt: number | null;
+      readonly reopenStreak: number;
+    }
   /**
    * No job is dispatched; a health check may be sent from `nextCheckAt` on. `reason` says why it opened, for operators.
    * `byOperator`: an operator forced it open, and it stays open until an operator closes it: its `nextCheckAt` is
@@ -198,13 +203,19 @@ export const LEGACY_OPEN_REASON = 'transient failures';
 export function transition(circuit: Circuit, event: CircuitEvent, now: number, policy: CircuitPolicy): Circuit {
   const after = 'by' in event ? operate(circuit, event, now) : react(circuit, event, now, policy);
   if (after === circuit || !isTransition(circuit, after) || isRepeatedProbe(circuit, event)) return after;
-  const entry: CircuitTransition = { at: now, from: circuit.state.status, to: after.state.status, reason: bounded(transitionReason(event, after)) };
+  const entry: CircuitTransition = {
+    at: now,
+    from: circuit.state.status,
+    to: after.state.status,
+    reason: bounded(transitionReason(event, after)),
+  };
   return make({ ...after, transitions: [...after.transitions, entry].slice(-MAX_TRANSITIONS_KEPT) });
 }
 
 /** Applies an operator's event (see {@link OperatorEvent}). */
 function operate(circuit: Circuit, event: OperatorEvent, now: number): Circuit {
-  if (event.by.trim() === '') throw new RangeError(`an operator event needs a non-blank 'by'; got ${JSON.stringify(event.by)}`);
+  if (event.by.trim() === '')
+    throw new RangeError(`an operator event needs a non-blank 'by'; got ${JSON.stringify(event.by)}`);
   const { state, hold, version } = circuit;
   const next = (changes: Partial<Circuit>): Circuit => make({ ...circuit, ...changes, version: version + 1 });
   switch (event.type) {
@@ -217,23 +228,47 @@ function operate(circuit: Circuit, event: OperatorEvent, now: number): Circuit {
       // A circuit already open stays open since it opened; a check in flight is dropped (its result changes nothing).
       const [openedAt, failedChecks] = state.status === 'closed' ? [now, 0] : [state.openedAt, state.failedChecks];
       const reason = `opened by operator (${event.by})`;
-      return next({ state: { status: 'open', openedAt, nextCheckAt: NEVER_DUE, failedChecks, reopenStreak: state.reopenStreak, reason, byOperator: true } });
+      return next({
+        state: {
+          status: 'open',
+          openedAt,
+          nextCheckAt: NEVER_DUE,
+          failedChecks,
+          reopenStreak: state.reopenStreak,
+          reason,
+          byOperator: true,
+        },
+      });
     }
     case 'operator-closed':
       // The operator vouches for the API and the caller: the client-error run starts over, unlike after a probe.
-      return state.status === 'closed' ? circuit : next({ state: { status: 'closed', failures: [], closedAt: now, reopenStreak: state.reopenStreak }, clientErrorRun: 0 });
+      return state.status === 'closed'
+        ? circuit
+        : next({
+            state: { status: 'closed', failures: [], closedAt: now, reopenStreak: state.reopenStreak },
+            clientErrorRun: 0,
+          });
   }
 }
 
 /** Applies the event of a job, a check or a 429 (every event but an operator's). */
-function react(circuit: Circuit, event: Exclude<CircuitEvent, OperatorEvent>, now: number, policy: CircuitPolicy): Circuit {
+function react(
+  circuit: Circuit,
+  event: Exclude<CircuitEvent, OperatorEvent>,
+  now: number,
+  policy: CircuitPolicy,
+): Circuit {
   const { state, pausedUntil, clientErrorRun, hold, version } = circuit;
   if (event.type === 'rate-limited') {
-    if (!Number.isFinite(event.retryAt)) throw new RangeError(`retryAt must be a finite epoch ms; got ${event.retryAt}`);
-    return event.retryAt > pausedUntil ? make({ ...circuit, pausedUntil: event.retryAt, version: version + 1 }) : circuit;
+    if (!Number.isFinite(event.retryAt))
+      throw new RangeError(`retryAt must be a finite epoch ms; got ${event.retryAt}`);
+    return event.retryAt > pausedUntil
+      ? make({ ...circuit, pausedUntil: event.retryAt, version: version + 1 })
+      : circuit;
   }
   if (hold !== null && (event.type === 'health-check-sent' || event.type === 'health-check-started')) return circuit;
-  const next = (to: CircuitState, run = clientErrorRun): Circuit => make({ ...circuit, state: to, clientErrorRun: run, version: version + 1 });
+  const next = (to: CircuitState, run = clientErrorRun): Circuit =>
+    make({ ...circuit, state: to, clientErrorRun: run, version: version + 1 });
   // A job's result moves the run in every state: jobs dispatched before an open still report.
   if (event.type === 'success' && clientErrorRun > 0) return next(state, 0);
   const run = event.type === 'client-error' ? clientErrorRun + 1 : clientErrorRun;
@@ -241,22 +276,42 @@ function react(circuit: Circuit, event: Exclude<CircuitEvent, OperatorEvent>, no
   switch (state.status) {
     case 'closed': {
       const opening = openingDecision(state, event, run, now, policy);
-      if (opening?.open === false && opening.failures !== undefined) return next({ ...state, failures: opening.failures }, run);
+      if (opening?.open === false && opening.failures !== undefined)
+        return next({ ...state, failures: opening.failures }, run);
       if (opening?.open !== true) return run === clientErrorRun ? circuit : next(state, run);
       const { nextCheckAt, reopenStreak } = policy.probe.onOpen(state, now);
-      return next({ status: 'open', openedAt: now, nextCheckAt, failedChecks: 0, reopenStreak, reason: opening.reason }, run);
+      return next(
+        { status: 'open', openedAt: now, nextCheckAt, failedChecks: 0, reopenStreak, reason: opening.reason },
+        run,
+      );
     }
     case 'open': {
-      if (event.type !== 'health-check-sent' || now < state.nextCheckAt) return run === clientErrorRun ? circuit : next(state, run);
+      if (event.type !== 'health-check-sent' || now < state.nextCheckAt)
+        return run === clientErrorRun ? circuit : next(state, run);
       const { openedAt, failedChecks, reopenStreak, reason } = state;
-      return next({ status: 'half-open', openedAt, checkId: event.checkId, checkSentAt: now, probeStartedAt: null, failedChecks, reopenStreak, reason });
+      return next({
+        status: 'half-open',
+        openedAt,
+        checkId: event.checkId,
+        checkSentAt: now,
+        probeStartedAt: null,
+        failedChecks,
+        reopenStreak,
+        reason,
+      });
     }
     case 'half-open': {
       const { openedAt, failedChecks, reopenStreak, reason } = state;
       if (event.type === 'health-check-sent') {
         // A check is presumed lost only at its timeout (see ProbePolicy.checkTimeoutAt); until then it stays the one trial.
         if (now < policy.probe.checkTimeoutAt(state)) return circuit;
-        return next({ ...state, checkId: event.checkId, checkSentAt: now, probeStartedAt: null, failedChecks: failedChecks + 1 });
+        return next({
+          ...state,
+          checkId: event.checkId,
+          checkSentAt: now,
+          probeStartedAt: null,
+          failedChecks: failedChecks + 1,
+        });
       }
       if (!('checkId' in event)) return run === clientErrorRun ? circuit : next(state, run);
       if (event.checkId !== state.checkId) return circuit;
@@ -266,7 +321,8 @@ function react(circuit: Circuit, event: Exclude<CircuitEvent, OperatorEvent>, no
         if (state.probeStartedAt !== null || now >= policy.probe.checkTimeoutAt(state)) return circuit;
         return next({ ...state, probeStartedAt: now });
       }
-      if (event.type === 'health-check-ok') return next({ status: 'closed', failures: [], closedAt: now, reopenStreak });
+      if (event.type === 'health-check-ok')
+        return next({ status: 'closed', failures: [], closedAt: now, reopenStreak });
       const nextCheckAt = policy.probe.afterFailedCheck(state, now);
       return next({ status: 'open', openedAt, nextCheckAt, failedChecks: failedChecks + 1, reopenStreak, reason });
     }
@@ -280,12 +336,20 @@ function react(circuit: Circuit, event: Exclude<CircuitEvent, OperatorEvent>, no
  */
 function isRepeatedProbe(before: Circuit, event: CircuitEvent): boolean {
   const { state } = before;
-  return (event.type === 'health-check-sent' || event.type === 'health-check-failed') && state.status !== 'closed' && state.failedChecks > 0;
+  return (
+    (event.type === 'health-check-sent' || event.type === 'health-check-failed') &&
+    state.status !== 'closed' &&
+    state.failedChecks > 0
+  );
 }
 
 /** Whether `after` differs from `before` in what {@link Circuit.transitions} records: the status, the hold, a forced open. */
 function isTransition(before: Circuit, after: Circuit): boolean {
-  return before.state.status !== after.state.status || (before.hold === null) !== (after.hold === null) || isForcedOpen(before.state) !== isForcedOpen(after.state);
+  return (
+    before.state.status !== after.state.status ||
+    (before.hold === null) !== (after.hold === null) ||
+    isForcedOpen(before.state) !== isForcedOpen(after.state)
+  );
 }
 
 /** Why `event` made the transition to `after`, for {@link Circuit.transitions}. */
@@ -330,10 +394,16 @@ function openingDecision(
   run: number,
   now: number,
   policy: CircuitPolicy,
-): { readonly open: true; readonly reason: string } | { readonly open: false; readonly failures?: readonly number[] } | undefined {
+):
+  | { readonly open: true; readonly reason: string }
+  | { readonly open: false; readonly failures?: readonly number[] }
+  | undefined {
   switch (event.type) {
     case 'transient-failure':
-      return policy.opening.onFailure([...closed.failures, now].sort((a, b) => a - b), now);
+      return policy.opening.onFailure(
+        [...closed.failures, now].sort((a, b) => a - b),
+        now,
+      );
     case 'caller-rejected':
       return policy.opening.onCallerRejected(event.reason);
     case 'client-error':
@@ -420,16 +490,25 @@ export function circuitFromJSON(json: unknown): Circuit {
     case 'closed': {
       only('failures', 'closedAt', 'reopenStreak');
       const { failures } = raw;
-      if (!Array.isArray(failures) || !failures.every((t, i) => Number.isFinite(t) && (i === 0 || t >= failures[i - 1]))) {
+      if (
+        !Array.isArray(failures) ||
+        !failures.every((t, i) => Number.isFinite(t) && (i === 0 || t >= failures[i - 1]))
+      ) {
         fail(`${at}.failures`, 'must be an ascending array of epoch ms', failures);
       }
       const closedAt = raw.closedAt === null ? null : time(raw, 'closedAt', at);
-      const state = { status: 'closed', failures: Object.freeze([...(failures as number[])]), closedAt, reopenStreak: count(raw, 'reopenStreak', at) } as const;
+      const state = {
+        status: 'closed',
+        failures: Object.freeze([...(failures as number[])]),
+        closedAt,
+        reopenStreak: count(raw, 'reopenStreak', at),
+      } as const;
       return make({ state, ...rest });
     }
     case 'open': {
       only('openedAt', 'nextCheckAt', 'failedChecks', 'reopenStreak', 'reason', 'byOperator');
-      if (raw.byOperator !== undefined && raw.byOperator !== true) fail(`${at}.byOperator`, 'must be true when present', raw.byOperator);
+      if (raw.byOperator !== undefined && raw.byOperator !== true)
+        fail(`${at}.byOperator`, 'must be true when present', raw.byOperator);
       const state = {
         status: 'open',
         openedAt: time(raw, 'openedAt', at),
@@ -451,7 +530,12 @@ export function circuitFromJSON(json: unknown): Circuit {
         openedAt: time(raw, 'openedAt', at),
         checkId,
         checkSentAt,
-        probeStartedAt: raw.probeStartedAt === undefined ? checkSentAt : raw.probeStartedAt === null ? null : time(raw, 'probeStartedAt', at),
+        probeStartedAt:
+          raw.probeStartedAt === undefined
+            ? checkSentAt
+            : raw.probeStartedAt === null
+              ? null
+              : time(raw, 'probeStartedAt', at),
         failedChecks: count(raw, 'failedChecks', at),
         reopenStreak: count(raw, 'reopenStreak', at),
         reason: reasonOf(raw, at),
@@ -467,7 +551,14 @@ export function circuitFromJSON(json: unknown): Circuit {
 function make(circuit: Circuit): Circuit {
   const { state, pausedUntil, clientErrorRun, hold, transitions, version } = circuit;
   transitions.forEach((t) => Object.freeze(t));
-  return Object.freeze({ state: Object.freeze(state), pausedUntil, clientErrorRun, hold: hold === null ? null : Object.freeze(hold), transitions: Object.freeze(transitions), version });
+  return Object.freeze({
+    state: Object.freeze(state),
+    pausedUntil,
+    clientErrorRun,
+    hold: hold === null ? null : Object.freeze(hold),
+    transitions: Object.freeze(transitions),
+    version,
+  });
 }
 
 const STATUSES: readonly string[] = ['closed', 'open', 'half-open'] satisfies readonly CircuitStatus[];
@@ -486,14 +577,20 @@ function transitionsOf(value: unknown): CircuitTransition[] {
     const raw = object(entry, at);
     const extra = Object.keys(raw).find((key) => !['at', 'from', 'to', 'reason'].includes(key));
     if (extra !== undefined) fail(`${at}.${extra}`, 'is not a field of a transition', raw[extra]);
-    return { at: time(raw, 'at', at), from: status(raw, 'from', at), to: status(raw, 'to', at), reason: text(raw, 'reason', at) };
+    return {
+      at: time(raw, 'at', at),
+      from: status(raw, 'from', at),
+      to: status(raw, 'to', at),
+      reason: text(raw, 'reason', at),
+    };
   });
   return read.slice(-MAX_TRANSITIONS_KEPT);
 }
 
 function status(record: Record<string, unknown>, key: string, at: string): CircuitStatus {
   const value = record[key];
-  if (typeof value !== 'string' || !STATUSES.includes(value)) fail(`${at}.${key}`, "must be 'closed', 'open' or 'half-open'", value);
+  if (typeof value !== 'string' || !STATUSES.includes(value))
+    fail(`${at}.${key}`, "must be 'closed', 'open' or 'half-open'", value);
   return value as CircuitStatus;
 }
 
@@ -521,12 +618,14 @@ function object(value: unknown, field: string): Record<string, unknown> {
 
 function time(record: Record<string, unknown>, key: string, at: string): number {
   const value = record[key];
-  if (typeof value !== 'number' || !Number.isFinite(value)) fail(`${at}.${key}`, 'must be a finite number (epoch ms)', value);
+  if (typeof value !== 'number' || !Number.isFinite(value))
+    fail(`${at}.${key}`, 'must be a finite number (epoch ms)', value);
   return value;
 }
 
 function count(record: Record<string, unknown>, key: string, at: string): number {
   const value = record[key];
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) fail(`${at}.${key}`, 'must be a non-negative integer', value);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0)
+    fail(`${at}.${key}`, 'must be a non-negative integer', value);
   return value;
 }

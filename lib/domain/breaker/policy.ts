@@ -79,14 +79,19 @@ export interface CircuitPolicy {
  * but many different jobs refused alike, with no success between, point at the caller (e.g. a wrong URL).
  */
 export class ThresholdOpeningPolicy implements OpeningPolicy {
-  constructor(private readonly settings: Pick<BreakerSettings, 'failureThreshold' | 'windowSeconds' | 'callerRejectThreshold'>) {}
+  constructor(
+    private readonly settings: Pick<BreakerSettings, 'failureThreshold' | 'windowSeconds' | 'callerRejectThreshold'>,
+  ) {}
 
   /** {@inheritDoc OpeningPolicy.onFailure} */
   onFailure(failures: readonly number[], now: number): OpeningDecision {
     const { failureThreshold, windowSeconds } = this.settings;
     const recent = failures.filter((t) => t > now - windowSeconds * 1000).slice(-failureThreshold);
     if (recent.length < failureThreshold) return { open: false, failures: recent };
-    return { open: true, reason: `${failureThreshold} transient ${failureThreshold === 1 ? 'failure' : 'failures'} within ${windowSeconds} s` };
+    return {
+      open: true,
+      reason: `${failureThreshold} transient ${failureThreshold === 1 ? 'failure' : 'failures'} within ${windowSeconds} s`,
+    };
   }
 
   /** {@inheritDoc OpeningPolicy.onCallerRejected} */
@@ -96,7 +101,9 @@ export class ThresholdOpeningPolicy implements OpeningPolicy {
 
   /** {@inheritDoc OpeningPolicy.onClientError} */
   onClientError(run: number, reason: string): RejectionDecision {
-    return run < this.settings.callerRejectThreshold ? { open: false } : { open: true, reason: `caller rejected: ${reason} on ${run} jobs in a row` };
+    return run < this.settings.callerRejectThreshold
+      ? { open: false }
+      : { open: true, reason: `caller rejected: ${reason} on ${run} jobs in a row` };
   }
 }
 
@@ -110,7 +117,12 @@ export class ThresholdOpeningPolicy implements OpeningPolicy {
  *   started it by then (the settings keep that above the API timeout).
  */
 export class CooldownProbePolicy implements ProbePolicy {
-  constructor(private readonly settings: Pick<BreakerSettings, 'windowSeconds' | 'openSeconds' | 'maxOpenSeconds' | 'healthCheckSeconds' | 'healthCheckTimeoutSeconds'>) {}
+  constructor(
+    private readonly settings: Pick<
+      BreakerSettings,
+      'windowSeconds' | 'openSeconds' | 'maxOpenSeconds' | 'healthCheckSeconds' | 'healthCheckTimeoutSeconds'
+    >,
+  ) {}
 
   /** {@inheritDoc ProbePolicy.onOpen} */
   onOpen(closed: ClosedState, now: number): FirstCheck {

@@ -61,7 +61,8 @@ const RANGES: { readonly [K in keyof BreakerSettings]: NumberRange } = {
 export function parseBreakerSettings(input: unknown, field = 'circuit'): BreakerSettings {
   const settings = parseSettings(input, field, DEFAULT_BREAKER_SETTINGS, RANGES);
   if (settings.maxOpenSeconds < settings.openSeconds) {
-    const given = typeof input === 'object' && input !== null && (input as Record<string, unknown>).maxOpenSeconds !== undefined;
+    const given =
+      typeof input === 'object' && input !== null && (input as Record<string, unknown>).maxOpenSeconds !== undefined;
     throw new ConfigError(
       `${field}.maxOpenSeconds`,
       `must be a number from ${settings.openSeconds} (openSeconds) to ${RANGES.maxOpenSeconds.max}; got ${settings.maxOpenSeconds}${given ? '' : ' (the default)'}`,

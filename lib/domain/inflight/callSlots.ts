@@ -80,7 +80,10 @@ export class CallSlots {
    * they can no longer be.
    */
   toJSON(allowance?: HeldSlots): CallSlotsJSON {
-    const held = allowance === undefined || allowance.count === 0 ? this.held : [...this.held, { count: allowance.count, until: allowance.until + this.holdMs }];
+    const held =
+      allowance === undefined || allowance.count === 0
+        ? this.held
+        : [...this.held, { count: allowance.count, until: allowance.until + this.holdMs }];
     const a = [...this.known].map(([id, until]) => [id, until] as const);
     return held.length === 0 ? { a } : { a, h: held.map(({ count, until }) => [count, until] as const) };
   }
@@ -93,6 +96,10 @@ export function isCallSlotsJSON(json: unknown): json is CallSlotsJSON {
   if (typeof json !== 'object' || json === null) return false;
   const { a, h } = json as { a?: unknown; h?: unknown };
   const pairs = (list: unknown, first: (v: unknown) => boolean) =>
-    Array.isArray(list) && list.every((pair) => Array.isArray(pair) && pair.length === 2 && first(pair[0]) && isInstant(pair[1]));
-  return pairs(a, (id) => typeof id === 'string') && (h === undefined || pairs(h, (n) => Number.isInteger(n) && (n as number) > 0));
+    Array.isArray(list) &&
+    list.every((pair) => Array.isArray(pair) && pair.length === 2 && first(pair[0]) && isInstant(pair[1]));
+  return (
+    pairs(a, (id) => typeof id === 'string') &&
+    (h === undefined || pairs(h, (n) => Number.isInteger(n) && (n as number) > 0))
+  );
 }

@@ -134,7 +134,10 @@ export function classify(result: ApiResult, now: number): Classification {
  * @returns The wait in ms, or `undefined` when no header holds a valid value.
  */
 export function parseRetryAfterMs(headers: Readonly<Record<string, string>>, now: number): number | undefined {
-  const ms = fromRetryAfterMs(headers['retry-after-ms']) ?? fromRetryAfter(headers['retry-after'], now) ?? fromRateLimitReset(headers['x-ratelimit-reset'], now);
+  const ms =
+    fromRetryAfterMs(headers['retry-after-ms']) ??
+    fromRetryAfter(headers['retry-after'], now) ??
+    fromRateLimitReset(headers['x-ratelimit-reset'], now);
   return ms === undefined ? undefined : Math.min(ms, MAX_RETRY_AFTER_MS);
 }
 

@@ -22,7 +22,11 @@ export const MAX_DELAY_MS = 900_000;
 export const MAX_ATTEMPTS = 100;
 
 /** The settings used where none are configured. */
-export const DEFAULT_RETRY_SETTINGS: RetrySettings = Object.freeze({ maxAttempts: 5, baseDelayMs: 1_000, maxDelayMs: MAX_DELAY_MS });
+export const DEFAULT_RETRY_SETTINGS: RetrySettings = Object.freeze({
+  maxAttempts: 5,
+  baseDelayMs: 1_000,
+  maxDelayMs: MAX_DELAY_MS,
+});
 
 /**
  * Validates retry settings (an object whose keys are all optional) and returns them frozen, with defaults
@@ -39,7 +43,10 @@ export function parseRetrySettings(input: unknown, field = 'retry'): RetrySettin
     maxDelayMs: { min: 1, max: MAX_DELAY_MS, integer: true },
   });
   if (settings.maxDelayMs < settings.baseDelayMs) {
-    throw new ConfigError(`${field}.maxDelayMs`, `must be an integer from ${settings.baseDelayMs} (baseDelayMs) to ${MAX_DELAY_MS}; got ${settings.maxDelayMs}`);
+    throw new ConfigError(
+      `${field}.maxDelayMs`,
+      `must be an integer from ${settings.baseDelayMs} (baseDelayMs) to ${MAX_DELAY_MS}; got ${settings.maxDelayMs}`,
+    );
   }
   return settings;
 }
@@ -87,12 +94,19 @@ export function decideRetry(input: RetryInput, settings: RetrySettings): RetryDe
   const { classification: c, attempt, refillMs, random } = input;
   checkAttempt(attempt);
   if (c.kind === 'success') return { action: 'succeed' };
-  if (c.kind === 'permanent' || c.kind === 'client-error') return { action: 'dead-letter', reason: `permanent: ${c.reason}` };
+  if (c.kind === 'permanent' || c.kind === 'client-error')
+    return { action: 'dead-letter', reason: `permanent: ${c.reason}` };
   if (c.kind === 'caller-rejected') return { action: 'keep', reason: `caller rejected: ${c.reason}` };
   if (attempt >= settings.maxAttempts) {
-    return { action: 'dead-letter', reason: `gave up after ${attempt} ${attempt === 1 ? 'attempt' : 'attempts'}: ${c.reason}` };
+    return {
+      action: 'dead-letter',
+      reason: `gave up after ${attempt} ${attempt === 1 ? 'attempt' : 'attempts'}: ${c.reason}`,
+    };
   }
-  const delayMs = c.retryAfterMs === undefined ? backoffDelayMs(attempt, refillMs, random, settings) : retryAfterDelayMs(c.retryAfterMs, random, settings);
+  const delayMs =
+    c.retryAfterMs === undefined
+      ? backoffDelayMs(attempt, refillMs, random, settings)
+      : retryAfterDelayMs(c.retryAfterMs, random, settings);
   return { action: 'retry', delayMs, reason: `${c.kind}: ${c.reason}`, rateLimited: c.kind === 'rate-limited' };
 }
 
@@ -113,7 +127,12 @@ export function decideRetry(input: RetryInput, settings: RetrySettings): RetryDe
  *   15 minutes.
  * @throws RangeError on invalid `attempt`, `refillMs` or `random()` values (see {@link decideRetry}).
  */
-export function backoffDelayMs(attempt: number, refillMs: number, random: () => number, settings: RetrySettings): number {
+export function backoffDelayMs(
+  attempt: number,
+  refillMs: number,
+  random: () => number,
+  settings: RetrySettings,
+): number {
   checkAttempt(attempt);
   if (Number.isNaN(refillMs) || refillMs < 0) throw new RangeError(`refillMs must be >= 0; got ${refillMs}`);
   const cap = Math.max(settings.baseDelayMs, refillMs);
@@ -137,7 +156,8 @@ export function retryAfterDelayMs(retryAfterMs: number, random: () => number, se
 }
 
 function checkAttempt(attempt: number): void {
-  if (!Number.isInteger(attempt) || attempt < 1) throw new RangeError(`attempt must be an integer >= 1; got ${attempt}`);
+  if (!Number.isInteger(attempt) || attempt < 1)
+    throw new RangeError(`attempt must be an integer >= 1; got ${attempt}`);
 }
 
 function draw(random: () => number): number {

@@ -60,7 +60,10 @@ export class DispatchLead {
    * its start delay less the call window, and the lead counts {@link LEAD_HEADROOM} times that.
    */
   startedLate(startDelayMs: number): void {
-    this.needed.push({ at: this.dispatches, ms: Math.ceil((startDelayMs - this.settings.callWindowMs) * LEAD_HEADROOM) });
+    this.needed.push({
+      at: this.dispatches,
+      ms: Math.ceil((startDelayMs - this.settings.callWindowMs) * LEAD_HEADROOM),
+    });
   }
 }
 

@@ -9,7 +9,9 @@ import { DEFAULT_PACING_SETTINGS, type PacingSettings } from './settings';
  * What holds a message back, and until when (see {@link Pacer.blockedUntil}): a 429 pause, or a tier (its ledger
  * window, or its smoothing).
  */
-export type Hold = { readonly kind: 'pause'; readonly until: number } | { readonly kind: 'tier'; readonly tier: Tier; readonly until: number };
+export type Hold =
+  | { readonly kind: 'pause'; readonly until: number }
+  | { readonly kind: 'tier'; readonly tier: Tier; readonly until: number };
 
 /** Units a slot given back frees on a tier for smoothing to let through, until its window no longer holds it. */
 interface Credit {
@@ -68,7 +70,11 @@ export class Pacer {
     this.theoreticalArrival = ledger.tiers.map(() => Number.NEGATIVE_INFINITY);
     this.credits = ledger.tiers.map(() => []);
     const { dispatchLeadMs, maxDispatchLeadMs, arrivalMarginMs, callAllowanceMs } = settings;
-    this.lead = new DispatchLead({ baseMs: dispatchLeadMs, maxMs: maxDispatchLeadMs, callWindowMs: arrivalMarginMs - callAllowanceMs });
+    this.lead = new DispatchLead({
+      baseMs: dispatchLeadMs,
+      maxMs: maxDispatchLeadMs,
+      callWindowMs: arrivalMarginMs - callAllowanceMs,
+    });
     this.chainGap = new ChainGap(arrivalMarginMs - callAllowanceMs);
     this.rates = pacedRates(ledger.tiers, settings.spreadLongTiers);
     this.oneOfEach = Object.fromEntries(namedUnits(ledger.tiers).map((unit) => [unit, 1]));
@@ -97,10 +103,12 @@ export class Pacer {
     // Smoothing may push the slot to where the ledger refuses it (a calendar boundary's margin, a window that fills
     // up), and a credit that lets a message through smoothing may expire as the slot moves on: the slot moves on
     // until the ledger and every tier agree.
-    for (let at = Math.ceil(Math.max(now, this.latestSlot, this.pausedUntilMs)); ; ) {
+    for (let at = Math.ceil(Math.max(now, this.latestSlot, this.pausedUntilMs)); ;) {
       const fit = this.ledger.earliestFit(at, costs).at;
       if (!Number.isFinite(fit)) return fit;
-      const next = Math.ceil(Math.max(fit, ...this.ledger.tiers.map((tier, i) => this.smoothedAt(tier, i, costs, fraction, at))));
+      const next = Math.ceil(
+        Math.max(fit, ...this.ledger.tiers.map((tier, i) => this.smoothedAt(tier, i, costs, fraction, at))),
+      );
       if (next === at) return at;
       at = next;
     }
@@ -116,8 +124,12 @@ export class Pacer {
     const { tiers } = this.ledger;
     const fit = this.ledger.earliestFit(now, costs);
     const fraction = this.rampFraction(now);
-    const tier = (Math.ceil(fit.at) >= until ? tiers[fit.tier] : undefined) ?? tiers.find((t, i) => Math.ceil(this.smoothedAt(t, i, costs, fraction, until)) >= until);
-    return Math.ceil(this.pausedUntilMs) >= until || tier === undefined ? { kind: 'pause', until } : { kind: 'tier', tier, until };
+    const tier =
+      (Math.ceil(fit.at) >= until ? tiers[fit.tier] : undefined) ??
+      tiers.find((t, i) => Math.ceil(this.smoothedAt(t, i, costs, fraction, until)) >= until);
+    return Math.ceil(this.pausedUntilMs) >= until || tier === undefined
+      ? { kind: 'pause', until }
+      : { kind: 'tier', tier, until };
   }
 
   /**

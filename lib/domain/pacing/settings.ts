@@ -103,10 +103,16 @@ const PACING_RANGES: SettingRanges<PacingSettings> = {
 export function parsePacingSettings(input: unknown, field = 'pacing'): PacingSettings {
   const settings = parseSettings(input, field, DEFAULT_PACING_SETTINGS, PACING_RANGES);
   if (settings.callAllowanceMs > settings.arrivalMarginMs) {
-    throw new ConfigError(`${field}.callAllowanceMs`, `must be at most ${field}.arrivalMarginMs (${settings.arrivalMarginMs}), the window it is part of; got ${settings.callAllowanceMs}`);
+    throw new ConfigError(
+      `${field}.callAllowanceMs`,
+      `must be at most ${field}.arrivalMarginMs (${settings.arrivalMarginMs}), the window it is part of; got ${settings.callAllowanceMs}`,
+    );
   }
   if (settings.dispatchLeadMs > settings.maxDispatchLeadMs) {
-    throw new ConfigError(`${field}.maxDispatchLeadMs`, `must be at least ${field}.dispatchLeadMs (${settings.dispatchLeadMs}), the lead it grows from; got ${settings.maxDispatchLeadMs}`);
+    throw new ConfigError(
+      `${field}.maxDispatchLeadMs`,
+      `must be at least ${field}.dispatchLeadMs (${settings.dispatchLeadMs}), the lead it grows from; got ${settings.maxDispatchLeadMs}`,
+    );
   }
   return settings;
 }

@@ -47,7 +47,11 @@ export function assertTimeZone(timeZone: string, field = 'timeZone'): void {
   try {
     formatterFor(timeZone);
   } catch (cause) {
-    throw new ConfigError(field, `must be an IANA time zone such as 'UTC' or 'America/New_York'; got ${JSON.stringify(timeZone)}`, { cause });
+    throw new ConfigError(
+      field,
+      `must be an IANA time zone such as 'UTC' or 'America/New_York'; got ${JSON.stringify(timeZone)}`,
+      { cause },
+    );
   }
 }
 
@@ -104,7 +108,7 @@ interface Transition {
  * `(to - from) / PROBE_MS + 1` probes and 18 bisection steps.
  */
 function firstTransition(from: number, offset: number, to: number, timeZone: string): Transition | undefined {
-  for (let lo = from; lo < to; ) {
+  for (let lo = from; lo < to;) {
     const hi = Math.min(lo + PROBE_MS, to);
     const hiOffset = offsetAt(hi, timeZone);
     if (hiOffset !== offset) {

@@ -1,7 +1,15 @@
 import { QuotaExceededError, StateFormatError } from '../../errors';
 import { isCallSlotsJSON, type CallSlotsJSON } from '../inflight/callSlots';
 import { calendarWindow, type CalendarWindow } from './calendar';
-import { unitsFor, type CalendarPeriod, type Costs, type Period, type Tier, type TierKind, type TierUnit } from './tiers';
+import {
+  unitsFor,
+  type CalendarPeriod,
+  type Costs,
+  type Period,
+  type Tier,
+  type TierKind,
+  type TierUnit,
+} from './tiers';
 
 /** Identifies a tier within a tier set: its period and unit (a valid set holds each pair once). */
 export type TierKey = `${Period}:${TierUnit}`;
@@ -136,7 +144,8 @@ class SlidingCounter implements Counter {
       const lastMs = (json.b + i + 1) * json.g - 1;
       if (amount > 0) counter.charge(Math.floor(lastMs / counter.g), amount);
     });
-    if (json.h !== undefined && json.h[1] > 0) counter.charge(Math.floor(((json.h[0] + 1) * json.g - 1) / counter.g), json.h[1]);
+    if (json.h !== undefined && json.h[1] > 0)
+      counter.charge(Math.floor(((json.h[0] + 1) * json.g - 1) / counter.g), json.h[1]);
     return counter;
   }
 
@@ -227,7 +236,9 @@ class SlidingCounter implements Counter {
     while (end > 0 && this.amounts[end - 1] === 0) end--;
     const json = { g: this.g, b: this.first, a: this.amounts.slice(0, end) };
     // Units dispatched at any t <= until leave every window by until + W; the bucket of `until` expires no sooner.
-    return held === undefined || held.units === 0 ? json : { ...json, h: [Math.floor(held.until / this.g), held.units] };
+    return held === undefined || held.units === 0
+      ? json
+      : { ...json, h: [Math.floor(held.until / this.g), held.units] };
   }
 }
 
@@ -257,7 +268,13 @@ class CalendarCounter implements Counter {
     private readonly marginMs: number,
   ) {}
 
-  static fromJSON(limit: number, per: CalendarPeriod, timeZone: string, marginMs: number, json: CalendarTierJSON): CalendarCounter {
+  static fromJSON(
+    limit: number,
+    per: CalendarPeriod,
+    timeZone: string,
+    marginMs: number,
+    json: CalendarTierJSON,
+  ): CalendarCounter {
     const counter = new CalendarCounter(limit, per, timeZone, marginMs);
     counter.key = json.w;
     counter.usedUnits = json.u;
@@ -330,9 +347,16 @@ class CalendarCounter implements Counter {
  * The counter of `tier`'s kind, rehydrated from `saved` when given.
  * @throws StateFormatError when `saved` is the serialised form of another kind of tier.
  */
-function counterFor(tier: Tier, timeZone: string, marginMs: number, saved: SlidingTierJSON | CalendarTierJSON | undefined): Counter {
+function counterFor(
+  tier: Tier,
+  timeZone: string,
+  marginMs: number,
+  saved: SlidingTierJSON | CalendarTierJSON | undefined,
+): Counter {
   const mismatch = (savedAs: TierKind) =>
-    new StateFormatError(`stored ledger is unreadable: tier "${tierKeyOf(tier.per, tier.unit)}" is saved as a ${savedAs} tier`);
+    new StateFormatError(
+      `stored ledger is unreadable: tier "${tierKeyOf(tier.per, tier.unit)}" is saved as a ${savedAs} tier`,
+    );
   switch (tier.kind) {
     case 'sliding':
       // Counted `marginMs` longer: calls reserved at most a window apart may arrive up to the margin closer together.
@@ -385,7 +409,9 @@ export class QuotaLedger {
   ) {
     const timeZone = options.timeZone ?? 'UTC';
     const marginMs = options.arrivalMarginMs ?? 0;
-    this.counters = tiers.map((tier) => counterFor(tier, timeZone, marginMs, json?.tiers[tierKeyOf(tier.per, tier.unit)]));
+    this.counters = tiers.map((tier) =>
+      counterFor(tier, timeZone, marginMs, json?.tiers[tierKeyOf(tier.per, tier.unit)]),
+    );
   }
 
   /**
@@ -500,15 +526,24 @@ const isCount = (n: unknown): n is number => typeof n === 'number' && Number.isF
  */
 export function parseLedgerJSON(json: unknown): LedgerJSON {
   const fail = (why: string) => new StateFormatError(`stored ledger is unreadable: ${why}`);
-  if (typeof json !== 'object' || json === null || (json as { v?: unknown }).v !== 1) throw fail('expected {"v":1,"tiers":{…}}');
+  if (typeof json !== 'object' || json === null || (json as { v?: unknown }).v !== 1)
+    throw fail('expected {"v":1,"tiers":{…}}');
   const tiers = (json as { tiers?: unknown }).tiers;
   if (typeof tiers !== 'object' || tiers === null) throw fail('missing "tiers"');
   const { slots } = json as { slots?: unknown };
-  if (slots !== undefined && !isCallSlotsJSON(slots)) throw fail('"slots" is not {"a": [[id, until], …], "h"?: [[count, until], …]}');
+  if (slots !== undefined && !isCallSlotsJSON(slots))
+    throw fail('"slots" is not {"a": [[id, until], …], "h"?: [[count, until], …]}');
   for (const [key, value] of Object.entries(tiers as Record<string, unknown>)) {
     const v = value as Record<string, unknown>;
-    const held = v?.h === undefined || (Array.isArray(v.h) && v.h.length === 2 && Number.isInteger(v.h[0]) && isCount(v.h[1]));
-    const sliding = Array.isArray(v?.a) && isCount(v.g) && (v.g as number) > 0 && Number.isInteger(v.b) && (v.a as unknown[]).every(isCount) && held;
+    const held =
+      v?.h === undefined || (Array.isArray(v.h) && v.h.length === 2 && Number.isInteger(v.h[0]) && isCount(v.h[1]));
+    const sliding =
+      Array.isArray(v?.a) &&
+      isCount(v.g) &&
+      (v.g as number) > 0 &&
+      Number.isInteger(v.b) &&
+      (v.a as unknown[]).every(isCount) &&
+      held;
     const calendar = typeof v?.w === 'string' && isCount(v.u);
     if (!sliding && !calendar) throw fail(`tier "${key}" is neither sliding {g,b,a} nor calendar {w,u}`);
   }

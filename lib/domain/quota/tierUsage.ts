@@ -27,8 +27,14 @@ export interface TierUsageReadout {
  * tier's history is kept per bucket of 1/250 of its window, so a call may count up to that much longer.
  * @throws StateFormatError when `ledger` is not a ledger of a known version, or saves a tier as another kind.
  */
-export function tierUsageAt(tiers: readonly Tier[], ledger: unknown, now: number, timeZone: string): TierUsageReadout[] {
-  const counted = ledger === undefined ? new QuotaLedger(tiers, { timeZone }) : QuotaLedger.fromJSON(tiers, ledger, { timeZone });
+export function tierUsageAt(
+  tiers: readonly Tier[],
+  ledger: unknown,
+  now: number,
+  timeZone: string,
+): TierUsageReadout[] {
+  const counted =
+    ledger === undefined ? new QuotaLedger(tiers, { timeZone }) : QuotaLedger.fromJSON(tiers, ledger, { timeZone });
   return counted.usage(now).map(({ tier, used }) => ({
     tier: tierLabel(tier),
     per: tier.per,

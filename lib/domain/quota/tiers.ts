@@ -177,7 +177,16 @@ export function tierLabel(tier: TierSpec): string {
  * Message attributes the service itself sets or reads, which no unit may be named after (a message carries each
  * unit's estimate as the attribute of its name).
  */
-const RESERVED_ATTRIBUTE_NAMES: ReadonlySet<string> = new Set(['idempotencyKey', 'attempt', 'reason', 'sourceQueue', 'originalMessageId', 'dispatchId', 'apiError', 'packedAttributes']);
+const RESERVED_ATTRIBUTE_NAMES: ReadonlySet<string> = new Set([
+  'idempotencyKey',
+  'attempt',
+  'reason',
+  'sourceQueue',
+  'originalMessageId',
+  'dispatchId',
+  'apiError',
+  'packedAttributes',
+]);
 
 /**
  * Why `name` cannot name a unit, or `undefined` when it can. A unit's estimate travels as an SQS message attribute of
@@ -186,10 +195,13 @@ const RESERVED_ATTRIBUTE_NAMES: ReadonlySet<string> = new Set(['idempotencyKey',
  * service's own attributes either, nor `requests`, the unit of request tiers.
  */
 export function unitNameProblem(name: string): string | undefined {
-  if (!/^[A-Za-z0-9_.-]{1,256}$/.test(name)) return 'must be 1 to 256 of the characters A-Z, a-z, 0-9, _, - and . (an SQS message attribute name)';
-  if (name.startsWith('.') || name.endsWith('.') || name.includes('..')) return 'must not start or end with a period, nor hold two in a row (SQS attribute names may not)';
+  if (!/^[A-Za-z0-9_.-]{1,256}$/.test(name))
+    return 'must be 1 to 256 of the characters A-Z, a-z, 0-9, _, - and . (an SQS message attribute name)';
+  if (name.startsWith('.') || name.endsWith('.') || name.includes('..'))
+    return 'must not start or end with a period, nor hold two in a row (SQS attribute names may not)';
   if (/^(aws|amazon)\./i.test(name)) return "must not start with 'AWS.' or 'Amazon.' (reserved by SQS)";
-  if (RESERVED_ATTRIBUTE_NAMES.has(name)) return `is a message attribute of the service itself (${[...RESERVED_ATTRIBUTE_NAMES].join(', ')})`;
+  if (RESERVED_ATTRIBUTE_NAMES.has(name))
+    return `is a message attribute of the service itself (${[...RESERVED_ATTRIBUTE_NAMES].join(', ')})`;
   return undefined;
 }
 
@@ -221,7 +233,10 @@ export interface ParseTiersOptions {
 export function parseTiers(input: unknown, options: ParseTiersOptions = {}): readonly Tier[] {
   const field = options.field ?? 'quotas';
   if (!Array.isArray(input)) {
-    throw new ConfigError(field, `must be a non-empty JSON array of tiers such as [{"limit":10,"per":"second"}]; got ${describeValue(input)}`);
+    throw new ConfigError(
+      field,
+      `must be a non-empty JSON array of tiers such as [{"limit":10,"per":"second"}]; got ${describeValue(input)}`,
+    );
   }
   if (input.length === 0) {
     throw new ConfigError(field, 'must hold at least one tier, e.g. [{"limit":10,"per":"second"}]; got an empty list');
@@ -230,7 +245,10 @@ export function parseTiers(input: unknown, options: ParseTiersOptions = {}): rea
   tiers.forEach((tier, i) => {
     const j = tiers.findIndex((other) => other.per === tier.per && other.unit === tier.unit);
     if (j !== i) {
-      throw new ConfigError(`${field}[${i}]`, `duplicates ${field}[${j}] (per '${tier.per}', unit '${tier.unit}'); keep one tier per period and unit`);
+      throw new ConfigError(
+        `${field}[${i}]`,
+        `duplicates ${field}[${j}] (per '${tier.per}', unit '${tier.unit}'); keep one tier per period and unit`,
+      );
     }
   });
   return Object.freeze(tiers);
@@ -248,18 +266,27 @@ function parseTier(raw: unknown, field: string, costsAvailable: boolean): Tier {
   }
   const { limit, per, unit = REQUESTS } = record;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_QUANTITY) {
-    throw new ConfigError(`${field}.limit`, `must be an integer from 1 to ${MAX_QUANTITY}; got ${describeValue(limit)}`);
+    throw new ConfigError(
+      `${field}.limit`,
+      `must be an integer from 1 to ${MAX_QUANTITY}; got ${describeValue(limit)}`,
+    );
   }
   if (typeof per !== 'string' || !(PERIODS as readonly string[]).includes(per)) {
     throw new ConfigError(`${field}.per`, `must be one of ${PERIODS.join(', ')}; got ${describeValue(per)}`);
   }
   if (typeof unit !== 'string') {
-    throw new ConfigError(`${field}.unit`, `must be 'requests' or the name of a unit such as 'cost', 'input_tokens' or 'output_tokens'; got ${describeValue(unit)}`);
+    throw new ConfigError(
+      `${field}.unit`,
+      `must be 'requests' or the name of a unit such as 'cost', 'input_tokens' or 'output_tokens'; got ${describeValue(unit)}`,
+    );
   }
   const problem = unit === REQUESTS ? undefined : unitNameProblem(unit);
   if (problem !== undefined) throw new ConfigError(`${field}.unit`, `${problem}; got ${describeValue(unit)}`);
   if (unit === COST_UNIT && !costsAvailable) {
-    throw new ConfigError(`${field}.unit`, `'cost' needs jobs that carry a cost, and these jobs carry none; use unit 'requests' or give the jobs a cost`);
+    throw new ConfigError(
+      `${field}.unit`,
+      `'cost' needs jobs that carry a cost, and these jobs carry none; use unit 'requests' or give the jobs a cost`,
+    );
   }
   return tierOf({ limit, per: per as Period, unit });
 }

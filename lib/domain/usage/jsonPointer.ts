@@ -3,14 +3,20 @@
  * followed by reference tokens separated by `/`, in which `~` appears only as `~0` (a `~`) or `~1` (a `/`).
  */
 export function jsonPointerProblem(pointer: string): string | undefined {
-  if (pointer !== '' && !pointer.startsWith('/')) return "must be '' or start with '/' (RFC 6901), e.g. '/usage/output_tokens'";
+  if (pointer !== '' && !pointer.startsWith('/'))
+    return "must be '' or start with '/' (RFC 6901), e.g. '/usage/output_tokens'";
   if (/~(?![01])/.test(pointer)) return "may hold '~' only as '~0' (a '~') or '~1' (a '/') (RFC 6901)";
   return undefined;
 }
 
 /** The reference tokens of a valid JSON Pointer, unescaped: `/a~1b/c~0d` → `['a/b', 'c~d']`. */
 function tokensOf(pointer: string): string[] {
-  return pointer === '' ? [] : pointer.slice(1).split('/').map((token) => token.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return pointer === ''
+    ? []
+    : pointer
+        .slice(1)
+        .split('/')
+        .map((token) => token.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 /** Whether `token` is an array index as RFC 6901 writes one: `0`, or digits without a leading zero. */

@@ -1,7 +1,14 @@
 import { ConfigError } from '../../errors';
 import { describeValue } from '../describeValue';
 import { COST_UNIT, MAX_QUANTITY, namedUnits, type Tier } from '../quota/tiers';
-import { ACTUAL_COST_HEADER, parseUsageSource, USAGE_PRESET_NAMES, USAGE_PRESETS, type UsagePreset, type UsageSource } from './usageSources';
+import {
+  ACTUAL_COST_HEADER,
+  parseUsageSource,
+  USAGE_PRESET_NAMES,
+  USAGE_PRESETS,
+  type UsagePreset,
+  type UsageSource,
+} from './usageSources';
 
 /** How one named unit (see `TierUnit`) is estimated before a call and read back after it. */
 export interface UnitSetting {
@@ -29,35 +36,67 @@ const KEYS = ['default', 'usage'];
  * @throws ConfigError naming the field and what is allowed: a unit no tier counts, an unknown key, a default that is
  * not an integer from 0 to 1e12, a usage source of the wrong shape, an unknown preset.
  */
-export function parseUnitSettings(input: unknown, preset: unknown, tiers: readonly Tier[], fields = { units: 'units', usagePreset: 'usagePreset' }): UnitSettings {
+export function parseUnitSettings(
+  input: unknown,
+  preset: unknown,
+  tiers: readonly Tier[],
+  fields = { units: 'units', usagePreset: 'usagePreset' },
+): UnitSettings {
   if (preset !== undefined && !(USAGE_PRESET_NAMES as readonly unknown[]).includes(preset)) {
-    throw new ConfigError(fields.usagePreset, `must be one of ${USAGE_PRESET_NAMES.map((p) => `'${p}'`).join(', ')}; got ${describeValue(preset)}`);
+    throw new ConfigError(
+      fields.usagePreset,
+      `must be one of ${USAGE_PRESET_NAMES.map((p) => `'${p}'`).join(', ')}; got ${describeValue(preset)}`,
+    );
   }
-  const presetSources: Readonly<Record<string, UsageSource>> = preset === undefined ? {} : USAGE_PRESETS[preset as UsagePreset];
+  const presetSources: Readonly<Record<string, UsageSource>> =
+    preset === undefined ? {} : USAGE_PRESETS[preset as UsagePreset];
   if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) {
-    throw new ConfigError(fields.units, `must be an object keyed by unit name, e.g. {"output_tokens": {"default": 1024}}; got ${describeValue(input)}`);
+    throw new ConfigError(
+      fields.units,
+      `must be an object keyed by unit name, e.g. {"output_tokens": {"default": 1024}}; got ${describeValue(input)}`,
+    );
   }
   const raw = (input ?? {}) as Record<string, unknown>;
   const counted = namedUnits(tiers);
   for (const unit of Object.keys(raw)) {
     if (!counted.includes(unit)) {
-      throw new ConfigError(`${fields.units}.${unit}`, `no quota tier counts this unit; the tiers count ${counted.length === 0 ? 'requests only' : counted.map((u) => `'${u}'`).join(', ')}`);
+      throw new ConfigError(
+        `${fields.units}.${unit}`,
+        `no quota tier counts this unit; the tiers count ${counted.length === 0 ? 'requests only' : counted.map((u) => `'${u}'`).join(', ')}`,
+      );
     }
   }
   const settings = counted.map((unit) => {
     const field = `${fields.units}.${unit}`;
     const given = raw[unit] ?? {};
     if (typeof given !== 'object' || given === null || Array.isArray(given)) {
-      throw new ConfigError(field, `must be an object with optional keys ${KEYS.join(', ')}; got ${describeValue(given)}`);
+      throw new ConfigError(
+        field,
+        `must be an object with optional keys ${KEYS.join(', ')}; got ${describeValue(given)}`,
+      );
     }
     const record = given as Record<string, unknown>;
-    for (const key of Object.keys(record)) if (!KEYS.includes(key)) throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${KEYS.join(', ')}`);
+    for (const key of Object.keys(record))
+      if (!KEYS.includes(key))
+        throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${KEYS.join(', ')}`);
     const estimate = record.default ?? (unit === COST_UNIT ? 1 : undefined);
-    if (estimate !== undefined && (typeof estimate !== 'number' || !Number.isInteger(estimate) || estimate < 0 || estimate > MAX_QUANTITY)) {
-      throw new ConfigError(`${field}.default`, `must be an integer from 0 to ${MAX_QUANTITY}; got ${describeValue(estimate)}`);
+    if (
+      estimate !== undefined &&
+      (typeof estimate !== 'number' || !Number.isInteger(estimate) || estimate < 0 || estimate > MAX_QUANTITY)
+    ) {
+      throw new ConfigError(
+        `${field}.default`,
+        `must be an integer from 0 to ${MAX_QUANTITY}; got ${describeValue(estimate)}`,
+      );
     }
-    const usage = record.usage === undefined ? (presetSources[unit] ?? (unit === COST_UNIT ? { header: ACTUAL_COST_HEADER } : undefined)) : parseUsageSource(record.usage, `${field}.usage`);
-    const setting: UnitSetting = { ...(estimate === undefined ? {} : { default: estimate }), ...(usage === undefined ? {} : { usage }) };
+    const usage =
+      record.usage === undefined
+        ? (presetSources[unit] ?? (unit === COST_UNIT ? { header: ACTUAL_COST_HEADER } : undefined))
+        : parseUsageSource(record.usage, `${field}.usage`);
+    const setting: UnitSetting = {
+      ...(estimate === undefined ? {} : { default: estimate }),
+      ...(usage === undefined ? {} : { usage }),
+    };
     return [unit, Object.freeze(setting)] as const;
   });
   return Object.freeze(Object.fromEntries(settings));
@@ -65,5 +104,7 @@ export function parseUnitSettings(input: unknown, preset: unknown, tiers: readon
 
 /** The usage source of each unit that has one. */
 export function usageSourcesOf(units: UnitSettings): Readonly<Record<string, UsageSource>> {
-  return Object.fromEntries(Object.entries(units).flatMap(([unit, { usage }]) => (usage === undefined ? [] : [[unit, usage]])));
+  return Object.fromEntries(
+    Object.entries(units).flatMap(([unit, { usage }]) => (usage === undefined ? [] : [[unit, usage]])),
+  );
 }

@@ -9,7 +9,8 @@ import { jsonPointerProblem, resolveJsonPointer } from './jsonPointer';
  * - `{"pointer": "/usage/output_tokens"}`: a JSON Pointer (RFC 6901) into the response body, parsed as JSON;
  * - `{"sum": ["/usage/input_tokens", "/usage/cache_creation_input_tokens"]}`: the sum of several pointers' numbers.
  */
-export type UsageSource = { readonly header: string } | { readonly pointer: string } | { readonly sum: readonly string[] };
+export type UsageSource =
+  { readonly header: string } | { readonly pointer: string } | { readonly sum: readonly string[] };
 
 /** Response shapes this service knows, each giving the sources of the units `input_tokens`, `output_tokens` and `tokens`. */
 export type UsagePreset = 'anthropic' | 'openai';
@@ -61,14 +62,20 @@ export function parseUsageSource(input: unknown, field: string): UsageSource {
   switch (kind) {
     case 'header':
       if (typeof value !== 'string' || !/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/.test(value)) {
-        throw new ConfigError(`${field}.header`, `must be an HTTP header name (1 to 256 token characters); got ${describeValue(value)}`);
+        throw new ConfigError(
+          `${field}.header`,
+          `must be an HTTP header name (1 to 256 token characters); got ${describeValue(value)}`,
+        );
       }
       return Object.freeze({ header: value.toLowerCase() });
     case 'pointer':
       return Object.freeze({ pointer: pointer(value, `${field}.pointer`) });
     case 'sum':
       if (!Array.isArray(value) || value.length === 0 || value.length > MAX_SUM_TERMS) {
-        throw new ConfigError(`${field}.sum`, `must be a list of 1 to ${MAX_SUM_TERMS} JSON Pointers; got ${describeValue(value)}`);
+        throw new ConfigError(
+          `${field}.sum`,
+          `must be a list of 1 to ${MAX_SUM_TERMS} JSON Pointers; got ${describeValue(value)}`,
+        );
       }
       return Object.freeze({ sum: Object.freeze(value.map((term, i) => pointer(term, `${field}.sum[${i}]`))) });
     default:
@@ -126,7 +133,8 @@ export function readUsage(sources: Readonly<Record<string, UsageSource>>, answer
   for (const [unit, source] of Object.entries(sources)) {
     let count: number | undefined;
     if ('header' in source) count = headerCount(answer.headers[source.header]);
-    else if ('pointer' in source) count = json() === undefined ? undefined : countOf(resolveJsonPointer(json()?.json, source.pointer));
+    else if ('pointer' in source)
+      count = json() === undefined ? undefined : countOf(resolveJsonPointer(json()?.json, source.pointer));
     else count = json() === undefined ? undefined : sumOf(json()?.json, source.sum);
     if (count !== undefined) usage[unit] = count;
   }

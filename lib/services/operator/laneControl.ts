@@ -42,8 +42,15 @@ export interface LaneControlResult {
  * @throws StateUnavailableError when the circuit stays contended; the store's own errors as they come.
  */
 export async function pauseLane(deps: LaneControlDeps, by: string): Promise<LaneControlResult> {
-  return control(deps, 'pause', by, (name) => ({ type: 'operator-paused', by: name }), ({ after, changed }) =>
-    changed ? `lane '${deps.lane}' ${pausedBy(after.hold)}: nothing is dispatched until it is resumed` : `lane '${deps.lane}' was already ${pausedBy(after.hold)}`,
+  return control(
+    deps,
+    'pause',
+    by,
+    (name) => ({ type: 'operator-paused', by: name }),
+    ({ after, changed }) =>
+      changed
+        ? `lane '${deps.lane}' ${pausedBy(after.hold)}: nothing is dispatched until it is resumed`
+        : `lane '${deps.lane}' was already ${pausedBy(after.hold)}`,
   );
 }
 
@@ -54,11 +61,20 @@ export async function pauseLane(deps: LaneControlDeps, by: string): Promise<Lane
  * @throws StateUnavailableError when the circuit stays contended; the store's own errors as they come.
  */
 export async function resumeLane(deps: LaneControlDeps, by: string): Promise<LaneControlResult> {
-  return control(deps, 'resume', by, (name) => ({ type: 'operator-resumed', by: name }), ({ name, after, changed }) => {
-    if (!changed) return `lane '${deps.lane}' was not paused`;
-    const still = after.state.status === 'closed' ? '' : `, but its circuit is ${after.state.status} (${after.state.reason}): jobs wait until it closes`;
-    return `lane '${deps.lane}' resumed by ${name}${still}`;
-  });
+  return control(
+    deps,
+    'resume',
+    by,
+    (name) => ({ type: 'operator-resumed', by: name }),
+    ({ name, after, changed }) => {
+      if (!changed) return `lane '${deps.lane}' was not paused`;
+      const still =
+        after.state.status === 'closed'
+          ? ''
+          : `, but its circuit is ${after.state.status} (${after.state.reason}): jobs wait until it closes`;
+      return `lane '${deps.lane}' resumed by ${name}${still}`;
+    },
+  );
 }
 
 /**
@@ -69,18 +85,35 @@ export async function resumeLane(deps: LaneControlDeps, by: string): Promise<Lan
  * @throws RangeError when `by` is blank or longer than {@link MAX_OPERATOR_NAME}.
  * @throws StateUnavailableError when the circuit stays contended; the store's own errors as they come.
  */
-export async function forceCircuit(deps: LaneControlDeps, to: 'open' | 'closed', by: string): Promise<LaneControlResult> {
+export async function forceCircuit(
+  deps: LaneControlDeps,
+  to: 'open' | 'closed',
+  by: string,
+): Promise<LaneControlResult> {
   const circuit = `circuit of lane '${deps.lane}'`;
   if (to === 'open') {
-    return control(deps, 'circuit-open', by, (name) => ({ type: 'operator-opened', by: name }), ({ name, after, changed }) =>
-      changed ? `${circuit} opened by ${name}: no job and no health check goes until an operator closes it` : `${circuit} was already open: ${reasonOf(after)}`,
+    return control(
+      deps,
+      'circuit-open',
+      by,
+      (name) => ({ type: 'operator-opened', by: name }),
+      ({ name, after, changed }) =>
+        changed
+          ? `${circuit} opened by ${name}: no job and no health check goes until an operator closes it`
+          : `${circuit} was already open: ${reasonOf(after)}`,
     );
   }
-  return control(deps, 'circuit-close', by, (name) => ({ type: 'operator-closed', by: name }), ({ name, before, after, changed }) => {
-    if (!changed) return `${circuit} was already closed`;
-    const held = after.hold === null ? '' : `; the lane stays ${pausedBy(after.hold)} until it is resumed`;
-    return `${circuit} closed by ${name} (it was ${before.state.status}: ${reasonOf(before)})${held}`;
-  });
+  return control(
+    deps,
+    'circuit-close',
+    by,
+    (name) => ({ type: 'operator-closed', by: name }),
+    ({ name, before, after, changed }) => {
+      if (!changed) return `${circuit} was already closed`;
+      const held = after.hold === null ? '' : `; the lane stays ${pausedBy(after.hold)} until it is resumed`;
+      return `${circuit} closed by ${name} (it was ${before.state.status}: ${reasonOf(before)})${held}`;
+    },
+  );
 }
 
 /** The longest operator name accepted: it is stored in the circuit item, in its hold and transitions. */
@@ -109,10 +142,25 @@ async function control(
   describe: (applied: Applied) => string,
 ): Promise<LaneControlResult> {
   const name = by.trim();
-  if (name === '' || name.length > MAX_OPERATOR_NAME) throw new RangeError(`the operator's name must be 1 to ${MAX_OPERATOR_NAME} characters; got ${JSON.stringify(by)}`);
+  if (name === '' || name.length > MAX_OPERATOR_NAME)
+    throw new RangeError(`the operator's name must be 1 to ${MAX_OPERATOR_NAME} characters; got ${JSON.stringify(by)}`);
   const at = deps.clock.now();
-  const { before, after, written } = await applyCircuitEvent(deps.circuits, deps.lane, eventFor(name), at, OPERATOR_POLICY);
-  return { lane: deps.lane, action, at, changed: written, message: describe({ name, before, after, changed: written }), paused: holdView(after), circuit: circuitView(after, at) };
+  const { before, after, written } = await applyCircuitEvent(
+    deps.circuits,
+    deps.lane,
+    eventFor(name),
+    at,
+    OPERATOR_POLICY,
+  );
+  return {
+    lane: deps.lane,
+    action,
+    at,
+    changed: written,
+    message: describe({ name, before, after, changed: written }),
+    paused: holdView(after),
+    circuit: circuitView(after, at),
+  };
 }
 
 /** `paused by <by> since <ISO time>`, or `not paused`. */

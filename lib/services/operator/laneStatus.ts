@@ -69,14 +69,21 @@ export interface LaneStatus {
 export async function readLaneStatus(deps: LaneStatusDeps): Promise<LaneStatus> {
   const { lane } = deps;
   const at = deps.clock.now();
-  const [circuit, ledger, lease] = await Promise.all([loadCircuit(deps.circuits, lane), deps.ledgers.loadLedger(lane), deps.leases.readLease(lane)]);
+  const [circuit, ledger, lease] = await Promise.all([
+    loadCircuit(deps.circuits, lane),
+    deps.ledgers.loadLedger(lane),
+    deps.leases.readLease(lane),
+  ]);
   return {
     lane,
     at,
     paused: holdView(circuit),
     circuit: circuitView(circuit, at),
     tiers: tierUsageAt(deps.quotas, ledger, at, deps.timeZone),
-    lease: lease === null ? null : { owner: lease.owner, expiresAt: lease.expiresAt, fencingToken: lease.token, expired: at >= lease.expiresAt },
+    lease:
+      lease === null
+        ? null
+        : { owner: lease.owner, expiresAt: lease.expiresAt, fencingToken: lease.token, expired: at >= lease.expiresAt },
   };
 }
 
@@ -96,7 +103,13 @@ export function circuitView(circuit: Circuit, now: number): CircuitView {
     case 'closed':
       return { status: 'closed', ...common };
     case 'open':
-      return { status: 'open', reason: state.reason, openedAt: state.openedAt, ...(state.byOperator === true ? { byOperator: true } : { nextCheckAt: state.nextCheckAt }), ...common };
+      return {
+        status: 'open',
+        reason: state.reason,
+        openedAt: state.openedAt,
+        ...(state.byOperator === true ? { byOperator: true } : { nextCheckAt: state.nextCheckAt }),
+        ...common,
+      };
     case 'half-open':
       return { status: 'half-open', reason: state.reason, openedAt: state.openedAt, ...common };
   }

@@ -47,7 +47,11 @@ export class CircuitWatch {
   startRamps(): void {
     const now = this.run.deps.clock.now();
     const { state } = this.circuit;
-    if (state.status === 'closed' && state.closedAt !== null && now - state.closedAt < this.run.deps.config.pacing.rampSeconds * 1000) {
+    if (
+      state.status === 'closed' &&
+      state.closedAt !== null &&
+      now - state.closedAt < this.run.deps.config.pacing.rampSeconds * 1000
+    ) {
       this.pacer.startRamp(state.closedAt);
     }
   }
@@ -105,8 +109,18 @@ export class CircuitWatch {
     const due = healthCheckDueAt(this.circuit, this.policy.probe);
     if (due === undefined || due > now) return due;
     const checkId = this.run.deps.newId();
-    const reportTransition: OnCircuitTransition = (transition) => this.run.report({ type: 'circuit-transition', ...transition });
-    const update = await this.link.attempt<CircuitUpdate>(() => applyCircuitEvent(stores.circuit, config.lane, { type: 'health-check-sent', checkId }, now, this.policy, reportTransition));
+    const reportTransition: OnCircuitTransition = (transition) =>
+      this.run.report({ type: 'circuit-transition', ...transition });
+    const update = await this.link.attempt<CircuitUpdate>(() =>
+      applyCircuitEvent(
+        stores.circuit,
+        config.lane,
+        { type: 'health-check-sent', checkId },
+        now,
+        this.policy,
+        reportTransition,
+      ),
+    );
     if (update === undefined) return undefined;
     const { after, written } = update.value;
     this.seen(after, now);
@@ -117,7 +131,12 @@ export class CircuitWatch {
         this.run.report({ type: 'health-check-sent', at: now, checkId });
       } catch (error) {
         // The check never started; the circuit lets another go once this one times out.
-        if (!(error instanceof InvokeThrottledError || error instanceof InvokeFailedError || error instanceof InvokeRejectedError)) throw error;
+        if (!(
+          error instanceof InvokeThrottledError ||
+          error instanceof InvokeFailedError ||
+          error instanceof InvokeRejectedError
+        ))
+          throw error;
         this.run.tally.invokeFailures++;
         this.run.report({ type: 'invoke-failed', at: now, error: error.message });
       }

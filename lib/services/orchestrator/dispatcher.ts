@@ -55,10 +55,15 @@ export class Dispatcher {
     const hold = slot > now ? this.pacer.blockedUntil(now, job.costs) : undefined;
     if (hold !== undefined && hold.until > this.gate.sendBy(receivedAt)) return this.holdBack(head, job, hold, now);
     const dispatchAt = slot - this.pacer.lead.ms;
-    if (dispatchAt > now) return this.expectsHandBack(hold, now) ? this.waitReadingReports(dispatchAt, now) : this.run.sleepUntil(Math.min(dispatchAt, this.ledger.nextStoreCallAt()));
-    if (!this.slotFree(now)) return this.waitReadingReports(this.pacer.slots?.nextExpiry() ?? Number.POSITIVE_INFINITY, now);
+    if (dispatchAt > now)
+      return this.expectsHandBack(hold, now)
+        ? this.waitReadingReports(dispatchAt, now)
+        : this.run.sleepUntil(Math.min(dispatchAt, this.ledger.nextStoreCallAt()));
+    if (!this.slotFree(now))
+      return this.waitReadingReports(this.pacer.slots?.nextExpiry() ?? Number.POSITIVE_INFINITY, now);
     // Its visibility no longer covers a worker's run from its slot: leave it to reappear.
-    if (receivedAt + this.run.settings.visibilityTimeoutMs - slot < this.run.settings.workerTimeoutMs) return this.intake.leaveHead();
+    if (receivedAt + this.run.settings.visibilityTimeoutMs - slot < this.run.settings.workerTimeoutMs)
+      return this.intake.leaveHead();
     // Judged at the slot, the instant the call is counted at: the allowance and the lease must cover it.
     const units = config.quotas.map((tier) => unitsFor(tier, job.costs));
     const allowed = this.ledger.allowed(slot, units);
@@ -70,7 +75,8 @@ export class Dispatcher {
     if (side.kind === 'in-sync' && !covered()) {
       // Persist a larger allowance, reaching the slot, before using it. One that cannot reach it (the slot is in the
       // next window of a calendar tier) is waited out, not flushed again at once.
-      if ((await this.ledger.tryFlush({ need, needSlots, until: slot })) && !covered()) await this.run.sleepUntil(Math.min(slot, this.ledger.nextStoreCallAt()));
+      if ((await this.ledger.tryFlush({ need, needSlots, until: slot })) && !covered())
+        await this.run.sleepUntil(Math.min(slot, this.ledger.nextStoreCallAt()));
       return;
     }
     if (!this.ledger.mayDispatch(slot, allowed) || !this.ledger.slotAllowed(slot, 1)) {
@@ -113,20 +119,42 @@ export class Dispatcher {
    */
   private async holdBack({ message, receivedAt }: Buffered, job: ParsedJob, hold: Hold, now: number): Promise<void> {
     await this.intake.hideHead(this.gate.hideMs(receivedAt, hold.until, now));
-    this.run.report({ type: 'message-held', at: now, messageId: message.messageId, queue: message.queue, costs: job.costs, tier: holdLabel(hold), until: hold.until });
+    this.run.report({
+      type: 'message-held',
+      at: now,
+      messageId: message.messageId,
+      queue: message.queue,
+      costs: job.costs,
+      tier: holdLabel(hold),
+      until: hold.until,
+    });
   }
 
   /**
    * Reserves the quota of `job` (`units` per tier) at its `slot`, counted before the invoke: a run killed while
    * invoking may have dispatched, and the saved ledger must hold it.
    */
-  private reserve({ message, receivedAt }: Buffered, job: ParsedJob, units: readonly number[], slot: number, now: number, dispatchId = this.run.deps.newId()): Reserved {
+  private reserve(
+    { message, receivedAt }: Buffered,
+    job: ParsedJob,
+    units: readonly number[],
+    slot: number,
+    now: number,
+    dispatchId = this.run.deps.newId(),
+  ): Reserved {
     const { config } = this.run.deps;
     this.ledger.use(units);
     const reservation = this.pacer.dispatch(slot, job.costs);
     this.pacer.slots?.take(dispatchId, slot, now);
     const callBy = slot + config.pacing.arrivalMarginMs - config.pacing.callAllowanceMs;
-    return { message, receivedAt, costs: job.costs, units, reservation, event: jobEventOf(config.lane, message, job, dispatchId, reservation, callBy, now) };
+    return {
+      message,
+      receivedAt,
+      costs: job.costs,
+      units,
+      reservation,
+      event: jobEventOf(config.lane, message, job, dispatchId, reservation, callBy, now),
+    };
   }
 
   /**
@@ -162,15 +190,36 @@ export class Dispatcher {
       const { job } = parsed;
       const after = latestInGroup.get(fifoGroupOf(next.message) ?? '');
       const windowFrom = after === undefined ? first.reservation.at : after + this.pacer.chainGap.ms;
-      const slot = this.pacer.nextSlot(after === undefined ? now + dispatchLeadMs : Math.max(now + dispatchLeadMs, windowFrom), job.costs);
+      const slot = this.pacer.nextSlot(
+        after === undefined ? now + dispatchLeadMs : Math.max(now + dispatchLeadMs, windowFrom),
+        job.costs,
+      );
       const units = config.quotas.map((tier) => unitsFor(tier, job.costs));
       const allowed = this.ledger.allowed(slot, units);
-      const covered = next.receivedAt + this.run.settings.visibilityTimeoutMs - slot >= this.run.settings.workerTimeoutMs;
+      const covered =
+        next.receivedAt + this.run.settings.visibilityTimeoutMs - slot >= this.run.settings.workerTimeoutMs;
       const inWindow = slot < windowFrom + windowMs && slot - now <= this.run.settings.workerTimeoutMs / 2;
-      if (!inWindow || !covered || !allowed.every(Boolean) || !this.ledger.mayDispatch(slot, allowed) || !this.slotFree(now) || !this.ledger.slotAllowed(slot, 1)) return batch;
-      bytes += eventBytes(jobEventOf(config.lane, next.message, job, first.event.dispatchId, first.reservation, slot, now));
+      if (
+        !inWindow ||
+        !covered ||
+        !allowed.every(Boolean) ||
+        !this.ledger.mayDispatch(slot, allowed) ||
+        !this.slotFree(now) ||
+        !this.ledger.slotAllowed(slot, 1)
+      )
+        return batch;
+      bytes += eventBytes(
+        jobEventOf(config.lane, next.message, job, first.event.dispatchId, first.reservation, slot, now),
+      );
       if (bytes > MAX_BATCH_EVENT_BYTES) return batch;
-      const reserved = this.reserve(next, job, units, slot, now, batchJobDispatchId(first.event.dispatchId, batch.length));
+      const reserved = this.reserve(
+        next,
+        job,
+        units,
+        slot,
+        now,
+        batchJobDispatchId(first.event.dispatchId, batch.length),
+      );
       if (after !== undefined) this.pacer.chainGap.dispatched();
       joined(reserved);
       batch.push(reserved);
@@ -194,7 +243,11 @@ export class Dispatcher {
     const [first] = batch;
     if (first === undefined) return;
     try {
-      await invoker.invoke(batch.length === 1 ? first.event : { kind: 'batch', lane: config.lane, jobs: batch.map((r) => r.event), sentAt: now });
+      await invoker.invoke(
+        batch.length === 1
+          ? first.event
+          : { kind: 'batch', lane: config.lane, jobs: batch.map((r) => r.event), sentAt: now },
+      );
     } catch (error) {
       if (error instanceof InvokeRejectedError) {
         refund();
@@ -221,7 +274,16 @@ export class Dispatcher {
       this.intake.shift();
       this.run.tally.dispatched++;
       const { dispatchId, idempotencyKey } = event;
-      this.run.report({ type: 'dispatched', at: now, messageId: message.messageId, dispatchId, idempotencyKey, queue: message.queue, costs, waitedMs: Math.max(0, now - receivedAt) });
+      this.run.report({
+        type: 'dispatched',
+        at: now,
+        messageId: message.messageId,
+        dispatchId,
+        idempotencyKey,
+        queue: message.queue,
+        costs,
+        waitedMs: Math.max(0, now - receivedAt),
+      });
     }
     await this.intake.handBackGroupsOf(batch.map(({ message }) => message));
   }

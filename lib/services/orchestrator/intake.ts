@@ -28,7 +28,12 @@ export const FIFO_QUIET_MS = PREFETCH_MS;
  */
 export type Buffered =
   | { readonly kind: 'received'; readonly message: ReceivedMessage; readonly receivedAt: number }
-  | { readonly kind: 'refused'; readonly message: ReceivedMessage; readonly receivedAt: number; readonly reason: string };
+  | {
+      readonly kind: 'refused';
+      readonly message: ReceivedMessage;
+      readonly receivedAt: number;
+      readonly reason: string;
+    };
 
 /**
  * Where the run's messages come from and go back to: receives requeue ▸ fifo ▸ main into a buffer whose head the run
@@ -125,14 +130,18 @@ export class Intake {
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
       if (i < this.readFrom || (queue === 'fifo' && clock.now() < this.fifoQuietUntil)) continue;
-      const wanted = this.sparse.has(queue) || (queue === 'fifo' && this.fifoReceiveMax < MAX_RECEIVE) ? this.receiveSize(queue) : prefetch;
+      const wanted =
+        this.sparse.has(queue) || (queue === 'fifo' && this.fifoReceiveMax < MAX_RECEIVE)
+          ? this.receiveSize(queue)
+          : prefetch;
       const received = await this.receive(queue, wanted, 0);
       if (received === undefined) {
         this.readFrom = i;
         return 'failed';
       }
       this.readFrom = 0;
-      if (queue === 'fifo') this.fifoQuietUntil = received.length === 0 ? clock.now() + FIFO_QUIET_MS : Number.NEGATIVE_INFINITY;
+      if (queue === 'fifo')
+        this.fifoQuietUntil = received.length === 0 ? clock.now() + FIFO_QUIET_MS : Number.NEGATIVE_INFINITY;
       if (received.length < wanted) this.sparse.add(queue);
       else this.sparse.delete(queue);
       if (received.length > 0) {
@@ -152,8 +161,14 @@ export class Intake {
     const { queues } = this.run.deps;
     const visibilityMs = this.run.settings.visibilityTimeoutMs;
     const received: ReceivedMessage[] = [];
-    const sizes = Array.from({ length: Math.ceil(wanted / MAX_RECEIVE) }, (_, i) => Math.min(MAX_RECEIVE, wanted - i * MAX_RECEIVE));
-    const failures = await Promise.all(sizes.map((max) => this.tryQueue(async () => received.push(...(await queues.receive(queue, { max, visibilityMs, waitMs }))))));
+    const sizes = Array.from({ length: Math.ceil(wanted / MAX_RECEIVE) }, (_, i) =>
+      Math.min(MAX_RECEIVE, wanted - i * MAX_RECEIVE),
+    );
+    const failures = await Promise.all(
+      sizes.map((max) =>
+        this.tryQueue(async () => received.push(...(await queues.receive(queue, { max, visibilityMs, waitMs })))),
+      ),
+    );
     return received.length > 0 || failures.every((failure) => failure === undefined) ? received : undefined;
   }
 
@@ -214,7 +229,9 @@ export class Intake {
   async hideHead(visibilityMs: number): Promise<void> {
     const head = this.buffer.shift();
     if (head === undefined) return;
-    await this.tryQueue(() => this.run.deps.queues.changeVisibility(head.message.queue, head.message.receiptHandle, visibilityMs));
+    await this.tryQueue(() =>
+      this.run.deps.queues.changeVisibility(head.message.queue, head.message.receiptHandle, visibilityMs),
+    );
     await this.handBackGroupsOf([head.message]);
   }
 
@@ -233,18 +250,22 @@ export class Intake {
     if (went.size === 0) return;
     const handedBack = this.buffer.filter(({ message }) => went.has(fifoGroupOf(message) ?? ''));
     for (const [group, n] of went) {
-      if (handedBack.some(({ message }) => fifoGroupOf(message) === group)) this.fifoReceiveMax = Math.min(this.fifoReceiveMax, n);
-      else if (n >= this.fifoReceiveMax && this.run.deps.config.pacing.batchWindowMs > 0) this.fifoReceiveMax = Math.min(MAX_RECEIVE, n + 1);
+      if (handedBack.some(({ message }) => fifoGroupOf(message) === group))
+        this.fifoReceiveMax = Math.min(this.fifoReceiveMax, n);
+      else if (n >= this.fifoReceiveMax && this.run.deps.config.pacing.batchWindowMs > 0)
+        this.fifoReceiveMax = Math.min(MAX_RECEIVE, n + 1);
     }
     if (handedBack.length === 0) return;
     this.buffer = this.buffer.filter((buffered) => !handedBack.includes(buffered));
-    for (const { message } of handedBack) await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
+    for (const { message } of handedBack)
+      await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
   }
 
   /** Marks the head as refused by Lambda for `reason`: it goes to its DLQ without another invoke. */
   refuseHead(reason: string): void {
     const head = this.buffer[0];
-    if (head !== undefined) this.buffer[0] = { kind: 'refused', message: head.message, receivedAt: head.receivedAt, reason };
+    if (head !== undefined)
+      this.buffer[0] = { kind: 'refused', message: head.message, receivedAt: head.receivedAt, reason };
   }
 
   /**
@@ -255,9 +276,12 @@ export class Intake {
     const head = this.buffer[0];
     if (head === undefined) return;
     const { clock } = this.run.deps;
-    if (clock.now() < this.queueRetryAt) return this.run.sleepUntil(Math.min(this.queueRetryAt, this.nextStoreCallAt()));
+    if (clock.now() < this.queueRetryAt)
+      return this.run.sleepUntil(Math.min(this.queueRetryAt, this.nextStoreCallAt()));
     const { message } = head;
-    const failure = await this.tryQueue(() => deadLetter(this.run.deps.queues, { ...message, queue: message.queue as SourceQueue }, reason, attempt));
+    const failure = await this.tryQueue(() =>
+      deadLetter(this.run.deps.queues, { ...message, queue: message.queue as SourceQueue }, reason, attempt),
+    );
     if (failure?.operation === 'send') return; // nothing reached the DLQ: it stays at the head
     this.buffer.shift();
     this.run.tally.deadLettered++;
@@ -273,7 +297,8 @@ export class Intake {
   async release(): Promise<void> {
     const now = this.run.deps.clock.now();
     for (const { message, receivedAt } of this.buffer) {
-      if (receivedAt + this.run.settings.visibilityTimeoutMs > now) await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
+      if (receivedAt + this.run.settings.visibilityTimeoutMs > now)
+        await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
     }
     this.buffer = [];
   }
@@ -306,7 +331,14 @@ export class Intake {
       const now = this.run.deps.clock.now();
       const retried = error.operation === 'receive' || error.operation === 'send';
       if (retried) this.queueRetryAt = now + this.queueRetry.next();
-      this.run.report({ type: 'queue-unavailable', at: now, operation: error.operation, queue: error.queue, error: error.message, retryAt: retried ? this.queueRetryAt : now });
+      this.run.report({
+        type: 'queue-unavailable',
+        at: now,
+        operation: error.operation,
+        queue: error.queue,
+        error: error.message,
+        retryAt: retried ? this.queueRetryAt : now,
+      });
       return error;
     }
   }
@@ -346,7 +378,9 @@ export class Intake {
 
   /** The tightest sliding tier's rate in units per ms, or `undefined` when no tier sets a pace. */
   private tightestRate(): number | undefined {
-    const rates = this.run.deps.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => rate.units / rate.perMs);
+    const rates = this.run.deps.config.quotas
+      .flatMap((t) => t.steadyRate() ?? [])
+      .map((rate) => rate.units / rate.perMs);
     return rates.length === 0 ? undefined : Math.min(...rates);
   }
 }

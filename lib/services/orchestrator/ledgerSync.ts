@@ -99,7 +99,11 @@ export class LedgerSync {
   /** Whether a flush is due at `now`: after a failed one, on schedule, and in any case before the lease could expire. */
   flushDue(now: number): boolean {
     const { flushIntervalMs } = this.run.settings;
-    return this.state !== 'synced' || now - this.lastFlushAt >= flushIntervalMs || now >= this.lease.expiresAt - flushIntervalMs;
+    return (
+      this.state !== 'synced' ||
+      now - this.lastFlushAt >= flushIntervalMs ||
+      now >= this.lease.expiresAt - flushIntervalMs
+    );
   }
 
   /** When the store is next called: the next try during an outage, else the next flush. */
@@ -122,7 +126,9 @@ export class LedgerSync {
 
   /** For each tier, whether `units` fit what is left at `now` of the allowance the last saved ledger holds. */
   allowed(now: number, units: readonly number[]): boolean[] {
-    return units.map((u, i) => now <= this.allowance.until && (this.usedSinceFlush[i] ?? 0) + u <= (this.allowance.units[i] ?? 0));
+    return units.map(
+      (u, i) => now <= this.allowance.until && (this.usedSinceFlush[i] ?? 0) + u <= (this.allowance.units[i] ?? 0),
+    );
   }
 
   /**
@@ -142,7 +148,10 @@ export class LedgerSync {
 
   /** Whether `count` more call slots, at `slot`, fit what is left of the saved allowance; always without a cap on calls in flight. */
   slotAllowed(slot: number, count: number): boolean {
-    return this.pacer.slots === undefined || (slot <= this.slotAllowance.until && this.slotsUsedSinceFlush + count <= this.slotAllowance.count);
+    return (
+      this.pacer.slots === undefined ||
+      (slot <= this.slotAllowance.until && this.slotsUsedSinceFlush + count <= this.slotAllowance.count)
+    );
   }
 
   /** Counts `units` per tier, and a call slot, as used of the allowance: one dispatch. */
@@ -180,10 +189,16 @@ export class LedgerSync {
     const allowance: Allowance | undefined = final
       ? undefined
       : {
-          until: this.pacer.ledger.allowanceEnd(now, Math.max(2 * this.run.settings.flushIntervalMs, (until ?? now) - now)),
+          until: this.pacer.ledger.allowanceEnd(
+            now,
+            Math.max(2 * this.run.settings.flushIntervalMs, (until ?? now) - now),
+          ),
           units: config.quotas.map((_, i) => Math.max(1, 2 * (this.usedSinceFlush[i] ?? 0), need[i] ?? 0)),
         };
-    const slots = allowance === undefined ? undefined : { until: allowance.until, count: Math.max(1, 2 * this.slotsUsedSinceFlush, needSlots) };
+    const slots =
+      allowance === undefined
+        ? undefined
+        : { until: allowance.until, count: Math.max(1, 2 * this.slotsUsedSinceFlush, needSlots) };
     try {
       await this.save(allowance, slots, settled);
     } catch (error) {
@@ -219,7 +234,9 @@ export class LedgerSync {
     const { quotas } = this.run.deps.config;
     this.allowance = {
       until: Math.min(this.allowance.until, attempted?.until ?? Number.NEGATIVE_INFINITY),
-      units: quotas.map((_, i) => Math.max(0, Math.min((this.allowance.units[i] ?? 0) - (this.usedSinceFlush[i] ?? 0), attempted?.units[i] ?? 0))),
+      units: quotas.map((_, i) =>
+        Math.max(0, Math.min((this.allowance.units[i] ?? 0) - (this.usedSinceFlush[i] ?? 0), attempted?.units[i] ?? 0)),
+      ),
     };
     this.usedSinceFlush = quotas.map(() => 0);
     this.slotAllowance = {
@@ -233,7 +250,11 @@ export class LedgerSync {
    * Saves the ledger holding `allowance`, and on a lane with `maxInFlight` the calls in progress holding `slots`,
    * removing the `settled` oldest pending settlements (folded into it).
    */
-  private async save(allowance: Allowance | undefined, slots: SlotAllowance | undefined, settled: number): Promise<void> {
+  private async save(
+    allowance: Allowance | undefined,
+    slots: SlotAllowance | undefined,
+    settled: number,
+  ): Promise<void> {
     const snapshot = this.pacer.ledger.snapshot(allowance);
     const ledger = this.pacer.slots === undefined ? snapshot : { ...snapshot, slots: this.pacer.slots.toJSON(slots) };
     await this.run.deps.stores.ledger.saveLedger(this.run.deps.config.lane, ledger, this.lease.token, settled);
@@ -248,12 +269,22 @@ export class LedgerSync {
   private async renew(): Promise<void> {
     const now = this.run.deps.clock.now();
     const { leaseTtlMs } = this.run.settings;
-    if (now >= this.lease.expiresAt - leaseTtlMs / 2) this.lease = await this.run.deps.stores.lease.renewLease(this.lease, now, leaseTtlMs);
+    if (now >= this.lease.expiresAt - leaseTtlMs / 2)
+      this.lease = await this.run.deps.stores.lease.renewLease(this.lease, now, leaseTtlMs);
     this.state = 'synced';
     this.lastFlushAt = now;
-    const usage = this.pacer.ledger.usage(now).map(({ tier, used }) => ({ tier: tierLabel(tier), kind: tier.kind, used, limit: tier.limit }));
+    const usage = this.pacer.ledger
+      .usage(now)
+      .map(({ tier, used }) => ({ tier: tierLabel(tier), kind: tier.kind, used, limit: tier.limit }));
     const { slots } = this.pacer;
-    this.run.report({ type: 'flushed', at: now, settlements: this.foldedUnreported, handedBack: this.handedBackUnreported, usage, ...(slots === undefined ? {} : { inFlight: slots.inFlight(now) }) });
+    this.run.report({
+      type: 'flushed',
+      at: now,
+      settlements: this.foldedUnreported,
+      handedBack: this.handedBackUnreported,
+      usage,
+      ...(slots === undefined ? {} : { inFlight: slots.inFlight(now) }),
+    });
     this.foldedUnreported = 0;
     this.handedBackUnreported = {};
   }

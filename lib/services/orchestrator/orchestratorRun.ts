@@ -44,7 +44,8 @@ export class OrchestratorRun {
     this.intake = new Intake(
       this.run,
       () => this.ledger.nextStoreCallAt(),
-      (now) => Math.min(this.gate.room(now), slots === undefined ? Number.POSITIVE_INFINITY : slots.cap + slots.free(now)),
+      (now) =>
+        Math.min(this.gate.room(now), slots === undefined ? Number.POSITIVE_INFINITY : slots.cap + slots.free(now)),
     );
     this.dispatcher = new Dispatcher(this.run, this.intake, this.ledger, this.link, pacer, this.gate);
   }

@@ -78,12 +78,23 @@ export class QuotaGate {
     const tier = holdLabel(hold);
     if (this.episode?.tier === tier && this.episode.until === hold.until) return;
     this.episode = { tier, until: hold.until, since: this.episode?.since ?? now };
-    this.run.report({ type: 'quota-exhausted', at: now, tier, kind: hold.kind === 'pause' ? 'pause' : hold.tier.kind, until: hold.until });
+    this.run.report({
+      type: 'quota-exhausted',
+      at: now,
+      tier,
+      kind: hold.kind === 'pause' ? 'pause' : hold.tier.kind,
+      until: hold.until,
+    });
   }
 
   private available(now: number): void {
     if (this.episode === undefined) return;
-    this.run.report({ type: 'quota-available', at: now, tier: this.episode.tier, exhaustedMs: now - this.episode.since });
+    this.run.report({
+      type: 'quota-available',
+      at: now,
+      tier: this.episode.tier,
+      exhaustedMs: now - this.episode.since,
+    });
     this.episode = undefined;
   }
 }

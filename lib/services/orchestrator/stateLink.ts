@@ -6,7 +6,8 @@ import type { RunContext } from './runContext';
  * The run's standing with the state store: `in-sync` while its calls succeed; `outage` from the first failed call
  * (at `since`) until a flush and a circuit read have both succeeded again, the next try being at `retryAt`.
  */
-export type StateSide = { readonly kind: 'in-sync' } | { readonly kind: 'outage'; readonly since: number; readonly retryAt: number };
+export type StateSide =
+  { readonly kind: 'in-sync' } | { readonly kind: 'outage'; readonly since: number; readonly retryAt: number };
 
 const IN_SYNC: StateSide = { kind: 'in-sync' };
 
@@ -41,7 +42,13 @@ export class StateLink {
       const now = this.run.deps.clock.now();
       const retryAt = now + this.retry.next();
       this.current = { kind: 'outage', since: this.current.kind === 'outage' ? this.current.since : now, retryAt };
-      this.run.report({ type: 'state-unavailable', at: now, operation: error.operation, error: error.message, retryAt });
+      this.run.report({
+        type: 'state-unavailable',
+        at: now,
+        operation: error.operation,
+        error: error.message,
+        retryAt,
+      });
       return undefined;
     }
   }

@@ -14,7 +14,13 @@ const PER_MINUTE = (limit: number): Tier => parseTiers([{ limit, per: 'minute' }
  * The minute tier (15/s) is the tightest, so the limiters space their calls by it and stay well under 20/s even
  * when arrivals jitter by a few ms (a limiter filling a tier exactly can be tipped over by that jitter).
  */
-const TINY: BenchScenario = { name: 'tiny', jobs: 24, quotas: [PER_SECOND(20), PER_MINUTE(900)], latencyMs: 5, workers: 6 };
+const TINY: BenchScenario = {
+  name: 'tiny',
+  jobs: 24,
+  quotas: [PER_SECOND(20), PER_MINUTE(900)],
+  latencyMs: 5,
+  workers: 6,
+};
 
 const redisOnPath = spawnSync('sh', ['-c', 'command -v redis-server']).status === 0;
 
@@ -70,7 +76,13 @@ describe('runBaseline', () => {
 
   it('shared-redis-limiter reports a missing redis-server with zero figures instead of throwing', async () => {
     const result = await runBaseline('shared-redis-limiter', TINY, { redisServer: '/nonexistent/redis-server' });
-    expect(result).toMatchObject({ name: 'shared-redis-limiter', apiCalls: 0, durationSeconds: 0, utilization: 0, callsPerSecond: [] });
+    expect(result).toMatchObject({
+      name: 'shared-redis-limiter',
+      apiCalls: 0,
+      durationSeconds: 0,
+      utilization: 0,
+      callsPerSecond: [],
+    });
     expect(result.unavailable).toContain('/nonexistent/redis-server');
   });
 
@@ -98,16 +110,34 @@ describe('limiterSettings', () => {
   const quotas = [PER_SECOND(50), PER_MINUTE(2000)];
 
   it('gives each of N workers its whole share of the tightest tier, spread evenly over the window', () => {
-    expect(limiterSettings(quotas, 20)).toEqual({ reservoir: 100, reservoirRefreshAmount: 100, reservoirRefreshInterval: 60_000, minTime: 600 });
+    expect(limiterSettings(quotas, 20)).toEqual({
+      reservoir: 100,
+      reservoirRefreshAmount: 100,
+      reservoirRefreshInterval: 60_000,
+      minTime: 600,
+    });
   });
 
   it('gives a shared limiter the whole quota', () => {
-    expect(limiterSettings(quotas, 1)).toEqual({ reservoir: 2000, reservoirRefreshAmount: 2000, reservoirRefreshInterval: 60_000, minTime: 30 });
+    expect(limiterSettings(quotas, 1)).toEqual({
+      reservoir: 2000,
+      reservoirRefreshAmount: 2000,
+      reservoirRefreshInterval: 60_000,
+      minTime: 30,
+    });
   });
 
   it('rounds a share down to whole calls, and below one call per window stretches the interval', () => {
-    expect(limiterSettings([PER_SECOND(20)], 6)).toMatchObject({ reservoir: 3, reservoirRefreshInterval: 1000, minTime: 334 });
-    expect(limiterSettings([PER_SECOND(5)], 20)).toMatchObject({ reservoir: 1, reservoirRefreshInterval: 4000, minTime: 4000 });
+    expect(limiterSettings([PER_SECOND(20)], 6)).toMatchObject({
+      reservoir: 3,
+      reservoirRefreshInterval: 1000,
+      minTime: 334,
+    });
+    expect(limiterSettings([PER_SECOND(5)], 20)).toMatchObject({
+      reservoir: 1,
+      reservoirRefreshInterval: 4000,
+      minTime: 4000,
+    });
   });
 
   it('sets nothing without a sliding tier', () => {
@@ -127,7 +157,12 @@ describe('limiterChain', () => {
     expect(rest).toEqual([]);
     expect(requests?.settings).toEqual({ ...limiterSettings([quotas[0]!], 1), maxConcurrent: 10 });
     // The whole share of output tokens every minute, at the pace of a mean reservation of 1 000: one a second.
-    expect(output?.settings).toEqual({ reservoir: 60_000, reservoirRefreshAmount: 60_000, reservoirRefreshInterval: 60_000, minTime: 1_000 });
+    expect(output?.settings).toEqual({
+      reservoir: 60_000,
+      reservoirRefreshAmount: 60_000,
+      reservoirRefreshInterval: 60_000,
+      minTime: 1_000,
+    });
     const costs = { input_tokens: 700, output_tokens: 1_024 };
     expect([requests?.weight(costs), output?.weight(costs)]).toEqual([1, 1_024]);
   });
@@ -139,7 +174,9 @@ describe('limiterChain', () => {
   });
 
   it('is the plain request limiter without token tiers or a cap', () => {
-    expect(limiterChain([PER_SECOND(50), PER_MINUTE(2000)], 20, mean).map((l) => l.settings)).toEqual([limiterSettings([PER_SECOND(50), PER_MINUTE(2000)], 20)]);
+    expect(limiterChain([PER_SECOND(50), PER_MINUTE(2000)], 20, mean).map((l) => l.settings)).toEqual([
+      limiterSettings([PER_SECOND(50), PER_MINUTE(2000)], 20),
+    ]);
   });
 });
 
@@ -155,7 +192,11 @@ describe('runBaseline on an LLM API', () => {
     latencyMs: 30,
     workers: 6,
     maxInFlight: 2,
-    llm: { jobs: { promptTokensMin: 10, promptTokensMax: 20, maxTokens: 100 }, api: { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 0.5 }, concurrency: 2 },
+    llm: {
+      jobs: { promptTokensMin: 10, promptTokensMax: 20, maxTokens: 100 },
+      api: { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 0.5 },
+      concurrency: 2,
+    },
   };
 
   it('naive-fanout runs into the concurrency limit, and reports the peak and the use of each tier', async () => {
@@ -176,7 +217,13 @@ describe('runBaseline on an LLM API', () => {
 
 describe('idealSeconds', () => {
   it('is the tightest sliding tier’s time for one call per job, plus the outage', () => {
-    const scenario: BenchScenario = { name: 's', jobs: 1000, quotas: [PER_SECOND(50), PER_MINUTE(2000)], latencyMs: 50, workers: 20 };
+    const scenario: BenchScenario = {
+      name: 's',
+      jobs: 1000,
+      quotas: [PER_SECOND(50), PER_MINUTE(2000)],
+      latencyMs: 50,
+      workers: 20,
+    };
     expect(idealSeconds(scenario)).toBe(30);
     expect(idealSeconds({ ...scenario, outage: { atSeconds: 10, forSeconds: 15 } })).toBe(45);
   });

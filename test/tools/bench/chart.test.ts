@@ -1,5 +1,12 @@
 import type { ChartInput, ChartPanel } from '../../../tools/bench/chart';
-import { CAPTION_HEIGHT, CHART_WIDTH, PANEL_HEIGHT, escapeXml, renderBenchChart, renderChart } from '../../../tools/bench/chart';
+import {
+  CAPTION_HEIGHT,
+  CHART_WIDTH,
+  PANEL_HEIGHT,
+  escapeXml,
+  renderBenchChart,
+  renderChart,
+} from '../../../tools/bench/chart';
 
 /**
  * A small well-formedness check, since there is no XML parser among the dependencies: tags nest and close in order
@@ -99,10 +106,13 @@ function textAt(svg: string, cls: string, content: string): Attributes {
 }
 
 function points(polyline: Attributes): { x: number; y: number }[] {
-  return polyline.get('points').split(' ').map((p) => {
-    const [x = Number.NaN, y = Number.NaN] = p.split(',').map(Number);
-    return { x, y };
-  });
+  return polyline
+    .get('points')
+    .split(' ')
+    .map((p) => {
+      const [x = Number.NaN, y = Number.NaN] = p.split(',').map(Number);
+      return { x, y };
+    });
 }
 
 const repeat = (value: number, n: number): number[] => Array.from({ length: n }, () => value);

@@ -164,8 +164,16 @@ describe('formatting', () => {
   });
 
   it('prints one cost row per strategy, the reason for a missing one, then the prices', () => {
-    const cost = costPerMillionJobs({ invocationsPerJob: 1.02, workerBusySecondsPerJob: 0.06, memoryMb: 256,
-      dynamodbReadsPerJob: 0.5, dynamodbWritesPerJob: 2.4, sqsRequestsPerJob: 3, orchestratorSecondsPerJob: 0.01, orchestratorMemoryMb: 512 });
+    const cost = costPerMillionJobs({
+      invocationsPerJob: 1.02,
+      workerBusySecondsPerJob: 0.06,
+      memoryMb: 256,
+      dynamodbReadsPerJob: 0.5,
+      dynamodbWritesPerJob: 2.4,
+      sqsRequestsPerJob: 3,
+      orchestratorSecondsPerJob: 0.01,
+      orchestratorMemoryMb: 512,
+    });
     const naive = costPerMillionJobs({ invocationsPerJob: 1.8, workerBusySecondsPerJob: 3.25, memoryMb: 256 });
     const lines = formatCostLines([
       { name: 'naive-fanout', cost: naive },

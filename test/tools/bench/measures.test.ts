@@ -1,6 +1,12 @@
 import type { Settlement } from '../../../lib/domain/quota/ledger';
 import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
-import { handedBackShare, idealSeconds, optimalSecondsOf, recoverySeconds, tierUtilization } from '../../../tools/bench/measures';
+import {
+  handedBackShare,
+  idealSeconds,
+  optimalSecondsOf,
+  recoverySeconds,
+  tierUtilization,
+} from '../../../tools/bench/measures';
 import type { BenchScenario } from '../../../tools/bench/types';
 import type { VirtualApiCall } from '../../../tools/simulation/virtualApi';
 
@@ -28,17 +34,28 @@ describe('tierUtilization', () => {
     { limit: 100, per: 'day' },
   ]) as [Tier, Tier, Tier];
   /** An accepted call at `at` that used `output` tokens. */
-  const used = (at: number, output = 0): VirtualApiCall => ({ at, id: `j${at}`, status: 200, usage: { output_tokens: output } });
+  const used = (at: number, output = 0): VirtualApiCall => ({
+    at,
+    id: `j${at}`,
+    status: 200,
+    usage: { output_tokens: output },
+  });
 
   it('is 1 when every window within the backlog holds the whole limit', () => {
     // One call every 100 ms from 0 to 3 000: each window [s, s + 1 s) holds 10.
     const calls = Array.from({ length: 31 }, (_, i) => used(i * 100, 100));
-    expect(tierUtilization(calls, [perSecond, outputPerSecond])).toEqual({ '10/second': 1, '1000 output_tokens/second': 1 });
+    expect(tierUtilization(calls, [perSecond, outputPerSecond])).toEqual({
+      '10/second': 1,
+      '1000 output_tokens/second': 1,
+    });
   });
 
   it('counts the units each call finally used, and only accepted calls', () => {
     // Half the output of the limit; the 429s in between count nothing.
-    const calls = Array.from({ length: 31 }, (_, i) => used(i * 100, 50)).flatMap((call) => [call, { at: call.at, id: 'r', status: 429 }]);
+    const calls = Array.from({ length: 31 }, (_, i) => used(i * 100, 50)).flatMap((call) => [
+      call,
+      { at: call.at, id: 'r', status: 429 },
+    ]);
     expect(tierUtilization(calls, [outputPerSecond])).toEqual({ '1000 output_tokens/second': 0.5 });
   });
 
@@ -50,7 +67,10 @@ describe('tierUtilization', () => {
   });
 
   it('is the units over the limit when the backlog is shorter than a window, and leaves calendar tiers out', () => {
-    expect(tierUtilization([used(0, 300), used(400, 200)], [perSecond, outputPerSecond, perDay])).toEqual({ '10/second': 0.2, '1000 output_tokens/second': 0.5 });
+    expect(tierUtilization([used(0, 300), used(400, 200)], [perSecond, outputPerSecond, perDay])).toEqual({
+      '10/second': 0.2,
+      '1000 output_tokens/second': 0.5,
+    });
     expect(tierUtilization([{ at: 0, id: 'r', status: 429 }], [perSecond])).toEqual({ '10/second': 0 });
   });
 });
@@ -65,12 +85,18 @@ describe('handedBackShare', () => {
       { reservation, actual: null, id: 'd-3' }, // no call: all of it back
       { reservation, actual: { output_tokens: 1_500 }, id: 'd-4' }, // more than reserved: nothing back
     ];
-    expect(handedBackShare(settlements, ['input_tokens', 'output_tokens'])).toEqual({ input_tokens: 0.25, output_tokens: (700 + 1_000) / 4_000 });
+    expect(handedBackShare(settlements, ['input_tokens', 'output_tokens'])).toEqual({
+      input_tokens: 0.25,
+      output_tokens: (700 + 1_000) / 4_000,
+    });
   });
 
   it('counts a settlement written twice once, and a unit never reserved as 0', () => {
     const once = { reservation, actual: { output_tokens: 0 }, id: 'd-1' };
-    expect(handedBackShare([once, once, { reservation, actual: {}, id: 'd-2' }], ['output_tokens', 'tokens'])).toEqual({ output_tokens: 0.5, tokens: 0 });
+    expect(handedBackShare([once, once, { reservation, actual: {}, id: 'd-2' }], ['output_tokens', 'tokens'])).toEqual({
+      output_tokens: 0.5,
+      tokens: 0,
+    });
   });
 });
 
@@ -81,7 +107,11 @@ describe('idealSeconds and optimalSecondsOf', () => {
     quotas: parseTiers([{ limit: 1_000, per: 'second', unit: 'output_tokens' }]),
     latencyMs: 0,
     workers: 2,
-    llm: { jobs: { promptTokensMin: 10, promptTokensMax: 10, maxTokens: 100 }, api: { outputShareMin: 0.5, outputShareMax: 0.5, msPerOutputToken: 0 }, concurrency: 5 },
+    llm: {
+      jobs: { promptTokensMin: 10, promptTokensMax: 10, maxTokens: 100 },
+      api: { outputShareMin: 0.5, outputShareMax: 0.5, msPerOutputToken: 0 },
+      concurrency: 5,
+    },
   };
 
   it('count what the LLM answers use, not max_tokens', () => {

@@ -19,12 +19,34 @@ function result(overrides: Partial<StrategyResult> & Pick<StrategyResult, 'name'
 }
 
 const results: StrategyResult[] = [
-  result({ name: 'naive-fanout', apiCalls: 12345, rejectedByApi: 7345, callsPerJob: 2.469, utilization: 0.61234,
-    durationSeconds: 245, invocationsPerJob: 1.8, workerBusySecondsPerJob: 3.25 }),
+  result({
+    name: 'naive-fanout',
+    apiCalls: 12345,
+    rejectedByApi: 7345,
+    callsPerJob: 2.469,
+    utilization: 0.61234,
+    durationSeconds: 245,
+    invocationsPerJob: 1.8,
+    workerBusySecondsPerJob: 3.25,
+  }),
   result({ name: 'per-worker-limiter', utilization: 0.75, durationSeconds: 200 }),
-  result({ name: 'shared-redis-limiter', durationSeconds: 0, idealSeconds: 0, apiCalls: 0, callsPerJob: 0,
-    utilization: 0, invocationsPerJob: 0, workerBusySecondsPerJob: 0, unavailable: 'redis-server not found' }),
-  result({ name: 'orchestrator', dynamodbReadUnitsPerJob: 0.125, dynamodbWriteUnitsPerJob: 1.116, sqsRequestsPerJob: 3.01 }),
+  result({
+    name: 'shared-redis-limiter',
+    durationSeconds: 0,
+    idealSeconds: 0,
+    apiCalls: 0,
+    callsPerJob: 0,
+    utilization: 0,
+    invocationsPerJob: 0,
+    workerBusySecondsPerJob: 0,
+    unavailable: 'redis-server not found',
+  }),
+  result({
+    name: 'orchestrator',
+    dynamodbReadUnitsPerJob: 0.125,
+    dynamodbWriteUnitsPerJob: 1.116,
+    sqsRequestsPerJob: 3.01,
+  }),
 ];
 
 describe('formatTable', () => {
@@ -35,7 +57,9 @@ describe('formatTable', () => {
   it('has a heading, the column headers, a rule and one row per strategy in order', () => {
     expect(lines).toHaveLength(3 + STRATEGIES.length);
     expect(line(0)).toBe('scenario: steady');
-    expect(line(1)).toMatch(/^strategy\s+duration s\s+ideal s\s+optimal s\s+utilization\s+API calls\s+429s\s+calls\/job\s+/);
+    expect(line(1)).toMatch(
+      /^strategy\s+duration s\s+ideal s\s+optimal s\s+utilization\s+API calls\s+429s\s+calls\/job\s+/,
+    );
     expect(line(1)).toContain('invocations/job');
     expect(line(1)).toContain('busy s/job');
     expect(line(1)).toMatch(/DynamoDB RU\/job\s+DynamoDB WU\/job\s+SQS req\/job\s+\$ per 1M jobs$/);
@@ -93,10 +117,21 @@ describe('formatTable', () => {
     const use = (output: number) => ({ '120/minute': 0.5, '60000 output_tokens/minute': output });
     const llm = formatTable('llm', [
       result({ name: 'naive-fanout', peakCallsInFlight: 1234, tierUtilization: use(0.71) }),
-      result({ name: 'orchestrator', peakCallsInFlight: 10, tierUtilization: use(0.9346), handedBackShare: { input_tokens: 0, output_tokens: 0.4 } }),
+      result({
+        name: 'orchestrator',
+        peakCallsInFlight: 10,
+        tierUtilization: use(0.9346),
+        handedBackShare: { input_tokens: 0, output_tokens: 0.4 },
+      }),
     ]).split('\n');
     const cells = (i: number): string[] => (llm[i] ?? '').trim().split(/\s{2,}/);
-    expect(cells(1).slice(-5)).toEqual(['$ per 1M jobs', 'peak in flight', 'use 120/minute', 'use 60000 output_tokens/minute', 'handed back']);
+    expect(cells(1).slice(-5)).toEqual([
+      '$ per 1M jobs',
+      'peak in flight',
+      'use 120/minute',
+      'use 60000 output_tokens/minute',
+      'handed back',
+    ]);
     expect(cells(3).slice(-4)).toEqual(['1,234', '0.500', '0.710', '-']);
     expect(cells(4).slice(-4)).toEqual(['10', '0.500', '0.935', 'output_tokens 0.400']);
     expect(line(1)).not.toContain('peak in flight');
@@ -110,7 +145,10 @@ describe('formatFixedWidth', () => {
 
   it('widens the first column for a spanning row', () => {
     const text = formatFixedWidth(
-      [{ header: 'a', align: 'left' }, { header: 'b', align: 'right' }],
+      [
+        { header: 'a', align: 'left' },
+        { header: 'b', align: 'right' },
+      ],
       [{ cells: ['x', '1'] }, { first: 'longer name', spanning: 'why' }],
     );
     expect(text.split('\n')).toEqual(['a            b', '-----------  -', 'x            1', 'longer name  why']);

@@ -4,7 +4,11 @@ import { yamlParse } from 'yaml-cfn';
 import { parseServiceConfig } from '../../../lib/config';
 import { CONFIG_ENV } from '../../../lib/configFromEnv';
 import { USAGE_PRESET_NAMES, USAGE_PRESETS } from '../../../lib/domain/usage/usageSources';
-import { buildConfigReference, CONFIG_REFERENCE_COMMAND, CONFIG_REFERENCE_FILE } from '../../../tools/docs/configReference';
+import {
+  buildConfigReference,
+  CONFIG_REFERENCE_COMMAND,
+  CONFIG_REFERENCE_FILE,
+} from '../../../tools/docs/configReference';
 
 jest.setTimeout(30_000);
 
@@ -27,13 +31,18 @@ function rowsBySection(markdown: string): Map<string, string[]> {
 describe('buildConfigReference', () => {
   it(`matches the committed ${CONFIG_REFERENCE_FILE} (run \`${CONFIG_REFERENCE_COMMAND}\` when it does not)`, () => {
     if (committed !== generated) {
-      throw new Error(`${CONFIG_REFERENCE_FILE} is out of date with the configuration parsers or their TSDoc: run \`${CONFIG_REFERENCE_COMMAND}\` and commit the result`);
+      throw new Error(
+        `${CONFIG_REFERENCE_FILE} is out of date with the configuration parsers or their TSDoc: run \`${CONFIG_REFERENCE_COMMAND}\` and commit the result`,
+      );
     }
   });
 
   it('lists every key of every section the parser fills in, with its default', () => {
     const rows = rowsBySection(generated);
-    const defaults = parseServiceConfig({ quotas: [{ limit: 1, per: 'second' }] }) as unknown as Record<string, unknown>;
+    const defaults = parseServiceConfig({ quotas: [{ limit: 1, per: 'second' }] }) as unknown as Record<
+      string,
+      unknown
+    >;
     expect(rows.get('custom.quotaOrchestrator')).toEqual(expect.arrayContaining(Object.keys(defaults)));
     for (const [section, value] of Object.entries(defaults)) {
       // `units` is keyed by unit name: its rows are one unit's keys (see below).
@@ -48,13 +57,15 @@ describe('buildConfigReference', () => {
 
   it('lists the keys only serverless.yml has, required ones marked', () => {
     const rows = rowsBySection(generated);
-    expect(rows.get('Keys only serverless.yml has')).toEqual(expect.arrayContaining(['apiUrl', 'healthUrl', 'apiTimeoutMs', 'apiKeyParameter']));
+    expect(rows.get('Keys only serverless.yml has')).toEqual(
+      expect.arrayContaining(['apiUrl', 'healthUrl', 'apiTimeoutMs', 'apiKeyParameter']),
+    );
     expect(generated).toContain('| `apiUrl` | required | must be an http(s) URL');
   });
 
   it('states each range as the parser checks it', () => {
     expect(generated).toContain('| `burstFraction` | `0` | must be a number from 0 to 1 |');
-    expect(generated).toContain('| `stateOutage` | `pace-in-memory` | must be one of \'pace-in-memory\', \'pause\' |');
+    expect(generated).toContain("| `stateOutage` | `pace-in-memory` | must be one of 'pace-in-memory', 'pause' |");
     expect(generated).toContain('| `per` | required | must be one of second, minute, hour, day, month |');
   });
 
@@ -67,8 +78,12 @@ describe('buildConfigReference', () => {
   it("lists one unit's keys, the defaults the parser gives each kind of unit, and the usage source shapes", () => {
     const rows = rowsBySection(generated);
     expect(rows.get('units')).toEqual(['default', 'usage']);
-    expect(generated).toContain('| `default` | `cost`: `1`; other units: none | must be an integer from 0 to 1000000000000 |');
-    expect(generated).toMatch(/\| `usage` \| `cost`: `\{"header":"x-actual-cost"\}`; `input_tokens`, `output_tokens`, `tokens`: from `usagePreset`; other units: none \|/);
+    expect(generated).toContain(
+      '| `default` | `cost`: `1`; other units: none | must be an integer from 0 to 1000000000000 |',
+    );
+    expect(generated).toMatch(
+      /\| `usage` \| `cost`: `\{"header":"x-actual-cost"\}`; `input_tokens`, `output_tokens`, `tokens`: from `usagePreset`; other units: none \|/,
+    );
     expect(rows.get('Usage sources')).toEqual(['header', 'pointer', 'sum']);
     expect(generated).toContain('| `sum` | must be a list of 1 to 10 JSON Pointers |');
   });
@@ -83,11 +98,24 @@ describe('buildConfigReference', () => {
   });
 
   it('shows an Anthropic and an OpenAI example whose settings the parser accepts, with the attributes each message carries', () => {
-    const examples = generated.slice(generated.indexOf('## Examples: LLM providers'), generated.indexOf('## What packaging checks'));
-    const yamls = [...examples.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => (yamlParse(m[1]!) as { custom: { quotaOrchestrator: Record<string, unknown> } }).custom.quotaOrchestrator);
+    const examples = generated.slice(
+      generated.indexOf('## Examples: LLM providers'),
+      generated.indexOf('## What packaging checks'),
+    );
+    const yamls = [...examples.matchAll(/```yaml\n([\s\S]*?)```/g)].map(
+      (m) => (yamlParse(m[1]!) as { custom: { quotaOrchestrator: Record<string, unknown> } }).custom.quotaOrchestrator,
+    );
     const deployOnly = ['apiUrl', 'healthUrl', 'apiTimeoutMs'];
-    const configs = yamls.map((settings) => parseServiceConfig(Object.fromEntries(Object.entries(settings).filter(([key]) => !deployOnly.includes(key)))));
-    expect(configs.map((config) => ({ preset: config.usagePreset, units: config.quotas.map((tier) => tier.unit), capped: config.maxInFlight !== undefined }))).toEqual([
+    const configs = yamls.map((settings) =>
+      parseServiceConfig(Object.fromEntries(Object.entries(settings).filter(([key]) => !deployOnly.includes(key)))),
+    );
+    expect(
+      configs.map((config) => ({
+        preset: config.usagePreset,
+        units: config.quotas.map((tier) => tier.unit),
+        capped: config.maxInFlight !== undefined,
+      })),
+    ).toEqual([
       { preset: 'anthropic', units: ['requests', 'input_tokens', 'output_tokens'], capped: true },
       { preset: 'openai', units: ['requests', 'tokens'], capped: true },
     ]);
@@ -103,7 +131,11 @@ describe('buildConfigReference', () => {
   });
 
   it('carries the serverless.yml comments of the other custom settings, and what packaging checks of them', () => {
-    expect(rowsBySection(generated).get('Other settings under custom')).toEqual(expect.arrayContaining(['custom.queues.maxReceiveCount', 'custom.stateTable.pointInTimeRecovery']));
-    expect(generated).toMatch(/\| `custom\.queues\.maxReceiveCount` \| `10` \| must be an integer from 1 to 1000 [^|]*\| SQS redrive is the last guard/);
+    expect(rowsBySection(generated).get('Other settings under custom')).toEqual(
+      expect.arrayContaining(['custom.queues.maxReceiveCount', 'custom.stateTable.pointInTimeRecovery']),
+    );
+    expect(generated).toMatch(
+      /\| `custom\.queues\.maxReceiveCount` \| `10` \| must be an integer from 1 to 1000 [^|]*\| SQS redrive is the last guard/,
+    );
   });
 });

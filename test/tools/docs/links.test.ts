@@ -7,13 +7,16 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 const ROOT = path.resolve(__dirname, '../../..');
-const PAGES = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(path.join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 /** The page's text outside fenced code blocks and inline code spans, where markdown makes no links. */
 function prose(markdown: string): string {
-  return markdown
-    .replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '')
-    .replace(/(`+)[\s\S]*?\1/g, '');
+  return markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '').replace(/(`+)[\s\S]*?\1/g, '');
 }
 
 /** Every inline link and image target of a page: `[text](target)`, `![alt](target)`, and reference definitions. */
@@ -28,7 +31,9 @@ function linkTargets(markdown: string): string[] {
 function ignored(files: readonly string[]): string[] {
   if (files.length === 0) return [];
   try {
-    return execFileSync('git', ['check-ignore', '--no-index', ...files], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter((line) => line !== '');
+    return execFileSync('git', ['check-ignore', '--no-index', ...files], { cwd: ROOT, encoding: 'utf8' })
+      .split('\n')
+      .filter((line) => line !== '');
   } catch (error) {
     // git check-ignore exits 1 when it ignores none of them.
     if ((error as { status?: number }).status === 1) return [];
@@ -62,19 +67,23 @@ describe.each(PAGES)('%s', (page) => {
     const outward = targets.filter((target) => /^[a-z][a-z0-9+.-]*:|^\/\//i.test(target) || target.startsWith('/'));
     const escaping = targets.filter((target) => {
       const file = target.split('#')[0]!;
-      return file !== '' && path.relative(ROOT, path.resolve(ROOT, path.dirname(page), decodeURI(file))).startsWith('..');
+      return (
+        file !== '' && path.relative(ROOT, path.resolve(ROOT, path.dirname(page), decodeURI(file))).startsWith('..')
+      );
     });
     expect({ outward, escaping }).toEqual({ outward: [], escaping: [] });
   });
 
   it('links to files that exist, and to headings that exist', () => {
-    const broken = targets.filter((target) => !/^[a-z][a-z0-9+.-]*:|^\/\//i.test(target)).filter((target) => {
-      const [file = '', anchor] = target.split('#');
-      const resolved = file === '' ? path.join(ROOT, page) : path.resolve(ROOT, path.dirname(page), decodeURI(file));
-      if (!existsSync(resolved)) return true;
-      if (anchor === undefined || !resolved.endsWith('.md') || statSync(resolved).isDirectory()) return false;
-      return !anchors(readFileSync(resolved, 'utf8')).has(decodeURIComponent(anchor));
-    });
+    const broken = targets
+      .filter((target) => !/^[a-z][a-z0-9+.-]*:|^\/\//i.test(target))
+      .filter((target) => {
+        const [file = '', anchor] = target.split('#');
+        const resolved = file === '' ? path.join(ROOT, page) : path.resolve(ROOT, path.dirname(page), decodeURI(file));
+        if (!existsSync(resolved)) return true;
+        if (anchor === undefined || !resolved.endsWith('.md') || statSync(resolved).isDirectory()) return false;
+        return !anchors(readFileSync(resolved, 'utf8')).has(decodeURIComponent(anchor));
+      });
     expect(broken).toEqual([]);
   });
 

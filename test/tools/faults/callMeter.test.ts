@@ -35,15 +35,33 @@ describe('callsInProgress', () => {
   });
 
   it('does not overlap a call answered at the instant another arrives', () => {
-    expect(callsInProgress([{ from: 0, to: 10 }, { from: 10, to: 20 }], 1)).toEqual({ calls: 2, peak: 1, overCap: 0, inProgress: 0 });
+    expect(
+      callsInProgress(
+        [
+          { from: 0, to: 10 },
+          { from: 10, to: 20 },
+        ],
+        1,
+      ),
+    ).toEqual({ calls: 2, peak: 1, overCap: 0, inProgress: 0 });
   });
 
   it('counts a call with no answer yet as in progress to the end', () => {
-    expect(callsInProgress([{ from: 0 }, { from: 100, to: 200 }], 1)).toEqual({ calls: 2, peak: 2, overCap: 1, inProgress: 1 });
+    expect(callsInProgress([{ from: 0 }, { from: 100, to: 200 }], 1)).toEqual({
+      calls: 2,
+      peak: 2,
+      overCap: 1,
+      inProgress: 1,
+    });
   });
 
   it('counts nothing over the cap without one', () => {
-    expect(callsInProgress([{ from: 0, to: 10 }, { from: 5, to: 10 }])).toMatchObject({ peak: 2, overCap: 0 });
+    expect(
+      callsInProgress([
+        { from: 0, to: 10 },
+        { from: 5, to: 10 },
+      ]),
+    ).toMatchObject({ peak: 2, overCap: 0 });
   });
 });
 

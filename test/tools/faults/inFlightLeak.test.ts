@@ -22,17 +22,30 @@ describe('the in-flight-leak fault scenario (quick size)', () => {
   });
 
   it('never had more calls in progress at the API than maxInFlight, and the cap was reached', () => {
-    expect(result.callsInFlight).toMatchObject({ maxInFlight: scenario?.maxInFlight, peak: scenario?.maxInFlight, inFlightViolations: 0 });
+    expect(result.callsInFlight).toMatchObject({
+      maxInFlight: scenario?.maxInFlight,
+      peak: scenario?.maxInFlight,
+      inFlightViolations: 0,
+    });
   });
 
   it('recovered every slot: each worker that did not fail reported its call’s end, and none is held at the end but a failed worker’s', () => {
     expect(result.callsInFlight).toMatchObject({ unreportedDispatches: 0, slotsLeaked: 0, everySlotRecovered: true });
     // Each killed worker's event, a batch's jobs all, could not report.
-    expect(result.callsInFlight?.dispatchesOfFailedWorkers).toBeGreaterThanOrEqual(result.faults['worker:killed-mid-call'] ?? 0);
+    expect(result.callsInFlight?.dispatchesOfFailedWorkers).toBeGreaterThanOrEqual(
+      result.faults['worker:killed-mid-call'] ?? 0,
+    );
   });
 
   it('lost nothing, exceeded no quota, kept FIFO order, and called a job twice only after its worker was killed mid-call', () => {
-    expect(result).toMatchObject({ lost: 0, quotaViolations: 0, fifoOrderViolations: 0, orchestratorCrashes: 0, deadLetteredWithoutReason: 0, crashErrors: [] });
+    expect(result).toMatchObject({
+      lost: 0,
+      quotaViolations: 0,
+      fifoOrderViolations: 0,
+      orchestratorCrashes: 0,
+      deadLetteredWithoutReason: 0,
+      crashErrors: [],
+    });
     expect(result.duplicateApiCalls).toBe(result.duplicatesAfterCrashBeforeRecord);
     expect(result.deadLetteredWithReason).toBe(5 + result.healthyDeadLettered);
   });

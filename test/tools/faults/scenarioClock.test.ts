@@ -7,7 +7,16 @@ const WALL_START = Date.UTC(2026, 10, 25, 18, 3, 50, 250);
 
 /** The local date and time of `at` in `timeZone`, `YYYY-MM-DD HH:MM:SS.mmm`. */
 function local(at: number, timeZone: string): string {
-  const text = new Intl.DateTimeFormat('sv-SE', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' }).format(at);
+  const text = new Intl.DateTimeFormat('sv-SE', {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  }).format(at);
   return `${text}.${String(at % 1000).padStart(3, '0')}`;
 }
 
@@ -33,7 +42,10 @@ describe('ScenarioClock', () => {
 
   it('leaps forward at each leap’s wall instant, and midnight counts the leaps', async () => {
     const wall = new FakeClock(WALL_START);
-    const clock = new ScenarioClock({ timeZone: 'UTC', midnightAfterMs: 2 * HOUR_MS + 42_000, leaps: [{ atMs: 20_000, byMs: 2 * HOUR_MS }] }, wall);
+    const clock = new ScenarioClock(
+      { timeZone: 'UTC', midnightAfterMs: 2 * HOUR_MS + 42_000, leaps: [{ atMs: 20_000, byMs: 2 * HOUR_MS }] },
+      wall,
+    );
     const start = clock.now();
     await wall.advance(19_999);
     expect(clock.now() - start).toBe(19_999);
@@ -56,7 +68,11 @@ describe('ScenarioClock', () => {
   });
 
   it('refuses a midnight that is not within a day of the start', () => {
-    expect(() => new ScenarioClock({ timeZone: 'UTC', midnightAfterMs: 24 * HOUR_MS }, new FakeClock(WALL_START))).toThrow(/midnightAfterMs must be within a day/);
-    expect(() => new ScenarioClock({ timeZone: 'UTC', midnightAfterMs: 0 }, new FakeClock(WALL_START))).toThrow(/midnightAfterMs must be within a day/);
+    expect(
+      () => new ScenarioClock({ timeZone: 'UTC', midnightAfterMs: 24 * HOUR_MS }, new FakeClock(WALL_START)),
+    ).toThrow(/midnightAfterMs must be within a day/);
+    expect(() => new ScenarioClock({ timeZone: 'UTC', midnightAfterMs: 0 }, new FakeClock(WALL_START))).toThrow(
+      /midnightAfterMs must be within a day/,
+    );
   });
 });

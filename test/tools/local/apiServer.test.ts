@@ -19,8 +19,15 @@ async function serve(api: ApiCaller): Promise<ApiServer> {
 }
 
 /** The simulated API on the frozen clock, told of no request's wait for its body (the frozen clock would date it before 0). */
-function virtualApi(options: { tiers?: readonly Tier[]; outages?: { startMs: number; endMs: number }[] } = {}): ApiCaller {
-  const api = new VirtualApi({ clock: frozenClock, tiers: options.tiers ?? [ONE_PER_SECOND], latencyMs: 0, outages: options.outages });
+function virtualApi(
+  options: { tiers?: readonly Tier[]; outages?: { startMs: number; endMs: number }[] } = {},
+): ApiCaller {
+  const api = new VirtualApi({
+    clock: frozenClock,
+    tiers: options.tiers ?? [ONE_PER_SECOND],
+    latencyMs: 0,
+    outages: options.outages,
+  });
   return { call: (body, { idempotencyKey }) => api.call(body, { idempotencyKey }), probe: () => api.probe() };
 }
 
@@ -66,13 +73,25 @@ describe('startApiServer', () => {
     });
 
     it("sends an LLM's answer as its body, with its usage", async () => {
-      const llm = new VirtualApi({ clock: frozenClock, tiers: [], latencyMs: 0, llm: { outputShareMin: 0.5, outputShareMax: 0.5, msPerOutputToken: 0 } });
-      const server = await serve({ call: (body, { idempotencyKey }) => llm.call(body, { idempotencyKey }), probe: () => llm.probe() });
+      const llm = new VirtualApi({
+        clock: frozenClock,
+        tiers: [],
+        latencyMs: 0,
+        llm: { outputShareMin: 0.5, outputShareMax: 0.5, msPerOutputToken: 0 },
+      });
+      const server = await serve({
+        call: (body, { idempotencyKey }) => llm.call(body, { idempotencyKey }),
+        probe: () => llm.probe(),
+      });
       const response = await post(server, JSON.stringify({ id: 'a', prompt_tokens: 812, max_tokens: 100 }));
       expect(response.status).toBe(200);
       expect(response.headers.get('content-type')).toBe('application/json');
       expect(response.headers.get('x-actual-cost')).toBeNull();
-      expect(await response.json()).toMatchObject({ id: 'msg-a', type: 'message', usage: { input_tokens: 812, output_tokens: 50 } });
+      expect(await response.json()).toMatchObject({
+        id: 'msg-a',
+        type: 'message',
+        usage: { input_tokens: 812, output_tokens: 50 },
+      });
     });
 
     it('answers a tier overflow 429 with retry-after and no x-actual-cost', async () => {
@@ -110,7 +129,11 @@ describe('startApiServer', () => {
       const { api, calls } = fakeApi({ kind: 'response', status: 200, headers: {} });
       const server = await serve(api);
       await post(server, JSON.stringify({ id: 'a' }), { [SENT_AT_HEADER]: String(Date.now() - 5_000) });
-      await stampSentAt()(server.apiUrl, { method: 'POST', body: JSON.stringify({ id: 'b' }), headers: { 'idempotency-key': 'key-b' } });
+      await stampSentAt()(server.apiUrl, {
+        method: 'POST',
+        body: JSON.stringify({ id: 'b' }),
+        headers: { 'idempotency-key': 'key-b' },
+      });
 
       expect(calls[0]?.waitedMs).toBeGreaterThanOrEqual(5_000);
       expect(calls[1]).toMatchObject({ body: '{"id":"b"}', idempotencyKey: 'key-b' });

@@ -1,6 +1,11 @@
 import { InvokeCommand, LambdaClient, type InvocationType } from '@aws-sdk/client-lambda';
 import { FakeClock } from '../../../tools/memory/FakeClock';
-import type { DestinationRecord, LocalFunction, LocalLambdaContext, LocalLambdaHostOptions } from '../../../tools/local/lambdaHost';
+import type {
+  DestinationRecord,
+  LocalFunction,
+  LocalLambdaContext,
+  LocalLambdaHostOptions,
+} from '../../../tools/local/lambdaHost';
 import { LocalLambdaHost } from '../../../tools/local/lambdaHost';
 import { seededRandom } from '../../../tools/simulation/random';
 import { DEFAULT_DUPLICATES, InvokeTiming } from '../../../tools/simulation/startDelays';
@@ -62,16 +67,28 @@ const hosts: LocalLambdaHost[] = [];
 const clients: LambdaClient[] = [];
 
 /** Starts a host and returns it with a real LambdaClient on its endpoint (no SDK retries, so every 429 shows). */
-async function start(functions: LocalFunction[], options?: LocalLambdaHostOptions): Promise<{ host: LocalLambdaHost; client: LambdaClient }> {
+async function start(
+  functions: LocalFunction[],
+  options?: LocalLambdaHostOptions,
+): Promise<{ host: LocalLambdaHost; client: LambdaClient }> {
   const host = new LocalLambdaHost(functions, options);
   hosts.push(host);
   const endpoint = await host.listen();
-  const client = new LambdaClient({ endpoint, region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' }, maxAttempts: 1 });
+  const client = new LambdaClient({
+    endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+    maxAttempts: 1,
+  });
   clients.push(client);
   return { host, client };
 }
 
-function invoke(client: LambdaClient, payload: unknown, options: { name?: string; type?: InvocationType; qualifier?: string } = {}) {
+function invoke(
+  client: LambdaClient,
+  payload: unknown,
+  options: { name?: string; type?: InvocationType; qualifier?: string } = {},
+) {
   return client.send(
     new InvokeCommand({
       FunctionName: options.name ?? 'worker',
@@ -95,7 +112,9 @@ describe('LocalLambdaHost', () => {
   describe('constructor', () => {
     it('refuses two functions of one name', () => {
       const handler = async () => undefined;
-      expect(thrown(RangeError, () => new LocalLambdaHost([fn({ handler }), fn({ handler })])).message).toMatch(/'worker'/);
+      expect(thrown(RangeError, () => new LocalLambdaHost([fn({ handler }), fn({ handler })])).message).toMatch(
+        /'worker'/,
+      );
     });
   });
 
@@ -119,7 +138,12 @@ describe('LocalLambdaHost', () => {
 
       call.result.resolve('succeeded');
       await flush();
-      expect(host.stats('worker')).toMatchObject({ invocations: 1, errors: 0, running: 0, results: new Map([['succeeded', 1]]) });
+      expect(host.stats('worker')).toMatchObject({
+        invocations: 1,
+        errors: 0,
+        running: 0,
+        results: new Map([['succeeded', 1]]),
+      });
       expect(host.idle()).toBe(true);
     });
 
@@ -130,7 +154,13 @@ describe('LocalLambdaHost', () => {
       await invoke(client, { kind: 'batch', jobs: [] });
       (await worker.nextCall()).result.resolve(['succeeded', 'too-late', 'succeeded']);
       await flush();
-      expect(host.stats('worker')).toMatchObject({ invocations: 1, results: new Map([['succeeded', 2], ['too-late', 1]]) });
+      expect(host.stats('worker')).toMatchObject({
+        invocations: 1,
+        results: new Map([
+          ['succeeded', 2],
+          ['too-late', 1],
+        ]),
+      });
     });
 
     it.each([
@@ -153,7 +183,10 @@ describe('LocalLambdaHost', () => {
         throw new TypeError('bad event');
       };
       const failed = deferred<DestinationRecord>();
-      const { host, client } = await start([fn({ handler, maximumRetryAttempts: 2, onFailure: async (record) => failed.resolve(record) })], { retryDelayMs: 0 });
+      const { host, client } = await start(
+        [fn({ handler, maximumRetryAttempts: 2, onFailure: async (record) => failed.resolve(record) })],
+        { retryDelayMs: 0 },
+      );
 
       const response = await invoke(client, { id: 'a' });
       const record = await failed.promise;
@@ -192,7 +225,14 @@ describe('LocalLambdaHost', () => {
       const worker = scripted();
       const failed = deferred<DestinationRecord>();
       const { host, client } = await start(
-        [fn({ handler: worker.handler, timeoutMs: 3_000, reservedConcurrency: 1, onFailure: async (record) => failed.resolve(record) })],
+        [
+          fn({
+            handler: worker.handler,
+            timeoutMs: 3_000,
+            reservedConcurrency: 1,
+            onFailure: async (record) => failed.resolve(record),
+          }),
+        ],
         { clock },
       );
       await invoke(client, { id: 'a' });
@@ -202,7 +242,10 @@ describe('LocalLambdaHost', () => {
       expect(host.stats('worker').running).toBe(1);
       await clock.advance(1);
       const record = await failed.promise;
-      expect(record.responsePayload).toEqual({ errorMessage: expect.stringMatching(/Task timed out after 3\.00 seconds$/), errorType: 'Sandbox.Timedout' });
+      expect(record.responsePayload).toEqual({
+        errorMessage: expect.stringMatching(/Task timed out after 3\.00 seconds$/),
+        errorType: 'Sandbox.Timedout',
+      });
       expect(record.timestamp).toBe('1970-01-01T00:00:03.000Z');
       expect(host.stats('worker')).toMatchObject({ errors: 1, running: 0 });
 
@@ -215,7 +258,10 @@ describe('LocalLambdaHost', () => {
     it('holds a retry until a concurrency slot is free, then runs it with the same request id', async () => {
       const clock = new FakeClock();
       const worker = scripted();
-      const { host, client } = await start([fn({ handler: worker.handler, reservedConcurrency: 1, maximumRetryAttempts: 1 })], { clock, retryDelayMs: 1_000 });
+      const { host, client } = await start(
+        [fn({ handler: worker.handler, reservedConcurrency: 1, maximumRetryAttempts: 1 })],
+        { clock, retryDelayMs: 1_000 },
+      );
 
       await invoke(client, { id: 'a' });
       const firstA = await worker.nextCall();
@@ -235,7 +281,13 @@ describe('LocalLambdaHost', () => {
       expect(retryA.context.awsRequestId).toBe(firstA.context.awsRequestId);
       retryA.result.resolve('succeeded');
       await flush();
-      expect(host.stats('worker')).toMatchObject({ invocations: 3, errors: 1, retries: 1, throttled: 0, results: new Map([['succeeded', 2]]) });
+      expect(host.stats('worker')).toMatchObject({
+        invocations: 3,
+        errors: 1,
+        retries: 1,
+        throttled: 0,
+        results: new Map([['succeeded', 2]]),
+      });
       expect(host.idle()).toBe(true);
     });
   });
@@ -244,7 +296,18 @@ describe('LocalLambdaHost', () => {
     /** Every event starts 500 ms late and comes again, while the first runs (`whileRunningShare` 1) or 1 s after it ended (0). */
     const twice = (whileRunningShare: number) =>
       new InvokeTiming(
-        { start: { kind: 'fixed', ms: 500 }, duplicates: { ...DEFAULT_DUPLICATES, share: 1, whileRunningShare, whileRunningMinMs: 100, whileRunningMaxMs: 100, afterEndMinMs: 1_000, afterEndMaxMs: 1_000 } },
+        {
+          start: { kind: 'fixed', ms: 500 },
+          duplicates: {
+            ...DEFAULT_DUPLICATES,
+            share: 1,
+            whileRunningShare,
+            whileRunningMinMs: 100,
+            whileRunningMaxMs: 100,
+            afterEndMinMs: 1_000,
+            afterEndMaxMs: 1_000,
+          },
+        },
         seededRandom(1),
       );
 
@@ -281,7 +344,11 @@ describe('LocalLambdaHost', () => {
       await clock.advance(1_000);
       (await worker.nextCall()).result.resolve('succeeded');
       await flush();
-      expect(host.stats('worker')).toMatchObject({ invocations: 2, duplicateDeliveries: 1, results: new Map([['succeeded', 2]]) });
+      expect(host.stats('worker')).toMatchObject({
+        invocations: 2,
+        duplicateDeliveries: 1,
+        results: new Map([['succeeded', 2]]),
+      });
       expect(host.idle()).toBe(true);
     });
   });
@@ -347,7 +414,10 @@ describe('LocalLambdaHost', () => {
     it('throttles beyond accountConcurrency across functions', async () => {
       const worker = scripted();
       const other = scripted();
-      const { host, client } = await start([fn({ handler: worker.handler }), fn({ name: 'other', handler: other.handler })], { accountConcurrency: 1 });
+      const { host, client } = await start(
+        [fn({ handler: worker.handler }), fn({ name: 'other', handler: other.handler })],
+        { accountConcurrency: 1 },
+      );
       await invoke(client, {});
       await worker.nextCall();
       const error = await invoke(client, {}, { name: 'other', type: 'RequestResponse' }).catch((e: unknown) => e);
@@ -360,7 +430,9 @@ describe('LocalLambdaHost', () => {
   describe('errors', () => {
     it('answers an unknown function with ResourceNotFoundException', async () => {
       const { client } = await start([fn({ handler: async () => undefined })]);
-      const error = await invoke(client, {}, { name: 'arn:aws:lambda:us-east-1:000000000000:function:nope' }).catch((e: unknown) => e);
+      const error = await invoke(client, {}, { name: 'arn:aws:lambda:us-east-1:000000000000:function:nope' }).catch(
+        (e: unknown) => e,
+      );
       expect(error).toMatchObject({ name: 'ResourceNotFoundException', $metadata: { httpStatusCode: 404 } });
       expect((error as Error).message).toMatch(/Function not found/);
     });
@@ -368,7 +440,9 @@ describe('LocalLambdaHost', () => {
     it('answers a payload that is not JSON with InvalidRequestContentException and runs nothing', async () => {
       const worker = scripted();
       const { client } = await start([fn({ handler: worker.handler })]);
-      const error = await client.send(new InvokeCommand({ FunctionName: 'worker', InvocationType: 'Event', Payload: Buffer.from('{') })).catch((e: unknown) => e);
+      const error = await client
+        .send(new InvokeCommand({ FunctionName: 'worker', InvocationType: 'Event', Payload: Buffer.from('{') }))
+        .catch((e: unknown) => e);
       expect(error).toMatchObject({ name: 'InvalidRequestContentException', $metadata: { httpStatusCode: 400 } });
       expect(worker.calls).toBe(0);
     });

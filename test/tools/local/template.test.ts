@@ -26,9 +26,26 @@ const TEMPLATE: Template = {
 function stack(): LocalStack {
   const s = new LocalStack(TEMPLATE);
   s.define('StateTable', { ref: 'qo-dev-state', attributes: { Arn: TABLE_ARN } });
-  s.define('MainQueue', { ref: 'http://127.0.0.1:4566/000000000000/qo-dev-main', attributes: { Arn: QUEUE_ARN, QueueName: 'qo-dev-main', QueueUrl: 'http://127.0.0.1:4566/000000000000/qo-dev-main' } });
-  s.define('MainDlq', { ref: 'http://127.0.0.1:4566/000000000000/qo-dev-main-dlq', attributes: { Arn: DLQ_ARN, QueueName: 'qo-dev-main-dlq', QueueUrl: 'http://127.0.0.1:4566/000000000000/qo-dev-main-dlq' } });
-  s.define('WorkerLambdaFunction', { ref: 'qo-dev-worker', attributes: { Arn: 'arn:aws:lambda:us-east-1:000000000000:function:qo-dev-worker' } });
+  s.define('MainQueue', {
+    ref: 'http://127.0.0.1:4566/000000000000/qo-dev-main',
+    attributes: {
+      Arn: QUEUE_ARN,
+      QueueName: 'qo-dev-main',
+      QueueUrl: 'http://127.0.0.1:4566/000000000000/qo-dev-main',
+    },
+  });
+  s.define('MainDlq', {
+    ref: 'http://127.0.0.1:4566/000000000000/qo-dev-main-dlq',
+    attributes: {
+      Arn: DLQ_ARN,
+      QueueName: 'qo-dev-main-dlq',
+      QueueUrl: 'http://127.0.0.1:4566/000000000000/qo-dev-main-dlq',
+    },
+  });
+  s.define('WorkerLambdaFunction', {
+    ref: 'qo-dev-worker',
+    attributes: { Arn: 'arn:aws:lambda:us-east-1:000000000000:function:qo-dev-worker' },
+  });
   return s;
 }
 
@@ -69,7 +86,18 @@ describe('LocalStack', () => {
     });
 
     it('resolves Fn::Join, resolving its parts first', () => {
-      const joined = stack().resolve({ 'Fn::Join': [':', ['arn', { Ref: 'AWS::Partition' }, 'sqs', { Ref: 'AWS::Region' }, { 'Fn::GetAtt': ['MainQueue', 'QueueName'] }]] });
+      const joined = stack().resolve({
+        'Fn::Join': [
+          ':',
+          [
+            'arn',
+            { Ref: 'AWS::Partition' },
+            'sqs',
+            { Ref: 'AWS::Region' },
+            { 'Fn::GetAtt': ['MainQueue', 'QueueName'] },
+          ],
+        ],
+      });
 
       expect(joined).toBe('arn:aws:sqs:us-east-1:qo-dev-main');
     });
@@ -77,13 +105,17 @@ describe('LocalStack', () => {
     it('substitutes ${X} with a Ref and ${X.Attr} with a Fn::GetAtt in Fn::Sub', () => {
       const s = stack();
 
-      expect(s.resolve({ 'Fn::Sub': 'table ${StateTable} in ${AWS::Region}, queue ${MainQueue.Arn}' })).toBe(`table qo-dev-state in us-east-1, queue ${QUEUE_ARN}`);
+      expect(s.resolve({ 'Fn::Sub': 'table ${StateTable} in ${AWS::Region}, queue ${MainQueue.Arn}' })).toBe(
+        `table qo-dev-state in us-east-1, queue ${QUEUE_ARN}`,
+      );
       expect(s.resolve({ 'Fn::Sub': ['${MainDlq.Arn}/*', {}] })).toBe(`${DLQ_ARN}/*`);
     });
 
     it('resolves intrinsics nested in objects and arrays', () => {
       const resolved = stack().resolve({
-        Statement: [{ Effect: 'Allow', Resource: [{ 'Fn::GetAtt': ['MainQueue', 'Arn'] }, { 'Fn::GetAtt': ['MainDlq', 'Arn'] }] }],
+        Statement: [
+          { Effect: 'Allow', Resource: [{ 'Fn::GetAtt': ['MainQueue', 'Arn'] }, { 'Fn::GetAtt': ['MainDlq', 'Arn'] }] },
+        ],
         RedrivePolicy: { deadLetterTargetArn: { 'Fn::GetAtt': ['MainDlq', 'Arn'] }, maxReceiveCount: 5 },
         Tags: [{ Key: 'table', Value: { Ref: 'StateTable' } }],
       });
@@ -97,18 +129,30 @@ describe('LocalStack', () => {
 
     it('refuses an intrinsic it does not know, naming it', () => {
       expect(() => stack().resolve({ 'Fn::If': ['IsProd', 'a', 'b'] })).toThrow('the local run cannot resolve Fn::If');
-      expect(() => stack().resolve({ Nested: { 'Fn::ImportValue': 'shared-vpc' } })).toThrow('the local run cannot resolve Fn::ImportValue');
+      expect(() => stack().resolve({ Nested: { 'Fn::ImportValue': 'shared-vpc' } })).toThrow(
+        'the local run cannot resolve Fn::ImportValue',
+      );
     });
 
     it('refuses a Ref to a resource it has not created, naming the resource', () => {
-      expect(() => stack().resolve({ Ref: 'ServerlessDeploymentBucket' })).toThrow("the local run has no resource 'ServerlessDeploymentBucket' to resolve");
-      expect(() => stack().resolve({ 'Fn::Sub': '${Missing}-x' })).toThrow("the local run has no resource 'Missing' to resolve");
+      expect(() => stack().resolve({ Ref: 'ServerlessDeploymentBucket' })).toThrow(
+        "the local run has no resource 'ServerlessDeploymentBucket' to resolve",
+      );
+      expect(() => stack().resolve({ 'Fn::Sub': '${Missing}-x' })).toThrow(
+        "the local run has no resource 'Missing' to resolve",
+      );
     });
 
     it('refuses a Fn::GetAtt of an unknown resource or attribute, naming both', () => {
-      expect(() => stack().resolve({ 'Fn::GetAtt': ['WorkerRole', 'Arn'] })).toThrow('the local run cannot resolve Fn::GetAtt WorkerRole.Arn');
-      expect(() => stack().resolve({ 'Fn::GetAtt': 'StateTable.StreamArn' })).toThrow('the local run cannot resolve Fn::GetAtt StateTable.StreamArn');
-      expect(() => stack().resolve({ 'Fn::Sub': '${MainQueue.Missing}' })).toThrow('the local run cannot resolve Fn::GetAtt MainQueue.Missing');
+      expect(() => stack().resolve({ 'Fn::GetAtt': ['WorkerRole', 'Arn'] })).toThrow(
+        'the local run cannot resolve Fn::GetAtt WorkerRole.Arn',
+      );
+      expect(() => stack().resolve({ 'Fn::GetAtt': 'StateTable.StreamArn' })).toThrow(
+        'the local run cannot resolve Fn::GetAtt StateTable.StreamArn',
+      );
+      expect(() => stack().resolve({ 'Fn::Sub': '${MainQueue.Missing}' })).toThrow(
+        'the local run cannot resolve Fn::GetAtt MainQueue.Missing',
+      );
     });
   });
 
@@ -122,7 +166,9 @@ describe('LocalStack', () => {
 
       expect(s.properties('WorkerLambdaFunction', ['FunctionName', 'Environment', 'Timeout'])).toEqual({
         FunctionName: 'qo-dev-worker',
-        Environment: { Variables: { TABLE_NAME: 'qo-dev-state', MAIN_QUEUE_URL: 'http://127.0.0.1:4566/000000000000/qo-dev-main' } },
+        Environment: {
+          Variables: { TABLE_NAME: 'qo-dev-state', MAIN_QUEUE_URL: 'http://127.0.0.1:4566/000000000000/qo-dev-main' },
+        },
         Timeout: 30,
       });
       expect(() => s.properties('WorkerLambdaFunction')).toThrow(/ServerlessDeploymentBucket|WorkerRole/);
@@ -139,7 +185,9 @@ describe('LocalStack', () => {
     });
 
     it('refuses an ARN of no queue of the stack, including a resource that is not a queue', () => {
-      expect(() => stack().queueUrlOfArn('arn:aws:sqs:us-east-1:000000000000:other')).toThrow('the local run has no queue with ARN arn:aws:sqs:us-east-1:000000000000:other');
+      expect(() => stack().queueUrlOfArn('arn:aws:sqs:us-east-1:000000000000:other')).toThrow(
+        'the local run has no queue with ARN arn:aws:sqs:us-east-1:000000000000:other',
+      );
       expect(() => stack().queueUrlOfArn(TABLE_ARN)).toThrow(`the local run has no queue with ARN ${TABLE_ARN}`);
     });
   });

@@ -7,7 +7,15 @@ import { DEFAULT_DUPLICATES, InvokeTiming } from '../../../tools/simulation/star
 
 /** Every event starts `ms` after its invoke and is delivered twice, the second copy as `whileRunningShare` says. */
 function twice(ms: number, whileRunningShare: number): InvokeTiming {
-  const duplicates = { ...DEFAULT_DUPLICATES, share: 1, whileRunningShare, whileRunningMinMs: 50, whileRunningMaxMs: 50, afterEndMinMs: 1_000, afterEndMaxMs: 1_000 };
+  const duplicates = {
+    ...DEFAULT_DUPLICATES,
+    share: 1,
+    whileRunningShare,
+    whileRunningMinMs: 50,
+    whileRunningMaxMs: 50,
+    afterEndMinMs: 1_000,
+    afterEndMaxMs: 1_000,
+  };
   return new InvokeTiming({ start: { kind: 'fixed', ms }, duplicates }, seededRandom(1));
 }
 
@@ -137,7 +145,10 @@ describe('MemoryInvoker', () => {
       const invoker = new MemoryInvoker({ clock, handler, timing: twice(100, 1) });
       await invoker.invoke(check('c1'));
       await clock.advance(150);
-      expect(started).toEqual([['c1', 100], ['c1', 150]]);
+      expect(started).toEqual([
+        ['c1', 100],
+        ['c1', 150],
+      ]);
       expect(finished).toEqual([]);
       expect(invoker.duplicateDeliveries).toBe(1);
       await clock.advance(300);
@@ -153,7 +164,10 @@ describe('MemoryInvoker', () => {
       expect(started).toEqual([['c1', 100]]);
       expect(invoker.idle()).toBe(false);
       await clock.advance(1_000);
-      expect(started).toEqual([['c1', 100], ['c1', 1_400]]);
+      expect(started).toEqual([
+        ['c1', 100],
+        ['c1', 1_400],
+      ]);
       await clock.advance(300);
       expect(invoker.idle()).toBe(true);
       expect(invoker.invocations).toBe(1);

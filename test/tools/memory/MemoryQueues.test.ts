@@ -34,7 +34,11 @@ describe('MemoryQueues', () => {
   describe('send', () => {
     it('stores the body, attributes and group, visible at once', async () => {
       const { queues } = setup();
-      await queues.send('fifo', { body: '{"n":1}', attributes: { cost: { dataType: 'Number', value: '3' } }, groupId: 'g' });
+      await queues.send('fifo', {
+        body: '{"n":1}',
+        attributes: { cost: { dataType: 'Number', value: '3' } },
+        groupId: 'g',
+      });
       expect(queues.messages('fifo')).toEqual([
         {
           messageId: 'm-1',
@@ -418,14 +422,18 @@ describe('MemoryQueues', () => {
   describe('sendBatch', () => {
     it('stores what it can and returns the rest with why, as one request', async () => {
       const { queues } = setup();
-      await expect(queues.sendBatch('requeue', [{ body: 'a' }, { body: '' }, { body: 'c', delayMs: 1_000 }])).resolves.toEqual([{ index: 1, reason: expect.stringContaining('body size in bytes') }]);
+      await expect(
+        queues.sendBatch('requeue', [{ body: 'a' }, { body: '' }, { body: 'c', delayMs: 1_000 }]),
+      ).resolves.toEqual([{ index: 1, reason: expect.stringContaining('body size in bytes') }]);
       expect(queues.depth('requeue')).toBe(2);
       expect(queues.stats).toMatchObject({ send: 0, sendBatch: 1 });
     });
 
     it('refuses, before storing any, a message no request could carry', async () => {
       const { queues } = setup();
-      await expect(queues.sendBatch('fifo', [{ body: 'a', groupId: 'g' }, { body: 'b' }])).rejects.toThrow("send to FIFO queue 'fifo' needs a groupId");
+      await expect(queues.sendBatch('fifo', [{ body: 'a', groupId: 'g' }, { body: 'b' }])).rejects.toThrow(
+        "send to FIFO queue 'fifo' needs a groupId",
+      );
       expect(queues.depth('fifo')).toBe(0);
     });
   });
@@ -442,7 +450,15 @@ describe('MemoryQueues', () => {
       await queues.delete('main', 'r-999');
       await queues.messageCount('main');
       await queues.deleteBatch('main', ['r-998', 'r-999']);
-      expect(queues.stats).toEqual({ receive: 2, send: 1, sendBatch: 0, delete: 1, deleteBatch: 1, changeVisibility: 1, messageCount: 1 });
+      expect(queues.stats).toEqual({
+        receive: 2,
+        send: 1,
+        sendBatch: 0,
+        delete: 1,
+        deleteBatch: 1,
+        changeVisibility: 1,
+        messageCount: 1,
+      });
     });
   });
 });

@@ -14,10 +14,25 @@ function status(overrides: Partial<OpsStatus> = {}): OpsStatus {
     circuit: { status: 'closed', recentTransitions: [] },
     tiers: [
       { tier: '10/second', per: 'second', unit: 'requests', limit: 10, used: 3, remaining: 7 },
-      { tier: '20000/day', per: 'day', unit: 'requests', limit: 20_000, used: 1_500, remaining: 18_500, resetsAt: Date.UTC(2026, 10, 27) },
+      {
+        tier: '20000/day',
+        per: 'day',
+        unit: 'requests',
+        limit: 20_000,
+        used: 1_500,
+        remaining: 18_500,
+        resetsAt: Date.UTC(2026, 10, 27),
+      },
     ],
     lease: { owner: 'orchestrator-1', expiresAt: AT + 25_000, fencingToken: 12, expired: false },
-    queues: { main: { visible: 12, inFlight: 3, delayed: 0 }, fifo: EMPTY, requeue: { visible: 0, inFlight: 0, delayed: 2 }, 'main-dlq': { visible: 1, inFlight: 0, delayed: 0 }, 'fifo-dlq': EMPTY, 'requeue-dlq': EMPTY },
+    queues: {
+      main: { visible: 12, inFlight: 3, delayed: 0 },
+      fifo: EMPTY,
+      requeue: { visible: 0, inFlight: 0, delayed: 2 },
+      'main-dlq': { visible: 1, inFlight: 0, delayed: 0 },
+      'fifo-dlq': EMPTY,
+      'requeue-dlq': EMPTY,
+    },
     ...overrides,
   };
 }
@@ -67,17 +82,31 @@ describe('formatStatus', () => {
     );
 
     expect(text).toContain('Paused:   yes, by alice@ops since 2026-11-26T09:30:00Z (10 min ago)');
-    expect(text).toContain('Circuit:  open; forced open by an operator: no health check until an operator closes it; since 2026-11-26T09:39:00Z (60 s ago); reason: opened by operator (bob)');
-    expect(text).toContain('  recent transitions (oldest first):\n    2026-11-26T09:39:00Z  closed → open  opened by operator (bob)');
+    expect(text).toContain(
+      'Circuit:  open; forced open by an operator: no health check until an operator closes it; since 2026-11-26T09:39:00Z (60 s ago); reason: opened by operator (bob)',
+    );
+    expect(text).toContain(
+      '  recent transitions (oldest first):\n    2026-11-26T09:39:00Z  closed → open  opened by operator (bob)',
+    );
     expect(text).toContain('Lease:    free (no orchestrator run holds it)');
   });
 });
 
 describe('formatControl', () => {
   it("prints the service's message and the lane's state after it", () => {
-    const result: LaneControlResult = { lane: 'default', action: 'pause', at: AT, changed: true, message: "lane 'default' paused by alice", paused: { by: 'alice', since: AT }, circuit: { status: 'closed', recentTransitions: [] } };
+    const result: LaneControlResult = {
+      lane: 'default',
+      action: 'pause',
+      at: AT,
+      changed: true,
+      message: "lane 'default' paused by alice",
+      paused: { by: 'alice', since: AT },
+      circuit: { status: 'closed', recentTransitions: [] },
+    };
 
-    expect(formatControl(result)).toBe("lane 'default' paused by alice\n(circuit closed, paused by alice since 2026-11-26T09:40:00Z)");
+    expect(formatControl(result)).toBe(
+      "lane 'default' paused by alice\n(circuit closed, paused by alice since 2026-11-26T09:40:00Z)",
+    );
   });
 });
 
@@ -90,7 +119,12 @@ describe('formatRedrive', () => {
     ]);
 
     expect(text).toBe(
-      ['  message id  from → to        outcome   idempotency key', '  m1          main-dlq → main  redriven  k1 (reopened)', '  m2          main-dlq → main  failed    (new: the message id)  Error: SQS is down', '1 of 2 sent back to their source queues'].join('\n'),
+      [
+        '  message id  from → to        outcome   idempotency key',
+        '  m1          main-dlq → main  redriven  k1 (reopened)',
+        '  m2          main-dlq → main  failed    (new: the message id)  Error: SQS is down',
+        '1 of 2 sent back to their source queues',
+      ].join('\n'),
     );
   });
 
@@ -105,6 +139,11 @@ describe('ago, isoSecond and table', () => {
     expect(ago(AT + 3 * 3_600_000, AT)).toBe('in 3 h');
     expect(ago(AT - 3 * 86_400_000, AT)).toBe('3 d ago');
     expect(isoSecond(AT + 999)).toBe('2026-11-26T09:40:00Z');
-    expect(table([['a', '1'], ['bbb', '22']])).toBe('  a     1\n  bbb  22');
+    expect(
+      table([
+        ['a', '1'],
+        ['bbb', '22'],
+      ]),
+    ).toBe('  a     1\n  bbb  22');
   });
 });

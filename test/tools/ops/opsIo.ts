@@ -26,6 +26,8 @@ export function jsonOf<T>(run: OpsRun): T {
   try {
     return JSON.parse(run.stdout) as T;
   } catch {
-    throw new Error(`expected one JSON document on stdout (exit ${run.code}); stdout: ${run.stdout}\nstderr: ${run.stderr}`);
+    throw new Error(
+      `expected one JSON document on stdout (exit ${run.code}); stdout: ${run.stdout}\nstderr: ${run.stderr}`,
+    );
   }
 }

@@ -31,34 +31,73 @@ describe('redrive', () => {
   afterEach(() => sqs.destroy());
 
   /** Sends a job to `queue`, receives it and dead-letters it as a worker does, at `attempt`, with its key's record `dead-lettered`. */
-  async function deadLettered(queue: SourceQueue, body: string, attributes: Record<string, MessageAttribute>, attempt: number, groupId?: string): Promise<void> {
+  async function deadLettered(
+    queue: SourceQueue,
+    body: string,
+    attributes: Record<string, MessageAttribute>,
+    attempt: number,
+    groupId?: string,
+  ): Promise<void> {
     await queues.send(queue, { body, attributes, ...(groupId === undefined ? {} : { groupId }) });
     const [message] = await queues.receive(queue, { max: 1, visibilityMs: 30_000, waitMs: 1_000 });
     if (message === undefined) throw new Error(`the job sent to ${queue} was not received`);
     const key = attributes[ATTRIBUTES.idempotencyKey]?.value;
-    if (key !== undefined) await idempotency.putIdempotency(key, { status: 'dead-lettered', dispatchId: 'dispatch-1', at: clock.now(), expiresAt: clock.now() + TTL_MS });
+    if (key !== undefined)
+      await idempotency.putIdempotency(key, {
+        status: 'dead-lettered',
+        dispatchId: 'dispatch-1',
+        at: clock.now(),
+        expiresAt: clock.now() + TTL_MS,
+      });
     await deadLetter(queues, { ...message, queue }, 'HTTP 400 Bad Request', attempt);
   }
 
-  const receiveOne = async (queue: QueueName) => (await queues.receive(queue, { max: 10, visibilityMs: 30_000, waitMs: 1_000 }))[0];
+  const receiveOne = async (queue: QueueName) =>
+    (await queues.receive(queue, { max: 10, visibilityMs: 30_000, waitMs: 1_000 }))[0];
 
   it('sends a dead letter back to its source queue without its attempt and dead-letter attributes, then deletes it', async () => {
     const key = { dataType: 'String', value: 'order-42' };
-    await deadLettered('requeue', '{"id":"order-42"}', { [ATTRIBUTES.cost]: { dataType: 'Number', value: '3' }, [ATTRIBUTES.idempotencyKey]: key, [ATTRIBUTES.attempt]: { dataType: 'Number', value: '5' } }, 5);
+    await deadLettered(
+      'requeue',
+      '{"id":"order-42"}',
+      {
+        [ATTRIBUTES.cost]: { dataType: 'Number', value: '3' },
+        [ATTRIBUTES.idempotencyKey]: key,
+        [ATTRIBUTES.attempt]: { dataType: 'Number', value: '5' },
+      },
+      5,
+    );
 
     const results = await redrive(deps, { max: 10 });
 
-    expect(results).toEqual([expect.objectContaining({ from: 'requeue-dlq', to: 'requeue', idempotencyKey: 'order-42', keyWas: 'dead-lettered', outcome: 'redriven' })]);
+    expect(results).toEqual([
+      expect.objectContaining({
+        from: 'requeue-dlq',
+        to: 'requeue',
+        idempotencyKey: 'order-42',
+        keyWas: 'dead-lettered',
+        outcome: 'redriven',
+      }),
+    ]);
     const back = await receiveOne('requeue');
     expect(back?.body).toBe('{"id":"order-42"}');
-    expect(back?.attributes).toEqual({ [ATTRIBUTES.cost]: { dataType: 'Number', value: '3' }, [ATTRIBUTES.idempotencyKey]: key });
+    expect(back?.attributes).toEqual({
+      [ATTRIBUTES.cost]: { dataType: 'Number', value: '3' },
+      [ATTRIBUTES.idempotencyKey]: key,
+    });
     expect(await peekDeadLetters(deps, { max: 10 })).toEqual([]);
   });
 
   it("reopens the job's dead-lettered key, so that the redriven job's dispatch may claim it and call", async () => {
     await deadLettered('main', '{"id":"a"}', { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: 'a' } }, 1);
-    const claim = { status: 'in-progress', dispatchId: 'dispatch-after-redrive', expiresAt: clock.now() + TTL_MS } as const;
-    expect(await idempotency.putIdempotencyIfAbsent('a', claim, clock.now())).toMatchObject({ status: 'dead-lettered' });
+    const claim = {
+      status: 'in-progress',
+      dispatchId: 'dispatch-after-redrive',
+      expiresAt: clock.now() + TTL_MS,
+    } as const;
+    expect(await idempotency.putIdempotencyIfAbsent('a', claim, clock.now())).toMatchObject({
+      status: 'dead-lettered',
+    });
 
     await redrive(deps, { max: 10 });
 
@@ -66,16 +105,27 @@ describe('redrive', () => {
   });
 
   it('keeps a late delivery of the dispatch that dead-lettered the job out of the reopened key', async () => {
-    await deadLettered('main', '{"id":"late"}', { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: 'late' } }, 1);
+    await deadLettered(
+      'main',
+      '{"id":"late"}',
+      { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: 'late' } },
+      1,
+    );
 
     await redrive(deps, { max: 10 });
 
     const late = { status: 'in-progress', dispatchId: 'dispatch-1', expiresAt: clock.now() + TTL_MS } as const;
-    expect(await idempotency.putIdempotencyIfAbsent('late', late, clock.now())).toMatchObject({ status: 'failed', dispatchId: 'dispatch-1' });
+    expect(await idempotency.putIdempotencyIfAbsent('late', late, clock.now())).toMatchObject({
+      status: 'failed',
+      dispatchId: 'dispatch-1',
+    });
   });
 
   it('reports a key without a record as none, and writes none', async () => {
-    await queues.send('main-dlq', { body: '{"id":"n"}', attributes: { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: 'n' } } });
+    await queues.send('main-dlq', {
+      body: '{"id":"n"}',
+      attributes: { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: 'n' } },
+    });
 
     const [result] = await redrive(deps, { max: 10 });
 
@@ -84,16 +134,27 @@ describe('redrive', () => {
   });
 
   it('leaves the key of a job that had succeeded as it is: the service deletes the redriven copy without calling', async () => {
-    await queues.send('main', { body: '{"id":"done"}', attributes: { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: 'done' } } });
+    await queues.send('main', {
+      body: '{"id":"done"}',
+      attributes: { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: 'done' } },
+    });
     const [message] = await queues.receive('main', { max: 1, visibilityMs: 30_000, waitMs: 1_000 });
-    await idempotency.putIdempotency('done', { status: 'succeeded', dispatchId: 'd1', at: clock.now(), expiresAt: clock.now() + TTL_MS });
+    await idempotency.putIdempotency('done', {
+      status: 'succeeded',
+      dispatchId: 'd1',
+      at: clock.now(),
+      expiresAt: clock.now() + TTL_MS,
+    });
     // As SQS moves a message whose worker succeeded but could not delete it: the same message, no reason.
     await queues.send('main-dlq', { body: message?.body ?? '', attributes: message?.attributes ?? {} });
 
     const [result] = await redrive(deps, { max: 10 });
 
     expect(result).toMatchObject({ keyWas: 'succeeded', outcome: 'redriven' });
-    expect(await idempotency.getIdempotency('done', clock.now())).toMatchObject({ status: 'succeeded', dispatchId: 'd1' });
+    expect(await idempotency.getIdempotency('done', clock.now())).toMatchObject({
+      status: 'succeeded',
+      dispatchId: 'd1',
+    });
   });
 
   it('sends a FIFO dead letter back to the FIFO queue in its group', async () => {
@@ -107,7 +168,15 @@ describe('redrive', () => {
 
   it('keeps a dead letter whose send failed, visible again, and deletes nothing', async () => {
     await deadLettered('main', '{"id":"kept"}', {}, 1);
-    const failing: RedriveDeps = { ...deps, queues: { ...queues, send: () => Promise.reject(new Error('SQS is down')), delete: (q, h) => queues.delete(q, h), changeVisibility: (q, h, ms) => queues.changeVisibility(q, h, ms) } };
+    const failing: RedriveDeps = {
+      ...deps,
+      queues: {
+        ...queues,
+        send: () => Promise.reject(new Error('SQS is down')),
+        delete: (q, h) => queues.delete(q, h),
+        changeVisibility: (q, h, ms) => queues.changeVisibility(q, h, ms),
+      },
+    };
 
     const [result] = await redrive(failing, { max: 10 });
 
@@ -144,7 +213,15 @@ describe('peekDeadLetters', () => {
       const first = await peekDeadLetters({ sqs, queueUrls, queues }, { max: 10 });
       const second = await peekDeadLetters({ sqs, queueUrls, queues }, { max: 10 });
 
-      expect(first).toEqual([expect.objectContaining({ dlq: 'main-dlq', source: 'main', reason: 'HTTP 404 Not Found', attempt: 1, receiveCount: 1 })]);
+      expect(first).toEqual([
+        expect.objectContaining({
+          dlq: 'main-dlq',
+          source: 'main',
+          reason: 'HTTP 404 Not Found',
+          attempt: 1,
+          receiveCount: 1,
+        }),
+      ]);
       expect(second).toEqual([expect.objectContaining({ messageId: first[0]?.messageId, receiveCount: 2 })]);
     } finally {
       sqs.destroy();

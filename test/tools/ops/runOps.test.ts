@@ -34,7 +34,11 @@ function stackFile(queueUrls: Readonly<Record<QueueName, string>>, lane = 'defau
 
 describe('normalizeArgv', () => {
   it('gives a bare --local before a command the default file, so the command is not read as the file', () => {
-    expect(normalizeArgv(['--local', 'status', '--json'])).toEqual(['--local=out/local-stack.json', 'status', '--json']);
+    expect(normalizeArgv(['--local', 'status', '--json'])).toEqual([
+      '--local=out/local-stack.json',
+      'status',
+      '--json',
+    ]);
   });
 
   it('leaves --local FILE and a --local after the command as they are', () => {
@@ -49,7 +53,9 @@ describe('runOps', () => {
       const run = await ops(['status']);
 
       expect(run.code).toBe(2);
-      expect(run.stderr).toBe('ops: say which target: --stage NAME (a deployed stage, with --region and --profile as needed) or --local [FILE] (the stack `npm start -- --keep` keeps up)\n');
+      expect(run.stderr).toBe(
+        'ops: say which target: --stage NAME (a deployed stage, with --region and --profile as needed) or --local [FILE] (the stack `npm start -- --keep` keeps up)\n',
+      );
     });
 
     it('refuses --stage and --local together', async () => {
@@ -63,14 +69,18 @@ describe('runOps', () => {
       const run = await ops(['status', '--local', '/nonexistent/local-stack.json']);
 
       expect(run.code).toBe(2);
-      expect(run.stderr).toBe('ops: no local stack file at /nonexistent/local-stack.json: start one with `npm start -- --keep` (it writes out/local-stack.json), or pass the file it wrote\n');
+      expect(run.stderr).toBe(
+        'ops: no local stack file at /nonexistent/local-stack.json: start one with `npm start -- --keep` (it writes out/local-stack.json), or pass the file it wrote\n',
+      );
     });
 
     it('refuses a --max that is not a whole number of at least 1, with the usage hint', async () => {
       const run = await ops(['dlq', 'list', '--max', '0', '--local', 'x.json']);
 
       expect(run.code).toBe(2);
-      expect(run.stderr).toContain("option '--max <n>' argument '0' is invalid. must be a whole number of at least 1; got '0'");
+      expect(run.stderr).toContain(
+        "option '--max <n>' argument '0' is invalid. must be a whole number of at least 1; got '0'",
+      );
       expect(run.stderr).toContain('(run with --help for usage)');
     });
 
@@ -78,14 +88,18 @@ describe('runOps', () => {
       const run = await ops(['circuit', 'half-open', '--local']);
 
       expect(run.code).toBe(2);
-      expect(run.stderr).toContain("value 'half-open' is invalid for argument 'state'. Allowed choices are open, close.");
+      expect(run.stderr).toContain(
+        "value 'half-open' is invalid for argument 'state'. Allowed choices are open, close.",
+      );
     });
 
     it("refuses an operator's name the circuit item cannot keep", async () => {
       const run = await ops(['pause', '--by', 'x'.repeat(129), '--local']);
 
       expect(run.code).toBe(2);
-      expect(run.stderr).toContain("option '--by <name>' argument '" + 'x'.repeat(129) + "' is invalid. must be 1 to 128 characters");
+      expect(run.stderr).toContain(
+        "option '--by <name>' argument '" + 'x'.repeat(129) + "' is invalid. must be 1 to 128 characters",
+      );
     });
 
     it('prints the help on stdout and exits 0', async () => {
@@ -118,12 +132,19 @@ describe('runOps', () => {
 
     it('says, without a stack trace, when nothing answers where the local stack file points', async () => {
       const gone = JSON.parse(readFileSync(file, 'utf8')) as LocalStackInfo;
-      const stale = writeStackFile(join(mkdtempSync(join(tmpdir(), 'ops-')), 'stale.json'), { ...gone, endpoints: { ...gone.endpoints, sqs: 'http://127.0.0.1:9' } });
+      const stale = writeStackFile(join(mkdtempSync(join(tmpdir(), 'ops-')), 'stale.json'), {
+        ...gone,
+        endpoints: { ...gone.endpoints, sqs: 'http://127.0.0.1:9' },
+      });
 
       const run = await ops(['dlq', 'list', '--local', stale]);
 
       expect(run.code).toBe(2);
-      expect(run.stderr).toMatch(new RegExp(`^ops: nothing answers \\(the local stack \\(${stale}\\)\\): .*ECONNREFUSED.*\\. Is \`npm start -- --keep\` still running\\?\n$`));
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^ops: nothing answers \\(the local stack \\(${stale}\\)\\): .*ECONNREFUSED.*\\. Is \`npm start -- --keep\` still running\\?\n$`,
+        ),
+      );
     });
 
     it('refuses a lane the local stack does not serve', async () => {
@@ -134,7 +155,14 @@ describe('runOps', () => {
     });
 
     it('enqueues the good lines of NDJSON from stdin (estimates as Number attributes), reports each bad one by its line number, and exits 1', async () => {
-      const input = ['{"body":{"id":"a"},"cost":2,"idempotencyKey":"a"}', '', 'not json', '{"body":{"id":"b"},"cost":-1}', '{"id":"c"}', '{"body":{"id":"d"},"estimates":{"input_tokens":812,"output_tokens":1024}}'].join('\n');
+      const input = [
+        '{"body":{"id":"a"},"cost":2,"idempotencyKey":"a"}',
+        '',
+        'not json',
+        '{"body":{"id":"b"},"cost":-1}',
+        '{"id":"c"}',
+        '{"body":{"id":"d"},"estimates":{"input_tokens":812,"output_tokens":1024}}',
+      ].join('\n');
 
       const run = await ops(['enqueue', '--json', '--local', file], input);
 
@@ -145,14 +173,23 @@ describe('runOps', () => {
         failed: [
           { line: 3, reason: expect.stringMatching(/^not JSON/) },
           { line: 4, reason: 'job.cost: must be an integer from 0 to 1000000000000; got -1' },
-          { line: 5, reason: "unknown field 'id'; a line has body, cost, estimates, idempotencyKey, groupId and deduplicationId" },
+          {
+            line: 5,
+            reason: "unknown field 'id'; a line has body, cost, estimates, idempotencyKey, groupId and deduplicationId",
+          },
         ],
       });
       const queues = new SqsQueues({ client: sqs, queueUrls });
       const received = await queues.receive('main', { max: 10, visibilityMs: 30_000, waitMs: 1_000 });
       expect(received.map((m) => m.body).sort()).toEqual(['{"id":"a"}', '{"id":"d"}']);
-      expect(received.find((m) => m.body === '{"id":"a"}')?.attributes).toEqual({ cost: { dataType: 'Number', value: '2' }, idempotencyKey: { dataType: 'String', value: 'a' } });
-      expect(received.find((m) => m.body === '{"id":"d"}')?.attributes).toEqual({ input_tokens: { dataType: 'Number', value: '812' }, output_tokens: { dataType: 'Number', value: '1024' } });
+      expect(received.find((m) => m.body === '{"id":"a"}')?.attributes).toEqual({
+        cost: { dataType: 'Number', value: '2' },
+        idempotencyKey: { dataType: 'String', value: 'a' },
+      });
+      expect(received.find((m) => m.body === '{"id":"d"}')?.attributes).toEqual({
+        input_tokens: { dataType: 'Number', value: '812' },
+        output_tokens: { dataType: 'Number', value: '1024' },
+      });
     });
 
     it('enqueues to the FIFO queue with --fifo, from a file, and prints a readable summary', async () => {
@@ -162,7 +199,11 @@ describe('runOps', () => {
       const run = await ops(['enqueue', jobs, '--fifo', '--local', file]);
 
       expect(run.code).toBe(1);
-      expect(run.stdout).toBe('line 2: job.groupId: is required on a FIFO queue (' + queueUrls.fifo + ')\n1 job sent to the fifo queue, 1 failed\n');
+      expect(run.stdout).toBe(
+        'line 2: job.groupId: is required on a FIFO queue (' +
+          queueUrls.fifo +
+          ')\n1 job sent to the fifo queue, 1 failed\n',
+      );
       expect(run.stderr).toContain('[##############################] 2/2 | sent 1 failed 1');
     });
 
@@ -175,24 +216,42 @@ describe('runOps', () => {
 
     it('lists dead letters with their source, reason and attempt, and shows one with its attributes and body', async () => {
       const queues = new SqsQueues({ client: sqs, queueUrls });
-      await queues.send('main', { body: '{"id":"x"}', attributes: { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: 'x' } } });
+      await queues.send('main', {
+        body: '{"id":"x"}',
+        attributes: { [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: 'x' } },
+      });
       const [message] = await queues.receive('main', { max: 1, visibilityMs: 30_000, waitMs: 1_000 });
       if (message === undefined) throw new Error('not received');
       await deadLetter(queues, { ...message, queue: 'main' }, 'HTTP 400 Bad Request: unknown recipient', 2);
 
       const list = await ops(['dlq', 'list', '--local', file]);
-      const [letter] = jsonOf<{ messageId: string; reason: string }[]>(await ops(['dlq', 'list', '--json', '--local', file]));
+      const [letter] = jsonOf<{ messageId: string; reason: string }[]>(
+        await ops(['dlq', 'list', '--json', '--local', file]),
+      );
       const show = await ops(['dlq', 'show', letter?.messageId ?? '', '--local', file]);
       const missing = await ops(['dlq', 'show', 'no-such-id', '--queue', 'main', '--local', file]);
 
       expect(list.code).toBe(0);
-      expect(list.stdout).toMatch(new RegExp(`^  message id +queue ← source +attempt +dead-lettered +reason\n  ${letter?.messageId} +main-dlq ← main +2 +\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ \\(\\d+ s ago\\) +HTTP 400 Bad Request: unknown recipient\n1 dead letter \\(peeked: each counts one more receive\\)\n$`));
-      expect(letter).toMatchObject({ dlq: 'main-dlq', source: 'main', reason: 'HTTP 400 Bad Request: unknown recipient', attempt: 2 });
+      expect(list.stdout).toMatch(
+        new RegExp(
+          `^  message id +queue ← source +attempt +dead-lettered +reason\n  ${letter?.messageId} +main-dlq ← main +2 +\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ \\(\\d+ s ago\\) +HTTP 400 Bad Request: unknown recipient\n1 dead letter \\(peeked: each counts one more receive\\)\n$`,
+        ),
+      );
+      expect(letter).toMatchObject({
+        dlq: 'main-dlq',
+        source: 'main',
+        reason: 'HTTP 400 Bad Request: unknown recipient',
+        attempt: 2,
+      });
       expect(letter).not.toHaveProperty('receiptHandle');
       expect(show.stdout).toMatch(/^reason +HTTP 400 Bad Request: unknown recipient$/m);
       expect(show.stdout).toMatch(/^ {2}idempotencyKey +String +x$/m);
       expect(show.stdout).toMatch(/Body:\n\{"id":"x"\}\n$/);
-      expect(missing).toEqual({ code: 2, stdout: '', stderr: `ops: no dead letter no-such-id on the local stack (${file}) (a message of a FIFO group shows once those before it are gone)\n` });
+      expect(missing).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: `ops: no dead letter no-such-id on the local stack (${file}) (a message of a FIFO group shows once those before it are gone)\n`,
+      });
     });
   });
 });

@@ -11,7 +11,11 @@ import { localTarget, stageNames, stageTarget } from '../../../tools/ops/target'
 const lambda = mockClient(LambdaClient);
 const sqs = mockClient(SQSClient);
 
-const ENVIRONMENT = { LANE: 'default', QUOTAS: '[{"limit":10,"per":"second"},{"limit":20000,"per":"day"}]', TIME_ZONE: 'Europe/Paris' };
+const ENVIRONMENT = {
+  LANE: 'default',
+  QUOTAS: '[{"limit":10,"per":"second"},{"limit":20000,"per":"day"}]',
+  TIME_ZONE: 'Europe/Paris',
+};
 
 beforeEach(() => {
   lambda.reset();
@@ -40,43 +44,67 @@ describe('stageTarget', () => {
   const options = { stage: 'prod', service: 'quota-orchestrator', region: 'eu-west-3', lane: 'default' };
 
   it("reads the lane's configuration from the orchestrator's environment and each queue's URL by its name", async () => {
-    lambda.on(GetFunctionConfigurationCommand, { FunctionName: 'quota-orchestrator-prod-orchestrator' }).resolves({ Environment: { Variables: ENVIRONMENT } });
-    sqs.on(GetQueueUrlCommand).callsFake(({ QueueName }: { QueueName: string }) => ({ QueueUrl: `https://sqs.eu-west-3.amazonaws.com/123456789012/${QueueName}` }));
+    lambda
+      .on(GetFunctionConfigurationCommand, { FunctionName: 'quota-orchestrator-prod-orchestrator' })
+      .resolves({ Environment: { Variables: ENVIRONMENT } });
+    sqs.on(GetQueueUrlCommand).callsFake(({ QueueName }: { QueueName: string }) => ({
+      QueueUrl: `https://sqs.eu-west-3.amazonaws.com/123456789012/${QueueName}`,
+    }));
 
     const target = await stageTarget(options);
     target.destroy();
 
     expect(target.label).toBe("stage 'prod' in eu-west-3");
     expect(target.tableName).toBe('quota-orchestrator-prod');
-    expect(target.queueUrls['fifo-dlq']).toBe('https://sqs.eu-west-3.amazonaws.com/123456789012/quota-orchestrator-prod-fifo-dlq.fifo');
+    expect(target.queueUrls['fifo-dlq']).toBe(
+      'https://sqs.eu-west-3.amazonaws.com/123456789012/quota-orchestrator-prod-fifo-dlq.fifo',
+    );
     expect(target.config.timeZone).toBe('Europe/Paris');
     expect(target.config.quotas.map((t) => `${t.limit}/${t.per}`)).toEqual(['10/second', '20000/day']);
   });
 
   it('says the stage is not there when its orchestrator function is not', async () => {
-    lambda.on(GetFunctionConfigurationCommand).rejects(new ResourceNotFoundException({ message: 'Function not found', $metadata: {} }));
+    lambda
+      .on(GetFunctionConfigurationCommand)
+      .rejects(new ResourceNotFoundException({ message: 'Function not found', $metadata: {} }));
 
-    await expect(stageTarget(options)).rejects.toMatchObject({ name: 'OpsError', message: "stage 'prod' of service 'quota-orchestrator' not found in region eu-west-3: there is no function quota-orchestrator-prod-orchestrator (check --stage, --service and --region)" });
+    await expect(stageTarget(options)).rejects.toMatchObject({
+      name: 'OpsError',
+      message:
+        "stage 'prod' of service 'quota-orchestrator' not found in region eu-west-3: there is no function quota-orchestrator-prod-orchestrator (check --stage, --service and --region)",
+    });
   });
 
   it('names a queue that is missing', async () => {
     lambda.on(GetFunctionConfigurationCommand).resolves({ Environment: { Variables: ENVIRONMENT } });
     sqs.on(GetQueueUrlCommand).resolves({ QueueUrl: 'https://sqs/q' });
-    sqs.on(GetQueueUrlCommand, { QueueName: 'quota-orchestrator-prod-requeue-dlq' }).rejects(new QueueDoesNotExist({ message: 'The specified queue does not exist.', $metadata: {} }));
+    sqs
+      .on(GetQueueUrlCommand, { QueueName: 'quota-orchestrator-prod-requeue-dlq' })
+      .rejects(new QueueDoesNotExist({ message: 'The specified queue does not exist.', $metadata: {} }));
 
-    await expect(stageTarget(options)).rejects.toMatchObject({ name: 'OpsError', message: "queue quota-orchestrator-prod-requeue-dlq of stage 'prod' not found in region eu-west-3" });
+    await expect(stageTarget(options)).rejects.toMatchObject({
+      name: 'OpsError',
+      message: "queue quota-orchestrator-prod-requeue-dlq of stage 'prod' not found in region eu-west-3",
+    });
   });
 
   it('refuses a lane the stage does not serve, naming the one it does', async () => {
-    lambda.on(GetFunctionConfigurationCommand).resolves({ Environment: { Variables: { ...ENVIRONMENT, LANE: 'sms' } } });
+    lambda
+      .on(GetFunctionConfigurationCommand)
+      .resolves({ Environment: { Variables: { ...ENVIRONMENT, LANE: 'sms' } } });
 
-    await expect(stageTarget(options)).rejects.toMatchObject({ name: 'OpsError', message: "stage 'prod' serves lane 'sms', not 'default': pass --lane sms" });
+    await expect(stageTarget(options)).rejects.toMatchObject({
+      name: 'OpsError',
+      message: "stage 'prod' serves lane 'sms', not 'default': pass --lane sms",
+    });
   });
 
   it("names the variable when the function's configuration does not parse", async () => {
     lambda.on(GetFunctionConfigurationCommand).resolves({ Environment: { Variables: { LANE: 'default' } } });
 
-    await expect(stageTarget(options)).rejects.toThrow(/^the configuration in function quota-orchestrator-prod-orchestrator does not parse: QUOTAS: must be set/);
+    await expect(stageTarget(options)).rejects.toThrow(
+      /^the configuration in function quota-orchestrator-prod-orchestrator does not parse: QUOTAS: must be set/,
+    );
   });
 });
 
@@ -84,13 +112,17 @@ describe('localTarget', () => {
   it('says how to start a local stack when its file is missing', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ops-')), 'local-stack.json');
 
-    expect(() => localTarget(file, 'default')).toThrow(`no local stack file at ${file}: start one with \`npm start -- --keep\` (it writes out/local-stack.json), or pass the file it wrote`);
+    expect(() => localTarget(file, 'default')).toThrow(
+      `no local stack file at ${file}: start one with \`npm start -- --keep\` (it writes out/local-stack.json), or pass the file it wrote`,
+    );
   });
 
   it('refuses a file `npm start -- --keep` did not write', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ops-')), 'other.json');
     writeFileSync(file, JSON.stringify({ version: 1, region: 'us-east-1' }));
 
-    expect(() => localTarget(file, 'default')).toThrow(/is not one `npm start -- --keep` wrote: credentials is missing or invalid/);
+    expect(() => localTarget(file, 'default')).toThrow(
+      /is not one `npm start -- --keep` wrote: credentials is missing or invalid/,
+    );
   });
 });

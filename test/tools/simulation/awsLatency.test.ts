@@ -39,6 +39,8 @@ describe('parseAwsLatency', () => {
   it('reads a profile, missing services at 0, and refuses a latency out of range naming it', () => {
     expect(parseAwsLatency({ lambdaMs: 15, dynamodbMs: 4, sqsMs: 10 })).toEqual(AWS_LATENCY);
     expect(parseAwsLatency({ sqsMs: 10 })).toEqual({ lambdaMs: 0, dynamodbMs: 0, sqsMs: 10 });
-    expect(thrown(ConfigError, () => parseAwsLatency({ sqsMs: -1 })).message).toBe('awsLatency.sqsMs: must be a number from 0 to 10000; got -1');
+    expect(thrown(ConfigError, () => parseAwsLatency({ sqsMs: -1 })).message).toBe(
+      'awsLatency.sqsMs: must be a number from 0 to 10000; got -1',
+    );
   });
 });

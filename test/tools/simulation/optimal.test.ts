@@ -14,7 +14,10 @@ describe('optimalSeconds', () => {
   });
 
   it('spends a longer tier at the shorter tier’s pace, then waits for its window', () => {
-    const tiers = parseTiers([{ limit: 10, per: 'second' }, { limit: 30, per: 'minute' }]);
+    const tiers = parseTiers([
+      { limit: 10, per: 'second' },
+      { limit: 30, per: 'minute' },
+    ]);
     // 30 calls in the first 3 s; the 31st and 32nd once the first ten leave the minute window.
     expect(optimalSeconds(tiers, ones(30), { start: START })).toBe(2);
     expect(optimalSeconds(tiers, ones(32), { start: START })).toBe(60);
@@ -45,6 +48,15 @@ describe('optimalSeconds', () => {
       { limit: 10, per: 'second', unit: 'output_tokens' },
     ]);
     // The second call's input fits the first second, its output does not.
-    expect(optimalSeconds(tiers, [{ input_tokens: 10, output_tokens: 6 }, { input_tokens: 10, output_tokens: 6 }], { start: START })).toBe(1);
+    expect(
+      optimalSeconds(
+        tiers,
+        [
+          { input_tokens: 10, output_tokens: 6 },
+          { input_tokens: 10, output_tokens: 6 },
+        ],
+        { start: START },
+      ),
+    ).toBe(1);
   });
 });

@@ -8,7 +8,12 @@ import type { CircuitChange } from '../../../tools/simulation/report';
 const outageScenario = parseScenario(defaultScenario);
 /** The same with every worker starting 20 ms after its invoke and every event delivered once. */
 // Without the outage too: a batch that finds the circuit open before a slot gives that job back without a call.
-const onTimeScenario = parseScenario({ ...defaultScenario, api: { ...defaultScenario.api, outages: [] }, startDelays: { kind: 'fixed', ms: 20 }, duplicateDeliveries: { share: 0 } });
+const onTimeScenario = parseScenario({
+  ...defaultScenario,
+  api: { ...defaultScenario.api, outages: [] },
+  startDelays: { kind: 'fixed', ms: 20 },
+  duplicateDeliveries: { share: 0 },
+});
 
 function statusAt(changes: readonly CircuitChange[], at: number): CircuitChange['status'] {
   let status: CircuitChange['status'] = 'closed';
@@ -25,9 +30,16 @@ describe('runSimulation', () => {
 
   describe('with an outage', () => {
     it('ends every job exactly once, inside the quota and in FIFO order', () => {
-      expect(result.report).toMatchObject({ jobs: 400, lost: 0, duplicates: 0, rejectedByApi: 0, fifoOrderViolations: 0 });
+      expect(result.report).toMatchObject({
+        jobs: 400,
+        lost: 0,
+        duplicates: 0,
+        rejectedByApi: 0,
+        fifoOrderViolations: 0,
+      });
       expect(result.report.succeeded + result.report.deadLettered).toBe(400);
-      for (const tier of outageScenario.config.quotas) expect(result.api.maxWindowUsage(tier)).toBeLessThanOrEqual(tier.limit);
+      for (const tier of outageScenario.config.quotas)
+        expect(result.api.maxWindowUsage(tier)).toBeLessThanOrEqual(tier.limit);
     });
 
     it('dead-letters poison jobs after one call and malformed ones without a call, each with its reason', () => {
@@ -54,7 +66,8 @@ describe('runSimulation', () => {
       const pollMs = outageScenario.config.orchestrator.circuitPollMs;
       // The orchestrator reads the circuit every circuitPollMs, not before each dispatch: a worker's change reaches
       // dispatch within that, and no later.
-      const sinceLeftClosed = (at: number): number => at - [...result.circuitChanges].reverse().find((c) => c.at <= at && c.status === 'open')!.at;
+      const sinceLeftClosed = (at: number): number =>
+        at - [...result.circuitChanges].reverse().find((c) => c.at <= at && c.status === 'open')!.at;
       const during = dispatches.filter((e) => statusAt(result.circuitChanges, e.at) !== 'closed');
       expect(during.filter((e) => sinceLeftClosed(e.at) > pollMs)).toEqual([]);
       const opened = result.circuitChanges.find((c) => c.status === 'open')!.at;
@@ -65,9 +78,15 @@ describe('runSimulation', () => {
     it('calls no job more than circuitPollMs after the circuit opened: a batch reads it again before each slot', () => {
       // A worker asks 50 ms before the slot, on a reading at most circuitPollMs old; the call starts by callBy.
       const boundMs = outageScenario.config.orchestrator.circuitPollMs + 100;
-      const late = result.api.callLog.filter((c) => statusAt(result.circuitChanges, c.at - boundMs) === 'open' && statusAt(result.circuitChanges, c.at) !== 'closed');
+      const late = result.api.callLog.filter(
+        (c) =>
+          statusAt(result.circuitChanges, c.at - boundMs) === 'open' &&
+          statusAt(result.circuitChanges, c.at) !== 'closed',
+      );
       expect(late).toEqual([]);
-      expect(result.orchestratorEvents.filter((e) => e.type === 'dispatched').length).toBeGreaterThan(result.api.callLog.length - result.api.report().probes);
+      expect(result.orchestratorEvents.filter((e) => e.type === 'dispatched').length).toBeGreaterThan(
+        result.api.callLog.length - result.api.report().probes,
+      );
     });
 
     it('makes the first job call within healthCheckSeconds + 1 s of the API becoming healthy', () => {
@@ -75,7 +94,9 @@ describe('runSimulation', () => {
       const healthyAt = result.start + (outage.atSeconds + outage.forSeconds) * 1000;
       const firstSuccess = result.api.firstSuccessAfter(healthyAt);
       expect(firstSuccess).toBeDefined();
-      expect(firstSuccess! - healthyAt).toBeLessThanOrEqual((outageScenario.config.circuit.healthCheckSeconds + 1) * 1000);
+      expect(firstSuccess! - healthyAt).toBeLessThanOrEqual(
+        (outageScenario.config.circuit.healthCheckSeconds + 1) * 1000,
+      );
     });
 
     it('uses at least 85% of the tightest tier over the run, though a late-starting worker gives its slot back', () => {
@@ -104,7 +125,13 @@ describe('runSimulation', () => {
     });
 
     it('calls the API once per dispatch: no worker starts too late to call', () => {
-      expect(onTime.report).toMatchObject({ jobs: 400, lost: 0, duplicates: 0, rejectedByApi: 0, fifoOrderViolations: 0 });
+      expect(onTime.report).toMatchObject({
+        jobs: 400,
+        lost: 0,
+        duplicates: 0,
+        rejectedByApi: 0,
+        fifoOrderViolations: 0,
+      });
       expect(onTime.orchestratorEvents.filter((e) => e.type === 'dispatched')).toHaveLength(onTime.report.apiCalls);
     });
 
@@ -178,23 +205,36 @@ describe('parseScenario', () => {
       expect(api.peakCallsInFlight()).toBeLessThanOrEqual(4);
       // At max_tokens, 60 calls take over a minute and a half of the output tier: handed back, well under.
       expect(report.durationSeconds).toBeLessThan(75);
-      const handedBack = orchestratorEvents.reduce((sum, e) => sum + (e.type === 'flushed' ? (e.handedBack?.output_tokens ?? 0) : 0), 0);
+      const handedBack = orchestratorEvents.reduce(
+        (sum, e) => sum + (e.type === 'flushed' ? (e.handedBack?.output_tokens ?? 0) : 0),
+        0,
+      );
       expect(handedBack).toBeGreaterThan(0.2 * 60 * 512);
     });
   });
 
   it('refuses an invalid tier set naming the field and the allowed values', () => {
-    expect(() => parseScenario({ quotas: [{ limit: 0, per: 'second' }] })).toThrow(new ConfigError('quotas[0].limit', 'must be an integer from 1 to 1000000000000; got 0'));
-    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'fortnight' }] })).toThrow(/quotas\[0\]\.per: must be one of second, minute, hour, day, month/);
+    expect(() => parseScenario({ quotas: [{ limit: 0, per: 'second' }] })).toThrow(
+      new ConfigError('quotas[0].limit', 'must be an integer from 1 to 1000000000000; got 0'),
+    );
+    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'fortnight' }] })).toThrow(
+      /quotas\[0\]\.per: must be one of second, minute, hour, day, month/,
+    );
     expect(() => parseScenario({ quotas: [] })).toThrow(/quotas: must hold at least one tier/);
   });
 
   it('refuses a cost tier when every job costs 1', () => {
-    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second', unit: 'cost' }] })).toThrow(/quotas\[0\]\.unit: 'cost' needs jobs that carry a cost/);
+    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second', unit: 'cost' }] })).toThrow(
+      /quotas\[0\]\.unit: 'cost' needs jobs that carry a cost/,
+    );
   });
 
   it('refuses more special jobs than jobs, and unknown keys', () => {
-    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second' }], jobs: { count: 3, poison: 2, fifo: 2 } })).toThrow(/jobs: fifo \+ poison \+ malformed \(4\) must not exceed count \(3\)/);
-    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second' }], colour: 'red' })).toThrow(/colour: unknown key/);
+    expect(() =>
+      parseScenario({ quotas: [{ limit: 5, per: 'second' }], jobs: { count: 3, poison: 2, fifo: 2 } }),
+    ).toThrow(/jobs: fifo \+ poison \+ malformed \(4\) must not exceed count \(3\)/);
+    expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second' }], colour: 'red' })).toThrow(
+      /colour: unknown key/,
+    );
   });
 });

@@ -11,12 +11,19 @@ const LLM_QUOTAS = [
 ];
 
 /** A valid LLM scenario, with `extra` merged over its top level. */
-const llm = (extra: Record<string, unknown> = {}) => ({ quotas: LLM_QUOTAS, jobs: { count: 4, llm: {} }, api: { llm: {} }, ...extra });
+const llm = (extra: Record<string, unknown> = {}) => ({
+  quotas: LLM_QUOTAS,
+  jobs: { count: 4, llm: {} },
+  api: { llm: {} },
+  ...extra,
+});
 
 describe('parseScenario', () => {
   describe('the service settings', () => {
     it('passes maxInFlight, units and usagePreset to the service configuration', () => {
-      const { config } = parseScenario(llm({ maxInFlight: 4, usagePreset: 'openai', units: { output_tokens: { default: 512 } } }));
+      const { config } = parseScenario(
+        llm({ maxInFlight: 4, usagePreset: 'openai', units: { output_tokens: { default: 512 } } }),
+      );
       expect(config.maxInFlight).toBe(4);
       expect(config.usagePreset).toBe('openai');
       expect(config.units.output_tokens).toEqual({ default: 512, usage: { pointer: '/usage/completion_tokens' } });
@@ -24,9 +31,15 @@ describe('parseScenario', () => {
     });
 
     it('refuses them out of range, naming the field', () => {
-      expect(() => parseScenario(llm({ maxInFlight: 0 }))).toThrow(new ConfigError('maxInFlight', 'must be an integer from 1 to 1000; got 0'));
-      expect(() => parseScenario(llm({ usagePreset: 'gemini' }))).toThrow(/usagePreset: must be one of 'anthropic', 'openai'/);
-      expect(() => parseScenario(llm({ units: { tokens: {} } }))).toThrow(/units\.tokens: no quota tier counts this unit/);
+      expect(() => parseScenario(llm({ maxInFlight: 0 }))).toThrow(
+        new ConfigError('maxInFlight', 'must be an integer from 1 to 1000; got 0'),
+      );
+      expect(() => parseScenario(llm({ usagePreset: 'gemini' }))).toThrow(
+        /usagePreset: must be one of 'anthropic', 'openai'/,
+      );
+      expect(() => parseScenario(llm({ units: { tokens: {} } }))).toThrow(
+        /units\.tokens: no quota tier counts this unit/,
+      );
     });
   });
 
@@ -34,7 +47,10 @@ describe('parseScenario', () => {
     const scenario = parseScenario(llmScenario);
     expect(scenario.config).toMatchObject({ maxInFlight: 10, usagePreset: 'anthropic' });
     expect(scenario.jobs.llm).toEqual({ promptTokensMin: 500, promptTokensMax: 2000, maxTokens: 1024 });
-    expect(scenario.api).toMatchObject({ concurrency: 10, llm: { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 4 } });
+    expect(scenario.api).toMatchObject({
+      concurrency: 10,
+      llm: { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 4 },
+    });
   });
 
   describe('jobs.llm', () => {
@@ -44,29 +60,44 @@ describe('parseScenario', () => {
     });
 
     it('refuses a value out of its range, an unknown key, and a prompt range upside down', () => {
-      expect(() => parseScenario(llm({ jobs: { llm: { maxTokens: 0 } } }))).toThrow(new ConfigError('jobs.llm.maxTokens', 'must be an integer from 1 to 1000000; got 0'));
-      expect(() => parseScenario(llm({ jobs: { llm: { temperature: 1 } } }))).toThrow(/jobs\.llm\.temperature: unknown key; allowed keys are promptTokensMin, promptTokensMax, maxTokens/);
+      expect(() => parseScenario(llm({ jobs: { llm: { maxTokens: 0 } } }))).toThrow(
+        new ConfigError('jobs.llm.maxTokens', 'must be an integer from 1 to 1000000; got 0'),
+      );
+      expect(() => parseScenario(llm({ jobs: { llm: { temperature: 1 } } }))).toThrow(
+        /jobs\.llm\.temperature: unknown key; allowed keys are promptTokensMin, promptTokensMax, maxTokens/,
+      );
       expect(() => parseScenario(llm({ jobs: { llm: { promptTokensMin: 900, promptTokensMax: 800 } } }))).toThrow(
         new ConfigError('jobs.llm.promptTokensMin', 'must not exceed jobs.llm.promptTokensMax (800); got 900'),
       );
     });
 
     it('refuses a cost range beside it: LLM jobs carry token estimates', () => {
-      expect(() => parseScenario(llm({ jobs: { costMax: 3, llm: {} } }))).toThrow(/jobs\.costMax: LLM jobs \(jobs\.llm\) carry token estimates, not a cost/);
+      expect(() => parseScenario(llm({ jobs: { costMax: 3, llm: {} } }))).toThrow(
+        /jobs\.costMax: LLM jobs \(jobs\.llm\) carry token estimates, not a cost/,
+      );
     });
 
     it('gives each job a prompt in the range and max_tokens, in its body and as its estimates', () => {
-      const scenario = parseScenario(llm({ jobs: { count: 50, llm: { promptTokensMin: 100, promptTokensMax: 200, maxTokens: 64 } } }));
+      const scenario = parseScenario(
+        llm({ jobs: { count: 50, llm: { promptTokensMin: 100, promptTokensMax: 200, maxTokens: 64 } } }),
+      );
       const jobs = buildJobs(scenario, seededRandom(3));
       for (const job of jobs) {
         const body = JSON.parse(job.body) as { prompt_tokens: number; max_tokens: number };
         expect(body.prompt_tokens).toBeGreaterThanOrEqual(100);
         expect(body.prompt_tokens).toBeLessThanOrEqual(200);
         expect(body.max_tokens).toBe(64);
-        expect(job.costs).toEqual({ input_tokens: body.prompt_tokens, output_tokens: 64, tokens: body.prompt_tokens + 64 });
+        expect(job.costs).toEqual({
+          input_tokens: body.prompt_tokens,
+          output_tokens: 64,
+          tokens: body.prompt_tokens + 64,
+        });
       }
       const [first] = jobs;
-      expect(first && unitAttributes(first, ['input_tokens', 'output_tokens'])).toEqual({ input_tokens: String(first?.costs.input_tokens), output_tokens: '64' });
+      expect(first && unitAttributes(first, ['input_tokens', 'output_tokens'])).toEqual({
+        input_tokens: String(first?.costs.input_tokens),
+        output_tokens: '64',
+      });
     });
   });
 
@@ -82,16 +113,24 @@ describe('parseScenario', () => {
     });
 
     it('refuses a value out of its range, an unknown key, and an output share range upside down', () => {
-      expect(() => parseScenario(llm({ api: { concurrency: 0 } }))).toThrow(new ConfigError('api.concurrency', 'must be an integer from 1 to 100000; got 0'));
-      expect(() => parseScenario(llm({ api: { llm: { outputShareMax: 1.5 } } }))).toThrow(new ConfigError('api.llm.outputShareMax', 'must be a number from 0 to 1; got 1.5'));
+      expect(() => parseScenario(llm({ api: { concurrency: 0 } }))).toThrow(
+        new ConfigError('api.concurrency', 'must be an integer from 1 to 100000; got 0'),
+      );
+      expect(() => parseScenario(llm({ api: { llm: { outputShareMax: 1.5 } } }))).toThrow(
+        new ConfigError('api.llm.outputShareMax', 'must be a number from 0 to 1; got 1.5'),
+      );
       expect(() => parseScenario(llm({ api: { llm: { outputShareMin: 0.8, outputShareMax: 0.5 } } }))).toThrow(
         new ConfigError('api.llm.outputShareMin', 'must not exceed api.llm.outputShareMax (0.5); got 0.8'),
       );
-      expect(() => parseScenario(llm({ api: { rpm: 5 } }))).toThrow(/api\.rpm: unknown key; allowed keys are latencyMs, outages, concurrency, llm/);
+      expect(() => parseScenario(llm({ api: { rpm: 5 } }))).toThrow(
+        /api\.rpm: unknown key; allowed keys are latencyMs, outages, concurrency, llm/,
+      );
     });
 
     it('refuses an LLM API without LLM jobs, whose bodies it reads', () => {
-      expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second' }], api: { llm: {} } })).toThrow(/api\.llm: needs jobs\.llm/);
+      expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second' }], api: { llm: {} } })).toThrow(
+        /api\.llm: needs jobs\.llm/,
+      );
     });
   });
 });

@@ -1,6 +1,14 @@
 import { ConfigError } from '../../../lib/errors';
 import { seededRandom } from '../../../tools/simulation/random';
-import { fixedTiming, InvokeTiming, NO_DUPLICATES, parseDuplicateDeliveries, parseStartDelays, REALISTIC_START_DELAYS, REALISTIC_TIMING } from '../../../tools/simulation/startDelays';
+import {
+  fixedTiming,
+  InvokeTiming,
+  NO_DUPLICATES,
+  parseDuplicateDeliveries,
+  parseStartDelays,
+  REALISTIC_START_DELAYS,
+  REALISTIC_TIMING,
+} from '../../../tools/simulation/startDelays';
 import { parseScenario } from '../../../tools/simulation/scenario';
 import { thrown } from '../../helpers/thrown';
 
@@ -54,7 +62,9 @@ describe('InvokeTiming', () => {
     });
 
     it('is deterministic for a seed', () => {
-      expect(draw(new InvokeTiming(REALISTIC_TIMING, seededRandom(5)), 200)).toEqual(draw(new InvokeTiming(REALISTIC_TIMING, seededRandom(5)), 200));
+      expect(draw(new InvokeTiming(REALISTIC_TIMING, seededRandom(5)), 200)).toEqual(
+        draw(new InvokeTiming(REALISTIC_TIMING, seededRandom(5)), 200),
+      );
     });
   });
 });
@@ -62,21 +72,30 @@ describe('InvokeTiming', () => {
 describe('parseStartDelays', () => {
   it('reads a fixed delay, and realistic overrides over the defaults', () => {
     expect(parseStartDelays({ kind: 'fixed', ms: 25 })).toEqual({ kind: 'fixed', ms: 25 });
-    expect(parseStartDelays({ kind: 'realistic', coldShare: 0.5 })).toEqual({ ...REALISTIC_START_DELAYS, coldShare: 0.5 });
+    expect(parseStartDelays({ kind: 'realistic', coldShare: 0.5 })).toEqual({
+      ...REALISTIC_START_DELAYS,
+      coldShare: 0.5,
+    });
   });
 
   it('refuses an unknown kind, a missing ms, shares above 1 and a min above its max, naming the field', () => {
     expect(thrown(ConfigError, () => parseStartDelays({ kind: 'slow' })).message).toMatch(/startDelays\.kind/);
     expect(thrown(ConfigError, () => parseStartDelays({ kind: 'fixed' })).message).toMatch(/startDelays\.ms/);
-    expect(thrown(ConfigError, () => parseStartDelays({ kind: 'realistic', coldShare: 0.7, throttledShare: 0.4 })).message).toMatch(/must not exceed 1/);
-    expect(thrown(ConfigError, () => parseStartDelays({ kind: 'realistic', coldMinMs: 2_000 })).message).toMatch(/startDelays\.coldMinMs/);
+    expect(
+      thrown(ConfigError, () => parseStartDelays({ kind: 'realistic', coldShare: 0.7, throttledShare: 0.4 })).message,
+    ).toMatch(/must not exceed 1/);
+    expect(thrown(ConfigError, () => parseStartDelays({ kind: 'realistic', coldMinMs: 2_000 })).message).toMatch(
+      /startDelays\.coldMinMs/,
+    );
   });
 });
 
 describe('parseDuplicateDeliveries', () => {
   it('turns duplicates off with share 0 and refuses a share above 1', () => {
     expect(parseDuplicateDeliveries({ share: 0 }).share).toBe(0);
-    expect(thrown(ConfigError, () => parseDuplicateDeliveries({ share: 2 })).message).toMatch(/duplicateDeliveries\.share/);
+    expect(thrown(ConfigError, () => parseDuplicateDeliveries({ share: 2 })).message).toMatch(
+      /duplicateDeliveries\.share/,
+    );
   });
 });
 
@@ -92,8 +111,15 @@ describe('parseScenario timing', () => {
   });
 
   it('takes startDelays and duplicateDeliveries, and refuses invokeLatencyMs beside startDelays', () => {
-    const scenario = parseScenario({ quotas, startDelays: { kind: 'fixed', ms: 5 }, duplicateDeliveries: { share: 0 } });
+    const scenario = parseScenario({
+      quotas,
+      startDelays: { kind: 'fixed', ms: 5 },
+      duplicateDeliveries: { share: 0 },
+    });
     expect(scenario.invokeTiming).toEqual(fixedTiming(5));
-    expect(thrown(ConfigError, () => parseScenario({ quotas, invokeLatencyMs: 5, startDelays: { kind: 'fixed', ms: 5 } })).message).toMatch(/invokeLatencyMs/);
+    expect(
+      thrown(ConfigError, () => parseScenario({ quotas, invokeLatencyMs: 5, startDelays: { kind: 'fixed', ms: 5 } }))
+        .message,
+    ).toMatch(/invokeLatencyMs/);
   });
 });

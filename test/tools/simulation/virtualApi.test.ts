@@ -69,13 +69,18 @@ describe('VirtualApi', () => {
       const { api, clock } = setup({ tiers: [tier(2, 'second')], latencyMs: 0 });
       const callAt = async (at: number, id: string, waitedMs?: number) => {
         await clock.advanceTo(at);
-        const answer = api.call(`{"id":"${id}"}`, { idempotencyKey: id, ...(waitedMs === undefined ? {} : { waitedMs }) });
+        const answer = api.call(`{"id":"${id}"}`, {
+          idempotencyKey: id,
+          ...(waitedMs === undefined ? {} : { waitedMs }),
+        });
         await clock.advance(0);
         return status(await answer);
       };
       // b's request arrived at 990, before a's, and was handled at 1 010. At 1 995 b has left the window
       // (995, 1 995], a has not: c is the second call in it.
-      expect([await callAt(1_000, 'a'), await callAt(1_010, 'b', 20), await callAt(1_995, 'c')]).toEqual([200, 200, 200]);
+      expect([await callAt(1_000, 'a'), await callAt(1_010, 'b', 20), await callAt(1_995, 'c')]).toEqual([
+        200, 200, 200,
+      ]);
       expect(api.callLog.map(({ at, id }) => ({ at, id }))).toEqual([
         { at: 1_000, id: 'a' },
         { at: 990, id: 'b' },
@@ -129,7 +134,12 @@ describe('VirtualApi', () => {
     it('takes the cost from body.cost by default, and 1 when it is not a finite number', async () => {
       const { callAll } = setup({ tiers: [tier(10, 'minute', 'cost')], latencyMs: 0 });
       const results = await callAll({ id: 'a', cost: 7 }, { id: 'b', cost: 'lots' }, { id: 'c' }, { id: 'd', cost: 2 });
-      expect(results.map((r) => (r.kind === 'response' ? r.headers['x-actual-cost'] : undefined))).toEqual(['7', '1', '1', undefined]);
+      expect(results.map((r) => (r.kind === 'response' ? r.headers['x-actual-cost'] : undefined))).toEqual([
+        '7',
+        '1',
+        '1',
+        undefined,
+      ]);
       expect(results.map(status)).toEqual([200, 200, 200, 429]);
     });
 
@@ -174,7 +184,11 @@ describe('VirtualApi', () => {
     });
 
     it('answers 503 during an outage without consuming quota or counting a rejection', async () => {
-      const { api, statusAt } = setup({ tiers: [tier(1, 'minute')], latencyMs: 0, outages: [{ startMs: 0, endMs: 1000 }] });
+      const { api, statusAt } = setup({
+        tiers: [tier(1, 'minute')],
+        latencyMs: 0,
+        outages: [{ startMs: 0, endMs: 1000 }],
+      });
       expect(await statusAt(0)).toBe(503);
       expect(await statusAt(999)).toBe(503);
       expect(await statusAt(1000)).toBe(200);
@@ -193,7 +207,12 @@ describe('VirtualApi', () => {
       await callAll({ id: 'a' }, { id: 'b' }, { id: 'a' });
       await callAll({ id: 'a' });
       expect(api.report().duplicates).toBe(2);
-      expect(api.successesById()).toEqual(new Map([['a', 3], ['b', 1]]));
+      expect(api.successesById()).toEqual(
+        new Map([
+          ['a', 3],
+          ['b', 1],
+        ]),
+      );
       expect(api.succeededIds()).toEqual(['a', 'b']);
     });
 
@@ -205,7 +224,9 @@ describe('VirtualApi', () => {
 
     it('reads the job from the body text as it came: the last of duplicate keys, escapes decoded', async () => {
       const { api, clock } = setup({ latencyMs: 0 });
-      const pending = api.call('{ "id": "first", "group": "g", "seq": 1, "id" : "\\u0061",\n"seq": 2 }', { idempotencyKey: 'k' });
+      const pending = api.call('{ "id": "first", "group": "g", "seq": 1, "id" : "\\u0061",\n"seq": 2 }', {
+        idempotencyKey: 'k',
+      });
       await clock.advance(0);
       await pending;
       expect(api.callLog).toEqual([expect.objectContaining({ at: 0, id: 'a', group: 'g', seq: 2, status: 200 })]);
@@ -271,7 +292,11 @@ describe('VirtualApi', () => {
 
   describe('enforce: false', () => {
     it('never answers 429 and reports the fullest window of each tier', async () => {
-      const { api, callAll, statusAt } = setup({ tiers: [tier(2, 'second'), tier(100, 'day')], latencyMs: 0, enforce: false });
+      const { api, callAll, statusAt } = setup({
+        tiers: [tier(2, 'second'), tier(100, 'day')],
+        latencyMs: 0,
+        enforce: false,
+      });
       for (const at of [0, 500, 1000, 1500]) await statusAt(at); // paced: at most 2 in any second
       expect(api.maxWindowUsage(tier(2, 'second'))).toBe(2);
       const burst = await callAll({ id: 'a' }, { id: 'b' }, { id: 'c' });
@@ -313,7 +338,12 @@ describe('VirtualApi', () => {
     it('counts a day tier in the calendar day of its zone', async () => {
       // 05:00 UTC is midnight in New York (EST): the UTC day goes on, the New York day starts again.
       const midnightNy = Date.UTC(2024, 0, 15, 5);
-      const { statusAt } = setup({ tiers: [tier(1, 'day')], latencyMs: 0, start: midnightNy - 1_000, timeZone: 'America/New_York' });
+      const { statusAt } = setup({
+        tiers: [tier(1, 'day')],
+        latencyMs: 0,
+        start: midnightNy - 1_000,
+        timeZone: 'America/New_York',
+      });
       expect(await statusAt(midnightNy - 1_000)).toBe(200);
       expect(await statusAt(midnightNy - 500)).toBe(429);
       expect(await statusAt(midnightNy)).toBe(200);
@@ -323,12 +353,18 @@ describe('VirtualApi', () => {
   describe('as an LLM', () => {
     /** Every answer uses half its max_tokens, and takes 2 ms per output token after the 100 ms base latency. */
     const HALF = { outputShareMin: 0.5, outputShareMax: 0.5, msPerOutputToken: 2 };
-    const llmCall = (id: string, prompt: number, maxTokens: number) => ({ id, prompt_tokens: prompt, max_tokens: maxTokens });
+    const llmCall = (id: string, prompt: number, maxTokens: number) => ({
+      id,
+      prompt_tokens: prompt,
+      max_tokens: maxTokens,
+    });
 
     /** Starts a call at the current instant; its answer and when it came. */
     function start(api: VirtualApi, clock: FakeClock, body: JsonValue) {
       const at = clock.now();
-      return api.call(JSON.stringify(body), { idempotencyKey: 'k' }).then((result) => ({ result, afterMs: clock.now() - at }));
+      return api
+        .call(JSON.stringify(body), { idempotencyKey: 'k' })
+        .then((result) => ({ result, afterMs: clock.now() - at }));
     }
 
     it('answers with an Anthropic-shaped usage body after the base latency plus the time per output token', async () => {
@@ -340,10 +376,19 @@ describe('VirtualApi', () => {
       expect(afterMs).toBe(100 + 2 * 300);
       expect(result).toMatchObject({ kind: 'response', status: 200, headers: {} });
       const body = result.kind === 'response' ? (result.body ?? '') : '';
-      expect(JSON.parse(body)).toMatchObject({ type: 'message', usage: { input_tokens: 812, output_tokens: 300, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 } });
+      expect(JSON.parse(body)).toMatchObject({
+        type: 'message',
+        usage: { input_tokens: 812, output_tokens: 300, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 },
+      });
       // What the worker reads with the anthropic preset.
-      expect(readUsage(USAGE_PRESETS.anthropic, { headers: {}, body })).toEqual({ input_tokens: 812, output_tokens: 300, tokens: 1112 });
-      expect(api.callLog).toEqual([{ at: 0, id: 'a', status: 200, endAt: 700, usage: { input_tokens: 812, output_tokens: 300, tokens: 1112 } }]);
+      expect(readUsage(USAGE_PRESETS.anthropic, { headers: {}, body })).toEqual({
+        input_tokens: 812,
+        output_tokens: 300,
+        tokens: 1112,
+      });
+      expect(api.callLog).toEqual([
+        { at: 0, id: 'a', status: 200, endAt: 700, usage: { input_tokens: 812, output_tokens: 300, tokens: 1112 } },
+      ]);
     });
 
     it('counts max_tokens toward an output tier at arrival, and only the output once answered', async () => {
@@ -353,7 +398,10 @@ describe('VirtualApi', () => {
       await clock.advance(10);
       const second = start(api, clock, llmCall('b', 10, 600)); // 600 + 600 > 1000 while a is in progress
       await clock.advanceTo(700);
-      expect(api.callLog.map((c) => c.usage)).toEqual([{ input_tokens: 10, output_tokens: 300, tokens: 310 }, undefined]);
+      expect(api.callLog.map((c) => c.usage)).toEqual([
+        { input_tokens: 10, output_tokens: 300, tokens: 310 },
+        undefined,
+      ]);
       const third = start(api, clock, llmCall('c', 10, 600)); // 300 + 600 fits once a is answered
       await clock.advance(10_000);
       expect([(await first).result, (await second).result, (await third).result].map(status)).toEqual([200, 429, 200]);
@@ -363,7 +411,11 @@ describe('VirtualApi', () => {
     it('counts the prompt toward an input tier at arrival, and corrects nothing there', async () => {
       const clock = new FakeClock(0);
       const api = new VirtualApi({ clock, tiers: [tier(1000, 'minute', 'input_tokens')], latencyMs: 0, llm: HALF });
-      const calls = [start(api, clock, llmCall('a', 600, 100)), start(api, clock, llmCall('b', 500, 100)), start(api, clock, llmCall('c', 400, 100))];
+      const calls = [
+        start(api, clock, llmCall('a', 600, 100)),
+        start(api, clock, llmCall('b', 500, 100)),
+        start(api, clock, llmCall('c', 400, 100)),
+      ];
       await clock.advance(10_000);
       expect((await Promise.all(calls)).map(({ result }) => status(result))).toEqual([200, 429, 200]);
       expect(api.maxWindowUsage({ per: 'minute', unit: 'input_tokens' })).toBe(1000);
@@ -372,8 +424,15 @@ describe('VirtualApi', () => {
     it('answers 429 at once, consuming nothing, to a call that arrives while `concurrency` calls are in progress', async () => {
       const clock = new FakeClock(0);
       const api = new VirtualApi({ clock, tiers: [tier(10, 'minute')], latencyMs: 100, concurrency: 2 });
-      const [a, b, c] = [start(api, clock, { id: 'a' }), start(api, clock, { id: 'b' }), start(api, clock, { id: 'c' })];
-      expect(await c).toEqual({ result: { kind: 'response', status: 429, headers: { 'retry-after': '1' } }, afterMs: 0 });
+      const [a, b, c] = [
+        start(api, clock, { id: 'a' }),
+        start(api, clock, { id: 'b' }),
+        start(api, clock, { id: 'c' }),
+      ];
+      expect(await c).toEqual({
+        result: { kind: 'response', status: 429, headers: { 'retry-after': '1' } },
+        afterMs: 0,
+      });
       await clock.advance(100);
       await Promise.all([a, b]);
       const d = start(api, clock, { id: 'd' });
@@ -396,23 +455,49 @@ describe('VirtualApi', () => {
 
     it('counts a token field that is missing or not a count as 0', () => {
       const units = llmUnits('a', JSON.stringify({ id: 'a', prompt_tokens: -5, max_tokens: 'many' }), HALF);
-      expect(units).toEqual({ reserved: { input_tokens: 0, output_tokens: 0, tokens: 0 }, used: { input_tokens: 0, output_tokens: 0, tokens: 0 } });
+      expect(units).toEqual({
+        reserved: { input_tokens: 0, output_tokens: 0, tokens: 0 },
+        used: { input_tokens: 0, output_tokens: 0, tokens: 0 },
+      });
     });
   });
 });
 
 describe('peakCallsInFlight', () => {
   it('is the most calls that overlap, from each arrival to its answer', () => {
-    expect(peakCallsInFlight([{ at: 0, endAt: 100 }, { at: 50, endAt: 150 }, { at: 60, endAt: 70 }, { at: 120, endAt: 200 }])).toBe(3);
+    expect(
+      peakCallsInFlight([
+        { at: 0, endAt: 100 },
+        { at: 50, endAt: 150 },
+        { at: 60, endAt: 70 },
+        { at: 120, endAt: 200 },
+      ]),
+    ).toBe(3);
   });
 
   it('does not overlap a call that ends at the instant another arrives', () => {
-    expect(peakCallsInFlight([{ at: 0, endAt: 100 }, { at: 100, endAt: 200 }, { at: 200, endAt: 300 }])).toBe(1);
+    expect(
+      peakCallsInFlight([
+        { at: 0, endAt: 100 },
+        { at: 100, endAt: 200 },
+        { at: 200, endAt: 300 },
+      ]),
+    ).toBe(1);
   });
 
   it('counts a call answered the instant it arrived for that instant', () => {
-    expect(peakCallsInFlight([{ at: 0, endAt: 100 }, { at: 50, endAt: 50 }])).toBe(2);
-    expect(peakCallsInFlight([{ at: 0, endAt: 100 }, { at: 100, endAt: 100 }])).toBe(1);
+    expect(
+      peakCallsInFlight([
+        { at: 0, endAt: 100 },
+        { at: 50, endAt: 50 },
+      ]),
+    ).toBe(2);
+    expect(
+      peakCallsInFlight([
+        { at: 0, endAt: 100 },
+        { at: 100, endAt: 100 },
+      ]),
+    ).toBe(1);
   });
 
   it('counts a call without an answer as in progress from its arrival on', () => {

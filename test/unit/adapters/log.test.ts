@@ -22,19 +22,32 @@ describe('powertoolsLog', () => {
     log('info', 'worker event retried', { messageId: 'm-1', dispatchId: 'd-1', idempotencyKey: 'k-1', attempt: 2 });
 
     expect(stdout.json()).toEqual([
-      expect.objectContaining({ level: 'INFO', message: 'worker event retried', service: SERVICE_NAME, messageId: 'm-1', dispatchId: 'd-1', idempotencyKey: 'k-1', attempt: 2, timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) }),
+      expect.objectContaining({
+        level: 'INFO',
+        message: 'worker event retried',
+        service: SERVICE_NAME,
+        messageId: 'm-1',
+        dispatchId: 'd-1',
+        idempotencyKey: 'k-1',
+        attempt: 2,
+        timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      }),
     ]);
   });
 
   it('writes warnings and errors to stderr, as JSON lines too', () => {
     const stderr: string[] = [];
-    jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => stderr.push(String(chunk)) > 0);
+    jest
+      .spyOn(process.stderr, 'write')
+      .mockImplementation((chunk: string | Uint8Array) => stderr.push(String(chunk)) > 0);
     const log = powertoolsLog(powertoolsLogger());
 
     log('warn', 'circuit closed -> open: caller rejected: HTTP 401 Unauthorized', { lane: 'sms' });
     log('error', 'boom');
 
-    expect(stderr.map((line) => JSON.parse(line) as Record<string, unknown>).map((l) => [l.level, l.message, l.lane])).toEqual([
+    expect(
+      stderr.map((line) => JSON.parse(line) as Record<string, unknown>).map((l) => [l.level, l.message, l.lane]),
+    ).toEqual([
       ['WARN', 'circuit closed -> open: caller rejected: HTTP 401 Unauthorized', 'sms'],
       ['ERROR', 'boom', undefined],
     ]);
@@ -50,7 +63,13 @@ describe('addLambdaContext', () => {
     addLambdaContext(logger, CONTEXT);
     log('info', 'orchestrator run ended');
 
-    expect(stdout.json()[0]).toMatchObject({ function_request_id: 'req-1', function_name: CONTEXT.functionName, function_arn: CONTEXT.invokedFunctionArn, function_memory_size: '256', cold_start: expect.any(Boolean) });
+    expect(stdout.json()[0]).toMatchObject({
+      function_request_id: 'req-1',
+      function_name: CONTEXT.functionName,
+      function_arn: CONTEXT.invokedFunctionArn,
+      function_memory_size: '256',
+      cold_start: expect.any(Boolean),
+    });
   });
 });
 

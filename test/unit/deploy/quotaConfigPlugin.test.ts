@@ -8,7 +8,12 @@ import { quotas, service } from '../../helpers/serviceView';
 interface PluginInstance {
   readonly hooks: Record<string, () => void>;
 }
-type PluginClass = new (serverless: unknown, options: unknown, utils: unknown, deps?: { loadQuotaSettings?: () => typeof quotaSettings }) => PluginInstance;
+type PluginClass = new (
+  serverless: unknown,
+  options: unknown,
+  utils: unknown,
+  deps?: { loadQuotaSettings?: () => typeof quotaSettings },
+) => PluginInstance;
 
 class FakeServerlessError extends Error {
   constructor(
@@ -20,7 +25,9 @@ class FakeServerlessError extends Error {
 }
 
 describe('QuotaConfigPlugin', () => {
-  const QuotaConfigPlugin = createRequire(__filename)(path.join(__dirname, '../../../lib/deploy/quotaConfigPlugin.cjs')) as PluginClass;
+  const QuotaConfigPlugin = createRequire(__filename)(
+    path.join(__dirname, '../../../lib/deploy/quotaConfigPlugin.cjs'),
+  ) as PluginClass;
 
   function serverless(view: ServiceView) {
     return { service: structuredClone(view), classes: { Error: FakeServerlessError } };
@@ -33,16 +40,30 @@ describe('QuotaConfigPlugin', () => {
     const sls = serverless(service());
     const verbose = jest.fn();
     new QuotaConfigPlugin(sls, {}, { log: { verbose } }, deps).hooks['before:package:initialize']?.();
-    expect(sls.service.provider.environment).toMatchObject({ TABLE_NAME: { Ref: 'StateTable' }, QUOTAS: JSON.stringify(quotas) });
-    expect(sls.service.functions?.worker?.environment).toEqual({ API_URL: 'https://api.example.com/jobs', HEALTH_URL: 'https://api.example.com/health' });
+    expect(sls.service.provider.environment).toMatchObject({
+      TABLE_NAME: { Ref: 'StateTable' },
+      QUOTAS: JSON.stringify(quotas),
+    });
+    expect(sls.service.functions?.worker?.environment).toEqual({
+      API_URL: 'https://api.example.com/jobs',
+      HEALTH_URL: 'https://api.example.com/health',
+    });
     expect(sls.service.functions?.orchestrator?.events).toEqual([{ schedule: 'rate(1 minute)' }]);
-    expect(verbose).toHaveBeenCalledWith("custom.quotaOrchestrator is valid: lane 'default', quotas 10/second, 400/minute");
+    expect(verbose).toHaveBeenCalledWith(
+      "custom.quotaOrchestrator is valid: lane 'default', quotas 10/second, 400/minute",
+    );
   });
 
   it('configures every command that sends or reads the environment, and is harmless when two of them run', () => {
     const sls = serverless(service());
     const plugin = new QuotaConfigPlugin(sls, {}, {}, deps);
-    expect(Object.keys(plugin.hooks)).toEqual(expect.arrayContaining(['before:package:initialize', 'before:deploy:function:initialize', 'before:invoke:local:loadEnvVars']));
+    expect(Object.keys(plugin.hooks)).toEqual(
+      expect.arrayContaining([
+        'before:package:initialize',
+        'before:deploy:function:initialize',
+        'before:invoke:local:loadEnvVars',
+      ]),
+    );
     // `invoke local` packages first, then loads its environment.
     plugin.hooks['before:package:initialize']?.();
     plugin.hooks['before:invoke:local:loadEnvVars']?.();
@@ -60,7 +81,9 @@ describe('QuotaConfigPlugin', () => {
       error = caught;
     }
     expect(error).toBeInstanceOf(FakeServerlessError);
-    expect((error as FakeServerlessError).message).toMatch(/^custom\.quotaOrchestrator\.quotas\[0\]\.per: must be one of second, minute, hour, day, month/);
+    expect((error as FakeServerlessError).message).toMatch(
+      /^custom\.quotaOrchestrator\.quotas\[0\]\.per: must be one of second, minute, hour, day, month/,
+    );
     expect((error as FakeServerlessError).code).toBe('QUOTA_ORCHESTRATOR_CONFIG_INVALID');
     expect(sls.service.provider.environment).not.toHaveProperty('QUOTAS');
   });
@@ -71,7 +94,12 @@ describe('QuotaConfigPlugin', () => {
     /** serverless.yml with `results`, and resources/iam.yml's WorkerRole as osls merges it, with one statement. */
     function withRole() {
       const sls = serverless(service({ settings: { results } }));
-      const role = { Type: 'AWS::IAM::Role', Properties: { Policies: [{ PolicyName: 'worker', PolicyDocument: { Version: '2012-10-17', Statement: [own] } }] } };
+      const role = {
+        Type: 'AWS::IAM::Role',
+        Properties: {
+          Policies: [{ PolicyName: 'worker', PolicyDocument: { Version: '2012-10-17', Statement: [own] } }],
+        },
+      };
       Object.assign(sls.service, { resources: { Resources: { WorkerRole: role } } });
       return { sls, statements: () => role.Properties.Policies[0]!.PolicyDocument.Statement };
     }
@@ -81,8 +109,18 @@ describe('QuotaConfigPlugin', () => {
       const plugin = new QuotaConfigPlugin(sls, {}, {}, deps);
       plugin.hooks['before:package:initialize']?.();
       plugin.hooks['before:invoke:local:loadEnvVars']?.();
-      expect(statements()).toEqual([own, { Sid: 'ResultDestination', Effect: 'Allow', Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'], Resource: results.queueArn }]);
-      expect(JSON.parse((sls.service.functions?.worker?.environment?.RESULT_DESTINATION as string | undefined) ?? '')).toEqual(results);
+      expect(statements()).toEqual([
+        own,
+        {
+          Sid: 'ResultDestination',
+          Effect: 'Allow',
+          Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
+          Resource: results.queueArn,
+        },
+      ]);
+      expect(
+        JSON.parse((sls.service.functions?.worker?.environment?.RESULT_DESTINATION as string | undefined) ?? ''),
+      ).toEqual(results);
     });
 
     it('stops the command when there is no worker role to grant it on', () => {

@@ -7,7 +7,9 @@ import { thrown } from '../../helpers/thrown';
 describe('resolveQuotaSettings', () => {
   describe('on valid settings', () => {
     it('carries each section as written, as JSON, and derives workerTimeoutMs from the worker timeout', () => {
-      const resolved = resolveQuotaSettings(service({ settings: { lane: 'sms', timeZone: 'Europe/Paris', circuit: { failureThreshold: 3 } } }));
+      const resolved = resolveQuotaSettings(
+        service({ settings: { lane: 'sms', timeZone: 'Europe/Paris', circuit: { failureThreshold: 3 } } }),
+      );
       expect(resolved.provider).toEqual({
         LANE: 'sms',
         TIME_ZONE: 'Europe/Paris',
@@ -21,11 +23,17 @@ describe('resolveQuotaSettings', () => {
 
     it('gives the worker its API settings', () => {
       const resolved = resolveQuotaSettings(service({ settings: { apiTimeoutMs: 5000 } }));
-      expect(resolved.worker).toEqual({ API_URL: 'https://api.example.com/jobs', HEALTH_URL: 'https://api.example.com/health', API_TIMEOUT_MS: '5000' });
+      expect(resolved.worker).toEqual({
+        API_URL: 'https://api.example.com/jobs',
+        HEALTH_URL: 'https://api.example.com/health',
+        API_TIMEOUT_MS: '5000',
+      });
     });
 
     it('names the SSM parameter of the API key for the worker, never the key itself', () => {
-      const resolved = resolveQuotaSettings(service({ settings: { apiKeyParameter: '/quota-orchestrator/prod/api-key' } }));
+      const resolved = resolveQuotaSettings(
+        service({ settings: { apiKeyParameter: '/quota-orchestrator/prod/api-key' } }),
+      );
       expect(resolved.worker.API_KEY_PARAMETER).toBe('/quota-orchestrator/prod/api-key');
       expect(resolved.provider.API_KEY_PARAMETER).toBeUndefined();
     });
@@ -35,15 +43,33 @@ describe('resolveQuotaSettings', () => {
       const resolved = resolveQuotaSettings(service({ settings: { results } }));
       expect(JSON.parse(resolved.worker.RESULT_DESTINATION ?? '')).toEqual(results);
       expect(resolved.provider.RESULT_DESTINATION).toBeUndefined();
-      expect(resolved.workerStatements).toEqual([{ Sid: 'ResultDestination', Effect: 'Allow', Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'], Resource: results.queueArn }]);
+      expect(resolved.workerStatements).toEqual([
+        {
+          Sid: 'ResultDestination',
+          Effect: 'Allow',
+          Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
+          Resource: results.queueArn,
+        },
+      ]);
     });
 
     it("refuses a destination ARN outside the stack's region, naming the field", () => {
-      const view = service({ settings: { results: { type: 'sqs', queueArn: 'arn:aws:sqs:eu-west-1:123456789012:results' } } });
-      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, provider: { ...view.provider, region: 'us-east-1' } }));
-      expect(error.message).toBe("custom.quotaOrchestrator.results.queueArn: must be in the stack's region (provider.region us-east-1), where the worker sends; got eu-west-1");
-      const bus = service({ settings: { results: { type: 'eventbridge', busName: 'arn:aws:events:eu-west-1:123456789012:event-bus/b' } } });
-      expect(thrown(ConfigError, () => resolveQuotaSettings({ ...bus, provider: { ...bus.provider, region: 'us-east-1' } })).field).toBe('custom.quotaOrchestrator.results.busName');
+      const view = service({
+        settings: { results: { type: 'sqs', queueArn: 'arn:aws:sqs:eu-west-1:123456789012:results' } },
+      });
+      const error = thrown(ConfigError, () =>
+        resolveQuotaSettings({ ...view, provider: { ...view.provider, region: 'us-east-1' } }),
+      );
+      expect(error.message).toBe(
+        "custom.quotaOrchestrator.results.queueArn: must be in the stack's region (provider.region us-east-1), where the worker sends; got eu-west-1",
+      );
+      const bus = service({
+        settings: { results: { type: 'eventbridge', busName: 'arn:aws:events:eu-west-1:123456789012:event-bus/b' } },
+      });
+      expect(
+        thrown(ConfigError, () => resolveQuotaSettings({ ...bus, provider: { ...bus.provider, region: 'us-east-1' } }))
+          .field,
+      ).toBe('custom.quotaOrchestrator.results.busName');
     });
 
     it("grants events:PutEvents on a bus named in the stack's account and region, or on the ARN given", () => {
@@ -53,11 +79,28 @@ describe('resolveQuotaSettings', () => {
           Sid: 'ResultDestination',
           Effect: 'Allow',
           Action: 'events:PutEvents',
-          Resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':event-bus/', 'jobs']] },
+          Resource: {
+            'Fn::Join': [
+              '',
+              [
+                'arn:',
+                { Ref: 'AWS::Partition' },
+                ':events:',
+                { Ref: 'AWS::Region' },
+                ':',
+                { Ref: 'AWS::AccountId' },
+                ':event-bus/',
+                'jobs',
+              ],
+            ],
+          },
         },
       ]);
       const arn = 'arn:aws:events:eu-west-1:123456789012:event-bus/jobs';
-      expect(resolveQuotaSettings(service({ settings: { results: { type: 'eventbridge', busName: arn } } })).workerStatements[0]?.Resource).toBe(arn);
+      expect(
+        resolveQuotaSettings(service({ settings: { results: { type: 'eventbridge', busName: arn } } }))
+          .workerStatements[0]?.Resource,
+      ).toBe(arn);
     });
 
     it('grants nothing more and sets no variable without a result destination', () => {
@@ -86,35 +129,117 @@ describe('resolveQuotaSettings', () => {
     it('accepts an environment that already holds the same values, so a second run is harmless', () => {
       const first = resolveQuotaSettings(service());
       const view = service();
-      expect(() => resolveQuotaSettings({ ...view, provider: { environment: { ...view.provider.environment, ...first.provider } } })).not.toThrow();
+      expect(() =>
+        resolveQuotaSettings({
+          ...view,
+          provider: { environment: { ...view.provider.environment, ...first.provider } },
+        }),
+      ).not.toThrow();
     });
 
     it("adds the orchestrator's schedule, once however often the plugin runs", () => {
       const view = service();
       expect(resolveQuotaSettings(view).orchestratorEvents).toEqual([{ schedule: SCHEDULE_EXPRESSION }]);
       const orchestrator = { timeout: 300, events: [{ schedule: SCHEDULE_EXPRESSION }] };
-      expect(resolveQuotaSettings({ ...view, functions: { ...view.functions, orchestrator } }).orchestratorEvents).toEqual([]);
+      expect(
+        resolveQuotaSettings({ ...view, functions: { ...view.functions, orchestrator } }).orchestratorEvents,
+      ).toEqual([]);
     });
   });
 
   describe('on invalid settings', () => {
     it.each<[string, Parameters<typeof service>[0], string, string]>([
-      ['a zero limit', { settings: { quotas: [{ limit: 0, per: 'second' }] } }, 'custom.quotaOrchestrator.quotas[0].limit', 'must be an integer from 1 to'],
-      ['an unknown period', { settings: { quotas: [quotas[0], { limit: 5, per: 'fortnight' }] } }, 'custom.quotaOrchestrator.quotas[1].per', 'must be one of second, minute'],
-      ['no quotas', { settings: { quotas: undefined } }, 'custom.quotaOrchestrator.quotas', 'must be a non-empty JSON array'],
-      ['an unknown key', { settings: { quota: quotas } }, 'custom.quotaOrchestrator.quota', 'unknown key; allowed keys are lane, timeZone, quotas'],
-      ['an unknown circuit key', { settings: { circuit: { threshold: 3 } } }, 'custom.quotaOrchestrator.circuit.threshold', 'unknown key'],
+      [
+        'a zero limit',
+        { settings: { quotas: [{ limit: 0, per: 'second' }] } },
+        'custom.quotaOrchestrator.quotas[0].limit',
+        'must be an integer from 1 to',
+      ],
+      [
+        'an unknown period',
+        { settings: { quotas: [quotas[0], { limit: 5, per: 'fortnight' }] } },
+        'custom.quotaOrchestrator.quotas[1].per',
+        'must be one of second, minute',
+      ],
+      [
+        'no quotas',
+        { settings: { quotas: undefined } },
+        'custom.quotaOrchestrator.quotas',
+        'must be a non-empty JSON array',
+      ],
+      [
+        'an unknown key',
+        { settings: { quota: quotas } },
+        'custom.quotaOrchestrator.quota',
+        'unknown key; allowed keys are lane, timeZone, quotas',
+      ],
+      [
+        'an unknown circuit key',
+        { settings: { circuit: { threshold: 3 } } },
+        'custom.quotaOrchestrator.circuit.threshold',
+        'unknown key',
+      ],
       ['a bad lane', { settings: { lane: 'two words' } }, 'custom.quotaOrchestrator.lane', 'must be 1 to 64 letters'],
-      ['a missing apiUrl', { settings: { apiUrl: undefined } }, 'custom.quotaOrchestrator.apiUrl', 'must be an http(s) URL'],
-      ['a non-http healthUrl', { settings: { healthUrl: 'ftp://api.example.com/health' } }, 'custom.quotaOrchestrator.healthUrl', 'must use http or https'],
-      ['an API timeout as long as the worker timeout', { settings: { apiTimeoutMs: 30000 } }, 'custom.quotaOrchestrator.apiTimeoutMs', 'must be a whole number of milliseconds from 1 to 29999'],
-      ['an API key parameter without a leading slash', { settings: { apiKeyParameter: 'api-key' } }, 'custom.quotaOrchestrator.apiKeyParameter', 'must be an SSM parameter name'],
-      ['an API key given as a value', { settings: { apiKeyParameter: '/x/sk live 123' } }, 'custom.quotaOrchestrator.apiKeyParameter', 'must be an SSM parameter name'],
-      ['an orchestrator timeout within one tick', { orchestratorTimeout: 60 }, 'functions.orchestrator.timeout', 'must be a whole number of seconds from 61 to 900'],
-      ['a fractional worker timeout', { workerTimeout: 2.5 }, 'functions.worker.timeout', 'must be a whole number of seconds from 1 to 900'],
-      ['a non-numeric redrive threshold', { maxReceiveCount: '10' }, 'custom.queues.maxReceiveCount', 'must be an integer from 1 to 1000'],
-      ['a result destination of an unknown type', { settings: { results: { type: 'sns' } } }, 'custom.quotaOrchestrator.results.type', 'must be one of sqs, eventbridge'],
-      ['a result queue given by URL', { settings: { results: { type: 'sqs', queueArn: 'https://sqs.us-east-1.amazonaws.com/1/r' } } }, 'custom.quotaOrchestrator.results.queueArn', 'must be the ARN of an SQS queue'],
+      [
+        'a missing apiUrl',
+        { settings: { apiUrl: undefined } },
+        'custom.quotaOrchestrator.apiUrl',
+        'must be an http(s) URL',
+      ],
+      [
+        'a non-http healthUrl',
+        { settings: { healthUrl: 'ftp://api.example.com/health' } },
+        'custom.quotaOrchestrator.healthUrl',
+        'must use http or https',
+      ],
+      [
+        'an API timeout as long as the worker timeout',
+        { settings: { apiTimeoutMs: 30000 } },
+        'custom.quotaOrchestrator.apiTimeoutMs',
+        'must be a whole number of milliseconds from 1 to 29999',
+      ],
+      [
+        'an API key parameter without a leading slash',
+        { settings: { apiKeyParameter: 'api-key' } },
+        'custom.quotaOrchestrator.apiKeyParameter',
+        'must be an SSM parameter name',
+      ],
+      [
+        'an API key given as a value',
+        { settings: { apiKeyParameter: '/x/sk live 123' } },
+        'custom.quotaOrchestrator.apiKeyParameter',
+        'must be an SSM parameter name',
+      ],
+      [
+        'an orchestrator timeout within one tick',
+        { orchestratorTimeout: 60 },
+        'functions.orchestrator.timeout',
+        'must be a whole number of seconds from 61 to 900',
+      ],
+      [
+        'a fractional worker timeout',
+        { workerTimeout: 2.5 },
+        'functions.worker.timeout',
+        'must be a whole number of seconds from 1 to 900',
+      ],
+      [
+        'a non-numeric redrive threshold',
+        { maxReceiveCount: '10' },
+        'custom.queues.maxReceiveCount',
+        'must be an integer from 1 to 1000',
+      ],
+      [
+        'a result destination of an unknown type',
+        { settings: { results: { type: 'sns' } } },
+        'custom.quotaOrchestrator.results.type',
+        'must be one of sqs, eventbridge',
+      ],
+      [
+        'a result queue given by URL',
+        { settings: { results: { type: 'sqs', queueArn: 'https://sqs.us-east-1.amazonaws.com/1/r' } } },
+        'custom.quotaOrchestrator.results.queueArn',
+        'must be the ARN of an SQS queue',
+      ],
     ])('refuses %s, naming the field', (_case, overrides, field, problem) => {
       const error = thrown(ConfigError, () => resolveQuotaSettings(service(overrides)));
       expect(error.field).toBe(field);
@@ -122,18 +247,26 @@ describe('resolveQuotaSettings', () => {
     });
 
     it('refuses an API timeout, given or default, not below the health-check timeout, naming both', () => {
-      const given = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { apiTimeoutMs: 5000, circuit: { healthCheckTimeoutSeconds: 5 } } })));
+      const given = thrown(ConfigError, () =>
+        resolveQuotaSettings(service({ settings: { apiTimeoutMs: 5000, circuit: { healthCheckTimeoutSeconds: 5 } } })),
+      );
       expect(given.field).toBe('custom.quotaOrchestrator.apiTimeoutMs');
       expect(given.message).toBe(
         'custom.quotaOrchestrator.apiTimeoutMs: must be below custom.quotaOrchestrator.circuit.healthCheckTimeoutSeconds (5000 ms), so a health probe still calling is never presumed lost and overlapped by the next; got 5000. Lower it or raise custom.quotaOrchestrator.circuit.healthCheckTimeoutSeconds',
       );
-      const defaulted = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { circuit: { healthCheckTimeoutSeconds: 10 } } })));
+      const defaulted = thrown(ConfigError, () =>
+        resolveQuotaSettings(service({ settings: { circuit: { healthCheckTimeoutSeconds: 10 } } })),
+      );
       expect(defaulted.message).toContain('got 10000 (the default)');
-      expect(() => resolveQuotaSettings(service({ settings: { apiTimeoutMs: 4999, circuit: { healthCheckTimeoutSeconds: 5 } } }))).not.toThrow();
+      expect(() =>
+        resolveQuotaSettings(service({ settings: { apiTimeoutMs: 4999, circuit: { healthCheckTimeoutSeconds: 5 } } })),
+      ).not.toThrow();
     });
 
     it('refuses a workerTimeoutMs that differs from the worker timeout, naming both', () => {
-      const error = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { orchestrator: { workerTimeoutMs: 20000 } } })));
+      const error = thrown(ConfigError, () =>
+        resolveQuotaSettings(service({ settings: { orchestrator: { workerTimeoutMs: 20000 } } })),
+      );
       expect(error.message).toBe(
         'custom.quotaOrchestrator.orchestrator.workerTimeoutMs: must equal functions.worker.timeout in milliseconds (30000); got 20000. Leave it out to derive it from the timeout, or change both',
       );
@@ -159,7 +292,9 @@ describe('resolveQuotaSettings', () => {
     });
 
     it('refuses retry.maxAttempts that SQS redrive would cut short, naming both settings', () => {
-      const error = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { retry: { maxAttempts: 10 } } })));
+      const error = thrown(ConfigError, () =>
+        resolveQuotaSettings(service({ settings: { retry: { maxAttempts: 10 } } })),
+      );
       expect(error.field).toBe('custom.quotaOrchestrator.retry.maxAttempts');
       expect(error.message).toContain('must be below custom.queues.maxReceiveCount (10)');
     });
@@ -172,19 +307,28 @@ describe('resolveQuotaSettings', () => {
 
     it('refuses a missing worker function', () => {
       const view = service();
-      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, functions: { orchestrator: { timeout: 300 } } }));
+      const error = thrown(ConfigError, () =>
+        resolveQuotaSettings({ ...view, functions: { orchestrator: { timeout: 300 } } }),
+      );
       expect(error.field).toBe('functions.worker');
     });
 
     it('refuses to overwrite a variable set by hand in serverless.yml', () => {
       const view = service();
-      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, provider: { environment: { QUOTAS: '[]' } } }));
-      expect(error.message).toBe('provider.environment.QUOTAS: is set from custom.quotaOrchestrator; remove it from provider.environment');
+      const error = thrown(ConfigError, () =>
+        resolveQuotaSettings({ ...view, provider: { environment: { QUOTAS: '[]' } } }),
+      );
+      expect(error.message).toBe(
+        'provider.environment.QUOTAS: is set from custom.quotaOrchestrator; remove it from provider.environment',
+      );
     });
 
     it('refuses a function-level variable that would override the settings', () => {
       const view = service({ settings: { retry: { maxAttempts: 3 } } });
-      const functions = { ...view.functions, worker: { timeout: 30, maximumEventAge: 60, environment: { RETRY: '{}' } } };
+      const functions = {
+        ...view.functions,
+        worker: { timeout: 30, maximumEventAge: 60, environment: { RETRY: '{}' } },
+      };
       const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, functions }));
       expect(error.field).toBe('functions.worker.environment.RETRY');
     });
@@ -192,7 +336,9 @@ describe('resolveQuotaSettings', () => {
     it('refuses a schedule of its own for the orchestrator: the period each run aligns to is named in lib/schedule.ts', () => {
       const view = service();
       const orchestrator = { timeout: 300, events: [{ schedule: 'rate(5 minutes)' }] };
-      const error = thrown(ConfigError, () => resolveQuotaSettings({ ...view, functions: { ...view.functions, orchestrator } }));
+      const error = thrown(ConfigError, () =>
+        resolveQuotaSettings({ ...view, functions: { ...view.functions, orchestrator } }),
+      );
       expect(error.field).toBe('functions.orchestrator.events');
       expect(error.message).toContain(`the plugin adds ${SCHEDULE_EXPRESSION}`);
       expect(error.message).toContain('got ["rate(5 minutes)"]');
@@ -202,13 +348,17 @@ describe('resolveQuotaSettings', () => {
 
 describe('resolveQuotaSettings › apiKeyCacheSeconds', () => {
   it('gives the worker API_KEY_CACHE_SECONDS when set, and nothing when left to its default', () => {
-    expect(resolveQuotaSettings(service({ settings: { apiKeyCacheSeconds: 60 } })).worker.API_KEY_CACHE_SECONDS).toBe('60');
+    expect(resolveQuotaSettings(service({ settings: { apiKeyCacheSeconds: 60 } })).worker.API_KEY_CACHE_SECONDS).toBe(
+      '60',
+    );
     expect(resolveQuotaSettings(service()).worker).not.toHaveProperty('API_KEY_CACHE_SECONDS');
   });
 
   it.each([0, 3601, 1.5, '300'])('refuses %p, naming the field and its range', (value) => {
     const error = thrown(ConfigError, () => resolveQuotaSettings(service({ settings: { apiKeyCacheSeconds: value } })));
-    expect(error.message).toBe(`custom.quotaOrchestrator.apiKeyCacheSeconds: must be a whole number of seconds from 1 to 3600; got ${JSON.stringify(value)}`);
+    expect(error.message).toBe(
+      `custom.quotaOrchestrator.apiKeyCacheSeconds: must be a whole number of seconds from 1 to 3600; got ${JSON.stringify(value)}`,
+    );
   });
 });
 
@@ -221,18 +371,41 @@ describe('checkAlarmSettings', () => {
   });
 
   it.each([
-    [{ ...alarms, email: 'ops' }, 'custom.alarms.email: must be an email address such as ops@example.com, or \'\' for no subscription; got "ops"'],
-    [{ ...alarms, oldestMessageAgeSeconds: 345_600 }, 'custom.alarms.oldestMessageAgeSeconds: must be a whole number from 60 to 345599; got 345600'],
-    [{ ...alarms, oldestMessageAgeSeconds: 59 }, 'custom.alarms.oldestMessageAgeSeconds: must be a whole number from 60 to 345599; got 59'],
-    [{ ...alarms, circuitOpenMinutes: 0 }, 'custom.alarms.circuitOpenMinutes: must be a whole number from 1 to 1440; got 0'],
-    [{ ...alarms, circuitOpenMinutes: undefined }, 'custom.alarms.circuitOpenMinutes: must be a whole number from 1 to 1440; got nothing'],
-    [{ ...alarms, sms: '+1555' }, 'custom.alarms.sms: unknown key; allowed keys are email, oldestMessageAgeSeconds, circuitOpenMinutes'],
-    ['yes', "custom.alarms: must be an object with keys email, oldestMessageAgeSeconds and circuitOpenMinutes; got \"yes\""],
+    [
+      { ...alarms, email: 'ops' },
+      'custom.alarms.email: must be an email address such as ops@example.com, or \'\' for no subscription; got "ops"',
+    ],
+    [
+      { ...alarms, oldestMessageAgeSeconds: 345_600 },
+      'custom.alarms.oldestMessageAgeSeconds: must be a whole number from 60 to 345599; got 345600',
+    ],
+    [
+      { ...alarms, oldestMessageAgeSeconds: 59 },
+      'custom.alarms.oldestMessageAgeSeconds: must be a whole number from 60 to 345599; got 59',
+    ],
+    [
+      { ...alarms, circuitOpenMinutes: 0 },
+      'custom.alarms.circuitOpenMinutes: must be a whole number from 1 to 1440; got 0',
+    ],
+    [
+      { ...alarms, circuitOpenMinutes: undefined },
+      'custom.alarms.circuitOpenMinutes: must be a whole number from 1 to 1440; got nothing',
+    ],
+    [
+      { ...alarms, sms: '+1555' },
+      'custom.alarms.sms: unknown key; allowed keys are email, oldestMessageAgeSeconds, circuitOpenMinutes',
+    ],
+    [
+      'yes',
+      'custom.alarms: must be an object with keys email, oldestMessageAgeSeconds and circuitOpenMinutes; got "yes"',
+    ],
   ])('refuses %p, naming the field and its range', (value, message) => {
     expect(thrown(ConfigError, () => checkAlarmSettings(value)).message).toBe(message);
   });
 
   it('is checked when the plugin resolves the settings', () => {
-    expect(() => resolveQuotaSettings(service({ alarms: { ...alarms, circuitOpenMinutes: 2000 } }))).toThrow('custom.alarms.circuitOpenMinutes');
+    expect(() => resolveQuotaSettings(service({ alarms: { ...alarms, circuitOpenMinutes: 2000 } }))).toThrow(
+      'custom.alarms.circuitOpenMinutes',
+    );
   });
 });

@@ -1,4 +1,9 @@
-import { EXIT_RESERVE_MS, makeHandler, TICK_MARGIN_MS, type OrchestratorContext } from '../../../functions/orchestrator';
+import {
+  EXIT_RESERVE_MS,
+  makeHandler,
+  TICK_MARGIN_MS,
+  type OrchestratorContext,
+} from '../../../functions/orchestrator';
 import type { OrchestratorBaseDeps } from '../../../lib/wiring/orchestratorDeps';
 import type { LambdaContextLike, LogLevel } from '../../../lib/adapters/log';
 import { EmfMetrics } from '../../../lib/adapters/metrics/emfMetrics';
@@ -9,7 +14,17 @@ import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryCircuitStore, memoryStores } from '../../../tools/memory/MemoryStores';
 import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
-import { drive, LANE, openCircuit, orchestratorHarness, rel, sendJob, START, testConfig, type OrchestratorHarness } from '../../helpers/serviceFixtures';
+import {
+  drive,
+  LANE,
+  openCircuit,
+  orchestratorHarness,
+  rel,
+  sendJob,
+  START,
+  testConfig,
+  type OrchestratorHarness,
+} from '../../helpers/serviceFixtures';
 
 /** A circuit store whose reads are throttled (past the SDK's retries) from `from` until `to`. */
 class ThrottledCircuitStore extends MemoryCircuitStore {
@@ -23,7 +38,10 @@ class ThrottledCircuitStore extends MemoryCircuitStore {
 
   override async loadCircuit(lane: string): Promise<CircuitJSON | undefined> {
     const now = this.clock.now();
-    if (now >= this.from && now < this.to) throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' });
+    if (now >= this.from && now < this.to)
+      throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+        name: 'ThrottlingException',
+      });
     return super.loadCircuit(lane);
   }
 }
@@ -45,7 +63,11 @@ function handlerOn(h: OrchestratorHarness) {
   const lines: LogLine[] = [];
   const contexts: LambdaContextLike[] = [];
   const stdout = captureStdout();
-  const telemetry: Telemetry = { log: (level, message, fields) => lines.push({ level, message, fields }), metrics: new EmfMetrics(), setContext: (c) => contexts.push(c) };
+  const telemetry: Telemetry = {
+    log: (level, message, fields) => lines.push({ level, message, fields }),
+    metrics: new EmfMetrics(),
+    setContext: (c) => contexts.push(c),
+  };
   const handler = makeHandler(base, telemetry);
   return { handler, lines, contexts, stdout };
 }
@@ -59,7 +81,14 @@ function context(awsRequestId: string, remainingMs: number): OrchestratorContext
 
 /** An EventBridge scheduled event for `rate(1 minute)`, fired at `at`. */
 function scheduledEvent(at: number) {
-  return { version: '0', id: 'e-1', 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date(at).toISOString(), detail: {} };
+  return {
+    version: '0',
+    id: 'e-1',
+    'detail-type': 'Scheduled Event',
+    source: 'aws.events',
+    time: new Date(at).toISOString(),
+    detail: {},
+  };
 }
 
 /** The harness with its clock `startMs` after START (an invocation's start-up latency after the tick). */
@@ -86,7 +115,9 @@ describe('orchestrator handler', () => {
 
       await drive(h.clock, handler(scheduledEvent(START), context('req-1', 300_000)), START + 400_000);
 
-      await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-next', START + 240_000, 5_000)).resolves.not.toBeNull();
+      await expect(
+        h.stores.lease.acquireLease(LANE, 'orchestrator-next', START + 240_000, 5_000),
+      ).resolves.not.toBeNull();
     });
 
     it('keeps dispatching until its deadline', async () => {
@@ -144,7 +175,13 @@ describe('orchestrator handler', () => {
       const second = await handler(scheduledEvent(START), context('req-2', 30_000));
       const summary = await drive(h.clock, first, START + 60_000);
 
-      expect(second).toEqual({ lease: 'held-elsewhere', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+      expect(second).toEqual({
+        lease: 'held-elsewhere',
+        dispatched: 0,
+        deadLettered: 0,
+        healthChecks: 0,
+        invokeFailures: 0,
+      });
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 1 });
       expect(h.invoker.invocations).toBe(1);
       expect(lines.map((l) => l.fields?.owner)).toEqual(['orchestrator-req-2', 'orchestrator-req-1']);
@@ -154,7 +191,13 @@ describe('orchestrator handler', () => {
   describe('logging', () => {
     it('logs an exhausted quota as a warn line with its tier and until', async () => {
       const h = harnessStartingAt(0);
-      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + 86_400_000 }, START, circuitPolicyFrom(h.config.circuit));
+      await applyCircuitEvent(
+        h.stores.circuit,
+        LANE,
+        { type: 'rate-limited', retryAt: START + 86_400_000 },
+        START,
+        circuitPolicyFrom(h.config.circuit),
+      );
       const { handler, lines } = handlerOn(h);
 
       await drive(h.clock, handler(scheduledEvent(START), context('req-1', 60_000)), START + 120_000);
@@ -181,7 +224,14 @@ describe('orchestrator handler', () => {
     it('logs the circuit transition it writes, and a change of status it reads, but not its first read', async () => {
       const h = orchestratorHarness({
         worker: async (event, harness) => {
-          if (event.kind === 'health-check') await applyCircuitEvent(harness.stores.circuit, LANE, { type: 'health-check-ok', checkId: event.checkId }, harness.clock.now(), circuitPolicyFrom(harness.config.circuit));
+          if (event.kind === 'health-check')
+            await applyCircuitEvent(
+              harness.stores.circuit,
+              LANE,
+              { type: 'health-check-ok', checkId: event.checkId },
+              harness.clock.now(),
+              circuitPolicyFrom(harness.config.circuit),
+            );
         },
       });
       await openCircuit(h.stores.circuit, h.config, START);
@@ -209,7 +259,16 @@ describe('orchestrator handler', () => {
       const lines = stdout.emf().sort((a, b) => byDimensions(a).localeCompare(byDimensions(b)));
       expect(lines).toEqual([
         {
-          _aws: { Timestamp: expect.any(Number), CloudWatchMetrics: [{ Namespace: 'QuotaOrchestrator', Dimensions: [['lane', 'tier']], Metrics: [{ Name: 'TierUsageRatio', Unit: 'None' }] }] },
+          _aws: {
+            Timestamp: expect.any(Number),
+            CloudWatchMetrics: [
+              {
+                Namespace: 'QuotaOrchestrator',
+                Dimensions: [['lane', 'tier']],
+                Metrics: [{ Name: 'TierUsageRatio', Unit: 'None' }],
+              },
+            ],
+          },
           lane: LANE,
           tier: '5/second',
           TierUsageRatio: expect.arrayContaining([0, 0.2]),
@@ -251,7 +310,11 @@ describe('orchestrator handler', () => {
       await drive(h.clock, run, START + 200_000);
 
       expect(stdout.metric('OrchestratorHeartbeat')).toHaveLength(5);
-      expect(stdout.metric('OrchestratorHeartbeat')[0]).toEqual({ unit: 'Count', dimensions: { lane: LANE }, value: 1 });
+      expect(stdout.metric('OrchestratorHeartbeat')[0]).toEqual({
+        unit: 'Count',
+        dimensions: { lane: LANE },
+        value: 1,
+      });
     });
 
     it('publishes a heartbeat, and no gauge it does not know, from a run that found the lease held elsewhere', async () => {
@@ -263,7 +326,16 @@ describe('orchestrator handler', () => {
 
       expect(stdout.emf()).toEqual([
         {
-          _aws: { Timestamp: expect.any(Number), CloudWatchMetrics: [{ Namespace: 'QuotaOrchestrator', Dimensions: [['lane']], Metrics: [{ Name: 'OrchestratorHeartbeat', Unit: 'Count' }] }] },
+          _aws: {
+            Timestamp: expect.any(Number),
+            CloudWatchMetrics: [
+              {
+                Namespace: 'QuotaOrchestrator',
+                Dimensions: [['lane']],
+                Metrics: [{ Name: 'OrchestratorHeartbeat', Unit: 'Count' }],
+              },
+            ],
+          },
           lane: LANE,
           OrchestratorHeartbeat: 1,
         },
@@ -278,7 +350,9 @@ describe('orchestrator handler', () => {
       await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
 
       expect(stdout.metric('CircuitOpen').map((m) => m.value)).toEqual([1]);
-      expect(stdout.metric('CircuitTransitions')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, to: 'half-open' }, value: 1 }]);
+      expect(stdout.metric('CircuitTransitions')).toEqual([
+        { unit: 'Count', dimensions: { lane: LANE, to: 'half-open' }, value: 1 },
+      ]);
     });
 
     it('counts a message it dead-letters by the class of its reason', async () => {
@@ -288,11 +362,18 @@ describe('orchestrator handler', () => {
 
       await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
 
-      expect(stdout.metric('DeadLetters')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, reason: 'malformed' }, value: 1 }]);
+      expect(stdout.metric('DeadLetters')).toEqual([
+        { unit: 'Count', dimensions: { lane: LANE, reason: 'malformed' }, value: 1 },
+      ]);
     });
 
     it('publishes CalendarQuotaExhausted 1 and how long the quota stays exhausted while a day tier is spent', async () => {
-      const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1, per: 'day' }] });
+      const config = testConfig({
+        quotas: [
+          { limit: 5, per: 'second' },
+          { limit: 1, per: 'day' },
+        ],
+      });
       const h = orchestratorHarness({ config });
       await sendJob(h.queues, 'main', { id: 'a' });
       await sendJob(h.queues, 'main', { id: 'b' });
@@ -301,8 +382,15 @@ describe('orchestrator handler', () => {
       await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
 
       expect(stdout.metric('CalendarQuotaExhausted').map((m) => m.value)).toEqual([1]);
-      expect(stdout.metric('QuotaExhaustedForMs')).toEqual([{ unit: 'Milliseconds', dimensions: { lane: LANE, tier: '1/day' }, value: expect.any(Number) }]);
-      expect(stdout.metric('TierUsageRatio').filter((m) => m.dimensions.tier === '1/day').map((m) => (m.value as number[]).at(-1))).toEqual([1]);
+      expect(stdout.metric('QuotaExhaustedForMs')).toEqual([
+        { unit: 'Milliseconds', dimensions: { lane: LANE, tier: '1/day' }, value: expect.any(Number) },
+      ]);
+      expect(
+        stdout
+          .metric('TierUsageRatio')
+          .filter((m) => m.dimensions.tier === '1/day')
+          .map((m) => (m.value as number[]).at(-1)),
+      ).toEqual([1]);
     });
 
     it("logs 'orchestrator run ended' with the owner from awsRequestId and the run's summary", async () => {
@@ -317,10 +405,23 @@ describe('orchestrator handler', () => {
         {
           level: 'info',
           message: 'orchestrator run ended',
-          fields: { owner: 'orchestrator-7f3c-req', lease: 'acquired', dispatched: 2, deadLettered: 0, healthChecks: 0, invokeFailures: 0 },
+          fields: {
+            owner: 'orchestrator-7f3c-req',
+            lease: 'acquired',
+            dispatched: 2,
+            deadLettered: 0,
+            healthChecks: 0,
+            invokeFailures: 0,
+          },
         },
       ]);
-      expect(summary).toEqual({ lease: 'acquired', dispatched: 2, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+      expect(summary).toEqual({
+        lease: 'acquired',
+        dispatched: 2,
+        deadLettered: 0,
+        healthChecks: 0,
+        invokeFailures: 0,
+      });
     });
 
     it('logs a dead-lettered message and a failed invoke as warnings, but not each dispatch', async () => {
@@ -337,13 +438,20 @@ describe('orchestrator handler', () => {
         ['warn', 'worker invoke failed; backing off'],
         ['info', 'orchestrator run ended'],
       ]);
-      expect(lines[0]?.fields).toMatchObject({ type: 'dead-lettered', messageId: 'm-1', reason: expect.stringMatching(/^malformed: body is not JSON/) });
+      expect(lines[0]?.fields).toMatchObject({
+        type: 'dead-lettered',
+        messageId: 'm-1',
+        reason: expect.stringMatching(/^malformed: body is not JSON/),
+      });
       expect(lines[2]?.fields).toMatchObject({ dispatched: 1, deadLettered: 1, invokeFailures: 1 });
     });
 
     it('logs failed state-store calls as warnings and the recovery as info', async () => {
       const clock = new FakeClock(START);
-      const h = orchestratorHarness({ clock, stores: { ...memoryStores(), circuit: new ThrottledCircuitStore(clock, START + 500, START + 700) } });
+      const h = orchestratorHarness({
+        clock,
+        stores: { ...memoryStores(), circuit: new ThrottledCircuitStore(clock, START + 500, START + 700) },
+      });
       await sendJob(h.queues, 'main', { id: 'a' });
       const { handler, lines } = handlerOn(h);
 
@@ -355,20 +463,38 @@ describe('orchestrator handler', () => {
         ['info', 'state store available again'],
         ['info', 'orchestrator run ended'],
       ]);
-      expect(lines[0]?.fields).toMatchObject({ type: 'state-unavailable', at: START + 600, operation: 'loadCircuit', error: expect.stringMatching(/ThrottlingException/) });
+      expect(lines[0]?.fields).toMatchObject({
+        type: 'state-unavailable',
+        at: START + 600,
+        operation: 'loadCircuit',
+        error: expect.stringMatching(/ThrottlingException/),
+      });
       expect(lines[1]?.fields).toMatchObject({ type: 'state-recovered', at: START + 800, unavailableMs: 200 });
       expect(lines[2]?.fields).toMatchObject({ lease: 'acquired', dispatched: 1 });
     });
 
     it("logs a run that could not start, the store failing all along, as a warning with lease 'unavailable'", async () => {
       const clock = new FakeClock(START);
-      const h = orchestratorHarness({ clock, stores: { ...memoryStores(), circuit: new ThrottledCircuitStore(clock, START, START + 60_000) } });
+      const h = orchestratorHarness({
+        clock,
+        stores: { ...memoryStores(), circuit: new ThrottledCircuitStore(clock, START, START + 60_000) },
+      });
       const { handler, lines } = handlerOn(h);
 
       const summary = await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
 
-      expect(summary).toEqual({ lease: 'unavailable', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
-      expect(lines[lines.length - 1]).toMatchObject({ level: 'warn', message: 'orchestrator run ended', fields: { lease: 'unavailable' } });
+      expect(summary).toEqual({
+        lease: 'unavailable',
+        dispatched: 0,
+        deadLettered: 0,
+        healthChecks: 0,
+        invokeFailures: 0,
+      });
+      expect(lines[lines.length - 1]).toMatchObject({
+        level: 'warn',
+        message: 'orchestrator run ended',
+        fields: { lease: 'unavailable' },
+      });
     });
   });
 });

@@ -6,7 +6,17 @@ import { captureStdout } from '../../helpers/emf';
 import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
-import { httpStatus, LANE, ok, openCircuit, receiveJobEvent, sendJob, START, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
+import {
+  httpStatus,
+  LANE,
+  ok,
+  openCircuit,
+  receiveJobEvent,
+  sendJob,
+  START,
+  workerHarness,
+  type WorkerHarness,
+} from '../../helpers/serviceFixtures';
 
 /** One line the handler logged. */
 interface LogLine {
@@ -20,7 +30,11 @@ function handlerOn(h: WorkerHarness) {
   const lines: LogLine[] = [];
   const contexts: LambdaContextLike[] = [];
   const stdout = captureStdout();
-  const telemetry: Telemetry = { log: (level, message, fields) => lines.push({ level, message, fields }), metrics: new EmfMetrics(), setContext: (c) => contexts.push(c) };
+  const telemetry: Telemetry = {
+    log: (level, message, fields) => lines.push({ level, message, fields }),
+    metrics: new EmfMetrics(),
+    setContext: (c) => contexts.push(c),
+  };
   const handler = makeHandler(h.deps, telemetry);
   return { handler, lines, contexts, stdout };
 }
@@ -33,7 +47,13 @@ const HEALTH_CHECK: HealthCheckEvent = { kind: 'health-check', lane: LANE, check
 async function halfOpen(h: WorkerHarness): Promise<void> {
   await openCircuit(h.stores.circuit, h.config, START);
   await h.clock.advanceTo(START + 2_000);
-  await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-sent', checkId: 'c-1' }, h.clock.now(), circuitPolicyFrom(h.config.circuit));
+  await applyCircuitEvent(
+    h.stores.circuit,
+    LANE,
+    { type: 'health-check-sent', checkId: 'c-1' },
+    h.clock.now(),
+    circuitPolicyFrom(h.config.circuit),
+  );
 }
 
 describe('asWorkerEvent', () => {
@@ -44,7 +64,9 @@ describe('asWorkerEvent', () => {
     ['a string', 'job', 'undefined'],
     ['an array', [], 'undefined'],
   ])('refuses %s, naming kind and what it got', (_, event, got) => {
-    expect(() => asWorkerEvent(event)).toThrow(`worker event must be an object with kind 'job', 'batch' or 'health-check'; got kind ${got}`);
+    expect(() => asWorkerEvent(event)).toThrow(
+      `worker event must be an object with kind 'job', 'batch' or 'health-check'; got kind ${got}`,
+    );
   });
 
   it.each([
@@ -52,15 +74,27 @@ describe('asWorkerEvent', () => {
     ['a number', 1, 'number'],
     ['null', null, 'null'],
     ['nothing', undefined, 'undefined'],
-  ])('refuses a job event whose body is %s, not the message text (an older orchestrator sent the parsed body)', (_, body, got) => {
-    expect(() => asWorkerEvent({ kind: 'job', messageId: 'm-1', body })).toThrow(`worker job event must carry the message body as a string of JSON text; got ${got}`);
-  });
+  ])(
+    'refuses a job event whose body is %s, not the message text (an older orchestrator sent the parsed body)',
+    (_, body, got) => {
+      expect(() => asWorkerEvent({ kind: 'job', messageId: 'm-1', body })).toThrow(
+        `worker job event must carry the message body as a string of JSON text; got ${got}`,
+      );
+    },
+  );
 
   it('refuses a batch event without jobs, or with a job whose body is not the message text', () => {
-    expect(() => asWorkerEvent({ kind: 'batch', jobs: [] })).toThrow('worker batch event must carry a non-empty list of jobs');
+    expect(() => asWorkerEvent({ kind: 'batch', jobs: [] })).toThrow(
+      'worker batch event must carry a non-empty list of jobs',
+    );
     expect(() => asWorkerEvent({ kind: 'batch' })).toThrow('worker batch event must carry a non-empty list of jobs');
-    const jobs = [{ kind: 'job', body: '{}' }, { kind: 'job', body: { id: 'a' } }];
-    expect(() => asWorkerEvent({ kind: 'batch', jobs })).toThrow("worker batch event's job 1 must carry the message body as a string of JSON text; got object");
+    const jobs = [
+      { kind: 'job', body: '{}' },
+      { kind: 'job', body: { id: 'a' } },
+    ];
+    expect(() => asWorkerEvent({ kind: 'batch', jobs })).toThrow(
+      "worker batch event's job 1 must carry the message body as a string of JSON text; got object",
+    );
   });
 
   it('accepts job, batch and health-check events as they are', () => {
@@ -104,29 +138,59 @@ describe('worker handler', () => {
     await sendJob(h.queues, 'main', { id: 'b' });
     const first = await receiveJobEvent(h, 'main', 'd-1');
     const second = await receiveJobEvent(h, 'main', 'd-2');
-    const later = { ...second, slotAt: START + 50, callBy: START + 60, reservation: { ...second.reservation, at: START + 50 } };
+    const later = {
+      ...second,
+      slotAt: START + 50,
+      callBy: START + 60,
+      reservation: { ...second.reservation, at: START + 50 },
+    };
     const { handler, lines } = handlerOn(h);
 
     const outcome = handler({ kind: 'batch', lane: LANE, jobs: [first, later], sentAt: START });
     await h.clock.advance(100);
 
     await expect(outcome).resolves.toEqual(['succeeded', 'retried']);
-    expect(h.api.calls.map((c) => [c.body, c.at - START])).toEqual([['{"id":"a"}', 0], ['{"id":"b"}', 50]]);
+    expect(h.api.calls.map((c) => [c.body, c.at - START])).toEqual([
+      ['{"id":"a"}', 0],
+      ['{"id":"b"}', 50],
+    ]);
     // The success's message went in a batch delete; the retried one, sent to the requeue queue, was deleted at once.
     expect(h.queues.stats).toMatchObject({ delete: 1, deleteBatch: 1 });
-    expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-2', dispatchId: 'd-2', idempotencyKey: 'm-2', attempt: 1 } }]);
+    expect(lines).toEqual([
+      {
+        level: 'info',
+        message: 'worker event retried',
+        fields: {
+          kind: 'job',
+          outcome: 'retried',
+          messageId: 'm-2',
+          dispatchId: 'd-2',
+          idempotencyKey: 'm-2',
+          attempt: 1,
+        },
+      },
+    ]);
   });
 
   it('reports the successes of a batch to the circuit once, which ends a run of refusals', async () => {
     const h = workerHarness();
     const policy = circuitPolicyFrom(h.config.circuit);
-    for (let i = 1; i < h.config.circuit.callerRejectThreshold; i++) await applyCircuitEvent(h.stores.circuit, LANE, { type: 'client-error', reason: 'HTTP 422' }, START, policy);
+    for (let i = 1; i < h.config.circuit.callerRejectThreshold; i++)
+      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'client-error', reason: 'HTTP 422' }, START, policy);
     for (const id of ['a', 'b', 'c']) await sendJob(h.queues, 'main', { id });
-    const jobs = [await receiveJobEvent(h, 'main', 'd-1'), await receiveJobEvent(h, 'main', 'd-2'), await receiveJobEvent(h, 'main', 'd-3')];
+    const jobs = [
+      await receiveJobEvent(h, 'main', 'd-1'),
+      await receiveJobEvent(h, 'main', 'd-2'),
+      await receiveJobEvent(h, 'main', 'd-3'),
+    ];
     const reads = jest.spyOn(h.stores.circuit, 'loadCircuit');
     const { handler } = handlerOn(h);
 
-    await expect(handler({ kind: 'batch', lane: LANE, jobs, sentAt: START })).resolves.toEqual(['succeeded', 'succeeded', 'succeeded']);
+    await expect(handler({ kind: 'batch', lane: LANE, jobs, sentAt: START })).resolves.toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
 
     expect(reads).toHaveBeenCalledTimes(1);
     // The run was one refusal short of opening; after the batch's success, one more refusal does not open it.
@@ -148,7 +212,7 @@ describe('worker handler', () => {
     });
 
     const batch = { kind: 'batch', lane: LANE, jobs: [{ ...first, idempotencyKey: 'broken' }, second], sentAt: START };
-    await expect(handler(batch)).rejects.toThrow("the batch of 2 jobs failed in part: m-1: the store is down");
+    await expect(handler(batch)).rejects.toThrow('the batch of 2 jobs failed in part: m-1: the store is down');
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"b"}']);
   });
 
@@ -161,7 +225,20 @@ describe('worker handler', () => {
 
     await expect(handler(event)).resolves.toBe('retried');
 
-    expect(lines).toEqual([{ level: 'info', message: 'worker event retried', fields: { kind: 'job', outcome: 'retried', messageId: 'm-1', dispatchId: 'd-1', idempotencyKey: 'm-1', attempt: 1 } }]);
+    expect(lines).toEqual([
+      {
+        level: 'info',
+        message: 'worker event retried',
+        fields: {
+          kind: 'job',
+          outcome: 'retried',
+          messageId: 'm-1',
+          dispatchId: 'd-1',
+          idempotencyKey: 'm-1',
+          attempt: 1,
+        },
+      },
+    ]);
   });
 
   it('logs a dead-lettered job as a warning with its reason and keys', async () => {
@@ -175,7 +252,19 @@ describe('worker handler', () => {
 
     const reason = expect.stringMatching(/^permanent: HTTP 400 Bad Request/);
     expect(lines).toEqual([
-      { level: 'warn', message: expect.stringMatching(/^job dead-lettered: permanent: HTTP 400 Bad Request/), fields: { type: 'dead-lettered', lane: LANE, at: START, reason, messageId: 'm-1', dispatchId: 'd-1', idempotencyKey: 'm-1' } },
+      {
+        level: 'warn',
+        message: expect.stringMatching(/^job dead-lettered: permanent: HTTP 400 Bad Request/),
+        fields: {
+          type: 'dead-lettered',
+          lane: LANE,
+          at: START,
+          reason,
+          messageId: 'm-1',
+          dispatchId: 'd-1',
+          idempotencyKey: 'm-1',
+        },
+      },
     ]);
   });
 
@@ -189,7 +278,9 @@ describe('worker handler', () => {
     await expect(handler(event)).resolves.toBe('duplicate');
 
     expect(h.api.calls).toHaveLength(1);
-    expect(lines.map((l) => [l.level, l.message, l.fields?.messageId])).toEqual([['info', 'worker event duplicate', 'm-1']]);
+    expect(lines.map((l) => [l.level, l.message, l.fields?.messageId])).toEqual([
+      ['info', 'worker event duplicate', 'm-1'],
+    ]);
   });
 
   it('logs a job refused with 401 as kept, and the circuit it opened with the reason, both as warnings', async () => {
@@ -203,8 +294,23 @@ describe('worker handler', () => {
 
     const reason = 'caller rejected: HTTP 401 Unauthorized';
     expect(lines).toEqual([
-      { level: 'warn', message: `circuit closed -> open: ${reason}`, fields: { type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason } },
-      { level: 'warn', message: 'worker event kept', fields: { kind: 'job', outcome: 'kept', messageId: 'm-1', dispatchId: 'd-1', idempotencyKey: 'm-1', attempt: 1 } },
+      {
+        level: 'warn',
+        message: `circuit closed -> open: ${reason}`,
+        fields: { type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason },
+      },
+      {
+        level: 'warn',
+        message: 'worker event kept',
+        fields: {
+          kind: 'job',
+          outcome: 'kept',
+          messageId: 'm-1',
+          dispatchId: 'd-1',
+          idempotencyKey: 'm-1',
+          attempt: 1,
+        },
+      },
     ]);
   });
 
@@ -217,7 +323,9 @@ describe('worker handler', () => {
 
     expect(h.api.probes).toBe(1);
     expect(h.api.calls).toEqual([]);
-    expect(lines.map((l) => [l.level, l.message])).toEqual([['info', 'circuit half-open -> closed: health check c-1 passed']]);
+    expect(lines.map((l) => [l.level, l.message])).toEqual([
+      ['info', 'circuit half-open -> closed: health check c-1 passed'],
+    ]);
   });
 
   it("returns 'unhealthy' when the probe fails, logging the circuit's reopening and the check id", async () => {
@@ -229,8 +337,16 @@ describe('worker handler', () => {
     await expect(handler(HEALTH_CHECK)).resolves.toBe('unhealthy');
 
     expect(lines).toEqual([
-      { level: 'warn', message: 'circuit half-open -> open: health check c-1 failed', fields: expect.objectContaining({ from: 'half-open', to: 'open' }) },
-      { level: 'info', message: 'worker event unhealthy', fields: { kind: 'health-check', outcome: 'unhealthy', checkId: 'c-1' } },
+      {
+        level: 'warn',
+        message: 'circuit half-open -> open: health check c-1 failed',
+        fields: expect.objectContaining({ from: 'half-open', to: 'open' }),
+      },
+      {
+        level: 'info',
+        message: 'worker event unhealthy',
+        fields: { kind: 'health-check', outcome: 'unhealthy', checkId: 'c-1' },
+      },
     ]);
   });
 
@@ -241,7 +357,13 @@ describe('worker handler', () => {
     await expect(handler(HEALTH_CHECK)).resolves.toBe('not-current');
 
     expect(h.api.probes).toBe(0);
-    expect(lines).toEqual([{ level: 'info', message: 'worker event not-current', fields: { kind: 'health-check', outcome: 'not-current', checkId: 'c-1' } }]);
+    expect(lines).toEqual([
+      {
+        level: 'info',
+        message: 'worker event not-current',
+        fields: { kind: 'health-check', outcome: 'not-current', checkId: 'c-1' },
+      },
+    ]);
   });
 
   describe('metrics', () => {
@@ -253,10 +375,22 @@ describe('worker handler', () => {
       const jobs = [await receiveJobEvent(h, 'main', 'd-1'), await receiveJobEvent(h, 'main', 'd-2')];
       const { handler, stdout } = handlerOn(h);
 
-      await expect(handler({ kind: 'batch', lane: LANE, jobs, sentAt: START })).resolves.toEqual(['succeeded', 'retried']);
+      await expect(handler({ kind: 'batch', lane: LANE, jobs, sentAt: START })).resolves.toEqual([
+        'succeeded',
+        'retried',
+      ]);
 
       const emf = (dimensions: Record<string, string>, metric: string, value: number) => ({
-        _aws: { Timestamp: expect.any(Number), CloudWatchMetrics: [{ Namespace: 'QuotaOrchestrator', Dimensions: [Object.keys(dimensions)], Metrics: [{ Name: metric, Unit: 'Count' }] }] },
+        _aws: {
+          Timestamp: expect.any(Number),
+          CloudWatchMetrics: [
+            {
+              Namespace: 'QuotaOrchestrator',
+              Dimensions: [Object.keys(dimensions)],
+              Metrics: [{ Name: metric, Unit: 'Count' }],
+            },
+          ],
+        },
         ...dimensions,
         [metric]: value,
       });
@@ -280,7 +414,9 @@ describe('worker handler', () => {
       await expect(handler(await receiveJobEvent(h, 'main', 'd-1'))).resolves.toBe('retried');
 
       expect(stdout.metric('RateLimitedCalls')).toEqual([{ unit: 'Count', dimensions: { lane: LANE }, value: 1 }]);
-      expect(stdout.metric('ApiCalls')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, outcome: 'rate-limited' }, value: 1 }]);
+      expect(stdout.metric('ApiCalls')).toEqual([
+        { unit: 'Count', dimensions: { lane: LANE, outcome: 'rate-limited' }, value: 1 },
+      ]);
     });
 
     it('counts a dead letter by the class of its reason', async () => {
@@ -291,7 +427,9 @@ describe('worker handler', () => {
 
       await expect(handler(await receiveJobEvent(h, 'main', 'd-1'))).resolves.toBe('dead-lettered');
 
-      expect(stdout.metric('DeadLetters')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, reason: 'permanent' }, value: 1 }]);
+      expect(stdout.metric('DeadLetters')).toEqual([
+        { unit: 'Count', dimensions: { lane: LANE, reason: 'permanent' }, value: 1 },
+      ]);
     });
 
     it('counts a worker that started after its callBy as a late start refused', async () => {
@@ -314,7 +452,9 @@ describe('worker handler', () => {
 
       await handler(await receiveJobEvent(h, 'main', 'd-1'));
 
-      expect(stdout.metric('CircuitTransitions')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, to: 'open' }, value: 1 }]);
+      expect(stdout.metric('CircuitTransitions')).toEqual([
+        { unit: 'Count', dimensions: { lane: LANE, to: 'open' }, value: 1 },
+      ]);
     });
 
     it('publishes what it recorded when the invocation fails, and adds the Lambda context to its log', async () => {
@@ -329,9 +469,16 @@ describe('worker handler', () => {
       });
       const { handler, stdout, contexts } = handlerOn(h);
 
-      await expect(handler({ kind: 'batch', lane: LANE, jobs: [{ ...jobs[0]!, idempotencyKey: 'broken' }, jobs[1]!], sentAt: START }, { awsRequestId: 'req-1' })).rejects.toThrow(/failed in part/);
+      await expect(
+        handler(
+          { kind: 'batch', lane: LANE, jobs: [{ ...jobs[0]!, idempotencyKey: 'broken' }, jobs[1]!], sentAt: START },
+          { awsRequestId: 'req-1' },
+        ),
+      ).rejects.toThrow(/failed in part/);
 
-      expect(stdout.metric('ApiCalls')).toEqual([{ unit: 'Count', dimensions: { lane: LANE, outcome: 'success' }, value: 1 }]);
+      expect(stdout.metric('ApiCalls')).toEqual([
+        { unit: 'Count', dimensions: { lane: LANE, outcome: 'success' }, value: 1 },
+      ]);
       expect(contexts).toEqual([{ awsRequestId: 'req-1' }]);
     });
   });

@@ -23,11 +23,23 @@ describe('the producer client with estimates of named units', () => {
   });
 
   it.each([
-    [{ estimates: { 'AWS.tokens': 1 } }, 'estimates.AWS.tokens', "names no unit: its name must not start with 'AWS.' or 'Amazon.'"],
-    [{ estimates: { idempotencyKey: 1 } }, 'estimates.idempotencyKey', 'names no unit: its name is a message attribute of the service itself'],
+    [
+      { estimates: { 'AWS.tokens': 1 } },
+      'estimates.AWS.tokens',
+      "names no unit: its name must not start with 'AWS.' or 'Amazon.'",
+    ],
+    [
+      { estimates: { idempotencyKey: 1 } },
+      'estimates.idempotencyKey',
+      'names no unit: its name is a message attribute of the service itself',
+    ],
     [{ estimates: { tokens: -1 } }, 'estimates.tokens', 'must be an integer from 0 to 1000000000000; got -1'],
     [{ estimates: { tokens: 1.5 } }, 'estimates.tokens', 'must be an integer from 0 to 1000000000000; got 1.5'],
-    [{ estimates: { tokens: '5' as unknown as number } }, 'estimates.tokens', 'must be an integer from 0 to 1000000000000; got 5'],
+    [
+      { estimates: { tokens: '5' as unknown as number } },
+      'estimates.tokens',
+      'must be an integer from 0 to 1000000000000; got 5',
+    ],
     [{ cost: 2, estimates: { cost: 3 } }, 'estimates.cost', 'repeats cost: give one of the two'],
   ])('refuses %j, naming the field, and sends nothing', async (extra, field, problem) => {
     const job: ProducerJob = { body: {}, ...extra };

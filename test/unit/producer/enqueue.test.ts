@@ -13,7 +13,9 @@ const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').diges
 beforeEach(() => {
   sqsMock.reset();
   sqsMock.on(SendMessageCommand).resolves({ MessageId: 'm-1' });
-  sqsMock.on(SendMessageBatchCommand).callsFake((input: { Entries: { Id: string }[] }) => ({ Successful: input.Entries.map(({ Id }) => ({ Id, MessageId: `m-${Id}` })) }));
+  sqsMock.on(SendMessageBatchCommand).callsFake((input: { Entries: { Id: string }[] }) => ({
+    Successful: input.Entries.map(({ Id }) => ({ Id, MessageId: `m-${Id}` })),
+  }));
 });
 
 function sent() {
@@ -38,11 +40,16 @@ const bodyOf = (bytes: number): string => 'x'.repeat(bytes - 2);
 describe('the producer client', () => {
   describe('enqueue', () => {
     it('sends the body as JSON with the cost and idempotency key attributes, and returns the message id', async () => {
-      await expect(enqueue({ body: { n: 1 }, cost: 7, idempotencyKey: 'k-1' }, { sqs, queueUrl: MAIN })).resolves.toEqual({ messageId: 'm-1' });
+      await expect(
+        enqueue({ body: { n: 1 }, cost: 7, idempotencyKey: 'k-1' }, { sqs, queueUrl: MAIN }),
+      ).resolves.toEqual({ messageId: 'm-1' });
       expect(sent()).toEqual({
         QueueUrl: MAIN,
         MessageBody: '{"n":1}',
-        MessageAttributes: { cost: { DataType: 'Number', StringValue: '7' }, idempotencyKey: { DataType: 'String', StringValue: 'k-1' } },
+        MessageAttributes: {
+          cost: { DataType: 'Number', StringValue: '7' },
+          idempotencyKey: { DataType: 'String', StringValue: 'k-1' },
+        },
       });
     });
 
@@ -54,7 +61,9 @@ describe('the producer client', () => {
     it('accepts the costs the service accepts: 0 and 1e12', async () => {
       await enqueue({ body: 1, cost: 0 }, { sqs, queueUrl: MAIN });
       await enqueue({ body: 1, cost: 1e12 }, { sqs, queueUrl: MAIN });
-      expect(sqsMock.commandCalls(SendMessageCommand).map((call) => call.args[0].input.MessageAttributes?.cost?.StringValue)).toEqual(['0', '1000000000000']);
+      expect(
+        sqsMock.commandCalls(SendMessageCommand).map((call) => call.args[0].input.MessageAttributes?.cost?.StringValue),
+      ).toEqual(['0', '1000000000000']);
     });
 
     it.each([
@@ -66,7 +75,11 @@ describe('the producer client', () => {
       ['an idempotency key over 512 characters', { body: 1, idempotencyKey: 'k'.repeat(513) }, 'idempotencyKey'],
       ['a body JSON cannot hold', { body: undefined }, 'body'],
       ['a body JSON.stringify throws on', { body: 10n }, 'body'],
-      ['a body nested deeper than the service allows', { body: JSON.parse('['.repeat(101) + ']'.repeat(101)) as unknown }, 'body'],
+      [
+        'a body nested deeper than the service allows',
+        { body: JSON.parse('['.repeat(101) + ']'.repeat(101)) as unknown },
+        'body',
+      ],
       ['a group id with a space', { body: 1, groupId: 'a b' }, 'groupId'],
       ['a deduplication id on a standard queue', { body: 1, deduplicationId: 'd' }, 'deduplicationId'],
     ] as [string, ProducerJob, string][])('refuses %s, naming the field, and sends nothing', async (_, job, field) => {
@@ -119,37 +132,60 @@ describe('the producer client', () => {
       });
 
       it('refuses a deduplication id over 128 characters', async () => {
-        expect((await refusal({ body: 1, groupId: 'g', deduplicationId: 'd'.repeat(129) }, FIFO)).field).toBe('deduplicationId');
+        expect((await refusal({ body: 1, groupId: 'g', deduplicationId: 'd'.repeat(129) }, FIFO)).field).toBe(
+          'deduplicationId',
+        );
       });
     });
 
     it("passes on the SDK's error when SQS refuses the request", async () => {
-      sqsMock.on(SendMessageCommand).rejects(new SQSServiceException({ name: 'QueueDoesNotExist', $fault: 'client', message: 'no queue', $metadata: {} }));
+      sqsMock
+        .on(SendMessageCommand)
+        .rejects(
+          new SQSServiceException({ name: 'QueueDoesNotExist', $fault: 'client', message: 'no queue', $metadata: {} }),
+        );
       await expect(enqueue({ body: 1 }, { sqs, queueUrl: MAIN })).rejects.toThrow('no queue');
     });
   });
 
   describe('enqueueMany', () => {
-    const batches = () => sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input.Entries?.map((entry) => entry.Id));
+    const batches = () =>
+      sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input.Entries?.map((entry) => entry.Id));
 
     it('sends ten jobs to a request, in order, each entry named by its index', async () => {
       const jobs = Array.from({ length: 23 }, (_, i) => ({ body: { i } }));
       await expect(enqueueMany(jobs, { sqs, queueUrl: MAIN })).resolves.toEqual({ sent: 23, failed: [] });
       const ids = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => String(from + i));
       expect(batches()).toEqual([ids(0, 10), ids(10, 20), ids(20, 23)]);
-      expect(sqsMock.commandCalls(SendMessageBatchCommand)[0]?.args[0].input.Entries?.[3]).toEqual({ Id: '3', MessageBody: '{"i":3}' });
+      expect(sqsMock.commandCalls(SendMessageBatchCommand)[0]?.args[0].input.Entries?.[3]).toEqual({
+        Id: '3',
+        MessageBody: '{"i":3}',
+      });
     });
 
     it("starts a new request when the next job would take the request's total past the limit", async () => {
       const half = { body: bodyOf(MAX_MESSAGE_BYTES / 2) };
-      await enqueueMany([half, half, { body: bodyOf(MAX_MESSAGE_BYTES / 2 + 1) }, { body: 1 }], { sqs, queueUrl: MAIN });
-      expect(batches()).toEqual([['0', '1'], ['2', '3']]);
+      await enqueueMany([half, half, { body: bodyOf(MAX_MESSAGE_BYTES / 2 + 1) }, { body: 1 }], {
+        sqs,
+        queueUrl: MAIN,
+      });
+      expect(batches()).toEqual([
+        ['0', '1'],
+        ['2', '3'],
+      ]);
     });
 
     it('reports a job that fails its checks as a failure with its reason, and sends the others', async () => {
       const progress: { sent: number; failed: number }[] = [];
-      const result = await enqueueMany([{ body: 1 }, { body: 2, cost: -1 }, { body: 3 }], { sqs, queueUrl: MAIN, onProgress: (p) => progress.push({ ...p }) });
-      expect(result).toEqual({ sent: 2, failed: [{ index: 1, reason: expect.stringMatching(/^job\.cost: must be an integer from 0/) as unknown }] });
+      const result = await enqueueMany([{ body: 1 }, { body: 2, cost: -1 }, { body: 3 }], {
+        sqs,
+        queueUrl: MAIN,
+        onProgress: (p) => progress.push({ ...p }),
+      });
+      expect(result).toEqual({
+        sent: 2,
+        failed: [{ index: 1, reason: expect.stringMatching(/^job\.cost: must be an integer from 0/) as unknown }],
+      });
       expect(batches()).toEqual([['0', '2']]);
       expect(progress).toEqual([
         { sent: 0, failed: 1 },
@@ -158,17 +194,28 @@ describe('the producer client', () => {
     });
 
     it('reports the entries SQS refuses (a partial batch failure) with its code', async () => {
-      sqsMock.on(SendMessageBatchCommand).resolves({ Successful: [{ Id: '0', MessageId: 'a', MD5OfMessageBody: '', SequenceNumber: undefined }], Failed: [{ Id: '1', Code: 'InternalError', SenderFault: false, Message: 'try again' }] });
+      sqsMock.on(SendMessageBatchCommand).resolves({
+        Successful: [{ Id: '0', MessageId: 'a', MD5OfMessageBody: '', SequenceNumber: undefined }],
+        Failed: [{ Id: '1', Code: 'InternalError', SenderFault: false, Message: 'try again' }],
+      });
       const result = await enqueueMany([{ body: 1 }, { body: 2 }], { sqs, queueUrl: MAIN });
-      expect(result).toEqual({ sent: 1, failed: [{ index: 1, reason: 'SQS refused the message: InternalError try again' }] });
+      expect(result).toEqual({
+        sent: 1,
+        failed: [{ index: 1, reason: 'SQS refused the message: InternalError try again' }],
+      });
     });
 
     it('fails every entry of a request that failed as a whole, and goes on with the next', async () => {
       sqsMock
         .on(SendMessageBatchCommand)
-        .rejectsOnce(new SQSServiceException({ name: 'ServiceUnavailable', $fault: 'server', message: 'down', $metadata: {} }))
+        .rejectsOnce(
+          new SQSServiceException({ name: 'ServiceUnavailable', $fault: 'server', message: 'down', $metadata: {} }),
+        )
         .resolves({ Successful: [], Failed: [] });
-      const result = await enqueueMany(Array.from({ length: 11 }, (_, i) => ({ body: i })), { sqs, queueUrl: MAIN });
+      const result = await enqueueMany(
+        Array.from({ length: 11 }, (_, i) => ({ body: i })),
+        { sqs, queueUrl: MAIN },
+      );
       expect(result.failed.map((f) => f.index)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
       expect(result.failed[0]?.reason).toBe('SendMessageBatch failed: ServiceUnavailable: down');
       expect(result.sent).toBe(1);

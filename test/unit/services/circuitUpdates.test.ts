@@ -19,7 +19,13 @@ describe('applyCircuitEvent', () => {
     const store = new ContendedStore();
     const { circuit, lane } = testConfig();
 
-    const failure = await applyCircuitEvent(store, lane, { type: 'transient-failure' }, START, circuitPolicyFrom(circuit)).catch((error: unknown) => error);
+    const failure = await applyCircuitEvent(
+      store,
+      lane,
+      { type: 'transient-failure' },
+      START,
+      circuitPolicyFrom(circuit),
+    ).catch((error: unknown) => error);
 
     expect(failure).toBeInstanceOf(StateUnavailableError);
     expect((failure as StateUnavailableError).operation).toBe('saveCircuit');
@@ -36,10 +42,25 @@ describe('applyCircuitEvent', () => {
       const seen: LaneCircuitTransition[] = [];
       const tell = (t: LaneCircuitTransition) => seen.push(t);
 
-      for (let i = 0; i < circuit.failureThreshold; i++) await applyCircuitEvent(store, lane, { type: 'transient-failure' }, START + i, policy, tell);
+      for (let i = 0; i < circuit.failureThreshold; i++)
+        await applyCircuitEvent(store, lane, { type: 'transient-failure' }, START + i, policy, tell);
       await applyCircuitEvent(store, lane, { type: 'health-check-sent', checkId: 'c-1' }, START + 10_000, policy, tell);
-      await applyCircuitEvent(store, lane, { type: 'health-check-started', checkId: 'c-1' }, START + 10_001, policy, tell);
-      await applyCircuitEvent(store, lane, { type: 'health-check-failed', checkId: 'c-1' }, START + 10_002, policy, tell);
+      await applyCircuitEvent(
+        store,
+        lane,
+        { type: 'health-check-started', checkId: 'c-1' },
+        START + 10_001,
+        policy,
+        tell,
+      );
+      await applyCircuitEvent(
+        store,
+        lane,
+        { type: 'health-check-failed', checkId: 'c-1' },
+        START + 10_002,
+        policy,
+        tell,
+      );
       await applyCircuitEvent(store, lane, { type: 'health-check-sent', checkId: 'c-2' }, START + 60_000, policy, tell);
       await applyCircuitEvent(store, lane, { type: 'health-check-ok', checkId: 'c-2' }, START + 60_001, policy, tell);
 
@@ -55,8 +76,17 @@ describe('applyCircuitEvent', () => {
 
     it('is not told of a write that leaves the status as it was, nor of a write it lost', async () => {
       const seen: LaneCircuitTransition[] = [];
-      await applyCircuitEvent(new MemoryCircuitStore(), lane, { type: 'transient-failure' }, START, policy, (t) => seen.push(t));
-      await applyCircuitEvent(new ContendedStore(), lane, { type: 'caller-rejected', reason: 'HTTP 401' }, START, policy, (t) => seen.push(t)).catch(() => undefined);
+      await applyCircuitEvent(new MemoryCircuitStore(), lane, { type: 'transient-failure' }, START, policy, (t) =>
+        seen.push(t),
+      );
+      await applyCircuitEvent(
+        new ContendedStore(),
+        lane,
+        { type: 'caller-rejected', reason: 'HTTP 401' },
+        START,
+        policy,
+        (t) => seen.push(t),
+      ).catch(() => undefined);
 
       expect(seen).toEqual([]);
     });

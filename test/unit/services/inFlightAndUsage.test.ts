@@ -3,16 +3,49 @@ import type { ApiResult } from '../../../lib/domain/outcome/apiResult';
 import type { WorkerEvent } from '../../../lib/ports/Invoker';
 import { processWorkerEvent } from '../../../lib/services/processJob';
 import { runOrchestrator, type OrchestratorEvent } from '../../../lib/services/runOrchestrator';
-import { START, ScriptedApi, dispatchedEvents, drive, jobsOf, numberAttr, orchestratorHarness, sendJob, type OrchestratorHarness } from '../../helpers/serviceFixtures';
+import {
+  START,
+  ScriptedApi,
+  dispatchedEvents,
+  drive,
+  jobsOf,
+  numberAttr,
+  orchestratorHarness,
+  sendJob,
+  type OrchestratorHarness,
+} from '../../helpers/serviceFixtures';
 
 /** testConfig's timings (see serviceFixtures), with `extra` sections: a cap on calls in flight, named units. */
 function config(extra: Record<string, unknown>): ServiceConfig {
   return parseServiceConfig({
     quotas: [{ limit: 5, per: 'second' }],
-    pacing: { rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 0 },
-    circuit: { failureThreshold: 3, windowSeconds: 10, openSeconds: 2, healthCheckSeconds: 1, healthCheckTimeoutSeconds: 5 },
+    pacing: {
+      rampSeconds: 0,
+      pauseJitterMs: 0,
+      arrivalMarginMs: 0,
+      callAllowanceMs: 0,
+      dispatchLeadMs: 0,
+      maxDispatchLeadMs: 0,
+      batchWindowMs: 0,
+    },
+    circuit: {
+      failureThreshold: 3,
+      windowSeconds: 10,
+      openSeconds: 2,
+      healthCheckSeconds: 1,
+      healthCheckTimeoutSeconds: 5,
+    },
     retry: { maxAttempts: 3, baseDelayMs: 1_000 },
-    orchestrator: { leaseTtlMs: 5_000, flushIntervalMs: 1_000, circuitPollMs: 100, visibilityTimeoutMs: 30_000, workerTimeoutMs: 5_000, idleWaitMs: 200, idleStopMs: 900_000, invokeBackoffMs: 100 },
+    orchestrator: {
+      leaseTtlMs: 5_000,
+      flushIntervalMs: 1_000,
+      circuitPollMs: 100,
+      visibilityTimeoutMs: 30_000,
+      workerTimeoutMs: 5_000,
+      idleWaitMs: 200,
+      idleStopMs: 900_000,
+      invokeBackoffMs: 100,
+    },
     ...extra,
   });
 }
@@ -33,7 +66,11 @@ function peakInProgress(spans: readonly Span[]): number {
  * arrives (with `answer`, if given), recording every call's span. `lost(event)` says which worker events die mid-call:
  * their call goes out, but the worker reports nothing and never ends the job.
  */
-function laneWithApi(cfg: ServiceConfig, latencyMs: number, options: { readonly answer?: (body: string) => ApiResult; readonly lost?: (event: WorkerEvent) => boolean } = {}) {
+function laneWithApi(
+  cfg: ServiceConfig,
+  latencyMs: number,
+  options: { readonly answer?: (body: string) => ApiResult; readonly lost?: (event: WorkerEvent) => boolean } = {},
+) {
   const spans: Span[] = [];
   const h = orchestratorHarness({
     config: cfg,
@@ -50,7 +87,14 @@ function laneWithApi(cfg: ServiceConfig, latencyMs: number, options: { readonly 
         },
         probe: () => api.probe(),
       };
-      await processWorkerEvent(event, { clock: harness.clock, stores: harness.stores, queues: harness.queues, api: recording, config: harness.config, random: () => 0 });
+      await processWorkerEvent(event, {
+        clock: harness.clock,
+        stores: harness.stores,
+        queues: harness.queues,
+        api: recording,
+        config: harness.config,
+        random: () => 0,
+      });
     },
   });
   return { h, spans };
@@ -64,7 +108,8 @@ async function sendMain(h: OrchestratorHarness, n: number, attributes: Record<st
 /** Pacing that batches: several slots within 500 ms go to one worker. */
 const BATCHED = { rampSeconds: 0, pauseJitterMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 500 };
 
-const flushedEvents = (events: readonly OrchestratorEvent[]) => events.filter((e): e is Extract<OrchestratorEvent, { type: 'flushed' }> => e.type === 'flushed');
+const flushedEvents = (events: readonly OrchestratorEvent[]) =>
+  events.filter((e): e is Extract<OrchestratorEvent, { type: 'flushed' }> => e.type === 'flushed');
 
 describe('maxInFlight', () => {
   it('never has more calls in progress than the cap, and dispatches again as soon as a worker reports its call ended', async () => {
@@ -86,7 +131,9 @@ describe('maxInFlight', () => {
 
   it('frees the slot of a worker killed mid-call once its call can no longer be running: slot + margin + worker timeout', async () => {
     const killed = 'id-1';
-    const { h, spans } = laneWithApi(config({ maxInFlight: 1 }), 500, { lost: (event) => jobsOf(event).some((job) => job.dispatchId === killed) });
+    const { h, spans } = laneWithApi(config({ maxInFlight: 1 }), 500, {
+      lost: (event) => jobsOf(event).some((job) => job.dispatchId === killed),
+    });
     await sendMain(h, 3);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 9_000 }), START + 10_000);
@@ -129,15 +176,30 @@ describe('usage read from the answer', () => {
   // A visibility long enough to wait out the minute tier (as deployed: 120 s): a message blocked by a full window
   // waits for its slot, and sees each flush's hand-back, rather than being hidden until the window ends.
   const anthropic = {
-    quotas: [{ limit: 100, per: 'second' }, { limit: 1_000, per: 'minute', unit: 'output_tokens' }],
+    quotas: [
+      { limit: 100, per: 'second' },
+      { limit: 1_000, per: 'minute', unit: 'output_tokens' },
+    ],
     usagePreset: 'anthropic',
-    orchestrator: { leaseTtlMs: 5_000, flushIntervalMs: 1_000, circuitPollMs: 100, visibilityTimeoutMs: 120_000, workerTimeoutMs: 5_000, idleWaitMs: 200, idleStopMs: 900_000, invokeBackoffMs: 100 },
+    orchestrator: {
+      leaseTtlMs: 5_000,
+      flushIntervalMs: 1_000,
+      circuitPollMs: 100,
+      visibilityTimeoutMs: 120_000,
+      workerTimeoutMs: 5_000,
+      idleWaitMs: 200,
+      idleStopMs: 900_000,
+      invokeBackoffMs: 100,
+    },
   };
   const answer = (outputTokens: number) => (): ApiResult => ({
     kind: 'response',
     status: 200,
     headers: {},
-    body: JSON.stringify({ type: 'message', usage: { input_tokens: 10, cache_creation_input_tokens: 0, output_tokens: outputTokens } }),
+    body: JSON.stringify({
+      type: 'message',
+      usage: { input_tokens: 10, cache_creation_input_tokens: 0, output_tokens: outputTokens },
+    }),
   });
 
   it('hands the unused part of each estimate back within a flush, and the next dispatches use it', async () => {
@@ -160,8 +222,15 @@ describe('usage read from the answer', () => {
 
   it('reserves the estimates of every job of a batch', async () => {
     // 100/s puts several slots within the batch window; the minute's 2 400 tokens hold 6 estimates of 400.
-    const quotas = [{ limit: 100, per: 'second' }, { limit: 2_400, per: 'minute', unit: 'output_tokens' }];
-    const { h, spans } = laneWithApi(config({ ...anthropic, quotas, pacing: { ...BATCHED, arrivalMarginMs: 0, callAllowanceMs: 0 } }), 50, { answer: answer(400) });
+    const quotas = [
+      { limit: 100, per: 'second' },
+      { limit: 2_400, per: 'minute', unit: 'output_tokens' },
+    ];
+    const { h, spans } = laneWithApi(
+      config({ ...anthropic, quotas, pacing: { ...BATCHED, arrivalMarginMs: 0, callAllowanceMs: 0 } }),
+      50,
+      { answer: answer(400) },
+    );
     await sendMain(h, 10, { output_tokens: 400 });
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 10_000 }), START + 11_000);
@@ -189,7 +258,12 @@ describe('usage read from the answer', () => {
     const { h, spans } = laneWithApi(config(anthropic), 50, { answer: answer(1) });
     await sendJob(h.queues, 'main', { id: 'no-estimate' });
     await sendJob(h.queues, 'main', { id: 'negative' }, { attributes: { output_tokens: numberAttr(-3) } });
-    await sendJob(h.queues, 'main', { id: 'text' }, { attributes: { output_tokens: { dataType: 'String', value: 'many' } } });
+    await sendJob(
+      h.queues,
+      'main',
+      { id: 'text' },
+      { attributes: { output_tokens: { dataType: 'String', value: 'many' } } },
+    );
     await sendJob(h.queues, 'main', { id: 'fine' }, { attributes: { output_tokens: numberAttr(10) } });
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);

@@ -6,10 +6,21 @@ import { awkwardBody, LANE, numberAttr, START, stringAttr } from '../../helpers/
 
 /** A message as received from the main queue, first receive, with a JSON body and no attributes. */
 function message(overrides: Partial<ReceivedMessage> = {}): ReceivedMessage {
-  return { queue: 'main', messageId: 'm-1', receiptHandle: 'r-1', body: '{"id":"job-1"}', attributes: {}, receiveCount: 1, ...overrides };
+  return {
+    queue: 'main',
+    messageId: 'm-1',
+    receiptHandle: 'r-1',
+    body: '{"id":"job-1"}',
+    attributes: {},
+    receiveCount: 1,
+    ...overrides,
+  };
 }
 
-function withAttributes(attributes: Record<string, MessageAttribute>, overrides: Partial<ReceivedMessage> = {}): ReceivedMessage {
+function withAttributes(
+  attributes: Record<string, MessageAttribute>,
+  overrides: Partial<ReceivedMessage> = {},
+): ReceivedMessage {
   return message({ attributes, ...overrides });
 }
 
@@ -36,7 +47,10 @@ describe('parseJob', () => {
     });
 
     it('accepts any JSON value as the body', () => {
-      expect(parseJob(message({ body: '[1,"two",null]' }))).toEqual({ ok: true, job: { costs: { cost: 1 }, idempotencyKey: 'm-1', attempt: 1 } });
+      expect(parseJob(message({ body: '[1,"two",null]' }))).toEqual({
+        ok: true,
+        job: { costs: { cost: 1 }, idempotencyKey: 'm-1', attempt: 1 },
+      });
     });
 
     it('takes the cost from the Number attribute cost', () => {
@@ -45,8 +59,14 @@ describe('parseJob', () => {
     });
 
     it('accepts a cost of 0 and a custom Number data type', () => {
-      expect(parseJob(withAttributes({ cost: numberAttr(0) }))).toMatchObject({ ok: true, job: { costs: { cost: 0 } } });
-      expect(parseJob(withAttributes({ cost: { dataType: 'Number.tokens', value: '12' } }))).toMatchObject({ ok: true, job: { costs: { cost: 12 } } });
+      expect(parseJob(withAttributes({ cost: numberAttr(0) }))).toMatchObject({
+        ok: true,
+        job: { costs: { cost: 0 } },
+      });
+      expect(parseJob(withAttributes({ cost: { dataType: 'Number.tokens', value: '12' } }))).toMatchObject({
+        ok: true,
+        job: { costs: { cost: 12 } },
+      });
     });
 
     it('takes the idempotency key from the String attribute idempotencyKey', () => {
@@ -60,8 +80,14 @@ describe('parseJob', () => {
     });
 
     it("falls back to attempt 1 when the 'attempt' attribute is not a positive integer", () => {
-      expect(parseJob(withAttributes({ attempt: numberAttr('zero') }, { queue: 'requeue' }))).toMatchObject({ ok: true, job: { attempt: 1 } });
-      expect(parseJob(withAttributes({ attempt: numberAttr(0) }, { queue: 'requeue' }))).toMatchObject({ ok: true, job: { attempt: 1 } });
+      expect(parseJob(withAttributes({ attempt: numberAttr('zero') }, { queue: 'requeue' }))).toMatchObject({
+        ok: true,
+        job: { attempt: 1 },
+      });
+      expect(parseJob(withAttributes({ attempt: numberAttr(0) }, { queue: 'requeue' }))).toMatchObject({
+        ok: true,
+        job: { attempt: 1 },
+      });
     });
 
     it('counts the attempt of a FIFO message by its receives', () => {
@@ -70,7 +96,9 @@ describe('parseJob', () => {
     });
 
     it("ignores an 'attempt' attribute on a FIFO message in favour of the receive count", () => {
-      const result = parseJob(withAttributes({ attempt: numberAttr(7) }, { queue: 'fifo', groupId: 'g-1', receiveCount: 3 }));
+      const result = parseJob(
+        withAttributes({ attempt: numberAttr(7) }, { queue: 'fifo', groupId: 'g-1', receiveCount: 3 }),
+      );
       expect(result).toMatchObject({ ok: true, job: { attempt: 3 } });
     });
   });
@@ -82,10 +110,18 @@ describe('parseJob', () => {
 
     it('quotes the body in the reason on one line, as text: control characters, line separators and a cut surrogate pair are escaped', () => {
       // The parser quotes ten UTF-16 units of the body and its first token: here half an emoji, a NEL and a newline.
-      expect(reasonOf(parseJob(message({ body: `a${'😀'.repeat(10)}` })))).toBe(`malformed: body is not JSON (Unexpected token 'a', "a😀😀😀😀\\ud83d"... is not valid JSON)`);
-      expect(reasonOf(parseJob(message({ body: '😀' })))).toBe(`malformed: body is not JSON (Unexpected token '\\ud83d', "😀" is not valid JSON)`);
-      expect(reasonOf(parseJob(message({ body: 'x\u0085\ny\u2028' })))).toBe(`malformed: body is not JSON (Unexpected token 'x', "x\\u0085\\u000ay\\u2028" is not valid JSON)`);
-      expect(reasonOf(parseJob(withAttributes({ cost: numberAttr('1\u0085') })))).toBe(`${COST_RULE}; got Number "1\\u0085"`);
+      expect(reasonOf(parseJob(message({ body: `a${'😀'.repeat(10)}` })))).toBe(
+        `malformed: body is not JSON (Unexpected token 'a', "a😀😀😀😀\\ud83d"... is not valid JSON)`,
+      );
+      expect(reasonOf(parseJob(message({ body: '😀' })))).toBe(
+        `malformed: body is not JSON (Unexpected token '\\ud83d', "😀" is not valid JSON)`,
+      );
+      expect(reasonOf(parseJob(message({ body: 'x\u0085\ny\u2028' })))).toBe(
+        `malformed: body is not JSON (Unexpected token 'x', "x\\u0085\\u000ay\\u2028" is not valid JSON)`,
+      );
+      expect(reasonOf(parseJob(withAttributes({ cost: numberAttr('1\u0085') })))).toBe(
+        `${COST_RULE}; got Number "1\\u0085"`,
+      );
     });
 
     it('is refused when the body is empty', () => {
@@ -151,26 +187,40 @@ describe('parseJob', () => {
 
     it('refuses deeper nesting, which recursive parsers behind the API caller refuse or overflow on', () => {
       const body = nested(128_000); // what a 256 KB message can hold: JSON.parse takes it
-      expect(reasonOf(parseJob(message({ body })))).toBe(`malformed: body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`);
+      expect(reasonOf(parseJob(message({ body })))).toBe(
+        `malformed: body nests arrays and objects deeper than ${MAX_BODY_DEPTH} levels`,
+      );
       expect(reasonOf(parseJob(message({ body: `{"a":${nested(MAX_BODY_DEPTH)}}` })))).toMatch(/deeper than/);
     });
   });
 
   describe('any input (fuzzed)', () => {
-    const attribute = fc.record({ dataType: fc.constantFrom('String', 'Number', 'Number.tokens', 'Binary', 'Strung'), value: fc.oneof(fc.string(), fc.double().map(String), fc.constantFrom('NaN', '-3', '1e12', '1e13', ' ', '')) });
+    const attribute = fc.record({
+      dataType: fc.constantFrom('String', 'Number', 'Number.tokens', 'Binary', 'Strung'),
+      value: fc.oneof(fc.string(), fc.double().map(String), fc.constantFrom('NaN', '-3', '1e12', '1e13', ' ', '')),
+    });
     const received = fc.record({
       queue: fc.constantFrom('main' as const, 'fifo' as const, 'requeue' as const),
-      body: fc.oneof(fc.string(), fc.json(), fc.jsonValue().map((v) => JSON.stringify(v)), fc.nat(300).map((n) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`)),
+      body: fc.oneof(
+        fc.string(),
+        fc.json(),
+        fc.jsonValue().map((v) => JSON.stringify(v)),
+        fc.nat(300).map((n) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`),
+      ),
       attributes: fc.dictionary(fc.constantFrom('cost', 'idempotencyKey', 'attempt', 'other', 'reason'), attribute),
       groupId: fc.option(fc.string({ minLength: 1 }), { nil: undefined }),
       receiveCount: fc.integer({ min: 1, max: 20 }),
     });
 
     it('gives a reason free of control characters, line separators and lone surrogates for any text', () => {
-      // eslint-disable-next-line no-control-regex -- control characters are exactly what is looked for
-      const unprintable = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+      const unprintable =
+        // eslint-disable-next-line no-control-regex -- control characters are exactly what is looked for
+        /[\u0000-\u001f\u007f-\u009f\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
       const codeUnit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)); // lone surrogate halves included
-      const text = fc.oneof(fc.string({ unit: codeUnit, maxLength: 40 }), fc.string({ unit: 'grapheme', maxLength: 20 }));
+      const text = fc.oneof(
+        fc.string({ unit: codeUnit, maxLength: 40 }),
+        fc.string({ unit: 'grapheme', maxLength: 20 }),
+      );
       fc.assert(
         fc.property(text, text, (body, cost) => {
           const results = [parseJob(message({ body })), parseJob(withAttributes({ cost: numberAttr(cost) }))];
@@ -186,8 +236,16 @@ describe('parseJob', () => {
           const received = message({ ...rest, ...(groupId === undefined ? {} : { groupId }) });
           const result = parseJob(received);
           if (!result.ok) return result.reason.startsWith('malformed: ') && result.reason.length < 300;
-          const delivered = JSON.parse(JSON.stringify(jobEventOf(LANE, received, result.job, 'd-1', RESERVATION, RESERVATION.at + 20, RESERVATION.at - 250))) as JobEvent;
-          return delivered.body === rest.body && Object.values(result.job.costs).every((cost) => Number.isInteger(cost) && cost >= 0 && cost <= 1e12) && result.job.attempt >= 1;
+          const delivered = JSON.parse(
+            JSON.stringify(
+              jobEventOf(LANE, received, result.job, 'd-1', RESERVATION, RESERVATION.at + 20, RESERVATION.at - 250),
+            ),
+          ) as JobEvent;
+          return (
+            delivered.body === rest.body &&
+            Object.values(result.job.costs).every((cost) => Number.isInteger(cost) && cost >= 0 && cost <= 1e12) &&
+            result.job.attempt >= 1
+          );
         }),
         { numRuns: 300 },
       );
@@ -199,7 +257,9 @@ describe('jobEventOf', () => {
   it('carries the job, the message, the dispatch and its slot in one worker event', () => {
     const received = message({ queue: 'fifo', groupId: 'g-1', receiveCount: 2, attributes: { cost: numberAttr(3) } });
 
-    expect(jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION, RESERVATION.at + 20, RESERVATION.at - 250)).toEqual({
+    expect(
+      jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION, RESERVATION.at + 20, RESERVATION.at - 250),
+    ).toEqual({
       kind: 'job',
       lane: LANE,
       queue: 'fifo',
@@ -223,7 +283,15 @@ describe('jobEventOf', () => {
     const body = awkwardBody('job-1');
     const received = message({ body });
 
-    const event = jobEventOf(LANE, received, jobOf(received), 'd-1', RESERVATION, RESERVATION.at + 20, RESERVATION.at - 250);
+    const event = jobEventOf(
+      LANE,
+      received,
+      jobOf(received),
+      'd-1',
+      RESERVATION,
+      RESERVATION.at + 20,
+      RESERVATION.at - 250,
+    );
 
     expect(event.body).toBe(body);
     // Lambda hands an async payload to the worker through JSON.parse.

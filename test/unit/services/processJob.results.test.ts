@@ -4,7 +4,15 @@ import type { Settlement } from '../../../lib/domain/quota/ledger';
 import type { BatchEvent } from '../../../lib/ports/Invoker';
 import type { JobResult, ResultHandler, UndeliveredResult } from '../../../lib/ports/ResultHandler';
 import { processBatch, processJob, type WorkerDeps, type WorkerReport } from '../../../lib/services/processJob';
-import { LANE, START, receiveJobEvent, sendJob, testConfig, workerHarness, type WorkerHarness } from '../../helpers/serviceFixtures';
+import {
+  LANE,
+  START,
+  receiveJobEvent,
+  sendJob,
+  testConfig,
+  workerHarness,
+  type WorkerHarness,
+} from '../../helpers/serviceFixtures';
 
 /** A result handler that records what it is handed, and what the job's state was at that moment. */
 class RecordingHandler implements ResultHandler {
@@ -20,10 +28,19 @@ class RecordingHandler implements ResultHandler {
 
   async deliver(results: readonly JobResult[]): Promise<readonly UndeliveredResult[]> {
     const first = results[0];
-    const record = first === undefined ? undefined : await this.h.stores.idempotency.getIdempotency(first.idempotencyKey, this.h.clock.now());
+    const record =
+      first === undefined
+        ? undefined
+        : await this.h.stores.idempotency.getIdempotency(first.idempotencyKey, this.h.clock.now());
     // In these tests the first result's job leads its batch, whose id is its dispatch id.
-    const batchRecorded = first === undefined ? undefined : await this.h.stores.idempotency.batchSuccessAt(first.dispatchId, first.dispatchId);
-    this.seen.push({ recorded: record?.status === 'succeeded' || batchRecorded !== undefined, mainDepth: this.h.queues.depth('main') });
+    const batchRecorded =
+      first === undefined
+        ? undefined
+        : await this.h.stores.idempotency.batchSuccessAt(first.dispatchId, first.dispatchId);
+    this.seen.push({
+      recorded: record?.status === 'succeeded' || batchRecorded !== undefined,
+      mainDepth: this.h.queues.depth('main'),
+    });
     this.delivered.push([...results]);
     if (this.throws !== undefined) throw this.throws;
     return results.flatMap((result) => {
@@ -40,7 +57,14 @@ function withResults(h: WorkerHarness): { deps: WorkerDeps; handler: RecordingHa
 }
 
 /** A response of `status` with a JSON content type, any other `headers`, and `body`. */
-const answer = (status: number, body: string, { headers, bodyTruncated }: { readonly headers?: Readonly<Record<string, string>>; readonly bodyTruncated?: boolean } = {}): ApiResult => ({
+const answer = (
+  status: number,
+  body: string,
+  {
+    headers,
+    bodyTruncated,
+  }: { readonly headers?: Readonly<Record<string, string>>; readonly bodyTruncated?: boolean } = {},
+): ApiResult => ({
   kind: 'response',
   status,
   headers: { 'content-type': 'application/json', ...headers },
@@ -88,7 +112,12 @@ describe('processJob', () => {
 
       await processJob(event, deps);
 
-      expect(handler.delivered[0]?.[0]).toMatchObject({ queue: 'fifo', groupId: 'g-1', body: '', bodyTruncated: false });
+      expect(handler.delivered[0]?.[0]).toMatchObject({
+        queue: 'fifo',
+        groupId: 'g-1',
+        body: '',
+        bodyTruncated: false,
+      });
     });
 
     it('hands on nothing for a job whose call failed, retried or dead-lettered', async () => {
@@ -115,7 +144,15 @@ describe('processJob', () => {
       await expect(processJob(event, deps)).resolves.toBe('duplicate');
 
       expect(reports.filter((r) => r.type === 'result-undelivered')).toEqual([
-        { type: 'result-undelivered', lane: LANE, at: START, reason: 'SQS refused the result: AccessDenied', messageId: 'm-1', dispatchId: 'd-1', idempotencyKey: 'k-a' },
+        {
+          type: 'result-undelivered',
+          lane: LANE,
+          at: START,
+          reason: 'SQS refused the result: AccessDenied',
+          messageId: 'm-1',
+          dispatchId: 'd-1',
+          idempotencyKey: 'k-a',
+        },
       ]);
       expect(h.api.calls).toHaveLength(1);
       expect(h.queues.depth('main')).toBe(0);
@@ -129,14 +166,26 @@ describe('processJob', () => {
 
       await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), deps)).resolves.toBe('succeeded');
 
-      expect(reports.filter((r) => r.type === 'result-undelivered').map((r) => 'reason' in r && r.reason)).toEqual(['EventBridge unreachable']);
+      expect(reports.filter((r) => r.type === 'result-undelivered').map((r) => 'reason' in r && r.reason)).toEqual([
+        'EventBridge unreachable',
+      ]);
       expect(h.queues.depth('main')).toBe(0);
     });
 
     it('hands the result on even when the settlement it owes cannot be recorded (the job has succeeded either way)', async () => {
-      const h = workerHarness(testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'second', unit: 'cost' }] }));
+      const h = workerHarness(
+        testConfig({
+          quotas: [
+            { limit: 5, per: 'second' },
+            { limit: 1_000, per: 'second', unit: 'cost' },
+          ],
+        }),
+      );
       const { deps, handler } = withResults(h);
-      const ledger = { addSettlements: async (_lane: string, ..._settlements: Settlement[]): Promise<boolean> => Promise.reject(new Error('DynamoDB is down')) };
+      const ledger = {
+        addSettlements: async (_lane: string, ..._settlements: Settlement[]): Promise<boolean> =>
+          Promise.reject(new Error('DynamoDB is down')),
+      };
       await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
       h.api.answers.push(answer(200, 'done', { headers: { 'x-actual-cost': '7' } }));
       const event = await receiveJobEvent(h, 'main', 'd-1');

@@ -27,7 +27,12 @@ import {
 const DAY_MS = 86_400_000;
 
 /** {@link testConfig} with a tier of the `cost` unit too, so that the worker reads the cost a call used (`x-actual-cost`). */
-const COST_CONFIG = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'second', unit: 'cost' }] });
+const COST_CONFIG = testConfig({
+  quotas: [
+    { limit: 5, per: 'second' },
+    { limit: 1_000, per: 'second', unit: 'cost' },
+  ],
+});
 
 /** Queues whose next `failDeletes` deletes fail as a crash would (the worker dies before the delete lands). */
 class FlakyDeleteQueues extends MemoryQueues {
@@ -70,7 +75,12 @@ describe('processJob', () => {
 
     expect(h.api.calls).toEqual([{ at: START, body: '{"id":"a"}', idempotencyKey: 'm-1' }]);
     expect(h.queues.depth('main')).toBe(0);
-    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toEqual({
+      status: 'succeeded',
+      dispatchId: 'd-1',
+      at: START,
+      expiresAt: START + DAY_MS,
+    });
   });
 
   it('records the success at the instant the API answered', async () => {
@@ -83,7 +93,11 @@ describe('processJob', () => {
     await h.clock.advance(300);
 
     await expect(outcome).resolves.toBe('succeeded');
-    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', at: START + 300, expiresAt: START + 300 + DAY_MS });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+      status: 'succeeded',
+      at: START + 300,
+      expiresAt: START + 300 + DAY_MS,
+    });
   });
 
   it('writes no settlement when the actual cost equals the reserved one', async () => {
@@ -126,7 +140,9 @@ describe('processJob', () => {
 
     await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
 
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      { reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' },
+    ]);
   });
 
   it('does not call the API again on a second delivery of the same event after a recorded success, and deletes', async () => {
@@ -146,7 +162,11 @@ describe('processJob', () => {
   });
 
   describe('when the settlement cannot be recorded at once', () => {
-    const owed: Settlement = { reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' };
+    const owed: Settlement = {
+      reservation: { at: START, costs: { cost: 3 }, windows: {} },
+      actual: { cost: 7 },
+      id: 'd-1',
+    };
 
     it('tries again with back-off and records it before deleting the message', async () => {
       const h = workerHarness(COST_CONFIG);
@@ -178,7 +198,11 @@ describe('processJob', () => {
       // It tried until three quarters of its 5 s.
       expect(ledger.tries.at(-1)).toBeLessThanOrEqual(START + 3_750);
       expect(ledger.tries.length).toBeGreaterThan(3);
-      await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1', settlement: owed });
+      await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+        status: 'succeeded',
+        dispatchId: 'd-1',
+        settlement: owed,
+      });
       expect(h.queues.depth('main')).toBe(1);
 
       await h.clock.advanceTo(START + 30_000);
@@ -187,7 +211,10 @@ describe('processJob', () => {
 
       expect(h.api.calls).toHaveLength(1);
       expect(h.queues.depth('main')).toBe(0);
-      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 30_000, costs: { cost: 3 }, windows: {} }, actual: null, id: 'd-2' }, owed]);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+        { reservation: { at: START + 30_000, costs: { cost: 3 }, windows: {} }, actual: null, id: 'd-2' },
+        owed,
+      ]);
       const record = await h.stores.idempotency.getIdempotency('m-1', h.clock.now());
       expect(record).toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
     });
@@ -231,7 +258,9 @@ describe('processJob', () => {
     await sendJob(h.queues, 'main', { id: 'a' });
     const event = await receiveJobEvent(h, 'main', 'd-1');
     const unavailable = new Error('ServiceUnavailableException: DynamoDB is down');
-    const idempotency = Object.assign(Object.create(h.stores.idempotency) as typeof h.stores.idempotency, { putIdempotency: () => Promise.reject(unavailable) });
+    const idempotency = Object.assign(Object.create(h.stores.idempotency) as typeof h.stores.idempotency, {
+      putIdempotency: () => Promise.reject(unavailable),
+    });
 
     await expect(processJob(event, { ...h.deps, stores: { ...h.stores, idempotency } })).resolves.toBe('succeeded');
 
@@ -254,7 +283,9 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     // Only the first delivery's settlement (actual 7): the redelivery must not settle the same reservation again.
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      { reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' },
+    ]);
   });
 
   it('does not call the API for another dispatch of an already succeeded key, deletes, and refunds its reservation', async () => {
@@ -269,8 +300,13 @@ describe('processJob', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 1_000, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-2' }]);
-    await expect(h.stores.idempotency.getIdempotency('order-42', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1' });
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      { reservation: { at: START + 1_000, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-2' },
+    ]);
+    await expect(h.stores.idempotency.getIdempotency('order-42', h.clock.now())).resolves.toMatchObject({
+      status: 'succeeded',
+      dispatchId: 'd-1',
+    });
   });
 
   it("stands back as 'busy-elsewhere' while another delivery of the key is calling the API", async () => {
@@ -292,7 +328,9 @@ describe('processJob', () => {
     ]);
     await h.clock.advance(400);
     await expect(first).resolves.toBe('succeeded');
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: { at: START + 100, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-2' }]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      { reservation: { at: START + 100, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-2' },
+    ]);
   });
 
   it('sends a standard message failing with 503 to the requeue queue with attempt + 1, its key and a delay, and deletes the original', async () => {
@@ -315,7 +353,12 @@ describe('processJob', () => {
         inFlight: false,
       },
     ]);
-    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toEqual({ status: 'failed', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toEqual({
+      status: 'failed',
+      dispatchId: 'd-1',
+      at: START,
+      expiresAt: START + DAY_MS,
+    });
   });
 
   it('records a transient failure with the circuit', async () => {
@@ -326,7 +369,14 @@ describe('processJob', () => {
     await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
 
     const circuit = await loadCircuit(h.stores.circuit, LANE);
-    expect(circuit).toEqual({ state: { status: 'closed', failures: [START], closedAt: null, reopenStreak: 0 }, pausedUntil: 0, clientErrorRun: 0, hold: null, transitions: [], version: 1 });
+    expect(circuit).toEqual({
+      state: { status: 'closed', failures: [START], closedAt: null, reopenStreak: 0 },
+      pausedUntil: 0,
+      clientErrorRun: 0,
+      hold: null,
+      transitions: [],
+      version: 1,
+    });
   });
 
   it('lets the next delivery of a transiently failed key call the API again', async () => {
@@ -366,7 +416,10 @@ describe('processJob', () => {
     h.api.answers.push(httpStatus(503));
     const first = await receiveJobEvent(h, 'main', 'd-1');
     await expect(processJob(first, h.deps)).resolves.toBe('retried');
-    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-1' });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+      status: 'failed',
+      dispatchId: 'd-1',
+    });
     const queued = h.queues.depth('requeue');
 
     await expect(processJob(first, h.deps)).resolves.toBe('already-failed');
@@ -386,7 +439,9 @@ describe('processJob', () => {
     await expect(processJob(event, h.deps)).resolves.toBe('retried');
 
     expect(h.queues.depth('requeue')).toBe(0);
-    expect(h.queues.messages('fifo').map((m) => ({ id: m.messageId, visibleAt: m.visibleAt, inFlight: m.inFlight }))).toEqual([
+    expect(
+      h.queues.messages('fifo').map((m) => ({ id: m.messageId, visibleAt: m.visibleAt, inFlight: m.inFlight })),
+    ).toEqual([
       { id: 'm-1', visibleAt: START + 1_000, inFlight: true },
       { id: 'm-2', visibleAt: START, inFlight: false },
     ]);
@@ -420,28 +475,46 @@ describe('processJob', () => {
       apiError: stringAttr('{"error":"invalid phone number"}'),
     });
     // One job's 4xx says nothing about the API's health: it only starts a run of refusals, far below the threshold.
-    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [] }, clientErrorRun: 1 });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+      state: { status: 'closed', failures: [] },
+      clientErrorRun: 1,
+    });
   });
 
   describe('refusals of the caller', () => {
-    it.each([401, 403])('keeps a job refused with %i: circuit opened with the reason, job requeued with its attempt, nothing dead-lettered', async (status) => {
-      const h = workerHarness();
-      const opened: unknown[] = [];
-      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 2 });
-      h.api.answers.push(httpStatus(status));
+    it.each([401, 403])(
+      'keeps a job refused with %i: circuit opened with the reason, job requeued with its attempt, nothing dead-lettered',
+      async (status) => {
+        const h = workerHarness();
+        const opened: unknown[] = [];
+        await sendJob(h.queues, 'main', { id: 'a' }, { cost: 2 });
+        h.api.answers.push(httpStatus(status));
 
-      const outcome = await processJob(await receiveJobEvent(h, 'main', 'd-1'), { ...h.deps, onEvent: (e) => e.type === 'circuit-transition' && opened.push(e) });
+        const outcome = await processJob(await receiveJobEvent(h, 'main', 'd-1'), {
+          ...h.deps,
+          onEvent: (e) => e.type === 'circuit-transition' && opened.push(e),
+        });
 
-      expect(outcome).toBe('kept');
-      const reason = `caller rejected: HTTP ${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}`;
-      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'open', openedAt: START, reason } });
-      expect(opened).toEqual([{ type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason }]);
-      expect(h.queues.depth('main')).toBe(0);
-      expect(h.queues.depth('main-dlq')).toBe(0);
-      expect(h.queues.messages('requeue').map((m) => ({ body: m.body, visibleAt: m.visibleAt, attempt: m.attributes.attempt, cost: m.attributes.cost }))).toEqual([
-        { body: '{"id":"a"}', visibleAt: START, attempt: numberAttr(1), cost: numberAttr(2) },
-      ]);
-    });
+        expect(outcome).toBe('kept');
+        const reason = `caller rejected: HTTP ${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}`;
+        await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+          state: { status: 'open', openedAt: START, reason },
+        });
+        expect(opened).toEqual([
+          { type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason },
+        ]);
+        expect(h.queues.depth('main')).toBe(0);
+        expect(h.queues.depth('main-dlq')).toBe(0);
+        expect(
+          h.queues.messages('requeue').map((m) => ({
+            body: m.body,
+            visibleAt: m.visibleAt,
+            attempt: m.attributes.attempt,
+            cost: m.attributes.cost,
+          })),
+        ).toEqual([{ body: '{"id":"a"}', visibleAt: START, attempt: numberAttr(1), cost: numberAttr(2) }]);
+      },
+    );
 
     it('keeps a job refused with 401 on its last attempt, still without consuming it', async () => {
       const h = workerHarness();
@@ -482,10 +555,19 @@ describe('processJob', () => {
 
       expect(outcomes).toEqual(['dead-lettered', 'dead-lettered', 'kept', 'kept', 'kept']);
       const reason = 'caller rejected: HTTP 404 Not Found on 3 jobs in a row';
-      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'open', reason }, clientErrorRun: 5 });
-      expect(opened).toEqual([{ type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason }]);
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+        state: { status: 'open', reason },
+        clientErrorRun: 5,
+      });
+      expect(opened).toEqual([
+        { type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason },
+      ]);
       expect(h.queues.depth('main-dlq')).toBe(2);
-      expect(h.queues.messages('requeue').map((m) => m.attributes.attempt)).toEqual([numberAttr(1), numberAttr(1), numberAttr(1)]);
+      expect(h.queues.messages('requeue').map((m) => m.attributes.attempt)).toEqual([
+        numberAttr(1),
+        numberAttr(1),
+        numberAttr(1),
+      ]);
     });
 
     it('lets a success between 4xx jobs reset the run, so scattered bad jobs never open the circuit', async () => {
@@ -495,10 +577,14 @@ describe('processJob', () => {
       for (let i = 0; i < answers.length; i++) await sendJob(h.queues, 'main', { id: `j-${i}` });
 
       const outcomes = [];
-      for (let i = 0; i < answers.length; i++) outcomes.push(await processJob(await receiveJobEvent(h, 'main', `d-${i}`), h.deps));
+      for (let i = 0; i < answers.length; i++)
+        outcomes.push(await processJob(await receiveJobEvent(h, 'main', `d-${i}`), h.deps));
 
       expect(outcomes).toEqual(['dead-lettered', 'succeeded', 'dead-lettered', 'succeeded', 'dead-lettered']);
-      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed' }, clientErrorRun: 1 });
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+        state: { status: 'closed' },
+        clientErrorRun: 1,
+      });
     });
 
     it('reports a success to the circuit only when a run of refusals is open: otherwise one cheap read of the run', async () => {
@@ -563,9 +649,9 @@ describe('processJob', () => {
     }
 
     expect(h.queues.depth('fifo')).toBe(0);
-    expect(h.queues.messages('fifo-dlq').map((m) => ({ groupId: m.groupId, reason: m.attributes.reason?.value }))).toEqual([
-      { groupId: 'g-1', reason: 'gave up after 3 attempts: HTTP 503 Service Unavailable' },
-    ]);
+    expect(
+      h.queues.messages('fifo-dlq').map((m) => ({ groupId: m.groupId, reason: m.attributes.reason?.value })),
+    ).toEqual([{ groupId: 'g-1', reason: 'gave up after 3 attempts: HTTP 503 Service Unavailable' }]);
   });
 
   it('pauses the lane until Retry-After on a 429 and requeues after that wait', async () => {
@@ -584,9 +670,9 @@ describe('processJob', () => {
       version: 1,
     });
     // 2000 ms + jitter 0.5 × min(1000, 200) = 2100 ms, rounded up to a whole second.
-    expect(h.queues.messages('requeue').map((m) => ({ visibleAt: m.visibleAt, attempt: m.attributes.attempt }))).toEqual([
-      { visibleAt: START + 3_000, attempt: numberAttr(2) },
-    ]);
+    expect(
+      h.queues.messages('requeue').map((m) => ({ visibleAt: m.visibleAt, attempt: m.attributes.attempt })),
+    ).toEqual([{ visibleAt: START + 3_000, attempt: numberAttr(2) }]);
   });
 
   it('never opens the circuit on 429s, however many', async () => {
@@ -612,12 +698,21 @@ describe('processJob', () => {
     await processJob(await receiveJobEvent(h, 'main', 'd-0'), h.deps);
     await h.clock.advance(100);
     await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
-    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START, START + 100] } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+      state: { status: 'closed', failures: [START, START + 100] },
+    });
     await h.clock.advance(100);
     await processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps);
 
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
-      state: { status: 'open', openedAt: START + 200, nextCheckAt: START + 200 + 2_000, failedChecks: 0, reopenStreak: 0, reason: '3 transient failures within 10 s' },
+      state: {
+        status: 'open',
+        openedAt: START + 200,
+        nextCheckAt: START + 200 + 2_000,
+        failedChecks: 0,
+        reopenStreak: 0,
+        reason: '3 transient failures within 10 s',
+      },
       pausedUntil: 0,
       clientErrorRun: 0,
       hold: null,
@@ -635,14 +730,22 @@ describe('processJob', () => {
     await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('retried');
     await expect(processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps)).resolves.toBe('retried');
 
-    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START, START] } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+      state: { status: 'closed', failures: [START, START] },
+    });
     expect(h.queues.depth('requeue')).toBe(2);
   });
 });
 
 describe('processJob held to its slot', () => {
   /** A job event of `queue` whose slot is `slotMs` after START, to be called by `callByMs` after START. */
-  async function slotted(h: WorkerHarness, queue: 'main' | 'fifo', slotMs: number, callByMs: number, dispatchId = 'd-1') {
+  async function slotted(
+    h: WorkerHarness,
+    queue: 'main' | 'fifo',
+    slotMs: number,
+    callByMs: number,
+    dispatchId = 'd-1',
+  ) {
     const event = await receiveJobEvent(h, queue, dispatchId);
     return { ...event, slotAt: START + slotMs, callBy: START + callByMs };
   }
@@ -663,7 +766,10 @@ describe('processJob held to its slot', () => {
     const done = processJob(await slotted(h, 'main', 250, 270), h.deps);
     await h.clock.advance(1);
 
-    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'in-progress', dispatchId: 'd-1' });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+      status: 'in-progress',
+      dispatchId: 'd-1',
+    });
     expect(h.api.calls).toEqual([]);
     await h.clock.advance(249);
     await expect(done).resolves.toBe('succeeded');
@@ -685,8 +791,13 @@ describe('processJob held to its slot', () => {
 
     await expect(done).resolves.toBe('too-late');
     expect(h.api.calls).toEqual([]);
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actual: null, id: 'd-1' }]);
-    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-1' });
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      { reservation: event.reservation, actual: null, id: 'd-1' },
+    ]);
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+      status: 'failed',
+      dispatchId: 'd-1',
+    });
     h.stores.idempotency.putIdempotencyIfAbsent = claim;
     await expect(processJob(event, h.deps)).resolves.toBe('already-failed');
     expect(h.api.calls).toEqual([]);
@@ -715,11 +826,15 @@ describe('processJob held to its slot', () => {
 
     expect(h.api.calls).toEqual([]);
     // The refund reports how late the worker started after its event was sent (at START), for the lead to grow.
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([{ reservation: event.reservation, actual: null, id: 'd-1', startDelayMs: 21 }]);
-    expect(h.queues.depth('main')).toBe(0);
-    expect(h.queues.messages('requeue').map((m) => ({ attempt: m.attributes.attempt, key: m.attributes.idempotencyKey, visibleAt: m.visibleAt }))).toEqual([
-      { attempt: numberAttr(2), key: stringAttr('m-1'), visibleAt: START + 21 },
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      { reservation: event.reservation, actual: null, id: 'd-1', startDelayMs: 21 },
     ]);
+    expect(h.queues.depth('main')).toBe(0);
+    expect(
+      h.queues
+        .messages('requeue')
+        .map((m) => ({ attempt: m.attributes.attempt, key: m.attributes.idempotencyKey, visibleAt: m.visibleAt })),
+    ).toEqual([{ attempt: numberAttr(2), key: stringAttr('m-1'), visibleAt: START + 21 }]);
   });
 
   it('leaves no record that blocks the next dispatch, while another delivery of the late event still makes no call', async () => {
@@ -764,13 +879,15 @@ describe('processJob held to its slot', () => {
     expect(next?.body).toBe('{"id":"a"}');
   });
 
-  it('holds a worker whose clock runs ahead of the orchestrator\'s within the margin: skew is part of the allowance', async () => {
+  it("holds a worker whose clock runs ahead of the orchestrator's within the margin: skew is part of the allowance", async () => {
     // The worker's clock is 10 ms ahead: it calls at orchestrator time slot − 10 at the earliest and callBy − 10 at
     // the latest, so with callBy = slot + margin − allowance and allowance >= network time + 2 · skew, every arrival
     // lies within a margin-wide window around the slot.
     const h = workerHarness();
     const skewMs = 10;
-    const { arrivalMarginMs, callAllowanceMs } = testConfig({ pacing: { arrivalMarginMs: 50, callAllowanceMs: 30 } }).pacing;
+    const { arrivalMarginMs, callAllowanceMs } = testConfig({
+      pacing: { arrivalMarginMs: 50, callAllowanceMs: 30 },
+    }).pacing;
     await sendJob(h.queues, 'main', { id: 'a' });
     const event = await slotted(h, 'main', 200 + skewMs, 200 + skewMs + arrivalMarginMs - callAllowanceMs);
     const done = processJob(event, h.deps);
@@ -810,7 +927,11 @@ describe('processJob when events arrive more than once, or late: ended is ended'
     queues.failDeadLetters = 1;
     const first = await receiveJobEvent(h, 'main', 'd-1');
     await expect(processJob(first, h.deps)).rejects.toThrow('worker crashed');
-    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'dead-lettered', dispatchId: 'd-1', reason: 'permanent: HTTP 400 Bad Request' });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+      status: 'dead-lettered',
+      dispatchId: 'd-1',
+      reason: 'permanent: HTTP 400 Bad Request',
+    });
 
     await h.clock.advance(30_000);
     const second = await receiveJobEvent(h, 'main', 'd-2');
@@ -820,7 +941,9 @@ describe('processJob when events arrive more than once, or late: ended is ended'
 
     expect(h.api.calls).toHaveLength(1);
     expect(h.queues.depth('main')).toBe(0);
-    expect(h.queues.messages('main-dlq').map((m) => m.attributes.reason?.value)).toEqual(['permanent: HTTP 400 Bad Request']);
+    expect(h.queues.messages('main-dlq').map((m) => m.attributes.reason?.value)).toEqual([
+      'permanent: HTTP 400 Bad Request',
+    ]);
     await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([refund('d-2', START + 30_000)]);
   });
 
@@ -850,7 +973,10 @@ describe('processJob when events arrive more than once, or late: ended is ended'
     (h.queues as FlakyDeleteQueues).failDeletes = 1;
     await sendJob(h.queues, 'main', { id: 'a' });
     await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).rejects.toThrow('worker crashed');
-    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({ status: 'succeeded', dispatchId: 'd-1' });
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+      status: 'succeeded',
+      dispatchId: 'd-1',
+    });
 
     await h.clock.advance(30_000);
     await expect(processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps)).resolves.toBe('duplicate');
@@ -984,11 +1110,18 @@ describe('processHealthCheck', () => {
   async function halfOpen(h: WorkerHarness): Promise<void> {
     await openCircuit(h.stores.circuit, h.config, START);
     await h.clock.advanceTo(START + 2_000);
-    const { after } = await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-sent', checkId: 'c-1' }, h.clock.now(), circuitPolicyFrom(h.config.circuit));
+    const { after } = await applyCircuitEvent(
+      h.stores.circuit,
+      LANE,
+      { type: 'health-check-sent', checkId: 'c-1' },
+      h.clock.now(),
+      circuitPolicyFrom(h.config.circuit),
+    );
     expect(after.state).toMatchObject({ status: 'half-open', checkId: 'c-1' });
   }
 
-  const check = (checkId = 'c-1', sentAt = START + 2_000) => ({ kind: 'health-check', lane: LANE, checkId, sentAt }) as const;
+  const check = (checkId = 'c-1', sentAt = START + 2_000) =>
+    ({ kind: 'health-check', lane: LANE, checkId, sentAt }) as const;
 
   it('claims the check, probes, and closes the circuit when the probe succeeds', async () => {
     const h = workerHarness();
@@ -1003,7 +1136,11 @@ describe('processHealthCheck', () => {
       pausedUntil: 0,
       clientErrorRun: 0,
       hold: null,
-      transitions: [{ at: START, from: 'closed', to: 'open', reason: '3 transient failures within 10 s' }, { at: START + 2_000, from: 'open', to: 'half-open', reason: 'health check c-1 sent' }, { at: START + 2_100, from: 'half-open', to: 'closed', reason: 'health check c-1 passed' }],
+      transitions: [
+        { at: START, from: 'closed', to: 'open', reason: '3 transient failures within 10 s' },
+        { at: START + 2_000, from: 'open', to: 'half-open', reason: 'health check c-1 sent' },
+        { at: START + 2_100, from: 'half-open', to: 'closed', reason: 'health check c-1 passed' },
+      ],
       version: 6,
     });
   });
@@ -1016,7 +1153,9 @@ describe('processHealthCheck', () => {
 
     const probing = processHealthCheck(check(), h.deps);
     await h.clock.advance(1);
-    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'c-1', probeStartedAt: START + 3_500 } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+      state: { status: 'half-open', checkId: 'c-1', probeStartedAt: START + 3_500 },
+    });
     await h.clock.advance(1_000);
     await expect(probing).resolves.toBe('healthy');
   });
@@ -1030,11 +1169,22 @@ describe('processHealthCheck', () => {
     await expect(processHealthCheck(check(), h.deps)).resolves.toBe('unhealthy');
 
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual({
-      state: { status: 'open', openedAt: START, nextCheckAt: START + 2_100 + 1_000, failedChecks: 1, reopenStreak: 0, reason: '3 transient failures within 10 s' },
+      state: {
+        status: 'open',
+        openedAt: START,
+        nextCheckAt: START + 2_100 + 1_000,
+        failedChecks: 1,
+        reopenStreak: 0,
+        reason: '3 transient failures within 10 s',
+      },
       pausedUntil: 0,
       clientErrorRun: 0,
       hold: null,
-      transitions: [{ at: START, from: 'closed', to: 'open', reason: '3 transient failures within 10 s' }, { at: START + 2_000, from: 'open', to: 'half-open', reason: 'health check c-1 sent' }, { at: START + 2_100, from: 'half-open', to: 'open', reason: 'health check c-1 failed' }],
+      transitions: [
+        { at: START, from: 'closed', to: 'open', reason: '3 transient failures within 10 s' },
+        { at: START + 2_000, from: 'open', to: 'half-open', reason: 'health check c-1 sent' },
+        { at: START + 2_100, from: 'half-open', to: 'open', reason: 'health check c-1 failed' },
+      ],
       version: 6,
     });
   });
@@ -1046,7 +1196,9 @@ describe('processHealthCheck', () => {
 
     await expect(processHealthCheck(check(), h.deps)).resolves.toBe('unhealthy');
 
-    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'open', failedChecks: 1 } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+      state: { status: 'open', failedChecks: 1 },
+    });
   });
 
   it('makes no call for a check that is not current, and changes nothing', async () => {
@@ -1110,7 +1262,13 @@ describe('processHealthCheck', () => {
     await halfOpen(h);
     await h.clock.advance(5_000);
     const policy = circuitPolicyFrom(h.config.circuit);
-    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-sent', checkId: 'c-2' }, h.clock.now(), policy);
+    await applyCircuitEvent(
+      h.stores.circuit,
+      LANE,
+      { type: 'health-check-sent', checkId: 'c-2' },
+      h.clock.now(),
+      policy,
+    );
     h.api.latencyMs = 2_000;
 
     const replacement = processHealthCheck(check('c-2', START + 7_000), h.deps);
@@ -1141,7 +1299,9 @@ describe('processBatch', () => {
     await expect(processBatch(event, h.deps)).resolves.toEqual(['succeeded', 'succeeded', 'succeeded']);
 
     expect(perKey).not.toHaveBeenCalled();
-    expect(together.mock.calls).toEqual([['d-a', ['d-a', 'd-b', 'd-c'], START, START + h.config.orchestrator.idempotencyTtlMs]]);
+    expect(together.mock.calls).toEqual([
+      ['d-a', ['d-a', 'd-b', 'd-c'], START, START + h.config.orchestrator.idempotencyTtlMs],
+    ]);
     const busyUntil = START + h.config.orchestrator.workerTimeoutMs;
     await expect(h.stores.idempotency.getIdempotency('k-b', START)).resolves.toEqual({
       status: 'in-progress',
@@ -1174,7 +1334,9 @@ describe('processBatch', () => {
     jest.spyOn(h.stores.idempotency, 'recordBatchSuccesses').mockRejectedValueOnce(new Error('worker crashed'));
     jest.spyOn(h.stores.idempotency, 'putIdempotency').mockRejectedValue(new Error('worker crashed'));
     jest.spyOn(h.queues, 'deleteBatch').mockRejectedValueOnce(new Error('worker crashed'));
-    await expect(processBatch(event, h.deps)).rejects.toThrow('the batch of 2 jobs failed in part: deleting 2 from main: worker crashed');
+    await expect(processBatch(event, h.deps)).rejects.toThrow(
+      'the batch of 2 jobs failed in part: deleting 2 from main: worker crashed',
+    );
     jest.restoreAllMocks();
 
     await h.clock.advance(h.config.orchestrator.workerTimeoutMs - 1);
@@ -1189,8 +1351,12 @@ describe('processBatch', () => {
   it('makes no call when the batch is delivered again after its time is up and none of its successes could be recorded', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b']);
-    jest.spyOn(h.stores.idempotency, 'recordBatchSuccesses').mockRejectedValueOnce(new Error('ProvisionedThroughputExceededException'));
-    jest.spyOn(h.stores.idempotency, 'putIdempotency').mockRejectedValue(new Error('ProvisionedThroughputExceededException'));
+    jest
+      .spyOn(h.stores.idempotency, 'recordBatchSuccesses')
+      .mockRejectedValueOnce(new Error('ProvisionedThroughputExceededException'));
+    jest
+      .spyOn(h.stores.idempotency, 'putIdempotency')
+      .mockRejectedValue(new Error('ProvisionedThroughputExceededException'));
     await expect(processBatch(event, h.deps)).resolves.toEqual(['succeeded', 'succeeded']);
     jest.restoreAllMocks();
     expect(h.queues.depth('main')).toBe(0);
@@ -1203,20 +1369,37 @@ describe('processBatch', () => {
   it("gives each success a record of its own when the batch's record cannot be written, then deletes", async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b']);
-    jest.spyOn(h.stores.idempotency, 'recordBatchSuccesses').mockRejectedValueOnce(new Error('ServiceUnavailableException'));
+    jest
+      .spyOn(h.stores.idempotency, 'recordBatchSuccesses')
+      .mockRejectedValueOnce(new Error('ServiceUnavailableException'));
 
     await expect(processBatch(event, h.deps)).resolves.toEqual(['succeeded', 'succeeded']);
 
     const ttl = h.config.orchestrator.idempotencyTtlMs;
-    await expect(h.stores.idempotency.getIdempotency('k-a', START)).resolves.toEqual({ status: 'succeeded', dispatchId: 'd-a', at: START, expiresAt: START + ttl });
-    await expect(h.stores.idempotency.getIdempotency('k-b', START)).resolves.toEqual({ status: 'succeeded', dispatchId: 'd-b', at: START, expiresAt: START + ttl });
+    await expect(h.stores.idempotency.getIdempotency('k-a', START)).resolves.toEqual({
+      status: 'succeeded',
+      dispatchId: 'd-a',
+      at: START,
+      expiresAt: START + ttl,
+    });
+    await expect(h.stores.idempotency.getIdempotency('k-b', START)).resolves.toEqual({
+      status: 'succeeded',
+      dispatchId: 'd-b',
+      at: START,
+      expiresAt: START + ttl,
+    });
     expect(h.queues.depth('main')).toBe(0);
   });
 
   it('gives back the reservations of the jobs that started too late in one write, and calls the others at their slots', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b', 'c']);
-    const lateBy = (job: JobEvent, ms: number): JobEvent => ({ ...job, slotAt: START + ms, callBy: START + ms, reservation: { ...job.reservation, at: START + ms } });
+    const lateBy = (job: JobEvent, ms: number): JobEvent => ({
+      ...job,
+      slotAt: START + ms,
+      callBy: START + ms,
+      reservation: { ...job.reservation, at: START + ms },
+    });
     const jobs = [lateBy(event.jobs[0]!, -20), lateBy(event.jobs[1]!, -10), lateBy(event.jobs[2]!, 30)];
     const appends = jest.spyOn(h.stores.ledger, 'addSettlements');
 
@@ -1224,7 +1407,9 @@ describe('processBatch', () => {
     await h.clock.advance(30);
 
     await expect(outcome).resolves.toEqual(['too-late', 'too-late', 'succeeded']);
-    expect(appends.mock.calls.map((call) => (call.slice(1) as Settlement[]).map((s) => s.id))).toEqual([['d-a', 'd-b']]);
+    expect(appends.mock.calls.map((call) => (call.slice(1) as Settlement[]).map((s) => s.id))).toEqual([
+      ['d-a', 'd-b'],
+    ]);
     expect(h.api.calls.map((c) => [c.body, c.at - START])).toEqual([['{"id":"c"}', 30]]);
     expect(h.queues.depth('requeue')).toBe(2);
   });
@@ -1232,12 +1417,24 @@ describe('processBatch', () => {
   it('sends the jobs that started too late back in one request, and deletes their originals with the successes', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b', 'c']);
-    const late = (job: JobEvent): JobEvent => ({ ...job, slotAt: START - 20, callBy: START - 20, reservation: { ...job.reservation, at: START - 20 } });
+    const late = (job: JobEvent): JobEvent => ({
+      ...job,
+      slotAt: START - 20,
+      callBy: START - 20,
+      reservation: { ...job.reservation, at: START - 20 },
+    });
     const stats = { ...h.queues.stats };
 
-    await expect(processBatch({ ...event, jobs: [late(event.jobs[0]!), event.jobs[1]!, late(event.jobs[2]!)] }, h.deps)).resolves.toEqual(['too-late', 'succeeded', 'too-late']);
+    await expect(
+      processBatch({ ...event, jobs: [late(event.jobs[0]!), event.jobs[1]!, late(event.jobs[2]!)] }, h.deps),
+    ).resolves.toEqual(['too-late', 'succeeded', 'too-late']);
 
-    expect({ sendBatch: h.queues.stats.sendBatch - stats.sendBatch, send: h.queues.stats.send - stats.send, delete: h.queues.stats.delete - stats.delete, deleteBatch: h.queues.stats.deleteBatch - stats.deleteBatch }).toEqual({ sendBatch: 1, send: 0, delete: 0, deleteBatch: 1 });
+    expect({
+      sendBatch: h.queues.stats.sendBatch - stats.sendBatch,
+      send: h.queues.stats.send - stats.send,
+      delete: h.queues.stats.delete - stats.delete,
+      deleteBatch: h.queues.stats.deleteBatch - stats.deleteBatch,
+    }).toEqual({ sendBatch: 1, send: 0, delete: 0, deleteBatch: 1 });
     expect(h.queues.depth('main')).toBe(0);
     const requeued = await h.queues.receive('requeue', { max: 10, visibilityMs: 1_000, waitMs: 0 });
     expect(requeued.map((m) => [m.body, m.attributes.attempt?.value, m.attributes.idempotencyKey?.value])).toEqual([
@@ -1249,10 +1446,17 @@ describe('processBatch', () => {
   it('keeps a job whose copy could not be sent back: its original reappears, and the batch names it', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b']);
-    const late = (job: JobEvent): JobEvent => ({ ...job, slotAt: START - 20, callBy: START - 20, reservation: { ...job.reservation, at: START - 20 } });
+    const late = (job: JobEvent): JobEvent => ({
+      ...job,
+      slotAt: START - 20,
+      callBy: START - 20,
+      reservation: { ...job.reservation, at: START - 20 },
+    });
     jest.spyOn(h.queues, 'sendBatch').mockResolvedValueOnce([{ index: 0, reason: 'InternalError' }]);
 
-    await expect(processBatch({ ...event, jobs: [late(event.jobs[0]!), event.jobs[1]!] }, h.deps)).rejects.toThrow(`the batch of 2 jobs failed in part: returning ${event.jobs[0]!.messageId}: InternalError`);
+    await expect(processBatch({ ...event, jobs: [late(event.jobs[0]!), event.jobs[1]!] }, h.deps)).rejects.toThrow(
+      `the batch of 2 jobs failed in part: returning ${event.jobs[0]!.messageId}: InternalError`,
+    );
 
     // b succeeded and was deleted; a is still in flight in the main queue, to reappear after its visibility.
     expect(h.queues.depth('main')).toBe(1);
@@ -1262,9 +1466,17 @@ describe('processBatch', () => {
   it('holds back the jobs whose slots come after the circuit opened, once the reading it was sent with is circuitPollMs old', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b', 'c']);
-    const at = (job: JobEvent, ms: number): JobEvent => ({ ...job, slotAt: START + ms, callBy: START + ms + 10, reservation: { ...job.reservation, at: START + ms } });
+    const at = (job: JobEvent, ms: number): JobEvent => ({
+      ...job,
+      slotAt: START + ms,
+      callBy: START + ms + 10,
+      reservation: { ...job.reservation, at: START + ms },
+    });
     const pollMs = h.config.orchestrator.circuitPollMs;
-    const outcome = processBatch({ ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 100), at(event.jobs[2]!, pollMs + 400)] }, h.deps);
+    const outcome = processBatch(
+      { ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 100), at(event.jobs[2]!, pollMs + 400)] },
+      h.deps,
+    );
     // Another worker's reports open the circuit between b's check and c's.
     await h.clock.advance(pollMs + 150);
     await openCircuit(h.stores.circuit, h.config, h.clock.now());
@@ -1272,19 +1484,38 @@ describe('processBatch', () => {
 
     await expect(outcome).resolves.toEqual(['succeeded', 'succeeded', 'held-back']);
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}', '{"id":"b"}']);
-    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([expect.objectContaining({ id: 'd-c', actual: null })]);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      expect.objectContaining({ id: 'd-c', actual: null }),
+    ]);
     expect(h.queues.depth('requeue')).toBe(1);
-    await expect(h.stores.idempotency.getIdempotency('k-c', h.clock.now())).resolves.toMatchObject({ status: 'failed', dispatchId: 'd-c' });
+    await expect(h.stores.idempotency.getIdempotency('k-c', h.clock.now())).resolves.toMatchObject({
+      status: 'failed',
+      dispatchId: 'd-c',
+    });
   });
 
   it('holds back the jobs whose slots come after an operator paused the lane, as after the circuit opened', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b']);
-    const at = (job: JobEvent, ms: number): JobEvent => ({ ...job, slotAt: START + ms, callBy: START + ms + 10, reservation: { ...job.reservation, at: START + ms } });
+    const at = (job: JobEvent, ms: number): JobEvent => ({
+      ...job,
+      slotAt: START + ms,
+      callBy: START + ms + 10,
+      reservation: { ...job.reservation, at: START + ms },
+    });
     const pollMs = h.config.orchestrator.circuitPollMs;
-    const outcome = processBatch({ ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 400)] }, h.deps);
+    const outcome = processBatch(
+      { ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 400)] },
+      h.deps,
+    );
     await h.clock.advance(pollMs + 150);
-    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'operator-paused', by: 'ops' }, h.clock.now(), circuitPolicyFrom(h.config.circuit));
+    await applyCircuitEvent(
+      h.stores.circuit,
+      LANE,
+      { type: 'operator-paused', by: 'ops' },
+      h.clock.now(),
+      circuitPolicyFrom(h.config.circuit),
+    );
     await h.clock.advance(300);
 
     await expect(outcome).resolves.toEqual(['succeeded', 'held-back']);
@@ -1296,7 +1527,12 @@ describe('processBatch', () => {
     const h = workerHarness();
     const [job] = (await batchOf(h, ['a'])).jobs;
     jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation(() => h.clock.sleep(500).then(() => undefined));
-    const late = { ...job!, slotAt: START + 400, callBy: START + 410, reservation: { ...job!.reservation, at: START + 400 } };
+    const late = {
+      ...job!,
+      slotAt: START + 400,
+      callBy: START + 410,
+      reservation: { ...job!.reservation, at: START + 400 },
+    };
 
     const outcome = processJob(late, h.deps);
     await h.clock.advance(1_000);
@@ -1310,11 +1546,25 @@ describe('processBatch', () => {
     const pollMs = testConfig().orchestrator.circuitPollMs;
     // Slots after the reading the batch was sent with is circuitPollMs old: a's check reads the circuit. Slots before
     // it: no check reads, and the run is read at the end.
-    for (const [slotsMs, runReads] of [[[pollMs + 100, pollMs + 200], 0], [[50, 100], 1]] as const) {
+    for (const [slotsMs, runReads] of [
+      [[pollMs + 100, pollMs + 200], 0],
+      [[50, 100], 1],
+    ] as const) {
       const h = workerHarness();
-      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'client-error', reason: 'HTTP 400' }, START, circuitPolicyFrom(h.config.circuit));
+      await applyCircuitEvent(
+        h.stores.circuit,
+        LANE,
+        { type: 'client-error', reason: 'HTTP 400' },
+        START,
+        circuitPolicyFrom(h.config.circuit),
+      );
       const event = await batchOf(h, ['a', 'b']);
-      const at = (job: JobEvent, ms: number): JobEvent => ({ ...job, slotAt: START + ms, callBy: START + ms + 10, reservation: { ...job.reservation, at: START + ms } });
+      const at = (job: JobEvent, ms: number): JobEvent => ({
+        ...job,
+        slotAt: START + ms,
+        callBy: START + ms + 10,
+        reservation: { ...job.reservation, at: START + ms },
+      });
       const run = jest.spyOn(h.stores.circuit, 'refusalRun');
       const outcome = processBatch({ ...event, jobs: event.jobs.map((job, i) => at(job, slotsMs[i]!)) }, h.deps);
       await h.clock.advance(pollMs + 300);
@@ -1349,7 +1599,8 @@ describe('processBatch', () => {
       expect(jobs).toHaveLength(ids.length);
       return { kind: 'batch', lane: LANE, jobs, sentAt: START };
     }
-    const callsOf = (h: WorkerHarness) => h.api.calls.map((c) => [(JSON.parse(c.body) as { id: string }).id, c.at - START]);
+    const callsOf = (h: WorkerHarness) =>
+      h.api.calls.map((c) => [(JSON.parse(c.body) as { id: string }).id, c.at - START]);
 
     it('calls each once the one before has answered, at its own slot', async () => {
       const h = workerHarness();
@@ -1358,7 +1609,11 @@ describe('processBatch', () => {
       await h.clock.advance(1_000);
 
       await expect(outcome).resolves.toEqual(['succeeded', 'succeeded', 'succeeded']);
-      expect(callsOf(h)).toEqual([['a1', 0], ['a2', 100], ['a3', 200]]);
+      expect(callsOf(h)).toEqual([
+        ['a1', 0],
+        ['a2', 100],
+        ['a3', 200],
+      ]);
       expect(h.queues.depth('fifo')).toBe(0);
     });
 
@@ -1376,10 +1631,18 @@ describe('processBatch', () => {
         { reservation: { at: START + 200, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-a3' },
       ]);
       // a1 stays in flight for its retry delay, holding its group; a2 and a3 are visible again behind it.
-      expect(h.queues.messages('fifo').map((m) => [m.body, m.visibleAt - START])).toEqual([['{"id":"a1"}', 1_000], ['{"id":"a2"}', 0], ['{"id":"a3"}', 0]]);
+      expect(h.queues.messages('fifo').map((m) => [m.body, m.visibleAt - START])).toEqual([
+        ['{"id":"a1"}', 1_000],
+        ['{"id":"a2"}', 0],
+        ['{"id":"a3"}', 0],
+      ]);
       // A later delivery of the batch calls none of them either: each dispatch spent its key.
       await h.clock.advance(h.config.orchestrator.workerTimeoutMs);
-      await expect(processBatch(event, h.deps)).resolves.toEqual(['already-failed', 'busy-elsewhere', 'busy-elsewhere']);
+      await expect(processBatch(event, h.deps)).resolves.toEqual([
+        'already-failed',
+        'busy-elsewhere',
+        'busy-elsewhere',
+      ]);
       expect(callsOf(h)).toEqual([['a1', 0]]);
     });
 
@@ -1392,7 +1655,12 @@ describe('processBatch', () => {
       await expect(outcome).resolves.toEqual(['succeeded', 'too-late', 'behind-unfinished']);
       expect(callsOf(h)).toEqual([['a1', 0]]);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
-        { reservation: { at: START + 100, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-a2', chainGapMs: 150 },
+        {
+          reservation: { at: START + 100, costs: { cost: 1 }, windows: {} },
+          actual: null,
+          id: 'd-a2',
+          chainGapMs: 150,
+        },
         { reservation: { at: START + 200, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-a3' },
       ]);
     });
@@ -1408,9 +1676,11 @@ describe('processBatch', () => {
 
       await expect(first).resolves.toEqual(['succeeded', 'succeeded']);
       await expect(second).resolves.toEqual(['busy-elsewhere', 'busy-elsewhere']);
-      expect(callsOf(h)).toEqual([['a1', 0], ['a2', 100]]);
+      expect(callsOf(h)).toEqual([
+        ['a1', 0],
+        ['a2', 100],
+      ]);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     });
   });
 });
-

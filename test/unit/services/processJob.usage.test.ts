@@ -7,7 +7,10 @@ import { LANE, httpStatus, numberAttr, receiveJobEvent, sendJob, workerHarness }
 function llmConfig(extra: Record<string, unknown> = {}): ServiceConfig {
   return parseServiceConfig({
     lane: LANE,
-    quotas: [{ limit: 100, per: 'minute' }, { limit: 90_000, per: 'minute', unit: 'tokens' }],
+    quotas: [
+      { limit: 100, per: 'minute' },
+      { limit: 90_000, per: 'minute', unit: 'tokens' },
+    ],
     usagePreset: 'openai',
     pacing: { arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 },
     ...extra,
@@ -18,7 +21,10 @@ const completion = (totalTokens: number): ApiResult => ({
   kind: 'response',
   status: 200,
   headers: {},
-  body: JSON.stringify({ id: 'chatcmpl-1', usage: { prompt_tokens: 10, completion_tokens: totalTokens - 10, total_tokens: totalTokens } }),
+  body: JSON.stringify({
+    id: 'chatcmpl-1',
+    usage: { prompt_tokens: 10, completion_tokens: totalTokens - 10, total_tokens: totalTokens },
+  }),
 });
 
 async function oneJob(config: ServiceConfig, answer: ApiResult, tokens = 500) {
@@ -39,8 +45,12 @@ describe('a worker reports what its call used', () => {
 
   it('owes nothing when the usage equals the estimate, or when the answer does not say (the estimate stands)', async () => {
     expect((await oneJob(llmConfig(), completion(500))).settlements).toEqual([]);
-    expect((await oneJob(llmConfig(), { kind: 'response', status: 200, headers: {}, body: 'not json' })).settlements).toEqual([]);
-    expect((await oneJob(llmConfig(), { kind: 'response', status: 200, headers: {}, body: '{"usage": {}}' })).settlements).toEqual([]);
+    expect(
+      (await oneJob(llmConfig(), { kind: 'response', status: 200, headers: {}, body: 'not json' })).settlements,
+    ).toEqual([]);
+    expect(
+      (await oneJob(llmConfig(), { kind: 'response', status: 200, headers: {}, body: '{"usage": {}}' })).settlements,
+    ).toEqual([]);
   });
 
   it('on a lane with maxInFlight, frees the call slot when usage equals the estimate, with a settlement that changes no count', async () => {

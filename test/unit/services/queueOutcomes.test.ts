@@ -37,7 +37,10 @@ describe('deadLetter', () => {
 
   it("carries the original message id, and the dispatch id and the API's error when given, beside reason, attempt and source queue", async () => {
     const { queues, message } = await receivedOne('main', '{}');
-    await deadLetter(queues, message, 'permanent: HTTP 422', 2, { dispatchId: 'd-7', apiError: '{"error":"no such user"}' });
+    await deadLetter(queues, message, 'permanent: HTTP 422', 2, {
+      dispatchId: 'd-7',
+      apiError: '{"error":"no such user"}',
+    });
     expect(queues.messages('main-dlq')[0]?.attributes).toEqual({
       reason: { dataType: 'String', value: 'permanent: HTTP 422' },
       attempt: { dataType: 'Number', value: '2' },
@@ -50,7 +53,14 @@ describe('deadLetter', () => {
 
   it('drops the dispatch id and API error an earlier dead-lettering left on a redriven message, and writes no empty error', async () => {
     const { queues, message } = await receivedOne('main', '{}');
-    const redriven = { ...message, attributes: { dispatchId: { dataType: 'String', value: 'd-old' }, apiError: { dataType: 'String', value: 'old' }, cost: { dataType: 'Number', value: '3' } } };
+    const redriven = {
+      ...message,
+      attributes: {
+        dispatchId: { dataType: 'String', value: 'd-old' },
+        apiError: { dataType: 'String', value: 'old' },
+        cost: { dataType: 'Number', value: '3' },
+      },
+    };
     await deadLetter(queues, redriven, 'malformed: body is not JSON', 1, { apiError: '' });
     const attributes = queues.messages('main-dlq')[0]?.attributes ?? {};
     expect(Object.keys(attributes).sort()).toEqual(['attempt', 'cost', 'originalMessageId', 'reason', 'sourceQueue']);
@@ -82,11 +92,14 @@ describe('attributeText', () => {
 });
 
 describe('retryLater', () => {
-  it.each(['main', 'requeue'] as const)('copies the body of a %s message to the requeue queue byte for byte', async (queue) => {
-    const { queues, message } = await receivedOne(queue, BODY);
+  it.each(['main', 'requeue'] as const)(
+    'copies the body of a %s message to the requeue queue byte for byte',
+    async (queue) => {
+      const { queues, message } = await receivedOne(queue, BODY);
 
-    await retryLater(queues, message, 1, 1_000);
+      await retryLater(queues, message, 1, 1_000);
 
-    expect(queues.messages('requeue').map((m) => m.body)).toEqual([BODY]);
-  });
+      expect(queues.messages('requeue').map((m) => m.body)).toEqual([BODY]);
+    },
+  );
 });

@@ -6,12 +6,25 @@ import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
 import { InvokeRejectedError, InvokeThrottledError, StateFormatError } from '../../../lib/errors';
 import type { Clock } from '../../../lib/ports/Clock';
 import type { Invoker, JobEvent, WorkerEvent } from '../../../lib/ports/Invoker';
-import type { OutgoingMessage, QueueName, QueueReceiver, ReceiveOptions, ReceivedMessage, SendFailure, SourceQueue } from '../../../lib/ports/QueueReceiver';
+import type {
+  OutgoingMessage,
+  QueueName,
+  QueueReceiver,
+  ReceiveOptions,
+  ReceivedMessage,
+  SendFailure,
+  SourceQueue,
+} from '../../../lib/ports/QueueReceiver';
 import type { CircuitStore } from '../../../lib/ports/CircuitStore';
 import type { Lease, LeaseStore } from '../../../lib/ports/LeaseStore';
 import type { LedgerStore } from '../../../lib/ports/LedgerStore';
 import { loadCircuit } from '../../../lib/services/circuitUpdates';
-import { runOrchestrator, type OrchestratorEvent, type OrchestratorStores, type RunSummary } from '../../../lib/services/runOrchestrator';
+import {
+  runOrchestrator,
+  type OrchestratorEvent,
+  type OrchestratorStores,
+  type RunSummary,
+} from '../../../lib/services/runOrchestrator';
 import {
   LANE,
   START,
@@ -33,7 +46,8 @@ type FailWhen = (operation: string, now: number, call: number) => boolean;
 
 /** Every call from `from` until `to` ms after START (`to` excluded), optionally only of `operations`. */
 function during(from: number, to = Number.POSITIVE_INFINITY, operations?: readonly string[]): FailWhen {
-  return (operation, now) => now >= START + from && now < START + to && (operations === undefined || operations.includes(operation));
+  return (operation, now) =>
+    now >= START + from && now < START + to && (operations === undefined || operations.includes(operation));
 }
 
 /** Kills a run at once: every later call of its store, queues or invoker hangs forever, as in a Lambda timeout. */
@@ -64,15 +78,21 @@ class FaultyStores implements OrchestratorStores {
     private readonly options: { readonly landed?: boolean; readonly life?: Life } = {},
   ) {
     this.lease = {
-      acquireLease: (lane, owner, now, ttlMs) => this.call('acquireLease', () => inner.lease.acquireLease(lane, owner, now, ttlMs).then((taken) => this.held(taken))),
-      renewLease: (lease, now, ttlMs) => this.call('renewLease', () => inner.lease.renewLease(lease, now, ttlMs).then((renewed) => this.held(renewed))),
+      acquireLease: (lane, owner, now, ttlMs) =>
+        this.call('acquireLease', () =>
+          inner.lease.acquireLease(lane, owner, now, ttlMs).then((taken) => this.held(taken)),
+        ),
+      renewLease: (lease, now, ttlMs) =>
+        this.call('renewLease', () => inner.lease.renewLease(lease, now, ttlMs).then((renewed) => this.held(renewed))),
       releaseLease: (lease) => this.call('releaseLease', () => inner.lease.releaseLease(lease)),
       readLease: (lane) => this.call('readLease', () => inner.lease.readLease(lane)),
     };
     this.ledger = {
       loadLedger: (lane) => this.call('loadLedger', () => inner.ledger.loadLedger(lane)),
-      saveLedger: (lane, ledger, fencingToken, settled) => this.call('saveLedger', () => inner.ledger.saveLedger(lane, ledger, fencingToken, settled)),
-      addSettlements: (lane, settlement) => this.call('addSettlements', () => inner.ledger.addSettlements(lane, settlement)),
+      saveLedger: (lane, ledger, fencingToken, settled) =>
+        this.call('saveLedger', () => inner.ledger.saveLedger(lane, ledger, fencingToken, settled)),
+      addSettlements: (lane, settlement) =>
+        this.call('addSettlements', () => inner.ledger.addSettlements(lane, settlement)),
       pendingSettlements: (lane) => this.call('pendingSettlements', () => inner.ledger.pendingSettlements(lane)),
     };
     this.circuit = {
@@ -94,7 +114,10 @@ class FaultyStores implements OrchestratorStores {
     return lease;
   }
 
-  private async call<T>(operation: keyof LeaseStore | keyof LedgerStore | keyof CircuitStore, run: () => Promise<T>): Promise<T> {
+  private async call<T>(
+    operation: keyof LeaseStore | keyof LedgerStore | keyof CircuitStore,
+    run: () => Promise<T>,
+  ): Promise<T> {
     if (this.options.life?.killed === true) return hang();
     const now = this.clock.now();
     if (!this.failWhen(operation, now, ++this.calls)) return run();
@@ -124,7 +147,10 @@ class FaultyQueues implements QueueReceiver {
     const now = this.clock.now();
     if (!this.failWhen(operation, queue, now, ++this.calls)) return run();
     this.failures.push({ operation, queue, at: now });
-    throw Object.assign(new Error(`We encountered an internal error (${operation})`), { name: 'InternalError', $metadata: { httpStatusCode: 500 } });
+    throw Object.assign(new Error(`We encountered an internal error (${operation})`), {
+      name: 'InternalError',
+      $metadata: { httpStatusCode: 500 },
+    });
   }
 
   receive(queue: SourceQueue, options: ReceiveOptions): Promise<ReceivedMessage[]> {
@@ -161,7 +187,10 @@ function configWith(overrides: ConfigOverrides, stateOutage: StateOutagePolicy =
   return { ...config, orchestrator: { ...config.orchestrator, stateOutage } };
 }
 
-function eventsOf<T extends OrchestratorEvent['type']>(events: readonly OrchestratorEvent[], type: T): Extract<OrchestratorEvent, { type: T }>[] {
+function eventsOf<T extends OrchestratorEvent['type']>(
+  events: readonly OrchestratorEvent[],
+  type: T,
+): Extract<OrchestratorEvent, { type: T }>[] {
   return events.filter((e): e is Extract<OrchestratorEvent, { type: T }> => e.type === type);
 }
 
@@ -186,7 +215,11 @@ describe('runOrchestrator under faults', () => {
       const sleeps: number[] = [];
       const clock: Clock = { now: () => h.clock.now(), sleep: (ms) => (sleeps.push(h.clock.now()), h.clock.sleep(ms)) };
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, clock, stores }, { deadline: START + 12_000 }), START + 13_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, clock, stores }, { deadline: START + 12_000 }),
+        START + 13_000,
+      );
 
       expect(summary.lease).toBe('acquired');
       // While held back it waits for the next try of the store instead of spinning.
@@ -206,7 +239,9 @@ describe('runOrchestrator under faults', () => {
       // Past the saved allowance (2 flush intervals), a dispatch went only while its one-second window closed by the
       // lease's end, and then none until the store came back.
       expect(inOutage.length).toBeGreaterThan(0);
-      expect(Math.max(...inOutage.map((e) => e.at))).toBeGreaterThan(renewedAt + 2 * config.orchestrator.flushIntervalMs);
+      expect(Math.max(...inOutage.map((e) => e.at))).toBeGreaterThan(
+        renewedAt + 2 * config.orchestrator.flushIntervalMs,
+      );
       for (const e of inOutage) expect(e.at + 1_000).toBeLessThanOrEqual(leaseEnd);
       expect(dispatchedEvents(h.events).filter((e) => e.at >= recovered!.at).length).toBeGreaterThan(0);
       expect(violatedTiers(dispatchedEvents(h.events), config.quotas)).toEqual([]);
@@ -221,70 +256,104 @@ describe('runOrchestrator under faults', () => {
       ['day', 'every call fails'],
       ['hour', 'only the ledger saves fail'],
       ['day', 'only the ledger saves fail'],
-    ] as const)('never dispatches past the allowance the saved ledger holds on a %s tier during an outage (%s)', async (per, how) => {
-      // Far above the pace of the second tier, so only the allowance holds dispatch back.
-      const config = configWith({ quotas: [{ limit: 5, per: 'second' }, { limit: 100_000, per }] });
-      const h = orchestratorHarness({ config });
-      await sendMain(h.queues, 60);
-      // When only the save fails, each try computes a fresh allowance that must not be used: it was never saved.
-      const stores = new FaultyStores(h.stores, h.clock, during(OUTAGE_FROM, 7_000, how === 'every call fails' ? undefined : ['saveLedger']));
-      const run = runOrchestrator({ ...h.deps, stores }, { deadline: START + 12_000 });
-      await h.clock.advanceTo(START + OUTAGE_FROM - 1);
-      const saved = (await storedUsage(h.stores.ledger, config, h.clock.now(), per))!;
-      const before = dispatchedEvents(h.events).length;
+    ] as const)(
+      'never dispatches past the allowance the saved ledger holds on a %s tier during an outage (%s)',
+      async (per, how) => {
+        // Far above the pace of the second tier, so only the allowance holds dispatch back.
+        const config = configWith({
+          quotas: [
+            { limit: 5, per: 'second' },
+            { limit: 100_000, per },
+          ],
+        });
+        const h = orchestratorHarness({ config });
+        await sendMain(h.queues, 60);
+        // When only the save fails, each try computes a fresh allowance that must not be used: it was never saved.
+        const stores = new FaultyStores(
+          h.stores,
+          h.clock,
+          during(OUTAGE_FROM, 7_000, how === 'every call fails' ? undefined : ['saveLedger']),
+        );
+        const run = runOrchestrator({ ...h.deps, stores }, { deadline: START + 12_000 });
+        await h.clock.advanceTo(START + OUTAGE_FROM - 1);
+        const saved = (await storedUsage(h.stores.ledger, config, h.clock.now(), per))!;
+        const before = dispatchedEvents(h.events).length;
 
-      const summary = await drive(h.clock, run, START + 13_000);
+        const summary = await drive(h.clock, run, START + 13_000);
 
-      expect(summary.lease).toBe('acquired');
-      const recoveredAt = eventsOf(h.events, 'state-recovered')[0]!.at;
-      const inOutage = dispatchedEvents(h.events).filter((e) => e.at >= START + OUTAGE_FROM && e.at < recoveredAt);
-      expect(inOutage.length).toBeGreaterThan(0);
-      expect(inOutage.length).toBeLessThanOrEqual(saved - before);
-      expect(dispatchedEvents(h.events).filter((e) => e.at >= recoveredAt).length).toBeGreaterThan(0);
-    });
+        expect(summary.lease).toBe('acquired');
+        const recoveredAt = eventsOf(h.events, 'state-recovered')[0]!.at;
+        const inOutage = dispatchedEvents(h.events).filter((e) => e.at >= START + OUTAGE_FROM && e.at < recoveredAt);
+        expect(inOutage.length).toBeGreaterThan(0);
+        expect(inOutage.length).toBeLessThanOrEqual(saved - before);
+        expect(dispatchedEvents(h.events).filter((e) => e.at >= recoveredAt).length).toBeGreaterThan(0);
+      },
+    );
 
     describe.each([
       ['a second tier', [{ limit: 5, per: 'second' }]],
-      ['a second and an hour tier', [{ limit: 5, per: 'second' }, { limit: 24, per: 'hour' }]],
-      ['a second and a day tier', [{ limit: 5, per: 'second' }, { limit: 24, per: 'day' }]],
+      [
+        'a second and an hour tier',
+        [
+          { limit: 5, per: 'second' },
+          { limit: 24, per: 'hour' },
+        ],
+      ],
+      [
+        'a second and a day tier',
+        [
+          { limit: 5, per: 'second' },
+          { limit: 24, per: 'day' },
+        ],
+      ],
     ] as const)('with %s', (_, quotas) => {
       it.each([
         ['refused', false],
         ['landed but unanswered', true],
-      ])('leaves a successor that takes over at lease expiry nothing to overshoot when killed mid-outage (writes %s)', async (_mode, landed) => {
-        // Bursts allowed: the successor spends a whole window at once, so any dispatch it cannot see shows.
-        const config = configWith({ quotas, pacing: { burstFraction: 1 } });
-        const clock = new FakeClock(START);
-        const rawStores = memoryStores();
-        const queues = new MemoryQueues({ clock });
-        await sendMain(queues, 80);
-        const life: Life = { killed: false };
-        const first = orchestratorHarness({ config, clock, stores: rawStores, queues, owner: 'orchestrator-1' });
-        const stores = new FaultyStores(rawStores, clock, during(OUTAGE_FROM), { landed, life });
-        const invoker: Invoker = { invoke: (event) => (life.killed ? hang() : first.invoker.invoke(event)) };
-        void runOrchestrator({ ...first.deps, stores, queues: new FaultyQueues(queues, clock, () => false, life), invoker }, { deadline: START + 60_000 });
+      ])(
+        'leaves a successor that takes over at lease expiry nothing to overshoot when killed mid-outage (writes %s)',
+        async (_mode, landed) => {
+          // Bursts allowed: the successor spends a whole window at once, so any dispatch it cannot see shows.
+          const config = configWith({ quotas, pacing: { burstFraction: 1 } });
+          const clock = new FakeClock(START);
+          const rawStores = memoryStores();
+          const queues = new MemoryQueues({ clock });
+          await sendMain(queues, 80);
+          const life: Life = { killed: false };
+          const first = orchestratorHarness({ config, clock, stores: rawStores, queues, owner: 'orchestrator-1' });
+          const stores = new FaultyStores(rawStores, clock, during(OUTAGE_FROM), { landed, life });
+          const invoker: Invoker = { invoke: (event) => (life.killed ? hang() : first.invoker.invoke(event)) };
+          void runOrchestrator(
+            { ...first.deps, stores, queues: new FaultyQueues(queues, clock, () => false, life), invoker },
+            { deadline: START + 60_000 },
+          );
 
-        // The first instant another orchestrator can take the lease: the run is killed there, and the successor starts.
-        let takenAt: number | undefined;
-        for (let t = START + OUTAGE_FROM; takenAt === undefined; t++) {
-          await clock.advanceTo(t);
-          const probe = await rawStores.lease.acquireLease(LANE, 'probe', t, LEASE_TTL);
-          if (probe !== null) {
-            life.killed = true;
-            await rawStores.lease.releaseLease(probe);
-            takenAt = t;
+          // The first instant another orchestrator can take the lease: the run is killed there, and the successor starts.
+          let takenAt: number | undefined;
+          for (let t = START + OUTAGE_FROM; takenAt === undefined; t++) {
+            await clock.advanceTo(t);
+            const probe = await rawStores.lease.acquireLease(LANE, 'probe', t, LEASE_TTL);
+            if (probe !== null) {
+              life.killed = true;
+              await rawStores.lease.releaseLease(probe);
+              takenAt = t;
+            }
           }
-        }
-        const second = orchestratorHarness({ config, clock, stores: rawStores, queues, owner: 'orchestrator-2' });
-        const summary = await drive(clock, runOrchestrator(second.deps, { deadline: takenAt + 20_000 }), takenAt + 21_000);
+          const second = orchestratorHarness({ config, clock, stores: rawStores, queues, owner: 'orchestrator-2' });
+          const summary = await drive(
+            clock,
+            runOrchestrator(second.deps, { deadline: takenAt + 20_000 }),
+            takenAt + 21_000,
+          );
 
-        expect(summary.lease).toBe('acquired');
-        const firstCalls = dispatchedEvents(first.events);
-        expect(firstCalls.filter((e) => e.at >= START + OUTAGE_FROM).length).toBeGreaterThan(0);
-        expect(firstCalls.every((e) => e.at < takenAt!)).toBe(true);
-        expect(dispatchedEvents(second.events).length).toBeGreaterThan(0);
-        expect(violatedTiers([...firstCalls, ...dispatchedEvents(second.events)], config.quotas)).toEqual([]);
-      });
+          expect(summary.lease).toBe('acquired');
+          const firstCalls = dispatchedEvents(first.events);
+          expect(firstCalls.filter((e) => e.at >= START + OUTAGE_FROM).length).toBeGreaterThan(0);
+          expect(firstCalls.every((e) => e.at < takenAt!)).toBe(true);
+          expect(dispatchedEvents(second.events).length).toBeGreaterThan(0);
+          expect(violatedTiers([...firstCalls, ...dispatchedEvents(second.events)], config.quotas)).toEqual([]);
+        },
+      );
     });
 
     it('keeps honouring an open circuit read before the outage, and sends no health check until the store is back', async () => {
@@ -310,7 +379,11 @@ describe('runOrchestrator under faults', () => {
       await openCircuit(h.stores.circuit, h.config, START);
       const stores = new FaultyStores(h.stores, h.clock, during(0, 4_000, ['saveCircuit']));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 6_000 }), START + 7_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, stores }, { deadline: START + 6_000 }),
+        START + 7_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 0, healthChecks: 1 });
       expect(stores.failures.map((f) => f.operation)).toContain('saveCircuit');
@@ -325,22 +398,38 @@ describe('runOrchestrator under faults', () => {
       // Jobs reserve 10 on a cost tier spread over its minute (one every 600 ms). The API charged j-1 40 and j-2 25;
       // their workers report it late: j-1's before the flush at 1600 ms, whose save fails, and j-2's after that but
       // before the save is retried.
-      const settleAt: Record<string, { readonly at: number; readonly actual: { cost: number } }> = { 'm-1': { at: 1_500, actual: { cost: 40 } }, 'm-2': { at: 1_650, actual: { cost: 25 } } };
+      const settleAt: Record<string, { readonly at: number; readonly actual: { cost: number } }> = {
+        'm-1': { at: 1_500, actual: { cost: 40 } },
+        'm-2': { at: 1_650, actual: { cost: 25 } },
+      };
       const h = orchestratorHarness({
-        config: configWith({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'minute', unit: 'cost' }], pacing: { spreadLongTiers: true } }),
+        config: configWith({
+          quotas: [
+            { limit: 5, per: 'second' },
+            { limit: 1_000, per: 'minute', unit: 'cost' },
+          ],
+          pacing: { spreadLongTiers: true },
+        }),
         worker: async (event, harness) => {
           if (event.kind !== 'job') return;
           await harness.queues.delete(event.queue, event.receiptHandle);
           const settle = settleAt[event.messageId];
           if (settle === undefined) return;
           await harness.clock.sleep(START + settle.at - harness.clock.now());
-          await harness.stores.ledger.addSettlements(event.lane, { reservation: event.reservation, actual: settle.actual });
+          await harness.stores.ledger.addSettlements(event.lane, {
+            reservation: event.reservation,
+            actual: settle.actual,
+          });
         },
       });
       for (let i = 1; i <= 3; i++) await sendJob(h.queues, 'main', { id: `j-${i}` }, { cost: 10 });
       const stores = new FaultyStores(h.stores, h.clock, during(1_600, 1_650, ['saveLedger']), { landed });
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 3_000 }), START + 4_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, stores }, { deadline: START + 3_000 }),
+        START + 4_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 3 });
       expect(stores.failures).toEqual([{ operation: 'saveLedger', at: START + 1_600 }]);
@@ -359,7 +448,11 @@ describe('runOrchestrator under faults', () => {
       await sendMain(h.queues, 5);
       const stores = new FaultyStores(h.stores, h.clock, during(2_500, Number.POSITIVE_INFINITY, ['saveLedger']));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 3_000 }), START + 4_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, stores }, { deadline: START + 3_000 }),
+        START + 4_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 5 });
       const leaseEnd = state.leases.get(LANE)?.expiresAt ?? Number.NaN;
@@ -381,7 +474,11 @@ describe('runOrchestrator under faults', () => {
       };
       const stores = new FaultyStores(h.stores, h.clock, during(6_000, 9_000, ['renewLease']));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores, invoker }, { deadline: START + 12_000 }), START + 13_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, stores, invoker }, { deadline: START + 12_000 }),
+        START + 13_000,
+      );
 
       expect(summary.lease).toBe('acquired');
       const leaseEnd = stores.leaseEndAt(START + 6_000);
@@ -398,7 +495,11 @@ describe('runOrchestrator under faults', () => {
       await sendMain(h.queues, 5);
       const run = runOrchestrator(h.deps, { deadline: START + 5_000 });
       await h.clock.advanceTo(START + 500);
-      await h.stores.circuit.saveCircuit(LANE, { version: 1, state: { status: 'ajar' }, pausedUntil: 0 } as unknown as CircuitJSON);
+      await h.stores.circuit.saveCircuit(LANE, {
+        version: 1,
+        state: { status: 'ajar' },
+        pausedUntil: 0,
+      } as unknown as CircuitJSON);
 
       await expect(drive(h.clock, run, START + 6_000)).rejects.toThrow(StateFormatError);
     });
@@ -411,7 +512,11 @@ describe('runOrchestrator under faults', () => {
       await sendMain(h.queues, 60);
       const stores = new FaultyStores(h.stores, h.clock, during(OUTAGE_FROM, 7_000));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 12_000 }), START + 13_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, stores }, { deadline: START + 12_000 }),
+        START + 13_000,
+      );
 
       expect(summary.lease).toBe('acquired');
       const firstFailure = eventsOf(h.events, 'state-unavailable')[0]!.at;
@@ -436,14 +541,23 @@ describe('runOrchestrator under faults', () => {
 
   describe('throttling', () => {
     it('completes all work when every third state and queue call fails', async () => {
-      const config = configWith({ quotas: [{ limit: 5, per: 'second' }, { limit: 100, per: 'minute' }] });
+      const config = configWith({
+        quotas: [
+          { limit: 5, per: 'second' },
+          { limit: 100, per: 'minute' },
+        ],
+      });
       const h = orchestratorHarness({ config });
       await sendMain(h.queues, 20);
       const stores = new FaultyStores(h.stores, h.clock, (_op, _now, call) => call % 3 === 0);
       const queues = new FaultyQueues(h.queues, h.clock, (_op, _queue, _now, call) => call % 3 === 0);
       const done = () => h.queues.depth('main') === 0 && h.invoker.idle();
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores, queues }, { deadline: START + 60_000, shouldStop: done }), START + 61_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, stores, queues }, { deadline: START + 60_000, shouldStop: done }),
+        START + 61_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 20, deadLettered: 0 });
       expect(stores.failures.length).toBeGreaterThan(5);
@@ -461,7 +575,11 @@ describe('runOrchestrator under faults', () => {
       await sendMain(h.queues, 5);
       const queues = new FaultyQueues(h.queues, h.clock, (op, _queue, now) => op === 'receive' && now < START + 2_500);
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, queues }, { deadline: START + 5_000 }), START + 6_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, queues }, { deadline: START + 5_000 }),
+        START + 6_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 5 });
       const failures = eventsOf(h.events, 'queue-unavailable');
@@ -478,11 +596,17 @@ describe('runOrchestrator under faults', () => {
       let sends = 0;
       const queues = new FaultyQueues(h.queues, h.clock, (op) => op === 'send' && ++sends <= 2);
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, queues }, { deadline: START + 3_000 }), START + 4_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, queues }, { deadline: START + 3_000 }),
+        START + 4_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 2, deadLettered: 1 });
       expect(rel(eventsOf(h.events, 'queue-unavailable').map((f) => f.at))).toEqual([0, 100]);
-      expect(h.queues.messages('main-dlq').map((m) => [m.body, m.attributes.reason?.value])).toEqual([['{not json', expect.stringMatching(/^malformed: body is not JSON/)]]);
+      expect(h.queues.messages('main-dlq').map((m) => [m.body, m.attributes.reason?.value])).toEqual([
+        ['{not json', expect.stringMatching(/^malformed: body is not JSON/)],
+      ]);
       expect(h.queues.depth('main')).toBe(0);
     });
 
@@ -491,9 +615,17 @@ describe('runOrchestrator under faults', () => {
       await sendJob(h.queues, 'main', '{not json');
       await sendMain(h.queues, 2);
       let deletes = 0;
-      const queues = new FaultyQueues(h.queues, h.clock, (op, queue) => op === 'delete' && queue === 'main' && ++deletes === 1);
+      const queues = new FaultyQueues(
+        h.queues,
+        h.clock,
+        (op, queue) => op === 'delete' && queue === 'main' && ++deletes === 1,
+      );
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, queues }, { deadline: START + 3_000 }), START + 4_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, queues }, { deadline: START + 3_000 }),
+        START + 4_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 2, deadLettered: 1 });
       expect(h.queues.depth('main-dlq')).toBe(1);
@@ -513,7 +645,11 @@ describe('runOrchestrator under faults', () => {
         },
       };
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, queues, invoker }, { deadline: START + 2_000 }), START + 3_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, queues, invoker }, { deadline: START + 2_000 }),
+        START + 3_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 3 });
       expect(eventsOf(h.events, 'queue-unavailable')).toHaveLength(7);
@@ -534,7 +670,9 @@ describe('runOrchestrator under faults', () => {
           calls.push(event);
           if (event.kind === 'job' && event.body.includes('"big"')) {
             const bytes = new TextEncoder().encode(JSON.stringify(event)).byteLength;
-            throw new InvokeRejectedError(`worker event of ${bytes} bytes is too large to invoke 'qo-dev-worker': RequestTooLargeException (HTTP 413): Request must be smaller than 262144 bytes for the Invoke operation`);
+            throw new InvokeRejectedError(
+              `worker event of ${bytes} bytes is too large to invoke 'qo-dev-worker': RequestTooLargeException (HTTP 413): Request must be smaller than 262144 bytes for the Invoke operation`,
+            );
           }
           return h.invoker.invoke(event);
         },
@@ -542,19 +680,33 @@ describe('runOrchestrator under faults', () => {
     }
 
     it('dead-letters a message whose event Lambda refuses as too large, with the reason, and dispatches the next', async () => {
-      const config = configWith({ quotas: [{ limit: 5, per: 'second' }, { limit: 100, per: 'minute' }] });
+      const config = configWith({
+        quotas: [
+          { limit: 5, per: 'second' },
+          { limit: 100, per: 'minute' },
+        ],
+      });
       const h = orchestratorHarness({ config });
       await sendJob(h.queues, 'main', { id: 'j-1' });
       await sendJob(h.queues, 'main', { id: 'big' });
       await sendJob(h.queues, 'main', { id: 'j-3' });
       const calls: WorkerEvent[] = [];
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, invoker: refusingBig(h, calls) }, { deadline: START + 2_000 }), START + 3_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, invoker: refusingBig(h, calls) }, { deadline: START + 2_000 }),
+        START + 3_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 2, deadLettered: 1, invokeFailures: 0 });
       expect(dispatchedEvents(h.events).map((e) => e.messageId)).toEqual(['m-1', 'm-3']);
       expect(h.queues.messages('main-dlq').map((m) => [m.body, m.attributes.reason?.value])).toEqual([
-        ['{"id":"big"}', expect.stringMatching(/^worker event of \d+ bytes is too large to invoke 'qo-dev-worker': RequestTooLargeException/)],
+        [
+          '{"id":"big"}',
+          expect.stringMatching(
+            /^worker event of \d+ bytes is too large to invoke 'qo-dev-worker': RequestTooLargeException/,
+          ),
+        ],
       ]);
       expect(h.queues.depth('main')).toBe(0);
       // Its quota flowed back: the ledger holds the two real dispatches.
@@ -569,7 +721,11 @@ describe('runOrchestrator under faults', () => {
       let sends = 0;
       const queues = new FaultyQueues(h.queues, h.clock, (op) => op === 'send' && ++sends <= 2);
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, queues, invoker: refusingBig(h, calls) }, { deadline: START + 2_000 }), START + 3_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, queues, invoker: refusingBig(h, calls) }, { deadline: START + 2_000 }),
+        START + 3_000,
+      );
 
       expect(summary).toMatchObject({ dispatched: 1, deadLettered: 1 });
       expect(calls.filter((e) => e.kind === 'job' && e.body.includes('"big"'))).toHaveLength(1);
@@ -599,7 +755,11 @@ describe('runOrchestrator under faults', () => {
       await sendMain(h.queues, 3);
       const stores = new FaultyStores(h.stores, h.clock, during(0, 3_000, ['acquireLease']));
 
-      const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 5_000 }), START + 6_000);
+      const summary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, stores }, { deadline: START + 5_000 }),
+        START + 6_000,
+      );
 
       expect(summary).toMatchObject({ lease: 'acquired', dispatched: 3 });
       const failures = eventsOf(h.events, 'state-unavailable');
@@ -613,9 +773,19 @@ describe('runOrchestrator under faults', () => {
       await sendMain(h.queues, 3);
       const stores = new FaultyStores(h.stores, h.clock, () => true);
 
-      const summary: RunSummary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 20_000 }), START + 60_000);
+      const summary: RunSummary = await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, stores }, { deadline: START + 20_000 }),
+        START + 60_000,
+      );
 
-      expect(summary).toEqual({ lease: 'unavailable', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+      expect(summary).toEqual({
+        lease: 'unavailable',
+        dispatched: 0,
+        deadLettered: 0,
+        healthChecks: 0,
+        invokeFailures: 0,
+      });
       expect(h.clock.now()).toBeLessThanOrEqual(START + 20_000);
       expect(h.invoker.invocations).toBe(0);
       expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0, 0]);
@@ -628,11 +798,17 @@ describe('runOrchestrator under faults', () => {
         await sendMain(h.queues, 3);
         const stores = new FaultyStores(h.stores, h.clock, (op) => op === operation);
 
-        const summary = await drive(h.clock, runOrchestrator({ ...h.deps, stores }, { deadline: START + 10_000 }), START + 20_000);
+        const summary = await drive(
+          h.clock,
+          runOrchestrator({ ...h.deps, stores }, { deadline: START + 10_000 }),
+          START + 20_000,
+        );
 
         expect(summary.lease).toBe('unavailable');
         expect(h.invoker.invocations).toBe(0);
-        await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), LEASE_TTL)).resolves.not.toBeNull();
+        await expect(
+          h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), LEASE_TTL),
+        ).resolves.not.toBeNull();
       },
     );
   });

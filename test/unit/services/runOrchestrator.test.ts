@@ -1,6 +1,11 @@
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
-import { MemoryLeaseStore, MemoryState, memoryStores, type MemoryLedgerStore } from '../../../tools/memory/MemoryStores';
+import {
+  MemoryLeaseStore,
+  MemoryState,
+  memoryStores,
+  type MemoryLedgerStore,
+} from '../../../tools/memory/MemoryStores';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { InvokeFailedError, InvokeThrottledError, LeaseLostError } from '../../../lib/errors';
 import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
@@ -78,7 +83,13 @@ describe('runOrchestrator', () => {
 
     const summary = await runOrchestrator(h.deps, { deadline: START + 3_000 });
 
-    expect(summary).toEqual({ lease: 'held-elsewhere', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+    expect(summary).toEqual({
+      lease: 'held-elsewhere',
+      dispatched: 0,
+      deadLettered: 0,
+      healthChecks: 0,
+      invokeFailures: 0,
+    });
     expect(h.invoker.invocations).toBe(0);
     expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0, 0]);
     expect(h.events).toEqual([]);
@@ -94,7 +105,9 @@ describe('runOrchestrator', () => {
 
     expect(summary).toMatchObject({ lease: 'acquired', dispatched: 1 });
     // Released at exit, so a next orchestrator need not wait for expiry.
-    await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.toMatchObject({ token: 3 });
+    await expect(h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).resolves.toMatchObject({
+      token: 3,
+    });
   });
 
   it("stops with lease 'lost' and dispatches nothing more once another owner takes the expired lease over", async () => {
@@ -115,13 +128,17 @@ describe('runOrchestrator', () => {
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400]);
     // The stale holder wrote nothing once the lease was taken over, and the newcomer's lease stands.
     expect(h.events.filter((e) => e.type === 'flushed').every((e) => e.at < START + 6_000)).toBe(true);
-    await expect(h.stores.lease.renewLease(intruder!, h.clock.now(), 5_000)).resolves.toMatchObject({ owner: 'orchestrator-2' });
+    await expect(h.stores.lease.renewLease(intruder!, h.clock.now(), 5_000)).resolves.toMatchObject({
+      owner: 'orchestrator-2',
+    });
   });
 
   it("stops with lease 'lost' at the first flush whose renewal fails", async () => {
     const state = new MemoryState();
     let store: LeaseLosingStore | undefined;
-    const h = orchestratorHarness({ stores: { ...memoryStores(state), lease: (store = new LeaseLosingStore(state, () => h.clock.now())) } });
+    const h = orchestratorHarness({
+      stores: { ...memoryStores(state), lease: (store = new LeaseLosingStore(state, () => h.clock.now())) },
+    });
     await sendMain(h.queues, 40);
 
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 10_000 }), START + 20_000);
@@ -132,7 +149,13 @@ describe('runOrchestrator', () => {
     expect(store.lostAt).toBeLessThanOrEqual(START + leaseTtlMs / 2 + flushIntervalMs);
     const dispatched = dispatchedEvents(h.events);
     expect(dispatched.every((e) => e.at < store!.lostAt!)).toBe(true);
-    expect(summary).toEqual({ lease: 'lost', dispatched: dispatched.length, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+    expect(summary).toEqual({
+      lease: 'lost',
+      dispatched: dispatched.length,
+      deadLettered: 0,
+      healthChecks: 0,
+      invokeFailures: 0,
+    });
     expect(dispatched.length).toBeGreaterThanOrEqual(12);
     expect(h.invoker.invocations).toBe(dispatched.length);
   });
@@ -156,7 +179,14 @@ describe('runOrchestrator', () => {
   });
 
   it('reads the requeue queue again before taking more main messages', async () => {
-    const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'minute' }] }) });
+    const h = orchestratorHarness({
+      config: testConfig({
+        quotas: [
+          { limit: 5, per: 'second' },
+          { limit: 10, per: 'minute' },
+        ],
+      }),
+    });
     await sendMain(h.queues, 6);
     const run = runOrchestrator(h.deps, { deadline: START + 200_000 });
     // 10 per minute with a 25 s margin of visibility over the worker timeout: main is read 4 at a time. The requeued
@@ -166,7 +196,15 @@ describe('runOrchestrator', () => {
 
     await drive(h.clock, run, START + 300_000);
 
-    expect(dispatchedEvents(h.events).map((e) => e.messageId)).toEqual(['m-1', 'm-2', 'm-3', 'm-4', 'm-7', 'm-5', 'm-6']);
+    expect(dispatchedEvents(h.events).map((e) => e.messageId)).toEqual([
+      'm-1',
+      'm-2',
+      'm-3',
+      'm-4',
+      'm-7',
+      'm-5',
+      'm-6',
+    ]);
   });
 
   it('dead-letters malformed messages with their reason and keeps dispatching the healthy ones around them', async () => {
@@ -189,15 +227,27 @@ describe('runOrchestrator', () => {
       ['m-4', 200],
     ]);
     expect(h.queues.depth('main')).toBe(0);
-    const reasons = h.queues.messages('main-dlq').map((m) => [m.body, m.attributes.reason?.value, m.attributes.sourceQueue?.value, m.attributes.attempt?.value]);
+    const reasons = h.queues
+      .messages('main-dlq')
+      .map((m) => [m.body, m.attributes.reason?.value, m.attributes.sourceQueue?.value, m.attributes.attempt?.value]);
     expect(reasons).toEqual([
       ['{not json', expect.stringMatching(/^malformed: body is not JSON \(.+\)$/), 'main', '1'],
-      ['{"id":"j-4"}', "malformed: attribute 'cost' must be a Number holding an integer from 0 to 1000000000000; got String \"3\"", 'main', '1'],
+      [
+        '{"id":"j-4"}',
+        'malformed: attribute \'cost\' must be a Number holding an integer from 0 to 1000000000000; got String "3"',
+        'main',
+        '1',
+      ],
     ]);
   });
 
   it('dead-letters a message whose cost exceeds a tier limit, naming the tier', async () => {
-    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'minute', unit: 'cost' }] });
+    const config = testConfig({
+      quotas: [
+        { limit: 5, per: 'second' },
+        { limit: 10, per: 'minute', unit: 'cost' },
+      ],
+    });
     const h = orchestratorHarness({ config });
     await sendJob(h.queues, 'main', { id: 'j-1' }, { cost: 11 });
     await sendJob(h.queues, 'main', { id: 'j-2' }, { cost: 10 });
@@ -212,7 +262,12 @@ describe('runOrchestrator', () => {
   });
 
   it('sends a body that a JSON round trip would change to the worker, and dead-letters one, byte for byte', async () => {
-    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'minute', unit: 'cost' }] });
+    const config = testConfig({
+      quotas: [
+        { limit: 5, per: 'second' },
+        { limit: 10, per: 'minute', unit: 'cost' },
+      ],
+    });
     const h = orchestratorHarness({ config });
     await sendJob(h.queues, 'main', awkwardBody('j-1'));
     await sendJob(h.queues, 'main', awkwardBody('j-2'), { cost: 11 });
@@ -227,7 +282,12 @@ describe('runOrchestrator', () => {
 
   it('keeps a message whose invoke is throttled, refunds its reservation, backs off and dispatches it later', async () => {
     // 100 per second spaces dispatches 10 ms apart, so the back-off (100 ms, doubling) sets the pace here.
-    const config = testConfig({ quotas: [{ limit: 100, per: 'second' }, { limit: 10_000, per: 'minute' }] });
+    const config = testConfig({
+      quotas: [
+        { limit: 100, per: 'second' },
+        { limit: 10_000, per: 'minute' },
+      ],
+    });
     const h = orchestratorHarness({ config });
     await sendMain(h.queues, 1);
     h.invoker.failNext(3, 'throttled');
@@ -237,7 +297,9 @@ describe('runOrchestrator', () => {
     expect(summary).toEqual({ lease: 'acquired', dispatched: 1, deadLettered: 0, healthChecks: 0, invokeFailures: 3 });
     const failures = h.events.filter((e) => e.type === 'invoke-failed');
     expect(rel(failures.map((e) => e.at))).toEqual([0, 100, 300]);
-    expect(failures.map((e) => e.type === 'invoke-failed' && e.error)).toEqual(Array(3).fill('injected fault: invoke throttled'));
+    expect(failures.map((e) => e.type === 'invoke-failed' && e.error)).toEqual(
+      Array(3).fill('injected fault: invoke throttled'),
+    );
     expect(dispatchedEvents(h.events).map((e) => [e.messageId, e.at - START])).toEqual([['m-1', 700]]);
     expect(h.queues.depth('main')).toBe(0);
     // Three refused invokes gave their quota back: the ledger holds the one real dispatch.
@@ -246,7 +308,12 @@ describe('runOrchestrator', () => {
 
   it('keeps the quota of an invoke that failed but may have started, and dispatches the message again', async () => {
     // Lambda queued the event, then the answer was lost (a 5xx or a timeout after the request left).
-    const config = testConfig({ quotas: [{ limit: 100, per: 'second' }, { limit: 10_000, per: 'minute' }] });
+    const config = testConfig({
+      quotas: [
+        { limit: 100, per: 'second' },
+        { limit: 10_000, per: 'minute' },
+      ],
+    });
     const h = orchestratorHarness({ config });
     await sendMain(h.queues, 1);
     let lost = 1;
@@ -257,7 +324,11 @@ describe('runOrchestrator', () => {
       },
     };
 
-    const summary = await drive(h.clock, runOrchestrator({ ...h.deps, invoker }, { deadline: START + 2_000 }), START + 3_000);
+    const summary = await drive(
+      h.clock,
+      runOrchestrator({ ...h.deps, invoker }, { deadline: START + 2_000 }),
+      START + 3_000,
+    );
 
     expect(summary).toMatchObject({ dispatched: 1, invokeFailures: 1 });
     expect(h.workerEvents).toHaveLength(2);
@@ -274,18 +345,31 @@ describe('runOrchestrator', () => {
 
     expect(summary).toEqual({ lease: 'acquired', dispatched: 0, deadLettered: 0, healthChecks: 1, invokeFailures: 0 });
     expect(dispatchedEvents(h.events)).toEqual([]);
-    expect(h.events.filter((e) => e.type === 'health-check-sent')).toEqual([{ type: 'health-check-sent', at: START + 2_000, checkId: 'id-1' }]);
-    expect(h.workerEvents).toEqual([{ at: START + 2_000, event: { kind: 'health-check', lane: LANE, checkId: 'id-1', sentAt: START + 2_000 } }]);
+    expect(h.events.filter((e) => e.type === 'health-check-sent')).toEqual([
+      { type: 'health-check-sent', at: START + 2_000, checkId: 'id-1' },
+    ]);
+    expect(h.workerEvents).toEqual([
+      { at: START + 2_000, event: { kind: 'health-check', lane: LANE, checkId: 'id-1', sentAt: START + 2_000 } },
+    ]);
     expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0, 0]);
     // No result came back (this worker ignores checks), so the circuit waits in half-open for that check.
-    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'id-1', checkSentAt: START + 2_000 } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+      state: { status: 'half-open', checkId: 'id-1', checkSentAt: START + 2_000 },
+    });
   });
 
   it('resumes dispatch after a successful health check closes the circuit', async () => {
     const h = orchestratorHarness({
       worker: async (event, harness) => {
         const api = new ScriptedApi(harness.clock);
-        await processWorkerEvent(event, { clock: harness.clock, stores: harness.stores, queues: harness.queues, api, config: harness.config, random: () => 0 });
+        await processWorkerEvent(event, {
+          clock: harness.clock,
+          stores: harness.stores,
+          queues: harness.queues,
+          api,
+          config: harness.config,
+          random: () => 0,
+        });
       },
     });
     await openCircuit(h.stores.circuit, h.config, START);
@@ -296,11 +380,17 @@ describe('runOrchestrator', () => {
     expect(summary).toMatchObject({ dispatched: 2, healthChecks: 1 });
     // The check goes at 2000 and closes the circuit at once; the next poll (100 ms later) finds it closed.
     expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([2_100, 2_300]);
-    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START + 2_000 } });
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+      state: { status: 'closed', closedAt: START + 2_000 },
+    });
   });
 
   describe("an operator's hold", () => {
-    const control = (h: ReturnType<typeof orchestratorHarness>) => ({ circuits: h.stores.circuit, clock: h.clock, lane: LANE });
+    const control = (h: ReturnType<typeof orchestratorHarness>) => ({
+      circuits: h.stores.circuit,
+      clock: h.clock,
+      lane: LANE,
+    });
 
     it('stops dispatch within circuitPollMs of a pause, hands back what it buffered and keeps the lease, and starts again after the resume', async () => {
       const h = orchestratorHarness();
@@ -364,7 +454,9 @@ describe('runOrchestrator', () => {
       const summary = await drive(h.clock, run, START + 10_000);
 
       expect(summary).toMatchObject({ dispatched: 2, healthChecks: 0 });
-      expect(dispatchedEvents(h.events)[0]!.at).toBeLessThanOrEqual(START + 5_000 + h.config.orchestrator.circuitPollMs);
+      expect(dispatchedEvents(h.events)[0]!.at).toBeLessThanOrEqual(
+        START + 5_000 + h.config.orchestrator.circuitPollMs,
+      );
     });
 
     it('ramps up from rampStartFraction of the rate after a resume, as after a close', async () => {
@@ -391,7 +483,9 @@ describe('runOrchestrator', () => {
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 5_000 }), START + 6_000);
 
     // From the sixth on, the ledger holds each dispatch until the first one's bucket (4 ms) has left the window.
-    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803]);
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([
+      0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803,
+    ]);
     const calls = dispatchedEvents(h.events).map((e) => ({ at: e.at, costs: e.costs }));
     expect(maxWindowUsage(calls, h.deps.config.quotas[0]!)).toBe(5);
   });
@@ -411,20 +505,31 @@ describe('runOrchestrator', () => {
     expect(dispatchedEvents(h.events)).toHaveLength(10);
     // One read at the start (rehydration), then at most one per 100 ms poll over the 2 s run: not two per dispatch.
     expect(reads.length).toBeLessThanOrEqual(1 + 2_000 / h.deps.config.orchestrator.circuitPollMs);
-    expect(reads.slice(1).every((at, i) => at - (reads[i] ?? 0) >= h.deps.config.orchestrator.circuitPollMs)).toBe(true);
+    expect(reads.slice(1).every((at, i) => at - (reads[i] ?? 0) >= h.deps.config.orchestrator.circuitPollMs)).toBe(
+      true,
+    );
   });
 
   describe('idleStopMs', () => {
-    const idleStop = (idleStopMs: number) => orchestratorHarness({ config: testConfig({ orchestrator: { idleStopMs } }) });
+    const idleStop = (idleStopMs: number) =>
+      orchestratorHarness({ config: testConfig({ orchestrator: { idleStopMs } }) });
 
     it('ends a run that finds every queue empty for idleStopMs, long before its deadline, and releases the lease', async () => {
       const h = idleStop(1_000);
       const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 50_000 }), START + 60_000);
-      expect(summary).toEqual({ lease: 'acquired', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+      expect(summary).toEqual({
+        lease: 'acquired',
+        dispatched: 0,
+        deadLettered: 0,
+        healthChecks: 0,
+        invokeFailures: 0,
+      });
       // Idle from the first round (its 200 ms long poll found nothing); ended at the first round that ends 1 s later.
       expect(h.clock.now() - START).toBeGreaterThanOrEqual(1_000);
       expect(h.clock.now() - START).toBeLessThan(2_000);
-      expect(await h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).toMatchObject({ owner: 'orchestrator-2' });
+      expect(await h.stores.lease.acquireLease(LANE, 'orchestrator-2', h.clock.now(), 5_000)).toMatchObject({
+        owner: 'orchestrator-2',
+      });
     });
 
     it('counts idleness from the last job: a backlog is worked off first', async () => {
@@ -438,7 +543,7 @@ describe('runOrchestrator', () => {
       expect(h.clock.now() - last).toBeLessThan(2_000);
     });
 
-    it('goes on while a message is delayed (a worker\'s retry): it dispatches it, then ends once no queue holds anything', async () => {
+    it("goes on while a message is delayed (a worker's retry): it dispatches it, then ends once no queue holds anything", async () => {
       const h = idleStop(1_000);
       await h.queues.send('requeue', { body: JSON.stringify({ id: 'r-1' }), delayMs: 3_000 });
       await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 50_000 }), START + 60_000);
@@ -466,7 +571,14 @@ describe('runOrchestrator', () => {
       worker: async (event, harness) => {
         if (event.kind === 'job' && ++jobEvents === 2) await harness.clock.sleep(100); // a cold start: past its callBy
         const api = new ScriptedApi(harness.clock);
-        await processWorkerEvent(event, { clock: harness.clock, stores: harness.stores, queues: harness.queues, api, config: harness.config, random: () => 0 });
+        await processWorkerEvent(event, {
+          clock: harness.clock,
+          stores: harness.stores,
+          queues: harness.queues,
+          api,
+          config: harness.config,
+          random: () => 0,
+        });
         calls.push(...api.calls.map((call) => ({ at: call.at, costs: { cost: 1 } })));
       },
     });
@@ -483,7 +595,14 @@ describe('runOrchestrator', () => {
   });
 
   it('spaces dispatches at the shortest tier, 10 per second, and spends the minute tier as fast as that allows', async () => {
-    const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }] }) });
+    const h = orchestratorHarness({
+      config: testConfig({
+        quotas: [
+          { limit: 10, per: 'second' },
+          { limit: 300, per: 'minute' },
+        ],
+      }),
+    });
     await sendMain(h.queues, 8);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
@@ -492,7 +611,10 @@ describe('runOrchestrator', () => {
   });
 
   describe('batches', () => {
-    const fast = (batchWindowMs: number) => orchestratorHarness({ config: testConfig({ quotas: [{ limit: 50, per: 'second' }], pacing: { batchWindowMs } }) });
+    const fast = (batchWindowMs: number) =>
+      orchestratorHarness({
+        config: testConfig({ quotas: [{ limit: 50, per: 'second' }], pacing: { batchWindowMs } }),
+      });
 
     it('sends the jobs whose slots fall less than batchWindowMs after the first in one invocation, each with its own slot', async () => {
       const h = fast(100);
@@ -503,14 +625,26 @@ describe('runOrchestrator', () => {
       // 50 a second: slots 20 ms apart. A batch takes what the buffer holds within 100 ms of its first slot; the first
       // receives are small (1, 2, then 4 messages) while the run's allowance grows from the first one's.
       expect(h.workerEvents.map(({ event }) => event.kind)).toEqual(['job', 'batch', 'batch', 'batch']);
-      expect(h.workerEvents.map(({ event }) => jobsOf(event).map((job) => job.slotAt - START))).toEqual([[0], [20, 40], [60, 80, 100, 120], [140, 160, 180]]);
-      expect(h.workerEvents.flatMap(({ event }) => jobsOf(event).map((job) => job.messageId))).toEqual(Array.from({ length: 10 }, (_, i) => `m-${i + 1}`));
+      expect(h.workerEvents.map(({ event }) => jobsOf(event).map((job) => job.slotAt - START))).toEqual([
+        [0],
+        [20, 40],
+        [60, 80, 100, 120],
+        [140, 160, 180],
+      ]);
+      expect(h.workerEvents.flatMap(({ event }) => jobsOf(event).map((job) => job.messageId))).toEqual(
+        Array.from({ length: 10 }, (_, i) => `m-${i + 1}`),
+      );
       expect(new Set(h.workerEvents.flatMap(({ event }) => jobsOf(event).map((job) => job.dispatchId))).size).toBe(10);
       expect(dispatchedEvents(h.events)).toHaveLength(10);
     });
 
     it('sends one job per invocation with batchWindowMs 0, and at rates whose slots are batchWindowMs apart', async () => {
-      for (const h of [fast(0), orchestratorHarness({ config: testConfig({ quotas: [{ limit: 10, per: 'second' }], pacing: { batchWindowMs: 100 } }) })]) {
+      for (const h of [
+        fast(0),
+        orchestratorHarness({
+          config: testConfig({ quotas: [{ limit: 10, per: 'second' }], pacing: { batchWindowMs: 100 } }),
+        }),
+      ]) {
         await sendMain(h.queues, 6);
         await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
         expect(h.workerEvents.map(({ event }) => event.kind)).toEqual(Array.from({ length: 6 }, () => 'job'));
@@ -518,7 +652,10 @@ describe('runOrchestrator', () => {
     });
 
     it('widens the window by as much as late starts have grown the lead, so that a worker waits once for more jobs', async () => {
-      const config = testConfig({ quotas: [{ limit: 50, per: 'second' }], pacing: { batchWindowMs: 100, dispatchLeadMs: 0, maxDispatchLeadMs: 1_000 } });
+      const config = testConfig({
+        quotas: [{ limit: 50, per: 'second' }],
+        pacing: { batchWindowMs: 100, dispatchLeadMs: 0, maxDispatchLeadMs: 1_000 },
+      });
       let reported = false;
       const h = orchestratorHarness({
         config,
@@ -527,7 +664,12 @@ describe('runOrchestrator', () => {
           const [first, ...others] = jobsOf(event);
           if (first !== undefined && !reported) {
             reported = true;
-            await harness.stores.ledger.addSettlements(LANE, { reservation: first.reservation, actual: null, id: first.dispatchId, startDelayMs: 300 });
+            await harness.stores.ledger.addSettlements(LANE, {
+              reservation: first.reservation,
+              actual: null,
+              id: first.dispatchId,
+              startDelayMs: 300,
+            });
             await harness.queues.changeVisibility(first.queue, first.receiptHandle, 0);
           } else if (first !== undefined) await harness.queues.delete(first.queue, first.receiptHandle);
           for (const job of others) await harness.queues.delete(job.queue, job.receiptHandle);
@@ -539,7 +681,9 @@ describe('runOrchestrator', () => {
 
       // Before the ledger sync takes the late start in, a batch spans under 100 ms; after it, under 100 ms more than
       // the lead: 300 ms × 1.25.
-      const spans = h.workerEvents.map(({ event }) => jobsOf(event).map((job) => job.slotAt)).map((slots) => Math.max(...slots) - Math.min(...slots));
+      const spans = h.workerEvents
+        .map(({ event }) => jobsOf(event).map((job) => job.slotAt))
+        .map((slots) => Math.max(...slots) - Math.min(...slots));
       const widened = spans.findIndex((span) => span >= 100);
       expect(widened).toBeGreaterThan(0);
       expect(spans.slice(0, widened).every((span) => span < 100)).toBe(true);
@@ -559,7 +703,9 @@ describe('runOrchestrator', () => {
       const invocations = h.workerEvents.map(({ event }) => jobsOf(event).map((job) => Number(job.messageId.slice(2))));
       expect(invocations.flat()).toEqual([1, 2, 4, 5]);
       expect(invocations.every((ids) => ids.every((id, i) => i === 0 || id === (ids[i - 1] ?? 0) + 1))).toBe(true);
-      expect(h.events.filter((e) => e.type === 'dead-lettered').map((e) => e.type === 'dead-lettered' && e.messageId)).toEqual(['m-3']);
+      expect(
+        h.events.filter((e) => e.type === 'dead-lettered').map((e) => e.type === 'dead-lettered' && e.messageId),
+      ).toEqual(['m-3']);
     });
 
     it('gives a whole batch its quota back when its invoke is throttled, and sends it again after the back-off', async () => {
@@ -575,7 +721,10 @@ describe('runOrchestrator', () => {
       await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 2_000 }), START + 3_000);
 
       // The first receive takes one message (see above), the next two: their batch is throttled, then sent again.
-      expect(h.workerEvents.map(({ event }) => jobsOf(event).map((job) => job.messageId))).toEqual([['m-1'], ['m-2', 'm-3']]);
+      expect(h.workerEvents.map(({ event }) => jobsOf(event).map((job) => job.messageId))).toEqual([
+        ['m-1'],
+        ['m-2', 'm-3'],
+      ]);
       expect(dispatchedEvents(h.events)).toHaveLength(3);
       expect(h.events.filter((e) => e.type === 'invoke-failed')).toHaveLength(1);
       // The throttled invoke at 20 ms, sent again after the 100 ms back-off.
@@ -584,7 +733,15 @@ describe('runOrchestrator', () => {
   });
 
   it('with spreadLongTiers, spaces dispatches at the tightest tier, 300 per minute, one every 200 ms', async () => {
-    const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }], pacing: { spreadLongTiers: true } }) });
+    const h = orchestratorHarness({
+      config: testConfig({
+        quotas: [
+          { limit: 10, per: 'second' },
+          { limit: 300, per: 'minute' },
+        ],
+        pacing: { spreadLongTiers: true },
+      }),
+    });
     await sendMain(h.queues, 8);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
@@ -606,14 +763,30 @@ describe('runOrchestrator', () => {
     const h = orchestratorHarness({ config });
     // Opened long ago and closed by a health check an instant ago, in another run.
     await openCircuit(h.stores.circuit, config, START - 100_000);
-    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-sent', checkId: 'c1' }, START - 1, circuitPolicyFrom(config.circuit));
-    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'health-check-ok', checkId: 'c1' }, START, circuitPolicyFrom(config.circuit));
-    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START } });
+    await applyCircuitEvent(
+      h.stores.circuit,
+      LANE,
+      { type: 'health-check-sent', checkId: 'c1' },
+      START - 1,
+      circuitPolicyFrom(config.circuit),
+    );
+    await applyCircuitEvent(
+      h.stores.circuit,
+      LANE,
+      { type: 'health-check-ok', checkId: 'c1' },
+      START,
+      circuitPolicyFrom(config.circuit),
+    );
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+      state: { status: 'closed', closedAt: START },
+    });
     await sendMain(h.queues, 4);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
 
-    const gaps = dispatchedEvents(h.events).map((e, i, all) => e.at - (all[i - 1]?.at ?? e.at)).slice(1);
+    const gaps = dispatchedEvents(h.events)
+      .map((e, i, all) => e.at - (all[i - 1]?.at ?? e.at))
+      .slice(1);
     // At half the rate an interval is 400 ms; it shrinks towards 200 ms as the ramp goes on.
     expect(gaps[0]).toBe(400);
     expect(gaps[1]).toBeLessThan(400);
@@ -621,7 +794,12 @@ describe('runOrchestrator', () => {
   });
 
   it('saves the ledger at every flush and at exit', async () => {
-    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 600, per: 'minute' }] });
+    const config = testConfig({
+      quotas: [
+        { limit: 5, per: 'second' },
+        { limit: 600, per: 'minute' },
+      ],
+    });
     const h = orchestratorHarness({ config });
     await sendMain(h.queues, 20);
     const run = runOrchestrator(h.deps, { deadline: START + 2_500 });
@@ -631,12 +809,16 @@ describe('runOrchestrator', () => {
     for (let t = 50; t < 2_500; t += 50) {
       await h.clock.advanceTo(START + t);
       const dispatched = dispatchedEvents(h.events).length;
-      await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'minute')).resolves.toBeGreaterThanOrEqual(dispatched);
+      await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'minute')).resolves.toBeGreaterThanOrEqual(
+        dispatched,
+      );
     }
     const summary = await drive(h.clock, run, START + 3_000);
 
     // At exit (2500) it holds every dispatch, including those after the last flush (2000).
-    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803, 2_003, 2_203, 2_403]);
+    expect(rel(dispatchedEvents(h.events).map((e) => e.at))).toEqual([
+      0, 200, 400, 600, 800, 1_003, 1_203, 1_403, 1_603, 1_803, 2_003, 2_203, 2_403,
+    ]);
     expect(summary.dispatched).toBe(13);
     await expect(storedUsage(h.stores.ledger, config, h.clock.now(), 'minute')).resolves.toBe(13);
     const flushes = h.events.filter((e) => e.type === 'flushed').map((e) => e.at - START);
@@ -647,13 +829,24 @@ describe('runOrchestrator', () => {
   it(`folds a backlog of settlements ${MAX_PENDING_SETTLEMENTS} per save, at most 1 000 per flush`, async () => {
     const h = orchestratorHarness();
     const backlog = 1_050;
-    for (let i = 0; i < backlog; i++) await h.stores.ledger.addSettlements(LANE, { reservation: { at: START - 1_000 - i, costs: { cost: 1 }, windows: {} }, actual: { cost: 2 } });
+    for (let i = 0; i < backlog; i++)
+      await h.stores.ledger.addSettlements(LANE, {
+        reservation: { at: START - 1_000 - i, costs: { cost: 1 }, windows: {} },
+        actual: { cost: 2 },
+      });
     const saves: number[] = [];
     const counting = Object.assign(Object.create(h.stores.ledger) as MemoryLedgerStore, {
-      saveLedger: (...args: Parameters<MemoryLedgerStore['saveLedger']>) => (saves.push(args[3] ?? 0), h.stores.ledger.saveLedger(...args)),
+      saveLedger: (...args: Parameters<MemoryLedgerStore['saveLedger']>) => (
+        saves.push(args[3] ?? 0),
+        h.stores.ledger.saveLedger(...args)
+      ),
     });
 
-    await drive(h.clock, runOrchestrator({ ...h.deps, stores: { ...h.stores, ledger: counting } }, { deadline: START + 1_500 }), START + 2_000);
+    await drive(
+      h.clock,
+      runOrchestrator({ ...h.deps, stores: { ...h.stores, ledger: counting } }, { deadline: START + 1_500 }),
+      START + 2_000,
+    );
 
     const flushes = h.events.flatMap((e) => (e.type === 'flushed' ? [[e.at - START, e.settlements]] : []));
     expect(flushes).toEqual([
@@ -666,7 +859,12 @@ describe('runOrchestrator', () => {
   });
 
   it('leaves a successor nothing to overshoot when it is killed mid-invoke before a regular flush', async () => {
-    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 4, per: 'day' }] });
+    const config = testConfig({
+      quotas: [
+        { limit: 5, per: 'second' },
+        { limit: 4, per: 'day' },
+      ],
+    });
     const clock = new FakeClock(START);
     const stores = memoryStores();
     const queues = new MemoryQueues({ clock });
@@ -703,7 +901,11 @@ describe('runOrchestrator', () => {
       if (event.kind !== 'job') return;
       const actualCost = calls.length === 0 ? 40 : event.cost;
       calls.push({ at: clock.now(), costs: { cost: actualCost } });
-      if (actualCost !== event.cost) await stores.ledger.addSettlements(event.lane, { reservation: event.reservation, actual: { cost: actualCost } });
+      if (actualCost !== event.cost)
+        await stores.ledger.addSettlements(event.lane, {
+          reservation: event.reservation,
+          actual: { cost: actualCost },
+        });
       await queues.delete(event.queue, event.receiptHandle);
     };
     // Run 1 is killed (a Lambda timeout) during the first ledger save after the worker settled: the save never
@@ -729,7 +931,9 @@ describe('runOrchestrator', () => {
     expect(calls.length).toBeGreaterThan(6);
     expect(maxWindowUsage(calls, config.quotas[0]!)).toBe(100);
     await expect(stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
-    expect(second.events.flatMap((e) => (e.type === 'flushed' ? [e.settlements] : [])).reduce((a, b) => a + b, 0)).toBe(1);
+    expect(second.events.flatMap((e) => (e.type === 'flushed' ? [e.settlements] : [])).reduce((a, b) => a + b, 0)).toBe(
+      1,
+    );
   });
 
   it('rehydrates the ledger in the next run and keeps the tier across the run boundary', async () => {
@@ -763,7 +967,15 @@ describe('runOrchestrator', () => {
     };
     const h = orchestratorHarness({
       clock,
-      worker: (event, harness) => processWorkerEvent(event, { clock, stores: harness.stores, queues: harness.queues, api, config: harness.config, random: () => 0.5 }),
+      worker: (event, harness) =>
+        processWorkerEvent(event, {
+          clock,
+          stores: harness.stores,
+          queues: harness.queues,
+          api,
+          config: harness.config,
+          random: () => 0.5,
+        }),
     });
     for (const [id, group] of [
       ['a1', 'g-a'],
@@ -787,12 +999,17 @@ describe('runOrchestrator', () => {
       group.slice(1).forEach((call, i) => expect(call.at).toBeGreaterThanOrEqual(group[i]!.at + 300));
     }
     expect(h.queues.depth('fifo-dlq')).toBe(0);
-    expect(h.workerEvents.filter(({ event }) => event.kind === 'job' && event.messageId === 'm-1').map(({ event }) => event.kind === 'job' && event.attempt)).toEqual([1, 2]);
+    expect(
+      h.workerEvents
+        .filter(({ event }) => event.kind === 'job' && event.messageId === 'm-1')
+        .map(({ event }) => event.kind === 'job' && event.attempt),
+    ).toEqual([1, 2]);
   });
 
   describe('FIFO refills', () => {
     const fast = () => orchestratorHarness({ config: testConfig({ quotas: [{ limit: 50, per: 'second' }] }) });
-    const fifoJobs = (h: ReturnType<typeof fast>) => h.workerEvents.map(({ event }) => jobsOf(event).map((job) => (JSON.parse(job.body) as { id: string }).id));
+    const fifoJobs = (h: ReturnType<typeof fast>) =>
+      h.workerEvents.map(({ event }) => jobsOf(event).map((job) => (JSON.parse(job.body) as { id: string }).id));
 
     it('reads the first messages of several groups with one receive, and sends them together in batches', async () => {
       const h = fast();
@@ -818,7 +1035,9 @@ describe('runOrchestrator', () => {
       expect(Math.max(...invocations.map((jobs) => jobs.length))).toBeGreaterThan(1);
       const jobs = h.workerEvents.flatMap(({ event }) => jobsOf(event));
       for (const event of h.workerEvents.map(({ event }) => jobsOf(event))) {
-        event.slice(1).forEach((job, i) => expect(job.slotAt - event[i]!.slotAt).toBeGreaterThanOrEqual(INITIAL_CHAIN_GAP_MS));
+        event
+          .slice(1)
+          .forEach((job, i) => expect(job.slotAt - event[i]!.slotAt).toBeGreaterThanOrEqual(INITIAL_CHAIN_GAP_MS));
       }
       // A message left out of its group's batch is handed back (one more receive), and FIFO receives then take no
       // more than went together: none is handed back twice.
@@ -827,15 +1046,28 @@ describe('runOrchestrator', () => {
 
     it("hands back a group's messages left out of its batch, and takes no more from a FIFO receive than went together", async () => {
       // No batches: each message goes alone.
-      const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 50, per: 'second' }], pacing: { batchWindowMs: 0 } }) });
-      for (const [id, group] of [['a1', 'g-a'], ['a2', 'g-a'], ['a3', 'g-a'], ['b1', 'g-b']] as const) await sendJob(h.queues, 'fifo', { id }, { groupId: group });
+      const h = orchestratorHarness({
+        config: testConfig({ quotas: [{ limit: 50, per: 'second' }], pacing: { batchWindowMs: 0 } }),
+      });
+      for (const [id, group] of [
+        ['a1', 'g-a'],
+        ['a2', 'g-a'],
+        ['a3', 'g-a'],
+        ['b1', 'g-b'],
+      ] as const)
+        await sendJob(h.queues, 'fifo', { id }, { groupId: group });
       const receives = jest.spyOn(h.queues, 'receive');
 
       await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);
 
       // SQS fills a receive from one group first: a1, a2 and a3 came together, with b1; the buffer takes a1 and b1
       // first. a1 goes alone: a2 and a3 are handed back.
-      expect((await firstFifoReceive(receives)).map((m) => m.body)).toEqual(['{"id":"a1"}', '{"id":"a2"}', '{"id":"a3"}', '{"id":"b1"}']);
+      expect((await firstFifoReceive(receives)).map((m) => m.body)).toEqual([
+        '{"id":"a1"}',
+        '{"id":"a2"}',
+        '{"id":"a3"}',
+        '{"id":"b1"}',
+      ]);
       const invocations = fifoJobs(h);
       expect(invocations.slice(0, 2)).toEqual([['a1'], ['b1']]);
       expect(invocations.flat().filter((id) => id.startsWith('a'))).toEqual(['a1', 'a2', 'a3']);
@@ -850,11 +1082,20 @@ describe('runOrchestrator', () => {
       const clock = new FakeClock(START);
       const api = new ScriptedApi(clock, 40);
       let a2Calls = 0;
-      api.answer = (body) => ((JSON.parse(body) as { id: string }).id === 'a2' && ++a2Calls === 1 ? httpStatus(503) : httpStatus(200));
+      api.answer = (body) =>
+        (JSON.parse(body) as { id: string }).id === 'a2' && ++a2Calls === 1 ? httpStatus(503) : httpStatus(200);
       const h = orchestratorHarness({
         clock,
         config: testConfig({ quotas: [{ limit: 50, per: 'second' }] }),
-        worker: (event, harness) => processWorkerEvent(event, { clock, stores: harness.stores, queues: harness.queues, api, config: harness.config, random: () => 0.5 }),
+        worker: (event, harness) =>
+          processWorkerEvent(event, {
+            clock,
+            stores: harness.stores,
+            queues: harness.queues,
+            api,
+            config: harness.config,
+            random: () => 0.5,
+          }),
       });
       const ids = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8'];
       for (const id of ids) await sendJob(h.queues, 'fifo', { id }, { groupId: 'g-a' });
@@ -887,7 +1128,9 @@ describe('runOrchestrator', () => {
 
     // Each message is dispatched right after the one before is deleted, not after a 1 s poll of the main queue.
     expect(h.workerEvents.map(({ at }) => at - START)).toEqual([0, 300, 600]);
-    expect(receives.mock.calls.filter(([queue, options]) => queue === 'fifo' && options.waitMs > 0).length).toBeGreaterThanOrEqual(2);
+    expect(
+      receives.mock.calls.filter(([queue, options]) => queue === 'fifo' && options.waitMs > 0).length,
+    ).toBeGreaterThanOrEqual(2);
   });
 
   /** What the first receive from the FIFO queue that `receives` watched returned. */
@@ -912,7 +1155,12 @@ describe('runOrchestrator', () => {
 
   it("exits cleanly, saving the ledger and releasing the lease, when the day's quota is spent, and leaves the rest unreceived", async () => {
     // The day's quota is spent after two: a receive takes no more than two, and the third is never received.
-    const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 2, per: 'day' }] });
+    const config = testConfig({
+      quotas: [
+        { limit: 5, per: 'second' },
+        { limit: 2, per: 'day' },
+      ],
+    });
     const h = orchestratorHarness({ config });
     await sendMain(h.queues, 3);
 
@@ -933,7 +1181,9 @@ describe('runOrchestrator', () => {
     const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 70_000 }), START + 71_000);
 
     expect(summary).toMatchObject({ dispatched: 2 });
-    const jobs = h.workerEvents.map(({ at, event }) => event.kind === 'job' && [event.messageId, event.receiptHandle, at - START]);
+    const jobs = h.workerEvents.map(
+      ({ at, event }) => event.kind === 'job' && [event.messageId, event.receiptHandle, at - START],
+    );
     // m-2 is received (once) only when its slot is within what its visibility covers: 25 s before it.
     expect(jobs).toEqual([
       ['m-1', 'r-1', 0],
@@ -946,7 +1196,12 @@ describe('runOrchestrator', () => {
     const DAY_MS = 86_400_000;
 
     it('receives nothing while a day quota is spent, so a FIFO message waiting through several runs keeps its attempts', async () => {
-      const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1, per: 'day' }] });
+      const config = testConfig({
+        quotas: [
+          { limit: 5, per: 'second' },
+          { limit: 1, per: 'day' },
+        ],
+      });
       const h = orchestratorHarness({ config });
       await sendJob(h.queues, 'fifo', { id: 'f-1' }, { groupId: 'g' });
       await sendJob(h.queues, 'fifo', { id: 'f-2' }, { groupId: 'g' });
@@ -960,22 +1215,41 @@ describe('runOrchestrator', () => {
       const first = await runAt(START, 'orchestrator-1');
       const receives = h.queues.stats.receive;
       const waiting = [];
-      for (const hours of [1, 2, 12, 23]) waiting.push(await runAt(START + hours * 3_600_000, `orchestrator-${hours}h`));
+      for (const hours of [1, 2, 12, 23])
+        waiting.push(await runAt(START + hours * 3_600_000, `orchestrator-${hours}h`));
       const next = await runAt(START + DAY_MS, 'orchestrator-next-day');
 
-      expect(first.workerEvents.map(({ event }) => event.kind === 'job' && [event.body, event.attempt])).toEqual([['{"id":"f-1"}', 1]]);
-      expect(first.events).toContainEqual({ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', kind: 'calendar', until: START + DAY_MS });
+      expect(first.workerEvents.map(({ event }) => event.kind === 'job' && [event.body, event.attempt])).toEqual([
+        ['{"id":"f-1"}', 1],
+      ]);
+      expect(first.events).toContainEqual({
+        type: 'quota-exhausted',
+        at: expect.any(Number),
+        tier: '1/day',
+        kind: 'calendar',
+        until: START + DAY_MS,
+      });
       for (const run of waiting) {
-        expect(run.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', kind: 'calendar', until: START + DAY_MS }]);
+        expect(run.events.filter((e) => e.type === 'quota-exhausted')).toEqual([
+          { type: 'quota-exhausted', at: expect.any(Number), tier: '1/day', kind: 'calendar', until: START + DAY_MS },
+        ]);
         expect(run.workerEvents).toEqual([]);
       }
       expect(h.queues.stats.receive).toBeGreaterThan(receives); // the next day's run only
-      expect(next.workerEvents.map(({ event }) => event.kind === 'job' && [event.body, event.attempt])).toEqual([['{"id":"f-2"}', 1]]);
+      expect(next.workerEvents.map(({ event }) => event.kind === 'job' && [event.body, event.attempt])).toEqual([
+        ['{"id":"f-2"}', 1],
+      ]);
     });
 
     it('receives nothing through a 429 whose Retry-After is a day', async () => {
       const h = orchestratorHarness();
-      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + DAY_MS }, START, circuitPolicyFrom(h.config.circuit));
+      await applyCircuitEvent(
+        h.stores.circuit,
+        LANE,
+        { type: 'rate-limited', retryAt: START + DAY_MS },
+        START,
+        circuitPolicyFrom(h.config.circuit),
+      );
       await sendMain(h.queues, 2);
 
       const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 60_000 }), START + 61_000);
@@ -983,11 +1257,18 @@ describe('runOrchestrator', () => {
       expect(summary).toMatchObject({ dispatched: 0 });
       expect(h.queues.stats.receive).toBe(0);
       expect(h.queues.messages('main').map((m) => m.receiveCount)).toEqual([0, 0]);
-      expect(h.events.filter((e) => e.type === 'quota-exhausted')).toEqual([{ type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + DAY_MS }]);
+      expect(h.events.filter((e) => e.type === 'quota-exhausted')).toEqual([
+        { type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + DAY_MS },
+      ]);
     });
 
     it('hides a costly message the rest of the day cannot hold until the window ends, and sends the cheaper ones', async () => {
-      const config = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 10, per: 'day', unit: 'cost' }] });
+      const config = testConfig({
+        quotas: [
+          { limit: 5, per: 'second' },
+          { limit: 10, per: 'day', unit: 'cost' },
+        ],
+      });
       const h = orchestratorHarness({ config });
       await sendJob(h.queues, 'main', { id: 'j-1' }, { cost: 8 });
       await sendJob(h.queues, 'main', { id: 'j-2' }, { cost: 5 });
@@ -996,15 +1277,31 @@ describe('runOrchestrator', () => {
       await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 60_000 }), START + 61_000);
 
       expect(dispatchedEvents(h.events).map((e) => e.costs)).toEqual([{ cost: 8 }, { cost: 1 }]);
-      expect(h.events).toContainEqual({ type: 'message-held', at: START, messageId: 'm-2', queue: 'main', costs: { cost: 5 }, tier: '10 cost/day', until: START + DAY_MS });
+      expect(h.events).toContainEqual({
+        type: 'message-held',
+        at: START,
+        messageId: 'm-2',
+        queue: 'main',
+        costs: { cost: 5 },
+        tier: '10 cost/day',
+        until: START + DAY_MS,
+      });
       // SQS keeps a message hidden at most 12 hours from its receive.
-      expect(h.queues.messages('main')).toMatchObject([{ messageId: 'm-2', receiveCount: 1, visibleAt: START + 43_200_000 - 60_000 }]);
+      expect(h.queues.messages('main')).toMatchObject([
+        { messageId: 'm-2', receiveCount: 1, visibleAt: START + 43_200_000 - 60_000 },
+      ]);
     });
   });
 
   it("holds dispatch until a 429's pause is over", async () => {
     const h = orchestratorHarness();
-    await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + 1_500 }, START, circuitPolicyFrom(h.config.circuit));
+    await applyCircuitEvent(
+      h.stores.circuit,
+      LANE,
+      { type: 'rate-limited', retryAt: START + 1_500 },
+      START,
+      circuitPolicyFrom(h.config.circuit),
+    );
     await sendMain(h.queues, 2);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 3_000 }), START + 4_000);

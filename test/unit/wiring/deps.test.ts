@@ -1,6 +1,12 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
-import { DeleteMessageCommand, GetQueueUrlCommand, ReceiveMessageCommand, SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import {
+  DeleteMessageCommand,
+  GetQueueUrlCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
@@ -80,7 +86,9 @@ describe('orchestratorDepsFromEnv', () => {
 
     await deps.invoker.invoke(HEALTH_EVENT);
 
-    expect(lambdaMock.commandCalls(InvokeCommand).map((call) => call.args[0].input.FunctionName)).toEqual(['qo-test-worker']);
+    expect(lambdaMock.commandCalls(InvokeCommand).map((call) => call.args[0].input.FunctionName)).toEqual([
+      'qo-test-worker',
+    ]);
   });
 
   it('keeps state in the table named by TABLE_NAME', async () => {
@@ -90,7 +98,10 @@ describe('orchestratorDepsFromEnv', () => {
     await expect(deps.stores.ledger.loadLedger('billing')).resolves.toBeUndefined();
     await expect(deps.stores.circuit.loadCircuit('billing')).resolves.toBeUndefined();
 
-    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual(['qo-test-state', 'qo-test-state']);
+    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual([
+      'qo-test-state',
+      'qo-test-state',
+    ]);
   });
 
   it('passes the lease, ledger and circuit stores, not the idempotency store', () => {
@@ -104,7 +115,10 @@ describe('orchestratorDepsFromEnv', () => {
     await deps.queues.receive('main', { max: 1, visibilityMs: 30_000, waitMs: 0 });
     await deps.queues.receive('fifo', { max: 1, visibilityMs: 30_000, waitMs: 0 });
 
-    expect(sqsMock.commandCalls(ReceiveMessageCommand).map((call) => call.args[0].input.QueueUrl)).toEqual([ENV.MAIN_QUEUE_URL, ENV.FIFO_QUEUE_URL]);
+    expect(sqsMock.commandCalls(ReceiveMessageCommand).map((call) => call.args[0].input.QueueUrl)).toEqual([
+      ENV.MAIN_QUEUE_URL,
+      ENV.FIFO_QUEUE_URL,
+    ]);
   });
 
   it('runs on the wall clock and makes fresh unique ids', () => {
@@ -118,18 +132,25 @@ describe('orchestratorDepsFromEnv', () => {
     expect(deps.newId()).not.toBe(deps.newId());
   });
 
-  it.each(['WORKER_FUNCTION_NAME', 'TABLE_NAME', 'MAIN_QUEUE_URL', 'QUOTAS'])('refuses an environment without %s, naming it', (name) => {
-    const error = thrown(ConfigError, () => orchestratorDepsFromEnv({ ...ENV, [name]: undefined }, clients()));
+  it.each(['WORKER_FUNCTION_NAME', 'TABLE_NAME', 'MAIN_QUEUE_URL', 'QUOTAS'])(
+    'refuses an environment without %s, naming it',
+    (name) => {
+      const error = thrown(ConfigError, () => orchestratorDepsFromEnv({ ...ENV, [name]: undefined }, clients()));
 
-    expect(error.field).toBe(name);
-  });
+      expect(error.field).toBe(name);
+    },
+  );
 
   it('does not need the worker’s API variables', () => {
-    expect(() => orchestratorDepsFromEnv({ ...ENV, API_URL: undefined, HEALTH_URL: undefined }, clients())).not.toThrow();
+    expect(() =>
+      orchestratorDepsFromEnv({ ...ENV, API_URL: undefined, HEALTH_URL: undefined }, clients()),
+    ).not.toThrow();
   });
 
   it('names the variable and field of an invalid configuration value', () => {
-    const error = thrown(ConfigError, () => orchestratorDepsFromEnv({ ...ENV, CIRCUIT: '{"openSeconds":0}' }, clients()));
+    const error = thrown(ConfigError, () =>
+      orchestratorDepsFromEnv({ ...ENV, CIRCUIT: '{"openSeconds":0}' }, clients()),
+    );
 
     expect(error.field).toBe('CIRCUIT.openSeconds');
   });
@@ -150,7 +171,10 @@ describe('workerDepsFromEnv', () => {
     });
     const deps = workerDepsFromEnv(ENV, clients());
 
-    await expect(deps.api.call('{"id":"a"}', { idempotencyKey: 'k-1' })).resolves.toMatchObject({ kind: 'response', status: 200 });
+    await expect(deps.api.call('{"id":"a"}', { idempotencyKey: 'k-1' })).resolves.toMatchObject({
+      kind: 'response',
+      status: 200,
+    });
     await expect(deps.api.probe()).resolves.toMatchObject({ kind: 'response', status: 200 });
 
     expect(fetched).toEqual([ENV.API_URL, ENV.HEALTH_URL]);
@@ -172,7 +196,9 @@ describe('workerDepsFromEnv', () => {
 
   it('sends the key from the SSM parameter API_KEY_PARAMETER as a bearer token, and none without it', async () => {
     const ssmMock = mockClient(SSMClient);
-    ssmMock.on(GetParameterCommand, { Name: '/qo/test/api-key', WithDecryption: true }).resolves({ Parameter: { Value: 'k3y' } });
+    ssmMock
+      .on(GetParameterCommand, { Name: '/qo/test/api-key', WithDecryption: true })
+      .resolves({ Parameter: { Value: 'k3y' } });
     const sent: (string | null)[] = [];
     jest.spyOn(globalThis, 'fetch').mockImplementation(async (_, init) => {
       sent.push(new Headers(init?.headers).get('authorization'));
@@ -180,7 +206,10 @@ describe('workerDepsFromEnv', () => {
     });
     const config = { region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } };
     try {
-      await workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key' }, { ...clients(), ssm: new SSMClient(config) }).api.call('{"id":"a"}', { idempotencyKey: 'a' });
+      await workerDepsFromEnv(
+        { ...ENV, API_KEY_PARAMETER: '/qo/test/api-key' },
+        { ...clients(), ssm: new SSMClient(config) },
+      ).api.call('{"id":"a"}', { idempotencyKey: 'a' });
       await workerDepsFromEnv(ENV, clients()).api.call('{"id":"b"}', { idempotencyKey: 'b' });
     } finally {
       ssmMock.restore();
@@ -190,7 +219,10 @@ describe('workerDepsFromEnv', () => {
 
   it('keeps the key API_KEY_CACHE_SECONDS before reading the parameter again, 300 s by default', async () => {
     const ssmMock = mockClient(SSMClient);
-    ssmMock.on(GetParameterCommand).resolvesOnce({ Parameter: { Value: 'old' } }).resolves({ Parameter: { Value: 'new' } });
+    ssmMock
+      .on(GetParameterCommand)
+      .resolvesOnce({ Parameter: { Value: 'old' } })
+      .resolves({ Parameter: { Value: 'new' } });
     const sent: (string | null)[] = [];
     jest.spyOn(globalThis, 'fetch').mockImplementation(async (_, init) => {
       sent.push(new Headers(init?.headers).get('authorization'));
@@ -200,7 +232,10 @@ describe('workerDepsFromEnv', () => {
     const t0 = Date.now();
     const now = jest.spyOn(Date, 'now').mockReturnValue(t0);
     try {
-      const short = workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key', API_KEY_CACHE_SECONDS: '10' }, { ...clients(), ssm }).api;
+      const short = workerDepsFromEnv(
+        { ...ENV, API_KEY_PARAMETER: '/qo/test/api-key', API_KEY_CACHE_SECONDS: '10' },
+        { ...clients(), ssm },
+      ).api;
       await short.call('{"id":"a"}', { idempotencyKey: 'a' });
       now.mockReturnValue(t0 + 11_000);
       await short.call('{"id":"b"}', { idempotencyKey: 'b' });
@@ -211,8 +246,12 @@ describe('workerDepsFromEnv', () => {
   });
 
   it.each(['0', '3601', 'soon'])('refuses API_KEY_CACHE_SECONDS %s, naming it and its range', (value) => {
-    const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key', API_KEY_CACHE_SECONDS: value }, clients()));
-    expect(error.message).toBe(`API_KEY_CACHE_SECONDS: must be a whole number of seconds from 1 to 3600; got '${value}'`);
+    const error = thrown(ConfigError, () =>
+      workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key', API_KEY_CACHE_SECONDS: value }, clients()),
+    );
+    expect(error.message).toBe(
+      `API_KEY_CACHE_SECONDS: must be a whole number of seconds from 1 to 3600; got '${value}'`,
+    );
   });
 
   it('keeps state in TABLE_NAME and deletes from the queue URLs of the environment', async () => {
@@ -224,8 +263,13 @@ describe('workerDepsFromEnv', () => {
     await deps.stores.circuit.loadCircuit('billing');
     await deps.queues.delete('requeue', 'rh-1');
 
-    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual(['qo-test-state', 'qo-test-state']);
-    expect(sqsMock.commandCalls(DeleteMessageCommand).map((call) => call.args[0].input)).toEqual([{ QueueUrl: ENV.REQUEUE_QUEUE_URL, ReceiptHandle: 'rh-1' }]);
+    expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual([
+      'qo-test-state',
+      'qo-test-state',
+    ]);
+    expect(sqsMock.commandCalls(DeleteMessageCommand).map((call) => call.args[0].input)).toEqual([
+      { QueueUrl: ENV.REQUEUE_QUEUE_URL, ReceiptHandle: 'rh-1' },
+    ]);
   });
 
   it('passes the idempotency, ledger and circuit stores, not the lease store', () => {
@@ -233,34 +277,69 @@ describe('workerDepsFromEnv', () => {
   });
 
   describe('results', () => {
-    const result = { lane: 'billing', queue: 'main', messageId: 'm', dispatchId: 'd', idempotencyKey: 'k', attempt: 1, at: 0, status: 200, headers: {}, body: 'ok', bodyTruncated: false } as const;
+    const result = {
+      lane: 'billing',
+      queue: 'main',
+      messageId: 'm',
+      dispatchId: 'd',
+      idempotencyKey: 'k',
+      attempt: 1,
+      at: 0,
+      status: 200,
+      headers: {},
+      body: 'ok',
+      bodyTruncated: false,
+    } as const;
 
     it('hands results to no one without RESULT_DESTINATION', () => {
       expect(workerDepsFromEnv(ENV, clients()).results).toBeUndefined();
     });
 
     it('sends results to the SQS queue RESULT_DESTINATION names, with the SQS client', async () => {
-      sqsMock.on(GetQueueUrlCommand).resolves({ QueueUrl: 'https://sqs.test/123456789012/results' }).on(SendMessageBatchCommand).resolves({ Successful: [], Failed: [] });
-      const deps = workerDepsFromEnv({ ...ENV, RESULT_DESTINATION: '{"type":"sqs","queueArn":"arn:aws:sqs:us-east-1:123456789012:results"}' }, clients());
+      sqsMock
+        .on(GetQueueUrlCommand)
+        .resolves({ QueueUrl: 'https://sqs.test/123456789012/results' })
+        .on(SendMessageBatchCommand)
+        .resolves({ Successful: [], Failed: [] });
+      const deps = workerDepsFromEnv(
+        { ...ENV, RESULT_DESTINATION: '{"type":"sqs","queueArn":"arn:aws:sqs:us-east-1:123456789012:results"}' },
+        clients(),
+      );
       await expect(deps.results?.deliver([result])).resolves.toEqual([]);
-      expect(sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input.QueueUrl)).toEqual(['https://sqs.test/123456789012/results']);
+      expect(sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input.QueueUrl)).toEqual([
+        'https://sqs.test/123456789012/results',
+      ]);
     });
 
-    it('puts results on the EventBridge bus RESULT_DESTINATION names, with the clients\' EventBridge client', async () => {
+    it("puts results on the EventBridge bus RESULT_DESTINATION names, with the clients' EventBridge client", async () => {
       const ebMock = mockClient(EventBridgeClient);
       try {
         ebMock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: 'e' }] });
-        const eventbridge = new EventBridgeClient({ region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
-        const deps = workerDepsFromEnv({ ...ENV, RESULT_DESTINATION: '{"type":"eventbridge","busName":"jobs"}' }, { ...clients(), eventbridge });
+        const eventbridge = new EventBridgeClient({
+          region: 'us-east-1',
+          credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+        });
+        const deps = workerDepsFromEnv(
+          { ...ENV, RESULT_DESTINATION: '{"type":"eventbridge","busName":"jobs"}' },
+          { ...clients(), eventbridge },
+        );
         await expect(deps.results?.deliver([result])).resolves.toEqual([]);
-        expect(ebMock.commandCalls(PutEventsCommand)[0]?.args[0].input.Entries?.[0]).toMatchObject({ EventBusName: 'jobs', Source: 'quota-orchestrator', DetailType: 'Job Result' });
+        expect(ebMock.commandCalls(PutEventsCommand)[0]?.args[0].input.Entries?.[0]).toMatchObject({
+          EventBusName: 'jobs',
+          Source: 'quota-orchestrator',
+          DetailType: 'Job Result',
+        });
       } finally {
         ebMock.restore();
       }
     });
 
     it('names the variable and field of an invalid destination', () => {
-      expect(thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, RESULT_DESTINATION: '{"type":"eventbridge"}' }, clients())).field).toBe('RESULT_DESTINATION.busName');
+      expect(
+        thrown(ConfigError, () =>
+          workerDepsFromEnv({ ...ENV, RESULT_DESTINATION: '{"type":"eventbridge"}' }, clients()),
+        ).field,
+      ).toBe('RESULT_DESTINATION.busName');
     });
   });
 
@@ -269,22 +348,31 @@ describe('workerDepsFromEnv', () => {
     jest.spyOn(globalThis, 'fetch').mockImplementation(hangingFetch(fetched));
     const deps = workerDepsFromEnv({ ...ENV, API_TIMEOUT_MS: '20' }, clients());
 
-    await expect(deps.api.call('{"id":"a"}', { idempotencyKey: 'k-1' })).resolves.toEqual({ kind: 'timeout', afterMs: 20 });
+    await expect(deps.api.call('{"id":"a"}', { idempotencyKey: 'k-1' })).resolves.toEqual({
+      kind: 'timeout',
+      afterMs: 20,
+    });
     expect(fetched).toEqual([ENV.API_URL]);
   });
 
   it('defaults the API timeout to half the worker timeout when that is under 10 s', async () => {
     jest.spyOn(globalThis, 'fetch').mockImplementation(hangingFetch([]));
-    const deps = workerDepsFromEnv({ ...ENV, ORCHESTRATOR: '{"workerTimeoutMs":1000,"visibilityTimeoutMs":30000}' }, clients());
+    const deps = workerDepsFromEnv(
+      { ...ENV, ORCHESTRATOR: '{"workerTimeoutMs":1000,"visibilityTimeoutMs":30000}' },
+      clients(),
+    );
 
     await expect(deps.api.probe()).resolves.toEqual({ kind: 'timeout', afterMs: 500 });
   });
 
-  it.each(['API_URL', 'HEALTH_URL', 'TABLE_NAME', 'REQUEUE_DLQ_URL', 'QUOTAS'])('refuses an environment without %s, naming it', (name) => {
-    const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, [name]: undefined }, clients()));
+  it.each(['API_URL', 'HEALTH_URL', 'TABLE_NAME', 'REQUEUE_DLQ_URL', 'QUOTAS'])(
+    'refuses an environment without %s, naming it',
+    (name) => {
+      const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, [name]: undefined }, clients()));
 
-    expect(error.field).toBe(name);
-  });
+      expect(error.field).toBe(name);
+    },
+  );
 
   it('does not need WORKER_FUNCTION_NAME', () => {
     expect(() => workerDepsFromEnv({ ...ENV, WORKER_FUNCTION_NAME: undefined }, clients())).not.toThrow();
@@ -296,21 +384,30 @@ describe('workerDepsFromEnv', () => {
     expect(() => workerDepsFromEnv(env, clients())).not.toThrow();
   });
 
-  it.each(['5000', '6000'])('refuses API_TIMEOUT_MS=%s, not below the worker timeout of 5000, naming API_TIMEOUT_MS and the range', (text) => {
-    const env = { ...ENV, ORCHESTRATOR: '{"workerTimeoutMs":5000}', API_TIMEOUT_MS: text };
+  it.each(['5000', '6000'])(
+    'refuses API_TIMEOUT_MS=%s, not below the worker timeout of 5000, naming API_TIMEOUT_MS and the range',
+    (text) => {
+      const env = { ...ENV, ORCHESTRATOR: '{"workerTimeoutMs":5000}', API_TIMEOUT_MS: text };
 
-    const error = thrown(ConfigError, () => workerDepsFromEnv(env, clients()));
+      const error = thrown(ConfigError, () => workerDepsFromEnv(env, clients()));
 
-    expect(error.field).toBe('API_TIMEOUT_MS');
-    expect(error.message).toBe(`API_TIMEOUT_MS: must be a whole number of milliseconds from 1 to 4999; got '${text}'`);
-  });
+      expect(error.field).toBe('API_TIMEOUT_MS');
+      expect(error.message).toBe(
+        `API_TIMEOUT_MS: must be a whole number of milliseconds from 1 to 4999; got '${text}'`,
+      );
+    },
+  );
 
   it('accepts an API_TIMEOUT_MS just below CIRCUIT.healthCheckTimeoutSeconds', () => {
-    expect(() => workerDepsFromEnv({ ...ENV, CIRCUIT: '{"healthCheckTimeoutSeconds":4}', API_TIMEOUT_MS: '3999' }, clients())).not.toThrow();
+    expect(() =>
+      workerDepsFromEnv({ ...ENV, CIRCUIT: '{"healthCheckTimeoutSeconds":4}', API_TIMEOUT_MS: '3999' }, clients()),
+    ).not.toThrow();
   });
 
   it('refuses an API_TIMEOUT_MS not below CIRCUIT.healthCheckTimeoutSeconds, naming both', () => {
-    const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, CIRCUIT: '{"healthCheckTimeoutSeconds":4}', API_TIMEOUT_MS: '4000' }, clients()));
+    const error = thrown(ConfigError, () =>
+      workerDepsFromEnv({ ...ENV, CIRCUIT: '{"healthCheckTimeoutSeconds":4}', API_TIMEOUT_MS: '4000' }, clients()),
+    );
 
     expect(error.field).toBe('API_TIMEOUT_MS');
     expect(error.message).toBe(
@@ -319,7 +416,9 @@ describe('workerDepsFromEnv', () => {
   });
 
   it('refuses a default API timeout not below CIRCUIT.healthCheckTimeoutSeconds, saying it is the default', () => {
-    const error = thrown(ConfigError, () => workerDepsFromEnv({ ...ENV, CIRCUIT: '{"healthCheckTimeoutSeconds":10}' }, clients()));
+    const error = thrown(ConfigError, () =>
+      workerDepsFromEnv({ ...ENV, CIRCUIT: '{"healthCheckTimeoutSeconds":10}' }, clients()),
+    );
 
     expect(error.field).toBe('API_TIMEOUT_MS');
     expect(error.message).toContain('got 10000 (the default)');

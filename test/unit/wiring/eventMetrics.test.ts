@@ -12,9 +12,21 @@ describe('OrchestratorMetrics', () => {
       const stdout = captureStdout();
       const metrics = new OrchestratorMetrics(new EmfMetrics(), 'sms', START);
 
-      metrics.observe({ type: 'flushed', at: START + METRICS_PUBLISH_INTERVAL_MS - 1, settlements: 0, handedBack: {}, usage: [] });
+      metrics.observe({
+        type: 'flushed',
+        at: START + METRICS_PUBLISH_INTERVAL_MS - 1,
+        settlements: 0,
+        handedBack: {},
+        usage: [],
+      });
       expect(stdout.emf()).toEqual([]);
-      metrics.observe({ type: 'flushed', at: START + METRICS_PUBLISH_INTERVAL_MS, settlements: 0, handedBack: {}, usage: [] });
+      metrics.observe({
+        type: 'flushed',
+        at: START + METRICS_PUBLISH_INTERVAL_MS,
+        settlements: 0,
+        handedBack: {},
+        usage: [],
+      });
 
       expect(stdout.metric(METRICS.heartbeat)).toEqual([{ unit: 'Count', dimensions: { lane: 'sms' }, value: 1 }]);
     });
@@ -22,15 +34,25 @@ describe('OrchestratorMetrics', () => {
     it('holds CalendarQuotaExhausted at 1 from a day or month exhaustion until the quota is available again', () => {
       const stdout = captureStdout();
       const metrics = new OrchestratorMetrics(new EmfMetrics(), 'sms', START);
-      metrics.observe({ type: 'flushed', at: START, settlements: 0, handedBack: {}, usage: [{ tier: '1/day', kind: 'calendar', used: 1, limit: 1 }] });
+      metrics.observe({
+        type: 'flushed',
+        at: START,
+        settlements: 0,
+        handedBack: {},
+        usage: [{ tier: '1/day', kind: 'calendar', used: 1, limit: 1 }],
+      });
       metrics.observe({ type: 'quota-exhausted', at: START, tier: '1/day', kind: 'calendar', until: START + 20_000 });
       metrics.end(START + 1);
       metrics.observe({ type: 'quota-available', at: START + 20_000, tier: '1/day', exhaustedMs: 20_000 });
       metrics.end(START + 20_001);
 
       expect(stdout.metric(METRICS.calendarQuotaExhausted).map((m) => m.value)).toEqual([1, 0]);
-      expect(stdout.metric(METRICS.quotaExhaustedFor)).toEqual([{ unit: 'Milliseconds', dimensions: { lane: 'sms', tier: '1/day' }, value: 20_000 }]);
-      expect(stdout.metric(METRICS.tierUsageRatio)).toEqual([{ unit: 'None', dimensions: { lane: 'sms', tier: '1/day' }, value: 1 }]);
+      expect(stdout.metric(METRICS.quotaExhaustedFor)).toEqual([
+        { unit: 'Milliseconds', dimensions: { lane: 'sms', tier: '1/day' }, value: 20_000 },
+      ]);
+      expect(stdout.metric(METRICS.tierUsageRatio)).toEqual([
+        { unit: 'None', dimensions: { lane: 'sms', tier: '1/day' }, value: 1 },
+      ]);
     });
 
     it('does not count a 429 pause as a calendar exhaustion', () => {
@@ -49,10 +71,20 @@ describe('WorkerMetrics', () => {
     it('counts an undelivered result', () => {
       const stdout = captureStdout();
       const metrics = new WorkerMetrics(new EmfMetrics(), 'sms');
-      metrics.observe({ type: 'result-undelivered', lane: 'sms', at: START, reason: 'AccessDenied', messageId: 'm', dispatchId: 'd', idempotencyKey: 'k' });
+      metrics.observe({
+        type: 'result-undelivered',
+        lane: 'sms',
+        at: START,
+        reason: 'AccessDenied',
+        messageId: 'm',
+        dispatchId: 'd',
+        idempotencyKey: 'k',
+      });
       metrics.publish();
 
-      expect(stdout.metric(METRICS.resultsUndelivered)).toEqual([{ unit: 'Count', dimensions: { lane: 'sms' }, value: 1 }]);
+      expect(stdout.metric(METRICS.resultsUndelivered)).toEqual([
+        { unit: 'Count', dimensions: { lane: 'sms' }, value: 1 },
+      ]);
     });
   });
 });

@@ -10,7 +10,14 @@ describe('OrchestratorMetrics of named units and calls in flight', () => {
   it('counts the units handed back per unit, and the calls in flight at each flush', () => {
     const stdout = captureStdout();
     const metrics = new OrchestratorMetrics(new EmfMetrics(), 'llm', START);
-    metrics.observe({ type: 'flushed', at: START, settlements: 3, handedBack: { output_tokens: 1_200, input_tokens: 4 }, usage: [], inFlight: 7 });
+    metrics.observe({
+      type: 'flushed',
+      at: START,
+      settlements: 3,
+      handedBack: { output_tokens: 1_200, input_tokens: 4 },
+      usage: [],
+      inFlight: 7,
+    });
     metrics.observe({ type: 'flushed', at: START + 2_000, settlements: 0, handedBack: {}, usage: [] });
     metrics.end(START + 2_001);
 

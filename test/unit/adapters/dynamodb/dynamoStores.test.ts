@@ -1,6 +1,10 @@
 // Error paths dynalite cannot produce (throttling, DynamoDB's own response shapes, a key freed between a refused
 // claim and its read), and the requests the stores send where their exact form matters. Everything else is tested against dynalite in test/integration/dynamoStateStore.test.ts.
-import { ConditionalCheckFailedException, DynamoDBClient, ProvisionedThroughputExceededException } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  ProvisionedThroughputExceededException,
+} from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { dynamoStores } from '../../../../lib/adapters/dynamodb/dynamoStores';
@@ -17,12 +21,17 @@ const CLAIM: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-1', exp
 const ddbMock = mockClient(DynamoDBDocumentClient);
 
 function stores(): StateStores {
-  const client = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } }));
+  const client = DynamoDBDocumentClient.from(
+    new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } }),
+  );
   return dynamoStores({ client, tableName: 'state' });
 }
 
 function throttled(): ProvisionedThroughputExceededException {
-  return new ProvisionedThroughputExceededException({ message: 'Rate of requests exceeds the allowed throughput', $metadata: {} });
+  return new ProvisionedThroughputExceededException({
+    message: 'Rate of requests exceeds the allowed throughput',
+    $metadata: {},
+  });
 }
 
 function conditionFailed(): ConditionalCheckFailedException {
@@ -44,11 +53,29 @@ describe('dynamoStores', () => {
       ['renewLease, instead of LeaseLostError', (s) => s.lease.renewLease(LEASE, T0, 30_000)],
       ['releaseLease, instead of ignoring them', (s) => s.lease.releaseLease(LEASE)],
       ['saveLedger, instead of LeaseLostError', (s) => s.ledger.saveLedger('lane', { v: 1, tiers: {} }, 3)],
-      ['saveLedger removing settlements, instead of LeaseLostError', (s) => s.ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 2)],
-      ['saveCircuit, instead of reporting a lost race', (s) => s.circuit.saveCircuit('lane', { version: 2, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil: 0 })],
-      ['addSettlements', (s) => s.ledger.addSettlements('lane', { reservation: { at: T0, costs: { cost: 1 }, windows: {} }, actual: null })],
+      [
+        'saveLedger removing settlements, instead of LeaseLostError',
+        (s) => s.ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 2),
+      ],
+      [
+        'saveCircuit, instead of reporting a lost race',
+        (s) =>
+          s.circuit.saveCircuit('lane', {
+            version: 2,
+            state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 },
+            pausedUntil: 0,
+          }),
+      ],
+      [
+        'addSettlements',
+        (s) =>
+          s.ledger.addSettlements('lane', { reservation: { at: T0, costs: { cost: 1 }, windows: {} }, actual: null }),
+      ],
       ['pendingSettlements', (s) => s.ledger.pendingSettlements('lane')],
-      ['putIdempotencyIfAbsent, instead of reporting a record', (s) => s.idempotency.putIdempotencyIfAbsent('key', CLAIM, T0)],
+      [
+        'putIdempotencyIfAbsent, instead of reporting a record',
+        (s) => s.idempotency.putIdempotencyIfAbsent('key', CLAIM, T0),
+      ],
       ['putIdempotency', (s) => s.idempotency.putIdempotency('key', CLAIM)],
       ['loadLedger', (s) => s.ledger.loadLedger('lane')],
       ['loadCircuit', (s) => s.circuit.loadCircuit('lane')],
@@ -62,7 +89,6 @@ describe('dynamoStores', () => {
       await expect(call(stores())).rejects.toBe(error);
     });
   });
-
 });
 
 describe('DynamoLedgerStore', () => {
@@ -75,10 +101,22 @@ describe('DynamoLedgerStore', () => {
       expect(first).toEqual({
         TableName: 'state',
         Key: { pk: 'lane#lane' },
-        UpdateExpression: 'SET #ledger = :ledger, #ledgerSave = :save REMOVE #settlements[2], #settlements[1], #settlements[0]',
-        ConditionExpression: '#leaseToken = :token AND (attribute_not_exists(#ledgerSave) OR #ledgerSave <> :save) AND size(#settlements) >= :settled',
-        ExpressionAttributeNames: { '#ledger': 'ledger', '#ledgerSave': 'ledgerSave', '#settlements': 'settlements', '#leaseToken': 'leaseToken' },
-        ExpressionAttributeValues: { ':ledger': '{"v":1,"tiers":{}}', ':save': expect.any(String), ':token': 3, ':settled': 3 },
+        UpdateExpression:
+          'SET #ledger = :ledger, #ledgerSave = :save REMOVE #settlements[2], #settlements[1], #settlements[0]',
+        ConditionExpression:
+          '#leaseToken = :token AND (attribute_not_exists(#ledgerSave) OR #ledgerSave <> :save) AND size(#settlements) >= :settled',
+        ExpressionAttributeNames: {
+          '#ledger': 'ledger',
+          '#ledgerSave': 'ledgerSave',
+          '#settlements': 'settlements',
+          '#leaseToken': 'leaseToken',
+        },
+        ExpressionAttributeValues: {
+          ':ledger': '{"v":1,"tiers":{}}',
+          ':save': expect.any(String),
+          ':token': 3,
+          ':settled': 3,
+        },
       });
       expect(second?.ExpressionAttributeValues?.[':save']).not.toEqual(first?.ExpressionAttributeValues?.[':save']);
     });
@@ -95,12 +133,22 @@ describe('DynamoLedgerStore', () => {
       ['a lost lease when the token has moved on', { leaseToken: 4 }, 0, LeaseLostError],
       ['a lost lease when the item is gone', undefined, 0, LeaseLostError],
       ['a lost lease when the token has moved on, removing settlements', { leaseToken: 4 }, 2, LeaseLostError],
-      ['StateConflictError when the token is still current (the list was short)', { leaseToken: 3 }, 2, StateConflictError],
+      [
+        'StateConflictError when the token is still current (the list was short)',
+        { leaseToken: 3 },
+        2,
+        StateConflictError,
+      ],
     ])('reports a refused save as %s, from the item read back', async (_, item, settled, expected) => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
       ddbMock.on(GetCommand).resolves({ Item: item });
-      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, settled)).rejects.toBeInstanceOf(expected);
-      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true, ProjectionExpression: '#leaseToken, #ledgerSave' });
+      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, settled)).rejects.toBeInstanceOf(
+        expected,
+      );
+      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({
+        ConsistentRead: true,
+        ProjectionExpression: '#leaseToken, #ledgerSave',
+      });
     });
 
     it('succeeds when the write was refused because an earlier attempt of it landed (its answer lost)', async () => {
@@ -117,10 +165,12 @@ describe('DynamoLedgerStore', () => {
     it('returns an empty list when the lane has no item', async () => {
       ddbMock.on(GetCommand).resolves({});
       await expect(stores().ledger.pendingSettlements('lane')).resolves.toEqual([]);
-      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({ ConsistentRead: true, ProjectionExpression: '#settlements' });
+      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({
+        ConsistentRead: true,
+        ProjectionExpression: '#settlements',
+      });
     });
   });
-
 });
 
 describe('DynamoIdempotencyStore', () => {
@@ -135,7 +185,9 @@ describe('DynamoIdempotencyStore', () => {
     it('gives up with StateConflictError after three refused claims whose records were gone when read', async () => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
       ddbMock.on(GetCommand).resolves({});
-      await expect(stores().idempotency.putIdempotencyIfAbsent('key', CLAIM, T0)).rejects.toBeInstanceOf(StateConflictError);
+      await expect(stores().idempotency.putIdempotencyIfAbsent('key', CLAIM, T0)).rejects.toBeInstanceOf(
+        StateConflictError,
+      );
       expect(ddbMock.commandCalls(UpdateCommand)).toHaveLength(3);
       expect(ddbMock.commandCalls(GetCommand)).toHaveLength(3);
     });

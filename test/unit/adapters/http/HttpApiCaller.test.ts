@@ -32,7 +32,12 @@ class TestServer {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
-        test.requests.push({ method: request.method, url: request.url, headers: request.headers, body: Buffer.concat(chunks).toString('utf8') });
+        test.requests.push({
+          method: request.method,
+          url: request.url,
+          headers: request.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
         test.routes.get(request.url ?? '')?.(request, response);
       });
     });
@@ -90,7 +95,11 @@ describe('HttpApiCaller', () => {
   describe('call', () => {
     it('POSTs the body as JSON with the idempotency key, and reports status, lower-case headers (usage headers too) and the body', async () => {
       server.routes.set('/api', (_, response) => {
-        response.writeHead(200, { 'X-Actual-Cost': '42', 'X-RateLimit-Remaining': '7', 'Content-Type': 'application/json' });
+        response.writeHead(200, {
+          'X-Actual-Cost': '42',
+          'X-RateLimit-Remaining': '7',
+          'Content-Type': 'application/json',
+        });
         response.end('{"ok":true}');
       });
       const result = await caller().call('{"to":"+15550100","text":"hé"}', { idempotencyKey: 'job-1' });
@@ -115,11 +124,17 @@ describe('HttpApiCaller', () => {
       server.routes.set('/api', (_, response) => response.writeHead(200).end());
       const body = awkwardBody('job-1');
 
-      await expect(caller().call(body, { idempotencyKey: 'job-1' })).resolves.toMatchObject({ kind: 'response', status: 200 });
+      await expect(caller().call(body, { idempotencyKey: 'job-1' })).resolves.toMatchObject({
+        kind: 'response',
+        status: 200,
+      });
 
       const [request, ...others] = server.requests;
       expect(others).toEqual([]);
-      expect(request?.headers).toMatchObject({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body, 'utf8')) });
+      expect(request?.headers).toMatchObject({
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body, 'utf8')),
+      });
       expect(Buffer.from(request?.body ?? '', 'utf8').equals(Buffer.from(body, 'utf8'))).toBe(true);
     });
 
@@ -129,7 +144,11 @@ describe('HttpApiCaller', () => {
         response.end('slow down');
       });
       const result = await caller().call('null', { idempotencyKey: 'k' });
-      expect(result).toMatchObject({ kind: 'response', status: 429, headers: { 'retry-after': '3', 'x-ratelimit-reset': '1700000000' } });
+      expect(result).toMatchObject({
+        kind: 'response',
+        status: 429,
+        headers: { 'retry-after': '3', 'x-ratelimit-reset': '1700000000' },
+      });
     });
 
     it('reports a 503 as a response', async () => {
@@ -137,7 +156,10 @@ describe('HttpApiCaller', () => {
         response.writeHead(503);
         response.end();
       });
-      await expect(caller().call('[1,2]', { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 503 });
+      await expect(caller().call('[1,2]', { idempotencyKey: 'k' })).resolves.toMatchObject({
+        kind: 'response',
+        status: 503,
+      });
     });
 
     it('reports a timeout when no response arrives within timeoutMs', async () => {
@@ -150,7 +172,13 @@ describe('HttpApiCaller', () => {
         response.writeHead(200, { 'x-actual-cost': '5' });
         response.write('partial');
       });
-      await expect(caller(50).call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'response', status: 200, headers: { 'x-actual-cost': '5' }, body: 'partial', bodyTruncated: true });
+      await expect(caller(50).call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({
+        kind: 'response',
+        status: 200,
+        headers: { 'x-actual-cost': '5' },
+        body: 'partial',
+        bodyTruncated: true,
+      });
     });
 
     it('keeps the first MAX_RESPONSE_BODY_BYTES of a longer body, reads it to the end, and says it was cut', async () => {
@@ -164,7 +192,10 @@ describe('HttpApiCaller', () => {
     it('keeps a body of exactly MAX_RESPONSE_BODY_BYTES whole', async () => {
       const sent = 'b'.repeat(MAX_RESPONSE_BODY_BYTES);
       server.routes.set('/api', (_, response) => response.writeHead(200).end(sent));
-      await expect(caller().call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ body: sent, bodyTruncated: false });
+      await expect(caller().call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({
+        body: sent,
+        bodyTruncated: false,
+      });
     });
 
     it('cuts a body on a whole UTF-8 character, never inside one', async () => {
@@ -180,12 +211,19 @@ describe('HttpApiCaller', () => {
 
     it("reports a refusal's body too (its dead letter quotes it)", async () => {
       server.routes.set('/api', (_, response) => response.writeHead(400).end('{"error":"bad phone number"}'));
-      await expect(caller().call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ status: 400, body: '{"error":"bad phone number"}' });
+      await expect(caller().call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({
+        status: 400,
+        body: '{"error":"bad phone number"}',
+      });
     });
 
     it('reports a network error when nothing listens on the port', async () => {
       const port = await closedPort();
-      const api = new HttpApiCaller({ apiUrl: `http://127.0.0.1:${port}/api`, healthUrl: `http://127.0.0.1:${port}/health`, timeoutMs: 2_000 });
+      const api = new HttpApiCaller({
+        apiUrl: `http://127.0.0.1:${port}/api`,
+        healthUrl: `http://127.0.0.1:${port}/health`,
+        timeoutMs: 2_000,
+      });
       const result = await api.call('{}', { idempotencyKey: 'k' });
       expect(result).toEqual({ kind: 'network-error', message: expect.stringContaining('ECONNREFUSED') });
       await expect(api.probe()).resolves.toMatchObject({ kind: 'network-error' });
@@ -193,14 +231,31 @@ describe('HttpApiCaller', () => {
 
     it('reports a network error for a URL fetch cannot use', async () => {
       const api = new HttpApiCaller({ apiUrl: 'not a url', healthUrl: 'not a url', timeoutMs: 2_000 });
-      await expect(api.call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({ kind: 'network-error', message: expect.any(String) });
+      await expect(api.call('{}', { idempotencyKey: 'k' })).resolves.toMatchObject({
+        kind: 'network-error',
+        message: expect.any(String),
+      });
     });
 
     it('uses the fetch it is given', async () => {
       const fetchStub = jest.fn(async () => new Response(null, { status: 202, headers: { 'X-Actual-Cost': '1' } }));
-      const api = new HttpApiCaller({ apiUrl: 'https://api.example/v1', healthUrl: 'https://api.example/health', timeoutMs: 1_000, fetch: fetchStub });
-      await expect(api.call('"x"', { idempotencyKey: 'k' })).resolves.toEqual({ kind: 'response', status: 202, headers: { 'x-actual-cost': '1' }, body: '', bodyTruncated: false });
-      expect(fetchStub).toHaveBeenCalledWith('https://api.example/v1', expect.objectContaining({ method: 'POST', body: '"x"' }));
+      const api = new HttpApiCaller({
+        apiUrl: 'https://api.example/v1',
+        healthUrl: 'https://api.example/health',
+        timeoutMs: 1_000,
+        fetch: fetchStub,
+      });
+      await expect(api.call('"x"', { idempotencyKey: 'k' })).resolves.toEqual({
+        kind: 'response',
+        status: 202,
+        headers: { 'x-actual-cost': '1' },
+        body: '',
+        bodyTruncated: false,
+      });
+      expect(fetchStub).toHaveBeenCalledWith(
+        'https://api.example/v1',
+        expect.objectContaining({ method: 'POST', body: '"x"' }),
+      );
     });
   });
 
@@ -238,14 +293,23 @@ describe('HttpApiCaller', () => {
       await api.call('{"id":"a"}', { idempotencyKey: 'a' });
       await api.probe();
       await api.call('{"id":"b"}', { idempotencyKey: 'b' });
-      expect(server.requests.map((r) => r.headers.authorization)).toEqual(['Bearer key-1', 'Bearer key-2', 'Bearer key-3']);
+      expect(server.requests.map((r) => r.headers.authorization)).toEqual([
+        'Bearer key-1',
+        'Bearer key-2',
+        'Bearer key-3',
+      ]);
       expect(server.requests[0]?.headers['idempotency-key']).toBe('a');
       expect(asked).toBe(3);
     });
 
     it('sends no authorization header when there is no credential', async () => {
       server.routes.set('/api', ok);
-      const api = new HttpApiCaller({ apiUrl: server.url('/api'), healthUrl: server.url('/health'), timeoutMs: 2_000, authorization: async () => undefined });
+      const api = new HttpApiCaller({
+        apiUrl: server.url('/api'),
+        healthUrl: server.url('/health'),
+        timeoutMs: 2_000,
+        authorization: async () => undefined,
+      });
       await api.call('{"id":"a"}', { idempotencyKey: 'a' });
       expect(server.requests[0]?.headers.authorization).toBeUndefined();
     });
@@ -262,9 +326,15 @@ describe('HttpApiCaller', () => {
           return 'Bearer k';
         },
       });
-      await expect(api.call('{"id":"a"}', { idempotencyKey: 'a' })).resolves.toEqual({ kind: 'network-error', message: 'no authorization: ParameterStore throttled' });
+      await expect(api.call('{"id":"a"}', { idempotencyKey: 'a' })).resolves.toEqual({
+        kind: 'network-error',
+        message: 'no authorization: ParameterStore throttled',
+      });
       expect(server.requests).toHaveLength(0);
-      await expect(api.call('{"id":"a"}', { idempotencyKey: 'a' })).resolves.toMatchObject({ kind: 'response', status: 200 });
+      await expect(api.call('{"id":"a"}', { idempotencyKey: 'a' })).resolves.toMatchObject({
+        kind: 'response',
+        status: 200,
+      });
       expect(server.requests[0]?.headers.authorization).toBe('Bearer k');
     });
   });

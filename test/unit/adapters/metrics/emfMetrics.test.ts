@@ -17,14 +17,28 @@ describe('EmfMetrics', () => {
 
       metrics.publish();
 
-      const line = (dimensions: string[], definitions: { Name: string; Unit: string }[], values: Record<string, unknown>) => ({
-        _aws: { Timestamp: expect.any(Number), CloudWatchMetrics: [{ Namespace: METRIC_NAMESPACE, Dimensions: [dimensions], Metrics: definitions }] },
+      const line = (
+        dimensions: string[],
+        definitions: { Name: string; Unit: string }[],
+        values: Record<string, unknown>,
+      ) => ({
+        _aws: {
+          Timestamp: expect.any(Number),
+          CloudWatchMetrics: [{ Namespace: METRIC_NAMESPACE, Dimensions: [dimensions], Metrics: definitions }],
+        },
         ...values,
       });
       expect(stdout.emf()).toEqual([
         line(['lane', 'outcome'], [{ Name: 'Calls', Unit: 'Count' }], { lane: 'sms', outcome: 'success', Calls: 3 }),
         line(['lane', 'outcome'], [{ Name: 'Calls', Unit: 'Count' }], { lane: 'sms', outcome: 'transient', Calls: 1 }),
-        line(['lane'], [{ Name: 'Lag', Unit: 'Milliseconds' }, { Name: 'Dispatched', Unit: 'Count' }], { lane: 'sms', Lag: [40, 10], Dispatched: 5 }),
+        line(
+          ['lane'],
+          [
+            { Name: 'Lag', Unit: 'Milliseconds' },
+            { Name: 'Dispatched', Unit: 'Count' },
+          ],
+          { lane: 'sms', Lag: [40, 10], Dispatched: 5 },
+        ),
       ]);
     });
 
@@ -71,7 +85,9 @@ describe('EmfMetrics', () => {
     it('refuses a metric recorded under two units', () => {
       const metrics = new EmfMetrics();
       metrics.record('Lag', 'Milliseconds', { lane: 'a' }, 1);
-      expect(() => metrics.record('Lag', 'None', { lane: 'a' }, 1)).toThrow('metric Lag is recorded both as Milliseconds and as None');
+      expect(() => metrics.record('Lag', 'None', { lane: 'a' }, 1)).toThrow(
+        'metric Lag is recorded both as Milliseconds and as None',
+      );
     });
   });
 });

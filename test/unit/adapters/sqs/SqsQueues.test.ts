@@ -48,15 +48,29 @@ beforeEach(() => {
 describe('SqsQueues', () => {
   describe('constructor', () => {
     it('refuses a FIFO queue name whose URL is not a FIFO queue, and the reverse', () => {
-      const error = thrown(ConfigError, () => new SqsQueues({ client: new SQSClient({}), queueUrls: { ...URLS, 'fifo-dlq': 'https://sqs.test/1/dlq' } }));
+      const error = thrown(
+        ConfigError,
+        () =>
+          new SqsQueues({ client: new SQSClient({}), queueUrls: { ...URLS, 'fifo-dlq': 'https://sqs.test/1/dlq' } }),
+      );
       expect(error.field).toBe('queueUrls.fifo-dlq');
       expect(error.message).toMatch(/FIFO/);
-      expect(thrown(ConfigError, () => new SqsQueues({ client: new SQSClient({}), queueUrls: { ...URLS, main: 'https://sqs.test/1/x.fifo' } })).field).toBe('queueUrls.main');
+      expect(
+        thrown(
+          ConfigError,
+          () => new SqsQueues({ client: new SQSClient({}), queueUrls: { ...URLS, main: 'https://sqs.test/1/x.fifo' } }),
+        ).field,
+      ).toBe('queueUrls.main');
     });
 
     it('refuses a missing queue URL', () => {
-      const queueUrls = Object.fromEntries(Object.entries(URLS).filter(([queue]) => queue !== 'requeue')) as Record<QueueName, string>;
-      expect(thrown(ConfigError, () => new SqsQueues({ client: new SQSClient({}), queueUrls })).field).toBe('queueUrls.requeue');
+      const queueUrls = Object.fromEntries(Object.entries(URLS).filter(([queue]) => queue !== 'requeue')) as Record<
+        QueueName,
+        string
+      >;
+      expect(thrown(ConfigError, () => new SqsQueues({ client: new SQSClient({}), queueUrls })).field).toBe(
+        'queueUrls.requeue',
+      );
     });
   });
 
@@ -98,7 +112,10 @@ describe('SqsQueues', () => {
             MessageAttributes: {
               cost: { DataType: 'Number', StringValue: '2' },
               blob: { DataType: 'Binary', BinaryValue: Uint8Array.from([0, 1, 255]) },
-              [PACKED_ATTRIBUTES]: { DataType: 'String', StringValue: JSON.stringify({ note: { dataType: 'String', value: '' } }) },
+              [PACKED_ATTRIBUTES]: {
+                DataType: 'String',
+                StringValue: JSON.stringify({ note: { dataType: 'String', value: '' } }),
+              },
             },
           },
         ],
@@ -121,7 +138,12 @@ describe('SqsQueues', () => {
     });
 
     it('throws a clear error when SQS leaves out an id, the body or the receive count', async () => {
-      const complete = { MessageId: 'm1', ReceiptHandle: 'r1', Body: 'x', Attributes: { ApproximateReceiveCount: '1' } };
+      const complete = {
+        MessageId: 'm1',
+        ReceiptHandle: 'r1',
+        Body: 'x',
+        Attributes: { ApproximateReceiveCount: '1' },
+      };
       const cases: Array<[object, RegExp]> = [
         [{ ...complete, MessageId: undefined }, /without MessageId/],
         [{ ...complete, ReceiptHandle: undefined, Body: undefined }, /without ReceiptHandle, Body/],
@@ -139,7 +161,11 @@ describe('SqsQueues', () => {
   describe('send', () => {
     it('sends a standard message with its delay rounded up to whole seconds', async () => {
       sqsMock.on(SendMessageCommand).resolves({});
-      await queues().send('requeue', { body: 'b', delayMs: 1_001, attributes: { attempt: { dataType: 'Number', value: '2' } } });
+      await queues().send('requeue', {
+        body: 'b',
+        delayMs: 1_001,
+        attributes: { attempt: { dataType: 'Number', value: '2' } },
+      });
       expect(sentInput()).toEqual({
         QueueUrl: URLS.requeue,
         MessageBody: 'b',
@@ -167,16 +193,28 @@ describe('SqsQueues', () => {
 
     it('packs attributes beyond the SQS limit of 10', async () => {
       sqsMock.on(SendMessageCommand).resolves({});
-      const attributes = Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`a${String(i).padStart(2, '0')}`, { dataType: 'String', value: `v${i}` }]));
+      const attributes = Object.fromEntries(
+        Array.from({ length: 12 }, (_, i) => [
+          `a${String(i).padStart(2, '0')}`,
+          { dataType: 'String', value: `v${i}` },
+        ]),
+      );
       await queues().send('main', { body: 'a', attributes });
       expect(Object.keys(sentInput().MessageAttributes ?? {})).toHaveLength(10);
-      expect(sentInput().MessageAttributes?.[PACKED_ATTRIBUTES]?.StringValue).toBe(JSON.stringify({ a09: attributes.a09, a10: attributes.a10, a11: attributes.a11 }));
+      expect(sentInput().MessageAttributes?.[PACKED_ATTRIBUTES]?.StringValue).toBe(
+        JSON.stringify({ a09: attributes.a09, a10: attributes.a10, a11: attributes.a11 }),
+      );
     });
 
     it('sends a FIFO message with its group and deduplication id, without a delay', async () => {
       sqsMock.on(SendMessageCommand).resolves({});
       await queues().send('fifo-dlq', { body: 'x', groupId: 'g', deduplicationId: 'd-1', delayMs: 0 });
-      expect(sentInput()).toEqual({ QueueUrl: URLS['fifo-dlq'], MessageBody: 'x', MessageGroupId: 'g', MessageDeduplicationId: 'd-1' });
+      expect(sentInput()).toEqual({
+        QueueUrl: URLS['fifo-dlq'],
+        MessageBody: 'x',
+        MessageGroupId: 'g',
+        MessageDeduplicationId: 'd-1',
+      });
     });
 
     it('gives a FIFO message without a deduplication id a fresh one each time', async () => {
@@ -203,7 +241,10 @@ describe('SqsQueues', () => {
     it('returns the entries SQS refused and every entry of a request that failed as a whole, after making every request', async () => {
       sqsMock
         .on(SendMessageBatchCommand)
-        .resolvesOnce({ Successful: [], Failed: [{ Id: '3', Code: 'InvalidMessageContents', Message: 'bad character', SenderFault: true }] })
+        .resolvesOnce({
+          Successful: [],
+          Failed: [{ Id: '3', Code: 'InvalidMessageContents', Message: 'bad character', SenderFault: true }],
+        })
         .rejectsOnce(sqsError('InternalError', 'We encountered an internal error'));
       const messages = Array.from({ length: 12 }, (_, i) => ({ body: `m${i}` }));
       await expect(queues().sendBatch('requeue', messages)).resolves.toEqual([
@@ -211,14 +252,18 @@ describe('SqsQueues', () => {
         { index: 10, reason: 'We encountered an internal error' },
         { index: 11, reason: 'We encountered an internal error' },
       ]);
-      expect(sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input.Entries?.map((e) => e.Id))).toEqual([
+      expect(
+        sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input.Entries?.map((e) => e.Id)),
+      ).toEqual([
         ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'],
         ['10', '11'],
       ]);
     });
 
     it('refuses a message send would refuse before making any request', async () => {
-      await expect(queues().sendBatch('fifo', [{ body: 'x', groupId: 'g' }, { body: 'y' }])).rejects.toThrow("send to FIFO queue 'fifo' needs a groupId");
+      await expect(queues().sendBatch('fifo', [{ body: 'x', groupId: 'g' }, { body: 'y' }])).rejects.toThrow(
+        "send to FIFO queue 'fifo' needs a groupId",
+      );
       expect(sqsMock.calls()).toHaveLength(0);
     });
   });
@@ -227,11 +272,16 @@ describe('SqsQueues', () => {
     it('deletes by receipt handle', async () => {
       sqsMock.on(DeleteMessageCommand).resolves({});
       await queues().delete('main-dlq', 'r1');
-      expect(sqsMock.commandCalls(DeleteMessageCommand)[0]?.args[0].input).toEqual({ QueueUrl: URLS['main-dlq'], ReceiptHandle: 'r1' });
+      expect(sqsMock.commandCalls(DeleteMessageCommand)[0]?.args[0].input).toEqual({
+        QueueUrl: URLS['main-dlq'],
+        ReceiptHandle: 'r1',
+      });
     });
 
     it('ignores an invalid receipt handle', async () => {
-      sqsMock.on(DeleteMessageCommand).rejects(new ReceiptHandleIsInvalid({ message: 'The input receipt handle is invalid.', $metadata: {} }));
+      sqsMock
+        .on(DeleteMessageCommand)
+        .rejects(new ReceiptHandleIsInvalid({ message: 'The input receipt handle is invalid.', $metadata: {} }));
       await expect(queues().delete('main', 'gone')).resolves.toBeUndefined();
     });
 
@@ -244,9 +294,13 @@ describe('SqsQueues', () => {
     });
 
     it('rethrows any other error', async () => {
-      sqsMock.on(DeleteMessageCommand).rejects(sqsError('InvalidParameterValue', 'Value x for parameter QueueUrl is invalid.'));
+      sqsMock
+        .on(DeleteMessageCommand)
+        .rejects(sqsError('InvalidParameterValue', 'Value x for parameter QueueUrl is invalid.'));
       await expect(queues().delete('main', 'r1')).rejects.toThrow(/QueueUrl/);
-      sqsMock.on(DeleteMessageCommand).rejects(sqsError('AWS.SimpleQueueService.NonExistentQueue', 'The specified queue does not exist.'));
+      sqsMock
+        .on(DeleteMessageCommand)
+        .rejects(sqsError('AWS.SimpleQueueService.NonExistentQueue', 'The specified queue does not exist.'));
       await expect(queues().delete('main', 'r1')).rejects.toThrow(/does not exist/);
       sqsMock.on(DeleteMessageCommand).rejects(new Error('socket hang up'));
       await expect(queues().delete('main', 'r1')).rejects.toThrow(/socket hang up/);
@@ -266,7 +320,11 @@ describe('SqsQueues', () => {
     });
 
     it('lets SQS errors through', async () => {
-      sqsMock.on(ChangeMessageVisibilityCommand).rejects(sqsError('MessageNotInflight', 'Message does not exist or is not available for visibility timeout change.'));
+      sqsMock
+        .on(ChangeMessageVisibilityCommand)
+        .rejects(
+          sqsError('MessageNotInflight', 'Message does not exist or is not available for visibility timeout change.'),
+        );
       await expect(queues().changeVisibility('main', 'r1', 0)).rejects.toThrow(/not available/);
     });
   });

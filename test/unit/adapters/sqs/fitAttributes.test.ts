@@ -1,5 +1,10 @@
 import fc from 'fast-check';
-import { MAX_MESSAGE_ATTRIBUTES, PACKED_ATTRIBUTES, fitAttributes, unpackAttributes } from '../../../../lib/adapters/sqs/fitAttributes';
+import {
+  MAX_MESSAGE_ATTRIBUTES,
+  PACKED_ATTRIBUTES,
+  fitAttributes,
+  unpackAttributes,
+} from '../../../../lib/adapters/sqs/fitAttributes';
 import type { MessageAttribute } from '../../../../lib/ports/QueueReceiver';
 
 const str = (value: string): MessageAttribute => ({ dataType: 'String', value });
@@ -33,7 +38,9 @@ describe('fitAttributes', () => {
     };
     const fitted = fitAttributes(attributes);
     expect(Object.keys(fitted)).toHaveLength(MAX_MESSAGE_ATTRIBUTES);
-    expect(Object.keys(fitted).sort()).toEqual(['attempt', PACKED_ATTRIBUTES, 'reason', 'sourceQueue', 'u00', 'u01', 'u02', 'u03', 'u04', 'u05'].sort());
+    expect(Object.keys(fitted).sort()).toEqual(
+      ['attempt', PACKED_ATTRIBUTES, 'reason', 'sourceQueue', 'u00', 'u01', 'u02', 'u03', 'u04', 'u05'].sort(),
+    );
     expect(packOf(fitted)).toEqual({ u06: str('v6'), u07: str('v7'), u08: str('v8') });
   });
 
@@ -71,8 +78,14 @@ describe('fitAttributes', () => {
   });
 
   it('for any attributes, sends at most 10, none empty, keeps service attributes, and unpacks to the input', () => {
-    const name = fc.oneof(fc.constantFrom('cost', 'idempotencyKey', 'attempt', 'reason', 'sourceQueue', PACKED_ATTRIBUTES), fc.string({ minLength: 1, maxLength: 6 }));
-    const attribute = fc.record({ dataType: fc.constantFrom('String', 'Number', 'Binary', 'String.custom'), value: fc.oneof(fc.constant(''), fc.string({ maxLength: 8 })) });
+    const name = fc.oneof(
+      fc.constantFrom('cost', 'idempotencyKey', 'attempt', 'reason', 'sourceQueue', PACKED_ATTRIBUTES),
+      fc.string({ minLength: 1, maxLength: 6 }),
+    );
+    const attribute = fc.record({
+      dataType: fc.constantFrom('String', 'Number', 'Binary', 'String.custom'),
+      value: fc.oneof(fc.constant(''), fc.string({ maxLength: 8 })),
+    });
     fc.assert(
       fc.property(fc.dictionary(name, attribute, { maxKeys: 20 }), (attributes) => {
         const fitted = fitAttributes(attributes);
@@ -94,8 +107,17 @@ describe('unpackAttributes', () => {
   });
 
   it('leaves an attribute of the reserved name that is not a pack as it is', () => {
-    for (const foreign of [str('not json'), str('[1,2]'), str('{"a":{"dataType":"String"}}'), str('null'), { dataType: 'Number', value: '{}' }]) {
-      expect(unpackAttributes({ [PACKED_ATTRIBUTES]: foreign, cost: num(1) })).toEqual({ [PACKED_ATTRIBUTES]: foreign, cost: num(1) });
+    for (const foreign of [
+      str('not json'),
+      str('[1,2]'),
+      str('{"a":{"dataType":"String"}}'),
+      str('null'),
+      { dataType: 'Number', value: '{}' },
+    ]) {
+      expect(unpackAttributes({ [PACKED_ATTRIBUTES]: foreign, cost: num(1) })).toEqual({
+        [PACKED_ATTRIBUTES]: foreign,
+        cost: num(1),
+      });
     }
   });
 

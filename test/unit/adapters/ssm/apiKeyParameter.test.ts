@@ -17,7 +17,21 @@ const notFound = () => new ParameterNotFound({ message: 'not found', $metadata: 
 
 beforeEach(() => {
   // The provider's cache reads the wall clock (Date): only Date is faked, so the SDK's own timers run as usual.
-  jest.useFakeTimers({ now: T0, doNotFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'setImmediate', 'clearImmediate', 'nextTick', 'queueMicrotask', 'hrtime', 'performance'] });
+  jest.useFakeTimers({
+    now: T0,
+    doNotFake: [
+      'setTimeout',
+      'clearTimeout',
+      'setInterval',
+      'clearInterval',
+      'setImmediate',
+      'clearImmediate',
+      'nextTick',
+      'queueMicrotask',
+      'hrtime',
+      'performance',
+    ],
+  });
 });
 
 afterEach(() => {
@@ -32,7 +46,10 @@ describe('bearerFromParameter', () => {
   });
 
   it('keeps the key for maxAgeSeconds, then reads it again, so a rotated key is picked up', async () => {
-    ssm.on(GetParameterCommand).resolvesOnce({ Parameter: { Value: 'old' } }).resolves({ Parameter: { Value: 'new' } });
+    ssm
+      .on(GetParameterCommand)
+      .resolvesOnce({ Parameter: { Value: 'old' } })
+      .resolves({ Parameter: { Value: 'new' } });
     const key = bearer(60);
 
     await expect(key()).resolves.toBe('Bearer old');
@@ -54,7 +71,10 @@ describe('bearerFromParameter', () => {
   });
 
   it('means no key when the parameter does not exist, and looks again only after maxAgeSeconds', async () => {
-    ssm.on(GetParameterCommand).rejectsOnce(notFound()).resolves({ Parameter: { Value: 'created' } });
+    ssm
+      .on(GetParameterCommand)
+      .rejectsOnce(notFound())
+      .resolves({ Parameter: { Value: 'created' } });
     const key = bearer(60);
 
     await expect(key()).resolves.toBeUndefined();
@@ -67,7 +87,10 @@ describe('bearerFromParameter', () => {
   });
 
   it('passes any other failure on, and asks again at the next call', async () => {
-    ssm.on(GetParameterCommand).rejectsOnce(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' })).resolves({ Parameter: { Value: 'k' } });
+    ssm
+      .on(GetParameterCommand)
+      .rejectsOnce(Object.assign(new Error('Rate exceeded'), { name: 'ThrottlingException' }))
+      .resolves({ Parameter: { Value: 'k' } });
     const key = bearer();
 
     await expect(key()).rejects.toThrow('Rate exceeded');

@@ -44,19 +44,46 @@ beforeEach(() => {
   clock = new FakeClock(T0);
 });
 
-const apply = (circuit: Circuit, event: CircuitEvent, settings: BreakerSettings = S): Circuit => transition(circuit, event, clock.now(), circuitPolicyFrom(settings));
-const applyAll = (circuit: Circuit, events: readonly CircuitEvent[]): Circuit => events.reduce((c, e) => apply(c, e), circuit);
+const apply = (circuit: Circuit, event: CircuitEvent, settings: BreakerSettings = S): Circuit =>
+  transition(circuit, event, clock.now(), circuitPolicyFrom(settings));
+const applyAll = (circuit: Circuit, events: readonly CircuitEvent[]): Circuit =>
+  events.reduce((c, e) => apply(c, e), circuit);
 const failures = (n: number): CircuitEvent[] => Array.from({ length: n }, () => FAILURE);
-const circuitIn = (state: CircuitState, pausedUntil = 0, clientErrorRun = 0): Circuit => ({ state, pausedUntil, clientErrorRun, hold: null, transitions: [], version: 7 });
+const circuitIn = (state: CircuitState, pausedUntil = 0, clientErrorRun = 0): Circuit => ({
+  state,
+  pausedUntil,
+  clientErrorRun,
+  hold: null,
+  transitions: [],
+  version: 7,
+});
 const OPENED_ON = '5 transient failures within 30 s';
 
 /** An open circuit whose first check is due 10 s from now. */
 const openCircuit = (extra: Partial<Extract<CircuitState, { status: 'open' }>> = {}): Circuit =>
-  circuitIn({ status: 'open', openedAt: clock.now(), nextCheckAt: clock.now() + 10_000, failedChecks: 0, reopenStreak: 0, reason: OPENED_ON, ...extra });
+  circuitIn({
+    status: 'open',
+    openedAt: clock.now(),
+    nextCheckAt: clock.now() + 10_000,
+    failedChecks: 0,
+    reopenStreak: 0,
+    reason: OPENED_ON,
+    ...extra,
+  });
 
 /** A half-open circuit whose check 'c1' was sent just now, not started by any worker yet. */
 const halfOpenCircuit = (extra: Partial<Extract<CircuitState, { status: 'half-open' }>> = {}): Circuit =>
-  circuitIn({ status: 'half-open', openedAt: clock.now() - 10_000, checkId: 'c1', checkSentAt: clock.now(), probeStartedAt: null, failedChecks: 0, reopenStreak: 0, reason: OPENED_ON, ...extra });
+  circuitIn({
+    status: 'half-open',
+    openedAt: clock.now() - 10_000,
+    checkId: 'c1',
+    checkSentAt: clock.now(),
+    probeStartedAt: null,
+    failedChecks: 0,
+    reopenStreak: 0,
+    reason: OPENED_ON,
+    ...extra,
+  });
 
 function expectChanged(before: Circuit, after: Circuit): void {
   expect(after).not.toBe(before);
@@ -79,7 +106,14 @@ describe('transition', () => {
       }
       expect(circuit.state.status).toBe('closed');
       circuit = apply(circuit, FAILURE);
-      expect(circuit.state).toEqual({ status: 'open', openedAt: T0 + 4_000, nextCheckAt: T0 + 14_000, failedChecks: 0, reopenStreak: 0, reason: OPENED_ON });
+      expect(circuit.state).toEqual({
+        status: 'open',
+        openedAt: T0 + 4_000,
+        nextCheckAt: T0 + 14_000,
+        failedChecks: 0,
+        reopenStreak: 0,
+        reason: OPENED_ON,
+      });
       expect(circuit.version).toBe(5);
     });
 
@@ -92,7 +126,12 @@ describe('transition', () => {
     it('forgets failures that are exactly windowSeconds old', async () => {
       const four = applyAll(INITIAL_CIRCUIT, failures(4));
       await clock.advance(30_000);
-      expect(apply(four, FAILURE).state).toEqual({ status: 'closed', failures: [T0 + 30_000], closedAt: null, reopenStreak: 0 });
+      expect(apply(four, FAILURE).state).toEqual({
+        status: 'closed',
+        failures: [T0 + 30_000],
+        closedAt: null,
+        reopenStreak: 0,
+      });
     });
 
     it('does not let a success reset the failures in the window', () => {
@@ -137,7 +176,16 @@ describe('transition', () => {
       await clock.advance(10_000);
       const next = apply(circuit, sent('c1'));
       expectChanged(circuit, next);
-      expect(next.state).toEqual({ status: 'half-open', openedAt: T0, checkId: 'c1', checkSentAt: T0 + 10_000, probeStartedAt: null, failedChecks: 2, reopenStreak: 1, reason: OPENED_ON });
+      expect(next.state).toEqual({
+        status: 'half-open',
+        openedAt: T0,
+        checkId: 'c1',
+        checkSentAt: T0 + 10_000,
+        probeStartedAt: null,
+        failedChecks: 2,
+        reopenStreak: 1,
+        reason: OPENED_ON,
+      });
     });
 
     it('sends a health check any time after nextCheckAt', async () => {
@@ -190,7 +238,14 @@ describe('transition', () => {
       await clock.advance(700);
       const next = apply(circuit, failed('c1'));
       expectChanged(circuit, next);
-      expect(next.state).toEqual({ status: 'open', openedAt: T0 - 10_000, nextCheckAt: T0 + 5_700, failedChecks: 4, reopenStreak: 1, reason: OPENED_ON });
+      expect(next.state).toEqual({
+        status: 'open',
+        openedAt: T0 - 10_000,
+        nextCheckAt: T0 + 5_700,
+        failedChecks: 4,
+        reopenStreak: 1,
+        reason: OPENED_ON,
+      });
     });
 
     it('still accepts the result of a timed-out check that no other check has replaced', async () => {
@@ -254,7 +309,12 @@ describe('transition', () => {
         expect(apply(claimed, sent('c2'))).toBe(claimed);
         await clock.advance(1);
         const replaced = apply(claimed, sent('c2'));
-        expect(replaced.state).toMatchObject({ checkId: 'c2', checkSentAt: T0 + 25_000, probeStartedAt: null, failedChecks: 1 });
+        expect(replaced.state).toMatchObject({
+          checkId: 'c2',
+          checkSentAt: T0 + 25_000,
+          probeStartedAt: null,
+          failedChecks: 1,
+        });
       });
     });
 
@@ -305,12 +365,26 @@ describe('transition', () => {
     it('opens at once on a caller rejection, storing the reason and the first check the probe policy gives', () => {
       const next = apply(INITIAL_CIRCUIT, rejected());
       expectChanged(INITIAL_CIRCUIT, next);
-      expect(next.state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 10_000, failedChecks: 0, reopenStreak: 0, reason: 'caller rejected: HTTP 401 Unauthorized' });
+      expect(next.state).toEqual({
+        status: 'open',
+        openedAt: T0,
+        nextCheckAt: T0 + 10_000,
+        failedChecks: 0,
+        reopenStreak: 0,
+        reason: 'caller rejected: HTTP 401 Unauthorized',
+      });
     });
 
     it('keeps the transient failures of a closed circuit untouched by a caller rejection it does not open on', () => {
       const stubbed = circuitPolicyFrom(S);
-      const policy: CircuitPolicy = { ...stubbed, opening: { onFailure: (f, n) => stubbed.opening.onFailure(f, n), onCallerRejected: () => ({ open: false }), onClientError: () => ({ open: false }) } };
+      const policy: CircuitPolicy = {
+        ...stubbed,
+        opening: {
+          onFailure: (f, n) => stubbed.opening.onFailure(f, n),
+          onCallerRejected: () => ({ open: false }),
+          onClientError: () => ({ open: false }),
+        },
+      };
       const closed = applyAll(INITIAL_CIRCUIT, failures(2));
       expect(transition(closed, rejected(), clock.now(), policy)).toBe(closed);
     });
@@ -331,7 +405,11 @@ describe('transition', () => {
       expect(circuit).toMatchObject({ clientErrorRun: 2, state: { status: 'closed' }, version: 2 });
       circuit = apply(circuit, clientError(), settings);
       expect(circuit.clientErrorRun).toBe(3);
-      expect(circuit.state).toMatchObject({ status: 'open', openedAt: T0, reason: 'caller rejected: HTTP 404 Not Found on 3 jobs in a row' });
+      expect(circuit.state).toMatchObject({
+        status: 'open',
+        openedAt: T0,
+        reason: 'caller rejected: HTTP 404 Not Found on 3 jobs in a row',
+      });
     });
 
     it('resets the run on a job success, with a write, and writes nothing for a success without a run', () => {
@@ -360,14 +438,21 @@ describe('transition', () => {
       circuit = applyAll(circuit, [sent('c1'), started('c1'), ok('c1')]);
       expect(circuit).toMatchObject({ clientErrorRun: 3, state: { status: 'closed' } });
       circuit = apply(circuit, clientError(), settings);
-      expect(circuit.state).toMatchObject({ status: 'open', reason: 'caller rejected: HTTP 404 Not Found on 4 jobs in a row' });
+      expect(circuit.state).toMatchObject({
+        status: 'open',
+        reason: 'caller rejected: HTTP 404 Not Found on 4 jobs in a row',
+      });
     });
 
     it('keeps the reason through a failed probe, and a successful probe closes as ever', async () => {
       let circuit = apply(INITIAL_CIRCUIT, rejected());
       await clock.advance(10_000);
       circuit = applyAll(circuit, [sent('c1'), started('c1'), failed('c1')]);
-      expect(circuit.state).toMatchObject({ status: 'open', failedChecks: 1, reason: 'caller rejected: HTTP 401 Unauthorized' });
+      expect(circuit.state).toMatchObject({
+        status: 'open',
+        failedChecks: 1,
+        reason: 'caller rejected: HTTP 401 Unauthorized',
+      });
       await clock.advance(5_000);
       circuit = applyAll(circuit, [sent('c2'), started('c2'), ok('c2')]);
       expect(circuit.state).toEqual({ status: 'closed', failures: [], closedAt: T0 + 15_000, reopenStreak: 0 });
@@ -378,7 +463,12 @@ describe('transition', () => {
       const runs: number[] = [];
       const policy: CircuitPolicy = {
         ...stubbed,
-        opening: { ...stubbed.opening, onFailure: (f, n) => stubbed.opening.onFailure(f, n), onCallerRejected: () => ({ open: false }), onClientError: (run) => (runs.push(run), { open: false }) },
+        opening: {
+          ...stubbed.opening,
+          onFailure: (f, n) => stubbed.opening.onFailure(f, n),
+          onCallerRejected: () => ({ open: false }),
+          onClientError: (run) => (runs.push(run), { open: false }),
+        },
       };
       const circuit = transition(transition(INITIAL_CIRCUIT, clientError(), T0, policy), clientError(), T0, policy);
       expect(runs).toEqual([1, 2]);
@@ -415,26 +505,52 @@ describe('transition', () => {
     it('counts a re-open one ms before windowSeconds after the close as flapping', async () => {
       const { closed } = await openThenRecover(INITIAL_CIRCUIT);
       await clock.advance(29_999);
-      expect(applyAll(closed, failures(5)).state).toMatchObject({ status: 'open', reopenStreak: 1, nextCheckAt: clock.now() + 20_000 });
+      expect(applyAll(closed, failures(5)).state).toMatchObject({
+        status: 'open',
+        reopenStreak: 1,
+        nextCheckAt: clock.now() + 20_000,
+      });
     });
 
     it('starts over once the circuit has stayed closed for windowSeconds', async () => {
       const { closed } = await openThenRecover(INITIAL_CIRCUIT);
       await clock.advance(30_000);
-      expect(applyAll(closed, failures(5)).state).toMatchObject({ status: 'open', reopenStreak: 0, nextCheckAt: clock.now() + 10_000 });
+      expect(applyAll(closed, failures(5)).state).toMatchObject({
+        status: 'open',
+        reopenStreak: 0,
+        nextCheckAt: clock.now() + 10_000,
+      });
     });
 
     it('resets a long streak after a long closed period', async () => {
       const closed = circuitIn({ status: 'closed', failures: [], closedAt: T0, reopenStreak: 6 });
       await clock.advance(3_600_000);
-      expect(applyAll(closed, failures(5)).state).toMatchObject({ status: 'open', reopenStreak: 0, nextCheckAt: clock.now() + 10_000 });
+      expect(applyAll(closed, failures(5)).state).toMatchObject({
+        status: 'open',
+        reopenStreak: 0,
+        nextCheckAt: clock.now() + 10_000,
+      });
     });
 
     it('keeps the grown cool-down out of failed checks, which retry every healthCheckSeconds', async () => {
-      const circuit = circuitIn({ status: 'open', openedAt: T0, nextCheckAt: T0 + 40_000, failedChecks: 0, reopenStreak: 2, reason: OPENED_ON });
+      const circuit = circuitIn({
+        status: 'open',
+        openedAt: T0,
+        nextCheckAt: T0 + 40_000,
+        failedChecks: 0,
+        reopenStreak: 2,
+        reason: OPENED_ON,
+      });
       await clock.advanceTo(T0 + 40_000);
       let next = applyAll(circuit, [sent('a'), failed('a')]);
-      expect(next.state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 45_000, failedChecks: 1, reopenStreak: 2, reason: OPENED_ON });
+      expect(next.state).toEqual({
+        status: 'open',
+        openedAt: T0,
+        nextCheckAt: T0 + 45_000,
+        failedChecks: 1,
+        reopenStreak: 2,
+        reason: OPENED_ON,
+      });
       await clock.advance(4_999);
       expect(apply(next, sent('b'))).toBe(next);
       await clock.advance(1);
@@ -450,10 +566,14 @@ describe('transition', () => {
       opening: {
         onFailure: (failures, now) => {
           seen.push({ failures: [...failures], now });
-          return failures.length >= 4 ? { open: true, reason: 'stub: failures' } : { open: false, failures: failures.slice(1) };
+          return failures.length >= 4
+            ? { open: true, reason: 'stub: failures' }
+            : { open: false, failures: failures.slice(1) };
         },
-        onCallerRejected: (reason) => (reason.includes('403') ? { open: false } : { open: true, reason: `stub: ${reason}` }),
-        onClientError: (run, reason) => (run >= 2 ? { open: true, reason: `stub: ${reason} x${run}` } : { open: false }),
+        onCallerRejected: (reason) =>
+          reason.includes('403') ? { open: false } : { open: true, reason: `stub: ${reason}` },
+        onClientError: (run, reason) =>
+          run >= 2 ? { open: true, reason: `stub: ${reason} x${run}` } : { open: false },
       },
       probe: {
         onOpen: (closed, now) => ({ nextCheckAt: now + 123, reopenStreak: closed.reopenStreak + 7 }),
@@ -473,20 +593,40 @@ describe('transition', () => {
     });
 
     it('opens when the opening policy says so, with the first check and streak the probe policy gives', () => {
-      const closed = circuitIn({ status: 'closed', failures: [T0 - 3, T0 - 2, T0 - 1], closedAt: T0 - 60_000_000, reopenStreak: 2 });
-      expect(transition(closed, FAILURE, T0, stub).state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: T0 + 123, failedChecks: 0, reopenStreak: 9, reason: 'stub: failures' });
+      const closed = circuitIn({
+        status: 'closed',
+        failures: [T0 - 3, T0 - 2, T0 - 1],
+        closedAt: T0 - 60_000_000,
+        reopenStreak: 2,
+      });
+      expect(transition(closed, FAILURE, T0, stub).state).toEqual({
+        status: 'open',
+        openedAt: T0,
+        nextCheckAt: T0 + 123,
+        failedChecks: 0,
+        reopenStreak: 9,
+        reason: 'stub: failures',
+      });
     });
 
     it('reopens after a failed check with the next check the probe policy gives', () => {
       const circuit = halfOpenCircuit({ failedChecks: 2 });
-      expect(transition(circuit, failed('c1'), T0 + 5, stub).state).toMatchObject({ status: 'open', nextCheckAt: T0 + 3_005, failedChecks: 3 });
+      expect(transition(circuit, failed('c1'), T0 + 5, stub).state).toMatchObject({
+        status: 'open',
+        nextCheckAt: T0 + 3_005,
+        failedChecks: 3,
+      });
     });
 
     it("replaces a check in flight from the probe policy's timeout on, where healthCheckDueAt says", () => {
       const circuit = halfOpenCircuit();
       expect(healthCheckDueAt(circuit, stub.probe)).toBe(T0 + 42);
       expect(transition(circuit, sent('c2'), T0 + 41, stub)).toBe(circuit);
-      expect(transition(circuit, sent('c2'), T0 + 42, stub).state).toMatchObject({ status: 'half-open', checkId: 'c2', checkSentAt: T0 + 42 });
+      expect(transition(circuit, sent('c2'), T0 + 42, stub).state).toMatchObject({
+        status: 'half-open',
+        checkId: 'c2',
+        checkSentAt: T0 + 42,
+      });
     });
   });
 
@@ -538,7 +678,9 @@ describe('transition', () => {
       expectChanged(INITIAL_CIRCUIT, next);
       expect(next.hold).toEqual({ since: T0, by: 'alice' });
       expect(next.state).toBe(INITIAL_CIRCUIT.state);
-      expect(next.transitions).toEqual([{ at: T0, from: 'closed', to: 'closed', reason: 'paused by operator (alice)' }]);
+      expect(next.transitions).toEqual([
+        { at: T0, from: 'closed', to: 'closed', reason: 'paused by operator (alice)' },
+      ]);
       expect(isHeld(next)).toBe(true);
       expect(isDispatchAllowed(next)).toBe(false);
     });
@@ -556,7 +698,12 @@ describe('transition', () => {
       expectChanged(paused, resumed);
       expect(resumed.hold).toBeNull();
       expect(isDispatchAllowed(resumed)).toBe(true);
-      expect(resumed.transitions.at(-1)).toEqual({ at: T0 + 5_000, from: 'closed', to: 'closed', reason: 'resumed by operator (bob)' });
+      expect(resumed.transitions.at(-1)).toEqual({
+        at: T0 + 5_000,
+        from: 'closed',
+        to: 'closed',
+        reason: 'resumed by operator (bob)',
+      });
       expect(apply(resumed, resume())).toBe(resumed);
       expect(apply(INITIAL_CIRCUIT, resume())).toBe(INITIAL_CIRCUIT);
     });
@@ -572,7 +719,10 @@ describe('transition', () => {
     });
 
     it('lets no worker start the probe of a check sent before the pause, but counts the result of one already started', () => {
-      expect(apply(apply(halfOpenCircuit(), pause()), started('c1')).state).toMatchObject({ status: 'half-open', probeStartedAt: null });
+      expect(apply(apply(halfOpenCircuit(), pause()), started('c1')).state).toMatchObject({
+        status: 'half-open',
+        probeStartedAt: null,
+      });
       const probing = apply(apply(halfOpenCircuit(), started('c1')), pause());
       expect(apply(probing, ok('c1')).state).toMatchObject({ status: 'closed', closedAt: T0 });
     });
@@ -591,11 +741,19 @@ describe('transition', () => {
   describe('operator-opened', () => {
     const force = (by = 'alice'): CircuitEvent => ({ type: 'operator-opened', by });
 
-    it("opens a closed circuit for the operator: a check never comes due, and the reason names the operator", async () => {
+    it('opens a closed circuit for the operator: a check never comes due, and the reason names the operator', async () => {
       const closed = circuitIn({ status: 'closed', failures: [T0 - 1], closedAt: T0 - 1_000, reopenStreak: 2 });
       const next = apply(closed, force());
       expectChanged(closed, next);
-      expect(next.state).toEqual({ status: 'open', openedAt: T0, nextCheckAt: NEVER_DUE, failedChecks: 0, reopenStreak: 2, reason: 'opened by operator (alice)', byOperator: true });
+      expect(next.state).toEqual({
+        status: 'open',
+        openedAt: T0,
+        nextCheckAt: NEVER_DUE,
+        failedChecks: 0,
+        reopenStreak: 2,
+        reason: 'opened by operator (alice)',
+        byOperator: true,
+      });
       expect(next.transitions).toEqual([{ at: T0, from: 'closed', to: 'open', reason: 'opened by operator (alice)' }]);
       expect(healthCheckDueAt(next, P.probe)).toBeUndefined();
       await clock.advance(30 * 86_400_000);
@@ -605,7 +763,15 @@ describe('transition', () => {
     it('takes over a circuit the breaker opened: open since it opened, with no more checks', () => {
       const open = openCircuit({ openedAt: T0 - 60_000, failedChecks: 3 });
       const next = apply(open, force());
-      expect(next.state).toEqual({ status: 'open', openedAt: T0 - 60_000, nextCheckAt: NEVER_DUE, failedChecks: 3, reopenStreak: 0, reason: 'opened by operator (alice)', byOperator: true });
+      expect(next.state).toEqual({
+        status: 'open',
+        openedAt: T0 - 60_000,
+        nextCheckAt: NEVER_DUE,
+        failedChecks: 3,
+        reopenStreak: 0,
+        reason: 'opened by operator (alice)',
+        byOperator: true,
+      });
       expect(next.transitions).toEqual([{ at: T0, from: 'open', to: 'open', reason: 'opened by operator (alice)' }]);
     });
 
@@ -627,19 +793,34 @@ describe('transition', () => {
     const froms: [string, () => Circuit][] = [
       ['open', () => openCircuit({ reopenStreak: 1 })],
       ['half-open', () => halfOpenCircuit({ reopenStreak: 1 })],
-      ['forced open', () => apply(circuitIn({ status: 'closed', failures: [], closedAt: null, reopenStreak: 1 }), { type: 'operator-opened', by: 'alice' })],
+      [
+        'forced open',
+        () =>
+          apply(circuitIn({ status: 'closed', failures: [], closedAt: null, reopenStreak: 1 }), {
+            type: 'operator-opened',
+            by: 'alice',
+          }),
+      ],
     ];
 
-    it.each(froms)('closes a circuit %s, keeping its reopen streak and its 429 pause, and ends the client-error run', (_label, make) => {
-      const from = { ...make(), pausedUntil: T0 + 5_000, clientErrorRun: 4 };
-      const next = apply(from, close);
-      expectChanged(from, next);
-      expect(next.state).toEqual({ status: 'closed', failures: [], closedAt: T0, reopenStreak: 1 });
-      expect(next.pausedUntil).toBe(T0 + 5_000);
-      expect(next.clientErrorRun).toBe(0);
-      expect(next.transitions.at(-1)).toEqual({ at: T0, from: from.state.status, to: 'closed', reason: 'closed by operator (bob)' });
-      expect(isDispatchAllowed(next)).toBe(true);
-    });
+    it.each(froms)(
+      'closes a circuit %s, keeping its reopen streak and its 429 pause, and ends the client-error run',
+      (_label, make) => {
+        const from = { ...make(), pausedUntil: T0 + 5_000, clientErrorRun: 4 };
+        const next = apply(from, close);
+        expectChanged(from, next);
+        expect(next.state).toEqual({ status: 'closed', failures: [], closedAt: T0, reopenStreak: 1 });
+        expect(next.pausedUntil).toBe(T0 + 5_000);
+        expect(next.clientErrorRun).toBe(0);
+        expect(next.transitions.at(-1)).toEqual({
+          at: T0,
+          from: from.state.status,
+          to: 'closed',
+          reason: 'closed by operator (bob)',
+        });
+        expect(isDispatchAllowed(next)).toBe(true);
+      },
+    );
 
     it('leaves a closed circuit as it is, its failures included', () => {
       const closed = applyAll(INITIAL_CIRCUIT, failures(2));
@@ -696,7 +877,10 @@ describe('transition', () => {
       let circuit = INITIAL_CIRCUIT;
       for (let i = 1; i <= 6; i++) {
         await clock.advance(1_000);
-        circuit = applyAll(circuit, [{ type: 'operator-paused', by: `p${i}` }, { type: 'operator-resumed', by: `r${i}` }]);
+        circuit = applyAll(circuit, [
+          { type: 'operator-paused', by: `p${i}` },
+          { type: 'operator-resumed', by: `r${i}` },
+        ]);
       }
       expect(circuit.transitions).toHaveLength(MAX_TRANSITIONS_KEPT);
       expect(circuit.transitions[0]).toMatchObject({ reason: 'paused by operator (p2)' });
@@ -715,7 +899,17 @@ describe('transition', () => {
   describe('invariants', () => {
     type Step = {
       readonly dtMs: number;
-      readonly kind: 'failure' | 'success' | 'limited' | 'rejected' | 'client-error' | 'sent' | 'started' | 'ok' | 'failed' | OperatorEvent['type'];
+      readonly kind:
+        | 'failure'
+        | 'success'
+        | 'limited'
+        | 'rejected'
+        | 'client-error'
+        | 'sent'
+        | 'started'
+        | 'ok'
+        | 'failed'
+        | OperatorEvent['type'];
       readonly id: string;
       readonly retryInMs: number;
     };
@@ -730,7 +924,9 @@ describe('transition', () => {
         healthCheckTimeoutSeconds: fc.integer({ min: 1, max: 10 }),
         callerRejectThreshold: fc.integer({ min: 1, max: 4 }),
       })
-      .map(({ extraOpenSeconds, ...rest }) => parseBreakerSettings({ ...rest, maxOpenSeconds: rest.openSeconds + extraOpenSeconds }));
+      .map(({ extraOpenSeconds, ...rest }) =>
+        parseBreakerSettings({ ...rest, maxOpenSeconds: rest.openSeconds + extraOpenSeconds }),
+      );
 
     const stepArb: fc.Arbitrary<Step> = fc.record({
       dtMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 1_500 }), fc.integer({ min: 1, max: 20_000 })),
@@ -738,8 +934,19 @@ describe('transition', () => {
         { arbitrary: fc.constant('failure' as const), weight: 4 },
         { arbitrary: fc.constantFrom('success' as const, 'limited' as const), weight: 1 },
         { arbitrary: fc.constantFrom('rejected' as const, 'client-error' as const), weight: 1 },
-        { arbitrary: fc.constantFrom('sent' as const, 'started' as const, 'ok' as const, 'failed' as const), weight: 4 },
-        { arbitrary: fc.constantFrom('operator-paused' as const, 'operator-resumed' as const, 'operator-opened' as const, 'operator-closed' as const), weight: 1 },
+        {
+          arbitrary: fc.constantFrom('sent' as const, 'started' as const, 'ok' as const, 'failed' as const),
+          weight: 4,
+        },
+        {
+          arbitrary: fc.constantFrom(
+            'operator-paused' as const,
+            'operator-resumed' as const,
+            'operator-opened' as const,
+            'operator-closed' as const,
+          ),
+          weight: 1,
+        },
       ),
       id: fc.constantFrom('a', 'b', 'c'),
       retryInMs: fc.integer({ min: -5_000, max: 60_000 }),
@@ -804,16 +1011,19 @@ describe('transition', () => {
             }
             // While an operator holds the lane, or the circuit open, no check goes and no probe starts.
             if (prev.hold !== null || (prev.state.status === 'open' && prev.state.byOperator === true)) {
-              if (event.type === 'health-check-sent' || event.type === 'health-check-started') expect(circuit).toBe(prev);
+              if (event.type === 'health-check-sent' || event.type === 'health-check-started')
+                expect(circuit).toBe(prev);
             }
             // An operator's forced open or close ends any probe running: its result no longer counts.
-            if (circuit !== prev && (event.type === 'operator-opened' || event.type === 'operator-closed')) running = undefined;
+            if (circuit !== prev && (event.type === 'operator-opened' || event.type === 'operator-closed'))
+              running = undefined;
 
             // One trial at a time: a new check starts only from open after the cool-down, or after the previous
             // check timed out; a result moves the circuit only if it belongs to the one check in flight.
             if (circuit !== prev && state.status === 'half-open' && event.type === 'health-check-sent') {
               if (prev.state.status === 'open') expect(now).toBeGreaterThanOrEqual(prev.state.nextCheckAt);
-              else if (prev.state.status === 'half-open') expect(now).toBeGreaterThanOrEqual((prev.state.probeStartedAt ?? prev.state.checkSentAt) + timeoutMs);
+              else if (prev.state.status === 'half-open')
+                expect(now).toBeGreaterThanOrEqual((prev.state.probeStartedAt ?? prev.state.checkSentAt) + timeoutMs);
               else throw new Error('a closed circuit sent a health check');
             }
             if (circuit !== prev && (event.type === 'health-check-ok' || event.type === 'health-check-failed')) {
@@ -829,13 +1039,15 @@ describe('transition', () => {
               if (running !== undefined) expect(now).toBeGreaterThanOrEqual(running.since + timeoutMs);
               running = { checkId: event.checkId, since: now };
             }
-            if (state.status === 'half-open' && state.probeStartedAt !== null) expect(state.probeStartedAt).toBeGreaterThanOrEqual(state.checkSentAt);
+            if (state.status === 'half-open' && state.probeStartedAt !== null)
+              expect(state.probeStartedAt).toBeGreaterThanOrEqual(state.checkSentAt);
 
             // A client-error run opens a closed circuit at the threshold; a caller rejection opens it at once.
             if (prev.state.status === 'closed' && event.type === 'client-error') {
               expect(state.status).toBe(circuit.clientErrorRun >= settings.callerRejectThreshold ? 'open' : 'closed');
             }
-            if (prev.state.status === 'closed' && event.type === 'caller-rejected') expect(state).toMatchObject({ status: 'open', reason: 'caller rejected: HTTP 401 Unauthorized' });
+            if (prev.state.status === 'closed' && event.type === 'caller-rejected')
+              expect(state).toMatchObject({ status: 'open', reason: 'caller rejected: HTTP 401 Unauthorized' });
             if (event.type === 'success') expect(circuit.clientErrorRun).toBe(0);
 
             // A closed circuit holds fewer than failureThreshold failures in its window.
@@ -896,7 +1108,12 @@ describe('healthCheckDueAt', () => {
 
   describe('half-open', () => {
     it('is due when the check in flight times out', () => {
-      expect(healthCheckDueAt(halfOpenCircuit(), circuitPolicyFrom(parseBreakerSettings({ healthCheckTimeoutSeconds: 2 })).probe)).toBe(T0 + 2_000);
+      expect(
+        healthCheckDueAt(
+          halfOpenCircuit(),
+          circuitPolicyFrom(parseBreakerSettings({ healthCheckTimeoutSeconds: 2 })).probe,
+        ),
+      ).toBe(T0 + 2_000);
     });
 
     it('is due when the started probe times out, counted from its start', () => {
@@ -917,28 +1134,54 @@ describe('healthCheckDueAt', () => {
 describe('circuitToJSON', () => {
   describe('closed', () => {
     it('writes the initial circuit as plain JSON with a numeric version', () => {
-      expect(circuitToJSON(INITIAL_CIRCUIT)).toEqual({ version: 0, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil: 0 });
+      expect(circuitToJSON(INITIAL_CIRCUIT)).toEqual({
+        version: 0,
+        state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 },
+        pausedUntil: 0,
+      });
     });
 
     it('shares no array with the circuit', () => {
       const circuit = applyAll(INITIAL_CIRCUIT, failures(2));
       const json = circuitToJSON(circuit);
       expect(json.state).not.toBe(circuit.state);
-      expect(json.state.status === 'closed' && json.state.failures).not.toBe(circuit.state.status === 'closed' && circuit.state.failures);
+      expect(json.state.status === 'closed' && json.state.failures).not.toBe(
+        circuit.state.status === 'closed' && circuit.state.failures,
+      );
     });
   });
 });
 
 describe('circuitFromJSON', () => {
   const samples: [string, () => Circuit][] = [
-    ['closed', () => ({ state: { status: 'closed', failures: [T0 - 5, T0], closedAt: T0 - 60_000, reopenStreak: 2 }, pausedUntil: T0 + 9, clientErrorRun: 0, hold: null, transitions: [], version: 12 })],
-    ['closed with a client-error run', () => circuitIn({ status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, 0, 4)],
+    [
+      'closed',
+      () => ({
+        state: { status: 'closed', failures: [T0 - 5, T0], closedAt: T0 - 60_000, reopenStreak: 2 },
+        pausedUntil: T0 + 9,
+        clientErrorRun: 0,
+        hold: null,
+        transitions: [],
+        version: 12,
+      }),
+    ],
+    [
+      'closed with a client-error run',
+      () => circuitIn({ status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, 0, 4),
+    ],
     ['never-closed', () => INITIAL_CIRCUIT],
     ['open', () => openCircuit({ failedChecks: 3, reopenStreak: 1 })],
     ['half-open', () => halfOpenCircuit({ failedChecks: 1 })],
     ['half-open, started', () => halfOpenCircuit({ probeStartedAt: T0 + 3 })],
     ['open on a caller rejection', () => openCircuit({ reason: 'caller rejected: HTTP 403 Forbidden' })],
-    ['forced open, paused, with transitions', () => applyAll(openCircuit(), [{ type: 'operator-opened', by: 'alice' }, { type: 'operator-paused', by: 'bob' }])],
+    [
+      'forced open, paused, with transitions',
+      () =>
+        applyAll(openCircuit(), [
+          { type: 'operator-opened', by: 'alice' },
+          { type: 'operator-paused', by: 'bob' },
+        ]),
+    ],
   ];
 
   describe.each(samples)('%s', (_label, make) => {
@@ -953,7 +1196,9 @@ describe('circuitFromJSON', () => {
 
   describe('top level', () => {
     it('ignores store bookkeeping beside version, state and pausedUntil', () => {
-      expect(circuitFromJSON({ ...circuitToJSON(INITIAL_CIRCUIT), pk: 'lane#sms', updatedAt: 5 })).toEqual(INITIAL_CIRCUIT);
+      expect(circuitFromJSON({ ...circuitToJSON(INITIAL_CIRCUIT), pk: 'lane#sms', updatedAt: 5 })).toEqual(
+        INITIAL_CIRCUIT,
+      );
     });
 
     it('returns a frozen circuit', () => {
@@ -963,7 +1208,14 @@ describe('circuitFromJSON', () => {
 
   describe('stored before the probe claim and caller rejections', () => {
     const legacyOpen = { status: 'open', openedAt: T0, nextCheckAt: T0 + 10_000, failedChecks: 1, reopenStreak: 0 };
-    const legacyHalfOpen = { status: 'half-open', openedAt: T0, checkId: 'c1', checkSentAt: T0 + 10_000, failedChecks: 1, reopenStreak: 0 };
+    const legacyHalfOpen = {
+      status: 'half-open',
+      openedAt: T0,
+      checkId: 'c1',
+      checkSentAt: T0 + 10_000,
+      failedChecks: 1,
+      reopenStreak: 0,
+    };
 
     it('reads a missing hold as none and missing transitions as none, and writes neither while there are none', () => {
       const circuit = circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0 });
@@ -974,18 +1226,32 @@ describe('circuitFromJSON', () => {
     });
 
     it(`keeps the last ${MAX_TRANSITIONS_KEPT} of more transitions stored`, () => {
-      const transitions = Array.from({ length: 12 }, (_, i) => ({ at: T0 + i, from: 'closed', to: 'closed', reason: `r${i}` }));
-      expect(circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0, transitions }).transitions).toEqual(transitions.slice(2));
+      const transitions = Array.from({ length: 12 }, (_, i) => ({
+        at: T0 + i,
+        from: 'closed',
+        to: 'closed',
+        reason: `r${i}`,
+      }));
+      expect(circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0, transitions }).transitions).toEqual(
+        transitions.slice(2),
+      );
     });
 
     it('reads a missing clientErrorRun as 0, and writes none while it is 0', () => {
-      const circuit = circuitFromJSON({ version: 3, state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, pausedUntil: 0 });
+      const circuit = circuitFromJSON({
+        version: 3,
+        state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 },
+        pausedUntil: 0,
+      });
       expect(circuit.clientErrorRun).toBe(0);
       expect(circuitToJSON(circuit)).not.toHaveProperty('clientErrorRun');
     });
 
     it('reads an open state without reason as opened on transient failures', () => {
-      expect(circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0 }).state).toEqual({ ...legacyOpen, reason: LEGACY_OPEN_REASON });
+      expect(circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0 }).state).toEqual({
+        ...legacyOpen,
+        reason: LEGACY_OPEN_REASON,
+      });
     });
 
     it('reads a half-open state without probeStartedAt as started at its send, so no worker may claim it again', () => {
@@ -999,49 +1265,177 @@ describe('circuitFromJSON', () => {
   describe('malformed', () => {
     const closed = { status: 'closed', failures: [1, 2], closedAt: null, reopenStreak: 0 };
     const open = { status: 'open', openedAt: 1, nextCheckAt: 2, failedChecks: 0, reopenStreak: 0 };
-    const halfOpen = { status: 'half-open', openedAt: 1, checkId: 'c', checkSentAt: 2, failedChecks: 0, reopenStreak: 0 };
+    const halfOpen = {
+      status: 'half-open',
+      openedAt: 1,
+      checkId: 'c',
+      checkSentAt: 2,
+      failedChecks: 0,
+      reopenStreak: 0,
+    };
     const wrap = (state: unknown): Record<string, unknown> => ({ version: 1, state, pausedUntil: 0 });
-    const without = (record: Record<string, unknown>, key: string): Record<string, unknown> => Object.fromEntries(Object.entries(record).filter(([k]) => k !== key));
+    const without = (record: Record<string, unknown>, key: string): Record<string, unknown> =>
+      Object.fromEntries(Object.entries(record).filter(([k]) => k !== key));
 
     it.each<[string, unknown, RegExp]>([
       ['a string', 'closed', /^stored circuit must be an object; got "closed"$/],
       ['null', null, /^stored circuit must be an object; got null$/],
       ['an array', [], /^stored circuit must be an object/],
-      ['a non-numeric version', { ...wrap(closed), version: '1' }, /^stored circuit\.version must be a non-negative integer; got "1"$/],
-      ['a missing version', without(wrap(closed), 'version'), /^stored circuit\.version must be a non-negative integer; got nothing$/],
-      ['a negative version', { ...wrap(closed), version: -1 }, /circuit\.version must be a non-negative integer; got -1/],
-      ['a fractional version', { ...wrap(closed), version: 1.5 }, /circuit\.version must be a non-negative integer; got 1.5/],
+      [
+        'a non-numeric version',
+        { ...wrap(closed), version: '1' },
+        /^stored circuit\.version must be a non-negative integer; got "1"$/,
+      ],
+      [
+        'a missing version',
+        without(wrap(closed), 'version'),
+        /^stored circuit\.version must be a non-negative integer; got nothing$/,
+      ],
+      [
+        'a negative version',
+        { ...wrap(closed), version: -1 },
+        /circuit\.version must be a non-negative integer; got -1/,
+      ],
+      [
+        'a fractional version',
+        { ...wrap(closed), version: 1.5 },
+        /circuit\.version must be a non-negative integer; got 1.5/,
+      ],
       ['a missing pausedUntil', without(wrap(closed), 'pausedUntil'), /circuit\.pausedUntil must be a finite number/],
       ['a missing state', without(wrap(closed), 'state'), /circuit\.state must be an object; got nothing/],
-      ['an unknown status', wrap({ ...closed, status: 'opening' }), /circuit\.state\.status must be 'closed', 'open' or 'half-open'; got "opening"/],
+      [
+        'an unknown status',
+        wrap({ ...closed, status: 'opening' }),
+        /circuit\.state\.status must be 'closed', 'open' or 'half-open'; got "opening"/,
+      ],
       ['a missing status', wrap(without(closed, 'status')), /circuit\.state\.status must be/],
-      ['closed without failures', wrap(without(closed, 'failures')), /circuit\.state\.failures must be an ascending array of epoch ms; got nothing/],
-      ['closed with non-numeric failures', wrap({ ...closed, failures: ['1'] }), /circuit\.state\.failures must be an ascending array/],
-      ['closed with failures out of order', wrap({ ...closed, failures: [2, 1] }), /circuit\.state\.failures must be an ascending array/],
-      ['closed with a string closedAt', wrap({ ...closed, closedAt: '5' }), /circuit\.state\.closedAt must be a finite number/],
-      ['closed without closedAt', wrap(without(closed, 'closedAt')), /circuit\.state\.closedAt must be a finite number/],
-      ['closed without reopenStreak', wrap(without(closed, 'reopenStreak')), /circuit\.state\.reopenStreak must be a non-negative integer/],
-      ['closed carrying open data', wrap({ ...closed, openedAt: 1 }), /circuit\.state\.openedAt is not a field of the 'closed' state/],
-      ['open without nextCheckAt', wrap(without(open, 'nextCheckAt')), /circuit\.state\.nextCheckAt must be a finite number/],
+      [
+        'closed without failures',
+        wrap(without(closed, 'failures')),
+        /circuit\.state\.failures must be an ascending array of epoch ms; got nothing/,
+      ],
+      [
+        'closed with non-numeric failures',
+        wrap({ ...closed, failures: ['1'] }),
+        /circuit\.state\.failures must be an ascending array/,
+      ],
+      [
+        'closed with failures out of order',
+        wrap({ ...closed, failures: [2, 1] }),
+        /circuit\.state\.failures must be an ascending array/,
+      ],
+      [
+        'closed with a string closedAt',
+        wrap({ ...closed, closedAt: '5' }),
+        /circuit\.state\.closedAt must be a finite number/,
+      ],
+      [
+        'closed without closedAt',
+        wrap(without(closed, 'closedAt')),
+        /circuit\.state\.closedAt must be a finite number/,
+      ],
+      [
+        'closed without reopenStreak',
+        wrap(without(closed, 'reopenStreak')),
+        /circuit\.state\.reopenStreak must be a non-negative integer/,
+      ],
+      [
+        'closed carrying open data',
+        wrap({ ...closed, openedAt: 1 }),
+        /circuit\.state\.openedAt is not a field of the 'closed' state/,
+      ],
+      [
+        'open without nextCheckAt',
+        wrap(without(open, 'nextCheckAt')),
+        /circuit\.state\.nextCheckAt must be a finite number/,
+      ],
       ['open without openedAt', wrap(without(open, 'openedAt')), /circuit\.state\.openedAt must be a finite number/],
-      ['open with negative failedChecks', wrap({ ...open, failedChecks: -1 }), /circuit\.state\.failedChecks must be a non-negative integer/],
-      ['open carrying a checkId', wrap({ ...open, checkId: 'c' }), /circuit\.state\.checkId is not a field of the 'open' state/],
-      ['half-open without checkId', wrap(without(halfOpen, 'checkId')), /circuit\.state\.checkId must be a non-empty string; got nothing/],
-      ['half-open with an empty checkId', wrap({ ...halfOpen, checkId: '' }), /circuit\.state\.checkId must be a non-empty string/],
-      ['half-open with a numeric checkId', wrap({ ...halfOpen, checkId: 7 }), /circuit\.state\.checkId must be a non-empty string; got 7/],
-      ['half-open without checkSentAt', wrap(without(halfOpen, 'checkSentAt')), /circuit\.state\.checkSentAt must be a finite number/],
-      ['half-open without reopenStreak', wrap(without(halfOpen, 'reopenStreak')), /circuit\.state\.reopenStreak must be a non-negative integer/],
-      ['half-open with a string probeStartedAt', wrap({ ...halfOpen, probeStartedAt: '3' }), /circuit\.state\.probeStartedAt must be a finite number/],
+      [
+        'open with negative failedChecks',
+        wrap({ ...open, failedChecks: -1 }),
+        /circuit\.state\.failedChecks must be a non-negative integer/,
+      ],
+      [
+        'open carrying a checkId',
+        wrap({ ...open, checkId: 'c' }),
+        /circuit\.state\.checkId is not a field of the 'open' state/,
+      ],
+      [
+        'half-open without checkId',
+        wrap(without(halfOpen, 'checkId')),
+        /circuit\.state\.checkId must be a non-empty string; got nothing/,
+      ],
+      [
+        'half-open with an empty checkId',
+        wrap({ ...halfOpen, checkId: '' }),
+        /circuit\.state\.checkId must be a non-empty string/,
+      ],
+      [
+        'half-open with a numeric checkId',
+        wrap({ ...halfOpen, checkId: 7 }),
+        /circuit\.state\.checkId must be a non-empty string; got 7/,
+      ],
+      [
+        'half-open without checkSentAt',
+        wrap(without(halfOpen, 'checkSentAt')),
+        /circuit\.state\.checkSentAt must be a finite number/,
+      ],
+      [
+        'half-open without reopenStreak',
+        wrap(without(halfOpen, 'reopenStreak')),
+        /circuit\.state\.reopenStreak must be a non-negative integer/,
+      ],
+      [
+        'half-open with a string probeStartedAt',
+        wrap({ ...halfOpen, probeStartedAt: '3' }),
+        /circuit\.state\.probeStartedAt must be a finite number/,
+      ],
       ['open with an empty reason', wrap({ ...open, reason: '' }), /circuit\.state\.reason must be a non-empty string/],
-      ['half-open with a numeric reason', wrap({ ...halfOpen, reason: 401 }), /circuit\.state\.reason must be a non-empty string; got 401/],
-      ['a negative clientErrorRun', { ...wrap(closed), clientErrorRun: -1 }, /circuit\.clientErrorRun must be a non-negative integer; got -1/],
-      ['open with byOperator false', wrap({ ...open, byOperator: false }), /circuit\.state\.byOperator must be true when present; got false/],
-      ['a hold without by', { ...wrap(closed), hold: { since: 1 } }, /circuit\.hold\.by must be a non-empty string; got nothing/],
-      ['a hold with a string since', { ...wrap(closed), hold: { since: '1', by: 'a' } }, /circuit\.hold\.since must be a finite number/],
-      ['a hold with another key', { ...wrap(closed), hold: { since: 1, by: 'a', until: 2 } }, /circuit\.hold\.until is not a field of the hold/],
-      ['transitions that are not a list', { ...wrap(closed), transitions: {} }, /circuit\.transitions must be an array/],
-      ['a transition to an unknown status', { ...wrap(closed), transitions: [{ at: 1, from: 'closed', to: 'paused', reason: 'r' }] }, /circuit\.transitions\[0\]\.to must be 'closed', 'open' or 'half-open'; got "paused"/],
-      ['a transition without reason', { ...wrap(closed), transitions: [{ at: 1, from: 'closed', to: 'open' }] }, /circuit\.transitions\[0\]\.reason must be a non-empty string/],
+      [
+        'half-open with a numeric reason',
+        wrap({ ...halfOpen, reason: 401 }),
+        /circuit\.state\.reason must be a non-empty string; got 401/,
+      ],
+      [
+        'a negative clientErrorRun',
+        { ...wrap(closed), clientErrorRun: -1 },
+        /circuit\.clientErrorRun must be a non-negative integer; got -1/,
+      ],
+      [
+        'open with byOperator false',
+        wrap({ ...open, byOperator: false }),
+        /circuit\.state\.byOperator must be true when present; got false/,
+      ],
+      [
+        'a hold without by',
+        { ...wrap(closed), hold: { since: 1 } },
+        /circuit\.hold\.by must be a non-empty string; got nothing/,
+      ],
+      [
+        'a hold with a string since',
+        { ...wrap(closed), hold: { since: '1', by: 'a' } },
+        /circuit\.hold\.since must be a finite number/,
+      ],
+      [
+        'a hold with another key',
+        { ...wrap(closed), hold: { since: 1, by: 'a', until: 2 } },
+        /circuit\.hold\.until is not a field of the hold/,
+      ],
+      [
+        'transitions that are not a list',
+        { ...wrap(closed), transitions: {} },
+        /circuit\.transitions must be an array/,
+      ],
+      [
+        'a transition to an unknown status',
+        { ...wrap(closed), transitions: [{ at: 1, from: 'closed', to: 'paused', reason: 'r' }] },
+        /circuit\.transitions\[0\]\.to must be 'closed', 'open' or 'half-open'; got "paused"/,
+      ],
+      [
+        'a transition without reason',
+        { ...wrap(closed), transitions: [{ at: 1, from: 'closed', to: 'open' }] },
+        /circuit\.transitions\[0\]\.reason must be a non-empty string/,
+      ],
     ])('refuses %s with a StateFormatError naming the field', (_label, json, message) => {
       expect(() => circuitFromJSON(json)).toThrow(StateFormatError);
       expect(() => circuitFromJSON(json)).toThrow(message);

@@ -8,7 +8,12 @@ import { parseBreakerSettings } from '../../../../lib/domain/breaker/settings';
 const S = parseBreakerSettings({ openSeconds: 10, healthCheckSeconds: 5 });
 const T0 = 1_700_000_000_000;
 
-const closed = (closedAt: number | null, reopenStreak = 0): ClosedState => ({ status: 'closed', failures: [], closedAt, reopenStreak });
+const closed = (closedAt: number | null, reopenStreak = 0): ClosedState => ({
+  status: 'closed',
+  failures: [],
+  closedAt,
+  reopenStreak,
+});
 const halfOpen = (extra: Partial<HalfOpenState> = {}): HalfOpenState => ({
   status: 'half-open',
   openedAt: T0 - 10_000,
@@ -26,15 +31,24 @@ describe('ThresholdOpeningPolicy', () => {
     const policy = new ThresholdOpeningPolicy(S);
 
     it('stays closed below the threshold, keeping every failure in the window', () => {
-      expect(policy.onFailure([T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({ open: false, failures: [T0 - 3_000, T0 - 2_000, T0 - 1_000, T0] });
+      expect(policy.onFailure([T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({
+        open: false,
+        failures: [T0 - 3_000, T0 - 2_000, T0 - 1_000, T0],
+      });
     });
 
     it('opens at the threshold-th failure in the window', () => {
-      expect(policy.onFailure([T0 - 29_999, T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({ open: true, reason: '5 transient failures within 30 s' });
+      expect(policy.onFailure([T0 - 29_999, T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({
+        open: true,
+        reason: '5 transient failures within 30 s',
+      });
     });
 
     it('forgets failures that are exactly windowSeconds old', () => {
-      expect(policy.onFailure([T0 - 30_000, T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({ open: false, failures: [T0 - 3_000, T0 - 2_000, T0 - 1_000, T0] });
+      expect(policy.onFailure([T0 - 30_000, T0 - 3_000, T0 - 2_000, T0 - 1_000, T0], T0)).toEqual({
+        open: false,
+        failures: [T0 - 3_000, T0 - 2_000, T0 - 1_000, T0],
+      });
     });
 
     it('keeps failures later than now (a worker with a clock behind), counting them in the window', () => {
@@ -42,13 +56,21 @@ describe('ThresholdOpeningPolicy', () => {
     });
 
     it('opens on the first failure when the threshold is 1', () => {
-      expect(new ThresholdOpeningPolicy({ failureThreshold: 1, windowSeconds: 1, callerRejectThreshold: 1 }).onFailure([T0], T0)).toEqual({ open: true, reason: '1 transient failure within 1 s' });
+      expect(
+        new ThresholdOpeningPolicy({ failureThreshold: 1, windowSeconds: 1, callerRejectThreshold: 1 }).onFailure(
+          [T0],
+          T0,
+        ),
+      ).toEqual({ open: true, reason: '1 transient failure within 1 s' });
     });
   });
 
   describe('onCallerRejected', () => {
     it('opens at once, naming the refusal', () => {
-      expect(new ThresholdOpeningPolicy(S).onCallerRejected('HTTP 403 Forbidden')).toEqual({ open: true, reason: 'caller rejected: HTTP 403 Forbidden' });
+      expect(new ThresholdOpeningPolicy(S).onCallerRejected('HTTP 403 Forbidden')).toEqual({
+        open: true,
+        reason: 'caller rejected: HTTP 403 Forbidden',
+      });
     });
   });
 
@@ -61,8 +83,14 @@ describe('ThresholdOpeningPolicy', () => {
     });
 
     it('opens from callerRejectThreshold refusals in a row on, naming the status and the run', () => {
-      expect(policy.onClientError(3, 'HTTP 404 Not Found')).toEqual({ open: true, reason: 'caller rejected: HTTP 404 Not Found on 3 jobs in a row' });
-      expect(policy.onClientError(40, 'HTTP 400 Bad Request')).toEqual({ open: true, reason: 'caller rejected: HTTP 400 Bad Request on 40 jobs in a row' });
+      expect(policy.onClientError(3, 'HTTP 404 Not Found')).toEqual({
+        open: true,
+        reason: 'caller rejected: HTTP 404 Not Found on 3 jobs in a row',
+      });
+      expect(policy.onClientError(40, 'HTTP 400 Bad Request')).toEqual({
+        open: true,
+        reason: 'caller rejected: HTTP 400 Bad Request on 40 jobs in a row',
+      });
     });
   });
 });
@@ -100,18 +128,29 @@ describe('CooldownProbePolicy', () => {
     });
 
     it('presumes a started probe lost healthCheckTimeoutSeconds after its start, however late it started', () => {
-      expect(new CooldownProbePolicy(S).checkTimeoutAt(halfOpen({ checkSentAt: T0, probeStartedAt: T0 + 14_000 }))).toBe(T0 + 29_000);
+      expect(
+        new CooldownProbePolicy(S).checkTimeoutAt(halfOpen({ checkSentAt: T0, probeStartedAt: T0 + 14_000 })),
+      ).toBe(T0 + 29_000);
     });
   });
 });
 
 describe('circuitPolicyFrom', () => {
   it('builds the threshold opening and the cool-down probing from the same settings', () => {
-    const settings = parseBreakerSettings({ failureThreshold: 2, windowSeconds: 4, openSeconds: 3, healthCheckSeconds: 2, healthCheckTimeoutSeconds: 7 });
+    const settings = parseBreakerSettings({
+      failureThreshold: 2,
+      windowSeconds: 4,
+      openSeconds: 3,
+      healthCheckSeconds: 2,
+      healthCheckTimeoutSeconds: 7,
+    });
     const policy = circuitPolicyFrom(settings);
     expect(policy.opening).toBeInstanceOf(ThresholdOpeningPolicy);
     expect(policy.probe).toBeInstanceOf(CooldownProbePolicy);
-    expect(policy.opening.onFailure([T0 - 3_999, T0], T0)).toEqual({ open: true, reason: '2 transient failures within 4 s' });
+    expect(policy.opening.onFailure([T0 - 3_999, T0], T0)).toEqual({
+      open: true,
+      reason: '2 transient failures within 4 s',
+    });
     expect(policy.probe.onOpen(closed(T0 - 3_999), T0)).toEqual({ nextCheckAt: T0 + 6_000, reopenStreak: 1 });
     expect(policy.probe.afterFailedCheck(halfOpen(), T0)).toBe(T0 + 2_000);
     expect(policy.probe.checkTimeoutAt(halfOpen())).toBe(T0 + 7_000);

@@ -22,12 +22,32 @@ describe('parseBreakerSettings', () => {
     });
 
     it('keeps given values and fills the rest', () => {
-      expect(parseBreakerSettings({ failureThreshold: 3, windowSeconds: 2.5 })).toEqual({ ...DEFAULT_BREAKER_SETTINGS, failureThreshold: 3, windowSeconds: 2.5 });
+      expect(parseBreakerSettings({ failureThreshold: 3, windowSeconds: 2.5 })).toEqual({
+        ...DEFAULT_BREAKER_SETTINGS,
+        failureThreshold: 3,
+        windowSeconds: 2.5,
+      });
     });
 
     it('accepts every bound of every range', () => {
-      const low = { failureThreshold: 1, windowSeconds: 1, openSeconds: 1, healthCheckSeconds: 1, maxOpenSeconds: 1, healthCheckTimeoutSeconds: 1, callerRejectThreshold: 1 };
-      const high = { failureThreshold: 1000, windowSeconds: 3600, openSeconds: 3600, healthCheckSeconds: 3600, maxOpenSeconds: 86_400, healthCheckTimeoutSeconds: 900, callerRejectThreshold: 1000 };
+      const low = {
+        failureThreshold: 1,
+        windowSeconds: 1,
+        openSeconds: 1,
+        healthCheckSeconds: 1,
+        maxOpenSeconds: 1,
+        healthCheckTimeoutSeconds: 1,
+        callerRejectThreshold: 1,
+      };
+      const high = {
+        failureThreshold: 1000,
+        windowSeconds: 3600,
+        openSeconds: 3600,
+        healthCheckSeconds: 3600,
+        maxOpenSeconds: 86_400,
+        healthCheckTimeoutSeconds: 900,
+        callerRejectThreshold: 1000,
+      };
       expect(parseBreakerSettings(low)).toEqual(low);
       expect(parseBreakerSettings(high)).toEqual(high);
     });
@@ -62,7 +82,12 @@ describe('parseBreakerSettings', () => {
       expect(error.message).toBe(`circuit.${key}: ${problem}`);
     });
 
-    it.each([['"5"', '5'], ['null', null], ['NaN', Number.NaN], ['Infinity', Number.POSITIVE_INFINITY]])('refuses a non-number value (%s)', (_label, value) => {
+    it.each([
+      ['"5"', '5'],
+      ['null', null],
+      ['NaN', Number.NaN],
+      ['Infinity', Number.POSITIVE_INFINITY],
+    ])('refuses a non-number value (%s)', (_label, value) => {
       expect(thrown(ConfigError, () => parseBreakerSettings({ openSeconds: value })).field).toBe('circuit.openSeconds');
     });
 
@@ -86,15 +111,26 @@ describe('parseBreakerSettings', () => {
     it('refuses an unknown key, naming it and the allowed keys', () => {
       const error = thrown(ConfigError, () => parseBreakerSettings({ threshold: 5 }));
       expect(error.field).toBe('circuit.threshold');
-      expect(error.problem).toMatch(/unknown key; allowed keys are failureThreshold, windowSeconds, .*healthCheckTimeoutSeconds/);
+      expect(error.problem).toMatch(
+        /unknown key; allowed keys are failureThreshold, windowSeconds, .*healthCheckTimeoutSeconds/,
+      );
     });
 
-    it.each([['null', null], ['an array', [5]], ['a number', 5], ['a string', 'fast']])('refuses %s in place of the object', (_label, value) => {
-      expect(thrown(ConfigError, () => parseBreakerSettings(value)).message).toMatch(/^circuit: must be an object with optional keys/);
+    it.each([
+      ['null', null],
+      ['an array', [5]],
+      ['a number', 5],
+      ['a string', 'fast'],
+    ])('refuses %s in place of the object', (_label, value) => {
+      expect(thrown(ConfigError, () => parseBreakerSettings(value)).message).toMatch(
+        /^circuit: must be an object with optional keys/,
+      );
     });
 
     it('names errors after the field it is given', () => {
-      expect(thrown(ConfigError, () => parseBreakerSettings({ windowSeconds: 0 }, 'lanes[1].circuit')).field).toBe('lanes[1].circuit.windowSeconds');
+      expect(thrown(ConfigError, () => parseBreakerSettings({ windowSeconds: 0 }, 'lanes[1].circuit')).field).toBe(
+        'lanes[1].circuit.windowSeconds',
+      );
     });
   });
 });

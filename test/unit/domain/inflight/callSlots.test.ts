@@ -47,7 +47,13 @@ describe('CallSlots', () => {
   it('keeps inherited held slots in its own saves while they last, and never reports fewer than 0 free', () => {
     const successor = new CallSlots(2, HOLD_MS, { a: [['x', 50_000]], h: [[4, 40_000]] });
     expect(successor.free(1_000)).toBe(0);
-    expect(successor.toJSON({ count: 1, until: 2_000 })).toEqual({ a: [['x', 50_000]], h: [[4, 40_000], [1, 2_000 + HOLD_MS]] });
+    expect(successor.toJSON({ count: 1, until: 2_000 })).toEqual({
+      a: [['x', 50_000]],
+      h: [
+        [4, 40_000],
+        [1, 2_000 + HOLD_MS],
+      ],
+    });
   });
 
   it.each([
@@ -102,7 +108,8 @@ describe('CallSlots', () => {
             if (s.report === 'twice' && reportAt !== undefined) reports.push({ at: reportAt + 1, id });
           }
           if (s.crash) slots = new CallSlots(cap, HOLD_MS, saved as never);
-          for (const { start } of calls) if (calls.filter((c) => c.start <= start && c.end > start).length > cap) return false;
+          for (const { start } of calls)
+            if (calls.filter((c) => c.start <= start && c.end > start).length > cap) return false;
         }
         const allOver = Math.max(now + 250, ...calls.map((c) => c.end)) + HOLD_MS;
         return slots.free(allOver) === cap;

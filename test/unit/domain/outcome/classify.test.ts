@@ -48,12 +48,18 @@ describe('classify', () => {
     expect(classify(response(status), NOW)).toEqual({ kind: 'client-error', reason });
   });
 
-  it.each([100, 101, 199, 300, 301, 302, 304, 399, 0, 600, 200.5])('treats unexpected status %p as permanent', (status) => {
-    expect(classify(response(status), NOW)).toEqual({ kind: 'permanent', reason: `unexpected status ${status}` });
-  });
+  it.each([100, 101, 199, 300, 301, 302, 304, 399, 0, 600, 200.5])(
+    'treats unexpected status %p as permanent',
+    (status) => {
+      expect(classify(response(status), NOW)).toEqual({ kind: 'permanent', reason: `unexpected status ${status}` });
+    },
+  );
 
   it('treats a network error as transient and names it', () => {
-    expect(classify({ kind: 'network-error', message: 'ECONNRESET' }, NOW)).toEqual({ kind: 'transient', reason: 'network error: ECONNRESET' });
+    expect(classify({ kind: 'network-error', message: 'ECONNRESET' }, NOW)).toEqual({
+      kind: 'transient',
+      reason: 'network error: ECONNRESET',
+    });
   });
 
   it('keeps a network error reason short', () => {
@@ -63,16 +69,30 @@ describe('classify', () => {
   });
 
   it('says "network error" when the message is empty', () => {
-    expect(classify({ kind: 'network-error', message: '  ' }, NOW)).toEqual({ kind: 'transient', reason: 'network error' });
+    expect(classify({ kind: 'network-error', message: '  ' }, NOW)).toEqual({
+      kind: 'transient',
+      reason: 'network error',
+    });
   });
 
   it('treats a timeout as transient and names its length', () => {
-    expect(classify({ kind: 'timeout', afterMs: 10_000 }, NOW)).toEqual({ kind: 'transient', reason: 'timeout after 10000 ms' });
+    expect(classify({ kind: 'timeout', afterMs: 10_000 }, NOW)).toEqual({
+      kind: 'transient',
+      reason: 'timeout after 10000 ms',
+    });
   });
 
   it('carries Retry-After on a 429 and a 503', () => {
-    expect(classify(response(429, { 'retry-after': '2' }), NOW)).toEqual({ kind: 'rate-limited', reason: 'HTTP 429 Too Many Requests', retryAfterMs: 2000 });
-    expect(classify(response(503, { 'retry-after': '30' }), NOW)).toEqual({ kind: 'transient', reason: 'HTTP 503 Service Unavailable', retryAfterMs: 30_000 });
+    expect(classify(response(429, { 'retry-after': '2' }), NOW)).toEqual({
+      kind: 'rate-limited',
+      reason: 'HTTP 429 Too Many Requests',
+      retryAfterMs: 2000,
+    });
+    expect(classify(response(503, { 'retry-after': '30' }), NOW)).toEqual({
+      kind: 'transient',
+      reason: 'HTTP 503 Service Unavailable',
+      retryAfterMs: 30_000,
+    });
   });
 
   it('leaves out retryAfterMs when no header gives one', () => {
@@ -80,8 +100,14 @@ describe('classify', () => {
   });
 
   it('ignores Retry-After on permanent and successful responses', () => {
-    expect(classify(response(400, { 'retry-after': '5' }), NOW)).toEqual({ kind: 'client-error', reason: 'HTTP 400 Bad Request' });
-    expect(classify(response(401, { 'retry-after': '5' }), NOW)).toEqual({ kind: 'caller-rejected', reason: 'HTTP 401 Unauthorized' });
+    expect(classify(response(400, { 'retry-after': '5' }), NOW)).toEqual({
+      kind: 'client-error',
+      reason: 'HTTP 400 Bad Request',
+    });
+    expect(classify(response(401, { 'retry-after': '5' }), NOW)).toEqual({
+      kind: 'caller-rejected',
+      reason: 'HTTP 401 Unauthorized',
+    });
     expect(classify(response(200, { 'retry-after': '5' }), NOW)).toEqual({ kind: 'success' });
   });
 });
@@ -128,12 +154,14 @@ describe('parseRetryAfterMs', () => {
       expect(parse({ 'retry-after': 'Sunday, 06-Nov-94 08:49:37 GMT' })).toBe(0);
     });
 
-    it.each(['Mon, 31 Feb 2024 12:00:00 GMT', 'Mon, 15 Jan 2024 25:00:00 GMT', 'Mon, 15 Jan 2024 12:00:00 PST', '2024-01-15T12:00:30Z'])(
-      'ignores the malformed date %p',
-      (value) => {
-        expect(parse({ 'retry-after': value })).toBeUndefined();
-      },
-    );
+    it.each([
+      'Mon, 31 Feb 2024 12:00:00 GMT',
+      'Mon, 15 Jan 2024 25:00:00 GMT',
+      'Mon, 15 Jan 2024 12:00:00 PST',
+      '2024-01-15T12:00:30Z',
+    ])('ignores the malformed date %p', (value) => {
+      expect(parse({ 'retry-after': value })).toBeUndefined();
+    });
   });
 
   describe('retry-after-ms', () => {
@@ -172,9 +200,12 @@ describe('parseRetryAfterMs', () => {
   });
 
   describe('garbage', () => {
-    it.each(['', ' ', '-1', '-0.5', 'abc', 'NaN', 'Infinity', '1e3', '0x10', '+5', '1,5', '5s', '9'.repeat(400)])('ignores %p in every header', (value) => {
-      expect(parse({ 'retry-after-ms': value, 'retry-after': value, 'x-ratelimit-reset': value })).toBeUndefined();
-    });
+    it.each(['', ' ', '-1', '-0.5', 'abc', 'NaN', 'Infinity', '1e3', '0x10', '+5', '1,5', '5s', '9'.repeat(400)])(
+      'ignores %p in every header',
+      (value) => {
+        expect(parse({ 'retry-after-ms': value, 'retry-after': value, 'x-ratelimit-reset': value })).toBeUndefined();
+      },
+    );
   });
 
   it('clamps every form to 24 hours', () => {

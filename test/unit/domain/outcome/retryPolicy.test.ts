@@ -12,7 +12,10 @@ import {
 
 const ALMOST_ONE = 0.999999;
 const fixed = (r: number) => () => r;
-const settings = (overrides: Partial<RetrySettings> = {}): RetrySettings => ({ ...DEFAULT_RETRY_SETTINGS, ...overrides });
+const settings = (overrides: Partial<RetrySettings> = {}): RetrySettings => ({
+  ...DEFAULT_RETRY_SETTINGS,
+  ...overrides,
+});
 
 const unavailable: Classification = { kind: 'transient', reason: 'HTTP 503 Service Unavailable' };
 const tooMany: Classification = { kind: 'rate-limited', reason: 'HTTP 429 Too Many Requests' };
@@ -40,12 +43,20 @@ describe('decideRetry', () => {
     });
   });
 
-  it.each([1, 5, 100])('keeps a job whose caller was refused, at attempt %i too, without consuming the attempt', (attempt) => {
-    expect(decideRetry(input({ kind: 'caller-rejected', reason: 'HTTP 401 Unauthorized' }, { attempt }), DEFAULT_RETRY_SETTINGS)).toEqual({
-      action: 'keep',
-      reason: 'caller rejected: HTTP 401 Unauthorized',
-    });
-  });
+  it.each([1, 5, 100])(
+    'keeps a job whose caller was refused, at attempt %i too, without consuming the attempt',
+    (attempt) => {
+      expect(
+        decideRetry(
+          input({ kind: 'caller-rejected', reason: 'HTTP 401 Unauthorized' }, { attempt }),
+          DEFAULT_RETRY_SETTINGS,
+        ),
+      ).toEqual({
+        action: 'keep',
+        reason: 'caller rejected: HTTP 401 Unauthorized',
+      });
+    },
+  );
 
   it('retries a transient failure with backoff, not rate-limited', () => {
     expect(decideRetry(input(unavailable, { attempt: 2, random: fixed(0.5) }), DEFAULT_RETRY_SETTINGS)).toEqual({
@@ -67,7 +78,10 @@ describe('decideRetry', () => {
 
   it('retries a network error and a timeout', () => {
     for (const reason of ['network error: ECONNRESET', 'timeout after 10000 ms']) {
-      expect(decideRetry(input({ kind: 'transient', reason }), DEFAULT_RETRY_SETTINGS)).toMatchObject({ action: 'retry', reason: `transient: ${reason}` });
+      expect(decideRetry(input({ kind: 'transient', reason }), DEFAULT_RETRY_SETTINGS)).toMatchObject({
+        action: 'retry',
+        reason: `transient: ${reason}`,
+      });
     }
   });
 
@@ -93,30 +107,50 @@ describe('decideRetry', () => {
 
   describe('with a Retry-After', () => {
     it('waits exactly Retry-After when random() is 0', () => {
-      expect(decideRetry(input({ ...tooMany, retryAfterMs: 2000 }, { random: fixed(0) }), DEFAULT_RETRY_SETTINGS)).toMatchObject({ delayMs: 2000 });
+      expect(
+        decideRetry(input({ ...tooMany, retryAfterMs: 2000 }, { random: fixed(0) }), DEFAULT_RETRY_SETTINGS),
+      ).toMatchObject({ delayMs: 2000 });
     });
 
     it('adds at most 10% of Retry-After as jitter', () => {
-      expect(decideRetry(input({ ...tooMany, retryAfterMs: 2000 }, { random: fixed(ALMOST_ONE) }), DEFAULT_RETRY_SETTINGS)).toMatchObject({ delayMs: 2200 });
+      expect(
+        decideRetry(input({ ...tooMany, retryAfterMs: 2000 }, { random: fixed(ALMOST_ONE) }), DEFAULT_RETRY_SETTINGS),
+      ).toMatchObject({ delayMs: 2200 });
     });
 
     it('adds at most one second of jitter to a long Retry-After', () => {
-      expect(decideRetry(input({ ...unavailable, retryAfterMs: 60_000 }, { random: fixed(ALMOST_ONE) }), DEFAULT_RETRY_SETTINGS)).toMatchObject({ delayMs: 61_000 });
+      expect(
+        decideRetry(
+          input({ ...unavailable, retryAfterMs: 60_000 }, { random: fixed(ALMOST_ONE) }),
+          DEFAULT_RETRY_SETTINGS,
+        ),
+      ).toMatchObject({ delayMs: 61_000 });
     });
 
     it('honours Retry-After beyond the backoff cap and the refill time', () => {
-      expect(decideRetry(input({ ...tooMany, retryAfterMs: 30_000 }, { attempt: 1, refillMs: 1000, random: fixed(0) }), DEFAULT_RETRY_SETTINGS)).toMatchObject({
+      expect(
+        decideRetry(
+          input({ ...tooMany, retryAfterMs: 30_000 }, { attempt: 1, refillMs: 1000, random: fixed(0) }),
+          DEFAULT_RETRY_SETTINGS,
+        ),
+      ).toMatchObject({
         delayMs: 30_000,
       });
     });
 
     it('retries at once for Retry-After 0', () => {
-      expect(decideRetry(input({ ...tooMany, retryAfterMs: 0 }, { random: fixed(ALMOST_ONE) }), DEFAULT_RETRY_SETTINGS)).toMatchObject({ delayMs: 0 });
+      expect(
+        decideRetry(input({ ...tooMany, retryAfterMs: 0 }, { random: fixed(ALMOST_ONE) }), DEFAULT_RETRY_SETTINGS),
+      ).toMatchObject({ delayMs: 0 });
     });
 
     it('is clamped to maxDelayMs', () => {
-      expect(decideRetry(input({ ...tooMany, retryAfterMs: 3_600_000 }), DEFAULT_RETRY_SETTINGS)).toMatchObject({ delayMs: 900_000 });
-      expect(decideRetry(input({ ...tooMany, retryAfterMs: 10_000 }), settings({ maxDelayMs: 5000 }))).toMatchObject({ delayMs: 5000 });
+      expect(decideRetry(input({ ...tooMany, retryAfterMs: 3_600_000 }), DEFAULT_RETRY_SETTINGS)).toMatchObject({
+        delayMs: 900_000,
+      });
+      expect(decideRetry(input({ ...tooMany, retryAfterMs: 10_000 }), settings({ maxDelayMs: 5000 }))).toMatchObject({
+        delayMs: 5000,
+      });
     });
   });
 
@@ -125,7 +159,9 @@ describe('decideRetry', () => {
   });
 
   it.each([1, -0.1, NaN])('refuses random() returning %p', (r) => {
-    expect(() => decideRetry(input(unavailable, { random: fixed(r) }), DEFAULT_RETRY_SETTINGS)).toThrow(/random\(\) must return a number in \[0, 1\)/);
+    expect(() => decideRetry(input(unavailable, { random: fixed(r) }), DEFAULT_RETRY_SETTINGS)).toThrow(
+      /random\(\) must return a number in \[0, 1\)/,
+    );
   });
 });
 
@@ -142,7 +178,9 @@ describe('backoffDelayMs', () => {
   });
 
   it('grows exponentially until the refill time, then stays there', () => {
-    const ceilings = [1, 2, 3, 4, 5, 6, 7, 8, 20].map((attempt) => backoffDelayMs(attempt, 60_000, fixed(ALMOST_ONE), base));
+    const ceilings = [1, 2, 3, 4, 5, 6, 7, 8, 20].map((attempt) =>
+      backoffDelayMs(attempt, 60_000, fixed(ALMOST_ONE), base),
+    );
     expect(ceilings).toEqual([1000, 2000, 4000, 8000, 16_000, 32_000, 60_000, 60_000, 60_000]);
   });
 
@@ -159,7 +197,9 @@ describe('backoffDelayMs', () => {
   });
 
   it('spreads uniformly: the delay is linear in random()', () => {
-    expect([0.1, 0.25, 0.5, 0.75].map((r) => backoffDelayMs(4, 60_000, fixed(r), base))).toEqual([800, 2000, 4000, 6000]);
+    expect([0.1, 0.25, 0.5, 0.75].map((r) => backoffDelayMs(4, 60_000, fixed(r), base))).toEqual([
+      800, 2000, 4000, 6000,
+    ]);
   });
 
   it('returns whole milliseconds, rounded up', () => {
@@ -172,15 +212,26 @@ describe('backoffDelayMs', () => {
 
   describe('properties', () => {
     const settingsArb = fc
-      .record({ maxAttempts: fc.integer({ min: 1, max: 100 }), baseDelayMs: fc.integer({ min: 1, max: 900_000 }), maxDelayMs: fc.integer({ min: 1, max: 900_000 }) })
+      .record({
+        maxAttempts: fc.integer({ min: 1, max: 100 }),
+        baseDelayMs: fc.integer({ min: 1, max: 900_000 }),
+        maxDelayMs: fc.integer({ min: 1, max: 900_000 }),
+      })
       .filter((s) => s.maxDelayMs >= s.baseDelayMs);
     const randomArb = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true });
-    const refillArb = fc.oneof(fc.integer({ min: 0, max: 100_000_000 }), fc.double({ min: 0, max: 1e9, noNaN: true }), fc.constant(Infinity));
+    const refillArb = fc.oneof(
+      fc.integer({ min: 0, max: 100_000_000 }),
+      fc.double({ min: 0, max: 1e9, noNaN: true }),
+      fc.constant(Infinity),
+    );
 
     it('without Retry-After: 0 <= delay <= min(maxDelayMs, max(base, refill))', () => {
       fc.assert(
         fc.property(settingsArb, fc.integer({ min: 1, max: 100 }), refillArb, randomArb, (s, attempt, refillMs, r) => {
-          const decision = decideRetry({ classification: unavailable, attempt, refillMs, random: () => r }, { ...s, maxAttempts: 101 });
+          const decision = decideRetry(
+            { classification: unavailable, attempt, refillMs, random: () => r },
+            { ...s, maxAttempts: 101 },
+          );
           if (decision.action !== 'retry') return false;
           const bound = Math.min(s.maxDelayMs, Math.max(s.baseDelayMs, Math.ceil(refillMs)));
           return Number.isInteger(decision.delayMs) && decision.delayMs >= 0 && decision.delayMs <= bound;
@@ -190,12 +241,30 @@ describe('backoffDelayMs', () => {
 
     it('with Retry-After: delay >= retryAfterMs, up to maxDelayMs', () => {
       fc.assert(
-        fc.property(settingsArb, fc.integer({ min: 1, max: 100 }), refillArb, randomArb, fc.integer({ min: 0, max: 86_400_000 }), (s, attempt, refillMs, r, retryAfterMs) => {
-          const classification: Classification = { kind: 'rate-limited', reason: 'HTTP 429 Too Many Requests', retryAfterMs };
-          const decision = decideRetry({ classification, attempt, refillMs, random: () => r }, { ...s, maxAttempts: 101 });
-          if (decision.action !== 'retry') return false;
-          return decision.delayMs >= Math.min(retryAfterMs, s.maxDelayMs) && decision.delayMs <= s.maxDelayMs && decision.rateLimited;
-        }),
+        fc.property(
+          settingsArb,
+          fc.integer({ min: 1, max: 100 }),
+          refillArb,
+          randomArb,
+          fc.integer({ min: 0, max: 86_400_000 }),
+          (s, attempt, refillMs, r, retryAfterMs) => {
+            const classification: Classification = {
+              kind: 'rate-limited',
+              reason: 'HTTP 429 Too Many Requests',
+              retryAfterMs,
+            };
+            const decision = decideRetry(
+              { classification, attempt, refillMs, random: () => r },
+              { ...s, maxAttempts: 101 },
+            );
+            if (decision.action !== 'retry') return false;
+            return (
+              decision.delayMs >= Math.min(retryAfterMs, s.maxDelayMs) &&
+              decision.delayMs <= s.maxDelayMs &&
+              decision.rateLimited
+            );
+          },
+        ),
       );
     });
   });
@@ -216,7 +285,11 @@ describe('parseRetrySettings', () => {
   });
 
   it('accepts the edges of each range', () => {
-    expect(parseRetrySettings({ maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 })).toEqual({ maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 });
+    expect(parseRetrySettings({ maxAttempts: 1, baseDelayMs: 1, maxDelayMs: 1 })).toEqual({
+      maxAttempts: 1,
+      baseDelayMs: 1,
+      maxDelayMs: 1,
+    });
     expect(parseRetrySettings({ maxAttempts: 100, baseDelayMs: 900_000, maxDelayMs: 900_000 })).toEqual({
       maxAttempts: 100,
       baseDelayMs: 900_000,
@@ -233,7 +306,10 @@ describe('parseRetrySettings', () => {
     [{ baseDelayMs: 900_001 }, 'retry.baseDelayMs: must be an integer from 1 to 900000; got 900001'],
     [{ maxDelayMs: 900_001 }, 'retry.maxDelayMs: must be an integer from 1 to 900000; got 900001'],
     [{ maxDelayMs: 500 }, 'retry.maxDelayMs: must be an integer from 1000 (baseDelayMs) to 900000; got 500'],
-    [{ baseDelayMs: 5000, maxDelayMs: 4000 }, 'retry.maxDelayMs: must be an integer from 5000 (baseDelayMs) to 900000; got 4000'],
+    [
+      { baseDelayMs: 5000, maxDelayMs: 4000 },
+      'retry.maxDelayMs: must be an integer from 5000 (baseDelayMs) to 900000; got 4000',
+    ],
     [{ maxDelayMs: null }, 'retry.maxDelayMs: must be an integer from 1 to 900000; got null'],
     [{ retries: 3 }, 'retry.retries: unknown key; allowed keys are maxAttempts, baseDelayMs, maxDelayMs'],
     [null, 'retry: must be an object with optional keys maxAttempts, baseDelayMs, maxDelayMs; got null'],
@@ -250,6 +326,8 @@ describe('parseRetrySettings', () => {
   });
 
   it('names the field it was given', () => {
-    expect(() => parseRetrySettings({ maxAttempts: 0 }, 'lanes[1].retry')).toThrow('lanes[1].retry.maxAttempts: must be an integer from 1 to 100');
+    expect(() => parseRetrySettings({ maxAttempts: 0 }, 'lanes[1].retry')).toThrow(
+      'lanes[1].retry.maxAttempts: must be an integer from 1 to 100',
+    );
   });
 });

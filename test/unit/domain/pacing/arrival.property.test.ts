@@ -16,18 +16,35 @@ function exceeds(arrivals: readonly number[], limit: number, windowMs: number): 
 }
 
 describe('arrivals held to their slot', () => {
-  it('never exceed a sliding tier, whatever the workers\' start delays', () => {
+  it("never exceed a sliding tier, whatever the workers' start delays", () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 10 }),
         fc.constantFrom('second', 'minute'),
         fc.integer({ min: 0, max: 100 }),
         fc.constantFrom(0, 0.5, 1),
-        fc.array(fc.record({ startDelayMs: fc.integer({ min: 0, max: 1_500 }), networkShare: fc.double({ min: 0, max: 1, noNaN: true }) }), { minLength: 1, maxLength: 60 }),
+        fc.array(
+          fc.record({
+            startDelayMs: fc.integer({ min: 0, max: 1_500 }),
+            networkShare: fc.double({ min: 0, max: 1, noNaN: true }),
+          }),
+          { minLength: 1, maxLength: 60 },
+        ),
         (limit, per, arrivalMarginMs, burstFraction, workers) => {
           const tiers = parseTiers([{ limit: per === 'second' ? limit : limit * 10, per }]);
           const callAllowanceMs = Math.floor(arrivalMarginMs / 2);
-          const settings: PacingSettings = { burstFraction, spreadLongTiers: false, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs, callAllowanceMs, dispatchLeadMs: 250, maxDispatchLeadMs: 250, batchWindowMs: 0 };
+          const settings: PacingSettings = {
+            burstFraction,
+            spreadLongTiers: false,
+            rampStartFraction: 1,
+            rampSeconds: 0,
+            pauseJitterMs: 0,
+            arrivalMarginMs,
+            callAllowanceMs,
+            dispatchLeadMs: 250,
+            maxDispatchLeadMs: 250,
+            batchWindowMs: 0,
+          };
           const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs }), settings);
           const arrivals: number[] = [];
           let now = T0;
@@ -60,10 +77,27 @@ describe('arrivals held to their slot', () => {
         fc.integer({ min: 1, max: 40 }),
         fc.integer({ min: 0, max: 100 }),
         fc.constantFrom(0, 0.5, 1),
-        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 400 }), givenBack: fc.boolean() }), { minLength: 1, maxLength: 80 }),
+        fc.array(fc.record({ gapMs: fc.integer({ min: 0, max: 400 }), givenBack: fc.boolean() }), {
+          minLength: 1,
+          maxLength: 80,
+        }),
         (perSecond, perDay, arrivalMarginMs, burstFraction, steps) => {
-          const tiers = parseTiers([{ limit: perSecond, per: 'second' }, { limit: perDay, per: 'day' }]);
-          const settings: PacingSettings = { burstFraction, spreadLongTiers: false, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 0 };
+          const tiers = parseTiers([
+            { limit: perSecond, per: 'second' },
+            { limit: perDay, per: 'day' },
+          ]);
+          const settings: PacingSettings = {
+            burstFraction,
+            spreadLongTiers: false,
+            rampStartFraction: 1,
+            rampSeconds: 0,
+            pauseJitterMs: 0,
+            arrivalMarginMs,
+            callAllowanceMs: 0,
+            dispatchLeadMs: 0,
+            maxDispatchLeadMs: 0,
+            batchWindowMs: 0,
+          };
           const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs }), settings);
           const kept: number[] = [];
           let now = midnight - 2_000;

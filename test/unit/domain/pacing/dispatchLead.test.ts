@@ -1,4 +1,9 @@
-import { ChainGap, DispatchLead, INITIAL_CHAIN_GAP_MS, LEAD_SAMPLE_DISPATCHES } from '../../../../lib/domain/pacing/dispatchLead';
+import {
+  ChainGap,
+  DispatchLead,
+  INITIAL_CHAIN_GAP_MS,
+  LEAD_SAMPLE_DISPATCHES,
+} from '../../../../lib/domain/pacing/dispatchLead';
 
 /** A lead of 250 ms growing up to 1500 ms, for workers that may start their call up to 20 ms after its slot. */
 const lead = () => new DispatchLead({ baseMs: 250, maxMs: 1_500, callWindowMs: 20 });

@@ -19,7 +19,9 @@ const LIMITS: Record<Period, [number, number]> = {
 function tierArb(periods: readonly Period[]): fc.Arbitrary<Tier> {
   return fc
     .record({ per: fc.constantFrom(...periods), unit: fc.constantFrom<TierUnit>('requests', 'cost') })
-    .chain(({ per, unit }) => fc.integer({ min: LIMITS[per][0], max: LIMITS[per][1] }).map((limit) => parseTiers([{ limit, per, unit }])[0]!));
+    .chain(({ per, unit }) =>
+      fc.integer({ min: LIMITS[per][0], max: LIMITS[per][1] }).map((limit) => parseTiers([{ limit, per, unit }])[0]!),
+    );
 }
 
 /** Window length of a sliding tier (the rate property draws only those). */
@@ -77,7 +79,12 @@ const jobsArb = (restartRate: number) =>
  * Drives a backlog through the pacer as the orchestrator does: each job waits for its arrival, then for the
  * pacer's next slot, is dispatched, and settles. Returns the calls the API saw.
  */
-function drive(tiers: Tier[], settings: PacingSettings, start: number, jobs: readonly (Omit<Job, 'arrival'> & { gap: number })[]): Call[] {
+function drive(
+  tiers: Tier[],
+  settings: PacingSettings,
+  start: number,
+  jobs: readonly (Omit<Job, 'arrival'> & { gap: number })[],
+): Call[] {
   let ledger = new QuotaLedger(tiers);
   let pacer = new Pacer(ledger, settings);
   pacer.startRamp(start);
@@ -113,43 +120,78 @@ const startArb = fc.oneof(
 describe('Pacer with QuotaLedger (properties)', () => {
   it('never exceeds any tier in any window, for random tier sets, costs, arrivals and refunds', () => {
     fc.assert(
-      fc.property(tierSetArb(['second', 'minute', 'hour', 'day', 'month']), settingsArb, startArb, jobsArb(0), (tiers, settings, start, jobs) => {
-        const calls = drive(tiers, settings, start, jobs);
-        for (const tier of tiers) expect(maxWindowUsage(calls, tier)).toBeLessThanOrEqual(tier.limit);
-      }),
+      fc.property(
+        tierSetArb(['second', 'minute', 'hour', 'day', 'month']),
+        settingsArb,
+        startArb,
+        jobsArb(0),
+        (tiers, settings, start, jobs) => {
+          const calls = drive(tiers, settings, start, jobs);
+          for (const tier of tiers) expect(maxWindowUsage(calls, tier)).toBeLessThanOrEqual(tier.limit);
+        },
+      ),
       { numRuns: RUNS.safety },
     );
   });
 
   it('still never exceeds any tier when serialised and restarted at random points', () => {
     fc.assert(
-      fc.property(tierSetArb(['second', 'minute', 'hour', 'day']), settingsArb, startArb, jobsArb(0.15), (tiers, settings, start, jobs) => {
-        const calls = drive(tiers, settings, start, jobs);
-        for (const tier of tiers) expect(maxWindowUsage(calls, tier)).toBeLessThanOrEqual(tier.limit);
-      }),
+      fc.property(
+        tierSetArb(['second', 'minute', 'hour', 'day']),
+        settingsArb,
+        startArb,
+        jobsArb(0.15),
+        (tiers, settings, start, jobs) => {
+          const calls = drive(tiers, settings, start, jobs);
+          for (const tier of tiers) expect(maxWindowUsage(calls, tier)).toBeLessThanOrEqual(tier.limit);
+        },
+      ),
       { numRuns: RUNS.restart },
     );
   });
 
   it('keeps a backlog within 1% of the tightest tier rate, long tiers spread or not', () => {
     fc.assert(
-      fc.property(tierSetArb(['second', 'minute', 'hour']), fc.integer({ min: 1, max: 5 }), fc.boolean(), (tiers, cost, spreadLongTiers) => {
-        const smooth: PacingSettings = { burstFraction: 0, spreadLongTiers, rampStartFraction: 1, rampSeconds: 0, pauseJitterMs: 0, arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 0 };
-        fc.pre(tiers.every((t) => unitsFor(t, { cost }) <= t.limit));
-        // Jobs per ms each tier allows (whole jobs per window); the tightest binds. Run for 2.5 of its windows.
-        const rates = tiers.map((t) => Math.floor(t.limit / unitsFor(t, { cost })) / windowMsOf(t));
-        const tightest = Math.min(...rates);
-        const binding = tiers[rates.indexOf(tightest)]!;
-        const n = Math.ceil(tightest * windowMsOf(binding) * 2.5);
-        fc.pre(n >= 20 && n <= 6_000);
-        const calls = drive(tiers, smooth, Date.UTC(2026, 5, 1), Array.from({ length: n }, () => ({ gap: 0, cost, actual: cost, restartAfter: false })));
-        const first = calls[0]!.at;
-        const last = calls[calls.length - 1]!.at;
-        const achieved = (calls.length - 1) / (last - first);
-        expect(calls).toHaveLength(n);
-        expect(achieved).toBeGreaterThanOrEqual(0.99 * tightest);
-        expect(tiers.filter((t) => t.kind === 'sliding').every((t) => maxWindowUsage(calls, t) <= t.limit)).toBe(true);
-      }),
+      fc.property(
+        tierSetArb(['second', 'minute', 'hour']),
+        fc.integer({ min: 1, max: 5 }),
+        fc.boolean(),
+        (tiers, cost, spreadLongTiers) => {
+          const smooth: PacingSettings = {
+            burstFraction: 0,
+            spreadLongTiers,
+            rampStartFraction: 1,
+            rampSeconds: 0,
+            pauseJitterMs: 0,
+            arrivalMarginMs: 0,
+            callAllowanceMs: 0,
+            dispatchLeadMs: 0,
+            maxDispatchLeadMs: 0,
+            batchWindowMs: 0,
+          };
+          fc.pre(tiers.every((t) => unitsFor(t, { cost }) <= t.limit));
+          // Jobs per ms each tier allows (whole jobs per window); the tightest binds. Run for 2.5 of its windows.
+          const rates = tiers.map((t) => Math.floor(t.limit / unitsFor(t, { cost })) / windowMsOf(t));
+          const tightest = Math.min(...rates);
+          const binding = tiers[rates.indexOf(tightest)]!;
+          const n = Math.ceil(tightest * windowMsOf(binding) * 2.5);
+          fc.pre(n >= 20 && n <= 6_000);
+          const calls = drive(
+            tiers,
+            smooth,
+            Date.UTC(2026, 5, 1),
+            Array.from({ length: n }, () => ({ gap: 0, cost, actual: cost, restartAfter: false })),
+          );
+          const first = calls[0]!.at;
+          const last = calls[calls.length - 1]!.at;
+          const achieved = (calls.length - 1) / (last - first);
+          expect(calls).toHaveLength(n);
+          expect(achieved).toBeGreaterThanOrEqual(0.99 * tightest);
+          expect(tiers.filter((t) => t.kind === 'sliding').every((t) => maxWindowUsage(calls, t) <= t.limit)).toBe(
+            true,
+          );
+        },
+      ),
       { numRuns: RUNS.rate },
     );
   });

@@ -50,7 +50,10 @@ describe('Pacer', () => {
     });
 
     it('spaces at the shortest tier and spends a longer tier as fast as that allows, then waits for its window', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 30, per: 'minute' }]);
+      const pacer = pacerFor([
+        { limit: 10, per: 'second' },
+        { limit: 30, per: 'minute' },
+      ]);
       const sent = slots(pacer, 32);
       // 30 calls 100 ms apart (the second tier's buckets move the 11th on 3 ms), then the 31st once the first has left
       // the minute window (its 240 ms bucket counts it at 239 ms), at the shortest tier's pace.
@@ -59,23 +62,39 @@ describe('Pacer', () => {
     });
 
     it('with spreadLongTiers, lets the tightest of two tiers set the spacing', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 300, per: 'minute' }], { spreadLongTiers: true }); // 5 per second
+      const pacer = pacerFor(
+        [
+          { limit: 10, per: 'second' },
+          { limit: 300, per: 'minute' },
+        ],
+        { spreadLongTiers: true },
+      ); // 5 per second
       expect(slots(pacer, 8)).toEqual([0, 200, 400, 600, 800, 1000, 1200, 1400]);
     });
 
     it('paces every tier of the shortest window, whatever it counts', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'minute' }, { limit: 300, per: 'minute', unit: 'cost' }, { limit: 100, per: 'hour' }]);
+      const pacer = pacerFor([
+        { limit: 10, per: 'minute' },
+        { limit: 300, per: 'minute', unit: 'cost' },
+        { limit: 100, per: 'hour' },
+      ]);
       // 300 cost units a minute at cost 60: 5 a minute, 12 s apart, though the request tier would take 10.
       expect(slots(pacer, 3, 60)).toEqual([0, 12_000, 24_000]);
     });
 
     it('spaces by cost units on a cost tier', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 1000, per: 'second', unit: 'cost' }]);
+      const pacer = pacerFor([
+        { limit: 10, per: 'second' },
+        { limit: 1000, per: 'second', unit: 'cost' },
+      ]);
       expect(slots(pacer, 5, 250)).toEqual([0, 250, 500, 750, 1003]);
     });
 
     it('ignores calendar tiers when spacing', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 20000, per: 'day' }]);
+      const pacer = pacerFor([
+        { limit: 10, per: 'second' },
+        { limit: 20000, per: 'day' },
+      ]);
       expect(slots(pacer, 4)).toEqual([0, 100, 200, 300]);
     });
 
@@ -85,7 +104,10 @@ describe('Pacer', () => {
     });
 
     it('is Infinity for a cost above a tier limit', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
+      const pacer = pacerFor([
+        { limit: 10, per: 'second' },
+        { limit: 100, per: 'minute', unit: 'cost' },
+      ]);
       expect(pacer.nextSlot(T0, { cost: 101 })).toBe(Number.POSITIVE_INFINITY);
       expect(pacer.nextSlot(T0, { cost: 100 })).toBe(T0);
     });
@@ -153,7 +175,10 @@ describe('Pacer', () => {
       // Every twentieth call is 100 ms late: a window's first call crowds towards the ten that follow it on time.
       const arrivals = slots(pacer, 200).map((at, i) => ({ at: at + (i % 20 === 0 ? 100 : 0), costs: { cost: 1 } }));
       expect(maxWindowUsage(arrivals, tiers[0]!)).toBe(10);
-      const unmargined = slots(pacerFor([{ limit: 10, per: 'second' }]), 200).map((at, i) => ({ at: at + (i % 20 === 0 ? 100 : 0), costs: { cost: 1 } }));
+      const unmargined = slots(pacerFor([{ limit: 10, per: 'second' }]), 200).map((at, i) => ({
+        at: at + (i % 20 === 0 ? 100 : 0),
+        costs: { cost: 1 },
+      }));
       expect(maxWindowUsage(unmargined, tiers[0]!)).toBeGreaterThan(10);
     });
   });
@@ -161,14 +186,20 @@ describe('Pacer', () => {
   describe('nextSlot near a day boundary', () => {
     it('never names a slot the ledger refuses: smoothing that pushes a slot into the margin before midnight moves it past', () => {
       const midnight = Date.parse('2026-06-02T00:00:00.000Z');
-      const tiers = parseTiers([{ limit: 10, per: 'second' }, { limit: 1000, per: 'day' }]);
+      const tiers = parseTiers([
+        { limit: 10, per: 'second' },
+        { limit: 1000, per: 'day' },
+      ]);
       const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs: 50 }), settings({ arrivalMarginMs: 50 }));
       // After a dispatch 130 ms before midnight the ledger would take the next one at once, but smoothing 105 ms later,
       // 25 ms before midnight: so close that the call might arrive in the next day, so the slot moves past the margin.
       pacer.dispatch(midnight - 130, { cost: 1 });
       const slot = pacer.nextSlot(midnight - 100, { cost: 1 });
       expect(slot).toBe(midnight + 50);
-      expect(pacer.dispatch(slot, { cost: 1 })).toMatchObject({ at: midnight + 50, windows: { 'day:requests': '2026-06-02' } });
+      expect(pacer.dispatch(slot, { cost: 1 })).toMatchObject({
+        at: midnight + 50,
+        windows: { 'day:requests': '2026-06-02' },
+      });
     });
   });
 
@@ -196,13 +227,17 @@ describe('Pacer', () => {
 
   describe('rampFraction', () => {
     it('is 1 before any ramp has started', () => {
-      expect(pacerFor([{ limit: 10, per: 'second' }], { rampStartFraction: 0.25, rampSeconds: 10 }).rampFraction(T0)).toBe(1);
+      expect(
+        pacerFor([{ limit: 10, per: 'second' }], { rampStartFraction: 0.25, rampSeconds: 10 }).rampFraction(T0),
+      ).toBe(1);
     });
 
     it('rises linearly from rampStartFraction to 1 over rampSeconds', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }], { rampStartFraction: 0.25, rampSeconds: 10 });
       pacer.startRamp(T0);
-      expect([0, 2_500, 5_000, 7_500, 9_999, 10_000, 60_000].map((dt) => pacer.rampFraction(T0 + dt))).toEqual([0.25, 0.4375, 0.625, 0.8125, 0.999925, 1, 1]);
+      expect([0, 2_500, 5_000, 7_500, 9_999, 10_000, 60_000].map((dt) => pacer.rampFraction(T0 + dt))).toEqual([
+        0.25, 0.4375, 0.625, 0.8125, 0.999925, 1, 1,
+      ]);
     });
 
     it('holds rampStartFraction for instants before the ramp start', () => {
@@ -275,17 +310,28 @@ describe('Pacer', () => {
     });
 
     it('names the calendar tier whose window is spent, until its end', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 2, per: 'day' }]);
+      const pacer = pacerFor([
+        { limit: 10, per: 'second' },
+        { limit: 2, per: 'day' },
+      ]);
       slots(pacer, 2);
       const midnight = Date.parse('2026-06-02T00:00:00.000Z');
-      expect(pacer.blockedUntil(T0 + 1_000)).toEqual({ kind: 'tier', tier: expect.objectContaining({ limit: 2, per: 'day' }), until: midnight });
+      expect(pacer.blockedUntil(T0 + 1_000)).toEqual({
+        kind: 'tier',
+        tier: expect.objectContaining({ limit: 2, per: 'day' }),
+        until: midnight,
+      });
     });
 
     it('names the tier whose smoothing holds the next message back', () => {
       // Room is left in the hour's window, but a cost of 30 spaces the next message 30 minutes on.
       const pacer = pacerFor([{ limit: 60, per: 'hour', unit: 'cost' }]);
       pacer.dispatch(T0, { cost: 30 });
-      expect(pacer.blockedUntil(T0 + 1_000, { cost: 1 })).toMatchObject({ kind: 'tier', tier: { per: 'hour' }, until: T0 + 30 * 60_000 });
+      expect(pacer.blockedUntil(T0 + 1_000, { cost: 1 })).toMatchObject({
+        kind: 'tier',
+        tier: { per: 'hour' },
+        until: T0 + 30 * 60_000,
+      });
     });
 
     it('names a 429 pause that outlasts every tier', () => {
@@ -295,7 +341,10 @@ describe('Pacer', () => {
     });
 
     it('agrees with nextSlot', () => {
-      const pacer = pacerFor([{ limit: 5, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
+      const pacer = pacerFor([
+        { limit: 5, per: 'second' },
+        { limit: 100, per: 'minute', unit: 'cost' },
+      ]);
       slots(pacer, 3, 7);
       const now = T0 + 450;
       expect(pacer.blockedUntil(now, { cost: 7 })?.until).toBe(pacer.nextSlot(now, { cost: 7 }));
@@ -332,15 +381,25 @@ describe('Pacer', () => {
     });
 
     it('lengthens the lead by what a worker that started too late reports, with a quarter more', () => {
-      const pacer = pacerFor([{ limit: 5, per: 'second' }], { dispatchLeadMs: 250, maxDispatchLeadMs: 1_500, arrivalMarginMs: 50, callAllowanceMs: 30 });
+      const pacer = pacerFor([{ limit: 5, per: 'second' }], {
+        dispatchLeadMs: 250,
+        maxDispatchLeadMs: 1_500,
+        arrivalMarginMs: 50,
+        callAllowanceMs: 30,
+      });
       const reservation = pacer.dispatch(T0, { cost: 1 });
       expect(pacer.lead.ms).toBe(250);
       pacer.settle({ reservation, actual: null, startDelayMs: 700 }, T0 + 450);
       expect(pacer.lead.ms).toBe(850); // (700 − 20) × 1.25
     });
 
-    it("widens the chain gap, not the lead, by a FIFO message that waited too long for the one before it", () => {
-      const pacer = pacerFor([{ limit: 5, per: 'second' }], { dispatchLeadMs: 250, maxDispatchLeadMs: 1_500, arrivalMarginMs: 50, callAllowanceMs: 30 });
+    it('widens the chain gap, not the lead, by a FIFO message that waited too long for the one before it', () => {
+      const pacer = pacerFor([{ limit: 5, per: 'second' }], {
+        dispatchLeadMs: 250,
+        maxDispatchLeadMs: 1_500,
+        arrivalMarginMs: 50,
+        callAllowanceMs: 30,
+      });
       const reservation = pacer.dispatch(T0, { cost: 1 });
       expect(pacer.chainGap.ms).toBe(INITIAL_CHAIN_GAP_MS);
       pacer.settle({ reservation, actual: null, chainGapMs: 420 }, T0 + 450);
@@ -367,8 +426,15 @@ describe('Pacer', () => {
 
   describe('dispatch', () => {
     it('returns the ledger reservation', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 20000, per: 'day' }]);
-      expect(pacer.dispatch(T0, { cost: 3 })).toEqual({ at: T0, costs: { cost: 3 }, windows: { 'day:requests': '2026-06-01' } });
+      const pacer = pacerFor([
+        { limit: 10, per: 'second' },
+        { limit: 20000, per: 'day' },
+      ]);
+      expect(pacer.dispatch(T0, { cost: 3 })).toEqual({
+        at: T0,
+        costs: { cost: 3 },
+        windows: { 'day:requests': '2026-06-01' },
+      });
       expect(pacer.ledger.usage(T0).map((u) => u.used)).toEqual([1, 1]);
     });
 
@@ -383,7 +449,13 @@ describe('Pacer', () => {
     });
 
     it('throws with the binding tier when the ledger is full', () => {
-      const pacer = pacerFor([{ limit: 100, per: 'minute' }, { limit: 10, per: 'second' }], { burstFraction: 1 });
+      const pacer = pacerFor(
+        [
+          { limit: 100, per: 'minute' },
+          { limit: 10, per: 'second' },
+        ],
+        { burstFraction: 1 },
+      );
       slots(pacer, 10);
       const error = thrown(QuotaExceededError, () => pacer.dispatch(T0 + 500, { cost: 1 }));
       expect(error).toMatchObject({ tier: 1, retryAt: T0 + 1003 });
@@ -398,8 +470,14 @@ describe('Pacer', () => {
     });
 
     it('throws with retryAt Infinity for a cost above a limit', () => {
-      const pacer = pacerFor([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]);
-      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0, { cost: 101 }))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
+      const pacer = pacerFor([
+        { limit: 10, per: 'second' },
+        { limit: 100, per: 'minute', unit: 'cost' },
+      ]);
+      expect(thrown(QuotaExceededError, () => pacer.dispatch(T0, { cost: 101 }))).toMatchObject({
+        tier: 1,
+        retryAt: Number.POSITIVE_INFINITY,
+      });
     });
   });
 });

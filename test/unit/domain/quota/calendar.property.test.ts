@@ -38,7 +38,16 @@ const referenceFormatters = new Map<string, Intl.DateTimeFormat>();
 function wallOf(t: number, zone: string): number {
   let formatter = referenceFormatters.get(zone);
   if (formatter === undefined) {
-    formatter = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+    formatter = new Intl.DateTimeFormat('en-US', {
+      timeZone: zone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    });
     referenceFormatters.set(zone, formatter);
   }
   const p = Object.fromEntries(formatter.formatToParts(t).map(({ type, value }) => [type, Number(value)]));
@@ -87,15 +96,20 @@ const perArb = fc.constantFrom<'day' | 'month'>('day', 'month');
 describe('calendarWindow (properties)', () => {
   it('terminates with a correct window for any zone and any instant from 1800 to 2200', () => {
     fc.assert(
-      fc.property(fc.constantFrom(...ZONES), fc.integer({ min: FROM, max: TO }), perArb, (zone, t, per) => checkWindow(zone, t, per)),
+      fc.property(fc.constantFrom(...ZONES), fc.integer({ min: FROM, max: TO }), perArb, (zone, t, per) =>
+        checkWindow(zone, t, per),
+      ),
       { numRuns: RUNS.anywhere },
     );
   });
 
   it('terminates with a correct window within three days of a transition that skips, repeats or lands on midnight', () => {
     fc.assert(
-      fc.property(fc.constantFrom(...TRANSITIONS), fc.integer({ min: -3 * DAY, max: 3 * DAY }), perArb, ([zone, at], delta, per) =>
-        checkWindow(zone, Date.parse(at) + delta, per),
+      fc.property(
+        fc.constantFrom(...TRANSITIONS),
+        fc.integer({ min: -3 * DAY, max: 3 * DAY }),
+        perArb,
+        ([zone, at], delta, per) => checkWindow(zone, Date.parse(at) + delta, per),
       ),
       { numRuns: RUNS.nearTransitions },
     );

@@ -7,28 +7,58 @@ const utc = (iso: string) => Date.parse(iso);
 describe('calendarWindow', () => {
   describe('UTC', () => {
     it('keys a day by its date and ends it at the next midnight', () => {
-      expect(calendarWindow(utc('2026-11-23T13:45:10.500Z'), 'day', 'UTC')).toEqual({ key: '2026-11-23', end: utc('2026-11-24T00:00:00.000Z') });
+      expect(calendarWindow(utc('2026-11-23T13:45:10.500Z'), 'day', 'UTC')).toEqual({
+        key: '2026-11-23',
+        end: utc('2026-11-24T00:00:00.000Z'),
+      });
     });
 
     it('puts midnight in the day it starts and the last ms before it in the day before', () => {
-      expect(calendarWindow(utc('2026-11-24T00:00:00.000Z'), 'day', 'UTC')).toEqual({ key: '2026-11-24', end: utc('2026-11-25T00:00:00.000Z') });
-      expect(calendarWindow(utc('2026-11-23T23:59:59.999Z'), 'day', 'UTC')).toEqual({ key: '2026-11-23', end: utc('2026-11-24T00:00:00.000Z') });
+      expect(calendarWindow(utc('2026-11-24T00:00:00.000Z'), 'day', 'UTC')).toEqual({
+        key: '2026-11-24',
+        end: utc('2026-11-25T00:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2026-11-23T23:59:59.999Z'), 'day', 'UTC')).toEqual({
+        key: '2026-11-23',
+        end: utc('2026-11-24T00:00:00.000Z'),
+      });
     });
 
     it('keys a month by year and month and ends it at the first of the next month', () => {
-      expect(calendarWindow(utc('2026-11-23T13:45:10.500Z'), 'month', 'UTC')).toEqual({ key: '2026-11', end: utc('2026-12-01T00:00:00.000Z') });
+      expect(calendarWindow(utc('2026-11-23T13:45:10.500Z'), 'month', 'UTC')).toEqual({
+        key: '2026-11',
+        end: utc('2026-12-01T00:00:00.000Z'),
+      });
     });
 
     it('ends February on 1 March, in leap and common years', () => {
-      expect(calendarWindow(utc('2028-02-29T12:00:00.000Z'), 'month', 'UTC')).toEqual({ key: '2028-02', end: utc('2028-03-01T00:00:00.000Z') });
-      expect(calendarWindow(utc('2028-02-29T12:00:00.000Z'), 'day', 'UTC')).toEqual({ key: '2028-02-29', end: utc('2028-03-01T00:00:00.000Z') });
-      expect(calendarWindow(utc('2027-02-28T12:00:00.000Z'), 'day', 'UTC')).toEqual({ key: '2027-02-28', end: utc('2027-03-01T00:00:00.000Z') });
+      expect(calendarWindow(utc('2028-02-29T12:00:00.000Z'), 'month', 'UTC')).toEqual({
+        key: '2028-02',
+        end: utc('2028-03-01T00:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2028-02-29T12:00:00.000Z'), 'day', 'UTC')).toEqual({
+        key: '2028-02-29',
+        end: utc('2028-03-01T00:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2027-02-28T12:00:00.000Z'), 'day', 'UTC')).toEqual({
+        key: '2027-02-28',
+        end: utc('2027-03-01T00:00:00.000Z'),
+      });
     });
 
     it('ends December on 1 January of the next year', () => {
-      expect(calendarWindow(utc('2026-12-31T23:59:59.999Z'), 'month', 'UTC')).toEqual({ key: '2026-12', end: utc('2027-01-01T00:00:00.000Z') });
-      expect(calendarWindow(utc('2026-12-31T23:59:59.999Z'), 'day', 'UTC')).toEqual({ key: '2026-12-31', end: utc('2027-01-01T00:00:00.000Z') });
-      expect(calendarWindow(utc('2027-01-01T00:00:00.000Z'), 'month', 'UTC')).toEqual({ key: '2027-01', end: utc('2027-02-01T00:00:00.000Z') });
+      expect(calendarWindow(utc('2026-12-31T23:59:59.999Z'), 'month', 'UTC')).toEqual({
+        key: '2026-12',
+        end: utc('2027-01-01T00:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2026-12-31T23:59:59.999Z'), 'day', 'UTC')).toEqual({
+        key: '2026-12-31',
+        end: utc('2027-01-01T00:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2027-01-01T00:00:00.000Z'), 'month', 'UTC')).toEqual({
+        key: '2027-01',
+        end: utc('2027-02-01T00:00:00.000Z'),
+      });
     });
 
     it('pads years, months and days in keys', () => {
@@ -41,16 +71,28 @@ describe('calendarWindow', () => {
     const zone = 'America/New_York';
 
     it('ends a winter day at 05:00Z (EST, UTC-5)', () => {
-      expect(calendarWindow(utc('2026-01-15T12:00:00.000Z'), 'day', zone)).toEqual({ key: '2026-01-15', end: utc('2026-01-16T05:00:00.000Z') });
+      expect(calendarWindow(utc('2026-01-15T12:00:00.000Z'), 'day', zone)).toEqual({
+        key: '2026-01-15',
+        end: utc('2026-01-16T05:00:00.000Z'),
+      });
     });
 
     it('ends a summer day at 04:00Z (EDT, UTC-4)', () => {
-      expect(calendarWindow(utc('2026-07-15T12:00:00.000Z'), 'day', zone)).toEqual({ key: '2026-07-15', end: utc('2026-07-16T04:00:00.000Z') });
+      expect(calendarWindow(utc('2026-07-15T12:00:00.000Z'), 'day', zone)).toEqual({
+        key: '2026-07-15',
+        end: utc('2026-07-16T04:00:00.000Z'),
+      });
     });
 
     it('keys an instant after UTC midnight but before local midnight by the local date', () => {
-      expect(calendarWindow(utc('2026-01-16T04:59:59.999Z'), 'day', zone)).toEqual({ key: '2026-01-15', end: utc('2026-01-16T05:00:00.000Z') });
-      expect(calendarWindow(utc('2026-01-16T05:00:00.000Z'), 'day', zone)).toEqual({ key: '2026-01-16', end: utc('2026-01-17T05:00:00.000Z') });
+      expect(calendarWindow(utc('2026-01-16T04:59:59.999Z'), 'day', zone)).toEqual({
+        key: '2026-01-15',
+        end: utc('2026-01-16T05:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2026-01-16T05:00:00.000Z'), 'day', zone)).toEqual({
+        key: '2026-01-16',
+        end: utc('2026-01-17T05:00:00.000Z'),
+      });
     });
 
     it('makes the spring-forward day 23 hours long', () => {
@@ -77,13 +119,22 @@ describe('calendarWindow', () => {
     });
 
     it('ends December at local midnight on 1 January, 05:00Z', () => {
-      expect(calendarWindow(utc('2026-12-31T12:00:00.000Z'), 'month', zone)).toEqual({ key: '2026-12', end: utc('2027-01-01T05:00:00.000Z') });
+      expect(calendarWindow(utc('2026-12-31T12:00:00.000Z'), 'month', zone)).toEqual({
+        key: '2026-12',
+        end: utc('2027-01-01T05:00:00.000Z'),
+      });
       // 2027-01-01T03:00Z is still 22:00 on 31 December in New York.
-      expect(calendarWindow(utc('2027-01-01T03:00:00.000Z'), 'month', zone)).toEqual({ key: '2026-12', end: utc('2027-01-01T05:00:00.000Z') });
+      expect(calendarWindow(utc('2027-01-01T03:00:00.000Z'), 'month', zone)).toEqual({
+        key: '2026-12',
+        end: utc('2027-01-01T05:00:00.000Z'),
+      });
     });
 
     it('ends March at the EDT midnight although it began at the EST one', () => {
-      expect(calendarWindow(utc('2026-03-15T12:00:00.000Z'), 'month', zone)).toEqual({ key: '2026-03', end: utc('2026-04-01T04:00:00.000Z') });
+      expect(calendarWindow(utc('2026-03-15T12:00:00.000Z'), 'month', zone)).toEqual({
+        key: '2026-03',
+        end: utc('2026-04-01T04:00:00.000Z'),
+      });
     });
   });
 
@@ -91,24 +142,41 @@ describe('calendarWindow', () => {
     const zone = 'Asia/Kolkata';
 
     it('ends a day at 18:30Z (UTC+5:30)', () => {
-      expect(calendarWindow(utc('2026-06-15T12:00:00.000Z'), 'day', zone)).toEqual({ key: '2026-06-15', end: utc('2026-06-15T18:30:00.000Z') });
+      expect(calendarWindow(utc('2026-06-15T12:00:00.000Z'), 'day', zone)).toEqual({
+        key: '2026-06-15',
+        end: utc('2026-06-15T18:30:00.000Z'),
+      });
     });
 
     it('starts the next local day at 18:30Z, before the UTC date changes', () => {
       expect(calendarWindow(utc('2026-06-15T18:29:59.999Z'), 'day', zone).key).toBe('2026-06-15');
-      expect(calendarWindow(utc('2026-06-15T18:30:00.000Z'), 'day', zone)).toEqual({ key: '2026-06-16', end: utc('2026-06-16T18:30:00.000Z') });
+      expect(calendarWindow(utc('2026-06-15T18:30:00.000Z'), 'day', zone)).toEqual({
+        key: '2026-06-16',
+        end: utc('2026-06-16T18:30:00.000Z'),
+      });
     });
 
     it('ends December at 18:30Z on 31 December', () => {
-      expect(calendarWindow(utc('2026-12-31T12:00:00.000Z'), 'month', zone)).toEqual({ key: '2026-12', end: utc('2026-12-31T18:30:00.000Z') });
-      expect(calendarWindow(utc('2026-12-31T19:00:00.000Z'), 'month', zone)).toEqual({ key: '2027-01', end: utc('2027-01-31T18:30:00.000Z') });
+      expect(calendarWindow(utc('2026-12-31T12:00:00.000Z'), 'month', zone)).toEqual({
+        key: '2026-12',
+        end: utc('2026-12-31T18:30:00.000Z'),
+      });
+      expect(calendarWindow(utc('2026-12-31T19:00:00.000Z'), 'month', zone)).toEqual({
+        key: '2027-01',
+        end: utc('2027-01-31T18:30:00.000Z'),
+      });
     });
   });
 
   /** `count` consecutive windows of `zone` from instant `from`, each with the start it abuts. */
-  function chain(from: number, per: 'day' | 'month', zone: string, count: number): { key: string; start: string; end: string }[] {
+  function chain(
+    from: number,
+    per: 'day' | 'month',
+    zone: string,
+    count: number,
+  ): { key: string; start: string; end: string }[] {
     const windows = [];
-    for (let start = from; windows.length < count; ) {
+    for (let start = from; windows.length < count;) {
       const { key, end } = calendarWindow(start, per, zone);
       windows.push({ key, start: new Date(start).toISOString(), end: new Date(end).toISOString() });
       start = end;
@@ -126,12 +194,21 @@ describe('calendarWindow', () => {
     });
 
     it('keys the last moments before the jump by the 29th and the jump itself by the 31st', () => {
-      expect(calendarWindow(utc('2011-12-30T09:59:59.999Z'), 'day', 'Pacific/Apia')).toEqual({ key: '2011-12-29', end: utc('2011-12-30T10:00:00.000Z') });
-      expect(calendarWindow(utc('2011-12-30T10:00:00.000Z'), 'day', 'Pacific/Apia')).toEqual({ key: '2011-12-31', end: utc('2011-12-31T10:00:00.000Z') });
+      expect(calendarWindow(utc('2011-12-30T09:59:59.999Z'), 'day', 'Pacific/Apia')).toEqual({
+        key: '2011-12-29',
+        end: utc('2011-12-30T10:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2011-12-30T10:00:00.000Z'), 'day', 'Pacific/Apia')).toEqual({
+        key: '2011-12-31',
+        end: utc('2011-12-31T10:00:00.000Z'),
+      });
     });
 
     it('ends Pacific/Apia December 2011 at local midnight on 1 January, one day short', () => {
-      expect(calendarWindow(utc('2011-12-15T00:00:00.000Z'), 'month', 'Pacific/Apia')).toEqual({ key: '2011-12', end: utc('2011-12-31T10:00:00.000Z') });
+      expect(calendarWindow(utc('2011-12-15T00:00:00.000Z'), 'month', 'Pacific/Apia')).toEqual({
+        key: '2011-12',
+        end: utc('2011-12-31T10:00:00.000Z'),
+      });
     });
 
     it('ends Pacific/Kiritimati December 1994 when 31 December is skipped', () => {
@@ -174,10 +251,22 @@ describe('calendarWindow', () => {
     });
 
     it('follows Asia/Gaza in 2014: a 23-hour Friday in March, a 25-hour Thursday in October', () => {
-      expect(calendarWindow(utc('2014-03-28T12:00:00.000Z'), 'day', 'Asia/Gaza')).toEqual({ key: '2014-03-28', end: utc('2014-03-28T21:00:00.000Z') });
-      expect(calendarWindow(utc('2014-03-27T21:59:59.999Z'), 'day', 'Asia/Gaza')).toEqual({ key: '2014-03-27', end: utc('2014-03-27T22:00:00.000Z') });
-      expect(calendarWindow(utc('2014-10-23T12:00:00.000Z'), 'day', 'Asia/Gaza')).toEqual({ key: '2014-10-23', end: utc('2014-10-23T22:00:00.000Z') });
-      expect(calendarWindow(utc('2014-10-22T20:59:59.999Z'), 'day', 'Asia/Gaza')).toEqual({ key: '2014-10-22', end: utc('2014-10-22T21:00:00.000Z') });
+      expect(calendarWindow(utc('2014-03-28T12:00:00.000Z'), 'day', 'Asia/Gaza')).toEqual({
+        key: '2014-03-28',
+        end: utc('2014-03-28T21:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2014-03-27T21:59:59.999Z'), 'day', 'Asia/Gaza')).toEqual({
+        key: '2014-03-27',
+        end: utc('2014-03-27T22:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2014-10-23T12:00:00.000Z'), 'day', 'Asia/Gaza')).toEqual({
+        key: '2014-10-23',
+        end: utc('2014-10-23T22:00:00.000Z'),
+      });
+      expect(calendarWindow(utc('2014-10-22T20:59:59.999Z'), 'day', 'Asia/Gaza')).toEqual({
+        key: '2014-10-22',
+        end: utc('2014-10-22T21:00:00.000Z'),
+      });
     });
   });
 
@@ -229,14 +318,19 @@ describe('assertTimeZone', () => {
       expect(error).toBeInstanceOf(ConfigError);
       const configError = error as ConfigError;
       expect(configError.field).toBe('LEDGER_TIME_ZONE');
-      expect(configError.message).toBe(`LEDGER_TIME_ZONE: must be an IANA time zone such as 'UTC' or 'America/New_York'; got "Mars/Olympus"`);
+      expect(configError.message).toBe(
+        `LEDGER_TIME_ZONE: must be an IANA time zone such as 'UTC' or 'America/New_York'; got "Mars/Olympus"`,
+      );
       expect(configError.cause).toBeInstanceOf(RangeError);
     }
   });
 
   it("names the field 'timeZone' by default", () => {
     expect(() => assertTimeZone('Mars/Olympus')).toThrow(
-      expect.objectContaining({ field: 'timeZone', message: `timeZone: must be an IANA time zone such as 'UTC' or 'America/New_York'; got "Mars/Olympus"` }),
+      expect.objectContaining({
+        field: 'timeZone',
+        message: `timeZone: must be an IANA time zone such as 'UTC' or 'America/New_York'; got "Mars/Olympus"`,
+      }),
     );
   });
 });

@@ -1,4 +1,9 @@
-import { BUCKETS_PER_WINDOW, QuotaLedger, type LedgerJSON, type SlidingTierJSON } from '../../../../lib/domain/quota/ledger';
+import {
+  BUCKETS_PER_WINDOW,
+  QuotaLedger,
+  type LedgerJSON,
+  type SlidingTierJSON,
+} from '../../../../lib/domain/quota/ledger';
 import { parseTiers, type Tier } from '../../../../lib/domain/quota/tiers';
 import { QuotaExceededError, StateFormatError } from '../../../../lib/errors';
 import { thrown } from '../../../helpers/thrown';
@@ -31,7 +36,12 @@ const used = (ledger: QuotaLedger, now: number) => ledger.usage(now).map((u) => 
 describe('QuotaLedger', () => {
   describe('earliestFit', () => {
     it('fits at once, with no binding tier, while every tier has room', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 3, per: 'day' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 3, per: 'day' },
+        ]),
+      );
       reserveMany(ledger, T0, 2);
       expect(ledger.earliestFit(T0, { cost: 1 })).toEqual({ at: T0, tier: -1 });
     });
@@ -73,17 +83,32 @@ describe('QuotaLedger', () => {
     });
 
     it('never fits a cost larger than a tier limit', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 100, per: 'minute', unit: 'cost' },
+        ]),
+      );
       expect(ledger.earliestFit(T0, { cost: 101 })).toEqual({ at: Number.POSITIVE_INFINITY, tier: 1 });
     });
 
     it('never fits a cost larger than a calendar cost tier limit', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 50, per: 'day', unit: 'cost' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 50, per: 'day', unit: 'cost' },
+        ]),
+      );
       expect(ledger.earliestFit(T0, { cost: 51 })).toEqual({ at: Number.POSITIVE_INFINITY, tier: 1 });
     });
 
     it('names the tier that holds the message back longest', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 15, per: 'minute' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 15, per: 'minute' },
+        ]),
+      );
       reserveMany(ledger, T0, 10);
       expect(ledger.earliestFit(T0, { cost: 1 })).toEqual({ at: T0 + 1003, tier: 0 });
       reserveMany(ledger, T0 + 1003, 5); // the minute tier is now full too, and frees up later
@@ -108,8 +133,14 @@ describe('QuotaLedger', () => {
     it('holds a full month tier until the first of the next month, across a year end', () => {
       const ledger = new QuotaLedger(tiers([{ limit: 2, per: 'month' }]));
       reserveMany(ledger, utc('2026-12-05T08:00:00.000Z'), 2);
-      expect(ledger.earliestFit(utc('2026-12-31T23:59:59.999Z'), { cost: 1 })).toEqual({ at: utc('2027-01-01T00:00:00.000Z'), tier: 0 });
-      expect(ledger.earliestFit(utc('2027-01-01T00:00:00.000Z'), { cost: 1 })).toEqual({ at: utc('2027-01-01T00:00:00.000Z'), tier: -1 });
+      expect(ledger.earliestFit(utc('2026-12-31T23:59:59.999Z'), { cost: 1 })).toEqual({
+        at: utc('2027-01-01T00:00:00.000Z'),
+        tier: 0,
+      });
+      expect(ledger.earliestFit(utc('2027-01-01T00:00:00.000Z'), { cost: 1 })).toEqual({
+        at: utc('2027-01-01T00:00:00.000Z'),
+        tier: -1,
+      });
     });
 
     it('holds a full day tier until local midnight in a configured time zone', () => {
@@ -124,7 +155,12 @@ describe('QuotaLedger', () => {
     });
 
     it('only reads: a probe of a later instant forgets nothing that still counts before it', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 2, per: 'second' }, { limit: 3, per: 'day' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 2, per: 'second' },
+          { limit: 3, per: 'day' },
+        ]),
+      );
       const midnight = utc('2026-06-02T00:00:00.000Z');
       ledger.reserve(T0, { cost: 1 });
       ledger.reserve(T0 + 100, { cost: 1 });
@@ -141,30 +177,66 @@ describe('QuotaLedger', () => {
 
   describe('reserve', () => {
     it('charges every tier, in requests or in cost units', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }, { limit: 20, per: 'day' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 100, per: 'minute', unit: 'cost' },
+          { limit: 20, per: 'day' },
+        ]),
+      );
       ledger.reserve(T0, { cost: 7 });
       ledger.reserve(T0 + 10, { cost: 3 });
       expect(used(ledger, T0 + 10)).toEqual([2, 10, 2]);
     });
 
     it('returns the dispatch instant, the cost and the calendar window keys', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 20000, per: 'day' }, { limit: 900, per: 'month', unit: 'cost' }]));
-      expect(ledger.reserve(T0, { cost: 5 })).toEqual({ at: T0, costs: { cost: 5 }, windows: { 'day:requests': '2026-06-01', 'month:cost': '2026-06' } });
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 20000, per: 'day' },
+          { limit: 900, per: 'month', unit: 'cost' },
+        ]),
+      );
+      expect(ledger.reserve(T0, { cost: 5 })).toEqual({
+        at: T0,
+        costs: { cost: 5 },
+        windows: { 'day:requests': '2026-06-01', 'month:cost': '2026-06' },
+      });
     });
 
     it('keys calendar windows in the configured time zone', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 20000, per: 'day' }, { limit: 900, per: 'month' }]), { timeZone: 'America/New_York' });
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 20000, per: 'day' },
+          { limit: 900, per: 'month' },
+        ]),
+        { timeZone: 'America/New_York' },
+      );
       // 02:00Z on 1 July is still 30 June in New York.
-      expect(ledger.reserve(utc('2026-07-01T02:00:00.000Z'), { cost: 1 }).windows).toEqual({ 'day:requests': '2026-06-30', 'month:requests': '2026-06' });
+      expect(ledger.reserve(utc('2026-07-01T02:00:00.000Z'), { cost: 1 }).windows).toEqual({
+        'day:requests': '2026-06-30',
+        'month:requests': '2026-06',
+      });
     });
 
     it('carries no window keys when every tier slides', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'hour' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 100, per: 'hour' },
+        ]),
+      );
       expect(ledger.reserve(T0, { cost: 1 }).windows).toEqual({});
     });
 
     it('throws QuotaExceededError with the binding tier and retryAt, and charges nothing', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 100, per: 'minute', unit: 'cost' }, { limit: 10, per: 'second' }, { limit: 50, per: 'day' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 100, per: 'minute', unit: 'cost' },
+          { limit: 10, per: 'second' },
+          { limit: 50, per: 'day' },
+        ]),
+      );
       reserveMany(ledger, T0, 10);
       const before = JSON.stringify(ledger.toJSON());
       const error = thrown(QuotaExceededError, () => ledger.reserve(T0 + 500, { cost: 1 }));
@@ -175,21 +247,38 @@ describe('QuotaLedger', () => {
     });
 
     it('throws with retryAt Infinity for a cost no tier can ever hold', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }]));
-      expect(thrown(QuotaExceededError, () => ledger.reserve(T0, { cost: 101 }))).toMatchObject({ tier: 1, retryAt: Number.POSITIVE_INFINITY });
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 100, per: 'minute', unit: 'cost' },
+        ]),
+      );
+      expect(thrown(QuotaExceededError, () => ledger.reserve(T0, { cost: 101 }))).toMatchObject({
+        tier: 1,
+        retryAt: Number.POSITIVE_INFINITY,
+      });
       expect(used(ledger, T0)).toEqual([0, 0]);
     });
 
     it('throws until a calendar window ends, and succeeds at its first ms', () => {
       const ledger = new QuotaLedger(tiers([{ limit: 1, per: 'day' }]));
       ledger.reserve(utc('2026-06-01T23:00:00.000Z'), { cost: 1 });
-      expect(thrown(QuotaExceededError, () => ledger.reserve(utc('2026-06-01T23:59:59.999Z'), { cost: 1 }))).toMatchObject({ tier: 0, retryAt: utc('2026-06-02T00:00:00.000Z') });
-      expect(ledger.reserve(utc('2026-06-02T00:00:00.000Z'), { cost: 1 }).windows).toEqual({ 'day:requests': '2026-06-02' });
+      expect(
+        thrown(QuotaExceededError, () => ledger.reserve(utc('2026-06-01T23:59:59.999Z'), { cost: 1 })),
+      ).toMatchObject({ tier: 0, retryAt: utc('2026-06-02T00:00:00.000Z') });
+      expect(ledger.reserve(utc('2026-06-02T00:00:00.000Z'), { cost: 1 }).windows).toEqual({
+        'day:requests': '2026-06-02',
+      });
     });
   });
 
   describe('settle', () => {
-    const mixed = () => tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }, { limit: 20, per: 'day' }]);
+    const mixed = () =>
+      tiers([
+        { limit: 10, per: 'second' },
+        { limit: 100, per: 'minute', unit: 'cost' },
+        { limit: 20, per: 'day' },
+      ]);
 
     it('gives back every tier when the call never reached the API, freeing a slot at once', () => {
       const ledger = new QuotaLedger(mixed());
@@ -251,7 +340,12 @@ describe('QuotaLedger', () => {
     });
 
     it('changes nothing for a calendar window that has already closed', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 3, per: 'day' }, { limit: 100, per: 'day', unit: 'cost' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 3, per: 'day' },
+          { limit: 100, per: 'day', unit: 'cost' },
+        ]),
+      );
       const yesterday = ledger.reserve(utc('2026-06-01T23:59:59.900Z'), { cost: 10 });
       const today = ledger.reserve(utc('2026-06-02T00:00:00.100Z'), { cost: 10 });
       expect(yesterday.windows).toEqual({ 'day:requests': '2026-06-01', 'day:cost': '2026-06-01' });
@@ -275,7 +369,13 @@ describe('QuotaLedger', () => {
 
   describe('toJSON', () => {
     it('stores bucketed history for sliding tiers and window key and units for calendar tiers', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'minute', unit: 'cost' }, { limit: 3, per: 'day' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 100, per: 'minute', unit: 'cost' },
+          { limit: 3, per: 'day' },
+        ]),
+      );
       ledger.reserve(T0, { cost: 5 });
       ledger.reserve(T0 + 10, { cost: 7 });
       expect(ledger.toJSON()).toEqual({
@@ -297,7 +397,13 @@ describe('QuotaLedger', () => {
     });
 
     it('stays within BUCKETS_PER_WINDOW + 1 amounts per sliding tier while saturating 50/second, 2000/minute and 100000/day for five minutes', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 50, per: 'second' }, { limit: 2000, per: 'minute' }, { limit: 100000, per: 'day' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 50, per: 'second' },
+          { limit: 2000, per: 'minute' },
+          { limit: 100000, per: 'day' },
+        ]),
+      );
       const spacing = SECOND / 50; // the second tier's even rate, until the minute tier binds
       const longest = { second: 0, minute: 0 };
       let maxBytes = 0;
@@ -316,14 +422,19 @@ describe('QuotaLedger', () => {
       expect(longest.minute).toBeLessThanOrEqual(BUCKETS_PER_WINDOW + 1);
       expect(longest.minute).toBe(BUCKETS_PER_WINDOW + 1); // the bound is reached: every minute bucket holds a dispatch
       const finalBytes = Buffer.byteLength(JSON.stringify(ledger.toJSON()));
-      console.log(`ledger JSON for 50/second + 2000/minute + 100000/day saturated 5 minutes: ${maxBytes} bytes at most, ${finalBytes} bytes at the end`);
+      console.log(
+        `ledger JSON for 50/second + 2000/minute + 100000/day saturated 5 minutes: ${maxBytes} bytes at most, ${finalBytes} bytes at the end`,
+      );
       expect(maxBytes).toBeLessThan(4_096);
     });
   });
 
   describe('snapshot', () => {
     it('holds an allowance as used at its end, so a rehydrated ledger counts every unit the run might dispatch', () => {
-      const set = tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'day' }]);
+      const set = tiers([
+        { limit: 10, per: 'second' },
+        { limit: 100, per: 'day' },
+      ]);
       const ledger = new QuotaLedger(set);
       ledger.reserve(T0, { cost: 1 });
       const until = ledger.allowanceEnd(T0, 4_000);
@@ -342,19 +453,31 @@ describe('QuotaLedger', () => {
     });
 
     it('ends an allowance before the current calendar window does', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 100, per: 'day' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 100, per: 'day' },
+        ]),
+      );
       const midnight = utc('2026-06-02T00:00:00.000Z');
       expect(ledger.allowanceEnd(midnight - 1_500, 4_000)).toBe(midnight - 1);
     });
   });
 
   describe('fromJSON', () => {
-    const design = () => tiers([{ limit: 10, per: 'second' }, { limit: 500, per: 'minute' }, { limit: 20000, per: 'day' }, { limit: 900, per: 'minute', unit: 'cost' }]);
+    const design = () =>
+      tiers([
+        { limit: 10, per: 'second' },
+        { limit: 500, per: 'minute' },
+        { limit: 20000, per: 'day' },
+        { limit: 900, per: 'minute', unit: 'cost' },
+      ]);
 
     /** A ledger with history spread over several buckets and windows. */
     function busyLedger(): QuotaLedger {
       const ledger = new QuotaLedger(design());
-      for (let i = 0; i < 40; i++) ledger.reserve(ledger.earliestFit(T0 + i * 37, { cost: 1 + (i % 7) }).at, { cost: 1 + (i % 7) });
+      for (let i = 0; i < 40; i++)
+        ledger.reserve(ledger.earliestFit(T0 + i * 37, { cost: 1 + (i % 7) }).at, { cost: 1 + (i % 7) });
       return ledger;
     }
 
@@ -382,12 +505,26 @@ describe('QuotaLedger', () => {
     });
 
     it('starts a newly configured tier empty and drops a tier no longer configured', () => {
-      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }, { limit: 3, per: 'day' }]));
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 3, per: 'day' },
+        ]),
+      );
       reserveMany(ledger, T0, 3);
       const saved = JSON.parse(JSON.stringify(ledger.toJSON())) as LedgerJSON;
-      const restored = QuotaLedger.fromJSON(tiers([{ limit: 10, per: 'second' }, { limit: 5, per: 'hour' }]), saved);
+      const restored = QuotaLedger.fromJSON(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 5, per: 'hour' },
+        ]),
+        saved,
+      );
       expect(used(restored, T0)).toEqual([3, 0]);
-      expect(restored.toJSON()).toEqual({ v: 1, tiers: { 'second:requests': { g: 4, b: T0 / 4, a: [3] }, 'hour:requests': { g: 14_400, b: 0, a: [] } } });
+      expect(restored.toJSON()).toEqual({
+        v: 1,
+        tiers: { 'second:requests': { g: 4, b: T0 / 4, a: [3] }, 'hour:requests': { g: 14_400, b: 0, a: [] } },
+      });
     });
 
     it('counts saved history against a changed limit', () => {
@@ -402,7 +539,10 @@ describe('QuotaLedger', () => {
       const ledger = new QuotaLedger(tiers([{ limit: 3, per: 'day' }]));
       reserveMany(ledger, utc('2026-06-01T20:00:00.000Z'), 3);
       const restored = QuotaLedger.fromJSON(ledger.tiers, JSON.parse(JSON.stringify(ledger)));
-      expect(restored.earliestFit(utc('2026-06-01T21:00:00.000Z'), { cost: 1 })).toEqual({ at: utc('2026-06-02T00:00:00.000Z'), tier: 0 });
+      expect(restored.earliestFit(utc('2026-06-01T21:00:00.000Z'), { cost: 1 })).toEqual({
+        at: utc('2026-06-02T00:00:00.000Z'),
+        tier: 0,
+      });
       expect(used(restored, utc('2026-06-02T00:00:00.000Z'))).toEqual([0]);
     });
 
@@ -411,7 +551,10 @@ describe('QuotaLedger', () => {
       const ledger = new QuotaLedger(tiers([{ limit: 3, per: 'day' }]), options);
       reserveMany(ledger, utc('2026-06-01T10:00:00.000Z'), 3);
       const restored = QuotaLedger.fromJSON(ledger.tiers, JSON.parse(JSON.stringify(ledger)), options);
-      expect(restored.earliestFit(utc('2026-06-01T12:00:00.000Z'), { cost: 1 })).toEqual({ at: utc('2026-06-01T18:30:00.000Z'), tier: 0 });
+      expect(restored.earliestFit(utc('2026-06-01T12:00:00.000Z'), { cost: 1 })).toEqual({
+        at: utc('2026-06-01T18:30:00.000Z'),
+        tier: 0,
+      });
     });
 
     it.each<[string, unknown, string]>([
@@ -421,19 +564,61 @@ describe('QuotaLedger', () => {
       ['no version', { tiers: {} }, 'expected {"v":1,"tiers":{…}}'],
       ['missing tiers', { v: 1 }, 'missing "tiers"'],
       ['null tiers', { v: 1, tiers: null }, 'missing "tiers"'],
-      ['a tier that is a number', { v: 1, tiers: { 'second:requests': 5 } }, 'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
-      ['a negative amount', { v: 1, tiers: { 'second:requests': { g: 4, b: 1, a: [1, -1] } } }, 'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
-      ['a zero bucket size', { v: 1, tiers: { 'second:requests': { g: 0, b: 1, a: [1] } } }, 'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
-      ['a fractional bucket index', { v: 1, tiers: { 'second:requests': { g: 4, b: 1.5, a: [1] } } }, 'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
-      ['amounts that are not a list', { v: 1, tiers: { 'second:requests': { g: 4, b: 1, a: '1' } } }, 'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
-      ['a window key that is not a string', { v: 1, tiers: { 'day:requests': { w: 20260601, u: 1 } } }, 'tier "day:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
-      ['negative calendar units', { v: 1, tiers: { 'day:requests': { w: '2026-06-01', u: -1 } } }, 'tier "day:requests" is neither sliding {g,b,a} nor calendar {w,u}'],
-      ['a sliding tier saved as a calendar one', { v: 1, tiers: { 'second:requests': { w: '2026-06-01', u: 3 } } }, 'tier "second:requests" is saved as a calendar tier'],
-      ['a calendar tier saved as a sliding one', { v: 1, tiers: { 'day:requests': { g: 4, b: 1, a: [1] } } }, 'tier "day:requests" is saved as a sliding tier'],
+      [
+        'a tier that is a number',
+        { v: 1, tiers: { 'second:requests': 5 } },
+        'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}',
+      ],
+      [
+        'a negative amount',
+        { v: 1, tiers: { 'second:requests': { g: 4, b: 1, a: [1, -1] } } },
+        'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}',
+      ],
+      [
+        'a zero bucket size',
+        { v: 1, tiers: { 'second:requests': { g: 0, b: 1, a: [1] } } },
+        'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}',
+      ],
+      [
+        'a fractional bucket index',
+        { v: 1, tiers: { 'second:requests': { g: 4, b: 1.5, a: [1] } } },
+        'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}',
+      ],
+      [
+        'amounts that are not a list',
+        { v: 1, tiers: { 'second:requests': { g: 4, b: 1, a: '1' } } },
+        'tier "second:requests" is neither sliding {g,b,a} nor calendar {w,u}',
+      ],
+      [
+        'a window key that is not a string',
+        { v: 1, tiers: { 'day:requests': { w: 20260601, u: 1 } } },
+        'tier "day:requests" is neither sliding {g,b,a} nor calendar {w,u}',
+      ],
+      [
+        'negative calendar units',
+        { v: 1, tiers: { 'day:requests': { w: '2026-06-01', u: -1 } } },
+        'tier "day:requests" is neither sliding {g,b,a} nor calendar {w,u}',
+      ],
+      [
+        'a sliding tier saved as a calendar one',
+        { v: 1, tiers: { 'second:requests': { w: '2026-06-01', u: 3 } } },
+        'tier "second:requests" is saved as a calendar tier',
+      ],
+      [
+        'a calendar tier saved as a sliding one',
+        { v: 1, tiers: { 'day:requests': { g: 4, b: 1, a: [1] } } },
+        'tier "day:requests" is saved as a sliding tier',
+      ],
     ])('refuses %s with a StateFormatError', (_what, json, why) => {
       expect.assertions(3);
       try {
-        QuotaLedger.fromJSON(tiers([{ limit: 10, per: 'second' }, { limit: 3, per: 'day' }]), json);
+        QuotaLedger.fromJSON(
+          tiers([
+            { limit: 10, per: 'second' },
+            { limit: 3, per: 'day' },
+          ]),
+          json,
+        );
       } catch (error) {
         expect(error).toBeInstanceOf(StateFormatError);
         expect((error as StateFormatError).code).toBe('STATE_FORMAT');
@@ -446,8 +631,11 @@ describe('QuotaLedger', () => {
 describe('QuotaLedger with an arrival margin', () => {
   const NY_MIDNIGHT = Date.parse('2026-11-24T05:00:00.000Z'); // 2026-11-24 00:00 in America/New_York (EST)
 
-  it('reserves nothing within the margin of a calendar boundary in the ledger\'s zone: the slot moves past it', () => {
-    const ledger = new QuotaLedger(tiers([{ limit: 3, per: 'day' }]), { timeZone: 'America/New_York', arrivalMarginMs: 50 });
+  it("reserves nothing within the margin of a calendar boundary in the ledger's zone: the slot moves past it", () => {
+    const ledger = new QuotaLedger(tiers([{ limit: 3, per: 'day' }]), {
+      timeZone: 'America/New_York',
+      arrivalMarginMs: 50,
+    });
 
     expect(ledger.earliestFit(NY_MIDNIGHT - 51, { cost: 1 }).at).toBe(NY_MIDNIGHT - 51);
     expect(ledger.earliestFit(NY_MIDNIGHT - 50, { cost: 1 }).at).toBe(NY_MIDNIGHT + 50);
@@ -456,8 +644,11 @@ describe('QuotaLedger with an arrival margin', () => {
     expect(ledger.reserve(NY_MIDNIGHT + 50, { cost: 1 }).windows).toEqual({ 'day:requests': '2026-11-24' });
   });
 
-  it('moves a full window\'s next slot past the margin after its end', () => {
-    const ledger = new QuotaLedger(tiers([{ limit: 1, per: 'day' }]), { timeZone: 'America/New_York', arrivalMarginMs: 50 });
+  it("moves a full window's next slot past the margin after its end", () => {
+    const ledger = new QuotaLedger(tiers([{ limit: 1, per: 'day' }]), {
+      timeZone: 'America/New_York',
+      arrivalMarginMs: 50,
+    });
     ledger.reserve(NY_MIDNIGHT - 3_600_000, { cost: 1 });
 
     expect(ledger.earliestFit(NY_MIDNIGHT - 1_000, { cost: 1 }).at).toBe(NY_MIDNIGHT + 50);

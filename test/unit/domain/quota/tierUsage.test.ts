@@ -24,7 +24,9 @@ function savedAfter(timeZone: string, ...at: readonly [number, number][]): Ledge
 
 describe('tierUsageAt', () => {
   it('reads a ledger never saved as nothing used: every tier has its whole limit left', () => {
-    expect(tierUsageAt(TIERS, undefined, T0, 'UTC').map(({ tier, used, remaining }) => [tier, used, remaining])).toEqual([
+    expect(
+      tierUsageAt(TIERS, undefined, T0, 'UTC').map(({ tier, used, remaining }) => [tier, used, remaining]),
+    ).toEqual([
       ['5/second', 0, 5],
       ['100 cost/minute', 0, 100],
       ['1000/day', 0, 1_000],
@@ -38,7 +40,14 @@ describe('tierUsageAt', () => {
       const [second, minute] = tierUsageAt(TIERS, saved, T0 + 1_300, 'UTC');
       // The second's window (T0 + 300, T0 + 1300] holds the last two calls; the minute's all three, by their cost.
       expect(second).toEqual({ tier: '5/second', per: 'second', unit: 'requests', limit: 5, used: 2, remaining: 3 });
-      expect(minute).toEqual({ tier: '100 cost/minute', per: 'minute', unit: 'cost', limit: 100, used: 20, remaining: 80 });
+      expect(minute).toEqual({
+        tier: '100 cost/minute',
+        per: 'minute',
+        unit: 'cost',
+        limit: 100,
+        used: 20,
+        remaining: 80,
+      });
     });
 
     it('counts nothing once the window has passed every call', () => {
@@ -47,7 +56,11 @@ describe('tierUsageAt', () => {
     });
 
     it('has no reset instant: its quota comes back call by call', () => {
-      expect(tierUsageAt(TIERS, undefined, T0, 'UTC').slice(0, 2).map((u) => u.resetsAt)).toEqual([undefined, undefined]);
+      expect(
+        tierUsageAt(TIERS, undefined, T0, 'UTC')
+          .slice(0, 2)
+          .map((u) => u.resetsAt),
+      ).toEqual([undefined, undefined]);
     });
   });
 
@@ -55,8 +68,24 @@ describe('tierUsageAt', () => {
     it('counts the current day and month, and says when each resets', () => {
       const saved = savedAfter('UTC', [T0, 1], [T0 + 1_000, 1], [T0 + 2_000, 1]);
       const [, , day, month] = tierUsageAt(TIERS, saved, T0 + 3_600_000, 'UTC');
-      expect(day).toEqual({ tier: '1000/day', per: 'day', unit: 'requests', limit: 1_000, used: 3, remaining: 997, resetsAt: utc('2026-06-02T00:00:00Z') });
-      expect(month).toEqual({ tier: '20000/month', per: 'month', unit: 'requests', limit: 20_000, used: 3, remaining: 19_997, resetsAt: utc('2026-07-01T00:00:00Z') });
+      expect(day).toEqual({
+        tier: '1000/day',
+        per: 'day',
+        unit: 'requests',
+        limit: 1_000,
+        used: 3,
+        remaining: 997,
+        resetsAt: utc('2026-06-02T00:00:00Z'),
+      });
+      expect(month).toEqual({
+        tier: '20000/month',
+        per: 'month',
+        unit: 'requests',
+        limit: 20_000,
+        used: 3,
+        remaining: 19_997,
+        resetsAt: utc('2026-07-01T00:00:00Z'),
+      });
     });
 
     it("counts a day saved before today's start as 0, and keeps the month", () => {

@@ -23,7 +23,11 @@ function configError(run: () => unknown): ConfigError {
 
 describe('named units in the configuration', () => {
   it('gives every unit the tiers count an entry: the preset sources, and defaults where given', () => {
-    const config = parseServiceConfig({ quotas: anthropicQuotas, usagePreset: 'anthropic', units: { output_tokens: { default: 1024 } } });
+    const config = parseServiceConfig({
+      quotas: anthropicQuotas,
+      usagePreset: 'anthropic',
+      units: { output_tokens: { default: 1024 } },
+    });
     expect(config.units).toEqual({
       input_tokens: { usage: { sum: ['/usage/input_tokens', '/usage/cache_creation_input_tokens'] } },
       output_tokens: { default: 1024, usage: { pointer: '/usage/output_tokens' } },
@@ -37,7 +41,11 @@ describe('named units in the configuration', () => {
   });
 
   it("lets a unit's own source win over the preset's", () => {
-    const units = parseUnitSettings({ tokens: { usage: { header: 'X-Tokens' } } }, 'openai', parseTiers([{ limit: 90_000, per: 'minute', unit: 'tokens' }]));
+    const units = parseUnitSettings(
+      { tokens: { usage: { header: 'X-Tokens' } } },
+      'openai',
+      parseTiers([{ limit: 90_000, per: 'minute', unit: 'tokens' }]),
+    );
     expect(usageSourcesOf(units)).toEqual({ tokens: { header: 'x-tokens' } });
   });
 
@@ -48,11 +56,31 @@ describe('named units in the configuration', () => {
   });
 
   it.each([
-    [{ units: { tokens: {} } }, 'units.tokens', "no quota tier counts this unit; the tiers count 'input_tokens', 'output_tokens'"],
-    [{ units: { input_tokens: { default: -1 } } }, 'units.input_tokens.default', 'must be an integer from 0 to 1000000000000; got -1'],
-    [{ units: { input_tokens: { default: 1.5 } } }, 'units.input_tokens.default', 'must be an integer from 0 to 1000000000000'],
-    [{ units: { input_tokens: { estimate: 5 } } }, 'units.input_tokens.estimate', 'unknown key; allowed keys are default, usage'],
-    [{ units: { input_tokens: { usage: { pointer: 'usage' } } } }, 'units.input_tokens.usage.pointer', "must be '' or start with '/'"],
+    [
+      { units: { tokens: {} } },
+      'units.tokens',
+      "no quota tier counts this unit; the tiers count 'input_tokens', 'output_tokens'",
+    ],
+    [
+      { units: { input_tokens: { default: -1 } } },
+      'units.input_tokens.default',
+      'must be an integer from 0 to 1000000000000; got -1',
+    ],
+    [
+      { units: { input_tokens: { default: 1.5 } } },
+      'units.input_tokens.default',
+      'must be an integer from 0 to 1000000000000',
+    ],
+    [
+      { units: { input_tokens: { estimate: 5 } } },
+      'units.input_tokens.estimate',
+      'unknown key; allowed keys are default, usage',
+    ],
+    [
+      { units: { input_tokens: { usage: { pointer: 'usage' } } } },
+      'units.input_tokens.usage.pointer',
+      "must be '' or start with '/'",
+    ],
     [{ units: [] }, 'units', 'must be an object keyed by unit name'],
     [{ usagePreset: 'gemini' }, 'usagePreset', `must be one of 'anthropic', 'openai'; got "gemini"`],
     [{ maxInFlight: 0 }, 'maxInFlight', 'must be an integer from 1 to 1000; got 0'],
@@ -87,7 +115,10 @@ describe('named units in the configuration', () => {
   });
 
   it('takes any unit name SQS takes, and a cap on calls in flight', () => {
-    const config = parseServiceConfig({ quotas: [{ limit: 10, per: 'second', unit: 'gpu-seconds.v2_x' }], maxInFlight: 1000 });
+    const config = parseServiceConfig({
+      quotas: [{ limit: 10, per: 'second', unit: 'gpu-seconds.v2_x' }],
+      maxInFlight: 1000,
+    });
     expect(config.quotas[0]?.unit).toBe('gpu-seconds.v2_x');
     expect(config.maxInFlight).toBe(1000);
     expect(parseServiceConfig({ quotas: anthropicQuotas }).maxInFlight).toBeUndefined();

@@ -4,7 +4,13 @@ import type { CircuitJSON } from '../../../../lib/domain/breaker/circuit';
 import type { CircuitStore } from '../../../../lib/ports/CircuitStore';
 import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
-import { forceCircuit, MAX_OPERATOR_NAME, pauseLane, resumeLane, type LaneControlDeps } from '../../../../lib/services/operator/laneControl';
+import {
+  forceCircuit,
+  MAX_OPERATOR_NAME,
+  pauseLane,
+  resumeLane,
+  type LaneControlDeps,
+} from '../../../../lib/services/operator/laneControl';
 import { LANE, START, openCircuit, testConfig } from '../../../helpers/serviceFixtures';
 
 const CONFIG = testConfig();
@@ -26,9 +32,15 @@ describe('pauseLane', () => {
       changed: true,
       message: `lane '${LANE}' paused by alice since ${AT}: nothing is dispatched until it is resumed`,
       paused: { since: START, by: 'alice' },
-      circuit: { status: 'closed', recentTransitions: [{ at: START, from: 'closed', to: 'closed', reason: 'paused by operator (alice)' }] },
+      circuit: {
+        status: 'closed',
+        recentTransitions: [{ at: START, from: 'closed', to: 'closed', reason: 'paused by operator (alice)' }],
+      },
     });
-    await expect(loadCircuit(d.circuits, LANE)).resolves.toMatchObject({ hold: { since: START, by: 'alice' }, version: 1 });
+    await expect(loadCircuit(d.circuits, LANE)).resolves.toMatchObject({
+      hold: { since: START, by: 'alice' },
+      version: 1,
+    });
   });
 
   it('leaves a paused lane as it is, and says who paused it and since when', async () => {
@@ -36,7 +48,12 @@ describe('pauseLane', () => {
     await pauseLane(d, 'alice');
     await d.clock.advance(60_000);
     const again = await pauseLane(d, 'bob');
-    expect(again).toMatchObject({ changed: false, at: START + 60_000, message: `lane '${LANE}' was already paused by alice since ${AT}`, paused: { since: START, by: 'alice' } });
+    expect(again).toMatchObject({
+      changed: false,
+      at: START + 60_000,
+      message: `lane '${LANE}' was already paused by alice since ${AT}`,
+      paused: { since: START, by: 'alice' },
+    });
     await expect(loadCircuit(d.circuits, LANE)).resolves.toMatchObject({ version: 1 });
   });
 
@@ -47,7 +64,11 @@ describe('pauseLane', () => {
     jest.spyOn(d.circuits, 'saveCircuit').mockImplementation(async (lane: string, next: CircuitJSON) => {
       if (!raced) {
         raced = true;
-        const worker: CircuitStore = { loadCircuit: (l) => d.circuits.loadCircuit(l), refusalRun: (l) => d.circuits.refusalRun(l), saveCircuit: save };
+        const worker: CircuitStore = {
+          loadCircuit: (l) => d.circuits.loadCircuit(l),
+          refusalRun: (l) => d.circuits.refusalRun(l),
+          saveCircuit: save,
+        };
         await applyCircuitEvent(worker, lane, { type: 'transient-failure' }, START, POLICY);
       }
       return save(lane, next);
@@ -55,7 +76,11 @@ describe('pauseLane', () => {
 
     await expect(pauseLane(d, 'alice')).resolves.toMatchObject({ changed: true });
 
-    await expect(loadCircuit(d.circuits, LANE)).resolves.toMatchObject({ state: { status: 'closed', failures: [START] }, hold: { by: 'alice' }, version: 2 });
+    await expect(loadCircuit(d.circuits, LANE)).resolves.toMatchObject({
+      state: { status: 'closed', failures: [START] },
+      hold: { by: 'alice' },
+      version: 2,
+    });
   });
 
   it('trims the name, and refuses a blank one or one too long, writing nothing', async () => {
@@ -73,14 +98,25 @@ describe('resumeLane', () => {
     await pauseLane(d, 'alice');
     await d.clock.advance(5_000);
     const result = await resumeLane(d, 'bob');
-    expect(result).toMatchObject({ action: 'resume', changed: true, message: `lane '${LANE}' resumed by bob`, paused: null });
-    expect(result.circuit.recentTransitions.map((t) => t.reason)).toEqual(['paused by operator (alice)', 'resumed by operator (bob)']);
+    expect(result).toMatchObject({
+      action: 'resume',
+      changed: true,
+      message: `lane '${LANE}' resumed by bob`,
+      paused: null,
+    });
+    expect(result.circuit.recentTransitions.map((t) => t.reason)).toEqual([
+      'paused by operator (alice)',
+      'resumed by operator (bob)',
+    ]);
     await expect(loadCircuit(d.circuits, LANE)).resolves.toMatchObject({ hold: null, version: 2 });
   });
 
   it('leaves a lane not paused as it is', async () => {
     const d = deps();
-    await expect(resumeLane(d, 'bob')).resolves.toMatchObject({ changed: false, message: `lane '${LANE}' was not paused` });
+    await expect(resumeLane(d, 'bob')).resolves.toMatchObject({
+      changed: false,
+      message: `lane '${LANE}' was not paused`,
+    });
     await expect(d.circuits.loadCircuit(LANE)).resolves.toBeUndefined();
   });
 
@@ -114,18 +150,31 @@ describe('forceCircuit', () => {
         recentTransitions: [{ at: START, from: 'closed', to: 'open', reason: 'opened by operator (alice)' }],
       },
     });
-    await expect(forceCircuit(d, 'open', 'bob')).resolves.toMatchObject({ changed: false, message: `circuit of lane '${LANE}' was already open: opened by operator (alice)` });
+    await expect(forceCircuit(d, 'open', 'bob')).resolves.toMatchObject({
+      changed: false,
+      message: `circuit of lane '${LANE}' was already open: opened by operator (alice)`,
+    });
   });
 
   it('takes over a circuit the breaker opened', async () => {
     const d = deps();
     await openCircuit(d.circuits, CONFIG, START);
-    await expect(forceCircuit(d, 'open', 'alice')).resolves.toMatchObject({ changed: true, circuit: { status: 'open', byOperator: true, openedAt: START } });
+    await expect(forceCircuit(d, 'open', 'alice')).resolves.toMatchObject({
+      changed: true,
+      circuit: { status: 'open', byOperator: true, openedAt: START },
+    });
   });
 
   it.each([
-    ['forced open', (d: LaneControlDeps) => forceCircuit(d, 'open', 'alice').then(() => 'open: opened by operator (alice)')],
-    ['opened by the breaker', (d: LaneControlDeps) => openCircuit(d.circuits, CONFIG, START).then(() => 'open: 3 transient failures within 10 s')],
+    [
+      'forced open',
+      (d: LaneControlDeps) => forceCircuit(d, 'open', 'alice').then(() => 'open: opened by operator (alice)'),
+    ],
+    [
+      'opened by the breaker',
+      (d: LaneControlDeps) =>
+        openCircuit(d.circuits, CONFIG, START).then(() => 'open: 3 transient failures within 10 s'),
+    ],
     [
       'half-open',
       async (d: LaneControlDeps) => {
@@ -139,14 +188,29 @@ describe('forceCircuit', () => {
     const was = await make(d);
     await d.clock.advanceTo(START + 3_000);
     const result = await forceCircuit(d, 'closed', 'bob');
-    expect(result).toMatchObject({ action: 'circuit-close', changed: true, message: `circuit of lane '${LANE}' closed by bob (it was ${was})`, circuit: { status: 'closed' } });
-    expect(result.circuit.recentTransitions.at(-1)).toEqual({ at: START + 3_000, from: was.split(':')[0], to: 'closed', reason: 'closed by operator (bob)' });
-    await expect(loadCircuit(d.circuits, LANE)).resolves.toMatchObject({ state: { status: 'closed', closedAt: START + 3_000 } });
+    expect(result).toMatchObject({
+      action: 'circuit-close',
+      changed: true,
+      message: `circuit of lane '${LANE}' closed by bob (it was ${was})`,
+      circuit: { status: 'closed' },
+    });
+    expect(result.circuit.recentTransitions.at(-1)).toEqual({
+      at: START + 3_000,
+      from: was.split(':')[0],
+      to: 'closed',
+      reason: 'closed by operator (bob)',
+    });
+    await expect(loadCircuit(d.circuits, LANE)).resolves.toMatchObject({
+      state: { status: 'closed', closedAt: START + 3_000 },
+    });
   });
 
   it('leaves a closed circuit as it is, and says that a paused lane stays paused once closed', async () => {
     const d = deps();
-    await expect(forceCircuit(d, 'closed', 'bob')).resolves.toMatchObject({ changed: false, message: `circuit of lane '${LANE}' was already closed` });
+    await expect(forceCircuit(d, 'closed', 'bob')).resolves.toMatchObject({
+      changed: false,
+      message: `circuit of lane '${LANE}' was already closed`,
+    });
     await forceCircuit(d, 'open', 'alice');
     await pauseLane(d, 'alice');
     await expect(forceCircuit(d, 'closed', 'bob')).resolves.toMatchObject({

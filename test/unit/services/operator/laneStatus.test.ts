@@ -7,13 +7,27 @@ import { forceCircuit, pauseLane } from '../../../../lib/services/operator/laneC
 import { readLaneStatus, type LaneStatusDeps } from '../../../../lib/services/operator/laneStatus';
 import { LANE, START, openCircuit, testConfig } from '../../../helpers/serviceFixtures';
 
-const CONFIG = testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 1_000, per: 'day' }] });
+const CONFIG = testConfig({
+  quotas: [
+    { limit: 5, per: 'second' },
+    { limit: 1_000, per: 'day' },
+  ],
+});
 const DAY_MS = 86_400_000;
 
 function deps(): LaneStatusDeps & { readonly stores: MemoryStores; readonly clock: FakeClock } {
   const stores = memoryStores();
   const clock = new FakeClock(START);
-  return { stores, circuits: stores.circuit, ledgers: stores.ledger, leases: stores.lease, clock, lane: LANE, quotas: CONFIG.quotas, timeZone: CONFIG.timeZone };
+  return {
+    stores,
+    circuits: stores.circuit,
+    ledgers: stores.ledger,
+    leases: stores.lease,
+    clock,
+    lane: LANE,
+    quotas: CONFIG.quotas,
+    timeZone: CONFIG.timeZone,
+  };
 }
 
 describe('readLaneStatus', () => {
@@ -26,7 +40,15 @@ describe('readLaneStatus', () => {
       circuit: { status: 'closed', recentTransitions: [] },
       tiers: [
         { tier: '5/second', per: 'second', unit: 'requests', limit: 5, used: 0, remaining: 5 },
-        { tier: '1000/day', per: 'day', unit: 'requests', limit: 1_000, used: 0, remaining: 1_000, resetsAt: START + DAY_MS },
+        {
+          tier: '1000/day',
+          per: 'day',
+          unit: 'requests',
+          limit: 1_000,
+          used: 0,
+          remaining: 1_000,
+          resetsAt: START + DAY_MS,
+        },
       ],
       lease: null,
     });
@@ -61,7 +83,15 @@ describe('readLaneStatus', () => {
       },
       tiers: [
         { tier: '5/second', per: 'second', unit: 'requests', limit: 5, used: 2, remaining: 3 },
-        { tier: '1000/day', per: 'day', unit: 'requests', limit: 1_000, used: 2, remaining: 998, resetsAt: START + DAY_MS },
+        {
+          tier: '1000/day',
+          per: 'day',
+          unit: 'requests',
+          limit: 1_000,
+          used: 2,
+          remaining: 998,
+          resetsAt: START + DAY_MS,
+        },
       ],
       lease: { owner: 'orchestrator-1', expiresAt: START + 30_000, fencingToken: 1, expired: false },
     });
@@ -71,10 +101,22 @@ describe('readLaneStatus', () => {
   it('shows when the next health check of an open circuit is due, and a 429 pause while it is ahead', async () => {
     const d = deps();
     await openCircuit(d.circuits, CONFIG, START);
-    await applyCircuitEvent(d.circuits, LANE, { type: 'rate-limited', retryAt: START + 1_000 }, START, circuitPolicyFrom(CONFIG.circuit));
+    await applyCircuitEvent(
+      d.circuits,
+      LANE,
+      { type: 'rate-limited', retryAt: START + 1_000 },
+      START,
+      circuitPolicyFrom(CONFIG.circuit),
+    );
 
     await expect(readLaneStatus(d)).resolves.toMatchObject({
-      circuit: { status: 'open', reason: '3 transient failures within 10 s', openedAt: START, nextCheckAt: START + 2_000, rateLimitedUntil: START + 1_000 },
+      circuit: {
+        status: 'open',
+        reason: '3 transient failures within 10 s',
+        openedAt: START,
+        nextCheckAt: START + 2_000,
+        rateLimitedUntil: START + 1_000,
+      },
     });
     await d.clock.advance(1_000);
     const later = await readLaneStatus(d);

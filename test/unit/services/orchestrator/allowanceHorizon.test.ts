@@ -1,10 +1,20 @@
 import { runOrchestrator } from '../../../../lib/services/runOrchestrator';
-import { START, dispatchedEvents, drive, orchestratorHarness, sendJob, testConfig } from '../../../helpers/serviceFixtures';
+import {
+  START,
+  dispatchedEvents,
+  drive,
+  orchestratorHarness,
+  sendJob,
+  testConfig,
+} from '../../../helpers/serviceFixtures';
 
 describe('the allowance reaches the slot of the message about to go', () => {
   it('when the lead puts slots further ahead than two flush intervals: one flush, not a flush loop at one instant', async () => {
     // Flushes every 200 ms grant 400 ms of allowance; a lead of 1 s puts each slot 1 s ahead of its dispatch.
-    const config = testConfig({ pacing: { dispatchLeadMs: 1_000, maxDispatchLeadMs: 1_000 }, orchestrator: { flushIntervalMs: 200, leaseTtlMs: 5_000 } });
+    const config = testConfig({
+      pacing: { dispatchLeadMs: 1_000, maxDispatchLeadMs: 1_000 },
+      orchestrator: { flushIntervalMs: 200, leaseTtlMs: 5_000 },
+    });
     const h = orchestratorHarness({ config });
     for (let i = 1; i <= 5; i++) await sendJob(h.queues, 'main', { id: `j-${i}` });
     let saves = 0;

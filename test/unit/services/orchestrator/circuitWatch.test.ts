@@ -9,7 +9,8 @@ import { LANE, START, openCircuit } from '../../../helpers/serviceFixtures';
 /** The circuit `failureThreshold` transient failures at `at` leave. */
 function openedAt(h: RoomHarness, at: number): Circuit {
   let circuit = INITIAL_CIRCUIT;
-  for (let i = 0; i < h.config.circuit.failureThreshold; i++) circuit = transition(circuit, { type: 'transient-failure' }, at, circuitPolicyFrom(h.config.circuit));
+  for (let i = 0; i < h.config.circuit.failureThreshold; i++)
+    circuit = transition(circuit, { type: 'transient-failure' }, at, circuitPolicyFrom(h.config.circuit));
   return circuit;
 }
 
@@ -38,7 +39,13 @@ describe('CircuitWatch', () => {
 
     it("hands a 429's pause to the pacer once", async () => {
       const h = roomHarness();
-      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'rate-limited', retryAt: START + 3_000 }, START, circuitPolicyFrom(h.config.circuit));
+      await applyCircuitEvent(
+        h.stores.circuit,
+        LANE,
+        { type: 'rate-limited', retryAt: START + 3_000 },
+        START,
+        circuitPolicyFrom(h.config.circuit),
+      );
       const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, INITIAL_CIRCUIT);
       const pause = jest.spyOn(h.pacer, 'pause');
       await watch.read();
@@ -50,16 +57,28 @@ describe('CircuitWatch', () => {
   });
 
   describe('held', () => {
-    it("lets nothing through while an operator holds the lane, and ramps up once it is resumed", async () => {
+    it('lets nothing through while an operator holds the lane, and ramps up once it is resumed', async () => {
       const h = roomHarness();
       const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, INITIAL_CIRCUIT);
       const startRamp = jest.spyOn(h.pacer, 'startRamp');
-      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'operator-paused', by: 'alice' }, START, circuitPolicyFrom(h.config.circuit));
+      await applyCircuitEvent(
+        h.stores.circuit,
+        LANE,
+        { type: 'operator-paused', by: 'alice' },
+        START,
+        circuitPolicyFrom(h.config.circuit),
+      );
       await watch.read();
       expect(watch.held).toBe(true);
       expect(watch.letsThrough(START)).toBe(false);
 
-      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'operator-resumed', by: 'bob' }, START + 5, circuitPolicyFrom(h.config.circuit));
+      await applyCircuitEvent(
+        h.stores.circuit,
+        LANE,
+        { type: 'operator-resumed', by: 'bob' },
+        START + 5,
+        circuitPolicyFrom(h.config.circuit),
+      );
       await watch.read();
       expect(watch.held).toBe(false);
       expect(watch.letsThrough(START + 10)).toBe(true);
@@ -93,7 +112,13 @@ describe('CircuitWatch', () => {
     it('sends none while an operator holds the lane, even once it is due', async () => {
       const h = roomHarness();
       await openCircuit(h.stores.circuit, h.config, START);
-      await applyCircuitEvent(h.stores.circuit, LANE, { type: 'operator-paused', by: 'alice' }, START, circuitPolicyFrom(h.config.circuit));
+      await applyCircuitEvent(
+        h.stores.circuit,
+        LANE,
+        { type: 'operator-paused', by: 'alice' },
+        START,
+        circuitPolicyFrom(h.config.circuit),
+      );
       const invoke = jest.spyOn(h.run.deps.invoker, 'invoke');
       const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.stores.circuit, LANE));
 
@@ -109,15 +134,26 @@ describe('CircuitWatch', () => {
       const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.stores.circuit, LANE));
 
       await watch.sendHealthCheckIfDue(START + 2_000);
-      expect(invoke.mock.calls).toEqual([[{ kind: 'health-check', lane: LANE, checkId: 'id-1', sentAt: START + 2_000 }]]);
+      expect(invoke.mock.calls).toEqual([
+        [{ kind: 'health-check', lane: LANE, checkId: 'id-1', sentAt: START + 2_000 }],
+      ]);
       expect(h.events).toEqual([
         { type: 'circuit-seen', at: START, status: 'open' },
-        { type: 'circuit-transition', lane: LANE, at: START + 2_000, from: 'open', to: 'half-open', reason: 'health check id-1 sent' },
+        {
+          type: 'circuit-transition',
+          lane: LANE,
+          at: START + 2_000,
+          from: 'open',
+          to: 'half-open',
+          reason: 'health check id-1 sent',
+        },
         { type: 'circuit-seen', at: START + 2_000, status: 'half-open', previous: 'open' },
         { type: 'health-check-sent', at: START + 2_000, checkId: 'id-1' },
       ]);
       expect(h.run.tally.healthChecks).toBe(1);
-      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'half-open', checkId: 'id-1' } });
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+        state: { status: 'half-open', checkId: 'id-1' },
+      });
     });
 
     it('sends nothing and returns undefined when the circuit write fails: the outage takes over', async () => {

@@ -1,6 +1,11 @@
 import type { MemoryQueues } from '../../../../tools/memory/MemoryQueues';
 import type { QueueReceiver, ReceiveOptions, SourceQueue } from '../../../../lib/ports/QueueReceiver';
-import { FIFO_QUIET_MS, Intake, MAX_PARALLEL_RECEIVES, PREFETCH_MS } from '../../../../lib/services/orchestrator/intake';
+import {
+  FIFO_QUIET_MS,
+  Intake,
+  MAX_PARALLEL_RECEIVES,
+  PREFETCH_MS,
+} from '../../../../lib/services/orchestrator/intake';
 
 /** The most one refill takes. */
 const MAX_RECEIVE_TOTAL = 10 * MAX_PARALLEL_RECEIVES;
@@ -8,7 +13,11 @@ import { roomHarness } from '../../../helpers/orchestratorRooms';
 import { START, sendJob, testConfig } from '../../../helpers/serviceFixtures';
 
 /** The memory queues, recording every receive and failing those `failReceive` picks. */
-function recordingQueues(queues: MemoryQueues, received: SourceQueue[], failReceive: (queue: SourceQueue) => boolean): QueueReceiver {
+function recordingQueues(
+  queues: MemoryQueues,
+  received: SourceQueue[],
+  failReceive: (queue: SourceQueue) => boolean,
+): QueueReceiver {
   return {
     receive: async (queue: SourceQueue, options: ReceiveOptions) => {
       received.push(queue);
@@ -19,7 +28,8 @@ function recordingQueues(queues: MemoryQueues, received: SourceQueue[], failRece
     sendBatch: (queue, messages) => queues.sendBatch(queue, messages),
     delete: (queue, receiptHandle) => queues.delete(queue, receiptHandle),
     deleteBatch: (queue, receiptHandles) => queues.deleteBatch(queue, receiptHandles),
-    changeVisibility: (queue, receiptHandle, visibilityMs) => queues.changeVisibility(queue, receiptHandle, visibilityMs),
+    changeVisibility: (queue, receiptHandle, visibilityMs) =>
+      queues.changeVisibility(queue, receiptHandle, visibilityMs),
     messageCount: (queue) => queues.messageCount(queue),
   };
 }
@@ -35,7 +45,11 @@ describe('Intake', () => {
       await sendJob(h.queues, 'fifo', { id: 'f-1' }, { groupId: 'g-1' });
       await sendJob(h.queues, 'fifo', { id: 'f-2' }, { groupId: 'g-2' });
       await sendJob(h.queues, 'requeue', { id: 'r' });
-      const intake = new Intake(h.run, () => START + 1_000, () => 10);
+      const intake = new Intake(
+        h.run,
+        () => START + 1_000,
+        () => 10,
+      );
 
       const heads: (string | undefined)[] = [];
       for (let i = 0; i < 4; i++) {
@@ -43,48 +57,92 @@ describe('Intake', () => {
         heads.push(bodyOf(await intake.next()));
         intake.shift();
       }
-      expect(heads).toEqual(['{"id":"r"}', '{"id":"r"}', '{"id":"f-1"}', '{"id":"f-1"}', '{"id":"f-2"}', '{"id":"f-2"}', '{"id":"m"}', '{"id":"m"}']);
+      expect(heads).toEqual([
+        '{"id":"r"}',
+        '{"id":"r"}',
+        '{"id":"f-1"}',
+        '{"id":"f-1"}',
+        '{"id":"f-2"}',
+        '{"id":"f-2"}',
+        '{"id":"m"}',
+        '{"id":"m"}',
+      ]);
     });
 
     it("buffers every FIFO group's first message before any group's second, and hands back the rest of a group whose head leaves", async () => {
       const h = roomHarness();
-      for (const [id, group] of [['a1', 'g-a'], ['a2', 'g-a'], ['a3', 'g-a'], ['b1', 'g-b'], ['b2', 'g-b']] as const) await sendJob(h.queues, 'fifo', { id }, { groupId: group });
-      const intake = new Intake(h.run, () => START + 1_000, () => 10);
+      for (const [id, group] of [
+        ['a1', 'g-a'],
+        ['a2', 'g-a'],
+        ['a3', 'g-a'],
+        ['b1', 'g-b'],
+        ['b2', 'g-b'],
+      ] as const)
+        await sendJob(h.queues, 'fifo', { id }, { groupId: group });
+      const intake = new Intake(
+        h.run,
+        () => START + 1_000,
+        () => 10,
+      );
 
       await intake.next();
-      const buffered = () => Array.from({ length: 10 }, (_, i) => bodyOf(intake.peek(i))).filter((b) => b !== undefined);
+      const buffered = () =>
+        Array.from({ length: 10 }, (_, i) => bodyOf(intake.peek(i))).filter((b) => b !== undefined);
       expect(buffered()).toEqual(['{"id":"a1"}', '{"id":"b1"}', '{"id":"a2"}', '{"id":"b2"}', '{"id":"a3"}']);
       expect(intake.followersOfHead()).toBe(2);
 
       // a1 is hidden until its slot: a2 and a3 must wait for it, so they go back to the queue, visible again.
       await intake.hideHead(5_000);
       expect(buffered()).toEqual(['{"id":"b1"}', '{"id":"b2"}']);
-      expect(h.queues.messages('fifo').filter((m) => !m.inFlight).map((m) => m.body)).toEqual(['{"id":"a2"}', '{"id":"a3"}']);
+      expect(
+        h.queues
+          .messages('fifo')
+          .filter((m) => !m.inFlight)
+          .map((m) => m.body),
+      ).toEqual(['{"id":"a2"}', '{"id":"a3"}']);
       await intake.leaveHead();
       expect(buffered()).toEqual([]);
     });
 
     it('refills a standard queue with several receives at once at high rates: a second of the rate, up to 200', async () => {
-      for (const [perSecond, receives] of [[5, 1], [25, 3], [2_000, MAX_PARALLEL_RECEIVES]] as const) {
+      for (const [perSecond, receives] of [
+        [5, 1],
+        [25, 3],
+        [2_000, MAX_PARALLEL_RECEIVES],
+      ] as const) {
         const received: SourceQueue[] = [];
-        const h = roomHarness(testConfig({ quotas: [{ limit: perSecond, per: 'second' }] }), (queues) => recordingQueues(queues, received, () => false));
+        const h = roomHarness(testConfig({ quotas: [{ limit: perSecond, per: 'second' }] }), (queues) =>
+          recordingQueues(queues, received, () => false),
+        );
         for (let i = 0; i < 250; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
-        const intake = new Intake(h.run, () => START + 1_000, () => Number.POSITIVE_INFINITY);
+        const intake = new Intake(
+          h.run,
+          () => START + 1_000,
+          () => Number.POSITIVE_INFINITY,
+        );
 
         await intake.next();
 
         expect(received.filter((queue) => queue === 'main')).toHaveLength(receives);
         // What the receives took is all in the buffer, in order: 25 for 25/s (a second), 10 for 5/s.
         const buffered = Array.from({ length: 250 }, (_, i) => intake.peek(i)).filter((b) => b !== undefined);
-        expect(buffered).toHaveLength(Math.min(MAX_RECEIVE_TOTAL, Math.max(10, Math.ceil((perSecond * PREFETCH_MS) / 1000))));
+        expect(buffered).toHaveLength(
+          Math.min(MAX_RECEIVE_TOTAL, Math.max(10, Math.ceil((perSecond * PREFETCH_MS) / 1000))),
+        );
       }
     });
 
     it('reads a queue that gave the last refill less than it asked for with one receive, and prefetches again once that comes back full', async () => {
       const received: SourceQueue[] = [];
-      const h = roomHarness(testConfig({ quotas: [{ limit: 50, per: 'second' }] }), (queues) => recordingQueues(queues, received, () => false));
+      const h = roomHarness(testConfig({ quotas: [{ limit: 50, per: 'second' }] }), (queues) =>
+        recordingQueues(queues, received, () => false),
+      );
       for (let i = 0; i < 150; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
-      const intake = new Intake(h.run, () => START + 1_000, () => Number.POSITIVE_INFINITY);
+      const intake = new Intake(
+        h.run,
+        () => START + 1_000,
+        () => Number.POSITIVE_INFINITY,
+      );
       const count = (queue: SourceQueue) => received.filter((q) => q === queue).length;
 
       await intake.next();
@@ -109,11 +167,18 @@ describe('Intake', () => {
 
     it('tops the buffer up behind what it holds while the main queue gives all it is asked for, a receive at a time or more', async () => {
       const received: SourceQueue[] = [];
-      const h = roomHarness(testConfig({ quotas: [{ limit: 50, per: 'second' }] }), (queues) => recordingQueues(queues, received, () => false));
+      const h = roomHarness(testConfig({ quotas: [{ limit: 50, per: 'second' }] }), (queues) =>
+        recordingQueues(queues, received, () => false),
+      );
       for (let i = 0; i < 110; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
-      const intake = new Intake(h.run, () => START + 1_000, () => Number.POSITIVE_INFINITY);
+      const intake = new Intake(
+        h.run,
+        () => START + 1_000,
+        () => Number.POSITIVE_INFINITY,
+      );
       const count = (queue: SourceQueue) => received.filter((q) => q === queue).length;
-      const buffered = () => Array.from({ length: 200 }, (_, i) => bodyOf(intake.peek(i))).filter((b) => b !== undefined);
+      const buffered = () =>
+        Array.from({ length: 200 }, (_, i) => bodyOf(intake.peek(i))).filter((b) => b !== undefined);
       await intake.next();
       expect(buffered()).toHaveLength(50);
 
@@ -142,12 +207,27 @@ describe('Intake', () => {
     it('after a failed receive, waits out the back-off and resumes the round at that queue', async () => {
       const received: SourceQueue[] = [];
       let fifoFails = 1;
-      const h = roomHarness(undefined, (queues) => recordingQueues(queues, received, (queue) => queue === 'fifo' && fifoFails-- > 0));
+      const h = roomHarness(undefined, (queues) =>
+        recordingQueues(queues, received, (queue) => queue === 'fifo' && fifoFails-- > 0),
+      );
       await sendJob(h.queues, 'main', { id: 'm' });
-      const intake = new Intake(h.run, () => START + 1_000, () => 10);
+      const intake = new Intake(
+        h.run,
+        () => START + 1_000,
+        () => 10,
+      );
 
       await expect(intake.next()).resolves.toBeUndefined();
-      expect(h.events).toEqual([{ type: 'queue-unavailable', at: START, operation: 'receive', queue: 'fifo', error: expect.any(String), retryAt: START + 100 }]);
+      expect(h.events).toEqual([
+        {
+          type: 'queue-unavailable',
+          at: START,
+          operation: 'receive',
+          queue: 'fifo',
+          error: expect.any(String),
+          retryAt: START + 100,
+        },
+      ]);
       const waiting = intake.next();
       await h.clock.advance(100);
       await expect(waiting).resolves.toBeUndefined();
@@ -159,7 +239,11 @@ describe('Intake', () => {
 
     it('ends a back-off wait early when the store is called sooner', async () => {
       const h = roomHarness(undefined, (queues) => recordingQueues(queues, [], () => true));
-      const intake = new Intake(h.run, () => START + 30, () => 10);
+      const intake = new Intake(
+        h.run,
+        () => START + 30,
+        () => 10,
+      );
       await intake.next();
 
       const waiting = intake.next();
@@ -174,11 +258,20 @@ describe('Intake', () => {
       const h = roomHarness();
       await sendJob(h.queues, 'main', { id: 'big' });
       await sendJob(h.queues, 'main', { id: 'next' });
-      const intake = new Intake(h.run, () => START + 1_000, () => 10);
+      const intake = new Intake(
+        h.run,
+        () => START + 1_000,
+        () => 10,
+      );
       const head = await intake.next();
 
       intake.refuseHead('event too large');
-      expect(await intake.next()).toEqual({ kind: 'refused', message: head?.message, receivedAt: START, reason: 'event too large' });
+      expect(await intake.next()).toEqual({
+        kind: 'refused',
+        message: head?.message,
+        receivedAt: START,
+        reason: 'event too large',
+      });
       await intake.deadLetterHead('event too large', 1);
 
       expect(await intake.next()).toMatchObject({ kind: 'received', message: { body: '{"id":"next"}' } });
@@ -192,7 +285,11 @@ describe('Intake', () => {
       const h = roomHarness();
       await sendJob(h.queues, 'main', { id: 'a' });
       await sendJob(h.queues, 'main', { id: 'b' });
-      const intake = new Intake(h.run, () => START + 1_000, () => 10);
+      const intake = new Intake(
+        h.run,
+        () => START + 1_000,
+        () => 10,
+      );
       await intake.next();
 
       await intake.release();

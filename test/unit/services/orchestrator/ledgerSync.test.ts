@@ -23,7 +23,15 @@ describe('LedgerSync', () => {
       await h.clock.advance(1);
       await expect(sync.tryFlush()).resolves.toBe(true);
       expect(h.flushes.calls.slice(4)).toEqual(['pendingSettlements', 'saveLedger', 'renewLease']);
-      expect(h.events).toEqual([START, START + halfLife - 1, START + halfLife].map((at) => ({ type: 'flushed', at, settlements: 0, handedBack: {}, usage: [{ tier: '5/second', kind: 'sliding', used: 0, limit: 5 }] })));
+      expect(h.events).toEqual(
+        [START, START + halfLife - 1, START + halfLife].map((at) => ({
+          type: 'flushed',
+          at,
+          settlements: 0,
+          handedBack: {},
+          usage: [{ tier: '5/second', kind: 'sliding', used: 0, limit: 5 }],
+        })),
+      );
     });
 
     it('after a flush that failed before saving, saves in full at the next', async () => {
@@ -59,7 +67,14 @@ describe('LedgerSync', () => {
       h.flushes.failing.clear();
 
       await expect(sync.tryFlush({ final: true })).resolves.toBe(true);
-      expect(h.flushes.calls).toEqual(['pendingSettlements', 'saveLedger', 'renewLease', 'pendingSettlements', 'saveLedger', 'renewLease']);
+      expect(h.flushes.calls).toEqual([
+        'pendingSettlements',
+        'saveLedger',
+        'renewLease',
+        'pendingSettlements',
+        'saveLedger',
+        'renewLease',
+      ]);
     });
 
     it('folds a pending settlement once although the save it was folded for failed', async () => {
@@ -74,7 +89,16 @@ describe('LedgerSync', () => {
 
       await sync.tryFlush();
       expect(settle).toHaveBeenCalledTimes(1);
-      expect(h.events).toEqual([expect.objectContaining({ type: 'state-unavailable' }), { type: 'flushed', at: START, settlements: 1, handedBack: {}, usage: [{ tier: '5/second', kind: 'sliding', used: 1, limit: 5 }] }]);
+      expect(h.events).toEqual([
+        expect.objectContaining({ type: 'state-unavailable' }),
+        {
+          type: 'flushed',
+          at: START,
+          settlements: 1,
+          handedBack: {},
+          usage: [{ tier: '5/second', kind: 'sliding', used: 1, limit: 5 }],
+        },
+      ]);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     });
   });
@@ -102,7 +126,8 @@ describe('LedgerSync', () => {
       const { sync } = await ledgerSyncOf(h);
       const reservation = h.pacer.dispatch(START, { cost: 1 });
       const settle = jest.spyOn(h.pacer.ledger, 'settle');
-      for (const s of [{ id: 'd-1' }, { id: 'd-2' }, {}, {}]) await h.stores.ledger.addSettlements(LANE, { reservation, actual: { cost: 2 }, ...s });
+      for (const s of [{ id: 'd-1' }, { id: 'd-2' }, {}, {}])
+        await h.stores.ledger.addSettlements(LANE, { reservation, actual: { cost: 2 }, ...s });
       await sync.tryFlush();
 
       expect(settle).toHaveBeenCalledTimes(4);

@@ -10,7 +10,14 @@ const DAY_MS = 86_400_000;
 
 /** A gate over a 5/second and a 2/day tier, with the day's quota spent at START, in a run that lasts two days. */
 function dayExhausted() {
-  const h = roomHarness(testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 2, per: 'day' }] }));
+  const h = roomHarness(
+    testConfig({
+      quotas: [
+        { limit: 5, per: 'second' },
+        { limit: 2, per: 'day' },
+      ],
+    }),
+  );
   h.pacer.dispatch(START, { cost: 1 });
   h.pacer.dispatch(START + 200, { cost: 1 });
   return { h, gate: new QuotaGate(new RunContext(h.run.deps, { deadline: START + 2 * DAY_MS }), h.pacer) };
@@ -18,7 +25,12 @@ function dayExhausted() {
 
 describe('tierLabel', () => {
   it('names a tier by its limit, unit and period', () => {
-    expect(parseTiers([{ limit: 20_000, per: 'day' }, { limit: 1_000, per: 'hour', unit: 'cost' }]).map(tierLabel)).toEqual(['20000/day', '1000 cost/hour']);
+    expect(
+      parseTiers([
+        { limit: 20_000, per: 'day' },
+        { limit: 1_000, per: 'hour', unit: 'cost' },
+      ]).map(tierLabel),
+    ).toEqual(['20000/day', '1000 cost/hour']);
   });
 });
 
@@ -37,21 +49,32 @@ describe('QuotaGate', () => {
         await h.clock.advanceTo(at);
         expect(gate.shutUntil(at)).toBe(START + DAY_MS - COVERAGE_MS);
       }
-      expect(h.events).toEqual([{ type: 'quota-exhausted', at: START + 1_000, tier: '2/day', kind: 'calendar', until: START + DAY_MS }]);
+      expect(h.events).toEqual([
+        { type: 'quota-exhausted', at: START + 1_000, tier: '2/day', kind: 'calendar', until: START + DAY_MS },
+      ]);
 
       await h.clock.advanceTo(START + DAY_MS - COVERAGE_MS);
       expect(gate.shutUntil(h.clock.now())).toBeUndefined();
-      expect(h.events.slice(1)).toEqual([{ type: 'quota-available', at: START + DAY_MS - COVERAGE_MS, tier: '2/day', exhaustedMs: DAY_MS - COVERAGE_MS - 1_000 }]);
+      expect(h.events.slice(1)).toEqual([
+        {
+          type: 'quota-available',
+          at: START + DAY_MS - COVERAGE_MS,
+          tier: '2/day',
+          exhaustedMs: DAY_MS - COVERAGE_MS - 1_000,
+        },
+      ]);
     });
 
-    it("stays shut through a 429 whose Retry-After is a day, naming the pause", () => {
+    it('stays shut through a 429 whose Retry-After is a day, naming the pause', () => {
       const h = roomHarness();
       h.pacer.pause(START + DAY_MS, () => 0);
       const gate = new QuotaGate(h.run, h.pacer);
 
       expect(gate.shutUntil(START)).toBe(START + DAY_MS - COVERAGE_MS);
       expect(gate.shutUntil(START + 60_000)).toBe(START + DAY_MS - COVERAGE_MS);
-      expect(h.events).toEqual([{ type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + DAY_MS }]);
+      expect(h.events).toEqual([
+        { type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + DAY_MS },
+      ]);
     });
 
     it('reports again when what holds the quota changes within an episode', () => {
@@ -85,7 +108,14 @@ describe('QuotaGate', () => {
 
   describe('room', () => {
     it('counts what the calendar tiers have left, and leaves the pace of the sliding tiers to the batch size', () => {
-      const h = roomHarness(testConfig({ quotas: [{ limit: 5, per: 'second' }, { limit: 3, per: 'day' }] }));
+      const h = roomHarness(
+        testConfig({
+          quotas: [
+            { limit: 5, per: 'second' },
+            { limit: 3, per: 'day' },
+          ],
+        }),
+      );
       const gate = new QuotaGate(h.run, h.pacer);
       h.pacer.dispatch(START, { cost: 1 });
       expect(gate.room(START + 1)).toBe(2);

@@ -28,8 +28,20 @@ describe('StateLink', () => {
 
       expect(link.side).toEqual({ kind: 'outage', since: START, retryAt: START + 300 });
       expect(h.events).toEqual([
-        { type: 'state-unavailable', at: START, operation: 'pendingSettlements', error: expect.any(String), retryAt: START + 100 },
-        { type: 'state-unavailable', at: START + 100, operation: 'pendingSettlements', error: expect.any(String), retryAt: START + 300 },
+        {
+          type: 'state-unavailable',
+          at: START,
+          operation: 'pendingSettlements',
+          error: expect.any(String),
+          retryAt: START + 100,
+        },
+        {
+          type: 'state-unavailable',
+          at: START + 100,
+          operation: 'pendingSettlements',
+          error: expect.any(String),
+          retryAt: START + 300,
+        },
       ]);
     });
 
@@ -47,7 +59,9 @@ describe('StateLink', () => {
       const h = roomHarness();
       const link = new StateLink(h.run);
 
-      await expect(link.attempt(() => Promise.reject(new LeaseLostError(LANE, 1)))).rejects.toBeInstanceOf(LeaseLostError);
+      await expect(link.attempt(() => Promise.reject(new LeaseLostError(LANE, 1)))).rejects.toBeInstanceOf(
+        LeaseLostError,
+      );
       expect(link.side).toEqual({ kind: 'in-sync' });
     });
   });
