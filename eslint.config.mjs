@@ -24,13 +24,26 @@ const shipsFence = [
     message: 'functions/ and lib/ ship in the Lambda bundles; tools/ does not, so they never import it.',
   },
 ];
-// The domain is pure: no AWS SDK, no I/O, no adapters or services. Time and randomness come in as arguments.
+const awsSdk = ['@aws-sdk/*', 'aws-sdk', 'aws-sdk/*'];
+// The domain is pure: no AWS SDK, no I/O, no ports, adapters or services. Time and randomness come in as arguments.
 const domainFence = [
-  { group: ['@aws-sdk/*', 'aws-sdk', 'aws-sdk/*'], message: 'lib/domain must stay free of the AWS SDK.' },
+  { group: awsSdk, message: 'lib/domain must stay free of the AWS SDK.' },
   {
     group: ['**/adapters/**', '**/services/**', 'node:*', 'fs', 'http', 'https'],
     message: 'lib/domain is pure logic: no adapters, services or I/O.',
   },
+  {
+    group: ['**/ports', '**/ports/**'],
+    message: 'lib/domain never imports lib/ports: the ports speak in domain types, not the other way round.',
+  },
+];
+// Services reach AWS only through the ports; the composition roots in lib/wiring hand them the adapters.
+const servicesFence = [
+  {
+    group: ['**/adapters', '**/adapters/**'],
+    message: 'lib/services never imports lib/adapters: take the port, and let lib/wiring pass the adapter in.',
+  },
+  { group: awsSdk, message: "lib/services never imports the AWS SDK: that is the adapters' job, behind a port." },
 ];
 // Adapters implement ports; what they share with services lives in the ports, never in the services.
 const adaptersFence = [
@@ -83,5 +96,6 @@ export default tseslint.config(
     ),
   },
   { files: ['lib/adapters/**'], rules: restrict(...shipsFence, ...adaptersFence) },
+  { files: ['lib/services/**'], rules: restrict(...shipsFence, ...servicesFence) },
   { files: ['lib/domain/**'], rules: restrict(...shipsFence, ...domainFence) },
 );

@@ -39,7 +39,29 @@ describe('import fences (eslint.config.mjs)', () => {
   it('lets lib/ import its dependencies and node: built-ins', () => {
     const code =
       "import { SQSClient } from '@aws-sdk/client-sqs';\nimport { randomUUID } from 'node:crypto';\nimport { CONFIG_ENV } from '../configFromEnv';\nexport const used = [SQSClient, randomUUID, CONFIG_ENV];\n";
-    expect(restrictedImports('lib/services/probe.ts', code)).toEqual([]);
+    expect(restrictedImports('lib/wiring/probe.ts', code)).toEqual([]);
+  });
+
+  it('keeps adapters out of services', () => {
+    const code = "import { SqsQueues } from '../../adapters/sqs/SqsQueues';\nexport const used = SqsQueues;\n";
+    expect(restrictedImports('lib/services/worker/probe.ts', code)).toEqual([
+      expect.stringContaining('never imports lib/adapters'),
+    ]);
+  });
+
+  it('keeps the AWS SDK out of services, as well as devDependencies', () => {
+    const code =
+      "import { SQSClient } from '@aws-sdk/client-sqs';\nimport Bottleneck from 'bottleneck';\nexport const used = [SQSClient, Bottleneck];\n";
+    expect(restrictedImports('lib/services/probe.ts', code)).toEqual([
+      expect.stringContaining('never imports the AWS SDK'),
+      expect.stringContaining("'bottleneck' import is restricted"),
+    ]);
+  });
+
+  it('lets services import ports, the domain and node: built-ins', () => {
+    const code =
+      "import type { Clock } from '../../ports/Clock';\nimport { classify } from '../../domain/outcome/classify';\nimport { randomUUID } from 'node:crypto';\nexport const used = [classify, randomUUID] as const;\nexport type Used = Clock;\n";
+    expect(restrictedImports('lib/services/worker/probe.ts', code)).toEqual([]);
   });
 
   it('keeps services out of adapters', () => {
@@ -56,6 +78,15 @@ describe('import fences (eslint.config.mjs)', () => {
       expect.stringContaining('free of the AWS SDK'),
       expect.stringContaining('no adapters, services or I/O'),
       expect.stringContaining("'fast-check' import is restricted"),
+    ]);
+  });
+
+  it('keeps ports out of the domain', () => {
+    const code =
+      "import type { Clock } from '../../ports/Clock';\nimport type { Invoker } from '../../ports';\nexport type Used = [Clock, Invoker];\n";
+    expect(restrictedImports('lib/domain/pacing/probe.ts', code)).toEqual([
+      expect.stringContaining('never imports lib/ports'),
+      expect.stringContaining('never imports lib/ports'),
     ]);
   });
 
