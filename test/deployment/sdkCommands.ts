@@ -14,6 +14,7 @@ import path from 'node:path';
 import { build } from 'esbuild';
 import ts from 'typescript';
 import { REPO_ROOT } from '../../tools/local/packageService';
+import { tsProject } from '../helpers/tsProject';
 
 /** One `new XxxCommand(…)` of an AWS SDK package, and the IAM action it needs. */
 export interface SdkCommand {
@@ -113,11 +114,9 @@ export class SdkCommandAnalysis {
 
   /** @param entries the handlers' files, from the repository root (e.g. `functions/worker.ts`). */
   constructor(entries: readonly string[]) {
-    const configFile = ts.readConfigFile(path.join(REPO_ROOT, 'tsconfig.json'), (file) => ts.sys.readFile(file));
-    const { options } = ts.parseJsonConfigFileContent(configFile.config, ts.sys, REPO_ROOT);
     this.program = ts.createProgram(
       entries.map((entry) => path.join(REPO_ROOT, entry)),
-      options,
+      tsProject().options,
     );
     this.checker = this.program.getTypeChecker();
   }
