@@ -10,6 +10,7 @@ import {
 } from '../../lib/ports/QueueReceiver';
 import type { RunSummary } from '../../lib/services/runOrchestrator';
 import { testSqsClient } from '../helpers/awsClients';
+import { escapeRegExp } from '../helpers/escapeRegExp';
 import { createServiceStack, type ServiceStack, type TestMessage } from '../helpers/serviceStack';
 import { waitFor } from '../../tools/local/waitFor';
 
@@ -64,10 +65,6 @@ const REASON_OF: Record<Kind, RegExp> = {
   'bad idempotency key':
     /^malformed: attribute 'idempotencyKey' must be a String of 1 to 512 characters; got \S+ of length \d+$/,
 };
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
 
 /**
  * A reason someone can read in a console and SQS can carry: no control characters (C0 and C1, so one line), no lone

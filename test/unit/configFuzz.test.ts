@@ -3,6 +3,7 @@ import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import { CONFIG_ENV, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
 import { COST_UNIT, MAX_QUANTITY, PERIODS, REQUESTS } from '../../lib/domain/quota/tiers';
 import { ConfigError } from '../../lib/errors';
+import { escapeRegExp } from '../helpers/escapeRegExp';
 import { thrown } from '../helpers/thrown';
 
 // Configuration, fuzzed (issue 5): take a valid configuration, break exactly one setting, and the parser must refuse
@@ -109,10 +110,6 @@ function envOf(input: Raw): Env {
       TEXT_KEYS.includes(key) && typeof value === 'string' ? value : JSON.stringify(value),
     ]),
   );
-}
-
-function escapeRegExp(text: string): string {
-  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
 /** -0 as 0: JSON, and so the environment, cannot tell them apart. */
