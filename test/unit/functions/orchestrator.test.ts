@@ -5,10 +5,8 @@ import {
   type OrchestratorContext,
 } from '../../../functions/orchestrator';
 import type { OrchestratorBaseDeps } from '../../../lib/wiring/orchestratorDeps';
-import type { LambdaContextLike, LogLevel } from '../../../lib/adapters/log';
-import { EmfMetrics } from '../../../lib/adapters/metrics/emfMetrics';
-import type { Telemetry } from '../../../lib/adapters/telemetry';
-import { captureStdout, type EmfLine } from '../../helpers/emf';
+import type { EmfLine } from '../../helpers/emf';
+import { recordingTelemetry } from '../../helpers/recordingTelemetry';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { FakeClock } from '../../../tools/memory/FakeClock';
@@ -46,13 +44,6 @@ class ThrottledCircuitStore extends MemoryCircuitStore {
   }
 }
 
-/** One line the handler logged. */
-interface LogLine {
-  readonly level: LogLevel;
-  readonly message: string;
-  readonly fields: Readonly<Record<string, unknown>> | undefined;
-}
-
 /**
  * The handler on a harness's in-memory ports, with everything it logs, the Lambda contexts it was given, and the EMF
  * lines its metrics write to stdout.
@@ -60,16 +51,8 @@ interface LogLine {
 function handlerOn(h: OrchestratorHarness) {
   const { clock, stores, queues, invoker, config, random, newId } = h.deps;
   const base: OrchestratorBaseDeps = { clock, stores, queues, invoker, config, random, newId };
-  const lines: LogLine[] = [];
-  const contexts: LambdaContextLike[] = [];
-  const stdout = captureStdout();
-  const telemetry: Telemetry = {
-    log: (level, message, fields) => lines.push({ level, message, fields }),
-    metrics: new EmfMetrics(),
-    setContext: (c) => contexts.push(c),
-  };
-  const handler = makeHandler(base, telemetry);
-  return { handler, lines, contexts, stdout };
+  const { telemetry, ...recorded } = recordingTelemetry();
+  return { handler: makeHandler(base, telemetry), ...recorded };
 }
 
 afterEach(() => jest.restoreAllMocks());

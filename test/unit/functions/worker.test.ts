@@ -1,8 +1,5 @@
 import { asWorkerEvent, makeHandler } from '../../../functions/worker';
-import type { LambdaContextLike, LogLevel } from '../../../lib/adapters/log';
-import { EmfMetrics } from '../../../lib/adapters/metrics/emfMetrics';
-import type { Telemetry } from '../../../lib/adapters/telemetry';
-import { captureStdout } from '../../helpers/emf';
+import { recordingTelemetry } from '../../helpers/recordingTelemetry';
 import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
@@ -18,25 +15,10 @@ import {
   type WorkerHarness,
 } from '../../helpers/serviceFixtures';
 
-/** One line the handler logged. */
-interface LogLine {
-  readonly level: LogLevel;
-  readonly message: string;
-  readonly fields: Readonly<Record<string, unknown>> | undefined;
-}
-
 /** The handler on a harness's in-memory ports, with everything it logs, the contexts it was given, and its EMF lines on stdout. */
 function handlerOn(h: WorkerHarness) {
-  const lines: LogLine[] = [];
-  const contexts: LambdaContextLike[] = [];
-  const stdout = captureStdout();
-  const telemetry: Telemetry = {
-    log: (level, message, fields) => lines.push({ level, message, fields }),
-    metrics: new EmfMetrics(),
-    setContext: (c) => contexts.push(c),
-  };
-  const handler = makeHandler(h.deps, telemetry);
-  return { handler, lines, contexts, stdout };
+  const { telemetry, ...recorded } = recordingTelemetry();
+  return { handler: makeHandler(h.deps, telemetry), ...recorded };
 }
 
 afterEach(() => jest.restoreAllMocks());

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { Pacer } from '../../../../lib/domain/pacing/pacer';
-import type { PacingSettings } from '../../../../lib/domain/pacing/settings';
 import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
+import { smoothPacing } from '../../../helpers/smoothPacing';
 
 const T0 = Date.parse('2026-06-01T12:00:00.000Z');
 
@@ -33,18 +33,13 @@ describe('arrivals held to their slot', () => {
         (limit, per, arrivalMarginMs, burstFraction, workers) => {
           const tiers = parseTiers([{ limit: per === 'second' ? limit : limit * 10, per }]);
           const callAllowanceMs = Math.floor(arrivalMarginMs / 2);
-          const settings: PacingSettings = {
+          const settings = smoothPacing({
             burstFraction,
-            spreadLongTiers: false,
-            rampStartFraction: 1,
-            rampSeconds: 0,
-            pauseJitterMs: 0,
             arrivalMarginMs,
             callAllowanceMs,
             dispatchLeadMs: 250,
             maxDispatchLeadMs: 250,
-            batchWindowMs: 0,
-          };
+          });
           const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs }), settings);
           const arrivals: number[] = [];
           let now = T0;
@@ -86,18 +81,7 @@ describe('arrivals held to their slot', () => {
             { limit: perSecond, per: 'second' },
             { limit: perDay, per: 'day' },
           ]);
-          const settings: PacingSettings = {
-            burstFraction,
-            spreadLongTiers: false,
-            rampStartFraction: 1,
-            rampSeconds: 0,
-            pauseJitterMs: 0,
-            arrivalMarginMs,
-            callAllowanceMs: 0,
-            dispatchLeadMs: 0,
-            maxDispatchLeadMs: 0,
-            batchWindowMs: 0,
-          };
+          const settings = smoothPacing({ burstFraction, arrivalMarginMs });
           const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs }), settings);
           const kept: number[] = [];
           let now = midnight - 2_000;

@@ -3,6 +3,7 @@ import { Pacer } from '../../../../lib/domain/pacing/pacer';
 import type { PacingSettings } from '../../../../lib/domain/pacing/settings';
 import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { parseTiers, unitsFor, type Period, type Tier, type TierUnit } from '../../../../lib/domain/quota/tiers';
+import { smoothPacing } from '../../../helpers/smoothPacing';
 import { maxWindowUsage, type Call } from '../../../helpers/windowReferee';
 
 /** Property runs per property; the note on the issue quotes the total. */
@@ -157,18 +158,7 @@ describe('Pacer with QuotaLedger (properties)', () => {
         fc.integer({ min: 1, max: 5 }),
         fc.boolean(),
         (tiers, cost, spreadLongTiers) => {
-          const smooth: PacingSettings = {
-            burstFraction: 0,
-            spreadLongTiers,
-            rampStartFraction: 1,
-            rampSeconds: 0,
-            pauseJitterMs: 0,
-            arrivalMarginMs: 0,
-            callAllowanceMs: 0,
-            dispatchLeadMs: 0,
-            maxDispatchLeadMs: 0,
-            batchWindowMs: 0,
-          };
+          const smooth = smoothPacing({ spreadLongTiers });
           fc.pre(tiers.every((t) => unitsFor(t, { cost }) <= t.limit));
           // Jobs per ms each tier allows (whole jobs per window); the tightest binds. Run for 2.5 of its windows.
           const rates = tiers.map((t) => Math.floor(t.limit / unitsFor(t, { cost })) / windowMsOf(t));

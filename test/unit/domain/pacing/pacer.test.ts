@@ -4,29 +4,15 @@ import type { PacingSettings } from '../../../../lib/domain/pacing/settings';
 import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
 import { QuotaExceededError } from '../../../../lib/errors';
+import { smoothPacing } from '../../../helpers/smoothPacing';
 import { thrown } from '../../../helpers/thrown';
 import { maxWindowUsage, type Call } from '../../../helpers/windowReferee';
 
 /** Noon UTC on 2026-06-01: a whole second, so it starts a bucket of every sliding tier. */
 const T0 = Date.parse('2026-06-01T12:00:00.000Z');
 
-/** Smooth pacing with no ramp and no jitter, overridden per test. */
-const settings = (overrides: Partial<PacingSettings> = {}): PacingSettings => ({
-  burstFraction: 0,
-  spreadLongTiers: false,
-  rampStartFraction: 1,
-  rampSeconds: 0,
-  pauseJitterMs: 0,
-  arrivalMarginMs: 0,
-  callAllowanceMs: 0,
-  dispatchLeadMs: 0,
-  maxDispatchLeadMs: 0,
-  batchWindowMs: 0,
-  ...overrides,
-});
-
 function pacerFor(quotas: unknown, overrides: Partial<PacingSettings> = {}): Pacer {
-  return new Pacer(new QuotaLedger(parseTiers(quotas)), settings(overrides));
+  return new Pacer(new QuotaLedger(parseTiers(quotas)), smoothPacing(overrides));
 }
 
 /** Dispatches `count` messages of `cost` as early as the pacer allows, from `from`; returns their offsets from T0. */
@@ -171,7 +157,7 @@ describe('Pacer', () => {
 
     it('keeps every sliding window of arrivals within its limit when latencies differ by up to the margin', () => {
       const tiers = parseTiers([{ limit: 10, per: 'second' }]);
-      const pacer = new Pacer(new QuotaLedger(tiers), settings({ arrivalMarginMs: 100 }));
+      const pacer = new Pacer(new QuotaLedger(tiers), smoothPacing({ arrivalMarginMs: 100 }));
       // Every twentieth call is 100 ms late: a window's first call crowds towards the ten that follow it on time.
       const arrivals = slots(pacer, 200).map((at, i) => ({ at: at + (i % 20 === 0 ? 100 : 0), costs: { cost: 1 } }));
       expect(maxWindowUsage(arrivals, tiers[0]!)).toBe(10);
@@ -190,7 +176,7 @@ describe('Pacer', () => {
         { limit: 10, per: 'second' },
         { limit: 1000, per: 'day' },
       ]);
-      const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs: 50 }), settings({ arrivalMarginMs: 50 }));
+      const pacer = new Pacer(new QuotaLedger(tiers, { arrivalMarginMs: 50 }), smoothPacing({ arrivalMarginMs: 50 }));
       // After a dispatch 130 ms before midnight the ledger would take the next one at once, but smoothing 105 ms later,
       // 25 ms before midnight: so close that the call might arrive in the next day, so the slot moves past the margin.
       pacer.dispatch(midnight - 130, { cost: 1 });
