@@ -1,4 +1,4 @@
-import type { CircuitJSON } from '../domain/breaker/circuit';
+import type { CircuitJSON } from '../domain/breaker/circuitJSON';
 import type { LedgerJSON, Settlement } from '../domain/quota/ledger';
 import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailableError } from '../errors';
 import type { CircuitStore } from '../ports/CircuitStore';

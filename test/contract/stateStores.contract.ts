@@ -1,4 +1,5 @@
-import { NEVER_DUE, type CircuitJSON } from '../../lib/domain/breaker/circuit';
+import { NEVER_DUE } from '../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { IdempotencyRecord } from '../../lib/ports/IdempotencyStore';

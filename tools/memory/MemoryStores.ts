@@ -1,4 +1,4 @@
-import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
