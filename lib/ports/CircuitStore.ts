@@ -1,4 +1,4 @@
-import type { CircuitJSON } from '../domain/breaker/circuit';
+import type { CircuitJSON } from '../domain/breaker/circuitJSON';
 
 /**
  * Per lane a circuit, written with a version check so that concurrent transitions never corrupt it. Every

@@ -1,4 +1,5 @@
-import type { LedgerJSON, Settlement } from '../domain/quota/ledger';
+import type { Settlement } from '../domain/quota/ledger';
+import type { LedgerJSON } from '../domain/quota/ledgerJSON';
 
 /**
  * Most pending settlements {@link LedgerStore.pendingSettlements} returns, and so most one

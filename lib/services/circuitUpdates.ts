@@ -1,12 +1,6 @@
-import {
-  circuitFromJSON,
-  circuitToJSON,
-  INITIAL_CIRCUIT,
-  transition,
-  type Circuit,
-  type CircuitEvent,
-  type CircuitTransition,
-} from '../domain/breaker/circuit';
+import { INITIAL_CIRCUIT, transition } from '../domain/breaker/circuit';
+import { circuitFromJSON, circuitToJSON } from '../domain/breaker/circuitJSON';
+import type { Circuit, CircuitEvent, CircuitTransition } from '../domain/breaker/state';
 import type { CircuitPolicy } from '../domain/breaker/policy';
 import { StateConflictError, StateUnavailableError } from '../errors';
 import type { CircuitStore } from '../ports/CircuitStore';

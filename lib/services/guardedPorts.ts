@@ -1,5 +1,6 @@
-import type { CircuitJSON } from '../domain/breaker/circuit';
-import type { LedgerJSON, Settlement } from '../domain/quota/ledger';
+import type { CircuitJSON } from '../domain/breaker/circuitJSON';
+import type { Settlement } from '../domain/quota/ledger';
+import type { LedgerJSON } from '../domain/quota/ledgerJSON';
 import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailableError } from '../errors';
 import type { CircuitStore } from '../ports/CircuitStore';
 import type { Lease, LeaseStore } from '../ports/LeaseStore';

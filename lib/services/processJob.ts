@@ -1,4 +1,5 @@
-import { isDispatchAllowed, type Circuit, type CircuitEvent } from '../domain/breaker/circuit';
+import { isDispatchAllowed } from '../domain/breaker/circuit';
+import type { Circuit, CircuitEvent } from '../domain/breaker/state';
 import { circuitPolicyFrom } from '../domain/breaker/policy';
 import type { Classification } from '../domain/outcome/classify';
 import { classify } from '../domain/outcome/classify';

@@ -8,7 +8,7 @@ import type { QueueReceiver } from '../ports/QueueReceiver';
 import type { CircuitStore } from '../ports/CircuitStore';
 import type { LeaseStore } from '../ports/LeaseStore';
 import type { LedgerStore } from '../ports/LedgerStore';
-import type { CircuitStatus } from '../domain/breaker/circuit';
+import type { CircuitStatus } from '../domain/breaker/state';
 import type { Costs, TierKind } from '../domain/quota/tiers';
 import { CallSlots } from '../domain/inflight/callSlots';
 import { loadCircuit, type LaneCircuitTransition } from './circuitUpdates';

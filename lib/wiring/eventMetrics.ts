@@ -1,4 +1,4 @@
-import type { CircuitStatus } from '../domain/breaker/circuit';
+import type { CircuitStatus } from '../domain/breaker/state';
 import type { MetricSink } from '../adapters/metrics/emfMetrics';
 import { deadLetterClass, METRICS, METRICS_PUBLISH_INTERVAL_MS } from '../adapters/metrics/serviceMetrics';
 import type { JobOutcome, WorkerReport } from '../services/processJob';

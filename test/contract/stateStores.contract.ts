@@ -1,5 +1,7 @@
-import { NEVER_DUE, type CircuitJSON } from '../../lib/domain/breaker/circuit';
-import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
+import { NEVER_DUE } from '../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
+import type { Settlement } from '../../lib/domain/quota/ledger';
+import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { IdempotencyRecord } from '../../lib/ports/IdempotencyStore';
 import { batchJobDispatchId } from '../../lib/ports/Invoker';

@@ -2,7 +2,7 @@ import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { TABLE_KEY, TTL_ATTRIBUTE } from '../../lib/adapters/dynamodb/DynamoTable';
 import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
-import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import { StateFormatError } from '../../lib/errors';
 import type { Lease } from '../../lib/ports/LeaseStore';

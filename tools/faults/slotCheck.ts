@@ -1,5 +1,6 @@
 import { CallSlots } from '../../lib/domain/inflight/callSlots';
-import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
+import type { Settlement } from '../../lib/domain/quota/ledger';
+import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
 import type { WorkerDeps } from '../../lib/services/processJob';
 
 /** The dispatch ids the workers' reports (settlements) named, by how their write ended. */

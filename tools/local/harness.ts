@@ -9,7 +9,7 @@ import type { MetricSink } from '../../lib/adapters/metrics/emfMetrics';
 import type { Telemetry } from '../../lib/adapters/telemetry';
 import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
 import { queueUrlsFromEnv, requiredEnv, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
-import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import {
   DEAD_LETTER_QUEUES,

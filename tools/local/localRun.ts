@@ -6,7 +6,7 @@ import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import { systemClock } from '../../lib/adapters/systemClock';
 import type { ServiceConfig } from '../../lib/config';
 import { CONFIG_ENV, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
-import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { QueueName } from '../../lib/ports/QueueReceiver';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { WorkerStores } from '../../lib/services/processJob';

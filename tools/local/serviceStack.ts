@@ -6,7 +6,7 @@ import type { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
 import { systemClock } from '../../lib/adapters/systemClock';
 import type { ServiceConfig } from '../../lib/config';
 import { CONFIG_ENV, QUEUE_URL_ENV, RESOURCE_ENV, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
-import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { JsonValue } from '../../lib/domain/json';
 import type { Period, TierUnit } from '../../lib/domain/quota/tiers';
 import { addMiddleware } from './sdkMiddleware';

@@ -1,5 +1,6 @@
-import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
-import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
+import type { Settlement } from '../../lib/domain/quota/ledger';
+import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
 import {

@@ -1,4 +1,4 @@
-import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import { unitsFor } from '../../lib/domain/quota/tiers';
 import { jobIdOf, type JobSpec } from './jobs';
 import { optimalSeconds } from './optimal';

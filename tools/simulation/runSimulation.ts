@@ -1,4 +1,4 @@
-import type { CircuitJSON } from '../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import { FakeClock } from '../memory/FakeClock';
 import { MemoryInvoker } from '../memory/MemoryInvoker';
 import { MemoryQueues } from '../memory/MemoryQueues';

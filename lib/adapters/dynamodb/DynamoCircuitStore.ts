@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { circuitFromJSON, circuitToJSON, type CircuitJSON } from '../../domain/breaker/circuit';
+import { circuitFromJSON, circuitToJSON, type CircuitJSON } from '../../domain/breaker/circuitJSON';
 import type { CircuitStore } from '../../ports/CircuitStore';
 import {
   corrupt,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { parseLedgerJSON, type LedgerJSON, type Settlement } from '../../domain/quota/ledger';
+import type { Settlement } from '../../domain/quota/ledger';
+import { parseLedgerJSON, type LedgerJSON } from '../../domain/quota/ledgerJSON';
 import { describeValue } from '../../domain/describeValue';
 import { StateConflictError, StateFormatError } from '../../errors';
 import { MAX_PENDING_SETTLEMENTS, checkSettled, type LedgerStore } from '../../ports/LedgerStore';

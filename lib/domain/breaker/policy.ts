@@ -9,7 +9,7 @@
  * Policies are therefore pure functions of their arguments and of what they were built from: the orchestrator and
  * every worker build their own from the same settings, and `healthCheckDueAt` must agree with the transitions.
  */
-import type { ClosedState, HalfOpenState } from './circuit';
+import type { ClosedState, HalfOpenState } from './state';
 import type { BreakerSettings } from './settings';
 
 /** What an {@link OpeningPolicy} decided about a transient failure. */

@@ -152,6 +152,14 @@ export type Tier = SlidingTier | CalendarTier;
 /** How a tier's windows are laid out. */
 export type TierKind = Tier['kind'];
 
+/** Identifies a tier within a tier set: its period and unit (a valid set holds each pair once). */
+export type TierKey = `${Period}:${TierUnit}`;
+
+/** The key of a tier within its set. */
+export function tierKeyOf(per: Period, unit: TierUnit): TierKey {
+  return `${per}:${unit}`;
+}
+
 /** Every accepted `per`, in increasing window length. */
 export const PERIODS: readonly Period[] = ['second', 'minute', 'hour', 'day', 'month'];
 

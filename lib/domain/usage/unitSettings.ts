@@ -42,64 +42,94 @@ export function parseUnitSettings(
   tiers: readonly Tier[],
   fields = { units: 'units', usagePreset: 'usagePreset' },
 ): UnitSettings {
+  const presetSources = presetSourcesOf(preset, fields.usagePreset);
+  const counted = namedUnits(tiers);
+  const raw = unitsSectionOf(input, counted, fields.units);
+  const settings = counted.map(
+    (unit) => [unit, unitSettingOf(unit, raw[unit], presetSources, `${fields.units}.${unit}`)] as const,
+  );
+  return Object.freeze(Object.fromEntries(settings));
+}
+
+/** The usage sources of the preset `preset` names (none without one). @throws ConfigError for an unknown preset. */
+function presetSourcesOf(preset: unknown, field: string): Readonly<Record<string, UsageSource>> {
   if (preset !== undefined && !(USAGE_PRESET_NAMES as readonly unknown[]).includes(preset)) {
     throw new ConfigError(
-      fields.usagePreset,
+      field,
       `must be one of ${USAGE_PRESET_NAMES.map((p) => `'${p}'`).join(', ')}; got ${describeValue(preset)}`,
     );
   }
-  const presetSources: Readonly<Record<string, UsageSource>> =
-    preset === undefined ? {} : USAGE_PRESETS[preset as UsagePreset];
+  return preset === undefined ? {} : USAGE_PRESETS[preset as UsagePreset];
+}
+
+/**
+ * The `units` section as a record (empty when left out).
+ * @throws ConfigError for a section that is not an object, or a unit that no tier counts (`counted` are those that are).
+ */
+function unitsSectionOf(input: unknown, counted: readonly string[], field: string): Record<string, unknown> {
   if (input !== undefined && (typeof input !== 'object' || input === null || Array.isArray(input))) {
     throw new ConfigError(
-      fields.units,
+      field,
       `must be an object keyed by unit name, e.g. {"output_tokens": {"default": 1024}}; got ${describeValue(input)}`,
     );
   }
   const raw = (input ?? {}) as Record<string, unknown>;
-  const counted = namedUnits(tiers);
   for (const unit of Object.keys(raw)) {
     if (!counted.includes(unit)) {
       throw new ConfigError(
-        `${fields.units}.${unit}`,
+        `${field}.${unit}`,
         `no quota tier counts this unit; the tiers count ${counted.length === 0 ? 'requests only' : counted.map((u) => `'${u}'`).join(', ')}`,
       );
     }
   }
-  const settings = counted.map((unit) => {
-    const field = `${fields.units}.${unit}`;
-    const given = raw[unit] ?? {};
-    if (typeof given !== 'object' || given === null || Array.isArray(given)) {
-      throw new ConfigError(
-        field,
-        `must be an object with optional keys ${KEYS.join(', ')}; got ${describeValue(given)}`,
-      );
-    }
-    const record = given as Record<string, unknown>;
-    for (const key of Object.keys(record))
-      if (!KEYS.includes(key))
-        throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${KEYS.join(', ')}`);
-    const estimate = record.default ?? (unit === COST_UNIT ? 1 : undefined);
-    if (
-      estimate !== undefined &&
-      (typeof estimate !== 'number' || !Number.isInteger(estimate) || estimate < 0 || estimate > MAX_QUANTITY)
-    ) {
-      throw new ConfigError(
-        `${field}.default`,
-        `must be an integer from 0 to ${MAX_QUANTITY}; got ${describeValue(estimate)}`,
-      );
-    }
-    const usage =
-      record.usage === undefined
-        ? (presetSources[unit] ?? (unit === COST_UNIT ? { header: ACTUAL_COST_HEADER } : undefined))
-        : parseUsageSource(record.usage, `${field}.usage`);
-    const setting: UnitSetting = {
-      ...(estimate === undefined ? {} : { default: estimate }),
-      ...(usage === undefined ? {} : { usage }),
-    };
-    return [unit, Object.freeze(setting)] as const;
+  return raw;
+}
+
+/**
+ * The frozen setting of `unit` from its entry `given` in the `units` section (at `field`), with the unit's defaults
+ * and the preset's source (`presetSources`) filled in.
+ * @throws ConfigError for an entry that is not an object, an unknown key, a bad default or a bad usage source.
+ */
+function unitSettingOf(
+  unit: string,
+  given: unknown,
+  presetSources: Readonly<Record<string, UsageSource>>,
+  field: string,
+): UnitSetting {
+  const record = unitEntryOf(given ?? {}, field);
+  const estimate = record.default ?? (unit === COST_UNIT ? 1 : undefined);
+  if (
+    estimate !== undefined &&
+    (typeof estimate !== 'number' || !Number.isInteger(estimate) || estimate < 0 || estimate > MAX_QUANTITY)
+  ) {
+    throw new ConfigError(
+      `${field}.default`,
+      `must be an integer from 0 to ${MAX_QUANTITY}; got ${describeValue(estimate)}`,
+    );
+  }
+  const usage =
+    record.usage === undefined
+      ? (presetSources[unit] ?? (unit === COST_UNIT ? { header: ACTUAL_COST_HEADER } : undefined))
+      : parseUsageSource(record.usage, `${field}.usage`);
+  return Object.freeze({
+    ...(estimate === undefined ? {} : { default: estimate }),
+    ...(usage === undefined ? {} : { usage }),
   });
-  return Object.freeze(Object.fromEntries(settings));
+}
+
+/** One unit's entry as a record. @throws ConfigError for an entry that is not an object, or an unknown key. */
+function unitEntryOf(given: unknown, field: string): Record<string, unknown> {
+  if (typeof given !== 'object' || given === null || Array.isArray(given)) {
+    throw new ConfigError(
+      field,
+      `must be an object with optional keys ${KEYS.join(', ')}; got ${describeValue(given)}`,
+    );
+  }
+  const record = given as Record<string, unknown>;
+  for (const key of Object.keys(record))
+    if (!KEYS.includes(key))
+      throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${KEYS.join(', ')}`);
+  return record;
 }
 
 /** The usage source of each unit that has one. */

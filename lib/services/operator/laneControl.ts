@@ -1,4 +1,4 @@
-import type { Circuit, OperatorEvent, OperatorHold } from '../../domain/breaker/circuit';
+import type { Circuit, OperatorEvent, OperatorHold } from '../../domain/breaker/state';
 import { circuitPolicyFrom } from '../../domain/breaker/policy';
 import { DEFAULT_BREAKER_SETTINGS } from '../../domain/breaker/settings';
 import type { CircuitStore } from '../../ports/CircuitStore';

@@ -1,4 +1,4 @@
-import type { Circuit, CircuitStatus, CircuitTransition, OperatorHold } from '../../domain/breaker/circuit';
+import type { Circuit, CircuitStatus, CircuitTransition, OperatorHold } from '../../domain/breaker/state';
 import { tierUsageAt, type TierUsageReadout } from '../../domain/quota/tierUsage';
 import type { Tier } from '../../domain/quota/tiers';
 import type { CircuitStore } from '../../ports/CircuitStore';

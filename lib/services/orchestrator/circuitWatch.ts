@@ -1,4 +1,5 @@
-import { healthCheckDueAt, isDispatchAllowed, isHeld, type Circuit } from '../../domain/breaker/circuit';
+import { healthCheckDueAt, isDispatchAllowed, isHeld } from '../../domain/breaker/circuit';
+import type { Circuit } from '../../domain/breaker/state';
 import { circuitPolicyFrom, type CircuitPolicy } from '../../domain/breaker/policy';
 import type { Pacer } from '../../domain/pacing/pacer';
 import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';

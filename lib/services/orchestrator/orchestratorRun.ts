@@ -1,4 +1,4 @@
-import type { Circuit } from '../../domain/breaker/circuit';
+import type { Circuit } from '../../domain/breaker/state';
 import type { Pacer } from '../../domain/pacing/pacer';
 import { LeaseLostError } from '../../errors';
 import type { Lease } from '../../ports/LeaseStore';

@@ -1,4 +1,5 @@
-import type { LedgerJSON, Settlement } from '../../../lib/domain/quota/ledger';
+import type { Settlement } from '../../../lib/domain/quota/ledger';
+import type { LedgerJSON } from '../../../lib/domain/quota/ledgerJSON';
 import type { WorkerDeps } from '../../../lib/services/processJob';
 import {
   dispatchIdsOf,

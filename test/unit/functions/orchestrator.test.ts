@@ -11,7 +11,7 @@ import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryCircuitStore, memoryStores } from '../../../tools/memory/MemoryStores';
-import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../../lib/domain/breaker/circuitJSON';
 import {
   drive,
   LANE,

@@ -2,7 +2,7 @@ import { FakeClock } from '../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
 import { MemoryState, memoryStores } from '../../../tools/memory/MemoryStores';
 import type { ServiceConfig, StateOutagePolicy } from '../../../lib/config';
-import type { CircuitJSON } from '../../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../../lib/domain/breaker/circuitJSON';
 import { InvokeRejectedError, InvokeThrottledError, StateFormatError } from '../../../lib/errors';
 import type { Clock } from '../../../lib/ports/Clock';
 import type { Invoker, JobEvent, WorkerEvent } from '../../../lib/ports/Invoker';

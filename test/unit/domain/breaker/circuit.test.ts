@@ -1,41 +1,37 @@
 import fc from 'fast-check';
 import { FakeClock } from '../../../../tools/memory/FakeClock';
 import {
-  circuitFromJSON,
-  circuitToJSON,
   healthCheckDueAt,
   INITIAL_CIRCUIT,
   isDispatchAllowed,
   isHeld,
   isProbeStarted,
-  LEGACY_OPEN_REASON,
   MAX_TRANSITION_REASON,
   MAX_TRANSITIONS_KEPT,
   NEVER_DUE,
   transition,
-  type Circuit,
-  type CircuitEvent,
-  type CircuitState,
-  type OperatorEvent,
 } from '../../../../lib/domain/breaker/circuit';
+import { circuitFromJSON, circuitToJSON } from '../../../../lib/domain/breaker/circuitJSON';
+import type { Circuit, CircuitEvent, OperatorEvent } from '../../../../lib/domain/breaker/state';
 import { circuitPolicyFrom, type CircuitPolicy } from '../../../../lib/domain/breaker/policy';
-import { parseBreakerSettings, type BreakerSettings } from '../../../../lib/domain/breaker/settings';
-import { StateFormatError } from '../../../../lib/errors';
+import { parseBreakerSettings } from '../../../../lib/domain/breaker/settings';
+import {
+  circuitIn,
+  circuitsAt,
+  FAILURE,
+  failures,
+  OPENED_ON,
+  P,
+  S,
+  started,
+  T0,
+} from '../../../helpers/circuitFixtures';
 
-// The defaults but with the cool-down and the check interval spread out, so the steps are easy to tell apart:
-// 5 failures in 30 s open; first check after 10 s; checks every 5 s; cap 300 s; check timeout 15 s; 10 other 4xx in a
-// row open.
-const S = parseBreakerSettings({ openSeconds: 10, healthCheckSeconds: 5 });
-const P = circuitPolicyFrom(S);
-const T0 = 1_700_000_000_000;
-
-const FAILURE: CircuitEvent = { type: 'transient-failure' };
 const SUCCESS: CircuitEvent = { type: 'success' };
 const sent = (checkId: string): CircuitEvent => ({ type: 'health-check-sent', checkId });
 const ok = (checkId: string): CircuitEvent => ({ type: 'health-check-ok', checkId });
 const failed = (checkId: string): CircuitEvent => ({ type: 'health-check-failed', checkId });
 const limited = (retryAt: number): CircuitEvent => ({ type: 'rate-limited', retryAt });
-const started = (checkId: string): CircuitEvent => ({ type: 'health-check-started', checkId });
 const rejected = (reason = 'HTTP 401 Unauthorized'): CircuitEvent => ({ type: 'caller-rejected', reason });
 const clientError = (reason = 'HTTP 404 Not Found'): CircuitEvent => ({ type: 'client-error', reason });
 
@@ -44,46 +40,7 @@ beforeEach(() => {
   clock = new FakeClock(T0);
 });
 
-const apply = (circuit: Circuit, event: CircuitEvent, settings: BreakerSettings = S): Circuit =>
-  transition(circuit, event, clock.now(), circuitPolicyFrom(settings));
-const applyAll = (circuit: Circuit, events: readonly CircuitEvent[]): Circuit =>
-  events.reduce((c, e) => apply(c, e), circuit);
-const failures = (n: number): CircuitEvent[] => Array.from({ length: n }, () => FAILURE);
-const circuitIn = (state: CircuitState, pausedUntil = 0, clientErrorRun = 0): Circuit => ({
-  state,
-  pausedUntil,
-  clientErrorRun,
-  hold: null,
-  transitions: [],
-  version: 7,
-});
-const OPENED_ON = '5 transient failures within 30 s';
-
-/** An open circuit whose first check is due 10 s from now. */
-const openCircuit = (extra: Partial<Extract<CircuitState, { status: 'open' }>> = {}): Circuit =>
-  circuitIn({
-    status: 'open',
-    openedAt: clock.now(),
-    nextCheckAt: clock.now() + 10_000,
-    failedChecks: 0,
-    reopenStreak: 0,
-    reason: OPENED_ON,
-    ...extra,
-  });
-
-/** A half-open circuit whose check 'c1' was sent just now, not started by any worker yet. */
-const halfOpenCircuit = (extra: Partial<Extract<CircuitState, { status: 'half-open' }>> = {}): Circuit =>
-  circuitIn({
-    status: 'half-open',
-    openedAt: clock.now() - 10_000,
-    checkId: 'c1',
-    checkSentAt: clock.now(),
-    probeStartedAt: null,
-    failedChecks: 0,
-    reopenStreak: 0,
-    reason: OPENED_ON,
-    ...extra,
-  });
+const { apply, applyAll, openCircuit, halfOpenCircuit } = circuitsAt(() => clock.now());
 
 function expectChanged(before: Circuit, after: Circuit): void {
   expect(after).not.toBe(before);
@@ -1127,318 +1084,6 @@ describe('healthCheckDueAt', () => {
       expect(apply(circuit, sent('c2'))).toBe(circuit);
       await clock.advance(1);
       expect(apply(circuit, sent('c2'))).not.toBe(circuit);
-    });
-  });
-});
-
-describe('circuitToJSON', () => {
-  describe('closed', () => {
-    it('writes the initial circuit as plain JSON with a numeric version', () => {
-      expect(circuitToJSON(INITIAL_CIRCUIT)).toEqual({
-        version: 0,
-        state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 },
-        pausedUntil: 0,
-      });
-    });
-
-    it('shares no array with the circuit', () => {
-      const circuit = applyAll(INITIAL_CIRCUIT, failures(2));
-      const json = circuitToJSON(circuit);
-      expect(json.state).not.toBe(circuit.state);
-      expect(json.state.status === 'closed' && json.state.failures).not.toBe(
-        circuit.state.status === 'closed' && circuit.state.failures,
-      );
-    });
-  });
-});
-
-describe('circuitFromJSON', () => {
-  const samples: [string, () => Circuit][] = [
-    [
-      'closed',
-      () => ({
-        state: { status: 'closed', failures: [T0 - 5, T0], closedAt: T0 - 60_000, reopenStreak: 2 },
-        pausedUntil: T0 + 9,
-        clientErrorRun: 0,
-        hold: null,
-        transitions: [],
-        version: 12,
-      }),
-    ],
-    [
-      'closed with a client-error run',
-      () => circuitIn({ status: 'closed', failures: [], closedAt: null, reopenStreak: 0 }, 0, 4),
-    ],
-    ['never-closed', () => INITIAL_CIRCUIT],
-    ['open', () => openCircuit({ failedChecks: 3, reopenStreak: 1 })],
-    ['half-open', () => halfOpenCircuit({ failedChecks: 1 })],
-    ['half-open, started', () => halfOpenCircuit({ probeStartedAt: T0 + 3 })],
-    ['open on a caller rejection', () => openCircuit({ reason: 'caller rejected: HTTP 403 Forbidden' })],
-    [
-      'forced open, paused, with transitions',
-      () =>
-        applyAll(openCircuit(), [
-          { type: 'operator-opened', by: 'alice' },
-          { type: 'operator-paused', by: 'bob' },
-        ]),
-    ],
-  ];
-
-  describe.each(samples)('%s', (_label, make) => {
-    it('round-trips through circuitToJSON', () => {
-      expect(circuitFromJSON(circuitToJSON(make()))).toEqual(make());
-    });
-
-    it('round-trips through JSON text', () => {
-      expect(circuitFromJSON(JSON.parse(JSON.stringify(circuitToJSON(make()))))).toEqual(make());
-    });
-  });
-
-  describe('top level', () => {
-    it('ignores store bookkeeping beside version, state and pausedUntil', () => {
-      expect(circuitFromJSON({ ...circuitToJSON(INITIAL_CIRCUIT), pk: 'lane#sms', updatedAt: 5 })).toEqual(
-        INITIAL_CIRCUIT,
-      );
-    });
-
-    it('returns a frozen circuit', () => {
-      expect(Object.isFrozen(circuitFromJSON(circuitToJSON(openCircuit())))).toBe(true);
-    });
-  });
-
-  describe('stored before the probe claim and caller rejections', () => {
-    const legacyOpen = { status: 'open', openedAt: T0, nextCheckAt: T0 + 10_000, failedChecks: 1, reopenStreak: 0 };
-    const legacyHalfOpen = {
-      status: 'half-open',
-      openedAt: T0,
-      checkId: 'c1',
-      checkSentAt: T0 + 10_000,
-      failedChecks: 1,
-      reopenStreak: 0,
-    };
-
-    it('reads a missing hold as none and missing transitions as none, and writes neither while there are none', () => {
-      const circuit = circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0 });
-      expect(circuit.hold).toBeNull();
-      expect(circuit.transitions).toEqual([]);
-      expect(circuitToJSON(circuit)).not.toHaveProperty('hold');
-      expect(circuitToJSON(circuit)).not.toHaveProperty('transitions');
-    });
-
-    it(`keeps the last ${MAX_TRANSITIONS_KEPT} of more transitions stored`, () => {
-      const transitions = Array.from({ length: 12 }, (_, i) => ({
-        at: T0 + i,
-        from: 'closed',
-        to: 'closed',
-        reason: `r${i}`,
-      }));
-      expect(circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0, transitions }).transitions).toEqual(
-        transitions.slice(2),
-      );
-    });
-
-    it('reads a missing clientErrorRun as 0, and writes none while it is 0', () => {
-      const circuit = circuitFromJSON({
-        version: 3,
-        state: { status: 'closed', failures: [], closedAt: null, reopenStreak: 0 },
-        pausedUntil: 0,
-      });
-      expect(circuit.clientErrorRun).toBe(0);
-      expect(circuitToJSON(circuit)).not.toHaveProperty('clientErrorRun');
-    });
-
-    it('reads an open state without reason as opened on transient failures', () => {
-      expect(circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0 }).state).toEqual({
-        ...legacyOpen,
-        reason: LEGACY_OPEN_REASON,
-      });
-    });
-
-    it('reads a half-open state without probeStartedAt as started at its send, so no worker may claim it again', () => {
-      const circuit = circuitFromJSON({ version: 3, state: legacyHalfOpen, pausedUntil: 0 });
-      expect(circuit.state).toEqual({ ...legacyHalfOpen, probeStartedAt: T0 + 10_000, reason: LEGACY_OPEN_REASON });
-      expect(transition(circuit, started('c1'), T0 + 10_001, P)).toBe(circuit);
-      expect(healthCheckDueAt(circuit, P.probe)).toBe(T0 + 25_000);
-    });
-  });
-
-  describe('malformed', () => {
-    const closed = { status: 'closed', failures: [1, 2], closedAt: null, reopenStreak: 0 };
-    const open = { status: 'open', openedAt: 1, nextCheckAt: 2, failedChecks: 0, reopenStreak: 0 };
-    const halfOpen = {
-      status: 'half-open',
-      openedAt: 1,
-      checkId: 'c',
-      checkSentAt: 2,
-      failedChecks: 0,
-      reopenStreak: 0,
-    };
-    const wrap = (state: unknown): Record<string, unknown> => ({ version: 1, state, pausedUntil: 0 });
-    const without = (record: Record<string, unknown>, key: string): Record<string, unknown> =>
-      Object.fromEntries(Object.entries(record).filter(([k]) => k !== key));
-
-    it.each<[string, unknown, RegExp]>([
-      ['a string', 'closed', /^stored circuit must be an object; got "closed"$/],
-      ['null', null, /^stored circuit must be an object; got null$/],
-      ['an array', [], /^stored circuit must be an object/],
-      [
-        'a non-numeric version',
-        { ...wrap(closed), version: '1' },
-        /^stored circuit\.version must be a non-negative integer; got "1"$/,
-      ],
-      [
-        'a missing version',
-        without(wrap(closed), 'version'),
-        /^stored circuit\.version must be a non-negative integer; got nothing$/,
-      ],
-      [
-        'a negative version',
-        { ...wrap(closed), version: -1 },
-        /circuit\.version must be a non-negative integer; got -1/,
-      ],
-      [
-        'a fractional version',
-        { ...wrap(closed), version: 1.5 },
-        /circuit\.version must be a non-negative integer; got 1.5/,
-      ],
-      ['a missing pausedUntil', without(wrap(closed), 'pausedUntil'), /circuit\.pausedUntil must be a finite number/],
-      ['a missing state', without(wrap(closed), 'state'), /circuit\.state must be an object; got nothing/],
-      [
-        'an unknown status',
-        wrap({ ...closed, status: 'opening' }),
-        /circuit\.state\.status must be 'closed', 'open' or 'half-open'; got "opening"/,
-      ],
-      ['a missing status', wrap(without(closed, 'status')), /circuit\.state\.status must be/],
-      [
-        'closed without failures',
-        wrap(without(closed, 'failures')),
-        /circuit\.state\.failures must be an ascending array of epoch ms; got nothing/,
-      ],
-      [
-        'closed with non-numeric failures',
-        wrap({ ...closed, failures: ['1'] }),
-        /circuit\.state\.failures must be an ascending array/,
-      ],
-      [
-        'closed with failures out of order',
-        wrap({ ...closed, failures: [2, 1] }),
-        /circuit\.state\.failures must be an ascending array/,
-      ],
-      [
-        'closed with a string closedAt',
-        wrap({ ...closed, closedAt: '5' }),
-        /circuit\.state\.closedAt must be a finite number/,
-      ],
-      [
-        'closed without closedAt',
-        wrap(without(closed, 'closedAt')),
-        /circuit\.state\.closedAt must be a finite number/,
-      ],
-      [
-        'closed without reopenStreak',
-        wrap(without(closed, 'reopenStreak')),
-        /circuit\.state\.reopenStreak must be a non-negative integer/,
-      ],
-      [
-        'closed carrying open data',
-        wrap({ ...closed, openedAt: 1 }),
-        /circuit\.state\.openedAt is not a field of the 'closed' state/,
-      ],
-      [
-        'open without nextCheckAt',
-        wrap(without(open, 'nextCheckAt')),
-        /circuit\.state\.nextCheckAt must be a finite number/,
-      ],
-      ['open without openedAt', wrap(without(open, 'openedAt')), /circuit\.state\.openedAt must be a finite number/],
-      [
-        'open with negative failedChecks',
-        wrap({ ...open, failedChecks: -1 }),
-        /circuit\.state\.failedChecks must be a non-negative integer/,
-      ],
-      [
-        'open carrying a checkId',
-        wrap({ ...open, checkId: 'c' }),
-        /circuit\.state\.checkId is not a field of the 'open' state/,
-      ],
-      [
-        'half-open without checkId',
-        wrap(without(halfOpen, 'checkId')),
-        /circuit\.state\.checkId must be a non-empty string; got nothing/,
-      ],
-      [
-        'half-open with an empty checkId',
-        wrap({ ...halfOpen, checkId: '' }),
-        /circuit\.state\.checkId must be a non-empty string/,
-      ],
-      [
-        'half-open with a numeric checkId',
-        wrap({ ...halfOpen, checkId: 7 }),
-        /circuit\.state\.checkId must be a non-empty string; got 7/,
-      ],
-      [
-        'half-open without checkSentAt',
-        wrap(without(halfOpen, 'checkSentAt')),
-        /circuit\.state\.checkSentAt must be a finite number/,
-      ],
-      [
-        'half-open without reopenStreak',
-        wrap(without(halfOpen, 'reopenStreak')),
-        /circuit\.state\.reopenStreak must be a non-negative integer/,
-      ],
-      [
-        'half-open with a string probeStartedAt',
-        wrap({ ...halfOpen, probeStartedAt: '3' }),
-        /circuit\.state\.probeStartedAt must be a finite number/,
-      ],
-      ['open with an empty reason', wrap({ ...open, reason: '' }), /circuit\.state\.reason must be a non-empty string/],
-      [
-        'half-open with a numeric reason',
-        wrap({ ...halfOpen, reason: 401 }),
-        /circuit\.state\.reason must be a non-empty string; got 401/,
-      ],
-      [
-        'a negative clientErrorRun',
-        { ...wrap(closed), clientErrorRun: -1 },
-        /circuit\.clientErrorRun must be a non-negative integer; got -1/,
-      ],
-      [
-        'open with byOperator false',
-        wrap({ ...open, byOperator: false }),
-        /circuit\.state\.byOperator must be true when present; got false/,
-      ],
-      [
-        'a hold without by',
-        { ...wrap(closed), hold: { since: 1 } },
-        /circuit\.hold\.by must be a non-empty string; got nothing/,
-      ],
-      [
-        'a hold with a string since',
-        { ...wrap(closed), hold: { since: '1', by: 'a' } },
-        /circuit\.hold\.since must be a finite number/,
-      ],
-      [
-        'a hold with another key',
-        { ...wrap(closed), hold: { since: 1, by: 'a', until: 2 } },
-        /circuit\.hold\.until is not a field of the hold/,
-      ],
-      [
-        'transitions that are not a list',
-        { ...wrap(closed), transitions: {} },
-        /circuit\.transitions must be an array/,
-      ],
-      [
-        'a transition to an unknown status',
-        { ...wrap(closed), transitions: [{ at: 1, from: 'closed', to: 'paused', reason: 'r' }] },
-        /circuit\.transitions\[0\]\.to must be 'closed', 'open' or 'half-open'; got "paused"/,
-      ],
-      [
-        'a transition without reason',
-        { ...wrap(closed), transitions: [{ at: 1, from: 'closed', to: 'open' }] },
-        /circuit\.transitions\[0\]\.reason must be a non-empty string/,
-      ],
-    ])('refuses %s with a StateFormatError naming the field', (_label, json, message) => {
-      expect(() => circuitFromJSON(json)).toThrow(StateFormatError);
-      expect(() => circuitFromJSON(json)).toThrow(message);
     });
   });
 });

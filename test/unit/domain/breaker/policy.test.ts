@@ -1,4 +1,4 @@
-import type { ClosedState, HalfOpenState } from '../../../../lib/domain/breaker/circuit';
+import type { ClosedState, HalfOpenState } from '../../../../lib/domain/breaker/state';
 import { circuitPolicyFrom, CooldownProbePolicy, ThresholdOpeningPolicy } from '../../../../lib/domain/breaker/policy';
 import { parseBreakerSettings } from '../../../../lib/domain/breaker/settings';
 

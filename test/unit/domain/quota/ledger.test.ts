@@ -1,9 +1,6 @@
-import {
-  BUCKETS_PER_WINDOW,
-  QuotaLedger,
-  type LedgerJSON,
-  type SlidingTierJSON,
-} from '../../../../lib/domain/quota/ledger';
+import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
+import type { LedgerJSON, SlidingTierJSON } from '../../../../lib/domain/quota/ledgerJSON';
+import { BUCKETS_PER_WINDOW } from '../../../../lib/domain/quota/slidingCounter';
 import { parseTiers, type Tier } from '../../../../lib/domain/quota/tiers';
 import { QuotaExceededError, StateFormatError } from '../../../../lib/errors';
 import { thrown } from '../../../helpers/thrown';

@@ -1,4 +1,5 @@
-import { QuotaLedger, type LedgerJSON } from '../../../../lib/domain/quota/ledger';
+import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
+import type { LedgerJSON } from '../../../../lib/domain/quota/ledgerJSON';
 import { tierUsageAt } from '../../../../lib/domain/quota/tierUsage';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
 import { StateFormatError } from '../../../../lib/errors';

@@ -1,6 +1,6 @@
 import { FakeClock } from '../../../../tools/memory/FakeClock';
 import { type MemoryCircuitStore, memoryStores } from '../../../../tools/memory/MemoryStores';
-import type { CircuitJSON } from '../../../../lib/domain/breaker/circuit';
+import type { CircuitJSON } from '../../../../lib/domain/breaker/circuitJSON';
 import type { CircuitStore } from '../../../../lib/ports/CircuitStore';
 import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';

@@ -1,5 +1,6 @@
 import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
-import { INITIAL_CIRCUIT, transition, type Circuit } from '../../../../lib/domain/breaker/circuit';
+import { INITIAL_CIRCUIT, transition } from '../../../../lib/domain/breaker/circuit';
+import type { Circuit } from '../../../../lib/domain/breaker/state';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
 import { CircuitWatch } from '../../../../lib/services/orchestrator/circuitWatch';
 import { StateLink } from '../../../../lib/services/orchestrator/stateLink';
