@@ -15,6 +15,9 @@ import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
 import { parseResultDestination, type ResultDestination } from '../resultDestination';
 import { SCHEDULE_EXPRESSION, SCHEDULE_PERIOD_MS } from '../schedule';
+import { isRecord } from '../settingChecks';
+import { checkAlarmSettings } from './alarmSettings';
+import { resultDestinationStatement, type IamStatement } from './resultDestinationStatement';
 
 /** Where the settings live in serverless.yml; every field in an error message starts with it. */
 export const SETTINGS_PATH = 'custom.quotaOrchestrator';
@@ -116,51 +119,6 @@ export interface QuotaEnvironment {
   readonly workerStatements: readonly IamStatement[];
   /** Added to `functions.orchestrator.events`: its schedule, unless a run of the plugin already added it. */
   readonly orchestratorEvents: readonly { readonly schedule: string }[];
-}
-
-/** One statement of an IAM policy, as CloudFormation takes it. */
-export interface IamStatement {
-  readonly Sid: string;
-  readonly Effect: 'Allow';
-  readonly Action: string | readonly string[];
-  readonly Resource: unknown;
-}
-
-/**
- * The statement that lets the worker send results to `destination`: `sqs:SendMessage` on the queue (which authorises
- * SendMessageBatch) and `sqs:GetQueueUrl` (asked once per container), or `events:PutEvents` on the bus (a bus named
- * rather than given by ARN is the stack's region's and account's).
- */
-export function resultDestinationStatement(destination: ResultDestination): IamStatement {
-  if (destination.type === 'sqs')
-    return {
-      Sid: 'ResultDestination',
-      Effect: 'Allow',
-      Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
-      Resource: destination.queueArn,
-    };
-  const bus = destination.busName.startsWith('arn:')
-    ? destination.busName
-    : {
-        'Fn::Join': [
-          '',
-          [
-            'arn:',
-            { Ref: 'AWS::Partition' },
-            ':events:',
-            { Ref: 'AWS::Region' },
-            ':',
-            { Ref: 'AWS::AccountId' },
-            ':event-bus/',
-            destination.busName,
-          ],
-        ],
-      };
-  return { Sid: 'ResultDestination', Effect: 'Allow', Action: 'events:PutEvents', Resource: bus };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**
@@ -423,70 +381,6 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
     workerStatements: results === undefined ? [] : [resultDestinationStatement(results)],
     orchestratorEvents: scheduleToAdd(service.functions?.orchestrator?.events),
   });
-}
-
-/** Where the alarms' settings live in serverless.yml (used by resources/alarms.yml and resources/dashboard.yml). */
-export const ALARMS_PATH = 'custom.alarms';
-
-/**
- * The settings of the alarms in serverless.yml's `custom.alarms`: all three are required (resources/alarms.yml reads
- * them; without the block, osls stops at the variables that name them).
- */
-export interface AlarmSettings {
-  /** An address subscribed to the alarm topic by email (it must confirm the subscription), or `''` for none. */
-  readonly email: string;
-  /**
-   * The age of the oldest message in a source queue (main, FIFO, requeue) that raises an alarm, in seconds, from 60 to
-   * 345599: SQS deletes a message 4 days (345600 s) after it was sent. @default 86400 (set in serverless.yml)
-   */
-  readonly oldestMessageAgeSeconds: number;
-  /** How many minutes the circuit stays open (or half-open) before an alarm is raised, from 1 to 1440. @default 15 (set in serverless.yml) */
-  readonly circuitOpenMinutes: number;
-}
-
-/** The ranges of the numeric {@link AlarmSettings}: the source queues keep messages 345600 s; CloudWatch evaluates at most a day. */
-export const ALARM_RANGES = {
-  oldestMessageAgeSeconds: { min: 60, max: 345_599 },
-  circuitOpenMinutes: { min: 1, max: 1440 },
-} as const;
-
-/** An email address, roughly: something, `@`, a domain with a dot; no spaces. */
-const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
-
-/**
- * Checks `custom.alarms` (see {@link AlarmSettings}), which resources/alarms.yml reads.
- * @throws ConfigError naming `custom.alarms` or the field that is missing, of the wrong type or out of its range.
- */
-export function checkAlarmSettings(alarms: unknown): AlarmSettings {
-  if (!isRecord(alarms))
-    throw new ConfigError(
-      ALARMS_PATH,
-      `must be an object with keys email, oldestMessageAgeSeconds and circuitOpenMinutes; got ${describeValue(alarms)}`,
-    );
-  for (const key of Object.keys(alarms)) {
-    if (!['email', 'oldestMessageAgeSeconds', 'circuitOpenMinutes'].includes(key))
-      throw new ConfigError(
-        `${ALARMS_PATH}.${key}`,
-        'unknown key; allowed keys are email, oldestMessageAgeSeconds, circuitOpenMinutes',
-      );
-  }
-  const { email } = alarms;
-  if (typeof email !== 'string' || (email !== '' && !EMAIL.test(email))) {
-    throw new ConfigError(
-      `${ALARMS_PATH}.email`,
-      `must be an email address such as ops@example.com, or '' for no subscription; got ${describeValue(email)}`,
-    );
-  }
-  for (const [key, { min, max }] of Object.entries(ALARM_RANGES)) {
-    const value = alarms[key];
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      throw new ConfigError(
-        `${ALARMS_PATH}.${key}`,
-        `must be a whole number from ${min} to ${max}; got ${describeValue(value)}`,
-      );
-    }
-  }
-  return alarms as unknown as AlarmSettings;
 }
 
 /**
