@@ -1,7 +1,8 @@
 import { parseServiceConfig, type ServiceConfig } from './config';
 import { ConfigError } from './errors';
 import type { QueueName } from './ports/QueueReceiver';
-import { parseResultDestination, type ResultDestination } from './resultDestination';
+import { describeValue } from './domain/describeValue';
+import { parseWorkerSettings, type DeploySettingKey, type WorkerSettings } from './workerSettings';
 
 /**
  * Environment variables holding the service configuration (set by the `quotaOrchestrator` block of `custom` in
@@ -45,35 +46,30 @@ export const RESOURCE_ENV = {
   resultDestination: 'RESULT_DESTINATION',
 } as const;
 
-/**
- * The worker's API timeout when `API_TIMEOUT_MS` is not set: 10 s, or half the worker timeout if that is shorter,
- * so a call stays well inside the worker's run.
- */
-export function defaultApiTimeoutMs(workerTimeoutMs: number): number {
-  return Math.min(10_000, Math.floor(workerTimeoutMs / 2));
-}
-
-/**
- * Checks that the worker's API timeout stays below the circuit's `healthCheckTimeoutSeconds`. A probe is presumed
- * lost, and another may start, that long after it started; a probe call still running then would overlap the next.
- * @param fields how the two settings are named where they were written, for the message.
- * @throws ConfigError naming `fields.apiTimeoutMs` and `fields.healthCheckTimeoutSeconds` when it does not.
- */
-export function checkProbeOutlastsCall(
-  apiTimeoutMs: number,
-  healthCheckTimeoutSeconds: number,
-  fields: { readonly apiTimeoutMs: string; readonly healthCheckTimeoutSeconds: string; readonly defaulted: boolean },
-): void {
-  const probeTimeoutMs = healthCheckTimeoutSeconds * 1000;
-  if (apiTimeoutMs < probeTimeoutMs) return;
-  throw new ConfigError(
-    fields.apiTimeoutMs,
-    `must be below ${fields.healthCheckTimeoutSeconds} (${probeTimeoutMs} ms), so a health probe still calling is never presumed lost and overlapped by the next; got ${apiTimeoutMs}${fields.defaulted ? ' (the default)' : ''}. Lower it or raise ${fields.healthCheckTimeoutSeconds}`,
-  );
-}
+/** The variable of each of the worker's settings (see `DeploySettings`): packaging writes it, the cold start reads it. */
+export const WORKER_ENV = {
+  apiUrl: RESOURCE_ENV.apiUrl,
+  healthUrl: RESOURCE_ENV.healthUrl,
+  apiTimeoutMs: RESOURCE_ENV.apiTimeoutMs,
+  apiKeyParameter: RESOURCE_ENV.apiKeyParameter,
+  apiKeyCacheSeconds: RESOURCE_ENV.apiKeyCacheSeconds,
+  results: RESOURCE_ENV.resultDestination,
+} as const satisfies Record<DeploySettingKey, string>;
 
 /** A process environment, or any record shaped like one. */
 export type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * The value of the JSON text `text` of the variable `name`.
+ * @throws ConfigError naming the variable when the text is not JSON.
+ */
+function jsonFromEnv(name: string, text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(name, `must be JSON; ${(error as Error).message}`, { cause: error });
+  }
+}
 
 const JSON_KEYS = ['quotas', 'maxInFlight', 'units', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
 
@@ -95,11 +91,7 @@ export function serviceConfigFromEnv(env: Env): ServiceConfig {
         throw new ConfigError(name, 'must be set to a JSON array of tiers such as [{"limit":10,"per":"second"}]');
       continue;
     }
-    try {
-      raw[key] = JSON.parse(text);
-    } catch (error) {
-      throw new ConfigError(name, `must be JSON; ${(error as Error).message}`, { cause: error });
-    }
+    raw[key] = jsonFromEnv(name, text);
   }
   try {
     return parseServiceConfig(raw);
@@ -133,62 +125,36 @@ export function queueUrlsFromEnv(env: Env): Readonly<Record<QueueName, string>> 
 }
 
 /**
- * A whole number of milliseconds from an optional variable.
- * @throws ConfigError naming the variable and its range when the value is not a whole number within it.
+ * The worker's settings from its environment (`API_URL`, `HEALTH_URL`, `API_TIMEOUT_MS`, `API_KEY_PARAMETER`,
+ * `API_KEY_CACHE_SECONDS`, `RESULT_DESTINATION`; an empty variable counts as unset), checked by
+ * `parseWorkerSettings` as packaging checked them, against the service's configuration `config`.
+ * @throws ConfigError naming the variable (and the field inside a JSON one, e.g. `RESULT_DESTINATION.queueArn`) and
+ * its allowed values, the value quoted as it was set.
  */
-export function millisecondsFromEnv(
-  env: Env,
-  name: string,
-  fallback: number,
-  range: { readonly min: number; readonly max: number },
-): number {
-  const text = env[name];
-  if (text === undefined || text === '') return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < range.min || value > range.max) {
-    throw new ConfigError(
-      name,
-      `must be a whole number of milliseconds from ${range.min} to ${range.max}; got '${text}'`,
-    );
-  }
-  return value;
-}
-
-/** Bounds and default of the API key's cache time, in seconds (`API_KEY_CACHE_SECONDS`, `apiKeyCacheSeconds`). */
-export const API_KEY_CACHE_SECONDS = { min: 1, max: 3600, default: 300 } as const;
-
-/**
- * How long the worker keeps the API key, from `API_KEY_CACHE_SECONDS`: a rotated key is used within that.
- * @default API_KEY_CACHE_SECONDS.default, when unset or empty
- * @throws ConfigError naming the variable when it is not a whole number of seconds in {@link API_KEY_CACHE_SECONDS}.
- */
-export function apiKeyCacheSecondsFromEnv(env: Env): number {
-  const name = RESOURCE_ENV.apiKeyCacheSeconds;
-  const text = env[name];
-  if (text === undefined || text === '') return API_KEY_CACHE_SECONDS.default;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < API_KEY_CACHE_SECONDS.min || value > API_KEY_CACHE_SECONDS.max) {
-    throw new ConfigError(
-      name,
-      `must be a whole number of seconds from ${API_KEY_CACHE_SECONDS.min} to ${API_KEY_CACHE_SECONDS.max}; got '${text}'`,
-    );
-  }
-  return value;
-}
-
-/**
- * The worker's result destination from `RESULT_DESTINATION` (JSON), or `undefined` when it is unset or empty.
- * @throws ConfigError naming the variable and the field inside it (e.g. `RESULT_DESTINATION.queueArn`).
- */
-export function resultDestinationFromEnv(env: Env): ResultDestination | undefined {
-  const name = RESOURCE_ENV.resultDestination;
-  const text = env[name];
-  if (text === undefined || text === '') return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new ConfigError(name, `must be JSON; ${(error as Error).message}`, { cause: error });
-  }
-  return parseResultDestination(value, name);
+export function workerSettingsFromEnv(env: Env, config: ServiceConfig): WorkerSettings {
+  const text = (key: DeploySettingKey): string | undefined => {
+    const value = env[WORKER_ENV[key]];
+    return value === '' ? undefined : value;
+  };
+  const number = (key: DeploySettingKey): number | undefined => {
+    const value = text(key);
+    return value === undefined ? undefined : Number(value);
+  };
+  const results = text('results');
+  const input = {
+    apiUrl: text('apiUrl'),
+    healthUrl: text('healthUrl'),
+    apiTimeoutMs: number('apiTimeoutMs'),
+    apiKeyParameter: text('apiKeyParameter'),
+    apiKeyCacheSeconds: number('apiKeyCacheSeconds'),
+    results: results === undefined ? undefined : jsonFromEnv(WORKER_ENV.results, results),
+  };
+  return parseWorkerSettings(input, config, {
+    field: (key) => WORKER_ENV[key],
+    shown: (key) => {
+      const value = text(key);
+      return value === undefined ? describeValue(value) : `'${value}'`;
+    },
+    healthCheckTimeoutField: `${CONFIG_ENV.circuit}.healthCheckTimeoutSeconds`,
+  });
 }

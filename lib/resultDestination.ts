@@ -1,5 +1,6 @@
 import { describeValue } from './domain/describeValue';
 import { ConfigError } from './errors';
+import { isRecord } from './settingChecks';
 
 /** An SQS queue that receives one message per succeeded job, its body the result as JSON. */
 export interface SqsResultSetting {
@@ -35,10 +36,6 @@ export const EVENTBRIDGE_RESULT_DEFAULTS = Object.freeze({ source: 'quota-orches
 const SQS_QUEUE_ARN = /^arn:aws[a-z-]*:sqs:[a-z0-9-]+:\d{12}:(?:[A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$/;
 const BUS_NAME = /^[A-Za-z0-9._-]{1,256}$/;
 const BUS_ARN = /^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[A-Za-z0-9._-]{1,256}$/;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 /**
  * `record[key]`, a string that passes `check`, else `fallback` when absent and there is one.

@@ -4,17 +4,20 @@
  * out the environment variables that carry it to the functions.
  */
 import { parseServiceConfig, type ServiceConfig } from '../config';
-import {
-  API_KEY_CACHE_SECONDS,
-  checkProbeOutlastsCall,
-  CONFIG_ENV,
-  defaultApiTimeoutMs,
-  RESOURCE_ENV,
-} from '../configFromEnv';
+import { CONFIG_ENV, WORKER_ENV } from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
-import { parseResultDestination, type ResultDestination } from '../resultDestination';
+import type { ResultDestination } from '../resultDestination';
 import { SCHEDULE_EXPRESSION, SCHEDULE_PERIOD_MS } from '../schedule';
+import { isRecord, wholeNumber } from '../settingChecks';
+import {
+  DEPLOY_SETTING_KEYS,
+  parseWorkerSettings,
+  type DeploySettingsInput,
+  type SettingsOrigin,
+} from '../workerSettings';
+import { checkAlarmSettings } from './alarmSettings';
+import { resultDestinationStatement, type IamStatement } from './resultDestinationStatement';
 
 /** Where the settings live in serverless.yml; every field in an error message starts with it. */
 export const SETTINGS_PATH = 'custom.quotaOrchestrator';
@@ -22,60 +25,14 @@ export const SETTINGS_PATH = 'custom.quotaOrchestrator';
 /** Where the SQS redrive threshold of the source queues lives in serverless.yml. */
 export const MAX_RECEIVE_COUNT_PATH = 'custom.queues.maxReceiveCount';
 
-/** A fully qualified SSM parameter name (the worker's role is granted exactly that parameter's ARN). */
-const SSM_PARAMETER_NAME = /^\/[A-Za-z0-9_.\-/]{1,1010}$/;
-
 /** Lambda's longest timeout. */
 export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
 
 /** The function timeout osls applies when neither the function nor the provider sets one. */
 export const OSLS_DEFAULT_TIMEOUT_SECONDS = 6;
 
-/**
- * The keys of `custom.quotaOrchestrator` that serverless.yml alone has: the others are {@link ServiceConfig}'s. Their
- * descriptions here are the ones docs/configuration.md shows (`npm run docs:config`).
- */
-export interface DeploySettings {
-  /** The URL the example worker POSTs each job's body to (JSON, as the producer sent it). Required. */
-  readonly apiUrl: string;
-  /** The URL the example worker's health checks GET while the circuit is open. Required. */
-  readonly healthUrl: string;
-  /**
-   * How long the example worker waits for the API's answer, in ms: below `functions.worker.timeout` and below
-   * `circuit.healthCheckTimeoutSeconds`. @default 10000, or half the worker's timeout if that is shorter
-   */
-  readonly apiTimeoutMs?: number;
-  /**
-   * Name of an SSM Parameter Store SecureString holding the API key, which the worker reads at its first call and
-   * sends as `authorization: Bearer <key>`; without such a parameter, calls carry no key. The worker's role may read
-   * this one parameter; the key never sits in the environment or the template.
-   * @default /quota-orchestrator/<stage>/api-key (set in serverless.yml)
-   */
-  readonly apiKeyParameter?: string;
-  /**
-   * How long the worker keeps the API key it read (or found missing) before reading the parameter again, in seconds,
-   * from 1 to 3600: a rotated key is in use at most this long after it is put in the parameter. @default 300
-   */
-  readonly apiKeyCacheSeconds?: number;
-  /**
-   * Where the worker sends the API's answer (status, headers, body) to each succeeded job: `{ type: sqs, queueArn }`
-   * or `{ type: eventbridge, busName, source?, detailType? }` (see `ResultDestination` in lib/resultDestination.ts).
-   * The worker's role is granted the send on it. A result the destination refuses is logged and dropped; the job
-   * stays succeeded. @default none: results are dropped
-   */
-  readonly results?: ResultDestination;
-}
-
 const SERVICE_KEYS = Object.keys(CONFIG_ENV) as (keyof typeof CONFIG_ENV)[];
-const WORKER_KEYS = [
-  'apiUrl',
-  'healthUrl',
-  'apiTimeoutMs',
-  'apiKeyParameter',
-  'apiKeyCacheSeconds',
-  'results',
-] as const satisfies readonly (keyof DeploySettings)[];
-const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...WORKER_KEYS];
+const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...DEPLOY_SETTING_KEYS];
 
 /** The parts of an osls function definition read here. */
 export interface FunctionView {
@@ -118,51 +75,6 @@ export interface QuotaEnvironment {
   readonly orchestratorEvents: readonly { readonly schedule: string }[];
 }
 
-/** One statement of an IAM policy, as CloudFormation takes it. */
-export interface IamStatement {
-  readonly Sid: string;
-  readonly Effect: 'Allow';
-  readonly Action: string | readonly string[];
-  readonly Resource: unknown;
-}
-
-/**
- * The statement that lets the worker send results to `destination`: `sqs:SendMessage` on the queue (which authorises
- * SendMessageBatch) and `sqs:GetQueueUrl` (asked once per container), or `events:PutEvents` on the bus (a bus named
- * rather than given by ARN is the stack's region's and account's).
- */
-export function resultDestinationStatement(destination: ResultDestination): IamStatement {
-  if (destination.type === 'sqs')
-    return {
-      Sid: 'ResultDestination',
-      Effect: 'Allow',
-      Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
-      Resource: destination.queueArn,
-    };
-  const bus = destination.busName.startsWith('arn:')
-    ? destination.busName
-    : {
-        'Fn::Join': [
-          '',
-          [
-            'arn:',
-            { Ref: 'AWS::Partition' },
-            ':events:',
-            { Ref: 'AWS::Region' },
-            ':',
-            { Ref: 'AWS::AccountId' },
-            ':event-bus/',
-            destination.busName,
-          ],
-        ],
-      };
-  return { Sid: 'ResultDestination', Effect: 'Allow', Action: 'events:PutEvents', Resource: bus };
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 /**
  * A function's timeout in whole seconds, as osls resolves it (the function's, else the provider's, else 6).
  * @throws ConfigError naming `functions.<name>` when the function is missing, or its `timeout` when that is not an
@@ -177,39 +89,11 @@ function timeoutSeconds(service: ServiceView, name: string, min: number, why: st
     );
   }
   const timeout = fn.timeout ?? service.provider.timeout ?? OSLS_DEFAULT_TIMEOUT_SECONDS;
-  if (
-    typeof timeout !== 'number' ||
-    !Number.isInteger(timeout) ||
-    timeout < min ||
-    timeout > MAX_LAMBDA_TIMEOUT_SECONDS
-  ) {
-    throw new ConfigError(
-      `functions.${name}.timeout`,
-      `must be a whole number of seconds from ${min} to ${MAX_LAMBDA_TIMEOUT_SECONDS}${why}; got ${describeValue(timeout)}`,
-    );
-  }
-  return timeout;
-}
-
-function httpUrl(value: unknown, key: string): string {
-  const field = `${SETTINGS_PATH}.${key}`;
-  if (typeof value !== 'string')
-    throw new ConfigError(
-      field,
-      `must be an http(s) URL such as https://api.example.com/jobs; got ${describeValue(value)}`,
-    );
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    throw new ConfigError(
-      field,
-      `must be an http(s) URL such as https://api.example.com/jobs; got ${describeValue(value)}`,
-    );
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:')
-    throw new ConfigError(field, `must use http or https; got ${describeValue(value)}`);
-  return value;
+  return wholeNumber(
+    timeout,
+    { min, max: MAX_LAMBDA_TIMEOUT_SECONDS },
+    { field: `functions.${name}.timeout`, unit: 'seconds', note: why },
+  );
 }
 
 /**
@@ -242,13 +126,11 @@ const EVENT_AGE_SECONDS = { min: 60, max: 21_600 } as const;
  * or out of Lambda's range, or `custom.quotaOrchestrator.orchestrator.visibilityTimeoutMs` when it is too short.
  */
 function checkVisibilityOutlastsEvent(service: ServiceView, config: ServiceConfig, workerTimeoutMs: number): void {
-  const age = service.functions?.worker?.maximumEventAge;
-  if (typeof age !== 'number' || !Number.isInteger(age) || age < EVENT_AGE_SECONDS.min || age > EVENT_AGE_SECONDS.max) {
-    throw new ConfigError(
-      'functions.worker.maximumEventAge',
-      `must be a whole number of seconds from ${EVENT_AGE_SECONDS.min} to ${EVENT_AGE_SECONDS.max}, set (Lambda's default keeps events 6 hours) and below the messages' visibility; got ${describeValue(age)}`,
-    );
-  }
+  const age = wholeNumber(service.functions?.worker?.maximumEventAge, EVENT_AGE_SECONDS, {
+    field: 'functions.worker.maximumEventAge',
+    unit: 'seconds',
+    note: ", set (Lambda's default keeps events 6 hours) and below the messages' visibility",
+  });
   const neededMs = age * 1000 + workerTimeoutMs;
   if (config.orchestrator.visibilityTimeoutMs <= neededMs) {
     throw new ConfigError(
@@ -256,6 +138,116 @@ function checkVisibilityOutlastsEvent(service: ServiceView, config: ServiceConfi
       `must exceed functions.worker.maximumEventAge plus functions.worker.timeout (${neededMs}), or a message could be dispatched again while its first event may still start; got ${config.orchestrator.visibilityTimeoutMs}`,
     );
   }
+}
+
+/**
+ * `custom.quotaOrchestrator`, an object of known keys.
+ * @throws ConfigError naming it when it is not an object, or the first unknown key.
+ */
+function settingsOf(service: ServiceView): Record<string, unknown> {
+  const settings = service.custom?.quotaOrchestrator;
+  if (!isRecord(settings)) {
+    throw new ConfigError(
+      SETTINGS_PATH,
+      `must be an object with keys ${ALLOWED_KEYS.join(', ')} (quotas, apiUrl and healthUrl required); got ${describeValue(settings)}`,
+    );
+  }
+  for (const key of Object.keys(settings)) {
+    if (!ALLOWED_KEYS.includes(key))
+      throw new ConfigError(`${SETTINGS_PATH}.${key}`, `unknown key; allowed keys are ${ALLOWED_KEYS.join(', ')}`);
+  }
+  return settings;
+}
+
+/**
+ * The worker's timeout in ms, once the orchestrator's is checked to exceed the schedule period (so a run spans a tick).
+ * @throws ConfigError naming `functions.<name>.timeout` (see {@link timeoutSeconds}).
+ */
+function checkFunctionTimeouts(service: ServiceView): number {
+  const periodSeconds = SCHEDULE_PERIOD_MS / 1000;
+  timeoutSeconds(
+    service,
+    'orchestrator',
+    periodSeconds + 1,
+    `, more than the ${periodSeconds} s schedule period so a run spans a tick`,
+  );
+  return timeoutSeconds(service, 'worker', 1, '') * 1000;
+}
+
+/**
+ * The service's settings as written, with the derived `workerTimeoutMs` (`written`), and as `parseServiceConfig`
+ * reads them (`config`).
+ * @throws ConfigError naming the setting under `custom.quotaOrchestrator.`, saying when `workerTimeoutMs` was derived.
+ */
+function parseServiceSettings(
+  settings: Record<string, unknown>,
+  workerTimeoutMs: number,
+): { readonly written: Record<string, unknown>; readonly config: ServiceConfig } {
+  const written: Record<string, unknown> = {};
+  for (const key of SERVICE_KEYS) if (settings[key] !== undefined) written[key] = settings[key];
+  const orchestrator = withWorkerTimeout(settings.orchestrator, workerTimeoutMs);
+  written.orchestrator = orchestrator.value;
+  try {
+    return { written, config: parseServiceConfig(written) };
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    const hint =
+      orchestrator.derived && error.problem.includes('workerTimeoutMs')
+        ? ' (workerTimeoutMs is derived from functions.worker.timeout)'
+        : '';
+    throw new ConfigError(`${SETTINGS_PATH}.${error.field}`, error.problem + hint, { cause: error });
+  }
+}
+
+/**
+ * Checks that the source queues' redrive threshold exceeds `retry.maxAttempts`: a FIFO retry re-receives its message,
+ * and SQS must not redrive it before the service dead-letters it (with the reason).
+ * @throws ConfigError naming `custom.queues.maxReceiveCount` or `custom.quotaOrchestrator.retry.maxAttempts`.
+ */
+function checkRedrive(maxReceiveCount: unknown, config: ServiceConfig): void {
+  if (
+    typeof maxReceiveCount !== 'number' ||
+    !Number.isInteger(maxReceiveCount) ||
+    maxReceiveCount < 1 ||
+    maxReceiveCount > 1000
+  ) {
+    throw new ConfigError(
+      MAX_RECEIVE_COUNT_PATH,
+      `must be an integer from 1 to 1000 (the source queues' SQS redrive threshold); got ${describeValue(maxReceiveCount)}`,
+    );
+  }
+  if (config.retry.maxAttempts >= maxReceiveCount) {
+    throw new ConfigError(
+      `${SETTINGS_PATH}.retry.maxAttempts`,
+      `must be below ${MAX_RECEIVE_COUNT_PATH} (${maxReceiveCount}): a FIFO retry re-receives its message, and SQS would redrive it before its last attempt; got ${config.retry.maxAttempts}`,
+    );
+  }
+}
+
+/** How the worker's settings are named in serverless.yml: under `custom.quotaOrchestrator`, shown as JSON. */
+function packagingOrigin(settings: DeploySettingsInput): SettingsOrigin {
+  return {
+    field: (key) => `${SETTINGS_PATH}.${key}`,
+    shown: (key) => describeValue(settings[key]),
+    healthCheckTimeoutField: `${SETTINGS_PATH}.circuit.healthCheckTimeoutSeconds`,
+    workerTimeoutField: 'functions.worker.timeout',
+  };
+}
+
+/**
+ * The variables that carry `settings` as written: each set key's value under its variable in `names`, a string as
+ * it is, anything else as JSON (which the cold start parses again).
+ */
+function environmentOf(
+  settings: Readonly<Record<string, unknown>>,
+  names: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const environment: Record<string, string> = {};
+  for (const [key, name] of Object.entries(names)) {
+    const value = settings[key];
+    if (value !== undefined) environment[name] = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  return environment;
 }
 
 /**
@@ -285,133 +277,17 @@ function checkVisibilityOutlastsEvent(service: ServiceView, config: ServiceConfi
  * `custom.queues.maxReceiveCount`, a field of `custom.alarms`, or the `environment` entry that would be overwritten.
  */
 export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
-  const settings = service.custom?.quotaOrchestrator;
-  if (!isRecord(settings)) {
-    throw new ConfigError(
-      SETTINGS_PATH,
-      `must be an object with keys ${ALLOWED_KEYS.join(', ')} (quotas, apiUrl and healthUrl required); got ${describeValue(settings)}`,
-    );
-  }
-  for (const key of Object.keys(settings)) {
-    if (!ALLOWED_KEYS.includes(key))
-      throw new ConfigError(`${SETTINGS_PATH}.${key}`, `unknown key; allowed keys are ${ALLOWED_KEYS.join(', ')}`);
-  }
-  const periodSeconds = SCHEDULE_PERIOD_MS / 1000;
-  timeoutSeconds(
-    service,
-    'orchestrator',
-    periodSeconds + 1,
-    `, more than the ${periodSeconds} s schedule period so a run spans a tick`,
-  );
-  const workerTimeoutMs = timeoutSeconds(service, 'worker', 1, '') * 1000;
-
-  const input: Record<string, unknown> = {};
-  for (const key of SERVICE_KEYS) if (settings[key] !== undefined) input[key] = settings[key];
-  const orchestrator = withWorkerTimeout(settings.orchestrator, workerTimeoutMs);
-  input.orchestrator = orchestrator.value;
-
-  let config: ServiceConfig;
-  try {
-    config = parseServiceConfig(input);
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error;
-    const hint =
-      orchestrator.derived && error.problem.includes('workerTimeoutMs')
-        ? ' (workerTimeoutMs is derived from functions.worker.timeout)'
-        : '';
-    throw new ConfigError(`${SETTINGS_PATH}.${error.field}`, error.problem + hint, { cause: error });
-  }
-
+  const settings = settingsOf(service);
+  const workerTimeoutMs = checkFunctionTimeouts(service);
+  const { written, config } = parseServiceSettings(settings, workerTimeoutMs);
   checkVisibilityOutlastsEvent(service, config, workerTimeoutMs);
-
-  const maxReceiveCount = service.custom?.queues?.maxReceiveCount;
-  if (
-    typeof maxReceiveCount !== 'number' ||
-    !Number.isInteger(maxReceiveCount) ||
-    maxReceiveCount < 1 ||
-    maxReceiveCount > 1000
-  ) {
-    throw new ConfigError(
-      MAX_RECEIVE_COUNT_PATH,
-      `must be an integer from 1 to 1000 (the source queues' SQS redrive threshold); got ${describeValue(maxReceiveCount)}`,
-    );
-  }
-  if (config.retry.maxAttempts >= maxReceiveCount) {
-    throw new ConfigError(
-      `${SETTINGS_PATH}.retry.maxAttempts`,
-      `must be below ${MAX_RECEIVE_COUNT_PATH} (${maxReceiveCount}): a FIFO retry re-receives its message, and SQS would redrive it before its last attempt; got ${config.retry.maxAttempts}`,
-    );
-  }
-
-  const apiUrl = httpUrl(settings.apiUrl, 'apiUrl');
-  const healthUrl = httpUrl(settings.healthUrl, 'healthUrl');
-  const apiTimeoutMs = settings.apiTimeoutMs;
-  if (
-    apiTimeoutMs !== undefined &&
-    (typeof apiTimeoutMs !== 'number' ||
-      !Number.isInteger(apiTimeoutMs) ||
-      apiTimeoutMs < 1 ||
-      apiTimeoutMs >= workerTimeoutMs)
-  ) {
-    throw new ConfigError(
-      `${SETTINGS_PATH}.apiTimeoutMs`,
-      `must be a whole number of milliseconds from 1 to ${workerTimeoutMs - 1}, below functions.worker.timeout; got ${describeValue(apiTimeoutMs)}`,
-    );
-  }
-
-  checkProbeOutlastsCall(
-    typeof apiTimeoutMs === 'number' ? apiTimeoutMs : defaultApiTimeoutMs(workerTimeoutMs),
-    config.circuit.healthCheckTimeoutSeconds,
-    {
-      apiTimeoutMs: `${SETTINGS_PATH}.apiTimeoutMs`,
-      healthCheckTimeoutSeconds: `${SETTINGS_PATH}.circuit.healthCheckTimeoutSeconds`,
-      defaulted: apiTimeoutMs === undefined,
-    },
-  );
-
-  const apiKeyParameter = settings.apiKeyParameter;
-  if (
-    apiKeyParameter !== undefined &&
-    (typeof apiKeyParameter !== 'string' || !SSM_PARAMETER_NAME.test(apiKeyParameter))
-  ) {
-    throw new ConfigError(
-      `${SETTINGS_PATH}.apiKeyParameter`,
-      `must be an SSM parameter name such as /quota-orchestrator/prod/api-key: a leading '/', then up to 1010 letters, digits and _ . - /; got ${describeValue(apiKeyParameter)}`,
-    );
-  }
-
-  const apiKeyCacheSeconds = settings.apiKeyCacheSeconds;
-  const cache = API_KEY_CACHE_SECONDS;
-  if (
-    apiKeyCacheSeconds !== undefined &&
-    (typeof apiKeyCacheSeconds !== 'number' ||
-      !Number.isInteger(apiKeyCacheSeconds) ||
-      apiKeyCacheSeconds < cache.min ||
-      apiKeyCacheSeconds > cache.max)
-  ) {
-    throw new ConfigError(
-      `${SETTINGS_PATH}.apiKeyCacheSeconds`,
-      `must be a whole number of seconds from ${cache.min} to ${cache.max}; got ${describeValue(apiKeyCacheSeconds)}`,
-    );
-  }
+  checkRedrive(service.custom?.queues?.maxReceiveCount, config);
+  const worker = parseWorkerSettings(settings, config, packagingOrigin(settings));
   if (service.custom?.alarms !== undefined) checkAlarmSettings(service.custom.alarms);
+  if (worker.results !== undefined) checkResultRegion(worker.results, service.provider.region);
 
-  const results =
-    settings.results === undefined ? undefined : parseResultDestination(settings.results, `${SETTINGS_PATH}.results`);
-  if (results !== undefined) checkResultRegion(results, service.provider.region);
-
-  const providerEnv: Record<string, string> = {};
-  for (const key of SERVICE_KEYS) {
-    const value = input[key];
-    if (value === undefined) continue;
-    providerEnv[CONFIG_ENV[key]] = typeof value === 'string' ? value : JSON.stringify(value);
-  }
-  const workerEnv: Record<string, string> = { [RESOURCE_ENV.apiUrl]: apiUrl, [RESOURCE_ENV.healthUrl]: healthUrl };
-  if (typeof apiTimeoutMs === 'number') workerEnv[RESOURCE_ENV.apiTimeoutMs] = String(apiTimeoutMs);
-  if (typeof apiKeyParameter === 'string') workerEnv[RESOURCE_ENV.apiKeyParameter] = apiKeyParameter;
-  if (typeof apiKeyCacheSeconds === 'number') workerEnv[RESOURCE_ENV.apiKeyCacheSeconds] = String(apiKeyCacheSeconds);
-  if (results !== undefined) workerEnv[RESOURCE_ENV.resultDestination] = JSON.stringify(settings.results);
-
+  const providerEnv = environmentOf(written, CONFIG_ENV);
+  const workerEnv = environmentOf(settings, WORKER_ENV);
   refuseOverwrite(service.provider.environment, providerEnv, 'provider.environment');
   refuseOverwrite(service.functions?.worker?.environment, workerEnv, 'functions.worker.environment');
   refuseOverwrite(service.functions?.orchestrator?.environment, providerEnv, 'functions.orchestrator.environment');
@@ -420,73 +296,9 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
     config,
     provider: Object.freeze(providerEnv),
     worker: Object.freeze(workerEnv),
-    workerStatements: results === undefined ? [] : [resultDestinationStatement(results)],
+    workerStatements: worker.results === undefined ? [] : [resultDestinationStatement(worker.results)],
     orchestratorEvents: scheduleToAdd(service.functions?.orchestrator?.events),
   });
-}
-
-/** Where the alarms' settings live in serverless.yml (used by resources/alarms.yml and resources/dashboard.yml). */
-export const ALARMS_PATH = 'custom.alarms';
-
-/**
- * The settings of the alarms in serverless.yml's `custom.alarms`: all three are required (resources/alarms.yml reads
- * them; without the block, osls stops at the variables that name them).
- */
-export interface AlarmSettings {
-  /** An address subscribed to the alarm topic by email (it must confirm the subscription), or `''` for none. */
-  readonly email: string;
-  /**
-   * The age of the oldest message in a source queue (main, FIFO, requeue) that raises an alarm, in seconds, from 60 to
-   * 345599: SQS deletes a message 4 days (345600 s) after it was sent. @default 86400 (set in serverless.yml)
-   */
-  readonly oldestMessageAgeSeconds: number;
-  /** How many minutes the circuit stays open (or half-open) before an alarm is raised, from 1 to 1440. @default 15 (set in serverless.yml) */
-  readonly circuitOpenMinutes: number;
-}
-
-/** The ranges of the numeric {@link AlarmSettings}: the source queues keep messages 345600 s; CloudWatch evaluates at most a day. */
-export const ALARM_RANGES = {
-  oldestMessageAgeSeconds: { min: 60, max: 345_599 },
-  circuitOpenMinutes: { min: 1, max: 1440 },
-} as const;
-
-/** An email address, roughly: something, `@`, a domain with a dot; no spaces. */
-const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/;
-
-/**
- * Checks `custom.alarms` (see {@link AlarmSettings}), which resources/alarms.yml reads.
- * @throws ConfigError naming `custom.alarms` or the field that is missing, of the wrong type or out of its range.
- */
-export function checkAlarmSettings(alarms: unknown): AlarmSettings {
-  if (!isRecord(alarms))
-    throw new ConfigError(
-      ALARMS_PATH,
-      `must be an object with keys email, oldestMessageAgeSeconds and circuitOpenMinutes; got ${describeValue(alarms)}`,
-    );
-  for (const key of Object.keys(alarms)) {
-    if (!['email', 'oldestMessageAgeSeconds', 'circuitOpenMinutes'].includes(key))
-      throw new ConfigError(
-        `${ALARMS_PATH}.${key}`,
-        'unknown key; allowed keys are email, oldestMessageAgeSeconds, circuitOpenMinutes',
-      );
-  }
-  const { email } = alarms;
-  if (typeof email !== 'string' || (email !== '' && !EMAIL.test(email))) {
-    throw new ConfigError(
-      `${ALARMS_PATH}.email`,
-      `must be an email address such as ops@example.com, or '' for no subscription; got ${describeValue(email)}`,
-    );
-  }
-  for (const [key, { min, max }] of Object.entries(ALARM_RANGES)) {
-    const value = alarms[key];
-    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-      throw new ConfigError(
-        `${ALARMS_PATH}.${key}`,
-        `must be a whole number from ${min} to ${max}; got ${describeValue(value)}`,
-      );
-    }
-  }
-  return alarms as unknown as AlarmSettings;
 }
 
 /**

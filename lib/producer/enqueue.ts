@@ -88,88 +88,119 @@ interface Prepared {
   readonly bytes: number;
 }
 
-/**
- * Checks `job` as the service and SQS will (see {@link enqueue}) and builds its message.
- * @throws EnqueueError naming the field at fault.
- */
-function prepare(job: ProducerJob, queueUrl: string): Prepared {
-  const fifo = queueUrl.endsWith('.fifo');
-  let body: string | undefined;
+/** The message's body: the job's body as JSON text. @throws EnqueueError naming `body` when it has none. */
+function bodyText(body: unknown): string {
+  let text: string | undefined;
   try {
-    body = JSON.stringify(job.body) as string | undefined;
+    text = JSON.stringify(body) as string | undefined;
   } catch (error) {
     throw new EnqueueError('body', `must serialise to JSON; JSON.stringify threw ${(error as Error).message}`, {
       cause: error,
     });
   }
-  if (body === undefined) throw new EnqueueError('body', `must serialise to JSON; got ${typeof job.body}`);
+  if (text === undefined) throw new EnqueueError('body', `must serialise to JSON; got ${typeof body}`);
+  return text;
+}
 
+/**
+ * A quantity the service reserves (`cost`, a unit's estimate) as a Number attribute.
+ * @throws EnqueueError naming `field` when it is not an integer from 0 to `MAX_QUANTITY`.
+ */
+function quantityAttribute(field: string, value: unknown): MessageAttributeValue {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_QUANTITY)
+    throw new EnqueueError(field, `must be an integer from 0 to ${MAX_QUANTITY}; got ${String(value)}`);
+  return { DataType: 'Number', StringValue: String(value) };
+}
+
+/**
+ * The message attributes of `job`: `cost`, one per unit estimate, `idempotencyKey`, each when given.
+ * @throws EnqueueError naming the field at fault.
+ */
+function attributesOf(job: ProducerJob): Record<string, MessageAttributeValue> {
   const attributes: Record<string, MessageAttributeValue> = {};
-  if (job.cost !== undefined) {
-    if (typeof job.cost !== 'number' || !Number.isInteger(job.cost) || job.cost < 0 || job.cost > MAX_QUANTITY) {
-      throw new EnqueueError('cost', `must be an integer from 0 to ${MAX_QUANTITY}; got ${String(job.cost)}`);
-    }
-    attributes[ATTRIBUTES.cost] = { DataType: 'Number', StringValue: String(job.cost) };
-  }
+  if (job.cost !== undefined) attributes[ATTRIBUTES.cost] = quantityAttribute('cost', job.cost);
   for (const [unit, estimate] of Object.entries(job.estimates ?? {})) {
     const field = `estimates.${unit}`;
     const problem = unitNameProblem(unit);
     if (problem !== undefined) throw new EnqueueError(field, `names no unit: its name ${problem}`);
     if (unit === ATTRIBUTES.cost && job.cost !== undefined)
       throw new EnqueueError(field, 'repeats cost: give one of the two');
-    if (typeof estimate !== 'number' || !Number.isInteger(estimate) || estimate < 0 || estimate > MAX_QUANTITY) {
-      throw new EnqueueError(field, `must be an integer from 0 to ${MAX_QUANTITY}; got ${String(estimate)}`);
-    }
-    attributes[unit] = { DataType: 'Number', StringValue: String(estimate) };
+    attributes[unit] = quantityAttribute(field, estimate);
   }
-  if (job.idempotencyKey !== undefined) {
-    if (typeof job.idempotencyKey !== 'string' || job.idempotencyKey.length === 0 || job.idempotencyKey.length > 512) {
+  const key = job.idempotencyKey;
+  if (key !== undefined) {
+    if (typeof key !== 'string' || key.length === 0 || key.length > 512) {
       throw new EnqueueError(
         'idempotencyKey',
-        `must be a string of 1 to 512 characters; got ${typeof job.idempotencyKey === 'string' ? `length ${job.idempotencyKey.length}` : typeof job.idempotencyKey}`,
+        `must be a string of 1 to 512 characters; got ${typeof key === 'string' ? `length ${key.length}` : typeof key}`,
       );
     }
-    attributes[ATTRIBUTES.idempotencyKey] = { DataType: 'String', StringValue: job.idempotencyKey };
+    attributes[ATTRIBUTES.idempotencyKey] = { DataType: 'String', StringValue: key };
   }
-  const { groupId, deduplicationId } = job;
-  if (groupId !== undefined && (typeof groupId !== 'string' || !SQS_ID.test(groupId))) {
+  return attributes;
+}
+
+/** @throws EnqueueError naming `field` when `value` is not an SQS group or deduplication id. */
+function checkSqsId(field: string, value: unknown): void {
+  if (typeof value !== 'string' || !SQS_ID.test(value)) {
     throw new EnqueueError(
-      'groupId',
-      `must be 1 to 128 letters, digits or punctuation (printable ASCII but space); got ${JSON.stringify(groupId)}`,
+      field,
+      `must be 1 to 128 letters, digits or punctuation (printable ASCII but space); got ${JSON.stringify(value)}`,
     );
   }
-  if (fifo && groupId === undefined) throw new EnqueueError('groupId', `is required on a FIFO queue (${queueUrl})`);
-  if (deduplicationId !== undefined) {
-    if (!fifo)
-      throw new EnqueueError('deduplicationId', `is only valid on a FIFO queue; ${queueUrl} is a standard queue`);
-    if (typeof deduplicationId !== 'string' || !SQS_ID.test(deduplicationId)) {
-      throw new EnqueueError(
-        'deduplicationId',
-        `must be 1 to 128 letters, digits or punctuation (printable ASCII but space); got ${JSON.stringify(deduplicationId)}`,
-      );
-    }
-  }
+}
 
-  // The service's own check of a received message (body depth, and whatever it checks beyond the above).
-  const stringAttributes = Object.fromEntries(
-    Object.entries(attributes).map(([name, a]) => [
-      name,
-      { dataType: a.DataType ?? 'String', value: a.StringValue ?? '' },
-    ]),
-  );
+/**
+ * Checks the job's group and deduplication ids as SQS will: a FIFO queue needs a group, and only it takes a
+ * deduplication id.
+ * @throws EnqueueError naming `groupId` or `deduplicationId`.
+ */
+function checkQueueIds(job: ProducerJob, queueUrl: string, fifo: boolean): void {
+  const { groupId, deduplicationId } = job;
+  if (groupId !== undefined) checkSqsId('groupId', groupId);
+  if (fifo && groupId === undefined) throw new EnqueueError('groupId', `is required on a FIFO queue (${queueUrl})`);
+  if (deduplicationId === undefined) return;
+  if (!fifo)
+    throw new EnqueueError('deduplicationId', `is only valid on a FIFO queue; ${queueUrl} is a standard queue`);
+  checkSqsId('deduplicationId', deduplicationId);
+}
+
+/** A message attribute as the service receives it. */
+interface ReceivedAttribute {
+  readonly dataType: string;
+  readonly value: string;
+}
+
+/**
+ * Checks the message as the service will check it on receipt (body depth, and whatever it checks beyond the
+ * producer's own checks), with `parseJob` itself.
+ * @throws EnqueueError naming `body` with the service's reason.
+ */
+function checkAsReceived(
+  body: string,
+  attributes: Readonly<Record<string, ReceivedAttribute>>,
+  fifo: boolean,
+  groupId: string | undefined,
+): void {
   const parsed = parseJob({
     queue: fifo ? 'fifo' : 'main',
     messageId: 'enqueue',
     receiptHandle: '',
     body,
-    attributes: stringAttributes,
+    attributes,
     receiveCount: 1,
     ...(groupId === undefined ? {} : { groupId }),
   });
   if (!parsed.ok) throw new EnqueueError('body', parsed.reason.replace(/^malformed: /, ''));
+}
 
+/**
+ * The message's size as SQS counts it: body, and each attribute's name, type and value, in UTF-8 bytes.
+ * @throws EnqueueError naming `size` when it exceeds {@link MAX_MESSAGE_BYTES}.
+ */
+function messageBytes(body: string, attributes: Readonly<Record<string, ReceivedAttribute>>): number {
   const utf8 = (text: string) => Buffer.byteLength(text, 'utf8');
-  const bytes = Object.entries(stringAttributes).reduce(
+  const bytes = Object.entries(attributes).reduce(
     (sum, [name, a]) => sum + utf8(name) + utf8(a.dataType) + utf8(a.value),
     utf8(body),
   );
@@ -178,7 +209,27 @@ function prepare(job: ProducerJob, queueUrl: string): Prepared {
       'size',
       `the message (body and attributes) must be at most ${MAX_MESSAGE_BYTES} bytes, the queue's limit; got ${bytes}`,
     );
+  return bytes;
+}
 
+/**
+ * Checks `job` as the service and SQS will (see {@link enqueue}) and builds its message.
+ * @throws EnqueueError naming the field at fault.
+ */
+function prepare(job: ProducerJob, queueUrl: string): Prepared {
+  const fifo = queueUrl.endsWith('.fifo');
+  const body = bodyText(job.body);
+  const attributes = attributesOf(job);
+  checkQueueIds(job, queueUrl, fifo);
+  const { groupId, deduplicationId } = job;
+  const received = Object.fromEntries(
+    Object.entries(attributes).map(([name, a]) => [
+      name,
+      { dataType: a.DataType ?? 'String', value: a.StringValue ?? '' },
+    ]),
+  );
+  checkAsReceived(body, received, fifo, groupId);
+  const bytes = messageBytes(body, received);
   const dedup = !fifo ? undefined : (deduplicationId ?? deduplicationOf(job.idempotencyKey, groupId ?? '', body));
   return {
     entry: {

@@ -12,17 +12,7 @@ import { bearerFromParameter } from '../adapters/ssm/apiKeyParameter';
 import { EventBridgeResultDestination } from '../adapters/results/EventBridgeResultDestination';
 import { SqsResultDestination } from '../adapters/results/SqsResultDestination';
 import { systemClock } from '../adapters/systemClock';
-import {
-  apiKeyCacheSecondsFromEnv,
-  checkProbeOutlastsCall,
-  CONFIG_ENV,
-  defaultApiTimeoutMs,
-  millisecondsFromEnv,
-  requiredEnv,
-  RESOURCE_ENV,
-  resultDestinationFromEnv,
-  type Env,
-} from '../configFromEnv';
+import { workerSettingsFromEnv, type Env } from '../configFromEnv';
 import type { ResultHandler } from '../ports/ResultHandler';
 import type { ResultDestination } from '../resultDestination';
 import type { WorkerDeps } from '../services/processJob';
@@ -77,19 +67,9 @@ export function workerClients(): WorkerClients {
  */
 export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps {
   const { table, ...shared } = stateAndQueuesFromEnv(env, clients);
-  const workerTimeoutMs = shared.config.orchestrator.workerTimeoutMs;
-  const timeoutMs = millisecondsFromEnv(env, RESOURCE_ENV.apiTimeoutMs, defaultApiTimeoutMs(workerTimeoutMs), {
-    min: 1,
-    max: workerTimeoutMs - 1,
-  });
-  checkProbeOutlastsCall(timeoutMs, shared.config.circuit.healthCheckTimeoutSeconds, {
-    apiTimeoutMs: RESOURCE_ENV.apiTimeoutMs,
-    healthCheckTimeoutSeconds: `${CONFIG_ENV.circuit}.healthCheckTimeoutSeconds`,
-    defaulted: (env[RESOURCE_ENV.apiTimeoutMs] ?? '') === '',
-  });
-  const keyParameter = env[RESOURCE_ENV.apiKeyParameter];
-  const maxAgeSeconds = apiKeyCacheSecondsFromEnv(env);
-  const results = resultHandlerFor(resultDestinationFromEnv(env), clients);
+  const settings = workerSettingsFromEnv(env, shared.config);
+  const keyParameter = settings.apiKeyParameter;
+  const results = resultHandlerFor(settings.results, clients);
   return {
     ...shared,
     stores: {
@@ -99,17 +79,17 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
     },
     clock: systemClock,
     api: new HttpApiCaller({
-      apiUrl: requiredEnv(env, RESOURCE_ENV.apiUrl),
-      healthUrl: requiredEnv(env, RESOURCE_ENV.healthUrl),
-      timeoutMs,
+      apiUrl: settings.apiUrl,
+      healthUrl: settings.healthUrl,
+      timeoutMs: settings.apiTimeoutMs,
       ...(clients.fetch === undefined ? {} : { fetch: clients.fetch }),
-      ...(keyParameter === undefined || keyParameter === ''
+      ...(keyParameter === undefined
         ? {}
         : {
             authorization: bearerFromParameter(
               new SSMProvider({ awsSdkV3Client: clients.ssm ?? new SSMClient(CLIENT_CONFIG.ssm) }),
               keyParameter,
-              { maxAgeSeconds },
+              { maxAgeSeconds: settings.apiKeyCacheSeconds },
             ),
           }),
     }),

@@ -1,10 +1,9 @@
 import { DEFAULT_ORCHESTRATOR_SETTINGS, parseServiceConfig } from '../../lib/config';
 import {
-  millisecondsFromEnv,
   queueUrlsFromEnv,
   requiredEnv,
-  resultDestinationFromEnv,
   serviceConfigFromEnv,
+  workerSettingsFromEnv,
   type Env,
 } from '../../lib/configFromEnv';
 import { ConfigError } from '../../lib/errors';
@@ -191,51 +190,55 @@ describe('queueUrlsFromEnv', () => {
   });
 });
 
-describe('millisecondsFromEnv', () => {
-  const range = { min: 1, max: 29_999 };
+describe('workerSettingsFromEnv', () => {
+  /** The worker's URLs, and a configuration whose health checks outlast any API timeout below the 30 s worker timeout. */
+  const URL_ENV: Env = { API_URL: 'https://api.example.test/jobs', HEALTH_URL: 'https://api.example.test/health' };
+  const config = parseServiceConfig({ quotas: JSON.parse(QUOTAS), circuit: { healthCheckTimeoutSeconds: 30 } });
+  const settings = (env: Env) => workerSettingsFromEnv({ ...URL_ENV, ...env }, config);
 
-  it('returns the fallback when the variable is absent or empty', () => {
-    expect(millisecondsFromEnv({}, 'API_TIMEOUT_MS', 10_000, range)).toBe(10_000);
-    expect(millisecondsFromEnv({ API_TIMEOUT_MS: '' }, 'API_TIMEOUT_MS', 10_000, range)).toBe(10_000);
-  });
+  describe('API_TIMEOUT_MS', () => {
+    it('is the default when the variable is absent or empty', () => {
+      expect(settings({}).apiTimeoutMs).toBe(10_000);
+      expect(settings({ API_TIMEOUT_MS: '' }).apiTimeoutMs).toBe(10_000);
+    });
 
-  it('accepts whole numbers at both ends of the range', () => {
-    expect(millisecondsFromEnv({ API_TIMEOUT_MS: '1' }, 'API_TIMEOUT_MS', 10_000, range)).toBe(1);
-    expect(millisecondsFromEnv({ API_TIMEOUT_MS: '29999' }, 'API_TIMEOUT_MS', 10_000, range)).toBe(29_999);
-  });
+    it('accepts whole numbers at both ends of the range', () => {
+      expect(settings({ API_TIMEOUT_MS: '1' }).apiTimeoutMs).toBe(1);
+      expect(settings({ API_TIMEOUT_MS: '29999' }).apiTimeoutMs).toBe(29_999);
+    });
 
-  it.each(['0', '30000', '1.5', 'abc', '-5', 'Infinity'])('refuses %p, naming the variable and the range', (text) => {
-    const error = thrown(ConfigError, () =>
-      millisecondsFromEnv({ API_TIMEOUT_MS: text }, 'API_TIMEOUT_MS', 10_000, range),
-    );
+    it.each(['0', '30000', '1.5', 'abc', '-5', 'Infinity'])('refuses %p, naming the variable and the range', (text) => {
+      const error = thrown(ConfigError, () => settings({ API_TIMEOUT_MS: text }));
 
-    expect(error.field).toBe('API_TIMEOUT_MS');
-    expect(error.message).toBe(`API_TIMEOUT_MS: must be a whole number of milliseconds from 1 to 29999; got '${text}'`);
-  });
-});
-
-describe('resultDestinationFromEnv', () => {
-  it('is none when RESULT_DESTINATION is unset or empty', () => {
-    expect(resultDestinationFromEnv({})).toBeUndefined();
-    expect(resultDestinationFromEnv({ RESULT_DESTINATION: '' })).toBeUndefined();
-  });
-
-  it('reads the destination as the packaging wrote it, with its defaults', () => {
-    expect(resultDestinationFromEnv({ RESULT_DESTINATION: '{"type":"eventbridge","busName":"jobs"}' })).toEqual({
-      type: 'eventbridge',
-      busName: 'jobs',
-      source: 'quota-orchestrator',
-      detailType: 'Job Result',
+      expect(error.field).toBe('API_TIMEOUT_MS');
+      expect(error.message).toBe(
+        `API_TIMEOUT_MS: must be a whole number of milliseconds from 1 to 29999; got '${text}'`,
+      );
     });
   });
 
-  it('names the variable and the field inside it when it is wrong', () => {
-    expect(
-      thrown(ConfigError, () => resultDestinationFromEnv({ RESULT_DESTINATION: '{"type":"sqs","queueArn":"results"}' }))
-        .field,
-    ).toBe('RESULT_DESTINATION.queueArn');
-    expect(thrown(ConfigError, () => resultDestinationFromEnv({ RESULT_DESTINATION: '{type:sqs}' })).message).toMatch(
-      /^RESULT_DESTINATION: must be JSON/,
-    );
+  describe('RESULT_DESTINATION', () => {
+    it('is none when RESULT_DESTINATION is unset or empty', () => {
+      expect(settings({}).results).toBeUndefined();
+      expect(settings({ RESULT_DESTINATION: '' }).results).toBeUndefined();
+    });
+
+    it('reads the destination as the packaging wrote it, with its defaults', () => {
+      expect(settings({ RESULT_DESTINATION: '{"type":"eventbridge","busName":"jobs"}' }).results).toEqual({
+        type: 'eventbridge',
+        busName: 'jobs',
+        source: 'quota-orchestrator',
+        detailType: 'Job Result',
+      });
+    });
+
+    it('names the variable and the field inside it when it is wrong', () => {
+      expect(
+        thrown(ConfigError, () => settings({ RESULT_DESTINATION: '{"type":"sqs","queueArn":"results"}' })).field,
+      ).toBe('RESULT_DESTINATION.queueArn');
+      expect(thrown(ConfigError, () => settings({ RESULT_DESTINATION: '{type:sqs}' })).message).toMatch(
+        /^RESULT_DESTINATION: must be JSON/,
+      );
+    });
   });
 });

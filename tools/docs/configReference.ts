@@ -6,7 +6,8 @@
  *   parser checks). A key added to any section, or a section added to `ServiceConfig`, appears without an edit here;
  * - the descriptions are the TSDoc of the members of `ServiceConfig` and of each section's interface
  *   (`PacingSettings`, `BreakerSettings`, `RetrySettings`, `OrchestratorSettings`), of `TierSpec` for a tier, and of
- *   `DeploySettings` for the keys only serverless.yml has, read with the TypeScript compiler API;
+ *   `DeploySettings` (lib/workerSettings.ts) for the keys only serverless.yml has, read with the TypeScript compiler
+ *   API;
  * - the other settings under `custom` in serverless.yml (`queues`, `stateTable`, `alarms`…) come with the comment lines
  *   written above them there, and with what `resolveQuotaSettings` checks of them, found by giving each a wrong value;
  * - `units` is keyed by unit name, so its rows are the keys of one unit's settings (`UnitSetting`), with the defaults
@@ -45,6 +46,7 @@ export const CONFIG_REFERENCE_COMMAND = 'npm run docs:config';
 const CONFIG_SOURCE = 'lib/config.ts';
 const TIERS_SOURCE = 'lib/domain/quota/tiers.ts';
 const DEPLOY_SOURCE = 'lib/deploy/quotaSettings.ts';
+const WORKER_SOURCE = 'lib/workerSettings.ts';
 
 /** A serverless.yml as small as the plugin accepts: the functions and queues it cross-checks, and the required keys. */
 const MINIMAL_SERVICE = {
@@ -150,7 +152,7 @@ function customSettings(yml: string): YamlSetting[] {
  * @throws Error when a parser no longer lists its keys, or a documented interface is no longer exported.
  */
 export function buildConfigReference(): string {
-  const docs = new DocReader([CONFIG_SOURCE, TIERS_SOURCE, DEPLOY_SOURCE, UNITS_SOURCE, USAGE_SOURCE]);
+  const docs = new DocReader([CONFIG_SOURCE, TIERS_SOURCE, DEPLOY_SOURCE, WORKER_SOURCE, UNITS_SOURCE, USAGE_SOURCE]);
   const defaults = parseServiceConfig(MINIMAL_CONFIG) as unknown as Record<string, unknown>;
   const serviceKeys = acceptedKeys(
     (unknown) => parseServiceConfig({ ...MINIMAL_CONFIG, [unknown]: 1 }),
@@ -217,7 +219,7 @@ export function buildConfigReference(): string {
   const yml = readFileSync(path.join(REPO_ROOT, 'serverless.yml'), 'utf8');
   const ymlCustom = ((yamlParse(yml) as Record<string, unknown>).custom ?? {}) as Record<string, unknown>;
   const customSections = Object.fromEntries(Object.entries(ymlCustom).filter(([key]) => !NOT_SETTINGS.has(key)));
-  const deployDocs = docs.members(DEPLOY_SOURCE, 'DeploySettings');
+  const deployDocs = docs.members(WORKER_SOURCE, 'DeploySettings');
   const baseline = MINIMAL_SERVICE.custom.quotaOrchestrator as Record<string, unknown>;
   const allKeys = acceptedKeys(
     (unknown) => resolveQuotaSettings(serviceWith({ ...baseline, [unknown]: 1 }, customSections)),

@@ -1,4 +1,4 @@
-import { checkAlarmSettings, resolveQuotaSettings } from '../../../lib/deploy/quotaSettings';
+import { resolveQuotaSettings } from '../../../lib/deploy/quotaSettings';
 import { ConfigError } from '../../../lib/errors';
 import { SCHEDULE_EXPRESSION } from '../../../lib/schedule';
 import { quotas, service } from '../../helpers/serviceView';
@@ -362,46 +362,8 @@ describe('resolveQuotaSettings › apiKeyCacheSeconds', () => {
   });
 });
 
-describe('checkAlarmSettings', () => {
+describe('resolveQuotaSettings › custom.alarms', () => {
   const alarms = { email: '', oldestMessageAgeSeconds: 86_400, circuitOpenMinutes: 15 };
-
-  it('accepts the settings of serverless.yml, and an email address', () => {
-    expect(checkAlarmSettings(alarms)).toEqual(alarms);
-    expect(checkAlarmSettings({ ...alarms, email: 'ops@example.com' }).email).toBe('ops@example.com');
-  });
-
-  it.each([
-    [
-      { ...alarms, email: 'ops' },
-      'custom.alarms.email: must be an email address such as ops@example.com, or \'\' for no subscription; got "ops"',
-    ],
-    [
-      { ...alarms, oldestMessageAgeSeconds: 345_600 },
-      'custom.alarms.oldestMessageAgeSeconds: must be a whole number from 60 to 345599; got 345600',
-    ],
-    [
-      { ...alarms, oldestMessageAgeSeconds: 59 },
-      'custom.alarms.oldestMessageAgeSeconds: must be a whole number from 60 to 345599; got 59',
-    ],
-    [
-      { ...alarms, circuitOpenMinutes: 0 },
-      'custom.alarms.circuitOpenMinutes: must be a whole number from 1 to 1440; got 0',
-    ],
-    [
-      { ...alarms, circuitOpenMinutes: undefined },
-      'custom.alarms.circuitOpenMinutes: must be a whole number from 1 to 1440; got nothing',
-    ],
-    [
-      { ...alarms, sms: '+1555' },
-      'custom.alarms.sms: unknown key; allowed keys are email, oldestMessageAgeSeconds, circuitOpenMinutes',
-    ],
-    [
-      'yes',
-      'custom.alarms: must be an object with keys email, oldestMessageAgeSeconds and circuitOpenMinutes; got "yes"',
-    ],
-  ])('refuses %p, naming the field and its range', (value, message) => {
-    expect(thrown(ConfigError, () => checkAlarmSettings(value)).message).toBe(message);
-  });
 
   it('is checked when the plugin resolves the settings', () => {
     expect(() => resolveQuotaSettings(service({ alarms: { ...alarms, circuitOpenMinutes: 2000 } }))).toThrow(

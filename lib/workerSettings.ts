@@ -1,0 +1,197 @@
+/**
+ * The example worker's settings, which serverless.yml alone has: one parser checks them, run by packaging
+ * (lib/deploy/quotaSettings.ts, on `custom.quotaOrchestrator`) and by the worker's cold start
+ * (`workerSettingsFromEnv`, on the environment packaging wrote), as both run `parseServiceConfig`. Each names the
+ * settings as they are written where it reads them.
+ */
+import type { ServiceConfig } from './config';
+import { ConfigError } from './errors';
+import { parseResultDestination, type ResultDestination } from './resultDestination';
+import { wholeNumber } from './settingChecks';
+
+/**
+ * The keys of `custom.quotaOrchestrator` that serverless.yml alone has: the others are {@link ServiceConfig}'s. Their
+ * descriptions here are the ones docs/configuration.md shows (`npm run docs:config`).
+ */
+export interface DeploySettings {
+  /** The URL the example worker POSTs each job's body to (JSON, as the producer sent it). Required. */
+  readonly apiUrl: string;
+  /** The URL the example worker's health checks GET while the circuit is open. Required. */
+  readonly healthUrl: string;
+  /**
+   * How long the example worker waits for the API's answer, in ms: below `functions.worker.timeout` and below
+   * `circuit.healthCheckTimeoutSeconds`. @default 10000, or half the worker's timeout if that is shorter
+   */
+  readonly apiTimeoutMs?: number;
+  /**
+   * Name of an SSM Parameter Store SecureString holding the API key, which the worker reads at its first call and
+   * sends as `authorization: Bearer <key>`; without such a parameter, calls carry no key. The worker's role may read
+   * this one parameter; the key never sits in the environment or the template.
+   * @default /quota-orchestrator/<stage>/api-key (set in serverless.yml)
+   */
+  readonly apiKeyParameter?: string;
+  /**
+   * How long the worker keeps the API key it read (or found missing) before reading the parameter again, in seconds,
+   * from 1 to 3600: a rotated key is in use at most this long after it is put in the parameter. @default 300
+   */
+  readonly apiKeyCacheSeconds?: number;
+  /**
+   * Where the worker sends the API's answer (status, headers, body) to each succeeded job: `{ type: sqs, queueArn }`
+   * or `{ type: eventbridge, busName, source?, detailType? }` (see `ResultDestination` in lib/resultDestination.ts).
+   * The worker's role is granted the send on it. A result the destination refuses is logged and dropped; the job
+   * stays succeeded. @default none: results are dropped
+   */
+  readonly results?: ResultDestination;
+}
+
+/** A key of {@link DeploySettings}. */
+export type DeploySettingKey = keyof DeploySettings;
+
+/** The keys of {@link DeploySettings}, in the order packaging writes their environment variables. */
+export const DEPLOY_SETTING_KEYS = [
+  'apiUrl',
+  'healthUrl',
+  'apiTimeoutMs',
+  'apiKeyParameter',
+  'apiKeyCacheSeconds',
+  'results',
+] as const satisfies readonly DeploySettingKey[];
+
+/** {@link DeploySettings} as read, before they are checked: values of any type, `undefined` for a setting not set. */
+export type DeploySettingsInput = { readonly [K in DeploySettingKey]?: unknown };
+
+/** The worker's settings, checked, with their defaults. */
+export interface WorkerSettings {
+  readonly apiUrl: string;
+  readonly healthUrl: string;
+  /** @default {@link defaultApiTimeoutMs} of the worker's timeout */
+  readonly apiTimeoutMs: number;
+  /** @default none: calls carry no key */
+  readonly apiKeyParameter?: string;
+  /** @default API_KEY_CACHE_SECONDS.default */
+  readonly apiKeyCacheSeconds: number;
+  /** @default none: results are dropped */
+  readonly results?: ResultDestination;
+}
+
+/** Where the worker's settings were read, which names them in refusals. */
+export interface SettingsOrigin {
+  /** The name of `key` there: `custom.quotaOrchestrator.apiTimeoutMs` in serverless.yml, `API_TIMEOUT_MS` in the environment. */
+  field(key: DeploySettingKey): string;
+  /** The value of `key` as written there, for "got …": serverless.yml's as JSON, a variable's text in quotes. */
+  shown(key: DeploySettingKey): string;
+  /** The name of the circuit's `healthCheckTimeoutSeconds` there. */
+  readonly healthCheckTimeoutField: string;
+  /**
+   * The name of the worker's timeout, which bounds `apiTimeoutMs`, where it is written beside it (serverless.yml's
+   * `functions.worker.timeout`). @default none: the refusal gives the range alone
+   */
+  readonly workerTimeoutField?: string;
+}
+
+/** Bounds and default of the API key's cache time, in seconds (`API_KEY_CACHE_SECONDS`, `apiKeyCacheSeconds`). */
+export const API_KEY_CACHE_SECONDS = { min: 1, max: 3600, default: 300 } as const;
+
+/** A fully qualified SSM parameter name (the worker's role is granted exactly that parameter's ARN). */
+const SSM_PARAMETER_NAME = /^\/[A-Za-z0-9_.\-/]{1,1010}$/;
+
+/**
+ * The worker's API timeout when `apiTimeoutMs` is not set: 10 s, or half the worker timeout if that is shorter,
+ * so a call stays well inside the worker's run.
+ */
+export function defaultApiTimeoutMs(workerTimeoutMs: number): number {
+  return Math.min(10_000, Math.floor(workerTimeoutMs / 2));
+}
+
+/** @throws ConfigError naming `key` when `value` is not an http(s) URL. */
+function httpUrl(value: unknown, key: DeploySettingKey, origin: SettingsOrigin): string {
+  const expected = `must be an http(s) URL such as https://api.example.com/jobs; got ${origin.shown(key)}`;
+  if (typeof value !== 'string') throw new ConfigError(origin.field(key), expected);
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(origin.field(key), expected);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(origin.field(key), `must use http or https; got ${origin.shown(key)}`);
+  return value;
+}
+
+/**
+ * The API timeout, given or its default: below the worker's timeout, and below the circuit's
+ * `healthCheckTimeoutSeconds`. A probe is presumed lost, and another may start, that long after it started; a probe
+ * call still running then would overlap the next.
+ * @throws ConfigError naming `apiTimeoutMs` (and `healthCheckTimeoutSeconds`, when it is the one to raise).
+ */
+function apiTimeout(value: unknown, config: ServiceConfig, origin: SettingsOrigin): number {
+  const workerTimeoutMs = config.orchestrator.workerTimeoutMs;
+  const field = origin.field('apiTimeoutMs');
+  const apiTimeoutMs =
+    value === undefined
+      ? defaultApiTimeoutMs(workerTimeoutMs)
+      : wholeNumber(
+          value,
+          { min: 1, max: workerTimeoutMs - 1 },
+          {
+            field,
+            unit: 'milliseconds',
+            note: origin.workerTimeoutField === undefined ? '' : `, below ${origin.workerTimeoutField}`,
+            shown: origin.shown('apiTimeoutMs'),
+          },
+        );
+  const probeTimeoutMs = config.circuit.healthCheckTimeoutSeconds * 1000;
+  if (apiTimeoutMs < probeTimeoutMs) return apiTimeoutMs;
+  const probe = origin.healthCheckTimeoutField;
+  throw new ConfigError(
+    field,
+    `must be below ${probe} (${probeTimeoutMs} ms), so a health probe still calling is never presumed lost and overlapped by the next; got ${apiTimeoutMs}${value === undefined ? ' (the default)' : ''}. Lower it or raise ${probe}`,
+  );
+}
+
+/** @throws ConfigError naming `apiKeyParameter` when `value` is set and not an SSM parameter name. */
+function ssmParameterName(value: unknown, origin: SettingsOrigin): string | undefined {
+  if (value === undefined || (typeof value === 'string' && SSM_PARAMETER_NAME.test(value))) return value;
+  throw new ConfigError(
+    origin.field('apiKeyParameter'),
+    `must be an SSM parameter name such as /quota-orchestrator/prod/api-key: a leading '/', then up to 1010 letters, digits and _ . - /; got ${origin.shown('apiKeyParameter')}`,
+  );
+}
+
+/**
+ * Checks the worker's settings (see {@link DeploySettings}) against the service's configuration `config` and fills in
+ * their defaults. The checks, in this order: `apiUrl` and `healthUrl` are http(s) URLs; `apiTimeoutMs` is below the
+ * worker's timeout and below `circuit.healthCheckTimeoutSeconds`; `apiKeyParameter` is an SSM parameter name;
+ * `apiKeyCacheSeconds` is within {@link API_KEY_CACHE_SECONDS}; `results` is a result destination
+ * (`parseResultDestination`).
+ * @throws ConfigError naming the setting as `origin` writes it (e.g. `custom.quotaOrchestrator.apiTimeoutMs` or
+ * `API_TIMEOUT_MS`, `RESULT_DESTINATION.queueArn`) and its allowed values.
+ */
+export function parseWorkerSettings(
+  input: DeploySettingsInput,
+  config: ServiceConfig,
+  origin: SettingsOrigin,
+): WorkerSettings {
+  const apiUrl = httpUrl(input.apiUrl, 'apiUrl', origin);
+  const healthUrl = httpUrl(input.healthUrl, 'healthUrl', origin);
+  const apiTimeoutMs = apiTimeout(input.apiTimeoutMs, config, origin);
+  const apiKeyParameter = ssmParameterName(input.apiKeyParameter, origin);
+  const apiKeyCacheSeconds =
+    input.apiKeyCacheSeconds === undefined
+      ? API_KEY_CACHE_SECONDS.default
+      : wholeNumber(input.apiKeyCacheSeconds, API_KEY_CACHE_SECONDS, {
+          field: origin.field('apiKeyCacheSeconds'),
+          unit: 'seconds',
+          shown: origin.shown('apiKeyCacheSeconds'),
+        });
+  const results =
+    input.results === undefined ? undefined : parseResultDestination(input.results, origin.field('results'));
+  return Object.freeze({
+    apiUrl,
+    healthUrl,
+    apiTimeoutMs,
+    ...(apiKeyParameter === undefined ? {} : { apiKeyParameter }),
+    apiKeyCacheSeconds,
+    ...(results === undefined ? {} : { results }),
+  });
+}

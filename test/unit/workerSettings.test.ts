@@ -1,0 +1,96 @@
+import { parseServiceConfig } from '../../lib/config';
+import { ConfigError } from '../../lib/errors';
+import {
+  API_KEY_CACHE_SECONDS,
+  defaultApiTimeoutMs,
+  parseWorkerSettings,
+  type DeploySettingsInput,
+  type SettingsOrigin,
+} from '../../lib/workerSettings';
+import { thrown } from '../helpers/thrown';
+
+const config = parseServiceConfig({ quotas: [{ limit: 10, per: 'second' }] });
+const URLS = { apiUrl: 'https://api.example.test/jobs', healthUrl: 'https://api.example.test/health' };
+
+/** Names each setting `at.<key>` and shows its value as `<value>`; names the worker's timeout when `bound` is given. */
+function origin(input: DeploySettingsInput, bound?: string): SettingsOrigin {
+  return {
+    field: (key) => `at.${key}`,
+    shown: (key) => `<${String(input[key])}>`,
+    healthCheckTimeoutField: 'at.circuit.healthCheckTimeoutSeconds',
+    ...(bound === undefined ? {} : { workerTimeoutField: bound }),
+  };
+}
+
+const parse = (input: DeploySettingsInput, bound?: string) => parseWorkerSettings(input, config, origin(input, bound));
+
+describe('parseWorkerSettings', () => {
+  it('fills in the defaults of the settings left out', () => {
+    expect(parse(URLS)).toEqual({
+      ...URLS,
+      apiTimeoutMs: defaultApiTimeoutMs(config.orchestrator.workerTimeoutMs),
+      apiKeyCacheSeconds: API_KEY_CACHE_SECONDS.default,
+    });
+  });
+
+  it('keeps the settings given, the result destination with its defaults', () => {
+    const settings = parse({
+      ...URLS,
+      apiTimeoutMs: 5000,
+      apiKeyParameter: '/qo/prod/api-key',
+      apiKeyCacheSeconds: 60,
+      results: { type: 'eventbridge', busName: 'jobs' },
+    });
+
+    expect(settings).toEqual({
+      ...URLS,
+      apiTimeoutMs: 5000,
+      apiKeyParameter: '/qo/prod/api-key',
+      apiKeyCacheSeconds: 60,
+      results: { type: 'eventbridge', busName: 'jobs', source: 'quota-orchestrator', detailType: 'Job Result' },
+    });
+    expect(Object.isFrozen(settings)).toBe(true);
+  });
+
+  it.each([
+    [
+      { ...URLS, apiUrl: undefined },
+      'at.apiUrl: must be an http(s) URL such as https://api.example.com/jobs; got <undefined>',
+    ],
+    [{ ...URLS, healthUrl: 'ftp://x.test/' }, 'at.healthUrl: must use http or https; got <ftp://x.test/>'],
+    [{ ...URLS, apiKeyParameter: 'key' }, 'at.apiKeyParameter: must be an SSM parameter name'],
+    [
+      { ...URLS, apiKeyCacheSeconds: 0 },
+      'at.apiKeyCacheSeconds: must be a whole number of seconds from 1 to 3600; got <0>',
+    ],
+    [{ ...URLS, results: { type: 'sns' } }, 'at.results.type: must be one of sqs, eventbridge'],
+  ])('refuses %p, naming the setting as its origin does', (input, message) => {
+    expect(thrown(ConfigError, () => parse(input)).message).toContain(message);
+  });
+
+  it("words the API timeout's range with the worker's timeout where the origin names it", () => {
+    const input = { ...URLS, apiTimeoutMs: 30_000 };
+
+    expect(thrown(ConfigError, () => parse(input)).message).toBe(
+      'at.apiTimeoutMs: must be a whole number of milliseconds from 1 to 29999; got <30000>',
+    );
+    expect(thrown(ConfigError, () => parse(input, 'the timeout')).message).toBe(
+      'at.apiTimeoutMs: must be a whole number of milliseconds from 1 to 29999, below the timeout; got <30000>',
+    );
+  });
+
+  it('refuses an API timeout, given or default, not below the health-check timeout', () => {
+    const probe = parseServiceConfig({
+      quotas: [{ limit: 10, per: 'second' }],
+      circuit: { healthCheckTimeoutSeconds: 5 },
+    });
+    const given = { ...URLS, apiTimeoutMs: 5000 };
+
+    expect(thrown(ConfigError, () => parseWorkerSettings(given, probe, origin(given))).message).toBe(
+      'at.apiTimeoutMs: must be below at.circuit.healthCheckTimeoutSeconds (5000 ms), so a health probe still calling is never presumed lost and overlapped by the next; got 5000. Lower it or raise at.circuit.healthCheckTimeoutSeconds',
+    );
+    expect(thrown(ConfigError, () => parseWorkerSettings(URLS, probe, origin(URLS))).message).toContain(
+      'got 10000 (the default)',
+    );
+  });
+});
