@@ -6,9 +6,9 @@ import { Pacer } from '../../lib/domain/pacing/pacer';
 import { QuotaLedger, type LedgerJSON, type Settlement } from '../../lib/domain/quota/ledger';
 import type { Lease } from '../../lib/ports/LeaseStore';
 import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
-import { GuardedQueues, guardStores } from '../../lib/services/guardedPorts';
+import { GuardedQueues, guardStores } from '../../lib/services/orchestrator/guardedPorts';
 import { RunContext } from '../../lib/services/orchestrator/runContext';
-import type { OrchestratorEvent, OrchestratorStores } from '../../lib/services/runOrchestrator';
+import type { OrchestratorEvent, OrchestratorStores } from '../../lib/services/orchestrator/types';
 import { LANE, START, testConfig } from './serviceFixtures';
 
 /** Records the flush calls of a run and fails those named in `failing`, as an unavailable store would. */

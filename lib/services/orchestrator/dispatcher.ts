@@ -4,7 +4,7 @@ import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '..
 import type { Reservation } from '../../domain/quota/ledger';
 import { batchJobDispatchId, type JobEvent } from '../../ports/Invoker';
 import { fifoGroupOf, type ReceivedMessage } from '../../ports/QueueReceiver';
-import { Backoff } from '../guardedPorts';
+import { Backoff } from './backoff';
 import { jobEventOf, parseJob, type ParsedJob } from '../parseJob';
 import type { Buffered, Intake } from './intake';
 import type { LedgerSync } from './ledgerSync';

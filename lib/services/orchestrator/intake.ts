@@ -1,6 +1,6 @@
 import { QueueUnavailableError } from '../../errors';
 import { fifoGroupOf, READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
-import { Backoff } from '../guardedPorts';
+import { Backoff } from './backoff';
 import { deadLetter } from '../queueOutcomes';
 import type { RunContext } from './runContext';
 

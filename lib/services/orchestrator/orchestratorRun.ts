@@ -2,7 +2,7 @@ import type { Circuit } from '../../domain/breaker/circuit';
 import type { Pacer } from '../../domain/pacing/pacer';
 import { LeaseLostError } from '../../errors';
 import type { Lease } from '../../ports/LeaseStore';
-import type { OrchestratorDeps, RunOptions, RunSummary } from '../runOrchestrator';
+import type { OrchestratorDeps, RunOptions, RunSummary } from './types';
 import { CircuitWatch } from './circuitWatch';
 import { Dispatcher } from './dispatcher';
 import { Intake } from './intake';

@@ -1,13 +1,5 @@
 import type { OrchestratorSettings } from '../../config';
-import type { OrchestratorDeps, OrchestratorEvent, RunOptions } from '../runOrchestrator';
-
-/** What a run has done so far; each room counts its own outcomes into it, and it becomes the run's summary. */
-export interface Tally {
-  dispatched: number;
-  deadLettered: number;
-  healthChecks: number;
-  invokeFailures: number;
-}
+import type { OrchestratorDeps, OrchestratorEvent, RunOptions, Tally } from './types';
 
 /** What the rooms of one run share: its dependencies (store and queues guarded), its bounds and its tally. */
 export class RunContext {

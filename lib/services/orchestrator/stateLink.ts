@@ -1,5 +1,5 @@
 import { StateUnavailableError } from '../../errors';
-import { Backoff } from '../guardedPorts';
+import { Backoff } from './backoff';
 import type { RunContext } from './runContext';
 
 /**

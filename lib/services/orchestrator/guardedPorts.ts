@@ -1,9 +1,9 @@
-import type { CircuitJSON } from '../domain/breaker/circuit';
-import type { LedgerJSON, Settlement } from '../domain/quota/ledger';
-import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailableError } from '../errors';
-import type { CircuitStore } from '../ports/CircuitStore';
-import type { Lease, LeaseStore } from '../ports/LeaseStore';
-import type { LedgerStore } from '../ports/LedgerStore';
+import type { CircuitJSON } from '../../domain/breaker/circuit';
+import type { LedgerJSON, Settlement } from '../../domain/quota/ledger';
+import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailableError } from '../../errors';
+import type { CircuitStore } from '../../ports/CircuitStore';
+import type { Lease, LeaseStore } from '../../ports/LeaseStore';
+import type { LedgerStore } from '../../ports/LedgerStore';
 import type {
   OutgoingMessage,
   QueueName,
@@ -12,28 +12,8 @@ import type {
   ReceivedMessage,
   SendFailure,
   SourceQueue,
-} from '../ports/QueueReceiver';
-import type { OrchestratorStores } from './runOrchestrator';
-
-/** Cap of every back-off of the orchestrator: invokes, state-store calls, queue calls. */
-export const MAX_BACKOFF_MS = 10_000;
-
-/** Exponential back-off: `initialMs`, doubling up to {@link MAX_BACKOFF_MS}, back to `initialMs` after `reset`. */
-export class Backoff {
-  private current = 0;
-
-  constructor(private readonly initialMs: number) {}
-
-  /** The next wait. */
-  next(): number {
-    this.current = this.current === 0 ? this.initialMs : Math.min(MAX_BACKOFF_MS, this.current * 2);
-    return this.current;
-  }
-
-  reset(): void {
-    this.current = 0;
-  }
-}
+} from '../../ports/QueueReceiver';
+import type { OrchestratorStores } from './types';
 
 /** A method of a store the orchestrator uses, as {@link StateUnavailableError} names it. */
 type StoreOperation = keyof LeaseStore | keyof LedgerStore | keyof CircuitStore;
