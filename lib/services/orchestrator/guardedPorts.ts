@@ -13,7 +13,7 @@ import type {
   SendFailure,
   SourceQueue,
 } from '../../ports/QueueReceiver';
-import type { OrchestratorStores } from './types';
+import type { Guarded, GuardedStores, OrchestratorStores } from './types';
 
 /** A method of a store the orchestrator uses, as {@link StateUnavailableError} names it. */
 type StoreOperation = keyof LeaseStore | keyof LedgerStore | keyof CircuitStore;
@@ -82,20 +82,8 @@ class GuardedCircuitStore implements CircuitStore {
   }
 }
 
-/**
- * The orchestrator's stores, each with every failure other than {@link LeaseLostError} and {@link StateFormatError}
- * turned into a {@link StateUnavailableError} naming the operation.
- */
-export function guardStores(stores: OrchestratorStores): OrchestratorStores {
-  return {
-    lease: new GuardedLeaseStore(stores.lease),
-    ledger: new GuardedLedgerStore(stores.ledger),
-    circuit: new GuardedCircuitStore(stores.circuit),
-  };
-}
-
-/** The queues with every failure turned into a {@link QueueUnavailableError} naming the operation and the queue. */
-export class GuardedQueues implements QueueReceiver {
+/** The queues with their failures translated (see {@link guardQueues}). */
+class GuardedQueues implements QueueReceiver {
   constructor(private readonly queues: QueueReceiver) {}
 
   private async guard<T>(operation: keyof QueueReceiver, queue: QueueName, call: () => Promise<T>): Promise<T> {
@@ -129,4 +117,26 @@ export class GuardedQueues implements QueueReceiver {
   messageCount(queue: SourceQueue): Promise<number> {
     return this.guard('messageCount', queue, () => this.queues.messageCount(queue));
   }
+}
+
+/**
+ * The orchestrator's stores, each with every failure other than {@link LeaseLostError} and {@link StateFormatError}
+ * turned into a {@link StateUnavailableError} naming the operation.
+ */
+export function guardStores(stores: OrchestratorStores): GuardedStores {
+  return {
+    lease: guarded(new GuardedLeaseStore(stores.lease)),
+    ledger: guarded(new GuardedLedgerStore(stores.ledger)),
+    circuit: guarded(new GuardedCircuitStore(stores.circuit)),
+  };
+}
+
+/** The queues with every failure turned into a {@link QueueUnavailableError} naming the operation and the queue. */
+export function guardQueues(queues: QueueReceiver): Guarded<QueueReceiver> {
+  return guarded(new GuardedQueues(queues));
+}
+
+/** Brands `port` as {@link Guarded}: only the wrappers of this module are. */
+function guarded<Port>(port: Port): Guarded<Port> {
+  return port as Guarded<Port>;
 }

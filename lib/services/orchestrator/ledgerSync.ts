@@ -6,6 +6,7 @@ import type { Lease } from '../../ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
+import type { GuardedStores, RunQuota } from './types';
 
 /**
  * Most ledger saves per flush, each removing at most {@link MAX_PENDING_SETTLEMENTS} settlements: a flush folds up to
@@ -39,6 +40,15 @@ export interface FlushOptions {
    */
   readonly until?: number;
 }
+
+/**
+ * What a flush saves and folds the workers' reports into: the run's ledger and call slots, reached directly, and the
+ * pacer, which settles a report in both and keeps what it hands back for smoothing (see `Pacer.settle`).
+ */
+export type SyncedQuota = Pick<RunQuota, 'ledger' | 'slots'> & { readonly pacer: Pick<Pacer, 'settle'> };
+
+/** The stores a ledger sync writes: the ledger, and the lease it renews and releases. */
+export type SyncedStores = Pick<GuardedStores, 'lease' | 'ledger'>;
 
 /** Call slots a running orchestrator may still take before it saves again, for slots no later than `until` (see `CallSlots.toJSON`). */
 interface SlotAllowance {
@@ -76,10 +86,11 @@ export class LedgerSync {
   constructor(
     private readonly run: RunContext,
     private readonly link: StateLink,
-    private readonly pacer: Pacer,
+    private readonly stores: SyncedStores,
+    private readonly quota: SyncedQuota,
     private lease: Lease,
   ) {
-    this.lastFlushAt = run.deps.clock.now();
+    this.lastFlushAt = run.clock.now();
     this.reportsReadAt = this.lastFlushAt;
   }
 
@@ -121,7 +132,7 @@ export class LedgerSync {
 
   /** Releases the lease, so that the next run need not wait for it to expire. */
   releaseLease(): Promise<void> {
-    return this.run.deps.stores.lease.releaseLease(this.lease);
+    return this.stores.lease.releaseLease(this.lease);
   }
 
   /** For each tier, whether `units` fit what is left at `now` of the allowance the last saved ledger holds. */
@@ -139,7 +150,7 @@ export class LedgerSync {
     if (now >= this.lease.expiresAt) return false;
     if (this.link.side.kind === 'in-sync') return true;
     if (this.run.settings.stateOutage === 'pause') return false;
-    const { config } = this.run.deps;
+    const { config } = this.run;
     // A successor dispatches from lease.expiresAt on: a sliding window that closes by then (allowing for this call to
     // arrive up to arrivalMarginMs late) cannot hold its calls too.
     const closesBy = now + config.pacing.arrivalMarginMs;
@@ -149,7 +160,7 @@ export class LedgerSync {
   /** Whether `count` more call slots, at `slot`, fit what is left of the saved allowance; always without a cap on calls in flight. */
   slotAllowed(slot: number, count: number): boolean {
     return (
-      this.pacer.slots === undefined ||
+      this.quota.slots === undefined ||
       (slot <= this.slotAllowance.until && this.slotsUsedSinceFlush + count <= this.slotAllowance.count)
     );
   }
@@ -182,14 +193,14 @@ export class LedgerSync {
    * ledger stands.
    */
   private async flush({ final = false, need = [], needSlots = 0, until }: FlushOptions = {}): Promise<void> {
-    const { config, clock } = this.run.deps;
+    const { config, clock } = this.run;
     if (this.state === 'saved-unrenewed' && !final) return this.renew();
     let settled = await this.foldSettlements();
     const now = clock.now();
     const allowance: Allowance | undefined = final
       ? undefined
       : {
-          until: this.pacer.ledger.allowanceEnd(
+          until: this.quota.ledger.allowanceEnd(
             now,
             Math.max(2 * this.run.settings.flushIntervalMs, (until ?? now) - now),
           ),
@@ -231,7 +242,7 @@ export class LedgerSync {
    * Only a save known to have landed lifts the bound: it grants a fresh allowance.
    */
   private boundByEitherOutcome(attempted: Allowance | undefined, attemptedSlots: SlotAllowance | undefined): void {
-    const { quotas } = this.run.deps.config;
+    const { quotas } = this.run.config;
     this.allowance = {
       until: Math.min(this.allowance.until, attempted?.until ?? Number.NEGATIVE_INFINITY),
       units: quotas.map((_, i) =>
@@ -255,9 +266,9 @@ export class LedgerSync {
     slots: SlotAllowance | undefined,
     settled: number,
   ): Promise<void> {
-    const snapshot = this.pacer.ledger.snapshot(allowance);
-    const ledger = this.pacer.slots === undefined ? snapshot : { ...snapshot, slots: this.pacer.slots.toJSON(slots) };
-    await this.run.deps.stores.ledger.saveLedger(this.run.deps.config.lane, ledger, this.lease.token, settled);
+    const snapshot = this.quota.ledger.snapshot(allowance);
+    const ledger = this.quota.slots === undefined ? snapshot : { ...snapshot, slots: this.quota.slots.toJSON(slots) };
+    await this.stores.ledger.saveLedger(this.run.config.lane, ledger, this.lease.token, settled);
     this.foldedPending = [];
   }
 
@@ -267,16 +278,16 @@ export class LedgerSync {
    * cost a write of the lane item.
    */
   private async renew(): Promise<void> {
-    const now = this.run.deps.clock.now();
+    const now = this.run.clock.now();
     const { leaseTtlMs } = this.run.settings;
     if (now >= this.lease.expiresAt - leaseTtlMs / 2)
-      this.lease = await this.run.deps.stores.lease.renewLease(this.lease, now, leaseTtlMs);
+      this.lease = await this.stores.lease.renewLease(this.lease, now, leaseTtlMs);
     this.state = 'synced';
     this.lastFlushAt = now;
-    const usage = this.pacer.ledger
+    const usage = this.quota.ledger
       .usage(now)
       .map(({ tier, used }) => ({ tier: tierLabel(tier), kind: tier.kind, used, limit: tier.limit }));
-    const { slots } = this.pacer;
+    const { slots } = this.quota;
     this.run.report({
       type: 'flushed',
       at: now,
@@ -294,7 +305,7 @@ export class LedgerSync {
    * of one write (an append retried after it landed), and the save that follows removes it unapplied.
    */
   private fold(settlement: Settlement): void {
-    const now = this.run.deps.clock.now();
+    const now = this.run.clock.now();
     const keptMs = FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS * this.run.settings.workerTimeoutMs;
     for (const [id, at] of this.foldedIds) {
       if (at > now - keptMs) break;
@@ -304,7 +315,7 @@ export class LedgerSync {
       if (this.foldedIds.has(settlement.id)) return;
       this.foldedIds.set(settlement.id, now);
     }
-    this.pacer.settle(settlement, now);
+    this.quota.pacer.settle(settlement, now);
     if (settlement.actual !== null) addCosts(this.handedBackUnreported, handedBack(settlement));
   }
 
@@ -313,8 +324,8 @@ export class LedgerSync {
    * @returns how many were read: the next save removes them.
    */
   private async foldSettlements(): Promise<number> {
-    this.reportsReadAt = this.run.deps.clock.now();
-    const pending = await this.run.deps.stores.ledger.pendingSettlements(this.run.deps.config.lane);
+    this.reportsReadAt = this.run.clock.now();
+    const pending = await this.stores.ledger.pendingSettlements(this.run.config.lane);
     // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
     // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
     const known = startsWith(pending, this.foldedPending) ? this.foldedPending.length : 0;

@@ -1,15 +1,14 @@
 import type { Circuit } from '../../domain/breaker/circuit';
-import type { Pacer } from '../../domain/pacing/pacer';
 import { LeaseLostError } from '../../errors';
 import type { Lease } from '../../ports/LeaseStore';
-import type { OrchestratorDeps, RunOptions, RunSummary } from './types';
 import { CircuitWatch } from './circuitWatch';
 import { Dispatcher } from './dispatcher';
 import { Intake } from './intake';
 import { LedgerSync } from './ledgerSync';
 import { QuotaGate } from './quotaGate';
-import { RunContext } from './runContext';
+import type { RunContext } from './runContext';
 import { StateLink } from './stateLink';
+import type { RunPorts, RunQuota, RunSummary } from './types';
 
 /**
  * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of the architecture, then step 4).
@@ -19,7 +18,6 @@ import { StateLink } from './stateLink';
  * it stops at the deadline or when `shouldStop` says so.
  */
 export class OrchestratorRun {
-  private readonly run: RunContext;
   private readonly link: StateLink;
   private readonly ledger: LedgerSync;
   private readonly circuit: CircuitWatch;
@@ -31,23 +29,36 @@ export class OrchestratorRun {
   /** Set once the run has had nothing to do for `idleStopMs`, and no queue holds a message in flight or delayed. */
   private idleDone = false;
 
-  /** `deps` with the store and the queues guarded (see `guardedPorts`). */
-  constructor(deps: OrchestratorDeps, options: RunOptions, lease: Lease, pacer: Pacer, circuit: Circuit) {
-    this.run = new RunContext(deps, options);
-    this.link = new StateLink(this.run);
-    this.ledger = new LedgerSync(this.run, this.link, pacer, lease);
-    this.circuit = new CircuitWatch(this.run, this.link, pacer, circuit);
-    this.gate = new QuotaGate(this.run, pacer);
+  /** Each room gets the ports it uses, of `ports`; `lease`, `quota` and `circuit` are what the run started from. */
+  constructor(
+    private readonly run: RunContext,
+    ports: RunPorts,
+    lease: Lease,
+    quota: RunQuota,
+    circuit: Circuit,
+  ) {
+    const { stores, queues, invoker, newId, random } = ports;
+    const { pacer, slots } = quota;
+    this.link = new StateLink(run);
+    this.ledger = new LedgerSync(run, this.link, { lease: stores.lease, ledger: stores.ledger }, quota, lease);
+    this.circuit = new CircuitWatch(
+      run,
+      this.link,
+      { stores: { circuit: stores.circuit }, invoker, newId, random },
+      pacer,
+      circuit,
+    );
+    this.gate = new QuotaGate(run, pacer);
     // On a lane with maxInFlight, a refill takes no more than the free slots and one more round of them: a message
     // received waits at most about one call for its slot, well within its visibility.
-    const { slots } = pacer;
     this.intake = new Intake(
-      this.run,
+      run,
+      queues,
       () => this.ledger.nextStoreCallAt(),
       (now) =>
         Math.min(this.gate.room(now), slots === undefined ? Number.POSITIVE_INFINITY : slots.cap + slots.free(now)),
     );
-    this.dispatcher = new Dispatcher(this.run, this.intake, this.ledger, this.link, pacer, this.gate);
+    this.dispatcher = new Dispatcher(run, { invoker, newId }, this.intake, this.ledger, this.link, pacer, this.gate);
   }
 
   /**
@@ -71,12 +82,12 @@ export class OrchestratorRun {
 
   /** At the deadline, when `shouldStop` says so, or once the run has had nothing to do (see {@link OrchestratorRun.step}). */
   private stopping(): boolean {
-    const { deps, options } = this.run;
-    return deps.clock.now() >= options.deadline || (options.shouldStop?.() ?? false) || this.idleDone;
+    const { clock, options } = this.run;
+    return clock.now() >= options.deadline || (options.shouldStop?.() ?? false) || this.idleDone;
   }
 
   private async step(): Promise<void> {
-    const { clock } = this.run.deps;
+    const { clock } = this.run;
     await this.syncState(clock.now());
     const now = clock.now();
     if (!this.circuit.letsThrough(now)) {

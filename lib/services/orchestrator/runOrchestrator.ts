@@ -1,12 +1,14 @@
+import type { ServiceConfig } from '../../config';
 import { CallSlots } from '../../domain/inflight/callSlots';
 import { Pacer } from '../../domain/pacing/pacer';
-import { QuotaLedger } from '../../domain/quota/ledger';
+import { QuotaLedger, type LedgerJSON } from '../../domain/quota/ledger';
 import { StateUnavailableError } from '../../errors';
 import { loadCircuit } from '../circuitUpdates';
 import { Backoff } from './backoff';
-import { GuardedQueues, guardStores } from './guardedPorts';
+import { guardQueues, guardStores } from './guardedPorts';
 import { OrchestratorRun } from './orchestratorRun';
-import type { OrchestratorDeps, RunOptions, RunSummary } from './types';
+import { RunContext } from './runContext';
+import type { OrchestratorDeps, RunOptions, RunQuota, RunSummary } from './types';
 
 const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 } as const;
 
@@ -65,10 +67,11 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
  * @throws StateFormatError when a stored ledger or circuit cannot be read; any error that is none of the above.
  */
 export async function runOrchestrator(deps: OrchestratorDeps, options: RunOptions): Promise<RunSummary> {
-  const { clock, config } = deps;
+  const run = new RunContext(deps, options);
+  const { clock, config } = run;
   const stores = guardStores(deps.stores);
   const retry = new Backoff(config.orchestrator.invokeBackoffMs);
-  const untilDeadline = <T>(call: () => Promise<T>) => retryUntilDeadline(deps, options, retry, call);
+  const untilDeadline = <T>(call: () => Promise<T>) => retryUntilDeadline(run, retry, call);
 
   const acquired = await untilDeadline(() =>
     stores.lease.acquireLease(config.lane, deps.owner, clock.now(), config.orchestrator.leaseTtlMs),
@@ -85,27 +88,27 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
     });
     return { lease: 'unavailable', ...NOTHING_DONE };
   }
+  const { invoker, newId, random } = deps;
+  const ports = { stores, queues: guardQueues(deps.queues), invoker, newId, random };
+  return new OrchestratorRun(run, ports, lease, rehydrate(config, saved.value), circuit.value).execute();
+}
+
+/** The run's quota rehydrated from the `saved` ledger, or a fresh one when the lane has none yet. */
+function rehydrate(config: ServiceConfig, saved: LedgerJSON | undefined): RunQuota {
   const ledgerOptions = { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs };
   const ledger =
-    saved.value === undefined
+    saved === undefined
       ? new QuotaLedger(config.quotas, ledgerOptions)
-      : QuotaLedger.fromJSON(config.quotas, saved.value, ledgerOptions);
+      : QuotaLedger.fromJSON(config.quotas, saved, ledgerOptions);
   const slots =
     config.maxInFlight === undefined
       ? undefined
       : new CallSlots(
           config.maxInFlight,
           config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs,
-          saved.value?.slots,
+          saved?.slots,
         );
-  const run = new OrchestratorRun(
-    { ...deps, stores, queues: new GuardedQueues(deps.queues) },
-    options,
-    lease,
-    new Pacer(ledger, config.pacing, slots),
-    circuit.value,
-  );
-  return run.execute();
+  return { ledger, slots, pacer: new Pacer(ledger, config.pacing, slots) };
 }
 
 /**
@@ -113,12 +116,11 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
  * comes first (or `shouldStop` says so).
  */
 async function retryUntilDeadline<T>(
-  deps: OrchestratorDeps,
-  options: RunOptions,
+  run: RunContext,
   retry: Backoff,
   call: () => Promise<T>,
 ): Promise<{ readonly value: T } | undefined> {
-  const { clock } = deps;
+  const { clock, options } = run;
   for (;;) {
     try {
       const value = await call();
@@ -128,7 +130,7 @@ async function retryUntilDeadline<T>(
       if (!(error instanceof StateUnavailableError)) throw error;
       const now = clock.now();
       const retryAt = now + retry.next();
-      deps.onEvent?.({ type: 'state-unavailable', at: now, operation: error.operation, error: error.message, retryAt });
+      run.report({ type: 'state-unavailable', at: now, operation: error.operation, error: error.message, retryAt });
       if (retryAt >= options.deadline || (options.shouldStop?.() ?? false)) return undefined;
       await clock.sleep(retryAt - now);
     }

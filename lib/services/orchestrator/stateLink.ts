@@ -39,7 +39,7 @@ export class StateLink {
       return { value: await call() };
     } catch (error) {
       if (!(error instanceof StateUnavailableError)) throw error;
-      const now = this.run.deps.clock.now();
+      const now = this.run.clock.now();
       const retryAt = now + this.retry.next();
       this.current = { kind: 'outage', since: this.current.kind === 'outage' ? this.current.since : now, retryAt };
       this.run.report({
@@ -56,7 +56,7 @@ export class StateLink {
   /** Ends an outage, reporting `state-recovered`: the caller has just flushed (if due) and read the circuit. */
   recovered(): void {
     if (this.current.kind !== 'outage') return;
-    const at = this.run.deps.clock.now();
+    const at = this.run.clock.now();
     this.run.report({ type: 'state-recovered', at, unavailableMs: at - this.current.since });
     this.current = IN_SYNC;
     this.retry.reset();

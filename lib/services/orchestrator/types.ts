@@ -1,5 +1,8 @@
 import type { ServiceConfig } from '../../config';
 import type { CircuitStatus } from '../../domain/breaker/circuit';
+import type { CallSlots } from '../../domain/inflight/callSlots';
+import type { Pacer } from '../../domain/pacing/pacer';
+import type { QuotaLedger } from '../../domain/quota/ledger';
 import type { Costs, TierKind } from '../../domain/quota/tiers';
 import type { CircuitStore } from '../../ports/CircuitStore';
 import type { Clock } from '../../ports/Clock';
@@ -31,6 +34,47 @@ export interface OrchestratorDeps {
   readonly newId: () => string;
   /** Receives typed events for logs, metrics and reports; the loop never depends on it. */
   readonly onEvent?: (event: OrchestratorEvent) => void;
+}
+
+/** The brand of a guarded port: a type only, which no value outside `guardedPorts` carries. */
+declare const guardedPort: unique symbol;
+
+/**
+ * `Port` with its failures translated so that the run can tell them from its own bugs: a store's become
+ * `StateUnavailableError` (all but a lost lease and a corrupt item), the queues' `QueueUnavailableError`. Only
+ * `guardedPorts` makes one (`guardStores`, `guardQueues`), so a room typed to take it cannot be handed a raw adapter.
+ */
+export type Guarded<Port> = Port & { readonly [guardedPort]: true };
+
+/** The orchestrator's stores, guarded (see {@link Guarded}). */
+export interface GuardedStores {
+  readonly lease: Guarded<LeaseStore>;
+  readonly ledger: Guarded<LedgerStore>;
+  readonly circuit: Guarded<CircuitStore>;
+}
+
+/**
+ * What one run reaches beyond itself: the stores and the queues guarded, the invoker (its failures are typed already:
+ * see `Invoker`), and where its ids and its randomness come from. The run hands each room only the part it uses.
+ */
+export interface RunPorts {
+  readonly stores: GuardedStores;
+  readonly queues: Guarded<QueueReceiver>;
+  readonly invoker: Invoker;
+  /** A fresh unique id (dispatch and health-check ids). */
+  readonly newId: () => string;
+  /** Randomness in [0, 1) for pause jitter. */
+  readonly random: () => number;
+}
+
+/**
+ * The run's quota in memory, rehydrated from the saved ledger: the ledger, the call slots on a lane with
+ * `maxInFlight`, and the pacer over both (it was built on them).
+ */
+export interface RunQuota {
+  readonly ledger: QuotaLedger;
+  readonly slots: CallSlots | undefined;
+  readonly pacer: Pacer;
 }
 
 /** One tier's usage as a flush saw it: `used` units of `limit` in the window that holds the instant. */

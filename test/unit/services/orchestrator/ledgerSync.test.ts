@@ -6,7 +6,7 @@ import { LANE, START, testConfig } from '../../../helpers/serviceFixtures';
 /** A ledger sync on `h` holding a fresh lease, with its state link. */
 async function ledgerSyncOf(h: RoomHarness): Promise<{ sync: LedgerSync; link: StateLink }> {
   const link = new StateLink(h.run);
-  return { sync: new LedgerSync(h.run, link, h.pacer, await takeLease(h)), link };
+  return { sync: new LedgerSync(h.run, link, h.ports.stores, h.quota, await takeLease(h)), link };
 }
 
 describe('LedgerSync', () => {
