@@ -75,12 +75,12 @@ export class Dispatcher {
     const side = this.link.side;
     // Enough for the messages of its FIFO group that may go in its batch, which can go in no other.
     const needSlots = 1 + this.intake.followersOfHead();
-    const need = units.map((u) => u * needSlots);
-    const covered = () => this.ledger.allowed(slot, need).every(Boolean) && this.ledger.slotAllowed(slot, needSlots);
+    const need = { units: units.map((u) => u * needSlots), slots: needSlots };
+    const covered = () => this.ledger.covers(slot, need);
     if (side.kind === 'in-sync' && !covered()) {
       // Persist a larger allowance, reaching the slot, before using it. One that cannot reach it (the slot is in the
       // next window of a calendar tier) is waited out, not flushed again at once.
-      if ((await this.ledger.tryFlush({ need, needSlots, until: slot })) && !covered())
+      if ((await this.ledger.tryFlush({ need, until: slot })) && !covered())
         await this.run.sleepUntil(Math.min(slot, this.ledger.nextStoreCallAt()));
       return;
     }

@@ -1,9 +1,10 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
-import { handedBack, type Allowance, type Settlement } from '../../domain/quota/ledger';
+import { handedBack, type Settlement } from '../../domain/quota/ledger';
 import { addCosts, tierLabel } from '../../domain/quota/tiers';
 import type { Lease } from '../../ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
+import { RunAllowance, type Amount } from './runAllowance';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
 import type { GuardedStores, RunQuota } from './types';
@@ -25,14 +26,15 @@ const MAX_SAVES_PER_FLUSH = 10;
  */
 type LedgerSyncState = 'synced' | 'unsaved' | 'saved-unrenewed';
 
+/** A flush that needs no more than the allowance it grants anyway. */
+const NOTHING_NEEDED: Amount = { units: [], slots: 0 };
+
 /** Options of a flush. */
 export interface FlushOptions {
   /** The run's last flush: it saves no allowance. */
   readonly final?: boolean;
-  /** Units per tier the saved allowance must hold at least (a message about to go). */
-  readonly need?: readonly number[];
-  /** Call slots the saved allowance must hold at least, on a lane with `maxInFlight`. */
-  readonly needSlots?: number;
+  /** What the saved allowance must hold at least: a message about to go, and those that may go in its batch. */
+  readonly need?: Amount;
   /**
    * The instant the saved allowance must reach at least: the slot of a message about to go, which the lead and a
    * batch's window can put further ahead than `2 × flushIntervalMs`. It never reaches past the current window of a
@@ -50,12 +52,6 @@ export type SyncedQuota = Pick<RunQuota, 'ledger' | 'slots'> & { readonly pacer:
 /** The stores a ledger sync writes: the ledger, and the lease it renews and releases. */
 export type SyncedStores = Pick<GuardedStores, 'lease' | 'ledger'>;
 
-/** Call slots a running orchestrator may still take before it saves again, for slots no later than `until` (see `CallSlots.toJSON`). */
-interface SlotAllowance {
-  readonly until: number;
-  readonly count: number;
-}
-
 /**
  * Keeps the saved ledger and the lease in step with the run: folds workers' settlements, saves the ledger with the
  * run's allowance, renews the lease, and says what the allowance and the lease let go.
@@ -63,12 +59,8 @@ interface SlotAllowance {
 export class LedgerSync {
   private state: LedgerSyncState = 'synced';
   private lastFlushAt: number;
-  /** What the last saved ledger holds for this run (see {@link Allowance}), and what has been used of it since. */
-  private allowance: Allowance = { until: Number.NEGATIVE_INFINITY, units: [] };
-  private usedSinceFlush: number[] = [];
-  /** The same for call slots, on a lane with `maxInFlight`. */
-  private slotAllowance: SlotAllowance = { until: Number.NEGATIVE_INFINITY, count: 0 };
-  private slotsUsedSinceFlush = 0;
+  /** What the last saved ledger holds for this run, and what has been used of it since. */
+  private allowance: RunAllowance;
   /** When the workers' reports were last read, by a flush or to free call slots (see {@link LedgerSync.readReports}). */
   private reportsReadAt: number;
   /** Units handed back by the settlements folded since the last `flushed` event. */
@@ -90,6 +82,7 @@ export class LedgerSync {
     private readonly quota: SyncedQuota,
     private lease: Lease,
   ) {
+    this.allowance = RunAllowance.none(run.config.quotas.length);
     this.lastFlushAt = run.clock.now();
     this.reportsReadAt = this.lastFlushAt;
   }
@@ -137,9 +130,12 @@ export class LedgerSync {
 
   /** For each tier, whether `units` fit what is left at `now` of the allowance the last saved ledger holds. */
   allowed(now: number, units: readonly number[]): boolean[] {
-    return units.map(
-      (u, i) => now <= this.allowance.until && (this.usedSinceFlush[i] ?? 0) + u <= (this.allowance.units[i] ?? 0),
-    );
+    return this.allowance.allows(now, units);
+  }
+
+  /** Whether `amount` fits what is left at `at` of the allowance the last saved ledger holds, on every tier and in call slots. */
+  covers(at: number, amount: Amount): boolean {
+    return this.allowed(at, amount.units).every(Boolean) && this.slotAllowed(at, amount.slots);
   }
 
   /**
@@ -159,22 +155,17 @@ export class LedgerSync {
 
   /** Whether `count` more call slots, at `slot`, fit what is left of the saved allowance; always without a cap on calls in flight. */
   slotAllowed(slot: number, count: number): boolean {
-    return (
-      this.quota.slots === undefined ||
-      (slot <= this.slotAllowance.until && this.slotsUsedSinceFlush + count <= this.slotAllowance.count)
-    );
+    return this.quota.slots === undefined || this.allowance.allowsSlots(slot, count);
   }
 
   /** Counts `units` per tier, and a call slot, as used of the allowance: one dispatch. */
   use(units: readonly number[]): void {
-    units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) + u));
-    this.slotsUsedSinceFlush++;
+    this.allowance = this.allowance.use(units);
   }
 
   /** Gives back what {@link LedgerSync.use} counted for a dispatch that never started. */
   giveBack(units: readonly number[]): void {
-    units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) - u));
-    this.slotsUsedSinceFlush--;
+    this.allowance = this.allowance.giveBack(units);
   }
 
   /**
@@ -183,92 +174,49 @@ export class LedgerSync {
    * in the saved ledger or pending for its successor. A backlog larger than one save takes further saves, at most
    * {@link MAX_SAVES_PER_FLUSH} in all; the rest waits for the next flush.
    *
-   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs` (or up to `until`): twice what
-   * the run used since the last flush (so a steady run rarely flushes early), at least `need`, at least one unit.
-   * A run killed before its next flush can only have dispatched within that allowance, which its successor counts.
-   * The allowance takes effect only once the save succeeded. A save that fails may still have landed, so until a
-   * later one succeeds the run keeps within both the previous allowance and the attempted one (see
-   * {@link LedgerSync.boundByEitherOutcome}).
+   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs` (or up to
+   * `until`), in units and in call slots (see {@link RunAllowance.next}). A run killed before its next flush can only
+   * have dispatched within that allowance, which its successor counts. The allowance takes effect only once the save
+   * succeeded. A save that fails may still have landed, so until a later one succeeds the run keeps within both the
+   * previous allowance and the attempted one (see {@link RunAllowance.boundBy}).
    * After a save whose lease renewal (or further save) failed, the next flush (unless final) only renews: the saved
    * ledger stands.
    */
-  private async flush({ final = false, need = [], needSlots = 0, until }: FlushOptions = {}): Promise<void> {
-    const { config, clock } = this.run;
+  private async flush({ final = false, need = NOTHING_NEEDED, until }: FlushOptions = {}): Promise<void> {
     if (this.state === 'saved-unrenewed' && !final) return this.renew();
     let settled = await this.foldSettlements();
-    const now = clock.now();
-    const allowance: Allowance | undefined = final
+    const now = this.run.clock.now();
+    const granted = final
       ? undefined
-      : {
-          until: this.quota.ledger.allowanceEnd(
-            now,
-            Math.max(2 * this.run.settings.flushIntervalMs, (until ?? now) - now),
-          ),
-          units: config.quotas.map((_, i) => Math.max(1, 2 * (this.usedSinceFlush[i] ?? 0), need[i] ?? 0)),
-        };
-    const slots =
-      allowance === undefined
-        ? undefined
-        : { until: allowance.until, count: Math.max(1, 2 * this.slotsUsedSinceFlush, needSlots) };
+      : this.allowance.next(
+          this.quota.ledger.allowanceEnd(now, Math.max(2 * this.run.settings.flushIntervalMs, (until ?? now) - now)),
+          need,
+        );
     try {
-      await this.save(allowance, slots, settled);
+      await this.save(granted, settled);
     } catch (error) {
-      this.boundByEitherOutcome(allowance, slots);
+      this.allowance = this.allowance.boundBy(granted);
       throw error;
     }
-    if (allowance !== undefined && slots !== undefined) {
-      this.allowance = allowance;
-      this.usedSinceFlush = config.quotas.map(() => 0);
-      this.slotAllowance = slots;
-      this.slotsUsedSinceFlush = 0;
-    }
+    if (granted !== undefined) this.allowance = granted;
     this.state = 'saved-unrenewed';
     for (let saves = 1; settled === MAX_PENDING_SETTLEMENTS && saves < MAX_SAVES_PER_FLUSH; saves++) {
       settled = await this.foldSettlements();
-      await this.save(allowance, slots, settled);
+      await this.save(granted, settled);
     }
     await this.renew();
   }
 
   /**
-   * After a save that failed, whose write may nonetheless have landed (its answer lost), bounds the run by what either
-   * outcome leaves a successor: from now on at most the smaller of what is left of the current allowance and the
-   * `attempted` one (none for a final save), per tier, and no later than the earlier of their ends.
-   *
-   *   save S1 lands (allowance A1) ── run uses u ── save S2 (A2): answer lost ── run dispatches x more ── crash
-   *   S2 did not land: the successor counts S1's ledger, holding A1:  safe while x <= A1 − u
-   *   S2 landed:       the successor counts S2's ledger, holding A2:  safe while x <= A2
-   *
-   * Only a save known to have landed lifts the bound: it grants a fresh allowance.
+   * Saves the ledger holding the units of `allowance`, and on a lane with `maxInFlight` the calls in progress holding
+   * its call slots, removing the `settled` oldest pending settlements (folded into it).
    */
-  private boundByEitherOutcome(attempted: Allowance | undefined, attemptedSlots: SlotAllowance | undefined): void {
-    const { quotas } = this.run.config;
-    this.allowance = {
-      until: Math.min(this.allowance.until, attempted?.until ?? Number.NEGATIVE_INFINITY),
-      units: quotas.map((_, i) =>
-        Math.max(0, Math.min((this.allowance.units[i] ?? 0) - (this.usedSinceFlush[i] ?? 0), attempted?.units[i] ?? 0)),
-      ),
-    };
-    this.usedSinceFlush = quotas.map(() => 0);
-    this.slotAllowance = {
-      until: Math.min(this.slotAllowance.until, attemptedSlots?.until ?? Number.NEGATIVE_INFINITY),
-      count: Math.max(0, Math.min(this.slotAllowance.count - this.slotsUsedSinceFlush, attemptedSlots?.count ?? 0)),
-    };
-    this.slotsUsedSinceFlush = 0;
-  }
-
-  /**
-   * Saves the ledger holding `allowance`, and on a lane with `maxInFlight` the calls in progress holding `slots`,
-   * removing the `settled` oldest pending settlements (folded into it).
-   */
-  private async save(
-    allowance: Allowance | undefined,
-    slots: SlotAllowance | undefined,
-    settled: number,
-  ): Promise<void> {
-    const snapshot = this.quota.ledger.snapshot(allowance);
-    const ledger = this.quota.slots === undefined ? snapshot : { ...snapshot, slots: this.quota.slots.toJSON(slots) };
-    await this.stores.ledger.saveLedger(this.run.config.lane, ledger, this.lease.token, settled);
+  private async save(allowance: RunAllowance | undefined, settled: number): Promise<void> {
+    const { ledger, slots } = this.quota;
+    const snapshot = ledger.snapshot(allowance && { until: allowance.until, units: allowance.granted.units });
+    const heldSlots = allowance && { until: allowance.until, count: allowance.granted.slots };
+    const saved = slots === undefined ? snapshot : { ...snapshot, slots: slots.toJSON(heldSlots) };
+    await this.stores.ledger.saveLedger(this.run.config.lane, saved, this.lease.token, settled);
     this.foldedPending = [];
   }
 
