@@ -68,7 +68,7 @@ class SwitchableLedgerStore extends MemoryLedgerStore {
   }
 }
 
-/** The world of one room of a run: a run context and guarded ports over memory ones, at START, with what it reported. */
+/** The world of one room of a run: its context and guarded ports over memory ones, at START, and what it reported. */
 export interface RoomHarness {
   readonly clock: FakeClock;
   /** The orchestrator's stores, in memory; the lease's renewals and the ledger's flush calls go through `flushes`. */

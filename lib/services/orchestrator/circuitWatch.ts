@@ -7,7 +7,7 @@ import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
 import type { GuardedStores, RunPorts } from './types';
 
-/** The ports a circuit watch uses: the circuit store, the invoker for health checks, their ids and the pauses' jitter. */
+/** The ports a circuit watch uses: the circuit store, the invoker and ids for health checks, jitter for pauses. */
 export type CircuitWatchPorts = Pick<RunPorts, 'invoker' | 'newId' | 'random'> & {
   readonly stores: Pick<GuardedStores, 'circuit'>;
 };

@@ -232,9 +232,11 @@ export class Dispatcher {
   }
 
   /**
-   * Invokes a worker at `now` with `batch` (one job event, or a batch event of several). A throttled or failed invoke
-   * keeps the messages at the head of the buffer, gives their quota back and backs off; an event Lambda refuses is
-   * dead-lettered when it held one job, and its head tried alone otherwise.
+   * Invokes a worker at `now` with `batch` (one job event, or a batch event of several). A failed invoke keeps the
+   * messages at the head of the buffer and backs off: a throttled or refused one gives their quota back; one that
+   * failed but may have started (a 5xx, a timeout: `InvokeFailedError.mayHaveStarted`) keeps it. An event Lambda
+   * refuses for itself ({@link InvokeRejectedError}, e.g. over the async payload limit) is dead-lettered with that
+   * reason when it held one job, and its head tried alone otherwise.
    */
   private async invoke(batch: readonly Reserved[], now: number): Promise<void> {
     const { config, clock } = this.run;

@@ -1,15 +1,9 @@
 import { QueueUnavailableError } from '../../errors';
-import {
-  fifoGroupOf,
-  READ_ORDER,
-  type QueueReceiver,
-  type ReceivedMessage,
-  type SourceQueue,
-} from '../../ports/QueueReceiver';
+import { fifoGroupOf, READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
 import { Backoff } from './backoff';
 import { deadLetter } from '../queueOutcomes';
 import type { RunContext } from './runContext';
-import type { Guarded } from './types';
+import type { GuardedQueues } from './types';
 
 /** The most messages SQS returns from one receive. */
 const MAX_RECEIVE = 10;
@@ -45,6 +39,12 @@ export type Buffered =
 /**
  * Where the run's messages come from and go back to: receives requeue ▸ fifo ▸ main into a buffer whose head the run
  * works on, dead-letters the head, backs the queues off after a failed receive or send, and hands the buffer back at exit.
+ *
+ * **Queue failures** never end the run. A failed receive, or a failed send to a dead-letter queue, backs the queues
+ * off as the state store is (from `invokeBackoffMs`, doubling up to 10 s): the message stays at the head, and if its
+ * visibility runs out meanwhile it is received again later. A message sent to its DLQ whose delete then fails is
+ * received again after its visibility and dead-lettered again (a second copy in the DLQ, nothing lost). A failed
+ * hand-back at exit is skipped: the message reappears after its visibility. Each is reported as `queue-unavailable`.
  */
 export class Intake {
   private buffer: Buffered[] = [];
@@ -74,7 +74,7 @@ export class Intake {
 
   constructor(
     private readonly run: RunContext,
-    private readonly queues: Guarded<QueueReceiver>,
+    private readonly queues: GuardedQueues,
     /** When the store is next called: a wait for the queues' back-off ends by then. */
     private readonly nextStoreCallAt: () => number,
     /** How many messages one receive may take at an instant (see `QuotaGate.room`). */

@@ -133,14 +133,24 @@ export class LedgerSync {
     return this.allowance.allows(now, units);
   }
 
-  /** Whether `amount` fits what is left at `at` of the allowance the last saved ledger holds, on every tier and in call slots. */
+  /** Whether `amount` fits what is left at `at` of the saved allowance, on every tier and in call slots. */
   covers(at: number, amount: Amount): boolean {
     return this.allowed(at, amount.units).every(Boolean) && this.slotAllowed(at, amount.slots);
   }
 
   /**
    * Whether a message whose units fit the saved allowance on the tiers marked in `allowed` may go at `now`: never on
-   * an expired lease, and during a state outage only as the state-outage policy of `runOrchestrator` allows.
+   * an expired lease, and during a state outage (see the state-outage policy of {@link StateLink}) only as
+   * `orchestrator.stateOutage` allows. Under `pace-in-memory` (the default), it goes only if, for every tier, either
+   * - its units fit the allowance the last *saved* ledger holds (see {@link LedgerSync.flush}), which a successor
+   *   counts; or
+   * - the tier slides and `now + arrivalMarginMs + window <= lease.expiresAt`: a successor may only dispatch from the
+   *   expiry of the last renewed lease, so no window of its dispatches can hold this one.
+   *
+   * Day, month and long sliding tiers therefore never go past quota already reserved, short tiers keep being paced on
+   * the in-memory ledger, and nothing goes at or after `lease.expiresAt` (a renewal that succeeds later resumes the
+   * run; one that finds the lease taken over ends it). Under `pause`, nothing is dispatched from the first failed
+   * state call until recovery.
    */
   mayDispatch(now: number, allowed: readonly boolean[]): boolean {
     if (now >= this.lease.expiresAt) return false;

@@ -12,10 +12,18 @@ import type { RunPorts, RunQuota, RunSummary } from './types';
 
 /**
  * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of the architecture, then step 4).
+ * Until the deadline it reads the circuit every `circuitPollMs` (a worker's change, an open circuit or a 429 pause,
+ * reaches dispatch within that), sending only health checks while it is not closed, and nothing while an operator
+ * holds the lane (see `pauseLane`: the buffered messages go back to their queues, the lease is kept and flushed);
+ * otherwise it receives requeue ▸ fifo ▸ main, waits for each pacing slot and invokes a worker. It flushes the ledger
+ * every `flushIntervalMs` and at exit, and releases the lease.
+ *
  * Each step syncs the state, then either waits on a circuit that holds work back (sending the health checks that are
- * due; while an operator holds the lane, none, and the buffered messages go back to their queues), or waits while
- * the quota gate is shut (nothing received could be sent while it is held), or takes the intake's head one step on;
- * it stops at the deadline or when `shouldStop` says so.
+ * due), or waits while the quota gate is shut (nothing received could be sent while it is held: what is buffered goes
+ * back), or takes the intake's head one step on. It stops at the deadline, when `shouldStop` says so, or once it has
+ * had nothing to do for `idleStopMs` (every queue empty, the circuit and the quota letting work through): the next
+ * tick starts the next run. It never dispatches without the lease: a flush that finds the lease lost ends the run at
+ * once.
  */
 export class OrchestratorRun {
   private readonly link: StateLink;

@@ -53,13 +53,16 @@ export interface GuardedStores {
   readonly circuit: Guarded<CircuitStore>;
 }
 
+/** The queues, guarded (see {@link Guarded}). */
+export type GuardedQueues = Guarded<QueueReceiver>;
+
 /**
  * What one run reaches beyond itself: the stores and the queues guarded, the invoker (its failures are typed already:
  * see `Invoker`), and where its ids and its randomness come from. The run hands each room only the part it uses.
  */
 export interface RunPorts {
   readonly stores: GuardedStores;
-  readonly queues: Guarded<QueueReceiver>;
+  readonly queues: GuardedQueues;
   readonly invoker: Invoker;
   /** A fresh unique id (dispatch and health-check ids). */
   readonly newId: () => string;
@@ -132,7 +135,7 @@ export type OrchestratorEvent =
       readonly status: CircuitStatus;
       readonly previous?: CircuitStatus;
     }
-  /** A state-store call failed (see the state-outage policy of {@link runOrchestrator}); the next try is at `retryAt`. */
+  /** A state-store call failed (see the state-outage policy of `StateLink`); the next try is at `retryAt`. */
   | {
       readonly type: 'state-unavailable';
       readonly at: number;

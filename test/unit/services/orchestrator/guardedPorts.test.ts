@@ -8,7 +8,7 @@ import type { Guarded, GuardedStores } from '../../../../lib/services/orchestrat
 import { LANE, START } from '../../../helpers/serviceFixtures';
 
 describe('guardStores', () => {
-  it('turns a store failure into a StateUnavailableError naming the operation, with the failure as its cause', async () => {
+  it('turns a store failure into a StateUnavailableError naming the operation, the failure its cause', async () => {
     const stores = memoryStores(new MemoryState());
     const throttled = new Error('throttled');
     jest.spyOn(stores.ledger, 'pendingSettlements').mockRejectedValue(throttled);
