@@ -4,8 +4,8 @@ import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '..
 import type { Reservation } from '../../domain/quota/ledger';
 import { batchJobDispatchId, type JobEvent } from '../../ports/Invoker';
 import { fifoGroupOf, type ReceivedMessage } from '../../ports/QueueReceiver';
-import { Backoff } from './backoff';
 import { jobEventOf, parseJob, type ParsedJob } from '../parseJob';
+import { Backoff } from './backoff';
 import type { Buffered, Intake } from './intake';
 import type { LedgerSync } from './ledgerSync';
 import { holdLabel, type QuotaGate } from './quotaGate';

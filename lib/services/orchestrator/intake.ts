@@ -1,7 +1,7 @@
 import { QueueUnavailableError } from '../../errors';
 import { fifoGroupOf, READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
-import { Backoff } from './backoff';
 import { deadLetter } from '../queueOutcomes';
+import { Backoff } from './backoff';
 import type { RunContext } from './runContext';
 import type { GuardedQueues } from './types';
 
