@@ -1,6 +1,6 @@
-import type { OrchestratorEvent, RunSummary } from '../lib/services/runOrchestrator';
-import { runOrchestrator } from '../lib/services/runOrchestrator';
-import { runDeadline } from '../lib/services/runDeadline';
+import { runDeadline } from '../lib/services/orchestrator/runDeadline';
+import { runOrchestrator } from '../lib/services/orchestrator/runOrchestrator';
+import type { OrchestratorEvent, RunSummary } from '../lib/services/orchestrator/types';
 import {
   orchestratorClients,
   orchestratorDepsFromEnv,

@@ -9,7 +9,7 @@ import { DynamoLedgerStore } from '../adapters/dynamodb/DynamoLedgerStore';
 import { LambdaInvoker } from '../adapters/lambda/LambdaInvoker';
 import { systemClock } from '../adapters/systemClock';
 import { requiredEnv, RESOURCE_ENV, type Env } from '../configFromEnv';
-import type { OrchestratorDeps } from '../services/runOrchestrator';
+import type { OrchestratorDeps } from '../services/orchestrator/types';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
 
 /** The AWS clients of the orchestrator function. */

@@ -12,7 +12,7 @@ describe('what each function bundles', () => {
     const { sources, packages } = await bundled('functions/orchestrator.ts');
     expect(sources).toEqual(
       expect.arrayContaining([
-        'lib/services/runOrchestrator.ts',
+        'lib/services/orchestrator/runOrchestrator.ts',
         'lib/adapters/lambda/LambdaInvoker.ts',
         'lib/domain/pacing/pacer.ts',
       ]),

@@ -7,9 +7,9 @@ import { QuotaLedger, type Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
 import type { Lease } from '../../lib/ports/LeaseStore';
 import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
-import { GuardedQueues, guardStores } from '../../lib/services/guardedPorts';
-import { RunContext } from '../../lib/services/orchestrator/runContext';
-import type { OrchestratorEvent, OrchestratorStores } from '../../lib/services/runOrchestrator';
+import { guardQueues, guardStores } from '../../lib/services/orchestrator/guardedPorts';
+import { RunContext, type RunContextDeps } from '../../lib/services/orchestrator/runContext';
+import type { OrchestratorEvent, OrchestratorStores, RunPorts, RunQuota } from '../../lib/services/orchestrator/types';
 import { LANE, START, testConfig } from './serviceFixtures';
 
 /** Records the flush calls of a run and fails those named in `failing`, as an unavailable store would. */
@@ -69,7 +69,7 @@ class SwitchableLedgerStore extends MemoryLedgerStore {
   }
 }
 
-/** The world of one room of a run: a run context on guarded ports over memory ones, at START, with what it reported. */
+/** The world of one room of a run: its context and guarded ports over memory ones, at START, and what it reported. */
 export interface RoomHarness {
   readonly clock: FakeClock;
   /** The orchestrator's stores, in memory; the lease's renewals and the ledger's flush calls go through `flushes`. */
@@ -77,8 +77,14 @@ export interface RoomHarness {
   readonly flushes: FlushSwitch;
   readonly queues: MemoryQueues;
   readonly config: ServiceConfig;
+  /** What {@link RoomHarness.run} was made of: another run context on it reports to the same `events`. */
+  readonly runDeps: RunContextDeps;
   readonly run: RunContext;
+  /** The ports of the run: `stores` and `queues` guarded. */
+  readonly ports: RunPorts;
   readonly pacer: Pacer;
+  /** The run's quota: {@link RoomHarness.pacer} and the ledger it paces. */
+  readonly quota: RunQuota;
   readonly events: OrchestratorEvent[];
 }
 
@@ -98,25 +104,33 @@ export function roomHarness(
   const queues = new MemoryQueues({ clock });
   const events: OrchestratorEvent[] = [];
   let ids = 0;
-  const run = new RunContext(
-    {
-      clock,
-      stores: guardStores(stores),
-      queues: new GuardedQueues(wrapQueues(queues)),
-      invoker: { invoke: async () => {} },
-      config,
-      random: () => 0,
-      owner: 'orchestrator-1',
-      newId: () => `id-${++ids}`,
-      onEvent: (event) => events.push(event),
-    },
-    { deadline: START + 60_000 },
-  );
-  const pacer = new Pacer(
-    new QuotaLedger(config.quotas, { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs }),
-    config.pacing,
-  );
-  return { clock, stores, flushes, queues, config, run, pacer, events };
+  const runDeps: RunContextDeps = { clock, config, onEvent: (event) => events.push(event) };
+  const ports: RunPorts = {
+    stores: guardStores(stores),
+    queues: guardQueues(wrapQueues(queues)),
+    invoker: { invoke: async () => {} },
+    newId: () => `id-${++ids}`,
+    random: () => 0,
+  };
+  const ledger = new QuotaLedger(config.quotas, {
+    timeZone: config.timeZone,
+    arrivalMarginMs: config.pacing.arrivalMarginMs,
+  });
+  const pacer = new Pacer(ledger, config.pacing);
+  const run = new RunContext(runDeps, { deadline: START + 60_000 });
+  return {
+    clock,
+    stores,
+    flushes,
+    queues,
+    config,
+    runDeps,
+    run,
+    ports,
+    pacer,
+    quota: { ledger, slots: undefined, pacer },
+    events,
+  };
 }
 
 /** Takes the lane's lease in `h`'s lease store at the current instant. */

@@ -8,7 +8,7 @@ import {
   type ReceivedMessage,
   type SourceQueue,
 } from '../../lib/ports/QueueReceiver';
-import type { RunSummary } from '../../lib/services/runOrchestrator';
+import type { RunSummary } from '../../lib/services/orchestrator/types';
 import { testSqsClient } from '../helpers/awsClients';
 import { escapeRegExp } from '../helpers/escapeRegExp';
 import { createServiceStack, type ServiceStack, type TestMessage } from '../helpers/serviceStack';

@@ -1,5 +1,5 @@
 import { QuotaLedger } from '../../lib/domain/quota/ledger';
-import type { OrchestratorEvent } from '../../lib/services/runOrchestrator';
+import type { OrchestratorEvent } from '../../lib/services/orchestrator/types';
 import {
   createServiceStack,
   LANE,

@@ -1,7 +1,7 @@
 import { seededRandom } from '../simulation/random';
 import { REALISTIC_TIMING } from '../simulation/startDelays';
 import type { ReceivedMessage } from '../../lib/ports/QueueReceiver';
-import type { RunSummary } from '../../lib/services/runOrchestrator';
+import type { RunSummary } from '../../lib/services/orchestrator/types';
 import type { EmulatorEndpoints } from '../local/clients';
 import {
   createServiceStack,

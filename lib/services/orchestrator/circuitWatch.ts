@@ -6,6 +6,12 @@ import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '..
 import { applyCircuitEvent, loadCircuit, type CircuitUpdate, type OnCircuitTransition } from '../circuitUpdates';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
+import type { GuardedStores, RunPorts } from './types';
+
+/** The ports a circuit watch uses: the circuit store, the invoker and ids for health checks, jitter for pauses. */
+export type CircuitWatchPorts = Pick<RunPorts, 'invoker' | 'newId' | 'random'> & {
+  readonly stores: Pick<GuardedStores, 'circuit'>;
+};
 
 /** Whether the circuit as last read lets work through; dispatch starts a slow-start ramp on the way from `holding`. */
 type DispatchGate = 'holding' | 'letting-through';
@@ -26,13 +32,14 @@ export class CircuitWatch {
   constructor(
     private readonly run: RunContext,
     private readonly link: StateLink,
+    private readonly ports: CircuitWatchPorts,
     private readonly pacer: Pacer,
     /** The circuit as last read; kept while reads fail. */
     private circuit: Circuit,
   ) {
     this.gate = isDispatchAllowed(circuit) ? 'letting-through' : 'holding';
-    this.policy = circuitPolicyFrom(run.deps.config.circuit);
-    this.readAt = run.deps.clock.now();
+    this.policy = circuitPolicyFrom(run.config.circuit);
+    this.readAt = run.clock.now();
     run.report({ type: 'circuit-seen', at: this.readAt, status: circuit.state.status });
   }
 
@@ -46,12 +53,12 @@ export class CircuitWatch {
    * close. A start from idle goes at the full rate at once: the quota allows it, and full use is the point.
    */
   startRamps(): void {
-    const now = this.run.deps.clock.now();
+    const now = this.run.clock.now();
     const { state } = this.circuit;
     if (
       state.status === 'closed' &&
       state.closedAt !== null &&
-      now - state.closedAt < this.run.deps.config.pacing.rampSeconds * 1000
+      now - state.closedAt < this.run.config.pacing.rampSeconds * 1000
     ) {
       this.pacer.startRamp(state.closedAt);
     }
@@ -59,8 +66,8 @@ export class CircuitWatch {
 
   /** Reads the circuit under {@link StateLink.attempt}; false when the store failed (the last one read stands). */
   async read(): Promise<boolean> {
-    const startedAt = this.run.deps.clock.now();
-    const read = await this.link.attempt(() => loadCircuit(this.run.deps.stores.circuit, this.run.deps.config.lane));
+    const startedAt = this.run.clock.now();
+    const read = await this.link.attempt(() => loadCircuit(this.ports.stores.circuit, this.run.config.lane));
     if (read === undefined) return false;
     this.seen(read.value, startedAt);
     this.readAt = startedAt;
@@ -88,7 +95,7 @@ export class CircuitWatch {
     const { circuit } = this;
     if (circuit.pausedUntil > this.lastSeenPause) {
       this.lastSeenPause = circuit.pausedUntil;
-      this.pacer.pause(circuit.pausedUntil, this.run.deps.random);
+      this.pacer.pause(circuit.pausedUntil, this.ports.random);
     }
     if (!isDispatchAllowed(circuit)) {
       this.gate = 'holding';
@@ -106,10 +113,11 @@ export class CircuitWatch {
    * one is due; after a failed circuit write (the outage policy takes over), `undefined`.
    */
   async sendHealthCheckIfDue(now: number): Promise<number | undefined> {
-    const { stores, config, invoker } = this.run.deps;
+    const { config } = this.run;
+    const { stores, invoker } = this.ports;
     const due = healthCheckDueAt(this.circuit, this.policy.probe);
     if (due === undefined || due > now) return due;
-    const checkId = this.run.deps.newId();
+    const checkId = this.ports.newId();
     const reportTransition: OnCircuitTransition = (transition) =>
       this.run.report({ type: 'circuit-transition', ...transition });
     const update = await this.link.attempt<CircuitUpdate>(() =>

@@ -4,13 +4,17 @@ import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '..
 import type { Reservation } from '../../domain/quota/ledger';
 import { batchJobDispatchId, type JobEvent } from '../../ports/Invoker';
 import { fifoGroupOf, type ReceivedMessage } from '../../ports/QueueReceiver';
-import { Backoff } from '../guardedPorts';
 import { jobEventOf, parseJob, type ParsedJob } from '../parseJob';
+import { Backoff } from './backoff';
 import type { Buffered, Intake } from './intake';
 import type { LedgerSync } from './ledgerSync';
 import { holdLabel, type QuotaGate } from './quotaGate';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
+import type { RunPorts } from './types';
+
+/** The ports a dispatcher uses: the invoker, and the dispatch ids. */
+export type DispatcherPorts = Pick<RunPorts, 'invoker' | 'newId'>;
 
 /**
  * Takes the intake's head message one step on: dead-letters what can never go, hides what cannot go while it is held
@@ -29,6 +33,7 @@ export class Dispatcher {
 
   constructor(
     private readonly run: RunContext,
+    private readonly ports: DispatcherPorts,
     private readonly intake: Intake,
     private readonly ledger: LedgerSync,
     private readonly link: StateLink,
@@ -41,8 +46,8 @@ export class Dispatcher {
   /** One step on the head message `head`: it may be dispatched, dead-lettered, dropped, hidden, or waited for. */
   async handle(head: Buffered): Promise<void> {
     const { message, receivedAt } = head;
-    const { config } = this.run.deps;
-    const now = this.run.deps.clock.now();
+    const { config } = this.run;
+    const now = this.run.clock.now();
     const parsed = parseJob(message, config.units);
     if (!parsed.ok) return this.intake.deadLetterHead(parsed.reason, 1);
     const { job } = parsed;
@@ -70,12 +75,12 @@ export class Dispatcher {
     const side = this.link.side;
     // Enough for the messages of its FIFO group that may go in its batch, which can go in no other.
     const needSlots = 1 + this.intake.followersOfHead();
-    const need = units.map((u) => u * needSlots);
-    const covered = () => this.ledger.allowed(slot, need).every(Boolean) && this.ledger.slotAllowed(slot, needSlots);
+    const need = { units: units.map((u) => u * needSlots), slots: needSlots };
+    const covered = () => this.ledger.covers(slot, need);
     if (side.kind === 'in-sync' && !covered()) {
       // Persist a larger allowance, reaching the slot, before using it. One that cannot reach it (the slot is in the
       // next window of a calendar tier) is waited out, not flushed again at once.
-      if ((await this.ledger.tryFlush({ need, needSlots, until: slot })) && !covered())
+      if ((await this.ledger.tryFlush({ need, until: slot })) && !covered())
         await this.run.sleepUntil(Math.min(slot, this.ledger.nextStoreCallAt()));
       return;
     }
@@ -97,7 +102,7 @@ export class Dispatcher {
    * answers report (see `UnitSetting.usage`), and a call dispatched lately may still hand part of its estimate back.
    */
   private expectsHandBack(hold: Hold | undefined, now: number): boolean {
-    const { config } = this.run.deps;
+    const { config } = this.run;
     const reportsUntil = this.lastInvokeAt + config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs;
     return hold?.kind === 'tier' && config.units[hold.tier.unit]?.usage !== undefined && now < reportsUntil;
   }
@@ -140,9 +145,9 @@ export class Dispatcher {
     units: readonly number[],
     slot: number,
     now: number,
-    dispatchId = this.run.deps.newId(),
+    dispatchId = this.ports.newId(),
   ): Reserved {
-    const { config } = this.run.deps;
+    const { config } = this.run;
     this.ledger.use(units);
     const reservation = this.pacer.dispatch(slot, job.costs);
     this.pacer.slots?.take(dispatchId, slot, now);
@@ -172,7 +177,7 @@ export class Dispatcher {
    */
   private batchFrom(first: Reserved, now: number): Reserved[] {
     const batch = [first];
-    const { config } = this.run.deps;
+    const { config } = this.run;
     const { batchWindowMs, dispatchLeadMs } = config.pacing;
     if (this.aloneNext || batchWindowMs === 0) return batch;
     const windowMs = batchWindowMs + Math.max(0, this.pacer.lead.ms - dispatchLeadMs);
@@ -227,12 +232,15 @@ export class Dispatcher {
   }
 
   /**
-   * Invokes a worker at `now` with `batch` (one job event, or a batch event of several). A throttled or failed invoke
-   * keeps the messages at the head of the buffer, gives their quota back and backs off; an event Lambda refuses is
-   * dead-lettered when it held one job, and its head tried alone otherwise.
+   * Invokes a worker at `now` with `batch` (one job event, or a batch event of several). A failed invoke keeps the
+   * messages at the head of the buffer and backs off: a throttled or refused one gives their quota back; one that
+   * failed but may have started (a 5xx, a timeout: `InvokeFailedError.mayHaveStarted`) keeps it. An event Lambda
+   * refuses for itself ({@link InvokeRejectedError}, e.g. over the async payload limit) is dead-lettered with that
+   * reason when it held one job, and its head tried alone otherwise.
    */
   private async invoke(batch: readonly Reserved[], now: number): Promise<void> {
-    const { config, invoker, clock } = this.run.deps;
+    const { config, clock } = this.run;
+    const { invoker } = this.ports;
     const refund = () => {
       // Nothing started: the quota flows back.
       for (const { reservation, units, event } of batch) {

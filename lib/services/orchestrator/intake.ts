@@ -1,8 +1,9 @@
 import { QueueUnavailableError } from '../../errors';
 import { fifoGroupOf, READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
-import { Backoff } from '../guardedPorts';
 import { deadLetter } from '../queueOutcomes';
+import { Backoff } from './backoff';
 import type { RunContext } from './runContext';
+import type { GuardedQueues } from './types';
 
 /** The most messages SQS returns from one receive. */
 const MAX_RECEIVE = 10;
@@ -38,6 +39,12 @@ export type Buffered =
 /**
  * Where the run's messages come from and go back to: receives requeue ▸ fifo ▸ main into a buffer whose head the run
  * works on, dead-letters the head, backs the queues off after a failed receive or send, and hands the buffer back at exit.
+ *
+ * **Queue failures** never end the run. A failed receive, or a failed send to a dead-letter queue, backs the queues
+ * off as the state store is (from `invokeBackoffMs`, doubling up to 10 s): the message stays at the head, and if its
+ * visibility runs out meanwhile it is received again later. A message sent to its DLQ whose delete then fails is
+ * received again after its visibility and dead-lettered again (a second copy in the DLQ, nothing lost). A failed
+ * hand-back at exit is skipped: the message reappears after its visibility. Each is reported as `queue-unavailable`.
  */
 export class Intake {
   private buffer: Buffered[] = [];
@@ -67,6 +74,7 @@ export class Intake {
 
   constructor(
     private readonly run: RunContext,
+    private readonly queues: GuardedQueues,
     /** When the store is next called: a wait for the queues' back-off ends by then. */
     private readonly nextStoreCallAt: () => number,
     /** How many messages one receive may take at an instant (see `QuotaGate.room`). */
@@ -101,7 +109,7 @@ export class Intake {
       return this.buffer[0];
     }
     this.foundEmpty = false;
-    const { clock } = this.run.deps;
+    const { clock } = this.run;
     if (clock.now() < this.queueRetryAt) {
       await this.run.sleepUntil(Math.min(this.queueRetryAt, this.nextStoreCallAt()));
       return undefined;
@@ -125,7 +133,7 @@ export class Intake {
    *   backed off, and the next round resumes at that queue).
    */
   private async readRound(prefetch: number): Promise<'found' | 'empty' | 'failed'> {
-    const { clock } = this.run.deps;
+    const { clock } = this.run;
     // After a failed receive the round resumes at that queue: the ones before it were just found empty, and starting
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
@@ -158,7 +166,7 @@ export class Intake {
    * failed (its failure backs the queues off); `undefined` when all failed or one failed and none took anything.
    */
   private async receive(queue: SourceQueue, wanted: number, waitMs: number): Promise<ReceivedMessage[] | undefined> {
-    const { queues } = this.run.deps;
+    const { queues } = this;
     const visibilityMs = this.run.settings.visibilityTimeoutMs;
     const received: ReceivedMessage[] = [];
     const sizes = Array.from({ length: Math.ceil(wanted / MAX_RECEIVE) }, (_, i) =>
@@ -178,7 +186,7 @@ export class Intake {
    * messages wait on their groups), nor while the queues are backed off.
    */
   private topUpSize(): number {
-    if (this.lastFound !== 'main' || this.sparse.has('main') || this.run.deps.clock.now() < this.queueRetryAt) return 0;
+    if (this.lastFound !== 'main' || this.sparse.has('main') || this.run.clock.now() < this.queueRetryAt) return 0;
     return this.prefetchSize() - this.buffer.length;
   }
 
@@ -187,7 +195,7 @@ export class Intake {
     for (const queue of READ_ORDER) {
       let held = 0;
       const failure = await this.tryQueue(async () => {
-        held = await this.run.deps.queues.messageCount(queue);
+        held = await this.queues.messageCount(queue);
       });
       if (failure !== undefined || held > 0) return false;
     }
@@ -230,7 +238,7 @@ export class Intake {
     const head = this.buffer.shift();
     if (head === undefined) return;
     await this.tryQueue(() =>
-      this.run.deps.queues.changeVisibility(head.message.queue, head.message.receiptHandle, visibilityMs),
+      this.queues.changeVisibility(head.message.queue, head.message.receiptHandle, visibilityMs),
     );
     await this.handBackGroupsOf([head.message]);
   }
@@ -252,13 +260,13 @@ export class Intake {
     for (const [group, n] of went) {
       if (handedBack.some(({ message }) => fifoGroupOf(message) === group))
         this.fifoReceiveMax = Math.min(this.fifoReceiveMax, n);
-      else if (n >= this.fifoReceiveMax && this.run.deps.config.pacing.batchWindowMs > 0)
+      else if (n >= this.fifoReceiveMax && this.run.config.pacing.batchWindowMs > 0)
         this.fifoReceiveMax = Math.min(MAX_RECEIVE, n + 1);
     }
     if (handedBack.length === 0) return;
     this.buffer = this.buffer.filter((buffered) => !handedBack.includes(buffered));
     for (const { message } of handedBack)
-      await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
+      await this.tryQueue(() => this.queues.changeVisibility(message.queue, message.receiptHandle, 0));
   }
 
   /** Marks the head as refused by Lambda for `reason`: it goes to its DLQ without another invoke. */
@@ -275,12 +283,12 @@ export class Intake {
   async deadLetterHead(reason: string, attempt: number): Promise<void> {
     const head = this.buffer[0];
     if (head === undefined) return;
-    const { clock } = this.run.deps;
+    const { clock } = this.run;
     if (clock.now() < this.queueRetryAt)
       return this.run.sleepUntil(Math.min(this.queueRetryAt, this.nextStoreCallAt()));
     const { message } = head;
     const failure = await this.tryQueue(() =>
-      deadLetter(this.run.deps.queues, { ...message, queue: message.queue as SourceQueue }, reason, attempt),
+      deadLetter(this.queues, { ...message, queue: message.queue as SourceQueue }, reason, attempt),
     );
     if (failure?.operation === 'send') return; // nothing reached the DLQ: it stays at the head
     this.buffer.shift();
@@ -295,17 +303,17 @@ export class Intake {
    * the one its message has taken.
    */
   async release(): Promise<void> {
-    const now = this.run.deps.clock.now();
+    const now = this.run.clock.now();
     for (const { message, receivedAt } of this.buffer) {
       if (receivedAt + this.run.settings.visibilityTimeoutMs > now)
-        await this.tryQueue(() => this.run.deps.queues.changeVisibility(message.queue, message.receiptHandle, 0));
+        await this.tryQueue(() => this.queues.changeVisibility(message.queue, message.receiptHandle, 0));
     }
     this.buffer = [];
   }
 
   /** Adds `messages`, received now, behind the buffer, each FIFO group's first of them first (see {@link Intake.next}). */
   private fill(messages: readonly ReceivedMessage[]): void {
-    const receivedAt = this.run.deps.clock.now();
+    const receivedAt = this.run.clock.now();
     const rank = new Map<string, number>();
     const ranked = messages.map((message, i) => {
       const group = fifoGroupOf(message);
@@ -328,7 +336,7 @@ export class Intake {
       return undefined;
     } catch (error) {
       if (!(error instanceof QueueUnavailableError)) throw error;
-      const now = this.run.deps.clock.now();
+      const now = this.run.clock.now();
       const retried = error.operation === 'receive' || error.operation === 'send';
       if (retried) this.queueRetryAt = now + this.queueRetry.next();
       this.run.report({
@@ -369,7 +377,7 @@ export class Intake {
   /** Of `most` messages received now, how many could be sent while held (at least one). */
   private sendable(most: number): number {
     const { settings, options } = this.run;
-    const now = this.run.deps.clock.now();
+    const now = this.run.clock.now();
     const window = Math.min(settings.visibilityTimeoutMs - settings.workerTimeoutMs, options.deadline - now);
     const rate = this.tightestRate();
     const perWindow = rate === undefined ? most : Math.floor(rate * window);
@@ -378,9 +386,7 @@ export class Intake {
 
   /** The tightest sliding tier's rate in units per ms, or `undefined` when no tier sets a pace. */
   private tightestRate(): number | undefined {
-    const rates = this.run.deps.config.quotas
-      .flatMap((t) => t.steadyRate() ?? [])
-      .map((rate) => rate.units / rate.perMs);
+    const rates = this.run.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => rate.units / rate.perMs);
     return rates.length === 0 ? undefined : Math.min(...rates);
   }
 }

@@ -1,11 +1,13 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
-import { handedBack, type Allowance, type Settlement } from '../../domain/quota/ledger';
+import { handedBack, type Settlement } from '../../domain/quota/ledger';
 import { addCosts, tierLabel } from '../../domain/quota/tiers';
 import type { Lease } from '../../ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
+import { RunAllowance, type Amount } from './runAllowance';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
+import type { GuardedStores, RunQuota } from './types';
 
 /**
  * Most ledger saves per flush, each removing at most {@link MAX_PENDING_SETTLEMENTS} settlements: a flush folds up to
@@ -24,14 +26,15 @@ const MAX_SAVES_PER_FLUSH = 10;
  */
 type LedgerSyncState = 'synced' | 'unsaved' | 'saved-unrenewed';
 
+/** A flush that needs no more than the allowance it grants anyway. */
+const NOTHING_NEEDED: Amount = { units: [], slots: 0 };
+
 /** Options of a flush. */
 export interface FlushOptions {
   /** The run's last flush: it saves no allowance. */
   readonly final?: boolean;
-  /** Units per tier the saved allowance must hold at least (a message about to go). */
-  readonly need?: readonly number[];
-  /** Call slots the saved allowance must hold at least, on a lane with `maxInFlight`. */
-  readonly needSlots?: number;
+  /** What the saved allowance must hold at least: a message about to go, and those that may go in its batch. */
+  readonly need?: Amount;
   /**
    * The instant the saved allowance must reach at least: the slot of a message about to go, which the lead and a
    * batch's window can put further ahead than `2 × flushIntervalMs`. It never reaches past the current window of a
@@ -40,11 +43,14 @@ export interface FlushOptions {
   readonly until?: number;
 }
 
-/** Call slots a running orchestrator may still take before it saves again, for slots no later than `until` (see `CallSlots.toJSON`). */
-interface SlotAllowance {
-  readonly until: number;
-  readonly count: number;
-}
+/**
+ * What a flush saves and folds the workers' reports into: the run's ledger and call slots, reached directly, and the
+ * pacer, which settles a report in both and keeps what it hands back for smoothing (see `Pacer.settle`).
+ */
+export type SyncedQuota = Pick<RunQuota, 'ledger' | 'slots'> & { readonly pacer: Pick<Pacer, 'settle'> };
+
+/** The stores a ledger sync writes: the ledger, and the lease it renews and releases. */
+export type SyncedStores = Pick<GuardedStores, 'lease' | 'ledger'>;
 
 /**
  * Keeps the saved ledger and the lease in step with the run: folds workers' settlements, saves the ledger with the
@@ -53,12 +59,8 @@ interface SlotAllowance {
 export class LedgerSync {
   private state: LedgerSyncState = 'synced';
   private lastFlushAt: number;
-  /** What the last saved ledger holds for this run (see {@link Allowance}), and what has been used of it since. */
-  private allowance: Allowance = { until: Number.NEGATIVE_INFINITY, units: [] };
-  private usedSinceFlush: number[] = [];
-  /** The same for call slots, on a lane with `maxInFlight`. */
-  private slotAllowance: SlotAllowance = { until: Number.NEGATIVE_INFINITY, count: 0 };
-  private slotsUsedSinceFlush = 0;
+  /** What the last saved ledger holds for this run, and what has been used of it since. */
+  private allowance: RunAllowance;
   /** When the workers' reports were last read, by a flush or to free call slots (see {@link LedgerSync.readReports}). */
   private reportsReadAt: number;
   /** Units handed back by the settlements folded since the last `flushed` event. */
@@ -76,10 +78,12 @@ export class LedgerSync {
   constructor(
     private readonly run: RunContext,
     private readonly link: StateLink,
-    private readonly pacer: Pacer,
+    private readonly stores: SyncedStores,
+    private readonly quota: SyncedQuota,
     private lease: Lease,
   ) {
-    this.lastFlushAt = run.deps.clock.now();
+    this.allowance = RunAllowance.none(run.config.quotas.length);
+    this.lastFlushAt = run.clock.now();
     this.reportsReadAt = this.lastFlushAt;
   }
 
@@ -121,25 +125,38 @@ export class LedgerSync {
 
   /** Releases the lease, so that the next run need not wait for it to expire. */
   releaseLease(): Promise<void> {
-    return this.run.deps.stores.lease.releaseLease(this.lease);
+    return this.stores.lease.releaseLease(this.lease);
   }
 
   /** For each tier, whether `units` fit what is left at `now` of the allowance the last saved ledger holds. */
   allowed(now: number, units: readonly number[]): boolean[] {
-    return units.map(
-      (u, i) => now <= this.allowance.until && (this.usedSinceFlush[i] ?? 0) + u <= (this.allowance.units[i] ?? 0),
-    );
+    return this.allowance.allows(now, units);
+  }
+
+  /** Whether `amount` fits what is left at `at` of the saved allowance, on every tier and in call slots. */
+  covers(at: number, amount: Amount): boolean {
+    return this.allowed(at, amount.units).every(Boolean) && this.slotAllowed(at, amount.slots);
   }
 
   /**
    * Whether a message whose units fit the saved allowance on the tiers marked in `allowed` may go at `now`: never on
-   * an expired lease, and during a state outage only as the state-outage policy of `runOrchestrator` allows.
+   * an expired lease, and during a state outage (see the state-outage policy of {@link StateLink}) only as
+   * `orchestrator.stateOutage` allows. Under `pace-in-memory` (the default), it goes only if, for every tier, either
+   * - its units fit the allowance the last *saved* ledger holds (see {@link LedgerSync.flush}), which a successor
+   *   counts; or
+   * - the tier slides and `now + arrivalMarginMs + window <= lease.expiresAt`: a successor may only dispatch from the
+   *   expiry of the last renewed lease, so no window of its dispatches can hold this one.
+   *
+   * Day, month and long sliding tiers therefore never go past quota already reserved, short tiers keep being paced on
+   * the in-memory ledger, and nothing goes at or after `lease.expiresAt` (a renewal that succeeds later resumes the
+   * run; one that finds the lease taken over ends it). Under `pause`, nothing is dispatched from the first failed
+   * state call until recovery.
    */
   mayDispatch(now: number, allowed: readonly boolean[]): boolean {
     if (now >= this.lease.expiresAt) return false;
     if (this.link.side.kind === 'in-sync') return true;
     if (this.run.settings.stateOutage === 'pause') return false;
-    const { config } = this.run.deps;
+    const { config } = this.run;
     // A successor dispatches from lease.expiresAt on: a sliding window that closes by then (allowing for this call to
     // arrive up to arrivalMarginMs late) cannot hold its calls too.
     const closesBy = now + config.pacing.arrivalMarginMs;
@@ -148,22 +165,17 @@ export class LedgerSync {
 
   /** Whether `count` more call slots, at `slot`, fit what is left of the saved allowance; always without a cap on calls in flight. */
   slotAllowed(slot: number, count: number): boolean {
-    return (
-      this.pacer.slots === undefined ||
-      (slot <= this.slotAllowance.until && this.slotsUsedSinceFlush + count <= this.slotAllowance.count)
-    );
+    return this.quota.slots === undefined || this.allowance.allowsSlots(slot, count);
   }
 
   /** Counts `units` per tier, and a call slot, as used of the allowance: one dispatch. */
   use(units: readonly number[]): void {
-    units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) + u));
-    this.slotsUsedSinceFlush++;
+    this.allowance = this.allowance.use(units);
   }
 
   /** Gives back what {@link LedgerSync.use} counted for a dispatch that never started. */
   giveBack(units: readonly number[]): void {
-    units.forEach((u, i) => (this.usedSinceFlush[i] = (this.usedSinceFlush[i] ?? 0) - u));
-    this.slotsUsedSinceFlush--;
+    this.allowance = this.allowance.giveBack(units);
   }
 
   /**
@@ -172,92 +184,49 @@ export class LedgerSync {
    * in the saved ledger or pending for its successor. A backlog larger than one save takes further saves, at most
    * {@link MAX_SAVES_PER_FLUSH} in all; the rest waits for the next flush.
    *
-   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs` (or up to `until`): twice what
-   * the run used since the last flush (so a steady run rarely flushes early), at least `need`, at least one unit.
-   * A run killed before its next flush can only have dispatched within that allowance, which its successor counts.
-   * The allowance takes effect only once the save succeeded. A save that fails may still have landed, so until a
-   * later one succeeds the run keeps within both the previous allowance and the attempted one (see
-   * {@link LedgerSync.boundByEitherOutcome}).
+   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs` (or up to
+   * `until`), in units and in call slots (see {@link RunAllowance.next}). A run killed before its next flush can only
+   * have dispatched within that allowance, which its successor counts. The allowance takes effect only once the save
+   * succeeded. A save that fails may still have landed, so until a later one succeeds the run keeps within both the
+   * previous allowance and the attempted one (see {@link RunAllowance.boundBy}).
    * After a save whose lease renewal (or further save) failed, the next flush (unless final) only renews: the saved
    * ledger stands.
    */
-  private async flush({ final = false, need = [], needSlots = 0, until }: FlushOptions = {}): Promise<void> {
-    const { config, clock } = this.run.deps;
+  private async flush({ final = false, need = NOTHING_NEEDED, until }: FlushOptions = {}): Promise<void> {
     if (this.state === 'saved-unrenewed' && !final) return this.renew();
     let settled = await this.foldSettlements();
-    const now = clock.now();
-    const allowance: Allowance | undefined = final
+    const now = this.run.clock.now();
+    const granted = final
       ? undefined
-      : {
-          until: this.pacer.ledger.allowanceEnd(
-            now,
-            Math.max(2 * this.run.settings.flushIntervalMs, (until ?? now) - now),
-          ),
-          units: config.quotas.map((_, i) => Math.max(1, 2 * (this.usedSinceFlush[i] ?? 0), need[i] ?? 0)),
-        };
-    const slots =
-      allowance === undefined
-        ? undefined
-        : { until: allowance.until, count: Math.max(1, 2 * this.slotsUsedSinceFlush, needSlots) };
+      : this.allowance.next(
+          this.quota.ledger.allowanceEnd(now, Math.max(2 * this.run.settings.flushIntervalMs, (until ?? now) - now)),
+          need,
+        );
     try {
-      await this.save(allowance, slots, settled);
+      await this.save(granted, settled);
     } catch (error) {
-      this.boundByEitherOutcome(allowance, slots);
+      this.allowance = this.allowance.boundBy(granted);
       throw error;
     }
-    if (allowance !== undefined && slots !== undefined) {
-      this.allowance = allowance;
-      this.usedSinceFlush = config.quotas.map(() => 0);
-      this.slotAllowance = slots;
-      this.slotsUsedSinceFlush = 0;
-    }
+    if (granted !== undefined) this.allowance = granted;
     this.state = 'saved-unrenewed';
     for (let saves = 1; settled === MAX_PENDING_SETTLEMENTS && saves < MAX_SAVES_PER_FLUSH; saves++) {
       settled = await this.foldSettlements();
-      await this.save(allowance, slots, settled);
+      await this.save(granted, settled);
     }
     await this.renew();
   }
 
   /**
-   * After a save that failed, whose write may nonetheless have landed (its answer lost), bounds the run by what either
-   * outcome leaves a successor: from now on at most the smaller of what is left of the current allowance and the
-   * `attempted` one (none for a final save), per tier, and no later than the earlier of their ends.
-   *
-   *   save S1 lands (allowance A1) ── run uses u ── save S2 (A2): answer lost ── run dispatches x more ── crash
-   *   S2 did not land: the successor counts S1's ledger, holding A1:  safe while x <= A1 − u
-   *   S2 landed:       the successor counts S2's ledger, holding A2:  safe while x <= A2
-   *
-   * Only a save known to have landed lifts the bound: it grants a fresh allowance.
+   * Saves the ledger holding the units of `allowance`, and on a lane with `maxInFlight` the calls in progress holding
+   * its call slots, removing the `settled` oldest pending settlements (folded into it).
    */
-  private boundByEitherOutcome(attempted: Allowance | undefined, attemptedSlots: SlotAllowance | undefined): void {
-    const { quotas } = this.run.deps.config;
-    this.allowance = {
-      until: Math.min(this.allowance.until, attempted?.until ?? Number.NEGATIVE_INFINITY),
-      units: quotas.map((_, i) =>
-        Math.max(0, Math.min((this.allowance.units[i] ?? 0) - (this.usedSinceFlush[i] ?? 0), attempted?.units[i] ?? 0)),
-      ),
-    };
-    this.usedSinceFlush = quotas.map(() => 0);
-    this.slotAllowance = {
-      until: Math.min(this.slotAllowance.until, attemptedSlots?.until ?? Number.NEGATIVE_INFINITY),
-      count: Math.max(0, Math.min(this.slotAllowance.count - this.slotsUsedSinceFlush, attemptedSlots?.count ?? 0)),
-    };
-    this.slotsUsedSinceFlush = 0;
-  }
-
-  /**
-   * Saves the ledger holding `allowance`, and on a lane with `maxInFlight` the calls in progress holding `slots`,
-   * removing the `settled` oldest pending settlements (folded into it).
-   */
-  private async save(
-    allowance: Allowance | undefined,
-    slots: SlotAllowance | undefined,
-    settled: number,
-  ): Promise<void> {
-    const snapshot = this.pacer.ledger.snapshot(allowance);
-    const ledger = this.pacer.slots === undefined ? snapshot : { ...snapshot, slots: this.pacer.slots.toJSON(slots) };
-    await this.run.deps.stores.ledger.saveLedger(this.run.deps.config.lane, ledger, this.lease.token, settled);
+  private async save(allowance: RunAllowance | undefined, settled: number): Promise<void> {
+    const { ledger, slots } = this.quota;
+    const snapshot = ledger.snapshot(allowance && { until: allowance.until, units: allowance.granted.units });
+    const heldSlots = allowance && { until: allowance.until, count: allowance.granted.slots };
+    const saved = slots === undefined ? snapshot : { ...snapshot, slots: slots.toJSON(heldSlots) };
+    await this.stores.ledger.saveLedger(this.run.config.lane, saved, this.lease.token, settled);
     this.foldedPending = [];
   }
 
@@ -267,16 +236,16 @@ export class LedgerSync {
    * cost a write of the lane item.
    */
   private async renew(): Promise<void> {
-    const now = this.run.deps.clock.now();
+    const now = this.run.clock.now();
     const { leaseTtlMs } = this.run.settings;
     if (now >= this.lease.expiresAt - leaseTtlMs / 2)
-      this.lease = await this.run.deps.stores.lease.renewLease(this.lease, now, leaseTtlMs);
+      this.lease = await this.stores.lease.renewLease(this.lease, now, leaseTtlMs);
     this.state = 'synced';
     this.lastFlushAt = now;
-    const usage = this.pacer.ledger
+    const usage = this.quota.ledger
       .usage(now)
       .map(({ tier, used }) => ({ tier: tierLabel(tier), kind: tier.kind, used, limit: tier.limit }));
-    const { slots } = this.pacer;
+    const { slots } = this.quota;
     this.run.report({
       type: 'flushed',
       at: now,
@@ -294,7 +263,7 @@ export class LedgerSync {
    * of one write (an append retried after it landed), and the save that follows removes it unapplied.
    */
   private fold(settlement: Settlement): void {
-    const now = this.run.deps.clock.now();
+    const now = this.run.clock.now();
     const keptMs = FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS * this.run.settings.workerTimeoutMs;
     for (const [id, at] of this.foldedIds) {
       if (at > now - keptMs) break;
@@ -304,7 +273,7 @@ export class LedgerSync {
       if (this.foldedIds.has(settlement.id)) return;
       this.foldedIds.set(settlement.id, now);
     }
-    this.pacer.settle(settlement, now);
+    this.quota.pacer.settle(settlement, now);
     if (settlement.actual !== null) addCosts(this.handedBackUnreported, handedBack(settlement));
   }
 
@@ -313,8 +282,8 @@ export class LedgerSync {
    * @returns how many were read: the next save removes them.
    */
   private async foldSettlements(): Promise<number> {
-    this.reportsReadAt = this.run.deps.clock.now();
-    const pending = await this.run.deps.stores.ledger.pendingSettlements(this.run.deps.config.lane);
+    this.reportsReadAt = this.run.clock.now();
+    const pending = await this.stores.ledger.pendingSettlements(this.run.config.lane);
     // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
     // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
     const known = startsWith(pending, this.foldedPending) ? this.foldedPending.length : 0;

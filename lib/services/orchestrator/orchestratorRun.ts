@@ -1,25 +1,31 @@
 import type { Circuit } from '../../domain/breaker/state';
-import type { Pacer } from '../../domain/pacing/pacer';
 import { LeaseLostError } from '../../errors';
 import type { Lease } from '../../ports/LeaseStore';
-import type { OrchestratorDeps, RunOptions, RunSummary } from '../runOrchestrator';
 import { CircuitWatch } from './circuitWatch';
 import { Dispatcher } from './dispatcher';
 import { Intake } from './intake';
 import { LedgerSync } from './ledgerSync';
 import { QuotaGate } from './quotaGate';
-import { RunContext } from './runContext';
+import type { RunContext } from './runContext';
 import { StateLink } from './stateLink';
+import type { RunPorts, RunQuota, RunSummary } from './types';
 
 /**
  * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of the architecture, then step 4).
+ * Until the deadline it reads the circuit every `circuitPollMs` (a worker's change, an open circuit or a 429 pause,
+ * reaches dispatch within that), sending only health checks while it is not closed, and nothing while an operator
+ * holds the lane (see `pauseLane`: the buffered messages go back to their queues, the lease is kept and flushed);
+ * otherwise it receives requeue ▸ fifo ▸ main, waits for each pacing slot and invokes a worker. It flushes the ledger
+ * every `flushIntervalMs` and at exit, and releases the lease.
+ *
  * Each step syncs the state, then either waits on a circuit that holds work back (sending the health checks that are
- * due; while an operator holds the lane, none, and the buffered messages go back to their queues), or waits while
- * the quota gate is shut (nothing received could be sent while it is held), or takes the intake's head one step on;
- * it stops at the deadline or when `shouldStop` says so.
+ * due), or waits while the quota gate is shut (nothing received could be sent while it is held: what is buffered goes
+ * back), or takes the intake's head one step on. It stops at the deadline, when `shouldStop` says so, or once it has
+ * had nothing to do for `idleStopMs` (every queue empty, the circuit and the quota letting work through): the next
+ * tick starts the next run. It never dispatches without the lease: a flush that finds the lease lost ends the run at
+ * once.
  */
 export class OrchestratorRun {
-  private readonly run: RunContext;
   private readonly link: StateLink;
   private readonly ledger: LedgerSync;
   private readonly circuit: CircuitWatch;
@@ -31,23 +37,36 @@ export class OrchestratorRun {
   /** Set once the run has had nothing to do for `idleStopMs`, and no queue holds a message in flight or delayed. */
   private idleDone = false;
 
-  /** `deps` with the store and the queues guarded (see `guardedPorts`). */
-  constructor(deps: OrchestratorDeps, options: RunOptions, lease: Lease, pacer: Pacer, circuit: Circuit) {
-    this.run = new RunContext(deps, options);
-    this.link = new StateLink(this.run);
-    this.ledger = new LedgerSync(this.run, this.link, pacer, lease);
-    this.circuit = new CircuitWatch(this.run, this.link, pacer, circuit);
-    this.gate = new QuotaGate(this.run, pacer);
+  /** Each room gets the ports it uses, of `ports`; `lease`, `quota` and `circuit` are what the run started from. */
+  constructor(
+    private readonly run: RunContext,
+    ports: RunPorts,
+    lease: Lease,
+    quota: RunQuota,
+    circuit: Circuit,
+  ) {
+    const { stores, queues, invoker, newId, random } = ports;
+    const { pacer, slots } = quota;
+    this.link = new StateLink(run);
+    this.ledger = new LedgerSync(run, this.link, { lease: stores.lease, ledger: stores.ledger }, quota, lease);
+    this.circuit = new CircuitWatch(
+      run,
+      this.link,
+      { stores: { circuit: stores.circuit }, invoker, newId, random },
+      pacer,
+      circuit,
+    );
+    this.gate = new QuotaGate(run, pacer);
     // On a lane with maxInFlight, a refill takes no more than the free slots and one more round of them: a message
     // received waits at most about one call for its slot, well within its visibility.
-    const { slots } = pacer;
     this.intake = new Intake(
-      this.run,
+      run,
+      queues,
       () => this.ledger.nextStoreCallAt(),
       (now) =>
         Math.min(this.gate.room(now), slots === undefined ? Number.POSITIVE_INFINITY : slots.cap + slots.free(now)),
     );
-    this.dispatcher = new Dispatcher(this.run, this.intake, this.ledger, this.link, pacer, this.gate);
+    this.dispatcher = new Dispatcher(run, { invoker, newId }, this.intake, this.ledger, this.link, pacer, this.gate);
   }
 
   /**
@@ -71,12 +90,12 @@ export class OrchestratorRun {
 
   /** At the deadline, when `shouldStop` says so, or once the run has had nothing to do (see {@link OrchestratorRun.step}). */
   private stopping(): boolean {
-    const { deps, options } = this.run;
-    return deps.clock.now() >= options.deadline || (options.shouldStop?.() ?? false) || this.idleDone;
+    const { clock, options } = this.run;
+    return clock.now() >= options.deadline || (options.shouldStop?.() ?? false) || this.idleDone;
   }
 
   private async step(): Promise<void> {
-    const { clock } = this.run.deps;
+    const { clock } = this.run;
     await this.syncState(clock.now());
     const now = clock.now();
     if (!this.circuit.letsThrough(now)) {

@@ -18,9 +18,13 @@ const MAX_HIDE_FROM_RECEIVE_MS = 43_200_000 - 60_000;
  * unsent loses one of its receives for nothing. A received message is sendable while its visibility still covers a
  * worker's run (`visibilityTimeoutMs − workerTimeoutMs` after its receive) and the run is still going (its deadline).
  *
- * The gate asks the pacer when one unit could go next (every tier and the 429 pause): later than a message received
- * now could be sent, it stays shut. While that instant is beyond a message's visibility, the quota is *exhausted*:
- * it reports `quota-exhausted` (the tier, until when) once per episode, and `quota-available` when it ends.
+ * **Quota exhaustion.** Before each receive the gate asks the pacer when one unit could go next (every tier and the
+ * 429 pause): if that is after the run's end or after a message received now would have to go, it stays shut, and
+ * the run receives nothing, hands back what is buffered (visibility 0: no receive is taken, none given back) and
+ * waits. While that instant is beyond a message's visibility, the quota is *exhausted*: the gate reports
+ * `quota-exhausted` (the tier, until when) once per episode (each run that finds it so reports it again), and
+ * `quota-available` when it ends. A received head whose cost does not fit in time is hidden until its slot, at most
+ * 12 hours after its receive (see {@link QuotaGate.hideMs}), and reported `message-held` (see `Dispatcher`).
  */
 export class QuotaGate {
   /** The exhaustion under way: what holds the quota, until when, and since when. */

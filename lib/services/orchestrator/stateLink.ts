@@ -1,5 +1,5 @@
 import { StateUnavailableError } from '../../errors';
-import { Backoff } from '../guardedPorts';
+import { Backoff } from './backoff';
 import type { RunContext } from './runContext';
 
 /**
@@ -11,7 +11,19 @@ export type StateSide =
 
 const IN_SYNC: StateSide = { kind: 'in-sync' };
 
-/** Runs the run's state-store calls and keeps its {@link StateSide}; see the state-outage policy of `runOrchestrator`. */
+/**
+ * Runs the run's state-store calls and keeps its {@link StateSide}, under the state-outage policy.
+ *
+ * **State-outage policy** (`orchestrator.stateOutage`). A failed state-store call (DynamoDB unavailable or
+ * throttled, a timeout) does not end the run: it keeps its in-memory ledger and the last circuit it read (an open
+ * circuit or a 429 pause still holds), reports `state-unavailable`, and tries again with back-off (from
+ * `invokeBackoffMs`, doubling up to 10 s, never past the deadline): it retries a failed flush (only the renewal if
+ * the ledger was saved), then reads the circuit; once both succeed it reports `state-recovered` (see
+ * `OrchestratorRun.syncState`). Meanwhile a message goes only as `LedgerSync.mayDispatch` allows: under
+ * `pace-in-memory` (the default) within the last saved allowance or the lease, under `pause` not at all. Health checks
+ * wait for recovery too (they need a circuit write). A run whose final save fails keeps the lease until it expires,
+ * so the next run cannot miss what this one dispatched.
+ */
 export class StateLink {
   private current: StateSide = IN_SYNC;
   private readonly retry: Backoff;
@@ -39,7 +51,7 @@ export class StateLink {
       return { value: await call() };
     } catch (error) {
       if (!(error instanceof StateUnavailableError)) throw error;
-      const now = this.run.deps.clock.now();
+      const now = this.run.clock.now();
       const retryAt = now + this.retry.next();
       this.current = { kind: 'outage', since: this.current.kind === 'outage' ? this.current.since : now, retryAt };
       this.run.report({
@@ -56,7 +68,7 @@ export class StateLink {
   /** Ends an outage, reporting `state-recovered`: the caller has just flushed (if due) and read the circuit. */
   recovered(): void {
     if (this.current.kind !== 'outage') return;
-    const at = this.run.deps.clock.now();
+    const at = this.run.clock.now();
     this.run.report({ type: 'state-recovered', at, unavailableMs: at - this.current.since });
     this.current = IN_SYNC;
     this.retry.reset();

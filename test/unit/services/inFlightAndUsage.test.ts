@@ -2,7 +2,8 @@ import { parseServiceConfig, type ServiceConfig } from '../../../lib/config';
 import type { ApiResult } from '../../../lib/domain/outcome/apiResult';
 import type { WorkerEvent } from '../../../lib/ports/Invoker';
 import { processWorkerEvent } from '../../../lib/services/processJob';
-import { runOrchestrator, type OrchestratorEvent } from '../../../lib/services/runOrchestrator';
+import { runOrchestrator } from '../../../lib/services/orchestrator/runOrchestrator';
+import type { OrchestratorEvent } from '../../../lib/services/orchestrator/types';
 import {
   START,
   ScriptedApi,

@@ -1,4 +1,4 @@
-import { runOrchestrator } from '../../../../lib/services/runOrchestrator';
+import { runOrchestrator } from '../../../../lib/services/orchestrator/runOrchestrator';
 import {
   START,
   dispatchedEvents,

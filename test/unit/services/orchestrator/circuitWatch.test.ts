@@ -19,7 +19,7 @@ describe('CircuitWatch', () => {
   describe('letsThrough', () => {
     it('starts the slow-start ramp when the circuit lets work through again, once', async () => {
       const h = roomHarness();
-      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, openedAt(h, START));
+      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.ports, h.pacer, openedAt(h, START));
       const startRamp = jest.spyOn(h.pacer, 'startRamp');
       expect(watch.letsThrough(START)).toBe(false);
 
@@ -31,7 +31,7 @@ describe('CircuitWatch', () => {
 
     it('starts no ramp for a circuit that let work through from the start', () => {
       const h = roomHarness();
-      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, INITIAL_CIRCUIT);
+      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.ports, h.pacer, INITIAL_CIRCUIT);
       const startRamp = jest.spyOn(h.pacer, 'startRamp');
 
       expect(watch.letsThrough(START)).toBe(true);
@@ -47,20 +47,20 @@ describe('CircuitWatch', () => {
         START,
         circuitPolicyFrom(h.config.circuit),
       );
-      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, INITIAL_CIRCUIT);
+      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.ports, h.pacer, INITIAL_CIRCUIT);
       const pause = jest.spyOn(h.pacer, 'pause');
       await watch.read();
 
       expect(watch.letsThrough(START)).toBe(true);
       expect(watch.letsThrough(START + 10)).toBe(true);
-      expect(pause.mock.calls).toEqual([[START + 3_000, h.run.deps.random]]);
+      expect(pause.mock.calls).toEqual([[START + 3_000, h.ports.random]]);
     });
   });
 
   describe('held', () => {
     it('lets nothing through while an operator holds the lane, and ramps up once it is resumed', async () => {
       const h = roomHarness();
-      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, INITIAL_CIRCUIT);
+      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.ports, h.pacer, INITIAL_CIRCUIT);
       const startRamp = jest.spyOn(h.pacer, 'startRamp');
       await applyCircuitEvent(
         h.stores.circuit,
@@ -91,7 +91,7 @@ describe('CircuitWatch', () => {
     it('keeps the circuit last read when the store fails, and says so', async () => {
       const h = roomHarness();
       const link = new StateLink(h.run);
-      const watch = new CircuitWatch(h.run, link, h.pacer, openedAt(h, START));
+      const watch = new CircuitWatch(h.run, link, h.ports, h.pacer, openedAt(h, START));
       jest.spyOn(h.stores.circuit, 'loadCircuit').mockRejectedValue(new Error('throttled'));
 
       await expect(watch.read()).resolves.toBe(false);
@@ -104,7 +104,13 @@ describe('CircuitWatch', () => {
     it('sends nothing before the check is due, and says when it is', async () => {
       const h = roomHarness();
       await openCircuit(h.stores.circuit, h.config, START);
-      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.stores.circuit, LANE));
+      const watch = new CircuitWatch(
+        h.run,
+        new StateLink(h.run),
+        h.ports,
+        h.pacer,
+        await loadCircuit(h.stores.circuit, LANE),
+      );
 
       await expect(watch.sendHealthCheckIfDue(START + 1_000)).resolves.toBe(START + 2_000);
       expect(h.run.tally.healthChecks).toBe(0);
@@ -120,8 +126,14 @@ describe('CircuitWatch', () => {
         START,
         circuitPolicyFrom(h.config.circuit),
       );
-      const invoke = jest.spyOn(h.run.deps.invoker, 'invoke');
-      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.stores.circuit, LANE));
+      const invoke = jest.spyOn(h.ports.invoker, 'invoke');
+      const watch = new CircuitWatch(
+        h.run,
+        new StateLink(h.run),
+        h.ports,
+        h.pacer,
+        await loadCircuit(h.stores.circuit, LANE),
+      );
 
       await expect(watch.sendHealthCheckIfDue(START + 2_000)).resolves.toBeUndefined();
       expect(invoke).not.toHaveBeenCalled();
@@ -131,8 +143,14 @@ describe('CircuitWatch', () => {
     it('sends the due check once it has won the circuit write, and counts it', async () => {
       const h = roomHarness();
       await openCircuit(h.stores.circuit, h.config, START);
-      const invoke = jest.spyOn(h.run.deps.invoker, 'invoke');
-      const watch = new CircuitWatch(h.run, new StateLink(h.run), h.pacer, await loadCircuit(h.stores.circuit, LANE));
+      const invoke = jest.spyOn(h.ports.invoker, 'invoke');
+      const watch = new CircuitWatch(
+        h.run,
+        new StateLink(h.run),
+        h.ports,
+        h.pacer,
+        await loadCircuit(h.stores.circuit, LANE),
+      );
 
       await watch.sendHealthCheckIfDue(START + 2_000);
       expect(invoke.mock.calls).toEqual([
@@ -161,9 +179,9 @@ describe('CircuitWatch', () => {
       const h = roomHarness();
       await openCircuit(h.stores.circuit, h.config, START);
       const link = new StateLink(h.run);
-      const watch = new CircuitWatch(h.run, link, h.pacer, await loadCircuit(h.stores.circuit, LANE));
+      const watch = new CircuitWatch(h.run, link, h.ports, h.pacer, await loadCircuit(h.stores.circuit, LANE));
       jest.spyOn(h.stores.circuit, 'saveCircuit').mockRejectedValue(new Error('throttled'));
-      const invoke = jest.spyOn(h.run.deps.invoker, 'invoke');
+      const invoke = jest.spyOn(h.ports.invoker, 'invoke');
 
       await expect(watch.sendHealthCheckIfDue(START + 2_000)).resolves.toBeUndefined();
       expect(invoke).not.toHaveBeenCalled();

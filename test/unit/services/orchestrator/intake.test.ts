@@ -47,6 +47,7 @@ describe('Intake', () => {
       await sendJob(h.queues, 'requeue', { id: 'r' });
       const intake = new Intake(
         h.run,
+        h.ports.queues,
         () => START + 1_000,
         () => 10,
       );
@@ -81,6 +82,7 @@ describe('Intake', () => {
         await sendJob(h.queues, 'fifo', { id }, { groupId: group });
       const intake = new Intake(
         h.run,
+        h.ports.queues,
         () => START + 1_000,
         () => 10,
       );
@@ -117,6 +119,7 @@ describe('Intake', () => {
         for (let i = 0; i < 250; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
         const intake = new Intake(
           h.run,
+          h.ports.queues,
           () => START + 1_000,
           () => Number.POSITIVE_INFINITY,
         );
@@ -140,6 +143,7 @@ describe('Intake', () => {
       for (let i = 0; i < 150; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
       const intake = new Intake(
         h.run,
+        h.ports.queues,
         () => START + 1_000,
         () => Number.POSITIVE_INFINITY,
       );
@@ -173,6 +177,7 @@ describe('Intake', () => {
       for (let i = 0; i < 110; i++) await sendJob(h.queues, 'main', { id: `m-${i}` });
       const intake = new Intake(
         h.run,
+        h.ports.queues,
         () => START + 1_000,
         () => Number.POSITIVE_INFINITY,
       );
@@ -213,6 +218,7 @@ describe('Intake', () => {
       await sendJob(h.queues, 'main', { id: 'm' });
       const intake = new Intake(
         h.run,
+        h.ports.queues,
         () => START + 1_000,
         () => 10,
       );
@@ -241,6 +247,7 @@ describe('Intake', () => {
       const h = roomHarness(undefined, (queues) => recordingQueues(queues, [], () => true));
       const intake = new Intake(
         h.run,
+        h.ports.queues,
         () => START + 30,
         () => 10,
       );
@@ -260,6 +267,7 @@ describe('Intake', () => {
       await sendJob(h.queues, 'main', { id: 'next' });
       const intake = new Intake(
         h.run,
+        h.ports.queues,
         () => START + 1_000,
         () => 10,
       );
@@ -287,6 +295,7 @@ describe('Intake', () => {
       await sendJob(h.queues, 'main', { id: 'b' });
       const intake = new Intake(
         h.run,
+        h.ports.queues,
         () => START + 1_000,
         () => 10,
       );

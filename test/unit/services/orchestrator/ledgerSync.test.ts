@@ -6,7 +6,7 @@ import { LANE, START, testConfig } from '../../../helpers/serviceFixtures';
 /** A ledger sync on `h` holding a fresh lease, with its state link. */
 async function ledgerSyncOf(h: RoomHarness): Promise<{ sync: LedgerSync; link: StateLink }> {
   const link = new StateLink(h.run);
-  return { sync: new LedgerSync(h.run, link, h.pacer, await takeLease(h)), link };
+  return { sync: new LedgerSync(h.run, link, h.ports.stores, h.quota, await takeLease(h)), link };
 }
 
 describe('LedgerSync', () => {
@@ -181,7 +181,7 @@ describe('LedgerSync', () => {
       const h = roomHarness();
       const { sync } = await ledgerSyncOf(h);
       expect(sync.allowed(START, [1])).toEqual([false]);
-      await sync.tryFlush({ need: [2] });
+      await sync.tryFlush({ need: { units: [2], slots: 0 } });
 
       expect(sync.allowed(START, [2])).toEqual([true]);
       sync.use([2]);
@@ -195,7 +195,7 @@ describe('LedgerSync', () => {
       async function lostSave(used: number): Promise<{ h: RoomHarness; sync: LedgerSync }> {
         const h = roomHarness();
         const { sync } = await ledgerSyncOf(h);
-        await sync.tryFlush({ need: [10] });
+        await sync.tryFlush({ need: { units: [10], slots: 0 } });
         sync.use([used]);
         await h.clock.advance(1_000);
         h.flushes.answerLost.add('saveLedger');
@@ -230,7 +230,7 @@ describe('LedgerSync', () => {
       it('lets nothing more go after a final save whose answer was lost: it saved no allowance', async () => {
         const h = roomHarness();
         const { sync } = await ledgerSyncOf(h);
-        await sync.tryFlush({ need: [10] });
+        await sync.tryFlush({ need: { units: [10], slots: 0 } });
         h.flushes.answerLost.add('saveLedger');
         await expect(sync.tryFlush({ final: true })).resolves.toBe(false);
         expect(sync.allowed(h.clock.now(), [1])).toEqual([false]);
@@ -240,7 +240,7 @@ describe('LedgerSync', () => {
         const { h, sync } = await lostSave(1);
         h.flushes.answerLost.clear();
         await h.clock.advance(100);
-        await expect(sync.tryFlush({ need: [5] })).resolves.toBe(true);
+        await expect(sync.tryFlush({ need: { units: [5], slots: 0 } })).resolves.toBe(true);
         expect(sync.allowed(h.clock.now(), [5])).toEqual([true]);
         expect(sync.allowed(h.clock.now(), [6])).toEqual([false]);
       });
@@ -252,7 +252,7 @@ describe('LedgerSync', () => {
       await sync.tryFlush();
       h.flushes.failing.add('saveLedger');
 
-      await sync.tryFlush({ need: [3] });
+      await sync.tryFlush({ need: { units: [3], slots: 0 } });
       expect(sync.allowed(START, [1])).toEqual([true]);
       expect(sync.allowed(START, [3])).toEqual([false]);
     });

@@ -20,7 +20,7 @@ function dayExhausted() {
   );
   h.pacer.dispatch(START, { cost: 1 });
   h.pacer.dispatch(START + 200, { cost: 1 });
-  return { h, gate: new QuotaGate(new RunContext(h.run.deps, { deadline: START + 2 * DAY_MS }), h.pacer) };
+  return { h, gate: new QuotaGate(new RunContext(h.runDeps, { deadline: START + 2 * DAY_MS }), h.pacer) };
 }
 
 describe('tierLabel', () => {

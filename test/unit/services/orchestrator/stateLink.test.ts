@@ -4,7 +4,7 @@ import { roomHarness } from '../../../helpers/orchestratorRooms';
 import { LANE, START } from '../../../helpers/serviceFixtures';
 
 describe('StateLink', () => {
-  const failing = (h: ReturnType<typeof roomHarness>) => () => h.run.deps.stores.ledger.pendingSettlements(LANE);
+  const failing = (h: ReturnType<typeof roomHarness>) => () => h.ports.stores.ledger.pendingSettlements(LANE);
 
   describe('attempt', () => {
     it("passes a call's value through and stays in sync", async () => {

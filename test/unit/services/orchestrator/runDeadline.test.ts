@@ -1,4 +1,4 @@
-import { runDeadline } from '../../../lib/services/runDeadline';
+import { runDeadline } from '../../../../lib/services/orchestrator/runDeadline';
 
 const base = { tickMs: 60_000, exitReserveMs: 5_000, tickMarginMs: 500 };
 const T0 = Date.UTC(2026, 10, 23, 12, 0, 0);

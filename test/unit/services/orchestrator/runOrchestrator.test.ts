@@ -1,22 +1,22 @@
-import { FakeClock } from '../../../tools/memory/FakeClock';
-import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
+import { FakeClock } from '../../../../tools/memory/FakeClock';
+import { MemoryQueues } from '../../../../tools/memory/MemoryQueues';
 import {
   MemoryLeaseStore,
   MemoryState,
   memoryStores,
   type MemoryLedgerStore,
-} from '../../../tools/memory/MemoryStores';
-import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
-import { InvokeFailedError, InvokeThrottledError, LeaseLostError } from '../../../lib/errors';
-import type { Invoker, WorkerEvent } from '../../../lib/ports/Invoker';
-import type { ReceivedMessage } from '../../../lib/ports/QueueReceiver';
-import type { Lease } from '../../../lib/ports/LeaseStore';
-import { MAX_PENDING_SETTLEMENTS } from '../../../lib/ports/LedgerStore';
-import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
-import { processWorkerEvent } from '../../../lib/services/processJob';
-import { forceCircuit, pauseLane, resumeLane } from '../../../lib/services/operator/laneControl';
-import { runOrchestrator } from '../../../lib/services/runOrchestrator';
-import { INITIAL_CHAIN_GAP_MS } from '../../../lib/domain/pacing/dispatchLead';
+} from '../../../../tools/memory/MemoryStores';
+import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
+import { InvokeFailedError, InvokeThrottledError, LeaseLostError } from '../../../../lib/errors';
+import type { Invoker, WorkerEvent } from '../../../../lib/ports/Invoker';
+import type { ReceivedMessage } from '../../../../lib/ports/QueueReceiver';
+import type { Lease } from '../../../../lib/ports/LeaseStore';
+import { MAX_PENDING_SETTLEMENTS } from '../../../../lib/ports/LedgerStore';
+import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
+import { processWorkerEvent } from '../../../../lib/services/processJob';
+import { forceCircuit, pauseLane, resumeLane } from '../../../../lib/services/operator/laneControl';
+import { runOrchestrator } from '../../../../lib/services/orchestrator/runOrchestrator';
+import { INITIAL_CHAIN_GAP_MS } from '../../../../lib/domain/pacing/dispatchLead';
 import {
   LANE,
   START,
@@ -33,8 +33,8 @@ import {
   storedUsage,
   stringAttr,
   testConfig,
-} from '../../helpers/serviceFixtures';
-import { maxWindowUsage, type Call } from '../../helpers/windowReferee';
+} from '../../../helpers/serviceFixtures';
+import { maxWindowUsage, type Call } from '../../../helpers/windowReferee';
 
 /** Sends `n` standard jobs `{id: 'j-1'}` … to the main queue. */
 async function sendMain(queues: MemoryQueues, n: number): Promise<void> {

@@ -1,10 +1,10 @@
-import type { CircuitJSON } from '../domain/breaker/circuitJSON';
-import type { Settlement } from '../domain/quota/ledger';
-import type { LedgerJSON } from '../domain/quota/ledgerJSON';
-import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailableError } from '../errors';
-import type { CircuitStore } from '../ports/CircuitStore';
-import type { Lease, LeaseStore } from '../ports/LeaseStore';
-import type { LedgerStore } from '../ports/LedgerStore';
+import type { CircuitJSON } from '../../domain/breaker/circuitJSON';
+import type { Settlement } from '../../domain/quota/ledger';
+import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
+import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailableError } from '../../errors';
+import type { CircuitStore } from '../../ports/CircuitStore';
+import type { Lease, LeaseStore } from '../../ports/LeaseStore';
+import type { LedgerStore } from '../../ports/LedgerStore';
 import type {
   OutgoingMessage,
   QueueName,
@@ -13,28 +13,8 @@ import type {
   ReceivedMessage,
   SendFailure,
   SourceQueue,
-} from '../ports/QueueReceiver';
-import type { OrchestratorStores } from './runOrchestrator';
-
-/** Cap of every back-off of the orchestrator: invokes, state-store calls, queue calls. */
-export const MAX_BACKOFF_MS = 10_000;
-
-/** Exponential back-off: `initialMs`, doubling up to {@link MAX_BACKOFF_MS}, back to `initialMs` after `reset`. */
-export class Backoff {
-  private current = 0;
-
-  constructor(private readonly initialMs: number) {}
-
-  /** The next wait. */
-  next(): number {
-    this.current = this.current === 0 ? this.initialMs : Math.min(MAX_BACKOFF_MS, this.current * 2);
-    return this.current;
-  }
-
-  reset(): void {
-    this.current = 0;
-  }
-}
+} from '../../ports/QueueReceiver';
+import type { Guarded, GuardedStores, OrchestratorStores } from './types';
 
 /** A method of a store the orchestrator uses, as {@link StateUnavailableError} names it. */
 type StoreOperation = keyof LeaseStore | keyof LedgerStore | keyof CircuitStore;
@@ -103,20 +83,8 @@ class GuardedCircuitStore implements CircuitStore {
   }
 }
 
-/**
- * The orchestrator's stores, each with every failure other than {@link LeaseLostError} and {@link StateFormatError}
- * turned into a {@link StateUnavailableError} naming the operation.
- */
-export function guardStores(stores: OrchestratorStores): OrchestratorStores {
-  return {
-    lease: new GuardedLeaseStore(stores.lease),
-    ledger: new GuardedLedgerStore(stores.ledger),
-    circuit: new GuardedCircuitStore(stores.circuit),
-  };
-}
-
-/** The queues with every failure turned into a {@link QueueUnavailableError} naming the operation and the queue. */
-export class GuardedQueues implements QueueReceiver {
+/** The queues with their failures translated (see {@link guardQueues}). */
+class GuardedQueues implements QueueReceiver {
   constructor(private readonly queues: QueueReceiver) {}
 
   private async guard<T>(operation: keyof QueueReceiver, queue: QueueName, call: () => Promise<T>): Promise<T> {
@@ -150,4 +118,26 @@ export class GuardedQueues implements QueueReceiver {
   messageCount(queue: SourceQueue): Promise<number> {
     return this.guard('messageCount', queue, () => this.queues.messageCount(queue));
   }
+}
+
+/**
+ * The orchestrator's stores, each with every failure other than {@link LeaseLostError} and {@link StateFormatError}
+ * turned into a {@link StateUnavailableError} naming the operation.
+ */
+export function guardStores(stores: OrchestratorStores): GuardedStores {
+  return {
+    lease: guarded(new GuardedLeaseStore(stores.lease)),
+    ledger: guarded(new GuardedLedgerStore(stores.ledger)),
+    circuit: guarded(new GuardedCircuitStore(stores.circuit)),
+  };
+}
+
+/** The queues with every failure turned into a {@link QueueUnavailableError} naming the operation and the queue. */
+export function guardQueues(queues: QueueReceiver): Guarded<QueueReceiver> {
+  return guarded(new GuardedQueues(queues));
+}
+
+/** Brands `port` as {@link Guarded}: only the wrappers of this module are. */
+function guarded<Port>(port: Port): Guarded<Port> {
+  return port as Guarded<Port>;
 }

@@ -1,11 +1,11 @@
-import { FakeClock } from '../../../tools/memory/FakeClock';
-import { MemoryQueues } from '../../../tools/memory/MemoryQueues';
-import { MemoryState, memoryStores } from '../../../tools/memory/MemoryStores';
-import type { ServiceConfig, StateOutagePolicy } from '../../../lib/config';
-import type { CircuitJSON } from '../../../lib/domain/breaker/circuitJSON';
-import { InvokeRejectedError, InvokeThrottledError, StateFormatError } from '../../../lib/errors';
-import type { Clock } from '../../../lib/ports/Clock';
-import type { Invoker, JobEvent, WorkerEvent } from '../../../lib/ports/Invoker';
+import { FakeClock } from '../../../../tools/memory/FakeClock';
+import { MemoryQueues } from '../../../../tools/memory/MemoryQueues';
+import { MemoryState, memoryStores } from '../../../../tools/memory/MemoryStores';
+import type { ServiceConfig, StateOutagePolicy } from '../../../../lib/config';
+import type { CircuitJSON } from '../../../../lib/domain/breaker/circuitJSON';
+import { InvokeRejectedError, InvokeThrottledError, StateFormatError } from '../../../../lib/errors';
+import type { Clock } from '../../../../lib/ports/Clock';
+import type { Invoker, JobEvent, WorkerEvent } from '../../../../lib/ports/Invoker';
 import type {
   OutgoingMessage,
   QueueName,
@@ -14,17 +14,13 @@ import type {
   ReceivedMessage,
   SendFailure,
   SourceQueue,
-} from '../../../lib/ports/QueueReceiver';
-import type { CircuitStore } from '../../../lib/ports/CircuitStore';
-import type { Lease, LeaseStore } from '../../../lib/ports/LeaseStore';
-import type { LedgerStore } from '../../../lib/ports/LedgerStore';
-import { loadCircuit } from '../../../lib/services/circuitUpdates';
-import {
-  runOrchestrator,
-  type OrchestratorEvent,
-  type OrchestratorStores,
-  type RunSummary,
-} from '../../../lib/services/runOrchestrator';
+} from '../../../../lib/ports/QueueReceiver';
+import type { CircuitStore } from '../../../../lib/ports/CircuitStore';
+import type { Lease, LeaseStore } from '../../../../lib/ports/LeaseStore';
+import type { LedgerStore } from '../../../../lib/ports/LedgerStore';
+import { loadCircuit } from '../../../../lib/services/circuitUpdates';
+import { runOrchestrator } from '../../../../lib/services/orchestrator/runOrchestrator';
+import type { OrchestratorEvent, OrchestratorStores, RunSummary } from '../../../../lib/services/orchestrator/types';
 import {
   LANE,
   START,
@@ -38,8 +34,8 @@ import {
   testConfig,
   type ConfigOverrides,
   type OrchestratorHarness,
-} from '../../helpers/serviceFixtures';
-import { violatedTiers } from '../../helpers/windowReferee';
+} from '../../../helpers/serviceFixtures';
+import { violatedTiers } from '../../../helpers/windowReferee';
 
 /** Picks the calls a faulty decorator fails: by operation, the instant of the call, and its ordinal (from 1). */
 type FailWhen = (operation: string, now: number, call: number) => boolean;

@@ -1,0 +1,102 @@
+import type { ServiceConfig } from '../../config';
+import { CallSlots } from '../../domain/inflight/callSlots';
+import { Pacer } from '../../domain/pacing/pacer';
+import { QuotaLedger } from '../../domain/quota/ledger';
+import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
+import { StateUnavailableError } from '../../errors';
+import { loadCircuit } from '../circuitUpdates';
+import { Backoff } from './backoff';
+import { guardQueues, guardStores } from './guardedPorts';
+import { OrchestratorRun } from './orchestratorRun';
+import { RunContext } from './runContext';
+import type { OrchestratorDeps, RunOptions, RunQuota, RunSummary } from './types';
+
+const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 } as const;
+
+/**
+ * One orchestrator run (steps 1–4 of docs/architecture.md): takes the lease, rehydrates the ledger and the circuit,
+ * and hands the lane to {@link OrchestratorRun} until the deadline, which flushes the ledger at exit and releases the
+ * lease. Everything the AWS services may throw after the SDK's own retries is absorbed, each by the room it strikes:
+ * - a state-store failure, by the state-outage policy (see `StateLink`; what may still be dispatched meanwhile,
+ *   `LedgerSync.mayDispatch`); at start, a failed lease, ledger or circuit read is retried as it retries, and at the
+ *   deadline the run returns `unavailable`;
+ * - a queue failure, by the `Intake`;
+ * - quota exhausted for longer than a message's visibility, by the `QuotaGate`;
+ * - an invoke that failed or was refused, by the `Dispatcher` (see `Dispatcher.invoke`).
+ *
+ * Only a lost lease ({@link LeaseLostError}), a corrupt stored item ({@link StateFormatError}: retrying cannot mend
+ * it, and a ledger that cannot be read cannot bound a dispatch, so it surfaces as the run's error for the alarms)
+ * and genuine bugs end a run early.
+ *
+ * @throws StateFormatError when a stored ledger or circuit cannot be read; any error that is none of the above.
+ */
+export async function runOrchestrator(deps: OrchestratorDeps, options: RunOptions): Promise<RunSummary> {
+  const run = new RunContext(deps, options);
+  const { clock, config } = run;
+  const stores = guardStores(deps.stores);
+  const retry = new Backoff(config.orchestrator.invokeBackoffMs);
+  const untilDeadline = <T>(call: () => Promise<T>) => retryUntilDeadline(run, retry, call);
+
+  const acquired = await untilDeadline(() =>
+    stores.lease.acquireLease(config.lane, deps.owner, clock.now(), config.orchestrator.leaseTtlMs),
+  );
+  if (acquired === undefined) return { lease: 'unavailable', ...NOTHING_DONE };
+  const lease = acquired.value;
+  if (lease === null) return { lease: 'held-elsewhere', ...NOTHING_DONE };
+  const saved = await untilDeadline(() => stores.ledger.loadLedger(config.lane));
+  const circuit = saved === undefined ? undefined : await untilDeadline(() => loadCircuit(stores.circuit, config.lane));
+  if (saved === undefined || circuit === undefined) {
+    // Nothing was dispatched: the next run need not wait for the lease to expire, if the store lets it go.
+    await stores.lease.releaseLease(lease).catch((error: unknown) => {
+      if (!(error instanceof StateUnavailableError)) throw error;
+    });
+    return { lease: 'unavailable', ...NOTHING_DONE };
+  }
+  const { invoker, newId, random } = deps;
+  const ports = { stores, queues: guardQueues(deps.queues), invoker, newId, random };
+  return new OrchestratorRun(run, ports, lease, rehydrate(config, saved.value), circuit.value).execute();
+}
+
+/** The run's quota rehydrated from the `saved` ledger, or a fresh one when the lane has none yet. */
+function rehydrate(config: ServiceConfig, saved: LedgerJSON | undefined): RunQuota {
+  const ledgerOptions = { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs };
+  const ledger =
+    saved === undefined
+      ? new QuotaLedger(config.quotas, ledgerOptions)
+      : QuotaLedger.fromJSON(config.quotas, saved, ledgerOptions);
+  const slots =
+    config.maxInFlight === undefined
+      ? undefined
+      : new CallSlots(
+          config.maxInFlight,
+          config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs,
+          saved?.slots,
+        );
+  return { ledger, slots, pacer: new Pacer(ledger, config.pacing, slots) };
+}
+
+/**
+ * Calls `call` until it succeeds, backing off with `retry` after each store failure (reported `state-unavailable`, as
+ * `StateLink` reports the run's); `undefined` once the deadline comes first (or `shouldStop` says so).
+ */
+async function retryUntilDeadline<T>(
+  run: RunContext,
+  retry: Backoff,
+  call: () => Promise<T>,
+): Promise<{ readonly value: T } | undefined> {
+  const { clock, options } = run;
+  for (;;) {
+    try {
+      const value = await call();
+      retry.reset();
+      return { value };
+    } catch (error) {
+      if (!(error instanceof StateUnavailableError)) throw error;
+      const now = clock.now();
+      const retryAt = now + retry.next();
+      run.report({ type: 'state-unavailable', at: now, operation: error.operation, error: error.message, retryAt });
+      if (retryAt >= options.deadline || (options.shouldStop?.() ?? false)) return undefined;
+      await clock.sleep(retryAt - now);
+    }
+  }
+}
