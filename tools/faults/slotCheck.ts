@@ -1,6 +1,6 @@
 import { CallSlots } from '../../lib/domain/inflight/callSlots';
 import type { LedgerJSON, Settlement } from '../../lib/domain/quota/ledger';
-import type { WorkerDeps } from '../../lib/services/processJob';
+import type { WorkerDeps } from '../../lib/services/worker/types';
 
 /** The dispatch ids the workers' reports (settlements) named, by how their write ended. */
 export interface Reports {

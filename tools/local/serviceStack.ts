@@ -15,7 +15,7 @@ import type { MessageAttribute, QueueName, ReceivedMessage } from '../../lib/por
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 import type { StateStores } from '../../lib/ports/StateStores';
-import type { WorkerDeps } from '../../lib/services/processJob';
+import type { WorkerDeps } from '../../lib/services/worker/types';
 import { runOrchestrator, type OrchestratorEvent, type RunSummary } from '../../lib/services/runOrchestrator';
 import { InvokeTiming, type InvokeTimingModel } from '../simulation/startDelays';
 import { VirtualApi, type LlmModel } from '../simulation/virtualApi';

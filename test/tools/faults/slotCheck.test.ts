@@ -1,5 +1,5 @@
 import type { LedgerJSON, Settlement } from '../../../lib/domain/quota/ledger';
-import type { WorkerDeps } from '../../../lib/services/processJob';
+import type { WorkerDeps } from '../../../lib/services/worker/types';
 import {
   dispatchIdsOf,
   reportingTo,

@@ -3,7 +3,9 @@ import { StateUnavailableError } from '../../../lib/errors';
 import type { Settlement } from '../../../lib/domain/quota/ledger';
 import type { BatchEvent } from '../../../lib/ports/Invoker';
 import type { JobResult, ResultHandler, UndeliveredResult } from '../../../lib/ports/ResultHandler';
-import { processBatch, processJob, type WorkerDeps, type WorkerReport } from '../../../lib/services/processJob';
+import { processBatch } from '../../../lib/services/worker/processBatch';
+import { processJob } from '../../../lib/services/worker/processJob';
+import type { WorkerDeps, WorkerReport } from '../../../lib/services/worker/types';
 import {
   LANE,
   START,

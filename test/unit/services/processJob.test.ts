@@ -5,7 +5,10 @@ import type { Settlement } from '../../../lib/domain/quota/ledger';
 import { StateUnavailableError } from '../../../lib/errors';
 import type { QueueName } from '../../../lib/ports/QueueReceiver';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
-import { processBatch, processHealthCheck, processJob, type WorkerDeps } from '../../../lib/services/processJob';
+import { processBatch } from '../../../lib/services/worker/processBatch';
+import { processHealthCheck } from '../../../lib/services/worker/processHealthCheck';
+import { processJob } from '../../../lib/services/worker/processJob';
+import type { WorkerDeps } from '../../../lib/services/worker/types';
 import { jobEventOf, parseJob } from '../../../lib/services/parseJob';
 import type { BatchEvent, JobEvent } from '../../../lib/ports/Invoker';
 import {
