@@ -1,7 +1,7 @@
 import type { ServiceConfig } from '../../lib/config';
-import type { BatchEvent } from '../../lib/ports/Invoker';
+import type { BatchEvent, JobEvent } from '../../lib/ports/Invoker';
 import type { ReceivedMessage } from '../../lib/ports/QueueReceiver';
-import { LANE, receiveJobEvent, sendJob, testConfig, type WorkerHarness } from './serviceFixtures';
+import { LANE, START, receiveJobEvent, sendJob, testConfig, type WorkerHarness } from './serviceFixtures';
 
 /** A day in ms: {@link testConfig}'s idempotency TTL, how long the worker's records are kept. */
 export const DAY_MS = 86_400_000;
@@ -25,4 +25,14 @@ export async function batchOf(h: WorkerHarness, ids: readonly string[]): Promise
   const jobs = [];
   for (const id of ids) jobs.push(await receiveJobEvent(h, 'main', `d-${id}`));
   return { kind: 'batch', lane: LANE, jobs, sentAt: h.clock.now() };
+}
+
+/** `job` with its slot and its reservation `slotMs` after {@link START}, to be called by `callByMs` after it. */
+export function atSlot(job: JobEvent, slotMs: number, callByMs: number): JobEvent {
+  return {
+    ...job,
+    slotAt: START + slotMs,
+    callBy: START + callByMs,
+    reservation: { ...job.reservation, at: START + slotMs },
+  };
 }

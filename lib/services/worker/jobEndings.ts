@@ -4,7 +4,7 @@ import { retryLater, returnUnconsumed } from '../queueOutcomes';
 import { endRefusalRun, reportFailure } from './circuitReports';
 import { deadLetterRecorded } from './deadLettering';
 import { withKey } from './jobMessage';
-import { deadLetteredRecord, failedRecord, successRecord } from './keyRecords';
+import { endedRecord } from './keyRecords';
 import { handOnResult } from './results';
 import { recordOwed, recordSettlement, refundOf, releaseSlot, unrecorded } from './settlements';
 import type { AnsweredCall, JobContext, JobOutcome } from './types';
@@ -23,7 +23,7 @@ export async function endSucceeded(job: JobContext, call: AnsweredCall): Promise
   const { event, message, start, deps, options } = job;
   const { result, now, owed, release } = call;
   const { stores, queues, config } = deps;
-  const succeeded = successRecord(event.dispatchId, now, config);
+  const succeeded = endedRecord('succeeded', event.dispatchId, now, config);
   await releaseSlot(event.lane, release, deps);
   if (owed !== undefined) {
     // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
@@ -78,8 +78,8 @@ export async function endFailed(job: JobContext, call: AnsweredCall, decision: F
   await deps.stores.idempotency.putIdempotency(
     event.idempotencyKey,
     fate.action === 'dead-letter'
-      ? { ...deadLetteredRecord(event.dispatchId, now, deps.config), reason: fate.reason }
-      : failedRecord(event.dispatchId, now, deps.config),
+      ? { ...endedRecord('dead-lettered', event.dispatchId, now, deps.config), reason: fate.reason }
+      : endedRecord('failed', event.dispatchId, now, deps.config),
   );
   // Recorded before the message is requeued, kept or dead-lettered. A failed call rarely owes one (only when the API
   // reports a usage other than the estimate); if it cannot be recorded, the message's fate goes ahead and the worker
@@ -126,7 +126,7 @@ async function sendOnward(
   }
   if (fate.action === 'dead-letter') {
     const apiError = result.kind === 'response' ? result.body : undefined;
-    const record = deadLetteredRecord(event.dispatchId, now, deps.config);
+    const record = endedRecord('dead-lettered', event.dispatchId, now, deps.config);
     await deadLetterRecorded(message, fate.reason, event, record, deps, apiError);
     return 'dead-lettered';
   }
@@ -149,7 +149,7 @@ export async function giveBack(job: JobContext, reason: GiveBackReason): Promise
   const { event, message, start, deps, options } = job;
   // The key is claimed for a call that will not happen: the claim becomes this dispatch's failure (see processJob).
   if (reason !== 'late-start') {
-    const failed = failedRecord(event.dispatchId, deps.clock.now(), deps.config);
+    const failed = endedRecord('failed', event.dispatchId, deps.clock.now(), deps.config);
     await deps.stores.idempotency.putIdempotency(event.idempotencyKey, failed);
   }
   // Given back once: the refund carries the dispatch id, and the start delay of a late start (an event sent before

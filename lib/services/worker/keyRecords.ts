@@ -3,33 +3,28 @@ import type { JobEvent } from '../../ports/Invoker';
 import type { IdempotencyRecord } from '../../ports/IdempotencyStore';
 import type { BatchEnding } from './types';
 
-/** The record of dispatch `dispatchId`'s success at `at`, kept for the idempotency TTL. */
-export function successRecord(
+/**
+ * How a dispatch's call ended, as its key records it: `succeeded` keeps every later call out; `failed` keeps out only
+ * that dispatch and lets the next one (the next attempt) claim the key; `dead-lettered` keeps every later claim out.
+ */
+export type EndedStatus = 'succeeded' | 'failed' | 'dead-lettered';
+
+/** The fields the records of an ended call share (see `IdempotencyRecord`). */
+export interface EndedRecord<S extends EndedStatus> {
+  readonly status: S;
+  readonly dispatchId: string;
+  readonly at: number;
+  readonly expiresAt: number;
+}
+
+/** The record of dispatch `dispatchId`'s call ended at `at` as `status`, kept for the idempotency TTL. */
+export function endedRecord<S extends EndedStatus>(
+  status: S,
   dispatchId: string,
   at: number,
   config: ServiceConfig,
-): IdempotencyRecord & { status: 'succeeded' } {
-  return { status: 'succeeded', dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs };
-}
-
-/**
- * The record of dispatch `dispatchId`'s failure at `at`, kept for the idempotency TTL: it keeps out only that
- * dispatch, and lets the next one (the next attempt) claim the key.
- */
-export function failedRecord(dispatchId: string, at: number, config: ServiceConfig): IdempotencyRecord {
-  return { status: 'failed', dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs };
-}
-
-/**
- * The record of the job whose dispatch `dispatchId` dead-lettered it at `at`, kept for the idempotency TTL: it keeps
- * every later claim out.
- */
-export function deadLetteredRecord(
-  dispatchId: string,
-  at: number,
-  config: ServiceConfig,
-): IdempotencyRecord & { status: 'dead-lettered' } {
-  return { status: 'dead-lettered', dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs };
+): EndedRecord<S> {
+  return { status, dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs };
 }
 
 /**

@@ -6,7 +6,7 @@ import { returnAllUnconsumed, type Unconsumed } from '../queueOutcomes';
 import { endRefusalRun } from './circuitReports';
 import { CircuitView } from './circuitView';
 import { messageOf, withKey } from './jobMessage';
-import { successRecord } from './keyRecords';
+import { endedRecord } from './keyRecords';
 import { processJob } from './processJob';
 import { deliverResults } from './results';
 import { claimRefund, recordSettlement, refundOf } from './settlements';
@@ -105,7 +105,7 @@ async function recordSuccesses(batchId: string, succeeded: readonly JobEvent[], 
       Promise.all(
         succeeded.map((job) =>
           stores.idempotency
-            .putIdempotency(job.idempotencyKey, successRecord(job.dispatchId, now, config))
+            .putIdempotency(job.idempotencyKey, endedRecord('succeeded', job.dispatchId, now, config))
             .catch(() => undefined),
         ),
       ),

@@ -7,7 +7,7 @@ import { claimKey, standBack } from './claims';
 import { CircuitView } from './circuitView';
 import { endFailed, endSucceeded, giveBack, type GiveBackReason } from './jobEndings';
 import { keysOf, messageOf } from './jobMessage';
-import { failedRecord, inProgress } from './keyRecords';
+import { endedRecord, inProgress } from './keyRecords';
 import { owedBy, usageOf } from './settlements';
 import type { AnsweredCall, JobContext, JobOptions, JobOutcome, WorkerDeps } from './types';
 
@@ -30,7 +30,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   // and one that already claimed it keeps it.
   const lateAtStart = start > event.callBy;
   const claim = lateAtStart
-    ? failedRecord(event.dispatchId, start, config)
+    ? endedRecord('failed', event.dispatchId, start, config)
     : inProgress(event, start, config, options.batch);
   const held = await claimKey(event.idempotencyKey, claim, start, deps);
   if (held !== null) return standBack(held, event, job.message, start, deps);

@@ -4,18 +4,13 @@ import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuit
 import { processBatch } from '../../../../lib/services/worker/processBatch';
 import { processJob } from '../../../../lib/services/worker/processJob';
 import { LANE, START, openCircuit, testConfig, workerHarness } from '../../../helpers/serviceFixtures';
-import { batchOf } from '../../../helpers/workerFixtures';
+import { atSlot, batchOf } from '../../../helpers/workerFixtures';
 
 describe('CircuitView', () => {
   it('holds back the jobs whose slots come after the circuit opened, once the reading it was sent with is circuitPollMs old', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b', 'c']);
-    const at = (job: JobEvent, ms: number): JobEvent => ({
-      ...job,
-      slotAt: START + ms,
-      callBy: START + ms + 10,
-      reservation: { ...job.reservation, at: START + ms },
-    });
+    const at = (job: JobEvent, ms: number): JobEvent => atSlot(job, ms, ms + 10);
     const pollMs = h.config.orchestrator.circuitPollMs;
     const outcome = processBatch(
       { ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 100), at(event.jobs[2]!, pollMs + 400)] },
@@ -41,12 +36,7 @@ describe('CircuitView', () => {
   it('holds back the jobs whose slots come after an operator paused the lane, as after the circuit opened', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b']);
-    const at = (job: JobEvent, ms: number): JobEvent => ({
-      ...job,
-      slotAt: START + ms,
-      callBy: START + ms + 10,
-      reservation: { ...job.reservation, at: START + ms },
-    });
+    const at = (job: JobEvent, ms: number): JobEvent => atSlot(job, ms, ms + 10);
     const pollMs = h.config.orchestrator.circuitPollMs;
     const outcome = processBatch(
       { ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 400)] },
@@ -71,12 +61,7 @@ describe('CircuitView', () => {
     const h = workerHarness();
     const [job] = (await batchOf(h, ['a'])).jobs;
     jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation(() => h.clock.sleep(500).then(() => undefined));
-    const late = {
-      ...job!,
-      slotAt: START + 400,
-      callBy: START + 410,
-      reservation: { ...job!.reservation, at: START + 400 },
-    };
+    const late = atSlot(job!, 400, 410);
 
     const outcome = processJob(late, h.deps);
     await h.clock.advance(1_000);
@@ -103,12 +88,7 @@ describe('CircuitView', () => {
         circuitPolicyFrom(h.config.circuit),
       );
       const event = await batchOf(h, ['a', 'b']);
-      const at = (job: JobEvent, ms: number): JobEvent => ({
-        ...job,
-        slotAt: START + ms,
-        callBy: START + ms + 10,
-        reservation: { ...job.reservation, at: START + ms },
-      });
+      const at = (job: JobEvent, ms: number): JobEvent => atSlot(job, ms, ms + 10);
       const run = jest.spyOn(h.stores.circuit, 'refusalRun');
       const outcome = processBatch({ ...event, jobs: event.jobs.map((job, i) => at(job, slotsMs[i]!)) }, h.deps);
       await h.clock.advance(pollMs + 300);

@@ -12,7 +12,7 @@ import {
   workerHarness,
   type WorkerHarness,
 } from '../../../helpers/serviceFixtures';
-import { batchOf } from '../../../helpers/workerFixtures';
+import { atSlot, batchOf } from '../../../helpers/workerFixtures';
 
 describe('processBatch', () => {
   it('records its successes in one write under its first dispatch id, which its claims name, and writes no record per key', async () => {
@@ -119,12 +119,7 @@ describe('processBatch', () => {
   it('gives back the reservations of the jobs that started too late in one write, and calls the others at their slots', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b', 'c']);
-    const lateBy = (job: JobEvent, ms: number): JobEvent => ({
-      ...job,
-      slotAt: START + ms,
-      callBy: START + ms,
-      reservation: { ...job.reservation, at: START + ms },
-    });
+    const lateBy = (job: JobEvent, ms: number): JobEvent => atSlot(job, ms, ms);
     const jobs = [lateBy(event.jobs[0]!, -20), lateBy(event.jobs[1]!, -10), lateBy(event.jobs[2]!, 30)];
     const appends = jest.spyOn(h.stores.ledger, 'addSettlements');
 
@@ -142,12 +137,7 @@ describe('processBatch', () => {
   it('sends the jobs that started too late back in one request, and deletes their originals with the successes', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b', 'c']);
-    const late = (job: JobEvent): JobEvent => ({
-      ...job,
-      slotAt: START - 20,
-      callBy: START - 20,
-      reservation: { ...job.reservation, at: START - 20 },
-    });
+    const late = (job: JobEvent): JobEvent => atSlot(job, -20, -20);
     const stats = { ...h.queues.stats };
 
     await expect(
@@ -171,12 +161,7 @@ describe('processBatch', () => {
   it('keeps a job whose copy could not be sent back: its original reappears, and the batch names it', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b']);
-    const late = (job: JobEvent): JobEvent => ({
-      ...job,
-      slotAt: START - 20,
-      callBy: START - 20,
-      reservation: { ...job.reservation, at: START - 20 },
-    });
+    const late = (job: JobEvent): JobEvent => atSlot(job, -20, -20);
     jest.spyOn(h.queues, 'sendBatch').mockResolvedValueOnce([{ index: 0, reason: 'InternalError' }]);
 
     await expect(processBatch({ ...event, jobs: [late(event.jobs[0]!), event.jobs[1]!] }, h.deps)).rejects.toThrow(
