@@ -4,13 +4,8 @@ import { WorkerMetrics } from '../lib/wiring/eventMetrics';
 import { lambdaTelemetry, type Telemetry } from '../lib/adapters/telemetry';
 import type { Env } from '../lib/configFromEnv';
 import type { JobEvent, WorkerEvent } from '../lib/ports/Invoker';
-import {
-  processWorkerEvent,
-  type JobOutcome,
-  type WorkerDeps,
-  type WorkerOutcome,
-  type WorkerReport,
-} from '../lib/services/processJob';
+import { processWorkerEvent } from '../lib/services/worker/processWorkerEvent';
+import type { JobOutcome, WorkerDeps, WorkerOutcome, WorkerReport } from '../lib/services/worker/types';
 
 /** Why `job` is not a job event this worker reads, or `undefined` when it is one. */
 function jobProblem(job: unknown): string | undefined {

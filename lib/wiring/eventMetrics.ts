@@ -1,7 +1,7 @@
 import type { CircuitStatus } from '../domain/breaker/state';
 import type { MetricSink } from '../adapters/metrics/emfMetrics';
 import { deadLetterClass, METRICS, METRICS_PUBLISH_INTERVAL_MS } from '../adapters/metrics/serviceMetrics';
-import type { JobOutcome, WorkerReport } from '../services/processJob';
+import type { JobOutcome, WorkerReport } from '../services/worker/types';
 import type { OrchestratorEvent } from '../services/orchestrator/types';
 
 /** The {@link METRICS.circuitOpen} value of a status: the circuit lets no job through unless closed. */

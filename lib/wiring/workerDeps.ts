@@ -15,7 +15,7 @@ import { systemClock } from '../adapters/systemClock';
 import { workerSettingsFromEnv, type Env } from '../configFromEnv';
 import type { ResultHandler } from '../ports/ResultHandler';
 import type { ResultDestination } from '../resultDestination';
-import type { WorkerDeps } from '../services/processJob';
+import type { WorkerDeps } from '../services/worker/types';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
 
 /** The clients of the worker function: AWS's, and the HTTP client that calls the API. */

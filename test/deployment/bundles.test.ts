@@ -17,7 +17,7 @@ describe('what each function bundles', () => {
         'lib/domain/pacing/pacer.ts',
       ]),
     );
-    expect(sources.filter((source) => /adapters\/(http|ssm)\/|services\/processJob/.test(source))).toEqual([]);
+    expect(sources.filter((source) => /adapters\/(http|ssm)\/|services\/worker\//.test(source))).toEqual([]);
     expect(packages).toContain('@aws-sdk/client-lambda');
     expect(packages).not.toContain('@aws-sdk/client-ssm');
   });
@@ -25,7 +25,7 @@ describe('what each function bundles', () => {
   it("keeps the orchestrator's code out of the worker: no Lambda invoker, no pacer, no ledger", async () => {
     const { sources, packages } = await bundled('functions/worker.ts');
     expect(sources).toEqual(
-      expect.arrayContaining(['lib/services/processJob.ts', 'lib/adapters/http/HttpApiCaller.ts']),
+      expect.arrayContaining(['lib/services/worker/processWorkerEvent.ts', 'lib/adapters/http/HttpApiCaller.ts']),
     );
     expect(
       sources.filter((source) =>

@@ -17,7 +17,7 @@ import type { CircuitStore } from '../../lib/ports/CircuitStore';
 import type { LedgerStore } from '../../lib/ports/LedgerStore';
 import { applyCircuitEvent } from '../../lib/services/circuitUpdates';
 import { jobEventOf, parseJob } from '../../lib/services/parseJob';
-import type { WorkerDeps } from '../../lib/services/processJob';
+import type { WorkerDeps } from '../../lib/services/worker/types';
 import type { OrchestratorDeps, OrchestratorEvent, RunSummary } from '../../lib/services/orchestrator/types';
 
 /** Virtual start instant of every service test: a fixed Monday, 00:00 UTC (a multiple of every ledger bucket). */

@@ -1,7 +1,7 @@
 import { CallSlots } from '../../lib/domain/inflight/callSlots';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
-import type { WorkerDeps } from '../../lib/services/processJob';
+import type { WorkerDeps } from '../../lib/services/worker/types';
 
 /** The dispatch ids the workers' reports (settlements) named, by how their write ended. */
 export interface Reports {

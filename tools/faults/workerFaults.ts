@@ -1,6 +1,6 @@
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
-import type { WorkerDeps } from '../../lib/services/processJob';
+import type { WorkerDeps } from '../../lib/services/worker/types';
 import { jobIdOf } from '../simulation/jobs';
 
 /** Faults of the worker function. */

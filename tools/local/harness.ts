@@ -19,7 +19,7 @@ import {
   type ReceivedMessage,
 } from '../../lib/ports/QueueReceiver';
 import type { StateStores } from '../../lib/ports/StateStores';
-import type { WorkerDeps } from '../../lib/services/processJob';
+import type { WorkerDeps } from '../../lib/services/worker/types';
 import { workerDepsFromEnv } from '../../lib/wiring/workerDeps';
 import { stampSentAt, startApiServer, type ApiServer } from './apiServer';
 import {

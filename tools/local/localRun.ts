@@ -9,7 +9,7 @@ import { CONFIG_ENV, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { QueueName } from '../../lib/ports/QueueReceiver';
 import type { Settlement } from '../../lib/domain/quota/ledger';
-import type { WorkerStores } from '../../lib/services/processJob';
+import type { WorkerStores } from '../../lib/services/worker/types';
 import { namedUnits } from '../../lib/domain/quota/tiers';
 import { buildJobs, unitAttributes, type JobSpec } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';

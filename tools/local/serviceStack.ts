@@ -15,7 +15,7 @@ import type { MessageAttribute, QueueName, ReceivedMessage } from '../../lib/por
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 import type { StateStores } from '../../lib/ports/StateStores';
-import type { WorkerDeps } from '../../lib/services/processJob';
+import type { WorkerDeps } from '../../lib/services/worker/types';
 import { runOrchestrator } from '../../lib/services/orchestrator/runOrchestrator';
 import type { OrchestratorEvent, RunSummary } from '../../lib/services/orchestrator/types';
 import { InvokeTiming, type InvokeTimingModel } from '../simulation/startDelays';

@@ -4,7 +4,7 @@ import { MemoryInvoker } from '../memory/MemoryInvoker';
 import { MemoryQueues } from '../memory/MemoryQueues';
 import { MemoryCircuitStore, memoryStores } from '../memory/MemoryStores';
 import { READ_ORDER, type MessageAttribute } from '../../lib/ports/QueueReceiver';
-import { processWorkerEvent } from '../../lib/services/processJob';
+import { processWorkerEvent } from '../../lib/services/worker/processWorkerEvent';
 import { runOrchestrator } from '../../lib/services/orchestrator/runOrchestrator';
 import type { OrchestratorEvent } from '../../lib/services/orchestrator/types';
 import { namedUnits } from '../../lib/domain/quota/tiers';

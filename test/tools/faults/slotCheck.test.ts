@@ -1,6 +1,6 @@
 import type { Settlement } from '../../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../../lib/domain/quota/ledgerJSON';
-import type { WorkerDeps } from '../../../lib/services/processJob';
+import type { WorkerDeps } from '../../../lib/services/worker/types';
 import {
   dispatchIdsOf,
   reportingTo,

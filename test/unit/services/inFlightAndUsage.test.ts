@@ -1,7 +1,7 @@
 import { parseServiceConfig, type ServiceConfig } from '../../../lib/config';
 import type { ApiResult } from '../../../lib/domain/outcome/apiResult';
 import type { WorkerEvent } from '../../../lib/ports/Invoker';
-import { processWorkerEvent } from '../../../lib/services/processJob';
+import { processWorkerEvent } from '../../../lib/services/worker/processWorkerEvent';
 import { runOrchestrator } from '../../../lib/services/orchestrator/runOrchestrator';
 import type { OrchestratorEvent } from '../../../lib/services/orchestrator/types';
 import {

@@ -13,7 +13,7 @@ import type { ReceivedMessage } from '../../../../lib/ports/QueueReceiver';
 import type { Lease } from '../../../../lib/ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../../../lib/ports/LedgerStore';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
-import { processWorkerEvent } from '../../../../lib/services/processJob';
+import { processWorkerEvent } from '../../../../lib/services/worker/processWorkerEvent';
 import { forceCircuit, pauseLane, resumeLane } from '../../../../lib/services/operator/laneControl';
 import { runOrchestrator } from '../../../../lib/services/orchestrator/runOrchestrator';
 import { INITIAL_CHAIN_GAP_MS } from '../../../../lib/domain/pacing/dispatchLead';

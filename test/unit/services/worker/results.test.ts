@@ -1,9 +1,11 @@
-import type { ApiResult } from '../../../lib/domain/outcome/apiResult';
-import { StateUnavailableError } from '../../../lib/errors';
-import type { Settlement } from '../../../lib/domain/quota/ledger';
-import type { BatchEvent } from '../../../lib/ports/Invoker';
-import type { JobResult, ResultHandler, UndeliveredResult } from '../../../lib/ports/ResultHandler';
-import { processBatch, processJob, type WorkerDeps, type WorkerReport } from '../../../lib/services/processJob';
+import type { ApiResult } from '../../../../lib/domain/outcome/apiResult';
+import { StateUnavailableError } from '../../../../lib/errors';
+import type { Settlement } from '../../../../lib/domain/quota/ledger';
+import type { BatchEvent } from '../../../../lib/ports/Invoker';
+import type { JobResult, ResultHandler, UndeliveredResult } from '../../../../lib/ports/ResultHandler';
+import { processBatch } from '../../../../lib/services/worker/processBatch';
+import { processJob } from '../../../../lib/services/worker/processJob';
+import type { WorkerDeps, WorkerReport } from '../../../../lib/services/worker/types';
 import {
   LANE,
   START,
@@ -12,7 +14,7 @@ import {
   testConfig,
   workerHarness,
   type WorkerHarness,
-} from '../../helpers/serviceFixtures';
+} from '../../../helpers/serviceFixtures';
 
 /** A result handler that records what it is handed, and what the job's state was at that moment. */
 class RecordingHandler implements ResultHandler {

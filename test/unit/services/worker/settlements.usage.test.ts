@@ -1,7 +1,15 @@
-import { parseServiceConfig, type ServiceConfig } from '../../../lib/config';
-import type { ApiResult } from '../../../lib/domain/outcome/apiResult';
-import { processJob, processWorkerEvent } from '../../../lib/services/processJob';
-import { LANE, httpStatus, numberAttr, receiveJobEvent, sendJob, workerHarness } from '../../helpers/serviceFixtures';
+import { parseServiceConfig, type ServiceConfig } from '../../../../lib/config';
+import type { ApiResult } from '../../../../lib/domain/outcome/apiResult';
+import { processJob } from '../../../../lib/services/worker/processJob';
+import { processWorkerEvent } from '../../../../lib/services/worker/processWorkerEvent';
+import {
+  LANE,
+  httpStatus,
+  numberAttr,
+  receiveJobEvent,
+  sendJob,
+  workerHarness,
+} from '../../../helpers/serviceFixtures';
 
 /** A lane counting output tokens, reading OpenAI-shaped answers, with `extra` settings. */
 function llmConfig(extra: Record<string, unknown> = {}): ServiceConfig {

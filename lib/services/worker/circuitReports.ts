@@ -1,0 +1,67 @@
+import type { Circuit, CircuitEvent } from '../../domain/breaker/state';
+import { circuitPolicyFrom } from '../../domain/breaker/policy';
+import type { Classification } from '../../domain/outcome/classify';
+import { applyCircuitEvent, type OnCircuitTransition } from '../circuitUpdates';
+import type { WorkerDeps } from './types';
+
+/**
+ * Reports a failed call to the circuit: a 429 pauses the lane until the API's Retry-After (or the retry delay); a
+ * transient failure counts toward opening; a refusal of the caller (401, 403) opens it; another 4xx lengthens the
+ * run of refusals. Returns the circuit after the report, `undefined` when the result is none of the circuit's business.
+ */
+export async function reportFailure(
+  classification: Classification,
+  delayMs: number,
+  now: number,
+  lane: string,
+  deps: WorkerDeps,
+): Promise<Circuit | undefined> {
+  const event = circuitEventOf(classification, delayMs, now);
+  return event === undefined ? undefined : reportToCircuit(event, now, lane, deps);
+}
+
+/** The event a failed call classified as `classification` makes on the circuit, if any (see {@link reportFailure}). */
+function circuitEventOf(classification: Classification, delayMs: number, now: number): CircuitEvent | undefined {
+  switch (classification.kind) {
+    case 'rate-limited':
+      return { type: 'rate-limited', retryAt: now + (classification.retryAfterMs ?? delayMs) };
+    case 'transient':
+      return { type: 'transient-failure' };
+    case 'caller-rejected':
+      return { type: 'caller-rejected', reason: classification.reason };
+    case 'client-error':
+      return { type: 'client-error', reason: classification.reason };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Reports a success to the lane's circuit when it ends a run of 4xx refusals, the only change a success makes. The run
+ * is read eventually consistent (half a read unit), unless a batch's circuit check read it `known` less than a second
+ * ago: either way a run that began in the last second may be missed, and then the next success ends it, or the next
+ * refusal lengthens it by one more than it should.
+ */
+export async function endRefusalRun(now: number, lane: string, deps: WorkerDeps, known?: number): Promise<void> {
+  if ((known ?? (await deps.stores.circuit.refusalRun(lane))) > 0)
+    await reportToCircuit({ type: 'success' }, now, lane, deps);
+}
+
+/** Applies `event` to the lane's circuit, tells {@link WorkerDeps.onEvent} of a change of status it wrote, and returns the circuit after. */
+async function reportToCircuit(event: CircuitEvent, now: number, lane: string, deps: WorkerDeps): Promise<Circuit> {
+  const { after } = await applyCircuitEvent(
+    deps.stores.circuit,
+    lane,
+    event,
+    now,
+    circuitPolicyFrom(deps.config.circuit),
+    transitionsOf(deps),
+  );
+  return after;
+}
+
+/** The hook that hands the circuit transitions a worker writes to {@link WorkerDeps.onEvent}. */
+export function transitionsOf(deps: WorkerDeps): OnCircuitTransition | undefined {
+  const { onEvent } = deps;
+  return onEvent === undefined ? undefined : (transition) => onEvent({ type: 'circuit-transition', ...transition });
+}

@@ -1,0 +1,62 @@
+import type { JobEvent } from '../../ports/Invoker';
+import { isStoppedBatchClaim, type IdempotencyRecord } from '../../ports/IdempotencyStore';
+import type { MessageRef } from '../queueOutcomes';
+import { deadLetterRecorded } from './deadLettering';
+import { recordOwedSettlement, refundOnce } from './settlements';
+import type { JobOutcome, WorkerDeps } from './types';
+
+/**
+ * Claims `key` with `claim` (see `IdempotencyStore.putIdempotencyIfAbsent`). A stopped batch claim in the way
+ * is looked up in its batch's record: a success recorded there holds the key as a success record would; without one,
+ * its worker stopped (it may or may not have called), and the claim of another dispatch replaces it, as it would an
+ * expired claim. One of the same dispatch keeps the key: a dispatch claims its key once, since that claim may have
+ * called.
+ * @returns `null` when claimed, else the record that holds the key.
+ */
+export async function claimKey(
+  key: string,
+  claim: IdempotencyRecord,
+  now: number,
+  deps: WorkerDeps,
+): Promise<IdempotencyRecord | null> {
+  const { idempotency } = deps.stores;
+  const held = await idempotency.putIdempotencyIfAbsent(key, claim, now);
+  if (held === null || !isStoppedBatchClaim(held, now)) return held;
+  const at = await idempotency.batchSuccessAt(held.batch.id, held.dispatchId);
+  if (at !== undefined) return { status: 'succeeded', dispatchId: held.dispatchId, at, expiresAt: held.expiresAt };
+  if (held.dispatchId === claim.dispatchId) return held;
+  return idempotency.putIdempotencyIfAbsent(key, claim, now, held.dispatchId);
+}
+
+/**
+ * What a delivery does when the job's key is held (`held`): it makes no call. Only a different dispatch gives its
+ * reservation back, and only once (see {@link refundOnce}; a refund that cannot be recorded leaves quota unused,
+ * never exceeded). A job that ended leaves its copy of the message to be deleted or, when its dead-lettering may have
+ * stopped short of the DLQ, dead-lettered with the recorded reason.
+ */
+export async function standBack(
+  held: IdempotencyRecord,
+  event: JobEvent,
+  message: MessageRef,
+  start: number,
+  deps: WorkerDeps,
+): Promise<JobOutcome> {
+  const { queues } = deps;
+  if (held.dispatchId !== event.dispatchId) await refundOnce(event, start, deps);
+  if (held.status === 'succeeded') {
+    await recordOwedSettlement(event, held, start, deps);
+    await queues.delete(message.queue, message.receiptHandle);
+    return 'duplicate';
+  }
+  if (held.status === 'dead-lettered') {
+    // A further delivery of the same dispatch leaves the message alone: its first delivery moved it (or stopped
+    // before, and the message's next dispatch finishes). A different dispatch holds the message: with a reason
+    // still recorded, the first worker may have stopped before the message reached the dead-letter queue, so this
+    // one sends it there; without, it only deletes its copy.
+    if (held.dispatchId === event.dispatchId) return 'already-ended';
+    if (held.reason === undefined) await queues.delete(message.queue, message.receiptHandle);
+    else await deadLetterRecorded(message, held.reason, event, held, deps);
+    return 'duplicate';
+  }
+  return held.status === 'failed' ? 'already-failed' : 'busy-elsewhere';
+}

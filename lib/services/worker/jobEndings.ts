@@ -1,0 +1,176 @@
+import type { RetryDecision } from '../../domain/outcome/retryPolicy';
+import type { Settlement } from '../../domain/quota/ledger';
+import { retryLater, returnUnconsumed } from '../queueOutcomes';
+import { endRefusalRun, reportFailure } from './circuitReports';
+import { deadLetterRecorded } from './deadLettering';
+import { withKey } from './jobMessage';
+import { endedRecord } from './keyRecords';
+import { handOnResult } from './results';
+import { recordOwed, recordSettlement, refundOf, releaseSlot, unrecorded } from './settlements';
+import type { AnsweredCall, JobContext, JobOutcome } from './types';
+
+/** What the retry policy decides for a call that did not succeed. */
+type Failure = Exclude<RetryDecision, { action: 'succeed' }>;
+
+/**
+ * Ends a job whose call succeeded at `call.now`: records what it owes the ledger (held in the success record until
+ * then), writes the success record, hands its result on (see {@link handOnResult}), deletes the message, and reports
+ * the success to the circuit (unless the job's options leave either to its batch).
+ * @throws StateUnavailableError when its settlement cannot be recorded (the message is kept if the record holds it;
+ * the result is handed on all the same: the job has succeeded either way).
+ */
+export async function endSucceeded(job: JobContext, call: AnsweredCall): Promise<JobOutcome> {
+  const { event, message, start, deps, options } = job;
+  const { result, now, owed, release } = call;
+  const { stores, queues, config } = deps;
+  const succeeded = endedRecord('succeeded', event.dispatchId, now, config);
+  await releaseSlot(event.lane, release, deps);
+  if (owed !== undefined) {
+    // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
+    // cannot reach DynamoDB in between leaves both, and the message's next dispatch finds the record (no second
+    // call) and records the settlement (see recordOwedSettlement).
+    const holding = await stores.idempotency
+      .putIdempotency(event.idempotencyKey, { ...succeeded, settlement: owed })
+      .then(
+        () => true,
+        () => false,
+      );
+    if (!(await recordSettlement(event.lane, start, deps, owed))) {
+      // Without a record, the message must go all the same, or its next dispatch would call again: ended is ended.
+      if (!holding) await queues.delete(message.queue, message.receiptHandle);
+      await handOnResult(event, result, now, deps, options.batch);
+      throw unrecorded(owed, holding ? 'its success record holds it, and the message was kept' : 'it is lost');
+    }
+  }
+  // The record first, then the delete: a worker stopping in between leaves a message whose next dispatch finds the
+  // record (no second call) and deletes it. A record that cannot be written does not keep the message: with the
+  // message gone no dispatch follows, and a further delivery of this very dispatch, however late, finds that it
+  // claimed the key (a dispatch claims it once). A batch records its successes together, before its deletes, unless
+  // a record of the job's own held a settlement.
+  const { batch } = options;
+  if (batch !== undefined && owed === undefined) batch.succeeded(event);
+  else await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
+  await handOnResult(event, result, now, deps, batch);
+  if (batch !== undefined) {
+    batch.deleteLater(message.queue, message.receiptHandle);
+    return 'succeeded';
+  }
+  await queues.delete(message.queue, message.receiptHandle);
+  // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
+  await endRefusalRun(now, event.lane, deps);
+  return 'succeeded';
+}
+
+/**
+ * Ends a job whose call failed at `call.now`: reports the failure to the circuit (see {@link fateOf}), records the
+ * dispatch's failure or the job's dead-lettering under its key, records what the call owes the ledger and frees its
+ * slot, then keeps, dead-letters or requeues the message (see {@link sendOnward}).
+ * @throws StateUnavailableError when its settlement cannot be recorded (the message's fate went ahead all the same).
+ */
+export async function endFailed(job: JobContext, call: AnsweredCall, decision: Failure): Promise<JobOutcome> {
+  const { event, start, deps } = job;
+  const { now, owed, release } = call;
+  const fate = await fateOf(job, call, decision);
+  // Written before the message is requeued, kept or dead-lettered, so a second delivery of this event does not call
+  // again. `failed` lets the next dispatch (the next attempt) claim the key; `dead-lettered` keeps every later claim
+  // out, and is written before the message leaves: a worker stopping in between leaves a message whose next
+  // dispatch finds the record and dead-letters it without calling (ended is ended).
+  await deps.stores.idempotency.putIdempotency(
+    event.idempotencyKey,
+    fate.action === 'dead-letter'
+      ? { ...endedRecord('dead-lettered', event.dispatchId, now, deps.config), reason: fate.reason }
+      : endedRecord('failed', event.dispatchId, now, deps.config),
+  );
+  // Recorded before the message is requeued, kept or dead-lettered. A failed call rarely owes one (only when the API
+  // reports a usage other than the estimate); if it cannot be recorded, the message's fate goes ahead and the worker
+  // fails with the settlement in its error (a retry must not wait on the ledger).
+  const recorded = await recordOwed(event.lane, owed, start, deps);
+  await releaseSlot(event.lane, release, deps);
+  const outcome = await sendOnward(job, call, fate);
+  if (!recorded && owed !== undefined)
+    throw unrecorded(owed, 'the message was requeued, kept or dead-lettered all the same');
+  return outcome;
+}
+
+/**
+ * Reports a failed call to the circuit (see {@link reportFailure}) and returns its fate: `decision`, unless the call
+ * was a 4xx and the circuit is no longer closed after the report, when the job is kept.
+ */
+async function fateOf(
+  { event, deps }: JobContext,
+  { classification, now }: AnsweredCall,
+  decision: Failure,
+): Promise<Failure> {
+  const delayMs = decision.action === 'retry' ? decision.delayMs : 0;
+  const circuit = await reportFailure(classification, delayMs, now, event.lane, deps);
+  // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
+  // and the job waits with the others, whether this run of refusals opened it or something else did.
+  return classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed'
+    ? { action: 'keep', reason: classification.reason }
+    : decision;
+}
+
+/**
+ * Sends a failed job's message where its `fate` says: back to its queue without consuming an attempt (see
+ * {@link returnUnconsumed}), to its dead-letter queue with the API's answer (see {@link deadLetterRecorded}), or to be
+ * tried again after the fate's delay (see {@link retryLater}).
+ */
+async function sendOnward(
+  { event, message, deps }: JobContext,
+  { result, now }: AnsweredCall,
+  fate: Failure,
+): Promise<JobOutcome> {
+  if (fate.action === 'keep') {
+    await returnUnconsumed(deps.queues, message, event.attempt);
+    return 'kept';
+  }
+  if (fate.action === 'dead-letter') {
+    const apiError = result.kind === 'response' ? result.body : undefined;
+    const record = endedRecord('dead-lettered', event.dispatchId, now, deps.config);
+    await deadLetterRecorded(message, fate.reason, event, record, deps, apiError);
+    return 'dead-lettered';
+  }
+  await retryLater(deps.queues, withKey(message, event.idempotencyKey), event.attempt, fate.delayMs);
+  return 'retried';
+}
+
+/**
+ * Why a job that holds its key gives it back without calling: it started after `callBy` (`late-start`: it claimed the
+ * key as this dispatch's failure), its claim took it past `callBy` (`too-late`), or the circuit stopped the lane while
+ * it waited for its slot (`held-back`).
+ */
+export type GiveBackReason = 'late-start' | 'too-late' | 'held-back';
+
+/**
+ * Gives back a job that will not call: its reservation and its message, which goes back to its queue without
+ * consuming an attempt (see {@link returnUnconsumed}); a batch's job leaves both to its batch.
+ */
+export async function giveBack(job: JobContext, reason: GiveBackReason): Promise<JobOutcome> {
+  const { event, message, start, deps, options } = job;
+  // The key is claimed for a call that will not happen: the claim becomes this dispatch's failure (see processJob).
+  if (reason !== 'late-start') {
+    const failed = endedRecord('failed', event.dispatchId, deps.clock.now(), deps.config);
+    await deps.stores.idempotency.putIdempotency(event.idempotencyKey, failed);
+  }
+  // Given back once: the refund carries the dispatch id, and the start delay of a late start (an event sent before
+  // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
+  const refund: Settlement = { ...refundOf(event), ...(reason === 'late-start' ? lateness(job) : {}) };
+  const unconsumed = { message: withKey(message, event.idempotencyKey), attempt: event.attempt };
+  if (options.batch === undefined) {
+    await recordSettlement(event.lane, start, deps, refund);
+    await returnUnconsumed(deps.queues, unconsumed.message, unconsumed.attempt);
+  } else {
+    options.batch.refundLater(refund);
+    options.batch.returnLater(unconsumed);
+  }
+  return reason === 'held-back' ? 'held-back' : 'too-late';
+}
+
+/**
+ * How late `job` started: after the slot of the message before it in its batch (see `JobOptions.chainedAfter`),
+ * else after its event was sent.
+ */
+function lateness({ event, start, options }: JobContext): Pick<Settlement, 'chainGapMs' | 'startDelayMs'> {
+  if (options.chainedAfter !== undefined) return { chainGapMs: start - options.chainedAfter };
+  return Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
+}

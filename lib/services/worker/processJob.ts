@@ -1,0 +1,93 @@
+import { classify } from '../../domain/outcome/classify';
+import { decideRetry } from '../../domain/outcome/retryPolicy';
+import type { ServiceConfig } from '../../config';
+import type { Clock } from '../../ports/Clock';
+import type { JobEvent } from '../../ports/Invoker';
+import { claimKey, standBack } from './claims';
+import { CircuitView } from './circuitView';
+import { endFailed, endSucceeded, giveBack, type GiveBackReason } from './jobEndings';
+import { keysOf, messageOf } from './jobMessage';
+import { endedRecord, inProgress } from './keyRecords';
+import { owedBy, usageOf } from './settlements';
+import type { AnsweredCall, JobContext, JobOptions, JobOutcome, WorkerDeps } from './types';
+
+/**
+ * Handles one job: calls the API at most once per dispatch, and never again after a recorded success; then deletes,
+ * retries, keeps or dead-letters the message, reports every result that concerns the circuit (transient failures,
+ * 429s, 4xx refusals, and a success ending a run of refusals), and settles the reservation when the actual cost
+ * differs from the reserved one (or nothing reached the API).
+ *
+ * A job refused with 401 or 403 is kept (see `returnUnconsumed`), and so is one refused with another 4xx once
+ * the circuit is open after its report: the refusal then says the caller may be wrong, not the job.
+ */
+export async function processJob(event: JobEvent, deps: WorkerDeps, options: JobOptions = {}): Promise<JobOutcome> {
+  const { config } = deps;
+  const job: JobContext = { event, message: messageOf(event), start: deps.clock.now(), deps, options };
+  const { start } = job;
+  // The key is claimed before the wait for the slot, so that nothing but the call itself follows the slot: the call
+  // leaves within the timer's lateness of it. A worker already late claims the key as this dispatch's failure: no
+  // other delivery of this event can call after it (a 'failed' record of a dispatch keeps out only that dispatch),
+  // and one that already claimed it keeps it.
+  const lateAtStart = start > event.callBy;
+  const claim = lateAtStart
+    ? endedRecord('failed', event.dispatchId, start, config)
+    : inProgress(event, start, config, options.batch);
+  const held = await claimKey(event.idempotencyKey, claim, start, deps);
+  if (held !== null) return standBack(held, event, job.message, start, deps);
+  if (lateAtStart) return giveBack(job, 'late-start');
+  const stopped = await waitForSlot(job);
+  if (stopped !== undefined) return giveBack(job, stopped);
+  const call = await callApi(job);
+  const decision = decideRetry(
+    { classification: call.classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random },
+    config.retry,
+  );
+  return decision.action === 'succeed' ? endSucceeded(job, call) : endFailed(job, call, decision);
+}
+
+/**
+ * Waits until just before the job's slot, checks that the circuit still allows the call (see {@link CircuitView}),
+ * then holds the worker to the slot (see {@link holdToSlot}).
+ * @returns why the job gives its key back without calling, or `undefined` when it may call now.
+ */
+async function waitForSlot({ event, deps, options }: JobContext): Promise<GiveBackReason | undefined> {
+  const { clock } = deps;
+  // The lead and a batch's span can be long: the circuit is checked again just before the slot, as the orchestrator
+  // checks it before a dispatch.
+  const ahead = event.slotAt - CIRCUIT_CHECK_AHEAD_MS - clock.now();
+  if (ahead > 0) await clock.sleep(ahead);
+  const circuitAllows = options.circuitAllows ?? new CircuitView(event.sentAt, event.lane, deps).allows;
+  if (!(await circuitAllows(event.slotAt))) return 'held-back';
+  // The claim itself took this worker past `callBy`.
+  if (!(await holdToSlot(event, clock))) return 'too-late';
+  return undefined;
+}
+
+/** How long before a job's slot its worker asks whether the circuit still allows the call. */
+const CIRCUIT_CHECK_AHEAD_MS = 50;
+
+/**
+ * Holds the worker to the event's slot: waits for `slotAt` if it is still ahead, then tells whether the call may
+ * start, which it may until `callBy` (later, it could reach the API after the arrival margin).
+ */
+async function holdToSlot(event: JobEvent, clock: Clock): Promise<boolean> {
+  const early = event.slotAt - clock.now();
+  if (early > 0) await clock.sleep(early);
+  return clock.now() <= event.callBy;
+}
+
+/** Makes the job's call, reports it (`api-called`), and says what it came to and what it owes. */
+async function callApi({ event, deps }: JobContext): Promise<AnsweredCall> {
+  const { clock, api, config } = deps;
+  const result = await api.call(event.body, { idempotencyKey: event.idempotencyKey });
+  const now = clock.now();
+  const classification = classify(result, now);
+  deps.onEvent?.({ type: 'api-called', lane: event.lane, at: now, result: classification.kind, ...keysOf(event) });
+  return { result, now, classification, ...owedBy(event, usageOf(result, config), config) };
+}
+
+/** Backoff cap: the longest a tier takes to give its whole limit back at its steady rate; else the retry settings cap. */
+function refillMs(config: ServiceConfig): number {
+  const windows = config.quotas.flatMap((t) => t.steadyRate()?.perMs ?? []);
+  return windows.length === 0 ? Number.POSITIVE_INFINITY : Math.max(...windows);
+}

@@ -1,0 +1,130 @@
+import type { ApiResult } from '../../domain/outcome/apiResult';
+import type { Settlement } from '../../domain/quota/ledger';
+import type { Costs } from '../../domain/quota/tiers';
+import { usageSourcesOf } from '../../domain/usage/unitSettings';
+import { readUsage } from '../../domain/usage/usageSources';
+import type { ServiceConfig } from '../../config';
+import { StateUnavailableError } from '../../errors';
+import type { JobEvent } from '../../ports/Invoker';
+import type { IdempotencyRecord } from '../../ports/IdempotencyStore';
+import type { Owed, WorkerDeps } from './types';
+
+/** What `event`'s call owes, having used `usage` (the units its answer reports; the others used their estimate). See {@link Owed}. */
+export function owedBy(event: JobEvent, usage: Costs, config: ServiceConfig): Owed {
+  const settlement: Settlement = { reservation: event.reservation, actual: usage, id: event.dispatchId };
+  const differs = Object.entries(usage).some(([unit, used]) => used !== (event.reservation.costs[unit] ?? 0));
+  if (differs) return { owed: settlement };
+  return config.maxInFlight === undefined ? {} : { release: { ...settlement, actual: {} } };
+}
+
+/**
+ * The units the API's answer says the call used, for the units whose usage source finds a count in it (see
+ * `readUsage`); none for a call that got no answer.
+ */
+export function usageOf(result: ApiResult, config: ServiceConfig): Costs {
+  return result.kind === 'response' ? readUsage(usageSourcesOf(config.units), result) : {};
+}
+
+/**
+ * Records `release`, if any, to free the call slot of its dispatch: once, without the back-off of a settlement, since
+ * a release that is lost costs no quota, only the slot until the call could no longer be running.
+ */
+export async function releaseSlot(lane: string, release: Settlement | undefined, deps: WorkerDeps): Promise<void> {
+  if (release !== undefined) await deps.stores.ledger.addSettlements(lane, release).catch(() => undefined);
+}
+
+/** Records `owed`, if any (see {@link recordSettlement}); false when it could not be recorded. */
+export function recordOwed(
+  lane: string,
+  owed: Settlement | undefined,
+  start: number,
+  deps: WorkerDeps,
+): Promise<boolean> {
+  return owed === undefined ? Promise.resolve(true) : recordSettlement(lane, start, deps, owed);
+}
+
+/** First wait between tries of a settlement, doubling up to {@link SETTLEMENT_MAX_BACKOFF_MS}. */
+const SETTLEMENT_BACKOFF_MS = 100;
+/** Longest wait between tries of a settlement. */
+const SETTLEMENT_MAX_BACKOFF_MS = 2_000;
+/** Share of a worker's time (from its start) by which its last try of a settlement begins: the rest ends the message. */
+const SETTLEMENT_TRIES_SHARE = 0.75;
+
+/**
+ * Appends `settlements` to the lane's pending list in one write, trying again with back-off while the store fails
+ * (DynamoDB down or throttling) until {@link SETTLEMENT_TRIES_SHARE} of the worker's time (from `start`) has passed; it
+ * always tries once.
+ * @returns false when every try failed.
+ */
+export async function recordSettlement(
+  lane: string,
+  start: number,
+  deps: WorkerDeps,
+  ...settlements: Settlement[]
+): Promise<boolean> {
+  const { clock, stores, config } = deps;
+  const lastTryBy = start + SETTLEMENT_TRIES_SHARE * config.orchestrator.workerTimeoutMs;
+  for (let waitMs = SETTLEMENT_BACKOFF_MS; ; waitMs = Math.min(SETTLEMENT_MAX_BACKOFF_MS, 2 * waitMs)) {
+    try {
+      await stores.ledger.addSettlements(lane, ...settlements);
+      return true;
+    } catch {
+      if (clock.now() + waitMs > lastTryBy) return false;
+      await clock.sleep(waitMs);
+    }
+  }
+}
+
+/**
+ * Records the settlement a success record `held` owes, if any (its worker could not record it and kept the message),
+ * then writes the record again without it, so that it is recorded once.
+ * @throws StateUnavailableError when it still cannot be recorded: the message is kept for a later dispatch to try again.
+ */
+export async function recordOwedSettlement(
+  event: JobEvent,
+  held: IdempotencyRecord & { status: 'succeeded' },
+  start: number,
+  deps: WorkerDeps,
+): Promise<void> {
+  const { settlement, ...record } = held;
+  if (settlement === undefined) return;
+  if (!(await recordSettlement(event.lane, start, deps, settlement)))
+    throw unrecorded(
+      settlement,
+      `the success record of key '${event.idempotencyKey}' still holds it, and the message was kept`,
+    );
+  await deps.stores.idempotency.putIdempotency(event.idempotencyKey, record);
+}
+
+/** The settlement that gives back `event`'s reservation whole: its dispatch used none of it. */
+export function refundOf(event: JobEvent): Settlement {
+  return { reservation: event.reservation, actual: null, id: event.dispatchId };
+}
+
+/**
+ * Marks `event`'s dispatch as giving its reservation back (see `IdempotencyStore.claimRefund`), the mark kept
+ * for the idempotency TTL from `start`.
+ * @returns false when the dispatch called or gave it back before.
+ */
+export function claimRefund(event: JobEvent, start: number, deps: WorkerDeps): Promise<boolean> {
+  const expiresAt = start + deps.config.orchestrator.idempotencyTtlMs;
+  return deps.stores.idempotency.claimRefund(event.idempotencyKey, event.dispatchId, expiresAt);
+}
+
+/**
+ * Gives back the reservation of a dispatch that does not call (another dispatch holds or ended the key), unless the
+ * dispatch called or gave it back before: the mark of `IdempotencyStore.claimRefund` makes it once per
+ * dispatch, whichever deliveries of it arrive and in whatever order. Without it, a second delivery of a dispatch
+ * that stood back would refund again, and a late delivery of a dispatch that called (its key since claimed by the
+ * next attempt's dispatch) would refund quota its call used: the ledger would under-count either way.
+ */
+export async function refundOnce(event: JobEvent, start: number, deps: WorkerDeps): Promise<void> {
+  if (await claimRefund(event, start, deps)) await recordSettlement(event.lane, start, deps, refundOf(event));
+}
+
+/** The error of a worker that could not record `settlement`, saying what became of it. */
+export function unrecorded(settlement: Settlement, fate: string): StateUnavailableError {
+  return new StateUnavailableError('addSettlements', {
+    cause: new Error(`settlement ${JSON.stringify(settlement)} could not be recorded: ${fate}`),
+  });
+}

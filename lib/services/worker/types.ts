@@ -1,0 +1,178 @@
+import type { Classification } from '../../domain/outcome/classify';
+import type { ApiResult } from '../../domain/outcome/apiResult';
+import type { Settlement } from '../../domain/quota/ledger';
+import type { ServiceConfig } from '../../config';
+import type { ApiCaller } from '../../ports/ApiCaller';
+import type { Clock } from '../../ports/Clock';
+import type { JobEvent } from '../../ports/Invoker';
+import type { QueueName, QueueReceiver } from '../../ports/QueueReceiver';
+import type { CircuitStore } from '../../ports/CircuitStore';
+import type { IdempotencyStore } from '../../ports/IdempotencyStore';
+import type { LedgerStore } from '../../ports/LedgerStore';
+import type { JobResult, ResultHandler } from '../../ports/ResultHandler';
+import type { LaneCircuitTransition } from '../circuitUpdates';
+import type { MessageRef, Unconsumed } from '../queueOutcomes';
+
+/** The stores a worker uses. */
+export interface WorkerStores {
+  readonly idempotency: IdempotencyStore;
+  /** A worker only reports settlements; the orchestrator folds them into the ledger. */
+  readonly ledger: Pick<LedgerStore, 'addSettlements'>;
+  readonly circuit: CircuitStore;
+}
+
+/** What a worker needs. */
+export interface WorkerDeps {
+  readonly clock: Clock;
+  readonly stores: WorkerStores;
+  readonly queues: QueueReceiver;
+  readonly api: ApiCaller;
+  readonly config: ServiceConfig;
+  /** Randomness in [0, 1) for retry jitter. */
+  readonly random: () => number;
+  /**
+   * Told the API's answer to each job whose call succeeded, once its success is recorded (see {@link ResultHandler}).
+   * @default none: the answers are dropped
+   */
+  readonly results?: ResultHandler;
+  /** Receives typed events for logs and metrics; the work never depends on it. */
+  readonly onEvent?: (event: WorkerReport) => void;
+}
+
+/** The ids that follow one job through the logs: its message, its dispatch and its idempotency key. */
+export interface JobKeys {
+  readonly messageId: string;
+  readonly dispatchId: string;
+  readonly idempotencyKey: string;
+}
+
+/** What a worker reports as it goes (times are epoch ms). */
+export type WorkerReport =
+  /** This worker's circuit write recorded a transition (see `circuitTransitionsOf`): a change of status, with its reason. */
+  | ({ readonly type: 'circuit-transition' } & LaneCircuitTransition)
+  /** A job's API call ended at `at`, classified as `result` (`rate-limited` is a 429). */
+  | ({
+      readonly type: 'api-called';
+      readonly lane: string;
+      readonly at: number;
+      readonly result: Classification['kind'];
+    } & JobKeys)
+  /** A job's message was sent to its dead-letter queue with `reason`. */
+  | ({ readonly type: 'dead-lettered'; readonly lane: string; readonly at: number; readonly reason: string } & JobKeys)
+  /**
+   * A succeeded job's result could not be handed to {@link WorkerDeps.results} (the destination refused it or could
+   * not be reached): it is dropped, and the job stays succeeded (its API call is never made again).
+   */
+  | ({
+      readonly type: 'result-undelivered';
+      readonly lane: string;
+      readonly at: number;
+      readonly reason: string;
+    } & JobKeys);
+
+/**
+ * How a job of a batch ends a success: the batch records, deletes and reports its successes together, once all its
+ * jobs have ended (see `processBatch`).
+ */
+export interface BatchEnding {
+  /** The batch's id: the job's claim names it, and so points to where the batch records its successes. */
+  readonly id: string;
+  /**
+   * Told of a success that owes no settlement, instead of writing the job's own success record: the batch records it
+   * with the others (see {@link IdempotencyStore.recordBatchSuccesses}).
+   */
+  readonly succeeded: (event: JobEvent) => void;
+  /** Told of a succeeded job's message, instead of deleting it. */
+  readonly deleteLater: (queue: QueueName, receiptHandle: string) => void;
+  /** Told of a reservation given back by a job that started too late, instead of recording it. */
+  readonly refundLater: (refund: Settlement) => void;
+  /** Told of a job that started too late, instead of returning it to its queue (see `returnAllUnconsumed`). */
+  readonly returnLater: (job: Unconsumed) => void;
+  /** Told of a succeeded job's result, instead of handing it to {@link WorkerDeps.results}. */
+  readonly resultLater: (result: JobResult) => void;
+}
+
+/** How `processJob` handles a job: alone by default, or as one of a batch. */
+export interface JobOptions {
+  readonly batch?: BatchEnding;
+  /**
+   * Whether the job may still call at its slot (see `CircuitView`), shared by a batch's jobs.
+   * @default the job's own
+   */
+  readonly circuitAllows?: (slotAt: number) => Promise<boolean>;
+  /**
+   * The slot of the message before this one of its FIFO group in the same batch, which ended just now: this job
+   * waited for it. If it is then too late to call, its refund says how long after that slot it could start (see
+   * `Settlement.chainGapMs`), not its start delay: the worker did not start late.
+   */
+  readonly chainedAfter?: number;
+}
+
+/** How one job event ended for this delivery. */
+export type JobOutcome =
+  | 'succeeded'
+  | 'retried'
+  | 'dead-lettered'
+  /** The job already ended (a success or a dead-lettering is recorded for this key): the API was not called again. */
+  | 'duplicate'
+  /** Another delivery is calling the API for this key right now: this one stood back. */
+  | 'busy-elsewhere'
+  /** This very dispatch was delivered before and its call failed (the message was requeued or kept): nothing to do. */
+  | 'already-failed'
+  /** This very dispatch was delivered before and dead-lettered its message: nothing to do. */
+  | 'already-ended'
+  /** The API refused the caller, not the job: the job went back to its queue without consuming an attempt. */
+  | 'kept'
+  /**
+   * The worker started after the event's `callBy`: no call; the reservation was given back and the job went back to
+   * its queue, without consuming an attempt (a FIFO message's receive is counted all the same), to be dispatched again.
+   */
+  | 'too-late'
+  /**
+   * The circuit opened (or a 429 paused the lane) while the job waited for its slot: no call; the reservation was
+   * given back and the job went back to its queue as a job that started too late does.
+   */
+  | 'held-back'
+  /**
+   * An earlier message of its FIFO group in the same batch did not end (it will be tried again, or another delivery
+   * has it): no call, so that the group keeps its order; the reservation was given back and the job went back to its
+   * queue as a job that started too late does.
+   */
+  | 'behind-unfinished';
+
+/** How a health-check event ended. */
+export type HealthCheckOutcome =
+  | 'healthy'
+  | 'unhealthy'
+  /** The check was no longer current (replaced, already started, timed out, or the circuit moved on): no call. */
+  | 'not-current';
+
+/** How a worker event ended: a job's outcome, each job's of a batch in its order, or a health check's. */
+export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutcome;
+
+/**
+ * What a dispatch whose call ended owes the orchestrator: `owed`, a settlement, when the call used other than its
+ * estimates (it also frees the call slot); else, on a lane with `maxInFlight`, a settlement that changes no count and
+ * only frees the slot (`release`).
+ */
+export interface Owed {
+  readonly owed?: Settlement;
+  readonly release?: Settlement;
+}
+
+/** One job as its worker handles it: its event, the message it dispatches, when the worker started, and how. */
+export interface JobContext {
+  readonly event: JobEvent;
+  readonly message: MessageRef;
+  /** When this worker started on the job (epoch ms). */
+  readonly start: number;
+  readonly deps: WorkerDeps;
+  readonly options: JobOptions;
+}
+
+/** A job's call once the API answered: its result at `now`, how it classifies, and what the call owes (see {@link Owed}). */
+export interface AnsweredCall extends Owed {
+  readonly result: ApiResult;
+  readonly now: number;
+  readonly classification: Classification;
+}

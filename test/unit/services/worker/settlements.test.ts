@@ -1,0 +1,169 @@
+import type { Settlement } from '../../../../lib/domain/quota/ledger';
+import { StateUnavailableError } from '../../../../lib/errors';
+import { processJob } from '../../../../lib/services/worker/processJob';
+import {
+  LANE,
+  START,
+  httpStatus,
+  ok,
+  receiveJobEvent,
+  sendJob,
+  workerHarness,
+  type WorkerHarness,
+} from '../../../helpers/serviceFixtures';
+import { COST_CONFIG, DAY_MS } from '../../../helpers/workerFixtures';
+
+/** A worker's settlement recorder over `h`'s ledger whose next `failures` appends fail (all of them for Infinity), recording when each was tried. */
+function flakyRecorder(h: WorkerHarness, failures: number) {
+  const recorder = {
+    failures,
+    tries: [] as number[],
+    async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
+      recorder.tries.push(h.clock.now());
+      if (recorder.failures-- > 0) throw new Error('ServiceUnavailableException: DynamoDB is down');
+      return h.stores.ledger.addSettlements(lane, ...settlements);
+    },
+  };
+  return recorder;
+}
+
+describe('owedBy', () => {
+  it('writes no settlement when the actual cost equals the reserved one', async () => {
+    const h = workerHarness(COST_CONFIG);
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(3));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+  });
+
+  it('writes no settlement when the API reports no actual cost', async () => {
+    const h = workerHarness(COST_CONFIG);
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await processJob(event, h.deps);
+
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+  });
+
+  it('writes no settlement on a lane whose tiers count no cost, whatever cost the API reports', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(7));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+  });
+
+  it('settles the reservation with the actual cost the API reports when it differs', async () => {
+    const h = workerHarness(COST_CONFIG);
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(7));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      { reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' },
+    ]);
+  });
+});
+
+describe('recordSettlement', () => {
+  describe('when the settlement cannot be recorded at once', () => {
+    const owed: Settlement = {
+      reservation: { at: START, costs: { cost: 3 }, windows: {} },
+      actual: { cost: 7 },
+      id: 'd-1',
+    };
+
+    it('tries again with back-off and records it before deleting the message', async () => {
+      const h = workerHarness(COST_CONFIG);
+      const ledger = flakyRecorder(h, 2);
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+      h.api.answers.push(ok(7));
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+
+      const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger } });
+      await h.clock.advance(1_000);
+
+      await expect(outcome).resolves.toBe('succeeded');
+      expect(ledger.tries).toEqual([START, START + 100, START + 300]);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([owed]);
+      expect(h.queues.depth('main')).toBe(0);
+    });
+
+    it('keeps the message and the settlement in the success record; its next dispatch records it without calling again', async () => {
+      const h = workerHarness(COST_CONFIG);
+      const ledger = flakyRecorder(h, Number.POSITIVE_INFINITY);
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+      h.api.answers.push(ok(7));
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+
+      const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger } });
+      const settled = expect(outcome).rejects.toBeInstanceOf(StateUnavailableError);
+      await h.clock.advance(5_000);
+      await settled;
+      // It tried until three quarters of its 5 s.
+      expect(ledger.tries.at(-1)).toBeLessThanOrEqual(START + 3_750);
+      expect(ledger.tries.length).toBeGreaterThan(3);
+      await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+        status: 'succeeded',
+        dispatchId: 'd-1',
+        settlement: owed,
+      });
+      expect(h.queues.depth('main')).toBe(1);
+
+      await h.clock.advanceTo(START + 30_000);
+      const again = await receiveJobEvent(h, 'main', 'd-2');
+      await expect(processJob(again, h.deps)).resolves.toBe('duplicate');
+
+      expect(h.api.calls).toHaveLength(1);
+      expect(h.queues.depth('main')).toBe(0);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+        { reservation: { at: START + 30_000, costs: { cost: 3 }, windows: {} }, actual: null, id: 'd-2' },
+        owed,
+      ]);
+      const record = await h.stores.idempotency.getIdempotency('m-1', h.clock.now());
+      expect(record).toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
+    });
+
+    it('deletes the message all the same when the success record cannot be written either: ended is ended', async () => {
+      const h = workerHarness(COST_CONFIG);
+      const ledger = flakyRecorder(h, Number.POSITIVE_INFINITY);
+      const idempotency = Object.assign(Object.create(h.stores.idempotency) as typeof h.stores.idempotency, {
+        putIdempotency: () => Promise.reject(new Error('ServiceUnavailableException: DynamoDB is down')),
+      });
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+      h.api.answers.push(ok(7));
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+
+      const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger, idempotency } });
+      const settled = expect(outcome).rejects.toThrow(/could not be recorded: it is lost/);
+      await h.clock.advance(5_000);
+      await settled;
+      expect(h.queues.depth('main')).toBe(0);
+      expect(h.api.calls).toHaveLength(1);
+    });
+
+    it('requeues a failed call all the same, and fails naming the settlement', async () => {
+      const h = workerHarness(COST_CONFIG);
+      const ledger = flakyRecorder(h, Number.POSITIVE_INFINITY);
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+      h.api.answers.push(httpStatus(503, { 'x-actual-cost': '1' }));
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+
+      const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger } });
+      const settled = expect(outcome).rejects.toThrow(/settlement .*"actual":\{"cost":1\}.* could not be recorded/);
+      await h.clock.advance(5_000);
+      await settled;
+      expect(h.queues.depth('main')).toBe(0);
+      expect(h.queues.depth('requeue')).toBe(1);
+    });
+  });
+});
