@@ -127,6 +127,19 @@ export async function sendJob(
   });
 }
 
+/**
+ * Sends `n` jobs to the main queue, with bodies `{ id: 'j-1' }` … `{ id: 'j-n' }`, each with the Number attributes
+ * `attributes` (a named unit's estimate, say).
+ */
+export async function sendMain(
+  queues: MemoryQueues,
+  n: number,
+  attributes: Record<string, number> = {},
+): Promise<void> {
+  const numbers = Object.fromEntries(Object.entries(attributes).map(([name, value]) => [name, numberAttr(value)]));
+  for (let i = 1; i <= n; i++) await sendJob(queues, 'main', { id: `j-${i}` }, { attributes: numbers });
+}
+
 /** A 2xx answer, optionally reporting the `cost` units the call really consumed (header `x-actual-cost`). */
 export function ok(actualCost?: number): ApiResult {
   return {

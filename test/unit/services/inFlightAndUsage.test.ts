@@ -13,7 +13,7 @@ import {
   numberAttr,
   orchestratorHarness,
   sendJob,
-  type OrchestratorHarness,
+  sendMain,
 } from '../../helpers/serviceFixtures';
 
 /** testConfig's timings (see serviceFixtures), with `extra` sections: a cap on calls in flight, named units. */
@@ -101,11 +101,6 @@ function laneWithApi(
   return { h, spans };
 }
 
-async function sendMain(h: OrchestratorHarness, n: number, attributes: Record<string, number> = {}): Promise<void> {
-  const attrs = Object.fromEntries(Object.entries(attributes).map(([name, n]) => [name, numberAttr(n)]));
-  for (let i = 1; i <= n; i++) await sendJob(h.queues, 'main', { id: `j-${i}` }, { attributes: attrs });
-}
-
 /** Pacing that batches: several slots within 500 ms go to one worker. */
 const BATCHED = { rampSeconds: 0, pauseJitterMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0, batchWindowMs: 500 };
 
@@ -116,7 +111,7 @@ describe('maxInFlight', () => {
   it('never has more calls in progress than the cap, and dispatches again as soon as a worker reports its call ended', async () => {
     // 5/s would send a call every 200 ms; each takes 1 500 ms, so the cap of 2 binds.
     const { h, spans } = laneWithApi(config({ maxInFlight: 2 }), 1_500);
-    await sendMain(h, 8);
+    await sendMain(h.queues, 8);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 9_000 }), START + 10_000);
 
@@ -135,7 +130,7 @@ describe('maxInFlight', () => {
     const { h, spans } = laneWithApi(config({ maxInFlight: 1 }), 500, {
       lost: (event) => jobsOf(event).some((job) => job.dispatchId === killed),
     });
-    await sendMain(h, 3);
+    await sendMain(h.queues, 3);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 9_000 }), START + 10_000);
 
@@ -150,7 +145,7 @@ describe('maxInFlight', () => {
 
   it('holds across a restart: the next run counts the calls its predecessor left in progress until their workers report', async () => {
     const { h, spans } = laneWithApi(config({ maxInFlight: 2 }), 2_500);
-    await sendMain(h, 6);
+    await sendMain(h.queues, 6);
 
     // The first run stops while two calls are in progress; the second starts at once.
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 1_000 }), START + 2_000);
@@ -165,7 +160,7 @@ describe('maxInFlight', () => {
   it('gives health checks no slot: a probe goes while every slot is taken', async () => {
     const cfg = config({ maxInFlight: 1 });
     const { h } = laneWithApi(cfg, 4_000, { answer: () => ({ kind: 'response', status: 503, headers: {} }) });
-    await sendMain(h, 5);
+    await sendMain(h.queues, 5);
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 20_000 }), START + 21_000);
 
@@ -206,7 +201,7 @@ describe('usage read from the answer', () => {
   it('hands the unused part of each estimate back within a flush, and the next dispatches use it', async () => {
     // Estimates of 400 output tokens a call: 2 fit the minute at a time; each call uses only 100.
     const { h, spans } = laneWithApi(config(anthropic), 50, { answer: answer(100) });
-    await sendMain(h, 6, { output_tokens: 400 });
+    await sendMain(h.queues, 6, { output_tokens: 400 });
 
     // A run long enough to wait for the minute: the messages it cannot send yet wait for their slots, not hidden.
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 70_000 }), START + 71_000);
@@ -232,7 +227,7 @@ describe('usage read from the answer', () => {
       50,
       { answer: answer(400) },
     );
-    await sendMain(h, 10, { output_tokens: 400 });
+    await sendMain(h.queues, 10, { output_tokens: 400 });
 
     await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 10_000 }), START + 11_000);
 
@@ -244,7 +239,7 @@ describe('usage read from the answer', () => {
     // Two calls estimated at 300 tokens use 900 each: once that is known, a third estimated at 300 must wait for the
     // minute to pass, though 300 + 300 + 300 would have fitted.
     const { h, spans } = laneWithApi(config(anthropic), 50, { answer: answer(900) });
-    await sendMain(h, 2, { output_tokens: 300 });
+    await sendMain(h.queues, 2, { output_tokens: 300 });
     const run = runOrchestrator(h.deps, { deadline: START + 10_000 });
     await h.clock.advanceTo(START + 2_000);
     await sendJob(h.queues, 'main', { id: 'third' }, { attributes: { output_tokens: numberAttr(300) } });
@@ -284,7 +279,7 @@ describe('maxInFlight and the receives', () => {
     // 50/s would prefetch 50 messages a refill; 2 slots of 4 s calls send one every 2 s, so most of a refill would
     // outlive its visibility's cover (25 s) in the buffer, reappear and be received again.
     const { h, spans } = laneWithApi(config({ quotas: [{ limit: 50, per: 'second' }], maxInFlight: 2 }), 4_000);
-    await sendMain(h, 30);
+    await sendMain(h.queues, 30);
     const received: string[] = [];
     const receive = h.queues.receive.bind(h.queues);
     jest.spyOn(h.queues, 'receive').mockImplementation(async (...args) => {

@@ -34,6 +34,7 @@ import {
   testConfig,
   type ConfigOverrides,
   type OrchestratorHarness,
+  sendMain,
 } from '../../../helpers/serviceFixtures';
 import { violatedTiers } from '../../../helpers/windowReferee';
 
@@ -173,10 +174,6 @@ class FaultyQueues implements QueueReceiver {
 }
 
 /** Sends `n` standard jobs `{id: 'j-1'}` … to the main queue. */
-async function sendMain(queues: MemoryQueues, n: number): Promise<void> {
-  for (let i = 1; i <= n; i++) await sendJob(queues, 'main', { id: `j-${i}` });
-}
-
 /** {@link testConfig} (5 s lease, flush every second, 100 ms first back-off) with a state-outage policy. */
 function configWith(overrides: ConfigOverrides, stateOutage: StateOutagePolicy = 'pace-in-memory'): ServiceConfig {
   const config = testConfig(overrides);

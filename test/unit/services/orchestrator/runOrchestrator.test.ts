@@ -33,14 +33,11 @@ import {
   storedUsage,
   stringAttr,
   testConfig,
+  sendMain,
 } from '../../../helpers/serviceFixtures';
 import { maxWindowUsage, type Call } from '../../../helpers/windowReferee';
 
 /** Sends `n` standard jobs `{id: 'j-1'}` … to the main queue. */
-async function sendMain(queues: MemoryQueues, n: number): Promise<void> {
-  for (let i = 1; i <= n; i++) await sendJob(queues, 'main', { id: `j-${i}` });
-}
-
 /** An invoker that records events and stalls (as a hung network call would) on its `stallOn`-th invoke. */
 class StallingInvoker implements Invoker {
   readonly events: WorkerEvent[] = [];
