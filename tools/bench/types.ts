@@ -1,7 +1,7 @@
 import type { Tier } from '../../lib/domain/quota/tiers';
 import type { AwsLatencyProfile } from '../simulation/awsLatency';
 import type { LlmJobs } from '../simulation/scenario';
-import type { LlmModel } from '../simulation/virtualApi';
+import type { LlmModel } from '../simulation/scenario';
 import type { StartDelayModel } from '../simulation/startDelays';
 
 /** The strategies the benchmark compares, in table order. */

@@ -19,7 +19,8 @@ import type { WorkerDeps } from '../../lib/services/worker/types';
 import { runOrchestrator } from '../../lib/services/orchestrator/runOrchestrator';
 import type { OrchestratorEvent, RunSummary } from '../../lib/services/orchestrator/types';
 import { InvokeTiming, type InvokeTimingModel } from '../simulation/startDelays';
-import { VirtualApi, type LlmModel } from '../simulation/virtualApi';
+import { VirtualApi } from '../simulation/virtualApi';
+import type { LlmModel } from '../simulation/scenario';
 import { LocalHarness, localTelemetry, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
 

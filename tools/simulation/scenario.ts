@@ -10,7 +10,18 @@ import {
   REALISTIC_START_DELAYS,
   type InvokeTimingModel,
 } from './startDelays';
-import type { LlmModel } from './virtualApi';
+
+/**
+ * How the simulated API answers like an LLM (Anthropic's Messages API): each call's body says its prompt's tokens
+ * (`prompt_tokens`) and its `max_tokens`; the answer's output is drawn per job id, and takes longer the longer it is.
+ */
+export interface LlmModel {
+  /** The output of each call is drawn uniformly from `[outputShareMin, outputShareMax] × max_tokens`, rounded. */
+  readonly outputShareMin: number;
+  readonly outputShareMax: number;
+  /** Added to the latency of an accepted call per output token. */
+  readonly msPerOutputToken: number;
+}
 
 /** An API outage, in seconds from the start of the run. */
 export interface Outage {

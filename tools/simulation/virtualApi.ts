@@ -4,18 +4,7 @@ import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 import { jobFieldsOf, jobIdOf, type JobSpec } from './jobs';
 import { seededRandom } from './random';
-
-/**
- * How the simulated API answers like an LLM (Anthropic's Messages API): each call's body says its prompt's tokens
- * (`prompt_tokens`) and its `max_tokens`; the answer's output is drawn per job id, and takes longer the longer it is.
- */
-export interface LlmModel {
-  /** The output of each call is drawn uniformly from `[outputShareMin, outputShareMax] × max_tokens`, rounded. */
-  readonly outputShareMin: number;
-  readonly outputShareMax: number;
-  /** Added to the latency of an accepted call per output token. */
-  readonly msPerOutputToken: number;
-}
+import type { LlmModel } from './scenario';
 
 /**
  * The output tokens of job `id`'s answer under `model`: the same for every call of the id, so that a retried call
