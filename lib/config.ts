@@ -11,7 +11,7 @@ import { ConfigError } from './errors';
 
 /**
  * What a run does while the state table cannot be read or written (DynamoDB unavailable, or throttling past the
- * SDK's retries); see `runOrchestrator` for the exact rule.
+ * SDK's retries); see `StateLink` and `LedgerSync.mayDispatch` in the orchestrator for the exact rule.
  * - `pace-in-memory`: keep pacing on the in-memory ledger and the last circuit read, but only dispatch what the
  *   saved ledger already holds, or what falls in a sliding window that closes before the lease can expire (so no
  *   successor can miss it). Day, month and long sliding tiers never go past quota already reserved.
