@@ -1,3 +1,4 @@
+import { ownValue } from '../domain/ownValue';
 import type { JsonValue } from '../domain/json';
 import { COST_UNIT, MAX_QUANTITY, type Costs } from '../domain/quota/tiers';
 import type { UnitSettings } from '../domain/usage/unitSettings';
@@ -83,7 +84,7 @@ export function parseJob(message: ReceivedMessage, units: UnitSettings = {}): Pa
   const { idempotencyKey: keyAttr, attempt: attemptAttr } = message.attributes;
   const costs: Record<string, number> = {};
   for (const [unit, setting] of Object.entries({ [COST_UNIT]: COST_DEFAULT, ...units })) {
-    const attribute = message.attributes[unit];
+    const attribute = ownValue(message.attributes, unit);
     if (attribute === undefined) {
       if (setting.default === undefined)
         return {

@@ -1,3 +1,4 @@
+import { ownValue } from '../ownValue';
 import { QuotaExceededError, StateFormatError } from '../../errors';
 import { CalendarCounter } from './calendarCounter';
 import { isSlidingTierJSON, parseLedgerJSON, type LedgerJSON, type TierJSON } from './ledgerJSON';
@@ -226,7 +227,7 @@ export function handedBack(settlement: Settlement): Costs {
   const { reservation, actual } = settlement;
   const back: Record<string, number> = {};
   for (const [unit, reserved] of Object.entries(reservation.costs)) {
-    const used = actual === null ? 0 : (actual[unit] ?? reserved);
+    const used = actual === null ? 0 : (ownValue(actual, unit) ?? reserved);
     if (reserved > used) back[unit] = reserved - used;
   }
   return back;

@@ -1,3 +1,4 @@
+import { ownValue } from '../ownValue';
 import { ConfigError } from '../../errors';
 import { describeValue } from '../describeValue';
 import { calendarWindow } from './calendar';
@@ -168,7 +169,7 @@ export const MAX_QUANTITY = 1e12;
 
 /** The units a message of `costs` takes from `tier`: 1 for a request tier, else its estimate of the tier's unit (0 if it has none). */
 export function unitsFor(tier: Pick<TierSpec, 'unit'>, costs: Costs): number {
-  return tier.unit === REQUESTS ? 1 : (costs[tier.unit] ?? 0);
+  return tier.unit === REQUESTS ? 1 : (ownValue(costs, tier.unit) ?? 0);
 }
 
 /** The named units `tiers` count, each once, in the order of the tiers (`requests` is no named unit). */
@@ -200,7 +201,8 @@ const RESERVED_ATTRIBUTE_NAMES: ReadonlySet<string> = new Set([
  * Why `name` cannot name a unit, or `undefined` when it can. A unit's estimate travels as an SQS message attribute of
  * the same name, so the name follows SQS's rules for attribute names: 1 to 256 of `A-Z a-z 0-9 _ - .`, no leading or
  * trailing period, no two periods in a row, and no `AWS.` or `Amazon.` prefix (any case). It may not be one of the
- * service's own attributes either, nor `requests`, the unit of request tiers.
+ * service's own attributes either, nor `requests`, the unit of request tiers, nor a member every JavaScript object
+ * inherits (`constructor`, `toString`, `__proto__`…).
  */
 export function unitNameProblem(name: string): string | undefined {
   if (!/^[A-Za-z0-9_.-]{1,256}$/.test(name))
@@ -210,6 +212,8 @@ export function unitNameProblem(name: string): string | undefined {
   if (/^(aws|amazon)\./i.test(name)) return "must not start with 'AWS.' or 'Amazon.' (reserved by SQS)";
   if (RESERVED_ATTRIBUTE_NAMES.has(name))
     return `is a message attribute of the service itself (${[...RESERVED_ATTRIBUTE_NAMES].join(', ')})`;
+  if (name in Object.prototype)
+    return 'is a member of every JavaScript object (constructor, toString, __proto__…), which the service could mistake for an estimate';
   return undefined;
 }
 

@@ -1,3 +1,4 @@
+import { ownValue } from '../ownValue';
 import { ConfigError } from '../../errors';
 import { describeValue } from '../describeValue';
 import { COST_UNIT, MAX_QUANTITY, namedUnits, type Tier } from '../quota/tiers';
@@ -46,7 +47,7 @@ export function parseUnitSettings(
   const counted = namedUnits(tiers);
   const raw = unitsSectionOf(input, counted, fields.units);
   const settings = counted.map(
-    (unit) => [unit, unitSettingOf(unit, raw[unit], presetSources, `${fields.units}.${unit}`)] as const,
+    (unit) => [unit, unitSettingOf(unit, ownValue(raw, unit), presetSources, `${fields.units}.${unit}`)] as const,
   );
   return Object.freeze(Object.fromEntries(settings));
 }
@@ -109,7 +110,7 @@ function unitSettingOf(
   }
   const usage =
     record.usage === undefined
-      ? (presetSources[unit] ?? (unit === COST_UNIT ? { header: ACTUAL_COST_HEADER } : undefined))
+      ? (ownValue(presetSources, unit) ?? (unit === COST_UNIT ? { header: ACTUAL_COST_HEADER } : undefined))
       : parseUsageSource(record.usage, `${field}.usage`);
   return Object.freeze({
     ...(estimate === undefined ? {} : { default: estimate }),

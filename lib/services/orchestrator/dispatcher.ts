@@ -1,3 +1,4 @@
+import { ownValue } from '../../domain/ownValue';
 import type { Hold, Pacer } from '../../domain/pacing/pacer';
 import { unitsFor, type Costs, type Tier } from '../../domain/quota/tiers';
 import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
@@ -104,7 +105,7 @@ export class Dispatcher {
   private expectsHandBack(hold: Hold | undefined, now: number): boolean {
     const { config } = this.run;
     const reportsUntil = this.lastInvokeAt + config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs;
-    return hold?.kind === 'tier' && config.units[hold.tier.unit]?.usage !== undefined && now < reportsUntil;
+    return hold?.kind === 'tier' && ownValue(config.units, hold.tier.unit)?.usage !== undefined && now < reportsUntil;
   }
 
   /**

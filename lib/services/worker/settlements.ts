@@ -1,3 +1,4 @@
+import { ownValue } from '../../domain/ownValue';
 import type { ApiResult } from '../../domain/outcome/apiResult';
 import type { Settlement } from '../../domain/quota/ledger';
 import type { Costs } from '../../domain/quota/tiers';
@@ -12,7 +13,7 @@ import type { Owed, WorkerDeps } from './types';
 /** What `event`'s call owes, having used `usage` (the units its answer reports; the others used their estimate). See {@link Owed}. */
 export function owedBy(event: JobEvent, usage: Costs, config: ServiceConfig): Owed {
   const settlement: Settlement = { reservation: event.reservation, actual: usage, id: event.dispatchId };
-  const differs = Object.entries(usage).some(([unit, used]) => used !== (event.reservation.costs[unit] ?? 0));
+  const differs = Object.entries(usage).some(([unit, used]) => used !== (ownValue(event.reservation.costs, unit) ?? 0));
   if (differs) return { owed: settlement };
   return config.maxInFlight === undefined ? {} : { release: { ...settlement, actual: {} } };
 }

@@ -102,6 +102,10 @@ describe('named units in the configuration', () => {
     ['', 'must be 1 to 256 of the characters'],
     ['idempotencyKey', 'is a message attribute of the service itself'],
     ['attempt', 'is a message attribute of the service itself'],
+    ['constructor', 'is a member of every JavaScript object'],
+    ['toString', 'is a member of every JavaScript object'],
+    ['__proto__', 'is a member of every JavaScript object'],
+    ['hasOwnProperty', 'is a member of every JavaScript object'],
   ])('refuses the unit name %j, which SQS or the service would not take as an attribute name', (unit, problem) => {
     const error = configError(() => parseServiceConfig({ quotas: [{ limit: 10, per: 'second', unit }] }));
     expect(error.field).toBe('quotas[0].unit');
