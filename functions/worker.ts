@@ -41,9 +41,12 @@ export function asWorkerEvent(event: unknown): WorkerEvent {
   );
 }
 
-/** Logs how a job ended unless it succeeded (or was dead-lettered: its report is logged with the reason), with its keys. */
+/**
+ * Logs how a job ended, with its keys: one line per job, unless it was dead-lettered (its report is logged with the
+ * reason instead).
+ */
 function logJob(log: Log, job: JobEvent, outcome: JobOutcome): void {
-  if (outcome === 'succeeded' || outcome === 'dead-lettered') return;
+  if (outcome === 'dead-lettered') return;
   const { messageId, dispatchId, idempotencyKey, attempt } = job;
   log(outcome === 'kept' ? 'warn' : 'info', `worker event ${outcome}`, {
     kind: 'job',

@@ -100,7 +100,7 @@ describe('worker handler', () => {
     expect(h.api.probes).toBe(0);
   });
 
-  it("processes a job and returns 'succeeded' when the API answers 200, logging nothing", async () => {
+  it("processes a job and returns 'succeeded' when the API answers 200, logging one line with its keys", async () => {
     const h = workerHarness();
     await sendJob(h.queues, 'main', { id: 'a' });
     const event = await receiveJobEvent(h, 'main', 'd-1');
@@ -110,10 +110,23 @@ describe('worker handler', () => {
 
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}']);
     expect(h.queues.depth('main')).toBe(0);
-    expect(lines).toEqual([]);
+    expect(lines).toEqual([
+      {
+        level: 'info',
+        message: 'worker event succeeded',
+        fields: {
+          kind: 'job',
+          outcome: 'succeeded',
+          messageId: 'm-1',
+          dispatchId: 'd-1',
+          idempotencyKey: 'm-1',
+          attempt: 1,
+        },
+      },
+    ]);
   });
 
-  it('calls each job of a batch at its own slot, returns their outcomes in order, and logs the one retried', async () => {
+  it('calls each job of a batch at its own slot, returns their outcomes in order, and logs each', async () => {
     const h = workerHarness();
     h.api.answer = (body) => (body.includes('"b"') ? httpStatus(503) : ok());
     await sendJob(h.queues, 'main', { id: 'a' });
@@ -139,6 +152,18 @@ describe('worker handler', () => {
     // The success's message went in a batch delete; the retried one, sent to the requeue queue, was deleted at once.
     expect(h.queues.stats).toMatchObject({ delete: 1, deleteBatch: 1 });
     expect(lines).toEqual([
+      {
+        level: 'info',
+        message: 'worker event succeeded',
+        fields: {
+          kind: 'job',
+          outcome: 'succeeded',
+          messageId: 'm-1',
+          dispatchId: 'd-1',
+          idempotencyKey: 'm-1',
+          attempt: 1,
+        },
+      },
       {
         level: 'info',
         message: 'worker event retried',
@@ -261,6 +286,7 @@ describe('worker handler', () => {
 
     expect(h.api.calls).toHaveLength(1);
     expect(lines.map((l) => [l.level, l.message, l.fields?.messageId])).toEqual([
+      ['info', 'worker event succeeded', 'm-1'],
       ['info', 'worker event duplicate', 'm-1'],
     ]);
   });
