@@ -21,6 +21,8 @@ const REFUSAL_RUN_READING_MS = 1_000;
 export class CircuitView {
   private knownAt: number;
   private allowsNow = true;
+  /** Whether a job of the event learned that the lane may not call now (see {@link CircuitView.stop}). */
+  private stopped = false;
   private reading: Promise<void> | undefined;
   /** The run of 4xx refusals the last read found, and when it was read. */
   private refusals: { readonly run: number; readonly at: number } | undefined;
@@ -36,6 +38,7 @@ export class CircuitView {
   /** Whether a job whose slot is `slotAt` may still call (see {@link CircuitView}). */
   readonly allows = async (slotAt: number): Promise<boolean> => {
     const { clock, stores, config } = this.deps;
+    if (this.stopped) return false;
     const readAt = clock.now();
     if (!this.allowsNow || readAt - this.knownAt <= config.orchestrator.circuitPollMs) return this.allowsNow;
     this.reading ??= loadCircuit(stores.circuit, this.lane)
@@ -49,7 +52,16 @@ export class CircuitView {
         this.reading = undefined;
       });
     await Promise.race([this.reading, clock.sleep(Math.max(0, slotAt - readAt))]);
-    return this.allowsNow;
+    return this.allowsNow && !this.stopped;
+  };
+
+  /**
+   * Tells the view that a job's call learned that the lane may not call now (a 429, or a circuit that opened on its
+   * report): every later check says no, whatever a read in flight then finds. The jobs held back go back to their
+   * queues, and the orchestrator dispatches them again once the pause or the outage is over.
+   */
+  readonly stop = (): void => {
+    this.stopped = true;
   };
 
   /** The run of 4xx refusals as read less than {@link REFUSAL_RUN_READING_MS} before `now`, if a check read it. */

@@ -1,3 +1,4 @@
+import { isDispatchAllowed } from '../../domain/breaker/circuit';
 import type { RetryDecision } from '../../domain/outcome/retryPolicy';
 import type { Settlement } from '../../domain/quota/ledger';
 import { retryLater, returnUnconsumed } from '../queueOutcomes';
@@ -94,15 +95,19 @@ export async function endFailed(job: JobContext, call: AnsweredCall, decision: F
 
 /**
  * Reports a failed call to the circuit (see {@link reportFailure}) and returns its fate: `decision`, unless the call
- * was a 4xx and the circuit is no longer closed after the report, when the job is kept.
+ * was a 4xx and the circuit is no longer closed after the report, when the job is kept. A 429, or a circuit that no
+ * longer lets dispatch through after the report, stops the job's batch (see `JobOptions.circuitStopped`).
  */
 async function fateOf(
-  { event, deps }: JobContext,
+  { event, deps, options }: JobContext,
   { classification, now }: AnsweredCall,
   decision: Failure,
 ): Promise<Failure> {
   const delayMs = decision.action === 'retry' ? decision.delayMs : 0;
+  // The API's own word: the batch's later calls stop before the report's write, which may take a while or fail.
+  if (classification.kind === 'rate-limited') options.circuitStopped?.();
   const circuit = await reportFailure(classification, delayMs, now, event.lane, deps);
+  if (circuit !== undefined && !isDispatchAllowed(circuit)) options.circuitStopped?.();
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
   // and the job waits with the others, whether this run of refusals opened it or something else did.
   return classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed'

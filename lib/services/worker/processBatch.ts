@@ -43,7 +43,8 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
   const settled = await Promise.allSettled(
     inGroupOrder(
       event.jobs,
-      (job, chainedAfter) => processJob(job, deps, { batch, circuitAllows: circuit.allows, chainedAfter }),
+      (job, chainedAfter) =>
+        processJob(job, deps, { batch, circuitAllows: circuit.allows, circuitStopped: circuit.stop, chainedAfter }),
       (job) => standDown(job, batch, deps),
     ),
   );

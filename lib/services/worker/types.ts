@@ -101,6 +101,13 @@ export interface JobOptions {
    */
   readonly circuitAllows?: (slotAt: number) => Promise<boolean>;
   /**
+   * Told when the job's call learned that the lane may not call now: a 429 (told before it is reported), or a circuit
+   * that no longer lets dispatch through after the report. A batch's later jobs then hold back at once, rather than
+   * call until its next read of the circuit (see `CircuitView.stop`).
+   * @default none: a job alone has no later calls
+   */
+  readonly circuitStopped?: () => void;
+  /**
    * The slot of the message before this one of its FIFO group in the same batch, which ended just now: this job
    * waited for it. If it is then too late to call, its refund says how long after that slot it could start (see
    * `Settlement.chainGapMs`), not its start delay: the worker did not start late.

@@ -1,12 +1,27 @@
 import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
 import type { JobEvent } from '../../../../lib/ports/Invoker';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
+import { CircuitView } from '../../../../lib/services/worker/circuitView';
 import { processBatch } from '../../../../lib/services/worker/processBatch';
 import { processJob } from '../../../../lib/services/worker/processJob';
 import { LANE, START, openCircuit, testConfig, workerHarness } from '../../../helpers/serviceFixtures';
 import { atSlot, batchOf } from '../../../helpers/workerFixtures';
 
 describe('CircuitView', () => {
+  describe('stop', () => {
+    it('says no to every later check, even when a read then finds the circuit closed', async () => {
+      const h = workerHarness();
+      const view = new CircuitView(START, LANE, h.deps);
+      await expect(view.allows(START)).resolves.toBe(true);
+
+      view.stop();
+      await h.clock.advance(h.config.orchestrator.circuitPollMs + 1);
+
+      await expect(view.allows(h.clock.now())).resolves.toBe(false);
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed' } });
+    });
+  });
+
   it('holds back the jobs whose slots come after the circuit opened, once the reading it was sent with is circuitPollMs old', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b', 'c']);

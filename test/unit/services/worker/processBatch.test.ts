@@ -7,6 +7,7 @@ import {
   LANE,
   START,
   httpStatus,
+  ok,
   receiveJobEvent,
   sendJob,
   workerHarness,
@@ -15,6 +16,22 @@ import {
 import { atSlot, batchOf } from '../../../helpers/workerFixtures';
 
 describe('processBatch', () => {
+  it("stops the batch's later calls at once when one is answered 429, before its next read of the circuit", async () => {
+    const h = workerHarness();
+    h.api.answer = (body) => (body.includes('"a"') ? httpStatus(429, { 'retry-after': '5' }) : ok());
+    const event = await batchOf(h, ['a', 'b', 'c']);
+    // Slots within circuitPollMs of the event's sending: without the 429, no job of the batch reads the circuit.
+    const [a, b, c] = event.jobs as [JobEvent, JobEvent, JobEvent];
+    const jobs = [atSlot(a, 0, 25), atSlot(b, 60, 85), atSlot(c, 90, 115)];
+
+    const outcome = processBatch({ ...event, jobs }, h.deps);
+    await h.clock.advance(200);
+
+    await expect(outcome).resolves.toEqual(['retried', 'held-back', 'held-back']);
+    expect(h.api.calls.map((call) => call.body)).toEqual(['{"id":"a"}']);
+    expect(h.queues.depth('requeue')).toBe(3);
+  });
+
   it('records its successes in one write under its first dispatch id, which its claims name, and writes no record per key', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b', 'c']);
