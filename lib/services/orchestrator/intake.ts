@@ -2,20 +2,9 @@ import { QueueUnavailableError } from '../../errors';
 import { fifoGroupOf, READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
 import { deadLetter } from '../queueOutcomes';
 import { Backoff } from './backoff';
+import { MAX_RECEIVE, PREFETCH_MS, ReceiveSizing } from './receiveSizing';
 import type { RunContext } from './runContext';
 import type { GuardedQueues } from './types';
-
-/** The most messages SQS returns from one receive. */
-const MAX_RECEIVE = 10;
-/** The most receives a refill of a standard queue makes at once. */
-export const MAX_PARALLEL_RECEIVES = 20;
-/**
- * How much of the tightest tier's rate a refill of a standard queue takes: several batches and the lead, so that
- * batches come out whole and a refill's receives (and its look into the queues read before) serve a second of work.
- * Not more: a message received counts one receive more each time a sudden wait (a 429's pause, a spent calendar
- * tier) hands it back, and a queue redrives it to its DLQ after `maxReceiveCount`.
- */
-export const PREFETCH_MS = 1_000;
 
 /**
  * How long refills pass an empty FIFO queue by, while other queues hold work: about a refill's span, so that a busy
@@ -53,6 +42,7 @@ export class Intake {
   /** Where in {@link READ_ORDER} the next refill starts: the queue whose receive failed, else the first. */
   private readFrom = 0;
   private readonly queueRetry: Backoff;
+  private readonly sizing: ReceiveSizing;
   /** Whether the last refill found every queue empty, its long poll included. */
   private foundEmpty = false;
   /**
@@ -78,16 +68,18 @@ export class Intake {
     /** When the store is next called: a wait for the queues' back-off ends by then. */
     private readonly nextStoreCallAt: () => number,
     /** How many messages one receive may take at an instant (see `QuotaGate.room`). */
-    private readonly room: (now: number) => number,
+    room: (now: number) => number,
   ) {
     this.queueRetry = new Backoff(run.settings.invokeBackoffMs);
+    this.sizing = new ReceiveSizing(run, room);
   }
 
   /**
    * The head of the buffer, refilled from requeue ▸ fifo ▸ main when empty. A queue is read with up to
-   * {@link MAX_PARALLEL_RECEIVES} receives at once, for {@link PREFETCH_MS} of the tightest tier's rate: at high rates
-   * one receive of 10 a turn cannot keep up, and a batch takes what the buffer holds. A queue that gave the last
-   * refill less than it asked for (the requeue queue, mostly) gets one receive: several would mostly come back empty.
+   * `MAX_PARALLEL_RECEIVES` receives at once, for {@link PREFETCH_MS} of the tightest tier's rate (see
+   * {@link ReceiveSizing}): at high rates one receive of 10 a turn cannot keep up, and a batch takes what the buffer
+   * holds. A queue that gave the last refill less than it asked for (the requeue queue, mostly) gets one receive:
+   * several would mostly come back empty.
    * When all are empty it long-polls the main queue briefly (the FIFO queue if the last messages found came from it)
    * and returns `undefined`; after a failed receive it waits out the back-off instead.
    *
@@ -114,7 +106,7 @@ export class Intake {
       await this.run.sleepUntil(Math.min(this.queueRetryAt, this.nextStoreCallAt()));
       return undefined;
     }
-    const found = await this.readRound(this.prefetchSize());
+    const found = await this.readRound(this.sizing.prefetchSize());
     if (found !== 'empty') return this.buffer[0];
     // A FIFO group whose message is in flight is held back until that message is deleted: the poll then waits on the
     // FIFO queue, which answers as soon as the group's next message can go.
@@ -187,7 +179,7 @@ export class Intake {
    */
   private topUpSize(): number {
     if (this.lastFound !== 'main' || this.sparse.has('main') || this.run.clock.now() < this.queueRetryAt) return 0;
-    return this.prefetchSize() - this.buffer.length;
+    return this.sizing.prefetchSize() - this.buffer.length;
   }
 
   /** Whether every source queue is empty: nothing visible, in flight or delayed; false when a queue cannot say. */
@@ -351,42 +343,11 @@ export class Intake {
     }
   }
 
-  /** How many messages one receive of `queue` takes: a {@link Intake.batchSize}, and for FIFO no more than {@link Intake.fifoReceiveMax}. */
+  /**
+   * How many messages one receive of `queue` takes: a {@link ReceiveSizing.batchSize}, and for FIFO no more than
+   * {@link Intake.fifoReceiveMax}.
+   */
   private receiveSize(queue: SourceQueue): number {
-    return queue === 'fifo' ? Math.min(this.fifoReceiveMax, this.batchSize()) : this.batchSize();
-  }
-
-  /**
-   * As many messages as one receive takes: as the tightest sliding tier lets through while a message's visibility
-   * still covers a worker run and the run goes on, and as the quota has {@link Intake.room} for; at most 10.
-   */
-  private batchSize(): number {
-    return this.sendable(MAX_RECEIVE);
-  }
-
-  /**
-   * How many messages a refill of a standard queue takes: {@link PREFETCH_MS} of the tightest tier's rate, at least
-   * one receive's {@link Intake.batchSize}, and never more than could be sent while they are held (see there).
-   */
-  private prefetchSize(): number {
-    const rate = this.tightestRate();
-    const prefetch = rate === undefined ? MAX_RECEIVE : Math.ceil(rate * PREFETCH_MS);
-    return Math.max(this.batchSize(), Math.min(prefetch, this.sendable(MAX_RECEIVE * MAX_PARALLEL_RECEIVES)));
-  }
-
-  /** Of `most` messages received now, how many could be sent while held (at least one). */
-  private sendable(most: number): number {
-    const { settings, options } = this.run;
-    const now = this.run.clock.now();
-    const window = Math.min(settings.visibilityTimeoutMs - settings.workerTimeoutMs, options.deadline - now);
-    const rate = this.tightestRate();
-    const perWindow = rate === undefined ? most : Math.floor(rate * window);
-    return Math.max(1, Math.min(most, perWindow, this.room(now)));
-  }
-
-  /** The tightest sliding tier's rate in units per ms, or `undefined` when no tier sets a pace. */
-  private tightestRate(): number | undefined {
-    const rates = this.run.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => rate.units / rate.perMs);
-    return rates.length === 0 ? undefined : Math.min(...rates);
+    return queue === 'fifo' ? Math.min(this.fifoReceiveMax, this.sizing.batchSize()) : this.sizing.batchSize();
   }
 }

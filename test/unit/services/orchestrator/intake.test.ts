@@ -1,11 +1,7 @@
 import type { MemoryQueues } from '../../../../tools/memory/MemoryQueues';
 import type { QueueReceiver, ReceiveOptions, SourceQueue } from '../../../../lib/ports/QueueReceiver';
-import {
-  FIFO_QUIET_MS,
-  Intake,
-  MAX_PARALLEL_RECEIVES,
-  PREFETCH_MS,
-} from '../../../../lib/services/orchestrator/intake';
+import { FIFO_QUIET_MS, Intake } from '../../../../lib/services/orchestrator/intake';
+import { MAX_PARALLEL_RECEIVES, PREFETCH_MS } from '../../../../lib/services/orchestrator/receiveSizing';
 
 /** The most one refill takes. */
 const MAX_RECEIVE_TOTAL = 10 * MAX_PARALLEL_RECEIVES;
