@@ -1,5 +1,6 @@
 import { ConfigError } from '../errors';
 import { describeValue } from './describeValue';
+import { ownValue } from './ownValue';
 
 /** The allowed values of one numeric setting. */
 export interface NumberRange {
@@ -57,9 +58,7 @@ export function parseSettings<T extends { readonly [K in keyof T]: number | bool
   const settings: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
   for (const [key, value] of Object.entries(input)) {
     // An own key only: `toString`, `constructor` or `__proto__` would otherwise find the prototype's, and pass.
-    const range: NumberRange | Flag | undefined = Object.prototype.hasOwnProperty.call(ranges, key)
-      ? (ranges as Record<string, NumberRange | Flag>)[key]
-      : undefined;
+    const range = ownValue<NumberRange | Flag>(ranges, key);
     if (range === undefined)
       throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${keys.join(', ')}`);
     const why = rejection(value, range);

@@ -1,3 +1,5 @@
+import { ownValue } from '../ownValue';
+
 /**
  * Why `pointer` is not a JSON Pointer (RFC 6901), or `undefined` when it is: `""` (the whole document), or `/`
  * followed by reference tokens separated by `/`, in which `~` appears only as `~0` (a `~`) or `~1` (a `/`).
@@ -32,8 +34,8 @@ export function resolveJsonPointer(document: unknown, pointer: string): unknown 
     if (Array.isArray(value)) {
       if (!isArrayIndex(token)) return undefined;
       value = value[Number(token)];
-    } else if (typeof value === 'object' && value !== null && Object.prototype.hasOwnProperty.call(value, token)) {
-      value = (value as Record<string, unknown>)[token];
+    } else if (typeof value === 'object' && value !== null) {
+      value = ownValue(value as Record<string, unknown>, token);
     } else {
       return undefined;
     }
