@@ -3,16 +3,18 @@ import { formatFixedWidth, type Column } from '../bench/table';
 import { faultScenarios, type FaultSize } from '../faults/scenarios';
 import { runFaultScenario, totalsOf, type CallsInFlightResult, type FaultScenarioResult } from '../faults/runFaults';
 import { startEmulators } from '../local/emulators';
+import { conditionScenarios, type ConditionScenario } from '../faults/conditions';
 
 const USAGE = `Usage: npm run faults -- [--quick] [--json] [--scenario NAME] [--seed N]
   Runs the whole service on the local emulators once per fault scenario, injecting the faults real AWS and real
   APIs produce (killed orchestrators, DynamoDB outages and throttling, SQS and Lambda errors, worker crashes and
   duplicate deliveries, a second orchestrator and a stale lease holder, clock skew, a misbehaving API, workers killed
   while their call is in progress), and checks that nothing is lost, no quota is exceeded, every dead-lettered message
-  has its reason, and a lane's cap on calls in flight holds at the API and leaks no call slot.
+  has its reason, and a lane's cap on calls in flight holds at the API and leaks no call slot. Then runs each
+  condition scenario: an exact sequence of late, repeated or lost deliveries, answers and writes, on a fake clock.
   --quick          the smaller sizes that npm test runs
   --json           print the totals and every scenario as one JSON line, last
-  --scenario NAME  run one scenario (repeatable); names: ${faultScenarios('quick')
+  --scenario NAME  run one scenario (repeatable); names: ${[...faultScenarios('quick'), ...conditionScenarios]
     .map((s) => s.name)
     .join(', ')}
   --seed N         seed of the kill points and fault shares (default 1)`;
@@ -70,6 +72,30 @@ function formatResults(results: readonly FaultScenarioResult[]): string {
   return `${table}\n\n${details.join('\n')}`;
 }
 
+/** A condition scenario's outcome, as `--json` prints it. */
+interface ConditionResult {
+  readonly name: string;
+  readonly condition: number;
+  readonly injects: string;
+  readonly held: boolean;
+  readonly detail: string;
+}
+
+async function runConditions(scenarios: readonly ConditionScenario[]): Promise<ConditionResult[]> {
+  const results: ConditionResult[] = [];
+  for (const { name, condition, injects, run } of scenarios) {
+    process.stderr.write(`  ${name}…\n`);
+    results.push({ name, condition, injects, ...(await run()) });
+  }
+  return results;
+}
+
+function formatConditions(results: readonly ConditionResult[]): string {
+  return results
+    .map((r) => `- condition ${r.condition}, ${r.name}: ${r.held ? 'held' : 'BROKEN'}: ${r.detail}`)
+    .join('\n');
+}
+
 async function main(): Promise<number> {
   const { values } = parseArgs({
     options: {
@@ -88,25 +114,34 @@ async function main(): Promise<number> {
   if (!Number.isSafeInteger(seed)) throw new Error(`--seed must be an integer; got ${JSON.stringify(values.seed)}`);
   const size: FaultSize = values.quick ? 'quick' : 'full';
   const all = faultScenarios(size);
-  const wanted = values.scenario ?? all.map((s) => s.name);
-  const unknown = wanted.filter((name) => !all.some((s) => s.name === name));
-  if (unknown.length > 0)
-    throw new Error(`unknown scenario ${unknown.join(', ')}; names: ${all.map((s) => s.name).join(', ')}`);
+  const names = [...all, ...conditionScenarios].map((s) => s.name);
+  const wanted = values.scenario ?? names;
+  const unknown = wanted.filter((name) => !names.includes(name));
+  if (unknown.length > 0) throw new Error(`unknown scenario ${unknown.join(', ')}; names: ${names.join(', ')}`);
 
-  const emulators = await startEmulators();
   const results: FaultScenarioResult[] = [];
-  try {
-    for (const scenario of all.filter((s) => wanted.includes(s.name))) {
-      process.stderr.write(`  ${scenario.name}…\n`);
-      results.push(await runFaultScenario(scenario, emulators, seed + results.length));
+  const toRun = all.filter((s) => wanted.includes(s.name));
+  if (toRun.length > 0) {
+    const emulators = await startEmulators();
+    try {
+      for (const scenario of toRun) {
+        process.stderr.write(`  ${scenario.name}…\n`);
+        results.push(await runFaultScenario(scenario, emulators, seed + results.length));
+      }
+    } finally {
+      await emulators.stop();
     }
-  } finally {
-    await emulators.stop();
   }
-  const totals = totalsOf(results);
-  console.log(formatResults(results));
+  const conditions = await runConditions(conditionScenarios.filter((s) => wanted.includes(s.name)));
+  const totals = {
+    ...totalsOf(results),
+    conditionsRun: conditions.length,
+    conditionsBroken: conditions.filter((c) => !c.held).length,
+  };
+  if (results.length > 0) console.log(formatResults(results));
+  if (conditions.length > 0) console.log(`\ncondition scenarios:\n${formatConditions(conditions)}`);
   console.log(`\ntotals: ${JSON.stringify(totals)}`);
-  if (values.json) console.log(JSON.stringify({ ...totals, results }));
+  if (values.json) console.log(JSON.stringify({ ...totals, results, conditions }));
   const slotsLost = results.some((r) => r.callsInFlight?.everySlotRecovered === false);
   const failed =
     totals.lost > 0 ||
@@ -115,6 +150,7 @@ async function main(): Promise<number> {
     totals.unexplainedDuplicates > 0 ||
     totals.deadLetteredWithoutReason > 0 ||
     totals.inFlightViolations > 0 ||
+    totals.conditionsBroken > 0 ||
     slotsLost;
   return failed ? 1 : 0;
 }

@@ -1,0 +1,9 @@
+import type { ConditionScenario } from './types';
+import { unitNamesOfObjects } from './unitNamesOfObjects';
+
+/** Every condition scenario, in the order of their conditions. */
+export const conditionScenarios: readonly ConditionScenario[] = [unitNamesOfObjects].sort(
+  (a, b) => a.condition - b.condition,
+);
+
+export type { ConditionCheck, ConditionScenario } from './types';
