@@ -7,6 +7,11 @@ import { READ_ORDER, type MessageAttribute } from '../../lib/ports/QueueReceiver
 import { processWorkerEvent } from '../../lib/services/worker/processWorkerEvent';
 import { runOrchestrator } from '../../lib/services/orchestrator/runOrchestrator';
 import type { OrchestratorEvent } from '../../lib/services/orchestrator/types';
+import type { ApiCaller } from '../../lib/ports/ApiCaller';
+import type { Clock } from '../../lib/ports/Clock';
+import type { Invoker } from '../../lib/ports/Invoker';
+import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
+import type { StateStores } from '../../lib/ports/StateStores';
 import { namedUnits } from '../../lib/domain/quota/tiers';
 import { buildJobs, unitAttributes } from './jobs';
 import { seededRandom } from './random';
@@ -27,6 +32,34 @@ export interface SimulationResult {
   readonly queues: MemoryQueues;
   /** The orchestrator's requests to each port, by `service.method` (e.g. `sqs.receive`): with `awsLatency`, its time. */
   readonly orchestratorRequests: ReadonlyMap<string, number>;
+  /** Worker deliveries that threw (a crash, or a fault that reached the handler), as Lambda would see them fail. */
+  readonly workerCrashes: number;
+  /** Orchestrator runs that threw, with their errors' messages. */
+  readonly orchestratorErrors: readonly string[];
+}
+
+/** The ports one side of the service sees: what {@link SimulationFaults} may wrap. */
+export interface SimulatedPorts {
+  readonly stores: StateStores;
+  readonly queues: QueueReceiver;
+}
+
+/**
+ * Faults a run injects (the swarm's): each hook wraps what one side of the service sees, so the services run
+ * unchanged against ports that lose answers, fail, or run late. Without hooks, a run sees the ports as they are.
+ */
+export interface SimulationFaults {
+  /** The ports as the workers see them. */
+  readonly worker?: (ports: SimulatedPorts) => SimulatedPorts;
+  /** The API as the workers see it (it is the referee's, behind), on the run's clock from its `start`. */
+  readonly api?: (api: ApiCaller, clock: Clock, start: number) => ApiCaller;
+  /** The clock the workers read (skewed). The runs' timers still fire on the one clock. */
+  readonly workerClock?: (clock: Clock) => Clock;
+  /** The ports and the invoker as orchestrator run `tick` sees them (so that a run can be killed). */
+  readonly orchestrator?: (
+    ports: SimulatedPorts & { readonly invoker: Invoker },
+    tick: number,
+  ) => SimulatedPorts & { readonly invoker: Invoker };
 }
 
 /** Virtual start instant: a fixed Monday, so runs are the same everywhere. */
@@ -59,7 +92,7 @@ const END_POLL_MS = 100;
  * a {@link VirtualApi} that enforces the quotas on its own counters. Ticks fire every `tickSeconds`; each run stops
  * `stopMarginMs` before the next. Deterministic for a given scenario: same seed, same report.
  */
-export async function runSimulation(scenario: Scenario): Promise<SimulationResult> {
+export async function runSimulation(scenario: Scenario, faults: SimulationFaults = {}): Promise<SimulationResult> {
   const start = SIMULATION_START;
   const clock = new FakeClock(start);
   const random = seededRandom(scenario.seed);
@@ -88,12 +121,16 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     circuit: withLatency(circuit, clock, dynamodbMs, calls),
     idempotency: withLatency(memory.idempotency, clock, dynamodbMs, calls),
   });
-  const stores = slowStores();
-  const queues = withLatency(memoryQueues, clock, sqsMs);
+  const worker = (faults.worker ?? ((ports) => ports))({
+    stores: slowStores(),
+    queues: withLatency(memoryQueues, clock, sqsMs),
+  });
+  const workerApi = faults.api?.(api, clock, start) ?? api;
+  const workerClock = faults.workerClock?.(clock) ?? clock;
   const memoryInvoker = new MemoryInvoker({
     clock,
     timing: new InvokeTiming(scenario.invokeTiming, seededRandom(scenario.seed + 1)),
-    handler: (event) => processWorkerEvent(event, { clock, stores, queues, api, config, random }),
+    handler: (event) => processWorkerEvent(event, { clock: workerClock, ...worker, api: workerApi, config, random }),
   });
   // The orchestrator's own view of the ports, counting its requests.
   const orchestratorPorts = {
@@ -114,6 +151,7 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
   }
 
   const events: OrchestratorEvent[] = [];
+  const orchestratorErrors: string[] = [];
   let ids = 0;
   const allEnded = () => READ_ORDER.every((q) => memoryQueues.depth(q) === 0) && memoryInvoker.idle();
   let endedAt: number | undefined;
@@ -125,10 +163,11 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
       // the simulation ends when they do, not at the next tick, which would find nothing to do.
       while (clock.now() < tickAt && !allEnded()) await clock.sleep(Math.min(END_POLL_MS, tickAt - clock.now()));
       if (allEnded()) break;
+      const ports = faults.orchestrator?.(orchestratorPorts, tick) ?? orchestratorPorts;
       await runOrchestrator(
         {
           clock,
-          ...orchestratorPorts,
+          ...ports,
           config,
           random,
           owner: `orchestrator-${tick}`,
@@ -136,7 +175,11 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
           onEvent: (e) => events.push(e),
         },
         { deadline: tickAt + tickMs - scenario.stopMarginMs, shouldStop: allEnded },
-      );
+      ).catch((error: unknown) => {
+        // Only injected faults make a run throw; without them, the error is the simulation's.
+        if (Object.keys(faults).length === 0) throw error;
+        orchestratorErrors.push(error instanceof Error ? error.message : String(error));
+      });
     }
     endedAt = clock.now();
   };
@@ -162,5 +205,7 @@ export async function runSimulation(scenario: Scenario): Promise<SimulationResul
     api,
     queues: memoryQueues,
     orchestratorRequests,
+    workerCrashes: memoryInvoker.crashes,
+    orchestratorErrors,
   };
 }

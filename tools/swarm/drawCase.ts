@@ -1,0 +1,144 @@
+import { parseScenario, type Scenario } from '../simulation/scenario';
+import { seededRandom } from '../simulation/random';
+
+/**
+ * The faults one swarm seed injects, beside those its scenario carries (outages, late starts and second deliveries).
+ * Every share is per request or per call, drawn anew each time.
+ */
+export interface FaultPlan {
+  /** Share of store and queue writes that land and then fail, as a write whose answer was lost on every try. */
+  readonly lostAnswers: number;
+  /** Share of store writes made before a call (claims, refunds) that fail without landing: DynamoDB unavailable. */
+  readonly unavailable: number;
+  /** Share of job calls whose worker dies just before the request leaves. */
+  readonly crashBeforeCall: number;
+  /** Share of job calls whose worker dies once the answer is in, before it records anything. */
+  readonly crashAfterCall: number;
+  /** Share of orchestrator runs killed, each at a random request. */
+  readonly killedRuns: number;
+  /** The workers' clocks run this many ms ahead (or behind, negative) of the orchestrator's. */
+  readonly workerSkewMs: number;
+  /** Windows in which the API answers 429 with a `Retry-After` of `retryAfterSeconds`, in ms after the start. */
+  readonly rateLimited: readonly {
+    readonly fromMs: number;
+    readonly toMs: number;
+    readonly retryAfterSeconds: number;
+  }[];
+  /** Share of jobs whose first one to three calls the API answers 503 (a job that fails, then succeeds). */
+  readonly flakyJobs: number;
+  /** Windows in which the API refuses the caller with 401 (a revoked key) while its health URL answers 200. */
+  readonly callerRejected: readonly { readonly fromMs: number; readonly toMs: number }[];
+}
+
+/** One seed's case: the scenario it runs, the faults it injects, and the families it drew. */
+export interface SwarmCase {
+  readonly seed: number;
+  readonly scenario: Scenario;
+  readonly faults: FaultPlan;
+  /** The fault families this seed drew, for the report (`late-starts`, `lost-answers`, …). */
+  readonly families: readonly string[];
+}
+
+/** A draw in `[min, max]`, whole when both bounds are. */
+type Draw = (min: number, max: number) => number;
+
+/** The families a seed can draw, each with the chance it is on. */
+const FAMILY_CHANCE = {
+  'late-starts': 0.5,
+  'second-deliveries': 0.5,
+  'lost-answers': 0.4,
+  'dynamodb-unavailable': 0.25,
+  'worker-crashes': 0.35,
+  'orchestrator-kills': 0.3,
+  'clock-skew': 0.3,
+  outages: 0.35,
+  'rate-limited': 0.3,
+  'caller-rejected': 0.2,
+  fifo: 0.5,
+  'max-in-flight': 0.35,
+  'poison-and-malformed': 0.4,
+  'flaky-jobs': 0.4,
+  'events-held': 0.25,
+} as const;
+
+type Family = keyof typeof FAMILY_CHANCE;
+
+/**
+ * Draws seed `seed`'s case: a small backlog (8 to 30 jobs) on one to two tiers, and a random subset of the fault
+ * families, each at a random strength. The same seed gives the same case on every machine.
+ */
+export function drawCase(seed: number): SwarmCase {
+  const random = seededRandom(seed * 2_654_435_761 + 97);
+  const draw: Draw = (min, max) =>
+    Number.isInteger(min) && Number.isInteger(max)
+      ? min + Math.floor(random() * (max - min + 1))
+      : min + random() * (max - min);
+  const on = new Set(
+    (Object.entries(FAMILY_CHANCE) as [Family, number][]).filter(([, chance]) => random() < chance).map(([f]) => f),
+  );
+  const scenario = parseScenario(scenarioInput(seed, on, draw));
+  return { seed, scenario, faults: faultPlan(on, draw), families: [...on].sort() };
+}
+
+/** The scenario JSON of a seed that drew the families `on`. */
+function scenarioInput(seed: number, on: ReadonlySet<Family>, draw: Draw): Record<string, unknown> {
+  const count = draw(8, 30);
+  const fifo = on.has('fifo') ? draw(2, Math.min(10, count - 3)) : 0;
+  const poison = on.has('poison-and-malformed') ? draw(0, 2) : 0;
+  const malformed = on.has('poison-and-malformed') ? draw(0, 1) : 0;
+  const perSecond = draw(2, 12);
+  const quotas: Record<string, unknown>[] = [{ limit: perSecond, per: 'second' }];
+  if (random01(draw) < 0.5) quotas.push({ limit: perSecond * draw(8, 40), per: 'minute' });
+  const latencyMs = on.has('max-in-flight') ? draw(100, 900) : draw(10, 200);
+  return {
+    name: `swarm seed ${seed}`,
+    seed,
+    quotas,
+    ...(on.has('max-in-flight') ? { maxInFlight: draw(1, 4) } : {}),
+    jobs: { count, fifo, fifoGroups: fifo === 0 ? 1 : draw(1, 3), poison, malformed },
+    api: {
+      latencyMs,
+      outages: on.has('outages') ? [{ atSeconds: draw(1, 20), forSeconds: draw(1, 12) }] : [],
+    },
+    startDelays:
+      on.has('late-starts') || on.has('events-held')
+        ? {
+            kind: 'realistic',
+            coldShare: on.has('late-starts') ? draw(0.05, 0.5) : 0,
+            coldMinMs: 100,
+            coldMaxMs: draw(200, 2_000),
+            // Lambda holds an event in its queue (throttled, or retried): it starts after its visibility ran out.
+            holdShare: on.has('events-held') ? draw(0.02, 0.2) : 0,
+            holdMinMs: 5_000,
+            holdMaxMs: draw(10_000, 120_000),
+          }
+        : { kind: 'fixed', ms: draw(5, 40) },
+    duplicateDeliveries: on.has('second-deliveries') ? { share: draw(0.05, 0.4) } : { share: 0 },
+    circuit: { failureThreshold: draw(2, 5), windowSeconds: 10, openSeconds: draw(1, 5), healthCheckSeconds: 1 },
+    tickSeconds: 60,
+    maxSeconds: 3_600,
+  };
+}
+
+function random01(draw: Draw): number {
+  return draw(0, 0.999_999);
+}
+
+/** The faults of the families `on`. */
+function faultPlan(on: ReadonlySet<Family>, draw: Draw): FaultPlan {
+  const window = (maxStartS: number, maxLengthS: number) => {
+    const fromMs = draw(0, maxStartS * 1000);
+    return { fromMs, toMs: fromMs + draw(500, maxLengthS * 1000) };
+  };
+  return {
+    lostAnswers: on.has('lost-answers') ? draw(0.02, 0.15) : 0,
+    unavailable: on.has('dynamodb-unavailable') ? draw(0.02, 0.1) : 0,
+    crashBeforeCall: on.has('worker-crashes') ? draw(0, 0.1) : 0,
+    crashAfterCall: on.has('worker-crashes') ? draw(0, 0.1) : 0,
+    killedRuns: on.has('orchestrator-kills') ? draw(0.1, 0.5) : 0,
+    workerSkewMs: on.has('clock-skew') ? draw(-40, 40) : 0,
+    rateLimited: on.has('rate-limited') ? [{ ...window(20, 8), retryAfterSeconds: draw(1, 20) }] : [],
+    callerRejected: on.has('caller-rejected') ? [window(20, 30)] : [],
+    flakyJobs: on.has('flaky-jobs') ? draw(0.1, 0.6) : 0,
+  };
+}

@@ -1,0 +1,95 @@
+import { ATTRIBUTES, READ_ORDER } from '../../lib/ports/QueueReceiver';
+import { jobIdOf } from '../simulation/jobs';
+import type { SimulationResult } from '../simulation/runSimulation';
+import { isFinalStatus } from '../simulation/virtualApi';
+import type { SwarmCase } from './drawCase';
+import type { WorkerCall } from './faultyPorts';
+
+/** The invariants the swarm checks, by name, with what each promises. */
+export const INVARIANTS = {
+  'tiers-at-arrival': 'no call arrives at the API while one of its tiers is full, as the API counts it',
+  'max-in-flight': "no more calls in progress at the API than the lane's maxInFlight",
+  'one-probe': 'at most one health check at the API at a time',
+  'ended-is-ended': 'no call for a job after its final answer, unless its worker died before recording it',
+  'fifo-order': "a FIFO group's jobs are handled one at a time, in order",
+  'attempts-honoured': 'a job given up after its attempts made that many calls that could count as one',
+  'nothing-lost': 'every job ends: succeeded or in a dead-letter queue',
+  'dead-letters-have-reasons': 'every message in a dead-letter queue carries its reason',
+  'orchestrator-survives': 'an orchestrator run throws only for a fault injected into it',
+} as const;
+
+/** The name of one invariant. */
+export type InvariantName = keyof typeof INVARIANTS;
+
+/** One breach of an invariant, with what was seen. */
+export interface Breach {
+  readonly invariant: InvariantName;
+  readonly detail: string;
+}
+
+/** What one seed's run gives the checks. */
+export interface RunRecord {
+  readonly swarmCase: SwarmCase;
+  readonly run: SimulationResult;
+  /** The job calls the workers made, in order (see `FaultyApi`). */
+  readonly calls: readonly WorkerCall[];
+  readonly peakProbes: number;
+}
+
+/** Checks every invariant of {@link INVARIANTS} on a finished run. */
+export function checkInvariants(record: RunRecord): Breach[] {
+  const breaches: Breach[] = [];
+  const breach = (invariant: InvariantName, detail: string) => breaches.push({ invariant, detail });
+  const { run, swarmCase, calls } = record;
+  const { config } = swarmCase.scenario;
+  const { report } = run;
+  if (report.rejectedByApi > 0) breach('tiers-at-arrival', `${report.rejectedByApi} calls refused for a full tier`);
+  const peak = run.api.peakCallsInFlight();
+  if (config.maxInFlight !== undefined && peak > config.maxInFlight)
+    breach('max-in-flight', `${peak} calls in progress at once, maxInFlight ${config.maxInFlight}`);
+  if (record.peakProbes > 1) breach('one-probe', `${record.peakProbes} health checks in progress at once`);
+  for (const detail of callsAfterEnded(calls)) breach('ended-is-ended', detail);
+  if (report.fifoOrderViolations > 0)
+    breach('fifo-order', `${report.fifoOrderViolations} FIFO jobs handled out of order or together`);
+  if (report.lost > 0)
+    breach('nothing-lost', `${report.lost} of ${report.jobs} jobs neither succeeded nor dead-lettered`);
+  const deadLetters = READ_ORDER.flatMap((q) => run.queues.messages(`${q}-dlq`));
+  const withoutReason = deadLetters.filter((m) => m.attributes[ATTRIBUTES.reason] === undefined);
+  if (withoutReason.length > 0)
+    breach(
+      'dead-letters-have-reasons',
+      `${withoutReason.length} without a reason: ${withoutReason.map((m) => jobIdOf(m.body) ?? m.body).join(', ')}`,
+    );
+  for (const m of deadLetters) {
+    const reason = m.attributes[ATTRIBUTES.reason]?.value ?? '';
+    const gaveUp = /^gave up after (\d+)/.exec(reason);
+    if (gaveUp === null) continue;
+    const jobId = jobIdOf(m.body);
+    const made = calls.filter((c) => c.jobId === jobId && c.crashed !== 'before-call').length;
+    if (made < config.retry.maxAttempts)
+      breach(
+        'attempts-honoured',
+        `${jobId} given up (${reason}) after ${made} calls, maxAttempts ${config.retry.maxAttempts}`,
+      );
+  }
+  for (const error of run.orchestratorErrors)
+    if (!error.includes('injected')) breach('orchestrator-survives', `a run threw: ${error}`);
+  return breaches;
+}
+
+/** A line per job called again after its final answer, when no worker died between that answer and its record. */
+function callsAfterEnded(calls: readonly WorkerCall[]): string[] {
+  const ended = new Map<string, WorkerCall>();
+  const found: string[] = [];
+  for (const call of calls) {
+    if (call.jobId === undefined || call.crashed === 'before-call') continue;
+    const before = ended.get(call.jobId);
+    if (before !== undefined)
+      found.push(
+        `${call.jobId} called at +${call.at - before.at} ms after its final answer (${String(before.status)})`,
+      );
+    if (typeof call.status === 'number' && isFinalStatus(call.status) && call.crashed === undefined)
+      ended.set(call.jobId, call);
+  }
+  return found;
+}

@@ -1,0 +1,59 @@
+import { runSimulation } from '../simulation/runSimulation';
+import { seededRandom } from '../simulation/random';
+import { drawCase } from './drawCase';
+import { FaultyApi, faultyOrchestratorPorts, faultyWorkerPorts, skewedClock, type FaultLog } from './faultyPorts';
+import { checkInvariants, type Breach } from './invariants';
+
+/** What one seed came to. */
+export interface SeedResult {
+  readonly seed: number;
+  readonly families: readonly string[];
+  readonly jobs: number;
+  /** The faults injected, by kind. */
+  readonly faults: Readonly<Record<string, number>>;
+  readonly breaches: readonly Breach[];
+}
+
+/** The command that replays seed `seed` exactly. */
+export function replayCommand(seed: number): string {
+  return `npm run swarm -- --seed ${seed}`;
+}
+
+/**
+ * Runs one seed: draws its case (see {@link drawCase}), runs the simulation on virtual time with the case's faults
+ * injected into what the workers and the orchestrator see, and checks every invariant. Deterministic: the same seed
+ * gives the same result.
+ */
+export async function runSeed(seed: number): Promise<SeedResult> {
+  const swarmCase = drawCase(seed);
+  const { faults: plan, scenario } = swarmCase;
+  const random = seededRandom(seed ^ 0x5eed_f00d);
+  const log: FaultLog = new Map();
+  let api: FaultyApi | undefined;
+  const run = await runSimulation(scenario, {
+    worker: (ports) => faultyWorkerPorts(ports, plan, random, log),
+    api: (referee, clock, start) => {
+      api = new FaultyApi(referee, clock, start, plan, random, log);
+      return api;
+    },
+    workerClock: (clock) => skewedClock(clock, plan.workerSkewMs),
+    orchestrator: (ports) => {
+      const killAfter = random() < plan.killedRuns ? 1 + Math.floor(random() * 80) : undefined;
+      return faultyOrchestratorPorts(ports, plan, killAfter, random, log);
+    },
+  });
+  const faulty = api as FaultyApi | undefined;
+  const breaches = checkInvariants({
+    swarmCase,
+    run,
+    calls: faulty?.calls ?? [],
+    peakProbes: faulty?.peakProbes ?? 0,
+  });
+  return {
+    seed,
+    families: swarmCase.families,
+    jobs: scenario.jobs.count,
+    faults: Object.fromEntries([...log].sort()),
+    breaches,
+  };
+}
