@@ -126,7 +126,8 @@ async function sendOnward(
   fate: Failure,
 ): Promise<JobOutcome> {
   if (fate.action === 'keep') {
-    await returnUnconsumed(deps.queues, message, event.attempt);
+    // With its key: a copy left behind (a send that landed and lost its answer) then finds this job's record.
+    await returnUnconsumed(deps.queues, withKey(message, event.idempotencyKey), event.attempt);
     return 'kept';
   }
   if (fate.action === 'dead-letter') {

@@ -96,6 +96,20 @@ describe('endFailed', () => {
     });
   });
 
+  it('returns a standard message refused with 401 to the requeue queue with its attempt and its key, so that a second copy cannot call again', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { attempt: 2 });
+    h.api.answers.push(httpStatus(401));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('kept');
+
+    expect(h.queues.depth('main')).toBe(0);
+    expect(h.queues.messages('requeue').map((m) => m.attributes)).toEqual([
+      { idempotencyKey: stringAttr('m-1'), attempt: numberAttr(2) },
+    ]);
+  });
+
   it('keeps a FIFO message failing with 503 in flight with its visibility pushed out, holding back its group', async () => {
     const h = workerHarness();
     await sendJob(h.queues, 'fifo', { id: 'a1' }, { groupId: 'g-1' });
