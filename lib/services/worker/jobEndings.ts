@@ -106,7 +106,10 @@ async function fateOf(
   const delayMs = decision.action === 'retry' ? decision.delayMs : 0;
   // The API's own word: the batch's later calls stop before the report's write, which may take a while or fail.
   if (classification.kind === 'rate-limited') options.circuitStopped?.();
-  const circuit = await reportFailure(classification, delayMs, now, event.lane, deps);
+  // A report that cannot be written (DynamoDB unavailable, or its answer lost) must not stop the job's own record:
+  // the worker would end without one, and the message's next dispatch would call again. The job's fate then goes on
+  // as if the circuit had not moved; the next failure reports again.
+  const circuit = await reportFailure(classification, delayMs, now, event.lane, deps).catch(() => undefined);
   if (circuit !== undefined && !isDispatchAllowed(circuit)) options.circuitStopped?.();
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
   // and the job waits with the others, whether this run of refusals opened it or something else did.

@@ -162,6 +162,24 @@ describe('endFailed', () => {
     });
   });
 
+  it('dead-letters a message refused with 400 even when its report to the circuit cannot be written, so that the next dispatch does not call again', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a', poison: true });
+    h.api.answers.push(httpStatus(400));
+    h.stores.circuit.saveCircuit = async () => {
+      throw new Error('DynamoDB unavailable');
+    };
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('dead-lettered');
+
+    expect(h.queues.messages('main-dlq').map((m) => m.body)).toEqual(['{"id":"a","poison":true}']);
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+      status: 'dead-lettered',
+      dispatchId: 'd-1',
+    });
+  });
+
   it('dead-letters a message that fails transiently on its last attempt', async () => {
     const h = workerHarness();
     await sendJob(h.queues, 'requeue', { id: 'a' }, { attempt: 3 });
