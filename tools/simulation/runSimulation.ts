@@ -13,7 +13,7 @@ import type { Invoker } from '../../lib/ports/Invoker';
 import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
 import type { StateStores } from '../../lib/ports/StateStores';
 import { namedUnits } from '../../lib/domain/quota/tiers';
-import { buildJobs, unitAttributes } from './jobs';
+import { buildJobs, unitAttributes, type JobSpec } from './jobs';
 import { seededRandom } from './random';
 import { withLatency } from './awsLatency';
 import { InvokeTiming } from './startDelays';
@@ -24,6 +24,8 @@ import { VirtualApi } from './virtualApi';
 /** Everything a simulation produced: the report and the raw timelines tests check it against. */
 export interface SimulationResult {
   readonly report: Report;
+  /** The backlog the run started with. */
+  readonly jobs: readonly JobSpec[];
   /** Start instant of the run (epoch ms on the virtual clock). */
   readonly start: number;
   readonly circuitChanges: readonly CircuitChange[];
@@ -199,6 +201,7 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
       start,
       durationMs: (endedAt ?? clock.now()) - start,
     }),
+    jobs,
     start,
     circuitChanges: circuit.changes,
     orchestratorEvents: events,

@@ -13,7 +13,7 @@ export const INVARIANTS = {
   'ended-is-ended': 'no call for a job after its final answer, unless its worker died before recording it',
   'fifo-order': "a FIFO group's jobs are handled one at a time, in order",
   'attempts-honoured': 'a job given up after its attempts made that many calls that could count as one',
-  'nothing-lost': 'every job ends: succeeded or in a dead-letter queue',
+  'nothing-lost': 'every job is somewhere: succeeded, in a dead-letter queue, or still in a queue',
   'dead-letters-have-reasons': 'every message in a dead-letter queue carries its reason',
   'orchestrator-survives': 'an orchestrator run throws only for a fault injected into it',
 } as const;
@@ -51,9 +51,9 @@ export function checkInvariants(record: RunRecord): Breach[] {
   for (const detail of callsAfterEnded(calls)) breach('ended-is-ended', detail);
   if (report.fifoOrderViolations > 0)
     breach('fifo-order', `${report.fifoOrderViolations} FIFO jobs handled out of order or together`);
-  if (report.lost > 0)
-    breach('nothing-lost', `${report.lost} of ${report.jobs} jobs neither succeeded nor dead-lettered`);
   const deadLetters = READ_ORDER.flatMap((q) => run.queues.messages(`${q}-dlq`));
+  const lost = lostJobs(record, deadLetters);
+  if (lost.length > 0) breach('nothing-lost', `${lost.length} of ${report.jobs} jobs are nowhere: ${lost.join(', ')}`);
   const withoutReason = deadLetters.filter((m) => m.attributes[ATTRIBUTES.reason] === undefined);
   if (withoutReason.length > 0)
     breach(
@@ -75,6 +75,15 @@ export function checkInvariants(record: RunRecord): Breach[] {
   for (const error of run.orchestratorErrors)
     if (!error.includes('injected')) breach('orchestrator-survives', `a run threw: ${error}`);
   return breaches;
+}
+
+/** The jobs that neither succeeded nor sit in a queue (a source queue, in flight or not, or a dead-letter queue). */
+function lostJobs({ run }: RunRecord, deadLetters: readonly { readonly body: string }[]): string[] {
+  const succeeded = new Set(run.api.succeededIds());
+  const queued = new Set([...READ_ORDER.flatMap((q) => run.queues.messages(q)), ...deadLetters].map((m) => m.body));
+  return run.jobs
+    .filter((job) => !queued.has(job.body) && !succeeded.has(jobIdOf(job.body) ?? ''))
+    .map((job) => jobIdOf(job.body) ?? job.body);
 }
 
 /** A line per job called again after its final answer, when no worker died between that answer and its record. */
