@@ -328,6 +328,47 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
     });
   });
 
+  describe('settlement appends the SDK would send twice', () => {
+    it('fails an append whose answer was lost instead of appending a second copy', async () => {
+      const lane = unique('lost-append');
+      setup().loseNextAnswer?.('UpdateItem');
+
+      await expect(stores().ledger.addSettlements(lane, { ...settlement(T0), id: 'd-1' })).rejects.toMatchObject({
+        name: 'UncertainWriteError',
+      });
+      await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([{ ...settlement(T0), id: 'd-1' }]);
+    });
+
+    it('sends an append again after a refusal that says it did not land (throttling), and records it once', async () => {
+      const lane = unique('throttled-append');
+      let throttled = false;
+      addMiddleware(
+        setup().client,
+        (next) => async (args) => {
+          const target = (args.request as { headers?: Record<string, string> }).headers?.['x-amz-target'] ?? '';
+          if (throttled || !target.endsWith('.UpdateItem')) return next(args);
+          throttled = true;
+          const body = JSON.stringify({
+            __type: 'com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException',
+            message: 'throttled',
+          });
+          return {
+            response: {
+              statusCode: 400,
+              headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amzn-requestid': 'throttled' },
+              body: Buffer.from(body),
+            },
+          };
+        },
+        { step: 'deserialize', name: `throttleOnce-${lane}`, priority: 'low' },
+      );
+
+      await expect(stores().ledger.addSettlements(lane, { ...settlement(T0), id: 'd-1' })).resolves.toBe(true);
+      expect(throttled).toBe(true);
+      await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([{ ...settlement(T0), id: 'd-1' }]);
+    });
+  });
+
   describe('concurrent writers', () => {
     it('lets exactly one of ten concurrent writers of the same circuit version win', async () => {
       const lane = unique('circuit-race');

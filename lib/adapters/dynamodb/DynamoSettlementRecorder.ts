@@ -27,24 +27,29 @@ export class DynamoSettlementRecorder implements Pick<LedgerStore, 'addSettlemen
   async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
     // Not fenced: workers report whatever lease is current. The list grows inside the lane item (400 KB limit): the
     // orchestrator folds and removes settlements regularly, and refunds are turned away from a full list. Not
-    // idempotent either: the SDK's retry of an append that landed appends a second copy, which the orchestrator folds
-    // once by its `id` (see LedgerSync); a retry turned away reports false for refunds that did land.
+    // idempotent either, so the SDK sends the append again only after a refusal (throttling): after an answer that may
+    // hide an append that landed, it fails, and the worker's next try hands nothing back (see `recordSettlement`),
+    // since the orchestrator may fold the first copy before the second lands. A retry turned away by the condition
+    // reports false for refunds that did land.
     if (settlements.length === 0) return true;
     const bounded = allRefunds(settlements);
     return unlessConditionFails(
       this.table
-        .update({
-          Key: laneKey(lane),
-          UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :added)',
-          ...(bounded
-            ? { ConditionExpression: 'attribute_not_exists(#settlements) OR size(#settlements) < :most' }
-            : {}),
-          ExpressionAttributeValues: {
-            ':empty': [],
-            ':added': settlements,
-            ...(bounded ? { ':most': MAX_STORED_SETTLEMENTS } : {}),
+        .update(
+          {
+            Key: laneKey(lane),
+            UpdateExpression: 'SET #settlements = list_append(if_not_exists(#settlements, :empty), :added)',
+            ...(bounded
+              ? { ConditionExpression: 'attribute_not_exists(#settlements) OR size(#settlements) < :most' }
+              : {}),
+            ExpressionAttributeValues: {
+              ':empty': [],
+              ':added': settlements,
+              ...(bounded ? { ':most': MAX_STORED_SETTLEMENTS } : {}),
+            },
           },
-        })
+          { resend: 'if-refused' },
+        )
         .then(() => true),
       () => false,
     );

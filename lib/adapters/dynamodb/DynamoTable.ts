@@ -84,16 +84,55 @@ export class DynamoTable {
     return output.Item;
   }
 
-  /** An UpdateItem; `#name`s in the update and the condition stand for the attributes of that name. */
-  update(input: Request<UpdateCommandInput>): Promise<UpdateCommandOutput> {
-    return this.client.send(
-      new UpdateCommand({
-        ...input,
-        TableName: this.tableName,
-        ExpressionAttributeNames: namesIn(input.UpdateExpression, input.ConditionExpression),
-      }),
-    );
+  /**
+   * An UpdateItem; `#name`s in the update and the condition stand for the attributes of that name. With `resend:
+   * 'if-refused'`, the SDK sends it again only after an answer that says it did not take effect (throttling); after
+   * one that may hide a write that landed (a 5xx, a timeout, a lost connection), the call fails with that answer's
+   * error instead, for a write whose second copy would not be harmless (see {@link sendAgainOnlyIfRefused}).
+   */
+  update(input: Request<UpdateCommandInput>, options: { resend?: 'if-refused' } = {}): Promise<UpdateCommandOutput> {
+    const command = new UpdateCommand({
+      ...input,
+      TableName: this.tableName,
+      ExpressionAttributeNames: namesIn(input.UpdateExpression, input.ConditionExpression),
+    });
+    if (options.resend === 'if-refused') sendAgainOnlyIfRefused(command);
+    return this.client.send(command);
   }
+}
+
+/** DynamoDB's errors that say a request did not take effect, and may be sent again as it is. */
+const REFUSALS = new Set([
+  'ProvisionedThroughputExceededException',
+  'ThrottlingException',
+  'RequestLimitExceeded',
+  'ThrottlingError',
+]);
+
+/**
+ * Makes the SDK's own retries of `command` stop after an attempt whose failure may hide a write that landed: the
+ * next attempt fails at once, with that attempt's error (not retryable, so the SDK gives up), instead of writing a
+ * second copy. A middleware of the command's own, inside the retry loop, so it sees every attempt.
+ */
+function sendAgainOnlyIfRefused(command: UpdateCommand): void {
+  let uncertain: unknown;
+  command.middlewareStack.add(
+    (next) => async (args) => {
+      if (uncertain !== undefined) {
+        throw Object.assign(new Error('not sent again: the write may have landed before its answer was lost'), {
+          name: 'UncertainWriteError',
+          cause: uncertain,
+        });
+      }
+      try {
+        return await next(args);
+      } catch (error) {
+        if (!REFUSALS.has((error as { name?: unknown } | null)?.name as string)) uncertain = error;
+        throw error;
+      }
+    },
+    { step: 'finalizeRequest', priority: 'low' },
+  );
 }
 
 /**

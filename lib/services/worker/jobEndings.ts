@@ -25,7 +25,7 @@ export async function endSucceeded(job: JobContext, call: AnsweredCall): Promise
   const { result, now, owed, release } = call;
   const { stores, queues, config } = deps;
   const succeeded = endedRecord('succeeded', event.dispatchId, now, config);
-  await releaseSlot(event.lane, release, deps);
+  await releaseSlot(event.lane, release, start, deps);
   if (owed !== undefined) {
     // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
     // cannot reach DynamoDB in between leaves both, and the message's next dispatch finds the record (no second
@@ -86,7 +86,7 @@ export async function endFailed(job: JobContext, call: AnsweredCall, decision: F
   // reports a usage other than the estimate); if it cannot be recorded, the message's fate goes ahead and the worker
   // fails with the settlement in its error (a retry must not wait on the ledger).
   const recorded = await recordOwed(event.lane, owed, start, deps);
-  await releaseSlot(event.lane, release, deps);
+  await releaseSlot(event.lane, release, start, deps);
   const outcome = await sendOnward(job, call, fate);
   if (!recorded && owed !== undefined)
     throw unrecorded(owed, 'the message was requeued, kept or dead-lettered all the same');

@@ -1,6 +1,6 @@
 import { ownValue } from '../../domain/ownValue';
 import type { ApiResult } from '../../domain/outcome/apiResult';
-import type { Settlement } from '../../domain/quota/ledger';
+import { withoutHandBack, type Settlement } from '../../domain/quota/ledger';
 import type { Costs } from '../../domain/quota/tiers';
 import { usageSourcesOf } from '../../domain/usage/unitSettings';
 import { readUsage } from '../../domain/usage/usageSources';
@@ -27,11 +27,17 @@ export function usageOf(result: ApiResult, config: ServiceConfig): Costs {
 }
 
 /**
- * Records `release`, if any, to free the call slot of its dispatch: once, without the back-off of a settlement, since
- * a release that is lost costs no quota, only the slot until the call could no longer be running.
+ * Records `release`, if any, to free the call slot of its dispatch, with the tries of any settlement (see
+ * {@link recordSettlement}): a release that is lost costs no quota, but holds the slot until the call could no longer
+ * be running, and on a lane whose `maxInFlight` binds that is a call fewer for as long.
  */
-export async function releaseSlot(lane: string, release: Settlement | undefined, deps: WorkerDeps): Promise<void> {
-  if (release !== undefined) await deps.stores.ledger.addSettlements(lane, release).catch(() => undefined);
+export async function releaseSlot(
+  lane: string,
+  release: Settlement | undefined,
+  start: number,
+  deps: WorkerDeps,
+): Promise<void> {
+  if (release !== undefined) await recordSettlement(lane, start, deps, release);
 }
 
 /** Records `owed`, if any (see {@link recordSettlement}); false when it could not be recorded. */
@@ -54,7 +60,9 @@ const SETTLEMENT_TRIES_SHARE = 0.75;
 /**
  * Appends `settlements` to the lane's pending list in one write, trying again with back-off while the store fails
  * (DynamoDB down or throttling) until {@link SETTLEMENT_TRIES_SHARE} of the worker's time (from `start`) has passed; it
- * always tries once.
+ * always tries once. A failed try may have landed (its answer lost), and the orchestrator may have folded it before the
+ * next lands: so every try after the first hands nothing back (see `withoutHandBack`). Folded twice, a settlement then
+ * over-counts, never gives back twice; a hand-back whose first try did not land is lost, and its quota goes unused.
  * @returns false when every try failed.
  */
 export async function recordSettlement(
@@ -65,12 +73,14 @@ export async function recordSettlement(
 ): Promise<boolean> {
   const { clock, stores, config } = deps;
   const lastTryBy = start + SETTLEMENT_TRIES_SHARE * config.orchestrator.workerTimeoutMs;
+  let copy = settlements;
   for (let waitMs = SETTLEMENT_BACKOFF_MS; ; waitMs = Math.min(SETTLEMENT_MAX_BACKOFF_MS, 2 * waitMs)) {
     try {
-      await stores.ledger.addSettlements(lane, ...settlements);
+      await stores.ledger.addSettlements(lane, ...copy);
       return true;
     } catch {
       if (clock.now() + waitMs > lastTryBy) return false;
+      copy = settlements.map(withoutHandBack);
       await clock.sleep(waitMs);
     }
   }
@@ -78,7 +88,8 @@ export async function recordSettlement(
 
 /**
  * Records the settlement a success record `held` owes, if any (its worker could not record it and kept the message),
- * then writes the record again without it, so that it is recorded once.
+ * without its hand-back (see `withoutHandBack`): the worker's tries may have landed with their answers lost, and been
+ * folded in an earlier run. Then writes the record again without it, so that it is recorded once.
  * @throws StateUnavailableError when it still cannot be recorded: the message is kept for a later dispatch to try again.
  */
 export async function recordOwedSettlement(
@@ -89,7 +100,7 @@ export async function recordOwedSettlement(
 ): Promise<void> {
   const { settlement, ...record } = held;
   if (settlement === undefined) return;
-  if (!(await recordSettlement(event.lane, start, deps, settlement)))
+  if (!(await recordSettlement(event.lane, start, deps, withoutHandBack(settlement))))
     throw unrecorded(
       settlement,
       `the success record of key '${event.idempotencyKey}' still holds it, and the message was kept`,

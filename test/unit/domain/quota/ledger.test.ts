@@ -1,7 +1,7 @@
-import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
+import { QuotaLedger, withoutHandBack } from '../../../../lib/domain/quota/ledger';
 import type { LedgerJSON, SlidingTierJSON } from '../../../../lib/domain/quota/ledgerJSON';
 import { BUCKETS_PER_WINDOW } from '../../../../lib/domain/quota/slidingCounter';
-import { parseTiers, type Tier } from '../../../../lib/domain/quota/tiers';
+import { parseTiers, type Costs, type Tier } from '../../../../lib/domain/quota/tiers';
 import { QuotaExceededError, StateFormatError } from '../../../../lib/errors';
 import { thrown } from '../../../helpers/thrown';
 
@@ -656,5 +656,38 @@ describe('QuotaLedger with an arrival margin', () => {
     ledger.reserve(T0, { cost: 1 });
 
     expect(ledger.earliestFit(T0 + 1_000, { cost: 1 }).at).toBeGreaterThanOrEqual(T0 + 1_100);
+  });
+});
+
+describe('withoutHandBack', () => {
+  const reservation = { at: 0, costs: { input_tokens: 500, output_tokens: 1_000 }, windows: {} };
+
+  it('counts every unit used below its reservation as reserved, and keeps usage above it', () => {
+    expect(
+      withoutHandBack({ reservation, actual: { input_tokens: 700, output_tokens: 200 }, id: 'd-1', startDelayMs: 30 }),
+    ).toEqual({ reservation, actual: { input_tokens: 700 }, id: 'd-1' });
+  });
+
+  it('turns a refund (no call) into a settlement that changes no count and names its dispatch', () => {
+    expect(withoutHandBack({ reservation, actual: null, id: 'd-1' })).toEqual({ reservation, actual: {}, id: 'd-1' });
+  });
+
+  it('settles to what the full settlement settles, or more, never less', () => {
+    const tiers = parseTiers([
+      { limit: 10_000, per: 'minute', unit: 'input_tokens' },
+      { limit: 10_000, per: 'minute', unit: 'output_tokens' },
+    ]);
+    const actuals: (Costs | null)[] = [null, { input_tokens: 100 }, { input_tokens: 900, output_tokens: 10 }];
+    for (const actual of actuals) {
+      const full = new QuotaLedger(tiers);
+      const without = new QuotaLedger(tiers);
+      const settled = { reservation: full.reserve(0, reservation.costs), actual };
+      without.reserve(0, reservation.costs);
+      full.settle(settled);
+      without.settle(withoutHandBack(settled));
+      const used = (ledger: QuotaLedger) => ledger.usage(0).map((u) => u.used);
+      used(without).forEach((units, i) => expect(units).toBeGreaterThanOrEqual(used(full)[i] ?? 0));
+      expect(used(without)).toEqual([Math.max(500, actual?.['input_tokens'] ?? 0), 1_000]);
+    }
   });
 });

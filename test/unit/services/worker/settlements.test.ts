@@ -1,4 +1,5 @@
-import type { Settlement } from '../../../../lib/domain/quota/ledger';
+import { QuotaLedger, type Settlement } from '../../../../lib/domain/quota/ledger';
+import { parseTiers } from '../../../../lib/domain/quota/tiers';
 import { StateUnavailableError } from '../../../../lib/errors';
 import { processJob } from '../../../../lib/services/worker/processJob';
 import {
@@ -164,6 +165,41 @@ describe('recordSettlement', () => {
       await settled;
       expect(h.queues.depth('main')).toBe(0);
       expect(h.queues.depth('requeue')).toBe(1);
+    });
+  });
+
+  describe('when its tries land and their answers are lost (a hand-back)', () => {
+    /** A recorder whose appends all land, and then fail as a write whose answer was lost. */
+    function lostAnswers(h: WorkerHarness) {
+      return {
+        async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
+          await h.stores.ledger.addSettlements(lane, ...settlements);
+          throw new Error('InternalServerError: the append landed, then the answer was lost');
+        },
+      };
+    }
+
+    it('hands the unused units back once, whatever copies are folded, in whatever runs', async () => {
+      const h = workerHarness(COST_CONFIG);
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 7 });
+      h.api.answers.push(ok(3));
+      const event = await receiveJobEvent(h, 'main', 'd-1');
+
+      const outcome = processJob(event, { ...h.deps, stores: { ...h.stores, ledger: lostAnswers(h) } });
+      const settled = expect(outcome).rejects.toBeInstanceOf(StateUnavailableError);
+      await h.clock.advance(5_000);
+      await settled;
+      // The message was kept: its next dispatch, in a later run, records what the success record holds.
+      await h.clock.advanceTo(START + 30_000);
+      await expect(processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps)).resolves.toBe('duplicate');
+
+      const copies = (await h.stores.ledger.pendingSettlements(LANE)).filter((s) => s.id === 'd-1');
+      expect(copies.length).toBeGreaterThan(2);
+      // Folded each in a run of its own, as if every earlier copy had been removed before the next was read.
+      const ledger = new QuotaLedger(parseTiers([{ limit: 1_000, per: 'day', unit: 'cost' }]));
+      const reservation = ledger.reserve(START, { cost: 7 });
+      for (const copy of copies) ledger.settle({ ...copy, reservation });
+      expect(ledger.usage(START + 30_000).map((u) => u.used)).toEqual([3]);
     });
   });
 });
