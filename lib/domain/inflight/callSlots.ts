@@ -39,6 +39,15 @@ export class CallSlots {
     for (const [count, until] of saved?.h ?? []) this.held.push({ count, until });
   }
 
+  /**
+   * The slots of a cap that the calls in progress were never counted against (they were dispatched under a
+   * configuration without it, and the saved state lists none of them): every slot is held as taken until the calls
+   * slotted at or before `slot`, any number of them, can no longer be in progress.
+   */
+  static filledThrough(cap: number, holdMs: number, slot: number): CallSlots {
+    return new CallSlots(cap, holdMs, { a: [], h: [[cap, slot + holdMs]] });
+  }
+
   /** Calls that may be in progress at `now`; forgets those that no longer can be. */
   inFlight(now: number): number {
     for (const [id, until] of this.known) if (until <= now) this.known.delete(id);

@@ -17,7 +17,8 @@ import type { HeldUnits, TierCounter } from './tierCounter';
  */
 export class CalendarCounter implements TierCounter {
   private key = '';
-  private end = Number.NEGATIVE_INFINITY;
+  /** The window the counter last moved on to (see {@link CalendarCounter.roll}); `key` may be a later one's. */
+  private rolled: CalendarWindow = { key: '', end: Number.NEGATIVE_INFINITY };
   private usedUnits = 0;
   /** The window last looked up (see {@link CalendarCounter.windowOf}), and the instant it was looked up for. */
   private looked: { readonly from: number; readonly window: CalendarWindow } | undefined;
@@ -44,17 +45,37 @@ export class CalendarCounter implements TierCounter {
     return counter;
   }
 
+  /**
+   * A count of a tier built as the constructor's arguments say that counts it full for every call slotted at or before
+   * `slot` which it never counted (made under a configuration without the tier): the window of `slot` holds the whole
+   * limit, and so does any window before it (a stored key from a later window counts for the earlier ones, see
+   * {@link CalendarCounter.roll}), so the tier is full until that window ends. Such a call charged no window of the
+   * tier, so its settlement names none and changes nothing (see {@link CalendarCounter.adjust}).
+   */
+  static filledThrough(
+    limit: number,
+    per: CalendarPeriod,
+    timeZone: string,
+    marginMs: number,
+    slot: number,
+  ): CalendarCounter {
+    const counter = new CalendarCounter(limit, per, timeZone, marginMs);
+    counter.key = counter.windowOf(slot).key;
+    counter.usedUnits = limit;
+    return counter;
+  }
+
   /** Moves the counter on to the window of `now`, the present: a later window starts empty. */
   private roll(now: number): void {
-    if (now < this.end) return;
+    if (now < this.rolled.end) return;
     const window = this.windowOf(now);
-    // Keys sort chronologically. A stored key from a later window (a writer whose clock ran ahead) is kept, so
-    // its usage is never forgotten.
+    // Keys sort chronologically. A stored key from a later window (a writer whose clock ran ahead, a tier counted
+    // full through a later window) is kept, so its usage is never forgotten.
     if (window.key > this.key) {
       this.key = window.key;
       this.usedUnits = 0;
     }
-    this.end = window.end;
+    this.rolled = window;
   }
 
   /** The window holding `t`. Instants mostly move forward, so the last one looked up usually holds it: no zone lookup then. */
@@ -76,9 +97,11 @@ export class CalendarCounter implements TierCounter {
   earliestFit(now: number, units: number): number {
     if (units > this.limit) return Number.POSITIVE_INFINITY;
     const at = this.clearOfBoundary(now);
-    const window = at < this.end ? { key: this.key, end: this.end } : this.windowOf(at);
+    const window = at < this.rolled.end ? this.rolled : this.windowOf(at);
+    // A window before the one the count is kept for counts as much as it: the next window may be full too.
     const used = window.key > this.key ? 0 : this.usedUnits;
-    return used + units <= this.limit ? at : this.clearOfBoundary(window.end);
+    if (used + units <= this.limit) return at;
+    return window.key < this.key ? this.earliestFit(window.end, units) : this.clearOfBoundary(window.end);
   }
 
   /** {@inheritDoc TierCounter.add} */
@@ -102,7 +125,7 @@ export class CalendarCounter implements TierCounter {
   /** {@inheritDoc TierCounter.windowEnd} */
   windowEnd(now: number): number {
     this.roll(now);
-    return this.end;
+    return this.rolled.end;
   }
 
   /** {@inheritDoc TierCounter.toJSON} */

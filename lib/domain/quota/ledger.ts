@@ -69,25 +69,45 @@ export interface TierUsage {
 }
 
 /**
- * The counter of `tier`'s kind, rehydrated from `saved` when given. A new kind of tier adds its {@link TierCounter}
- * here, and its JSON to `TierJSON`.
- * @throws StateFormatError when `saved` is the serialised form of another kind of tier.
+ * What a tier's counter starts from: its `saved` form; else, when `uncountedUntil` is given, every call slotted by
+ * then counted as filling it (see {@link LedgerOptions.uncountedUntil}); else nothing.
  */
-function counterFor(tier: Tier, timeZone: string, marginMs: number, saved: TierJSON | undefined): TierCounter {
+interface CounterStart {
+  readonly saved: TierJSON | undefined;
+  readonly uncountedUntil: number | undefined;
+}
+
+/**
+ * The counter of `tier`'s kind, rehydrated from `start`. A new kind of tier adds its {@link TierCounter} here, and
+ * its JSON to `TierJSON`.
+ * @throws StateFormatError when the saved form is that of another kind of tier.
+ */
+function counterFor(tier: Tier, timeZone: string, marginMs: number, start: CounterStart): TierCounter {
+  const { saved, uncountedUntil } = start;
   const mismatch = (savedAs: TierKind) =>
     new StateFormatError(
       `stored ledger is unreadable: tier "${tierKeyOf(tier.per, tier.unit)}" is saved as a ${savedAs} tier`,
     );
   switch (tier.kind) {
-    case 'sliding':
+    case 'sliding': {
       // Counted `marginMs` longer: calls reserved at most a window apart may arrive up to the margin closer together.
-      if (saved === undefined) return new SlidingCounter(tier.limit, tier.windowMs + marginMs);
-      if (!isSlidingTierJSON(saved)) throw mismatch('calendar');
-      return SlidingCounter.fromJSON(tier.limit, tier.windowMs + marginMs, saved);
+      const windowMs = tier.windowMs + marginMs;
+      if (saved !== undefined) {
+        if (!isSlidingTierJSON(saved)) throw mismatch('calendar');
+        return SlidingCounter.fromJSON(tier.limit, windowMs, saved);
+      }
+      return uncountedUntil === undefined
+        ? new SlidingCounter(tier.limit, windowMs)
+        : SlidingCounter.filledThrough(tier.limit, windowMs, uncountedUntil);
+    }
     case 'calendar':
-      if (saved === undefined) return new CalendarCounter(tier.limit, tier.per, timeZone, marginMs);
-      if (isSlidingTierJSON(saved)) throw mismatch('sliding');
-      return CalendarCounter.fromJSON(tier.limit, tier.per, timeZone, marginMs, saved);
+      if (saved !== undefined) {
+        if (isSlidingTierJSON(saved)) throw mismatch('sliding');
+        return CalendarCounter.fromJSON(tier.limit, tier.per, timeZone, marginMs, saved);
+      }
+      return uncountedUntil === undefined
+        ? new CalendarCounter(tier.limit, tier.per, timeZone, marginMs)
+        : CalendarCounter.filledThrough(tier.limit, tier.per, timeZone, marginMs, uncountedUntil);
   }
 }
 
@@ -101,6 +121,14 @@ export interface LedgerOptions {
    * @default 0
    */
   readonly arrivalMarginMs?: number;
+  /**
+   * For a ledger rehydrated from a saved one: the latest instant at which a call made before it was rehydrated may
+   * have been slotted. A configured tier the saved ledger lacks was added since it was saved (by a deploy), and never
+   * counted those calls, so it counts them as filling it: full until they have all left its windows (one window after
+   * this instant for a sliding tier; to the end of this instant's calendar window for a calendar tier). Saved tiers
+   * are counted as saved. @default none: a tier the saved ledger lacks starts empty, as an operator's read-out shows it
+   */
+  readonly uncountedUntil?: number;
 }
 
 /**
@@ -125,14 +153,16 @@ export class QuotaLedger {
   ) {
     const timeZone = options.timeZone ?? 'UTC';
     const marginMs = options.arrivalMarginMs ?? 0;
+    const uncountedUntil = json === undefined ? undefined : options.uncountedUntil;
     this.counters = tiers.map((tier) =>
-      counterFor(tier, timeZone, marginMs, json?.tiers[tierKeyOf(tier.per, tier.unit)]),
+      counterFor(tier, timeZone, marginMs, { saved: json?.tiers[tierKeyOf(tier.per, tier.unit)], uncountedUntil }),
     );
   }
 
   /**
-   * Rehydrates a ledger saved by {@link QuotaLedger.toJSON}. Tiers that are configured but not saved start empty;
-   * saved tiers no longer configured are dropped.
+   * Rehydrates a ledger saved by {@link QuotaLedger.toJSON}, its tiers matched by period and unit (see `TierKey`).
+   * Tiers that are configured but not saved start empty, or full with {@link LedgerOptions.uncountedUntil}; saved
+   * tiers no longer configured are dropped.
    * @throws StateFormatError when `json` is not a ledger of a known version.
    */
   static fromJSON(tiers: readonly Tier[], json: unknown, options: LedgerOptions = {}): QuotaLedger {

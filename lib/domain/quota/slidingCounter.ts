@@ -39,6 +39,18 @@ export class SlidingCounter implements TierCounter {
     return counter;
   }
 
+  /**
+   * A history of a tier of `limit` units per window of `windowMs` that counts it full for every call slotted at or
+   * before `slot` which it never counted (made under a configuration without the tier). The limit goes in the bucket
+   * after that of `slot`, where no such call lies, so a settlement of one gives nothing back (see
+   * {@link SlidingCounter.adjust}): the tier is full until one window after that bucket.
+   */
+  static filledThrough(limit: number, windowMs: number, slot: number): SlidingCounter {
+    const counter = new SlidingCounter(limit, windowMs);
+    counter.charge(Math.floor(slot / counter.g) + 1, limit);
+    return counter;
+  }
+
   private expiry(k: number): number {
     return (k + 1) * this.g - 1 + this.windowMs;
   }

@@ -11,6 +11,7 @@ import type { Buffered, Intake } from './intake';
 import type { LedgerSync } from './ledgerSync';
 import { holdLabel, type QuotaGate } from './quotaGate';
 import type { RunContext } from './runContext';
+import { BATCH_REACH_OF_WORKER_TIMEOUT } from './rehydrate';
 import type { StateLink } from './stateLink';
 import type { RunPorts } from './types';
 
@@ -174,7 +175,7 @@ export class Dispatcher {
    * long, a batch spans as long and the wait is shared by that many more jobs (at 50/s and a lead of 1.5 s, about 85
    * instead of 24). A FIFO message whose group already has one in the batch (the worker calls it once that one has
    * ended) is slotted at least the chain gap (see `ChainGap`) after it, and its window starts there; every slot
-   * stays within half a worker's time of now.
+   * stays within {@link BATCH_REACH_OF_WORKER_TIMEOUT} of a worker's time of now (which `rehydrate` relies on).
    */
   private batchFrom(first: Reserved, now: number): Reserved[] {
     const batch = [first];
@@ -204,7 +205,8 @@ export class Dispatcher {
       const allowed = this.ledger.allowed(slot, units);
       const covered =
         next.receivedAt + this.run.settings.visibilityTimeoutMs - slot >= this.run.settings.workerTimeoutMs;
-      const inWindow = slot < windowFrom + windowMs && slot - now <= this.run.settings.workerTimeoutMs / 2;
+      const inWindow =
+        slot < windowFrom + windowMs && slot - now <= BATCH_REACH_OF_WORKER_TIMEOUT * this.run.settings.workerTimeoutMs;
       if (
         !inWindow ||
         !covered ||

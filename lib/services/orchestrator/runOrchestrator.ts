@@ -1,22 +1,18 @@
-import type { ServiceConfig } from '../../config';
-import { CallSlots } from '../../domain/inflight/callSlots';
-import { Pacer } from '../../domain/pacing/pacer';
-import { QuotaLedger } from '../../domain/quota/ledger';
-import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
 import { StateUnavailableError } from '../../errors';
 import { loadCircuit } from '../circuitUpdates';
 import { Backoff } from './backoff';
 import { guardQueues, guardStores } from './guardedPorts';
 import { OrchestratorRun } from './orchestratorRun';
+import { rehydrate } from './rehydrate';
 import { RunContext } from './runContext';
-import type { OrchestratorDeps, RunOptions, RunQuota, RunSummary } from './types';
+import type { OrchestratorDeps, RunOptions, RunSummary } from './types';
 
 const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 } as const;
 
 /**
- * One orchestrator run (steps 1–4 of docs/architecture.md): takes the lease, rehydrates the ledger and the circuit,
- * and hands the lane to {@link OrchestratorRun} until the deadline, which flushes the ledger at exit and releases the
- * lease. Everything the AWS services may throw after the SDK's own retries is absorbed, each by the room it strikes:
+ * One orchestrator run (steps 1–4 of docs/architecture.md): takes the lease, rehydrates the ledger (see `rehydrate`)
+ * and the circuit, and hands the lane to {@link OrchestratorRun} until the deadline, which flushes the ledger at exit
+ * and releases the lease. Everything the AWS services may throw after the SDK's own retries is absorbed, each by the room it strikes:
  * - a state-store failure, by the state-outage policy (see `StateLink`; what may still be dispatched meanwhile,
  *   `LedgerSync.mayDispatch`); at start, a failed lease, ledger or circuit read is retried as it retries, and at the
  *   deadline the run returns `unavailable`;
@@ -54,25 +50,7 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
   }
   const { invoker, newId, random } = deps;
   const ports = { stores, queues: guardQueues(deps.queues), invoker, newId, random };
-  return new OrchestratorRun(run, ports, lease, rehydrate(config, saved.value), circuit.value).execute();
-}
-
-/** The run's quota rehydrated from the `saved` ledger, or a fresh one when the lane has none yet. */
-function rehydrate(config: ServiceConfig, saved: LedgerJSON | undefined): RunQuota {
-  const ledgerOptions = { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs };
-  const ledger =
-    saved === undefined
-      ? new QuotaLedger(config.quotas, ledgerOptions)
-      : QuotaLedger.fromJSON(config.quotas, saved, ledgerOptions);
-  const slots =
-    config.maxInFlight === undefined
-      ? undefined
-      : new CallSlots(
-          config.maxInFlight,
-          config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs,
-          saved?.slots,
-        );
-  return { ledger, slots, pacer: new Pacer(ledger, config.pacing, slots) };
+  return new OrchestratorRun(run, ports, lease, rehydrate(config, saved.value, clock.now()), circuit.value).execute();
 }
 
 /**

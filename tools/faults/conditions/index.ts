@@ -1,8 +1,9 @@
+import { deployAddsTierOrCap } from './deployAddsTierOrCap';
 import type { ConditionScenario } from './types';
 import { unitNamesOfObjects } from './unitNamesOfObjects';
 
 /** Every condition scenario, in the order of their conditions. */
-export const conditionScenarios: readonly ConditionScenario[] = [unitNamesOfObjects].sort(
+export const conditionScenarios: readonly ConditionScenario[] = [unitNamesOfObjects, deployAddsTierOrCap].sort(
   (a, b) => a.condition - b.condition,
 );
 

@@ -27,6 +27,18 @@ describe('CallSlots', () => {
     expect(slots.nextExpiry()).toBe(Number.POSITIVE_INFINITY);
   });
 
+  describe('filledThrough', () => {
+    it('holds every slot until calls slotted by then can no longer be in progress, and saves them so', () => {
+      const slots = CallSlots.filledThrough(4, HOLD_MS, 2_000);
+      expect(slots.free(1_000)).toBe(0);
+      expect(slots.free(2_000 + HOLD_MS - 1)).toBe(0);
+      expect(slots.release('unknown')).toBe(false);
+      const saved = JSON.parse(JSON.stringify(slots.toJSON())) as never;
+      expect(new CallSlots(4, HOLD_MS, saved).free(2_000 + HOLD_MS - 1)).toBe(0);
+      expect(slots.free(2_000 + HOLD_MS)).toBe(4);
+    });
+  });
+
   it('saves the calls in progress and the slots held for dispatches to come, and a successor counts both', () => {
     const slots = new CallSlots(5, HOLD_MS);
     slots.take('a', 1_000, 900);

@@ -524,6 +524,66 @@ describe('QuotaLedger', () => {
       });
     });
 
+    describe('with uncountedUntil: a tier added since the save', () => {
+      /** A ledger of 10/second that has sent 10 calls at T0, saved and read back. */
+      function savedUnder10PerSecond(): LedgerJSON {
+        const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }]));
+        reserveMany(ledger, T0, 10);
+        return JSON.parse(JSON.stringify(ledger.toJSON())) as LedgerJSON;
+      }
+      const withMinute = tiers([
+        { limit: 10, per: 'second' },
+        { limit: 10, per: 'minute' },
+      ]);
+      /** The uncounted calls may be slotted until 2 s after T0. */
+      const until = T0 + 2_000;
+
+      it('counts a sliding tier full until a window after the last call it never counted, and not one bucket more', () => {
+        const saved = savedUnder10PerSecond();
+        const restored = QuotaLedger.fromJSON(withMinute, saved, { uncountedUntil: until });
+        expect(restored.toJSON().tiers['second:requests']).toEqual(saved.tiers['second:requests']);
+        // Filled in the bucket after that of `until`, [T0 + 1 920, T0 + 2 160) (buckets of 240 ms), so a window after
+        // the next one's last ms.
+        const full = bucketExpiry(until + MINUTE / BUCKETS_PER_WINDOW, MINUTE);
+        expect(full).toBe(T0 + 2_399 + MINUTE);
+        expect(restored.earliestFit(T0 + 5_000, { cost: 1 })).toEqual({ at: full, tier: 1 });
+        expect(restored.earliestFit(full, { cost: 1 })).toEqual({ at: full, tier: -1 });
+        expect(used(restored, until)).toEqual([0, 10]);
+        // A fresh ledger, which nothing was saved for, starts empty.
+        expect(used(new QuotaLedger(withMinute, { uncountedUntil: until }), T0)).toEqual([0, 0]);
+      });
+
+      it('counts a calendar tier full until the end of the calendar window of the last uncounted call', () => {
+        const withDay = tiers([
+          { limit: 10, per: 'second' },
+          { limit: 1_000, per: 'day' },
+        ]);
+        const lateNight = utc('2026-06-01T23:59:59.000Z');
+        const restored = QuotaLedger.fromJSON(withDay, savedUnder10PerSecond(), { uncountedUntil: lateNight + 2_000 });
+        // The calls may reach into 2 June: both days are full.
+        expect(restored.earliestFit(T0 + 5_000, { cost: 1 })).toEqual({ at: utc('2026-06-03T00:00:00.000Z'), tier: 1 });
+        const sameDay = QuotaLedger.fromJSON(withDay, savedUnder10PerSecond(), { uncountedUntil: until });
+        expect(sameDay.earliestFit(T0 + 5_000, { cost: 1 })).toEqual({ at: utc('2026-06-02T00:00:00.000Z'), tier: 1 });
+      });
+
+      it('lets no settlement of a call it never counted take any of the fill back', () => {
+        const restored = QuotaLedger.fromJSON(withMinute, savedUnder10PerSecond(), { uncountedUntil: until });
+        // A call slotted at the very end of the uncounted span never reached the API: it gives its reservation back.
+        restored.settle({ reservation: { at: until, costs: { cost: 1 }, windows: {} }, actual: null });
+        expect(used(restored, until)).toEqual([0, 10]);
+      });
+
+      it('is saved full, so a successor that rehydrates it counts it until the same instant', () => {
+        const restored = QuotaLedger.fromJSON(withMinute, savedUnder10PerSecond(), { uncountedUntil: until });
+        const full = restored.earliestFit(T0 + 5_000, { cost: 1 }).at;
+        expect(full).toBeGreaterThan(until + MINUTE);
+        const later = QuotaLedger.fromJSON(withMinute, JSON.parse(JSON.stringify(restored.toJSON())), {
+          uncountedUntil: until + 30_000,
+        });
+        expect(later.earliestFit(T0 + 5_000, { cost: 1 }).at).toBe(full);
+      });
+    });
+
     it('counts saved history against a changed limit', () => {
       const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }]));
       reserveMany(ledger, T0, 10);
