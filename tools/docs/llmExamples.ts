@@ -1,14 +1,15 @@
 /**
  * The configuration reference's worked examples: an Anthropic lane and an OpenAI lane, end to end. The settings, the
  * job and the answer are written here; what the job reserves, what the worker reads from the answer and what goes
- * back are computed with the service's own code (`parseServiceConfig`, `parseJob`, `readUsage`, `handedBack`), and the
+ * back are computed with the service's own code (`parseServiceConfig`, `parseJob`, `readUsage`, `countedUsage`,
+ * `handedBack`), and the
  * YAML shown is parsed back and checked, so an example that no longer holds fails the build of the reference.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { yamlParse } from 'yaml-cfn';
 import { parseServiceConfig } from '../../lib/config';
 import { handedBack } from '../../lib/domain/quota/ledger';
-import { usageSourcesOf } from '../../lib/domain/usage/unitSettings';
+import { countedUsage, usageSourcesOf } from '../../lib/domain/usage/unitSettings';
 import { readUsage } from '../../lib/domain/usage/usageSources';
 import { parseJob } from '../../lib/services/parseJob';
 import { inWords } from './settingsTable';
@@ -225,7 +226,8 @@ function renderExample(example: LlmExample, validate: ExampleValidator): string[
   if (!parsed.ok) return fail(`its job is refused: ${parsed.reason}`);
   const { costs } = parsed.job;
   const usage = readUsage(usageSourcesOf(config.units), { headers: {}, body: JSON.stringify(example.answer) });
-  const back = handedBack({ reservation: { at: 0, costs, windows: {} }, actual: usage });
+  const counted = countedUsage(config.units, costs, usage);
+  const back = handedBack({ reservation: { at: 0, costs, windows: {} }, actual: counted });
   const units = Object.keys(config.units);
   const unread = units.filter((unit) => usage[unit] === undefined);
   if (unread.length > 0) fail(`the worker reads no ${inWords(unread)} from its answer`);
@@ -267,11 +269,19 @@ function renderExample(example: LlmExample, validate: ExampleValidator): string[
     '```',
     '',
     `From it the worker reads ${inWords(units.map((unit) => `\`${unit}\` ${usage[unit]}`))}, where the message reserved`,
-    `${inWords(units.map((unit) => `${costs[unit]}`))}: ${returned.length === 0 ? 'nothing goes' : `${inWords(returned)} go`} back to the quota, usable by the next dispatch once the`,
-    'orchestrator folds the report in (at its next flush).',
+    `${inWords(units.map((unit) => `${costs[unit]}`))}: ${returned.length === 0 ? 'nothing goes back to the quota:' : `${inWords(returned)} go back to the quota, usable by the next dispatch once the`}`,
+    returned.length === 0
+      ? `${keptWords(units.filter((unit) => config.units[unit]?.counts === 'estimate'))}.`
+      : 'orchestrator folds the report in (at its next flush).',
     '',
     ...example.outro,
   ];
+}
+
+/** Why nothing of `kept`, the units whose provider counts the estimate, goes back (see `UnitSetting.counts`). */
+function keptWords(kept: readonly string[]): string {
+  if (kept.length === 0) return 'the answer used all it reserved';
+  return `the provider counts the estimate of ${inWords(kept.map((unit) => `\`${unit}\``))} (\`counts: estimate\`, from the preset) and gives nothing back, so the unused part stays counted`;
 }
 
 /**

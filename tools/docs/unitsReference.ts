@@ -5,7 +5,12 @@
  */
 import { parseServiceConfig } from '../../lib/config';
 import { COST_UNIT } from '../../lib/domain/quota/tiers';
-import { USAGE_PRESET_NAMES, USAGE_PRESETS } from '../../lib/domain/usage/usageSources';
+import {
+  DEFAULT_USAGE_COUNTING,
+  PRESET_COUNTING,
+  USAGE_PRESET_NAMES,
+  USAGE_PRESETS,
+} from '../../lib/domain/usage/usageSources';
 import { acceptedKeys, allowedIn, MINIMAL_CONFIG, refusal, WRONG_VALUE } from './parserProbe';
 import { cell, describe, formatValue, table, type Setting } from './settingsTable';
 import type { DocReader } from './tsdocReader';
@@ -34,9 +39,13 @@ function withUnits(units: unknown, usagePreset?: string): ReturnType<typeof pars
   });
 }
 
+/** What a unit's setting means when the parser leaves it out, for the keys whose absence is a value. */
+const ABSENT_MEANS: Readonly<Record<string, unknown>> = { counts: DEFAULT_USAGE_COUNTING };
+
 /**
  * The default of one key of a unit's settings, as the parser fills it in for each kind of unit: its own value where
- * it has one, "from `usagePreset`" where only a preset gives one, none otherwise.
+ * it has one, "from `usagePreset`" where only a preset gives one, what its absence means (see {@link ABSENT_MEANS}) or
+ * none otherwise.
  */
 function unitDefault(key: string): string {
   const plain = withUnits(undefined).units as Readonly<Record<string, Readonly<Record<string, unknown>>>>;
@@ -51,7 +60,8 @@ function unitDefault(key: string): string {
   ).map(({ unit }) => `\`${unit}\``);
   const parts = [...own, ...(fromPreset.length === 0 ? [] : [`${fromPreset.join(', ')}: from \`usagePreset\``])];
   const otherHasOne = plain[OTHER_UNIT]?.[key] !== undefined;
-  return [...parts, otherHasOne ? '' : 'other units: none'].filter((part) => part !== '').join('; ');
+  const absent = key in ABSENT_MEANS ? formatValue(ABSENT_MEANS[key]) : 'none';
+  return [...parts, otherHasOne ? '' : `other units: ${absent}`].filter((part) => part !== '').join('; ');
 }
 
 /** The rows of one unit's settings: every key the parser accepts for it. */
@@ -81,13 +91,19 @@ function sourceShapes(): string[] {
   });
 }
 
+/** What `preset` gives `unit`: its source, and what its provider counts when that is not the default. */
+function presetCell(preset: (typeof USAGE_PRESET_NAMES)[number], unit: string): string {
+  const source = formatValue((USAGE_PRESETS[preset] as Readonly<Record<string, unknown>>)[unit]);
+  const counting = (PRESET_COUNTING[preset] as Readonly<Record<string, unknown>>)[unit];
+  return counting === undefined ? source : `${source}, counts ${formatValue(counting)}`;
+}
+
 /** The sources each preset gives, one row per unit, one column per preset. */
 function presetRows(): string[] {
   const head = `| Unit | ${USAGE_PRESET_NAMES.map((name) => `\`${name}\``).join(' | ')} |`;
   const rule = `| --- | ${USAGE_PRESET_NAMES.map(() => '---').join(' | ')} |`;
   const rows = PRESET_UNITS.map(
-    (unit) =>
-      `| \`${unit}\` | ${USAGE_PRESET_NAMES.map((name) => formatValue((USAGE_PRESETS[name] as Readonly<Record<string, unknown>>)[unit])).join(' | ')} |`,
+    (unit) => `| \`${unit}\` | ${USAGE_PRESET_NAMES.map((name) => presetCell(name, unit)).join(' | ')} |`,
   );
   return [head, rule, ...rows];
 }
@@ -118,9 +134,12 @@ export function unitsSection(docs: DocReader): string[] {
     '',
     '#### Usage presets',
     '',
-    '`usagePreset` gives these units their usage source, unless the unit sets its own `usage`.',
+    '`usagePreset` gives these units their usage source, unless the unit sets its own `usage`, and what the provider',
+    'counts of them, unless the unit sets its own `counts`.',
     docs.symbolDoc(USAGE_SOURCE, 'USAGE_PRESETS'),
     '',
     ...presetRows(),
+    '',
+    docs.symbolDoc(USAGE_SOURCE, 'PRESET_COUNTING'),
   ];
 }

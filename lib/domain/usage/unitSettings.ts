@@ -1,12 +1,15 @@
 import { ownValue } from '../ownValue';
 import { ConfigError } from '../../errors';
 import { describeValue } from '../describeValue';
-import { COST_UNIT, MAX_QUANTITY, namedUnits, type Tier } from '../quota/tiers';
+import { COST_UNIT, MAX_QUANTITY, namedUnits, type Costs, type Tier } from '../quota/tiers';
 import {
   ACTUAL_COST_HEADER,
   parseUsageSource,
+  PRESET_COUNTING,
+  USAGE_COUNTINGS,
   USAGE_PRESET_NAMES,
   USAGE_PRESETS,
+  type UsageCounting,
   type UsagePreset,
   type UsageSource,
 } from './usageSources';
@@ -24,12 +27,20 @@ export interface UnitSetting {
    * their source from `usagePreset`, if it has one for them.
    */
   readonly usage?: UsageSource;
+  /**
+   * What the provider's limiter counts of the unit (see `UsageCounting`): `usage`, so that what a call did not use of
+   * its estimate goes back to the quota once its answer is folded in; or `estimate`, for a provider that counts what
+   * the request asked for and gives nothing back: the unused part then stays counted. Usage above the estimate is
+   * charged either way. @default 'usage'; `input_tokens`, `output_tokens` and `tokens` take theirs from `usagePreset`
+   * (`openai` counts the estimate)
+   */
+  readonly counts?: UsageCounting;
 }
 
 /** The settings of every named unit the lane's tiers count, defaults and preset applied. */
 export type UnitSettings = Readonly<Record<string, UnitSetting>>;
 
-const KEYS = ['default', 'usage'];
+const KEYS = ['default', 'usage', 'counts'];
 
 /**
  * Validates the `units` section (per unit name, optional `default` and `usage`) and `usagePreset` against `tiers`,
@@ -43,24 +54,34 @@ export function parseUnitSettings(
   tiers: readonly Tier[],
   fields = { units: 'units', usagePreset: 'usagePreset' },
 ): UnitSettings {
-  const presetSources = presetSourcesOf(preset, fields.usagePreset);
+  const presetName = presetOf(preset, fields.usagePreset);
+  const fromPreset: PresetEntries = {
+    sources: presetName === undefined ? {} : USAGE_PRESETS[presetName],
+    counting: presetName === undefined ? {} : PRESET_COUNTING[presetName],
+  };
   const counted = namedUnits(tiers);
   const raw = unitsSectionOf(input, counted, fields.units);
   const settings = counted.map(
-    (unit) => [unit, unitSettingOf(unit, ownValue(raw, unit), presetSources, `${fields.units}.${unit}`)] as const,
+    (unit) => [unit, unitSettingOf(unit, ownValue(raw, unit), fromPreset, `${fields.units}.${unit}`)] as const,
   );
   return Object.freeze(Object.fromEntries(settings));
 }
 
-/** The usage sources of the preset `preset` names (none without one). @throws ConfigError for an unknown preset. */
-function presetSourcesOf(preset: unknown, field: string): Readonly<Record<string, UsageSource>> {
+/** What a preset gives the units it knows: their usage sources, and what its provider counts of them. */
+interface PresetEntries {
+  readonly sources: Readonly<Record<string, UsageSource>>;
+  readonly counting: Readonly<Record<string, UsageCounting>>;
+}
+
+/** The preset `preset` names, if any. @throws ConfigError for an unknown preset. */
+function presetOf(preset: unknown, field: string): UsagePreset | undefined {
   if (preset !== undefined && !(USAGE_PRESET_NAMES as readonly unknown[]).includes(preset)) {
     throw new ConfigError(
       field,
       `must be one of ${USAGE_PRESET_NAMES.map((p) => `'${p}'`).join(', ')}; got ${describeValue(preset)}`,
     );
   }
-  return preset === undefined ? {} : USAGE_PRESETS[preset as UsagePreset];
+  return preset as UsagePreset | undefined;
 }
 
 /**
@@ -88,15 +109,11 @@ function unitsSectionOf(input: unknown, counted: readonly string[], field: strin
 
 /**
  * The frozen setting of `unit` from its entry `given` in the `units` section (at `field`), with the unit's defaults
- * and the preset's source (`presetSources`) filled in.
- * @throws ConfigError for an entry that is not an object, an unknown key, a bad default or a bad usage source.
+ * and what the preset gives it (`fromPreset`) filled in.
+ * @throws ConfigError for an entry that is not an object, an unknown key, a bad default, a bad usage source or a bad
+ * counting.
  */
-function unitSettingOf(
-  unit: string,
-  given: unknown,
-  presetSources: Readonly<Record<string, UsageSource>>,
-  field: string,
-): UnitSetting {
+function unitSettingOf(unit: string, given: unknown, fromPreset: PresetEntries, field: string): UnitSetting {
   const record = unitEntryOf(given ?? {}, field);
   const estimate = record.default ?? (unit === COST_UNIT ? 1 : undefined);
   if (
@@ -110,11 +127,19 @@ function unitSettingOf(
   }
   const usage =
     record.usage === undefined
-      ? (ownValue(presetSources, unit) ?? (unit === COST_UNIT ? { header: ACTUAL_COST_HEADER } : undefined))
+      ? (ownValue(fromPreset.sources, unit) ?? (unit === COST_UNIT ? { header: ACTUAL_COST_HEADER } : undefined))
       : parseUsageSource(record.usage, `${field}.usage`);
+  const counts = record.counts ?? ownValue(fromPreset.counting, unit);
+  if (counts !== undefined && !(USAGE_COUNTINGS as readonly unknown[]).includes(counts)) {
+    throw new ConfigError(
+      `${field}.counts`,
+      `must be one of ${USAGE_COUNTINGS.map((c) => `'${c}'`).join(', ')} (what the provider counts of the unit); got ${describeValue(counts)}`,
+    );
+  }
   return Object.freeze({
     ...(estimate === undefined ? {} : { default: estimate }),
     ...(usage === undefined ? {} : { usage }),
+    ...(counts === undefined ? {} : { counts: counts as UsageCounting }),
   });
 }
 
@@ -131,6 +156,28 @@ function unitEntryOf(given: unknown, field: string): Record<string, unknown> {
     if (!KEYS.includes(key))
       throw new ConfigError(`${field}.${key}`, `unknown key; allowed keys are ${KEYS.join(', ')}`);
   return record;
+}
+
+/**
+ * The usage the provider counts of each unit `usage` reports, for a call that reserved `reserved`: the usage itself,
+ * or for a unit that counts the estimate (see {@link UnitSetting.counts}) never less than the estimate, so that what
+ * the call did not use is not handed back. A unit `usage` leaves out is left out: its estimate stands anyway.
+ */
+export function countedUsage(units: UnitSettings, reserved: Costs, usage: Costs): Costs {
+  return Object.fromEntries(
+    Object.entries(usage).map(([unit, used]) => [
+      unit,
+      ownValue(units, unit)?.counts === 'estimate' ? Math.max(used, ownValue(reserved, unit) ?? 0) : used,
+    ]),
+  );
+}
+
+/**
+ * Whether a call's answer may give part of its estimate of a unit of `setting` back: the unit reads its usage from the
+ * answer (see {@link UnitSetting.usage}), and its provider counts the usage (see {@link UnitSetting.counts}).
+ */
+export function handsBack(setting: UnitSetting | undefined): boolean {
+  return setting?.usage !== undefined && setting.counts !== 'estimate';
 }
 
 /** The usage source of each unit that has one. */

@@ -34,6 +34,34 @@ export const USAGE_PRESETS: Readonly<Record<UsagePreset, Readonly<Record<string,
   }),
 });
 
+/**
+ * What a provider's limiter counts of one unit (see `UnitSetting.counts`):
+ * - `usage`: what the call used. A limiter that counts the estimate at the request and corrects it with the answer's
+ *   usage (Anthropic's output tokens) lets the unused part of an estimate be used again at once.
+ * - `estimate`: what the request asked for, at the request, with nothing given back when the answer used less.
+ */
+export type UsageCounting = 'usage' | 'estimate';
+
+/** Every accepted {@link UsageCounting}. */
+export const USAGE_COUNTINGS: readonly UsageCounting[] = ['usage', 'estimate'];
+
+/** What a unit counts when neither it nor the preset says: the usage. */
+export const DEFAULT_USAGE_COUNTING: UsageCounting = 'usage';
+
+/**
+ * What each preset's provider counts of the units it knows, where that is not `usage`:
+ * - `anthropic`: nothing here. Anthropic's rate-limit documentation says its output-token limit counts `max_tokens`
+ *   when a request starts and is adjusted to the tokens the answer used when it ends: the usage.
+ * - `openai`: `estimate` for `input_tokens`, `output_tokens` and `tokens`. OpenAI's rate-limit guide says its limiter
+ *   counts a request at the moment it is made, as the larger of its `max_tokens` and the tokens its text is estimated
+ *   at, and says nothing of giving back what the answer did not use. Handing that back would let more calls through
+ *   than the limiter allows, and they would be answered 429.
+ */
+export const PRESET_COUNTING: Readonly<Record<UsagePreset, Readonly<Record<string, UsageCounting>>>> = Object.freeze({
+  anthropic: Object.freeze({}),
+  openai: Object.freeze({ input_tokens: 'estimate', output_tokens: 'estimate', tokens: 'estimate' }),
+});
+
 /** Every accepted {@link UsagePreset}. */
 export const USAGE_PRESET_NAMES = Object.keys(USAGE_PRESETS) as UsagePreset[];
 

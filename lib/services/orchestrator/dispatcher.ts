@@ -1,6 +1,7 @@
 import { ownValue } from '../../domain/ownValue';
 import type { Hold, Pacer } from '../../domain/pacing/pacer';
 import { unitsFor, type Costs, type Tier } from '../../domain/quota/tiers';
+import { handsBack } from '../../domain/usage/unitSettings';
 import { InvokeFailedError, InvokeRejectedError, InvokeThrottledError } from '../../errors';
 import type { Reservation } from '../../domain/quota/ledger';
 import { batchJobDispatchId, type JobEvent } from '../../ports/Invoker';
@@ -101,12 +102,12 @@ export class Dispatcher {
 
   /**
    * Whether what holds the head back (`hold`) may give way to the workers' next reports: it is a tier whose unit the
-   * answers report (see `UnitSetting.usage`), and a call dispatched lately may still hand part of its estimate back.
+   * answers may hand back (see `handsBack`), and a call dispatched lately may still hand part of its estimate back.
    */
   private expectsHandBack(hold: Hold | undefined, now: number): boolean {
     const { config } = this.run;
     const reportsUntil = this.lastInvokeAt + config.pacing.arrivalMarginMs + config.orchestrator.workerTimeoutMs;
-    return hold?.kind === 'tier' && ownValue(config.units, hold.tier.unit)?.usage !== undefined && now < reportsUntil;
+    return hold?.kind === 'tier' && handsBack(ownValue(config.units, hold.tier.unit)) && now < reportsUntil;
   }
 
   /**

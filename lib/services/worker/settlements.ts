@@ -2,7 +2,7 @@ import { ownValue } from '../../domain/ownValue';
 import type { ApiResult } from '../../domain/outcome/apiResult';
 import { withoutHandBack, type Settlement } from '../../domain/quota/ledger';
 import type { Costs } from '../../domain/quota/tiers';
-import { usageSourcesOf } from '../../domain/usage/unitSettings';
+import { countedUsage, usageSourcesOf } from '../../domain/usage/unitSettings';
 import { readUsage } from '../../domain/usage/usageSources';
 import type { ServiceConfig } from '../../config';
 import { StateUnavailableError } from '../../errors';
@@ -10,10 +10,17 @@ import type { JobEvent } from '../../ports/Invoker';
 import type { IdempotencyRecord } from '../../ports/IdempotencyStore';
 import type { Owed, WorkerDeps } from './types';
 
-/** What `event`'s call owes, having used `usage` (the units its answer reports; the others used their estimate). See {@link Owed}. */
+/**
+ * What `event`'s call owes, having used `usage` (the units its answer reports; the others used their estimate): the
+ * usage the provider counts (see `countedUsage`: a unit whose provider counts the estimate gives nothing back). See
+ * {@link Owed}.
+ */
 export function owedBy(event: JobEvent, usage: Costs, config: ServiceConfig): Owed {
-  const settlement: Settlement = { reservation: event.reservation, actual: usage, id: event.dispatchId };
-  const differs = Object.entries(usage).some(([unit, used]) => used !== (ownValue(event.reservation.costs, unit) ?? 0));
+  const counted = countedUsage(config.units, event.reservation.costs, usage);
+  const settlement: Settlement = { reservation: event.reservation, actual: counted, id: event.dispatchId };
+  const differs = Object.entries(counted).some(
+    ([unit, used]) => used !== (ownValue(event.reservation.costs, unit) ?? 0),
+  );
   if (differs) return { owed: settlement };
   return config.maxInFlight === undefined ? {} : { release: { ...settlement, actual: {} } };
 }

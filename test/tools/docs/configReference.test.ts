@@ -77,12 +77,15 @@ describe('buildConfigReference', () => {
 
   it("lists one unit's keys, the defaults the parser gives each kind of unit, and the usage source shapes", () => {
     const rows = rowsBySection(generated);
-    expect(rows.get('units')).toEqual(['default', 'usage']);
+    expect(rows.get('units')).toEqual(['default', 'usage', 'counts']);
     expect(generated).toContain(
       '| `default` | `cost`: `1`; other units: none | must be an integer from 0 to 1000000000000 |',
     );
     expect(generated).toMatch(
       /\| `usage` \| `cost`: `\{"header":"x-actual-cost"\}`; `input_tokens`, `output_tokens`, `tokens`: from `usagePreset`; other units: none \|/,
+    );
+    expect(generated).toContain(
+      "| `counts` | `input_tokens`, `output_tokens`, `tokens`: from `usagePreset`; other units: `usage` | must be one of 'usage', 'estimate'",
     );
     expect(rows.get('Usage sources')).toEqual(['header', 'pointer', 'sum']);
     expect(generated).toContain('| `sum` | must be a list of 1 to 10 JSON Pointers |');
@@ -123,7 +126,8 @@ describe('buildConfigReference', () => {
     expect(examples).toContain('| `output_tokens` | `1024` |');
     expect(examples).toContain('| `tokens` | `1836` |');
     expect(examples).toContain('713 `output_tokens` go back');
-    expect(examples).toContain('713 `tokens` go back');
+    // OpenAI's limiter keeps counting the estimate: what the answer did not use stays counted.
+    expect(examples).toContain('nothing goes back to the quota:\nthe provider counts the estimate of `tokens`');
   });
 
   it('describes every setting from its TSDoc', () => {

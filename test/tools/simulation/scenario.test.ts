@@ -26,8 +26,12 @@ describe('parseScenario', () => {
       );
       expect(config.maxInFlight).toBe(4);
       expect(config.usagePreset).toBe('openai');
-      expect(config.units.output_tokens).toEqual({ default: 512, usage: { pointer: '/usage/completion_tokens' } });
-      expect(config.units.input_tokens).toEqual({ usage: { pointer: '/usage/prompt_tokens' } });
+      expect(config.units.output_tokens).toEqual({
+        default: 512,
+        usage: { pointer: '/usage/completion_tokens' },
+        counts: 'estimate',
+      });
+      expect(config.units.input_tokens).toEqual({ usage: { pointer: '/usage/prompt_tokens' }, counts: 'estimate' });
     });
 
     it('refuses them out of range, naming the field', () => {

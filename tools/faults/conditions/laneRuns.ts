@@ -61,10 +61,10 @@ export function laneConfig(extra: Readonly<Record<string, unknown>>): ServiceCon
   });
 }
 
-/** How a run's API answers: after `latencyMs`, with `answer(body)`. */
+/** How a run's API answers: `latencyMs` after a call arrives, with what `answer(body, at)` decides at its arrival. */
 export interface LaneApi {
   readonly latencyMs: number;
-  readonly answer: (body: string) => ApiResult;
+  readonly answer: (body: string, at: number) => ApiResult;
 }
 
 /** Options of one run: its deadline, and a ledger store that stands in for the lane's own (a run killed mid-save). */
@@ -142,9 +142,10 @@ export class LaneWorld {
       api: {
         async call(body: string): Promise<ApiResult> {
           const from = clock.now();
+          const result = api.answer(body, from);
           await clock.sleep(api.latencyMs);
           calls.push({ from, to: clock.now(), body });
-          return api.answer(body);
+          return result;
         },
         probe: async (): Promise<ApiResult> => ({ kind: 'response', status: 200, headers: {} }),
       },

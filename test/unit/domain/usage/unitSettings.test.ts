@@ -3,7 +3,7 @@ import { ConfigError } from '../../../../lib/errors';
 import { COST_UNIT, parseTiers, unitNameProblem } from '../../../../lib/domain/quota/tiers';
 import { PACKED_ATTRIBUTES } from '../../../../lib/adapters/sqs/fitAttributes';
 import { ATTRIBUTES } from '../../../../lib/ports/QueueReceiver';
-import { parseUnitSettings, usageSourcesOf } from '../../../../lib/domain/usage/unitSettings';
+import { countedUsage, parseUnitSettings, usageSourcesOf } from '../../../../lib/domain/usage/unitSettings';
 
 const anthropicQuotas = [
   { limit: 50, per: 'minute' },
@@ -49,6 +49,43 @@ describe('named units in the configuration', () => {
     expect(usageSourcesOf(units)).toEqual({ tokens: { header: 'x-tokens' } });
   });
 
+  it("counts the estimate of the openai preset's units, the usage of the anthropic preset's, and lets a unit's own setting win", () => {
+    const openaiQuotas = parseTiers([
+      { limit: 90_000, per: 'minute', unit: 'tokens' },
+      { limit: 40_000, per: 'minute', unit: 'input_tokens' },
+      { limit: 8_000, per: 'minute', unit: 'output_tokens' },
+      { limit: 10, per: 'second', unit: 'images' },
+    ]);
+    const openai = parseUnitSettings(undefined, 'openai', openaiQuotas);
+    expect([openai.tokens?.counts, openai.input_tokens?.counts, openai.output_tokens?.counts]).toEqual([
+      'estimate',
+      'estimate',
+      'estimate',
+    ]);
+    expect(openai.images).toEqual({});
+    expect(parseUnitSettings(undefined, 'anthropic', openaiQuotas).tokens?.counts).toBeUndefined();
+    const own = parseUnitSettings(
+      { tokens: { counts: 'usage' }, images: { counts: 'estimate' } },
+      'openai',
+      openaiQuotas,
+    );
+    expect([own.tokens?.counts, own.images?.counts]).toEqual(['usage', 'estimate']);
+  });
+
+  it('counts, of a unit whose provider counts the estimate, never less than the estimate, and more when more was used', () => {
+    const units = parseUnitSettings(
+      { input_tokens: { counts: 'estimate' } },
+      undefined,
+      parseTiers(anthropicQuotas.slice(1)),
+    );
+    const reserved = { input_tokens: 800, output_tokens: 1024 };
+    expect(countedUsage(units, reserved, { input_tokens: 700, output_tokens: 300 })).toEqual({
+      input_tokens: 800,
+      output_tokens: 300,
+    });
+    expect(countedUsage(units, reserved, { input_tokens: 900 })).toEqual({ input_tokens: 900 });
+  });
+
   it('leaves a unit the preset does not know without a source: its estimate stands', () => {
     const units = parseUnitSettings(undefined, 'openai', parseTiers([{ limit: 10, per: 'second', unit: 'images' }]));
     expect(units).toEqual({ images: {} });
@@ -74,8 +111,14 @@ describe('named units in the configuration', () => {
     [
       { units: { input_tokens: { estimate: 5 } } },
       'units.input_tokens.estimate',
-      'unknown key; allowed keys are default, usage',
+      'unknown key; allowed keys are default, usage, counts',
     ],
+    [
+      { units: { input_tokens: { counts: 'tokens' } } },
+      'units.input_tokens.counts',
+      `must be one of 'usage', 'estimate' (what the provider counts of the unit); got "tokens"`,
+    ],
+    [{ units: { output_tokens: { counts: true } } }, 'units.output_tokens.counts', 'got true'],
     [
       { units: { input_tokens: { usage: { pointer: 'usage' } } } },
       'units.input_tokens.usage.pointer',

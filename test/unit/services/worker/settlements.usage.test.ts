@@ -11,7 +11,10 @@ import {
   workerHarness,
 } from '../../../helpers/serviceFixtures';
 
-/** A lane counting output tokens, reading OpenAI-shaped answers, with `extra` settings. */
+/**
+ * A lane counting tokens, reading OpenAI-shaped answers, with `extra` settings: by default of a provider that counts
+ * the usage (`units.tokens.counts: usage`, where the `openai` preset counts the estimate).
+ */
 function llmConfig(extra: Record<string, unknown> = {}): ServiceConfig {
   return parseServiceConfig({
     lane: LANE,
@@ -20,6 +23,7 @@ function llmConfig(extra: Record<string, unknown> = {}): ServiceConfig {
       { limit: 90_000, per: 'minute', unit: 'tokens' },
     ],
     usagePreset: 'openai',
+    units: { tokens: { counts: 'usage' } },
     pacing: { arrivalMarginMs: 0, callAllowanceMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 0 },
     ...extra,
   });
@@ -59,6 +63,22 @@ describe('a worker reports what its call used', () => {
     expect(
       (await oneJob(llmConfig(), { kind: 'response', status: 200, headers: {}, body: '{"usage": {}}' })).settlements,
     ).toEqual([]);
+  });
+
+  describe('to a provider that counts the estimate (the openai preset)', () => {
+    const openai = () => llmConfig({ units: {} });
+
+    it('hands nothing back when the call used less than its estimate (it owes nothing), and charges usage above it', async () => {
+      expect(openai().units.tokens?.counts).toBe('estimate');
+      expect((await oneJob(openai(), completion(180))).settlements).toEqual([]);
+      const { event, settlements } = await oneJob(openai(), completion(640));
+      expect(settlements).toEqual([{ reservation: event.reservation, actual: { tokens: 640 }, id: 'd-1' }]);
+    });
+
+    it('on a lane with maxInFlight, only frees the slot of a call that used less, changing no count', async () => {
+      const { event, settlements } = await oneJob(llmConfig({ units: {}, maxInFlight: 4 }), completion(180));
+      expect(settlements).toEqual([{ reservation: event.reservation, actual: {}, id: 'd-1' }]);
+    });
   });
 
   it('on a lane with maxInFlight, frees the call slot when usage equals the estimate, with a settlement that changes no count', async () => {
