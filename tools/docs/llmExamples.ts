@@ -188,15 +188,17 @@ function yamlOf({ workerTimeoutSeconds, settings }: LlmExample): string[] {
 /** Accepts a whole `custom.quotaOrchestrator` with the worker's timeout, as packaging does, or throws. */
 export type ExampleValidator = (settings: Readonly<Record<string, unknown>>, workerTimeoutSeconds: number) => void;
 
+/** Throws the error of `example` failing its check: `why`. */
+function failed(example: LlmExample, why: string): never {
+  throw new Error(`configuration reference, example '${example.title}': ${why}`);
+}
+
 /**
- * The markdown of one example, after checking it: its YAML parses back to its settings, which `validate` accepts,
- * and its job passes `parseJob` with the settings' units.
+ * The YAML of `example`, its settings as the service parses them and its job's estimates, after checking them: the
+ * YAML parses back to its settings, which `validate` accepts, and its job passes `parseJob` with the settings' units.
  * @throws Error naming the example when any of that fails.
  */
-function renderExample(example: LlmExample, validate: ExampleValidator): string[] {
-  const fail = (why: string): never => {
-    throw new Error(`configuration reference, example '${example.title}': ${why}`);
-  };
+function checked(example: LlmExample, validate: ExampleValidator) {
   const yaml = yamlOf(example);
   const read = yamlParse(yaml.join('\n')) as {
     functions?: { worker?: { timeout?: unknown } };
@@ -204,7 +206,7 @@ function renderExample(example: LlmExample, validate: ExampleValidator): string[
   };
   const parsedBack = { timeout: read.functions?.worker?.timeout, settings: read.custom?.quotaOrchestrator };
   if (!isDeepStrictEqual(parsedBack, { timeout: example.workerTimeoutSeconds, settings: example.settings }))
-    fail(`its YAML reads back as ${JSON.stringify(parsedBack)}`);
+    failed(example, `its YAML reads back as ${JSON.stringify(parsedBack)}`);
   validate(example.settings, example.workerTimeoutSeconds);
   const config = parseServiceConfig(
     Object.fromEntries(Object.entries(example.settings).filter(([key]) => !example.deployKeys.includes(key))),
@@ -223,14 +225,23 @@ function renderExample(example: LlmExample, validate: ExampleValidator): string[
     },
     config.units,
   );
-  if (!parsed.ok) return fail(`its job is refused: ${parsed.reason}`);
-  const { costs } = parsed.job;
+  if (!parsed.ok) return failed(example, `its job is refused: ${parsed.reason}`);
+  return { yaml, config, costs: parsed.job.costs };
+}
+
+/**
+ * The markdown of one example, after checking it (see {@link checked}) and that the worker reads every unit from its
+ * answer.
+ * @throws Error naming the example when any of that fails.
+ */
+function renderExample(example: LlmExample, validate: ExampleValidator): string[] {
+  const { yaml, config, costs } = checked(example, validate);
   const usage = readUsage(usageSourcesOf(config.units), { headers: {}, body: JSON.stringify(example.answer) });
   const counted = countedUsage(config.units, costs, usage);
   const back = handedBack({ reservation: { at: 0, costs, windows: {} }, actual: counted });
   const units = Object.keys(config.units);
   const unread = units.filter((unit) => usage[unit] === undefined);
-  if (unread.length > 0) fail(`the worker reads no ${inWords(unread)} from its answer`);
+  if (unread.length > 0) failed(example, `the worker reads no ${inWords(unread)} from its answer`);
   const returned = units.filter((unit) => (back[unit] ?? 0) > 0).map((unit) => `${back[unit]} \`${unit}\``);
   const sendAttributes = Object.fromEntries(
     example.attributes.map(({ name, value }) => [name, { DataType: 'Number', StringValue: String(value) }]),
