@@ -51,8 +51,8 @@ export interface SimulatedPorts {
  * unchanged against ports that lose answers, fail, or run late. Without hooks, a run sees the ports as they are.
  */
 export interface SimulationFaults {
-  /** The ports as the workers see them. */
-  readonly worker?: (ports: SimulatedPorts) => SimulatedPorts;
+  /** The ports as the workers see them, on the run's clock. */
+  readonly worker?: (ports: SimulatedPorts, clock: Clock) => SimulatedPorts;
   /** The API as the workers see it (it is the referee's, behind), on the run's clock from its `start`. */
   readonly api?: (api: ApiCaller, clock: Clock, start: number) => ApiCaller;
   /** The clock the workers read (skewed). The runs' timers still fire on the one clock. */
@@ -123,10 +123,8 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
     circuit: withLatency(circuit, clock, dynamodbMs, calls),
     idempotency: withLatency(memory.idempotency, clock, dynamodbMs, calls),
   });
-  const worker = (faults.worker ?? ((ports) => ports))({
-    stores: slowStores(),
-    queues: withLatency(memoryQueues, clock, sqsMs),
-  });
+  const workerPorts = { stores: slowStores(), queues: withLatency(memoryQueues, clock, sqsMs) };
+  const worker = faults.worker?.(workerPorts, clock) ?? workerPorts;
   const workerApi = faults.api?.(api, clock, start) ?? api;
   const workerClock = faults.workerClock?.(clock) ?? clock;
   const memoryInvoker = new MemoryInvoker({

@@ -2,6 +2,7 @@ import { InvokeFailedError } from '../../lib/errors';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 import type { Invoker } from '../../lib/ports/Invoker';
+import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
 import type { SimulatedPorts } from '../simulation/runSimulation';
 import { jobIdOf } from '../simulation/jobs';
 import type { FaultPlan } from './drawCase';
@@ -71,12 +72,16 @@ function faultyWrites<T extends object>(
   });
 }
 
-/** The workers' ports with the plan's store and queue faults. */
+/**
+ * The workers' ports with the plan's store and queue faults. Every message a worker sends to a dead-letter queue is
+ * entered in `journal` when it lands.
+ */
 export function faultyWorkerPorts(
   ports: SimulatedPorts,
   plan: FaultPlan,
   random: () => number,
   log: FaultLog,
+  journal: { readonly clock: Clock; readonly entries: JournalEntry[] },
 ): SimulatedPorts {
   const { lease, ledger, circuit, idempotency } = ports.stores;
   const stores = {
@@ -85,7 +90,13 @@ export function faultyWorkerPorts(
     circuit: faultyWrites(circuit, 'dynamodb', STORE_WRITES, plan, random, log),
     idempotency: faultyWrites(idempotency, 'dynamodb', STORE_WRITES, plan, random, log),
   };
-  return { stores, queues: faultyWrites(ports.queues, 'sqs', QUEUE_WRITES, plan, random, log) };
+  const queues: QueueReceiver = Object.create(ports.queues) as QueueReceiver;
+  queues.send = async (queue, message) => {
+    await ports.queues.send(queue, message);
+    if (queue.endsWith('-dlq'))
+      journal.entries.push({ jobId: jobIdOf(message.body), at: journal.clock.now(), status: 'dead-lettered' });
+  };
+  return { stores, queues: faultyWrites(queues, 'sqs', QUEUE_WRITES, plan, random, log) };
 }
 
 /**
@@ -146,6 +157,10 @@ export interface WorkerCall {
   readonly crashed?: 'before-call' | 'after-call';
 }
 
+/** What the workers did to a job, in order: a call, or the job's message landing in a dead-letter queue. */
+export type JournalEntry =
+  WorkerCall | { readonly jobId: string | undefined; readonly at: number; readonly status: 'dead-lettered' };
+
 /**
  * The API as the workers see it: in the plan's windows it answers 429 with `Retry-After`, or 401 for job calls while
  * its health URL answers 200 (a revoked key behind a public health check); workers die before or after calls as the
@@ -153,8 +168,8 @@ export interface WorkerCall {
  * time is a promise).
  */
 export class FaultyApi implements ApiCaller {
-  /** Every job call, in order. */
-  readonly calls: WorkerCall[] = [];
+  /** Every job call, in order, among what else the journal holds. */
+  readonly calls: JournalEntry[];
   /** Per flaky job, how many of its calls the API still answers 503. */
   private readonly failuresLeft = new Map<string, number>();
   /** Health checks in progress now, and the most ever at once. */
@@ -162,13 +177,16 @@ export class FaultyApi implements ApiCaller {
   peakProbes = 0;
 
   constructor(
+    journal: { readonly entries: JournalEntry[] },
     private readonly api: ApiCaller,
     private readonly clock: Clock,
     private readonly start: number,
     private readonly plan: FaultPlan,
     private readonly random: () => number,
     private readonly log: FaultLog,
-  ) {}
+  ) {
+    this.calls = journal.entries;
+  }
 
   async call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
     const at = this.clock.now();

@@ -1,9 +1,8 @@
 import { ATTRIBUTES, READ_ORDER } from '../../lib/ports/QueueReceiver';
 import { jobIdOf } from '../simulation/jobs';
 import type { SimulationResult } from '../simulation/runSimulation';
-import { isFinalStatus } from '../simulation/virtualApi';
 import type { SwarmCase } from './drawCase';
-import type { WorkerCall } from './faultyPorts';
+import type { JournalEntry } from './faultyPorts';
 
 /** The invariants the swarm checks, by name, with what each promises. */
 export const INVARIANTS = {
@@ -31,8 +30,8 @@ export interface Breach {
 export interface RunRecord {
   readonly swarmCase: SwarmCase;
   readonly run: SimulationResult;
-  /** The job calls the workers made, in order (see `FaultyApi`). */
-  readonly calls: readonly WorkerCall[];
+  /** The job calls the workers made and the dead letters they sent, in order (see `FaultyApi`). */
+  readonly journal: readonly JournalEntry[];
   readonly peakProbes: number;
 }
 
@@ -40,7 +39,7 @@ export interface RunRecord {
 export function checkInvariants(record: RunRecord): Breach[] {
   const breaches: Breach[] = [];
   const breach = (invariant: InvariantName, detail: string) => breaches.push({ invariant, detail });
-  const { run, swarmCase, calls } = record;
+  const { run, swarmCase, journal } = record;
   const { config } = swarmCase.scenario;
   const { report } = run;
   if (report.rejectedByApi > 0) breach('tiers-at-arrival', `${report.rejectedByApi} calls refused for a full tier`);
@@ -48,7 +47,7 @@ export function checkInvariants(record: RunRecord): Breach[] {
   if (config.maxInFlight !== undefined && peak > config.maxInFlight)
     breach('max-in-flight', `${peak} calls in progress at once, maxInFlight ${config.maxInFlight}`);
   if (record.peakProbes > 1) breach('one-probe', `${record.peakProbes} health checks in progress at once`);
-  for (const detail of callsAfterEnded(calls)) breach('ended-is-ended', detail);
+  for (const detail of callsAfterEnded(journal)) breach('ended-is-ended', detail);
   if (report.fifoOrderViolations > 0)
     breach('fifo-order', `${report.fifoOrderViolations} FIFO jobs handled out of order or together`);
   const deadLetters = READ_ORDER.flatMap((q) => run.queues.messages(`${q}-dlq`));
@@ -65,7 +64,9 @@ export function checkInvariants(record: RunRecord): Breach[] {
     const gaveUp = /^gave up after (\d+)/.exec(reason);
     if (gaveUp === null) continue;
     const jobId = jobIdOf(m.body);
-    const made = calls.filter((c) => c.jobId === jobId && c.crashed !== 'before-call').length;
+    const made = journal.filter(
+      (c) => c.jobId === jobId && c.status !== 'dead-lettered' && c.crashed !== 'before-call',
+    ).length;
     if (made < config.retry.maxAttempts)
       breach(
         'attempts-honoured',
@@ -86,19 +87,23 @@ function lostJobs({ run }: RunRecord, deadLetters: readonly { readonly body: str
     .map((job) => jobIdOf(job.body) ?? job.body);
 }
 
-/** A line per job called again after its final answer, when no worker died between that answer and its record. */
-function callsAfterEnded(calls: readonly WorkerCall[]): string[] {
-  const ended = new Map<string, WorkerCall>();
+/**
+ * A line per job called again after it succeeded (a 200 whose worker lived to record it) or after its message landed
+ * in a dead-letter queue. A 4xx alone does not end a job: while the circuit is not closed the job is kept.
+ */
+function callsAfterEnded(journal: readonly JournalEntry[]): string[] {
+  const ended = new Map<string, { readonly at: number; readonly how: string }>();
   const found: string[] = [];
-  for (const call of calls) {
-    if (call.jobId === undefined || call.crashed === 'before-call') continue;
-    const before = ended.get(call.jobId);
-    if (before !== undefined)
-      found.push(
-        `${call.jobId} called at +${call.at - before.at} ms after its final answer (${String(before.status)})`,
-      );
-    if (typeof call.status === 'number' && isFinalStatus(call.status) && call.crashed === undefined)
-      ended.set(call.jobId, call);
+  for (const entry of journal) {
+    if (entry.jobId === undefined) continue;
+    if (entry.status === 'dead-lettered') {
+      if (!ended.has(entry.jobId)) ended.set(entry.jobId, { at: entry.at, how: 'dead-lettered' });
+      continue;
+    }
+    if (entry.crashed === 'before-call') continue;
+    const before = ended.get(entry.jobId);
+    if (before !== undefined) found.push(`${entry.jobId} called at +${entry.at - before.at} ms after it ${before.how}`);
+    if (entry.status === 200 && entry.crashed === undefined) ended.set(entry.jobId, { at: entry.at, how: 'succeeded' });
   }
   return found;
 }

@@ -1,7 +1,14 @@
 import { runSimulation } from '../simulation/runSimulation';
 import { seededRandom } from '../simulation/random';
 import { drawCase } from './drawCase';
-import { FaultyApi, faultyOrchestratorPorts, faultyWorkerPorts, skewedClock, type FaultLog } from './faultyPorts';
+import {
+  FaultyApi,
+  faultyOrchestratorPorts,
+  faultyWorkerPorts,
+  skewedClock,
+  type FaultLog,
+  type JournalEntry,
+} from './faultyPorts';
 import { checkInvariants, type Breach } from './invariants';
 
 /** What one seed came to. */
@@ -30,10 +37,11 @@ export async function runSeed(seed: number): Promise<SeedResult> {
   const random = seededRandom(seed ^ 0x5eed_f00d);
   const log: FaultLog = new Map();
   let api: FaultyApi | undefined;
+  const entries: JournalEntry[] = [];
   const run = await runSimulation(scenario, {
-    worker: (ports) => faultyWorkerPorts(ports, plan, random, log),
+    worker: (ports, clock) => faultyWorkerPorts(ports, plan, random, log, { clock, entries }),
     api: (referee, clock, start) => {
-      api = new FaultyApi(referee, clock, start, plan, random, log);
+      api = new FaultyApi({ entries }, referee, clock, start, plan, random, log);
       return api;
     },
     workerClock: (clock) => skewedClock(clock, plan.workerSkewMs),
@@ -46,7 +54,7 @@ export async function runSeed(seed: number): Promise<SeedResult> {
   const breaches = checkInvariants({
     swarmCase,
     run,
-    calls: faulty?.calls ?? [],
+    journal: entries,
     peakProbes: faulty?.peakProbes ?? 0,
   });
   return {
