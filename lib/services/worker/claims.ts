@@ -1,5 +1,5 @@
 import type { JobEvent } from '../../ports/Invoker';
-import { isStoppedBatchClaim, type IdempotencyRecord } from '../../ports/IdempotencyStore';
+import { isStoppedBatchClaim, type ClaimRefusal, type IdempotencyRecord } from '../../ports/IdempotencyStore';
 import type { MessageRef } from '../queueOutcomes';
 import { deadLetterRecorded } from './deadLettering';
 import { recordOwedSettlement, refundOnce } from './settlements';
@@ -10,18 +10,19 @@ import type { JobOutcome, WorkerDeps } from './types';
  * is looked up in its batch's record: a success recorded there holds the key as a success record would; without one,
  * its worker stopped (it may or may not have called), and the claim of another dispatch replaces it, as it would an
  * expired claim. One of the same dispatch keeps the key: a dispatch claims its key once, since that claim may have
- * called.
- * @returns `null` when claimed, else the record that holds the key.
+ * called, and the store refuses the claim of a dispatch marked on the key (`spent`: it claimed before, or gave its
+ * reservation back).
+ * @returns `null` when claimed, else what keeps the claim out (see `ClaimRefusal`).
  */
 export async function claimKey(
   key: string,
   claim: IdempotencyRecord,
   now: number,
   deps: WorkerDeps,
-): Promise<IdempotencyRecord | null> {
+): Promise<ClaimRefusal | null> {
   const { idempotency } = deps.stores;
   const held = await idempotency.putIdempotencyIfAbsent(key, claim, now);
-  if (held === null || !isStoppedBatchClaim(held, now)) return held;
+  if (held === null || held === 'spent' || !isStoppedBatchClaim(held, now)) return held;
   const at = await idempotency.batchSuccessAt(held.batch.id, held.dispatchId);
   if (at !== undefined) return { status: 'succeeded', dispatchId: held.dispatchId, at, expiresAt: held.expiresAt };
   if (held.dispatchId === claim.dispatchId) return held;
@@ -29,19 +30,22 @@ export async function claimKey(
 }
 
 /**
- * What a delivery does when the job's key is held (`held`): it makes no call. Only a different dispatch gives its
+ * What a delivery does when the job's key is held (`held`): it makes no call. A dispatch marked on the key (`spent`)
+ * was handled by an earlier delivery, which called or gave its reservation back, and requeued the job if it was to
+ * go on: this one gives nothing back and leaves the message alone. Otherwise only a different dispatch gives its
  * reservation back, and only once (see {@link refundOnce}; a refund that cannot be recorded leaves quota unused,
  * never exceeded). A job that ended leaves its copy of the message to be deleted or, when its dead-lettering may have
  * stopped short of the DLQ, dead-lettered with the recorded reason.
  */
 export async function standBack(
-  held: IdempotencyRecord,
+  held: ClaimRefusal,
   event: JobEvent,
   message: MessageRef,
   start: number,
   deps: WorkerDeps,
 ): Promise<JobOutcome> {
   const { queues } = deps;
+  if (held === 'spent') return 'already-spent';
   if (held.dispatchId !== event.dispatchId) await refundOnce(event, start, deps);
   if (held.status === 'succeeded') {
     await recordOwedSettlement(event, held, start, deps);

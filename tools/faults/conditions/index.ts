@@ -1,9 +1,13 @@
+import { lateRepeatOfCalledDispatch } from './lateRepeatOfCalledDispatch';
+import { refundedDispatchDeliveredAgain } from './refundedDispatchDeliveredAgain';
 import type { ConditionScenario } from './types';
 import { unitNamesOfObjects } from './unitNamesOfObjects';
 
 /** Every condition scenario, in the order of their conditions. */
-export const conditionScenarios: readonly ConditionScenario[] = [unitNamesOfObjects].sort(
-  (a, b) => a.condition - b.condition,
-);
+export const conditionScenarios: readonly ConditionScenario[] = [
+  refundedDispatchDeliveredAgain,
+  lateRepeatOfCalledDispatch,
+  unitNamesOfObjects,
+].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';

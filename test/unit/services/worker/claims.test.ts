@@ -13,7 +13,7 @@ import {
   testConfig,
   workerHarness,
 } from '../../../helpers/serviceFixtures';
-import { COST_CONFIG } from '../../../helpers/workerFixtures';
+import { COST_CONFIG, atSlot } from '../../../helpers/workerFixtures';
 
 /** Queues whose next `failDeletes` deletes fail as a crash would (the worker dies before the delete lands). */
 class FlakyDeleteQueues extends MemoryQueues {
@@ -295,6 +295,58 @@ describe('processJob when events arrive more than once, or late: ended is ended'
     expect(h.api.calls).toHaveLength(1);
     await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([refund('d-1', START)]);
   });
+
+  it('never calls on a reservation it gave back: a dispatch that stood back, delivered again once the calling dispatch failed, calls nothing and gives nothing back', async () => {
+    // d-1's invoke answered with an error but may have started: its message came back after its visibility and was
+    // dispatched again as d-2, while d-1's event waited in Lambda's queue. d-2 finds d-1 calling and stands back.
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const first = atSlot(await receiveJobEvent(h, 'main', 'd-1'), 30_000, 30_100);
+    await h.clock.advance(30_000);
+    const second = atSlot(await receiveJobEvent(h, 'main', 'd-2'), 30_000, 31_000);
+    h.api.latencyMs = 500;
+    h.api.answers.push(httpStatus(503));
+    const calling = processJob(first, h.deps);
+    await expect(processJob(second, h.deps)).resolves.toBe('busy-elsewhere');
+    await h.clock.advance(500);
+    await expect(calling).resolves.toBe('retried');
+    h.api.latencyMs = 0;
+
+    // Lambda delivers d-2's event again, before its callBy: d-1's failed record keeps only d-1 out.
+    await expect(processJob(second, h.deps)).resolves.toBe('already-spent');
+
+    expect(h.api.calls).toHaveLength(1);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([refund('d-2', START + 30_000)]);
+    expect(h.queues.messages('requeue').map((m) => m.attributes.attempt?.value)).toEqual(['2']);
+  });
+
+  it.each([
+    ['late, past its callBy', 0],
+    ['within its call window', 60_000],
+  ])(
+    'gives nothing back and requeues nothing for a repeat of a dispatch that called (%s), once the next attempt failed too',
+    async (_, stretchMs) => {
+      const h = workerHarness();
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 2 });
+      h.api.answers.push(httpStatus(503), httpStatus(503));
+      const received = await receiveJobEvent(h, 'main', 'd-1');
+      const first = { ...received, callBy: received.callBy + stretchMs };
+      await expect(processJob(first, h.deps)).resolves.toBe('retried');
+      await h.clock.advance(1_000);
+      await expect(processJob(await receiveJobEvent(h, 'requeue', 'd-2'), h.deps)).resolves.toBe('retried');
+      await h.clock.advance(1_000);
+
+      await expect(processJob(first, h.deps)).resolves.toBe('already-spent');
+
+      expect(h.api.calls).toHaveLength(2);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+      expect(h.queues.messages('requeue').map((m) => m.attributes.attempt?.value)).toEqual(['3']);
+      await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+        status: 'failed',
+        dispatchId: 'd-2',
+      });
+    },
+  );
 
   describe.each([
     ['succeeded', ok(), 'succeeded'],
