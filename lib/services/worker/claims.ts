@@ -1,9 +1,33 @@
 import type { JobEvent } from '../../ports/Invoker';
 import { isStoppedBatchClaim, type ClaimRefusal, type IdempotencyRecord } from '../../ports/IdempotencyStore';
+import { deadLetterMarksOf } from '../deadLetterMarks';
 import type { MessageRef } from '../queueOutcomes';
 import { deadLetterRecorded } from './deadLettering';
 import { recordOwedSettlement, refundOnce } from './settlements';
 import type { JobOutcome, WorkerDeps } from './types';
+
+/**
+ * Claims the key of `event`'s job with `claim` (see {@link claimKey}). A dead letter an operator moved back as it was
+ * (see `deadLetterMarksOf`) is a redrive: when the dead-lettered record of the dispatch it names keeps it out, the key
+ * is reopened (see `IdempotencyStore.reopenDeadLettered`), as `ops redrive` reopens it, and claimed again, so that the
+ * job is called again. The record of another dispatch keeps it out as it keeps out any dispatch: a success above all,
+ * or a dead-lettering since (the job was redriven and dead-lettered again, and its newer dead letter is the one to
+ * redrive).
+ * @returns `null` when claimed, else what keeps the claim out (see `ClaimRefusal`).
+ */
+export async function claimJob(
+  event: JobEvent,
+  claim: IdempotencyRecord,
+  now: number,
+  deps: WorkerDeps,
+): Promise<ClaimRefusal | null> {
+  const key = event.idempotencyKey;
+  const held = await claimKey(key, claim, now, deps);
+  if (held === null || held === 'spent' || held.status !== 'dead-lettered') return held;
+  if (deadLetterMarksOf(event.attributes)?.dispatchId !== held.dispatchId) return held;
+  await deps.stores.idempotency.reopenDeadLettered(key, now);
+  return claimKey(key, claim, now, deps);
+}
 
 /**
  * Claims `key` with `claim` (see `IdempotencyStore.putIdempotencyIfAbsent`). A stopped batch claim in the way
@@ -14,7 +38,7 @@ import type { JobOutcome, WorkerDeps } from './types';
  * reservation back).
  * @returns `null` when claimed, else what keeps the claim out (see `ClaimRefusal`).
  */
-export async function claimKey(
+async function claimKey(
   key: string,
   claim: IdempotencyRecord,
   now: number,

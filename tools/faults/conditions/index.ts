@@ -1,3 +1,4 @@
+import { copiesOutliveRecord } from './copiesOutliveRecord';
 import { lateRepeatOfCalledDispatch } from './lateRepeatOfCalledDispatch';
 import { refundedDispatchDeliveredAgain } from './refundedDispatchDeliveredAgain';
 import type { ConditionScenario } from './types';
@@ -8,6 +9,7 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   refundedDispatchDeliveredAgain,
   lateRepeatOfCalledDispatch,
   unitNamesOfObjects,
+  copiesOutliveRecord,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';
