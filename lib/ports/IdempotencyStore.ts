@@ -157,7 +157,8 @@ export interface IdempotencyStore {
   putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;
 
   /**
-   * Re-opens the dead-lettered job of `key`, for an operator's redrive: in one conditional write, and only if the
+   * Re-opens the dead-lettered job of `key`, for an operator's redrive (`ops redrive` before it sends the letter
+   * back, or the worker of a letter moved back as it was: see `claimJob`): in one conditional write, and only if the
    * record is (still) `dead-lettered` and unexpired at `now`, it becomes a `failed` record of the same dispatch, with
    * the same `at` and `expiresAt` and without a reason. So the next dispatch of the key (the redriven message's)
    * claims it and calls, while further deliveries of the dispatch that dead-lettered it stay out and, their dispatch
