@@ -8,6 +8,7 @@ import { parseUnitSettings, type UnitSettings } from './domain/usage/unitSetting
 import type { UsagePreset } from './domain/usage/usageSources';
 import { parseSettings, type NumberRange } from './domain/settings';
 import { ConfigError } from './errors';
+import { LONGEST_COPY_LIFE_MS } from './queueRetention';
 
 /**
  * What a run does while the state table cannot be read or written (DynamoDB unavailable, or throttling past the
@@ -58,7 +59,12 @@ export interface OrchestratorTimings {
    * doubles its own up to 10 s and starts over after a success. @default 250
    */
   readonly invokeBackoffMs: number;
-  /** How long a succeeded idempotency record is kept. @default 86400000 (one day) */
+  /**
+   * How long a job's idempotency record (succeeded, dead-lettered or failed, with the marks of its dispatches) is
+   * kept after its last write. At least the longest a copy of the job's message can come back (22 days: 4 in a source
+   * queue, 14 in a dead-letter queue, 4 again after a redrive), so that no copy, however late, finds the record gone
+   * and calls the API again; shorter is refused. @default 1900800000 (22 days)
+   */
   readonly idempotencyTtlMs: number;
 }
 
@@ -78,7 +84,7 @@ export const DEFAULT_ORCHESTRATOR_SETTINGS: OrchestratorSettings = Object.freeze
   idleWaitMs: 1_000,
   idleStopMs: 1_000,
   invokeBackoffMs: 250,
-  idempotencyTtlMs: 86_400_000,
+  idempotencyTtlMs: LONGEST_COPY_LIFE_MS,
   stateOutage: 'pace-in-memory',
 });
 
@@ -92,7 +98,7 @@ export const ORCHESTRATOR_RANGES: { readonly [K in keyof OrchestratorTimings]: N
   idleWaitMs: { min: 0, max: 20_000, integer: true },
   idleStopMs: { min: 0, max: 900_000, integer: true },
   invokeBackoffMs: { min: 1, max: 10_000, integer: true },
-  idempotencyTtlMs: { min: 60_000, max: 31_536_000_000, integer: true },
+  idempotencyTtlMs: { min: LONGEST_COPY_LIFE_MS, max: 31_536_000_000, integer: true },
 });
 
 /**

@@ -79,7 +79,31 @@ export function hasEnded(record: IdempotencyRecord): boolean {
   return record.status === 'succeeded' || record.status === 'dead-lettered';
 }
 
-/** Whether `existing`, read at `now`, keeps a claim by dispatch `dispatchId` out (see {@link IdempotencyStore.putIdempotencyIfAbsent}). */
+/**
+ * What keeps a claim out (see {@link IdempotencyStore.putIdempotencyIfAbsent}): the record that holds the key, or
+ * `spent` when no record does but the claiming dispatch is marked on the key (see {@link IdempotencyStore.claimRefund}):
+ * it claimed the key before, and so called the API or may have (a dispatch claims its key once), or it gave its
+ * reservation back (a dispatch that gave its reservation back never calls).
+ */
+export type ClaimRefusal = IdempotencyRecord | 'spent';
+
+/**
+ * Why a claim by dispatch `dispatchId` at `now` is refused, the key holding `existing` and the dispatch marked on it
+ * or not (`marked`): the record when it keeps the claim out on its own (see {@link blocksClaim}), else `spent` when
+ * the dispatch is marked; `null` when the claim may be written.
+ */
+export function claimRefusal(
+  existing: IdempotencyRecord | undefined,
+  dispatchId: string,
+  marked: boolean,
+  now: number,
+  replacing?: string,
+): ClaimRefusal | null {
+  if (blocksClaim(existing, dispatchId, now, replacing)) return existing;
+  return marked ? 'spent' : null;
+}
+
+/** Whether `existing`, read at `now`, keeps a claim by dispatch `dispatchId` out, whatever the dispatch's marks. */
 export function blocksClaim(
   existing: IdempotencyRecord | undefined,
   dispatchId: string,
@@ -112,26 +136,29 @@ export interface IdempotencyStore {
   getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined>;
 
   /**
-   * Writes `record` for `key` unless an unexpired record at `now` keeps it out: an `in-progress`, `succeeded` or
-   * `dead-lettered` record, or a `failed` one of the same `dispatchId` (see {@link blocksClaim}). A claim that is
-   * written also marks its dispatch as having spent its reservation on `key` (see {@link IdempotencyStore.claimRefund}).
+   * Writes `record` for `key` unless an unexpired record at `now` keeps it out (an `in-progress`, `succeeded` or
+   * `dead-lettered` record, or a `failed` one of the same `dispatchId`: see {@link blocksClaim}) or its dispatch is
+   * marked on `key` already (see {@link IdempotencyStore.claimRefund}), checked in one atomic write. A claim that is
+   * written also marks its dispatch: a dispatch claims its key once, and one that gave its reservation back never
+   * claims it.
    * @param replacing the dispatch id of a stopped batch claim (see {@link isStoppedBatchClaim}) whose batch recorded
    * no success for it: that claim keeps this one out no longer.
    * @returns `null` when written (also when the client retried the write after it landed and its answer was lost),
-   * otherwise the existing record (and nothing is written).
+   * otherwise what kept it out (see {@link claimRefusal}), and nothing is written.
    */
   putIdempotencyIfAbsent(
     key: string,
     record: IdempotencyRecord,
     now: number,
     replacing?: string,
-  ): Promise<IdempotencyRecord | null>;
+  ): Promise<ClaimRefusal | null>;
 
   /** Writes `record` for `key`, replacing the record there (the dispatches marked on `key` stay). */
   putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;
 
   /**
-   * Re-opens the dead-lettered job of `key`, for an operator's redrive: in one conditional write, and only if the
+   * Re-opens the dead-lettered job of `key`, for an operator's redrive (`ops redrive` before it sends the letter
+   * back, or the worker of a letter moved back as it was: see `claimJob`): in one conditional write, and only if the
    * record is (still) `dead-lettered` and unexpired at `now`, it becomes a `failed` record of the same dispatch, with
    * the same `at` and `expiresAt` and without a reason. So the next dispatch of the key (the redriven message's)
    * claims it and calls, while further deliveries of the dispatch that dead-lettered it stay out and, their dispatch
@@ -145,7 +172,8 @@ export interface IdempotencyStore {
   /**
    * Marks dispatch `dispatchId` as having given its reservation back, unless it is marked already: it claimed `key`
    * (and so called the API, or may have) or gave its reservation back before. The marks live with `key`'s record,
-   * at least until `expiresAt`; a mark alone is no record (it blocks no claim and reads as none).
+   * at least until `expiresAt`; a mark alone is no record (it reads as none, and keeps out only the claims of its own
+   * dispatch).
    * @returns true when this call marked it: the caller then refunds the reservation, so that a refund happens at
    * most once per dispatch, whichever deliveries of it arrive and in whatever order (a retried write whose answer was
    * lost counts as this call's).

@@ -5,6 +5,7 @@ import type { UnitSettings } from '../domain/usage/unitSettings';
 import type { Reservation } from '../domain/quota/ledger';
 import type { JobEvent } from '../ports/Invoker';
 import type { ReceivedMessage, SourceQueue } from '../ports/QueueReceiver';
+import { deadLetterMarksOf } from './deadLetterMarks';
 
 /**
  * What a received message that passed validation asks for. Its body is not here: it travels as the message's own
@@ -16,9 +17,15 @@ export interface ParsedJob {
    * unit's default; always with `cost` (attribute `cost`, default 1), the unit of the message contract.
    */
   readonly costs: Costs;
-  /** Attribute `idempotencyKey` (String), default the message id. */
+  /**
+   * Attribute `idempotencyKey` (String), default the message id; for a dead letter moved back as it was (see
+   * `deadLetterMarksOf`), the id of the message the service dead-lettered, which was its job's key.
+   */
   readonly idempotencyKey: string;
-  /** 1 for a first try; a requeued message carries `attempt`, a FIFO retry counts its receives. */
+  /**
+   * 1 for a first try; a requeued message carries `attempt`, a FIFO retry counts its receives. A dead letter moved
+   * back as it was starts afresh at 1 (the `attempt` it carries is the one that failed last).
+   */
   readonly attempt: number;
 }
 
@@ -109,7 +116,8 @@ export function parseJob(message: ReceivedMessage, units: UnitSettings = {}): Pa
     }
     costs[unit] = estimate;
   }
-  let idempotencyKey = message.messageId;
+  const redriven = deadLetterMarksOf(message.attributes);
+  let idempotencyKey = redriven?.originalMessageId ?? message.messageId;
   if (keyAttr !== undefined) {
     if (!keyAttr.dataType.startsWith('String') || keyAttr.value.length === 0 || keyAttr.value.length > 512) {
       return {
@@ -122,7 +130,7 @@ export function parseJob(message: ReceivedMessage, units: UnitSettings = {}): Pa
   if (message.queue === 'fifo' && message.groupId === undefined) {
     return { ok: false, reason: 'malformed: FIFO message without a MessageGroupId' };
   }
-  const carried = attemptAttr === undefined ? 1 : Number(attemptAttr.value);
+  const carried = attemptAttr === undefined || redriven !== undefined ? 1 : Number(attemptAttr.value);
   const attempt =
     message.queue === 'fifo' ? message.receiveCount : Number.isInteger(carried) && carried >= 1 ? carried : 1;
   return { ok: true, job: { costs, idempotencyKey, attempt } };

@@ -7,6 +7,7 @@ import {
   type SourceQueue,
 } from '../ports/QueueReceiver';
 import { utf8Prefix } from '../domain/utf8Prefix';
+import { withoutDeadLetterMarks } from './deadLetterMarks';
 
 /** The parts of a received message needed to retry or dead-letter it. */
 export interface MessageRef {
@@ -176,11 +177,16 @@ function requeueDelay(delayMs: number): number {
   return Math.min(900_000, Math.max(0, Math.ceil(delayMs / 1000) * 1000));
 }
 
-/** The copy of standard `message` sent to the requeue queue, carrying `nextAttempt`, delayed by `delayMs`. */
+/**
+ * The copy of standard `message` sent to the requeue queue, carrying `nextAttempt`, delayed by `delayMs`. A dead
+ * letter an operator moved back as it was (see `deadLetterMarksOf`) goes on as a retry of its job, without its
+ * dead-letter attributes: with them, its copy would read as a redrive again, back at its first attempt.
+ */
 function requeued(message: MessageRef, nextAttempt: number, delayMs: number): OutgoingMessage {
+  const attempt: MessageAttribute = { dataType: 'Number', value: String(nextAttempt) };
   return {
     body: message.body,
-    attributes: { ...message.attributes, [ATTRIBUTES.attempt]: { dataType: 'Number', value: String(nextAttempt) } },
+    attributes: { ...withoutDeadLetterMarks(message.attributes), [ATTRIBUTES.attempt]: attempt },
     delayMs: requeueDelay(delayMs),
   };
 }

@@ -880,6 +880,42 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)).resolves.toBe(false);
       });
 
+      it('refuses the claim of a dispatch that claimed the key before, once a later dispatch’s failed record no longer keeps it out', async () => {
+        const key = unique('claim-once');
+        const next: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL };
+        await stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
+        await stores().idempotency.putIdempotency(key, failed(T0 + 1, T0 + TTL));
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 2)).resolves.toBeNull();
+        const failedNext: IdempotencyRecord = { status: 'failed', dispatchId: 'd-2', at: T0 + 3, expiresAt: T0 + TTL };
+        await stores().idempotency.putIdempotency(key, failedNext);
+
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0 + 4)).resolves.toBe(
+          'spent',
+        );
+        await expect(stores().idempotency.getIdempotency(key, T0 + 4)).resolves.toEqual(failedNext);
+      });
+
+      it('refuses every claim of a dispatch that gave its reservation back: over another’s failed record, over no record, and by the record that keeps it out on its own', async () => {
+        const [overFailed, overNone, overSuccess] = [unique('spent-failed'), unique('spent-none'), unique('spent-ok')];
+        const claim: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + TTL };
+        await stores().idempotency.putIdempotency(overFailed, failed(T0, T0 + TTL));
+        await stores().idempotency.putIdempotency(overSuccess, succeeded(T0, T0 + TTL));
+        for (const key of [overFailed, overNone, overSuccess])
+          await expect(stores().idempotency.claimRefund(key, 'd-2', T0 + TTL)).resolves.toBe(true);
+
+        await expect(stores().idempotency.putIdempotencyIfAbsent(overFailed, claim, T0 + 1)).resolves.toBe('spent');
+        await expect(stores().idempotency.putIdempotencyIfAbsent(overNone, claim, T0 + 1)).resolves.toBe('spent');
+        await expect(stores().idempotency.putIdempotencyIfAbsent(overSuccess, claim, T0 + 1)).resolves.toEqual(
+          succeeded(T0, T0 + TTL),
+        );
+        await expect(stores().idempotency.getIdempotency(overFailed, T0 + 1)).resolves.toEqual(failed(T0, T0 + TTL));
+        await expect(stores().idempotency.getIdempotency(overNone, T0 + 1)).resolves.toBeUndefined();
+        // Another dispatch still claims them.
+        await expect(
+          stores().idempotency.putIdempotencyIfAbsent(overNone, inProgress(T0 + TTL), T0 + 1),
+        ).resolves.toBeNull();
+      });
+
       it('keeps its marks when records are written over them, and a mark alone is no record', async () => {
         const key = unique('refund-marks');
         await expect(stores().idempotency.claimRefund(key, 'd-9', T0 + TTL)).resolves.toBe(true);

@@ -11,6 +11,12 @@ import { CloudFormationSpec, findCycle, isIntrinsic, references } from '../helpe
 import { packageService, readServerlessYml, readTemplate, type PackageRun } from '../../tools/local/packageService';
 import type { Template } from '../../tools/local/template';
 import { ORCHESTRATOR_MEMORY_MB, WORKER_MEMORY_MB } from '../../tools/bench/cost';
+import { ORCHESTRATOR_RANGES } from '../../lib/config';
+import {
+  DEAD_LETTER_QUEUE_RETENTION_MS,
+  LONGEST_COPY_LIFE_MS,
+  SOURCE_QUEUE_RETENTION_MS,
+} from '../../lib/queueRetention';
 
 jest.setTimeout(30_000);
 
@@ -265,6 +271,14 @@ describe('the queues', () => {
   it.each(DEAD_LETTER_QUEUES)('%s keeps messages for 14 days, longer than any source queue', (id) => {
     expect(props(id).MessageRetentionPeriod).toBe(1_209_600);
     for (const source of Object.keys(REDRIVE)) expect(props(source).MessageRetentionPeriod).toBeLessThan(1_209_600);
+  });
+
+  it('keeps messages as long as the idempotency TTL’s minimum counts on (lib/queueRetention.ts)', () => {
+    for (const source of Object.keys(REDRIVE))
+      expect(props(source).MessageRetentionPeriod).toBe(SOURCE_QUEUE_RETENTION_MS / 1_000);
+    for (const dlq of Object.values(REDRIVE))
+      expect(props(dlq).MessageRetentionPeriod).toBe(DEAD_LETTER_QUEUE_RETENTION_MS / 1_000);
+    expect(ORCHESTRATOR_RANGES.idempotencyTtlMs.min).toBe(LONGEST_COPY_LIFE_MS);
   });
 
   it('encrypts every queue at rest (SQS-managed keys)', () => {

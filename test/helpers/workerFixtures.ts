@@ -3,8 +3,8 @@ import type { BatchEvent, JobEvent } from '../../lib/ports/Invoker';
 import type { ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import { LANE, START, receiveJobEvent, sendJob, testConfig, type WorkerHarness } from './serviceFixtures';
 
-/** A day in ms: {@link testConfig}'s idempotency TTL, how long the worker's records are kept. */
-export const DAY_MS = 86_400_000;
+/** {@link testConfig}'s idempotency TTL, how long the worker's records are kept: the default, 22 days. */
+export const IDEMPOTENCY_TTL_MS = testConfig().orchestrator.idempotencyTtlMs;
 
 /** {@link testConfig} with a tier of the `cost` unit too, so that the worker reads the cost a call used (`x-actual-cost`). */
 export const COST_CONFIG: ServiceConfig = testConfig({

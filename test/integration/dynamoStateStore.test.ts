@@ -286,6 +286,17 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       ).resolves.toEqual(record);
     });
 
+    it('lets a dispatch claim over a record written before dispatches were marked, and marks it there: it claims once', async () => {
+      const key = unique('old-failed');
+      const record = { status: 'failed', dispatchId: 'old', at: T0, expiresAt: T0 + TTL } as const;
+      await putRawItem({ [TABLE_KEY]: `idem#${key}`, ...record, [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
+      const claim = { status: 'in-progress', dispatchId: 'new', expiresAt: T0 + TTL } as const;
+      await expect(stores().idempotency.putIdempotencyIfAbsent(key, claim, T0 + 1)).resolves.toBeNull();
+      expect(await rawItem(`idem#${key}`)).toMatchObject({ dispatchId: 'new', spent: new Set(['new']) });
+      await stores().idempotency.putIdempotency(key, { ...record, dispatchId: 'next', at: T0 + 2 });
+      await expect(stores().idempotency.putIdempotencyIfAbsent(key, claim, T0 + 3)).resolves.toBe('spent');
+    });
+
     it('marks a refund on a record written before dispatches were marked, once, and keeps the record', async () => {
       const key = unique('old-refund');
       const record = { status: 'succeeded', dispatchId: 'old', at: T0, expiresAt: T0 + TTL } as const;

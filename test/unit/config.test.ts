@@ -47,6 +47,13 @@ describe('parseServiceConfig', () => {
       'orchestrator.visibilityTimeoutMs',
       'must exceed orchestrator.workerTimeoutMs (30000), or a message could reappear while its worker still runs; got 30000',
     ],
+    [
+      // A day: a copy of a message can come back 22 days after its job's record (4 days in a source queue, 14 in a
+      // dead-letter queue, 4 again after a redrive), and find it gone.
+      { quotas, orchestrator: { idempotencyTtlMs: 86_400_000 } },
+      'orchestrator.idempotencyTtlMs',
+      'must be an integer from 1900800000 to 31536000000; got 86400000',
+    ],
     [{ quotas, pacing: { burstFraction: 2 } }, 'pacing.burstFraction', 'must be a number from 0 to 1; got 2'],
     [
       { quotas, orchestrator: { stateOutage: 'stop' } },

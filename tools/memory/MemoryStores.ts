@@ -4,7 +4,8 @@ import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
 import { LeaseLostError, StateConflictError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
 import {
-  blocksClaim,
+  claimRefusal,
+  type ClaimRefusal,
   type IdempotencyRecord,
   type IdempotencyStore,
   type ReopenOutcome,
@@ -182,12 +183,14 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     record: IdempotencyRecord,
     now: number,
     replacing?: string,
-  ): Promise<IdempotencyRecord | null> {
+  ): Promise<ClaimRefusal | null> {
     this.state.stats.writes++;
-    const existing = this.state.idempotency.get(key);
-    if (blocksClaim(existing, record.dispatchId, now, replacing)) return existing;
+    const spent = this.spentOn(key);
+    const marked = spent.has(record.dispatchId);
+    const refusal = claimRefusal(this.state.idempotency.get(key), record.dispatchId, marked, now, replacing);
+    if (refusal !== null) return refusal;
     this.state.idempotency.set(key, record);
-    this.spentOn(key).add(record.dispatchId);
+    spent.add(record.dispatchId);
     return null;
   }
 

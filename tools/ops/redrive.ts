@@ -66,10 +66,11 @@ async function reopenKey(deps: Pick<RedriveDeps, 'idempotency' | 'clock'>, key: 
  * queue only once its send succeeded: nothing is lost, and at worst a job is sent twice, which the service absorbs
  * by its key. Letters not redriven (not asked for, beyond `max`, or whose send failed) are made visible again.
  *
- * Why not SQS's `StartMessageMoveTask`: it moves each message as it is, with every attribute, so the job would keep
- * its `attempt` count and its dead-letter attributes and come back at its last attempt; it cannot pick messages by
- * id; and it only moves messages that SQS itself dead-lettered from a queue whose redrive policy names the DLQ
- * (a message the service sent to the DLQ with its reason has no such source).
+ * Why not SQS's `StartMessageMoveTask`: it cannot pick messages by id; it moves back to their source queue only the
+ * messages SQS itself dead-lettered (one the service sent to the DLQ with its reason needs a custom destination);
+ * and the new id it gives each message loses the key of a job without an `idempotencyKey` that SQS moved. A message
+ * it moves keeps every attribute; the service reads one that carries its dead-letter attributes as a redrive too
+ * (see `deadLetterMarksOf`): attempts afresh, the key reopened.
  *
  * In a FIFO dead-letter queue SQS hands out a group's next message only once those before are gone, so a redrive
  * brings a group back in its order; with `ids`, a group whose first message is not asked for blocks the rest of it.

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { StateConflictError } from '../../errors';
 import {
-  blocksClaim,
+  claimRefusal,
+  type ClaimRefusal,
   type IdempotencyRecord,
   type IdempotencyStore,
   type ReopenOutcome,
@@ -65,7 +66,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     record: IdempotencyRecord,
     now: number,
     replacing?: string,
-  ): Promise<IdempotencyRecord | null> {
+  ): Promise<ClaimRefusal | null> {
     // The stored record R, as seen by a claim at `now`:
     //
     //   R written             R.expiresAt          R.ttl (+ DynamoDB's delay)
@@ -73,27 +74,26 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     //       │ refused: returns R  │ R still stored, but │ R deleted
     //       │                     │ the claim replaces it
     //
-    // A refused claim reads R back. If R no longer blocks the claim by then (deleted by TTL, or replaced by an
-    // expired record or by another dispatch's failed one), the claim is tried again.
+    // Whatever R, a claim by a dispatch in `spent` is refused: that dispatch claimed the key before, or gave its
+    // reservation back. A refused claim reads the item back: R if it keeps the claim out, else `spent` if the
+    // dispatch is marked. If neither holds by then (R deleted by TTL, or replaced by an expired record or by another
+    // dispatch's failed one), the claim is tried again.
     //
     // Each claim also writes a fresh `claim` id, because the SDK retries a put whose answer was lost (a timeout, a
-    // 5xx after the commit). The retry is refused by the claim's own record, and R read back carries its id:
+    // 5xx after the commit). The retry is refused by the claim's own record and mark, and the item read back carries
+    // its id:
     //
     //   put R (claim c): lands ── answer lost ── SDK retries: refused ── reads R, claim = c → written (null)
     //
-    // Returning R there would tell the worker that another delivery holds the key, and the job would wait out R.
+    // Returning R or `spent` there would tell the worker that another delivery holds the key, and the job would wait
+    // out R.
     const claim = randomUUID();
     for (let attempt = 1; attempt <= MAX_CLAIM_ATTEMPTS; attempt++) {
       const written = await unlessConditionFails(
         this.table
           .update({
             ...recordUpdate(key, record, { claim }, `ADD #spent :dispatchIds`),
-            // A mark-only item (see claimRefund) holds no record, so it keeps no claim out.
-            ConditionExpression:
-              `attribute_not_exists(#${TABLE_KEY}) OR attribute_not_exists(#status) OR #expiresAt <= :now OR (#status = :failed AND #dispatchId <> :dispatchId)` +
-              (replacing === undefined
-                ? ''
-                : ' OR (#status = :inProgress AND #dispatchId = :replacing AND #busyUntil <= :now)'),
+            ConditionExpression: claimCondition(replacing),
             ExpressionAttributeValues: {
               ...recordValues(record, { claim }),
               ':now': now,
@@ -109,7 +109,8 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       const item = await this.table.get({ Key: idempotencyKey(key) });
       if (item?.claim === claim) return null;
       const existing = item === undefined ? undefined : idempotencyRecordOf(item, key);
-      if (blocksClaim(existing, record.dispatchId, now, replacing)) return existing;
+      const refusal = claimRefusal(existing, record.dispatchId, isMarked(item, record.dispatchId), now, replacing);
+      if (refusal !== null) return refusal;
     }
     throw new StateConflictError(
       `idempotency key '${key}' was claimed and freed again ${MAX_CLAIM_ATTEMPTS} times while claiming it`,
@@ -267,6 +268,36 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       ? at
       : undefined;
   }
+}
+
+/** The claiming dispatch (`:dispatchId`) is not in `spent`: it neither claimed the key nor gave its reservation back. */
+const DISPATCH_UNMARKED = 'NOT contains(#spent, :dispatchId)';
+/** No record: no item, or one of `spent` marks only (see claimRefund). */
+const NO_RECORD = `attribute_not_exists(#${TABLE_KEY}) OR attribute_not_exists(#status)`;
+/** The record has expired at `:now` (DynamoDB deletes it later). */
+const RECORD_EXPIRED = '#expiresAt <= :now';
+/** Another dispatch's call failed: the next dispatch claims the key. */
+const FAILED_BY_ANOTHER = '(#status = :failed AND #dispatchId <> :dispatchId)';
+/** A stopped batch claim of dispatch `:replacing`, whose batch recorded no success for it (see claimKey). */
+const STOPPED_CLAIM_REPLACED = '(#status = :inProgress AND #dispatchId = :replacing AND #busyUntil <= :now)';
+
+/**
+ * The condition of a claim (see {@link DynamoIdempotencyStore.putIdempotencyIfAbsent}): its dispatch is unmarked, and
+ * no record keeps it out. An item written before `spent` existed has no marks: its claims pass on the record alone.
+ */
+function claimCondition(replacing: string | undefined): string {
+  const free = [
+    NO_RECORD,
+    RECORD_EXPIRED,
+    FAILED_BY_ANOTHER,
+    ...(replacing === undefined ? [] : [STOPPED_CLAIM_REPLACED]),
+  ];
+  return `${DISPATCH_UNMARKED} AND (${free.join(' OR ')})`;
+}
+
+/** Whether `item` marks `dispatchId` in `spent` (see claimRefund). */
+function isMarked(item: Item | undefined, dispatchId: string): boolean {
+  return item?.spent instanceof Set && item.spent.has(dispatchId);
 }
 
 /** The optional fields of a record: an update removes those `record` lacks. */

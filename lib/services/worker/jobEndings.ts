@@ -152,7 +152,10 @@ export type GiveBackReason = 'late-start' | 'too-late' | 'held-back';
 
 /**
  * Gives back a job that will not call: its reservation and its message, which goes back to its queue without
- * consuming an attempt (see {@link returnUnconsumed}); a batch's job leaves both to its batch.
+ * consuming an attempt (see {@link returnUnconsumed}); a batch's job leaves both to its batch. Only a delivery whose
+ * claim was written gets here, and the store writes one claim per dispatch, never one of a dispatch that gave its
+ * reservation back (see `ClaimRefusal`): so the reservation is given back once, and the message requeued by the
+ * delivery that holds it, never by a late repeat of a dispatch that called.
  */
 export async function giveBack(job: JobContext, reason: GiveBackReason): Promise<JobOutcome> {
   const { event, message, start, deps, options } = job;

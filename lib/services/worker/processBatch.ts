@@ -131,7 +131,7 @@ const ENDED: ReadonlySet<JobOutcome> = new Set(['succeeded', 'dead-lettered', 'd
  * Outcomes of a job that another delivery has (of its dispatch, or of another dispatch of its message): that one has
  * the rest of its FIFO group too, or their messages reappear after their visibility, in order.
  */
-const ELSEWHERE: ReadonlySet<JobOutcome> = new Set(['busy-elsewhere', 'already-failed']);
+const ELSEWHERE: ReadonlySet<JobOutcome> = new Set(['busy-elsewhere', 'already-failed', 'already-spent']);
 
 /**
  * Runs `jobs` side by side with `run`, except that the messages of one FIFO group go one after the other, in the

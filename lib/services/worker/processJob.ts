@@ -3,7 +3,7 @@ import { decideRetry } from '../../domain/outcome/retryPolicy';
 import type { ServiceConfig } from '../../config';
 import type { Clock } from '../../ports/Clock';
 import type { JobEvent } from '../../ports/Invoker';
-import { claimKey, standBack } from './claims';
+import { claimJob, standBack } from './claims';
 import { CircuitView } from './circuitView';
 import { endFailed, endSucceeded, giveBack, type GiveBackReason } from './jobEndings';
 import { keysOf, messageOf } from './jobMessage';
@@ -32,7 +32,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const claim = lateAtStart
     ? endedRecord('failed', event.dispatchId, start, config)
     : inProgress(event, start, config, options.batch);
-  const held = await claimKey(event.idempotencyKey, claim, start, deps);
+  const held = await claimJob(event, claim, start, deps);
   if (held !== null) return standBack(held, event, job.message, start, deps);
   if (lateAtStart) return giveBack(job, 'late-start');
   const stopped = await waitForSlot(job);

@@ -128,6 +128,13 @@ export type JobOutcome =
   | 'already-failed'
   /** This very dispatch was delivered before and dead-lettered its message: nothing to do. */
   | 'already-ended'
+  /**
+   * This very dispatch was delivered before and spent its reservation there: it claimed the key (it called, or gave
+   * its reservation back without calling) or stood back and gave it back. No record of the key keeps it out any more
+   * (a later dispatch's call failed, say), but it neither calls nor gives anything back, and leaves the message to
+   * the delivery that handled it.
+   */
+  | 'already-spent'
   /** The API refused the caller, not the job: the job went back to its queue without consuming an attempt. */
   | 'kept'
   /**

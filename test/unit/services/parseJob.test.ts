@@ -103,6 +103,51 @@ describe('parseJob', () => {
     });
   });
 
+  describe('a dead letter moved back as it was (the SQS console’s redrive)', () => {
+    /** The attributes the service wrote on the dead letter of message `m-0`, ended by dispatch `d-1` at attempt 3. */
+    const MARKS = {
+      reason: stringAttr('transient: HTTP 503'),
+      attempt: numberAttr(3),
+      sourceQueue: stringAttr('main'),
+      originalMessageId: stringAttr('m-0'),
+      dispatchId: stringAttr('d-1'),
+    };
+
+    it.each(['main', 'requeue'] as const)(
+      'starts its attempts afresh in the %s queue, keyed by the message it was',
+      (queue) => {
+        expect(parseJob(withAttributes(MARKS, { queue, messageId: 'm-9' }))).toEqual({
+          ok: true,
+          job: { costs: { cost: 1 }, idempotencyKey: 'm-0', attempt: 1 },
+        });
+      },
+    );
+
+    it("keeps the producer's idempotencyKey, and counts a FIFO message's receives as any", () => {
+      const keyed = { ...MARKS, idempotencyKey: stringAttr('order-42') };
+      expect(parseJob(withAttributes(keyed, { messageId: 'm-9' }))).toMatchObject({
+        ok: true,
+        job: { idempotencyKey: 'order-42', attempt: 1 },
+      });
+      expect(parseJob(withAttributes(MARKS, { queue: 'fifo', groupId: 'g-1', receiveCount: 2 }))).toMatchObject({
+        ok: true,
+        job: { idempotencyKey: 'm-0', attempt: 2 },
+      });
+    });
+
+    it('needs the three marks the service writes on every dead letter: with only some (a producer’s own reason), it is a message as any', () => {
+      const { reason, attempt, sourceQueue, originalMessageId } = MARKS;
+      expect(parseJob(withAttributes({ reason, attempt, sourceQueue, originalMessageId }))).toMatchObject({
+        ok: true,
+        job: { idempotencyKey: 'm-0', attempt: 1 },
+      });
+      expect(parseJob(withAttributes({ reason, attempt, sourceQueue }, { queue: 'requeue' }))).toEqual({
+        ok: true,
+        job: { costs: { cost: 1 }, idempotencyKey: 'm-1', attempt: 3 },
+      });
+    });
+  });
+
   describe('a malformed message', () => {
     it('is refused when the body is not JSON, with the parser error in the reason', () => {
       expect(reasonOf(parseJob(message({ body: '{not json' })))).toMatch(/^malformed: body is not JSON \(.+\)$/);

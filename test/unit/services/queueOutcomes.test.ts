@@ -92,6 +92,30 @@ describe('attributeText', () => {
 });
 
 describe('retryLater', () => {
+  it('requeues a dead letter moved back as it was as a retry of its job: attempt + 1, without the dead-letter attributes', async () => {
+    const { queues, message } = await receivedOne('main', BODY);
+    const attributes = {
+      idempotencyKey: { dataType: 'String', value: 'order-42' },
+      cost: { dataType: 'Number', value: '2' },
+      reason: { dataType: 'String', value: 'transient: HTTP 503' },
+      attempt: { dataType: 'Number', value: '3' },
+      sourceQueue: { dataType: 'String', value: 'main' },
+      originalMessageId: { dataType: 'String', value: 'm-0' },
+      dispatchId: { dataType: 'String', value: 'd-1' },
+      apiError: { dataType: 'String', value: 'busy' },
+    };
+
+    await retryLater(queues, { ...message, attributes }, 1, 1_000);
+
+    expect(queues.messages('requeue').map((m) => m.attributes)).toEqual([
+      {
+        idempotencyKey: { dataType: 'String', value: 'order-42' },
+        cost: { dataType: 'Number', value: '2' },
+        attempt: { dataType: 'Number', value: '2' },
+      },
+    ]);
+  });
+
   it.each(['main', 'requeue'] as const)(
     'copies the body of a %s message to the requeue queue byte for byte',
     async (queue) => {

@@ -1,5 +1,8 @@
 import { deployAddsTierOrCap } from './deployAddsTierOrCap';
 import { providerKeepsEstimate } from './providerKeepsEstimate';
+import { copiesOutliveRecord } from './copiesOutliveRecord';
+import { lateRepeatOfCalledDispatch } from './lateRepeatOfCalledDispatch';
+import { refundedDispatchDeliveredAgain } from './refundedDispatchDeliveredAgain';
 import type { ConditionScenario } from './types';
 import { unitNamesOfObjects } from './unitNamesOfObjects';
 
@@ -8,6 +11,10 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   unitNamesOfObjects,
   deployAddsTierOrCap,
   providerKeepsEstimate,
+  refundedDispatchDeliveredAgain,
+  lateRepeatOfCalledDispatch,
+  unitNamesOfObjects,
+  copiesOutliveRecord,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';

@@ -1,7 +1,7 @@
 import type { FakeClock } from '../../../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../../../tools/memory/MemoryQueues';
 import type { Settlement } from '../../../../lib/domain/quota/ledger';
-import type { QueueName } from '../../../../lib/ports/QueueReceiver';
+import type { QueueName, SourceQueue } from '../../../../lib/ports/QueueReceiver';
 import { processJob } from '../../../../lib/services/worker/processJob';
 import {
   LANE,
@@ -12,8 +12,9 @@ import {
   sendJob,
   testConfig,
   workerHarness,
+  type WorkerHarness,
 } from '../../../helpers/serviceFixtures';
-import { COST_CONFIG } from '../../../helpers/workerFixtures';
+import { COST_CONFIG, atSlot } from '../../../helpers/workerFixtures';
 
 /** Queues whose next `failDeletes` deletes fail as a crash would (the worker dies before the delete lands). */
 class FlakyDeleteQueues extends MemoryQueues {
@@ -38,6 +39,17 @@ class FlakyDeadLetterQueues extends MemoryQueues {
       throw new Error('worker crashed before the message left');
     }
     await super.send(queue, message);
+  }
+}
+
+/**
+ * Moves every message of `dlq` back to `to` as it is, attributes and all, as the SQS console's redrive does: each
+ * becomes a new message (a new id), the original is deleted.
+ */
+async function moveBack(h: WorkerHarness, dlq: QueueName, to: SourceQueue, copies = 1): Promise<void> {
+  for (const letter of await h.queues.receive(dlq, { max: 10, visibilityMs: 30_000, waitMs: 0 })) {
+    for (let i = 0; i < copies; i++) await h.queues.send(to, { body: letter.body, attributes: letter.attributes });
+    await h.queues.delete(dlq, letter.receiptHandle);
   }
 }
 
@@ -296,6 +308,58 @@ describe('processJob when events arrive more than once, or late: ended is ended'
     await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([refund('d-1', START)]);
   });
 
+  it('never calls on a reservation it gave back: a dispatch that stood back, delivered again once the calling dispatch failed, calls nothing and gives nothing back', async () => {
+    // d-1's invoke answered with an error but may have started: its message came back after its visibility and was
+    // dispatched again as d-2, while d-1's event waited in Lambda's queue. d-2 finds d-1 calling and stands back.
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const first = atSlot(await receiveJobEvent(h, 'main', 'd-1'), 30_000, 30_100);
+    await h.clock.advance(30_000);
+    const second = atSlot(await receiveJobEvent(h, 'main', 'd-2'), 30_000, 31_000);
+    h.api.latencyMs = 500;
+    h.api.answers.push(httpStatus(503));
+    const calling = processJob(first, h.deps);
+    await expect(processJob(second, h.deps)).resolves.toBe('busy-elsewhere');
+    await h.clock.advance(500);
+    await expect(calling).resolves.toBe('retried');
+    h.api.latencyMs = 0;
+
+    // Lambda delivers d-2's event again, before its callBy: d-1's failed record keeps only d-1 out.
+    await expect(processJob(second, h.deps)).resolves.toBe('already-spent');
+
+    expect(h.api.calls).toHaveLength(1);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([refund('d-2', START + 30_000)]);
+    expect(h.queues.messages('requeue').map((m) => m.attributes.attempt?.value)).toEqual(['2']);
+  });
+
+  it.each([
+    ['late, past its callBy', 0],
+    ['within its call window', 60_000],
+  ])(
+    'gives nothing back and requeues nothing for a repeat of a dispatch that called (%s), once the next attempt failed too',
+    async (_, stretchMs) => {
+      const h = workerHarness();
+      await sendJob(h.queues, 'main', { id: 'a' }, { cost: 2 });
+      h.api.answers.push(httpStatus(503), httpStatus(503));
+      const received = await receiveJobEvent(h, 'main', 'd-1');
+      const first = { ...received, callBy: received.callBy + stretchMs };
+      await expect(processJob(first, h.deps)).resolves.toBe('retried');
+      await h.clock.advance(1_000);
+      await expect(processJob(await receiveJobEvent(h, 'requeue', 'd-2'), h.deps)).resolves.toBe('retried');
+      await h.clock.advance(1_000);
+
+      await expect(processJob(first, h.deps)).resolves.toBe('already-spent');
+
+      expect(h.api.calls).toHaveLength(2);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+      expect(h.queues.messages('requeue').map((m) => m.attributes.attempt?.value)).toEqual(['3']);
+      await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+        status: 'failed',
+        dispatchId: 'd-2',
+      });
+    },
+  );
+
   describe.each([
     ['succeeded', ok(), 'succeeded'],
     ['dead-lettered', httpStatus(400), 'dead-lettered'],
@@ -318,5 +382,63 @@ describe('processJob when events arrive more than once, or late: ended is ended'
       expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"k"}', '{"id":"k+1"}']);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     });
+  });
+});
+
+describe('processJob with a dead letter moved back as it was (the SQS console’s redrive)', () => {
+  it('calls the job again from its first attempt: it reopens the key the dead-lettering holds, and its retry is a plain one', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'order-42' });
+    h.api.answers.push(httpStatus(503), httpStatus(503), httpStatus(503), httpStatus(503));
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('retried');
+    for (const id of ['d-2', 'd-3']) {
+      await h.clock.advance(1_000);
+      await processJob(await receiveJobEvent(h, 'requeue', id), h.deps);
+    }
+    expect(h.queues.messages('requeue-dlq').map((m) => m.attributes.attempt?.value)).toEqual(['3']);
+    await moveBack(h, 'requeue-dlq', 'requeue');
+
+    const redriven = await receiveJobEvent(h, 'requeue', 'd-4');
+    expect(redriven.attempt).toBe(1);
+    await expect(processJob(redriven, h.deps)).resolves.toBe('retried');
+    await h.clock.advance(1_000);
+    const retry = await receiveJobEvent(h, 'requeue', 'd-5');
+    expect(retry.attempt).toBe(2);
+    await expect(processJob(retry, h.deps)).resolves.toBe('succeeded');
+
+    expect(h.api.calls.map((c) => c.idempotencyKey)).toEqual(Array(5).fill('order-42'));
+    expect(h.queues.depth('requeue')).toBe(0);
+    expect(h.queues.depth('requeue-dlq')).toBe(0);
+  });
+
+  it('keys a letter without an idempotencyKey by the message it was, so that a second copy of it is absorbed', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    h.api.answers.push(httpStatus(400));
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('dead-lettered');
+    await moveBack(h, 'main-dlq', 'main', 2);
+
+    const first = await receiveJobEvent(h, 'main', 'd-2');
+    expect(first).toMatchObject({ messageId: 'm-3', idempotencyKey: 'm-1', attempt: 1 });
+    await expect(processJob(first, h.deps)).resolves.toBe('succeeded');
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-3'), h.deps)).resolves.toBe('duplicate');
+
+    expect(h.api.calls.map((c) => c.idempotencyKey)).toEqual(['m-1', 'm-1']);
+    expect(h.queues.depth('main')).toBe(0);
+  });
+
+  it('leaves out a copy that names an older dead-lettering: the job was redriven and dead-lettered again since', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'order-42' });
+    h.api.answers.push(httpStatus(400), httpStatus(400));
+    await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
+    await moveBack(h, 'main-dlq', 'main', 2);
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps)).resolves.toBe('dead-lettered');
+
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-3'), h.deps)).resolves.toBe('duplicate');
+
+    expect(h.api.calls).toHaveLength(2);
+    expect(h.queues.depth('main')).toBe(0);
+    expect(h.queues.messages('main-dlq').map((m) => m.attributes.dispatchId?.value)).toEqual(['d-2']);
   });
 });

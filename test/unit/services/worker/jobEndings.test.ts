@@ -10,7 +10,7 @@ import {
   stringAttr,
   workerHarness,
 } from '../../../helpers/serviceFixtures';
-import { DAY_MS, receiveAll } from '../../../helpers/workerFixtures';
+import { IDEMPOTENCY_TTL_MS, receiveAll } from '../../../helpers/workerFixtures';
 
 describe('endSucceeded', () => {
   it('deletes the message and records the idempotency key as succeeded on success', async () => {
@@ -26,7 +26,7 @@ describe('endSucceeded', () => {
       status: 'succeeded',
       dispatchId: 'd-1',
       at: START,
-      expiresAt: START + DAY_MS,
+      expiresAt: START + IDEMPOTENCY_TTL_MS,
     });
   });
 
@@ -43,7 +43,7 @@ describe('endSucceeded', () => {
     await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
       status: 'succeeded',
       at: START + 300,
-      expiresAt: START + 300 + DAY_MS,
+      expiresAt: START + 300 + IDEMPOTENCY_TTL_MS,
     });
   });
 
@@ -92,7 +92,7 @@ describe('endFailed', () => {
       status: 'failed',
       dispatchId: 'd-1',
       at: START,
-      expiresAt: START + DAY_MS,
+      expiresAt: START + IDEMPOTENCY_TTL_MS,
     });
   });
 

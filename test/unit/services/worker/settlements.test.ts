@@ -12,7 +12,7 @@ import {
   workerHarness,
   type WorkerHarness,
 } from '../../../helpers/serviceFixtures';
-import { COST_CONFIG, DAY_MS } from '../../../helpers/workerFixtures';
+import { COST_CONFIG, IDEMPOTENCY_TTL_MS } from '../../../helpers/workerFixtures';
 
 /** A worker's settlement recorder over `h`'s ledger whose next `failures` appends fail (all of them for Infinity), recording when each was tried. */
 function flakyRecorder(h: WorkerHarness, failures: number) {
@@ -131,7 +131,12 @@ describe('recordSettlement', () => {
         owed,
       ]);
       const record = await h.stores.idempotency.getIdempotency('m-1', h.clock.now());
-      expect(record).toEqual({ status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + DAY_MS });
+      expect(record).toEqual({
+        status: 'succeeded',
+        dispatchId: 'd-1',
+        at: START,
+        expiresAt: START + IDEMPOTENCY_TTL_MS,
+      });
     });
 
     it('deletes the message all the same when the success record cannot be written either: ended is ended', async () => {
