@@ -8,13 +8,12 @@ import { unitNamesOfObjects } from './unitNamesOfObjects';
 
 /** Every condition scenario, in the order of their conditions. */
 export const conditionScenarios: readonly ConditionScenario[] = [
-  unitNamesOfObjects,
-  deployAddsTierOrCap,
-  providerKeepsEstimate,
   refundedDispatchDeliveredAgain,
   lateRepeatOfCalledDispatch,
   unitNamesOfObjects,
+  deployAddsTierOrCap,
   copiesOutliveRecord,
+  providerKeepsEstimate,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';
