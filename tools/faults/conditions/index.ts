@@ -1,5 +1,7 @@
 import { deployAddsTierOrCap } from './deployAddsTierOrCap';
+import { keyReadAfterCheck } from './keyReadAfterCheck';
 import { providerKeepsEstimate } from './providerKeepsEstimate';
+import { slowKeyProbe } from './slowKeyProbe';
 import type { ConditionScenario } from './types';
 import { unitNamesOfObjects } from './unitNamesOfObjects';
 
@@ -8,6 +10,8 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   unitNamesOfObjects,
   deployAddsTierOrCap,
   providerKeepsEstimate,
+  keyReadAfterCheck,
+  slowKeyProbe,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';
