@@ -59,8 +59,8 @@ function logJob(log: Log, job: JobEvent, outcome: JobOutcome): void {
 }
 
 /**
- * Logs the reports worth a line: a circuit transition this worker wrote, a job dead-lettered with its reason, and a
- * result that could not be delivered.
+ * Logs the reports worth a line: a circuit transition this worker wrote, a job dead-lettered with its reason, a
+ * result that could not be delivered, and an API caller that could not get ready (its key unread), with the reason.
  */
 function logReport(log: Log, report: WorkerReport): void {
   if (report.type === 'circuit-transition')
@@ -69,6 +69,7 @@ function logReport(log: Log, report: WorkerReport): void {
     });
   else if (report.type === 'dead-lettered') log('warn', `job dead-lettered: ${report.reason}`, { ...report });
   else if (report.type === 'result-undelivered') log('warn', `result undelivered: ${report.reason}`, { ...report });
+  else if (report.type === 'caller-not-ready') log('warn', `API caller not ready: ${report.reason}`, { ...report });
 }
 
 /**

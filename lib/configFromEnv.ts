@@ -42,6 +42,8 @@ export const RESOURCE_ENV = {
   apiKeyParameter: 'API_KEY_PARAMETER',
   /** How long the worker keeps the API key it read (or found missing) before reading the parameter again, in seconds. */
   apiKeyCacheSeconds: 'API_KEY_CACHE_SECONDS',
+  /** How long the worker waits for the API key from SSM, in ms. */
+  apiKeyReadTimeoutMs: 'API_KEY_READ_TIMEOUT_MS',
   /** The worker's result destination as JSON (`custom.quotaOrchestrator.results`, see `ResultDestination`); unset for none. */
   resultDestination: 'RESULT_DESTINATION',
 } as const;
@@ -53,6 +55,7 @@ export const WORKER_ENV = {
   apiTimeoutMs: RESOURCE_ENV.apiTimeoutMs,
   apiKeyParameter: RESOURCE_ENV.apiKeyParameter,
   apiKeyCacheSeconds: RESOURCE_ENV.apiKeyCacheSeconds,
+  apiKeyReadTimeoutMs: RESOURCE_ENV.apiKeyReadTimeoutMs,
   results: RESOURCE_ENV.resultDestination,
 } as const satisfies Record<DeploySettingKey, string>;
 
@@ -126,7 +129,7 @@ export function queueUrlsFromEnv(env: Env): Readonly<Record<QueueName, string>> 
 
 /**
  * The worker's settings from its environment (`API_URL`, `HEALTH_URL`, `API_TIMEOUT_MS`, `API_KEY_PARAMETER`,
- * `API_KEY_CACHE_SECONDS`, `RESULT_DESTINATION`; an empty variable counts as unset), checked by
+ * `API_KEY_CACHE_SECONDS`, `API_KEY_READ_TIMEOUT_MS`, `RESULT_DESTINATION`; an empty variable counts as unset), checked by
  * `parseWorkerSettings` as packaging checked them, against the service's configuration `config`.
  * @throws ConfigError naming the variable (and the field inside a JSON one, e.g. `RESULT_DESTINATION.queueArn`) and
  * its allowed values, the value quoted as it was set.
@@ -147,6 +150,7 @@ export function workerSettingsFromEnv(env: Env, config: ServiceConfig): WorkerSe
     apiTimeoutMs: number('apiTimeoutMs'),
     apiKeyParameter: text('apiKeyParameter'),
     apiKeyCacheSeconds: number('apiKeyCacheSeconds'),
+    apiKeyReadTimeoutMs: number('apiKeyReadTimeoutMs'),
     results: results === undefined ? undefined : jsonFromEnv(WORKER_ENV.results, results),
   };
   return parseWorkerSettings(input, config, {

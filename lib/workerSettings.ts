@@ -24,7 +24,7 @@ export interface DeploySettings {
    */
   readonly apiTimeoutMs?: number;
   /**
-   * Name of an SSM Parameter Store SecureString holding the API key, which the worker reads at its first call and
+   * Name of an SSM Parameter Store SecureString holding the API key, which the worker reads before its first call and
    * sends as `authorization: Bearer <key>`; without such a parameter, calls carry no key. The worker's role may read
    * this one parameter; the key never sits in the environment or the template.
    * @default /quota-orchestrator/<stage>/api-key (set in serverless.yml)
@@ -35,6 +35,13 @@ export interface DeploySettings {
    * from 1 to 3600: a rotated key is in use at most this long after it is put in the parameter. @default 300
    */
   readonly apiKeyCacheSeconds?: number;
+  /**
+   * How long the worker waits for the API key from Parameter Store (the read and its decryption), in ms, from 100 to
+   * 30000. A read that takes longer fails: the job goes back to its queue, its attempt unspent, and the circuit is
+   * told nothing. With `apiKeyParameter` set, it plus `apiTimeoutMs` must be below
+   * `circuit.healthCheckTimeoutSeconds`. @default 2000
+   */
+  readonly apiKeyReadTimeoutMs?: number;
   /**
    * Where the worker sends the API's answer (status, headers, body) to each succeeded job: `{ type: sqs, queueArn }`
    * or `{ type: eventbridge, busName, source?, detailType? }` (see `ResultDestination` in lib/resultDestination.ts).
@@ -54,6 +61,7 @@ export const DEPLOY_SETTING_KEYS = [
   'apiTimeoutMs',
   'apiKeyParameter',
   'apiKeyCacheSeconds',
+  'apiKeyReadTimeoutMs',
   'results',
 ] as const satisfies readonly DeploySettingKey[];
 
@@ -70,6 +78,8 @@ export interface WorkerSettings {
   readonly apiKeyParameter?: string;
   /** @default API_KEY_CACHE_SECONDS.default */
   readonly apiKeyCacheSeconds: number;
+  /** @default API_KEY_READ_TIMEOUT_MS.default */
+  readonly apiKeyReadTimeoutMs: number;
   /** @default none: results are dropped */
   readonly results?: ResultDestination;
 }
@@ -91,6 +101,13 @@ export interface SettingsOrigin {
 
 /** Bounds and default of the API key's cache time, in seconds (`API_KEY_CACHE_SECONDS`, `apiKeyCacheSeconds`). */
 export const API_KEY_CACHE_SECONDS = { min: 1, max: 3600, default: 300 } as const;
+
+/**
+ * Bounds and default of how long a read of the API key may take, in ms (`API_KEY_READ_TIMEOUT_MS`,
+ * `apiKeyReadTimeoutMs`): SSM's GetParameter with KMS decryption takes tens of ms, a new container's first a few
+ * hundred, and the SDK's retries of a throttled read more.
+ */
+export const API_KEY_READ_TIMEOUT_MS = { min: 100, max: 30_000, default: 2_000 } as const;
 
 /** A fully qualified SSM parameter name (the worker's role is granted exactly that parameter's ARN). */
 const SSM_PARAMETER_NAME = /^\/[A-Za-z0-9_.\-/]{1,1010}$/;
@@ -149,6 +166,43 @@ function apiTimeout(value: unknown, config: ServiceConfig, origin: SettingsOrigi
   );
 }
 
+/**
+ * The key read's timeout, given or its default, within {@link API_KEY_READ_TIMEOUT_MS}; when a key is read at all
+ * (`keyParameter` set), below `circuit.healthCheckTimeoutSeconds` less `apiTimeoutMs`. A health check's worker reads
+ * the key before it claims the check, whose timeout counts from the claim; the bound holds all the same for a probe
+ * whose key is read after the claim, so a key read and a probe that both take their full time end before the check
+ * is presumed lost and another probe may start.
+ * @throws ConfigError naming `apiKeyReadTimeoutMs`, with its range.
+ */
+function keyReadTimeout(
+  value: unknown,
+  { apiTimeoutMs, keyParameter }: { readonly apiTimeoutMs: number; readonly keyParameter: string | undefined },
+  config: ServiceConfig,
+  origin: SettingsOrigin,
+): number {
+  const field = origin.field('apiKeyReadTimeoutMs');
+  const keyReadMs =
+    value === undefined
+      ? API_KEY_READ_TIMEOUT_MS.default
+      : wholeNumber(value, API_KEY_READ_TIMEOUT_MS, {
+          field,
+          unit: 'milliseconds',
+          shown: origin.shown('apiKeyReadTimeoutMs'),
+        });
+  const probeTimeoutMs = config.circuit.healthCheckTimeoutSeconds * 1000;
+  if (keyParameter === undefined || keyReadMs + apiTimeoutMs < probeTimeoutMs) return keyReadMs;
+  const probe = origin.healthCheckTimeoutField;
+  const most = probeTimeoutMs - apiTimeoutMs - 1;
+  const must =
+    most < API_KEY_READ_TIMEOUT_MS.min
+      ? `has no allowed value (the least is ${API_KEY_READ_TIMEOUT_MS.min})`
+      : `must be a whole number of milliseconds from ${API_KEY_READ_TIMEOUT_MS.min} to ${most}`;
+  throw new ConfigError(
+    field,
+    `${must}: with ${origin.field('apiTimeoutMs')} (${apiTimeoutMs} ms) it must stay below ${probe} (${probeTimeoutMs} ms), so that a health check whose key read and probe both take their full time ends before it is presumed lost and a second probe starts; got ${keyReadMs}${value === undefined ? ' (the default)' : ''}. Lower either, or raise ${probe}`,
+  );
+}
+
 /** @throws ConfigError naming `apiKeyParameter` when `value` is set and not an SSM parameter name. */
 function ssmParameterName(value: unknown, origin: SettingsOrigin): string | undefined {
   if (value === undefined || (typeof value === 'string' && SSM_PARAMETER_NAME.test(value))) return value;
@@ -162,8 +216,9 @@ function ssmParameterName(value: unknown, origin: SettingsOrigin): string | unde
  * Checks the worker's settings (see {@link DeploySettings}) against the service's configuration `config` and fills in
  * their defaults. The checks, in this order: `apiUrl` and `healthUrl` are http(s) URLs; `apiTimeoutMs` is below the
  * worker's timeout and below `circuit.healthCheckTimeoutSeconds`; `apiKeyParameter` is an SSM parameter name;
- * `apiKeyCacheSeconds` is within {@link API_KEY_CACHE_SECONDS}; `results` is a result destination
- * (`parseResultDestination`).
+ * `apiKeyCacheSeconds` is within {@link API_KEY_CACHE_SECONDS}; `apiKeyReadTimeoutMs` is within
+ * {@link API_KEY_READ_TIMEOUT_MS} and, with a key parameter, below `circuit.healthCheckTimeoutSeconds` less
+ * `apiTimeoutMs`; `results` is a result destination (`parseResultDestination`).
  * @throws ConfigError naming the setting as `origin` writes it (e.g. `custom.quotaOrchestrator.apiTimeoutMs` or
  * `API_TIMEOUT_MS`, `RESULT_DESTINATION.queueArn`) and its allowed values.
  */
@@ -184,6 +239,12 @@ export function parseWorkerSettings(
           unit: 'seconds',
           shown: origin.shown('apiKeyCacheSeconds'),
         });
+  const apiKeyReadTimeoutMs = keyReadTimeout(
+    input.apiKeyReadTimeoutMs,
+    { apiTimeoutMs, keyParameter: apiKeyParameter },
+    config,
+    origin,
+  );
   const results =
     input.results === undefined ? undefined : parseResultDestination(input.results, origin.field('results'));
   return Object.freeze({
@@ -192,6 +253,7 @@ export function parseWorkerSettings(
     apiTimeoutMs,
     ...(apiKeyParameter === undefined ? {} : { apiKeyParameter }),
     apiKeyCacheSeconds,
+    apiKeyReadTimeoutMs,
     ...(results === undefined ? {} : { results }),
   });
 }

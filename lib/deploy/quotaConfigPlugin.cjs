@@ -8,7 +8,7 @@
  * the service's own parser (`parseServiceConfig` in lib/config.ts, via lib/deploy/quotaSettings.ts) and
  * cross-checks them against the functions' timeouts and the queues' redrive. On success it adds `LANE`,
  * `TIME_ZONE`, `QUOTAS`, `PACING`, `CIRCUIT`, `RETRY` and `ORCHESTRATOR` to `provider.environment`, and `API_URL`,
- * `HEALTH_URL` (and `API_TIMEOUT_MS`, `API_KEY_PARAMETER`, `API_KEY_CACHE_SECONDS` and `RESULT_DESTINATION`, if set) to the worker's
+ * `HEALTH_URL` (and `API_TIMEOUT_MS`, `API_KEY_PARAMETER`, `API_KEY_CACHE_SECONDS`, `API_KEY_READ_TIMEOUT_MS` and `RESULT_DESTINATION`, if set) to the worker's
  * environment, the schedule (`lib/schedule.ts`) to the orchestrator's events, and, with a result destination
  * (`results`), the statement that lets the worker send to it to `WorkerRole`'s policy (resources/iam.yml). On
  * failure it stops the command with a

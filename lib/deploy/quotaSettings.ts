@@ -66,7 +66,7 @@ export interface QuotaEnvironment {
   readonly provider: Readonly<Record<string, string>>;
   /**
    * Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_TIMEOUT_MS`,
-   * `API_KEY_PARAMETER`, `API_KEY_CACHE_SECONDS` and `RESULT_DESTINATION`.
+   * `API_KEY_PARAMETER`, `API_KEY_CACHE_SECONDS`, `API_KEY_READ_TIMEOUT_MS` and `RESULT_DESTINATION`.
    */
   readonly worker: Readonly<Record<string, string>>;
   /** Added to the worker role's policy (`WorkerRole` in resources/iam.yml): the send to the result destination, if one is set. */
@@ -257,7 +257,8 @@ function environmentOf(
  * - `functions.orchestrator.timeout` exceeds the schedule period (`lib/schedule.ts`), so every run spans at least one
  *   tick; the schedule itself is the plugin's to add, and serverless.yml gives the orchestrator no other schedule;
  * - `apiTimeoutMs` (or its default) is below `circuit.healthCheckTimeoutSeconds`, so a health probe still calling is
- *   never presumed lost and overlapped by the next;
+ *   never presumed lost and overlapped by the next; with `apiKeyParameter` set, so is `apiKeyReadTimeoutMs` plus
+ *   `apiTimeoutMs`, so that a key read and a probe that both take their full time are never overlapped either;
  * - `orchestrator.visibilityTimeoutMs` exceeds `functions.worker.maximumEventAge` plus `functions.worker.timeout`:
  *   a worker event may start up to its maximum age after the invoke and then run its timeout, and its message must
  *   not be received (dispatched) again before;

@@ -103,7 +103,7 @@ export class WorkerMetrics {
       this.sink.count(METRICS.deadLetters, { ...lane, reason: deadLetterClass(report.reason) });
     } else if (report.type === 'circuit-transition') {
       this.sink.count(METRICS.circuitTransitions, { ...lane, to: report.to });
-    } else {
+    } else if (report.type === 'result-undelivered') {
       this.sink.count(METRICS.resultsUndelivered, lane);
     }
   }

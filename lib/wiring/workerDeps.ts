@@ -60,7 +60,7 @@ export function workerClients(): WorkerClients {
 /**
  * Builds the worker's adapters from its environment, validating the configuration. The example API caller posts
  * to `API_URL` and probes `HEALTH_URL`, with the key from the SSM parameter `API_KEY_PARAMETER` if one is named
- * (read again every `API_KEY_CACHE_SECONDS`); users replace it and keep the rest. The answers to succeeded jobs go to
+ * (read again every `API_KEY_CACHE_SECONDS`, within `API_KEY_READ_TIMEOUT_MS`); users replace it and keep the rest. The answers to succeeded jobs go to
  * the result destination `RESULT_DESTINATION`, if one is set.
  * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout,
  * or not below `CIRCUIT.healthCheckTimeoutSeconds`.
@@ -86,6 +86,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
       ...(keyParameter === undefined
         ? {}
         : {
+            authorizationTimeoutMs: settings.apiKeyReadTimeoutMs,
             authorization: bearerFromParameter(
               new SSMProvider({ awsSdkV3Client: clients.ssm ?? new SSMClient(CLIENT_CONFIG.ssm) }),
               keyParameter,

@@ -204,12 +204,13 @@ describe('the environment', () => {
     expect(variables('OrchestratorLambdaFunction')).not.toHaveProperty('API_URL');
   });
 
-  it('names the API key parameter and how long the key is kept, and holds no credential in plain text', () => {
+  it('names the API key parameter, how long the key is kept and read, and holds no credential in plain text', () => {
     expect(variables('WorkerLambdaFunction').API_KEY_PARAMETER).toBe('/quota-orchestrator/dev/api-key');
     expect(variables('WorkerLambdaFunction').API_KEY_CACHE_SECONDS).toBe('300');
+    expect(variables('WorkerLambdaFunction').API_KEY_READ_TIMEOUT_MS).toBe('2000');
     for (const fn of ['WorkerLambdaFunction', 'OrchestratorLambdaFunction']) {
       expect(Object.keys(variables(fn)).filter((name) => /KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL/.test(name))).toEqual(
-        fn === 'WorkerLambdaFunction' ? ['API_KEY_PARAMETER', 'API_KEY_CACHE_SECONDS'] : [],
+        fn === 'WorkerLambdaFunction' ? ['API_KEY_PARAMETER', 'API_KEY_CACHE_SECONDS', 'API_KEY_READ_TIMEOUT_MS'] : [],
       );
     }
   });

@@ -1,11 +1,12 @@
 import { runLocal, type LocalRunResult } from '../../tools/local/localRun';
 import type { Template } from '../../tools/local/template';
 import { parseScenario } from '../../tools/simulation/scenario';
-import { testEmulators } from '../helpers/awsClients';
+import { testEmulators, testSqsClient } from '../helpers/awsClients';
 import { packagedTemplate } from '../../tools/local/packageService';
 import { startApiServer } from '../../tools/local/apiServer';
 import { VirtualApi } from '../../tools/simulation/virtualApi';
 import { systemClock } from '../../lib/adapters/systemClock';
+import { GetQueueUrlCommand, PurgeQueueCommand } from '@aws-sdk/client-sqs';
 
 /** A small scenario with everything the default one has: FIFO groups, poison and malformed jobs, an outage. */
 const SCENARIO = {
@@ -22,6 +23,22 @@ const SCENARIO = {
   maxSeconds: 60,
   // Worker starts and deliveries as on Lambda (the default): late starts, and a share of events delivered twice.
 };
+
+/** Empties every queue of `template` on the test emulator. */
+async function purgeQueues(template: Template): Promise<void> {
+  const sqs = testSqsClient();
+  try {
+    for (const resource of Object.values(template.Resources)) {
+      if (resource.Type !== 'AWS::SQS::Queue') continue;
+      const { QueueUrl } = await sqs.send(
+        new GetQueueUrlCommand({ QueueName: String(resource.Properties?.QueueName) }),
+      );
+      await sqs.send(new PurgeQueueCommand({ QueueUrl }));
+    }
+  } finally {
+    sqs.destroy();
+  }
+}
 
 describe('runLocal on the packaged template', () => {
   let template: Template;
@@ -117,6 +134,31 @@ describe('runLocal against an external API (--api-url)', () => {
       expect(result.calls.map((call) => call.id).sort()).toEqual(external.callLog.map((call) => call.id).sort());
     } finally {
       await server.close();
+    }
+  }, 120_000);
+});
+
+describe('runLocal when its time runs out', () => {
+  it('reports the jobs an hour tier holds back as still queued, apart from lost ones', async () => {
+    const scenario = parseScenario({
+      name: 'hour tier',
+      seed: 7,
+      quotas: [
+        { limit: 20, per: 'second' },
+        { limit: 10, per: 'hour' },
+      ],
+      jobs: { count: 15 },
+      maxSeconds: 8,
+    });
+
+    const template = await packagedTemplate();
+    try {
+      const { report } = await runLocal({ scenario, overrides: ['quotas'], template, emulators: testEmulators() });
+
+      expect(report).toMatchObject({ jobs: 15, succeeded: 10, deadLettered: 0, stillQueued: 5, lost: 0 });
+    } finally {
+      // The template's queues keep their names from run to run on the shared emulator: empty them for the next.
+      await purgeQueues(template);
     }
   }, 120_000);
 });

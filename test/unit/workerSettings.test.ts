@@ -2,6 +2,7 @@ import { parseServiceConfig } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
 import {
   API_KEY_CACHE_SECONDS,
+  API_KEY_READ_TIMEOUT_MS,
   defaultApiTimeoutMs,
   parseWorkerSettings,
   type DeploySettingsInput,
@@ -30,6 +31,7 @@ describe('parseWorkerSettings', () => {
       ...URLS,
       apiTimeoutMs: defaultApiTimeoutMs(config.orchestrator.workerTimeoutMs),
       apiKeyCacheSeconds: API_KEY_CACHE_SECONDS.default,
+      apiKeyReadTimeoutMs: API_KEY_READ_TIMEOUT_MS.default,
     });
   });
 
@@ -39,6 +41,7 @@ describe('parseWorkerSettings', () => {
       apiTimeoutMs: 5000,
       apiKeyParameter: '/qo/prod/api-key',
       apiKeyCacheSeconds: 60,
+      apiKeyReadTimeoutMs: 500,
       results: { type: 'eventbridge', busName: 'jobs' },
     });
 
@@ -47,6 +50,7 @@ describe('parseWorkerSettings', () => {
       apiTimeoutMs: 5000,
       apiKeyParameter: '/qo/prod/api-key',
       apiKeyCacheSeconds: 60,
+      apiKeyReadTimeoutMs: 500,
       results: { type: 'eventbridge', busName: 'jobs', source: 'quota-orchestrator', detailType: 'Job Result' },
     });
     expect(Object.isFrozen(settings)).toBe(true);
@@ -62,6 +66,10 @@ describe('parseWorkerSettings', () => {
     [
       { ...URLS, apiKeyCacheSeconds: 0 },
       'at.apiKeyCacheSeconds: must be a whole number of seconds from 1 to 3600; got <0>',
+    ],
+    [
+      { ...URLS, apiKeyReadTimeoutMs: 99 },
+      'at.apiKeyReadTimeoutMs: must be a whole number of milliseconds from 100 to 30000; got <99>',
     ],
     [{ ...URLS, results: { type: 'sns' } }, 'at.results.type: must be one of sqs, eventbridge'],
   ])('refuses %p, naming the setting as its origin does', (input, message) => {
@@ -92,5 +100,40 @@ describe('parseWorkerSettings', () => {
     expect(thrown(ConfigError, () => parseWorkerSettings(URLS, probe, origin(URLS))).message).toContain(
       'got 10000 (the default)',
     );
+  });
+
+  describe('with an API key to read', () => {
+    const probe = parseServiceConfig({
+      quotas: [{ limit: 10, per: 'second' }],
+      circuit: { healthCheckTimeoutSeconds: 15 },
+    });
+    const keyed = { ...URLS, apiKeyParameter: '/qo/prod/api-key', apiTimeoutMs: 9_900 };
+
+    it('refuses a key read timeout that, with the API timeout, could outlive the health check', () => {
+      const input = { ...keyed, apiKeyReadTimeoutMs: 6_000 };
+
+      expect(thrown(ConfigError, () => parseWorkerSettings(input, probe, origin(input))).message).toBe(
+        'at.apiKeyReadTimeoutMs: must be a whole number of milliseconds from 100 to 5099: with at.apiTimeoutMs (9900 ms) it must stay below at.circuit.healthCheckTimeoutSeconds (15000 ms), so that a health check whose key read and probe both take their full time ends before it is presumed lost and a second probe starts; got 6000. Lower either, or raise at.circuit.healthCheckTimeoutSeconds',
+      );
+    });
+
+    it('refuses the default key read timeout too, and says when the API timeout leaves it no room', () => {
+      const tight = { ...keyed, apiTimeoutMs: 14_950 };
+
+      expect(thrown(ConfigError, () => parseWorkerSettings(tight, probe, origin(tight))).message).toContain(
+        'at.apiKeyReadTimeoutMs: has no allowed value (the least is 100): with at.apiTimeoutMs (14950 ms) it must stay below',
+      );
+      expect(thrown(ConfigError, () => parseWorkerSettings(tight, probe, origin(tight))).message).toContain(
+        'got 2000 (the default)',
+      );
+    });
+
+    it('accepts a key read and a probe that together end before the check times out, and any without a key', () => {
+      const input = { ...keyed, apiKeyReadTimeoutMs: 5_099 };
+
+      expect(parseWorkerSettings(input, probe, origin(input)).apiKeyReadTimeoutMs).toBe(5_099);
+      const unkeyed = { ...URLS, apiTimeoutMs: 9_900, apiKeyReadTimeoutMs: 6_000 };
+      expect(parseWorkerSettings(unkeyed, probe, origin(unkeyed)).apiKeyReadTimeoutMs).toBe(6_000);
+    });
   });
 });

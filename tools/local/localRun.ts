@@ -21,6 +21,7 @@ import type { AwsLatencyProfile } from '../simulation/awsLatency';
 import { FAKE_CREDENTIALS, lambdaClient, type EmulatorEndpoints, type FunctionClients } from './clients';
 import { addMiddleware, type LooseMiddleware } from './sdkMiddleware';
 import { LocalHarness, type HostedFunction } from './harness';
+import { heldBodies } from './queueInspection';
 import { RecordingApi, type ObservedApi } from './recordingApi';
 import { RequestMeter, type LaneWrite, type RequestTally } from './requestMeter';
 import { LOCAL_ACCOUNT, type FunctionDefinition, type PackagedFunctions, type Template } from './template';
@@ -190,6 +191,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     await systemClock.sleep(POLL_MS);
   }
 
+  // What the source queues hold is read first: a job on its way out is then held, or succeeded or dead-lettered.
+  const { main, fifo, requeue } = harness.resources.queueUrls;
+  const queuedBodies = await heldBodies(harness.emulators.sqsEndpoint, [main, fifo, requeue]);
   const deadLetters = await harness.receiveDeadLetters();
   // A kept stack's dead letters stay for the operator to see at once.
   if (options.keep !== undefined)
@@ -199,6 +203,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     scenario,
     jobs,
     api: api.report(),
+    queuedBodies,
     succeededIds: new Set(api.succeededIds()),
     deadLetterBodies: deadLetters.map((m) => m.body),
     circuitChanges: changes,

@@ -10,8 +10,13 @@ export interface Report {
   readonly jobs: number;
   readonly succeeded: number;
   readonly deadLettered: number;
-  /** Jobs neither succeeded nor dead-lettered when the run ended. */
+  /** Jobs that are nowhere when the run ended: neither succeeded, nor dead-lettered, nor in a source queue. */
   readonly lost: number;
+  /**
+   * Jobs neither succeeded nor dead-lettered when the run's time ran out, but still in a source queue (waiting,
+   * delayed, or received and not deleted): work that could not go yet, such as an hour tier's next window.
+   */
+  readonly stillQueued: number;
   /** Successful API calls beyond the first per job. */
   readonly duplicates: number;
   /** Job calls that reached the API (health probes excluded). */
@@ -45,7 +50,7 @@ export interface CircuitChange {
 /** The report for a person: four lines. */
 export function formatReport(report: Report): string {
   return [
-    `jobs ${report.jobs}: ${report.succeeded} succeeded, ${report.deadLettered} dead-lettered, ${report.lost} lost, ${report.duplicates} duplicates`,
+    `jobs ${report.jobs}: ${report.succeeded} succeeded, ${report.deadLettered} dead-lettered, ${report.stillQueued} still queued, ${report.lost} lost, ${report.duplicates} duplicates`,
     `API: ${report.apiCalls} calls, ${report.rejectedByApi} rejected by its quota, ${report.fifoOrderViolations} FIFO order violations`,
     `circuit: opened ${report.circuitOpened}x, closed ${report.circuitClosed}x; ${report.invocationsPerJob} worker invocations per job`,
     `time: ${report.durationSeconds} s, ideal ${report.idealSeconds} s, optimal ${report.optimalSeconds} s, utilization ${(report.utilization * 100).toFixed(1)} %`,
@@ -62,6 +67,12 @@ export interface RunObservations {
   readonly succeededIds: ReadonlySet<string>;
   /** Bodies of the messages found in the dead-letter queues at the end. */
   readonly deadLetterBodies: readonly string[];
+  /**
+   * Bodies of the messages the source queues still held at the end, waiting, delayed or in flight (a job requeued
+   * has one copy or more), taken before the succeeded jobs and the dead letters, so that a job on its way out of a
+   * queue is seen in one or the other.
+   */
+  readonly queuedBodies: readonly string[];
   /** Circuit statuses in the order they were written, starting with the closed circuit every lane begins with. */
   readonly circuitChanges: readonly CircuitChange[];
   /** Worker starts, jobs and health checks together. */
@@ -72,11 +83,16 @@ export interface RunObservations {
   readonly durationMs: number;
 }
 
-/** The report from what a run observed. A job has ended when it succeeded or its body sits in a dead-letter queue. */
+/**
+ * The report from what a run observed. A job has ended when it succeeded or its body sits in a dead-letter queue; one
+ * that has not is still queued when its body is in a source queue, else lost.
+ */
 export function buildReport(observed: RunObservations): Report {
   const { scenario, jobs, api, succeededIds, deadLetterBodies, circuitChanges: changes } = observed;
   const deadBodies = new Set(deadLetterBodies);
-  const ended = jobs.filter((job) => deadBodies.has(job.body) || succeededIds.has(jobIdOf(job.body) ?? '')).length;
+  const queuedBodies = new Set(observed.queuedBodies);
+  const open = jobs.filter((job) => !deadBodies.has(job.body) && !succeededIds.has(jobIdOf(job.body) ?? ''));
+  const stillQueued = open.filter((job) => queuedBodies.has(job.body)).length;
   const outageSeconds = scenario.api.outages.reduce((sum, o) => sum + o.forSeconds, 0);
   const durationSeconds = observed.durationMs / 1000;
   const idealSeconds = idealCallSeconds(scenario, jobs) + outageSeconds;
@@ -91,7 +107,8 @@ export function buildReport(observed: RunObservations): Report {
     jobs: jobs.length,
     succeeded: succeededIds.size,
     deadLettered: deadLetterBodies.length,
-    lost: jobs.length - ended,
+    lost: open.length - stillQueued,
+    stillQueued,
     duplicates: api.duplicates,
     apiCalls: api.apiCalls,
     rejectedByApi: api.rejectedByApi,

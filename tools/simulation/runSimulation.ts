@@ -192,6 +192,7 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
       scenario,
       jobs,
       api: api.report(),
+      queuedBodies: READ_ORDER.flatMap((q) => memoryQueues.messages(q).map((m) => m.body)),
       succeededIds: new Set(api.succeededIds()),
       deadLetterBodies: READ_ORDER.flatMap((q) => memoryQueues.messages(`${q}-dlq`).map((m) => m.body)),
       circuitChanges: circuit.changes,

@@ -1,5 +1,5 @@
 import type { ApiResult } from '../../domain/outcome/apiResult';
-import type { ApiCaller } from '../../ports/ApiCaller';
+import type { ApiCaller, Preparation } from '../../ports/ApiCaller';
 import { utf8Prefix } from '../../domain/utf8Prefix';
 
 /** Options of {@link HttpApiCaller}. */
@@ -18,7 +18,17 @@ export interface HttpApiCallerOptions {
    * and so is where the key lives (SSM Parameter Store), never in a plain environment variable.
    */
   readonly authorization?: () => Promise<string | undefined>;
+  /**
+   * How long a read of `authorization` may take, in ms: one that takes longer fails (see {@link HttpApiCaller.prepare}),
+   * and the next asks again. @default none: as long as the read takes
+   */
+  readonly authorizationTimeoutMs?: number;
 }
+
+/** What a read of the `authorization` header came to. */
+type AuthorizationRead =
+  | { readonly read: true; readonly authorization: string | undefined }
+  | { readonly read: false; readonly reason: string };
 
 /**
  * The most of a response body {@link HttpApiCaller} keeps, in UTF-8 bytes (256 KiB): the rest is read, so that the
@@ -74,6 +84,18 @@ function messageOf(error: unknown): string {
   return message;
 }
 
+/** A job call's request: its JSON `body` as it is, with its idempotency key. */
+function callInit(body: string, { idempotencyKey }: { readonly idempotencyKey: string }): RequestInit {
+  return {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
+    body,
+  };
+}
+
+/** A health probe's request. */
+const PROBE_INIT: RequestInit = { method: 'GET' };
+
 /**
  * The example worker's API caller: POSTs each job's JSON body to `apiUrl`, byte for byte as it was sent to the queue,
  * and probes `healthUrl` with a GET, over `fetch`. It never throws; every outcome is an {@link ApiResult}:
@@ -82,6 +104,10 @@ function messageOf(error: unknown): string {
  *   `retry-after-ms` and `x-ratelimit-reset`, and the worker the usage headers), and the body (below);
  * - `timeout`: no response headers within `timeoutMs`;
  * - `network-error`: anything else that kept a response from arriving (refused connection, DNS, reset, bad URL).
+ *
+ * The worker gets it ready first (see {@link HttpApiCaller.prepare}): the key is read before the worker checks that
+ * the call may still leave on time, and the call itself only sends. It opens no connection ahead of a call: `fetch`
+ * can open one only by sending a request, and any request may count against the API's quota.
  *
  * The response body is always read to the end within the same `timeoutMs` budget, so the connection can be reused,
  * and its first {@link MAX_RESPONSE_BODY_BYTES} are kept as UTF-8 text (`body`, cut on a whole character, with
@@ -94,48 +120,88 @@ export class HttpApiCaller implements ApiCaller {
   private readonly timeoutMs: number;
   private readonly fetch: typeof fetch;
   private readonly authorization: () => Promise<string | undefined>;
+  private readonly authorizationTimeoutMs: number | undefined;
 
-  /** @throws RangeError if `timeoutMs` is not a positive finite number. */
+  /** @throws RangeError if `timeoutMs` or `authorizationTimeoutMs` is not a positive finite number. */
   constructor({
     apiUrl,
     healthUrl,
     timeoutMs,
     fetch: fetchImpl = globalThis.fetch,
     authorization = () => Promise.resolve(undefined),
+    authorizationTimeoutMs,
   }: HttpApiCallerOptions) {
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
       throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
+    if (
+      authorizationTimeoutMs !== undefined &&
+      !(Number.isFinite(authorizationTimeoutMs) && authorizationTimeoutMs > 0)
+    )
+      throw new RangeError(`authorizationTimeoutMs must be a positive number, got ${authorizationTimeoutMs}`);
     this.apiUrl = apiUrl;
     this.healthUrl = healthUrl;
     this.timeoutMs = timeoutMs;
     this.fetch = fetchImpl;
     this.authorization = authorization;
+    this.authorizationTimeoutMs = authorizationTimeoutMs;
+  }
+
+  /**
+   * Reads the `authorization` header (within `authorizationTimeoutMs`) and returns a caller whose call and probe send
+   * with it, reading nothing more. A read that fails or runs out of time leaves the caller `not-ready`, with the
+   * reason: the key could not be read, which says nothing of the API. Never throws.
+   */
+  async prepare(): Promise<Preparation> {
+    const read = await this.readAuthorization();
+    if (!read.read) return { kind: 'not-ready', reason: read.reason };
+    const { authorization } = read;
+    return {
+      kind: 'ready',
+      caller: {
+        call: (body, context) => this.send(this.apiUrl, callInit(body, context), authorization),
+        probe: () => this.send(this.healthUrl, PROBE_INIT, authorization),
+      },
+    };
   }
 
   /**
    * POSTs the JSON text `body` unchanged, as UTF-8, with headers `content-type: application/json` and
-   * `idempotency-key`. Never throws.
+   * `idempotency-key`, reading the `authorization` first: one that cannot be read comes back as a `network-error`.
+   * The worker prepares instead (see {@link HttpApiCaller.prepare}). Never throws.
    */
-  call(body: string, { idempotencyKey }: { readonly idempotencyKey: string }): Promise<ApiResult> {
-    return this.request(this.apiUrl, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-      body,
-    });
+  call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+    return this.request(this.apiUrl, callInit(body, context));
   }
 
-  /** GETs `healthUrl`. Never throws. */
+  /** GETs `healthUrl`, reading the `authorization` first, as {@link HttpApiCaller.call} does. Never throws. */
   probe(): Promise<ApiResult> {
-    return this.request(this.healthUrl, { method: 'GET' });
+    return this.request(this.healthUrl, PROBE_INIT);
   }
 
   private async request(url: string, init: RequestInit): Promise<ApiResult> {
-    let authorization: string | undefined;
+    const read = await this.readAuthorization();
+    if (!read.read) return { kind: 'network-error', message: read.reason };
+    return this.send(url, init, read.authorization);
+  }
+
+  /** Reads the `authorization` header, giving up after `authorizationTimeoutMs`. Never throws. */
+  private async readAuthorization(): Promise<AuthorizationRead> {
+    const limitMs = this.authorizationTimeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const outOfTime = new Promise<never>((_, reject) => {
+      if (limitMs !== undefined) timer = setTimeout(() => reject(new Error(`not read within ${limitMs} ms`)), limitMs);
+    });
     try {
-      authorization = await this.authorization();
+      return { read: true, authorization: await Promise.race([this.authorization(), outOfTime]) };
     } catch (error) {
-      return { kind: 'network-error', message: `no authorization: ${messageOf(error)}` };
+      return { read: false, reason: `no authorization: ${messageOf(error)}` };
+    } finally {
+      clearTimeout(timer);
     }
+  }
+
+  /** Sends one request with `authorization` (if any) within `timeoutMs`. Never throws. */
+  private async send(url: string, init: RequestInit, authorization: string | undefined): Promise<ApiResult> {
     const headers = {
       ...(init.headers as Record<string, string> | undefined),
       ...(authorization === undefined ? {} : { authorization }),

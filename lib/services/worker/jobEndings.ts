@@ -145,28 +145,33 @@ async function sendOnward(
 
 /**
  * Why a job that holds its key gives it back without calling: it started after `callBy` (`late-start`: it claimed the
- * key as this dispatch's failure), its claim took it past `callBy` (`too-late`), or the circuit stopped the lane while
- * it waited for its slot (`held-back`).
+ * key as this dispatch's failure), its caller got ready only after `callBy` (`late-ready`: the key read took that
+ * long), its claim or the circuit's read took it past `callBy` (`too-late`), the circuit stopped the lane while it
+ * waited for its slot (`held-back`), or its caller could not get ready (`not-ready`: the key could not be read).
  */
-export type GiveBackReason = 'late-start' | 'too-late' | 'held-back';
+export type GiveBackReason = 'late-start' | 'late-ready' | 'too-late' | 'held-back' | 'not-ready';
 
 /**
  * Gives back a job that will not call: its reservation and its message, which goes back to its queue without
- * consuming an attempt (see {@link returnUnconsumed}); a batch's job leaves both to its batch. Only a delivery whose
- * claim was written gets here, and the store writes one claim per dispatch, never one of a dispatch that gave its
- * reservation back (see `ClaimRefusal`): so the reservation is given back once, and the message requeued by the
- * delivery that holds it, never by a late repeat of a dispatch that called.
+ * consuming an attempt (see {@link returnUnconsumed}); a batch's job leaves both to its batch. Nothing reached the
+ * API, so the whole reservation flows back, and a job whose worker was ready too late (`late-start`, `late-ready`)
+ * says how late, so that the orchestrator dispatches earlier. Only a delivery whose claim was written gets here, and
+ * the store writes one claim per dispatch, never one of a dispatch that gave its reservation back (see
+ * `ClaimRefusal`): so the reservation is given back once, and the message requeued by the delivery that holds it,
+ * never by a late repeat of a dispatch that called.
  */
 export async function giveBack(job: JobContext, reason: GiveBackReason): Promise<JobOutcome> {
   const { event, message, start, deps, options } = job;
+  const now = deps.clock.now();
   // The key is claimed for a call that will not happen: the claim becomes this dispatch's failure (see processJob).
   if (reason !== 'late-start') {
-    const failed = endedRecord('failed', event.dispatchId, deps.clock.now(), deps.config);
+    const failed = endedRecord('failed', event.dispatchId, now, deps.config);
     await deps.stores.idempotency.putIdempotency(event.idempotencyKey, failed);
   }
-  // Given back once: the refund carries the dispatch id, and the start delay of a late start (an event sent before
+  // Given back once: the refund carries the dispatch id, and how late the worker was ready (an event sent before
   // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
-  const refund: Settlement = { ...refundOf(event), ...(reason === 'late-start' ? lateness(job) : {}) };
+  const readyAt = reason === 'late-start' ? start : reason === 'late-ready' ? now : undefined;
+  const refund: Settlement = { ...refundOf(event), ...(readyAt === undefined ? {} : lateness(job, readyAt)) };
   const unconsumed = { message: withKey(message, event.idempotencyKey), attempt: event.attempt };
   if (options.batch === undefined) {
     await recordSettlement(event.lane, start, deps, refund);
@@ -175,14 +180,14 @@ export async function giveBack(job: JobContext, reason: GiveBackReason): Promise
     options.batch.refundLater(refund);
     options.batch.returnLater(unconsumed);
   }
-  return reason === 'held-back' ? 'held-back' : 'too-late';
+  return reason === 'held-back' || reason === 'not-ready' ? reason : 'too-late';
 }
 
 /**
- * How late `job` started: after the slot of the message before it in its batch (see `JobOptions.chainedAfter`),
- * else after its event was sent.
+ * How late `job` was ready to call, at `readyAt`: after the slot of the message before it in its batch (see
+ * `JobOptions.chainedAfter`), else after its event was sent.
  */
-function lateness({ event, start, options }: JobContext): Pick<Settlement, 'chainGapMs' | 'startDelayMs'> {
-  if (options.chainedAfter !== undefined) return { chainGapMs: start - options.chainedAfter };
-  return Number.isFinite(event.sentAt) ? { startDelayMs: start - event.sentAt } : {};
+function lateness({ event, options }: JobContext, readyAt: number): Pick<Settlement, 'chainGapMs' | 'startDelayMs'> {
+  if (options.chainedAfter !== undefined) return { chainGapMs: readyAt - options.chainedAfter };
+  return Number.isFinite(event.sentAt) ? { startDelayMs: readyAt - event.sentAt } : {};
 }

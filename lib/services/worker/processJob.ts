@@ -1,6 +1,7 @@
 import { classify } from '../../domain/outcome/classify';
 import { decideRetry } from '../../domain/outcome/retryPolicy';
 import type { ServiceConfig } from '../../config';
+import type { ReadyCaller } from '../../ports/ApiCaller';
 import type { Clock } from '../../ports/Clock';
 import type { JobEvent } from '../../ports/Invoker';
 import { claimJob, standBack } from './claims';
@@ -8,6 +9,7 @@ import { CircuitView } from './circuitView';
 import { endFailed, endSucceeded, giveBack, type GiveBackReason } from './jobEndings';
 import { keysOf, messageOf } from './jobMessage';
 import { endedRecord, inProgress } from './keyRecords';
+import { readyCaller } from './readyCaller';
 import { owedBy, usageOf } from './settlements';
 import type { AnsweredCall, JobContext, JobOptions, JobOutcome, WorkerDeps } from './types';
 
@@ -35,9 +37,9 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const held = await claimJob(event, claim, start, deps);
   if (held !== null) return standBack(held, event, job.message, start, deps);
   if (lateAtStart) return giveBack(job, 'late-start');
-  const stopped = await waitForSlot(job);
-  if (stopped !== undefined) return giveBack(job, stopped);
-  const call = await callApi(job);
+  const ready = await waitForSlot(job);
+  if (typeof ready === 'string') return giveBack(job, ready);
+  const call = await callApi(job, ready);
   const decision = decideRetry(
     { classification: call.classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random },
     config.retry,
@@ -46,21 +48,30 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
 }
 
 /**
- * Waits until just before the job's slot, checks that the circuit still allows the call (see {@link CircuitView}),
- * then holds the worker to the slot (see {@link holdToSlot}).
- * @returns why the job gives its key back without calling, or `undefined` when it may call now.
+ * Gets the API caller ready while it waits until just before the job's slot (see {@link readyCaller}), checks that
+ * the circuit still allows the call (see {@link CircuitView}), then holds the worker to the slot (see
+ * {@link holdToSlot}). `callBy` is checked once the caller is ready, and again just before the call leaves.
+ * @returns the caller to call through now, or why the job gives its key back without calling.
  */
-async function waitForSlot({ event, deps, options }: JobContext): Promise<GiveBackReason | undefined> {
+async function waitForSlot({ event, deps, options }: JobContext): Promise<ReadyCaller | GiveBackReason> {
   const { clock } = deps;
+  // The claim itself took this worker past `callBy`.
+  if (clock.now() > event.callBy) return 'too-late';
+  // The key is read (SSM and KMS, on a new container and whenever its cache has expired) during the lead, and before
+  // the checks: nothing slow comes between the last check and the call.
+  const preparing = readyCaller(deps, event.lane, keysOf(event));
   // The lead and a batch's span can be long: the circuit is checked again just before the slot, as the orchestrator
   // checks it before a dispatch.
   const ahead = event.slotAt - CIRCUIT_CHECK_AHEAD_MS - clock.now();
   if (ahead > 0) await clock.sleep(ahead);
+  const ready = await preparing;
+  if (ready === undefined) return 'not-ready';
+  if (clock.now() > event.callBy) return 'late-ready';
   const circuitAllows = options.circuitAllows ?? new CircuitView(event.sentAt, event.lane, deps).allows;
   if (!(await circuitAllows(event.slotAt))) return 'held-back';
-  // The claim itself took this worker past `callBy`.
+  // The circuit's read took this worker past `callBy`.
   if (!(await holdToSlot(event, clock))) return 'too-late';
-  return undefined;
+  return ready;
 }
 
 /** How long before a job's slot its worker asks whether the circuit still allows the call. */
@@ -76,10 +87,10 @@ async function holdToSlot(event: JobEvent, clock: Clock): Promise<boolean> {
   return clock.now() <= event.callBy;
 }
 
-/** Makes the job's call, reports it (`api-called`), and says what it came to and what it owes. */
-async function callApi({ event, deps }: JobContext): Promise<AnsweredCall> {
-  const { clock, api, config } = deps;
-  const result = await api.call(event.body, { idempotencyKey: event.idempotencyKey });
+/** Makes the job's call through `caller`, reports it (`api-called`), and says what it came to and what it owes. */
+async function callApi({ event, deps }: JobContext, caller: ReadyCaller): Promise<AnsweredCall> {
+  const { clock, config } = deps;
+  const result = await caller.call(event.body, { idempotencyKey: event.idempotencyKey });
   const now = clock.now();
   const classification = classify(result, now);
   deps.onEvent?.({ type: 'api-called', lane: event.lane, at: now, result: classification.kind, ...keysOf(event) });

@@ -57,6 +57,16 @@ export type WorkerReport =
       readonly at: number;
       readonly result: Classification['kind'];
     } & JobKeys)
+  /**
+   * The API caller could not get ready for a job's call or a health check's probe (`reason`: e.g. its key could not
+   * be read from SSM): no request was made, no attempt spent, and nothing reported to the circuit.
+   */
+  | ({
+      readonly type: 'caller-not-ready';
+      readonly lane: string;
+      readonly at: number;
+      readonly reason: string;
+    } & (JobKeys | { readonly checkId: string }))
   /** A job's message was sent to its dead-letter queue with `reason`. */
   | ({ readonly type: 'dead-lettered'; readonly lane: string; readonly at: number; readonly reason: string } & JobKeys)
   /**
@@ -148,6 +158,12 @@ export type JobOutcome =
    */
   | 'held-back'
   /**
+   * The API caller could not get ready (its key could not be read; see `ApiCaller.prepare`): no call, and nothing
+   * reported to the circuit, since the API said nothing; the reservation was given back and the job went back to its
+   * queue as a job that started too late does.
+   */
+  | 'not-ready'
+  /**
    * An earlier message of its FIFO group in the same batch did not end (it will be tried again, or another delivery
    * has it): no call, so that the group keeps its order; the reservation was given back and the job went back to its
    * queue as a job that started too late does.
@@ -159,7 +175,12 @@ export type HealthCheckOutcome =
   | 'healthy'
   | 'unhealthy'
   /** The check was no longer current (replaced, already started, timed out, or the circuit moved on): no call. */
-  | 'not-current';
+  | 'not-current'
+  /**
+   * The API caller could not get ready (its key could not be read): the check was not claimed and no probe made. It
+   * times out unclaimed and the orchestrator sends another; the circuit is told nothing, as the API said nothing.
+   */
+  | 'not-ready';
 
 /** How a worker event ended: a job's outcome, each job's of a batch in its order, or a health check's. */
 export type WorkerOutcome = JobOutcome | readonly JobOutcome[] | HealthCheckOutcome;

@@ -159,6 +159,24 @@ describe('runSimulation', () => {
       expect(report.utilization).toBeGreaterThanOrEqual(0.9);
     });
   });
+  describe('when its time runs out', () => {
+    it('reports the jobs an hour tier holds back as still queued, not lost', async () => {
+      const scenario = parseScenario({
+        name: 'hour tier',
+        quotas: [
+          { limit: 5, per: 'second' },
+          { limit: 10, per: 'hour' },
+        ],
+        jobs: { count: 15 },
+        startDelays: { kind: 'fixed', ms: 20 },
+        maxSeconds: 30,
+      });
+
+      const { report } = await runSimulation(scenario);
+
+      expect(report).toMatchObject({ jobs: 15, succeeded: 10, deadLettered: 0, stillQueued: 5, lost: 0 });
+    });
+  });
 });
 
 describe('parseScenario', () => {

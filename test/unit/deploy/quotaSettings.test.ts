@@ -362,6 +362,26 @@ describe('resolveQuotaSettings › apiKeyCacheSeconds', () => {
   });
 });
 
+describe('resolveQuotaSettings › apiKeyReadTimeoutMs', () => {
+  const keyed = { apiKeyParameter: '/quota-orchestrator/prod/api-key', apiTimeoutMs: 9_900 };
+
+  it('gives the worker API_KEY_READ_TIMEOUT_MS when set, and nothing when left to its default', () => {
+    const resolved = resolveQuotaSettings(service({ settings: { ...keyed, apiKeyReadTimeoutMs: 1_500 } }));
+    expect(resolved.worker.API_KEY_READ_TIMEOUT_MS).toBe('1500');
+    expect(resolveQuotaSettings(service({ settings: keyed })).worker).not.toHaveProperty('API_KEY_READ_TIMEOUT_MS');
+  });
+
+  it('refuses a key read that, with the API timeout, could outlive the health check, naming both', () => {
+    const error = thrown(ConfigError, () =>
+      resolveQuotaSettings(service({ settings: { ...keyed, apiKeyReadTimeoutMs: 6_000 } })),
+    );
+    expect(error.field).toBe('custom.quotaOrchestrator.apiKeyReadTimeoutMs');
+    expect(error.message).toContain(
+      'must be a whole number of milliseconds from 100 to 5099: with custom.quotaOrchestrator.apiTimeoutMs (9900 ms) it must stay below custom.quotaOrchestrator.circuit.healthCheckTimeoutSeconds (15000 ms)',
+    );
+  });
+});
+
 describe('resolveQuotaSettings › custom.alarms', () => {
   const alarms = { email: '', oldestMessageAgeSeconds: 86_400, circuitOpenMinutes: 15 };
 

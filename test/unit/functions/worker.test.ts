@@ -3,6 +3,7 @@ import { recordingTelemetry } from '../../helpers/recordingTelemetry';
 import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
+import { SlowKeyApi } from '../../../tools/faults/conditions/slowKeyWorld';
 import {
   httpStatus,
   LANE,
@@ -354,6 +355,38 @@ describe('worker handler', () => {
         level: 'info',
         message: 'worker event unhealthy',
         fields: { kind: 'health-check', outcome: 'unhealthy', checkId: 'c-1' },
+      },
+    ]);
+  });
+
+  it("returns 'not-ready' without probing when the API key cannot be read, warning with the reason", async () => {
+    const h = workerHarness();
+    await halfOpen(h);
+    const api = new SlowKeyApi(h.api, h.clock, 0, 'no authorization: AccessDeniedException');
+    const { telemetry, lines } = recordingTelemetry();
+    const handler = makeHandler({ ...h.deps, api }, telemetry);
+
+    const done = handler(HEALTH_CHECK);
+    await h.clock.advance(0);
+
+    await expect(done).resolves.toBe('not-ready');
+    expect(h.api.probes).toBe(0);
+    expect(lines).toEqual([
+      {
+        level: 'warn',
+        message: 'API caller not ready: no authorization: AccessDeniedException',
+        fields: {
+          type: 'caller-not-ready',
+          lane: LANE,
+          at: START + 2_000,
+          reason: 'no authorization: AccessDeniedException',
+          checkId: 'c-1',
+        },
+      },
+      {
+        level: 'info',
+        message: 'worker event not-ready',
+        fields: { kind: 'health-check', outcome: 'not-ready', checkId: 'c-1' },
       },
     ]);
   });

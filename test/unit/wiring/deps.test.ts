@@ -245,6 +245,31 @@ describe('workerDepsFromEnv', () => {
     expect(sent).toEqual(['Bearer old', 'Bearer new']);
   });
 
+  it('gives up on a key read after API_KEY_READ_TIMEOUT_MS: the caller is not ready, and nothing is sent', async () => {
+    const ssmMock = mockClient(SSMClient);
+    ssmMock.on(GetParameterCommand).callsFake(() => new Promise(() => undefined));
+    const fetch = jest.spyOn(globalThis, 'fetch');
+    const ssm = new SSMClient({ region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+    jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+    try {
+      const { api } = workerDepsFromEnv(
+        { ...ENV, API_KEY_PARAMETER: '/qo/test/api-key', API_KEY_READ_TIMEOUT_MS: '300' },
+        { ...clients(), ssm },
+      );
+      const preparing = api.prepare?.();
+      await jest.advanceTimersByTimeAsync(300);
+
+      await expect(preparing).resolves.toEqual({
+        kind: 'not-ready',
+        reason: 'no authorization: not read within 300 ms',
+      });
+    } finally {
+      jest.useRealTimers();
+      ssmMock.restore();
+    }
+    expect(fetch).not.toHaveBeenCalled();
+  });
+
   it.each(['0', '3601', 'soon'])('refuses API_KEY_CACHE_SECONDS %s, naming it and its range', (value) => {
     const error = thrown(ConfigError, () =>
       workerDepsFromEnv({ ...ENV, API_KEY_PARAMETER: '/qo/test/api-key', API_KEY_CACHE_SECONDS: value }, clients()),

@@ -86,5 +86,14 @@ describe('WorkerMetrics', () => {
         { unit: 'Count', dimensions: { lane: 'sms' }, value: 1 },
       ]);
     });
+
+    it('counts nothing for an API caller that could not get ready: its job outcome counts it', () => {
+      const stdout = captureStdout();
+      const metrics = new WorkerMetrics(new EmfMetrics(), 'sms');
+      metrics.observe({ type: 'caller-not-ready', lane: 'sms', at: START, reason: 'no authorization', checkId: 'c-1' });
+      metrics.publish();
+
+      expect(stdout.metric(METRICS.resultsUndelivered)).toEqual([]);
+    });
   });
 });

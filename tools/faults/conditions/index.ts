@@ -1,8 +1,10 @@
 import { deployAddsTierOrCap } from './deployAddsTierOrCap';
+import { keyReadAfterCheck } from './keyReadAfterCheck';
 import { providerKeepsEstimate } from './providerKeepsEstimate';
 import { copiesOutliveRecord } from './copiesOutliveRecord';
 import { lateRepeatOfCalledDispatch } from './lateRepeatOfCalledDispatch';
 import { refundedDispatchDeliveredAgain } from './refundedDispatchDeliveredAgain';
+import { slowKeyProbe } from './slowKeyProbe';
 import type { ConditionScenario } from './types';
 import { unitNamesOfObjects } from './unitNamesOfObjects';
 
@@ -14,6 +16,8 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   deployAddsTierOrCap,
   copiesOutliveRecord,
   providerKeepsEstimate,
+  keyReadAfterCheck,
+  slowKeyProbe,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';

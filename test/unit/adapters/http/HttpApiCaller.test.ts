@@ -338,4 +338,86 @@ describe('HttpApiCaller', () => {
       expect(server.requests[0]?.headers.authorization).toBe('Bearer k');
     });
   });
+
+  describe('prepare', () => {
+    const ok = (_: IncomingMessage, response: ServerResponse) => {
+      response.writeHead(200);
+      response.end();
+    };
+    const keyed = (authorization: () => Promise<string | undefined>, authorizationTimeoutMs?: number) =>
+      new HttpApiCaller({
+        apiUrl: server.url('/api'),
+        healthUrl: server.url('/health'),
+        timeoutMs: 2_000,
+        authorization,
+        ...(authorizationTimeoutMs === undefined ? {} : { authorizationTimeoutMs }),
+      });
+
+    it('reads the key once; the ready caller sends its call and probe with it, reading nothing more', async () => {
+      server.routes.set('/api', ok);
+      server.routes.set('/health', ok);
+      let asked = 0;
+      const preparation = await keyed(async () => `Bearer key-${++asked}`).prepare();
+      if (preparation.kind !== 'ready') throw new Error(`not ready: ${preparation.reason}`);
+      expect(asked).toBe(1);
+
+      await preparation.caller.call('{"id":"a"}', { idempotencyKey: 'a' });
+      await preparation.caller.probe();
+
+      expect(asked).toBe(1);
+      expect(server.requests.map((r) => [r.method, r.url, r.headers.authorization])).toEqual([
+        ['POST', '/api', 'Bearer key-1'],
+        ['GET', '/health', 'Bearer key-1'],
+      ]);
+      expect(server.requests[0]?.headers['idempotency-key']).toBe('a');
+      expect(server.requests[0]?.body).toBe('{"id":"a"}');
+    });
+
+    it('is not ready, with the reason, when the key cannot be read: nothing is sent', async () => {
+      const api = keyed(async () => {
+        throw new Error('ParameterStore throttled');
+      });
+
+      await expect(api.prepare()).resolves.toEqual({
+        kind: 'not-ready',
+        reason: 'no authorization: ParameterStore throttled',
+      });
+      expect(server.requests).toHaveLength(0);
+    });
+
+    it('gives up on a key read that takes longer than authorizationTimeoutMs, and asks again next time', async () => {
+      jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
+      try {
+        let asked = 0;
+        const api = keyed(
+          () => (++asked === 1 ? new Promise<never>(() => undefined) : Promise.resolve('Bearer k')),
+          100,
+        );
+        const preparing = api.prepare();
+        await jest.advanceTimersByTimeAsync(99);
+        let settled = false;
+        void preparing.then(() => (settled = true));
+        await jest.advanceTimersByTimeAsync(0);
+        expect(settled).toBe(false);
+        await jest.advanceTimersByTimeAsync(1);
+
+        await expect(preparing).resolves.toEqual({
+          kind: 'not-ready',
+          reason: 'no authorization: not read within 100 ms',
+        });
+        await expect(api.prepare()).resolves.toMatchObject({ kind: 'ready' });
+        expect(asked).toBe(2);
+      } finally {
+        jest.useRealTimers();
+      }
+    });
+
+    it('refuses a key read timeout that is not a positive number', () => {
+      for (const authorizationTimeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+        expect(
+          () => new HttpApiCaller({ apiUrl: 'http://x', healthUrl: 'http://x', timeoutMs: 1, authorizationTimeoutMs }),
+        ).toThrow(RangeError);
+      }
+    });
+  });
 });

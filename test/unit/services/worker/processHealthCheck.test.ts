@@ -1,6 +1,8 @@
 import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
 import { processHealthCheck } from '../../../../lib/services/worker/processHealthCheck';
+import type { WorkerReport } from '../../../../lib/services/worker/types';
+import { SlowKeyApi } from '../../../../tools/faults/conditions/slowKeyWorld';
 import {
   LANE,
   START,
@@ -183,5 +185,53 @@ describe('processHealthCheck', () => {
 
     await expect(replacement).resolves.toBe('healthy');
     expect(h.api.probes).toBe(1);
+  });
+
+  describe('with a key to read', () => {
+    it('reads it before it claims the check: the timeout counts from the claim, with the key in hand', async () => {
+      const h = workerHarness();
+      await halfOpen(h);
+      h.api.latencyMs = 4_000;
+      const deps = { ...h.deps, api: new SlowKeyApi(h.api, h.clock, 3_000) };
+
+      const probing = processHealthCheck(check(), deps);
+      await h.clock.advance(1);
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+        state: { status: 'half-open', checkId: 'c-1', probeStartedAt: null },
+      });
+      await h.clock.advance(2_999);
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+        state: { status: 'half-open', checkId: 'c-1', probeStartedAt: START + 5_000 },
+      });
+      // A 3 s read and a 4 s answer outlive the 5 s timeout, yet the check is still the one trial when it answers.
+      await h.clock.advance(4_000);
+      await expect(probing).resolves.toBe('healthy');
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed' } });
+    });
+
+    it('claims nothing and probes nothing when the key cannot be read: the check times out unclaimed', async () => {
+      const h = workerHarness();
+      await halfOpen(h);
+      const before = await loadCircuit(h.stores.circuit, LANE);
+      const reports: WorkerReport[] = [];
+      const api = new SlowKeyApi(h.api, h.clock, 50, 'no authorization: AccessDeniedException');
+      const deps = { ...h.deps, api, onEvent: (report: WorkerReport) => reports.push(report) };
+
+      const probing = processHealthCheck(check(), deps);
+      await h.clock.advance(50);
+
+      await expect(probing).resolves.toBe('not-ready');
+      expect(h.api.probes).toBe(0);
+      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toEqual(before);
+      expect(reports).toEqual([
+        {
+          type: 'caller-not-ready',
+          lane: LANE,
+          at: START + 2_050,
+          reason: 'no authorization: AccessDeniedException',
+          checkId: 'c-1',
+        },
+      ]);
+    });
   });
 });
