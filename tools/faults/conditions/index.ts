@@ -4,6 +4,7 @@ import { providerKeepsEstimate } from './providerKeepsEstimate';
 import { copiesOutliveRecord } from './copiesOutliveRecord';
 import { lateRepeatOfCalledDispatch } from './lateRepeatOfCalledDispatch';
 import { refundedDispatchDeliveredAgain } from './refundedDispatchDeliveredAgain';
+import { settlementRecordedTwice } from './settlementRecordedTwice';
 import { slowKeyProbe } from './slowKeyProbe';
 import type { ConditionScenario } from './types';
 import { unitNamesOfObjects } from './unitNamesOfObjects';
@@ -18,6 +19,7 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   providerKeepsEstimate,
   keyReadAfterCheck,
   slowKeyProbe,
+  settlementRecordedTwice,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';
