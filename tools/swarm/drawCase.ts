@@ -24,6 +24,12 @@ export interface FaultPlan {
     readonly toMs: number;
     readonly retryAfterSeconds: number;
   }[];
+  /**
+   * The API key's reads (SSM with KMS) before a request: this share takes 200 ms to 3 s (a new container, or an
+   * expired cache), and `keyReadFailures` of them fail.
+   */
+  readonly slowKeyReads: number;
+  readonly keyReadFailures: number;
   /** Share of jobs whose first one to three calls the API answers 503 (a job that fails, then succeeds). */
   readonly flakyJobs: number;
   /** Windows in which the API refuses the caller with 401 (a revoked key) while its health URL answers 200. */
@@ -59,6 +65,7 @@ const FAMILY_CHANCE = {
   'poison-and-malformed': 0.4,
   'flaky-jobs': 0.4,
   'events-held': 0.25,
+  'key-reads': 0.3,
 } as const;
 
 type Family = keyof typeof FAMILY_CHANCE;
@@ -140,5 +147,7 @@ function faultPlan(on: ReadonlySet<Family>, draw: Draw): FaultPlan {
     rateLimited: on.has('rate-limited') ? [{ ...window(20, 8), retryAfterSeconds: draw(1, 20) }] : [],
     callerRejected: on.has('caller-rejected') ? [window(20, 30)] : [],
     flakyJobs: on.has('flaky-jobs') ? draw(0.1, 0.6) : 0,
+    slowKeyReads: on.has('key-reads') ? draw(0.05, 0.5) : 0,
+    keyReadFailures: on.has('key-reads') ? draw(0, 0.3) : 0,
   };
 }

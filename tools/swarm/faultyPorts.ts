@@ -1,5 +1,5 @@
 import { InvokeFailedError } from '../../lib/errors';
-import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
+import type { ApiCaller, ApiResult, Preparation } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 import type { Invoker } from '../../lib/ports/Invoker';
 import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
@@ -206,6 +206,19 @@ export class FaultyApi implements ApiCaller {
     this.calls.push({ jobId, at, status });
     if (process.env.SWARM_TRACE) console.log('CALL', jobId, at - this.start, status, context.idempotencyKey);
     return result;
+  }
+
+  /** Reads the key: at once, or as slowly as the plan draws (a new container's SSM read), or not at all. */
+  async prepare(): Promise<Preparation> {
+    if (this.random() < this.plan.slowKeyReads) {
+      await this.clock.sleep(200 + Math.floor(this.random() * 2_800));
+      if (this.random() < this.plan.keyReadFailures) {
+        count(this.log, 'ssm:key-read-failed');
+        return { kind: 'not-ready', reason: 'injected: the key could not be read' };
+      }
+      count(this.log, 'ssm:slow-key-read');
+    }
+    return { kind: 'ready', caller: this };
   }
 
   async probe(): Promise<ApiResult> {

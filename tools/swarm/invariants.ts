@@ -9,7 +9,8 @@ export const INVARIANTS = {
   'tiers-at-arrival': 'no call arrives at the API while one of its tiers is full, as the API counts it',
   'max-in-flight': "no more calls in progress at the API than the lane's maxInFlight",
   'one-probe': 'at most one health check at the API at a time',
-  'ended-is-ended': 'no call for a job after its final answer, unless its worker died before recording it',
+  'ended-is-ended':
+    'no call for a job after it succeeded or was dead-lettered, unless its worker died before recording the success',
   'fifo-order': "a FIFO group's jobs are handled one at a time, in order",
   'attempts-honoured': 'a job given up after its attempts made that many calls that could count as one',
   'nothing-lost': 'every job is somewhere: succeeded, in a dead-letter queue, or still in a queue',
@@ -91,7 +92,7 @@ function lostJobs({ run }: RunRecord, deadLetters: readonly { readonly body: str
  * A line per job called again after it succeeded (a 200 whose worker lived to record it) or after its message landed
  * in a dead-letter queue. A 4xx alone does not end a job: while the circuit is not closed the job is kept.
  */
-function callsAfterEnded(journal: readonly JournalEntry[]): string[] {
+export function callsAfterEnded(journal: readonly JournalEntry[]): string[] {
   const ended = new Map<string, { readonly at: number; readonly how: string }>();
   const found: string[] = [];
   for (const entry of journal) {
