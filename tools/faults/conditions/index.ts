@@ -1,4 +1,5 @@
 import { deployAddsTierOrCap } from './deployAddsTierOrCap';
+import { fifoRetriesKeepAttempts } from './fifoRetriesKeepAttempts';
 import { keyReadAfterCheck } from './keyReadAfterCheck';
 import { providerKeepsEstimate } from './providerKeepsEstimate';
 import { copiesOutliveRecord } from './copiesOutliveRecord';
@@ -18,6 +19,7 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   providerKeepsEstimate,
   keyReadAfterCheck,
   slowKeyProbe,
+  fifoRetriesKeepAttempts,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';
