@@ -153,14 +153,28 @@ export interface IdempotencyStore {
     replacing?: string,
   ): Promise<ClaimRefusal | null>;
 
-  /** Writes `record` for `key`, replacing the record there (the dispatches marked on `key` stay). */
-  putIdempotency(key: string, record: IdempotencyRecord): Promise<void>;
+  /**
+   * Writes `record` for `key`, replacing the record there (the dispatches marked on `key` stay, and so do the
+   * attempts spent on it). With `spentAttempt`, the same write counts the call of `record.dispatchId` as an attempt
+   * the job spent (see {@link IdempotencyStore.attemptsSpent}); a write retried after its answer was lost counts it
+   * once.
+   */
+  putIdempotency(key: string, record: IdempotencyRecord, options?: { readonly spentAttempt?: boolean }): Promise<void>;
+
+  /**
+   * How many dispatches of `key`'s job had a call that spent an attempt (see {@link IdempotencyStore.putIdempotency}),
+   * since the job was first dispatched or since an operator last reopened it (see
+   * {@link IdempotencyStore.reopenDeadLettered}): the job's own count of attempts, which no receive, hand-back, pause
+   * or reservation given back changes. 0 for a key never written. Kept at least as long as the key's record.
+   */
+  attemptsSpent(key: string): Promise<number>;
 
   /**
    * Re-opens the dead-lettered job of `key`, for an operator's redrive (`ops redrive` before it sends the letter
    * back, or the worker of a letter moved back as it was: see `claimJob`): in one conditional write, and only if the
    * record is (still) `dead-lettered` and unexpired at `now`, it becomes a `failed` record of the same dispatch, with
-   * the same `at` and `expiresAt` and without a reason. So the next dispatch of the key (the redriven message's)
+   * the same `at` and `expiresAt` and without a reason, and its attempts spent start again from 0 (the redriven job
+   * gets all its attempts again). So the next dispatch of the key (the redriven message's)
    * claims it and calls, while further deliveries of the dispatch that dead-lettered it stay out and, their dispatch
    * still marked on the key (see {@link IdempotencyStore.claimRefund}), give nothing back. Any other record (a
    * success above all: the job must not be called again) is left as it is.

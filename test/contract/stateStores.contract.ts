@@ -252,6 +252,15 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         );
       });
 
+      it('putIdempotency counting a spent attempt counts it once', async () => {
+        const key = unique('lost-attempt');
+        const spent = { status: 'failed', dispatchId: 'd-2', at: T0, expiresAt: T0 + TTL } as const;
+        await withLostAnswer('UpdateItem', () =>
+          stores().idempotency.putIdempotency(key, spent, { spentAttempt: true }),
+        );
+        await expect(stores().idempotency.attemptsSpent(key)).resolves.toBe(1);
+      });
+
       it('claimRefund reports its own landed mark as this call’s: the refund is made once, not lost', async () => {
         const key = unique('lost-refund');
         await expect(
@@ -998,6 +1007,42 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
           at: T0 + 2,
           expiresAt: T0 + 2 * TTL,
         });
+      });
+    });
+
+    describe('IdempotencyStore.attemptsSpent', () => {
+      const failedBy = (dispatchId: string, at: number): IdempotencyRecord => ({
+        status: 'failed',
+        dispatchId,
+        at,
+        expiresAt: at + TTL,
+      });
+
+      it('counts each dispatch whose failed call spent an attempt, once, whatever other writes the key sees', async () => {
+        const key = unique('attempts');
+        await expect(stores().idempotency.attemptsSpent(key)).resolves.toBe(0);
+        await stores().idempotency.putIdempotencyIfAbsent(key, inProgress(T0 + TTL), T0);
+        await stores().idempotency.putIdempotency(key, failedBy('d-1', T0 + 1), { spentAttempt: true });
+        await stores().idempotency.putIdempotency(key, failedBy('d-1', T0 + 1), { spentAttempt: true });
+        // A claim by the next dispatch, a refund mark, and a failed record that spent nothing leave the count alone.
+        const next: IdempotencyRecord = { status: 'in-progress', dispatchId: 'd-2', expiresAt: T0 + 2 * TTL };
+        await expect(stores().idempotency.putIdempotencyIfAbsent(key, next, T0 + 2)).resolves.toBeNull();
+        await stores().idempotency.claimRefund(key, 'd-3', T0 + TTL);
+        await stores().idempotency.putIdempotency(key, failedBy('d-2', T0 + 3));
+        await expect(stores().idempotency.attemptsSpent(key)).resolves.toBe(1);
+        await stores().idempotency.putIdempotency(key, failedBy('d-4', T0 + 4), { spentAttempt: true });
+        await expect(stores().idempotency.attemptsSpent(key)).resolves.toBe(2);
+        await expect(stores().idempotency.getIdempotency(key, T0 + 4)).resolves.toEqual(failedBy('d-4', T0 + 4));
+      });
+
+      it('starts again from 0 when an operator reopens the dead-lettered job', async () => {
+        const key = unique('attempts-reopen');
+        await stores().idempotency.putIdempotency(key, failedBy('d-1', T0), { spentAttempt: true });
+        const ended: IdempotencyRecord = { ...deadLettered(T0 + 1, T0 + TTL), dispatchId: 'd-2' };
+        await stores().idempotency.putIdempotency(key, ended, { spentAttempt: true });
+        await expect(stores().idempotency.attemptsSpent(key)).resolves.toBe(2);
+        await expect(stores().idempotency.reopenDeadLettered(key, T0 + 2)).resolves.toBe('reopened');
+        await expect(stores().idempotency.attemptsSpent(key)).resolves.toBe(0);
       });
     });
 

@@ -297,6 +297,16 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       await expect(stores().idempotency.putIdempotencyIfAbsent(key, claim, T0 + 3)).resolves.toBe('spent');
     });
 
+    it('counts no attempt on a record written before attempts were counted, and counts the next failed call on it', async () => {
+      const key = unique('old-attempts');
+      const record = { status: 'failed', dispatchId: 'old', at: T0, expiresAt: T0 + TTL } as const;
+      await putRawItem({ [TABLE_KEY]: `idem#${key}`, ...record, [TTL_ATTRIBUTE]: (T0 + TTL) / 1_000 });
+      await expect(stores().idempotency.attemptsSpent(key)).resolves.toBe(0);
+      await stores().idempotency.putIdempotency(key, { ...record, dispatchId: 'new' }, { spentAttempt: true });
+      expect(await rawItem(`idem#${key}`)).toMatchObject({ dispatchId: 'new', attempts: new Set(['new']) });
+      await expect(stores().idempotency.attemptsSpent(key)).resolves.toBe(1);
+    });
+
     it('marks a refund on a record written before dispatches were marked, once, and keeps the record', async () => {
       const key = unique('old-refund');
       const record = { status: 'succeeded', dispatchId: 'old', at: T0, expiresAt: T0 + TTL } as const;

@@ -27,6 +27,8 @@ export interface MemoryQueuesOptions {
   readonly clock: Clock;
   /** A source queue's message is moved to its dead-letter queue instead of being received more often than this. @default 10 */
   readonly maxReceiveCount?: number;
+  /** The FIFO queue's own `maxReceiveCount` (see `fifoRedriveThreshold`). @default maxReceiveCount */
+  readonly fifoMaxReceiveCount?: number;
 }
 
 /** A stored message as {@link MemoryQueues.messages} shows it. */
@@ -127,17 +129,20 @@ export class MemoryQueues implements QueueReceiver {
 
   private readonly clock: Clock;
   private readonly maxReceiveCount: number;
+  private readonly fifoMaxReceiveCount: number;
   private readonly queues = new Map<QueueName, QueueState>();
   private messageSeq = 0;
   private handleSeq = 0;
 
-  /** @throws RangeError if `maxReceiveCount` is not an integer within 1..1000 (the SQS range). */
-  constructor({ clock, maxReceiveCount = 10 }: MemoryQueuesOptions) {
-    if (!Number.isInteger(maxReceiveCount))
-      throw new RangeError(`maxReceiveCount must be an integer, got ${maxReceiveCount}`);
-    checkRange('maxReceiveCount', maxReceiveCount, 1, 1000);
+  /** @throws RangeError if `maxReceiveCount` or `fifoMaxReceiveCount` is not an integer within 1..1000 (the SQS range). */
+  constructor({ clock, maxReceiveCount = 10, fifoMaxReceiveCount = maxReceiveCount }: MemoryQueuesOptions) {
+    for (const [name, count] of Object.entries({ maxReceiveCount, fifoMaxReceiveCount })) {
+      if (!Number.isInteger(count)) throw new RangeError(`${name} must be an integer, got ${count}`);
+      checkRange(name, count, 1, 1000);
+    }
     this.clock = clock;
     this.maxReceiveCount = maxReceiveCount;
+    this.fifoMaxReceiveCount = fifoMaxReceiveCount;
     for (const name of QUEUE_NAMES)
       this.queues.set(name, { messages: [], deduplication: new Map(), waiters: new Set() });
   }
@@ -301,7 +306,10 @@ export class MemoryQueues implements QueueReceiver {
     const received: ReceivedMessage[] = [];
     for (const message of this.deliverable(queue, state, now)) {
       if (received.length >= max) break;
-      if (isSource(queue) && message.receiveCount >= this.maxReceiveCount) {
+      if (
+        isSource(queue) &&
+        message.receiveCount >= (queue === 'fifo' ? this.fifoMaxReceiveCount : this.maxReceiveCount)
+      ) {
         this.redrive(queue, state, message, now);
         continue;
       }

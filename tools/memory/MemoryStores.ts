@@ -61,6 +61,8 @@ export class MemoryState {
   }>();
   /** Per idempotency key, the dispatches marked as having spent their reservation on it (see `IdempotencyStore.claimRefund`). */
   readonly spent = new Map<string, Set<string>>();
+  /** Per idempotency key, the dispatches whose call spent an attempt (see `IdempotencyStore.attemptsSpent`). */
+  readonly attempts = new Map<string, Set<string>>();
 }
 
 // Every store below behaves like a database: values are stored as JSON text and every read returns a fresh copy.
@@ -194,9 +196,21 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return null;
   }
 
-  async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
+  async putIdempotency(
+    key: string,
+    record: IdempotencyRecord,
+    options: { readonly spentAttempt?: boolean } = {},
+  ): Promise<void> {
     this.state.stats.writes++;
     this.state.idempotency.set(key, record);
+    if (options.spentAttempt !== true) return;
+    const attempts = this.state.attempts.get(key) ?? new Set<string>();
+    this.state.attempts.set(key, attempts.add(record.dispatchId));
+  }
+
+  async attemptsSpent(key: string): Promise<number> {
+    this.state.stats.reads++;
+    return this.state.attempts.get(key)?.size ?? 0;
   }
 
   async reopenDeadLettered(key: string, now: number): Promise<ReopenOutcome> {
@@ -206,6 +220,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     if (record.status !== 'dead-lettered') return record.status;
     const { dispatchId, at, expiresAt } = record;
     this.state.idempotency.set(key, { status: 'failed', dispatchId, at, expiresAt });
+    this.state.attempts.delete(key);
     return 'reopened';
   }
 

@@ -1,4 +1,5 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
+import { fifoRedriveThreshold } from '../../lib/domain/outcome/retryPolicy';
 import { FakeClock } from '../memory/FakeClock';
 import { MemoryInvoker } from '../memory/MemoryInvoker';
 import { MemoryQueues } from '../memory/MemoryQueues';
@@ -113,7 +114,11 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
   });
   const circuit = new RecordingStore(clock);
   const memory = { ...memoryStores(), circuit };
-  const memoryQueues = new MemoryQueues({ clock, maxReceiveCount: Math.max(10, config.retry.maxAttempts + 5) });
+  const memoryQueues = new MemoryQueues({
+    clock,
+    maxReceiveCount: Math.max(10, config.retry.maxAttempts + 5),
+    fifoMaxReceiveCount: fifoRedriveThreshold(config.retry.maxAttempts),
+  });
   // The services see the ports as slow as AWS answers (see scenario.awsLatency); the run itself looks at them directly.
   const { lambdaMs, dynamodbMs, sqsMs } = scenario.awsLatency;
   const orchestratorRequests = new Map<string, number>();

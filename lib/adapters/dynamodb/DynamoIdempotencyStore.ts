@@ -36,7 +36,8 @@ const MAX_REOPEN_ATTEMPTS = 3;
  * The `IdempotencyStore` on the state table: one item per key (`idem#<key>`) with the record's fields, plus
  * {@link TTL_ATTRIBUTE}, for a claim the id of the claim that wrote it (`claim`), the string set `spent` of the
  * dispatches that claimed the key or gave their reservation back (with `refundClaim`, the id of the last such mark),
- * and, once an operator reopened the key, the id of the last reopen (`reopen`).
+ * the string set `attempts` of the dispatches whose call spent an attempt, and, once an operator reopened the key, the
+ * id of the last reopen (`reopen`).
  * Items written before `spent` existed read the same: a dispatch missing from the set has not spent its reservation. See {@link DynamoTable} for the whole layout.
  */
 export class DynamoIdempotencyStore implements IdempotencyStore {
@@ -117,12 +118,42 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     );
   }
 
-  /** @inheritDoc */
-  async putIdempotency(key: string, record: IdempotencyRecord): Promise<void> {
+  /**
+   * {@inheritDoc IdempotencyStore.putIdempotency}
+   *
+   * A spent attempt adds the dispatch to the string set `attempts`: an `ADD` of a member already there changes nothing,
+   * so an SDK retry of a write that landed counts the attempt once.
+   */
+  async putIdempotency(
+    key: string,
+    record: IdempotencyRecord,
+    options: { readonly spentAttempt?: boolean } = {},
+  ): Promise<void> {
+    const spent = options.spentAttempt === true;
+    const { Key, UpdateExpression } = recordUpdate(key, record, {}, 'REMOVE #claim');
     await this.table.update({
-      ...recordUpdate(key, record, {}, 'REMOVE #claim'),
-      ExpressionAttributeValues: recordValues(record, {}),
+      Key,
+      UpdateExpression: spent ? `${UpdateExpression} ADD #attempts :attempt` : UpdateExpression,
+      ExpressionAttributeValues: {
+        ...recordValues(record, {}),
+        ...(spent ? { ':attempt': new Set([record.dispatchId]) } : {}),
+      },
     });
+  }
+
+  /**
+   * {@inheritDoc IdempotencyStore.attemptsSpent}
+   *
+   * The size of the item's `attempts` set, read alone (a projection: one read unit whatever the item's size). An item
+   * written before `attempts` existed has none: 0.
+   * @throws StateFormatError when `attempts` is not a string set.
+   */
+  async attemptsSpent(key: string): Promise<number> {
+    const item = await this.table.get({ Key: idempotencyKey(key), ProjectionExpression: '#attempts' });
+    const attempts = item?.attempts;
+    if (attempts === undefined) return 0;
+    if (!(attempts instanceof Set)) throw corrupt(`idempotency record '${key}'`, 'attempts must be a string set', item);
+    return attempts.size;
   }
 
   /**
@@ -140,7 +171,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     //       │ dispatch claims the key, d's further │ the next dispatch claims the key anyway
     //       │ deliveries stay out                  │
     //
-    // Only `status` changes (and `reason` goes): `dispatchId`, `at`, the TTL and the `spent` marks stay, so that a
+    // Only `status` changes (and `reason` and the attempts spent go: the redriven job gets all its attempts again): `dispatchId`, `at`, the TTL and the `spent` marks stay, so that a
     // late delivery of d is refused (a failed record of its own dispatch) or, once the next dispatch holds the key,
     // finds its mark and gives nothing back. A record of any other status is left as it is.
     //
@@ -154,7 +185,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
         this.table
           .update({
             Key: idempotencyKey(key),
-            UpdateExpression: 'SET #status = :failed, #reopen = :reopen REMOVE #reason',
+            UpdateExpression: 'SET #status = :failed, #reopen = :reopen REMOVE #reason, #attempts',
             ConditionExpression: '#status = :deadLettered AND #expiresAt > :now',
             ExpressionAttributeValues: {
               ':failed': 'failed',

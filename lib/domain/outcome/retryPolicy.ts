@@ -21,6 +21,27 @@ export const MAX_DELAY_MS = 900_000;
 /** Largest accepted `maxAttempts`. */
 export const MAX_ATTEMPTS = 100;
 
+/**
+ * Receives a FIFO message may see per attempt of its job before SQS's redrive (the FIFO queue's `maxReceiveCount`)
+ * moves it without a reason. Besides its own attempts, a FIFO message is received again for every hand-back (a
+ * retry of an earlier message of its group received with it), every stand-down and every pause (the circuit held it
+ * back, its worker was late, its key could not be read, the API refused the caller): none spends an attempt, and
+ * none should bring the backstop near.
+ */
+export const FIFO_RECEIVES_PER_ATTEMPT = 20;
+
+/** SQS's largest `maxReceiveCount`. */
+export const MAX_RECEIVE_COUNT = 1_000;
+
+/**
+ * The least `maxReceiveCount` the FIFO queue's redrive may have, `maxAttempts` being the retry setting: generous
+ * enough that, in normal operation, the service dead-letters a FIFO job itself (with its reason) long before SQS
+ * would: {@link FIFO_RECEIVES_PER_ATTEMPT} receives per attempt, at most SQS's limit.
+ */
+export function fifoRedriveThreshold(maxAttempts: number): number {
+  return Math.min(MAX_RECEIVE_COUNT, FIFO_RECEIVES_PER_ATTEMPT * maxAttempts);
+}
+
 /** The settings used where none are configured. */
 export const DEFAULT_RETRY_SETTINGS: RetrySettings = Object.freeze({
   maxAttempts: 5,

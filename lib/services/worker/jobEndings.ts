@@ -76,11 +76,14 @@ export async function endFailed(job: JobContext, call: AnsweredCall, decision: F
   // again. `failed` lets the next dispatch (the next attempt) claim the key; `dead-lettered` keeps every later claim
   // out, and is written before the message leaves: a worker stopping in between leaves a message whose next
   // dispatch finds the record and dead-letters it without calling (ended is ended).
+  // The same write counts the call as an attempt the job spent, unless it is kept (the API refused the caller, or the
+  // circuit is open): a FIFO job's attempt is that count (see attemptOf).
   await deps.stores.idempotency.putIdempotency(
     event.idempotencyKey,
     fate.action === 'dead-letter'
       ? { ...endedRecord('dead-lettered', event.dispatchId, now, deps.config), reason: fate.reason }
       : endedRecord('failed', event.dispatchId, now, deps.config),
+    { spentAttempt: fate.action !== 'keep' },
   );
   // Recorded before the message is requeued, kept or dead-lettered. A failed call rarely owes one (only when the API
   // reports a usage other than the estimate); if it cannot be recorded, the message's fate goes ahead and the worker

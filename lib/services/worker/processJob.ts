@@ -4,6 +4,7 @@ import type { ServiceConfig } from '../../config';
 import type { ReadyCaller } from '../../ports/ApiCaller';
 import type { Clock } from '../../ports/Clock';
 import type { JobEvent } from '../../ports/Invoker';
+import { attemptOf } from './attempts';
 import { claimJob, standBack } from './claims';
 import { CircuitView } from './circuitView';
 import { endFailed, endSucceeded, giveBack, type GiveBackReason } from './jobEndings';
@@ -37,14 +38,23 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const held = await claimJob(event, claim, start, deps);
   if (held !== null) return standBack(held, event, job.message, start, deps);
   if (lateAtStart) return giveBack(job, 'late-start');
+  const counting = attemptOf(event, deps);
   const ready = await waitForSlot(job);
   if (typeof ready === 'string') return giveBack(job, ready);
   const call = await callApi(job, ready);
+  // From here on, the job's attempt is the service's own count: it is what the retry policy judges, what a dead
+  // letter and a result carry.
+  const counted: JobContext = { ...job, event: { ...event, attempt: await counting } };
   const decision = decideRetry(
-    { classification: call.classification, attempt: event.attempt, refillMs: refillMs(config), random: deps.random },
+    {
+      classification: call.classification,
+      attempt: counted.event.attempt,
+      refillMs: refillMs(config),
+      random: deps.random,
+    },
     config.retry,
   );
-  return decision.action === 'succeed' ? endSucceeded(job, call) : endFailed(job, call, decision);
+  return decision.action === 'succeed' ? endSucceeded(counted, call) : endFailed(counted, call, decision);
 }
 
 /**
