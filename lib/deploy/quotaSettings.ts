@@ -6,6 +6,7 @@
 import { parseServiceConfig, type ServiceConfig } from '../config';
 import { CONFIG_ENV, WORKER_ENV } from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
+import { FIFO_RECEIVES_PER_ATTEMPT, fifoRedriveThreshold } from '../domain/outcome/retryPolicy';
 import { ConfigError } from '../errors';
 import type { ResultDestination } from '../resultDestination';
 import { SCHEDULE_EXPRESSION, SCHEDULE_PERIOD_MS } from '../schedule';
@@ -24,6 +25,9 @@ export const SETTINGS_PATH = 'custom.quotaOrchestrator';
 
 /** Where the SQS redrive threshold of the source queues lives in serverless.yml. */
 export const MAX_RECEIVE_COUNT_PATH = 'custom.queues.maxReceiveCount';
+
+/** Where serverless.yml sets the FIFO queue's redrive threshold (see `fifoRedriveThreshold`). */
+export const FIFO_MAX_RECEIVE_COUNT_PATH = 'custom.queues.fifoMaxReceiveCount';
 
 /** Lambda's longest timeout. */
 export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
@@ -47,7 +51,7 @@ export interface FunctionView {
 export interface ServiceView {
   readonly custom?: {
     readonly quotaOrchestrator?: unknown;
-    readonly queues?: { readonly maxReceiveCount?: unknown };
+    readonly queues?: { readonly maxReceiveCount?: unknown; readonly fifoMaxReceiveCount?: unknown };
     readonly alarms?: unknown;
   };
   readonly provider: {
@@ -200,28 +204,41 @@ function parseServiceSettings(
 }
 
 /**
- * Checks that the source queues' redrive threshold exceeds `retry.maxAttempts`: a FIFO retry re-receives its message,
- * and SQS must not redrive it before the service dead-letters it (with the reason).
- * @throws ConfigError naming `custom.queues.maxReceiveCount` or `custom.quotaOrchestrator.retry.maxAttempts`.
+ * Checks the source queues' redrive thresholds, SQS's last guard, which must not pre-empt the service's own
+ * dead-lettering (which records the reason): the standard queues' exceeds `retry.maxAttempts`, and the FIFO
+ * queue's is at least {@link fifoRedriveThreshold}, since a FIFO message is received again on every retry and on
+ * every hand-back of its group, which spend no attempt (a job's attempts are the service's own count).
+ * @throws ConfigError naming `custom.queues.maxReceiveCount`, `custom.queues.fifoMaxReceiveCount` or
+ * `custom.quotaOrchestrator.retry.maxAttempts`.
  */
-function checkRedrive(maxReceiveCount: unknown, config: ServiceConfig): void {
-  if (
-    typeof maxReceiveCount !== 'number' ||
-    !Number.isInteger(maxReceiveCount) ||
-    maxReceiveCount < 1 ||
-    maxReceiveCount > 1000
-  ) {
-    throw new ConfigError(
-      MAX_RECEIVE_COUNT_PATH,
-      `must be an integer from 1 to 1000 (the source queues' SQS redrive threshold); got ${describeValue(maxReceiveCount)}`,
-    );
-  }
-  if (config.retry.maxAttempts >= maxReceiveCount) {
+function checkRedrive(queues: NonNullable<ServiceView['custom']>['queues'], config: ServiceConfig): void {
+  const { maxAttempts } = config.retry;
+  const standard = receiveCountAt(MAX_RECEIVE_COUNT_PATH, queues?.maxReceiveCount);
+  if (maxAttempts >= standard) {
     throw new ConfigError(
       `${SETTINGS_PATH}.retry.maxAttempts`,
-      `must be below ${MAX_RECEIVE_COUNT_PATH} (${maxReceiveCount}): a FIFO retry re-receives its message, and SQS would redrive it before its last attempt; got ${config.retry.maxAttempts}`,
+      `must be below ${MAX_RECEIVE_COUNT_PATH} (${standard}): a message handed back by the orchestrator is received again, and SQS would redrive it before its last attempt; got ${maxAttempts}`,
     );
   }
+  const fifo = receiveCountAt(FIFO_MAX_RECEIVE_COUNT_PATH, queues?.fifoMaxReceiveCount);
+  const least = fifoRedriveThreshold(maxAttempts);
+  if (fifo < least) {
+    throw new ConfigError(
+      FIFO_MAX_RECEIVE_COUNT_PATH,
+      `must be from ${least} (${FIFO_RECEIVES_PER_ATTEMPT} receives per attempt of retry.maxAttempts ${maxAttempts}, at most 1000) to 1000: a FIFO message is received again on every retry and every hand-back of its group; got ${fifo}`,
+    );
+  }
+}
+
+/** The redrive threshold at `path`: an integer from 1 to 1000 (SQS's range). */
+function receiveCountAt(path: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1000) {
+    throw new ConfigError(
+      path,
+      `must be an integer from 1 to 1000 (an SQS redrive threshold); got ${describeValue(value)}`,
+    );
+  }
+  return value;
 }
 
 /** How the worker's settings are named in serverless.yml: under `custom.quotaOrchestrator`, shown as JSON. */
@@ -264,8 +281,9 @@ function environmentOf(
  *   not be received (dispatched) again before;
  * - `results`, when set, is a result destination (`parseResultDestination`), whose send the worker's role is granted
  *   (`workerStatements`);
- * - `custom.queues.maxReceiveCount` exceeds `retry.maxAttempts`, since a FIFO retry is a re-receive of the same
- *   message and SQS redrive must not pre-empt the service's own dead-lettering (which records the reason);
+ * - `custom.queues.maxReceiveCount` exceeds `retry.maxAttempts`, and `custom.queues.fifoMaxReceiveCount` is at least
+ *   `fifoRedriveThreshold(retry.maxAttempts)`: SQS redrive must not pre-empt the service's own dead-lettering (which
+ *   records the reason), and a FIFO message is received again on every retry and every hand-back of its group;
  * - `custom.alarms`, when present, holds the alarms' settings (see {@link checkAlarmSettings}).
  *
  * The environment carries the settings **as written** (plus the derived `workerTimeoutMs`), not the parsed
@@ -275,14 +293,14 @@ function environmentOf(
  *
  * @throws ConfigError whose `field` names the offending setting, prefixed `custom.quotaOrchestrator.` for the
  * service's settings (e.g. `custom.quotaOrchestrator.quotas[0].limit`), or `functions.<name>.timeout`,
- * `custom.queues.maxReceiveCount`, a field of `custom.alarms`, or the `environment` entry that would be overwritten.
+ * `custom.queues.maxReceiveCount`, `custom.queues.fifoMaxReceiveCount`, a field of `custom.alarms`, or the `environment` entry that would be overwritten.
  */
 export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   const settings = settingsOf(service);
   const workerTimeoutMs = checkFunctionTimeouts(service);
   const { written, config } = parseServiceSettings(settings, workerTimeoutMs);
   checkVisibilityOutlastsEvent(service, config, workerTimeoutMs);
-  checkRedrive(service.custom?.queues?.maxReceiveCount, config);
+  checkRedrive(service.custom?.queues, config);
   const worker = parseWorkerSettings(settings, config, packagingOrigin(settings));
   if (service.custom?.alarms !== undefined) checkAlarmSettings(service.custom.alarms);
   if (worker.results !== undefined) checkResultRegion(worker.results, service.provider.region);

@@ -23,7 +23,8 @@ export interface ParsedJob {
    */
   readonly idempotencyKey: string;
   /**
-   * 1 for a first try; a requeued message carries `attempt`, a FIFO retry counts its receives. A dead letter moved
+   * 1 for a first try; a requeued message carries `attempt`; a FIFO retry counts its receives, an upper bound that
+   * the worker refines with the attempts its key's record counts (see `attemptsSpent`). A dead letter moved
    * back as it was starts afresh at 1 (the `attempt` it carries is the one that failed last).
    */
   readonly attempt: number;

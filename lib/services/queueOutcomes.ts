@@ -113,8 +113,8 @@ export async function retryLater(
 /**
  * Returns a job that was not at fault (the API refused the caller) to be dispatched again once the circuit closes,
  * without consuming an attempt: any message but a FIFO one is requeued carrying `attempt` itself. A FIFO message is
- * made visible again in its own queue, so its group keeps its order; SQS then counts one more receive, which the
- * orchestrator reads as its attempt, and which no queue call can undo.
+ * made visible again in its own queue, so its group keeps its order; SQS then counts one more receive, which no
+ * queue call can undo, and which costs no attempt: a FIFO job's attempts are counted in its key's record.
  */
 export async function returnUnconsumed(queues: QueueReceiver, message: MessageRef, attempt: number): Promise<void> {
   await requeue(queues, message, attempt, 0);

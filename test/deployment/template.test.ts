@@ -12,6 +12,7 @@ import { packageService, readServerlessYml, readTemplate, type PackageRun } from
 import type { Template } from '../../tools/local/template';
 import { ORCHESTRATOR_MEMORY_MB, WORKER_MEMORY_MB } from '../../tools/bench/cost';
 import { ORCHESTRATOR_RANGES } from '../../lib/config';
+import { fifoRedriveThreshold } from '../../lib/domain/outcome/retryPolicy';
 import {
   DEAD_LETTER_QUEUE_RETENTION_MS,
   LONGEST_COPY_LIFE_MS,
@@ -30,7 +31,7 @@ let template: Template;
 let spec: CloudFormationSpec;
 let custom: {
   quotaOrchestrator: { quotas: unknown; retry: { maxAttempts: number }; apiKeyParameter: string };
-  queues: { maxReceiveCount: number; highThroughputFifo: boolean };
+  queues: { maxReceiveCount: number; fifoMaxReceiveCount: number; highThroughputFifo: boolean };
   stateTable: { pointInTimeRecovery: boolean };
 };
 
@@ -239,8 +240,16 @@ describe('the queues', () => {
   it.each(Object.entries(REDRIVE))('%s redrives to its own DLQ, %s, as a last guard', (source, dlq) => {
     const policy = props(source).RedrivePolicy as { deadLetterTargetArn: unknown; maxReceiveCount: number };
     expect(policy.deadLetterTargetArn).toEqual(getAtt(dlq));
-    expect(policy.maxReceiveCount).toBe(custom.queues.maxReceiveCount);
-    expect(policy.maxReceiveCount).toBeGreaterThan(custom.quotaOrchestrator.retry.maxAttempts);
+    if (source === 'FifoQueue') {
+      // Every retry and every hand-back of its group re-receives a FIFO message; its attempts are the service's count.
+      expect(policy.maxReceiveCount).toBe(custom.queues.fifoMaxReceiveCount);
+      expect(policy.maxReceiveCount).toBeGreaterThanOrEqual(
+        fifoRedriveThreshold(custom.quotaOrchestrator.retry.maxAttempts),
+      );
+    } else {
+      expect(policy.maxReceiveCount).toBe(custom.queues.maxReceiveCount);
+      expect(policy.maxReceiveCount).toBeGreaterThan(custom.quotaOrchestrator.retry.maxAttempts);
+    }
   });
 
   it('makes the FIFO queue and its DLQ FIFO, with explicit deduplication ids, and no other', () => {

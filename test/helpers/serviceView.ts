@@ -9,7 +9,7 @@ export const quotas = [
 /**
  * The slice of a resolved serverless.yml that the quota-config plugin reads, shaped like the repository's own;
  * `overrides` replaces settings (a key set to `undefined` removes it), the functions' timeouts, the worker's
- * maximumEventAge and `custom.alarms`.
+ * maximumEventAge, the queues' redrive thresholds and `custom.alarms`.
  */
 export function service(
   overrides: {
@@ -18,6 +18,7 @@ export function service(
     workerTimeout?: unknown;
     workerEventAge?: unknown;
     maxReceiveCount?: unknown;
+    fifoMaxReceiveCount?: unknown;
     alarms?: unknown;
   } = {},
 ): ServiceView {
@@ -29,7 +30,10 @@ export function service(
         healthUrl: 'https://api.example.com/health',
         ...overrides.settings,
       },
-      queues: { maxReceiveCount: 'maxReceiveCount' in overrides ? overrides.maxReceiveCount : 10 },
+      queues: {
+        maxReceiveCount: 'maxReceiveCount' in overrides ? overrides.maxReceiveCount : 10,
+        fifoMaxReceiveCount: 'fifoMaxReceiveCount' in overrides ? overrides.fifoMaxReceiveCount : 100,
+      },
       alarms:
         'alarms' in overrides
           ? overrides.alarms

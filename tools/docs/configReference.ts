@@ -53,7 +53,7 @@ const MINIMAL_SERVICE = {
   provider: {},
   functions: { orchestrator: { timeout: 300 }, worker: { timeout: 30, maximumEventAge: 60 } },
   custom: {
-    queues: { maxReceiveCount: 10 },
+    queues: { maxReceiveCount: 10, fifoMaxReceiveCount: 100 },
     quotaOrchestrator: {
       ...MINIMAL_CONFIG,
       apiUrl: 'https://api.example.com/jobs',

@@ -5,6 +5,8 @@ import type { QueueName, SourceQueue } from '../../lib/ports/QueueReceiver';
 export interface LaneQueuesOptions {
   /** Receives after which SQS moves a source queue's message to its dead-letter queue. @default 5 */
   readonly maxReceiveCount?: number;
+  /** The FIFO queue's, as `custom.queues.fifoMaxReceiveCount` sets it when deployed. @default `maxReceiveCount` */
+  readonly fifoMaxReceiveCount?: number;
 }
 
 /**
@@ -49,6 +51,7 @@ export async function createLaneQueues(
   options: LaneQueuesOptions = {},
 ): Promise<Record<QueueName, string>> {
   const maxReceiveCount = options.maxReceiveCount ?? 5;
+  const fifoMaxReceiveCount = options.fifoMaxReceiveCount ?? maxReceiveCount;
   const longest = `${prefix}-fifo-dlq.fifo`;
   if (longest.length > 80)
     throw new Error(`queue name prefix '${prefix}' is too long: '${longest}' exceeds 80 characters`);
@@ -60,7 +63,10 @@ export async function createLaneQueues(
       ? { FifoQueue: 'true', ContentBasedDeduplication: 'false' }
       : {};
     const dlqUrl = await createQueue(client, `${prefix}-${queue}-dlq${suffix}`, typeAttributes);
-    const redrivePolicy = JSON.stringify({ deadLetterTargetArn: await queueArn(client, dlqUrl), maxReceiveCount });
+    const redrivePolicy = JSON.stringify({
+      deadLetterTargetArn: await queueArn(client, dlqUrl),
+      maxReceiveCount: fifo ? fifoMaxReceiveCount : maxReceiveCount,
+    });
     const url = await createQueue(client, `${prefix}-${queue}${suffix}`, {
       ...typeAttributes,
       RedrivePolicy: redrivePolicy,

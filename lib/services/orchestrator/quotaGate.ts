@@ -14,8 +14,8 @@ const MAX_HIDE_FROM_RECEIVE_MS = 43_200_000 - 60_000;
 
 /**
  * Receives only what can be sent while it is held. SQS counts every receive (and redrives a message to its DLQ
- * after `maxReceiveCount`; a FIFO job's attempt is its receive count), so a message received and then handed back
- * unsent loses one of its receives for nothing. A received message is sendable while its visibility still covers a
+ * after `maxReceiveCount`, a last guard the service's own count of attempts must not reach), so a message received
+ * and then handed back unsent loses one of its receives for nothing. A received message is sendable while its visibility still covers a
  * worker's run (`visibilityTimeoutMs − workerTimeoutMs` after its receive) and the run is still going (its deadline).
  *
  * **Quota exhaustion.** Before each receive the gate asks the pacer when one unit could go next (every tier and the

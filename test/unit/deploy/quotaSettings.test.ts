@@ -229,6 +229,12 @@ describe('resolveQuotaSettings', () => {
         'must be an integer from 1 to 1000',
       ],
       [
+        'a FIFO redrive threshold beyond SQS’s range',
+        { fifoMaxReceiveCount: 1001 },
+        'custom.queues.fifoMaxReceiveCount',
+        'must be an integer from 1 to 1000',
+      ],
+      [
         'a result destination of an unknown type',
         { settings: { results: { type: 'sns' } } },
         'custom.quotaOrchestrator.results.type',
@@ -297,6 +303,20 @@ describe('resolveQuotaSettings', () => {
       );
       expect(error.field).toBe('custom.quotaOrchestrator.retry.maxAttempts');
       expect(error.message).toContain('must be below custom.queues.maxReceiveCount (10)');
+    });
+
+    it('refuses a FIFO redrive threshold below 20 receives per attempt: a FIFO message is received again on every retry and hand-back', () => {
+      const error = thrown(ConfigError, () => resolveQuotaSettings(service({ fifoMaxReceiveCount: 99 })));
+      expect(error.field).toBe('custom.queues.fifoMaxReceiveCount');
+      expect(error.message).toContain('must be from 100 (20 receives per attempt of retry.maxAttempts 5');
+      expect(() => resolveQuotaSettings(service({ fifoMaxReceiveCount: 100 }))).not.toThrow();
+    });
+
+    it('caps the least FIFO redrive threshold at SQS’s 1000', () => {
+      const settings = { retry: { maxAttempts: 60 } };
+      expect(() =>
+        resolveQuotaSettings(service({ settings, maxReceiveCount: 61, fifoMaxReceiveCount: 1000 })),
+      ).not.toThrow();
     });
 
     it('refuses a missing settings block', () => {
