@@ -1,0 +1,117 @@
+/**
+ * The simulation beside the local stack: each bench scenario run once on virtual time (memory stores) and once end to
+ * end on the emulators, with the same jobs, start delays, API and settings, and their utilizations compared.
+ */
+import { CONFIG_ENV, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
+import type { ServiceConfig } from '../../lib/config';
+import type { Scenario } from '../simulation/scenario';
+import { runSimulation } from '../simulation/runSimulation';
+import type { Template } from '../local/template';
+import { simulationScenario } from './jobSet';
+import { runOrchestratorStrategy, settingsOverrides } from './orchestratorStrategy';
+import { formatFixedWidth } from './table';
+import type { BenchScenario } from './types';
+
+/** How far apart the two utilizations may be for the simulation to count as agreeing with the local stack. */
+export const AGREEMENT = 0.03;
+
+/** One scenario's utilization in the simulation and on the local stack. */
+export interface SimVsLocalRow {
+  readonly scenario: string;
+  readonly simulation: number;
+  readonly local: number;
+  /** `simulation - local`, 3 decimals. */
+  readonly difference: number;
+  /** Whether the difference is within {@link AGREEMENT} either way. */
+  readonly agrees: boolean;
+  /** Run durations in seconds, simulation and local, to tell where a difference comes from. */
+  readonly simulationSeconds: number;
+  readonly localSeconds: number;
+}
+
+/** The worker function's environment in the packaged template (the settings serverless.yml gives the service). */
+function packagedEnv(template: Template): Env {
+  const worker = Object.values(template.Resources).find(
+    (r) => r.Type === 'AWS::Lambda::Function' && r.Properties?.Handler === 'functions/worker.handler',
+  );
+  const variables = (worker?.Properties?.Environment as { Variables?: Record<string, unknown> } | undefined)?.Variables;
+  if (variables === undefined) throw new Error('the packaged template has no worker function with an environment');
+  const config = Object.values(CONFIG_ENV) as string[];
+  return Object.fromEntries(
+    Object.entries(variables).filter(([name, value]) => config.includes(name) && typeof value === 'string'),
+  ) as Env;
+}
+
+/**
+ * The simulation's scenario for a bench scenario: {@link simulationScenario}, but with the settings the local run
+ * gives its functions, serverless.yml's with the bench scenario's own (its quotas, and an LLM's `maxInFlight` and
+ * usage preset) over them, so that both run the same configuration.
+ */
+export function packagedScenario(bench: BenchScenario, template: Template): Scenario {
+  const scenario = simulationScenario(bench);
+  const env: Env = {
+    ...packagedEnv(template),
+    ...Object.fromEntries(
+      settingsOverrides(bench).map((key) => {
+        const value: unknown = scenario.config[key];
+        return [CONFIG_ENV[key], typeof value === 'string' ? value : JSON.stringify(value)];
+      }),
+    ),
+  };
+  const config: ServiceConfig = serviceConfigFromEnv(env);
+  return { ...scenario, config, ...(bench.awsLatency === undefined ? {} : { awsLatency: bench.awsLatency }) };
+}
+
+/**
+ * Runs each scenario in the simulation and then on the local stack, one after the other.
+ * @param onStart told each scenario and side as it starts (progress for people).
+ */
+export async function simVsLocal(
+  scenarios: readonly BenchScenario[],
+  template: Template,
+  onStart: (what: string) => void = () => undefined,
+): Promise<SimVsLocalRow[]> {
+  const rows: SimVsLocalRow[] = [];
+  for (const bench of scenarios) {
+    onStart(`${bench.name}: simulation`);
+    const simulated = (await runSimulation(packagedScenario(bench, template))).report;
+    onStart(`${bench.name}: local stack`);
+    const local = await runOrchestratorStrategy(bench, { template });
+    const difference = Math.round((simulated.utilization - local.utilization) * 1000) / 1000;
+    rows.push({
+      scenario: bench.name,
+      simulation: simulated.utilization,
+      local: local.utilization,
+      difference,
+      agrees: Math.abs(difference) <= AGREEMENT,
+      simulationSeconds: simulated.durationSeconds,
+      localSeconds: local.durationSeconds,
+    });
+  }
+  return rows;
+}
+
+/** The rows as a table for people. */
+export function formatSimVsLocal(rows: readonly SimVsLocalRow[]): string {
+  const columns = [
+    { header: 'scenario', align: 'left' },
+    { header: 'utilization (simulation)', align: 'right' },
+    { header: 'utilization (local stack)', align: 'right' },
+    { header: 'difference', align: 'right' },
+    { header: `within ${AGREEMENT}`, align: 'left' },
+    { header: 'duration s (sim / local)', align: 'right' },
+  ] as const;
+  return formatFixedWidth(
+    columns,
+    rows.map((r) => ({
+      cells: [
+        r.scenario,
+        r.simulation.toFixed(3),
+        r.local.toFixed(3),
+        `${r.difference >= 0 ? '+' : ''}${r.difference.toFixed(3)}`,
+        r.agrees ? 'yes' : 'no',
+        `${r.simulationSeconds.toFixed(1)} / ${r.localSeconds.toFixed(1)}`,
+      ],
+    })),
+  );
+}
