@@ -6,9 +6,11 @@ import { CONFIG_ENV, serviceConfigFromEnv, type Env } from '../../lib/configFrom
 import type { ServiceConfig } from '../../lib/config';
 import type { Scenario } from '../simulation/scenario';
 import { runSimulation } from '../simulation/runSimulation';
+import type { AwsLatencyProfile } from '../simulation/awsLatency';
+import { runLocal, type LocalRunResult } from '../local/localRun';
 import type { Template } from '../local/template';
 import { simulationScenario } from './jobSet';
-import { runOrchestratorStrategy, settingsOverrides } from './orchestratorStrategy';
+import { settingsOverrides } from './orchestratorStrategy';
 import { formatFixedWidth } from './table';
 import type { BenchScenario } from './types';
 
@@ -27,6 +29,24 @@ export interface SimVsLocalRow {
   /** Run durations in seconds, simulation and local, to tell where a difference comes from. */
   readonly simulationSeconds: number;
   readonly localSeconds: number;
+  /** The local stack's mean time per AWS request, by service, which the simulation added to each of its requests. */
+  readonly awsLatency: AwsLatencyProfile;
+  /** The simulation's utilization without that latency (each request instant), for comparison. */
+  readonly simulationWithoutLatency: number;
+}
+
+/** Receives may wait for messages (long polling): their time is not the service's latency. */
+const LONG_POLLS = /^sqs\.ReceiveMessage/;
+
+/** The mean milliseconds of a local run's requests to each service (both functions', receives left out), 1 decimal. */
+function measuredLatency(run: LocalRunResult): AwsLatencyProfile {
+  const tallies = [...Object.entries(run.orchestrator.requests), ...Object.entries(run.worker.requests)];
+  const mean = (service: string): number => {
+    const of = tallies.filter(([key]) => key.startsWith(`${service}.`) && !LONG_POLLS.test(key)).map(([, t]) => t);
+    const count = of.reduce((sum, t) => sum + t.count, 0);
+    return count === 0 ? 0 : Math.round((of.reduce((sum, t) => sum + t.ms, 0) / count) * 10) / 10;
+  };
+  return { lambdaMs: mean('lambda'), dynamodbMs: mean('dynamodb'), sqsMs: mean('sqs') };
 }
 
 /** The worker function's environment in the packaged template (the settings serverless.yml gives the service). */
@@ -63,7 +83,9 @@ export function packagedScenario(bench: BenchScenario, template: Template): Scen
 }
 
 /**
- * Runs each scenario in the simulation and then on the local stack, one after the other.
+ * Runs each scenario on the local stack, then in the simulation with the mean time the local stack's emulators took
+ * per request (by service) added to each of the simulation's requests, as `awsLatency` adds AWS's; and once more
+ * without it, to show what that latency accounts for.
  * @param onStart told each scenario and side as it starts (progress for people).
  */
 export async function simVsLocal(
@@ -73,10 +95,14 @@ export async function simVsLocal(
 ): Promise<SimVsLocalRow[]> {
   const rows: SimVsLocalRow[] = [];
   for (const bench of scenarios) {
-    onStart(`${bench.name}: simulation`);
-    const simulated = (await runSimulation(packagedScenario(bench, template))).report;
     onStart(`${bench.name}: local stack`);
-    const local = await runOrchestratorStrategy(bench, { template });
+    const run = await runLocal({ scenario: simulationScenario(bench), overrides: settingsOverrides(bench), template });
+    const local = run.report;
+    const awsLatency = measuredLatency(run);
+    onStart(`${bench.name}: simulation`);
+    const scenario = packagedScenario(bench, template);
+    const simulated = (await runSimulation({ ...scenario, awsLatency })).report;
+    const instant = (await runSimulation(scenario)).report;
     const difference = Math.round((simulated.utilization - local.utilization) * 1000) / 1000;
     rows.push({
       scenario: bench.name,
@@ -86,6 +112,8 @@ export async function simVsLocal(
       agrees: Math.abs(difference) <= AGREEMENT,
       simulationSeconds: simulated.durationSeconds,
       localSeconds: local.durationSeconds,
+      awsLatency,
+      simulationWithoutLatency: instant.utilization,
     });
   }
   return rows;
@@ -100,6 +128,8 @@ export function formatSimVsLocal(rows: readonly SimVsLocalRow[]): string {
     { header: 'difference', align: 'right' },
     { header: `within ${AGREEMENT}`, align: 'left' },
     { header: 'duration s (sim / local)', align: 'right' },
+    { header: 'local ms per request (Lambda, DynamoDB, SQS)', align: 'right' },
+    { header: 'simulation without it', align: 'right' },
   ] as const;
   return formatFixedWidth(
     columns,
@@ -111,6 +141,8 @@ export function formatSimVsLocal(rows: readonly SimVsLocalRow[]): string {
         `${r.difference >= 0 ? '+' : ''}${r.difference.toFixed(3)}`,
         r.agrees ? 'yes' : 'no',
         `${r.simulationSeconds.toFixed(1)} / ${r.localSeconds.toFixed(1)}`,
+        `${r.awsLatency.lambdaMs}, ${r.awsLatency.dynamodbMs}, ${r.awsLatency.sqsMs}`,
+        r.simulationWithoutLatency.toFixed(3),
       ],
     })),
   );
