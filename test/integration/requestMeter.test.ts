@@ -1,7 +1,7 @@
 import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueUrlCommand } from '@aws-sdk/client-sqs';
 import { TABLE_KEY } from '../../lib/adapters/dynamodb/DynamoTable';
-import { countRequests, dynamodbUnits, laneItemLoad, RequestMeter } from '../../tools/local/requestMeter';
+import { countRequests, dynamodbUnits, isLaneItem, itemLoad, RequestMeter } from '../../tools/local/requestMeter';
 import { createStateTable, deleteStateTable } from '../../tools/local/stateTable';
 import { testDynamoClient, testSqsClient, uniqueName } from '../helpers/awsClients';
 
@@ -65,7 +65,7 @@ describe('RequestMeter', () => {
     }
   });
 
-  it('keeps each write to a lane item with its units and when it was sent, and sums them by the second', async () => {
+  it('keeps each write to an item with its key, units and when it was sent, and sums them by item and second', async () => {
     const client = testDynamoClient();
     const TableName = uniqueName('metered');
     await createStateTable(client, TableName);
@@ -98,13 +98,21 @@ describe('RequestMeter', () => {
       );
       await metered.send(new GetItemCommand({ TableName, Key }));
 
-      expect(meter.laneWrites).toEqual([
-        { at: 0, units: 2 },
-        { at: 400, units: 2 },
-        { at: 1_200, units: 2 },
+      expect(meter.itemWrites).toEqual([
+        { key: 'lane#a', at: 0, units: 2 },
+        { key: 'lane#a', at: 400, units: 2 },
+        { key: 'lane#a', at: 1_200, units: 2 },
+        { key: 'idem#k', at: 1_200, units: 3 },
       ]);
-      expect(laneItemLoad(meter.laneWrites)).toEqual({ largestWriteKb: 2, peakWriteUnitsPerSecond: 4 });
-      expect(laneItemLoad([])).toEqual({ largestWriteKb: 0, peakWriteUnitsPerSecond: 0 });
+      // The second 1 holds 5 units, but on two items: the busiest item's second is lane#a's first, 4 units.
+      expect(itemLoad(meter.itemWrites)).toEqual({
+        largestWriteKb: 3,
+        largestItem: 'idem#k',
+        peakWriteUnitsPerSecond: 4,
+        peakItem: 'lane#a',
+      });
+      expect(itemLoad(meter.itemWrites.filter(isLaneItem))).toMatchObject({ largestWriteKb: 2, largestItem: 'lane#a' });
+      expect(itemLoad([])).toEqual({ largestWriteKb: 0, largestItem: '', peakWriteUnitsPerSecond: 0, peakItem: '' });
     } finally {
       await deleteStateTable(client, TableName);
     }

@@ -1,5 +1,5 @@
 import { runLocal, type LocalRunResult } from '../local/localRun';
-import { countRequests, dynamodbUnits, laneItemLoad, type LaneItemLoad } from '../local/requestMeter';
+import { countRequests, dynamodbUnits, isLaneItem, itemLoad, type ItemLoad } from '../local/requestMeter';
 import type { Template } from '../local/template';
 import type { ServiceConfig } from '../../lib/config';
 import { namedUnits } from '../../lib/domain/quota/tiers';
@@ -26,7 +26,9 @@ export interface OrchestratorResult extends StrategyResult {
   /** Jobs dispatched in the run's busiest whole second, as their calls reached the API: the sustained peak. */
   readonly dispatchesPerSecond: number;
   /** The lane item's load from both functions: against DynamoDB's 400 KB item and 1,000 write units a second per partition. */
-  readonly laneItem: LaneItemLoad;
+  readonly laneItem: ItemLoad;
+  /** The busiest items' load from both functions, whichever items they are (see `ItemLoad`). */
+  readonly hotItems: ItemLoad;
   readonly peakHeapMb: number;
 }
 
@@ -46,15 +48,18 @@ export async function runOrchestratorStrategy(
 ): Promise<OrchestratorResult> {
   // The same jobs and start delays as the baselines' workers, and like them no second deliveries.
   const scenario = simulationScenario(bench);
-  const overrides: (keyof ServiceConfig)[] =
-    bench.llm === undefined ? ['quotas'] : ['quotas', 'maxInFlight', 'usagePreset'];
   const run = await runLocal({
     scenario,
-    overrides,
+    overrides: settingsOverrides(bench),
     template: options.template,
     ...(bench.awsLatency === undefined ? {} : { awsLatency: bench.awsLatency }),
   });
   return toResult(bench, run);
+}
+
+/** The settings a bench scenario gives over serverless.yml's: its quotas, and an LLM's `maxInFlight` and usage preset. */
+export function settingsOverrides(bench: BenchScenario): (keyof ServiceConfig)[] {
+  return bench.llm === undefined ? ['quotas'] : ['quotas', 'maxInFlight', 'usagePreset'];
 }
 
 function requestsTo(run: LocalRunResult, service: string): number {
@@ -74,6 +79,7 @@ function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult
   const billedSeconds = (run.orchestrator.billedMs + run.worker.billedMs) / 1000;
   const waited = Object.entries(run.orchestrator.requests).map(([key, tally]) => [key, tally.ms / 1000] as const);
   const units = unitsOf(run);
+  const writes = [...run.orchestrator.itemWrites, ...run.worker.itemWrites];
   const outageEnd =
     bench.outage === undefined ? undefined : run.start + (bench.outage.atSeconds + bench.outage.forSeconds) * 1000;
   return {
@@ -106,7 +112,8 @@ function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult
     apiCallSecondsPerJob: round(run.apiCallSeconds / jobs),
     orchestratorTime: Object.fromEntries(waited.map(([key, s]) => [key, round(s)])),
     dispatchesPerSecond: Math.max(0, ...callsPerSecond(run.calls, run.start)),
-    laneItem: laneItemLoad([...run.orchestrator.laneWrites, ...run.worker.laneWrites]),
+    laneItem: itemLoad(writes.filter(isLaneItem)),
+    hotItems: itemLoad(writes),
     peakHeapMb: round(run.peakHeapBytes / 1e6),
   };
 }

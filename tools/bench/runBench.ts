@@ -131,6 +131,20 @@ export function ceilingLines(result: OrchestratorResult, simulated: SimulatedCei
   ].join('\n');
 }
 
+/**
+ * The hot-lane run: the busiest item's load at the dispatch rate reached, against the state layout's target (under
+ * 64 KB and 500 write units a second on any one item) and DynamoDB's limits (400 KB per item, 1,000 write units a
+ * second per partition).
+ */
+export function hotLaneLines(result: OrchestratorResult, scenario: BenchScenario): string {
+  const { hotItems } = result;
+  return [
+    `hot-lane (${scenario.jobs} jobs against ${quotaPerSecond(scenario)} calls/s, maxInFlight ${scenario.maxInFlight}, usage reported): ${result.dispatchesPerSecond} dispatches in the busiest second, ${result.peakCallsInFlight ?? 0} calls in flight at most`,
+    `  largest item written: ${hotItems.largestWriteKb} KB (${hotItems.largestItem || 'none'}); peak write units in one second on one item: ${hotItems.peakWriteUnitsPerSecond} WU/s (${hotItems.peakItem || 'none'})`,
+    `  target: under 64 KB and 500 WU/s per item (DynamoDB's limits: 400 KB, 1,000 WU/s per partition)`,
+  ].join('\n');
+}
+
 /** One chart panel: a scenario's calls per second per strategy, against the quota line. */
 export function chartPanel(scenario: BenchScenario, results: readonly StrategyResult[]): ChartPanel {
   return {

@@ -136,3 +136,30 @@ export function ceilingScenario(size: BenchSize): BenchScenario {
     awsLatency: AWS_LATENCY,
   };
 }
+
+/**
+ * Hot lane: an LLM API that allows 1,000 calls a second (its token tiers never bind), `maxInFlight` 1,000, answers
+ * with Anthropic's usage body in 250 ms plus 2 ms per output token (20 to 100 % of `max_tokens` 100: about 370 ms
+ * on average, so some 370 calls are in flight at the full rate). Every answer frees its call slot and hands back
+ * the output it did not use, so each writes a settlement: the load on the busiest item (the lane item, which holds
+ * the pending settlements and the call slots). 5,000 jobs (1,500 in the quick size): 5 s at the quota's rate.
+ */
+export function hotLaneScenario(size: BenchSize): BenchScenario {
+  return {
+    name: 'hot-lane',
+    jobs: size === 'full' ? 5000 : 1500,
+    quotas: parseTiers([
+      { limit: 1000, per: 'second' },
+      { limit: 250_000, per: 'second', unit: 'input_tokens' },
+      { limit: 150_000, per: 'second', unit: 'output_tokens' },
+    ]),
+    latencyMs: 250,
+    workers: 20,
+    maxInFlight: 1000,
+    llm: {
+      jobs: { promptTokensMin: 50, promptTokensMax: 200, maxTokens: 100 },
+      api: { outputShareMin: 0.2, outputShareMax: 1, msPerOutputToken: 2 },
+      concurrency: 1000,
+    },
+  };
+}

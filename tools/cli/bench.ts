@@ -6,13 +6,22 @@ import { renderBenchChart } from '../bench/chart';
 import { formatCostLines } from '../bench/cost';
 import type { OrchestratorResult } from '../bench/orchestratorStrategy';
 import { runOrchestratorStrategy } from '../bench/orchestratorStrategy';
-import { ceilingLines, chartPanel, compareStrategies, costLine, figures, growthTable } from '../bench/runBench';
+import {
+  ceilingLines,
+  chartPanel,
+  compareStrategies,
+  costLine,
+  figures,
+  growthTable,
+  hotLaneLines,
+} from '../bench/runBench';
 import { runBaseline } from '../bench/baselines';
 import { simulatedCeiling } from '../bench/simulatedCeiling';
 import { measureIdle } from '../bench/idleCost';
 import {
   ceilingScenario,
   growthScenarios,
+  hotLaneScenario,
   lateStartsScenario,
   llmScenario,
   outageScenario,
@@ -23,15 +32,22 @@ import {
 import { formatTable } from '../bench/table';
 import type { BenchScenario, StrategyResult } from '../bench/types';
 import { packagedTemplate } from '../local/packageService';
+import type { Template } from '../local/template';
+import { AGREEMENT, formatSimVsLocal, simVsLocal } from '../bench/simVsLocal';
 
 const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
   Runs one job set through four strategies side by side against the same quota-enforcing API:
   naive fan-out with SDK-style retries, per-worker Bottleneck limiters, one Bottleneck limiter shared in Redis,
   and this orchestrator end to end on the local stack, in the scenarios steady, outage, late-starts and llm (an
   LLM API with request, input-token and output-token tiers and a cap on calls in flight); then the orchestrator
-  alone at growing sizes and at its ceiling. Prints tables and cost lines, and writes a chart of calls per second.
+  alone at growing sizes, at its ceiling and on a hot lane (1,000 calls/s with usage reported). Prints tables and
+  cost lines, and writes a chart of calls per second.
   --quick       small sizes (about 6 minutes), for a smoke run
   --json        print the whole result as one JSON line, last
+  --sim-vs-local  only compare the simulation's utilization with the local stack's on steady, outage, late-starts
+                and llm (the orchestrator alone, once each way); they should agree within 0.03
+  --hot-lane    only the hot-lane run (1,000 calls/s, maxInFlight 1,000, usage reported): the largest item written
+                and the peak write units a second on any one item
   --chart FILE  where to write the SVG chart (default: out/bench.svg)`;
 
 async function main(): Promise<number> {
@@ -39,6 +55,8 @@ async function main(): Promise<number> {
     options: {
       quick: { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
+      'sim-vs-local': { type: 'boolean', default: false },
+      'hot-lane': { type: 'boolean', default: false },
       chart: { type: 'string', default: 'out/bench.svg' },
       help: { type: 'boolean', default: false },
     },
@@ -51,6 +69,8 @@ async function main(): Promise<number> {
   const began = Date.now();
   process.stderr.write('Packaging serverless.yml (osls package)…\n');
   const template = await packagedTemplate();
+  if (values['sim-vs-local']) return compareSimulation(size, template, values.json);
+  if (values['hot-lane']) return hotLaneOnly(size, template, values.json);
 
   const steady = steadyScenario(size);
   const outage = outageScenario(size);
@@ -76,6 +96,9 @@ async function main(): Promise<number> {
   const ceilingResult = await runOrchestratorStrategy(ceiling, { template });
   process.stderr.write(`  ceiling: simulation…\n`);
   const simulated = await simulatedCeiling(ceiling, size === 'full' ? 20_000 : 5_000);
+  const hotLane = hotLaneScenario(size);
+  process.stderr.write(`  hot-lane: orchestrator…\n`);
+  const hotLaneResult = await runOrchestratorStrategy(hotLane, { template });
   const idleRuns = size === 'full' ? 5 : 2;
   process.stderr.write(`  idle: ${idleRuns} runs over empty queues…\n`);
   const idle = await measureIdle(template, idleRuns);
@@ -109,6 +132,7 @@ async function main(): Promise<number> {
     table(llm, llmResults),
     growthTable(growthResults, growth),
     ceilingLines(ceilingResult, simulated, ceiling),
+    hotLaneLines(hotLaneResult, hotLane),
     `idle (${idle.runs} runs over empty queues): ${perRun.billedSeconds.toFixed(2)} s billed, ${perRun.dynamodbReadUnits.toFixed(1)} read and ${perRun.dynamodbWriteUnits.toFixed(1)} write units, ${perRun.sqsRequests.toFixed(1)} SQS requests per run; $${idle.idleCostPerMonthUsd.toFixed(2)} a month at ${idle.runsPerMonth} runs`,
     `chart: ${chartPath}; whole bench: ${((Date.now() - began) / 1000).toFixed(0)} s`,
   ];
@@ -126,11 +150,31 @@ async function main(): Promise<number> {
         llm: llmResults.map(figures),
         growth: growthResults.map(figures),
         ceiling: { ...figures(ceilingResult), simulated },
+        'hot-lane': figures(hotLaneResult),
         idle,
         idleCostPerMonthUsd: Math.round(idle.idleCostPerMonthUsd * 1000) / 1000,
       }),
     );
   }
+  return 0;
+}
+
+/** `--sim-vs-local`: the simulation's utilization beside the local stack's, per scenario. */
+async function compareSimulation(size: BenchSize, template: Template, json: boolean): Promise<number> {
+  const scenarios = [steadyScenario(size), outageScenario(size), lateStartsScenario(size), llmScenario(size)];
+  const rows = await simVsLocal(scenarios, template, (what) => process.stderr.write(`  ${what}…\n`));
+  console.log(`simulation against local stack (size: ${size}):\n${formatSimVsLocal(rows)}`);
+  if (json) console.log(JSON.stringify({ size, agreement: AGREEMENT, simVsLocal: rows }));
+  return 0;
+}
+
+/** `--hot-lane`: the hot-lane run alone. */
+async function hotLaneOnly(size: BenchSize, template: Template, json: boolean): Promise<number> {
+  const scenario = hotLaneScenario(size);
+  process.stderr.write(`  hot-lane: orchestrator…\n`);
+  const result = await runOrchestratorStrategy(scenario, { template });
+  console.log(`size: ${size}\n\n${hotLaneLines(result, scenario)}`);
+  if (json) console.log(JSON.stringify({ size, 'hot-lane': figures(result) }));
   return 0;
 }
 

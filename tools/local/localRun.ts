@@ -23,7 +23,7 @@ import { addMiddleware, type LooseMiddleware } from './sdkMiddleware';
 import { LocalHarness, type HostedFunction } from './harness';
 import { heldBodies } from './queueInspection';
 import { RecordingApi, type ObservedApi } from './recordingApi';
-import { RequestMeter, type LaneWrite, type RequestTally } from './requestMeter';
+import { RequestMeter, type ItemWrite, type RequestTally } from './requestMeter';
 import { LOCAL_ACCOUNT, type FunctionDefinition, type PackagedFunctions, type Template } from './template';
 import type { LocalStackInfo } from './stackFile';
 
@@ -104,8 +104,8 @@ export interface FunctionUsage {
   readonly billedMs: number;
   /** The function's own AWS requests, by `service.Command`. */
   readonly requests: Readonly<Record<string, RequestTally>>;
-  /** Its writes to the lane item (see {@link RequestMeter.laneWrites}). */
-  readonly laneWrites: readonly LaneWrite[];
+  /** Its writes to each item (see {@link RequestMeter.itemWrites}). */
+  readonly itemWrites: readonly ItemWrite[];
 }
 
 /** What a local run produced. */
@@ -220,7 +220,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
       retries,
       billedMs,
       requests: meter.snapshot(),
-      laneWrites: meter.laneWrites,
+      itemWrites: meter.itemWrites,
     };
   };
   const result = (): LocalRunResult => ({

@@ -43,10 +43,10 @@ function consumedUnits(output: unknown): number {
 export class RequestMeter {
   private readonly tallies = new Map<string, { count: number; ms: number; units: number }>();
   /**
-   * Every write to a lane item (`lane#<lane>`: the lease, the ledger and the pending settlements), when it was sent
-   * (the meter's clock) and the write units it consumed: one per KB of the item, the larger of before and after.
+   * Every write to an item, with the item's key, when it was sent (the meter's clock) and the write units it
+   * consumed: one per KB of the item, the larger of before and after.
    */
-  readonly laneWrites: LaneWrite[] = [];
+  readonly itemWrites: ItemWrite[] = [];
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
@@ -64,7 +64,8 @@ export class RequestMeter {
           return answer;
         } finally {
           const key = `${service}.${String(context.commandName)}`;
-          if (capacity && isLaneWrite(key, args.input)) this.laneWrites.push({ at: startedAt, units });
+          const item = capacity ? writtenKey(key, args.input) : undefined;
+          if (item !== undefined) this.itemWrites.push({ key: item, at: startedAt, units });
           const tally = this.tallies.get(key) ?? { count: 0, ms: 0, units: 0 };
           tally.count++;
           tally.ms += this.now() - startedAt;
@@ -83,40 +84,61 @@ export class RequestMeter {
   }
 }
 
-/** One write to a lane item, as {@link RequestMeter.laneWrites} keeps it. */
-export interface LaneWrite {
+/** One write to an item, as {@link RequestMeter.itemWrites} keeps it. */
+export interface ItemWrite {
+  /** The item's key (`lane#default`, `idem#…`). */
+  readonly key: string;
   readonly at: number;
   readonly units: number;
 }
 
-/** Whether the request `key` (`service.Command`) with `input` writes a lane item (its key as the document client or the bare client gives it). */
-function isLaneWrite(key: string, input: unknown): boolean {
+/** The key of the one item a write request (`service.Command` `command`) with `input` writes; none for a read. */
+function writtenKey(command: string, input: unknown): string | undefined {
+  if (DYNAMODB_READ.test(command)) return undefined;
   const { Key, Item } = (input ?? {}) as {
     readonly Key?: Record<string, unknown>;
     readonly Item?: Record<string, unknown>;
   };
+  // The document client gives the key as it is, the bare client as `{ S }`.
   const pk = (Key ?? Item)?.[TABLE_KEY];
   const text = typeof pk === 'object' && pk !== null ? (pk as { readonly S?: unknown }).S : pk;
-  return !DYNAMODB_READ.test(key) && typeof text === 'string' && text.startsWith('lane#');
+  return typeof text === 'string' ? text : undefined;
 }
 
-/** The lane item's load: its largest write, in KB (write units), and the most write units it took in any second. */
-export interface LaneItemLoad {
+/**
+ * The write load of the busiest items, against DynamoDB's 400 KB per item and its billing of one write unit per KB
+ * of the item written: the largest write of any item, in KB (write units), and the most write units one item took in
+ * any whole second, each with the item's key (`''` when nothing was written).
+ */
+export interface ItemLoad {
   readonly largestWriteKb: number;
+  readonly largestItem: string;
   readonly peakWriteUnitsPerSecond: number;
+  readonly peakItem: string;
 }
 
-/** {@link LaneItemLoad} of `writes` (from any meters sharing one clock, in ms). */
-export function laneItemLoad(writes: readonly LaneWrite[]): LaneItemLoad {
-  const perSecond = new Map<number, number>();
-  for (const { at, units } of writes) {
-    const second = Math.floor(at / 1000);
-    perSecond.set(second, (perSecond.get(second) ?? 0) + units);
+/** {@link ItemLoad} of `writes` (from any meters sharing one clock, in ms). */
+export function itemLoad(writes: readonly ItemWrite[]): ItemLoad {
+  const perSecond = new Map<string, number>();
+  let largest: ItemWrite | undefined;
+  for (const write of writes) {
+    const slot = `${Math.floor(write.at / 1000)} ${write.key}`;
+    perSecond.set(slot, (perSecond.get(slot) ?? 0) + write.units);
+    if (largest === undefined || write.units > largest.units) largest = write;
   }
+  let peak = { slot: '', units: 0 };
+  for (const [slot, units] of perSecond) if (units > peak.units) peak = { slot, units };
   return {
-    largestWriteKb: Math.max(0, ...writes.map((w) => w.units)),
-    peakWriteUnitsPerSecond: Math.max(0, ...perSecond.values()),
+    largestWriteKb: largest?.units ?? 0,
+    largestItem: largest?.key ?? '',
+    peakWriteUnitsPerSecond: peak.units,
+    peakItem: peak.slot.slice(peak.slot.indexOf(' ') + 1),
   };
+}
+
+/** Whether a write is to a lane item (`lane#<lane>`: the lease, the ledger and the pending settlements). */
+export function isLaneItem(write: ItemWrite): boolean {
+  return write.key.startsWith('lane#');
 }
 
 /** How many of the tallied requests went to one service (`dynamodb`, `sqs`, `lambda`). */
