@@ -66,6 +66,7 @@ const FAMILY_CHANCE = {
   'flaky-jobs': 0.4,
   'events-held': 0.25,
   'key-reads': 0.3,
+  'aws-latency': 0.4,
 } as const;
 
 type Family = keyof typeof FAMILY_CHANCE;
@@ -122,6 +123,9 @@ function scenarioInput(seed: number, on: ReadonlySet<Family>, draw: Draw): Recor
         : { kind: 'fixed', ms: draw(5, 40) },
     duplicateDeliveries: on.has('second-deliveries') ? { share: draw(0.05, 0.4) } : { share: 0 },
     circuit: { failureThreshold: draw(2, 5), windowSeconds: 10, openSeconds: draw(1, 5), healthCheckSeconds: 1 },
+    ...(on.has('aws-latency')
+      ? { awsLatency: { lambdaMs: draw(5, 40), dynamodbMs: draw(2, 30), sqsMs: draw(5, 30) } }
+      : {}),
     tickSeconds: 60,
     maxSeconds: 3_600,
   };

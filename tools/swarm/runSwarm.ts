@@ -16,6 +16,8 @@ export interface SeedResult {
   readonly seed: number;
   readonly families: readonly string[];
   readonly jobs: number;
+  /** Jobs still in a queue when the run's time (an hour) was up: not lost, but not done either. */
+  readonly unfinished: number;
   /** The faults injected, by kind. */
   readonly faults: Readonly<Record<string, number>>;
   readonly breaches: readonly Breach[];
@@ -61,6 +63,7 @@ export async function runSeed(seed: number): Promise<SeedResult> {
     seed,
     families: swarmCase.families,
     jobs: scenario.jobs.count,
+    unfinished: run.report.stillQueued,
     faults: Object.fromEntries([...log].sort()),
     breaches,
   };

@@ -11,6 +11,9 @@ export interface SwarmSummary {
   readonly invariantsChecked: readonly InvariantName[];
   /** How many seeds drew each fault family. */
   readonly families: Readonly<Record<string, number>>;
+  /** Seeds whose run ended with jobs still queued (not lost: a liveness figure, not a breach), and those jobs. */
+  readonly unfinishedSeeds: number;
+  readonly unfinishedJobs: number;
   /** Faults injected over all seeds, by kind. */
   readonly faultsInjected: number;
   readonly seedsPerSecond: number;
@@ -40,6 +43,8 @@ export function summarize(results: readonly SeedResult[], seconds: number): Swar
     breachesByInvariant: byInvariant,
     invariantsChecked: Object.keys(INVARIANTS) as InvariantName[],
     families: Object.fromEntries(Object.entries(families).sort()),
+    unfinishedSeeds: results.filter((r) => r.unfinished > 0).length,
+    unfinishedJobs: results.reduce((sum, r) => sum + r.unfinished, 0),
     faultsInjected,
     seedsPerSecond: seconds === 0 ? 0 : Math.round((results.length / seconds) * 10) / 10,
     breached: breached.map((r) => ({ seed: r.seed, replay: replayCommand(r.seed), breaches: r.breaches })),
@@ -51,6 +56,7 @@ export function formatSummary(summary: SwarmSummary): string {
   const lines = [
     `seeds ${summary.firstSeed}…${summary.firstSeed + summary.seedsRun - 1}: ${summary.seedsRun} run, ${summary.breaches} breached, ${summary.seedsPerSecond} seeds/s, ${summary.faultsInjected} faults injected`,
     `invariants checked: ${summary.invariantsChecked.join(', ')}`,
+    `unfinished after an hour: ${summary.unfinishedJobs} jobs in ${summary.unfinishedSeeds} seeds (still queued, not lost)`,
     `families drawn: ${Object.entries(summary.families)
       .map(([family, n]) => `${family} ${n}`)
       .join(', ')}`,
