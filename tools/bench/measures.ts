@@ -1,4 +1,5 @@
-import { handedBack, type Settlement } from '../../lib/domain/quota/ledger';
+import { handedBack } from '../../lib/domain/quota/handBack';
+import type { Settlement } from '../../lib/domain/quota/ledger';
 import { addCosts, tierLabel, unitsFor, type Tier } from '../../lib/domain/quota/tiers';
 import { optimalSeconds } from '../simulation/optimal';
 import { outageTimes } from '../simulation/scenario';

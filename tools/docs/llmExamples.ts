@@ -8,7 +8,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { yamlParse } from 'yaml-cfn';
 import { parseServiceConfig } from '../../lib/config';
-import { handedBack } from '../../lib/domain/quota/ledger';
+import { handedBack } from '../../lib/domain/quota/handBack';
 import { countedUsage, usageSourcesOf } from '../../lib/domain/usage/unitSettings';
 import { readUsage } from '../../lib/domain/usage/usageSources';
 import { parseJob } from '../../lib/services/parseJob';

@@ -24,6 +24,8 @@ import type { LlmModel } from '../simulation/scenario';
 import { LocalHarness, localTelemetry, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
 
+/** The worker outcomes of a dispatch given back without a call, its message returned to go out again. */
+const GIVE_BACKS = ['too-late', 'held-back', 'not-ready'] as const;
 /** Name of the worker function on the harness's Lambda host; the orchestrator's `WORKER_FUNCTION_NAME`. */
 export const WORKER_FUNCTION = 'quota-orchestrator-test-worker';
 
@@ -480,12 +482,14 @@ export class ServiceStack {
   }
 
   /**
-   * Dispatches a worker gave back because it started past the event's `callBy` (outcome `too-late`): each returned
-   * its message without a call, and the message went out again. On a loaded machine a few happen even without an
-   * invoke timing, so a run's `dispatched` is its jobs plus these.
+   * Dispatches a worker gave back without a call: it started or was ready past the event's `callBy` (`too-late`),
+   * the circuit stopped the lane before its slot (`held-back`), or the API key could not be read (`not-ready`). Each
+   * returned its message, which went out again. On a loaded machine a few happen even without an invoke timing, so a
+   * run's `dispatched` is its jobs plus these.
    */
   dispatchesGivenBack(): number {
-    return this.workerStats().results.get('too-late') ?? 0;
+    const { results } = this.workerStats();
+    return GIVE_BACKS.reduce((sum, outcome) => sum + (results.get(outcome) ?? 0), 0);
   }
 
   /** Worker starts the stack's invoke timing drew, by kind; empty without one. */

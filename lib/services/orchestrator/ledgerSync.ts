@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
-import { handedBack, type Settlement } from '../../domain/quota/ledger';
+import { handedBack } from '../../domain/quota/handBack';
+import type { Settlement } from '../../domain/quota/ledger';
 import { addCosts, tierLabel } from '../../domain/quota/tiers';
 import type { Lease } from '../../ports/LeaseStore';
 import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';

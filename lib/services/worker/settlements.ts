@@ -1,6 +1,7 @@
 import { ownValue } from '../../domain/ownValue';
 import type { ApiResult } from '../../domain/outcome/apiResult';
-import { withoutHandBack, type Settlement } from '../../domain/quota/ledger';
+import { withoutHandBack } from '../../domain/quota/handBack';
+import type { Settlement } from '../../domain/quota/ledger';
 import type { Costs } from '../../domain/quota/tiers';
 import { countedUsage, usageSourcesOf } from '../../domain/usage/unitSettings';
 import { readUsage } from '../../domain/usage/usageSources';

@@ -1,4 +1,5 @@
-import { QuotaLedger, withoutHandBack } from '../../../../lib/domain/quota/ledger';
+import { withoutHandBack } from '../../../../lib/domain/quota/handBack';
+import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import type { LedgerJSON, SlidingTierJSON } from '../../../../lib/domain/quota/ledgerJSON';
 import { BUCKETS_PER_WINDOW } from '../../../../lib/domain/quota/slidingCounter';
 import { parseTiers, type Costs, type Tier } from '../../../../lib/domain/quota/tiers';
