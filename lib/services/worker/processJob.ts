@@ -6,7 +6,7 @@ import type { Clock } from '../../ports/Clock';
 import type { JobEvent } from '../../ports/Invoker';
 import { attemptOf } from './attempts';
 import { claimJob, standBack } from './claims';
-import { CircuitView } from './circuitView';
+import { CIRCUIT_CHECK_AHEAD_MS, CircuitView } from './circuitView';
 import { endFailed, endSucceeded, giveBack, type GiveBackReason } from './jobEndings';
 import { keysOf, messageOf } from './jobMessage';
 import { endedRecord, inProgress } from './keyRecords';
@@ -25,7 +25,8 @@ import type { AnsweredCall, JobContext, JobOptions, JobOutcome, WorkerDeps } fro
  */
 export async function processJob(event: JobEvent, deps: WorkerDeps, options: JobOptions = {}): Promise<JobOutcome> {
   const { config } = deps;
-  const job: JobContext = { event, message: messageOf(event), start: deps.clock.now(), deps, options };
+  const circuit = options.circuit ?? new CircuitView(event.lane, deps);
+  const job: JobContext = { event, message: messageOf(event), start: deps.clock.now(), deps, options, circuit };
   const { start } = job;
   // The key is claimed before the wait for the slot, so that nothing but the call itself follows the slot: the call
   // leaves within the timer's lateness of it. A worker already late claims the key as this dispatch's failure: no
@@ -63,29 +64,25 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
  * {@link holdToSlot}). `callBy` is checked once the caller is ready, and again just before the call leaves.
  * @returns the caller to call through now, or why the job gives its key back without calling.
  */
-async function waitForSlot({ event, deps, options }: JobContext): Promise<ReadyCaller | GiveBackReason> {
+async function waitForSlot({ event, deps, circuit }: JobContext): Promise<ReadyCaller | GiveBackReason> {
   const { clock } = deps;
   // The claim itself took this worker past `callBy`.
   if (clock.now() > event.callBy) return 'too-late';
   // The key is read (SSM and KMS, on a new container and whenever its cache has expired) during the lead, and before
   // the checks: nothing slow comes between the last check and the call.
   const preparing = readyCaller(deps, event.lane, keysOf(event));
-  // The lead and a batch's span can be long: the circuit is checked again just before the slot, as the orchestrator
-  // checks it before a dispatch.
+  // The lead and a batch's span can be long: the circuit is read again just before the slot, so that a pause or an
+  // open written since the dispatch, by any worker, binds this call too.
   const ahead = event.slotAt - CIRCUIT_CHECK_AHEAD_MS - clock.now();
   if (ahead > 0) await clock.sleep(ahead);
   const ready = await preparing;
   if (ready === undefined) return 'not-ready';
   if (clock.now() > event.callBy) return 'late-ready';
-  const circuitAllows = options.circuitAllows ?? new CircuitView(event.sentAt, event.lane, deps).allows;
-  if (!(await circuitAllows(event.slotAt))) return 'held-back';
+  if (!(await circuit.allows(event))) return 'held-back';
   // The circuit's read took this worker past `callBy`.
   if (!(await holdToSlot(event, clock))) return 'too-late';
   return ready;
 }
-
-/** How long before a job's slot its worker asks whether the circuit still allows the call. */
-const CIRCUIT_CHECK_AHEAD_MS = 50;
 
 /**
  * Holds the worker to the event's slot: waits for `slotAt` if it is still ahead, then tells whether the call may
