@@ -12,6 +12,7 @@ import { keysOf, messageOf } from './jobMessage';
 import { endedRecord, inProgress } from './keyRecords';
 import { readyCaller } from './readyCaller';
 import { owedBy, usageOf } from './settlements';
+import { claimTrial, reportTrial } from './trialJobs';
 import type { AnsweredCall, JobContext, JobOptions, JobOutcome, WorkerDeps } from './types';
 
 /**
@@ -43,6 +44,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const ready = await waitForSlot(job);
   if (typeof ready === 'string') return giveBack(job, ready);
   const call = await callApi(job, ready);
+  if (event.trial !== undefined) await reportTrial(event.lane, event.trial, call, deps);
   // From here on, the job's attempt is the service's own count: it is what the retry policy judges, what a dead
   // letter and a result carry.
   const counted: JobContext = { ...job, event: { ...event, attempt: await counting } };
@@ -60,8 +62,9 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
 
 /**
  * Gets the API caller ready while it waits until just before the job's slot (see {@link readyCaller}), checks that
- * the circuit still allows the call (see {@link CircuitView}), then holds the worker to the slot (see
- * {@link holdToSlot}). `callBy` is checked once the caller is ready, and again just before the call leaves.
+ * the circuit still allows the call (see {@link CircuitView}; the job of a circuit's trial claims the check instead,
+ * see `claimTrial`), then holds the worker to the slot (see {@link holdToSlot}). `callBy` is checked once the caller
+ * is ready, and again just before the call leaves.
  * @returns the caller to call through now, or why the job gives its key back without calling.
  */
 async function waitForSlot({ event, deps, circuit }: JobContext): Promise<ReadyCaller | GiveBackReason> {
@@ -78,8 +81,9 @@ async function waitForSlot({ event, deps, circuit }: JobContext): Promise<ReadyC
   const ready = await preparing;
   if (ready === undefined) return 'not-ready';
   if (clock.now() > event.callBy) return 'late-ready';
-  if (!(await circuit.allows(event))) return 'held-back';
-  // The circuit's read took this worker past `callBy`.
+  const allowed = event.trial === undefined ? circuit.allows(event) : claimTrial(event.lane, event.trial, deps);
+  if (!(await allowed)) return 'held-back';
+  // The circuit's read, or the trial's claim, took this worker past `callBy`.
   if (!(await holdToSlot(event, clock))) return 'too-late';
   return ready;
 }

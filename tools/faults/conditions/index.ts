@@ -7,6 +7,7 @@ import { lateRepeatOfCalledDispatch } from './lateRepeatOfCalledDispatch';
 import { refundedDispatchDeliveredAgain } from './refundedDispatchDeliveredAgain';
 import { settlementRecordedTwice } from './settlementRecordedTwice';
 import { retryAfterBindsCallsNotSent } from './retryAfterBindsCallsNotSent';
+import { revokedKeyPublicHealth } from './revokedKeyPublicHealth';
 import { slowKeyProbe } from './slowKeyProbe';
 import type { ConditionScenario } from './types';
 import { unitNamesOfObjects } from './unitNamesOfObjects';
@@ -23,6 +24,7 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   slowKeyProbe,
   settlementRecordedTwice,
   fifoRetriesKeepAttempts,
+  revokedKeyPublicHealth,
   retryAfterBindsCallsNotSent,
 ].sort((a, b) => a.condition - b.condition);
 
