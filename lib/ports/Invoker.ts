@@ -43,6 +43,13 @@ export interface JobEvent {
   readonly callBy: number;
   /** When the orchestrator sent the event, epoch ms: a worker that starts too late reports its start delay from it. */
   readonly sentAt: number;
+  /**
+   * Set on the one job an open circuit is tried with after a refusal of the caller (the circuit's half-open
+   * `checkId`; see `Trial`): always sent alone. Its worker claims the check right before the call instead of reading
+   * the circuit, calls only if its claim is written, and reports the call's result as the check's: a success closes
+   * the circuit. Absent on every other job.
+   */
+  readonly trial?: string;
 }
 
 /**

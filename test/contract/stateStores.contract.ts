@@ -492,6 +492,27 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(operated(1));
       });
 
+      it('loads back a half-open circuit whose check is a job’s trial, claimed, as written', async () => {
+        const lane = unique('circuit-job-trial');
+        const trial: CircuitJSON = {
+          version: 1,
+          state: {
+            status: 'half-open',
+            openedAt: T0,
+            checkId: 'c-1',
+            checkSentAt: T0 + 1,
+            probeStartedAt: T0 + 2,
+            failedChecks: 1,
+            reopenStreak: 0,
+            reason: 'caller rejected: HTTP 401 Unauthorized',
+            trial: 'job',
+          },
+          pausedUntil: 0,
+        };
+        await expect(stores().circuit.saveCircuit(lane, trial)).resolves.toBe(true);
+        await expect(stores().circuit.loadCircuit(lane)).resolves.toEqual(trial);
+      });
+
       it('drops the hold, the transitions and the run when the next version has none', async () => {
         const lane = unique('circuit-operated-then-not');
         await stores().circuit.saveCircuit(lane, operated(1));

@@ -30,7 +30,7 @@ export const LANE = 'default';
 export interface ConfigOverrides {
   readonly quotas?: readonly { readonly limit: number; readonly per: Period; readonly unit?: TierUnit }[];
   readonly pacing?: Partial<PacingSettings>;
-  readonly circuit?: Record<string, number>;
+  readonly circuit?: Record<string, number | boolean>;
   readonly retry?: Record<string, number>;
   readonly orchestrator?: Record<string, number>;
 }

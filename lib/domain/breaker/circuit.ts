@@ -19,8 +19,13 @@
  * - **A caller-level refusal opens at once.** A 401 or 403 says our key, not the job, is wrong: it opens the
  *   circuit with that reason, so the backlog waits instead of being dead-lettered. Another 4xx may be the job's own
  *   fault or the caller's (a wrong URL); `clientErrorRun` counts them in a row across workers, a job success resets
- *   it, and the policy opens once the run is long enough. The run survives a close, since a health probe (another
- *   URL) cannot tell that the jobs' URL is wrong: the first 4xx after such a close opens the circuit again.
+ *   it, and the policy opens once the run is long enough. The run survives a close by a probe, since a health probe
+ *   (another URL) cannot tell that the jobs' URL is wrong: the first 4xx after such a close opens the circuit again.
+ * - **After a refusal of the caller, only evidence closes.** A probe of a health URL that needs no key answers 200 to
+ *   a revoked key. So the policy marks such an opening `trial: 'job'`: its check is then one job, sent alone, whose
+ *   worker claims the check as a probe's does (`health-check-started` with `trial`, which no probe's claim matches)
+ *   and reports its call's result as the check's. Only its success closes the circuit. A refusal of the caller that
+ *   arrives while the circuit is open for another reason turns its check into a job's too.
  * - **Policy passed in.** When to open and when to probe are the {@link CircuitPolicy}'s to decide (see
  *   `policy.ts`); the transitions only store its decisions, so changing either is changing the policy.
  * - **Operators act through events too.** A pause (`operator-paused`) sets a hold beside the state: nothing is
@@ -40,21 +45,13 @@ import type {
   Circuit,
   CircuitEvent,
   CircuitState,
-  CircuitTransition,
   ClosedState,
   HalfOpenState,
   OpenState,
   OperatorEvent,
+  Trial,
 } from './state';
-
-/** How many transitions a circuit keeps (see {@link Circuit.transitions}). */
-export const MAX_TRANSITIONS_KEPT = 10;
-
-/**
- * The longest reason a kept transition holds; a longer one is cut, ending in `…`. With {@link MAX_TRANSITIONS_KEPT}
- * it keeps the circuit item within the 4 KB that one strongly consistent read costs.
- */
-export const MAX_TRANSITION_REASON = 160;
+import { isForcedOpen, MAX_TRANSITIONS_KEPT, transitionEntry } from './transitionLog';
 
 /** The `nextCheckAt` of a circuit an operator forced open: never (the largest safe integer, which JSON and DynamoDB keep). */
 export const NEVER_DUE = Number.MAX_SAFE_INTEGER;
@@ -71,7 +68,7 @@ export const INITIAL_CIRCUIT: Circuit = freezeCircuit({
 
 /**
  * Applies `event` at instant `now` (epoch ms), with `policy` deciding when to open and when to probe. A change of
- * status, of the hold, or of who holds the circuit open is appended to `transitions`.
+ * status, of the hold, or of who holds the circuit open is appended to `transitions` (see `transitionLog.ts`).
  *
  * While the lane is held, no health check is sent or started (the events change nothing); a check's result still
  * counts, as do jobs' results. A circuit an operator forced open sends no check; its check's result changes nothing.
@@ -80,13 +77,8 @@ export const INITIAL_CIRCUIT: Circuit = freezeCircuit({
  */
 export function transition(circuit: Circuit, event: CircuitEvent, now: number, policy: CircuitPolicy): Circuit {
   const after = 'by' in event ? operate(circuit, event, now) : react(circuit, event, now, policy);
-  if (after === circuit || !isTransition(circuit, after) || isRepeatedProbe(circuit, event)) return after;
-  const entry: CircuitTransition = {
-    at: now,
-    from: circuit.state.status,
-    to: after.state.status,
-    reason: bounded(transitionReason(event, after)),
-  };
+  const entry = transitionEntry(circuit, after, event, now);
+  if (entry === undefined) return after;
   return freezeCircuit({ ...after, transitions: [...after.transitions, entry].slice(-MAX_TRANSITIONS_KEPT) });
 }
 
@@ -145,6 +137,8 @@ function react(
   // A job's result moves the run in every state: jobs dispatched before an open still report.
   if (event.type === 'success' && clientErrorRun > 0) return moved(circuit, state, 0);
   const run = event.type === 'client-error' ? clientErrorRun + 1 : clientErrorRun;
+  const tried = state.status === 'closed' ? undefined : triedByJob(state, event, run, now, policy);
+  if (tried !== undefined) return moved(circuit, tried, run);
   switch (state.status) {
     case 'closed':
       return reactClosed(circuit, state, event, run, now, policy);
@@ -180,17 +174,44 @@ function reactClosed(
     return moved(circuit, { ...state, failures: opening.failures }, run);
   if (opening?.open !== true) return counted(circuit, run);
   const { nextCheckAt, reopenStreak } = policy.probe.onOpen(state, now);
+  const { reason, trial } = opening;
   return moved(
     circuit,
-    { status: 'open', openedAt: now, nextCheckAt, failedChecks: 0, reopenStreak, reason: opening.reason },
+    { status: 'open', openedAt: now, nextCheckAt, failedChecks: 0, reopenStreak, reason, ...trialOf(trial) },
     run,
   );
+}
+
+/**
+ * The open state a circuit open or half-open for another reason goes to on a refusal of the caller (`event`, the
+ * client-error run `run` included) that the opening policy says only a job can vouch for; `undefined` for any other
+ * event, or when the check is a job's already or an operator holds the circuit open. An open circuit keeps its
+ * check's time; a half-open one sends the job at once, and the result of its probe, no longer current, changes
+ * nothing.
+ */
+function triedByJob(
+  state: OpenState | HalfOpenState,
+  event: JobOrCheckEvent,
+  run: number,
+  now: number,
+  policy: CircuitPolicy,
+): OpenState | undefined {
+  if (state.trial === 'job' || isForcedOpen(state)) return undefined;
+  if (event.type !== 'caller-rejected' && event.type !== 'client-error') return undefined;
+  const decision =
+    event.type === 'caller-rejected'
+      ? policy.opening.onCallerRejected(event.reason)
+      : policy.opening.onClientError(run, event.reason);
+  if (!decision.open || decision.trial !== 'job') return undefined;
+  const { openedAt, failedChecks, reopenStreak } = state;
+  const nextCheckAt = state.status === 'open' ? state.nextCheckAt : now;
+  return { status: 'open', openedAt, nextCheckAt, failedChecks, reopenStreak, reason: decision.reason, trial: 'job' };
 }
 
 /** On the open circuit: a health check sent once due makes it the one trial, half-open; a job's result only counts. */
 function reactOpen(circuit: Circuit, state: OpenState, event: JobOrCheckEvent, run: number, now: number): Circuit {
   if (event.type !== 'health-check-sent' || now < state.nextCheckAt) return counted(circuit, run);
-  const { openedAt, failedChecks, reopenStreak, reason } = state;
+  const { openedAt, failedChecks, reopenStreak, reason, trial } = state;
   return moved(circuit, {
     status: 'half-open',
     openedAt,
@@ -200,12 +221,14 @@ function reactOpen(circuit: Circuit, state: OpenState, event: JobOrCheckEvent, r
     failedChecks,
     reopenStreak,
     reason,
+    ...trialOf(trial),
   });
 }
 
 /**
- * On the half-open circuit: a check that timed out is replaced; the current check is claimed, then closes or reopens
- * the circuit by its result; another check's events change nothing, and a job's result only counts.
+ * On the half-open circuit: a check that timed out is replaced; the current check is claimed, by a probe or by its
+ * job as its `trial` says, then closes or reopens the circuit by its result; another check's events change nothing,
+ * and a job's result only counts. A job's trial that passed ends the client-error run: its job succeeded.
  */
 function reactHalfOpen(
   circuit: Circuit,
@@ -215,7 +238,7 @@ function reactHalfOpen(
   now: number,
   probe: ProbePolicy,
 ): Circuit {
-  const { openedAt, failedChecks, reopenStreak, reason } = state;
+  const { openedAt, failedChecks, reopenStreak, reason, trial } = state;
   if (event.type === 'health-check-sent') {
     // A check is presumed lost only at its timeout (see ProbePolicy.checkTimeoutAt); until then it stays the one trial.
     if (now < probe.checkTimeoutAt(state)) return circuit;
@@ -232,11 +255,12 @@ function reactHalfOpen(
   if (event.type === 'health-check-started') {
     // The claim: the one write that lets a worker probe. A second delivery finds it started; a late one finds it
     // timed out (and so replaceable, or already replaced under another checkId): neither calls.
-    if (state.probeStartedAt !== null || now >= probe.checkTimeoutAt(state)) return circuit;
+    // A probe cannot claim a job's trial, nor a job a probe's.
+    if (event.trial !== trial || state.probeStartedAt !== null || now >= probe.checkTimeoutAt(state)) return circuit;
     return moved(circuit, { ...state, probeStartedAt: now });
   }
   if (event.type === 'health-check-ok')
-    return moved(circuit, { status: 'closed', failures: [], closedAt: now, reopenStreak });
+    return moved(circuit, { status: 'closed', failures: [], closedAt: now, reopenStreak }, trial === 'job' ? 0 : run);
   const nextCheckAt = probe.afterFailedCheck(state, now);
   return moved(circuit, {
     status: 'open',
@@ -245,7 +269,13 @@ function reactHalfOpen(
     failedChecks: failedChecks + 1,
     reopenStreak,
     reason,
+    ...trialOf(trial),
   });
+}
+
+/** The `trial` field of an open or half-open state: none for a probe's. */
+function trialOf(trial: Trial | undefined): { readonly trial?: Trial } {
+  return trial === undefined ? {} : { trial };
 }
 
 /** `circuit` moved to state `to` with the client-error run `run` (its own by default), one version on. */
@@ -256,60 +286,6 @@ function moved(circuit: Circuit, to: CircuitState, run = circuit.clientErrorRun)
 /** `circuit` with the client-error run `run`: itself when the run is unchanged, else one version on. */
 function counted(circuit: Circuit, run: number): Circuit {
   return run === circuit.clientErrorRun ? circuit : moved(circuit, circuit.state, run);
-}
-
-/**
- * Whether `event` sends or fails a health check after one has failed already in this outage. Such probe cycles are
- * not recorded: a long outage probes every `healthCheckSeconds`, and would push its opening out of the kept
- * transitions. An outage shows as its opening, its first check sent and failed, and the check that closed it.
- */
-function isRepeatedProbe(before: Circuit, event: CircuitEvent): boolean {
-  const { state } = before;
-  return (
-    (event.type === 'health-check-sent' || event.type === 'health-check-failed') &&
-    state.status !== 'closed' &&
-    state.failedChecks > 0
-  );
-}
-
-/** Whether `after` differs from `before` in what {@link Circuit.transitions} records: the status, the hold, a forced open. */
-function isTransition(before: Circuit, after: Circuit): boolean {
-  return (
-    before.state.status !== after.state.status ||
-    (before.hold === null) !== (after.hold === null) ||
-    isForcedOpen(before.state) !== isForcedOpen(after.state)
-  );
-}
-
-/** Why `event` made the transition to `after`, for {@link Circuit.transitions}. */
-function transitionReason(event: CircuitEvent, after: Circuit): string {
-  switch (event.type) {
-    case 'operator-paused':
-      return `paused by operator (${event.by})`;
-    case 'operator-resumed':
-      return `resumed by operator (${event.by})`;
-    case 'operator-closed':
-      return `closed by operator (${event.by})`;
-    case 'health-check-sent':
-      return `health check ${event.checkId} sent`;
-    case 'health-check-ok':
-      return `health check ${event.checkId} passed`;
-    case 'health-check-failed':
-      return `health check ${event.checkId} failed`;
-    default:
-      // The rest only ever open a closed circuit (a forced open included), with the reason they store.
-      return after.state.status === 'closed' ? event.type : after.state.reason;
-  }
-}
-
-/** `reason` cut to {@link MAX_TRANSITION_REASON} characters. */
-function bounded(reason: string): string {
-  return reason.length <= MAX_TRANSITION_REASON ? reason : `${reason.slice(0, MAX_TRANSITION_REASON - 1)}…`;
-}
-
-/** Whether `state` is open because an operator forced it. */
-function isForcedOpen(state: CircuitState): boolean {
-  return state.status === 'open' && state.byOperator === true;
 }
 
 /**
@@ -324,7 +300,7 @@ function openingDecision(
   now: number,
   policy: CircuitPolicy,
 ):
-  | { readonly open: true; readonly reason: string }
+  | { readonly open: true; readonly reason: string; readonly trial?: Trial }
   | { readonly open: false; readonly failures?: readonly number[] }
   | undefined {
   switch (event.type) {

@@ -4,7 +4,7 @@
  */
 import { StateFormatError } from '../../errors';
 import { describeValue } from '../describeValue';
-import { freezeCircuit, MAX_TRANSITIONS_KEPT } from './circuit';
+import { freezeCircuit } from './circuit';
 import type {
   Circuit,
   CircuitState,
@@ -14,7 +14,9 @@ import type {
   HalfOpenState,
   OpenState,
   OperatorHold,
+  Trial,
 } from './state';
+import { MAX_TRANSITIONS_KEPT } from './transitionLog';
 
 /**
  * A circuit as plain JSON, for the store. The store's conditional write compares `version`. `clientErrorRun` is
@@ -57,7 +59,7 @@ export function circuitToJSON(circuit: Circuit): CircuitJSON {
  *
  * Circuits stored before these fields existed stay readable: a missing `clientErrorRun` is 0, a missing `hold` is
  * none, missing `transitions` are none; an open or half-open
- * state without `reason` opened on {@link LEGACY_OPEN_REASON}; a half-open state without `probeStartedAt` reads as
+ * state without `reason` opened on {@link LEGACY_OPEN_REASON}, and one without `trial` is tried with a probe; a half-open state without `probeStartedAt` reads as
  * started at `checkSentAt`, since the worker that received it then probed without a claim: it may be calling, so no
  * claim may start a second probe, and the check times out when it always did.
  * @throws StateFormatError naming the first malformed field.
@@ -108,7 +110,7 @@ function openStateOf(raw: Record<string, unknown>): OpenState {
   onlyKeys(
     raw,
     STATE,
-    ['status', 'openedAt', 'nextCheckAt', 'failedChecks', 'reopenStreak', 'reason', 'byOperator'],
+    ['status', 'openedAt', 'nextCheckAt', 'failedChecks', 'reopenStreak', 'reason', 'byOperator', 'trial'],
     `the 'open' state`,
   );
   if (raw.byOperator !== undefined && raw.byOperator !== true)
@@ -121,6 +123,7 @@ function openStateOf(raw: Record<string, unknown>): OpenState {
     reopenStreak: count(raw, 'reopenStreak', STATE),
     reason: reasonOf(raw),
     ...(raw.byOperator === true ? { byOperator: true as const } : {}),
+    ...trialOf(raw),
   };
 }
 
@@ -128,7 +131,17 @@ function halfOpenStateOf(raw: Record<string, unknown>): HalfOpenState {
   onlyKeys(
     raw,
     STATE,
-    ['status', 'openedAt', 'checkId', 'checkSentAt', 'probeStartedAt', 'failedChecks', 'reopenStreak', 'reason'],
+    [
+      'status',
+      'openedAt',
+      'checkId',
+      'checkSentAt',
+      'probeStartedAt',
+      'failedChecks',
+      'reopenStreak',
+      'reason',
+      'trial',
+    ],
     `the 'half-open' state`,
   );
   const { checkId } = raw;
@@ -143,7 +156,15 @@ function halfOpenStateOf(raw: Record<string, unknown>): HalfOpenState {
     failedChecks: count(raw, 'failedChecks', STATE),
     reopenStreak: count(raw, 'reopenStreak', STATE),
     reason: reasonOf(raw),
+    ...trialOf(raw),
   };
+}
+
+/** An open or half-open state's `trial`, when it has one (stored before it existed, none: a probe's). */
+function trialOf(raw: Record<string, unknown>): { readonly trial?: Trial } {
+  if (raw.trial === undefined) return {};
+  if (raw.trial !== 'job') fail(`${STATE}.trial`, "must be 'job' when present", raw.trial);
+  return { trial: 'job' };
 }
 
 /** A half-open state's `probeStartedAt`; stored before the probe claim existed, the check's send (`checkSentAt`). */

@@ -9,7 +9,7 @@
  * Policies are therefore pure functions of their arguments and of what they were built from: the orchestrator and
  * every worker build their own from the same settings, and `healthCheckDueAt` must agree with the transitions.
  */
-import type { ClosedState, HalfOpenState } from './state';
+import type { ClosedState, HalfOpenState, Trial } from './state';
 import type { BreakerSettings } from './settings';
 
 /** What an {@link OpeningPolicy} decided about a transient failure. */
@@ -36,8 +36,12 @@ export interface OpeningPolicy {
   onClientError(run: number, reason: string): RejectionDecision;
 }
 
-/** What an {@link OpeningPolicy} decided about a refused job call: open with a `reason`, or stay closed. */
-export type RejectionDecision = { readonly open: true; readonly reason: string } | { readonly open: false };
+/**
+ * What an {@link OpeningPolicy} decided about a refused job call: open with a `reason`, or stay closed. `trial: 'job'`:
+ * only a job's call that succeeds may close the circuit again, not a probe (see `Trial`).
+ */
+export type RejectionDecision =
+  { readonly open: true; readonly reason: string; readonly trial?: Trial } | { readonly open: false };
 
 /** When a circuit that opens sends its first health check, and the reopen streak it carries meanwhile. */
 export interface FirstCheck {
@@ -51,7 +55,10 @@ export interface FirstCheck {
 export interface ProbePolicy {
   /** Opens the circuit `closed` at `now` (epoch ms): when its first health check is due, and its reopen streak. */
   onOpen(closed: ClosedState, now: number): FirstCheck;
-  /** When the next health check is due (epoch ms) after the check of `halfOpen` was reported failed at `now`. */
+  /**
+   * When the next health check is due (epoch ms) after the check of `halfOpen` was reported failed at `now`: its
+   * `trial` says whether the check was a probe or a job's call.
+   */
   afterFailedCheck(halfOpen: HalfOpenState, now: number): number;
   /**
    * When the check of `halfOpen` is presumed lost (epoch ms): from then on another check may replace it, and it can
@@ -77,10 +84,17 @@ export interface CircuitPolicy {
  * Opens at once on a refusal that names the caller (401, 403): every other job would be refused alike. Opens on
  * another 4xx once `callerRejectThreshold` job results in a row were such refusals: one job's 4xx is its own fault,
  * but many different jobs refused alike, with no success between, point at the caller (e.g. a wrong URL).
+ *
+ * A circuit opened on a refusal is tried with a job (`trial: 'job'`), unless it was a 401 or 403 and the probe checks
+ * the key (`probeChecksKey`): a probe of a health URL that needs no key, or not the jobs' URL, answers 200 all the
+ * same, and closing on it would send the slow start's first jobs to be refused again.
  */
 export class ThresholdOpeningPolicy implements OpeningPolicy {
   constructor(
-    private readonly settings: Pick<BreakerSettings, 'failureThreshold' | 'windowSeconds' | 'callerRejectThreshold'>,
+    private readonly settings: Pick<
+      BreakerSettings,
+      'failureThreshold' | 'windowSeconds' | 'callerRejectThreshold' | 'probeChecksKey'
+    >,
   ) {}
 
   /** {@inheritDoc OpeningPolicy.onFailure} */
@@ -96,14 +110,15 @@ export class ThresholdOpeningPolicy implements OpeningPolicy {
 
   /** {@inheritDoc OpeningPolicy.onCallerRejected} */
   onCallerRejected(reason: string): RejectionDecision {
-    return { open: true, reason: `caller rejected: ${reason}` };
+    const opened = { open: true, reason: `caller rejected: ${reason}` } as const;
+    return this.settings.probeChecksKey ? opened : { ...opened, trial: 'job' };
   }
 
   /** {@inheritDoc OpeningPolicy.onClientError} */
   onClientError(run: number, reason: string): RejectionDecision {
     return run < this.settings.callerRejectThreshold
       ? { open: false }
-      : { open: true, reason: `caller rejected: ${reason} on ${run} jobs in a row` };
+      : { open: true, reason: `caller rejected: ${reason} on ${run} jobs in a row`, trial: 'job' };
   }
 }
 
@@ -112,7 +127,9 @@ export class ThresholdOpeningPolicy implements OpeningPolicy {
  * - the first check is due `openSeconds` after opening;
  * - **flapping grows the cool-down**: a circuit that re-opens within `windowSeconds` of closing waits twice as long
  *   as the last time (capped at `maxOpenSeconds`); a circuit that stayed closed longer starts over;
- * - after a failed check, the next is due `healthCheckSeconds` later, whatever the cool-down was;
+ * - after a failed check, the next is due `healthCheckSeconds` later, whatever the cool-down was; after a failed job's
+ *   trial, twice as long as after the one before (`healthCheckSeconds`, then 2, 4… times it), capped at
+ *   `maxOpenSeconds`: each trial is a job's call that a revoked key gets refused, not a probe;
  * - a check is presumed lost `healthCheckTimeoutSeconds` after its probe started, or after it was sent if no worker
  *   started it by then (the settings keep that above the API timeout).
  */
@@ -134,8 +151,11 @@ export class CooldownProbePolicy implements ProbePolicy {
   }
 
   /** {@inheritDoc ProbePolicy.afterFailedCheck} */
-  afterFailedCheck(_halfOpen: HalfOpenState, now: number): number {
-    return now + this.settings.healthCheckSeconds * 1000;
+  afterFailedCheck(halfOpen: HalfOpenState, now: number): number {
+    const { healthCheckSeconds, maxOpenSeconds } = this.settings;
+    if (halfOpen.trial !== 'job') return now + healthCheckSeconds * 1000;
+    const grown = Math.min(healthCheckSeconds * 2 ** halfOpen.failedChecks, maxOpenSeconds);
+    return now + Math.max(healthCheckSeconds, grown) * 1000;
   }
 
   /** {@inheritDoc ProbePolicy.checkTimeoutAt} */

@@ -1,5 +1,5 @@
 import { ConfigError } from '../../errors';
-import { parseSettings, type NumberRange } from '../settings';
+import { FLAG, parseSettings, type SettingRanges } from '../settings';
 
 /** Tuning of the circuit breaker. Every duration is in seconds. */
 export interface BreakerSettings {
@@ -12,9 +12,12 @@ export interface BreakerSettings {
    * call, and an outage that is over should cost no more than a second or two of the quota.
    */
   readonly openSeconds: number;
-  /** Interval between health checks while open: one probe call every this long. 1..3600. @default 2 */
+  /**
+   * Interval between health checks while open: one probe call every this long. After a failed trial job (see
+   * `probeChecksKey`), the first wait: each next one is twice the last, up to `maxOpenSeconds`. 1..3600. @default 2
+   */
   readonly healthCheckSeconds: number;
-  /** Cap of the grown cool-down. `openSeconds`..86400. @default 300 */
+  /** Cap of the grown cool-down, and of the grown wait between trial jobs. `openSeconds`..86400. @default 300 */
   readonly maxOpenSeconds: number;
   /**
    * A check whose probe started this long ago, or that no worker started within this long of its send, counts as
@@ -27,6 +30,15 @@ export interface BreakerSettings {
    * circuit (a 401 or 403 opens it at once); a job success resets the count. Integer 1..1000. @default 10
    */
   readonly callerRejectThreshold: number;
+  /**
+   * Whether a healthy health check shows that the API accepts the service's key: the probe carries the key the jobs'
+   * calls carry (the example worker's does) and the health URL refuses a request whose key is not valid. Then a probe
+   * may close a circuit that a 401 or 403 opened. Left false, such a circuit closes only once one job, sent alone as
+   * its trial, succeeds: a health URL that needs no key answers 200 to a revoked key too. A circuit that a run of other
+   * 4xx opened is always tried with a job, since a probe cannot tell that the jobs' URL or requests are wrong.
+   * @default false
+   */
+  readonly probeChecksKey: boolean;
 }
 
 /** The settings used for every key the configuration leaves out. */
@@ -38,10 +50,11 @@ export const DEFAULT_BREAKER_SETTINGS: BreakerSettings = Object.freeze({
   maxOpenSeconds: 300,
   healthCheckTimeoutSeconds: 15,
   callerRejectThreshold: 10,
+  probeChecksKey: false,
 });
 
 /** Allowed range per key; `maxOpenSeconds` is further bounded below by `openSeconds`. */
-const RANGES: { readonly [K in keyof BreakerSettings]: NumberRange } = {
+const RANGES: SettingRanges<BreakerSettings> = {
   failureThreshold: { min: 1, max: 1000, integer: true },
   windowSeconds: { min: 1, max: 3600 },
   openSeconds: { min: 1, max: 3600 },
@@ -49,6 +62,7 @@ const RANGES: { readonly [K in keyof BreakerSettings]: NumberRange } = {
   maxOpenSeconds: { min: 1, max: 86_400 },
   healthCheckTimeoutSeconds: { min: 1, max: 900 },
   callerRejectThreshold: { min: 1, max: 1000, integer: true },
+  probeChecksKey: FLAG,
 };
 
 /**

@@ -13,9 +13,15 @@ export interface ClosedState {
 }
 
 /**
+ * What may close an open circuit: `'job'`, one job sent alone whose call succeeds, after a refusal of the caller that
+ * a health probe cannot vouch for (see `BreakerSettings.probeChecksKey`). Absent: a health check's probe.
+ */
+export type Trial = 'job';
+
+/**
  * No job is dispatched; a health check may be sent from `nextCheckAt` on. `reason` says why it opened, for operators.
  * `byOperator`: an operator forced it open, and it stays open until an operator closes it: its `nextCheckAt` is
- * `NEVER_DUE`, and it sends no check.
+ * `NEVER_DUE`, and it sends no check. `trial`: the check is a job's call, not a probe.
  */
 export interface OpenState {
   readonly status: 'open';
@@ -25,11 +31,13 @@ export interface OpenState {
   readonly reopenStreak: number;
   readonly reason: string;
   readonly byOperator?: true;
+  readonly trial?: Trial;
 }
 
 /**
- * One health check (`checkId`) was sent; no job is dispatched. `probeStartedAt` is when a worker claimed it and
- * started probing, `null` while no worker has; `reason` is the open state's, kept for the next open.
+ * One health check (`checkId`) was sent; no job is dispatched, but the check's own job when `trial` is `'job'`.
+ * `probeStartedAt` is when a worker claimed it and started probing (or calling), `null` while no worker has; `reason`
+ * and `trial` are the open state's, kept for the next open.
  */
 export interface HalfOpenState {
   readonly status: 'half-open';
@@ -40,6 +48,7 @@ export interface HalfOpenState {
   readonly failedChecks: number;
   readonly reopenStreak: number;
   readonly reason: string;
+  readonly trial?: Trial;
 }
 
 /** Where the circuit stands. Each variant carries only its own data. */
@@ -94,9 +103,12 @@ export type CircuitEvent =
   | { readonly type: 'rate-limited'; readonly retryAt: number }
   /** An orchestrator wants to send health check `checkId`. Apply, write, and send only if the write succeeds. */
   | { readonly type: 'health-check-sent'; readonly checkId: string }
-  /** A worker wants to probe for health check `checkId`. Apply, write, and probe only if the write succeeds. */
-  | { readonly type: 'health-check-started'; readonly checkId: string }
-  /** Health check `checkId` found the API healthy. */
+  /**
+   * A worker wants to probe for health check `checkId`, or, with `trial`, to make the call of the job sent as that
+   * check. Apply, write, and probe (or call) only if the write succeeds.
+   */
+  | { readonly type: 'health-check-started'; readonly checkId: string; readonly trial?: Trial }
+  /** Health check `checkId` found the API healthy (its job's call succeeded, for a job's trial). */
   | { readonly type: 'health-check-ok'; readonly checkId: string }
   /** Health check `checkId` found the API still failing. */
   | { readonly type: 'health-check-failed'; readonly checkId: string }

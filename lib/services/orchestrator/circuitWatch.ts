@@ -19,7 +19,9 @@ type DispatchGate = 'holding' | 'letting-through';
 /**
  * The run's view of the circuit: reads it, hands its 429 pauses and slow-start ramps to the pacer, tells whether it
  * lets work through (closed, and not held by an operator), and sends the half-open health checks when they are due
- * (never while held). A resume after a hold, like a close, restarts dispatch through the slow start.
+ * (never while held). A check that is a job's trial (see `Trial`) is no health-check event: the run sends one job
+ * alone as it (see {@link CircuitWatch.jobTrial}). A resume after a hold, like a close, restarts dispatch through
+ * the slow start.
  */
 export class CircuitWatch {
   private gate: DispatchGate;
@@ -28,6 +30,8 @@ export class CircuitWatch {
   private readAt: number;
   /** When the circuit opens and when it probes: built once from `config.circuit`, given to every circuit call. */
   private readonly policy: CircuitPolicy;
+  /** The check whose job this run sent as its trial, so that it sends one job per check. */
+  private trialSent: string | undefined;
 
   constructor(
     private readonly run: RunContext,
@@ -109,12 +113,31 @@ export class CircuitWatch {
   }
 
   /**
-   * Sends the half-open trial when it is due and this orchestrator wins the conditional write. Returns when the next
-   * one is due; after a failed circuit write (the outage policy takes over), `undefined`.
+   * The check of the circuit as last read whose job this run is to send now, alone, as its trial: the circuit is
+   * half-open with a job's trial that no worker has claimed, that has not timed out, and that this run has not sent
+   * (see {@link CircuitWatch.trialDispatched}); never while held. `undefined` otherwise. A job of the same check that
+   * another run sent as well cannot call too: only one worker's claim of the check is written.
+   */
+  jobTrial(now: number): string | undefined {
+    const { state } = this.circuit;
+    if (state.status !== 'half-open' || state.trial !== 'job' || this.held) return undefined;
+    if (state.probeStartedAt !== null || state.checkId === this.trialSent) return undefined;
+    return now < this.policy.probe.checkTimeoutAt(state) ? state.checkId : undefined;
+  }
+
+  /** Tells the watch that a worker was invoked with the job of check `checkId` (see {@link CircuitWatch.jobTrial}). */
+  trialDispatched(checkId: string): void {
+    this.trialSent = checkId;
+  }
+
+  /**
+   * Sends the half-open trial when it is due and this orchestrator wins the conditional write: a health-check event,
+   * or, for a job's trial, nothing yet (see {@link CircuitWatch.jobTrial}). Returns when the next one is due; after a
+   * failed circuit write (the outage policy takes over), `undefined`.
    */
   async sendHealthCheckIfDue(now: number): Promise<number | undefined> {
     const { config } = this.run;
-    const { stores, invoker } = this.ports;
+    const { stores } = this.ports;
     const due = healthCheckDueAt(this.circuit, this.policy.probe);
     if (due === undefined || due > now) return due;
     const checkId = this.ports.newId();
@@ -133,23 +156,28 @@ export class CircuitWatch {
     if (update === undefined) return undefined;
     const { after, written } = update.value;
     this.seen(after, now);
-    if (written && after.state.status === 'half-open' && after.state.checkId === checkId) {
-      try {
-        await invoker.invoke({ kind: 'health-check', lane: config.lane, checkId, sentAt: now });
-        this.run.tally.healthChecks++;
-        this.run.report({ type: 'health-check-sent', at: now, checkId });
-      } catch (error) {
-        // The check never started; the circuit lets another go once this one times out.
-        if (!(
-          error instanceof InvokeThrottledError ||
-          error instanceof InvokeFailedError ||
-          error instanceof InvokeRejectedError
-        ))
-          throw error;
-        this.run.tally.invokeFailures++;
-        this.run.report({ type: 'invoke-failed', at: now, error: error.message });
-      }
-    }
+    const { state } = after;
+    if (written && state.status === 'half-open' && state.checkId === checkId && state.trial !== 'job')
+      await this.invokeCheck(checkId, now);
     return healthCheckDueAt(after, this.policy.probe);
+  }
+
+  /** Invokes a worker with health check `checkId`, sent at `now`. */
+  private async invokeCheck(checkId: string, now: number): Promise<void> {
+    try {
+      await this.ports.invoker.invoke({ kind: 'health-check', lane: this.run.config.lane, checkId, sentAt: now });
+      this.run.tally.healthChecks++;
+      this.run.report({ type: 'health-check-sent', at: now, checkId });
+    } catch (error) {
+      // The check never started; the circuit lets another go once this one times out.
+      if (!(
+        error instanceof InvokeThrottledError ||
+        error instanceof InvokeFailedError ||
+        error instanceof InvokeRejectedError
+      ))
+        throw error;
+      this.run.tally.invokeFailures++;
+      this.run.report({ type: 'invoke-failed', at: now, error: error.message });
+    }
   }
 }

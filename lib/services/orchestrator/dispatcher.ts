@@ -19,6 +19,13 @@ import type { RunPorts } from './types';
 /** The ports a dispatcher uses: the invoker, and the dispatch ids. */
 export type DispatcherPorts = Pick<RunPorts, 'invoker' | 'newId'>;
 
+/** The check of an open circuit that a job is sent as (see `CircuitWatch.jobTrial`), and whom to tell once it is. */
+export interface TrialDispatch {
+  readonly checkId: string;
+  /** Told once a worker was invoked with the job. */
+  readonly sent: () => void;
+}
+
 /**
  * Takes the intake's head message one step on: dead-letters what can never go, hides what cannot go while it is held
  * (see `QuotaGate`) until its slot, waits until the lead (see `DispatchLead`) before its pacing slot, has the ledger
@@ -46,8 +53,11 @@ export class Dispatcher {
     this.invokeRetry = new Backoff(run.settings.invokeBackoffMs);
   }
 
-  /** One step on the head message `head`: it may be dispatched, dead-lettered, dropped, hidden, or waited for. */
-  async handle(head: Buffered): Promise<void> {
+  /**
+   * One step on the head message `head`: it may be dispatched, dead-lettered, dropped, hidden, or waited for. With
+   * `trial`, it is dispatched alone, as the job of that check of the circuit (see `JobEvent.trial`).
+   */
+  async handle(head: Buffered, trial?: TrialDispatch): Promise<void> {
     const { message, receivedAt } = head;
     const { config } = this.run;
     const now = this.run.clock.now();
@@ -92,7 +102,9 @@ export class Dispatcher {
       if (side.kind === 'outage') await this.run.sleepUntil(side.retryAt);
       return;
     }
-    await this.invoke(this.batchFrom(this.reserve(head, job, units, slot, now), now), now);
+    const first = this.reserve(head, job, units, slot, now);
+    if (trial === undefined) return this.invoke(this.batchFrom(first, now), now);
+    await this.invoke([{ ...first, event: { ...first.event, trial: trial.checkId } }], now, trial.sent);
   }
 
   /** Whether a call slot is free at `now` (always, without a cap on calls in flight). */
@@ -240,9 +252,9 @@ export class Dispatcher {
    * messages at the head of the buffer and backs off: a throttled or refused one gives their quota back; one that
    * failed but may have started (a 5xx, a timeout: `InvokeFailedError.mayHaveStarted`) keeps it. An event Lambda
    * refuses for itself ({@link InvokeRejectedError}, e.g. over the async payload limit) is dead-lettered with that
-   * reason when it held one job, and its head tried alone otherwise.
+   * reason when it held one job, and its head tried alone otherwise. `sent` is told once the invoke was accepted.
    */
-  private async invoke(batch: readonly Reserved[], now: number): Promise<void> {
+  private async invoke(batch: readonly Reserved[], now: number, sent?: () => void): Promise<void> {
     const { config, clock } = this.run;
     const { invoker } = this.ports;
     const refund = () => {
@@ -282,6 +294,7 @@ export class Dispatcher {
     this.invokeRetry.reset();
     this.aloneNext = false;
     this.lastInvokeAt = now;
+    sent?.();
     for (const { message, receivedAt, costs, event } of batch) {
       this.intake.shift();
       this.run.tally.dispatched++;

@@ -13,7 +13,8 @@ import type { RunPorts, RunQuota, RunSummary } from './types';
 /**
  * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of the architecture, then step 4).
  * Until the deadline it reads the circuit every `circuitPollMs` (a worker's change, an open circuit or a 429 pause,
- * reaches dispatch within that), sending only health checks while it is not closed, and nothing while an operator
+ * reaches dispatch within that), sending only health checks while it is not closed (a check that is a job's trial is
+ * the one job it sends then, alone: see `CircuitWatch.jobTrial`), and nothing while an operator
  * holds the lane (see `pauseLane`: the buffered messages go back to their queues, the lease is kept and flushed);
  * otherwise it receives requeue ▸ fifo ▸ main, waits for each pacing slot and invokes a worker. It flushes the ledger
  * every `flushIntervalMs` and at exit, and releases the lease.
@@ -58,13 +59,16 @@ export class OrchestratorRun {
     );
     this.gate = new QuotaGate(run, pacer);
     // On a lane with maxInFlight, a refill takes no more than the free slots and one more round of them: a message
-    // received waits at most about one call for its slot, well within its visibility.
+    // received waits at most about one call for its slot, well within its visibility. A job's trial takes one: the
+    // circuit is open, and each message received counts a receive.
     this.intake = new Intake(
       run,
       queues,
       () => this.ledger.nextStoreCallAt(),
       (now) =>
-        Math.min(this.gate.room(now), slots === undefined ? Number.POSITIVE_INFINITY : slots.cap + slots.free(now)),
+        this.circuit.jobTrial(now) !== undefined
+          ? 1
+          : Math.min(this.gate.room(now), slots === undefined ? Number.POSITIVE_INFINITY : slots.cap + slots.free(now)),
     );
     this.dispatcher = new Dispatcher(run, { invoker, newId }, this.intake, this.ledger, this.link, pacer, this.gate);
   }
@@ -104,6 +108,7 @@ export class OrchestratorRun {
       if (this.circuit.held) await this.intake.release();
       // A health check starts with a circuit write: it waits for the store to come back.
       const due = this.link.side.kind === 'in-sync' ? await this.circuit.sendHealthCheckIfDue(now) : undefined;
+      if (await this.stepTrial(clock.now())) return;
       await this.run.sleepUntil(Math.min(due ?? Number.POSITIVE_INFINITY, now + this.run.settings.circuitPollMs));
       return;
     }
@@ -126,6 +131,19 @@ export class OrchestratorRun {
     }
     if (next === undefined) return;
     await this.dispatcher.handle(next);
+  }
+
+  /**
+   * Takes the intake's head one step on as the job of the circuit's trial, when one is to be sent (see
+   * `CircuitWatch.jobTrial`). @returns false when none is, or the queues had no message for it.
+   */
+  private async stepTrial(now: number): Promise<boolean> {
+    const checkId = this.circuit.jobTrial(now);
+    if (checkId === undefined) return false;
+    const head = await this.intake.next();
+    if (head === undefined) return false;
+    await this.dispatcher.handle(head, { checkId, sent: () => this.circuit.trialDispatched(checkId) });
+    return true;
   }
 
   /**

@@ -38,9 +38,9 @@ function circuitEventOf(classification: Classification, delayMs: number, now: nu
 
 /**
  * Reports a success to the lane's circuit when it ends a run of 4xx refusals, the only change a success makes. The run
- * is read eventually consistent (half a read unit), unless a batch's circuit check read it `known` less than a second
- * ago: either way a run that began in the last second may be missed, and then the next success ends it, or the next
- * refusal lengthens it by one more than it should.
+ * is the one the check before the call read (`known`; see `CircuitView`), or else read eventually consistent (half a
+ * read unit). Either way a run that began while the call ran, or in the last second, may be missed: then the next
+ * success whose call leaves after it ends it, or the next refusal lengthens it by one more than it should.
  */
 export async function endRefusalRun(now: number, lane: string, deps: WorkerDeps, known?: number): Promise<void> {
   if ((known ?? (await deps.stores.circuit.refusalRun(lane))) > 0)

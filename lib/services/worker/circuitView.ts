@@ -1,73 +1,84 @@
 import { isDispatchAllowed } from '../../domain/breaker/circuit';
+import type { Circuit } from '../../domain/breaker/state';
+import type { JobEvent } from '../../ports/Invoker';
 import { loadCircuit } from '../circuitUpdates';
-import type { WorkerDeps } from './types';
+import type { CircuitCheck, WorkerDeps } from './types';
 
 /**
- * How long a reading of the circuit by a batch's checks stands in for the read that ends a run of refusals (see
- * `endRefusalRun`): as long as the eventually consistent read it spares may lag.
+ * How long before a job's slot its worker asks whether the circuit still allows the call: the strongly consistent
+ * read of the circuit made then has this long to answer before the slot. A read serves the calls whose slots are at
+ * most this long after it was sent.
  */
-const REFUSAL_RUN_READING_MS = 1_000;
+export const CIRCUIT_CHECK_AHEAD_MS = 50;
+
+/** A read of the circuit: when it was sent, and the circuit it found (`undefined` if it failed). */
+interface Reading {
+  readonly sentAt: number;
+  readonly circuit: Promise<Circuit | undefined>;
+}
 
 /**
- * A worker event's view of the circuit. {@link CircuitView.allows} tells whether its jobs may still call: the circuit
- * closed and the lane paused neither by an operator nor by a 429, as read no longer than `circuitPollMs` ago (the orchestrator's reading when
- * it sent the event counts as the first). The lead grows to 1.5 s while workers start late, and a batch spans as long:
- * without this, jobs would go on calling a failing API after the circuit opened. So no job calls more than
- * `circuitPollMs` (and a read's time) after the circuit opened, as none is dispatched; at the configured lead a job
- * alone needs no read. The jobs of a batch share one read at a time. A read still unanswered at the slot, or one that
- * failed, leaves the last reading in force: the check never makes a call late, and a DynamoDB error does not stop the
- * work.
+ * A worker event's view of the circuit. {@link CircuitView.allows} tells whether a job may call at its slot: the
+ * circuit closed, and the lane paused neither by an operator nor by a 429, as a strongly consistent read sent at most
+ * {@link CIRCUIT_CHECK_AHEAD_MS} before the slot finds it. So a 429's pause, once another worker has written it, binds
+ * every call that has not left yet, and so does an opened circuit: not only the jobs dispatched after the
+ * orchestrator's next read, but those dispatched before it with later slots (the lead grows to 1.5 s while workers
+ * start late, and a batch spans as long). Only the pause written in the moments between a read and its call is missed.
+ *
+ * One read unit a call (the circuit item stays within 4 KB): the jobs of a batch share a read only when their slots
+ * are as close, and the read's `clientErrorRun` spares the read a success makes to end a run of refusals (see
+ * {@link CircuitView.refusalRun}). A read not answered by the job's `callBy` leaves the last reading in force, and so
+ * does a read that failed: the check never makes a call late, and a DynamoDB error does not stop the work.
  */
-export class CircuitView {
-  private knownAt: number;
+export class CircuitView implements CircuitCheck {
+  /** Whether the last reading let calls go; until a read answers, the orchestrator's reading when it sent the event. */
   private allowsNow = true;
   /** Whether a job of the event learned that the lane may not call now (see {@link CircuitView.stop}). */
   private stopped = false;
-  private reading: Promise<void> | undefined;
-  /** The run of 4xx refusals the last read found, and when it was read. */
-  private refusals: { readonly run: number; readonly at: number } | undefined;
+  private reading: Reading | undefined;
+  /** The run of 4xx refusals the last read found. */
+  private refusals: number | undefined;
 
   constructor(
-    sentAt: number,
     private readonly lane: string,
     private readonly deps: WorkerDeps,
-  ) {
-    this.knownAt = Number.isFinite(sentAt) ? sentAt : Number.NEGATIVE_INFINITY;
-  }
+  ) {}
 
-  /** Whether a job whose slot is `slotAt` may still call (see {@link CircuitView}). */
-  readonly allows = async (slotAt: number): Promise<boolean> => {
-    const { clock, stores, config } = this.deps;
-    if (this.stopped) return false;
-    const readAt = clock.now();
-    if (!this.allowsNow || readAt - this.knownAt <= config.orchestrator.circuitPollMs) return this.allowsNow;
-    this.reading ??= loadCircuit(stores.circuit, this.lane)
-      .then((circuit) => {
-        this.knownAt = readAt;
-        this.allowsNow = isDispatchAllowed(circuit) && circuit.pausedUntil <= clock.now();
-        this.refusals = { run: circuit.clientErrorRun, at: readAt };
-      })
-      .catch(() => undefined)
-      .finally(() => {
-        this.reading = undefined;
-      });
-    await Promise.race([this.reading, clock.sleep(Math.max(0, slotAt - readAt))]);
+  /** Whether a job whose slot is `slotAt`, to be called by `callBy`, may still call (see {@link CircuitView}). */
+  async allows({ slotAt, callBy }: Pick<JobEvent, 'slotAt' | 'callBy'>): Promise<boolean> {
+    const { clock } = this.deps;
+    if (this.stopped || !this.allowsNow) return false;
+    const now = clock.now();
+    if (this.reading === undefined || this.reading.sentAt < slotAt - CIRCUIT_CHECK_AHEAD_MS)
+      this.reading = { sentAt: now, circuit: this.read() };
+    const circuit = await Promise.race([this.reading.circuit, clock.sleep(Math.max(0, callBy - now))]);
+    if (circuit !== undefined)
+      this.allowsNow &&= isDispatchAllowed(circuit) && circuit.pausedUntil <= Math.max(slotAt, clock.now());
     return this.allowsNow && !this.stopped;
-  };
+  }
 
   /**
    * Tells the view that a job's call learned that the lane may not call now (a 429, or a circuit that opened on its
    * report): every later check says no, whatever a read in flight then finds. The jobs held back go back to their
    * queues, and the orchestrator dispatches them again once the pause or the outage is over.
    */
-  readonly stop = (): void => {
+  stop(): void {
     this.stopped = true;
-  };
+  }
 
-  /** The run of 4xx refusals as read less than {@link REFUSAL_RUN_READING_MS} before `now`, if a check read it. */
-  refusalRunAt(now: number): number | undefined {
-    return this.refusals !== undefined && now - this.refusals.at < REFUSAL_RUN_READING_MS
-      ? this.refusals.run
-      : undefined;
+  /** The run of 4xx refusals as the last read before a call found it, if a check read the circuit. */
+  refusalRun(): number | undefined {
+    return this.refusals;
+  }
+
+  /** Reads the circuit, noting its run of refusals; `undefined` when the read failed. */
+  private async read(): Promise<Circuit | undefined> {
+    try {
+      const circuit = await loadCircuit(this.deps.stores.circuit, this.lane);
+      this.refusals = circuit.clientErrorRun;
+      return circuit;
+    } catch {
+      return undefined;
+    }
   }
 }

@@ -21,7 +21,7 @@ type Failure = Exclude<RetryDecision, { action: 'succeed' }>;
  * the result is handed on all the same: the job has succeeded either way).
  */
 export async function endSucceeded(job: JobContext, call: AnsweredCall): Promise<JobOutcome> {
-  const { event, message, start, deps, options } = job;
+  const { event, message, start, deps, options, circuit } = job;
   const { result, now, owed, release } = call;
   const { stores, queues, config } = deps;
   const succeeded = endedRecord('succeeded', event.dispatchId, now, config);
@@ -57,8 +57,8 @@ export async function endSucceeded(job: JobContext, call: AnsweredCall): Promise
     return 'succeeded';
   }
   await queues.delete(message.queue, message.receiptHandle);
-  // Last, once the job is done: it ends a run of 4xx refusals (a read, and a write only when there is a run).
-  await endRefusalRun(now, event.lane, deps);
+  // Last, once the job is done: it ends a run of 4xx refusals (a write only when there is a run).
+  await endRefusalRun(now, event.lane, deps, circuit.refusalRun());
   return 'succeeded';
 }
 
@@ -99,21 +99,21 @@ export async function endFailed(job: JobContext, call: AnsweredCall, decision: F
 /**
  * Reports a failed call to the circuit (see {@link reportFailure}) and returns its fate: `decision`, unless the call
  * was a 4xx and the circuit is no longer closed after the report, when the job is kept. A 429, or a circuit that no
- * longer lets dispatch through after the report, stops the job's batch (see `JobOptions.circuitStopped`).
+ * longer lets dispatch through after the report, stops the job's batch (see `CircuitCheck.stop`).
  */
 async function fateOf(
-  { event, deps, options }: JobContext,
+  { event, deps, circuit: check }: JobContext,
   { classification, now }: AnsweredCall,
   decision: Failure,
 ): Promise<Failure> {
   const delayMs = decision.action === 'retry' ? decision.delayMs : 0;
   // The API's own word: the batch's later calls stop before the report's write, which may take a while or fail.
-  if (classification.kind === 'rate-limited') options.circuitStopped?.();
+  if (classification.kind === 'rate-limited') check.stop();
   // A report that cannot be written (DynamoDB unavailable, or its answer lost) must not stop the job's own record:
   // the worker would end without one, and the message's next dispatch would call again. The job's fate then goes on
   // as if the circuit had not moved; the next failure reports again.
   const circuit = await reportFailure(classification, delayMs, now, event.lane, deps).catch(() => undefined);
-  if (circuit !== undefined && !isDispatchAllowed(circuit)) options.circuitStopped?.();
+  if (circuit !== undefined && !isDispatchAllowed(circuit)) check.stop();
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
   // and the job waits with the others, whether this run of refusals opened it or something else did.
   return classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed'

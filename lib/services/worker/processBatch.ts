@@ -39,12 +39,11 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
   const { clock, queues } = deps;
   const start = clock.now();
   const { batch, left } = batchEnding(event.jobs[0]?.dispatchId ?? '');
-  const circuit = new CircuitView(event.sentAt, event.lane, deps);
+  const circuit = new CircuitView(event.lane, deps);
   const settled = await Promise.allSettled(
     inGroupOrder(
       event.jobs,
-      (job, chainedAfter) =>
-        processJob(job, deps, { batch, circuitAllows: circuit.allows, circuitStopped: circuit.stop, chainedAfter }),
+      (job, chainedAfter) => processJob(job, deps, { batch, circuit, chainedAfter }),
       (job) => standDown(job, batch, deps),
     ),
   );
@@ -63,8 +62,7 @@ export async function processBatch(event: BatchEvent, deps: WorkerDeps): Promise
   await recordSuccesses(batch.id, left.succeeded, deps);
   await deliverResults(left.results, deps);
   failures.push(...(await deleteAll(left.deletes, queues)));
-  if (outcomes.includes('succeeded'))
-    await endRefusalRun(clock.now(), event.lane, deps, circuit.refusalRunAt(clock.now()));
+  if (outcomes.includes('succeeded')) await endRefusalRun(clock.now(), event.lane, deps, circuit.refusalRun());
   if (failures.length > 0)
     throw new Error(`the batch of ${event.jobs.length} jobs failed in part: ${failures.join('; ')}`, {
       cause: settled.find((s) => s.status === 'rejected')?.reason,

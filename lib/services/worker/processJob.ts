@@ -6,12 +6,13 @@ import type { Clock } from '../../ports/Clock';
 import type { JobEvent } from '../../ports/Invoker';
 import { attemptOf } from './attempts';
 import { claimJob, standBack } from './claims';
-import { CircuitView } from './circuitView';
+import { CIRCUIT_CHECK_AHEAD_MS, CircuitView } from './circuitView';
 import { endFailed, endSucceeded, giveBack, type GiveBackReason } from './jobEndings';
 import { keysOf, messageOf } from './jobMessage';
 import { endedRecord, inProgress } from './keyRecords';
 import { readyCaller } from './readyCaller';
 import { owedBy, usageOf } from './settlements';
+import { claimTrial, reportTrial } from './trialJobs';
 import type { AnsweredCall, JobContext, JobOptions, JobOutcome, WorkerDeps } from './types';
 
 /**
@@ -25,7 +26,8 @@ import type { AnsweredCall, JobContext, JobOptions, JobOutcome, WorkerDeps } fro
  */
 export async function processJob(event: JobEvent, deps: WorkerDeps, options: JobOptions = {}): Promise<JobOutcome> {
   const { config } = deps;
-  const job: JobContext = { event, message: messageOf(event), start: deps.clock.now(), deps, options };
+  const circuit = options.circuit ?? new CircuitView(event.lane, deps);
+  const job: JobContext = { event, message: messageOf(event), start: deps.clock.now(), deps, options, circuit };
   const { start } = job;
   // The key is claimed before the wait for the slot, so that nothing but the call itself follows the slot: the call
   // leaves within the timer's lateness of it. A worker already late claims the key as this dispatch's failure: no
@@ -42,6 +44,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const ready = await waitForSlot(job);
   if (typeof ready === 'string') return giveBack(job, ready);
   const call = await callApi(job, ready);
+  if (event.trial !== undefined) await reportTrial(event.lane, event.trial, call, deps);
   // From here on, the job's attempt is the service's own count: it is what the retry policy judges, what a dead
   // letter and a result carry.
   const counted: JobContext = { ...job, event: { ...event, attempt: await counting } };
@@ -59,33 +62,31 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
 
 /**
  * Gets the API caller ready while it waits until just before the job's slot (see {@link readyCaller}), checks that
- * the circuit still allows the call (see {@link CircuitView}), then holds the worker to the slot (see
- * {@link holdToSlot}). `callBy` is checked once the caller is ready, and again just before the call leaves.
+ * the circuit still allows the call (see {@link CircuitView}; the job of a circuit's trial claims the check instead,
+ * see `claimTrial`), then holds the worker to the slot (see {@link holdToSlot}). `callBy` is checked once the caller
+ * is ready, and again just before the call leaves.
  * @returns the caller to call through now, or why the job gives its key back without calling.
  */
-async function waitForSlot({ event, deps, options }: JobContext): Promise<ReadyCaller | GiveBackReason> {
+async function waitForSlot({ event, deps, circuit }: JobContext): Promise<ReadyCaller | GiveBackReason> {
   const { clock } = deps;
   // The claim itself took this worker past `callBy`.
   if (clock.now() > event.callBy) return 'too-late';
   // The key is read (SSM and KMS, on a new container and whenever its cache has expired) during the lead, and before
   // the checks: nothing slow comes between the last check and the call.
   const preparing = readyCaller(deps, event.lane, keysOf(event));
-  // The lead and a batch's span can be long: the circuit is checked again just before the slot, as the orchestrator
-  // checks it before a dispatch.
+  // The lead and a batch's span can be long: the circuit is read again just before the slot, so that a pause or an
+  // open written since the dispatch, by any worker, binds this call too.
   const ahead = event.slotAt - CIRCUIT_CHECK_AHEAD_MS - clock.now();
   if (ahead > 0) await clock.sleep(ahead);
   const ready = await preparing;
   if (ready === undefined) return 'not-ready';
   if (clock.now() > event.callBy) return 'late-ready';
-  const circuitAllows = options.circuitAllows ?? new CircuitView(event.sentAt, event.lane, deps).allows;
-  if (!(await circuitAllows(event.slotAt))) return 'held-back';
-  // The circuit's read took this worker past `callBy`.
+  const allowed = event.trial === undefined ? circuit.allows(event) : claimTrial(event.lane, event.trial, deps);
+  if (!(await allowed)) return 'held-back';
+  // The circuit's read, or the trial's claim, took this worker past `callBy`.
   if (!(await holdToSlot(event, clock))) return 'too-late';
   return ready;
 }
-
-/** How long before a job's slot its worker asks whether the circuit still allows the call. */
-const CIRCUIT_CHECK_AHEAD_MS = 50;
 
 /**
  * Holds the worker to the event's slot: waits for `slotAt` if it is still ahead, then tells whether the call may

@@ -102,21 +102,25 @@ export interface BatchEnding {
   readonly resultLater: (result: JobResult) => void;
 }
 
+/** What a job asks of the circuit around its call (see `CircuitView`), shared by a batch's jobs. */
+export interface CircuitCheck {
+  /** Whether the job may still call at its slot `slotAt` (by `callBy`), as the circuit is read just before it. */
+  allows(job: Pick<JobEvent, 'slotAt' | 'callBy'>): Promise<boolean>;
+  /**
+   * Told when the job's call learned that the lane may not call now: a 429 (told before it is reported), or a circuit
+   * that no longer lets dispatch through after the report. A batch's later jobs then hold back at once, without
+   * waiting for their reads of the circuit.
+   */
+  stop(): void;
+  /** The run of 4xx refusals as the last read before a call found it, if one did (see `endRefusalRun`). */
+  refusalRun(): number | undefined;
+}
+
 /** How `processJob` handles a job: alone by default, or as one of a batch. */
 export interface JobOptions {
   readonly batch?: BatchEnding;
-  /**
-   * Whether the job may still call at its slot (see `CircuitView`), shared by a batch's jobs.
-   * @default the job's own
-   */
-  readonly circuitAllows?: (slotAt: number) => Promise<boolean>;
-  /**
-   * Told when the job's call learned that the lane may not call now: a 429 (told before it is reported), or a circuit
-   * that no longer lets dispatch through after the report. A batch's later jobs then hold back at once, rather than
-   * call until its next read of the circuit (see `CircuitView.stop`).
-   * @default none: a job alone has no later calls
-   */
-  readonly circuitStopped?: () => void;
+  /** The job's view of the circuit. @default the job's own `CircuitView` */
+  readonly circuit?: CircuitCheck;
   /**
    * The slot of the message before this one of its FIFO group in the same batch, which ended just now: this job
    * waited for it. If it is then too late to call, its refund says how long after that slot it could start (see
@@ -203,6 +207,8 @@ export interface JobContext {
   readonly start: number;
   readonly deps: WorkerDeps;
   readonly options: JobOptions;
+  /** The job's view of the circuit: its batch's, or its own. */
+  readonly circuit: CircuitCheck;
 }
 
 /** A job's call once the API answered: its result at `now`, how it classifies, and what the call owes (see {@link Owed}). */

@@ -6,6 +6,8 @@ import { copiesOutliveRecord } from './copiesOutliveRecord';
 import { lateRepeatOfCalledDispatch } from './lateRepeatOfCalledDispatch';
 import { refundedDispatchDeliveredAgain } from './refundedDispatchDeliveredAgain';
 import { settlementRecordedTwice } from './settlementRecordedTwice';
+import { retryAfterBindsCallsNotSent } from './retryAfterBindsCallsNotSent';
+import { revokedKeyPublicHealth } from './revokedKeyPublicHealth';
 import { slowKeyProbe } from './slowKeyProbe';
 import type { ConditionScenario } from './types';
 import { unitNamesOfObjects } from './unitNamesOfObjects';
@@ -22,6 +24,8 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   slowKeyProbe,
   settlementRecordedTwice,
   fifoRetriesKeepAttempts,
+  revokedKeyPublicHealth,
+  retryAfterBindsCallsNotSent,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';

@@ -6,8 +6,6 @@ import {
   isDispatchAllowed,
   isHeld,
   isProbeStarted,
-  MAX_TRANSITION_REASON,
-  MAX_TRANSITIONS_KEPT,
   NEVER_DUE,
   transition,
 } from '../../../../lib/domain/breaker/circuit';
@@ -15,6 +13,7 @@ import { circuitFromJSON, circuitToJSON } from '../../../../lib/domain/breaker/c
 import type { Circuit, CircuitEvent, OperatorEvent } from '../../../../lib/domain/breaker/state';
 import { circuitPolicyFrom, type CircuitPolicy } from '../../../../lib/domain/breaker/policy';
 import { parseBreakerSettings } from '../../../../lib/domain/breaker/settings';
+import { MAX_TRANSITION_REASON, MAX_TRANSITIONS_KEPT } from '../../../../lib/domain/breaker/transitionLog';
 import {
   circuitIn,
   circuitsAt,
@@ -329,6 +328,7 @@ describe('transition', () => {
         failedChecks: 0,
         reopenStreak: 0,
         reason: 'caller rejected: HTTP 401 Unauthorized',
+        trial: 'job',
       });
     });
 
@@ -347,9 +347,9 @@ describe('transition', () => {
     });
 
     it.each([
-      ['open', () => openCircuit()],
-      ['half-open', () => halfOpenCircuit()],
-    ])('leaves a %s circuit as it is, reason included', (_label, make) => {
+      ['open', () => openCircuit({ reason: 'caller rejected: HTTP 403 Forbidden', trial: 'job' })],
+      ['half-open', () => halfOpenCircuit({ reason: 'caller rejected: HTTP 403 Forbidden', trial: 'job' })],
+    ])('leaves a %s circuit whose check is a job’s as it is, reason included', (_label, make) => {
       const circuit = make();
       expect(apply(circuit, rejected())).toBe(circuit);
     });
@@ -385,33 +385,33 @@ describe('transition', () => {
       expect(apply(one, limited(T0 + 5_000)).clientErrorRun).toBe(1);
     });
 
-    it('keeps counting while open, and through a close, so the first 4xx after a probe-only recovery reopens at once', async () => {
+    it('keeps counting while open, and through a close by a probe, so the first 4xx after it reopens at once', async () => {
       const settings = parseBreakerSettings({ callerRejectThreshold: 2 });
-      let circuit = [clientError(), clientError()].reduce((c, e) => apply(c, e, settings), INITIAL_CIRCUIT);
-      expect(circuit.state.status).toBe('open');
-      circuit = apply(circuit, clientError(), settings);
-      expect(circuit.clientErrorRun).toBe(3);
+      let circuit = applyAll(apply(INITIAL_CIRCUIT, clientError(), settings), failures(S.failureThreshold));
+      expect(circuit).toMatchObject({ clientErrorRun: 1, state: { status: 'open', reason: OPENED_ON } });
       await clock.advance(10_000);
       circuit = applyAll(circuit, [sent('c1'), started('c1'), ok('c1')]);
-      expect(circuit).toMatchObject({ clientErrorRun: 3, state: { status: 'closed' } });
+      expect(circuit).toMatchObject({ clientErrorRun: 1, state: { status: 'closed' } });
       circuit = apply(circuit, clientError(), settings);
       expect(circuit.state).toMatchObject({
         status: 'open',
-        reason: 'caller rejected: HTTP 404 Not Found on 4 jobs in a row',
+        reason: 'caller rejected: HTTP 404 Not Found on 2 jobs in a row',
+        trial: 'job',
       });
     });
 
-    it('keeps the reason through a failed probe, and a successful probe closes as ever', async () => {
+    it('keeps the reason through a failed check, and the check passing closes as ever', async () => {
+      const jobStarted: CircuitEvent = { type: 'health-check-started', checkId: 'c1', trial: 'job' };
       let circuit = apply(INITIAL_CIRCUIT, rejected());
       await clock.advance(10_000);
-      circuit = applyAll(circuit, [sent('c1'), started('c1'), failed('c1')]);
+      circuit = applyAll(circuit, [sent('c1'), jobStarted, failed('c1')]);
       expect(circuit.state).toMatchObject({
         status: 'open',
         failedChecks: 1,
         reason: 'caller rejected: HTTP 401 Unauthorized',
       });
       await clock.advance(5_000);
-      circuit = applyAll(circuit, [sent('c2'), started('c2'), ok('c2')]);
+      circuit = applyAll(circuit, [sent('c2'), { ...jobStarted, checkId: 'c2' }, ok('c2')]);
       expect(circuit.state).toEqual({ status: 'closed', failures: [], closedAt: T0 + 15_000, reopenStreak: 0 });
     });
 

@@ -1,11 +1,7 @@
-import {
-  healthCheckDueAt,
-  INITIAL_CIRCUIT,
-  MAX_TRANSITIONS_KEPT,
-  transition,
-} from '../../../../lib/domain/breaker/circuit';
+import { healthCheckDueAt, INITIAL_CIRCUIT, transition } from '../../../../lib/domain/breaker/circuit';
 import { circuitFromJSON, circuitToJSON, LEGACY_OPEN_REASON } from '../../../../lib/domain/breaker/circuitJSON';
 import type { Circuit } from '../../../../lib/domain/breaker/state';
+import { MAX_TRANSITIONS_KEPT } from '../../../../lib/domain/breaker/transitionLog';
 import { StateFormatError } from '../../../../lib/errors';
 import { circuitIn, circuitsAt, failures, P, started, T0 } from '../../../helpers/circuitFixtures';
 
@@ -55,6 +51,8 @@ describe('circuitFromJSON', () => {
     ['half-open', () => halfOpenCircuit({ failedChecks: 1 })],
     ['half-open, started', () => halfOpenCircuit({ probeStartedAt: T0 + 3 })],
     ['open on a caller rejection', () => openCircuit({ reason: 'caller rejected: HTTP 403 Forbidden' })],
+    ['open, tried with a job', () => openCircuit({ reason: 'caller rejected: HTTP 401 Unauthorized', trial: 'job' })],
+    ['half-open, tried with a job', () => halfOpenCircuit({ probeStartedAt: T0 + 3, trial: 'job' })],
     [
       'forced open, paused, with transitions',
       () =>
@@ -128,6 +126,14 @@ describe('circuitFromJSON', () => {
       expect(circuitToJSON(circuit)).not.toHaveProperty('clientErrorRun');
     });
 
+    it('reads open and half-open states without trial as tried with a probe, and writes none for them', () => {
+      const open = circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0 });
+      const halfOpen = circuitFromJSON({ version: 3, state: legacyHalfOpen, pausedUntil: 0 });
+      expect(open.state).not.toHaveProperty('trial');
+      expect(halfOpen.state).not.toHaveProperty('trial');
+      expect(circuitToJSON(open).state).not.toHaveProperty('trial');
+    });
+
     it('reads an open state without reason as opened on transient failures', () => {
       expect(circuitFromJSON({ version: 3, state: legacyOpen, pausedUntil: 0 }).state).toEqual({
         ...legacyOpen,
@@ -159,6 +165,9 @@ describe('circuitFromJSON', () => {
       Object.fromEntries(Object.entries(record).filter(([k]) => k !== key));
 
     it.each<[string, unknown, RegExp]>([
+      ['an open state tried by a probe', wrap({ ...open, trial: 'probe' }), /circuit\.state\.trial must be 'job'/],
+      ['a half-open state with a null trial', wrap({ ...halfOpen, trial: null }), /circuit\.state\.trial must be/],
+      ['a closed state with a trial', wrap({ ...closed, trial: 'job' }), /circuit\.state\.trial is not a field/],
       ['a string', 'closed', /^stored circuit must be an object; got "closed"$/],
       ['null', null, /^stored circuit must be an object; got null$/],
       ['an array', [], /^stored circuit must be an object/],

@@ -57,7 +57,7 @@ describe('ThresholdOpeningPolicy', () => {
 
     it('opens on the first failure when the threshold is 1', () => {
       expect(
-        new ThresholdOpeningPolicy({ failureThreshold: 1, windowSeconds: 1, callerRejectThreshold: 1 }).onFailure(
+        new ThresholdOpeningPolicy({ ...S, failureThreshold: 1, windowSeconds: 1, callerRejectThreshold: 1 }).onFailure(
           [T0],
           T0,
         ),
@@ -66,11 +66,18 @@ describe('ThresholdOpeningPolicy', () => {
   });
 
   describe('onCallerRejected', () => {
-    it('opens at once, naming the refusal', () => {
+    it('opens at once, naming the refusal, to be tried with a job: a probe does not show that the key works', () => {
       expect(new ThresholdOpeningPolicy(S).onCallerRejected('HTTP 403 Forbidden')).toEqual({
         open: true,
         reason: 'caller rejected: HTTP 403 Forbidden',
+        trial: 'job',
       });
+    });
+
+    it('leaves the check to a probe when the probe checks the key (probeChecksKey)', () => {
+      expect(
+        new ThresholdOpeningPolicy({ ...S, probeChecksKey: true }).onCallerRejected('HTTP 401 Unauthorized'),
+      ).toEqual({ open: true, reason: 'caller rejected: HTTP 401 Unauthorized' });
     });
   });
 
@@ -86,11 +93,18 @@ describe('ThresholdOpeningPolicy', () => {
       expect(policy.onClientError(3, 'HTTP 404 Not Found')).toEqual({
         open: true,
         reason: 'caller rejected: HTTP 404 Not Found on 3 jobs in a row',
+        trial: 'job',
       });
       expect(policy.onClientError(40, 'HTTP 400 Bad Request')).toEqual({
         open: true,
         reason: 'caller rejected: HTTP 400 Bad Request on 40 jobs in a row',
+        trial: 'job',
       });
+    });
+
+    it('has such a circuit tried with a job even when the probe checks the key: it cannot check the jobs’ URL', () => {
+      const checksKey = new ThresholdOpeningPolicy({ ...S, callerRejectThreshold: 1, probeChecksKey: true });
+      expect(checksKey.onClientError(1, 'HTTP 404 Not Found')).toMatchObject({ open: true, trial: 'job' });
     });
   });
 });
@@ -119,6 +133,19 @@ describe('CooldownProbePolicy', () => {
       const policy = new CooldownProbePolicy(S);
       expect(policy.afterFailedCheck(halfOpen(), T0 + 700)).toBe(T0 + 5_700);
       expect(policy.afterFailedCheck(halfOpen({ failedChecks: 9, reopenStreak: 4 }), T0 + 700)).toBe(T0 + 5_700);
+    });
+
+    it('doubles the wait after each failed job trial, from healthCheckSeconds up to maxOpenSeconds', () => {
+      const policy = new CooldownProbePolicy(S);
+      const waits = [0, 1, 2, 3, 5, 6, 60].map(
+        (failedChecks) => (policy.afterFailedCheck(halfOpen({ failedChecks, trial: 'job' }), T0) - T0) / 1000,
+      );
+      expect(waits).toEqual([5, 10, 20, 40, 160, 300, 300]);
+    });
+
+    it('never waits less than healthCheckSeconds after a failed job trial, even above maxOpenSeconds', () => {
+      const policy = new CooldownProbePolicy({ ...S, healthCheckSeconds: 600 });
+      expect(policy.afterFailedCheck(halfOpen({ failedChecks: 4, trial: 'job' }), T0)).toBe(T0 + 600_000);
     });
   });
 

@@ -13,6 +13,7 @@ describe('parseBreakerSettings', () => {
         maxOpenSeconds: 300,
         healthCheckTimeoutSeconds: 15,
         callerRejectThreshold: 10,
+        probeChecksKey: false,
       });
       expect(parseBreakerSettings({})).toEqual(DEFAULT_BREAKER_SETTINGS);
     });
@@ -38,6 +39,7 @@ describe('parseBreakerSettings', () => {
         maxOpenSeconds: 1,
         healthCheckTimeoutSeconds: 1,
         callerRejectThreshold: 1,
+        probeChecksKey: false,
       };
       const high = {
         failureThreshold: 1000,
@@ -47,6 +49,7 @@ describe('parseBreakerSettings', () => {
         maxOpenSeconds: 86_400,
         healthCheckTimeoutSeconds: 900,
         callerRejectThreshold: 1000,
+        probeChecksKey: true,
       };
       expect(parseBreakerSettings(low)).toEqual(low);
       expect(parseBreakerSettings(high)).toEqual(high);
@@ -75,6 +78,8 @@ describe('parseBreakerSettings', () => {
       ['callerRejectThreshold', 0, 'must be an integer from 1 to 1000; got 0'],
       ['callerRejectThreshold', 1001, 'must be an integer from 1 to 1000; got 1001'],
       ['callerRejectThreshold', 2.5, 'must be an integer from 1 to 1000; got 2.5'],
+      ['probeChecksKey', 'yes', 'must be true or false; got "yes"'],
+      ['probeChecksKey', 1, 'must be true or false; got 1'],
     ])('refuses %s = %p, naming the field and its range', (key, value, problem) => {
       const error = thrown(ConfigError, () => parseBreakerSettings({ [key]: value }));
       expect(error.field).toBe(`circuit.${key}`);

@@ -1,7 +1,10 @@
+import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
 import { ATTRIBUTES } from '../../../../lib/ports/QueueReceiver';
+import { applyCircuitEvent } from '../../../../lib/services/circuitUpdates';
 import { processJob } from '../../../../lib/services/worker/processJob';
 import {
   httpStatus,
+  LANE,
   receiveJobEvent,
   sendJob,
   workerHarness,
@@ -47,8 +50,19 @@ describe('processJob: a FIFO job’s attempts', () => {
     h.api.fallback = httpStatus(503);
     await sendJob(h.queues, 'fifo', { id: 'a' }, { groupId: 'g' });
 
+    // Each 401 opens the circuit, and no job calls until it closes: an operator closes it each time.
+    const close = () =>
+      applyCircuitEvent(
+        h.stores.circuit,
+        LANE,
+        { type: 'operator-closed', by: 'ops' },
+        h.clock.now(),
+        circuitPolicyFrom(h.config.circuit),
+      );
     await expect(dispatch(h, 'd-1')).resolves.toBe('kept');
+    await close();
     await expect(dispatch(h, 'd-2')).resolves.toBe('kept');
+    await close();
     await expect(dispatch(h, 'd-3')).resolves.toBe('retried');
     await expect(h.stores.idempotency.attemptsSpent('m-1')).resolves.toBe(1);
   });

@@ -61,13 +61,14 @@ describe('reportFailure', () => {
     for (let i = 0; i < 10; i++) await sendJob(h.queues, 'main', { id: `j-${i}` });
 
     for (let i = 0; i < 10; i++) {
-      await processJob(await receiveJobEvent(h, 'main', `d-${i}`), h.deps);
-      await h.clock.advance(100);
+      await expect(processJob(await receiveJobEvent(h, 'main', `d-${i}`), h.deps)).resolves.toBe('retried');
+      // Past the pause, which holds back every call until then.
+      await h.clock.advance(1_100);
     }
 
     const circuit = await loadCircuit(h.stores.circuit, LANE);
     expect(circuit.state).toEqual({ status: 'closed', failures: [], closedAt: null, reopenStreak: 0 });
-    expect(circuit.pausedUntil).toBe(START + 900 + 1_000);
+    expect(circuit.pausedUntil).toBe(START + 9 * 1_100 + 1_000);
   });
 
   it('opens the circuit after failureThreshold transient failures within the window', async () => {
@@ -182,20 +183,24 @@ describe('refusals of the caller', () => {
     const opened: unknown[] = [];
     const deps: WorkerDeps = { ...h.deps, onEvent: (e) => e.type === 'circuit-transition' && opened.push(e) };
     h.api.fallback = httpStatus(404);
+    h.api.latencyMs = 100;
     for (let i = 0; i < 5; i++) await sendJob(h.queues, 'main', { id: `j-${i}` });
     const events = [];
     for (let i = 0; i < 5; i++) events.push(await receiveJobEvent(h, 'main', `d-${i}`));
 
-    const outcomes = [];
-    for (const event of events) outcomes.push(await processJob(event, deps));
+    // All five call at once, and their answers come back one after the other.
+    const outcomes = Promise.all(events.map((event) => processJob(event, deps)));
+    await h.clock.advance(100);
 
-    expect(outcomes).toEqual(['dead-lettered', 'dead-lettered', 'kept', 'kept', 'kept']);
+    await expect(outcomes).resolves.toEqual(['dead-lettered', 'dead-lettered', 'kept', 'kept', 'kept']);
     const reason = 'caller rejected: HTTP 404 Not Found on 3 jobs in a row';
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
       state: { status: 'open', reason },
       clientErrorRun: 5,
     });
-    expect(opened).toEqual([{ type: 'circuit-transition', lane: LANE, at: START, from: 'closed', to: 'open', reason }]);
+    expect(opened).toEqual([
+      { type: 'circuit-transition', lane: LANE, at: START + 100, from: 'closed', to: 'open', reason },
+    ]);
     expect(h.queues.depth('main-dlq')).toBe(2);
     expect(h.queues.messages('requeue').map((m) => m.attributes.attempt)).toEqual([
       numberAttr(1),
@@ -221,30 +226,50 @@ describe('refusals of the caller', () => {
     });
   });
 
-  it('reports a success to the circuit only when a run of refusals is open: otherwise one cheap read of the run', async () => {
+  it('reports a success to the circuit only when a run of refusals is open, as the read before its call found it', async () => {
     const h = workerHarness();
     h.api.answers.push(ok(), httpStatus(400), ok());
     for (const id of ['a', 'b', 'c']) await sendJob(h.queues, 'main', { id });
     const load = jest.spyOn(h.stores.circuit, 'loadCircuit');
+    const save = jest.spyOn(h.stores.circuit, 'saveCircuit');
     const run = jest.spyOn(h.stores.circuit, 'refusalRun');
 
     await processJob(await receiveJobEvent(h, 'main', 'd-a'), h.deps);
-    expect([run.mock.calls.length, load.mock.calls.length]).toEqual([1, 0]);
+    // The read before the call, and nothing more: it found no run.
+    expect([load.mock.calls.length, save.mock.calls.length]).toEqual([1, 0]);
     await processJob(await receiveJobEvent(h, 'main', 'd-b'), h.deps);
-    load.mockClear();
+    save.mockClear();
     await processJob(await receiveJobEvent(h, 'main', 'd-c'), h.deps);
 
-    expect(load).toHaveBeenCalled();
+    expect(save).toHaveBeenCalledTimes(1);
+    expect(run).not.toHaveBeenCalled();
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ clientErrorRun: 0 });
+  });
+
+  it('reads the run eventually consistent after a success whose read before the call failed', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const run = jest.spyOn(h.stores.circuit, 'refusalRun');
+    jest.spyOn(h.stores.circuit, 'loadCircuit').mockRejectedValueOnce(new Error('throttled'));
+
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-a'), h.deps)).resolves.toBe('succeeded');
+
+    expect(run).toHaveBeenCalledTimes(1);
   });
 
   it('keeps a job refused with another 4xx while the circuit is open for any reason', async () => {
     const h = workerHarness();
-    await openCircuit(h.stores.circuit, h.config, START);
+    h.api.latencyMs = 100;
     await sendJob(h.queues, 'main', { id: 'a' });
     h.api.answers.push(httpStatus(400));
 
-    await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('kept');
+    const outcome = processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
+    // The circuit opens while the call is on its way.
+    await h.clock.advance(50);
+    await openCircuit(h.stores.circuit, h.config, h.clock.now());
+    await h.clock.advance(50);
+
+    await expect(outcome).resolves.toBe('kept');
 
     expect(h.queues.depth('main-dlq')).toBe(0);
     expect(h.queues.depth('requeue')).toBe(1);

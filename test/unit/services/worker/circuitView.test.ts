@@ -1,47 +1,96 @@
 import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
+import type { CircuitEvent } from '../../../../lib/domain/breaker/state';
 import type { JobEvent } from '../../../../lib/ports/Invoker';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
-import { CircuitView } from '../../../../lib/services/worker/circuitView';
+import { CIRCUIT_CHECK_AHEAD_MS, CircuitView } from '../../../../lib/services/worker/circuitView';
 import { processBatch } from '../../../../lib/services/worker/processBatch';
 import { processJob } from '../../../../lib/services/worker/processJob';
-import { LANE, START, openCircuit, testConfig, workerHarness } from '../../../helpers/serviceFixtures';
+import {
+  httpStatus,
+  LANE,
+  START,
+  openCircuit,
+  receiveJobEvent,
+  sendJob,
+  testConfig,
+  workerHarness,
+  type WorkerHarness,
+} from '../../../helpers/serviceFixtures';
 import { atSlot, batchOf } from '../../../helpers/workerFixtures';
+
+/** Applies `event` to the harness's circuit now, as another worker or an operator would. */
+async function applyNow(h: WorkerHarness, event: CircuitEvent): Promise<void> {
+  await applyCircuitEvent(h.stores.circuit, LANE, event, h.clock.now(), circuitPolicyFrom(h.config.circuit));
+}
+
+/** `job` at a slot `ms` after START, to be called by 10 ms after it. */
+const at = (job: JobEvent, ms: number): JobEvent => atSlot(job, ms, ms + 10);
 
 describe('CircuitView', () => {
   describe('stop', () => {
     it('says no to every later check, even when a read then finds the circuit closed', async () => {
       const h = workerHarness();
-      const view = new CircuitView(START, LANE, h.deps);
-      await expect(view.allows(START)).resolves.toBe(true);
+      const view = new CircuitView(LANE, h.deps);
+      await expect(view.allows({ slotAt: START, callBy: START })).resolves.toBe(true);
 
       view.stop();
-      await h.clock.advance(h.config.orchestrator.circuitPollMs + 1);
+      await h.clock.advance(1_000);
 
-      await expect(view.allows(h.clock.now())).resolves.toBe(false);
+      await expect(view.allows({ slotAt: h.clock.now(), callBy: h.clock.now() })).resolves.toBe(false);
       await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed' } });
     });
   });
 
-  it('holds back the jobs whose slots come after the circuit opened, once the reading it was sent with is circuitPollMs old', async () => {
+  describe('a 429 another worker answered', () => {
+    it('holds back a job dispatched before the pause, whatever its lead: no call leaves once the pause is written', async () => {
+      const h = workerHarness();
+      await sendJob(h.queues, 'main', { id: 'a' });
+      await sendJob(h.queues, 'main', { id: 'b' });
+      const first = at(await receiveJobEvent(h, 'main', 'd-a'), 0);
+      // Dispatched with the first, its slot well within circuitPollMs of the send.
+      const second = at(await receiveJobEvent(h, 'main', 'd-b'), 60);
+      h.api.answers.push(httpStatus(429, { 'retry-after': '2' }));
+
+      const outcomes = Promise.all([processJob(first, h.deps), processJob(second, h.deps)]);
+      await h.clock.advance(100);
+
+      await expect(outcomes).resolves.toEqual(['retried', 'held-back']);
+      expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}']);
+      expect(h.queues.messages('requeue').map((m) => m.body)).toContain('{"id":"b"}');
+    });
+
+    it('lets a job call whose slot comes once the pause is over', async () => {
+      const h = workerHarness();
+      await applyNow(h, { type: 'rate-limited', retryAt: START + 100 });
+      await sendJob(h.queues, 'main', { id: 'a' });
+      const job = at(await receiveJobEvent(h, 'main', 'd-a'), 100);
+
+      const outcome = processJob(job, h.deps);
+      await h.clock.advance(200);
+
+      await expect(outcome).resolves.toBe('succeeded');
+      expect(h.api.calls.map((c) => c.at - START)).toEqual([100]);
+    });
+  });
+
+  it('holds back the jobs of a batch whose slots come after the circuit opened, however soon after the send', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b', 'c']);
-    const at = (job: JobEvent, ms: number): JobEvent => atSlot(job, ms, ms + 10);
-    const pollMs = h.config.orchestrator.circuitPollMs;
     const outcome = processBatch(
-      { ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 100), at(event.jobs[2]!, pollMs + 400)] },
+      { ...event, jobs: [at(event.jobs[0]!, 20), at(event.jobs[1]!, 100), at(event.jobs[2]!, 150)] },
       h.deps,
     );
-    // Another worker's reports open the circuit between b's check and c's.
-    await h.clock.advance(pollMs + 150);
+    // Another worker's reports open the circuit after a's call, 55 ms before b's slot.
+    await h.clock.advance(45);
     await openCircuit(h.stores.circuit, h.config, h.clock.now());
-    await h.clock.advance(300);
+    await h.clock.advance(100);
 
-    await expect(outcome).resolves.toEqual(['succeeded', 'succeeded', 'held-back']);
-    expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}', '{"id":"b"}']);
+    await expect(outcome).resolves.toEqual(['succeeded', 'held-back', 'held-back']);
+    expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}']);
     await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      expect.objectContaining({ id: 'd-b', actual: null }),
       expect.objectContaining({ id: 'd-c', actual: null }),
     ]);
-    expect(h.queues.depth('requeue')).toBe(1);
     await expect(h.stores.idempotency.getIdempotency('k-c', h.clock.now())).resolves.toMatchObject({
       status: 'failed',
       dispatchId: 'd-c',
@@ -51,20 +100,9 @@ describe('CircuitView', () => {
   it('holds back the jobs whose slots come after an operator paused the lane, as after the circuit opened', async () => {
     const h = workerHarness();
     const event = await batchOf(h, ['a', 'b']);
-    const at = (job: JobEvent, ms: number): JobEvent => atSlot(job, ms, ms + 10);
-    const pollMs = h.config.orchestrator.circuitPollMs;
-    const outcome = processBatch(
-      { ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, pollMs + 400)] },
-      h.deps,
-    );
-    await h.clock.advance(pollMs + 150);
-    await applyCircuitEvent(
-      h.stores.circuit,
-      LANE,
-      { type: 'operator-paused', by: 'ops' },
-      h.clock.now(),
-      circuitPolicyFrom(h.config.circuit),
-    );
+    const outcome = processBatch({ ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, 400)] }, h.deps);
+    await h.clock.advance(150);
+    await applyNow(h, { type: 'operator-paused', by: 'ops' });
     await h.clock.advance(300);
 
     await expect(outcome).resolves.toEqual(['succeeded', 'held-back']);
@@ -72,45 +110,70 @@ describe('CircuitView', () => {
     expect(h.queues.depth('requeue')).toBe(1);
   });
 
-  it('calls at the slot on the last reading when the read of the circuit has not answered by then', async () => {
+  it('reads the circuit once a call, strongly consistent, shared only by calls whose slots are as close', async () => {
+    const h = workerHarness();
+    const event = await batchOf(h, ['a', 'b', 'c', 'd']);
+    // b's check comes with a's, when the worker starts: its slot is no later than 50 ms after a's read.
+    const slots = [20, CIRCUIT_CHECK_AHEAD_MS, 300, 500];
+    const load = jest.spyOn(h.stores.circuit, 'loadCircuit');
+    const outcome = processBatch({ ...event, jobs: event.jobs.map((job, i) => at(job, slots[i]!)) }, h.deps);
+    await h.clock.advance(600);
+
+    await expect(outcome).resolves.toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    // a's read serves b too; c and d read each their own, 50 ms before their slots.
+    expect(load.mock.calls.length).toBe(3);
+  });
+
+  it('waits for a read that answers after the slot, until callBy, and calls on its answer', async () => {
+    const h = workerHarness();
+    const [job] = (await batchOf(h, ['a'])).jobs;
+    const load = h.stores.circuit.loadCircuit.bind(h.stores.circuit);
+    jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation((lane) => h.clock.sleep(55).then(() => load(lane)));
+
+    const outcome = processJob(at(job!, 100), h.deps);
+    await h.clock.advance(200);
+
+    await expect(outcome).resolves.toBe('succeeded');
+    expect(h.api.calls.map((c) => c.at - START)).toEqual([105]);
+  });
+
+  it('calls by callBy on the last reading when the read of the circuit has not answered by then', async () => {
     const h = workerHarness();
     const [job] = (await batchOf(h, ['a'])).jobs;
     jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation(() => h.clock.sleep(500).then(() => undefined));
-    const late = atSlot(job!, 400, 410);
 
-    const outcome = processJob(late, h.deps);
+    const outcome = processJob(at(job!, 400), h.deps);
     await h.clock.advance(1_000);
 
     await expect(outcome).resolves.toBe('succeeded');
-    expect(h.api.calls.map((c) => c.at - START)).toEqual([400]);
+    expect(h.api.calls.map((c) => c.at - START)).toEqual([410]);
     expect(h.stores.circuit.loadCircuit).toHaveBeenCalledTimes(1);
   });
 
-  it("ends a run of refusals on its checks' reading of the circuit, and reads the run when no check read the circuit", async () => {
-    const pollMs = testConfig().orchestrator.circuitPollMs;
-    // Slots after the reading the batch was sent with is circuitPollMs old: a's check reads the circuit. Slots before
-    // it: no check reads, and the run is read at the end.
-    for (const [slotsMs, runReads] of [
-      [[pollMs + 100, pollMs + 200], 0],
-      [[50, 100], 1],
-    ] as const) {
-      const h = workerHarness();
-      await applyCircuitEvent(
-        h.stores.circuit,
-        LANE,
-        { type: 'client-error', reason: 'HTTP 400' },
-        START,
-        circuitPolicyFrom(h.config.circuit),
-      );
-      const event = await batchOf(h, ['a', 'b']);
-      const at = (job: JobEvent, ms: number): JobEvent => atSlot(job, ms, ms + 10);
-      const run = jest.spyOn(h.stores.circuit, 'refusalRun');
-      const outcome = processBatch({ ...event, jobs: event.jobs.map((job, i) => at(job, slotsMs[i]!)) }, h.deps);
-      await h.clock.advance(pollMs + 300);
+  it('calls on the last reading when the read fails: a DynamoDB error does not stop the work', async () => {
+    const h = workerHarness();
+    const [job] = (await batchOf(h, ['a'])).jobs;
+    jest.spyOn(h.stores.circuit, 'loadCircuit').mockRejectedValue(new Error('throttled'));
 
-      await expect(outcome).resolves.toEqual(['succeeded', 'succeeded']);
-      expect(run).toHaveBeenCalledTimes(runReads);
-      await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ clientErrorRun: 0 });
-    }
+    const outcome = processJob(at(job!, 100), h.deps);
+    await h.clock.advance(200);
+
+    await expect(outcome).resolves.toBe('succeeded');
+    expect(h.api.calls.map((c) => c.at - START)).toEqual([100]);
+  });
+
+  it('ends a run of refusals on the reading before the calls, however long they take, with no read of the run', async () => {
+    const h = workerHarness(testConfig());
+    await applyNow(h, { type: 'client-error', reason: 'HTTP 400' });
+    const event = await batchOf(h, ['a', 'b']);
+    // Calls as long as an LLM's answers.
+    h.api.latencyMs = 5_000;
+    const run = jest.spyOn(h.stores.circuit, 'refusalRun');
+    const outcome = processBatch({ ...event, jobs: [at(event.jobs[0]!, 100), at(event.jobs[1]!, 200)] }, h.deps);
+    await h.clock.advance(5_300);
+
+    await expect(outcome).resolves.toEqual(['succeeded', 'succeeded']);
+    expect(run).not.toHaveBeenCalled();
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ clientErrorRun: 0 });
   });
 });

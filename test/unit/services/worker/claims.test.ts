@@ -387,7 +387,8 @@ describe('processJob when events arrive more than once, or late: ended is ended'
 
 describe('processJob with a dead letter moved back as it was (the SQS console’s redrive)', () => {
   it('calls the job again from its first attempt: it reopens the key the dead-lettering holds, and its retry is a plain one', async () => {
-    const h = workerHarness();
+    // Three 503s within seconds would open the circuit at the harness's threshold, and the redriven job would not call.
+    const h = workerHarness(testConfig({ circuit: { failureThreshold: 5 } }));
     await sendJob(h.queues, 'main', { id: 'a' }, { idempotencyKey: 'order-42' });
     h.api.answers.push(httpStatus(503), httpStatus(503), httpStatus(503), httpStatus(503));
     await expect(processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps)).resolves.toBe('retried');
