@@ -115,10 +115,11 @@ async function fateOf(
   const circuit = await reportFailure(classification, delayMs, now, event.lane, deps).catch(() => undefined);
   if (circuit !== undefined && !isDispatchAllowed(circuit)) check.stop();
   // A 4xx is this job's own fault only while the circuit stays closed after its report: open, nothing is dispatched
-  // and the job waits with the others, whether this run of refusals opened it or something else did.
-  return classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed'
-    ? { action: 'keep', reason: classification.reason }
-    : decision;
+  // and the job waits with the others, whether this run of refusals opened it or something else did. Except the job
+  // of a circuit's trial: kept, it would be the next trial too, and a job the API refuses for itself would hold the
+  // lane open for good; it goes with its reason, and the next trial tries another job.
+  const waits = classification.kind === 'client-error' && circuit !== undefined && circuit.state.status !== 'closed';
+  return waits && event.trial === undefined ? { action: 'keep', reason: classification.reason } : decision;
 }
 
 /**

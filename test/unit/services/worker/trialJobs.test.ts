@@ -74,6 +74,19 @@ describe('processJob: the job of a circuit’s trial', () => {
     });
   });
 
+  it('dead-letters a trial job the API refuses for itself (a 4xx that is not the caller’s): the next check tries another job, and a bad job cannot hold the lane open', async () => {
+    const { h, jobs } = await trialOf('a');
+    h.api.answers.push(httpStatus(400));
+
+    await expect(processJob(jobs[0]!, h.deps)).resolves.toBe('dead-lettered');
+
+    await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({
+      state: { status: 'open', trial: 'job', failedChecks: 1 },
+    });
+    expect(h.queues.messages('main-dlq').map((m) => m.body)).toEqual(['{"id":"a"}']);
+    expect(h.queues.depth('requeue')).toBe(0);
+  });
+
   it('lets one job of a check call: another sent as the same check finds it claimed, and gives its job back', async () => {
     const { h, jobs } = await trialOf('a', 'b');
     h.api.latencyMs = 100;
