@@ -148,7 +148,7 @@ function faultPlan(on: ReadonlySet<Family>, draw: Draw): FaultPlan {
     crashAfterCall: on.has('worker-crashes') ? draw(0, 0.1) : 0,
     killedRuns: on.has('orchestrator-kills') ? draw(0.1, 0.5) : 0,
     workerSkewMs: on.has('clock-skew') ? draw(-40, 40) : 0,
-    rateLimited: on.has('rate-limited') ? [{ ...window(20, 8), retryAfterSeconds: draw(1, 20) }] : [],
+    rateLimited: on.has('rate-limited') ? [{ ...window(4, 8), retryAfterSeconds: draw(1, 20) }] : [],
     callerRejected: on.has('caller-rejected') ? [window(20, 30)] : [],
     flakyJobs: on.has('flaky-jobs') ? draw(0.1, 0.6) : 0,
     slowKeyReads: on.has('key-reads') ? draw(0.05, 0.5) : 0,

@@ -1,5 +1,6 @@
 import { InvokeFailedError } from '../../lib/errors';
 import type { ApiCaller, ApiResult, Preparation } from '../../lib/ports/ApiCaller';
+import type { CircuitStore } from '../../lib/ports/CircuitStore';
 import type { Clock } from '../../lib/ports/Clock';
 import type { Invoker } from '../../lib/ports/Invoker';
 import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
@@ -84,10 +85,18 @@ export function faultyWorkerPorts(
   journal: { readonly clock: Clock; readonly entries: JournalEntry[] },
 ): SimulatedPorts {
   const { lease, ledger, circuit, idempotency } = ports.stores;
+  const journaled: CircuitStore = Object.create(circuit) as CircuitStore;
+  journaled.saveCircuit = async (lane, next) => {
+    const written = await circuit.saveCircuit(lane, next);
+    const at = journal.clock.now();
+    if (written && next.pausedUntil > at)
+      journal.entries.push({ jobId: undefined, at, status: 'paused', until: next.pausedUntil });
+    return written;
+  };
   const stores = {
     lease,
     ledger: faultyWrites(ledger, 'dynamodb', STORE_WRITES, plan, random, log),
-    circuit: faultyWrites(circuit, 'dynamodb', STORE_WRITES, plan, random, log),
+    circuit: faultyWrites(journaled, 'dynamodb', STORE_WRITES, plan, random, log),
     idempotency: faultyWrites(idempotency, 'dynamodb', STORE_WRITES, plan, random, log),
   };
   const queues: QueueReceiver = Object.create(ports.queues) as QueueReceiver;
@@ -157,9 +166,19 @@ export interface WorkerCall {
   readonly crashed?: 'before-call' | 'after-call';
 }
 
-/** What the workers did to a job, in order: a call, or the job's message landing in a dead-letter queue. */
+/**
+ * What the workers did, in order: a job's call, a job's message landing in a dead-letter queue, or a pause of the
+ * lane (a 429's `Retry-After`) written to the circuit, until `until`.
+ */
 export type JournalEntry =
-  WorkerCall | { readonly jobId: string | undefined; readonly at: number; readonly status: 'dead-lettered' };
+  | WorkerCall
+  | { readonly jobId: string | undefined; readonly at: number; readonly status: 'dead-lettered' }
+  | { readonly jobId: undefined; readonly at: number; readonly status: 'paused'; readonly until: number };
+
+/** Whether `entry` is a job's call. */
+export function isCall(entry: JournalEntry): entry is WorkerCall {
+  return entry.status !== 'dead-lettered' && entry.status !== 'paused';
+}
 
 /**
  * The API as the workers see it: in the plan's windows it answers 429 with `Retry-After`, or 401 for job calls while

@@ -2,7 +2,7 @@ import { ATTRIBUTES, READ_ORDER } from '../../lib/ports/QueueReceiver';
 import { jobIdOf } from '../simulation/jobs';
 import type { SimulationResult } from '../simulation/runSimulation';
 import type { SwarmCase } from './drawCase';
-import type { JournalEntry } from './faultyPorts';
+import { isCall, type JournalEntry } from './faultyPorts';
 
 /** The invariants the swarm checks, by name, with what each promises. */
 export const INVARIANTS = {
@@ -12,6 +12,8 @@ export const INVARIANTS = {
   'ended-is-ended':
     'no call for a job after it succeeded or was dead-lettered, unless its worker died before recording the success',
   'fifo-order': "a FIFO group's jobs are handled one at a time, in order",
+  'retry-after-binds':
+    "no call arrives while a 429's Retry-After the service has written is running (but a call whose check was sent in the 50 ms before, and the workers' clock skew)",
   'attempts-honoured': 'a job given up after its attempts made that many calls that could count as one',
   'nothing-lost': 'every job is somewhere: succeeded, in a dead-letter queue, or still in a queue',
   'dead-letters-have-reasons': 'every message in a dead-letter queue carries its reason',
@@ -49,6 +51,7 @@ export function checkInvariants(record: RunRecord): Breach[] {
     breach('max-in-flight', `${peak} calls in progress at once, maxInFlight ${config.maxInFlight}`);
   if (record.peakProbes > 1) breach('one-probe', `${record.peakProbes} health checks in progress at once`);
   for (const detail of callsAfterEnded(journal)) breach('ended-is-ended', detail);
+  for (const detail of callsWhilePaused(journal)) breach('retry-after-binds', detail);
   if (report.fifoOrderViolations > 0)
     breach('fifo-order', `${report.fifoOrderViolations} FIFO jobs handled out of order or together`);
   const deadLetters = READ_ORDER.flatMap((q) => run.queues.messages(`${q}-dlq`));
@@ -65,9 +68,7 @@ export function checkInvariants(record: RunRecord): Breach[] {
     const gaveUp = /^gave up after (\d+)/.exec(reason);
     if (gaveUp === null) continue;
     const jobId = jobIdOf(m.body);
-    const made = journal.filter(
-      (c) => c.jobId === jobId && c.status !== 'dead-lettered' && c.crashed !== 'before-call',
-    ).length;
+    const made = journal.filter((c) => isCall(c) && c.jobId === jobId && c.crashed !== 'before-call').length;
     if (made < config.retry.maxAttempts)
       breach(
         'attempts-honoured',
@@ -105,6 +106,30 @@ export function callsAfterEnded(journal: readonly JournalEntry[]): string[] {
     const before = ended.get(entry.jobId);
     if (before !== undefined) found.push(`${entry.jobId} called at +${entry.at - before.at} ms after it ${before.how}`);
     if (entry.status === 200 && entry.crashed === undefined) ended.set(entry.jobId, { at: entry.at, how: 'succeeded' });
+  }
+  return found;
+}
+
+/** How long after a pause is written a call may still leave: its worker read the circuit up to 50 ms before its slot. */
+const PAUSE_KNOWN_AFTER_MS = 60;
+/** The workers' clocks may run up to 40 ms ahead, and the pause's end with them. */
+const PAUSE_END_SKEW_MS = 50;
+
+/** A line per job call that arrived while a pause written before it was still running. */
+export function callsWhilePaused(journal: readonly JournalEntry[]): string[] {
+  const pauses: { readonly at: number; readonly until: number }[] = [];
+  const found: string[] = [];
+  for (const entry of journal) {
+    if (entry.status === 'paused') pauses.push(entry);
+    else if (isCall(entry) && entry.crashed !== 'before-call') {
+      const pause = pauses.find(
+        (p) => entry.at > p.at + PAUSE_KNOWN_AFTER_MS && entry.at < p.until - PAUSE_END_SKEW_MS,
+      );
+      if (pause !== undefined)
+        found.push(
+          `${entry.jobId ?? '?'} called ${entry.at - pause.at} ms after a pause until +${pause.until - pause.at} ms was written`,
+        );
+    }
   }
   return found;
 }
