@@ -27,11 +27,14 @@ interface Reading {
  *
  * One read unit a call (the circuit item stays within 4 KB): the jobs of a batch share a read only when their slots
  * are as close, and the read's `clientErrorRun` spares the read a success makes to end a run of refusals (see
- * {@link CircuitView.refusalRun}). A read not answered by the job's `callBy` leaves the last reading in force, and so
- * does a read that failed: the check never makes a call late, and a DynamoDB error does not stop the work.
+ * {@link CircuitView.refusalRun}). A job whose read failed, or did not answer by its `callBy`, does not call: it gives
+ * its job back, as one the circuit holds back does, and the orchestrator dispatches it again. Calling on the reading
+ * the orchestrator made when it sent the event would let a call go seconds into a pause another worker had written (a
+ * worker that started late, its read then racing its `callBy`); the worker has just claimed the job's key in the
+ * same table, so a read that fails is rare, and costs a dispatch, never a call.
  */
 export class CircuitView implements CircuitCheck {
-  /** Whether the last reading let calls go; until a read answers, the orchestrator's reading when it sent the event. */
+  /** Whether every reading so far let calls go (a reading that did not stays in force for the event's later jobs). */
   private allowsNow = true;
   /** Whether a job of the event learned that the lane may not call now (see {@link CircuitView.stop}). */
   private stopped = false;
@@ -49,11 +52,13 @@ export class CircuitView implements CircuitCheck {
     const { clock } = this.deps;
     if (this.stopped || !this.allowsNow) return false;
     const now = clock.now();
-    if (this.reading === undefined || this.reading.sentAt < slotAt - CIRCUIT_CHECK_AHEAD_MS)
+    // A reading serves a later job of the batch only if it was sent at most CIRCUIT_CHECK_AHEAD_MS before that job's
+    // call leaves: at its slot, or now when the job runs after its slot (a FIFO job that waited for the one before).
+    if (this.reading === undefined || this.reading.sentAt < Math.max(slotAt, now) - CIRCUIT_CHECK_AHEAD_MS)
       this.reading = { sentAt: now, circuit: this.read() };
     const circuit = await Promise.race([this.reading.circuit, clock.sleep(Math.max(0, callBy - now))]);
-    if (circuit !== undefined)
-      this.allowsNow &&= isDispatchAllowed(circuit) && circuit.pausedUntil <= Math.max(slotAt, clock.now());
+    if (circuit === undefined) return false;
+    this.allowsNow &&= isDispatchAllowed(circuit) && circuit.pausedUntil <= Math.max(slotAt, clock.now());
     return this.allowsNow && !this.stopped;
   }
 

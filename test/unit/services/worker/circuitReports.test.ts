@@ -246,15 +246,16 @@ describe('refusals of the caller', () => {
     await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ clientErrorRun: 0 });
   });
 
-  it('reads the run eventually consistent after a success whose read before the call failed', async () => {
+  it('makes no call, and reads no run, when its read before the call failed', async () => {
     const h = workerHarness();
     await sendJob(h.queues, 'main', { id: 'a' });
     const run = jest.spyOn(h.stores.circuit, 'refusalRun');
     jest.spyOn(h.stores.circuit, 'loadCircuit').mockRejectedValueOnce(new Error('throttled'));
 
-    await expect(processJob(await receiveJobEvent(h, 'main', 'd-a'), h.deps)).resolves.toBe('succeeded');
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-a'), h.deps)).resolves.toBe('held-back');
 
-    expect(run).toHaveBeenCalledTimes(1);
+    expect(h.api.calls).toEqual([]);
+    expect(run).not.toHaveBeenCalled();
   });
 
   it('keeps a job refused with another 4xx while the circuit is open for any reason', async () => {
