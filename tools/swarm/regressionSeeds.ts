@@ -16,4 +16,13 @@ export const REGRESSION_SEEDS: readonly { readonly seed: number; readonly found:
   { seed: 63, found: 'attempts-honoured: a FIFO job given up "after 6 attempts" having made 2 calls' },
   { seed: 86, found: 'dead-letters-have-reasons: a FIFO message redriven by maxReceiveCount, without a reason' },
   { seed: 273, found: 'dead-letters-have-reasons: two FIFO messages handed back until maxReceiveCount redrove them' },
+  {
+    seed: 1400,
+    found:
+      "retry-after-binds: a call 350 ms into a 429's pause another worker had written: a late worker's circuit read lost its race with callBy, and it called on the orchestrator's reading",
+  },
+  {
+    seed: 1549,
+    found: "retry-after-binds: a call 187 ms into a 429's pause another worker had written",
+  },
 ];
