@@ -60,8 +60,13 @@ class SwitchableLedgerStore extends MemoryLedgerStore {
     super(state);
   }
 
-  override async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
-    return this.flushes.through('saveLedger', () => super.saveLedger(lane, ledger, fencingToken, settled));
+  override async saveLedger(
+    lane: string,
+    ledger: LedgerJSON,
+    fencingToken: number,
+    folded?: readonly string[],
+  ): Promise<void> {
+    return this.flushes.through('saveLedger', () => super.saveLedger(lane, ledger, fencingToken, folded));
   }
   override async pendingSettlements(lane: string): Promise<Settlement[]> {
     this.flushes.check('pendingSettlements');

@@ -1,7 +1,7 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
-import { LeaseLostError, StateConflictError } from '../../lib/errors';
+import { LeaseLostError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
 import {
   claimRefusal,
@@ -15,7 +15,7 @@ import {
   allRefunds,
   MAX_PENDING_SETTLEMENTS,
   MAX_STORED_SETTLEMENTS,
-  checkSettled,
+  checkFolded,
   type LedgerStore,
 } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
@@ -51,7 +51,10 @@ export class MemoryState {
   readonly tokens = new Map<string, number>();
   readonly ledgers = new JsonMap<LedgerJSON>();
   readonly circuits = new JsonMap<CircuitJSON>();
+  /** Per lane the pending settlements, each with an id (named by the store when it had none), in order of writing. */
   readonly settlements = new JsonMap<Settlement[]>();
+  /** Settlements recorded without an id so far, to name each one. */
+  unnamedSettlements = 0;
   readonly idempotency = new JsonMap<IdempotencyRecord>();
   /** Per batch, the successes it recorded (see `IdempotencyStore.recordBatchSuccesses`). */
   readonly batches = new JsonMap<{
@@ -111,17 +114,23 @@ export class MemoryLedgerStore implements LedgerStore {
     return this.state.ledgers.get(lane);
   }
 
-  async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled = 0): Promise<void> {
+  async saveLedger(
+    lane: string,
+    ledger: LedgerJSON,
+    fencingToken: number,
+    folded: readonly string[] = [],
+  ): Promise<void> {
     this.state.stats.writes++;
-    checkSettled(settled);
+    checkFolded(folded);
     this.checkFence(lane, fencingToken);
-    const pending = this.state.settlements.get(lane) ?? [];
-    if (pending.length < settled)
-      throw new StateConflictError(
-        `fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`,
-      );
     this.state.ledgers.set(lane, ledger);
-    if (settled > 0) this.state.settlements.set(lane, pending.slice(settled));
+    const removed = new Set(folded);
+    const pending = this.state.settlements.get(lane) ?? [];
+    if (removed.size > 0)
+      this.state.settlements.set(
+        lane,
+        pending.filter(({ id }) => !removed.has(id as string)),
+      );
   }
 
   async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
@@ -129,13 +138,19 @@ export class MemoryLedgerStore implements LedgerStore {
     const pending = this.state.settlements.get(lane) ?? [];
     if (settlements.length === 0) return true;
     if (allRefunds(settlements) && pending.length >= MAX_STORED_SETTLEMENTS) return false;
-    this.state.settlements.set(lane, [...pending, ...settlements]);
+    for (const settlement of settlements) {
+      const id = settlement.id ?? `unnamed-${++this.state.unnamedSettlements}`;
+      const at = pending.findIndex((stored) => stored.id === id);
+      pending.splice(at === -1 ? pending.length : at, at === -1 ? 0 : 1, { ...settlement, id });
+    }
+    this.state.settlements.set(lane, pending);
     return true;
   }
 
   async pendingSettlements(lane: string): Promise<Settlement[]> {
     this.state.stats.reads++;
-    return (this.state.settlements.get(lane) ?? []).slice(0, MAX_PENDING_SETTLEMENTS);
+    const pending = this.state.settlements.get(lane) ?? [];
+    return pending.sort((a, b) => a.reservation.at - b.reservation.at).slice(0, MAX_PENDING_SETTLEMENTS);
   }
 
   /** The fence: only the holder of the lane's newest token may write (an expired but untaken lease still may). */

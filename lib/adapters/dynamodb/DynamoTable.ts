@@ -34,7 +34,11 @@ export interface DynamoTableOptions {
 /** An item of the state table, as the document client reads and writes it. */
 export type Item = Record<string, unknown>;
 
-type Request<I> = Omit<I, 'TableName' | 'ExpressionAttributeNames'>;
+/**
+ * A request without its table; its `ExpressionAttributeNames` need only name the placeholders that do not stand for
+ * the attribute of their own name (see {@link DynamoTable}).
+ */
+type Request<I> = Omit<I, 'TableName'>;
 
 /**
  * The requests the four DynamoDB stores send to their one table of typed items. Every store method is a single
@@ -78,7 +82,7 @@ export class DynamoTable {
         ConsistentRead: true,
         ...input,
         TableName: this.tableName,
-        ExpressionAttributeNames: namesIn(input.ProjectionExpression),
+        ExpressionAttributeNames: namesIn(input.ExpressionAttributeNames, input.ProjectionExpression),
       }),
     );
     return output.Item;
@@ -94,7 +98,11 @@ export class DynamoTable {
     const command = new UpdateCommand({
       ...input,
       TableName: this.tableName,
-      ExpressionAttributeNames: namesIn(input.UpdateExpression, input.ConditionExpression),
+      ExpressionAttributeNames: namesIn(
+        input.ExpressionAttributeNames,
+        input.UpdateExpression,
+        input.ConditionExpression,
+      ),
     });
     if (options.resend === 'if-refused') sendAgainOnlyIfRefused(command);
     return this.client.send(command);
@@ -136,20 +144,36 @@ function sendAgainOnlyIfRefused(command: UpdateCommand): void {
 }
 
 /**
- * ExpressionAttributeNames for every `#name` in `expressions`, each standing for the attribute of that name. Names
- * always go through placeholders because several (`ttl`, `status`, `state`) are reserved words; DynamoDB refuses
- * unused or empty name maps, hence `undefined` when there are none.
+ * ExpressionAttributeNames for every `#name` in `expressions`, each standing for the attribute of that name, unless
+ * `given` names it otherwise (a map key that is no word, such as a settlement's id). Names always go through
+ * placeholders because several (`ttl`, `status`, `state`) are reserved words; DynamoDB refuses unused or empty name
+ * maps, hence `undefined` when there are none.
  */
-function namesIn(...expressions: (string | undefined)[]): Record<string, string> | undefined {
+function namesIn(
+  given: Record<string, string> | undefined,
+  ...expressions: (string | undefined)[]
+): Record<string, string> | undefined {
   const placeholders = expressions.flatMap((expression) => expression?.match(/#\w+/g) ?? []);
   return placeholders.length === 0
     ? undefined
-    : Object.fromEntries(placeholders.map((placeholder) => [placeholder, placeholder.slice(1)]));
+    : Object.fromEntries(
+        placeholders.map((placeholder) => [placeholder, given?.[placeholder] ?? placeholder.slice(1)]),
+      );
 }
 
-/** Key of the lane item, which holds the lane's lease, ledger and pending settlements. */
+/** Key of the lane item, which holds the lane's lease and ledger (see {@link DynamoTable}). */
 export function laneKey(lane: string): Item {
   return { [TABLE_KEY]: `lane#${lane}` };
+}
+
+/** Key of the item of the lane's call slots. */
+export function slotsKey(lane: string): Item {
+  return { [TABLE_KEY]: `slots#${lane}` };
+}
+
+/** Key of shard `shard` of the lane's pending settlements. */
+export function settlementShardKey(lane: string, shard: number): Item {
+  return { [TABLE_KEY]: `settle#${lane}#${shard}` };
 }
 
 /** Runs `request`; when its condition fails, returns `onFailed(error)` instead. Every other error propagates. */

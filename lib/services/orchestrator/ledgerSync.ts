@@ -1,17 +1,17 @@
-import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
 import { handedBack, type Settlement } from '../../domain/quota/ledger';
 import { addCosts, tierLabel } from '../../domain/quota/tiers';
 import type { Lease } from '../../ports/LeaseStore';
-import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
+import { MAX_FOLDED_PER_SAVE, MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
 import { RunAllowance, type Amount } from './runAllowance';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
 import type { GuardedStores, RunQuota } from './types';
 
 /**
- * Most ledger saves per flush, each removing at most {@link MAX_PENDING_SETTLEMENTS} settlements: a flush folds up to
- * 1 000 settlements, and a backlog beyond waits for the next flush rather than keep the lease from being renewed.
+ * Most ledger saves per flush, each folding a read of at most {@link MAX_PENDING_SETTLEMENTS} settlements: a flush
+ * folds about 1 000 settlements, and a backlog beyond waits for the next flush rather than keep the lease from being
+ * renewed.
  */
 const MAX_SAVES_PER_FLUSH = 10;
 
@@ -66,10 +66,13 @@ export class LedgerSync {
   /** Units handed back by the settlements folded since the last `flushed` event. */
   private handedBackUnreported: Record<string, number> = {};
   /**
-   * The settlements the last read returned, all folded into the in-memory ledger, until a save removes them. A save
-   * that fails leaves them pending as the oldest (only this run removes any), and the next read does not fold them again.
+   * Ids of the settlements read since the last save that succeeded, all folded into the in-memory ledger (or skipped
+   * as copies), which the next save names as folded. A save that fails leaves them pending, and the next read does
+   * not fold them again (see {@link LedgerSync.fold}).
    */
-  private foldedPending: readonly Settlement[] = [];
+  private readonly unsaved = new Set<string>();
+  /** Whether the run has read the workers' reports yet: its first read is strongly consistent. */
+  private readBefore = false;
   /** Settlements folded since the last `flushed` event (a failed flush may have folded some). */
   private foldedUnreported = 0;
   /** Ids of the settlements this run folded, with when, for {@link FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS} worker timeouts. */
@@ -194,7 +197,7 @@ export class LedgerSync {
    */
   private async flush({ final = false, need = NOTHING_NEEDED, until }: FlushOptions = {}): Promise<void> {
     if (this.state === 'saved-unrenewed' && !final) return this.renew();
-    let settled = await this.foldSettlements();
+    let read = await this.foldSettlements();
     const now = this.run.clock.now();
     const granted = final
       ? undefined
@@ -203,31 +206,32 @@ export class LedgerSync {
           need,
         );
     try {
-      await this.save(granted, settled);
+      await this.save(granted);
     } catch (error) {
       this.allowance = this.allowance.boundBy(granted);
       throw error;
     }
     if (granted !== undefined) this.allowance = granted;
     this.state = 'saved-unrenewed';
-    for (let saves = 1; settled === MAX_PENDING_SETTLEMENTS && saves < MAX_SAVES_PER_FLUSH; saves++) {
-      settled = await this.foldSettlements();
-      await this.save(granted, settled);
+    for (let saves = 1; read === MAX_PENDING_SETTLEMENTS && saves < MAX_SAVES_PER_FLUSH; saves++) {
+      read = await this.foldSettlements();
+      await this.save(granted);
     }
     await this.renew();
   }
 
   /**
    * Saves the ledger holding the units of `allowance`, and on a lane with `maxInFlight` the calls in progress holding
-   * its call slots, removing the `settled` oldest pending settlements (folded into it).
+   * its call slots, naming the settlements read since the last save (folded into it) as folded.
    */
-  private async save(allowance: RunAllowance | undefined, settled: number): Promise<void> {
+  private async save(allowance: RunAllowance | undefined): Promise<void> {
     const { ledger, slots } = this.quota;
     const snapshot = ledger.snapshot(allowance && { until: allowance.until, units: allowance.granted.units });
     const heldSlots = allowance && { until: allowance.until, count: allowance.granted.slots };
     const saved = slots === undefined ? snapshot : { ...snapshot, slots: slots.toJSON(heldSlots) };
-    await this.stores.ledger.saveLedger(this.run.config.lane, saved, this.lease.token, settled);
-    this.foldedPending = [];
+    const folded = [...this.unsaved];
+    await this.stores.ledger.saveLedger(this.run.config.lane, saved, this.lease.token, folded);
+    for (const id of folded) this.unsaved.delete(id);
   }
 
   /**
@@ -278,18 +282,23 @@ export class LedgerSync {
   }
 
   /**
-   * Reads the oldest pending settlements and folds into the ledger those not folded before.
-   * @returns how many were read: the next save removes them.
+   * Reads pending settlements and folds into the ledger those not folded before. While the ids read since the last
+   * save leave no room for a full read in the next save, it reads nothing: the next save comes first.
+   * @returns how many were read.
    */
   private async foldSettlements(): Promise<number> {
+    if (this.unsaved.size > MAX_FOLDED_PER_SAVE - MAX_PENDING_SETTLEMENTS) return 0;
     this.reportsReadAt = this.run.clock.now();
-    const pending = await this.stores.ledger.pendingSettlements(this.run.config.lane);
-    // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
-    // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
-    const known = startsWith(pending, this.foldedPending) ? this.foldedPending.length : 0;
-    for (const settlement of pending.slice(known)) this.fold(settlement);
-    this.foldedPending = pending;
-    this.foldedUnreported += pending.length - known;
+    const pending = await this.stores.ledger.pendingSettlements(this.run.config.lane, { first: !this.readBefore });
+    this.readBefore = true;
+    for (const settlement of pending) {
+      // The store names every settlement it returns.
+      const id = settlement.id as string;
+      if (this.unsaved.has(id)) continue;
+      this.unsaved.add(id);
+      this.fold(settlement);
+      this.foldedUnreported++;
+    }
     return pending.length;
   }
 }
@@ -305,8 +314,3 @@ export class LedgerSync {
  * Twice that, for the clocks of the worker and the orchestrator, which run on different hosts.
  */
 const FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS = 2;
-
-/** Whether `list` begins with the settlements of `prefix`, value for value. */
-function startsWith(list: readonly Settlement[], prefix: readonly Settlement[]): boolean {
-  return prefix.length <= list.length && prefix.every((settlement, i) => isDeepStrictEqual(settlement, list[i]));
-}

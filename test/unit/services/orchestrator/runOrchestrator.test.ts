@@ -834,7 +834,7 @@ describe('runOrchestrator', () => {
     const saves: number[] = [];
     const counting = Object.assign(Object.create(h.stores.ledger) as MemoryLedgerStore, {
       saveLedger: (...args: Parameters<MemoryLedgerStore['saveLedger']>) => (
-        saves.push(args[3] ?? 0),
+        saves.push(args[3]?.length ?? 0),
         h.stores.ledger.saveLedger(...args)
       ),
     });
