@@ -73,6 +73,20 @@ describe('owedBy', () => {
       { reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' },
     ]);
   });
+
+  it('writes the success record once, without the settlement, when the settlement is recorded', async () => {
+    const h = workerHarness(COST_CONFIG);
+    const records = jest.spyOn(h.stores.idempotency, 'putIdempotency');
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(7));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    expect(records.mock.calls).toEqual([
+      ['m-1', { status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + IDEMPOTENCY_TTL_MS }],
+    ]);
+  });
 });
 
 describe('recordSettlement', () => {
