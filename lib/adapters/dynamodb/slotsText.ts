@@ -26,11 +26,13 @@ export function slotsOfText(text: string): CallSlotsJSON | undefined {
   if (version !== '2' || rest.length > 0 || known === undefined || held === undefined || !Number.isInteger(base))
     return undefined;
   const pairs = (list: string) => (list === '' ? [] : list.split(';').map((pair) => pair.split(':')));
-  const until = (delta: string | undefined) => (base + parseInt(delta ?? '', 36)) * TICK;
-  const a = pairs(known).map(([id, delta]) => [idOfText(id ?? ''), until(delta)] as const);
+  const until = (delta = '') => (/^[0-9a-z]+$/.test(delta) ? (base + parseInt(delta, 36)) * TICK : NaN);
+  const ids = pairs(known).map(([id]) => idOfText(id ?? ''));
+  if (ids.includes(undefined)) return undefined;
+  const a = pairs(known).map(([, delta], i) => [ids[i] as string, until(delta)] as const);
   const h = pairs(held).map(([count, delta]) => [Number(count), until(delta)] as const);
-  const all = [...a.map(([, u]) => u), ...h.flatMap(([count, u]) => [count, u])];
-  if (!all.every(Number.isFinite)) return undefined;
+  const counted = h.every(([count]) => Number.isInteger(count) && count > 0);
+  if (!counted || ![...a, ...h].every(([, u]) => Number.isFinite(u))) return undefined;
   return h.length === 0 ? { a } : { a, h };
 }
 
@@ -45,8 +47,15 @@ function idText(id: string): string {
     : encodeURIComponent(id).replace(/\*/g, '%2A');
 }
 
-function idOfText(text: string): string {
-  if (!text.startsWith('*')) return decodeURIComponent(text);
+/** The id `text` ({@link idText}) stands for, or `undefined` when it is not URI-encoded. */
+function idOfText(text: string): string | undefined {
+  if (!text.startsWith('*')) {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      return undefined;
+    }
+  }
   const hex = Buffer.from(text.slice(1), 'base64url').toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

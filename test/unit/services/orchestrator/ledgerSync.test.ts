@@ -103,6 +103,37 @@ describe('LedgerSync', () => {
     });
   });
 
+  describe('reading the reports', () => {
+    it('reads strongly consistently at first (what the last save of any run left), then as the store likes', async () => {
+      const h = roomHarness();
+      const { sync } = await ledgerSyncOf(h);
+      const reads = jest.spyOn(h.stores.ledger, 'pendingSettlements');
+      await sync.tryFlush();
+      await sync.readReports();
+      await sync.tryFlush();
+      expect(reads.mock.calls).toEqual([
+        [LANE, { first: true }],
+        [LANE, { first: false }],
+        [LANE, { first: false }],
+      ]);
+    });
+
+    it('names as folded in its save every settlement read since the last save, also one a later read left out', async () => {
+      const h = roomHarness();
+      const { sync } = await ledgerSyncOf(h);
+      const reservation = h.pacer.dispatch(START, { cost: 1 });
+      await h.stores.ledger.addSettlements(LANE, { reservation, actual: { cost: 2 }, id: 'd-1' });
+      await sync.readReports();
+      // A later read returns only what the store lets it: here, not d-1 (a read cut at its most, for one).
+      const reads = jest.spyOn(h.stores.ledger, 'pendingSettlements').mockResolvedValueOnce([]);
+      const saves = jest.spyOn(h.stores.ledger, 'saveLedger');
+      await sync.tryFlush();
+      expect(reads).toHaveBeenCalledTimes(1);
+      expect(saves.mock.calls[0]?.[3]).toEqual(['d-1']);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+    });
+  });
+
   describe('folding a settlement recorded twice (an append retried after it landed)', () => {
     it('folds the second copy of an id not at all, whether it is pending beside the first or comes after the first was folded', async () => {
       const h = roomHarness();
