@@ -41,17 +41,26 @@ export type Item = Record<string, unknown>;
 type Request<I> = Omit<I, 'TableName'>;
 
 /**
- * The requests the four DynamoDB stores send to their one table of typed items. Every store method is a single
- * request, with one conditional write where the port needs atomicity, so the stores run on dynalite (no
- * transactions) as on DynamoDB. (A refused conditional write may read its item back, to tell its own write that
+ * The requests the four DynamoDB stores send to their one table of typed items. Where the port needs atomicity, a
+ * store method makes one conditional write, so the stores run on dynalite (no transactions) as on DynamoDB; the
+ * ledger store's reads span the lane's settlement shards, and its save writes the call slots' item before the lane
+ * item (see `DynamoLedgerStore`). (A refused conditional write may read its item back, to tell its own write that
  * landed on an earlier attempt, whose answer was lost, from a refusal: see `saveLedger`, `saveCircuit`,
  * `putIdempotencyIfAbsent`, `claimRefund` and `reopenDeadLettered`.)
  *
- * - `lane#<lane>`: the lease (`leaseOwner`, `leaseToken`, `leaseExpiresAt` in epoch ms), the ledger (`ledger`, the
- *   LedgerJSON as JSON text), the id of the last ledger save (`ledgerSave`; absent on items saved before it existed)
- *   and the pending settlements (`settlements`, a list, oldest first). The lease store and the ledger store share
- *   this item because the write that saves the ledger also removes the settlements folded into it, fenced by
- *   `leaseToken`, and a single write (like a condition) sees only its own item.
+ * - `lane#<lane>`: the lease (`leaseOwner`, `leaseToken`, `leaseExpiresAt` in epoch ms), the ledger's tiers (`ledger`,
+ *   the LedgerJSON without its slots, as JSON text), the id of the last ledger save (`ledgerSave`; absent on items
+ *   saved before it existed), the ids of the settlements that save folded, each with its shard (`folded`, a map, at
+ *   most `MAX_FOLDED_PER_SAVE`), and the most settlement shards a save has read (`shards`). The lease store and the
+ *   ledger store share this item because the save is fenced by `leaseToken`, and a condition sees only its own item.
+ *   Items written before the current layout also hold the call slots inside `ledger` and pending settlements in a
+ *   `settlements` list (oldest first), which the ledger store reads and its next save migrates.
+ * - `slots#<lane>`: the call slots of a lane with `maxInFlight` (`slots`, compact text, about 30 bytes a call) and the
+ *   lease token of the save that wrote them (`leaseToken`: no holder of an older one may write over them).
+ * - `settle#<lane>#<k>`, `k` in `0..shards - 1`: pending settlements, by id, in a map (`pending`), at most
+ *   `MAX_STORED_SETTLEMENTS` before refunds are turned away; workers write into the shard of the id of the first
+ *   settlement of a call (see `settlementShards`, `shardOf`), the orchestrator reads every shard and removes what its
+ *   last save folded.
  * - `circuit#<lane>`: the CircuitJSON's `version`, `state` and `pausedUntil`, when present its `clientErrorRun`,
  *   `hold` and `transitions`, and the ids of the writes of its last versions (`write<version>`; absent on items
  *   written before they existed).
@@ -60,7 +69,9 @@ type Request<I> = Omit<I, 'TableName'>;
  *   `refundClaim`), and, once an operator reopened the key, the id of the last reopen (`reopen`).
  * - `batch#<batch>`: the dispatches a batch recorded as succeeded (`succeeded`, a string set), `at`, and the TTL.
  *
- * Every read is strongly consistent but the circuit's refusal run, which a worker reads only to skip a write. Items read back are validated: a malformed one raises `StateFormatError`.
+ * Every read is strongly consistent but the circuit's refusal run, which a worker reads only to skip a write, and the
+ * orchestrator's reads of settlement shards after its first (see `LedgerStore.pendingSettlements`). Items read back
+ * are validated: a malformed one raises `StateFormatError`.
  * Errors other than a failed condition propagate unchanged.
  */
 export class DynamoTable {
