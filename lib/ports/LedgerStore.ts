@@ -3,13 +3,14 @@ import type { LedgerJSON } from '../domain/quota/ledgerJSON';
 
 /**
  * Most pending settlements one {@link LedgerStore.pendingSettlements} returns. A larger backlog is folded over several
- * reads and saves.
+ * reads and saves: with a save every 2 s folding ten reads' worth, a lane keeps up with 1,000 calls a second.
  */
-export const MAX_PENDING_SETTLEMENTS = 100;
+export const MAX_PENDING_SETTLEMENTS = 250;
 
 /**
  * Most settlement ids one {@link LedgerStore.saveLedger} lists as folded: those of two full reads, for a holder that
- * read again before it saved. The stored ledger keeps them until the next save, so they bound its size.
+ * read again before it saved. The stored ledger keeps them until the next save, so they bound its size (about 21 KB
+ * in the DynamoDB lane item, for ids of 36 characters).
  */
 export const MAX_FOLDED_PER_SAVE = 2 * MAX_PENDING_SETTLEMENTS;
 

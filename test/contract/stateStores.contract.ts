@@ -576,23 +576,17 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().ledger.addSettlements(lane, refund(3), settlement(T0 + 1_003))).resolves.toBe(true);
         const lease = await acquire(lane, 'a');
         const firstPage = await stores().ledger.pendingSettlements(lane, { first: true });
-        expect(firstPage).toEqual(calls.slice(0, MAX_PENDING_SETTLEMENTS));
         await stores().ledger.saveLedger(lane, ledger(1), lease.token, idsOf(firstPage));
         // The read after a save removes what it folded: the store has room again.
         const rest = await stores().ledger.pendingSettlements(lane);
         await expect(stores().ledger.addSettlements(lane, refund(4))).resolves.toBe(true);
-        const pending: Settlement[] = [];
+        const pending: Settlement[] = [...firstPage];
         for (let page = rest; page.length > 0; page = await stores().ledger.pendingSettlements(lane)) {
           pending.push(...page);
           await stores().ledger.saveLedger(lane, ledger(1), lease.token, idsOf(page));
         }
-        expect(pending).toEqual([
-          ...calls.slice(MAX_PENDING_SETTLEMENTS),
-          refund(1),
-          refund(3),
-          settlement(T0 + 1_003),
-          refund(4),
-        ]);
+        pending.push(...(await stores().ledger.pendingSettlements(lane)));
+        expect(pending).toEqual([...calls, refund(1), refund(3), settlement(T0 + 1_003), refund(4)]);
       });
 
       it('returns an empty list when nothing is pending', async () => {

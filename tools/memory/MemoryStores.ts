@@ -51,8 +51,8 @@ export class MemoryState {
   readonly tokens = new Map<string, number>();
   readonly ledgers = new JsonMap<LedgerJSON>();
   readonly circuits = new JsonMap<CircuitJSON>();
-  /** Per lane the pending settlements, each with an id (named by the store when it had none), in order of writing. */
-  readonly settlements = new JsonMap<Settlement[]>();
+  /** Per lane the pending settlements, by id (named by the store when it had none), each as JSON text. */
+  readonly settlements = new Map<string, Map<string, string>>();
   /** Settlements recorded without an id so far, to name each one. */
   unnamedSettlements = 0;
   readonly idempotency = new JsonMap<IdempotencyRecord>();
@@ -124,33 +124,33 @@ export class MemoryLedgerStore implements LedgerStore {
     checkFolded(folded);
     this.checkFence(lane, fencingToken);
     this.state.ledgers.set(lane, ledger);
-    const removed = new Set(folded);
-    const pending = this.state.settlements.get(lane) ?? [];
-    if (removed.size > 0)
-      this.state.settlements.set(
-        lane,
-        pending.filter(({ id }) => !removed.has(id as string)),
-      );
+    for (const id of folded) this.pendingOf(lane).delete(id);
   }
 
   async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
     this.state.stats.writes++;
-    const pending = this.state.settlements.get(lane) ?? [];
+    const pending = this.pendingOf(lane);
     if (settlements.length === 0) return true;
-    if (allRefunds(settlements) && pending.length >= MAX_STORED_SETTLEMENTS) return false;
+    if (allRefunds(settlements) && pending.size >= MAX_STORED_SETTLEMENTS) return false;
     for (const settlement of settlements) {
       const id = settlement.id ?? `unnamed-${++this.state.unnamedSettlements}`;
-      const at = pending.findIndex((stored) => stored.id === id);
-      pending.splice(at === -1 ? pending.length : at, at === -1 ? 0 : 1, { ...settlement, id });
+      pending.set(id, JSON.stringify({ ...settlement, id }));
     }
-    this.state.settlements.set(lane, pending);
     return true;
   }
 
   async pendingSettlements(lane: string): Promise<Settlement[]> {
     this.state.stats.reads++;
-    const pending = this.state.settlements.get(lane) ?? [];
-    return pending.sort((a, b) => a.reservation.at - b.reservation.at).slice(0, MAX_PENDING_SETTLEMENTS);
+    return [...this.pendingOf(lane).values()]
+      .map((text) => JSON.parse(text) as Settlement)
+      .sort((a, b) => a.reservation.at - b.reservation.at)
+      .slice(0, MAX_PENDING_SETTLEMENTS);
+  }
+
+  private pendingOf(lane: string): Map<string, string> {
+    const pending = this.state.settlements.get(lane) ?? new Map<string, string>();
+    this.state.settlements.set(lane, pending);
+    return pending;
   }
 
   /** The fence: only the holder of the lane's newest token may write (an expired but untaken lease still may). */

@@ -10,7 +10,7 @@ import type { GuardedStores, RunQuota } from './types';
 
 /**
  * Most ledger saves per flush, each folding a read of at most {@link MAX_PENDING_SETTLEMENTS} settlements: a flush
- * folds about 1 000 settlements, and a backlog beyond waits for the next flush rather than keep the lease from being
+ * folds about 2 500 settlements, and a backlog beyond waits for the next flush rather than keep the lease from being
  * renewed.
  */
 const MAX_SAVES_PER_FLUSH = 10;
