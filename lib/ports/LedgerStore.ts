@@ -44,6 +44,11 @@ export interface PendingOptions {
    * than that (see `LedgerSync`), and a settlement read late is folded late. @defaultValue false
    */
   readonly first?: boolean;
+  /**
+   * Ids the holder read since its last save: not returned again, nor counted toward the most a read returns, so that a
+   * backlog larger than one read is read on before the next save. @defaultValue none
+   */
+  readonly skip?: ReadonlySet<string>;
 }
 
 /**

@@ -671,6 +671,17 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added.slice(MAX_PENDING_SETTLEMENTS));
       });
 
+      it('leaves out the ids the holder skips, so that a backlog larger than one read is read on before a save', async () => {
+        const lane = unique('settlements-skip');
+        await acquire(lane, 'a');
+        const added = await addRange(lane, 0, MAX_PENDING_SETTLEMENTS + 3);
+        const first = await stores().ledger.pendingSettlements(lane, { first: true });
+        const skip = new Set(idsOf(first));
+        await expect(stores().ledger.pendingSettlements(lane, { skip })).resolves.toEqual(
+          added.slice(MAX_PENDING_SETTLEMENTS),
+        );
+      });
+
       it(`refuses to mark more than ${MAX_FOLDED_PER_SAVE} settlements in a save, writing nothing`, async () => {
         const lane = unique('settlements-range');
         const lease = await acquire(lane, 'a');

@@ -17,6 +17,7 @@ import {
   MAX_STORED_SETTLEMENTS,
   checkFolded,
   type LedgerStore,
+  type PendingOptions,
 } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
 
@@ -139,10 +140,11 @@ export class MemoryLedgerStore implements LedgerStore {
     return true;
   }
 
-  async pendingSettlements(lane: string): Promise<Settlement[]> {
+  async pendingSettlements(lane: string, { skip }: PendingOptions = {}): Promise<Settlement[]> {
     this.state.stats.reads++;
-    return [...this.pendingOf(lane).values()]
-      .map((text) => JSON.parse(text) as Settlement)
+    return [...this.pendingOf(lane)]
+      .filter(([id]) => skip?.has(id) !== true)
+      .map(([, text]) => JSON.parse(text) as Settlement)
       .sort((a, b) => a.reservation.at - b.reservation.at)
       .slice(0, MAX_PENDING_SETTLEMENTS);
   }

@@ -140,7 +140,7 @@ export class DynamoLedgerStore implements LedgerStore {
    * First removes from their shards the settlements the last save folded, unless this store removed them already.
    * @throws StateFormatError when a pending settlement is malformed (it stays in the table).
    */
-  async pendingSettlements(lane: string, { first = false }: PendingOptions = {}): Promise<Settlement[]> {
+  async pendingSettlements(lane: string, { first = false, skip }: PendingOptions = {}): Promise<Settlement[]> {
     let view = this.views.get(lane);
     let list: unknown;
     if (first || view === undefined || view.mayHoldList) {
@@ -151,7 +151,8 @@ export class DynamoLedgerStore implements LedgerStore {
     }
     this.views.set(lane, view);
     await removeFolded(this.table, lane, view);
-    return pendingIn(this.table, lane, view, Math.max(this.shards, view.storedShards), list, !first);
+    const shards = Math.max(this.shards, view.storedShards);
+    return pendingIn(this.table, lane, { view, shards, list, eventual: !first, skip: skip ?? new Set() });
   }
 
   /** Writes the slots to their item, fenced by `fencingToken`, unless this store last wrote the same. */

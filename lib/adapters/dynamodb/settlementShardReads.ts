@@ -54,10 +54,22 @@ export async function removeFolded(table: DynamoTable, lane: string, view: LaneV
   view.removed = true;
 }
 
+/** What {@link pendingIn} reads, and how. */
+export interface ShardRead {
+  readonly view: LaneView;
+  /** How many shards to read. */
+  readonly shards: number;
+  /** The lane item's list of settlements (written by the previous version), if it was read. */
+  readonly list: unknown;
+  readonly eventual: boolean;
+  /** Ids to leave out of shards (see `PendingOptions.skip`). */
+  readonly skip: ReadonlySet<string>;
+}
+
 /**
- * Reads the lane's `shards` shards and returns the pending settlements: those of the lane item's `list` (if read)
- * first, in order, then the shards' oldest reservation first, leaving out those the last save folded; at most
- * {@link MAX_PENDING_SETTLEMENTS}. Records in `view` where each lies, for the save that folds them.
+ * Reads the lane's shards and returns the pending settlements: those of the lane item's list (if read) first, in
+ * order, then the shards' oldest reservation first, leaving out those the last save folded and those to `skip`; at
+ * most {@link MAX_PENDING_SETTLEMENTS}. Records in `view` where each lies, for the save that folds them.
  *
  * An eventually consistent read (`eventual`) may miss a write of the last second: the settlement is then read, and
  * folded, later; it may also still show one removed lately, which the holder skips, having folded its id (see
@@ -66,10 +78,7 @@ export async function removeFolded(table: DynamoTable, lane: string, view: LaneV
 export async function pendingIn(
   table: DynamoTable,
   lane: string,
-  view: LaneView,
-  shards: number,
-  list: unknown,
-  eventual: boolean,
+  { view, shards, list, eventual, skip }: ShardRead,
 ): Promise<Settlement[]> {
   const reads = await Promise.all(
     Array.from({ length: shards }, (_, shard) =>
@@ -83,7 +92,7 @@ export async function pendingIn(
   const sharded = reads
     .flatMap((item, shard) =>
       entriesOf(item, lane, shard)
-        .filter(([id]) => !(id in view.folded))
+        .filter(([id]) => !(id in view.folded) && !skip.has(id))
         .map(([id, value]) => ({
           shard,
           settlement: { ...settlementOf(value, `settlement '${id}' of lane '${lane}'`), id },

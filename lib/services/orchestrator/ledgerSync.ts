@@ -97,10 +97,12 @@ export class LedgerSync {
 
   /**
    * Reads the workers' reports between flushes and folds them in, so that the slots of calls that have ended are
-   * free at once (the next save removes them). A failure is left to the next flush.
+   * free at once (the next save names them). When the ids read since the last save leave no room for a full read, it
+   * flushes instead, which saves them and reads on. A failure is left to the next flush.
    */
   async readReports(): Promise<void> {
-    await this.link.attempt(() => this.foldSettlements());
+    if (!this.roomToRead()) await this.tryFlush();
+    else await this.link.attempt(() => this.foldSettlements());
   }
 
   /** Whether a flush is due at `now`: after a failed one, on schedule, and in any case before the lease could expire. */
@@ -197,7 +199,7 @@ export class LedgerSync {
    */
   private async flush({ final = false, need = NOTHING_NEEDED, until }: FlushOptions = {}): Promise<void> {
     if (this.state === 'saved-unrenewed' && !final) return this.renew();
-    let read = await this.foldSettlements();
+    let more = await this.foldSettlements();
     const now = this.run.clock.now();
     const granted = final
       ? undefined
@@ -213,8 +215,9 @@ export class LedgerSync {
     }
     if (granted !== undefined) this.allowance = granted;
     this.state = 'saved-unrenewed';
-    for (let saves = 1; read === MAX_PENDING_SETTLEMENTS && saves < MAX_SAVES_PER_FLUSH; saves++) {
-      read = await this.foldSettlements();
+    for (let saves = 1; more && saves < MAX_SAVES_PER_FLUSH; saves++) {
+      more = await this.foldSettlements();
+      if (this.unsaved.size === 0) break;
       await this.save(granted);
     }
     await this.renew();
@@ -281,15 +284,23 @@ export class LedgerSync {
     if (settlement.actual !== null) addCosts(this.handedBackUnreported, handedBack(settlement));
   }
 
+  /** Whether the next save has room for the ids of one more full read. */
+  private roomToRead(): boolean {
+    return this.unsaved.size <= MAX_FOLDED_PER_SAVE - MAX_PENDING_SETTLEMENTS;
+  }
+
   /**
    * Reads pending settlements and folds into the ledger those not folded before. While the ids read since the last
    * save leave no room for a full read in the next save, it reads nothing: the next save comes first.
-   * @returns how many were read.
+   * @returns whether more may be pending: the read came back full, or there was no room for it.
    */
-  private async foldSettlements(): Promise<number> {
-    if (this.unsaved.size > MAX_FOLDED_PER_SAVE - MAX_PENDING_SETTLEMENTS) return 0;
+  private async foldSettlements(): Promise<boolean> {
+    if (!this.roomToRead()) return true;
     this.reportsReadAt = this.run.clock.now();
-    const pending = await this.stores.ledger.pendingSettlements(this.run.config.lane, { first: !this.readBefore });
+    const pending = await this.stores.ledger.pendingSettlements(this.run.config.lane, {
+      first: !this.readBefore,
+      skip: this.unsaved,
+    });
     this.readBefore = true;
     for (const settlement of pending) {
       // The store names every settlement it returns.
@@ -299,7 +310,7 @@ export class LedgerSync {
       this.fold(settlement);
       this.foldedUnreported++;
     }
-    return pending.length;
+    return pending.length === MAX_PENDING_SETTLEMENTS;
   }
 }
 

@@ -1,4 +1,5 @@
 import { deployAddsTierOrCap } from './deployAddsTierOrCap';
+import { hotLaneItems } from './hotLaneItems';
 import { keyReadAfterCheck } from './keyReadAfterCheck';
 import { providerKeepsEstimate } from './providerKeepsEstimate';
 import { copiesOutliveRecord } from './copiesOutliveRecord';
@@ -20,6 +21,7 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   keyReadAfterCheck,
   slowKeyProbe,
   settlementRecordedTwice,
+  hotLaneItems,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';
