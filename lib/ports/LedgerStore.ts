@@ -2,16 +2,22 @@ import type { Settlement } from '../domain/quota/ledger';
 import type { LedgerJSON } from '../domain/quota/ledgerJSON';
 
 /**
- * Most pending settlements {@link LedgerStore.pendingSettlements} returns, and so most one
- * {@link LedgerStore.saveLedger} removes: it keeps DynamoDB's update expression (one `REMOVE` path per settlement)
- * far below its 4 KB limit. A larger backlog is folded over several saves.
+ * Most pending settlements one {@link LedgerStore.pendingSettlements} returns. A larger backlog is folded over several
+ * reads and saves: with a save every 2 s folding ten reads' worth, a lane keeps up with 1,000 calls a second.
  */
-export const MAX_PENDING_SETTLEMENTS = 100;
+export const MAX_PENDING_SETTLEMENTS = 250;
 
 /**
- * How many pending settlements the lane's list holds before refunds are turned away (see
- * {@link LedgerStore.addSettlements}): about 30 KB of the lane item, well within DynamoDB's 400 KB, so that an append,
- * which costs a write unit per KB of the item, stays cheap too.
+ * Most settlement ids one {@link LedgerStore.saveLedger} lists as folded: those of two full reads, for a holder that
+ * read again before it saved. The stored ledger keeps them until the next save, so they bound its size (about 21 KB
+ * in the DynamoDB lane item, for ids of 36 characters).
+ */
+export const MAX_FOLDED_PER_SAVE = 2 * MAX_PENDING_SETTLEMENTS;
+
+/**
+ * How many pending settlements a store holds in one place (the DynamoDB store: one shard item) before refunds are
+ * turned away (see {@link LedgerStore.addSettlements}): about 50 KB, so that an append, billed a write unit per KB of
+ * the item, stays cheap too.
  */
 export const MAX_STORED_SETTLEMENTS = 200;
 
@@ -21,13 +27,28 @@ export function allRefunds(settlements: readonly Settlement[]): boolean {
 }
 
 /**
- * Checks the `settled` argument of {@link LedgerStore.saveLedger}, for implementations.
- * @throws RangeError when it is not an integer in 0..{@link MAX_PENDING_SETTLEMENTS}.
+ * Checks the `folded` argument of {@link LedgerStore.saveLedger}, for implementations.
+ * @throws RangeError when it holds more than {@link MAX_FOLDED_PER_SAVE} ids.
  */
-export function checkSettled(settled: number): void {
-  if (!Number.isInteger(settled) || settled < 0 || settled > MAX_PENDING_SETTLEMENTS) {
-    throw new RangeError(`settled must be an integer in 0..${MAX_PENDING_SETTLEMENTS}; got ${settled}`);
+export function checkFolded(folded: readonly string[]): void {
+  if (folded.length > MAX_FOLDED_PER_SAVE) {
+    throw new RangeError(`at most ${MAX_FOLDED_PER_SAVE} settlements may be folded in a save; got ${folded.length}`);
   }
+}
+
+/** Options of {@link LedgerStore.pendingSettlements}. */
+export interface PendingOptions {
+  /**
+   * The holder's first read since it acquired the lease: it reads strongly consistently what the last save (of any
+   * holder) left. Later reads may lag a write of the last second or so: the holder remembers the ids it folded longer
+   * than that (see `LedgerSync`), and a settlement read late is folded late. @defaultValue false
+   */
+  readonly first?: boolean;
+  /**
+   * Ids the holder read since its last save: not returned again, nor counted toward the most a read returns, so that a
+   * backlog larger than one read is read on before the next save. @defaultValue none
+   */
+  readonly skip?: ReadonlySet<string>;
 }
 
 /**
@@ -40,40 +61,38 @@ export interface LedgerStore {
   loadLedger(lane: string): Promise<LedgerJSON | undefined>;
 
   /**
-   * Replaces the lane's ledger and removes its `settled` oldest pending settlements, in one atomic write fenced by
-   * the lease token: a ledger is never saved without removing the settlements folded into it, nor are settlements
-   * removed without the ledger that holds them.
+   * Replaces the lane's ledger and marks the settlements of the ids in `folded` (as {@link
+   * LedgerStore.pendingSettlements} returned them) as folded into it, in one atomic write fenced by the lease token:
+   * from then on no read returns them, and the store removes them (the DynamoDB store at the next read). A ledger is
+   * never saved without marking the settlements folded into it, nor are settlements marked without the ledger that
+   * holds them.
    *
-   * Only the lease holder removes settlements and workers only append at the end, so the first `settled` pending
-   * ones are exactly those the holder read with {@link LedgerStore.pendingSettlements}, whatever was appended since.
-   *
-   * A save whose write landed but whose answer was lost, and that the client retries (the AWS SDK does), lands once:
-   * the retry changes nothing (it removes no settlement appended since) and the call succeeds.
-   * @param settled how many of the settlements the holder last read it folded into `ledger`. @defaultValue 0: only
-   * the ledger is replaced.
+   * A save whose write landed but whose answer was lost, and that the client retries (the AWS SDK does), lands once
+   * and the call succeeds.
+   * @param folded ids of the settlements the holder read and folded into `ledger`. @defaultValue none: only the
+   * ledger is replaced.
    * @throws LeaseLostError when `fencingToken` is not the lane's current lease token; nothing is written.
-   * @throws StateConflictError when fewer than `settled` settlements are pending (which cannot happen for the
-   * holder: only it removes); nothing is written.
-   * @throws RangeError when `settled` is not an integer in 0..{@link MAX_PENDING_SETTLEMENTS}; nothing is written.
+   * @throws RangeError when `folded` holds more than {@link MAX_FOLDED_PER_SAVE} ids; nothing is written.
    */
-  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void>;
+  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, folded?: readonly string[]): Promise<void>;
 
   /**
-   * Records settlements reported by a worker, in order and in one write, for the lane's orchestrator to fold into its
-   * ledger. A call retried after its write landed (its answer lost) may record them twice: the holder folds
-   * settlements of one `id` once. With none, it writes nothing.
+   * Records settlements reported by a worker, in one write, for the lane's orchestrator to fold into its ledger.
+   * Settlements are keyed by `id`: a copy written again while the first is pending replaces it, and one written again
+   * after it was folded is read again (the holder folds settlements of one `id` once). With none, it writes nothing.
    *
-   * Refunds alone are turned away while the list holds {@link MAX_STORED_SETTLEMENTS} or more: their quota then goes
-   * unused, the safe way, and a storm of give-backs (workers that cannot start in time) cannot grow the lane item
+   * Refunds alone are turned away while their place holds {@link MAX_STORED_SETTLEMENTS} or more: their quota then
+   * goes unused, the safe way, and a storm of give-backs (workers that cannot start in time) cannot grow an item
    * toward DynamoDB's limit. Settlements of calls are always recorded: the ledger must count what was used.
    * @returns false when refunds were turned away.
    */
   addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean>;
 
   /**
-   * The lane's oldest pending settlements, oldest first, at most {@link MAX_PENDING_SETTLEMENTS}; the rest wait
-   * until these are removed. It removes nothing: the holder folds them into its ledger and removes them with the
-   * {@link LedgerStore.saveLedger} that saves it, so that a run killed in between leaves them pending for its successor.
+   * Pending settlements of the lane, at most {@link MAX_PENDING_SETTLEMENTS}, each with an `id` (the store names one
+   * recorded without), oldest reservation first; the rest wait until these are folded. It returns none that a save
+   * marked as folded: the holder folds them into its ledger and names them in the {@link LedgerStore.saveLedger} that
+   * saves it, so that a run killed in between leaves them pending for its successor.
    */
-  pendingSettlements(lane: string): Promise<Settlement[]>;
+  pendingSettlements(lane: string, options?: PendingOptions): Promise<Settlement[]>;
 }

@@ -17,6 +17,7 @@ import type { ResultHandler } from '../ports/ResultHandler';
 import type { ResultDestination } from '../resultDestination';
 import type { WorkerDeps } from '../services/worker/types';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
+import { settlementShards } from '../domain/quota/settlementShards';
 
 /** The clients of the worker function: AWS's, and the HTTP client that calls the API. */
 export interface WorkerClients extends StateAndQueueClients {
@@ -74,7 +75,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
     ...shared,
     stores: {
       idempotency: new DynamoIdempotencyStore(table),
-      ledger: new DynamoSettlementRecorder(table),
+      ledger: new DynamoSettlementRecorder(table, settlementShards(shared.config.quotas)),
       circuit: new DynamoCircuitStore(table),
     },
     clock: systemClock,

@@ -18,7 +18,7 @@ describe('memoryStores', () => {
         actual: null,
       });
       await stores.ledger.pendingSettlements('lane');
-      await stores.ledger.saveLedger('lane', { v: 1, tiers: {} }, lease.token, 1);
+      await stores.ledger.saveLedger('lane', { v: 1, tiers: {} }, lease.token, ['d-1']);
       await stores.idempotency.getIdempotency('key', 0);
       await stores.idempotency.putIdempotencyIfAbsent(
         'key',

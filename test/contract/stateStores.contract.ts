@@ -2,11 +2,11 @@ import { NEVER_DUE } from '../../lib/domain/breaker/circuit';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
-import { LeaseLostError, StateConflictError } from '../../lib/errors';
+import { LeaseLostError } from '../../lib/errors';
 import type { IdempotencyRecord } from '../../lib/ports/IdempotencyStore';
 import { batchJobDispatchId } from '../../lib/ports/Invoker';
 import type { Lease } from '../../lib/ports/LeaseStore';
-import { MAX_PENDING_SETTLEMENTS, MAX_STORED_SETTLEMENTS } from '../../lib/ports/LedgerStore';
+import { MAX_FOLDED_PER_SAVE, MAX_PENDING_SETTLEMENTS, MAX_STORED_SETTLEMENTS } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
 
 /** A write request of a backend's client, as DynamoDB names it. */
@@ -38,11 +38,18 @@ function ledger(used: number): LedgerJSON {
   };
 }
 
-function settlement(at: number, actualCost: number | null = 1): Settlement {
+/** A settlement reserved at `at`, named `s-<at>` unless `id` names it otherwise. */
+function settlement(at: number, actualCost: number | null = 1, id = `s-${at}`): Settlement {
   return {
     reservation: { at, costs: { cost: 2 }, windows: { 'day:requests': '2026-11-23' } },
     actual: actualCost === null ? null : { cost: actualCost },
+    id,
   };
+}
+
+/** The ids of `settlements`. */
+function idsOf(settlements: readonly Settlement[]): string[] {
+  return settlements.map(({ id }) => id as string);
 }
 
 /** A closed circuit; `pausedUntil` tells writers apart. */
@@ -166,11 +173,12 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
     };
 
     describe('every write: retried after it landed, its answer lost', () => {
-      it('saveLedger lands once: the retry removes none of the settlements appended in between, and the call succeeds', async () => {
+      it('saveLedger lands once: the retry folds none of the settlements appended in between, and the call succeeds', async () => {
         const lane = unique('lost-save');
         const lease = await acquire(lane, 'a');
         const read = [settlement(T0), settlement(T0 + 1)];
         for (const s of read) await stores().ledger.addSettlements(lane, s);
+        await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual(read);
         const appended = [settlement(T0 + 2), settlement(T0 + 3)];
         const appendTwo = async (): Promise<void> => {
           for (const s of appended) await stores().ledger.addSettlements(lane, s);
@@ -178,7 +186,7 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(
           withLostAnswer(
             'UpdateItem',
-            () => stores().ledger.saveLedger(lane, ledger(1), lease.token, read.length),
+            () => stores().ledger.saveLedger(lane, ledger(1), lease.token, idsOf(read)),
             appendTwo,
           ),
         ).resolves.toBeUndefined();
@@ -542,61 +550,73 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         return added;
       };
 
-      it('returns pending settlements oldest first, with their ids, start delays and chain gaps, and removes none of them', async () => {
+      it('returns pending settlements oldest reservation first, with their ids, start delays and chain gaps, and removes none of them', async () => {
         const lane = unique('settlements-order');
         const added = [
           settlement(T0 + 3),
-          { ...settlement(T0 + 1, null), id: 'd-2', startDelayMs: 712 },
-          { ...settlement(T0 + 2, 5), id: 'd-1' },
-          { ...settlement(T0 + 4, null), id: 'd-3', chainGapMs: 230 },
+          { ...settlement(T0 + 1, null, 'd-2'), startDelayMs: 712 },
+          settlement(T0 + 2, 5, 'd-1'),
+          { ...settlement(T0 + 4, null, 'd-3'), chainGapMs: 230 },
         ];
         for (const s of added) await stores().ledger.addSettlements(lane, s);
-        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
-        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
+        const oldestFirst = [added[1], added[2], added[0], added[3]];
+        await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual(oldestFirst);
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(oldestFirst);
       });
 
-      it('appends several settlements in one call, in order, and none for a call without any', async () => {
+      it('records several settlements in one call, and none for a call without any', async () => {
         const lane = unique('settlements-several');
         await stores().ledger.addSettlements(lane);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
         await stores().ledger.addSettlements(lane, settlement(T0));
-        await stores().ledger.addSettlements(lane, settlement(T0 + 2), { ...settlement(T0 + 1, null), id: 'd-1' });
+        await stores().ledger.addSettlements(lane, settlement(T0 + 2), settlement(T0 + 1, null, 'd-1'));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([
           settlement(T0),
+          settlement(T0 + 1, null, 'd-1'),
           settlement(T0 + 2),
-          { ...settlement(T0 + 1, null), id: 'd-1' },
         ]);
       });
 
-      it('turns refunds away from a list holding MAX_STORED_SETTLEMENTS, never settlements of calls', async () => {
+      it('keeps one settlement per id: a copy written again replaces it', async () => {
+        const lane = unique('settlements-copy');
+        await stores().ledger.addSettlements(lane, settlement(T0, 3, 'd-1'));
+        await stores().ledger.addSettlements(lane, settlement(T0, 2, 'd-1'), settlement(T0 + 1, 1, 'd-2'));
+        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([
+          settlement(T0, 2, 'd-1'),
+          settlement(T0 + 1, 1, 'd-2'),
+        ]);
+      });
+
+      it('names a settlement recorded without an id', async () => {
+        const lane = unique('settlements-unnamed');
+        const unnamed: Settlement = { ...settlement(T0) };
+        delete (unnamed as { id?: string }).id;
+        await stores().ledger.addSettlements(lane, unnamed);
+        const [read] = await stores().ledger.pendingSettlements(lane);
+        expect(read).toEqual({ ...unnamed, id: expect.any(String) });
+      });
+
+      it('turns refunds away from a full store, never settlements of calls', async () => {
         const lane = unique('settlements-full');
         const calls = Array.from({ length: MAX_STORED_SETTLEMENTS - 1 }, (_, i) => settlement(T0 + i));
         await expect(stores().ledger.addSettlements(lane, ...calls)).resolves.toBe(true);
-        const refund = (i: number): Settlement => ({ ...settlement(T0 + i, null), id: `d-${i}` });
+        const refund = (i: number): Settlement => settlement(T0 + 1_000 + i, null, `d-${i}`);
         await expect(stores().ledger.addSettlements(lane, refund(1))).resolves.toBe(true);
         await expect(stores().ledger.addSettlements(lane, refund(2))).resolves.toBe(false);
-        await expect(stores().ledger.addSettlements(lane, refund(3), settlement(T0 + 3))).resolves.toBe(true);
+        await expect(stores().ledger.addSettlements(lane, refund(3), settlement(T0 + 1_003))).resolves.toBe(true);
         const lease = await acquire(lane, 'a');
-        const firstPage = await stores().ledger.pendingSettlements(lane);
-        expect(firstPage).toEqual(calls.slice(0, MAX_PENDING_SETTLEMENTS));
-        await stores().ledger.saveLedger(lane, ledger(1), lease.token, firstPage.length);
+        const firstPage = await stores().ledger.pendingSettlements(lane, { first: true });
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token, idsOf(firstPage));
+        // The read after a save removes what it folded: the store has room again.
+        const rest = await stores().ledger.pendingSettlements(lane);
         await expect(stores().ledger.addSettlements(lane, refund(4))).resolves.toBe(true);
-        const pending: Settlement[] = [];
-        for (
-          let page = await stores().ledger.pendingSettlements(lane);
-          page.length > 0;
-          page = await stores().ledger.pendingSettlements(lane)
-        ) {
+        const pending: Settlement[] = [...firstPage];
+        for (let page = rest; page.length > 0; page = await stores().ledger.pendingSettlements(lane)) {
           pending.push(...page);
-          await stores().ledger.saveLedger(lane, ledger(1), lease.token, page.length);
+          await stores().ledger.saveLedger(lane, ledger(1), lease.token, idsOf(page));
         }
-        expect(pending).toEqual([
-          ...calls.slice(MAX_PENDING_SETTLEMENTS),
-          refund(1),
-          refund(3),
-          settlement(T0 + 3),
-          refund(4),
-        ]);
+        pending.push(...(await stores().ledger.pendingSettlements(lane)));
+        expect(pending).toEqual([...calls, refund(1), refund(3), settlement(T0 + 1_003), refund(4)]);
       });
 
       it('returns an empty list when nothing is pending', async () => {
@@ -608,31 +628,34 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await stores().ledger.addSettlements(laneA, settlement(T0));
         await stores().ledger.addSettlements(laneB, settlement(T0 + 1));
         const leaseA = await acquire(laneA, 'a');
-        await stores().ledger.saveLedger(laneA, ledger(1), leaseA.token, 1);
+        await stores().ledger.pendingSettlements(laneA, { first: true });
+        await stores().ledger.saveLedger(laneA, ledger(1), leaseA.token, [settlement(T0).id as string]);
         await expect(stores().ledger.pendingSettlements(laneA)).resolves.toEqual([]);
         await expect(stores().ledger.pendingSettlements(laneB)).resolves.toEqual([settlement(T0 + 1)]);
       });
 
-      it('saves the ledger and removes the settled oldest pending settlements in one write', async () => {
+      it('saves the ledger and marks the folded settlements in one write: no read returns them again', async () => {
         const lane = unique('settlements-save');
         const lease = await acquire(lane, 'a');
         const added = await addRange(lane, 0, 3);
-        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
-        await stores().ledger.saveLedger(lane, ledger(1), lease.token, 2);
+        await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual(added);
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token, idsOf(added.slice(0, 2)));
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added.slice(2));
-        await stores().ledger.saveLedger(lane, ledger(2), lease.token, 1);
+        await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual(added.slice(2));
+        await stores().ledger.saveLedger(lane, ledger(2), lease.token, idsOf(added.slice(2)));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
         await stores().ledger.addSettlements(lane, settlement(T0 + 9));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0 + 9)]);
       });
 
-      it('removes nothing when settled is 0, the default', async () => {
+      it('marks nothing when none is folded, the default', async () => {
         const lane = unique('settlements-none');
         const lease = await acquire(lane, 'a');
         const added = await addRange(lane, 0, 2);
+        await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual(added);
         await stores().ledger.saveLedger(lane, ledger(1), lease.token);
-        await stores().ledger.saveLedger(lane, ledger(2), lease.token, 0);
+        await stores().ledger.saveLedger(lane, ledger(2), lease.token, []);
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(2));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
       });
@@ -641,67 +664,62 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const lane = unique('settlements-appended');
         const lease = await acquire(lane, 'a');
         const read = await addRange(lane, 0, 2);
-        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(read);
+        await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual(read);
         const appended = await addRange(lane, 2, 4);
-        await stores().ledger.saveLedger(lane, ledger(1), lease.token, read.length);
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token, idsOf(read));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(appended);
       });
 
-      it('refuses a save with a stale fencing token, removing nothing, and the holder removes them later', async () => {
+      it('refuses a save with a stale fencing token, marking nothing, and the holder folds them later', async () => {
         const lane = unique('settlements-stale');
         const { stale, current } = await takenOver(lane);
         await stores().ledger.saveLedger(lane, ledger(1), current.token);
         const added = await addRange(lane, 0, 2);
-        await expectLeaseLost(stores().ledger.saveLedger(lane, ledger(9), stale.token, 2), lane, stale.token);
+        await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual(added);
+        await expectLeaseLost(
+          stores().ledger.saveLedger(lane, ledger(9), stale.token, idsOf(added)),
+          lane,
+          stale.token,
+        );
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
         const more = await addRange(lane, 2, 3);
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([...added, ...more]);
-        await stores().ledger.saveLedger(lane, ledger(2), current.token, 3);
+        await stores().ledger.saveLedger(lane, ledger(2), current.token, idsOf([...added, ...more]));
         await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(2));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
+        await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual([]);
       });
 
-      it('refuses to remove more settlements than are pending, writing nothing', async () => {
-        const lane = unique('settlements-short');
-        const lease = await acquire(lane, 'a');
-        await stores().ledger.saveLedger(lane, ledger(1), lease.token);
-        await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, 1)).rejects.toBeInstanceOf(
-          StateConflictError,
-        );
-        const added = await addRange(lane, 0, 2);
-        await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, 3)).rejects.toBeInstanceOf(
-          StateConflictError,
-        );
-        await expect(stores().ledger.loadLedger(lane)).resolves.toEqual(ledger(1));
-        await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added);
-      });
-
-      it('reports a stale token rather than a short list when both apply', async () => {
-        const lane = unique('settlements-stale-short');
-        const { stale } = await takenOver(lane);
-        await expectLeaseLost(stores().ledger.saveLedger(lane, ledger(9), stale.token, 1), lane, stale.token);
-      });
-
-      it(`returns at most ${MAX_PENDING_SETTLEMENTS} at a time, and a save removes that many`, async () => {
+      it(`returns at most ${MAX_PENDING_SETTLEMENTS} at a time, and a save marks them`, async () => {
         const lane = unique('settlements-cap');
         const lease = await acquire(lane, 'a');
         const added = await addRange(lane, 0, MAX_PENDING_SETTLEMENTS + 3);
-        const first = await stores().ledger.pendingSettlements(lane);
+        const first = await stores().ledger.pendingSettlements(lane, { first: true });
         expect(first).toEqual(added.slice(0, MAX_PENDING_SETTLEMENTS));
-        await stores().ledger.saveLedger(lane, ledger(1), lease.token, first.length);
+        await stores().ledger.saveLedger(lane, ledger(1), lease.token, idsOf(first));
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual(added.slice(MAX_PENDING_SETTLEMENTS));
       });
 
-      it(`refuses a settled count that is not an integer in 0..${MAX_PENDING_SETTLEMENTS}, writing nothing`, async () => {
+      it('leaves out the ids the holder skips, so that a backlog larger than one read is read on before a save', async () => {
+        const lane = unique('settlements-skip');
+        await acquire(lane, 'a');
+        const added = await addRange(lane, 0, MAX_PENDING_SETTLEMENTS + 3);
+        const first = await stores().ledger.pendingSettlements(lane, { first: true });
+        const skip = new Set(idsOf(first));
+        await expect(stores().ledger.pendingSettlements(lane, { skip })).resolves.toEqual(
+          added.slice(MAX_PENDING_SETTLEMENTS),
+        );
+      });
+
+      it(`refuses to mark more than ${MAX_FOLDED_PER_SAVE} settlements in a save, writing nothing`, async () => {
         const lane = unique('settlements-range');
         const lease = await acquire(lane, 'a');
         await stores().ledger.addSettlements(lane, settlement(T0));
-        for (const settled of [-1, 0.5, MAX_PENDING_SETTLEMENTS + 1]) {
-          await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, settled)).rejects.toBeInstanceOf(
-            RangeError,
-          );
-        }
+        const tooMany = Array.from({ length: MAX_FOLDED_PER_SAVE + 1 }, (_, i) => `d-${i}`);
+        await expect(stores().ledger.saveLedger(lane, ledger(9), lease.token, tooMany)).rejects.toBeInstanceOf(
+          RangeError,
+        );
         await expect(stores().ledger.loadLedger(lane)).resolves.toBeUndefined();
         await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0)]);
       });

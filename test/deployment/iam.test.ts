@@ -49,10 +49,14 @@ interface Grant {
 /** What each role may do, and where: each line says which code paths need it. */
 const GRANTS: Record<Fn, readonly Grant[]> = {
   orchestrator: [
-    // DynamoLeaseStore acquires, renews and releases the lease with UpdateItem; DynamoLedgerStore reads the ledger and
-    // the pending settlements (GetItem, and reads the fence back when a save is refused) and saves the ledger while
-    // removing the settlements it folded (UpdateItem). All in the lane item; it never puts that item whole.
-    { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item lane#{lane}'] },
+    // DynamoLeaseStore acquires, renews and releases the lease with UpdateItem; DynamoLedgerStore reads the ledger
+    // (GetItem, and reads the fence back when a save is refused) and saves it with the ids it folded (UpdateItem), reads
+    // and writes (fenced) the call slots' item, and reads the settlement shards and removes what a save folded
+    // (UpdateItem). It never puts an item whole.
+    {
+      actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+      on: ['item lane#{lane}', 'item slots#{lane}', 'item settle#{lane}#*'],
+    },
     // DynamoCircuitStore: runOrchestrator and CircuitWatch load the circuit; CircuitWatch writes it (a versioned
     // UpdateItem through applyCircuitEvent, which reads a refused write's id back) when it sends a health check. No
     // idempotency item: the worker keeps those.
@@ -70,8 +74,8 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     { actions: ['lambda:InvokeFunction'], on: ['WorkerLambdaFunction'] },
   ],
   worker: [
-    // DynamoSettlementRecorder.addSettlements appends to the lane item's settlements (UpdateItem), and nothing else.
-    { actions: ['dynamodb:UpdateItem'], on: ['item lane#{lane}'] },
+    // DynamoSettlementRecorder.addSettlements writes into a settlement shard's map (UpdateItem), and nothing else.
+    { actions: ['dynamodb:UpdateItem'], on: ['item settle#{lane}#*'] },
     // applyCircuitEvent from reportToCircuit (successes, failures, 429s, 4xx refusals) and processHealthCheck (the
     // probe's claim and verdict): load, then a versioned UpdateItem, reading a refused write's id back.
     { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item circuit#{lane}'] },
@@ -142,9 +146,9 @@ const OPERATOR_GRANTS: readonly Grant[] = [
   // redrive sends each letter to its source queue (requeue-dlq's to the requeue queue); enqueue sends to main or fifo
   // (enqueueMany: SendMessageBatch).
   { actions: ['sqs:SendMessage'], on: SOURCES },
-  // status: readLaneStatus reads the ledger (DynamoLedgerStore.loadLedger) and the lease (DynamoLeaseStore.readLease)
-  // of the lane item, and writes neither.
-  { actions: ['dynamodb:GetItem'], on: ['item lane#{lane}'] },
+  // status: readLaneStatus reads the ledger (DynamoLedgerStore.loadLedger: the lane item and the call slots' item) and
+  // the lease (DynamoLeaseStore.readLease), and writes neither.
+  { actions: ['dynamodb:GetItem'], on: ['item lane#{lane}', 'item slots#{lane}'] },
   // status loads the circuit; pause, resume and circuit open|close write it through applyCircuitEvent (a versioned
   // UpdateItem, reading a refused write's id back).
   { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item circuit#{lane}'] },

@@ -6,6 +6,7 @@ import { Pacer } from '../../lib/domain/pacing/pacer';
 import { QuotaLedger, type Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
 import type { Lease } from '../../lib/ports/LeaseStore';
+import type { PendingOptions } from '../../lib/ports/LedgerStore';
 import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
 import { guardQueues, guardStores } from '../../lib/services/orchestrator/guardedPorts';
 import { RunContext, type RunContextDeps } from '../../lib/services/orchestrator/runContext';
@@ -60,12 +61,17 @@ class SwitchableLedgerStore extends MemoryLedgerStore {
     super(state);
   }
 
-  override async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
-    return this.flushes.through('saveLedger', () => super.saveLedger(lane, ledger, fencingToken, settled));
+  override async saveLedger(
+    lane: string,
+    ledger: LedgerJSON,
+    fencingToken: number,
+    folded?: readonly string[],
+  ): Promise<void> {
+    return this.flushes.through('saveLedger', () => super.saveLedger(lane, ledger, fencingToken, folded));
   }
-  override async pendingSettlements(lane: string): Promise<Settlement[]> {
+  override async pendingSettlements(lane: string, options?: PendingOptions): Promise<Settlement[]> {
     this.flushes.check('pendingSettlements');
-    return super.pendingSettlements(lane);
+    return super.pendingSettlements(lane, options);
   }
 }
 

@@ -1,10 +1,11 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TABLE_KEY, TTL_ATTRIBUTE } from '../../lib/adapters/dynamodb/DynamoTable';
 import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { Settlement } from '../../lib/domain/quota/ledger';
-import { StateFormatError } from '../../lib/errors';
+import { shardOf } from '../../lib/domain/quota/settlementShards';
+import { LeaseLostError, StateFormatError } from '../../lib/errors';
 import type { Lease } from '../../lib/ports/LeaseStore';
 import type { StateStores } from '../../lib/ports/StateStores';
 import {
@@ -83,8 +84,12 @@ async function stateTable(): Promise<
 
 describeStateStoresContract(`dynamoStores on ${testDynamoEngine()}`, stateTable);
 
-function settlement(at: number): Settlement {
-  return { reservation: { at, costs: { cost: 1 }, windows: { 'day:requests': '2026-11-23' } }, actual: null };
+function settlement(at: number, id?: string): Settlement {
+  return {
+    reservation: { at, costs: { cost: 1 }, windows: { 'day:requests': '2026-11-23' } },
+    actual: null,
+    ...(id === undefined ? {} : { id }),
+  };
 }
 
 function circuit(version: number, pausedUntil = 0): CircuitJSON {
@@ -116,6 +121,11 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
     return lease;
   };
 
+  const takenOver = async (lane: string): Promise<{ stale: Lease; current: Lease }> => ({
+    stale: await acquire(lane, 'a', T0),
+    current: await acquire(lane, 'b', T0 + TTL),
+  });
+
   beforeAll(async () => {
     table = await stateTable();
   });
@@ -125,12 +135,13 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
   });
 
   describe('item layout', () => {
-    it('keeps the lease, the ledger as JSON text and the pending settlements in one lane item', async () => {
+    it('keeps the lease, the ledger as JSON text and the folded ids in the lane item, the settlements in a shard', async () => {
       const lane = unique('layout');
       const lease = await acquire(lane);
       const ledger = { v: 1, tiers: { 'day:requests': { w: '2026-11-23', u: 3 } } } as const;
-      await stores().ledger.saveLedger(lane, ledger, lease.token);
-      await stores().ledger.addSettlements(lane, settlement(T0));
+      await stores().ledger.addSettlements(lane, settlement(T0, 'd-1'));
+      await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual([settlement(T0, 'd-1')]);
+      await stores().ledger.saveLedger(lane, ledger, lease.token, ['d-1']);
       expect(await rawItem(`lane#${lane}`)).toEqual({
         [TABLE_KEY]: `lane#${lane}`,
         leaseOwner: 'a',
@@ -138,17 +149,64 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         leaseExpiresAt: T0 + TTL,
         ledger: JSON.stringify(ledger),
         ledgerSave: expect.any(String),
-        settlements: [settlement(T0)],
+        folded: { 'd-1': 0 },
+        shards: 1,
       });
+      expect(await rawItem(`settle#${lane}#0`)).toEqual({
+        [TABLE_KEY]: `settle#${lane}#0`,
+        pending: { 'd-1': settlement(T0, 'd-1') },
+      });
+      expect(await rawItem(`slots#${lane}`)).toBeUndefined();
     });
 
-    it('keeps an empty list once a save has removed every pending settlement', async () => {
+    it('removes what a save folded from its shard at the next read, leaving the map empty', async () => {
       const lane = unique('settled-layout');
       const lease = await acquire(lane);
-      await stores().ledger.addSettlements(lane, settlement(T0));
-      await stores().ledger.addSettlements(lane, settlement(T0 + 1));
-      await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, 2);
-      expect(await rawItem(`lane#${lane}`)).toMatchObject({ ledger: '{"v":1,"tiers":{}}', settlements: [] });
+      await stores().ledger.addSettlements(lane, settlement(T0, 'd-1'), settlement(T0 + 1, 'd-2'));
+      await stores().ledger.pendingSettlements(lane, { first: true });
+      await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, ['d-1', 'd-2']);
+      await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
+      expect(await rawItem(`settle#${lane}#0`)).toEqual({ [TABLE_KEY]: `settle#${lane}#0`, pending: {} });
+    });
+
+    it('keeps the call slots in an item of their own, as compact text, fenced by the lease token', async () => {
+      const lane = unique('slots-layout');
+      const { stale, current } = await takenOver(lane);
+      const id = '0b7c5b2e-8a43-4e0f-9d3a-6f1e2d3c4b5a';
+      const ledger = { v: 1, tiers: {}, slots: { a: [[id, T0 + 1_000]], h: [[2, T0 + 2_050]] } } as const;
+      await stores().ledger.saveLedger(lane, ledger, current.token);
+      expect(await rawItem(`slots#${lane}`)).toEqual({
+        [TABLE_KEY]: `slots#${lane}`,
+        slots: expect.stringMatching(/^2\|/),
+        leaseToken: current.token,
+      });
+      expect((await rawItem(`lane#${lane}`))?.ledger).toBe('{"v":1,"tiers":{}}');
+      await expect(stores().ledger.loadLedger(lane)).resolves.toEqual({
+        v: 1,
+        tiers: {},
+        slots: { a: [[id, T0 + 1_000]], h: [[2, T0 + 2_100]] },
+      });
+      const staleSlots = { ...ledger, slots: { a: [] } };
+      await expect(stores().ledger.saveLedger(lane, staleSlots, stale.token)).rejects.toBeInstanceOf(LeaseLostError);
+      expect((await stores().ledger.loadLedger(lane))?.slots?.a).toHaveLength(1);
+    });
+
+    it('spreads settlements over the shards of the lane, and reads every shard a save has recorded', async () => {
+      const lane = unique('shards');
+      const lease = await acquire(lane);
+      const wide = dynamoStores({ client: setup().doc, tableName: setup().tableName }, { settlementShards: 8 });
+      const narrow = dynamoStores({ client: setup().doc, tableName: setup().tableName }, { settlementShards: 2 });
+      const added = Array.from({ length: 20 }, (_, i) => settlement(T0 + i, `d-${i}`));
+      for (const s of added) await wide.ledger.addSettlements(lane, s);
+      const used = new Set(added.map(({ id }) => shardOf(id as string, 8)));
+      expect(used.size).toBeGreaterThan(2);
+      for (const shard of used) expect(await rawItem(`settle#${lane}#${shard}`)).toBeDefined();
+      await expect(wide.ledger.pendingSettlements(lane, { first: true })).resolves.toEqual(added);
+      await wide.ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, ['d-0']);
+      // A store of fewer shards (a deploy that lowered the count) still reads those the lane item records.
+      const more = settlement(T0 + 30, 'd-30');
+      await wide.ledger.addSettlements(lane, more);
+      await expect(narrow.ledger.pendingSettlements(lane, { first: true })).resolves.toEqual([...added.slice(1), more]);
     });
 
     it('keeps the token counter in the lane item when the lease is released', async () => {
@@ -265,8 +323,46 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         ledger: '{"v":1,"tiers":{}}',
         settlements: [settlement(T0)],
       });
-      await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, 1);
+      const [read] = await stores().ledger.pendingSettlements(lane, { first: true });
+      expect(read).toEqual({ ...settlement(T0), id: expect.any(String) });
+      await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, [read?.id as string]);
       await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([]);
+      await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual([]);
+    });
+
+    it('migrates a lane item with slots in its ledger text and a list of settlements: read first, removed and moved by the next save', async () => {
+      const lane = unique('old-layout');
+      const lease = await acquire(lane);
+      const slots = { a: [['d-9', T0 + 500]] as [string, number][] };
+      await putRawItem({
+        ...(await rawItem(`lane#${lane}`)),
+        ledger: JSON.stringify({ v: 1, tiers: {}, slots }),
+        settlements: [settlement(T0 + 5, 'd-1'), settlement(T0 + 6)],
+      });
+      await stores().ledger.addSettlements(lane, settlement(T0, 'd-2'));
+      await expect(stores().ledger.loadLedger(lane)).resolves.toEqual({ v: 1, tiers: {}, slots });
+      const pending = await stores().ledger.pendingSettlements(lane, { first: true });
+      expect(pending).toEqual([
+        settlement(T0 + 5, 'd-1'),
+        { ...settlement(T0 + 6), id: expect.any(String) },
+        settlement(T0, 'd-2'),
+      ]);
+      // An old worker appends to the list after the read: the save removes only what was read.
+      await setup().doc.send(
+        new UpdateCommand({
+          TableName: setup().tableName,
+          Key: { [TABLE_KEY]: `lane#${lane}` },
+          UpdateExpression: 'SET settlements = list_append(settlements, :added)',
+          ExpressionAttributeValues: { ':added': [settlement(T0 + 7, 'd-3')] },
+        }),
+      );
+      const ids = pending.map(({ id }) => id as string);
+      await stores().ledger.saveLedger(lane, { v: 1, tiers: {}, slots }, lease.token, ids);
+      await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0 + 7, 'd-3')]);
+      await stores().ledger.saveLedger(lane, { v: 1, tiers: {}, slots }, lease.token, ['d-3']);
+      expect(await rawItem(`lane#${lane}`)).toMatchObject({ ledger: '{"v":1,"tiers":{}}', settlements: [] });
+      await expect(stores().ledger.loadLedger(lane)).resolves.toEqual({ v: 1, tiers: {}, slots });
+      await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual([]);
     });
 
     it('loads a circuit item without write ids and writes its next version', async () => {
@@ -350,14 +446,18 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
   });
 
   describe('settlement appends the SDK would send twice', () => {
-    it('fails an append whose answer was lost instead of appending a second copy', async () => {
+    it('fails an append whose answer was lost instead of writing it again', async () => {
       const lane = unique('lost-append');
+      await stores().ledger.addSettlements(lane, settlement(T0 - 1, 'd-0'));
       setup().loseNextAnswer?.('UpdateItem');
 
-      await expect(stores().ledger.addSettlements(lane, { ...settlement(T0), id: 'd-1' })).rejects.toMatchObject({
+      await expect(stores().ledger.addSettlements(lane, settlement(T0, 'd-1'))).rejects.toMatchObject({
         name: 'UncertainWriteError',
       });
-      await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([{ ...settlement(T0), id: 'd-1' }]);
+      await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([
+        settlement(T0 - 1, 'd-0'),
+        settlement(T0, 'd-1'),
+      ]);
     });
 
     it('sends an append again after a refusal that says it did not land (throttling), and records it once', async () => {
@@ -384,9 +484,9 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         { step: 'deserialize', name: `throttleOnce-${lane}`, priority: 'low' },
       );
 
-      await expect(stores().ledger.addSettlements(lane, { ...settlement(T0), id: 'd-1' })).resolves.toBe(true);
+      await expect(stores().ledger.addSettlements(lane, settlement(T0, 'd-1'))).resolves.toBe(true);
       expect(throttled).toBe(true);
-      await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([{ ...settlement(T0), id: 'd-1' }]);
+      await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0, 'd-1')]);
     });
   });
 
@@ -427,16 +527,21 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       const lane = unique('settlement-race');
       const lease = await acquire(lane);
       const folded: Settlement[] = [];
-      /** One flush as the orchestrator does it: read the pending settlements, then save removing as many. */
+      /** One flush as the orchestrator does it: read the pending settlements, then save them as folded. */
       const flush = async (): Promise<number> => {
         const pending = await stores().ledger.pendingSettlements(lane);
-        await stores().ledger.saveLedger(lane, { v: 1, tiers: {} }, lease.token, pending.length);
+        await stores().ledger.saveLedger(
+          lane,
+          { v: 1, tiers: {} },
+          lease.token,
+          pending.map(({ id }) => id as string),
+        );
         folded.push(...pending);
         return pending.length;
       };
       let adding = true;
       const adds = Promise.all(
-        Array.from({ length: 50 }, (_, i) => stores().ledger.addSettlements(lane, settlement(T0 + i))),
+        Array.from({ length: 50 }, (_, i) => stores().ledger.addSettlements(lane, settlement(T0 + i, `d-${i}`))),
       ).finally(() => (adding = false));
       while (adding) await flush();
       await adds;
@@ -485,9 +590,9 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
 
     it('refuses a pending settlement without a reservation, and leaves it in the table', async () => {
       const lane = unique('corrupt-settlement');
-      await stores().ledger.addSettlements(lane, { actual: { cost: 1 } } as unknown as Settlement);
+      await stores().ledger.addSettlements(lane, { actual: { cost: 1 }, id: 'd-1' } as unknown as Settlement);
       await expect(stores().ledger.pendingSettlements(lane)).rejects.toBeInstanceOf(StateFormatError);
-      expect(await rawItem(`lane#${lane}`)).toMatchObject({ settlements: [{ actual: { cost: 1 } }] });
+      expect(await rawItem(`settle#${lane}#0`)).toMatchObject({ pending: { 'd-1': { actual: { cost: 1 } } } });
     });
   });
 });

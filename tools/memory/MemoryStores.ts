@@ -1,7 +1,7 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
-import { LeaseLostError, StateConflictError } from '../../lib/errors';
+import { LeaseLostError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
 import {
   claimRefusal,
@@ -15,8 +15,9 @@ import {
   allRefunds,
   MAX_PENDING_SETTLEMENTS,
   MAX_STORED_SETTLEMENTS,
-  checkSettled,
+  checkFolded,
   type LedgerStore,
+  type PendingOptions,
 } from '../../lib/ports/LedgerStore';
 import type { StateStores } from '../../lib/ports/StateStores';
 
@@ -51,7 +52,10 @@ export class MemoryState {
   readonly tokens = new Map<string, number>();
   readonly ledgers = new JsonMap<LedgerJSON>();
   readonly circuits = new JsonMap<CircuitJSON>();
-  readonly settlements = new JsonMap<Settlement[]>();
+  /** Per lane the pending settlements, by id (named by the store when it had none), each as JSON text. */
+  readonly settlements = new Map<string, Map<string, string>>();
+  /** Settlements recorded without an id so far, to name each one. */
+  unnamedSettlements = 0;
   readonly idempotency = new JsonMap<IdempotencyRecord>();
   /** Per batch, the successes it recorded (see `IdempotencyStore.recordBatchSuccesses`). */
   readonly batches = new JsonMap<{
@@ -113,31 +117,44 @@ export class MemoryLedgerStore implements LedgerStore {
     return this.state.ledgers.get(lane);
   }
 
-  async saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled = 0): Promise<void> {
+  async saveLedger(
+    lane: string,
+    ledger: LedgerJSON,
+    fencingToken: number,
+    folded: readonly string[] = [],
+  ): Promise<void> {
     this.state.stats.writes++;
-    checkSettled(settled);
+    checkFolded(folded);
     this.checkFence(lane, fencingToken);
-    const pending = this.state.settlements.get(lane) ?? [];
-    if (pending.length < settled)
-      throw new StateConflictError(
-        `fewer than ${settled} settlements are pending for lane '${lane}', so the ledger was not saved`,
-      );
     this.state.ledgers.set(lane, ledger);
-    if (settled > 0) this.state.settlements.set(lane, pending.slice(settled));
+    for (const id of folded) this.pendingOf(lane).delete(id);
   }
 
   async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
     this.state.stats.writes++;
-    const pending = this.state.settlements.get(lane) ?? [];
+    const pending = this.pendingOf(lane);
     if (settlements.length === 0) return true;
-    if (allRefunds(settlements) && pending.length >= MAX_STORED_SETTLEMENTS) return false;
-    this.state.settlements.set(lane, [...pending, ...settlements]);
+    if (allRefunds(settlements) && pending.size >= MAX_STORED_SETTLEMENTS) return false;
+    for (const settlement of settlements) {
+      const id = settlement.id ?? `unnamed-${++this.state.unnamedSettlements}`;
+      pending.set(id, JSON.stringify({ ...settlement, id }));
+    }
     return true;
   }
 
-  async pendingSettlements(lane: string): Promise<Settlement[]> {
+  async pendingSettlements(lane: string, { skip }: PendingOptions = {}): Promise<Settlement[]> {
     this.state.stats.reads++;
-    return (this.state.settlements.get(lane) ?? []).slice(0, MAX_PENDING_SETTLEMENTS);
+    return [...this.pendingOf(lane)]
+      .filter(([id]) => skip?.has(id) !== true)
+      .map(([, text]) => JSON.parse(text) as Settlement)
+      .sort((a, b) => a.reservation.at - b.reservation.at)
+      .slice(0, MAX_PENDING_SETTLEMENTS);
+  }
+
+  private pendingOf(lane: string): Map<string, string> {
+    const pending = this.state.settlements.get(lane) ?? new Map<string, string>();
+    this.state.settlements.set(lane, pending);
+    return pending;
   }
 
   /** The fence: only the holder of the lane's newest token may write (an expired but untaken lease still may). */

@@ -34,20 +34,33 @@ export interface DynamoTableOptions {
 /** An item of the state table, as the document client reads and writes it. */
 export type Item = Record<string, unknown>;
 
-type Request<I> = Omit<I, 'TableName' | 'ExpressionAttributeNames'>;
+/**
+ * A request without its table; its `ExpressionAttributeNames` need only name the placeholders that do not stand for
+ * the attribute of their own name (see {@link DynamoTable}).
+ */
+type Request<I> = Omit<I, 'TableName'>;
 
 /**
- * The requests the four DynamoDB stores send to their one table of typed items. Every store method is a single
- * request, with one conditional write where the port needs atomicity, so the stores run on dynalite (no
- * transactions) as on DynamoDB. (A refused conditional write may read its item back, to tell its own write that
+ * The requests the four DynamoDB stores send to their one table of typed items. Where the port needs atomicity, a
+ * store method makes one conditional write, so the stores run on dynalite (no transactions) as on DynamoDB; the
+ * ledger store's reads span the lane's settlement shards, and its save writes the call slots' item before the lane
+ * item (see `DynamoLedgerStore`). (A refused conditional write may read its item back, to tell its own write that
  * landed on an earlier attempt, whose answer was lost, from a refusal: see `saveLedger`, `saveCircuit`,
  * `putIdempotencyIfAbsent`, `claimRefund` and `reopenDeadLettered`.)
  *
- * - `lane#<lane>`: the lease (`leaseOwner`, `leaseToken`, `leaseExpiresAt` in epoch ms), the ledger (`ledger`, the
- *   LedgerJSON as JSON text), the id of the last ledger save (`ledgerSave`; absent on items saved before it existed)
- *   and the pending settlements (`settlements`, a list, oldest first). The lease store and the ledger store share
- *   this item because the write that saves the ledger also removes the settlements folded into it, fenced by
- *   `leaseToken`, and a single write (like a condition) sees only its own item.
+ * - `lane#<lane>`: the lease (`leaseOwner`, `leaseToken`, `leaseExpiresAt` in epoch ms), the ledger's tiers (`ledger`,
+ *   the LedgerJSON without its slots, as JSON text), the id of the last ledger save (`ledgerSave`; absent on items
+ *   saved before it existed), the ids of the settlements that save folded, each with its shard (`folded`, a map, at
+ *   most `MAX_FOLDED_PER_SAVE`), and the most settlement shards a save has read (`shards`). The lease store and the
+ *   ledger store share this item because the save is fenced by `leaseToken`, and a condition sees only its own item.
+ *   Items written before the current layout also hold the call slots inside `ledger` and pending settlements in a
+ *   `settlements` list (oldest first), which the ledger store reads and its next save migrates.
+ * - `slots#<lane>`: the call slots of a lane with `maxInFlight` (`slots`, compact text, about 30 bytes a call) and the
+ *   lease token of the save that wrote them (`leaseToken`: no holder of an older one may write over them).
+ * - `settle#<lane>#<k>`, `k` in `0..shards - 1`: pending settlements, by id, in a map (`pending`), at most
+ *   `MAX_STORED_SETTLEMENTS` before refunds are turned away; workers write into the shard of the id of the first
+ *   settlement of a call (see `settlementShards`, `shardOf`), the orchestrator reads every shard and removes what its
+ *   last save folded.
  * - `circuit#<lane>`: the CircuitJSON's `version`, `state` and `pausedUntil`, when present its `clientErrorRun`,
  *   `hold` and `transitions`, and the ids of the writes of its last versions (`write<version>`; absent on items
  *   written before they existed).
@@ -56,7 +69,9 @@ type Request<I> = Omit<I, 'TableName' | 'ExpressionAttributeNames'>;
  *   `refundClaim`), and, once an operator reopened the key, the id of the last reopen (`reopen`).
  * - `batch#<batch>`: the dispatches a batch recorded as succeeded (`succeeded`, a string set), `at`, and the TTL.
  *
- * Every read is strongly consistent but the circuit's refusal run, which a worker reads only to skip a write. Items read back are validated: a malformed one raises `StateFormatError`.
+ * Every read is strongly consistent but the circuit's refusal run, which a worker reads only to skip a write, and the
+ * orchestrator's reads of settlement shards after its first (see `LedgerStore.pendingSettlements`). Items read back
+ * are validated: a malformed one raises `StateFormatError`.
  * Errors other than a failed condition propagate unchanged.
  */
 export class DynamoTable {
@@ -78,7 +93,7 @@ export class DynamoTable {
         ConsistentRead: true,
         ...input,
         TableName: this.tableName,
-        ExpressionAttributeNames: namesIn(input.ProjectionExpression),
+        ExpressionAttributeNames: namesIn(input.ExpressionAttributeNames, input.ProjectionExpression),
       }),
     );
     return output.Item;
@@ -94,7 +109,11 @@ export class DynamoTable {
     const command = new UpdateCommand({
       ...input,
       TableName: this.tableName,
-      ExpressionAttributeNames: namesIn(input.UpdateExpression, input.ConditionExpression),
+      ExpressionAttributeNames: namesIn(
+        input.ExpressionAttributeNames,
+        input.UpdateExpression,
+        input.ConditionExpression,
+      ),
     });
     if (options.resend === 'if-refused') sendAgainOnlyIfRefused(command);
     return this.client.send(command);
@@ -136,20 +155,36 @@ function sendAgainOnlyIfRefused(command: UpdateCommand): void {
 }
 
 /**
- * ExpressionAttributeNames for every `#name` in `expressions`, each standing for the attribute of that name. Names
- * always go through placeholders because several (`ttl`, `status`, `state`) are reserved words; DynamoDB refuses
- * unused or empty name maps, hence `undefined` when there are none.
+ * ExpressionAttributeNames for every `#name` in `expressions`, each standing for the attribute of that name, unless
+ * `given` names it otherwise (a map key that is no word, such as a settlement's id). Names always go through
+ * placeholders because several (`ttl`, `status`, `state`) are reserved words; DynamoDB refuses unused or empty name
+ * maps, hence `undefined` when there are none.
  */
-function namesIn(...expressions: (string | undefined)[]): Record<string, string> | undefined {
+function namesIn(
+  given: Record<string, string> | undefined,
+  ...expressions: (string | undefined)[]
+): Record<string, string> | undefined {
   const placeholders = expressions.flatMap((expression) => expression?.match(/#\w+/g) ?? []);
   return placeholders.length === 0
     ? undefined
-    : Object.fromEntries(placeholders.map((placeholder) => [placeholder, placeholder.slice(1)]));
+    : Object.fromEntries(
+        placeholders.map((placeholder) => [placeholder, given?.[placeholder] ?? placeholder.slice(1)]),
+      );
 }
 
-/** Key of the lane item, which holds the lane's lease, ledger and pending settlements. */
+/** Key of the lane item, which holds the lane's lease and ledger (see {@link DynamoTable}). */
 export function laneKey(lane: string): Item {
   return { [TABLE_KEY]: `lane#${lane}` };
+}
+
+/** Key of the item of the lane's call slots. */
+export function slotsKey(lane: string): Item {
+  return { [TABLE_KEY]: `slots#${lane}` };
+}
+
+/** Key of shard `shard` of the lane's pending settlements. */
+export function settlementShardKey(lane: string, shard: number): Item {
+  return { [TABLE_KEY]: `settle#${lane}#${shard}` };
 }
 
 /** Runs `request`; when its condition fails, returns `onFailed(error)` instead. Every other error propagates. */

@@ -5,11 +5,18 @@ import { DynamoLeaseStore } from './DynamoLeaseStore';
 import { DynamoLedgerStore } from './DynamoLedgerStore';
 import type { DynamoTableOptions } from './DynamoTable';
 
-/** The four stores on one state table (see `DynamoTable` for its items), the lease and ledger stores sharing the lane item. */
-export function dynamoStores(options: DynamoTableOptions): StateStores {
+/**
+ * The four stores on one state table (see `DynamoTable` for its items), the lease and ledger stores sharing the lane
+ * item; `settlementShards` is the lane's shard count (see `settlementShards`), 1 by default: a reader still reads every
+ * shard a save recorded.
+ */
+export function dynamoStores(
+  options: DynamoTableOptions,
+  { settlementShards = 1 }: { readonly settlementShards?: number } = {},
+): StateStores {
   return {
     lease: new DynamoLeaseStore(options),
-    ledger: new DynamoLedgerStore(options),
+    ledger: new DynamoLedgerStore(options, settlementShards),
     circuit: new DynamoCircuitStore(options),
     idempotency: new DynamoIdempotencyStore(options),
   };

@@ -4,7 +4,7 @@ import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
 import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailableError } from '../../errors';
 import type { CircuitStore } from '../../ports/CircuitStore';
 import type { Lease, LeaseStore } from '../../ports/LeaseStore';
-import type { LedgerStore } from '../../ports/LedgerStore';
+import type { LedgerStore, PendingOptions } from '../../ports/LedgerStore';
 import type {
   OutgoingMessage,
   QueueName,
@@ -57,14 +57,14 @@ class GuardedLedgerStore implements LedgerStore {
   loadLedger(lane: string): Promise<LedgerJSON | undefined> {
     return guard('loadLedger', () => this.store.loadLedger(lane));
   }
-  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, settled?: number): Promise<void> {
-    return guard('saveLedger', () => this.store.saveLedger(lane, ledger, fencingToken, settled));
+  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, folded?: readonly string[]): Promise<void> {
+    return guard('saveLedger', () => this.store.saveLedger(lane, ledger, fencingToken, folded));
   }
   addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
     return guard('addSettlements', () => this.store.addSettlements(lane, ...settlements));
   }
-  pendingSettlements(lane: string): Promise<Settlement[]> {
-    return guard('pendingSettlements', () => this.store.pendingSettlements(lane));
+  pendingSettlements(lane: string, options?: PendingOptions): Promise<Settlement[]> {
+    return guard('pendingSettlements', () => this.store.pendingSettlements(lane, options));
   }
 }
 

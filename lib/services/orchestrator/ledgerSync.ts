@@ -1,18 +1,18 @@
-import { isDeepStrictEqual } from 'node:util';
 import type { Pacer } from '../../domain/pacing/pacer';
 import { handedBack } from '../../domain/quota/handBack';
 import type { Settlement } from '../../domain/quota/ledger';
 import { addCosts, tierLabel } from '../../domain/quota/tiers';
 import type { Lease } from '../../ports/LeaseStore';
-import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
+import { MAX_FOLDED_PER_SAVE, MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
 import { RunAllowance, type Amount } from './runAllowance';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
 import type { GuardedStores, RunQuota } from './types';
 
 /**
- * Most ledger saves per flush, each removing at most {@link MAX_PENDING_SETTLEMENTS} settlements: a flush folds up to
- * 1 000 settlements, and a backlog beyond waits for the next flush rather than keep the lease from being renewed.
+ * Most ledger saves per flush, each folding a read of at most {@link MAX_PENDING_SETTLEMENTS} settlements: a flush
+ * folds about 2 500 settlements, and a backlog beyond waits for the next flush rather than keep the lease from being
+ * renewed.
  */
 const MAX_SAVES_PER_FLUSH = 10;
 
@@ -67,10 +67,13 @@ export class LedgerSync {
   /** Units handed back by the settlements folded since the last `flushed` event. */
   private handedBackUnreported: Record<string, number> = {};
   /**
-   * The settlements the last read returned, all folded into the in-memory ledger, until a save removes them. A save
-   * that fails leaves them pending as the oldest (only this run removes any), and the next read does not fold them again.
+   * Ids of the settlements read since the last save that succeeded, all folded into the in-memory ledger (or skipped
+   * as copies), which the next save names as folded. A save that fails leaves them pending, and the next read does
+   * not fold them again (see {@link LedgerSync.fold}).
    */
-  private foldedPending: readonly Settlement[] = [];
+  private readonly unsaved = new Set<string>();
+  /** Whether the run has read the workers' reports yet: its first read is strongly consistent. */
+  private readBefore = false;
   /** Settlements folded since the last `flushed` event (a failed flush may have folded some). */
   private foldedUnreported = 0;
   /** Ids of the settlements this run folded, with when, for {@link FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS} worker timeouts. */
@@ -95,10 +98,12 @@ export class LedgerSync {
 
   /**
    * Reads the workers' reports between flushes and folds them in, so that the slots of calls that have ended are
-   * free at once (the next save removes them). A failure is left to the next flush.
+   * free at once (the next save names them). When the ids read since the last save leave no room for a full read, it
+   * flushes instead, which saves them and reads on. A failure is left to the next flush.
    */
   async readReports(): Promise<void> {
-    await this.link.attempt(() => this.foldSettlements());
+    if (!this.roomToRead()) await this.tryFlush();
+    else await this.link.attempt(() => this.foldSettlements());
   }
 
   /** Whether a flush is due at `now`: after a failed one, on schedule, and in any case before the lease could expire. */
@@ -195,7 +200,7 @@ export class LedgerSync {
    */
   private async flush({ final = false, need = NOTHING_NEEDED, until }: FlushOptions = {}): Promise<void> {
     if (this.state === 'saved-unrenewed' && !final) return this.renew();
-    let settled = await this.foldSettlements();
+    let more = await this.foldSettlements();
     const now = this.run.clock.now();
     const granted = final
       ? undefined
@@ -204,31 +209,33 @@ export class LedgerSync {
           need,
         );
     try {
-      await this.save(granted, settled);
+      await this.save(granted);
     } catch (error) {
       this.allowance = this.allowance.boundBy(granted);
       throw error;
     }
     if (granted !== undefined) this.allowance = granted;
     this.state = 'saved-unrenewed';
-    for (let saves = 1; settled === MAX_PENDING_SETTLEMENTS && saves < MAX_SAVES_PER_FLUSH; saves++) {
-      settled = await this.foldSettlements();
-      await this.save(granted, settled);
+    for (let saves = 1; more && saves < MAX_SAVES_PER_FLUSH; saves++) {
+      more = await this.foldSettlements();
+      if (this.unsaved.size === 0) break;
+      await this.save(granted);
     }
     await this.renew();
   }
 
   /**
    * Saves the ledger holding the units of `allowance`, and on a lane with `maxInFlight` the calls in progress holding
-   * its call slots, removing the `settled` oldest pending settlements (folded into it).
+   * its call slots, naming the settlements read since the last save (folded into it) as folded.
    */
-  private async save(allowance: RunAllowance | undefined, settled: number): Promise<void> {
+  private async save(allowance: RunAllowance | undefined): Promise<void> {
     const { ledger, slots } = this.quota;
     const snapshot = ledger.snapshot(allowance && { until: allowance.until, units: allowance.granted.units });
     const heldSlots = allowance && { until: allowance.until, count: allowance.granted.slots };
     const saved = slots === undefined ? snapshot : { ...snapshot, slots: slots.toJSON(heldSlots) };
-    await this.stores.ledger.saveLedger(this.run.config.lane, saved, this.lease.token, settled);
-    this.foldedPending = [];
+    const folded = [...this.unsaved];
+    await this.stores.ledger.saveLedger(this.run.config.lane, saved, this.lease.token, folded);
+    for (const id of folded) this.unsaved.delete(id);
   }
 
   /**
@@ -278,20 +285,33 @@ export class LedgerSync {
     if (settlement.actual !== null) addCosts(this.handedBackUnreported, handedBack(settlement));
   }
 
+  /** Whether the next save has room for the ids of one more full read. */
+  private roomToRead(): boolean {
+    return this.unsaved.size <= MAX_FOLDED_PER_SAVE - MAX_PENDING_SETTLEMENTS;
+  }
+
   /**
-   * Reads the oldest pending settlements and folds into the ledger those not folded before.
-   * @returns how many were read: the next save removes them.
+   * Reads pending settlements and folds into the ledger those not folded before. While the ids read since the last
+   * save leave no room for a full read in the next save, it reads nothing: the next save comes first.
+   * @returns whether more may be pending: the read came back full, or there was no room for it.
    */
-  private async foldSettlements(): Promise<number> {
+  private async foldSettlements(): Promise<boolean> {
+    if (!this.roomToRead()) return true;
     this.reportsReadAt = this.run.clock.now();
-    const pending = await this.stores.ledger.pendingSettlements(this.run.config.lane);
-    // Settlements folded for a save that failed are still pending, and the oldest. Unless the save did land and only
-    // its answer was lost (a timeout): then they are gone, the list no longer starts with them, and all of it is new.
-    const known = startsWith(pending, this.foldedPending) ? this.foldedPending.length : 0;
-    for (const settlement of pending.slice(known)) this.fold(settlement);
-    this.foldedPending = pending;
-    this.foldedUnreported += pending.length - known;
-    return pending.length;
+    const pending = await this.stores.ledger.pendingSettlements(this.run.config.lane, {
+      first: !this.readBefore,
+      skip: this.unsaved,
+    });
+    this.readBefore = true;
+    for (const settlement of pending) {
+      // The store names every settlement it returns.
+      const id = settlement.id as string;
+      if (this.unsaved.has(id)) continue;
+      this.unsaved.add(id);
+      this.fold(settlement);
+      this.foldedUnreported++;
+    }
+    return pending.length === MAX_PENDING_SETTLEMENTS;
   }
 }
 
@@ -306,8 +326,3 @@ export class LedgerSync {
  * Twice that, for the clocks of the worker and the orchestrator, which run on different hosts.
  */
 const FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS = 2;
-
-/** Whether `list` begins with the settlements of `prefix`, value for value. */
-function startsWith(list: readonly Settlement[], prefix: readonly Settlement[]): boolean {
-  return prefix.length <= list.length && prefix.every((settlement, i) => isDeepStrictEqual(settlement, list[i]));
-}

@@ -14,9 +14,9 @@ import type { AnsweredCall, JobContext, JobOutcome } from './types';
 type Failure = Exclude<RetryDecision, { action: 'succeed' }>;
 
 /**
- * Ends a job whose call succeeded at `call.now`: records what it owes the ledger (held in the success record until
- * then), writes the success record, hands its result on (see {@link handOnResult}), deletes the message, and reports
- * the success to the circuit (unless the job's options leave either to its batch).
+ * Ends a job whose call succeeded at `call.now`: records what it owes the ledger, writes the success record (holding
+ * the settlement if it could not be recorded), hands its result on (see {@link handOnResult}), deletes the message, and
+ * reports the success to the circuit (unless the job's options leave either to its batch).
  * @throws StateUnavailableError when its settlement cannot be recorded (the message is kept if the record holds it;
  * the result is handed on all the same: the job has succeeded either way).
  */
@@ -26,30 +26,28 @@ export async function endSucceeded(job: JobContext, call: AnsweredCall): Promise
   const { stores, queues, config } = deps;
   const succeeded = endedRecord('succeeded', event.dispatchId, now, config);
   await releaseSlot(event.lane, release, start, deps);
-  if (owed !== undefined) {
-    // The record holds the settlement until it is recorded, and the message stays until then: a worker that dies or
-    // cannot reach DynamoDB in between leaves both, and the message's next dispatch finds the record (no second
-    // call) and records the settlement (see recordOwedSettlement).
+  // The settlement first, then one record: one that holds the settlement only when it could not be recorded, and the
+  // message stays then, so that the message's next dispatch finds the record (no second call) and records the
+  // settlement (see recordOwedSettlement). A worker that dies between the settlement and the record is any worker that
+  // dies after its call.
+  if (owed !== undefined && !(await recordSettlement(event.lane, start, deps, owed))) {
     const holding = await stores.idempotency
       .putIdempotency(event.idempotencyKey, { ...succeeded, settlement: owed })
       .then(
         () => true,
         () => false,
       );
-    if (!(await recordSettlement(event.lane, start, deps, owed))) {
-      // Without a record, the message must go all the same, or its next dispatch would call again: ended is ended.
-      if (!holding) await queues.delete(message.queue, message.receiptHandle);
-      await handOnResult(event, result, now, deps, options.batch);
-      throw unrecorded(owed, holding ? 'its success record holds it, and the message was kept' : 'it is lost');
-    }
+    // Without a record, the message must go all the same, or its next dispatch would call again: ended is ended.
+    if (!holding) await queues.delete(message.queue, message.receiptHandle);
+    await handOnResult(event, result, now, deps, options.batch);
+    throw unrecorded(owed, holding ? 'its success record holds it, and the message was kept' : 'it is lost');
   }
   // The record first, then the delete: a worker stopping in between leaves a message whose next dispatch finds the
   // record (no second call) and deletes it. A record that cannot be written does not keep the message: with the
   // message gone no dispatch follows, and a further delivery of this very dispatch, however late, finds that it
-  // claimed the key (a dispatch claims it once). A batch records its successes together, before its deletes, unless
-  // a record of the job's own held a settlement.
+  // claimed the key (a dispatch claims it once). A batch records its successes together, before its deletes.
   const { batch } = options;
-  if (batch !== undefined && owed === undefined) batch.succeeded(event);
+  if (batch !== undefined) batch.succeeded(event);
   else await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
   await handOnResult(event, result, now, deps, batch);
   if (batch !== undefined) {

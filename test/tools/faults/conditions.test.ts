@@ -13,5 +13,7 @@ describe('the fault suite’s condition scenarios', () => {
       const check = await scenario.run();
       expect(check).toEqual({ held: true, detail: expect.any(String) });
     },
+    // hot-lane-items plays 4,000 settlements on dynalite.
+    120_000,
   );
 });

@@ -98,7 +98,9 @@ describe('orchestratorDepsFromEnv', () => {
     await expect(deps.stores.ledger.loadLedger('billing')).resolves.toBeUndefined();
     await expect(deps.stores.circuit.loadCircuit('billing')).resolves.toBeUndefined();
 
+    // The ledger: the lane item and the call slots' item; then the circuit.
     expect(ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input.TableName)).toEqual([
+      'qo-test-state',
       'qo-test-state',
       'qo-test-state',
     ]);

@@ -1,5 +1,6 @@
 import { deployAddsTierOrCap } from './deployAddsTierOrCap';
 import { fifoRetriesKeepAttempts } from './fifoRetriesKeepAttempts';
+import { hotLaneItems } from './hotLaneItems';
 import { keyReadAfterCheck } from './keyReadAfterCheck';
 import { providerKeepsEstimate } from './providerKeepsEstimate';
 import { copiesOutliveRecord } from './copiesOutliveRecord';
@@ -26,6 +27,7 @@ export const conditionScenarios: readonly ConditionScenario[] = [
   fifoRetriesKeepAttempts,
   revokedKeyPublicHealth,
   retryAfterBindsCallsNotSent,
+  hotLaneItems,
 ].sort((a, b) => a.condition - b.condition);
 
 export type { ConditionCheck, ConditionScenario } from './types';

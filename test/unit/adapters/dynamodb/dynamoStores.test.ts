@@ -11,7 +11,8 @@ import { dynamoStores } from '../../../../lib/adapters/dynamodb/dynamoStores';
 import { LeaseLostError, StateConflictError } from '../../../../lib/errors';
 import type { IdempotencyRecord } from '../../../../lib/ports/IdempotencyStore';
 import type { Lease } from '../../../../lib/ports/LeaseStore';
-import { MAX_PENDING_SETTLEMENTS } from '../../../../lib/ports/LedgerStore';
+import { MAX_STORED_SETTLEMENTS } from '../../../../lib/ports/LedgerStore';
+import type { Settlement } from '../../../../lib/domain/quota/ledger';
 import type { StateStores } from '../../../../lib/ports/StateStores';
 
 const T0 = 1_700_000_000_000;
@@ -54,8 +55,12 @@ describe('dynamoStores', () => {
       ['releaseLease, instead of ignoring them', (s) => s.lease.releaseLease(LEASE)],
       ['saveLedger, instead of LeaseLostError', (s) => s.ledger.saveLedger('lane', { v: 1, tiers: {} }, 3)],
       [
-        'saveLedger removing settlements, instead of LeaseLostError',
-        (s) => s.ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 2),
+        'saveLedger folding settlements, instead of LeaseLostError',
+        (s) => s.ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, ['d-1']),
+      ],
+      [
+        'saveLedger writing call slots, instead of LeaseLostError',
+        (s) => s.ledger.saveLedger('lane', { v: 1, tiers: {}, slots: { a: [] } }, 3),
       ],
       [
         'saveCircuit, instead of reporting a lost race',
@@ -92,63 +97,76 @@ describe('dynamoStores', () => {
 });
 
 describe('DynamoLedgerStore', () => {
+  const settlement = (id: string, actual: { cost: number } | null = { cost: 1 }): Settlement => ({
+    reservation: { at: T0, costs: { cost: 1 }, windows: {} },
+    actual,
+    id,
+  });
+  const updates = () => ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input);
+  const gets = () => ddbMock.commandCalls(GetCommand).map((call) => call.args[0].input);
+
   describe('saveLedger', () => {
-    it('removes the settled oldest settlements in the same fenced write, highest index first, under a fresh save id', async () => {
+    it('saves the ledger and the folded ids with their shards in one fenced write, under a fresh save id', async () => {
       ddbMock.on(UpdateCommand).resolves({});
-      await stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 3);
-      await stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 3);
-      const [first, second] = ddbMock.commandCalls(UpdateCommand).map((call) => call.args[0].input);
+      const store = stores().ledger;
+      await store.saveLedger('lane', { v: 1, tiers: {} }, 3, ['d-1']);
+      await store.saveLedger('lane', { v: 1, tiers: {} }, 3);
+      const [first, second] = updates();
       expect(first).toEqual({
         TableName: 'state',
         Key: { pk: 'lane#lane' },
-        UpdateExpression:
-          'SET #ledger = :ledger, #ledgerSave = :save REMOVE #settlements[2], #settlements[1], #settlements[0]',
-        ConditionExpression:
-          '#leaseToken = :token AND (attribute_not_exists(#ledgerSave) OR #ledgerSave <> :save) AND size(#settlements) >= :settled',
+        UpdateExpression: 'SET #ledger = :ledger, #ledgerSave = :save, #folded = :folded',
+        ConditionExpression: '#leaseToken = :token AND (attribute_not_exists(#ledgerSave) OR #ledgerSave <> :save)',
         ExpressionAttributeNames: {
           '#ledger': 'ledger',
           '#ledgerSave': 'ledgerSave',
-          '#settlements': 'settlements',
+          '#folded': 'folded',
           '#leaseToken': 'leaseToken',
         },
         ExpressionAttributeValues: {
           ':ledger': '{"v":1,"tiers":{}}',
           ':save': expect.any(String),
           ':token': 3,
-          ':settled': 3,
+          ':folded': { 'd-1': 0 },
         },
+        ReturnValues: 'ALL_NEW',
       });
       expect(second?.ExpressionAttributeValues?.[':save']).not.toEqual(first?.ExpressionAttributeValues?.[':save']);
     });
 
-    it(`keeps the update expression far below DynamoDB's 4 KB limit when removing ${MAX_PENDING_SETTLEMENTS} settlements`, async () => {
-      ddbMock.on(UpdateCommand).resolves({});
-      await stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, MAX_PENDING_SETTLEMENTS);
-      const input = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input;
-      expect(input?.UpdateExpression?.match(/#settlements\[\d+\]/g)).toHaveLength(MAX_PENDING_SETTLEMENTS);
-      expect(`${input?.UpdateExpression}${input?.ConditionExpression}`.length).toBeLessThan(2_048);
+    it('removes the settlements it read from a list of the previous version in the same write, highest index first', async () => {
+      ddbMock.on(GetCommand).resolves({});
+      ddbMock.on(GetCommand, { Key: { pk: 'lane#lane' } }).resolves({
+        Item: { settlements: [settlement('d-1'), settlement('d-2'), settlement('d-3')] },
+      });
+      ddbMock.on(UpdateCommand).resolves({ Attributes: { settlements: [] } });
+      const store = stores().ledger;
+      await store.pendingSettlements('lane', { first: true });
+      await store.saveLedger('lane', { v: 1, tiers: {} }, 3, ['d-1', 'd-2', 'd-3']);
+      expect(updates()[0]).toMatchObject({
+        UpdateExpression:
+          'SET #ledger = :ledger, #ledgerSave = :save, #folded = :folded, #shards = :shards REMOVE #settlements[2], #settlements[1], #settlements[0]',
+        ConditionExpression:
+          '#leaseToken = :token AND (attribute_not_exists(#ledgerSave) OR #ledgerSave <> :save) AND size(#settlements) >= :settled',
+        ExpressionAttributeValues: expect.objectContaining({ ':folded': {}, ':settled': 3, ':shards': 1 }),
+      });
     });
 
     it.each([
-      ['a lost lease when the token has moved on', { leaseToken: 4 }, 0, LeaseLostError],
-      ['a lost lease when the item is gone', undefined, 0, LeaseLostError],
-      ['a lost lease when the token has moved on, removing settlements', { leaseToken: 4 }, 2, LeaseLostError],
+      ['a lost lease when the token has moved on', { leaseToken: 4 }, LeaseLostError],
+      ['a lost lease when the item is gone', undefined, LeaseLostError],
       [
         'StateConflictError when the token is still current (the list was short)',
         { leaseToken: 3 },
-        2,
         StateConflictError,
       ],
-    ])('reports a refused save as %s, from the item read back', async (_, item, settled, expected) => {
+    ])('reports a refused save as %s, from the item read back', async (_, item, expected) => {
       ddbMock.on(UpdateCommand).rejects(conditionFailed());
       ddbMock.on(GetCommand).resolves({ Item: item });
-      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, settled)).rejects.toBeInstanceOf(
+      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, ['d-1'])).rejects.toBeInstanceOf(
         expected,
       );
-      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({
-        ConsistentRead: true,
-        ProjectionExpression: '#leaseToken, #ledgerSave',
-      });
+      expect(gets()[0]).toMatchObject({ ConsistentRead: true, ProjectionExpression: '#leaseToken, #ledgerSave' });
     });
 
     it('succeeds when the write was refused because an earlier attempt of it landed (its answer lost)', async () => {
@@ -157,17 +175,100 @@ describe('DynamoLedgerStore', () => {
         const save = ddbMock.commandCalls(UpdateCommand)[0]?.args[0].input.ExpressionAttributeValues?.[':save'];
         return { Item: { leaseToken: 3, ledgerSave: save } };
       });
-      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, 2)).resolves.toBeUndefined();
+      await expect(stores().ledger.saveLedger('lane', { v: 1, tiers: {} }, 3, ['d-1'])).resolves.toBeUndefined();
+    });
+
+    it('writes the call slots first, fenced by the token, and only when they changed', async () => {
+      ddbMock.on(UpdateCommand).resolves({});
+      const store = stores().ledger;
+      const ledger = { v: 1, tiers: {}, slots: { a: [['d-1', T0] as [string, number]] } } as const;
+      await store.saveLedger('lane', ledger, 3);
+      await store.saveLedger('lane', ledger, 3);
+      await store.saveLedger('lane', { ...ledger, slots: { a: [] } }, 3);
+      expect(updates().map(({ Key }) => Key?.pk)).toEqual([
+        'slots#lane',
+        'lane#lane',
+        'lane#lane',
+        'slots#lane',
+        'lane#lane',
+      ]);
+      expect(updates()[0]).toMatchObject({
+        UpdateExpression: 'SET #slots = :slots, #leaseToken = :token',
+        ConditionExpression: 'attribute_not_exists(#leaseToken) OR #leaseToken <= :token',
+        ExpressionAttributeValues: { ':slots': `2|${T0}|d-1:0|`, ':token': 3 },
+      });
     });
   });
 
   describe('pendingSettlements', () => {
-    it('returns an empty list when the lane has no item', async () => {
+    it('reads the lane item and the shards strongly consistently at first, then the shards alone eventually consistently', async () => {
       ddbMock.on(GetCommand).resolves({});
-      await expect(stores().ledger.pendingSettlements('lane')).resolves.toEqual([]);
-      expect(ddbMock.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({
-        ConsistentRead: true,
-        ProjectionExpression: '#settlements',
+      const store = stores().ledger;
+      await expect(store.pendingSettlements('lane', { first: true })).resolves.toEqual([]);
+      await expect(store.pendingSettlements('lane')).resolves.toEqual([]);
+      expect(gets()).toEqual([
+        expect.objectContaining({
+          Key: { pk: 'lane#lane' },
+          ConsistentRead: true,
+          ProjectionExpression: '#folded, #shards, #settlements',
+        }),
+        expect.objectContaining({
+          Key: { pk: 'settle#lane#0' },
+          ConsistentRead: true,
+          ProjectionExpression: '#pending',
+        }),
+        expect.objectContaining({ Key: { pk: 'settle#lane#0' }, ConsistentRead: false }),
+      ]);
+    });
+
+    it('removes what the last save folded from its shard at the next read, once, and returns it no more', async () => {
+      ddbMock.on(GetCommand).resolves({ Item: { pending: { 'd-1': settlement('d-1'), 'd-2': settlement('d-2') } } });
+      ddbMock.on(UpdateCommand).resolves({ Attributes: {} });
+      const store = stores().ledger;
+      await store.pendingSettlements('lane', { first: true });
+      await store.saveLedger('lane', { v: 1, tiers: {} }, 3, ['d-1']);
+      await expect(store.pendingSettlements('lane')).resolves.toEqual([settlement('d-2')]);
+      await expect(store.pendingSettlements('lane')).resolves.toEqual([settlement('d-2')]);
+      expect(updates().slice(1)).toEqual([
+        {
+          TableName: 'state',
+          Key: { pk: 'settle#lane#0' },
+          UpdateExpression: 'REMOVE #pending.#f0',
+          ConditionExpression: 'attribute_exists(#pending)',
+          ExpressionAttributeNames: { '#pending': 'pending', '#f0': 'd-1' },
+        },
+      ]);
+    });
+  });
+
+  describe('addSettlements', () => {
+    it("writes a call's settlements into its shard's map by id, in one write", async () => {
+      ddbMock.on(UpdateCommand).resolves({});
+      await stores().ledger.addSettlements('lane', settlement('d-1'), settlement('d-2'));
+      expect(updates()).toEqual([
+        expect.objectContaining({
+          Key: { pk: 'settle#lane#0' },
+          UpdateExpression: 'SET #pending.#k0 = :v0, #pending.#k1 = :v1',
+          ConditionExpression: 'attribute_exists(#pending)',
+          ExpressionAttributeNames: { '#pending': 'pending', '#k0': 'd-1', '#k1': 'd-2' },
+        }),
+      ]);
+    });
+
+    it('makes the map of a shard that has none, and turns refunds away from a full one', async () => {
+      ddbMock.on(UpdateCommand).rejectsOnce(conditionFailed()).resolves({});
+      await expect(stores().ledger.addSettlements('lane', settlement('d-1'))).resolves.toBe(true);
+      expect(updates()[1]).toMatchObject({
+        UpdateExpression: 'SET #pending = :pending',
+        ConditionExpression: 'attribute_not_exists(#pending)',
+        ExpressionAttributeValues: { ':pending': { 'd-1': settlement('d-1') } },
+      });
+      ddbMock.reset();
+      ddbMock.on(UpdateCommand).rejects(conditionFailed());
+      await expect(stores().ledger.addSettlements('lane', settlement('d-2', null))).resolves.toBe(false);
+      expect(updates()[0]).toMatchObject({
+        ConditionExpression: 'attribute_exists(#pending) AND size(#pending) < :most',
+        ExpressionAttributeValues: expect.objectContaining({ ':most': MAX_STORED_SETTLEMENTS }),
       });
     });
   });

@@ -1,3 +1,4 @@
+import { MAX_PENDING_SETTLEMENTS } from '../../../../lib/ports/LedgerStore';
 import { LedgerSync } from '../../../../lib/services/orchestrator/ledgerSync';
 import { StateLink } from '../../../../lib/services/orchestrator/stateLink';
 import { roomHarness, takeLease, type RoomHarness } from '../../../helpers/orchestratorRooms';
@@ -101,6 +102,55 @@ describe('LedgerSync', () => {
       ]);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     });
+  });
+
+  describe('reading the reports', () => {
+    it('reads strongly consistently at first (what the last save of any run left), then as the store likes', async () => {
+      const h = roomHarness();
+      const { sync } = await ledgerSyncOf(h);
+      const reads = jest.spyOn(h.stores.ledger, 'pendingSettlements');
+      await sync.tryFlush();
+      await sync.readReports();
+      await sync.tryFlush();
+      expect(reads.mock.calls.map(([lane, options]) => [lane, options?.first])).toEqual([
+        [LANE, true],
+        [LANE, false],
+        [LANE, false],
+      ]);
+    });
+
+    it('names as folded in its save every settlement read since the last save, also one a later read left out', async () => {
+      const h = roomHarness();
+      const { sync } = await ledgerSyncOf(h);
+      const reservation = h.pacer.dispatch(START, { cost: 1 });
+      await h.stores.ledger.addSettlements(LANE, { reservation, actual: { cost: 2 }, id: 'd-1' });
+      await sync.readReports();
+      // A later read returns only what the store lets it: here, not d-1 (a read cut at its most, for one).
+      const reads = jest.spyOn(h.stores.ledger, 'pendingSettlements').mockResolvedValueOnce([]);
+      const saves = jest.spyOn(h.stores.ledger, 'saveLedger');
+      await sync.tryFlush();
+      expect(reads).toHaveBeenCalledTimes(1);
+      expect(saves.mock.calls[0]?.[3]).toEqual(['d-1']);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
+    });
+  });
+
+  it('reads on past a full read before saving, and flushes instead once the next save has no room for another', async () => {
+    const h = roomHarness();
+    const { sync } = await ledgerSyncOf(h);
+    const reservation = h.pacer.dispatch(START, { cost: 1 });
+    for (let i = 0; i < 3 * MAX_PENDING_SETTLEMENTS; i++)
+      await h.stores.ledger.addSettlements(LANE, { reservation, actual: { cost: 1 }, id: `d-${i}` });
+    const settle = jest.spyOn(h.pacer.ledger, 'settle');
+    await sync.readReports();
+    await sync.readReports();
+    expect(settle).toHaveBeenCalledTimes(2 * MAX_PENDING_SETTLEMENTS);
+    expect(h.flushes.calls).toEqual(['pendingSettlements', 'pendingSettlements']);
+    await sync.readReports();
+    // The third read came back full: the flush reads once more, finds nothing new, and saves no more.
+    expect(h.flushes.calls.slice(2)).toEqual(['saveLedger', 'pendingSettlements', 'saveLedger', 'pendingSettlements']);
+    expect(settle).toHaveBeenCalledTimes(3 * MAX_PENDING_SETTLEMENTS);
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
   });
 
   describe('folding a settlement recorded twice (an append retried after it landed)', () => {

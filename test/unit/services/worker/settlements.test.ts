@@ -73,6 +73,20 @@ describe('owedBy', () => {
       { reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' },
     ]);
   });
+
+  it('writes the success record once, without the settlement, when the settlement is recorded', async () => {
+    const h = workerHarness(COST_CONFIG);
+    const records = jest.spyOn(h.stores.idempotency, 'putIdempotency');
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(7));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    expect(records.mock.calls).toEqual([
+      ['m-1', { status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + IDEMPOTENCY_TTL_MS }],
+    ]);
+  });
 });
 
 describe('recordSettlement', () => {
@@ -127,8 +141,8 @@ describe('recordSettlement', () => {
       expect(h.api.calls).toHaveLength(1);
       expect(h.queues.depth('main')).toBe(0);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
-        { reservation: { at: START + 30_000, costs: { cost: 3 }, windows: {} }, actual: null, id: 'd-2' },
         owed,
+        { reservation: { at: START + 30_000, costs: { cost: 3 }, windows: {} }, actual: null, id: 'd-2' },
       ]);
       const record = await h.stores.idempotency.getIdempotency('m-1', h.clock.now());
       expect(record).toEqual({
@@ -186,6 +200,8 @@ describe('recordSettlement', () => {
 
     it('hands the unused units back once, whatever copies are folded, in whatever runs', async () => {
       const h = workerHarness(COST_CONFIG);
+      // Every copy written, as the store may hold them in turn (a copy replaces the last while it is pending).
+      const writes = jest.spyOn(h.stores.ledger, 'addSettlements');
       await sendJob(h.queues, 'main', { id: 'a' }, { cost: 7 });
       h.api.answers.push(ok(3));
       const event = await receiveJobEvent(h, 'main', 'd-1');
@@ -198,7 +214,7 @@ describe('recordSettlement', () => {
       await h.clock.advanceTo(START + 30_000);
       await expect(processJob(await receiveJobEvent(h, 'main', 'd-2'), h.deps)).resolves.toBe('duplicate');
 
-      const copies = (await h.stores.ledger.pendingSettlements(LANE)).filter((s) => s.id === 'd-1');
+      const copies = writes.mock.calls.flatMap(([, ...written]) => written).filter((s) => s.id === 'd-1');
       expect(copies.length).toBeGreaterThan(2);
       // Folded each in a run of its own, as if every earlier copy had been removed before the next was read.
       const ledger = new QuotaLedger(parseTiers([{ limit: 1_000, per: 'day', unit: 'cost' }]));
