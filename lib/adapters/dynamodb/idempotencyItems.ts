@@ -1,0 +1,90 @@
+import type { IdempotencyRecord } from '../../ports/IdempotencyStore';
+import { settlementOf } from './DynamoSettlementRecorder';
+import { corrupt, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, type Item } from './DynamoTable';
+
+/**
+ * How an idempotency record is stored on its item of the state table (`idem#<key>`, see `DynamoIdempotencyStore`),
+ * and read back: the update that writes a record and keeps the item's other attributes, and the record an item holds.
+ */
+
+/** The optional fields of a record: an update removes those `record` lacks. */
+const OPTIONAL_FIELDS = ['at', 'settlement', 'reason', 'batch', 'busyUntil'] as const;
+
+/**
+ * An UpdateItem of `key` that sets `record`'s fields, its TTL and `extra`, removes the optional fields it lacks, and
+ * keeps every other attribute (the `spent` marks); `tail` adds clauses (an `ADD`, or names to remove).
+ */
+export function recordUpdate(
+  key: string,
+  record: IdempotencyRecord,
+  extra: Item,
+  tail: string,
+): { Key: Item; UpdateExpression: string } {
+  const stored = storedFields(record);
+  const fields = [...Object.keys(stored), ...Object.keys(extra), TTL_ATTRIBUTE];
+  const set = fields.map((name) => `#${name} = :${name}`).join(', ');
+  const absent = OPTIONAL_FIELDS.filter((name) => !(name in stored)).map((name) => `#${name}`);
+  const remove = tail.startsWith('REMOVE ') ? [...absent, tail.slice('REMOVE '.length)] : absent;
+  const add = tail.startsWith('ADD ') ? ` ${tail}` : '';
+  return {
+    Key: idempotencyKey(key),
+    UpdateExpression: `SET ${set}${remove.length === 0 ? '' : ` REMOVE ${remove.join(', ')}`}${add}`,
+  };
+}
+
+/** The values {@link recordUpdate} sets. */
+export function recordValues(record: IdempotencyRecord, extra: Item): Item {
+  const values = { ...storedFields(record), ...extra, [TTL_ATTRIBUTE]: Math.ceil(record.expiresAt / 1000) };
+  return Object.fromEntries(Object.entries(values).map(([name, value]) => [`:${name}`, value]));
+}
+
+/** The attributes that store `record`: its fields, with a batch claim's flattened into `batch` (its id) and `busyUntil`. */
+function storedFields(record: IdempotencyRecord): Item {
+  if (record.status !== 'in-progress' || record.batch === undefined) return { ...record };
+  const { batch, ...fields } = record;
+  return { ...fields, batch: batch.id, busyUntil: batch.busyUntil };
+}
+
+/** The key of `key`'s idempotency item. */
+export function idempotencyKey(key: string): Item {
+  return { [TABLE_KEY]: `idem#${key}` };
+}
+
+/** The key of batch `batch`'s outcome item. */
+export function batchKey(batch: string): Item {
+  return { [TABLE_KEY]: `batch#${batch}` };
+}
+
+/** The record in `item` if it is still live at `now` (DynamoDB's TTL deletes late; dynalite never does). */
+export function liveRecord(item: Item | undefined, key: string, now: number): IdempotencyRecord | undefined {
+  const record = item === undefined ? undefined : idempotencyRecordOf(item, key);
+  return record !== undefined && now < record.expiresAt ? record : undefined;
+}
+
+/** The record `item` holds; `undefined` for an item of `spent` marks only (see claimRefund). */
+export function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord | undefined {
+  const { status, dispatchId, at, expiresAt, settlement, reason, batch, busyUntil } = item;
+  if (status === undefined && item.spent !== undefined) return undefined;
+  if (typeof dispatchId === 'string' && isFiniteNumber(expiresAt)) {
+    if (status === 'in-progress' && batch === undefined && busyUntil === undefined)
+      return { status, dispatchId, expiresAt };
+    if (status === 'in-progress' && typeof batch === 'string' && isFiniteNumber(busyUntil))
+      return { status, dispatchId, expiresAt, batch: { id: batch, busyUntil } };
+    if (status === 'failed' && isFiniteNumber(at)) return { status, dispatchId, at, expiresAt };
+    if (status === 'dead-lettered' && isFiniteNumber(at) && (reason === undefined || typeof reason === 'string')) {
+      return { status, dispatchId, at, expiresAt, ...(reason === undefined ? {} : { reason }) };
+    }
+    if (status === 'succeeded' && isFiniteNumber(at)) {
+      const owed =
+        settlement === undefined
+          ? {}
+          : { settlement: settlementOf(settlement, `settlement owed by idempotency record '${key}'`) };
+      return { status, dispatchId, at, expiresAt, ...owed };
+    }
+  }
+  throw corrupt(
+    `idempotency record '${key}'`,
+    "must be {status: 'in-progress' | 'succeeded' | 'failed' | 'dead-lettered', dispatchId, at?, expiresAt, settlement?, reason?, batch?, busyUntil?}",
+    item,
+  );
+}
