@@ -17,7 +17,6 @@ export class InjectedFault extends Error {
 export type FaultLog = Map<string, number>;
 
 function count(log: FaultLog, kind: string): void {
-  if (process.env.SWARM_TRACE) console.log('FAULT', kind);
   log.set(kind, (log.get(kind) ?? 0) + 1);
 }
 
@@ -62,7 +61,6 @@ function faultyWrites<T extends object>(
           throw new InjectedFault(`injected: ${prefix} unavailable`);
         }
         const result: unknown = await (value as (...a: unknown[]) => unknown).apply(target, args);
-        if (process.env.SWARM_TRACE) console.log('WRITE', prefix, name, JSON.stringify(args).slice(0, 400));
         if (random() < plan.lostAnswers) {
           count(log, `${prefix}.${name}:lost-answer`);
           throw new InjectedFault(`injected: ${prefix}.${name} landed and its answer was lost`);
@@ -223,7 +221,6 @@ export class FaultyApi implements ApiCaller {
       throw new InjectedFault('injected: worker died after its call');
     }
     this.calls.push({ jobId, at, status });
-    if (process.env.SWARM_TRACE) console.log('CALL', jobId, at - this.start, status, context.idempotencyKey);
     return result;
   }
 
