@@ -222,8 +222,13 @@ export function workerHarness(
  * send: parsed with `parseJob`, with a reservation of its cost made now (its slot), to be called by the margin's end.
  * @throws Error if the queue has nothing to deliver or the message is malformed.
  */
-export async function receiveJobEvent(h: WorkerHarness, queue: SourceQueue, dispatchId: string): Promise<JobEvent> {
-  const [message] = await h.queues.receive(queue, { max: 1, visibilityMs: 30_000, waitMs: 0 });
+export async function receiveJobEvent(
+  h: WorkerHarness,
+  queue: SourceQueue,
+  dispatchId: string,
+  { visibilityMs = 30_000 }: { visibilityMs?: number } = {},
+): Promise<JobEvent> {
+  const [message] = await h.queues.receive(queue, { max: 1, visibilityMs, waitMs: 0 });
   if (message === undefined) throw new Error(`nothing to receive from '${queue}'`);
   const parsed = parseJob(message, h.config.units);
   if (!parsed.ok) throw new Error(parsed.reason);

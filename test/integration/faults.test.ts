@@ -47,9 +47,11 @@ describe('the fault suite (quick sizes)', () => {
         expect(Object.keys(result.faults)).toContainEqual(expect.stringMatching(kind));
     });
 
-    it('lost nothing, exceeded no quota, kept FIFO order, and no orchestrator crashed', () => {
+    it('lost nothing, ended no job twice, exceeded no quota, kept FIFO order, and no orchestrator crashed', () => {
       expect(result).toMatchObject({
         lost: 0,
+        repeatedDeadLetters: 0,
+        succeededAndDeadLettered: 0,
         quotaViolations: 0,
         fifoOrderViolations: 0,
         orchestratorCrashes: 0,

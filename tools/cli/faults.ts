@@ -149,6 +149,8 @@ async function main(): Promise<number> {
     totals.orchestratorCrashes > 0 ||
     totals.unexplainedDuplicates > 0 ||
     totals.deadLetteredWithoutReason > 0 ||
+    totals.repeatedDeadLetters > 0 ||
+    totals.succeededAndDeadLettered > 0 ||
     totals.inFlightViolations > 0 ||
     totals.conditionsBroken > 0 ||
     slotsLost;

@@ -115,6 +115,10 @@ export interface FaultScenarioResult {
   readonly deadLetteredWithoutReason: number;
   /** Healthy jobs among the dead-lettered (their retries ran out during the faults). */
   readonly healthyDeadLettered: number;
+  /** Dead letters beyond the first of a job: a job ended twice in the dead-letter queue. */
+  readonly repeatedDeadLetters: number;
+  /** Jobs that both succeeded and were dead-lettered. */
+  readonly succeededAndDeadLettered: number;
   /** Orchestrator runs that ended with an error other than an injected kill. */
   readonly orchestratorCrashes: number;
   /** Those runs' errors, as `Name: message`. */
@@ -408,6 +412,8 @@ async function tally(
     deadLetteredWithReason: withReason.length,
     deadLetteredWithoutReason: deadLettered.length - withReason.length,
     healthyDeadLettered,
+    repeatedDeadLetters: deadLettered.length - deadKeys.size,
+    succeededAndDeadLettered: [...deadKeys].filter((key) => successes.has(key)).length,
     orchestratorCrashes: crashErrors.length,
     crashErrors,
     killPoints,
@@ -481,6 +487,8 @@ export interface FaultTotals {
   readonly fifoOrderViolations: number;
   readonly deadLetteredWithReason: number;
   readonly deadLetteredWithoutReason: number;
+  readonly repeatedDeadLetters: number;
+  readonly succeededAndDeadLettered: number;
   readonly orchestratorCrashes: number;
   /** Calls that arrived at the API while the lane's `maxInFlight` were in progress (see {@link CallsInFlightResult}). */
   readonly inFlightViolations: number;
@@ -506,6 +514,8 @@ export function totalsOf(results: readonly FaultScenarioResult[]): FaultTotals {
     fifoOrderViolations: sum((r) => r.fifoOrderViolations),
     deadLetteredWithReason: sum((r) => r.deadLetteredWithReason),
     deadLetteredWithoutReason: sum((r) => r.deadLetteredWithoutReason),
+    repeatedDeadLetters: sum((r) => r.repeatedDeadLetters),
+    succeededAndDeadLettered: sum((r) => r.succeededAndDeadLettered),
     orchestratorCrashes: sum((r) => r.orchestratorCrashes),
     inFlightViolations: sum((r) => r.callsInFlight?.inFlightViolations ?? 0),
     callSlotsLeaked: sum((r) => r.callsInFlight?.slotsLeaked ?? 0),

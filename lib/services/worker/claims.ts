@@ -59,7 +59,7 @@ async function claimKey(
  * go on: this one gives nothing back and leaves the message alone. Otherwise only a different dispatch gives its
  * reservation back, and only once (see {@link refundOnce}; a refund that cannot be recorded leaves quota unused,
  * never exceeded). A job that ended leaves its copy of the message to be deleted or, when its dead-lettering may have
- * stopped short of the DLQ, dead-lettered with the recorded reason.
+ * stopped short of the DLQ, dead-lettered with the recorded reason once the worker that recorded it has timed out.
  */
 export async function standBack(
   held: ClaimRefusal,
@@ -80,9 +80,12 @@ export async function standBack(
     // A further delivery of the same dispatch leaves the message alone: its first delivery moved it (or stopped
     // before, and the message's next dispatch finishes). A different dispatch holds the message: with a reason
     // still recorded, the first worker may have stopped before the message reached the dead-letter queue, so this
-    // one sends it there; without, it only deletes its copy.
+    // one sends it there, once that worker's time is surely up: before, it may still be moving the message, and a
+    // second copy would reach the dead-letter queue. This copy is left to come back. Without a reason, it only
+    // deletes its copy.
     if (held.dispatchId === event.dispatchId) return 'already-ended';
     if (held.reason === undefined) await queues.delete(message.queue, message.receiptHandle);
+    else if (deps.clock.now() < held.at + deps.config.orchestrator.workerTimeoutMs) return 'busy-elsewhere';
     else await deadLetterRecorded(message, held.reason, event, held, deps);
     return 'duplicate';
   }

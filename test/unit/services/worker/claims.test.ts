@@ -218,6 +218,32 @@ describe('processJob when events arrive more than once, or late: ended is ended'
     await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([refund('d-2', START + 30_000)]);
   });
 
+  it('leaves a copy alone while the worker that recorded the dead-lettering may still be moving the message', async () => {
+    // d-1 recorded the dead-lettering and has not sent the message yet (here it never will: it crashed, which d-2
+    // cannot tell from a worker still at work); d-2 comes within d-1's worker timeout (5 s), d-3 after it.
+    const h = workerHarness(testConfig(), (clock) => new FlakyDeadLetterQueues({ clock }));
+    const queues = h.queues as FlakyDeadLetterQueues;
+    await sendJob(h.queues, 'main', { id: 'a' });
+    h.api.answers.push(httpStatus(400));
+    queues.failDeadLetters = 1;
+    const first = await receiveJobEvent(h, 'main', 'd-1', { visibilityMs: 1_000 });
+    await expect(processJob(first, h.deps)).rejects.toThrow('worker crashed');
+    const recorded = await h.stores.idempotency.getIdempotency('m-1', h.clock.now());
+    expect(recorded).toMatchObject({ status: 'dead-lettered', reason: 'permanent: HTTP 400 Bad Request' });
+
+    const at = recorded !== undefined && 'at' in recorded ? recorded.at : NaN;
+    await h.clock.advance(4_999 - (h.clock.now() - at));
+    const second = await receiveJobEvent(h, 'main', 'd-2', { visibilityMs: 1 });
+    await expect(processJob(second, h.deps)).resolves.toBe('busy-elsewhere');
+    expect(h.queues.depth('main-dlq')).toBe(0);
+
+    await h.clock.advance(1);
+    await expect(processJob(await receiveJobEvent(h, 'main', 'd-3'), h.deps)).resolves.toBe('duplicate');
+    expect(h.api.calls).toHaveLength(1);
+    expect(h.queues.depth('main')).toBe(0);
+    expect(h.queues.depth('main-dlq')).toBe(1);
+  });
+
   it('keeps every later dispatch of a dead-lettered job from calling, and only deletes a copy left behind', async () => {
     // The invoke of d-1 failed after Lambda queued it: the orchestrator dispatched the message again as d-2. The
     // records, not lateness, are under test: d-1's call window is stretched to cover the wait (a late d-1 would give
