@@ -1,3 +1,4 @@
+import { HOT_LANE_CALLS_PER_SECOND, type HotLaneLoad } from '../local/hotLaneReplay';
 import type { Template } from '../local/template';
 import { runBaseline } from './baselines';
 import type { ChartPanel } from './chart';
@@ -132,15 +133,16 @@ export function ceilingLines(result: OrchestratorResult, simulated: SimulatedCei
 }
 
 /**
- * The hot-lane run: the busiest item's load at the dispatch rate reached, against the state layout's target (under
- * 64 KB and 500 write units a second on any one item) and DynamoDB's limits (400 KB per item, 1,000 write units a
- * second per partition).
+ * The hot-lane run: the busiest item's load at the dispatch rate the local stack reached, and at 1,000 calls a second
+ * in the replay of its items (`replay`), against the state layout's target (under 64 KB and 500 write units a second
+ * on any one item) and DynamoDB's limits (400 KB per item, 1,000 write units a second per partition).
  */
-export function hotLaneLines(result: OrchestratorResult, scenario: BenchScenario): string {
+export function hotLaneLines(result: OrchestratorResult, scenario: BenchScenario, replay: HotLaneLoad): string {
   const { hotItems } = result;
   return [
     `hot-lane (${scenario.jobs} jobs against ${quotaPerSecond(scenario)} calls/s, maxInFlight ${scenario.maxInFlight}, usage reported): ${result.dispatchesPerSecond} dispatches in the busiest second, ${result.peakCallsInFlight ?? 0} calls in flight at most`,
-    `  largest item written: ${hotItems.largestWriteKb} KB (${hotItems.largestItem || 'none'}); peak write units in one second on one item: ${hotItems.peakWriteUnitsPerSecond} WU/s (${hotItems.peakItem || 'none'})`,
+    `  end to end on the local stack: largest item written ${hotItems.largestWriteKb} KB (${hotItems.largestItem || 'none'}); peak write units in one second on one item ${hotItems.peakWriteUnitsPerSecond} WU/s (${hotItems.peakItem || 'none'})`,
+    `  replayed at ${HOT_LANE_CALLS_PER_SECOND} calls/s for ${replay.seconds} s on the DynamoDB adapters: largest item written ${replay.largestKb} KB (${replay.largestItem}); peak ${replay.peakUnitsPerSecond} WU/s on one item (${replay.peakItem}); ${replay.starved} calls without a free slot`,
     `  target: under 64 KB and 500 WU/s per item (DynamoDB's limits: 400 KB, 1,000 WU/s per partition)`,
   ].join('\n');
 }

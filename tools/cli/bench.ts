@@ -34,6 +34,7 @@ import type { BenchScenario, StrategyResult } from '../bench/types';
 import { packagedTemplate } from '../local/packageService';
 import type { Template } from '../local/template';
 import { AGREEMENT, formatSimVsLocal, simVsLocal } from '../bench/simVsLocal';
+import { HOT_LANE_CALLS_PER_SECOND, replayHotLane } from '../local/hotLaneReplay';
 
 const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
   Runs one job set through four strategies side by side against the same quota-enforcing API:
@@ -96,9 +97,7 @@ async function main(): Promise<number> {
   const ceilingResult = await runOrchestratorStrategy(ceiling, { template });
   process.stderr.write(`  ceiling: simulation…\n`);
   const simulated = await simulatedCeiling(ceiling, size === 'full' ? 20_000 : 5_000);
-  const hotLane = hotLaneScenario(size);
-  process.stderr.write(`  hot-lane: orchestrator…\n`);
-  const hotLaneResult = await runOrchestratorStrategy(hotLane, { template });
+  const hotLane = await runHotLane(size, template);
   const idleRuns = size === 'full' ? 5 : 2;
   process.stderr.write(`  idle: ${idleRuns} runs over empty queues…\n`);
   const idle = await measureIdle(template, idleRuns);
@@ -132,7 +131,7 @@ async function main(): Promise<number> {
     table(llm, llmResults),
     growthTable(growthResults, growth),
     ceilingLines(ceilingResult, simulated, ceiling),
-    hotLaneLines(hotLaneResult, hotLane),
+    hotLaneLines(hotLane.result, hotLane.scenario, hotLane.replay),
     `idle (${idle.runs} runs over empty queues): ${perRun.billedSeconds.toFixed(2)} s billed, ${perRun.dynamodbReadUnits.toFixed(1)} read and ${perRun.dynamodbWriteUnits.toFixed(1)} write units, ${perRun.sqsRequests.toFixed(1)} SQS requests per run; $${idle.idleCostPerMonthUsd.toFixed(2)} a month at ${idle.runsPerMonth} runs`,
     `chart: ${chartPath}; whole bench: ${((Date.now() - began) / 1000).toFixed(0)} s`,
   ];
@@ -150,7 +149,7 @@ async function main(): Promise<number> {
         llm: llmResults.map(figures),
         growth: growthResults.map(figures),
         ceiling: { ...figures(ceilingResult), simulated },
-        'hot-lane': figures(hotLaneResult),
+        'hot-lane': { ...figures(hotLane.result), replay: hotLane.replay },
         idle,
         idleCostPerMonthUsd: Math.round(idle.idleCostPerMonthUsd * 1000) / 1000,
       }),
@@ -169,12 +168,20 @@ async function compareSimulation(size: BenchSize, template: Template, json: bool
 }
 
 /** `--hot-lane`: the hot-lane run alone. */
-async function hotLaneOnly(size: BenchSize, template: Template, json: boolean): Promise<number> {
+/** The hot lane end to end on the local stack, then its items replayed at 1,000 calls a second (see `replayHotLane`). */
+async function runHotLane(size: BenchSize, template: Template) {
   const scenario = hotLaneScenario(size);
   process.stderr.write(`  hot-lane: orchestrator…\n`);
   const result = await runOrchestratorStrategy(scenario, { template });
-  console.log(`size: ${size}\n\n${hotLaneLines(result, scenario)}`);
-  if (json) console.log(JSON.stringify({ size, 'hot-lane': figures(result) }));
+  process.stderr.write(`  hot-lane: items replayed at ${HOT_LANE_CALLS_PER_SECOND} calls/s…\n`);
+  const replay = await replayHotLane(size === 'full' ? 10 : 4);
+  return { scenario, result, replay };
+}
+
+async function hotLaneOnly(size: BenchSize, template: Template, json: boolean): Promise<number> {
+  const { scenario, result, replay } = await runHotLane(size, template);
+  console.log(`size: ${size}\n\n${hotLaneLines(result, scenario, replay)}`);
+  if (json) console.log(JSON.stringify({ size, 'hot-lane': { ...figures(result), replay } }));
   return 0;
 }
 

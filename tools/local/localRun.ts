@@ -96,6 +96,8 @@ export interface FunctionUsage {
    * and its retries of failed attempts.
    */
   readonly invocations: number;
+  /** The outcomes its attempts returned (a worker's `succeeded`, `late-start`, …), counted. */
+  readonly outcomes: Readonly<Record<string, number>>;
   /** Second deliveries of an `Event` invoke (Lambda's at-least-once delivery). */
   readonly duplicateDeliveries: number;
   /** Attempts after a failed one of the same delivery (Lambda's async retries). */
@@ -213,8 +215,9 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   });
   const timeline = timelineOf(start, endedAt, api, changes, samples);
   const usage = (fn: FunctionDefinition, meter: RequestMeter): FunctionUsage => {
-    const { invocations, duplicateDeliveries, retries, billedMs } = harness.stats(fn.name);
+    const { invocations, duplicateDeliveries, retries, billedMs, results } = harness.stats(fn.name);
     return {
+      outcomes: Object.fromEntries(results),
       invocations,
       duplicateDeliveries,
       retries,

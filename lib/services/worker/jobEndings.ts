@@ -147,11 +147,11 @@ async function sendOnward(
 
 /**
  * Why a job that holds its key gives it back without calling: it started after `callBy` (`late-start`: it claimed the
- * key as this dispatch's failure), its caller got ready only after `callBy` (`late-ready`: the key read took that
- * long), its claim or the circuit's read took it past `callBy` (`too-late`), the circuit stopped the lane while it
- * waited for its slot (`held-back`), or its caller could not get ready (`not-ready`: the key could not be read).
+ * key as this dispatch's failure), it was ready only after `callBy` (`late-ready`: its claim, the key read or the
+ * circuit's read took that long), the circuit stopped the lane while it waited for its slot (`held-back`), or its
+ * caller could not get ready (`not-ready`: the key could not be read). Both late ones end as `too-late`.
  */
-export type GiveBackReason = 'late-start' | 'late-ready' | 'too-late' | 'held-back' | 'not-ready';
+export type GiveBackReason = 'late-start' | 'late-ready' | 'held-back' | 'not-ready';
 
 /**
  * Gives back a job that will not call: its reservation and its message, which goes back to its queue without

@@ -69,8 +69,9 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
  */
 async function waitForSlot({ event, deps, circuit }: JobContext): Promise<ReadyCaller | GiveBackReason> {
   const { clock } = deps;
-  // The claim itself took this worker past `callBy`.
-  if (clock.now() > event.callBy) return 'too-late';
+  // The claim itself took this worker past `callBy`: it was ready too late, as with a slow key read, and says so, so
+  // that the lead grows while claims are slow (DynamoDB throttling), rather than every dispatch being given back.
+  if (clock.now() > event.callBy) return 'late-ready';
   // The key is read (SSM and KMS, on a new container and whenever its cache has expired) during the lead, and before
   // the checks: nothing slow comes between the last check and the call.
   const preparing = readyCaller(deps, event.lane, keysOf(event));
@@ -83,8 +84,8 @@ async function waitForSlot({ event, deps, circuit }: JobContext): Promise<ReadyC
   if (clock.now() > event.callBy) return 'late-ready';
   const allowed = event.trial === undefined ? circuit.allows(event) : claimTrial(event.lane, event.trial, deps);
   if (!(await allowed)) return 'held-back';
-  // The circuit's read, or the trial's claim, took this worker past `callBy`.
-  if (!(await holdToSlot(event, clock))) return 'too-late';
+  // The circuit's read, or the trial's claim, took this worker past `callBy`: ready too late as well.
+  if (!(await holdToSlot(event, clock))) return 'late-ready';
   return ready;
 }
 

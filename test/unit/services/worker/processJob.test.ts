@@ -53,7 +53,7 @@ describe('processJob held to its slot', () => {
     expect(h.api.calls.map((c) => c.at)).toEqual([START + 250]);
   });
 
-  it('gives its reservation back when the claim itself takes it past callBy, and leaves the key to the next dispatch', async () => {
+  it('gives its reservation back when the claim itself takes it past callBy, says how late it was ready, and leaves the key to the next dispatch', async () => {
     const h = workerHarness();
     await sendJob(h.queues, 'main', { id: 'a' });
     const event = await slotted(h, 'main', 0, 20);
@@ -68,8 +68,9 @@ describe('processJob held to its slot', () => {
 
     await expect(done).resolves.toBe('too-late');
     expect(h.api.calls).toEqual([]);
+    // Sent at its slot and ready 30 ms later: the dispatch lead learns that claims take that long.
     await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
-      { reservation: event.reservation, actual: null, id: 'd-1' },
+      { reservation: event.reservation, actual: null, id: 'd-1', startDelayMs: 30 },
     ]);
     await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
       status: 'failed',
