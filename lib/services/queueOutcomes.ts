@@ -95,34 +95,43 @@ export async function deadLetter(
 }
 
 /**
- * Schedules another attempt after `delayMs` (at most 900 s).
+ * Schedules another attempt of the job keyed `idempotencyKey` after `delayMs` (at most 900 s).
  *
  * A FIFO message stays in flight in its own queue with its visibility pushed out by the delay, so its group stays
  * locked and message k+1 cannot pass it (SQS counts the receives, which gives the attempt). Any other message is
- * sent to the requeue queue carrying `attempt + 1`, which the orchestrator reads first, and the original is deleted.
+ * sent to the requeue queue carrying `attempt + 1` and the job's key (see {@link requeued}), which the orchestrator
+ * reads first, and the original is deleted.
  */
 export async function retryLater(
   queues: QueueReceiver,
   message: MessageRef,
+  idempotencyKey: string,
   attempt: number,
   delayMs: number,
 ): Promise<void> {
-  await requeue(queues, message, attempt + 1, delayMs);
+  await requeue(queues, message, idempotencyKey, attempt + 1, delayMs);
 }
 
 /**
  * Returns a job that was not at fault (the API refused the caller) to be dispatched again once the circuit closes,
- * without consuming an attempt: any message but a FIFO one is requeued carrying `attempt` itself. A FIFO message is
- * made visible again in its own queue, so its group keeps its order; SQS then counts one more receive, which no
- * queue call can undo, and which costs no attempt: a FIFO job's attempts are counted in its key's record.
+ * without consuming an attempt: any message but a FIFO one is requeued carrying `attempt` itself and the job's key
+ * `idempotencyKey`. A FIFO message is made visible again in its own queue, so its group keeps its order; SQS then
+ * counts one more receive, which no queue call can undo, and which costs no attempt: a FIFO job's attempts are
+ * counted in its key's record.
  */
-export async function returnUnconsumed(queues: QueueReceiver, message: MessageRef, attempt: number): Promise<void> {
-  await requeue(queues, message, attempt, 0);
+export async function returnUnconsumed(
+  queues: QueueReceiver,
+  message: MessageRef,
+  idempotencyKey: string,
+  attempt: number,
+): Promise<void> {
+  await requeue(queues, message, idempotencyKey, attempt, 0);
 }
 
 /** A job to return unconsumed (see {@link returnUnconsumed}). */
 export interface Unconsumed {
   readonly message: MessageRef;
+  readonly idempotencyKey: string;
   readonly attempt: number;
 }
 
@@ -139,7 +148,7 @@ export async function returnAllUnconsumed(
   const problems: string[] = [];
   const problem = (job: Unconsumed, reason: string) => problems.push(`returning ${job.message.messageId}: ${reason}`);
   for (const job of jobs.filter(({ message }) => message.queue === 'fifo')) {
-    await returnUnconsumed(queues, job.message, job.attempt).catch((error: unknown) =>
+    await returnUnconsumed(queues, job.message, job.idempotencyKey, job.attempt).catch((error: unknown) =>
       problem(job, (error as Error).message),
     );
   }
@@ -148,7 +157,7 @@ export async function returnAllUnconsumed(
   const failed = await queues
     .sendBatch(
       'requeue',
-      standard.map(({ message, attempt }) => requeued(message, attempt, 0)),
+      standard.map(({ message, idempotencyKey, attempt }) => requeued(message, idempotencyKey, attempt, 0)),
     )
     .catch((error: unknown) => standard.map((_, index) => ({ index, reason: (error as Error).message })));
   for (const { index, reason } of failed) problem(standard[index]!, reason);
@@ -156,10 +165,14 @@ export async function returnAllUnconsumed(
   return { toDelete: standard.filter((_, i) => !unsent.has(i)).map(({ message }) => message), problems };
 }
 
-/** Makes `message` receivable again after `delayMs`, carrying `nextAttempt` unless it is a FIFO message (see {@link retryLater}). */
+/**
+ * Makes `message` receivable again after `delayMs`, carrying `nextAttempt` and `idempotencyKey` unless it is a FIFO
+ * message (see {@link retryLater}).
+ */
 async function requeue(
   queues: QueueReceiver,
   message: MessageRef,
+  idempotencyKey: string,
   nextAttempt: number,
   delayMs: number,
 ): Promise<void> {
@@ -168,7 +181,7 @@ async function requeue(
     await queues.changeVisibility('fifo', message.receiptHandle, delay);
     return;
   }
-  await queues.send('requeue', requeued(message, nextAttempt, delayMs));
+  await queues.send('requeue', requeued(message, idempotencyKey, nextAttempt, delayMs));
   await queues.delete(message.queue, message.receiptHandle);
 }
 
@@ -178,15 +191,20 @@ function requeueDelay(delayMs: number): number {
 }
 
 /**
- * The copy of standard `message` sent to the requeue queue, carrying `nextAttempt`, delayed by `delayMs`. A dead
- * letter an operator moved back as it was (see `deadLetterMarksOf`) goes on as a retry of its job, without its
- * dead-letter attributes: with them, its copy would read as a redrive again, back at its first attempt.
+ * The copy of standard `message` sent to the requeue queue, carrying `nextAttempt` and the job's key
+ * `idempotencyKey`, delayed by `delayMs`. The copy gets a new message id, so every attempt of a job shares one key,
+ * and a late redelivery of an earlier attempt's event finds the later attempt's success. A dead letter an operator
+ * moved back as it was (see `deadLetterMarksOf`) goes on as a retry of its job, without its dead-letter attributes:
+ * with them, its copy would read as a redrive again, back at its first attempt.
  */
-function requeued(message: MessageRef, nextAttempt: number, delayMs: number): OutgoingMessage {
-  const attempt: MessageAttribute = { dataType: 'Number', value: String(nextAttempt) };
+function requeued(message: MessageRef, idempotencyKey: string, nextAttempt: number, delayMs: number): OutgoingMessage {
   return {
     body: message.body,
-    attributes: { ...withoutDeadLetterMarks(message.attributes), [ATTRIBUTES.attempt]: attempt },
+    attributes: {
+      ...withoutDeadLetterMarks(message.attributes),
+      [ATTRIBUTES.attempt]: { dataType: 'Number', value: String(nextAttempt) },
+      [ATTRIBUTES.idempotencyKey]: { dataType: 'String', value: idempotencyKey },
+    },
     delayMs: requeueDelay(delayMs),
   };
 }

@@ -4,7 +4,6 @@ import type { Settlement } from '../../domain/quota/ledger';
 import { retryLater, returnUnconsumed } from '../queueOutcomes';
 import { endRefusalRun, reportFailure } from './circuitReports';
 import { deadLetterRecorded } from './deadLettering';
-import { withKey } from './jobMessage';
 import { endedRecord } from './keyRecords';
 import { handOnResult } from './results';
 import { recordOwed, recordSettlement, refundOf, releaseSlot, unrecorded } from './settlements';
@@ -132,7 +131,7 @@ async function sendOnward(
 ): Promise<JobOutcome> {
   if (fate.action === 'keep') {
     // With its key: a copy left behind (a send that landed and lost its answer) then finds this job's record.
-    await returnUnconsumed(deps.queues, withKey(message, event.idempotencyKey), event.attempt);
+    await returnUnconsumed(deps.queues, message, event.idempotencyKey, event.attempt);
     return 'kept';
   }
   if (fate.action === 'dead-letter') {
@@ -141,7 +140,7 @@ async function sendOnward(
     await deadLetterRecorded(message, fate.reason, event, record, deps, apiError);
     return 'dead-lettered';
   }
-  await retryLater(deps.queues, withKey(message, event.idempotencyKey), event.attempt, fate.delayMs);
+  await retryLater(deps.queues, message, event.idempotencyKey, event.attempt, fate.delayMs);
   return 'retried';
 }
 
@@ -174,13 +173,12 @@ export async function giveBack(job: JobContext, reason: GiveBackReason): Promise
   // there was one has no sentAt). If it cannot be recorded, the quota goes unused.
   const readyAt = reason === 'late-start' ? start : reason === 'late-ready' ? now : undefined;
   const refund: Settlement = { ...refundOf(event), ...(readyAt === undefined ? {} : lateness(job, readyAt)) };
-  const unconsumed = { message: withKey(message, event.idempotencyKey), attempt: event.attempt };
   if (options.batch === undefined) {
     await recordSettlement(event.lane, start, deps, refund);
-    await returnUnconsumed(deps.queues, unconsumed.message, unconsumed.attempt);
+    await returnUnconsumed(deps.queues, message, event.idempotencyKey, event.attempt);
   } else {
     options.batch.refundLater(refund);
-    options.batch.returnLater(unconsumed);
+    options.batch.returnLater({ message, idempotencyKey: event.idempotencyKey, attempt: event.attempt });
   }
   return reason === 'held-back' || reason === 'not-ready' ? reason : 'too-late';
 }

@@ -5,7 +5,7 @@ import type { JobResult } from '../../ports/ResultHandler';
 import { returnAllUnconsumed, type Unconsumed } from '../queueOutcomes';
 import { endRefusalRun } from './circuitReports';
 import { CircuitView } from './circuitView';
-import { messageOf, withKey } from './jobMessage';
+import { messageOf } from './jobMessage';
 import { endedRecord } from './keyRecords';
 import { processJob } from './processJob';
 import { deliverResults } from './results';
@@ -170,6 +170,6 @@ function inGroupOrder(
 async function standDown(job: JobEvent, batch: BatchEnding, deps: WorkerDeps): Promise<JobOutcome> {
   if (!(await claimRefund(job, deps.clock.now(), deps))) return 'busy-elsewhere';
   batch.refundLater(refundOf(job));
-  batch.returnLater({ message: withKey(messageOf(job), job.idempotencyKey), attempt: job.attempt });
+  batch.returnLater({ message: messageOf(job), idempotencyKey: job.idempotencyKey, attempt: job.attempt });
   return 'behind-unfinished';
 }

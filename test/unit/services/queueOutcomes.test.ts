@@ -105,7 +105,7 @@ describe('retryLater', () => {
       apiError: { dataType: 'String', value: 'busy' },
     };
 
-    await retryLater(queues, { ...message, attributes }, 1, 1_000);
+    await retryLater(queues, { ...message, attributes }, 'order-42', 1, 1_000);
 
     expect(queues.messages('requeue').map((m) => m.attributes)).toEqual([
       {
@@ -116,12 +116,22 @@ describe('retryLater', () => {
     ]);
   });
 
+  it("carries the job's key on the copy, which gets a new message id: every attempt of a job shares one key", async () => {
+    const { queues, message } = await receivedOne('main', BODY);
+
+    await retryLater(queues, message, message.messageId, 1, 1_000);
+
+    const [copy] = queues.messages('requeue');
+    expect(copy?.messageId).not.toBe(message.messageId);
+    expect(copy?.attributes.idempotencyKey).toEqual({ dataType: 'String', value: message.messageId });
+  });
+
   it.each(['main', 'requeue'] as const)(
     'copies the body of a %s message to the requeue queue byte for byte',
     async (queue) => {
       const { queues, message } = await receivedOne(queue, BODY);
 
-      await retryLater(queues, message, 1, 1_000);
+      await retryLater(queues, message, 'k-1', 1, 1_000);
 
       expect(queues.messages('requeue').map((m) => m.body)).toEqual([BODY]);
     },
