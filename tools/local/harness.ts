@@ -357,8 +357,9 @@ export class LocalHarness {
   }
 
   private worker(env: Env, clients: FunctionClients, hooks: FunctionHooks): LocalFunction['handler'] {
-    // The workers of a harness that serves the API stamp their calls with when they sent them (see stampSentAt).
-    const deps = workerDepsFromEnv(env, this.apiServer === undefined ? clients : { ...clients, fetch: stampSentAt() });
+    // The workers stamp their calls with when they sent them (see stampSentAt), whether the harness serves the API or
+    // a test's own server does: an API that does not know the header counts arrivals, as it would anyway.
+    const deps = workerDepsFromEnv(env, { ...clients, fetch: stampSentAt() });
     const handler = makeWorkerHandler(hooks.workerDeps?.(deps) ?? deps, localTelemetry(hooks.log));
     return hooks.workerHandler?.(handler) ?? handler;
   }
