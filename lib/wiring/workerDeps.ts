@@ -16,6 +16,7 @@ import { workerSettingsFromEnv, type Env } from '../configFromEnv';
 import type { ResultHandler } from '../ports/ResultHandler';
 import type { ResultDestination } from '../resultDestination';
 import type { WorkerDeps } from '../services/worker/types';
+import { CircuitReadTimes } from '../services/worker/circuitReadTimes';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
 import { settlementShards } from '../domain/quota/settlementShards';
 
@@ -96,6 +97,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
           }),
     }),
     random: Math.random,
+    circuitReads: new CircuitReadTimes(),
     ...(results === undefined ? {} : { results }),
   };
 }

@@ -6,7 +6,7 @@ import type { Clock } from '../../ports/Clock';
 import type { JobEvent } from '../../ports/Invoker';
 import { attemptOf } from './attempts';
 import { claimJob, standBack } from './claims';
-import { CIRCUIT_CHECK_AHEAD_MS, CircuitView } from './circuitView';
+import { CircuitView } from './circuitView';
 import { endFailed, endSucceeded, giveBack, type GiveBackReason } from './jobEndings';
 import { keysOf, messageOf } from './jobMessage';
 import { endedRecord, inProgress } from './keyRecords';
@@ -38,6 +38,7 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
     ? endedRecord('failed', event.dispatchId, start, config)
     : inProgress(event, start, config, options.batch);
   const held = await claimJob(event, claim, start, deps);
+  circuit.tableRequestTook(deps.clock.now() - start);
   if (held !== null) return standBack(held, event, job.message, start, deps);
   if (lateAtStart) return giveBack(job, 'late-start');
   const counting = attemptOf(event, deps);
@@ -77,14 +78,15 @@ async function waitForSlot({ event, deps, circuit }: JobContext): Promise<ReadyC
   const preparing = readyCaller(deps, event.lane, keysOf(event));
   // The lead and a batch's span can be long: the circuit is read again just before the slot, so that a pause or an
   // open written since the dispatch, by any worker, binds this call too.
-  const ahead = event.slotAt - CIRCUIT_CHECK_AHEAD_MS - clock.now();
+  const ahead = event.slotAt - circuit.aheadMs() - clock.now();
   if (ahead > 0) await clock.sleep(ahead);
   const ready = await preparing;
   if (ready === undefined) return 'not-ready';
   if (clock.now() > event.callBy) return 'late-ready';
   const allowed = event.trial === undefined ? circuit.allows(event) : claimTrial(event.lane, event.trial, deps);
   if (!(await allowed)) return 'held-back';
-  // The circuit's read, or the trial's claim, took this worker past `callBy`: ready too late as well.
+  // The circuit's read, or the trial's claim, took this worker past `callBy`: ready too late as well. It says how late,
+  // so that the dispatch lead grows while DynamoDB is slow (and the container's next reads of the circuit go earlier).
   if (!(await holdToSlot(event, clock))) return 'late-ready';
   return ready;
 }

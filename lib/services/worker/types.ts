@@ -12,6 +12,7 @@ import type { LedgerStore } from '../../ports/LedgerStore';
 import type { JobResult, ResultHandler } from '../../ports/ResultHandler';
 import type { LaneCircuitTransition } from '../circuitUpdates';
 import type { MessageRef, Unconsumed } from '../queueOutcomes';
+import type { CircuitReadTimes } from './circuitReadTimes';
 
 /** The stores a worker uses. */
 export interface WorkerStores {
@@ -37,6 +38,11 @@ export interface WorkerDeps {
   readonly results?: ResultHandler;
   /** Receives typed events for logs and metrics; the work never depends on it. */
   readonly onEvent?: (event: WorkerReport) => void;
+  /**
+   * How long the container's reads of the circuit have taken, which sets how early a job's check reads it (see
+   * `CircuitReadTimes`): one for the container's life. @default each event's own, from 50 ms
+   */
+  readonly circuitReads?: CircuitReadTimes;
 }
 
 /** The ids that follow one job through the logs: its message, its dispatch and its idempotency key. */
@@ -104,8 +110,15 @@ export interface BatchEnding {
 
 /** What a job asks of the circuit around its call (see `CircuitView`), shared by a batch's jobs. */
 export interface CircuitCheck {
-  /** Whether the job may still call at its slot `slotAt` (by `callBy`), as the circuit is read just before it. */
-  allows(job: Pick<JobEvent, 'slotAt' | 'callBy'>): Promise<boolean>;
+  /** How long before a job's slot its check reads the circuit. */
+  aheadMs(): number;
+  /** Told that another request to the state table (the job's claim of its key) took `ms`, as a read may. */
+  tableRequestTook(ms: number): void;
+  /**
+   * Whether the job may still call at its slot `slotAt`, as the circuit is read just before it; the job checks its
+   * `callBy` once this answers.
+   */
+  allows(job: Pick<JobEvent, 'slotAt'>): Promise<boolean>;
   /**
    * Told when the job's call learned that the lane may not call now: a 429 (told before it is reported), or a circuit
    * that no longer lets dispatch through after the report. A batch's later jobs then hold back at once, without

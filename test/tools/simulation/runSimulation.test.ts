@@ -159,6 +159,22 @@ describe('runSimulation', () => {
       expect(report.utilization).toBeGreaterThanOrEqual(0.9);
     });
   });
+  describe('while DynamoDB is slow', () => {
+    it('ends every job when each request to the table takes 80 ms, longer than the circuit check’s 50 ms lead', async () => {
+      const scenario = parseScenario({
+        name: 'slow table',
+        quotas: [{ limit: 20, per: 'second' }],
+        jobs: { count: 60 },
+        awsLatency: { lambdaMs: 10, dynamodbMs: 80, sqsMs: 7 },
+        maxSeconds: 60,
+      });
+
+      const { report } = await runSimulation(scenario);
+
+      // With the read sent a fixed 50 ms before each slot, no read answered by callBy: no job ever called.
+      expect(report).toMatchObject({ jobs: 60, succeeded: 60, stillQueued: 0, lost: 0, rejectedByApi: 0 });
+    });
+  });
   describe('when its time runs out', () => {
     it('reports the jobs an hour tier holds back as still queued, not lost', async () => {
       const scenario = parseScenario({

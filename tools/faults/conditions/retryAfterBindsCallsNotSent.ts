@@ -2,7 +2,7 @@ import type { ApiResult } from '../../../lib/domain/outcome/apiResult';
 import type { ApiCaller } from '../../../lib/ports/ApiCaller';
 import type { Clock } from '../../../lib/ports/Clock';
 import { READ_ORDER } from '../../../lib/ports/QueueReceiver';
-import { CIRCUIT_CHECK_AHEAD_MS } from '../../../lib/services/worker/circuitView';
+import { CIRCUIT_CHECK_AHEAD_MS } from '../../../lib/services/worker/circuitReadTimes';
 import { WORLD_START } from './harness';
 import { ConditionService, serviceConfig } from './serviceHarness';
 import type { ConditionCheck, ConditionScenario } from './types';

@@ -2,9 +2,15 @@ import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
 import type { CircuitEvent } from '../../../../lib/domain/breaker/state';
 import type { JobEvent } from '../../../../lib/ports/Invoker';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
-import { CIRCUIT_CHECK_AHEAD_MS, CircuitView } from '../../../../lib/services/worker/circuitView';
+import {
+  CIRCUIT_CHECK_AHEAD_MS,
+  CircuitReadTimes,
+  MAX_CIRCUIT_CHECK_AHEAD_MS,
+} from '../../../../lib/services/worker/circuitReadTimes';
+import { CircuitView } from '../../../../lib/services/worker/circuitView';
 import { processBatch } from '../../../../lib/services/worker/processBatch';
 import { processJob } from '../../../../lib/services/worker/processJob';
+import type { WorkerDeps } from '../../../../lib/services/worker/types';
 import {
   httpStatus,
   LANE,
@@ -31,12 +37,12 @@ describe('CircuitView', () => {
     it('says no to every later check, even when a read then finds the circuit closed', async () => {
       const h = workerHarness();
       const view = new CircuitView(LANE, h.deps);
-      await expect(view.allows({ slotAt: START, callBy: START })).resolves.toBe(true);
+      await expect(view.allows({ slotAt: START })).resolves.toBe(true);
 
       view.stop();
       await h.clock.advance(1_000);
 
-      await expect(view.allows({ slotAt: h.clock.now(), callBy: h.clock.now() })).resolves.toBe(false);
+      await expect(view.allows({ slotAt: h.clock.now() })).resolves.toBe(false);
       await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed' } });
     });
   });
@@ -137,18 +143,91 @@ describe('CircuitView', () => {
     expect(h.api.calls.map((c) => c.at - START)).toEqual([105]);
   });
 
-  it('gives its job back without a call when the read of the circuit has not answered by callBy: the orchestrator’s reading at dispatch may be seconds old', async () => {
+  it('gives its job back without a call, ready too late, when the read of the circuit answers after callBy: it says how late', async () => {
     const h = workerHarness();
     const [job] = (await batchOf(h, ['a'])).jobs;
-    jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation(() => h.clock.sleep(500).then(() => undefined));
+    const load = h.stores.circuit.loadCircuit.bind(h.stores.circuit);
+    jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation((lane) => h.clock.sleep(500).then(() => load(lane)));
 
     const outcome = processJob(at(job!, 400), h.deps);
     await h.clock.advance(1_000);
 
-    await expect(outcome).resolves.toBe('held-back');
+    // The orchestrator's reading at dispatch may be seconds old: no call on it.
+    await expect(outcome).resolves.toBe('too-late');
     expect(h.api.calls).toEqual([]);
     expect(h.stores.circuit.loadCircuit).toHaveBeenCalledTimes(1);
     expect(h.queues.messages('requeue').map((m) => m.body)).toEqual(['{"id":"a"}']);
+    // Read 50 ms before the slot, answered 500 ms later: ready 850 ms after the event was sent, so the lead grows.
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      expect.objectContaining({ id: job!.dispatchId, actual: null, startDelayMs: 850 }),
+    ]);
+  });
+
+  describe('how early it reads', () => {
+    /** The harness with one container's read times, and its circuit reads taking `readMs`, each noted as sent. */
+    const slowReads = (h: WorkerHarness, readMs: number): { deps: WorkerDeps; sentAt: number[] } => {
+      const load = h.stores.circuit.loadCircuit.bind(h.stores.circuit);
+      const sentAt: number[] = [];
+      jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation((lane) => {
+        sentAt.push(h.clock.now() - START);
+        return h.clock.sleep(readMs).then(() => load(lane));
+      });
+      return { deps: { ...h.deps, circuitReads: new CircuitReadTimes() }, sentAt };
+    };
+
+    it('reads earlier once a read was slow: the container’s next job calls, where a fixed 50 ms never would', async () => {
+      const h = workerHarness();
+      const { deps, sentAt } = slowReads(h, 80);
+      await sendJob(h.queues, 'main', { id: 'a' });
+      await sendJob(h.queues, 'main', { id: 'b' });
+      const a = at(await receiveJobEvent(h, 'main', 'd-a'), 100);
+      const b = at(await receiveJobEvent(h, 'main', 'd-b'), 1_000);
+
+      const first = processJob(a, deps);
+      await h.clock.advance(300);
+      const second = processJob(b, deps);
+      await h.clock.advance(1_000);
+
+      // a's read goes 50 ms ahead and answers 30 ms after its slot; b's goes 100 ms ahead (80 + 20) and answers in time.
+      await expect(Promise.all([first, second])).resolves.toEqual(['too-late', 'succeeded']);
+      expect(sentAt).toEqual([50, 900]);
+      expect(h.api.calls.map((c) => c.at - START)).toEqual([1_000]);
+    });
+
+    it('reads as early as the job’s claim took, on a container that has read nothing yet', async () => {
+      const h = workerHarness();
+      const { deps, sentAt } = slowReads(h, 70);
+      const claim = h.stores.idempotency.putIdempotencyIfAbsent.bind(h.stores.idempotency);
+      jest
+        .spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent')
+        .mockImplementation((...args) => h.clock.sleep(70).then(() => claim(...args)));
+      await sendJob(h.queues, 'main', { id: 'a' });
+      const job = at(await receiveJobEvent(h, 'main', 'd-a'), 500);
+
+      const outcome = processJob(job, deps);
+      await h.clock.advance(1_000);
+
+      await expect(outcome).resolves.toBe('succeeded');
+      expect(sentAt).toEqual([410]);
+    });
+
+    it('reads at most a second ahead, however slow the reads were', () => {
+      const times = new CircuitReadTimes();
+      expect(times.aheadMs()).toBe(CIRCUIT_CHECK_AHEAD_MS);
+      times.record(10);
+      expect(times.aheadMs()).toBe(CIRCUIT_CHECK_AHEAD_MS);
+      times.record(5_000);
+      expect(times.aheadMs()).toBe(MAX_CIRCUIT_CHECK_AHEAD_MS);
+    });
+
+    it('goes by the slowest of the last 8 reads: one slow read stops counting 8 reads later', () => {
+      const times = new CircuitReadTimes();
+      times.record(200);
+      for (let i = 0; i < 7; i++) times.record(10);
+      expect(times.aheadMs()).toBe(220);
+      times.record(10);
+      expect(times.aheadMs()).toBe(CIRCUIT_CHECK_AHEAD_MS);
+    });
   });
 
   it('gives its job back without a call when the read fails: no call on a circuit it could not read', async () => {
