@@ -28,7 +28,7 @@ export function parseAwsLatency(input: unknown, field = 'awsLatency'): AwsLatenc
 }
 
 /**
- * `port` with every method call made `ms` later on `clock`: a port in memory that answers as slowly as the AWS service
+ * `port` with every method call made `ms` later on `clock` (rounded to a whole ms): a port in memory that answers as slowly as the AWS service
  * it stands for. Properties that are not functions are read as they are. Each call is counted in `calls` by
  * `prefix.method`, when given.
  */
@@ -38,7 +38,9 @@ export function withLatency<T extends object>(
   ms: number,
   calls?: { prefix: string; counts: Map<string, number> },
 ): T {
-  if (ms === 0 && calls === undefined) return port;
+  // Whole milliseconds, as Date.now() gives them: the services' times are integers (a measured mean is not).
+  const wait = Math.round(ms);
+  if (wait === 0 && calls === undefined) return port;
   return new Proxy(port, {
     get(target, key, receiver) {
       const value: unknown = Reflect.get(target, key, receiver);
@@ -48,7 +50,7 @@ export function withLatency<T extends object>(
           const name = `${calls.prefix}.${String(key)}`;
           calls.counts.set(name, (calls.counts.get(name) ?? 0) + 1);
         }
-        if (ms > 0) await clock.sleep(ms);
+        if (wait > 0) await clock.sleep(wait);
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
     },

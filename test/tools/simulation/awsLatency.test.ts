@@ -29,6 +29,19 @@ describe('withLatency', () => {
     expect(counts).toEqual(new Map([['lambda.answer', 1]]));
   });
 
+  it('waits whole milliseconds, as Date.now() counts them: a measured mean of 81.8 ms answers at 82', async () => {
+    const clock = new FakeClock(0);
+    const port = new Port();
+    const slow = withLatency(port, clock, 81.8);
+
+    const answer = slow.answer(1);
+    await clock.advance(81);
+    expect(port.calls).toBe(0);
+    await clock.advance(1);
+    await expect(answer).resolves.toBe(2);
+    expect(clock.now()).toBe(82);
+  });
+
   it('leaves a port with no latency and nothing to count as it is', () => {
     const port = new Port();
     expect(withLatency(port, new FakeClock(0), 0)).toBe(port);
