@@ -189,7 +189,14 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
     endedAt = clock.now();
   };
   const driving = drive();
-  await clock.runUntil(() => endedAt !== undefined, start + scenario.maxSeconds * 1000 + scenario.tickSeconds * 1000);
+  // The last run may still be taking its last steps (a flush retried after a lost answer) when the time is up: it
+  // gets one tick more. A run still going then, or one waiting on nothing the clock can move, is the simulation's
+  // fault: it throws, rather than leave `driving` pending and the process to exit without a word.
+  const limit = start + (scenario.maxSeconds + 2 * scenario.tickSeconds) * 1000;
+  if (!(await clock.runUntil(() => endedAt !== undefined, limit)))
+    throw new Error(
+      `the simulation '${scenario.name}' did not end: at +${clock.now() - start} ms its driver was still running`,
+    );
   await driving;
 
   return {

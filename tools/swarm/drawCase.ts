@@ -84,8 +84,26 @@ export function drawCase(seed: number): SwarmCase {
   const on = new Set(
     (Object.entries(FAMILY_CHANCE) as [Family, number][]).filter(([, chance]) => random() < chance).map(([f]) => f),
   );
-  const scenario = parseScenario(scenarioInput(seed, on, draw));
-  return { seed, scenario, faults: faultPlan(on, draw), families: [...on].sort() };
+  const input = scenarioInput(seed, on, draw);
+  const faults = faultPlan(on, draw);
+  // Drawn last, so that every earlier draw, and each regression seed's case, stays as it was before it.
+  const slowTableMs = on.has('aws-latency') && random01(draw) < SLOW_TABLE_CHANCE ? draw(60, 250) : undefined;
+  const scenario = parseScenario(slowTableMs === undefined ? input : withSlowTable(input, slowTableMs));
+  return { seed, scenario, faults, families: [...on, ...(slowTableMs === undefined ? [] : [SLOW_TABLE])].sort() };
+}
+
+/**
+ * The family of a seed whose AWS latency has DynamoDB answer every request in 60 to 250 ms (throttled and retried),
+ * slower than a worker's 50 ms circuit check: drawn within `aws-latency`, at {@link SLOW_TABLE_CHANCE}.
+ */
+export const SLOW_TABLE = 'slow-table';
+
+/** The chance that a seed with `aws-latency` has a slow table. */
+const SLOW_TABLE_CHANCE = 0.3;
+
+/** `input` with DynamoDB answering each request in `ms`. */
+function withSlowTable(input: Record<string, unknown>, ms: number): Record<string, unknown> {
+  return { ...input, awsLatency: { ...(input.awsLatency as Record<string, unknown>), dynamodbMs: ms } };
 }
 
 /** The scenario JSON of a seed that drew the families `on`. */

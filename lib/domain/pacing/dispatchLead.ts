@@ -4,6 +4,9 @@ export const LEAD_SAMPLE_DISPATCHES = 1000;
 /** Share of dispatches whose worker may still start too late once the lead has grown to fit the others. */
 export const LATE_SHARE_TOLERATED = 0.01;
 
+/** Share of dispatches whose worker may start too late for the earliest slot of a run behind its schedule. */
+export const LATE_SHARE_TYPICAL = 0.2;
+
 /**
  * How much more than a late worker needed the lead takes: late starts are seen only above the lead, so the next one
  * is likely later than the latest; with a quarter more, a few late starts rather than one per new latest bring the
@@ -41,13 +44,28 @@ export class DispatchLead {
 
   /** The lead for the next dispatch, ms. */
   get ms(): number {
+    return this.leadLetting(LATE_SHARE_TOLERATED);
+  }
+
+  /**
+   * The lead that would have let all but half of the latest dispatches start in time, ms: where a run behind its
+   * schedule takes its earliest slot (see `Dispatcher`). Above the configured lead only while most workers start
+   * late (a slow state table makes every claim late), not for a tail of cold starts: a slot skipped for those would
+   * be lost.
+   */
+  get typicalMs(): number {
+    return this.leadLetting(LATE_SHARE_TYPICAL);
+  }
+
+  /** The least lead, from the configured one up to the most, that would have let all but `lateShare` start in time. */
+  private leadLetting(lateShare: number): number {
     const { baseMs, maxMs } = this.settings;
-    const tolerated = Math.floor(LATE_SHARE_TOLERATED * Math.min(this.dispatches, LEAD_SAMPLE_DISPATCHES));
+    const tolerated = Math.floor(lateShare * Math.min(this.dispatches, LEAD_SAMPLE_DISPATCHES));
     const largestFirst = this.needed.map((late) => late.ms).sort((a, b) => b - a);
     return Math.min(maxMs, Math.max(baseMs, largestFirst[tolerated] ?? 0));
   }
 
-  /** Counts a dispatch. */
+  /** Counts a dispatch whose worker starts its job itself (not one chained behind another in its batch). */
   dispatched(): void {
     this.dispatches++;
     if (this.needed[0] !== undefined && this.needed[0].at <= this.dispatches - LEAD_SAMPLE_DISPATCHES) {

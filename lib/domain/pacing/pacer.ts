@@ -153,15 +153,16 @@ export class Pacer {
 
   /**
    * Records a dispatch whose call is counted at slot `now` (a job dispatched ahead of its slot passes the slot):
-   * charges the ledger and advances smoothing.
+   * charges the ledger and advances smoothing. A `chained` one, a FIFO message its worker calls only once the one
+   * before it in its batch has ended, is not counted toward the lead: its wait is a chain gap, not a start delay.
    * @throws QuotaExceededError when `now` is before {@link Pacer.nextSlot}; nothing is recorded then.
    */
-  dispatch(now: number, costs: Costs): Reservation {
+  dispatch(now: number, costs: Costs, chained = false): Reservation {
     const slot = this.nextSlot(now, costs);
     if (slot > now) throw new QuotaExceededError(this.ledger.earliestFit(now, costs).tier, slot);
     const reservation = this.ledger.reserve(now, costs);
     this.latestSlot = now;
-    this.lead.dispatched();
+    if (!chained) this.lead.dispatched();
     const fraction = this.rampFraction(now);
     this.ledger.tiers.forEach((tier, i) => {
       const rate = this.rates[i];

@@ -66,9 +66,11 @@ export class Dispatcher {
     const { job } = parsed;
     if (head.kind === 'refused') return this.intake.deadLetterHead(head.reason, job.attempt);
     // The earliest slot a worker invoked now can make: one that is already due would be reached late (a warm start
-    // takes tens of ms) and given back, so a run behind its schedule reserves the configured lead ahead. The lead
-    // that grew for late starts only dispatches earlier: a slot it leaves behind would be lost, a hole in the schedule.
-    const slot = this.pacer.nextSlot(now + config.pacing.dispatchLeadMs, job.costs);
+    // takes tens of ms) and given back, so a run behind its schedule reserves the configured lead ahead, or more
+    // while most workers are late (a slow table makes every claim late: at the configured lead, every job would be
+    // given back at every dispatch). The lead that grew for a tail of late starts only dispatches earlier: a slot it
+    // left behind would be lost, a hole in the schedule.
+    const slot = this.pacer.nextSlot(now + this.pacer.lead.typicalMs, job.costs);
     if (!Number.isFinite(slot)) return this.intake.deadLetterHead(neverFits(config.quotas, job.costs), job.attempt);
     const hold = slot > now ? this.pacer.blockedUntil(now, job.costs) : undefined;
     if (hold !== undefined && hold.until > this.gate.sendBy(receivedAt)) return this.holdBack(head, job, hold, now);
@@ -161,10 +163,11 @@ export class Dispatcher {
     slot: number,
     now: number,
     dispatchId = this.ports.newId(),
+    chained = false,
   ): Reserved {
     const { config } = this.run;
     this.ledger.use(units);
-    const reservation = this.pacer.dispatch(slot, job.costs);
+    const reservation = this.pacer.dispatch(slot, job.costs, chained);
     this.pacer.slots?.take(dispatchId, slot, now);
     const callBy = slot + config.pacing.arrivalMarginMs - config.pacing.callAllowanceMs;
     return {
@@ -210,10 +213,8 @@ export class Dispatcher {
       const { job } = parsed;
       const after = latestInGroup.get(fifoGroupOf(next.message) ?? '');
       const windowFrom = after === undefined ? first.reservation.at : after + this.pacer.chainGap.ms;
-      const slot = this.pacer.nextSlot(
-        after === undefined ? now + dispatchLeadMs : Math.max(now + dispatchLeadMs, windowFrom),
-        job.costs,
-      );
+      const earliest = now + this.pacer.lead.typicalMs;
+      const slot = this.pacer.nextSlot(after === undefined ? earliest : Math.max(earliest, windowFrom), job.costs);
       const units = config.quotas.map((tier) => unitsFor(tier, job.costs));
       const allowed = this.ledger.allowed(slot, units);
       const covered =
@@ -240,6 +241,7 @@ export class Dispatcher {
         slot,
         now,
         batchJobDispatchId(first.event.dispatchId, batch.length),
+        after !== undefined,
       );
       if (after !== undefined) this.pacer.chainGap.dispatched();
       joined(reserved);

@@ -13,7 +13,7 @@ import { endedRecord, inProgress } from './keyRecords';
 import { readyCaller } from './readyCaller';
 import { owedBy, usageOf } from './settlements';
 import { claimTrial, reportTrial } from './trialJobs';
-import type { AnsweredCall, JobContext, JobOptions, JobOutcome, WorkerDeps } from './types';
+import type { AnsweredCall, CircuitCheck, JobContext, JobOptions, JobOutcome, WorkerDeps } from './types';
 
 /**
  * Handles one job: calls the API at most once per dispatch, and never again after a recorded success; then deletes,
@@ -78,7 +78,7 @@ async function waitForSlot({ event, deps, circuit }: JobContext): Promise<ReadyC
   const preparing = readyCaller(deps, event.lane, keysOf(event));
   // The lead and a batch's span can be long: the circuit is read again just before the slot, so that a pause or an
   // open written since the dispatch, by any worker, binds this call too.
-  const ahead = event.slotAt - circuit.aheadMs() - clock.now();
+  const ahead = event.slotAt - checkAheadMs(event, circuit) - clock.now();
   if (ahead > 0) await clock.sleep(ahead);
   const ready = await preparing;
   if (ready === undefined) return 'not-ready';
@@ -89,6 +89,20 @@ async function waitForSlot({ event, deps, circuit }: JobContext): Promise<ReadyC
   // so that the dispatch lead grows while DynamoDB is slow (and the container's next reads of the circuit go earlier).
   if (!(await holdToSlot(event, clock))) return 'late-ready';
   return ready;
+}
+
+/**
+ * The requests a trial's claim makes (see `claimTrial`): it reads the circuit, then writes it, where a job's check
+ * only reads it.
+ */
+const TRIAL_CLAIM_REQUESTS = 2;
+
+/**
+ * How long before the job's slot its check of the circuit starts: the read's lead (see {@link CircuitView}), or for
+ * the job of a circuit's trial, long enough for its claim's read and write.
+ */
+function checkAheadMs(event: JobEvent, circuit: CircuitCheck): number {
+  return event.trial === undefined ? circuit.aheadMs() : TRIAL_CLAIM_REQUESTS * circuit.aheadMs();
 }
 
 /**

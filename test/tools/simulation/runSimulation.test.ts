@@ -174,6 +174,22 @@ describe('runSimulation', () => {
       // With the read sent a fixed 50 ms before each slot, no read answered by callBy: no job ever called.
       expect(report).toMatchObject({ jobs: 60, succeeded: 60, stillQueued: 0, lost: 0, rejectedByApi: 0 });
     });
+
+    it('ends every job when each request takes 200 ms and the quota is free: the lead grown for late claims is used', async () => {
+      const scenario = parseScenario({
+        name: 'slower table, free quota',
+        quotas: [{ limit: 50, per: 'second' }],
+        jobs: { count: 20 },
+        awsLatency: { lambdaMs: 20, dynamodbMs: 200, sqsMs: 10 },
+        maxSeconds: 600,
+      });
+
+      const { report } = await runSimulation(scenario);
+
+      // A run behind its schedule took slots the configured 250 ms ahead, whatever the lead had grown to: each worker
+      // claimed its key too late for its slot, and every job was given back at every dispatch.
+      expect(report).toMatchObject({ jobs: 20, succeeded: 20, stillQueued: 0, lost: 0, rejectedByApi: 0 });
+    });
   });
   describe('when its time runs out', () => {
     it('reports the jobs an hour tier holds back as still queued, not lost', async () => {

@@ -2,7 +2,9 @@ import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
 import type { CircuitEvent } from '../../../../lib/domain/breaker/state';
 import type { JobEvent } from '../../../../lib/ports/Invoker';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
+import { CircuitReadTimes } from '../../../../lib/services/worker/circuitReadTimes';
 import { processJob } from '../../../../lib/services/worker/processJob';
+import { atSlot } from '../../../helpers/workerFixtures';
 import {
   httpStatus,
   LANE,
@@ -97,6 +99,31 @@ describe('processJob: the job of a circuit’s trial', () => {
     await expect(outcomes).resolves.toEqual(['succeeded', 'held-back']);
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"a"}']);
     expect(h.queues.messages('requeue').map((m) => m.body)).toEqual(['{"id":"b"}']);
+  });
+
+  it('claims the check early enough for its read and its write while the table is slow, and calls at its slot', async () => {
+    const { h, jobs } = await trialOf('a');
+    // Every request to the table takes 60 ms: the job's claim, and the trial's claim, a read then a write.
+    const slow = <A extends unknown[], R>(f: (...args: A) => Promise<R>) =>
+      jest.fn((...args: A) => h.clock.sleep(60).then(() => f(...args)));
+    const { circuit, idempotency } = h.stores;
+    const [load, save, claim] = [
+      slow(circuit.loadCircuit.bind(circuit)),
+      slow(circuit.saveCircuit.bind(circuit)),
+      slow(idempotency.putIdempotencyIfAbsent.bind(idempotency)),
+    ];
+    jest.spyOn(circuit, 'loadCircuit').mockImplementation(load);
+    jest.spyOn(circuit, 'saveCircuit').mockImplementation(save);
+    jest.spyOn(idempotency, 'putIdempotencyIfAbsent').mockImplementation(claim);
+    const deps = { ...h.deps, circuitReads: new CircuitReadTimes() };
+
+    const outcome = processJob(atSlot(jobs[0]!, 500, 510), deps);
+    await h.clock.advance(1_000);
+
+    // The check's lead is twice a read's (2 × (60 + 20) ms): claimed from 340 ms, written by 460 ms. At one read's
+    // lead, the claim would end at 540 ms, past callBy, and no trial would ever call.
+    await expect(outcome).resolves.toBe('succeeded');
+    expect(h.api.calls.map((c) => c.at - START)).toEqual([500]);
   });
 
   it('makes no call for a check that is no longer current', async () => {
