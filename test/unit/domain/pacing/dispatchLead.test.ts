@@ -34,6 +34,23 @@ describe('DispatchLead', () => {
     expect(l.ms).toBe(600); // the third largest: (500 − 20) × 1.25
   });
 
+  describe('typicalMs, where a run behind its schedule takes its earliest slot', () => {
+    it('stays at the configured lead for a tail of late starts: a tenth of the dispatches', () => {
+      const l = lead();
+      dispatch(l, 100);
+      for (let i = 0; i < 10; i++) l.startedLate(900);
+      expect(l.ms).toBe(1_100); // (900 − 20) × 1.25
+      expect(l.typicalMs).toBe(250);
+    });
+
+    it('grows while more than a fifth of the dispatches start late (a slow table makes every claim late)', () => {
+      const l = lead();
+      dispatch(l, 10);
+      for (const delay of [700, 600, 500]) l.startedLate(delay);
+      expect(l.typicalMs).toBe(600); // the third largest, past the 2 a fifth of 10 lets be late: (500 − 20) × 1.25
+    });
+  });
+
   it('never goes past the most, nor below the configured lead', () => {
     const l = lead();
     l.startedLate(5_000);
