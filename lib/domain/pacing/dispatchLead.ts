@@ -48,10 +48,10 @@ export class DispatchLead {
   }
 
   /**
-   * The lead that would have let all but half of the latest dispatches start in time, ms: where a run behind its
-   * schedule takes its earliest slot (see `Dispatcher`). Above the configured lead only while most workers start
-   * late (a slow state table makes every claim late), not for a tail of cold starts: a slot skipped for those would
-   * be lost.
+   * The lead that would have let all but a fifth ({@link LATE_SHARE_TYPICAL}) of the latest dispatches start in
+   * time, ms: where a run behind its schedule takes its earliest slot (see `Dispatcher`). Above the configured lead
+   * only while more workers than that start late (a slow state table makes every claim late), not for a tail of cold
+   * starts: a slot skipped for those would be lost.
    */
   get typicalMs(): number {
     return this.leadLetting(LATE_SHARE_TYPICAL);
