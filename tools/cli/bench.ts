@@ -167,7 +167,6 @@ async function compareSimulation(size: BenchSize, template: Template, json: bool
   return 0;
 }
 
-/** `--hot-lane`: the hot-lane run alone. */
 /** The hot lane end to end on the local stack, then its items replayed at 1,000 calls a second (see `replayHotLane`). */
 async function runHotLane(size: BenchSize, template: Template) {
   const scenario = hotLaneScenario(size);
@@ -178,6 +177,7 @@ async function runHotLane(size: BenchSize, template: Template) {
   return { scenario, result, replay };
 }
 
+/** `--hot-lane`: the hot-lane run alone. */
 async function hotLaneOnly(size: BenchSize, template: Template, json: boolean): Promise<number> {
   const { scenario, result, replay } = await runHotLane(size, template);
   console.log(`size: ${size}\n\n${hotLaneLines(result, scenario, replay)}`);
