@@ -30,9 +30,9 @@ export interface OrchestratorTimings {
   /** The ledger is saved and settlements folded in at least this often; at most a third of `leaseTtlMs`. @default 2000 */
   readonly flushIntervalMs: number;
   /**
-   * How often the circuit is read, while dispatching and while an open circuit is waited for: a worker's change (an
-   * opened circuit, a 429 pause) stops dispatch within this. Not before every dispatch, which cost two strongly
-   * consistent reads per job. @default 250
+   * How often the circuit is read: before a dispatch when the last read is older than this, and this often while an
+   * open circuit or an operator's hold is waited for. A worker's change (an opened circuit, a 429 pause) stops
+   * dispatch within this. A run that waits for its quota or for a call slot reads nothing. @default 250
    */
   readonly circuitPollMs: number;
   /**

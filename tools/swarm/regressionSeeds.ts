@@ -25,4 +25,14 @@ export const REGRESSION_SEEDS: readonly { readonly seed: number; readonly found:
     seed: 1549,
     found: "retry-after-binds: a call 187 ms into a 429's pause another worker had written",
   },
+  {
+    seed: 559,
+    found:
+      "dead-letters-have-reasons: messages redriven by maxReceiveCount while the orchestrator read the circuit before each dispatch and DynamoDB took 250 ms a read: every read was due again by its answer, and no job (nor the caller's trial) went",
+  },
+  {
+    seed: 1239,
+    found:
+      'dead-letters-have-reasons: messages redriven by maxReceiveCount, the half-open trial held back by the read before each dispatch that wanted the circuit closed',
+  },
 ];

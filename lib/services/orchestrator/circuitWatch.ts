@@ -78,12 +78,30 @@ export class CircuitWatch {
     return true;
   }
 
+  /**
+   * Reads the circuit before a dispatch (see {@link CircuitWatch.read}): true when the dispatch may go on, the read
+   * finding the circuit letting work through and no 429 pause later than the one last read; false when it failed or
+   * found a change, which the next step applies (a pause moves the pacer's slots). A dispatch that goes on takes the
+   * read as fresh however long it took: one that read again until a read answered within `circuitPollMs` would
+   * never dispatch while the table is that slow.
+   */
+  async readBeforeDispatch(): Promise<boolean> {
+    const before = this.circuit;
+    if (!(await this.read())) return false;
+    return isDispatchAllowed(this.circuit) && this.circuit.pausedUntil <= before.pausedUntil;
+  }
+
   /** Takes `circuit` as the one last read at `at`, and reports its status if it differs from the one before. */
   private seen(circuit: Circuit, at: number): void {
     const status = circuit.state.status;
     const previous = this.circuit.state.status;
     if (status !== previous) this.run.report({ type: 'circuit-seen', at, status, previous });
     this.circuit = circuit;
+  }
+
+  /** Whether dispatch was letting work through when the circuit was last asked (see {@link CircuitWatch.letsThrough}). */
+  get lettingThrough(): boolean {
+    return this.gate === 'letting-through';
   }
 
   /** Whether an operator held the lane in the circuit as last read: nothing goes, no job and no health check. */

@@ -27,6 +27,12 @@ export interface TrialDispatch {
 }
 
 /**
+ * Reads the circuit at `now` if its last read is older than `circuitPollMs`, before a dispatch (see
+ * `OrchestratorRun`): true when it read, and the head is to be looked at again in the light of what it found.
+ */
+export type CircuitRefresh = (now: number) => Promise<boolean>;
+
+/**
  * Takes the intake's head message one step on: dead-letters what can never go, hides what cannot go while it is held
  * (see `QuotaGate`) until its slot, waits until the lead (see `DispatchLead`) before its pacing slot, has the ledger
  * sync persist a larger allowance when it needs one, and invokes a worker once the quota and the state-outage policy
@@ -49,6 +55,7 @@ export class Dispatcher {
     private readonly link: StateLink,
     private readonly pacer: Pacer,
     private readonly gate: QuotaGate,
+    private readonly refreshCircuit: CircuitRefresh,
   ) {
     this.invokeRetry = new Backoff(run.settings.invokeBackoffMs);
   }
@@ -104,6 +111,9 @@ export class Dispatcher {
       if (side.kind === 'outage') await this.run.sleepUntil(side.retryAt);
       return;
     }
+    // The circuit as read within `circuitPollMs` lets it go: a pause or an opening a worker wrote meanwhile stops it.
+    // A trial goes on the read that found it due (see `CircuitWatch.jobTrial`): the circuit is not closed.
+    if (trial === undefined && (await this.refreshCircuit(now))) return;
     const first = this.reserve(head, job, units, slot, now);
     if (trial === undefined) return this.invoke(this.batchFrom(first, now), now);
     await this.invoke([{ ...first, event: { ...first.event, trial: trial.checkId } }], now, trial.sent);
@@ -127,7 +137,7 @@ export class Dispatcher {
   /**
    * Waits for `until` (a slot that runs out, the head's dispatch), reading the workers' latest reports meanwhile, at
    * most every `circuitPollMs`: a call slot that frees, or estimates handed back, may let the head go sooner than the
-   * next flush would tell. Each read is one read of the lane item.
+   * next flush would tell. Each read reads the lane's settlement shards.
    */
   private async waitReadingReports(until: number, now: number): Promise<void> {
     const readAt = this.ledger.lastReportsReadAt + this.run.settings.circuitPollMs;

@@ -12,9 +12,10 @@ import type { RunPorts, RunQuota, RunSummary } from './types';
 
 /**
  * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of the architecture, then step 4).
- * Until the deadline it reads the circuit every `circuitPollMs` (a worker's change, an open circuit or a 429 pause,
- * reaches dispatch within that), sending only health checks while it is not closed (a check that is a job's trial is
- * the one job it sends then, alone: see `CircuitWatch.jobTrial`), and nothing while an operator
+ * Until the deadline it reads the circuit before a dispatch when its last read is older than `circuitPollMs` (a
+ * worker's change, an open circuit or a 429 pause, reaches dispatch within that), and every `circuitPollMs` while it
+ * holds work back, sending only health checks while it is not closed (a check that is a job's trial is the one job it
+ * sends then, alone: see `CircuitWatch.jobTrial`), and nothing while an operator
  * holds the lane (see `pauseLane`: the buffered messages go back to their queues, the lease is kept and flushed);
  * otherwise it receives requeue ▸ fifo ▸ main, waits for each pacing slot and invokes a worker. It flushes the ledger
  * every `flushIntervalMs` and at exit, and releases the lease.
@@ -70,7 +71,16 @@ export class OrchestratorRun {
           ? 1
           : Math.min(this.gate.room(now), slots === undefined ? Number.POSITIVE_INFINITY : slots.cap + slots.free(now)),
     );
-    this.dispatcher = new Dispatcher(run, { invoker, newId }, this.intake, this.ledger, this.link, pacer, this.gate);
+    this.dispatcher = new Dispatcher(
+      run,
+      { invoker, newId },
+      this.intake,
+      this.ledger,
+      this.link,
+      pacer,
+      this.gate,
+      (now) => this.readCircuitIfDue(now),
+    );
   }
 
   /**
@@ -148,13 +158,28 @@ export class OrchestratorRun {
 
   /**
    * Brings the run's view of the store up to date: flushes when due (on schedule, and in any case before the lease
-   * could expire), then reads the circuit every `circuitPollMs`. During an outage it waits for the back-off, then
-   * retries a failed flush (or a due one) and reads the circuit, and the outage ends once both succeed.
+   * could expire), then, while the circuit holds work back, reads it every `circuitPollMs`. While it lets work
+   * through, the dispatcher has it read only before a dispatch, when the last read is older than that (see
+   * {@link OrchestratorRun.readCircuitIfDue}): a run that waits for its quota or for call slots to free makes no read
+   * it does not use (four a second, on a lane whose calls take seconds). During an outage it waits for the back-off,
+   * then retries a failed flush (or a due one) and reads the circuit, and the outage ends once both succeed.
    */
   private async syncState(now: number): Promise<void> {
     if (this.link.waiting(now)) return;
     if (this.ledger.flushDue(now) && !(await this.ledger.tryFlush())) return;
-    if (this.link.side.kind === 'in-sync' && !this.circuit.readDue(now)) return;
+    if (this.link.side.kind === 'in-sync' && (this.circuit.lettingThrough || !this.circuit.readDue(now))) return;
     if (await this.circuit.read()) this.link.recovered();
+  }
+
+  /**
+   * Reads the circuit if its last read is older than `circuitPollMs` at `now`, so that a worker's change (an opened
+   * circuit, a 429 pause, an operator's hold) reaches dispatch within that (see {@link CircuitWatch.readBeforeDispatch}).
+   * During a state outage the state sync reads it at each retry (see {@link OrchestratorRun.syncState}), and dispatch
+   * goes on the last read meanwhile.
+   * @returns true when the head is to be looked at again: the read failed, or found a change that holds it back.
+   */
+  private async readCircuitIfDue(now: number): Promise<boolean> {
+    if (this.link.side.kind !== 'in-sync' || !this.circuit.readDue(now)) return false;
+    return !(await this.circuit.readBeforeDispatch());
   }
 }

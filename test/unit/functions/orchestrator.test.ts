@@ -436,11 +436,12 @@ describe('orchestrator handler', () => {
         stores: { ...memoryStores(), circuit: new ThrottledCircuitStore(clock, START + 500, START + 700) },
       });
       await sendJob(h.queues, 'main', { id: 'a' });
+      // The circuit is read before a dispatch when its last read is older than 250 ms: the read before 'b' goes, at 500, fails.
+      void clock.sleep(500).then(() => sendJob(h.queues, 'main', { id: 'b' }));
       const { handler, lines } = handlerOn(h);
 
       await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
 
-      // Idle, it reads the circuit after every 200 ms long poll: the read at 600 fails, the next one succeeds.
       expect(lines.map((l) => [l.level, l.message])).toEqual([
         ['warn', 'state store call failed; backing off'],
         ['info', 'state store available again'],
@@ -448,12 +449,12 @@ describe('orchestrator handler', () => {
       ]);
       expect(lines[0]?.fields).toMatchObject({
         type: 'state-unavailable',
-        at: START + 600,
+        at: START + 500,
         operation: 'loadCircuit',
         error: expect.stringMatching(/ThrottlingException/),
       });
-      expect(lines[1]?.fields).toMatchObject({ type: 'state-recovered', at: START + 800, unavailableMs: 200 });
-      expect(lines[2]?.fields).toMatchObject({ lease: 'acquired', dispatched: 1 });
+      expect(lines[1]?.fields).toMatchObject({ type: 'state-recovered', at: START + 700, unavailableMs: 200 });
+      expect(lines[2]?.fields).toMatchObject({ lease: 'acquired', dispatched: 2 });
     });
 
     it("logs a run that could not start, the store failing all along, as a warning with lease 'unavailable'", async () => {

@@ -382,6 +382,64 @@ describe('runOrchestrator', () => {
     });
   });
 
+  describe('reading the circuit', () => {
+    it('reads it only before a dispatch while it lets work through: a run waiting for its quota makes no read', async () => {
+      const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 1, per: 'second' }] }) });
+      const load = h.stores.circuit.loadCircuit.bind(h.stores.circuit);
+      const reads: number[] = [];
+      jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation((lane) => {
+        reads.push(h.clock.now());
+        return load(lane);
+      });
+      await sendMain(h.queues, 4);
+
+      const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 4_500 }), START + 5_000);
+
+      // One job a second for 4 s: every 250 ms would be 18 reads. The rehydration reads, then one read before each
+      // dispatch but the first (the rehydration's read is fresh), each within circuitPollMs of its dispatch.
+      expect(summary.dispatched).toBe(4);
+      const dispatches = dispatchedEvents(h.events).map((e) => e.at);
+      expect(reads).toHaveLength(4);
+      for (const at of dispatches.slice(1))
+        expect(reads.some((r) => r <= at && r >= at - h.config.orchestrator.circuitPollMs)).toBe(true);
+    });
+
+    it('dispatches on a read that takes longer than circuitPollMs (a throttled table), rather than reading again', async () => {
+      const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 2, per: 'second' }] }) });
+      const load = h.stores.circuit.loadCircuit.bind(h.stores.circuit);
+      jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation(async (lane) => {
+        await h.clock.sleep(h.config.orchestrator.circuitPollMs + 50);
+        return load(lane);
+      });
+      await sendMain(h.queues, 6);
+
+      const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 5_000 }), START + 6_000);
+
+      expect(summary.dispatched).toBe(6);
+    });
+
+    it('holds a dispatch back when its read finds a 429 pause a worker wrote, and sends it after the pause', async () => {
+      const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 1, per: 'second' }] }) });
+      await sendMain(h.queues, 2);
+      const run = runOrchestrator(h.deps, { deadline: START + 6_000 });
+      await h.clock.advanceTo(START + 500);
+      const policy = circuitPolicyFrom(h.config.circuit);
+      await applyCircuitEvent(
+        h.stores.circuit,
+        LANE,
+        { type: 'rate-limited', retryAt: START + 3_000 },
+        START + 500,
+        policy,
+      );
+
+      await drive(h.clock, run, START + 7_000);
+
+      const [first, second] = dispatchedEvents(h.events).map((e) => e.at);
+      expect(first).toBeLessThan(START + 500);
+      expect(second).toBeGreaterThanOrEqual(START + 3_000);
+    });
+  });
+
   describe("an operator's hold", () => {
     const control = (h: ReturnType<typeof orchestratorHarness>) => ({
       circuits: h.stores.circuit,
