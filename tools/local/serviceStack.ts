@@ -25,7 +25,7 @@ import { LocalHarness, localTelemetry, uniqueName, type FunctionHooks } from './
 import { pause, waitFor } from './waitFor';
 
 /** The worker outcomes of a dispatch given back without a call, its message returned to go out again. */
-const GIVE_BACKS = ['too-late', 'held-back', 'not-ready'] as const;
+const GIVE_BACKS = ['too-late', 'held-back', 'not-ready', 'unclaimed'] as const;
 /** Name of the worker function on the harness's Lambda host; the orchestrator's `WORKER_FUNCTION_NAME`. */
 export const WORKER_FUNCTION = 'quota-orchestrator-test-worker';
 
@@ -483,8 +483,8 @@ export class ServiceStack {
 
   /**
    * Dispatches a worker gave back without a call: it started or was ready past the event's `callBy` (`too-late`),
-   * the circuit stopped the lane before its slot (`held-back`), or the API key could not be read (`not-ready`). Each
-   * returned its message, which went out again. On a loaded machine a few happen even without an invoke timing, so a
+   * the circuit stopped the lane before its slot (`held-back`), the API key could not be read (`not-ready`), or the
+   * job's key could not be claimed (`unclaimed`). Each returned its message, which went out again. On a loaded machine a few happen even without an invoke timing, so a
    * run's `dispatched` is its jobs plus these.
    */
   dispatchesGivenBack(): number {

@@ -6,7 +6,7 @@ import { endRefusalRun, reportFailure } from './circuitReports';
 import { deadLetterRecorded } from './deadLettering';
 import { endedRecord } from './keyRecords';
 import { handOnResult } from './results';
-import { recordOwed, recordSettlement, refundOf, releaseSlot, unrecorded } from './settlements';
+import { claimRefund, recordOwed, recordSettlement, refundOf, releaseSlot, unrecorded } from './settlements';
 import type { AnsweredCall, JobContext, JobOutcome } from './types';
 
 /** What the retry policy decides for a call that did not succeed. */
@@ -181,6 +181,27 @@ export async function giveBack(job: JobContext, reason: GiveBackReason): Promise
     options.batch.returnLater({ message, idempotencyKey: event.idempotencyKey, attempt: event.attempt });
   }
   return reason === 'held-back' || reason === 'not-ready' ? reason : 'too-late';
+}
+
+/**
+ * Gives back a job whose key could not be claimed (see `JobOutcome` `unclaimed`): its message at once, and its
+ * reservation if the refund's mark can be written. Whether the claim landed is not known: if it did, the dispatch is
+ * marked already and nothing is given back (the quota goes unused, never counted twice), and the next dispatch of the
+ * message stands back until this worker's time is up, when the claim, which no success of its batch follows, gives
+ * way (see `claimKey`). If the mark cannot be written either, the quota goes unused too.
+ */
+export async function giveBackUnclaimed(job: JobContext): Promise<JobOutcome> {
+  const { event, message, start, deps, options } = job;
+  const refunded = await claimRefund(event, start, deps).catch(() => false);
+  const refund = refundOf(event);
+  if (options.batch === undefined) {
+    if (refunded) await recordSettlement(event.lane, start, deps, refund);
+    await returnUnconsumed(deps.queues, message, event.idempotencyKey, event.attempt);
+  } else {
+    if (refunded) options.batch.refundLater(refund);
+    options.batch.returnLater({ message, idempotencyKey: event.idempotencyKey, attempt: event.attempt });
+  }
+  return 'unclaimed';
 }
 
 /**

@@ -7,7 +7,8 @@ import type { JobEvent } from '../../ports/Invoker';
 import { attemptOf } from './attempts';
 import { claimJob, standBack } from './claims';
 import { CircuitView } from './circuitView';
-import { endFailed, endSucceeded, giveBack, type GiveBackReason } from './jobEndings';
+import { StateUnavailableError } from '../../errors';
+import { endFailed, endSucceeded, giveBack, giveBackUnclaimed, type GiveBackReason } from './jobEndings';
 import { keysOf, messageOf } from './jobMessage';
 import { endedRecord, inProgress } from './keyRecords';
 import { readyCaller } from './readyCaller';
@@ -37,7 +38,13 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const claim = lateAtStart
     ? endedRecord('failed', event.dispatchId, start, config)
     : inProgress(event, start, config, options.batch);
-  const held = await claimJob(event, claim, start, deps);
+  let held: Awaited<ReturnType<typeof claimJob>>;
+  try {
+    held = await claimJob(event, claim, start, deps);
+  } catch (error) {
+    if (error instanceof StateUnavailableError) return giveBackUnclaimed(job);
+    throw error;
+  }
   circuit.tableRequestTook(deps.clock.now() - start);
   if (held !== null) return standBack(held, event, job.message, start, deps);
   if (lateAtStart) return giveBack(job, 'late-start');

@@ -185,7 +185,15 @@ export type JobOutcome =
    * has it): no call, so that the group keeps its order; the reservation was given back and the job went back to its
    * queue as a job that started too late does.
    */
-  | 'behind-unfinished';
+  | 'behind-unfinished'
+  /**
+   * The job's key could not be claimed: the state table failed every try of the claim. No call; the job went back to
+   * its queue at once, without consuming an attempt, as a job that started too late does, so that its FIFO group goes
+   * on at the next dispatch rather than after the message's visibility. Its reservation was given back when its
+   * refund could be marked (see `IdempotencyStore.claimRefund`): a claim that landed with its answer lost marked the
+   * dispatch already, and its quota goes unused.
+   */
+  | 'unclaimed';
 
 /** How a health-check event ended. */
 export type HealthCheckOutcome =

@@ -1,3 +1,4 @@
+import { StateUnavailableError } from '../../../../lib/errors';
 import type { Settlement } from '../../../../lib/domain/quota/ledger';
 import type { BatchEvent, JobEvent } from '../../../../lib/ports/Invoker';
 import { jobEventOf, parseJob } from '../../../../lib/services/parseJob';
@@ -278,6 +279,50 @@ describe('processBatch', () => {
         },
         { reservation: { at: START + 200, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-a3' },
       ]);
+    });
+
+    it('gives the group back at once, in order, when the first key cannot be claimed: the table failed every try', async () => {
+      const h = workerHarness();
+      const claim = h.stores.idempotency.putIdempotencyIfAbsent.bind(h.stores.idempotency);
+      jest.spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent').mockImplementation(async (key, ...rest) => {
+        if (key === 'k-a1') throw new StateUnavailableError('putIdempotencyIfAbsent', { cause: new Error('503') });
+        return claim(key, ...rest);
+      });
+      const event = await groupBatchOf(h, ['a1', 'a2', 'a3'], 100);
+      const outcome = processBatch(event, h.deps);
+      await h.clock.advance(1_000);
+
+      await expect(outcome).resolves.toEqual(['unclaimed', 'behind-unfinished', 'behind-unfinished']);
+      expect(callsOf(h)).toEqual([]);
+      // Visible again now, in order, rather than after their 30 s visibility; every reservation given back.
+      expect(h.queues.messages('fifo').map((m) => [m.body, m.visibleAt - START])).toEqual([
+        ['{"id":"a1"}', 0],
+        ['{"id":"a2"}', 0],
+        ['{"id":"a3"}', 0],
+      ]);
+      const refunds = await h.stores.ledger.pendingSettlements(LANE);
+      expect(refunds.map((r) => [r.id, r.actual])).toEqual([
+        ['d-a1', null],
+        ['d-a2', null],
+        ['d-a3', null],
+      ]);
+    });
+
+    it('gives back nothing of a dispatch whose claim may have landed (its refund mark is refused), but still returns its message', async () => {
+      const h = workerHarness();
+      const claim = h.stores.idempotency.putIdempotencyIfAbsent.bind(h.stores.idempotency);
+      // The claim lands, and its answer is lost on every try.
+      jest.spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent').mockImplementation(async (...args) => {
+        await claim(...args);
+        throw new StateUnavailableError('putIdempotencyIfAbsent', { cause: new Error('answer lost') });
+      });
+      const outcome = processBatch(await groupBatchOf(h, ['a1'], 100), h.deps);
+      await h.clock.advance(1_000);
+
+      await expect(outcome).resolves.toEqual(['unclaimed']);
+      expect(callsOf(h)).toEqual([]);
+      expect(h.queues.messages('fifo').map((m) => m.visibleAt - START)).toEqual([0]);
+      await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     });
 
     it('leaves the others to the delivery that has the one before: a second delivery of the batch calls nothing', async () => {
