@@ -5,6 +5,7 @@ import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import { shardOf } from '../../lib/domain/quota/settlementShards';
+import { ledgerOf } from '../../lib/adapters/dynamodb/storedLedger';
 import { LeaseLostError, StateFormatError } from '../../lib/errors';
 import type { Lease } from '../../lib/ports/LeaseStore';
 import type { StateStores } from '../../lib/ports/StateStores';
@@ -147,11 +148,13 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         leaseOwner: 'a',
         leaseToken: lease.token,
         leaseExpiresAt: T0 + TTL,
-        ledger: JSON.stringify(ledger),
+        ledger: expect.any(Uint8Array),
         ledgerSave: expect.any(String),
         folded: { 'd-1': 0 },
         shards: 1,
       });
+      // Its JSON text, deflated: a save of a ledger is billed by its compressed size.
+      expect(ledgerOf((await rawItem(`lane#${lane}`))?.ledger, lane)).toEqual(ledger);
       expect(await rawItem(`settle#${lane}#0`)).toEqual({
         [TABLE_KEY]: `settle#${lane}#0`,
         pending: { 'd-1': settlement(T0, 'd-1') },
@@ -180,7 +183,7 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
         slots: expect.stringMatching(/^2\|/),
         leaseToken: current.token,
       });
-      expect((await rawItem(`lane#${lane}`))?.ledger).toBe('{"v":1,"tiers":{}}');
+      expect(ledgerOf((await rawItem(`lane#${lane}`))?.ledger, lane)).toEqual({ v: 1, tiers: {} });
       await expect(stores().ledger.loadLedger(lane)).resolves.toEqual({
         v: 1,
         tiers: {},
@@ -360,7 +363,9 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       await stores().ledger.saveLedger(lane, { v: 1, tiers: {}, slots }, lease.token, ids);
       await expect(stores().ledger.pendingSettlements(lane)).resolves.toEqual([settlement(T0 + 7, 'd-3')]);
       await stores().ledger.saveLedger(lane, { v: 1, tiers: {}, slots }, lease.token, ['d-3']);
-      expect(await rawItem(`lane#${lane}`)).toMatchObject({ ledger: '{"v":1,"tiers":{}}', settlements: [] });
+      const migrated = await rawItem(`lane#${lane}`);
+      expect(migrated).toMatchObject({ settlements: [] });
+      expect(ledgerOf(migrated?.ledger, lane)).toEqual({ v: 1, tiers: {} });
       await expect(stores().ledger.loadLedger(lane)).resolves.toEqual({ v: 1, tiers: {}, slots });
       await expect(stores().ledger.pendingSettlements(lane, { first: true })).resolves.toEqual([]);
     });

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { CallSlotsJSON } from '../../domain/inflight/callSlots';
 import type { Settlement } from '../../domain/quota/ledger';
-import { parseLedgerJSON, type LedgerJSON } from '../../domain/quota/ledgerJSON';
+import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
 import { shardOf } from '../../domain/quota/settlementShards';
-import { describeValue } from '../../domain/describeValue';
-import { StateConflictError, StateFormatError } from '../../errors';
+import { StateConflictError } from '../../errors';
 import { checkFolded, type LedgerStore, type PendingOptions } from '../../ports/LedgerStore';
 import { DynamoSettlementRecorder } from './DynamoSettlementRecorder';
 import {
@@ -18,13 +17,14 @@ import {
   type Item,
 } from './DynamoTable';
 import { pendingIn, removeFolded, type LaneView } from './settlementShardReads';
+import { ledgerOf, storedLedger } from './storedLedger';
 import { slotsOfText, slotsText } from './slotsText';
 
 /**
  * The `LedgerStore` on the state table, over three kinds of items (see {@link DynamoTable} for the whole layout):
  *
  * - the lane item (`lane#<lane>`), beside the lease of {@link DynamoLeaseStore}: the ledger's tiers (`ledger`, JSON
- *   text), the id of the last save (`ledgerSave`), the ids that save folded with their shards (`folded`), and the
+ *   text deflated, see `storedLedger`), the id of the last save (`ledgerSave`), the ids that save folded with their shards (`folded`), and the
  *   most shards any save has read (`shards`). A save is one write of it, fenced by `leaseToken`.
  * - the slots item (`slots#<lane>`): the call slots (`slots`, see {@link slotsText}), written before the lane item by
  *   a save whose slots changed, fenced by the `leaseToken` it records (no older holder may write over it).
@@ -56,7 +56,7 @@ export class DynamoLedgerStore implements LedgerStore {
 
   /**
    * {@inheritDoc LedgerStore.loadLedger}
-   * @throws StateFormatError when the stored ledger is not JSON text of a ledger, or its slots not slots text.
+   * @throws StateFormatError when the stored ledger is not JSON text of a ledger (see `ledgerOf`), or its slots not slots text.
    */
   async loadLedger(lane: string): Promise<LedgerJSON | undefined> {
     const [item, slotsItem] = await Promise.all([
@@ -108,7 +108,7 @@ export class DynamoLedgerStore implements LedgerStore {
           (removed.length === 0 ? '' : ` REMOVE ${removed.join(', ')}`),
         ConditionExpression: `${fenced} AND (attribute_not_exists(#ledgerSave) OR #ledgerSave <> :save)${settled === 0 ? '' : ' AND size(#settlements) >= :settled'}`,
         ExpressionAttributeValues: {
-          ':ledger': JSON.stringify(tiers),
+          ':ledger': storedLedger(tiers),
           ':save': saveId,
           ':token': fencingToken,
           ':folded': foldedShards,
@@ -218,17 +218,4 @@ function laneViewOf(item: Item | undefined, lane: string, known: LaneView | unde
     listed: [],
     listedCount: 0,
   };
-}
-
-function ledgerOf(value: unknown, lane: string): LedgerJSON {
-  if (typeof value !== 'string') throw corrupt(`ledger of lane '${lane}'`, 'must be JSON text', value);
-  let json: unknown;
-  try {
-    json = JSON.parse(value);
-  } catch (cause) {
-    throw new StateFormatError(`stored ledger of lane '${lane}' is not valid JSON; got ${describeValue(value)}`, {
-      cause,
-    });
-  }
-  return parseLedgerJSON(json);
 }
