@@ -1,5 +1,6 @@
 // Error paths dynalite cannot produce (throttling, DynamoDB's own response shapes, a key freed between a refused
 // claim and its read), and the requests the stores send where their exact form matters. Everything else is tested against dynalite in test/integration/dynamoStateStore.test.ts.
+import { ledgerOf } from '../../../../lib/adapters/dynamodb/storedLedger';
 import {
   ConditionalCheckFailedException,
   DynamoDBClient,
@@ -124,13 +125,14 @@ describe('DynamoLedgerStore', () => {
           '#leaseToken': 'leaseToken',
         },
         ExpressionAttributeValues: {
-          ':ledger': '{"v":1,"tiers":{}}',
+          ':ledger': expect.any(Uint8Array),
           ':save': expect.any(String),
           ':token': 3,
           ':folded': { 'd-1': 0 },
         },
         ReturnValues: 'ALL_NEW',
       });
+      expect(ledgerOf(first?.ExpressionAttributeValues?.[':ledger'], 'lane')).toEqual({ v: 1, tiers: {} });
       expect(second?.ExpressionAttributeValues?.[':save']).not.toEqual(first?.ExpressionAttributeValues?.[':save']);
     });
 
