@@ -117,22 +117,24 @@ export async function retryLater(
  * without consuming an attempt: any message but a FIFO one is requeued carrying `attempt` itself and the job's key
  * `idempotencyKey`. A FIFO message is made visible again in its own queue, so its group keeps its order; SQS then
  * counts one more receive, which no queue call can undo, and which costs no attempt: a FIFO job's attempts are
- * counted in its key's record.
+ * counted in its key's record. It is receivable again at once, or after `delayMs`.
  */
 export async function returnUnconsumed(
   queues: QueueReceiver,
   message: MessageRef,
   idempotencyKey: string,
   attempt: number,
+  delayMs = 0,
 ): Promise<void> {
-  await requeue(queues, message, idempotencyKey, attempt, 0);
+  await requeue(queues, message, idempotencyKey, attempt, delayMs);
 }
 
-/** A job to return unconsumed (see {@link returnUnconsumed}). */
+/** A job to return unconsumed (see {@link returnUnconsumed}), receivable again at once or after `delayMs`. */
 export interface Unconsumed {
   readonly message: MessageRef;
   readonly idempotencyKey: string;
   readonly attempt: number;
+  readonly delayMs?: number;
 }
 
 /**
@@ -148,7 +150,7 @@ export async function returnAllUnconsumed(
   const problems: string[] = [];
   const problem = (job: Unconsumed, reason: string) => problems.push(`returning ${job.message.messageId}: ${reason}`);
   for (const job of jobs.filter(({ message }) => message.queue === 'fifo')) {
-    await returnUnconsumed(queues, job.message, job.idempotencyKey, job.attempt).catch((error: unknown) =>
+    await returnUnconsumed(queues, job.message, job.idempotencyKey, job.attempt, job.delayMs).catch((error: unknown) =>
       problem(job, (error as Error).message),
     );
   }
@@ -157,7 +159,9 @@ export async function returnAllUnconsumed(
   const failed = await queues
     .sendBatch(
       'requeue',
-      standard.map(({ message, idempotencyKey, attempt }) => requeued(message, idempotencyKey, attempt, 0)),
+      standard.map(({ message, idempotencyKey, attempt, delayMs }) =>
+        requeued(message, idempotencyKey, attempt, delayMs ?? 0),
+      ),
     )
     .catch((error: unknown) => standard.map((_, index) => ({ index, reason: (error as Error).message })));
   for (const { index, reason } of failed) problem(standard[index]!, reason);

@@ -24,8 +24,9 @@ import { slotsOfText, slotsText } from './slotsText';
  * The `LedgerStore` on the state table, over three kinds of items (see {@link DynamoTable} for the whole layout):
  *
  * - the lane item (`lane#<lane>`), beside the lease of {@link DynamoLeaseStore}: the ledger's tiers (`ledger`, JSON
- *   text deflated, see `storedLedger`), the id of the last save (`ledgerSave`), the ids that save folded with their shards (`folded`), and the
- *   most shards any save has read (`shards`). A save is one write of it, fenced by `leaseToken`.
+ *   text deflated, see `storedLedger`), the id of the last save (`ledgerSave`), the ids that save folded with their
+ *   shards (`folded`), and the most shards any save has read (`shards`). A save is one write of it, fenced by
+ *   `leaseToken`.
  * - the slots item (`slots#<lane>`): the call slots (`slots`, see {@link slotsText}), written before the lane item by
  *   a save whose slots changed, fenced by the `leaseToken` it records (no older holder may write over it).
  * - the shards (`settle#<lane>#<k>`): the pending settlements, keyed by id, in a map (`pending`) that workers write
@@ -56,7 +57,8 @@ export class DynamoLedgerStore implements LedgerStore {
 
   /**
    * {@inheritDoc LedgerStore.loadLedger}
-   * @throws StateFormatError when the stored ledger is not JSON text of a ledger (see `ledgerOf`), or its slots not slots text.
+   * @throws StateFormatError when the stored ledger is not JSON text of a ledger (see `ledgerOf`), or its slots not
+   * slots text.
    */
   async loadLedger(lane: string): Promise<LedgerJSON | undefined> {
     const [item, slotsItem] = await Promise.all([

@@ -99,7 +99,7 @@ export class CircuitWatch {
     this.circuit = circuit;
   }
 
-  /** Whether dispatch was letting work through when the circuit was last asked (see {@link CircuitWatch.letsThrough}). */
+  /** Whether dispatch let work through when the circuit was last asked (see {@link CircuitWatch.letsThrough}). */
   get lettingThrough(): boolean {
     return this.gate === 'letting-through';
   }

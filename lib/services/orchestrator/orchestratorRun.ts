@@ -173,9 +173,9 @@ export class OrchestratorRun {
 
   /**
    * Reads the circuit if its last read is older than `circuitPollMs` at `now`, so that a worker's change (an opened
-   * circuit, a 429 pause, an operator's hold) reaches dispatch within that (see {@link CircuitWatch.readBeforeDispatch}).
-   * During a state outage the state sync reads it at each retry (see {@link OrchestratorRun.syncState}), and dispatch
-   * goes on the last read meanwhile.
+   * circuit, a 429 pause, an operator's hold) reaches dispatch within that (see
+   * {@link CircuitWatch.readBeforeDispatch}). During a state outage the state sync reads it at each retry (see
+   * {@link OrchestratorRun.syncState}), and dispatch goes on the last read meanwhile.
    * @returns true when the head is to be looked at again: the read failed, or found a change that holds it back.
    */
   private async readCircuitIfDue(now: number): Promise<boolean> {

@@ -184,22 +184,32 @@ export async function giveBack(job: JobContext, reason: GiveBackReason): Promise
 }
 
 /**
- * Gives back a job whose key could not be claimed (see `JobOutcome` `unclaimed`): its message at once, and its
- * reservation if the refund's mark can be written. Whether the claim landed is not known: if it did, the dispatch is
- * marked already and nothing is given back (the quota goes unused, never counted twice), and the next dispatch of the
- * message stands back until this worker's time is up, when the claim, which no success of its batch follows, gives
- * way (see `claimKey`). If the mark cannot be written either, the quota goes unused too.
+ * How long a job whose key could not be claimed waits before it can be dispatched again (see
+ * {@link giveBackUnclaimed}): a FIFO group goes on after a failed claim within seconds rather than after the message's
+ * visibility (2 minutes), and while the table keeps failing, a FIFO message is received about 6 times a minute, not at
+ * every dispatch: its queue's `fifoMaxReceiveCount` (100 by default) lasts a quarter of an hour of failed claims.
+ */
+export const UNCLAIMED_RETURN_DELAY_MS = 10_000;
+
+/**
+ * Gives back a job whose key could not be claimed (see `JobOutcome` `unclaimed`): its message, receivable again after
+ * {@link UNCLAIMED_RETURN_DELAY_MS}, and its reservation if the refund's mark can be written. Whether the claim landed
+ * is not known: if it did, the dispatch is marked already and nothing is given back (the quota goes unused, never
+ * counted twice), and the next dispatch of the message stands back until this worker's time is up, when the claim,
+ * which no success of its batch follows, gives way (see `claimKey`). If the mark cannot be written either, the quota
+ * goes unused too.
  */
 export async function giveBackUnclaimed(job: JobContext): Promise<JobOutcome> {
   const { event, message, start, deps, options } = job;
   const refunded = await claimRefund(event, start, deps).catch(() => false);
   const refund = refundOf(event);
+  const delayMs = UNCLAIMED_RETURN_DELAY_MS;
   if (options.batch === undefined) {
     if (refunded) await recordSettlement(event.lane, start, deps, refund);
-    await returnUnconsumed(deps.queues, message, event.idempotencyKey, event.attempt);
+    await returnUnconsumed(deps.queues, message, event.idempotencyKey, event.attempt, delayMs);
   } else {
     if (refunded) options.batch.refundLater(refund);
-    options.batch.returnLater({ message, idempotencyKey: event.idempotencyKey, attempt: event.attempt });
+    options.batch.returnLater({ message, idempotencyKey: event.idempotencyKey, attempt: event.attempt, delayMs });
   }
   return 'unclaimed';
 }

@@ -1,13 +1,13 @@
 import { classify } from '../../domain/outcome/classify';
 import { decideRetry } from '../../domain/outcome/retryPolicy';
 import type { ServiceConfig } from '../../config';
+import { StateUnavailableError } from '../../errors';
 import type { ReadyCaller } from '../../ports/ApiCaller';
 import type { Clock } from '../../ports/Clock';
 import type { JobEvent } from '../../ports/Invoker';
 import { attemptOf } from './attempts';
 import { claimJob, standBack } from './claims';
 import { CircuitView } from './circuitView';
-import { StateUnavailableError } from '../../errors';
 import { endFailed, endSucceeded, giveBack, giveBackUnclaimed, type GiveBackReason } from './jobEndings';
 import { keysOf, messageOf } from './jobMessage';
 import { endedRecord, inProgress } from './keyRecords';

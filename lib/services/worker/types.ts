@@ -188,10 +188,10 @@ export type JobOutcome =
   | 'behind-unfinished'
   /**
    * The job's key could not be claimed: the state table failed every try of the claim. No call; the job went back to
-   * its queue at once, without consuming an attempt, as a job that started too late does, so that its FIFO group goes
-   * on at the next dispatch rather than after the message's visibility. Its reservation was given back when its
-   * refund could be marked (see `IdempotencyStore.claimRefund`): a claim that landed with its answer lost marked the
-   * dispatch already, and its quota goes unused.
+   * its queue without consuming an attempt, as a job that started too late does, receivable again after 10 s, so that
+   * its FIFO group goes on within seconds rather than after the message's visibility. Its reservation was given back
+   * when its refund could be marked (see `IdempotencyStore.claimRefund`): a claim that landed with its answer lost
+   * marked the dispatch already, and its quota goes unused.
    */
   | 'unclaimed';
 

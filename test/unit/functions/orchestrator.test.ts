@@ -436,7 +436,8 @@ describe('orchestrator handler', () => {
         stores: { ...memoryStores(), circuit: new ThrottledCircuitStore(clock, START + 500, START + 700) },
       });
       await sendJob(h.queues, 'main', { id: 'a' });
-      // The circuit is read before a dispatch when its last read is older than 250 ms: the read before 'b' goes, at 500, fails.
+      // The circuit is read before a dispatch when its last read is older than 250 ms: the read before 'b' goes, at
+      // 500, fails.
       void clock.sleep(500).then(() => sendJob(h.queues, 'main', { id: 'b' }));
       const { handler, lines } = handlerOn(h);
 

@@ -4,6 +4,7 @@ import type { BatchEvent, JobEvent } from '../../../../lib/ports/Invoker';
 import { jobEventOf, parseJob } from '../../../../lib/services/parseJob';
 import { processBatch } from '../../../../lib/services/worker/processBatch';
 import { processJob } from '../../../../lib/services/worker/processJob';
+import { UNCLAIMED_RETURN_DELAY_MS } from '../../../../lib/services/worker/jobEndings';
 import {
   LANE,
   START,
@@ -281,7 +282,7 @@ describe('processBatch', () => {
       ]);
     });
 
-    it('gives the group back at once, in order, when the first key cannot be claimed: the table failed every try', async () => {
+    it('gives the group back in order, its head receivable after 10 s, when the first key cannot be claimed: the table failed every try', async () => {
       const h = workerHarness();
       const claim = h.stores.idempotency.putIdempotencyIfAbsent.bind(h.stores.idempotency);
       jest.spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent').mockImplementation(async (key, ...rest) => {
@@ -294,9 +295,10 @@ describe('processBatch', () => {
 
       await expect(outcome).resolves.toEqual(['unclaimed', 'behind-unfinished', 'behind-unfinished']);
       expect(callsOf(h)).toEqual([]);
-      // Visible again now, in order, rather than after their 30 s visibility; every reservation given back.
+      // a1 is visible again after 10 s rather than its 30 s visibility, holding its group until then; a2 and a3 are
+      // back behind it. Every reservation is given back.
       expect(h.queues.messages('fifo').map((m) => [m.body, m.visibleAt - START])).toEqual([
-        ['{"id":"a1"}', 0],
+        ['{"id":"a1"}', UNCLAIMED_RETURN_DELAY_MS],
         ['{"id":"a2"}', 0],
         ['{"id":"a3"}', 0],
       ]);
@@ -321,7 +323,7 @@ describe('processBatch', () => {
 
       await expect(outcome).resolves.toEqual(['unclaimed']);
       expect(callsOf(h)).toEqual([]);
-      expect(h.queues.messages('fifo').map((m) => m.visibleAt - START)).toEqual([0]);
+      expect(h.queues.messages('fifo').map((m) => m.visibleAt - START)).toEqual([UNCLAIMED_RETURN_DELAY_MS]);
       await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([]);
     });
 
