@@ -28,6 +28,8 @@ export class CircuitWatch {
   private lastSeenPause = 0;
   /** When the circuit was last read (the rehydration counts). */
   private readAt: number;
+  /** When the last read answered (see {@link CircuitWatch.staleForDispatch}). */
+  private answeredAt: number;
   /** When the circuit opens and when it probes: built once from `config.circuit`, given to every circuit call. */
   private readonly policy: CircuitPolicy;
   /** The check whose job this run sent as its trial, so that it sends one job per check. */
@@ -44,12 +46,23 @@ export class CircuitWatch {
     this.gate = isDispatchAllowed(circuit) ? 'letting-through' : 'holding';
     this.policy = circuitPolicyFrom(run.config.circuit);
     this.readAt = run.clock.now();
+    this.answeredAt = this.readAt;
     run.report({ type: 'circuit-seen', at: this.readAt, status: circuit.state.status });
   }
 
   /** Whether the circuit is due to be read again at `now`: `circuitPollMs` after the last read. */
   readDue(now: number): boolean {
     return now >= this.readAt + this.run.settings.circuitPollMs;
+  }
+
+  /**
+   * Whether the circuit is to be read again before a dispatch at `now`: its last read answered `circuitPollMs` ago or
+   * more. Counted from the answer, not from the request: a dispatch goes on a read however long it took to answer, and
+   * one that read again whenever the last read had been sent that long ago would never dispatch while the table takes
+   * `circuitPollMs` to answer.
+   */
+  staleForDispatch(now: number): boolean {
+    return now >= this.answeredAt + this.run.settings.circuitPollMs;
   }
 
   /**
@@ -75,20 +88,8 @@ export class CircuitWatch {
     if (read === undefined) return false;
     this.seen(read.value, startedAt);
     this.readAt = startedAt;
+    this.answeredAt = this.run.clock.now();
     return true;
-  }
-
-  /**
-   * Reads the circuit before a dispatch (see {@link CircuitWatch.read}): true when the dispatch may go on, the read
-   * finding the circuit letting work through and no 429 pause later than the one last read; false when it failed or
-   * found a change, which the next step applies (a pause moves the pacer's slots). A dispatch that goes on takes the
-   * read as fresh however long it took: one that read again until a read answered within `circuitPollMs` would
-   * never dispatch while the table is that slow.
-   */
-  async readBeforeDispatch(): Promise<boolean> {
-    const before = this.circuit;
-    if (!(await this.read())) return false;
-    return isDispatchAllowed(this.circuit) && this.circuit.pausedUntil <= before.pausedUntil;
   }
 
   /** Takes `circuit` as the one last read at `at`, and reports its status if it differs from the one before. */

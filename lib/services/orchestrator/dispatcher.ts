@@ -27,9 +27,8 @@ export interface TrialDispatch {
 }
 
 /**
- * Reads the circuit at `now` if its last read is older than `circuitPollMs`, before a dispatch (see
- * `OrchestratorRun`): true when the head is to be looked at again, the read having failed or found a change that
- * holds it back.
+ * Reads the circuit before a dispatch at `now` if its last read is `circuitPollMs` old (see `OrchestratorRun`): true
+ * when it read, and the head is to be looked at again in the light of what it found, at the time it answered.
  */
 export type CircuitRefresh = (now: number) => Promise<boolean>;
 

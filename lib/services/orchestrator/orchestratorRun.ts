@@ -172,14 +172,16 @@ export class OrchestratorRun {
   }
 
   /**
-   * Reads the circuit if its last read is older than `circuitPollMs` at `now`, so that a worker's change (an opened
-   * circuit, a 429 pause, an operator's hold) reaches dispatch within that (see
-   * {@link CircuitWatch.readBeforeDispatch}). During a state outage the state sync reads it at each retry (see
+   * Reads the circuit before a dispatch at `now` when its last read answered `circuitPollMs` ago or more (see
+   * {@link CircuitWatch.staleForDispatch}), so that a worker's change (an opened circuit, a 429 pause, an operator's
+   * hold) reaches dispatch within that. During a state outage the state sync reads it at each retry (see
    * {@link OrchestratorRun.syncState}), and dispatch goes on the last read meanwhile.
-   * @returns true when the head is to be looked at again: the read failed, or found a change that holds it back.
+   * @returns true when it read: the head is looked at again, in the light of what the read found and at the time it
+   * answered (its slot and lead taken afresh).
    */
   private async readCircuitIfDue(now: number): Promise<boolean> {
-    if (this.link.side.kind !== 'in-sync' || !this.circuit.readDue(now)) return false;
-    return !(await this.circuit.readBeforeDispatch());
+    if (this.link.side.kind !== 'in-sync' || !this.circuit.staleForDispatch(now)) return false;
+    await this.circuit.read();
+    return true;
   }
 }

@@ -404,7 +404,7 @@ describe('runOrchestrator', () => {
         expect(reads.some((r) => r <= at && r >= at - h.config.orchestrator.circuitPollMs)).toBe(true);
     });
 
-    it('dispatches on a read that takes longer than circuitPollMs (a throttled table), rather than reading again', async () => {
+    it('dispatches on a read that takes longer than circuitPollMs (a throttled table), its slots taken once the read answered', async () => {
       const h = orchestratorHarness({ config: testConfig({ quotas: [{ limit: 2, per: 'second' }] }) });
       const load = h.stores.circuit.loadCircuit.bind(h.stores.circuit);
       jest.spyOn(h.stores.circuit, 'loadCircuit').mockImplementation(async (lane) => {
@@ -416,6 +416,9 @@ describe('runOrchestrator', () => {
       const summary = await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 5_000 }), START + 6_000);
 
       expect(summary.dispatched).toBe(6);
+      // Each job's slot is taken once the read has answered, not before it: no event leaves past its callBy.
+      const late = h.workerEvents.flatMap(({ at, event }) => jobsOf(event).filter((job) => at > job.callBy));
+      expect(late).toEqual([]);
     });
 
     it('holds a dispatch back when its read finds a 429 pause a worker wrote, and sends it after the pause', async () => {
