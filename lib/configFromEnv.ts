@@ -38,6 +38,16 @@ export const RESOURCE_ENV = {
   apiUrl: 'API_URL',
   healthUrl: 'HEALTH_URL',
   apiTimeoutMs: 'API_TIMEOUT_MS',
+  /** The method of a job's call. */
+  apiMethod: 'API_METHOD',
+  /** The headers every call and health check carries, as a JSON object. */
+  requestHeaders: 'REQUEST_HEADERS',
+  /** The header that carries the API key. */
+  apiKeyHeader: 'API_KEY_HEADER',
+  /** What goes before the key in its header, or `none`. */
+  apiKeyScheme: 'API_KEY_SCHEME',
+  /** `true` or `false`: whether health checks carry the API key. */
+  healthCheckSendsKey: 'HEALTH_CHECK_SENDS_KEY',
   /** Name of the SSM parameter holding the example worker's API key; the key itself never sits in the environment. */
   apiKeyParameter: 'API_KEY_PARAMETER',
   /** How long the worker keeps the API key it read (or found missing) before reading the parameter again, in seconds. */
@@ -52,6 +62,11 @@ export const RESOURCE_ENV = {
 export const WORKER_ENV = {
   apiUrl: RESOURCE_ENV.apiUrl,
   healthUrl: RESOURCE_ENV.healthUrl,
+  apiMethod: RESOURCE_ENV.apiMethod,
+  requestHeaders: RESOURCE_ENV.requestHeaders,
+  apiKeyHeader: RESOURCE_ENV.apiKeyHeader,
+  apiKeyScheme: RESOURCE_ENV.apiKeyScheme,
+  healthCheckSendsKey: RESOURCE_ENV.healthCheckSendsKey,
   apiTimeoutMs: RESOURCE_ENV.apiTimeoutMs,
   apiKeyParameter: RESOURCE_ENV.apiKeyParameter,
   apiKeyCacheSeconds: RESOURCE_ENV.apiKeyCacheSeconds,
@@ -128,7 +143,8 @@ export function queueUrlsFromEnv(env: Env): Readonly<Record<QueueName, string>> 
 }
 
 /**
- * The worker's settings from its environment (`API_URL`, `HEALTH_URL`, `API_TIMEOUT_MS`, `API_KEY_PARAMETER`,
+ * The worker's settings from its environment (`API_URL`, `HEALTH_URL`, `API_METHOD`, `REQUEST_HEADERS`,
+ * `API_KEY_HEADER`, `API_KEY_SCHEME`, `HEALTH_CHECK_SENDS_KEY`, `API_TIMEOUT_MS`, `API_KEY_PARAMETER`,
  * `API_KEY_CACHE_SECONDS`, `API_KEY_READ_TIMEOUT_MS`, `RESULT_DESTINATION`; an empty variable counts as unset), checked by
  * `parseWorkerSettings` as packaging checked them, against the service's configuration `config`.
  * @throws ConfigError naming the variable (and the field inside a JSON one, e.g. `RESULT_DESTINATION.queueArn`) and
@@ -143,15 +159,24 @@ export function workerSettingsFromEnv(env: Env, config: ServiceConfig): WorkerSe
     const value = text(key);
     return value === undefined ? undefined : Number(value);
   };
-  const results = text('results');
+  const json = (key: DeploySettingKey): unknown => {
+    const value = text(key);
+    return value === undefined ? undefined : jsonFromEnv(WORKER_ENV[key], value);
+  };
+  const sendsKey = text('healthCheckSendsKey');
   const input = {
     apiUrl: text('apiUrl'),
     healthUrl: text('healthUrl'),
+    apiMethod: text('apiMethod'),
+    requestHeaders: json('requestHeaders'),
+    apiKeyHeader: text('apiKeyHeader'),
+    apiKeyScheme: text('apiKeyScheme'),
+    healthCheckSendsKey: sendsKey === 'true' ? true : sendsKey === 'false' ? false : sendsKey,
     apiTimeoutMs: number('apiTimeoutMs'),
     apiKeyParameter: text('apiKeyParameter'),
     apiKeyCacheSeconds: number('apiKeyCacheSeconds'),
     apiKeyReadTimeoutMs: number('apiKeyReadTimeoutMs'),
-    results: results === undefined ? undefined : jsonFromEnv(WORKER_ENV.results, results),
+    results: json('results'),
   };
   return parseWorkerSettings(input, config, {
     field: (key) => WORKER_ENV[key],
@@ -160,5 +185,6 @@ export function workerSettingsFromEnv(env: Env, config: ServiceConfig): WorkerSe
       return value === undefined ? describeValue(value) : `'${value}'`;
     },
     healthCheckTimeoutField: `${CONFIG_ENV.circuit}.healthCheckTimeoutSeconds`,
+    probeChecksKeyField: `${CONFIG_ENV.circuit}.probeChecksKey`,
   });
 }

@@ -6,6 +6,7 @@
  */
 import type { ServiceConfig } from './config';
 import { ConfigError } from './errors';
+import { parseRequestSettings, type ApiMethod, type RequestSettings } from './requestSettings';
 import { parseResultDestination, type ResultDestination } from './resultDestination';
 import { wholeNumber } from './settingChecks';
 
@@ -14,10 +15,34 @@ import { wholeNumber } from './settingChecks';
  * descriptions here are the ones docs/configuration.md shows (`npm run docs:config`).
  */
 export interface DeploySettings {
-  /** The URL the example worker POSTs each job's body to (JSON, as the producer sent it). Required. */
+  /** The URL the example worker sends each job's body to (JSON, as the producer sent it; see `apiMethod`). Required. */
   readonly apiUrl: string;
   /** The URL the example worker's health checks GET while the circuit is open. Required. */
   readonly healthUrl: string;
+  /** The method of a job's call: `POST`, `PUT` or `PATCH`. @default POST */
+  readonly apiMethod?: ApiMethod;
+  /**
+   * Headers every call and health check carries, as written (e.g. `{ anthropic-version: '2023-06-01' }`): at most 20,
+   * each value 1 to 1024 printable ASCII characters. Not the key's header, `idempotency-key` (each job's own),
+   * `content-length`, `host` or another header HTTP sets per connection. A `content-type` here replaces
+   * `application/json`. @default none
+   */
+  readonly requestHeaders?: Readonly<Record<string, string>>;
+  /**
+   * The header that carries the API key read from `apiKeyParameter`, e.g. `x-api-key` for Anthropic.
+   * @default authorization
+   */
+  readonly apiKeyHeader?: string;
+  /**
+   * What goes before the key and a space in `apiKeyHeader` (`Bearer`, `Basic`, `token`), or `none` to send the key
+   * alone. @default Bearer on the authorization header, none on any other
+   */
+  readonly apiKeyScheme?: string;
+  /**
+   * Whether health checks carry the API key (and `requestHeaders`, which they always carry). False only for a
+   * health URL that refuses a key; then `circuit.probeChecksKey` must be false too. @default true
+   */
+  readonly healthCheckSendsKey?: boolean;
   /**
    * How long the example worker waits for the API's answer, in ms: below `functions.worker.timeout` and below
    * `circuit.healthCheckTimeoutSeconds`. @default 10000, or half the worker's timeout if that is shorter
@@ -25,7 +50,7 @@ export interface DeploySettings {
   readonly apiTimeoutMs?: number;
   /**
    * Name of an SSM Parameter Store SecureString holding the API key, which the worker reads before its first call and
-   * sends as `authorization: Bearer <key>`; without such a parameter, calls carry no key. The worker's role may read
+   * sends in `apiKeyHeader` (`authorization: Bearer <key>` by default); without such a parameter, calls carry no key. The worker's role may read
    * this one parameter; the key never sits in the environment or the template.
    * @default /quota-orchestrator/<stage>/api-key (set in serverless.yml)
    */
@@ -58,6 +83,11 @@ export type DeploySettingKey = keyof DeploySettings;
 export const DEPLOY_SETTING_KEYS = [
   'apiUrl',
   'healthUrl',
+  'apiMethod',
+  'requestHeaders',
+  'apiKeyHeader',
+  'apiKeyScheme',
+  'healthCheckSendsKey',
   'apiTimeoutMs',
   'apiKeyParameter',
   'apiKeyCacheSeconds',
@@ -69,7 +99,7 @@ export const DEPLOY_SETTING_KEYS = [
 export type DeploySettingsInput = { readonly [K in DeploySettingKey]?: unknown };
 
 /** The worker's settings, checked, with their defaults. */
-export interface WorkerSettings {
+export interface WorkerSettings extends RequestSettings {
   readonly apiUrl: string;
   readonly healthUrl: string;
   /** @default {@link defaultApiTimeoutMs} of the worker's timeout */
@@ -92,6 +122,8 @@ export interface SettingsOrigin {
   shown(key: DeploySettingKey): string;
   /** The name of the circuit's `healthCheckTimeoutSeconds` there. */
   readonly healthCheckTimeoutField: string;
+  /** The name of the circuit's `probeChecksKey` there. */
+  readonly probeChecksKeyField: string;
   /**
    * The name of the worker's timeout, which bounds `apiTimeoutMs`, where it is written beside it (serverless.yml's
    * `functions.worker.timeout`). @default none: the refusal gives the range alone
@@ -214,7 +246,8 @@ function ssmParameterName(value: unknown, origin: SettingsOrigin): string | unde
 
 /**
  * Checks the worker's settings (see {@link DeploySettings}) against the service's configuration `config` and fills in
- * their defaults. The checks, in this order: `apiUrl` and `healthUrl` are http(s) URLs; `apiTimeoutMs` is below the
+ * their defaults. The checks, in this order: `apiUrl` and `healthUrl` are http(s) URLs; the request's method, headers
+ * and key header (`parseRequestSettings`); `apiTimeoutMs` is below the
  * worker's timeout and below `circuit.healthCheckTimeoutSeconds`; `apiKeyParameter` is an SSM parameter name;
  * `apiKeyCacheSeconds` is within {@link API_KEY_CACHE_SECONDS}; `apiKeyReadTimeoutMs` is within
  * {@link API_KEY_READ_TIMEOUT_MS} and, with a key parameter, below `circuit.healthCheckTimeoutSeconds` less
@@ -229,6 +262,7 @@ export function parseWorkerSettings(
 ): WorkerSettings {
   const apiUrl = httpUrl(input.apiUrl, 'apiUrl', origin);
   const healthUrl = httpUrl(input.healthUrl, 'healthUrl', origin);
+  const request = parseRequestSettings(input, config.circuit.probeChecksKey, origin);
   const apiTimeoutMs = apiTimeout(input.apiTimeoutMs, config, origin);
   const apiKeyParameter = ssmParameterName(input.apiKeyParameter, origin);
   const apiKeyCacheSeconds =
@@ -250,6 +284,7 @@ export function parseWorkerSettings(
   return Object.freeze({
     apiUrl,
     healthUrl,
+    ...request,
     apiTimeoutMs,
     ...(apiKeyParameter === undefined ? {} : { apiKeyParameter }),
     apiKeyCacheSeconds,

@@ -69,8 +69,9 @@ export interface QuotaEnvironment {
   /** Added to `provider.environment` (both functions): `LANE`, `TIME_ZONE`, `QUOTAS`, `MAX_IN_FLIGHT`, `UNITS`, `USAGE_PRESET`, `PACING`, `CIRCUIT`, `RETRY`, `ORCHESTRATOR` (those set). */
   readonly provider: Readonly<Record<string, string>>;
   /**
-   * Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_TIMEOUT_MS`,
-   * `API_KEY_PARAMETER`, `API_KEY_CACHE_SECONDS`, `API_KEY_READ_TIMEOUT_MS` and `RESULT_DESTINATION`.
+   * Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_METHOD`, `REQUEST_HEADERS`,
+   * `API_KEY_HEADER`, `API_KEY_SCHEME`, `HEALTH_CHECK_SENDS_KEY`, `API_TIMEOUT_MS`, `API_KEY_PARAMETER`,
+   * `API_KEY_CACHE_SECONDS`, `API_KEY_READ_TIMEOUT_MS` and `RESULT_DESTINATION`.
    */
   readonly worker: Readonly<Record<string, string>>;
   /** Added to the worker role's policy (`WorkerRole` in resources/iam.yml): the send to the result destination, if one is set. */
@@ -247,6 +248,7 @@ function packagingOrigin(settings: DeploySettingsInput): SettingsOrigin {
     field: (key) => `${SETTINGS_PATH}.${key}`,
     shown: (key) => describeValue(settings[key]),
     healthCheckTimeoutField: `${SETTINGS_PATH}.circuit.healthCheckTimeoutSeconds`,
+    probeChecksKeyField: `${SETTINGS_PATH}.circuit.probeChecksKey`,
     workerTimeoutField: 'functions.worker.timeout',
   };
 }

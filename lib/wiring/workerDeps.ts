@@ -8,7 +8,7 @@ import { DynamoCircuitStore } from '../adapters/dynamodb/DynamoCircuitStore';
 import { DynamoIdempotencyStore } from '../adapters/dynamodb/DynamoIdempotencyStore';
 import { DynamoSettlementRecorder } from '../adapters/dynamodb/DynamoSettlementRecorder';
 import { HttpApiCaller } from '../adapters/http/HttpApiCaller';
-import { bearerFromParameter } from '../adapters/ssm/apiKeyParameter';
+import { keyFromParameter } from '../adapters/ssm/apiKeyParameter';
 import { EventBridgeResultDestination } from '../adapters/results/EventBridgeResultDestination';
 import { SqsResultDestination } from '../adapters/results/SqsResultDestination';
 import { systemClock } from '../adapters/systemClock';
@@ -60,9 +60,10 @@ export function workerClients(): WorkerClients {
 }
 
 /**
- * Builds the worker's adapters from its environment, validating the configuration. The example API caller posts
- * to `API_URL` and probes `HEALTH_URL`, with the key from the SSM parameter `API_KEY_PARAMETER` if one is named
- * (read again every `API_KEY_CACHE_SECONDS`, within `API_KEY_READ_TIMEOUT_MS`); users replace it and keep the rest. The answers to succeeded jobs go to
+ * Builds the worker's adapters from its environment, validating the configuration. The example API caller sends
+ * to `API_URL` and probes `HEALTH_URL`, with the headers `REQUEST_HEADERS` and the key from the SSM parameter
+ * `API_KEY_PARAMETER` if one is named (in `API_KEY_HEADER`, read again every `API_KEY_CACHE_SECONDS`, within
+ * `API_KEY_READ_TIMEOUT_MS`); users replace it and keep the rest. The answers to succeeded jobs go to
  * the result destination `RESULT_DESTINATION`, if one is set.
  * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout,
  * or not below `CIRCUIT.healthCheckTimeoutSeconds`.
@@ -83,13 +84,20 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
     api: new HttpApiCaller({
       apiUrl: settings.apiUrl,
       healthUrl: settings.healthUrl,
+      method: settings.apiMethod,
+      headers: settings.requestHeaders,
+      keyHeader: {
+        name: settings.apiKeyHeader,
+        ...(settings.apiKeyScheme === undefined ? {} : { scheme: settings.apiKeyScheme }),
+      },
+      probeSendsKey: settings.healthCheckSendsKey,
       timeoutMs: settings.apiTimeoutMs,
       ...(clients.fetch === undefined ? {} : { fetch: clients.fetch }),
       ...(keyParameter === undefined
         ? {}
         : {
-            authorizationTimeoutMs: settings.apiKeyReadTimeoutMs,
-            authorization: bearerFromParameter(
+            keyReadTimeoutMs: settings.apiKeyReadTimeoutMs,
+            apiKey: keyFromParameter(
               new SSMProvider({ awsSdkV3Client: clients.ssm ?? new SSMClient(CLIENT_CONFIG.ssm) }),
               keyParameter,
               { maxAgeSeconds: settings.apiKeyCacheSeconds },

@@ -217,6 +217,42 @@ describe('workerSettingsFromEnv', () => {
     });
   });
 
+  describe('the request settings', () => {
+    it('reads the method, headers and key header as packaging wrote them', () => {
+      const read = settings({
+        API_METHOD: 'PUT',
+        REQUEST_HEADERS: '{"anthropic-version":"2023-06-01"}',
+        API_KEY_HEADER: 'x-api-key',
+        HEALTH_CHECK_SENDS_KEY: 'false',
+      });
+
+      expect(read).toMatchObject({
+        apiMethod: 'PUT',
+        requestHeaders: { 'anthropic-version': '2023-06-01' },
+        apiKeyHeader: 'x-api-key',
+        apiKeyScheme: undefined,
+        healthCheckSendsKey: false,
+      });
+      expect(settings({ API_KEY_SCHEME: 'none' }).apiKeyScheme).toBeUndefined();
+      expect(settings({ HEALTH_CHECK_SENDS_KEY: 'true' }).healthCheckSendsKey).toBe(true);
+    });
+
+    it('names the variable, and the header inside REQUEST_HEADERS, when one is wrong', () => {
+      expect(thrown(ConfigError, () => settings({ HEALTH_CHECK_SENDS_KEY: 'yes' })).message).toBe(
+        "HEALTH_CHECK_SENDS_KEY: must be true or false; got 'yes'",
+      );
+      expect(thrown(ConfigError, () => settings({ REQUEST_HEADERS: '{"bad header":"x"}' })).field).toBe(
+        'REQUEST_HEADERS.bad header',
+      );
+      expect(thrown(ConfigError, () => settings({ REQUEST_HEADERS: '{x' })).message).toMatch(
+        /^REQUEST_HEADERS: must be JSON/,
+      );
+      expect(thrown(ConfigError, () => settings({ API_METHOD: 'GET' })).message).toBe(
+        "API_METHOD: must be one of POST, PUT, PATCH; got 'GET'",
+      );
+    });
+  });
+
   describe('RESULT_DESTINATION', () => {
     it('is none when RESULT_DESTINATION is unset or empty', () => {
       expect(settings({}).results).toBeUndefined();

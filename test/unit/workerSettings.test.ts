@@ -19,9 +19,19 @@ function origin(input: DeploySettingsInput, bound?: string): SettingsOrigin {
     field: (key) => `at.${key}`,
     shown: (key) => `<${String(input[key])}>`,
     healthCheckTimeoutField: 'at.circuit.healthCheckTimeoutSeconds',
+    probeChecksKeyField: 'at.circuit.probeChecksKey',
     ...(bound === undefined ? {} : { workerTimeoutField: bound }),
   };
 }
+
+/** What a job's call and a probe look like when no request setting is given: today's `authorization: Bearer`. */
+const REQUEST_DEFAULTS = {
+  apiMethod: 'POST',
+  requestHeaders: {},
+  apiKeyHeader: 'authorization',
+  apiKeyScheme: 'Bearer',
+  healthCheckSendsKey: true,
+};
 
 const parse = (input: DeploySettingsInput, bound?: string) => parseWorkerSettings(input, config, origin(input, bound));
 
@@ -29,6 +39,7 @@ describe('parseWorkerSettings', () => {
   it('fills in the defaults of the settings left out', () => {
     expect(parse(URLS)).toEqual({
       ...URLS,
+      ...REQUEST_DEFAULTS,
       apiTimeoutMs: defaultApiTimeoutMs(config.orchestrator.workerTimeoutMs),
       apiKeyCacheSeconds: API_KEY_CACHE_SECONDS.default,
       apiKeyReadTimeoutMs: API_KEY_READ_TIMEOUT_MS.default,
@@ -47,6 +58,7 @@ describe('parseWorkerSettings', () => {
 
     expect(settings).toEqual({
       ...URLS,
+      ...REQUEST_DEFAULTS,
       apiTimeoutMs: 5000,
       apiKeyParameter: '/qo/prod/api-key',
       apiKeyCacheSeconds: 60,

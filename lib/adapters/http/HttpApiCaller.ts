@@ -1,11 +1,19 @@
 import type { ApiResult } from '../../domain/outcome/apiResult';
 import type { ApiCaller, Preparation } from '../../ports/ApiCaller';
 import { utf8Prefix } from '../../domain/utf8Prefix';
+import type { ApiMethod } from '../../requestSettings';
 
 /** Options of {@link HttpApiCaller}. */
 export interface HttpApiCallerOptions {
-  /** Each job's body is POSTed here, as sent to the queue, with `content-type: application/json`. */
+  /** Each job's body is sent here (see `method`), as sent to the queue, with `content-type: application/json`. */
   readonly apiUrl: string;
+  /** The method of a job's call. @default 'POST' */
+  readonly method?: ApiMethod;
+  /**
+   * Sent with every call and probe, under lower-case names; a `content-type` here replaces `application/json`.
+   * @default none
+   */
+  readonly headers?: Readonly<Record<string, string>>;
   /** Probed with a GET while the circuit is open; any 2xx means healthy. */
   readonly healthUrl: string;
   /** Whole-exchange budget of one call or probe, headers and body included. */
@@ -13,21 +21,28 @@ export interface HttpApiCallerOptions {
   /** @default the global `fetch` */
   readonly fetch?: typeof fetch;
   /**
-   * The `authorization` header of calls and probes (e.g. `Bearer <key>`), or `undefined` for none. Asked at every
-   * request, so a rotated key is used as soon as it gives it: caching it is its business (see `bearerFromParameter`),
-   * and so is where the key lives (SSM Parameter Store), never in a plain environment variable.
+   * The API key, or `undefined` for none (then no request carries `keyHeader`). Asked before every call, so a rotated
+   * key is used as soon as it gives it: caching it is its business (see `keyFromParameter`), and so is where the key
+   * lives (SSM Parameter Store), never in a plain environment variable.
    */
-  readonly authorization?: () => Promise<string | undefined>;
+  readonly apiKey?: () => Promise<string | undefined>;
   /**
-   * How long a read of `authorization` may take, in ms: one that takes longer fails (see {@link HttpApiCaller.prepare}),
+   * The header that carries the key (lower case), and what goes before it and a space (`Bearer`), if anything.
+   * @default authorization, Bearer
+   */
+  readonly keyHeader?: { readonly name: string; readonly scheme?: string };
+  /** Whether probes carry the key too. @default true */
+  readonly probeSendsKey?: boolean;
+  /**
+   * How long a read of `apiKey` may take, in ms: one that takes longer fails (see {@link HttpApiCaller.prepare}),
    * and the next asks again. @default none: as long as the read takes
    */
-  readonly authorizationTimeoutMs?: number;
+  readonly keyReadTimeoutMs?: number;
 }
 
-/** What a read of the `authorization` header came to. */
-type AuthorizationRead =
-  | { readonly read: true; readonly authorization: string | undefined }
+/** What a read of the API key came to: the header carrying it, if there is a key. */
+type KeyRead =
+  | { readonly read: true; readonly keyHeader: Readonly<Record<string, string>> }
   | { readonly read: false; readonly reason: string };
 
 /**
@@ -84,21 +99,19 @@ function messageOf(error: unknown): string {
   return message;
 }
 
-/** A job call's request: its JSON `body` as it is, with its idempotency key. */
-function callInit(body: string, { idempotencyKey }: { readonly idempotencyKey: string }): RequestInit {
-  return {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': idempotencyKey },
-    body,
-  };
+/** A job call's headers besides the key's: the static `headers` over `content-type`, and its idempotency key. */
+function callHeaders(
+  headers: Readonly<Record<string, string>>,
+  { idempotencyKey }: { readonly idempotencyKey: string },
+): Record<string, string> {
+  return { 'content-type': 'application/json', ...headers, 'idempotency-key': idempotencyKey };
 }
 
-/** A health probe's request. */
-const PROBE_INIT: RequestInit = { method: 'GET' };
-
 /**
- * The example worker's API caller: POSTs each job's JSON body to `apiUrl`, byte for byte as it was sent to the queue,
- * and probes `healthUrl` with a GET, over `fetch`. It never throws; every outcome is an {@link ApiResult}:
+ * The example worker's API caller: sends each job's JSON body to `apiUrl` (a POST unless `method` says otherwise),
+ * byte for byte as it was sent to the queue, and probes `healthUrl` with a GET, over `fetch`. Every request carries
+ * the static `headers`, and the key in `keyHeader` (a probe only with `probeSendsKey`). It never throws; every
+ * outcome is an {@link ApiResult}:
  *
  * - `response`: any HTTP status, with every header under its lower-case name (so `classify` reads `retry-after`,
  *   `retry-after-ms` and `x-ratelimit-reset`, and the worker the usage headers), and the body (below);
@@ -117,99 +130,119 @@ const PROBE_INIT: RequestInit = { method: 'GET' };
 export class HttpApiCaller implements ApiCaller {
   private readonly apiUrl: string;
   private readonly healthUrl: string;
+  private readonly method: ApiMethod;
+  private readonly headers: Readonly<Record<string, string>>;
   private readonly timeoutMs: number;
   private readonly fetch: typeof fetch;
-  private readonly authorization: () => Promise<string | undefined>;
-  private readonly authorizationTimeoutMs: number | undefined;
+  private readonly apiKey: () => Promise<string | undefined>;
+  private readonly keyHeader: { readonly name: string; readonly scheme?: string };
+  private readonly probeSendsKey: boolean;
+  private readonly keyReadTimeoutMs: number | undefined;
 
-  /** @throws RangeError if `timeoutMs` or `authorizationTimeoutMs` is not a positive finite number. */
+  /** @throws RangeError if `timeoutMs` or `keyReadTimeoutMs` is not a positive finite number. */
   constructor({
     apiUrl,
     healthUrl,
+    method = 'POST',
+    headers = {},
     timeoutMs,
     fetch: fetchImpl = globalThis.fetch,
-    authorization = () => Promise.resolve(undefined),
-    authorizationTimeoutMs,
+    apiKey = () => Promise.resolve(undefined),
+    keyHeader = { name: 'authorization', scheme: 'Bearer' },
+    probeSendsKey = true,
+    keyReadTimeoutMs,
   }: HttpApiCallerOptions) {
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
       throw new RangeError(`timeoutMs must be a positive number, got ${timeoutMs}`);
-    if (
-      authorizationTimeoutMs !== undefined &&
-      !(Number.isFinite(authorizationTimeoutMs) && authorizationTimeoutMs > 0)
-    )
-      throw new RangeError(`authorizationTimeoutMs must be a positive number, got ${authorizationTimeoutMs}`);
+    if (keyReadTimeoutMs !== undefined && !(Number.isFinite(keyReadTimeoutMs) && keyReadTimeoutMs > 0))
+      throw new RangeError(`keyReadTimeoutMs must be a positive number, got ${keyReadTimeoutMs}`);
     this.apiUrl = apiUrl;
     this.healthUrl = healthUrl;
+    this.method = method;
+    this.headers = headers;
     this.timeoutMs = timeoutMs;
     this.fetch = fetchImpl;
-    this.authorization = authorization;
-    this.authorizationTimeoutMs = authorizationTimeoutMs;
+    this.apiKey = apiKey;
+    this.keyHeader = keyHeader;
+    this.probeSendsKey = probeSendsKey;
+    this.keyReadTimeoutMs = keyReadTimeoutMs;
   }
 
   /**
-   * Reads the `authorization` header (within `authorizationTimeoutMs`) and returns a caller whose call and probe send
-   * with it, reading nothing more. A read that fails or runs out of time leaves the caller `not-ready`, with the
-   * reason: the key could not be read, which says nothing of the API. Never throws.
+   * Reads the API key (within `keyReadTimeoutMs`) and returns a caller whose call and probe send with it, reading
+   * nothing more. A read that fails or runs out of time leaves the caller `not-ready`, with the reason: the key could
+   * not be read, which says nothing of the API. Never throws.
    */
   async prepare(): Promise<Preparation> {
-    const read = await this.readAuthorization();
+    const read = await this.readKey();
     if (!read.read) return { kind: 'not-ready', reason: read.reason };
-    const { authorization } = read;
+    const { keyHeader } = read;
     return {
       kind: 'ready',
       caller: {
-        call: (body, context) => this.send(this.apiUrl, callInit(body, context), authorization),
-        probe: () => this.send(this.healthUrl, PROBE_INIT, authorization),
+        call: (body, context) => this.sendCall(body, context, keyHeader),
+        probe: () => this.sendProbe(keyHeader),
       },
     };
   }
 
   /**
-   * POSTs the JSON text `body` unchanged, as UTF-8, with headers `content-type: application/json` and
-   * `idempotency-key`, reading the `authorization` first: one that cannot be read comes back as a `network-error`.
-   * The worker prepares instead (see {@link HttpApiCaller.prepare}). Never throws.
+   * Sends the JSON text `body` unchanged, as UTF-8, with the static headers, `content-type: application/json` (unless
+   * they set another) and `idempotency-key`, reading the key first: one that cannot be read comes back as a
+   * `network-error`. The worker prepares instead (see {@link HttpApiCaller.prepare}). Never throws.
    */
-  call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
-    return this.request(this.apiUrl, callInit(body, context));
-  }
-
-  /** GETs `healthUrl`, reading the `authorization` first, as {@link HttpApiCaller.call} does. Never throws. */
-  probe(): Promise<ApiResult> {
-    return this.request(this.healthUrl, PROBE_INIT);
-  }
-
-  private async request(url: string, init: RequestInit): Promise<ApiResult> {
-    const read = await this.readAuthorization();
+  async call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+    const read = await this.readKey();
     if (!read.read) return { kind: 'network-error', message: read.reason };
-    return this.send(url, init, read.authorization);
+    return this.sendCall(body, context, read.keyHeader);
   }
 
-  /** Reads the `authorization` header, giving up after `authorizationTimeoutMs`. Never throws. */
-  private async readAuthorization(): Promise<AuthorizationRead> {
-    const limitMs = this.authorizationTimeoutMs;
+  /** GETs `healthUrl`, reading the key first, as {@link HttpApiCaller.call} does. Never throws. */
+  async probe(): Promise<ApiResult> {
+    const read = await this.readKey();
+    if (!read.read) return { kind: 'network-error', message: read.reason };
+    return this.sendProbe(read.keyHeader);
+  }
+
+  private sendCall(
+    body: string,
+    context: { readonly idempotencyKey: string },
+    keyHeader: Readonly<Record<string, string>>,
+  ): Promise<ApiResult> {
+    const headers = { ...callHeaders(this.headers, context), ...keyHeader };
+    return this.send(this.apiUrl, { method: this.method, headers, body });
+  }
+
+  private sendProbe(keyHeader: Readonly<Record<string, string>>): Promise<ApiResult> {
+    const headers = { ...this.headers, ...(this.probeSendsKey ? keyHeader : {}) };
+    return this.send(this.healthUrl, { method: 'GET', headers });
+  }
+
+  /** Reads the API key, giving up after `keyReadTimeoutMs`, as the header that carries it. Never throws. */
+  private async readKey(): Promise<KeyRead> {
+    const limitMs = this.keyReadTimeoutMs;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const outOfTime = new Promise<never>((_, reject) => {
       if (limitMs !== undefined) timer = setTimeout(() => reject(new Error(`not read within ${limitMs} ms`)), limitMs);
     });
     try {
-      return { read: true, authorization: await Promise.race([this.authorization(), outOfTime]) };
+      const key = await Promise.race([this.apiKey(), outOfTime]);
+      if (key === undefined) return { read: true, keyHeader: {} };
+      const { name, scheme } = this.keyHeader;
+      return { read: true, keyHeader: { [name]: scheme === undefined ? key : `${scheme} ${key}` } };
     } catch (error) {
-      return { read: false, reason: `no authorization: ${messageOf(error)}` };
+      return { read: false, reason: `no API key: ${messageOf(error)}` };
     } finally {
       clearTimeout(timer);
     }
   }
 
-  /** Sends one request with `authorization` (if any) within `timeoutMs`. Never throws. */
-  private async send(url: string, init: RequestInit, authorization: string | undefined): Promise<ApiResult> {
-    const headers = {
-      ...(init.headers as Record<string, string> | undefined),
-      ...(authorization === undefined ? {} : { authorization }),
-    };
+  /** Sends one request within `timeoutMs`. Never throws. */
+  private async send(url: string, init: RequestInit): Promise<ApiResult> {
     const signal = AbortSignal.timeout(this.timeoutMs);
     let response: Response;
     try {
-      response = await this.fetch(url, { ...init, headers, signal });
+      response = await this.fetch(url, { ...init, signal });
     } catch (error) {
       if (signal.aborted) return { kind: 'timeout', afterMs: this.timeoutMs };
       return { kind: 'network-error', message: messageOf(error) };

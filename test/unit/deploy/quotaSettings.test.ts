@@ -1,3 +1,5 @@
+import { parseServiceConfig } from '../../../lib/config';
+import { workerSettingsFromEnv } from '../../../lib/configFromEnv';
 import { resolveQuotaSettings } from '../../../lib/deploy/quotaSettings';
 import { ConfigError } from '../../../lib/errors';
 import { SCHEDULE_EXPRESSION } from '../../../lib/schedule';
@@ -28,6 +30,38 @@ describe('resolveQuotaSettings', () => {
         HEALTH_URL: 'https://api.example.com/health',
         API_TIMEOUT_MS: '5000',
       });
+    });
+
+    it("gives the worker an Anthropic lane's request settings as written, which its cold start reads back", () => {
+      const resolved = resolveQuotaSettings(
+        service({
+          settings: {
+            apiKeyHeader: 'x-api-key',
+            requestHeaders: { 'anthropic-version': '2023-06-01' },
+            healthCheckSendsKey: false,
+          },
+        }),
+      );
+      expect(resolved.worker).toMatchObject({
+        API_KEY_HEADER: 'x-api-key',
+        REQUEST_HEADERS: '{"anthropic-version":"2023-06-01"}',
+        HEALTH_CHECK_SENDS_KEY: 'false',
+      });
+      expect(resolved.worker.API_KEY_SCHEME).toBeUndefined();
+      const config = parseServiceConfig({ quotas });
+      expect(workerSettingsFromEnv(resolved.worker, config)).toMatchObject({
+        apiKeyHeader: 'x-api-key',
+        apiKeyScheme: undefined,
+        requestHeaders: { 'anthropic-version': '2023-06-01' },
+        healthCheckSendsKey: false,
+      });
+    });
+
+    it('refuses a request header the worker cannot send, naming it under custom.quotaOrchestrator', () => {
+      const error = thrown(ConfigError, () =>
+        resolveQuotaSettings(service({ settings: { requestHeaders: { 'x-version': 'a\nb' } } })),
+      );
+      expect(error.field).toBe('custom.quotaOrchestrator.requestHeaders.x-version');
     });
 
     it('names the SSM parameter of the API key for the worker, never the key itself', () => {

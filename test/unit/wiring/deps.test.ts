@@ -219,6 +219,44 @@ describe('workerDepsFromEnv', () => {
     expect(sent).toEqual(['Bearer k3y', null]);
   });
 
+  it('sends the key in API_KEY_HEADER with API_KEY_SCHEME, REQUEST_HEADERS on calls and probes, and API_METHOD', async () => {
+    const ssmMock = mockClient(SSMClient);
+    ssmMock.on(GetParameterCommand).resolves({ Parameter: { Value: 'sk-ant' } });
+    const sent: [string | undefined, Record<string, string>][] = [];
+    jest.spyOn(globalThis, 'fetch').mockImplementation(async (_, init) => {
+      sent.push([init?.method, Object.fromEntries(new Headers(init?.headers))]);
+      return new Response(null, { status: 200 });
+    });
+    const ssm = new SSMClient({ region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
+    const env = {
+      ...ENV,
+      API_KEY_PARAMETER: '/qo/test/api-key',
+      API_METHOD: 'PATCH',
+      API_KEY_HEADER: 'x-api-key',
+      REQUEST_HEADERS: '{"anthropic-version":"2023-06-01"}',
+      HEALTH_CHECK_SENDS_KEY: 'false',
+    };
+    try {
+      const { api } = workerDepsFromEnv(env, { ...clients(), ssm });
+      await api.call('{"id":"a"}', { idempotencyKey: 'a' });
+      await api.probe();
+    } finally {
+      ssmMock.restore();
+    }
+    expect(sent).toEqual([
+      [
+        'PATCH',
+        {
+          'anthropic-version': '2023-06-01',
+          'content-type': 'application/json',
+          'idempotency-key': 'a',
+          'x-api-key': 'sk-ant',
+        },
+      ],
+      ['GET', { 'anthropic-version': '2023-06-01' }],
+    ]);
+  });
+
   it('keeps the key API_KEY_CACHE_SECONDS before reading the parameter again, 300 s by default', async () => {
     const ssmMock = mockClient(SSMClient);
     ssmMock
@@ -263,7 +301,7 @@ describe('workerDepsFromEnv', () => {
 
       await expect(preparing).resolves.toEqual({
         kind: 'not-ready',
-        reason: 'no authorization: not read within 300 ms',
+        reason: 'no API key: not read within 300 ms',
       });
     } finally {
       jest.useRealTimers();

@@ -101,6 +101,7 @@ function refusedAtPackaging(): boolean {
       field: (key) => `custom.quotaOrchestrator.${key}`,
       shown: (key) => JSON.stringify(settings[key as keyof typeof settings]),
       healthCheckTimeoutField: 'custom.quotaOrchestrator.circuit.healthCheckTimeoutSeconds',
+      probeChecksKeyField: 'custom.quotaOrchestrator.circuit.probeChecksKey',
     });
     return false;
   } catch (error) {

@@ -274,13 +274,13 @@ describe('HttpApiCaller', () => {
     });
   });
 
-  describe('authorization', () => {
+  describe('the API key', () => {
     const ok = (_: IncomingMessage, response: ServerResponse) => {
       response.writeHead(200);
       response.end();
     };
 
-    it('sends the authorization header on calls and probes, asking for it at each request (a rotated key is used at once)', async () => {
+    it('sends the key as authorization: Bearer on calls and probes, asking for it at each request (a rotated key is used at once)', async () => {
       server.routes.set('/api', ok);
       server.routes.set('/health', ok);
       let asked = 0;
@@ -288,7 +288,7 @@ describe('HttpApiCaller', () => {
         apiUrl: server.url('/api'),
         healthUrl: server.url('/health'),
         timeoutMs: 2_000,
-        authorization: async () => `Bearer key-${++asked}`,
+        apiKey: async () => `key-${++asked}`,
       });
       await api.call('{"id":"a"}', { idempotencyKey: 'a' });
       await api.probe();
@@ -302,13 +302,13 @@ describe('HttpApiCaller', () => {
       expect(asked).toBe(3);
     });
 
-    it('sends no authorization header when there is no credential', async () => {
+    it('sends no key header when there is no key', async () => {
       server.routes.set('/api', ok);
       const api = new HttpApiCaller({
         apiUrl: server.url('/api'),
         healthUrl: server.url('/health'),
         timeoutMs: 2_000,
-        authorization: async () => undefined,
+        apiKey: async () => undefined,
       });
       await api.call('{"id":"a"}', { idempotencyKey: 'a' });
       expect(server.requests[0]?.headers.authorization).toBeUndefined();
@@ -321,14 +321,14 @@ describe('HttpApiCaller', () => {
         apiUrl: server.url('/api'),
         healthUrl: server.url('/health'),
         timeoutMs: 2_000,
-        authorization: async () => {
+        apiKey: async () => {
           if (++asked === 1) throw new Error('ParameterStore throttled');
-          return 'Bearer k';
+          return 'k';
         },
       });
       await expect(api.call('{"id":"a"}', { idempotencyKey: 'a' })).resolves.toEqual({
         kind: 'network-error',
-        message: 'no authorization: ParameterStore throttled',
+        message: 'no API key: ParameterStore throttled',
       });
       expect(server.requests).toHaveLength(0);
       await expect(api.call('{"id":"a"}', { idempotencyKey: 'a' })).resolves.toMatchObject({
@@ -337,6 +337,57 @@ describe('HttpApiCaller', () => {
       });
       expect(server.requests[0]?.headers.authorization).toBe('Bearer k');
     });
+
+    it("sends the key in the lane's own header and form, with its static headers on calls and probes (Anthropic's)", async () => {
+      server.routes.set('/api', ok);
+      server.routes.set('/health', ok);
+      const api = new HttpApiCaller({
+        apiUrl: server.url('/api'),
+        healthUrl: server.url('/health'),
+        timeoutMs: 2_000,
+        headers: { 'anthropic-version': '2023-06-01' },
+        apiKey: async () => 'sk-ant',
+        keyHeader: { name: 'x-api-key' },
+      });
+      await api.call('{"id":"a"}', { idempotencyKey: 'a' });
+      await api.probe();
+      expect(
+        server.requests.map((r) => [
+          r.method,
+          r.headers['x-api-key'],
+          r.headers['anthropic-version'],
+          r.headers.authorization,
+        ]),
+      ).toEqual([
+        ['POST', 'sk-ant', '2023-06-01', undefined],
+        ['GET', 'sk-ant', '2023-06-01', undefined],
+      ]);
+      expect(server.requests[0]?.headers['content-type']).toBe('application/json');
+    });
+
+    it('keeps the key off probes when probes do not send it, and sends the call with the method and content type given', async () => {
+      server.routes.set('/api', ok);
+      server.routes.set('/health', ok);
+      const api = new HttpApiCaller({
+        apiUrl: server.url('/api'),
+        healthUrl: server.url('/health'),
+        timeoutMs: 2_000,
+        method: 'PUT',
+        headers: { 'content-type': 'application/vnd.api+json', 'x-team': 'ops' },
+        apiKey: async () => 'k',
+        keyHeader: { name: 'authorization', scheme: 'token' },
+        probeSendsKey: false,
+      });
+      await api.call('{"id":"a"}', { idempotencyKey: 'a' });
+      await api.probe();
+      expect(server.requests.map((r) => [r.method, r.headers.authorization, r.headers['x-team']])).toEqual([
+        ['PUT', 'token k', 'ops'],
+        ['GET', undefined, 'ops'],
+      ]);
+      expect(server.requests[0]?.headers['content-type']).toBe('application/vnd.api+json');
+      expect(server.requests[0]?.headers['idempotency-key']).toBe('a');
+      expect(server.requests[0]?.body).toBe('{"id":"a"}');
+    });
   });
 
   describe('prepare', () => {
@@ -344,20 +395,20 @@ describe('HttpApiCaller', () => {
       response.writeHead(200);
       response.end();
     };
-    const keyed = (authorization: () => Promise<string | undefined>, authorizationTimeoutMs?: number) =>
+    const keyed = (apiKey: () => Promise<string | undefined>, keyReadTimeoutMs?: number) =>
       new HttpApiCaller({
         apiUrl: server.url('/api'),
         healthUrl: server.url('/health'),
         timeoutMs: 2_000,
-        authorization,
-        ...(authorizationTimeoutMs === undefined ? {} : { authorizationTimeoutMs }),
+        apiKey,
+        ...(keyReadTimeoutMs === undefined ? {} : { keyReadTimeoutMs }),
       });
 
     it('reads the key once; the ready caller sends its call and probe with it, reading nothing more', async () => {
       server.routes.set('/api', ok);
       server.routes.set('/health', ok);
       let asked = 0;
-      const preparation = await keyed(async () => `Bearer key-${++asked}`).prepare();
+      const preparation = await keyed(async () => `key-${++asked}`).prepare();
       if (preparation.kind !== 'ready') throw new Error(`not ready: ${preparation.reason}`);
       expect(asked).toBe(1);
 
@@ -380,19 +431,16 @@ describe('HttpApiCaller', () => {
 
       await expect(api.prepare()).resolves.toEqual({
         kind: 'not-ready',
-        reason: 'no authorization: ParameterStore throttled',
+        reason: 'no API key: ParameterStore throttled',
       });
       expect(server.requests).toHaveLength(0);
     });
 
-    it('gives up on a key read that takes longer than authorizationTimeoutMs, and asks again next time', async () => {
+    it('gives up on a key read that takes longer than keyReadTimeoutMs, and asks again next time', async () => {
       jest.useFakeTimers({ doNotFake: ['nextTick', 'setImmediate', 'queueMicrotask'] });
       try {
         let asked = 0;
-        const api = keyed(
-          () => (++asked === 1 ? new Promise<never>(() => undefined) : Promise.resolve('Bearer k')),
-          100,
-        );
+        const api = keyed(() => (++asked === 1 ? new Promise<never>(() => undefined) : Promise.resolve('k')), 100);
         const preparing = api.prepare();
         await jest.advanceTimersByTimeAsync(99);
         let settled = false;
@@ -403,7 +451,7 @@ describe('HttpApiCaller', () => {
 
         await expect(preparing).resolves.toEqual({
           kind: 'not-ready',
-          reason: 'no authorization: not read within 100 ms',
+          reason: 'no API key: not read within 100 ms',
         });
         await expect(api.prepare()).resolves.toMatchObject({ kind: 'ready' });
         expect(asked).toBe(2);
@@ -413,9 +461,9 @@ describe('HttpApiCaller', () => {
     });
 
     it('refuses a key read timeout that is not a positive number', () => {
-      for (const authorizationTimeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      for (const keyReadTimeoutMs of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
         expect(
-          () => new HttpApiCaller({ apiUrl: 'http://x', healthUrl: 'http://x', timeoutMs: 1, authorizationTimeoutMs }),
+          () => new HttpApiCaller({ apiUrl: 'http://x', healthUrl: 'http://x', timeoutMs: 1, keyReadTimeoutMs }),
         ).toThrow(RangeError);
       }
     });
