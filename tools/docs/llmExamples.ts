@@ -71,6 +71,8 @@ export const LLM_EXAMPLES: readonly LlmExample[] = [
     settings: {
       apiUrl: 'https://api.anthropic.com/v1/messages',
       healthUrl: 'https://api.anthropic.com/v1/models',
+      apiKeyHeader: 'x-api-key',
+      requestHeaders: { 'anthropic-version': '2023-06-01' },
       quotas: [
         { limit: 1000, per: 'minute' },
         { limit: 450000, per: 'minute', unit: 'input_tokens' },
@@ -80,7 +82,7 @@ export const LLM_EXAMPLES: readonly LlmExample[] = [
       usagePreset: 'anthropic',
       ...LONG_CALLS,
     },
-    deployKeys: ['apiUrl', 'healthUrl', 'apiTimeoutMs'],
+    deployKeys: ['apiUrl', 'healthUrl', 'apiKeyHeader', 'requestHeaders', 'apiTimeoutMs'],
     body: { model: '…', max_tokens: MAX_TOKENS, messages: MESSAGES },
     attributes: [
       {
@@ -101,9 +103,9 @@ export const LLM_EXAMPLES: readonly LlmExample[] = [
       },
     },
     outro: [
-      "The example worker sends the API key as `authorization: Bearer <key>`. Anthropic's API takes it in an `x-api-key`",
-      'header, with an `anthropic-version` header: give the worker an API caller that sends those (see',
-      '[replacing the API caller](architecture.md#replacing-the-api-caller)).',
+      "Anthropic's API takes the key alone in an `x-api-key` header, and wants an `anthropic-version` header on every",
+      'request: `apiKeyHeader` and `requestHeaders` say so, and the worker sends the key from the SSM parameter',
+      '`apiKeyParameter` that way, to the health URL too. Quote the version, or YAML reads it as a date.',
     ],
   },
   {
@@ -150,9 +152,11 @@ export const LLM_EXAMPLES: readonly LlmExample[] = [
   },
 ];
 
-/** A YAML scalar as serverless.yml would write it. */
+/** A YAML scalar as serverless.yml would write it: quoted where YAML would read a number or a date. */
 function scalar(value: unknown): string {
-  return typeof value === 'string' && /^[\w./:-]+$/.test(value) ? value : JSON.stringify(value);
+  return typeof value === 'string' && /^[\w./:-]+$/.test(value) && !/^[\d.:-]+$/.test(value)
+    ? value
+    : JSON.stringify(value);
 }
 
 /** A flat object as a YAML flow mapping: `{ limit: 10, per: second }`. */

@@ -4,6 +4,7 @@ import { yamlParse } from 'yaml-cfn';
 import { parseServiceConfig } from '../../../lib/config';
 import { CONFIG_ENV } from '../../../lib/configFromEnv';
 import { USAGE_PRESET_NAMES, USAGE_PRESETS } from '../../../lib/domain/usage/usageSources';
+import { DEPLOY_SETTING_KEYS } from '../../../lib/workerSettings';
 import {
   buildConfigReference,
   CONFIG_REFERENCE_COMMAND,
@@ -108,7 +109,7 @@ describe('buildConfigReference', () => {
     const yamls = [...examples.matchAll(/```yaml\n([\s\S]*?)```/g)].map(
       (m) => (yamlParse(m[1]!) as { custom: { quotaOrchestrator: Record<string, unknown> } }).custom.quotaOrchestrator,
     );
-    const deployOnly = ['apiUrl', 'healthUrl', 'apiTimeoutMs'];
+    const deployOnly: readonly string[] = DEPLOY_SETTING_KEYS;
     const configs = yamls.map((settings) =>
       parseServiceConfig(Object.fromEntries(Object.entries(settings).filter(([key]) => !deployOnly.includes(key)))),
     );
@@ -126,6 +127,11 @@ describe('buildConfigReference', () => {
     expect(examples).toContain('| `output_tokens` | `1024` |');
     expect(examples).toContain('| `tokens` | `1836` |');
     expect(examples).toContain('713 `output_tokens` go back');
+    // Anthropic's key goes alone in x-api-key, with a version YAML keeps as text.
+    expect(yamls[0]).toMatchObject({
+      apiKeyHeader: 'x-api-key',
+      requestHeaders: { 'anthropic-version': '2023-06-01' },
+    });
     // OpenAI's limiter keeps counting the estimate: what the answer did not use stays counted.
     expect(examples).toContain('nothing goes back to the quota:\nthe provider counts the estimate of `tokens`');
   });
