@@ -60,6 +60,14 @@ describe('runLocal on the packaged template', () => {
     expect(report).toMatchObject({ jobs: 60, succeeded: 57, deadLettered: 3, lost: 0, duplicates: 0 });
   });
 
+  it('reads the key from the local parameter store, and every request reaches the API as authorization: Bearer', () => {
+    expect(result.provider).toMatchObject({
+      headers: { calls: { authorization: 'Bearer local-api-key' }, probes: { authorization: 'Bearer local-api-key' } },
+      refused: 0,
+    });
+    expect(result.provider?.keyReads).toBeGreaterThan(0);
+  });
+
   it('never exceeds the quota and keeps FIFO order through the outage', () => {
     expect(result.report.rejectedByApi).toBe(0);
     expect(result.report.fifoOrderViolations).toBe(0);
@@ -99,6 +107,34 @@ describe('runLocal on the packaged template', () => {
     expect(worker.billedMs).toBeGreaterThan(0);
     expect(result.calls).toHaveLength(result.report.apiCalls);
   });
+});
+
+describe("runLocal with a provider's own headers", () => {
+  it("sends Anthropic's x-api-key and anthropic-version to calls and health checks, as the scenario's request says", async () => {
+    const scenario = parseScenario({
+      name: 'anthropic headers',
+      seed: 9,
+      quotas: [{ limit: 5, per: 'second' }],
+      jobs: { count: 20 },
+      api: { latencyMs: 10, outages: [{ atSeconds: 0, forSeconds: 4 }] },
+      circuit: { failureThreshold: 2, windowSeconds: 10, openSeconds: 1, healthCheckSeconds: 1 },
+      request: { apiKeyHeader: 'x-api-key', requestHeaders: { 'anthropic-version': '2023-06-01' }, apiMethod: 'PUT' },
+      maxSeconds: 60,
+    });
+
+    const result = await runLocal({
+      scenario,
+      overrides: ['quotas', 'circuit'],
+      template: await packagedTemplate(),
+      emulators: testEmulators(),
+    });
+
+    expect(result.report).toMatchObject({ jobs: 20, succeeded: 20, lost: 0, duplicates: 0 });
+    const headers = { 'x-api-key': 'local-api-key', 'anthropic-version': '2023-06-01' };
+    expect(result.provider).toMatchObject({ headers: { calls: headers, probes: headers }, refused: 0 });
+    // The outage opened the circuit, and a health check carrying the headers closed it.
+    expect(result.circuitChanges.map((change) => change.status)).toContain('open');
+  }, 120_000);
 });
 
 describe('runLocal against an external API (--api-url)', () => {

@@ -7,7 +7,14 @@ import { formatReport } from '../simulation/report';
 import { peakCallsInFlight } from '../simulation/virtualApi';
 import type { ServiceConfig } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
-import { runLocal, type KeepOptions, type LocalRunResult, type Progress, type TimelineRow } from '../local/localRun';
+import {
+  runLocal,
+  type KeepOptions,
+  type LocalRunResult,
+  type Progress,
+  type ProviderCheck,
+  type TimelineRow,
+} from '../local/localRun';
 import { ProgressLine, progressBar } from '../local/progressBar';
 import { DEFAULT_STACK_FILE, removeStackFile, writeStackFile } from '../local/stackFile';
 import { packagedTemplate, PackagingError } from '../local/packageService';
@@ -88,7 +95,7 @@ async function main(): Promise<number> {
   const progress = new ProgressLine(process.stderr);
   const timelinePath = resolve(values.timeline);
   const { maxInFlight } = scenario.config;
-  const finish = ({ report, timeline, calls }: LocalRunResult): void => {
+  const finish = ({ report, timeline, calls, provider }: LocalRunResult): void => {
     progress.done();
     mkdirSync(dirname(timelinePath), { recursive: true });
     writeFileSync(timelinePath, toCsv(timeline));
@@ -96,7 +103,8 @@ async function main(): Promise<number> {
       maxInFlight === undefined
         ? ''
         : `calls in progress at the API: at most ${peakCallsInFlight(calls)} at once (maxInFlight ${maxInFlight})\n`;
-    process.stderr.write(`${formatReport(report)}\n${inFlight}timeline: ${timelinePath}\n`);
+    const headers = provider === undefined ? '' : `${providerLine(provider)}\n`;
+    process.stderr.write(`${formatReport(report)}\n${inFlight}${headers}timeline: ${timelinePath}\n`);
     if (values.json) console.log(JSON.stringify(report));
   };
   const stackFile = values['stack-file'];
@@ -112,7 +120,13 @@ async function main(): Promise<number> {
     removeStackFile(stackFile);
     process.stderr.write('The local stack has stopped.\n');
   } else finish(result);
-  return result.report.lost === 0 ? 0 : 1;
+  return result.report.lost === 0 && (result.provider?.refused ?? 0) === 0 ? 0 : 1;
+}
+
+/** What the simulated provider required of the workers' requests, and how many it refused for lacking it. */
+function providerLine({ headers, refused, keyReads }: ProviderCheck): string {
+  const names = (required: Readonly<Record<string, string>>) => Object.keys(required).join(', ') || 'none';
+  return `provider headers: calls carried ${names(headers.calls)}, health checks ${names(headers.probes)}; ${refused} requests refused for a missing or wrong one; the key read ${keyReads} times from the local parameter store`;
 }
 
 /**

@@ -9,8 +9,16 @@ export interface ApiServer {
   readonly apiUrl: string;
   /** Where health checks GET, e.g. `http://127.0.0.1:41234/health` (the worker's `HEALTH_URL`). */
   readonly healthUrl: string;
+  /** Requests refused with a 401 for lacking a header of {@link ApiServerOptions.requiredHeaders}. */
+  refusals(): number;
   /** Stops listening and drops every connection, including requests held for a `timeout` result. */
   close(): Promise<void>;
+}
+
+/** Headers (lower-case names) and the values a provider requires: of job calls, and of health checks. */
+export interface RequiredHeaders {
+  readonly calls: Readonly<Record<string, string>>;
+  readonly probes: Readonly<Record<string, string>>;
 }
 
 /** Options of {@link startApiServer}. */
@@ -19,6 +27,13 @@ export interface ApiServerOptions {
   readonly host?: string;
   /** Port to listen on; 0 picks a free one. @default 0 */
   readonly port?: number;
+  /**
+   * Refuse a request without each of these headers, with exactly its value, as a provider refuses a missing key
+   * or version: 401 with the header named, before the API sees it. @default none required
+   */
+  readonly requiredHeaders?: RequiredHeaders;
+  /** The method of job calls, as the workers' `apiMethod` says. @default 'POST' */
+  readonly callMethod?: string;
 }
 
 async function readBody(request: IncomingMessage): Promise<string> {
@@ -82,11 +97,32 @@ export interface ServedCallContext {
   readonly waitedMs: number;
 }
 
-async function route(api: ApiCaller, request: IncomingMessage, response: ServerResponse): Promise<void> {
+/** The first header of `required` that `request` lacks or sends with another value. */
+function missingHeader(request: IncomingMessage, required: Readonly<Record<string, string>>): string | undefined {
+  return Object.entries(required).find(([name, value]) => request.headers[name] !== value)?.[0];
+}
+
+async function route(
+  api: ApiCaller,
+  request: IncomingMessage,
+  response: ServerResponse,
+  options: ApiServerOptions,
+  refuse: () => void,
+): Promise<void> {
+  const { pathname } = new URL(request.url ?? '/', 'http://localhost');
+  const required = options.requiredHeaders;
+  const headers = pathname === '/health' ? required?.probes : required?.calls;
+  const missing = headers === undefined ? undefined : missingHeader(request, headers);
+  if (missing !== undefined) {
+    request.resume();
+    refuse();
+    sendJson(response, 401, { error: `missing or wrong header: ${missing}` });
+    return;
+  }
   const sentAt = Number(request.headers[SENT_AT_HEADER]);
   const arrivedAt = Number.isFinite(sentAt) && sentAt > 0 ? Math.min(sentAt, Date.now()) : Date.now();
-  const { pathname } = new URL(request.url ?? '/', 'http://localhost');
-  if (request.method === 'POST' && pathname === '/jobs') {
+  const callMethod = options.callMethod ?? 'POST';
+  if (request.method === callMethod && pathname === '/jobs') {
     const body = await readBody(request);
     try {
       JSON.parse(body);
@@ -107,17 +143,20 @@ async function route(api: ApiCaller, request: IncomingMessage, response: ServerR
     answer(response, await api.probe());
     return;
   }
-  sendJson(response, 404, { error: `no route ${request.method} ${pathname}; use POST /jobs or GET /health` });
+  sendJson(response, 404, { error: `no route ${request.method} ${pathname}; use ${callMethod} /jobs or GET /health` });
 }
 
 /**
  * Serves an {@link ApiCaller} (usually the simulated `VirtualApi`) over HTTP, so the worker's real HTTP caller can
  * reach it:
- * - `POST /jobs`: the body's text, unchanged, and the `idempotency-key` header (default `''`) go to `api.call`, with
+ * - `POST /jobs` (or the `callMethod` given): the body's text, unchanged, and the `idempotency-key` header (default `''`) go to `api.call`, with
  *   how long ago the call arrived (see {@link ServedCallContext}); a body that is not JSON is answered 400 without
  *   calling the API.
  * - `GET /health`: `api.probe()`.
  * - anything else: 404.
+ *
+ * With `requiredHeaders`, a call or health check without one of its headers is answered 401, naming the header,
+ * before any of that, and counted (`refusals`).
  *
  * A `response` result is answered with its status, its headers (the simulated API's `x-actual-cost`, say) and its
  * body (an LLM's answer, with its usage), or `{"status": N}` when it has none. A `network-error` result destroys the connection; a `timeout` result is never answered. An
@@ -125,8 +164,9 @@ async function route(api: ApiCaller, request: IncomingMessage, response: ServerR
  */
 export function startApiServer(api: ApiCaller, options: ApiServerOptions = {}): Promise<ApiServer> {
   const { host = '127.0.0.1', port = 0 } = options;
+  let refusals = 0;
   const server = createServer((request, response) => {
-    route(api, request, response).catch((error: unknown) => {
+    route(api, request, response, options, () => (refusals += 1)).catch((error: unknown) => {
       if (response.headersSent) response.destroy();
       else
         sendJson(response, 500, {
@@ -142,6 +182,7 @@ export function startApiServer(api: ApiCaller, options: ApiServerOptions = {}): 
       resolve({
         apiUrl: `${base}/jobs`,
         healthUrl: `${base}/health`,
+        refusals: () => refusals,
         close: () =>
           new Promise<void>((closed, failed) => {
             server.close((error) => (error === undefined ? closed() : failed(error)));

@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
+import { SSMClient } from '@aws-sdk/client-ssm';
 import { CLIENT_CONFIG } from '../../lib/adapters/aws/clientConfig';
 import type { OrchestratorClients } from '../../lib/wiring/orchestratorDeps';
 import { LOCAL_ACCOUNT } from './template';
@@ -16,7 +17,8 @@ export interface EmulatorEndpoints {
 
 /**
  * One function's clients on the local stack. Every function gets all three, as the orchestrator needs them; the
- * worker uses the DynamoDB and SQS ones (its SSM client is never built: the local stack has no parameters).
+ * worker uses the DynamoDB and SQS ones, and an SSM client on the local parameter store where a run serves one
+ * (see `ssmClient`).
  */
 export type FunctionClients = OrchestratorClients;
 
@@ -31,6 +33,11 @@ export function dynamodbClient(endpoint: string): DynamoDBClient {
 /** An SQS client on the emulator at `endpoint`, with the production settings ({@link CLIENT_CONFIG}). */
 export function sqsClient(endpoint: string): SQSClient {
   return new SQSClient({ ...LOCAL, endpoint, ...CLIENT_CONFIG.sqs });
+}
+
+/** An SSM client on the local parameter store at `endpoint` (see `startParameterStore`), with the production settings. */
+export function ssmClient(endpoint: string): SSMClient {
+  return new SSMClient({ ...LOCAL, endpoint, ...CLIENT_CONFIG.ssm });
 }
 
 /** A Lambda client on the local Lambda host at `endpoint`, with the production settings (one attempt an invoke). */

@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/orchestrator';
 import { makeHandler as makeWorkerHandler } from '../../functions/worker';
@@ -21,11 +22,13 @@ import {
 import type { StateStores } from '../../lib/ports/StateStores';
 import type { WorkerDeps } from '../../lib/services/worker/types';
 import { workerDepsFromEnv } from '../../lib/wiring/workerDeps';
-import { stampSentAt, startApiServer, type ApiServer } from './apiServer';
+import { stampSentAt, startApiServer, type ApiServer, type ApiServerOptions } from './apiServer';
+import { startParameterStore, type ParameterStore } from './parameterStore';
 import {
   destroyClients,
   dynamodbClient,
   functionClients,
+  ssmClient,
   sqsClient,
   type EmulatorEndpoints,
   type FunctionClients,
@@ -135,6 +138,9 @@ export class LocalHarness {
   /** The hosted functions' clients, destroyed on close. */
   private readonly hostedClients: FunctionClients[] = [];
   private apiServer: ApiServer | undefined;
+  private parameterStore: ParameterStore | undefined;
+  /** The workers' SSM clients on {@link parameterStore}, destroyed on close. */
+  private readonly ssmClients: SSMClient[] = [];
   private lambda: { readonly host: LocalLambdaHost; readonly endpoint: string } | undefined;
   private closed = false;
 
@@ -205,11 +211,24 @@ export class LocalHarness {
     }
   }
 
-  /** Serves `api` over HTTP until {@link close}: its URLs are the functions' `API_URL` and `HEALTH_URL`. */
-  async serveApi(api: ApiCaller): Promise<ApiServer> {
+  /**
+   * Serves `api` over HTTP until {@link close}, with `options` (the headers it requires, say): its URLs are the
+   * functions' `API_URL` and `HEALTH_URL`.
+   */
+  async serveApi(api: ApiCaller, options: Omit<ApiServerOptions, 'host' | 'port'> = {}): Promise<ApiServer> {
     if (this.apiServer !== undefined) throw new Error('the harness already serves an API');
-    this.apiServer = await startApiServer(api);
+    this.apiServer = await startApiServer(api, options);
     return this.apiServer;
+  }
+
+  /**
+   * Serves `parameters` as SSM Parameter Store does until {@link close} (see `startParameterStore`): the workers
+   * started after this read them through an SSM client on it, as their `API_KEY_PARAMETER` names them.
+   */
+  async serveParameters(parameters: Readonly<Record<string, string>>): Promise<ParameterStore> {
+    if (this.parameterStore !== undefined) throw new Error('the harness already serves parameters');
+    this.parameterStore = await startParameterStore(parameters);
+    return this.parameterStore;
   }
 
   /**
@@ -349,6 +368,8 @@ export class LocalHarness {
       await host.close();
     }
     await this.apiServer?.close();
+    await this.parameterStore?.close();
+    for (const ssm of this.ssmClients) ssm.destroy();
     await deleteStateTable(this.clients.dynamodb, this.resources.tableName).catch(() => undefined);
     this.clients.dynamodb.destroy();
     this.clients.sqs.destroy();
@@ -359,7 +380,10 @@ export class LocalHarness {
   private worker(env: Env, clients: FunctionClients, hooks: FunctionHooks): LocalFunction['handler'] {
     // The workers stamp their calls with when they sent them (see stampSentAt), whether the harness serves the API or
     // a test's own server does: an API that does not know the header counts arrivals, as it would anyway.
-    const deps = workerDepsFromEnv(env, { ...clients, fetch: stampSentAt() });
+    const store = this.parameterStore;
+    const ssm = store === undefined ? undefined : ssmClient(store.endpoint);
+    if (ssm !== undefined) this.ssmClients.push(ssm);
+    const deps = workerDepsFromEnv(env, { ...clients, fetch: stampSentAt(), ...(ssm === undefined ? {} : { ssm }) });
     const handler = makeWorkerHandler(hooks.workerDeps?.(deps) ?? deps, localTelemetry(hooks.log));
     return hooks.workerHandler?.(handler) ?? handler;
   }

@@ -23,6 +23,8 @@ import { addMiddleware, type LooseMiddleware } from './sdkMiddleware';
 import { LocalHarness, type HostedFunction } from './harness';
 import { heldBodies } from './queueInspection';
 import { RecordingApi, type ObservedApi } from './recordingApi';
+import type { RequiredHeaders } from './apiServer';
+import { LOCAL_API_KEY, requestEnv, requiredHeaders } from './providerRequests';
 import { RequestMeter, type ItemWrite, type RequestTally } from './requestMeter';
 import { LOCAL_ACCOUNT, type FunctionDefinition, type PackagedFunctions, type Template } from './template';
 import type { LocalStackInfo } from './stackFile';
@@ -132,6 +134,19 @@ export interface LocalRunResult {
    * twice (a retried write) appears twice; the orchestrator folds one `id` once.
    */
   readonly settlements: readonly Settlement[];
+  /**
+   * What the simulated provider required of each request (the scenario's `request` and the local key), how many
+   * requests it refused for lacking it, and how many reads of the key the local parameter store answered. None
+   * with an external API.
+   */
+  readonly provider?: ProviderCheck;
+}
+
+/** What a run's simulated provider checked of the workers' requests (see {@link LocalRunResult.provider}). */
+export interface ProviderCheck {
+  readonly headers: RequiredHeaders;
+  readonly refused: number;
+  readonly keyReads: number;
 }
 
 /** How long the end of a run waits for the orchestrator and the workers to finish. */
@@ -237,6 +252,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     circuitChanges: changes,
     start,
     settlements: service.settlements,
+    ...(service.provider === undefined ? {} : { provider: service.provider() }),
   });
   if (options.keep !== undefined) {
     options.keep.onKept(service.info, result());
@@ -288,6 +304,8 @@ export interface HostedService {
   /** The settlements the workers have appended so far (see {@link LocalRunResult.settlements}). */
   readonly settlements: readonly Settlement[];
   readonly api: ObservedApi;
+  /** What the simulated provider has checked so far; none with an external API. */
+  readonly provider?: () => ProviderCheck;
   /** The instant the API began counting, once the jobs were queued. */
   readonly start: number;
   readonly lane: string;
@@ -312,14 +330,16 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
     : (worker.environment[CONFIG_ENV.lane] ?? 'default');
   await seed(harness.clients.sqs, harness.resources.queueUrls, jobs, namedUnits(scenario.config.quotas));
   const start = systemClock.now();
-  const { api, urls, recorder } = await apiOf(options, scenario, start, harness);
+  const { api, urls, recorder, provider } = await apiOf(options, scenario, start, harness);
   const env = (fn: FunctionDefinition): Env => ({
     ...fn.environment,
     ...Object.fromEntries(options.overrides.map((key) => [CONFIG_ENV[key], jsonOrText(scenario.config[key])])),
     [RESOURCE_ENV.apiUrl]: urls.apiUrl,
     [RESOURCE_ENV.healthUrl]: urls.healthUrl,
-    // There is no Parameter Store here: the local run's calls carry no API key.
-    [RESOURCE_ENV.apiKeyParameter]: undefined,
+    // The simulated provider wants the scenario's headers and the local key, read from the local parameter store;
+    // an external API gets the calls serverless.yml describes, without a key.
+    ...(provider === undefined ? {} : requestEnv(scenario.request)),
+    [RESOURCE_ENV.apiKeyParameter]: provider === undefined ? undefined : LOCAL_API_KEY.parameter,
   });
   let endedAt: number | undefined;
   let apiCallMs = 0;
@@ -383,6 +403,7 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
     apiCallSeconds: () => apiCallMs / 1000,
     settlements,
     api,
+    ...(provider === undefined ? {} : { provider }),
     start,
     lane,
     stop: (at) => (endedAt ??= at),
@@ -402,6 +423,7 @@ async function apiOf(
   readonly api: ObservedApi;
   readonly urls: { readonly apiUrl: string; readonly healthUrl: string };
   readonly recorder?: RecordingApi;
+  readonly provider?: () => ProviderCheck;
 }> {
   if (options.externalApi !== undefined) {
     const recorder = new RecordingApi(systemClock);
@@ -417,7 +439,14 @@ async function apiOf(
     ...(llm === undefined ? {} : { llm }),
     ...(concurrency === undefined ? {} : { concurrency }),
   });
-  return { api: simulated, urls: await harness.serveApi(simulated) };
+  const headers = requiredHeaders(scenario.request, LOCAL_API_KEY.value);
+  const store = await harness.serveParameters({ [LOCAL_API_KEY.parameter]: LOCAL_API_KEY.value });
+  const server = await harness.serveApi(simulated, {
+    requiredHeaders: headers,
+    callMethod: scenario.request.apiMethod,
+  });
+  const provider = (): ProviderCheck => ({ headers, refused: server.refusals(), keyReads: store.reads() });
+  return { api: simulated, urls: server, provider };
 }
 
 /**

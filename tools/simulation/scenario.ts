@@ -3,6 +3,7 @@ import { describeValue } from '../../lib/domain/describeValue';
 import { parseSettings } from '../../lib/domain/settings';
 import { parseAwsLatency, type AwsLatencyProfile } from './awsLatency';
 import { ConfigError } from '../../lib/errors';
+import { parseRequestSettings, type RequestSettings } from '../../lib/requestSettings';
 import {
   DEFAULT_DUPLICATES,
   parseDuplicateDeliveries,
@@ -93,6 +94,13 @@ export interface Scenario {
    * the emulators and memory answer at once. @default none
    */
   readonly awsLatency: AwsLatencyProfile;
+  /**
+   * How the workers' requests look to the provider in a local run (JSON `request`: `apiMethod`, `requestHeaders`,
+   * `apiKeyHeader`, `apiKeyScheme`, `healthCheckSendsKey`, as in serverless.yml): the local run's simulated API
+   * requires these headers and the key on every call (and health check), and refuses a request without them as a
+   * provider does. The simulation on virtual time sends no HTTP and ignores it. @default `authorization: Bearer <key>`
+   */
+  readonly request: RequestSettings;
 }
 
 /** The token counts of LLM jobs (see `Scenario.jobs.llm`). */
@@ -132,6 +140,7 @@ const KEYS = [
   'stopMarginMs',
   'maxSeconds',
   'awsLatency',
+  'request',
   'circuit',
   'retry',
   'pacing',
@@ -232,6 +241,22 @@ export function parseScenario(input: unknown): Scenario {
     stopMarginMs,
     maxSeconds,
     awsLatency,
+    request: parseRequest(raw.request, config),
+  });
+}
+
+const REQUEST_KEYS = ['apiMethod', 'requestHeaders', 'apiKeyHeader', 'apiKeyScheme', 'healthCheckSendsKey'];
+
+/** `request`, checked as packaging checks the same settings. */
+function parseRequest(input: unknown, config: ServiceConfig): RequestSettings {
+  const raw = objectAt(input, 'request');
+  for (const key of Object.keys(raw))
+    if (!REQUEST_KEYS.includes(key))
+      throw new ConfigError(`request.${key}`, `unknown key; allowed keys are ${REQUEST_KEYS.join(', ')}`);
+  return parseRequestSettings(raw, config.circuit.probeChecksKey, {
+    field: (key) => `request.${key}`,
+    shown: (key) => describeValue(raw[key]),
+    probeChecksKeyField: 'circuit.probeChecksKey',
   });
 }
 

@@ -181,6 +181,46 @@ describe('startApiServer', () => {
     });
   });
 
+  describe('with required headers, as a provider requires its key and version', () => {
+    const requiredHeaders = {
+      calls: { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' },
+      probes: { 'anthropic-version': '2023-06-01' },
+    };
+
+    it('refuses a call without one, or with another value, 401 naming it, before the API sees it', async () => {
+      const { api, calls } = fakeApi({ kind: 'response', status: 200, headers: {} });
+      const server = await startApiServer(api, { requiredHeaders });
+      servers.push(server);
+
+      const missing = await post(server, '{}', { 'x-api-key': 'k' });
+      const wrong = await post(server, '{}', { 'x-api-key': 'other', 'anthropic-version': '2023-06-01' });
+      const carried = await post(server, '{}', { 'x-api-key': 'k', 'anthropic-version': '2023-06-01' });
+
+      expect([missing.status, wrong.status, carried.status]).toEqual([401, 401, 200]);
+      expect(await missing.json()).toEqual({ error: 'missing or wrong header: anthropic-version' });
+      expect(await wrong.json()).toEqual({ error: 'missing or wrong header: x-api-key' });
+      expect(calls).toHaveLength(1);
+      expect(server.refusals()).toBe(2);
+    });
+
+    it("checks a health check against the probes' headers", async () => {
+      const server = await startApiServer(virtualApi(), { requiredHeaders });
+      servers.push(server);
+      expect((await fetch(server.healthUrl)).status).toBe(401);
+      expect((await fetch(server.healthUrl, { headers: { 'anthropic-version': '2023-06-01' } })).status).toBe(200);
+      expect(server.refusals()).toBe(1);
+    });
+  });
+
+  it('takes job calls with the method given, and only that one', async () => {
+    const { api, calls } = fakeApi({ kind: 'response', status: 200, headers: {} });
+    const server = await startApiServer(api, { callMethod: 'PUT' });
+    servers.push(server);
+    expect((await fetch(server.apiUrl, { method: 'PUT', body: '{}' })).status).toBe(200);
+    expect((await post(server, '{}')).status).toBe(404);
+    expect(calls).toHaveLength(1);
+  });
+
   it.each([
     ['GET', '/jobs'],
     ['POST', '/health'],

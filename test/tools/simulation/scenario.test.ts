@@ -47,8 +47,39 @@ describe('parseScenario', () => {
     });
   });
 
-  it('reads the LLM example scenario', () => {
+  describe('request', () => {
+    it("is authorization: Bearer when left out, and a provider's own headers as given", () => {
+      expect(parseScenario(llm()).request).toEqual({
+        apiMethod: 'POST',
+        requestHeaders: {},
+        apiKeyHeader: 'authorization',
+        apiKeyScheme: 'Bearer',
+        healthCheckSendsKey: true,
+      });
+      expect(parseScenario(llm({ request: { apiKeyHeader: 'x-api-key', apiMethod: 'PUT' } })).request).toMatchObject({
+        apiMethod: 'PUT',
+        apiKeyHeader: 'x-api-key',
+        apiKeyScheme: undefined,
+      });
+    });
+
+    it('refuses an unknown key and a setting packaging would refuse, naming it under request', () => {
+      expect(() => parseScenario(llm({ request: { apiKey: 'k' } }))).toThrow(
+        /^request\.apiKey: unknown key; allowed keys are apiMethod, requestHeaders/,
+      );
+      expect(() => parseScenario(llm({ request: { requestHeaders: { host: 'x' } } }))).toThrow(
+        /^request\.requestHeaders\.host: must not be host/,
+      );
+    });
+  });
+
+  it("reads the LLM example scenario, with Anthropic's headers", () => {
     const scenario = parseScenario(llmScenario);
+    expect(scenario.request).toMatchObject({
+      apiKeyHeader: 'x-api-key',
+      apiKeyScheme: undefined,
+      requestHeaders: { 'anthropic-version': '2023-06-01' },
+    });
     expect(scenario.config).toMatchObject({ maxInFlight: 10, usagePreset: 'anthropic' });
     expect(scenario.jobs.llm).toEqual({ promptTokensMin: 500, promptTokensMax: 2000, maxTokens: 1024 });
     expect(scenario.api).toMatchObject({
