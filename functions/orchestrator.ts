@@ -9,8 +9,8 @@ import {
 } from '../lib/wiring/orchestratorDeps';
 import type { LambdaContextLike, Log } from '../lib/adapters/log';
 import { OrchestratorMetrics } from '../lib/wiring/eventMetrics';
-import { lambdaTelemetry, type Telemetry } from '../lib/adapters/telemetry';
-import type { Env } from '../lib/configFromEnv';
+import { lambdaTelemetry, metricScope, type Telemetry } from '../lib/adapters/telemetry';
+import { deploymentFromEnv, type Env } from '../lib/configFromEnv';
 import { SCHEDULE_PERIOD_MS } from '../lib/schedule';
 
 /** The part of the Lambda context the orchestrator reads (its log lines carry the rest). */
@@ -90,7 +90,7 @@ export function makeHandler(deps: OrchestratorBaseDeps, telemetry: Telemetry, sh
       tickMarginMs: TICK_MARGIN_MS,
     });
     const owner = `orchestrator-${context.awsRequestId}`;
-    const metrics = new OrchestratorMetrics(telemetry.metrics, deps.config.lane, now);
+    const metrics = new OrchestratorMetrics(telemetry.metrics, metricScope(telemetry, deps.config.lane), now);
     const onEvent = (e: OrchestratorEvent): void => {
       logEvent(log, e);
       metrics.observe(e);
@@ -116,7 +116,7 @@ export function makeHandler(deps: OrchestratorBaseDeps, telemetry: Telemetry, sh
 export function handlerFromEnv(
   env: Env,
   clients: OrchestratorClients = orchestratorClients(),
-  telemetry: Telemetry = lambdaTelemetry(),
+  telemetry: Telemetry = lambdaTelemetry(undefined, undefined, deploymentFromEnv(env)),
   shouldStop?: () => boolean,
 ) {
   return makeHandler(orchestratorDepsFromEnv(env, clients), telemetry, shouldStop);

@@ -1,8 +1,8 @@
 import { workerClients, workerDepsFromEnv, type WorkerClients } from '../lib/wiring/workerDeps';
 import type { LambdaContextLike, Log } from '../lib/adapters/log';
 import { WorkerMetrics } from '../lib/wiring/eventMetrics';
-import { lambdaTelemetry, type Telemetry } from '../lib/adapters/telemetry';
-import type { Env } from '../lib/configFromEnv';
+import { lambdaTelemetry, metricScope, type Telemetry } from '../lib/adapters/telemetry';
+import { deploymentFromEnv, type Env } from '../lib/configFromEnv';
 import type { JobEvent, WorkerEvent } from '../lib/ports/Invoker';
 import { processWorkerEvent } from '../lib/services/worker/processWorkerEvent';
 import type { JobOutcome, WorkerDeps, WorkerOutcome, WorkerReport } from '../lib/services/worker/types';
@@ -79,7 +79,7 @@ function logReport(log: Log, report: WorkerReport): void {
  */
 export function makeHandler(deps: WorkerDeps, telemetry: Telemetry) {
   const { log } = telemetry;
-  const metrics = new WorkerMetrics(telemetry.metrics, deps.config.lane);
+  const metrics = new WorkerMetrics(telemetry.metrics, metricScope(telemetry, deps.config.lane));
   const reporting: WorkerDeps = {
     ...deps,
     onEvent: (report) => {
@@ -111,7 +111,7 @@ export function makeHandler(deps: WorkerDeps, telemetry: Telemetry) {
 export function handlerFromEnv(
   env: Env,
   clients: WorkerClients = workerClients(),
-  telemetry: Telemetry = lambdaTelemetry(),
+  telemetry: Telemetry = lambdaTelemetry(undefined, undefined, deploymentFromEnv(env)),
 ) {
   return makeHandler(workerDepsFromEnv(env, clients), telemetry);
 }

@@ -74,6 +74,21 @@ export const WORKER_ENV = {
   results: RESOURCE_ENV.resultDestination,
 } as const satisfies Record<DeploySettingKey, string>;
 
+/** Environment variables naming the deployment (serverless.yml sets them from `service` and the stage). */
+export const DEPLOYMENT_ENV = { service: 'SERVICE_NAME', stage: 'STAGE' } as const;
+
+/**
+ * The deployment a function runs in, from `SERVICE_NAME` and `STAGE`, which scope its metrics; `undefined` when
+ * either is unset or empty (a function run outside a deployment).
+ */
+export function deploymentFromEnv(env: Env): { readonly service: string; readonly stage: string } | undefined {
+  const service = env[DEPLOYMENT_ENV.service];
+  const stage = env[DEPLOYMENT_ENV.stage];
+  return service === undefined || service === '' || stage === undefined || stage === ''
+    ? undefined
+    : { service, stage };
+}
+
 /** A process environment, or any record shaped like one. */
 export type Env = Readonly<Record<string, string | undefined>>;
 

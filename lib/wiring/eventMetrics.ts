@@ -1,6 +1,11 @@
 import type { CircuitStatus } from '../domain/breaker/state';
 import type { MetricSink } from '../adapters/metrics/emfMetrics';
-import { deadLetterClass, METRICS, METRICS_PUBLISH_INTERVAL_MS } from '../adapters/metrics/serviceMetrics';
+import {
+  deadLetterClass,
+  METRICS,
+  METRICS_PUBLISH_INTERVAL_MS,
+  type MetricScope,
+} from '../adapters/metrics/serviceMetrics';
 import type { JobOutcome, WorkerReport } from '../services/worker/types';
 import type { OrchestratorEvent } from '../services/orchestrator/types';
 
@@ -21,7 +26,7 @@ export class OrchestratorMetrics {
 
   constructor(
     private readonly sink: MetricSink,
-    private readonly lane: string,
+    private readonly scope: MetricScope,
     startedAt: number,
   ) {
     this.lastPublishAt = startedAt;
@@ -29,7 +34,7 @@ export class OrchestratorMetrics {
 
   /** Records `event`, then publishes if the interval has passed by its time. */
   observe(event: OrchestratorEvent): void {
-    const lane = { lane: this.lane };
+    const lane = { ...this.scope };
     switch (event.type) {
       case 'dispatched':
         this.sink.count(METRICS.dispatched, lane);
@@ -76,7 +81,7 @@ export class OrchestratorMetrics {
   }
 
   private publish(now: number): void {
-    const lane = { lane: this.lane };
+    const lane = { ...this.scope };
     this.sink.count(METRICS.heartbeat, lane);
     if (this.circuitOpen !== undefined) this.sink.record(METRICS.circuitOpen, 'None', lane, this.circuitOpen);
     if (this.calendarExhausted !== undefined)
@@ -86,16 +91,16 @@ export class OrchestratorMetrics {
   }
 }
 
-/** Records a worker's reports and job outcomes in `sink`, for `lane`; the handler publishes at the end of each invocation. */
+/** Records a worker's reports and job outcomes in `sink`, in `scope`; the handler publishes at the end of each invocation. */
 export class WorkerMetrics {
   constructor(
     private readonly sink: MetricSink,
-    private readonly lane: string,
+    private readonly scope: MetricScope,
   ) {}
 
   /** Records one report of the worker's services. */
   observe(report: WorkerReport): void {
-    const lane = { lane: this.lane };
+    const lane = { ...this.scope };
     if (report.type === 'api-called') {
       this.sink.count(METRICS.apiCalls, { ...lane, outcome: report.result });
       if (report.result === 'rate-limited') this.sink.count(METRICS.rateLimited, lane);
@@ -110,7 +115,7 @@ export class WorkerMetrics {
 
   /** Records how one job delivery ended. */
   job(outcome: JobOutcome): void {
-    const lane = { lane: this.lane };
+    const lane = { ...this.scope };
     this.sink.count(METRICS.jobOutcomes, { ...lane, outcome });
     if (outcome === 'too-late') this.sink.count(METRICS.lateStartsRefused, lane);
   }

@@ -62,7 +62,12 @@ describe('the functions’ logs', () => {
 });
 
 describe('the alarms', () => {
-  const lane = () => [{ Name: 'lane', Value: custom.quotaOrchestrator.lane }];
+  // The packaged stage is the default one, dev: two stages or deployments never share a series or an alarm.
+  const lane = () => [
+    { Name: 'service', Value: 'quota-orchestrator' },
+    { Name: 'stage', Value: 'dev' },
+    { Name: 'lane', Value: custom.quotaOrchestrator.lane },
+  ];
   const queue = (id: string) => [{ Name: 'QueueName', Value: getAtt(id, 'QueueName') }];
 
   /** Each alarm: the metric it watches and when it fires; every one goes to the alarm topic, raised and cleared. */
@@ -268,8 +273,9 @@ describe('the dashboard', () => {
   }
 
   const search = (dimensions: string, metric: string, stat: string) =>
-    `SEARCH('{QuotaOrchestrator,lane,${dimensions}} MetricName="${metric}" lane="${custom.quotaOrchestrator.lane}"', '${stat}', 60)`;
-  const own = (metric: string) => `QuotaOrchestrator/${metric} lane=${custom.quotaOrchestrator.lane}`;
+    `SEARCH('{QuotaOrchestrator,service,stage,lane,${dimensions}} MetricName="${metric}" service="quota-orchestrator" stage="dev" lane="${custom.quotaOrchestrator.lane}"', '${stat}', 60)`;
+  const own = (metric: string) =>
+    `QuotaOrchestrator/${metric} service=quota-orchestrator stage=dev lane=${custom.quotaOrchestrator.lane}`;
   const sqs = (metric: string, queue: string) =>
     `AWS/SQS/${metric} QueueName=${custom.names[queue]!.replace('${self:service}-${sls:stage}', 'quota-orchestrator-dev')}`;
 

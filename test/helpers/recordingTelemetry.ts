@@ -22,7 +22,13 @@ export interface RecordedTelemetry {
   readonly stdout: CapturedStdout;
 }
 
-/** Telemetry for a handler under test: it keeps the log lines and Lambda contexts, and catches the EMF metrics. */
+/** The deployment of the handlers under test: their metrics carry its service and stage before the lane. */
+export const TEST_DEPLOYMENT = { service: 'quota-orchestrator', stage: 'test' } as const;
+
+/**
+ * Telemetry for a handler under test, in {@link TEST_DEPLOYMENT}: it keeps the log lines and Lambda contexts, and
+ * catches the EMF metrics.
+ */
 export function recordingTelemetry(): RecordedTelemetry {
   const lines: LogLine[] = [];
   const contexts: LambdaContextLike[] = [];
@@ -30,6 +36,7 @@ export function recordingTelemetry(): RecordedTelemetry {
   const telemetry: Telemetry = {
     log: (level, message, fields) => lines.push({ level, message, fields }),
     metrics: new EmfMetrics(),
+    deployment: TEST_DEPLOYMENT,
     setContext: (context) => contexts.push(context),
   };
   return { telemetry, lines, contexts, stdout };

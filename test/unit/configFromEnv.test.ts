@@ -1,5 +1,6 @@
 import { DEFAULT_ORCHESTRATOR_SETTINGS, parseServiceConfig } from '../../lib/config';
 import {
+  deploymentFromEnv,
   queueUrlsFromEnv,
   requiredEnv,
   serviceConfigFromEnv,
@@ -276,5 +277,20 @@ describe('workerSettingsFromEnv', () => {
         /^RESULT_DESTINATION: must be JSON/,
       );
     });
+  });
+});
+
+describe('deploymentFromEnv', () => {
+  it('names the deployment from SERVICE_NAME and STAGE, as serverless.yml sets them', () => {
+    expect(deploymentFromEnv({ SERVICE_NAME: 'quota-orchestrator', STAGE: 'prod' })).toEqual({
+      service: 'quota-orchestrator',
+      stage: 'prod',
+    });
+  });
+
+  it('is none outside a deployment: either variable unset or empty', () => {
+    expect(deploymentFromEnv({})).toBeUndefined();
+    expect(deploymentFromEnv({ SERVICE_NAME: 'quota-orchestrator' })).toBeUndefined();
+    expect(deploymentFromEnv({ SERVICE_NAME: 'quota-orchestrator', STAGE: '' })).toBeUndefined();
   });
 });

@@ -1,6 +1,17 @@
 /**
- * The service's metrics, by name, in `QuotaOrchestrator` (see `METRIC_NAMESPACE`). Every one has the dimension
- * `lane`; the extra dimension of some is named beside it. Counts are sums over the period.
+ * Where a metric comes from, its first three dimensions: the deployment's `service` and `stage` (serverless.yml's
+ * `service` and stage), and the `lane`. Two stages, or two deployments, in one account never share a series.
+ */
+export interface MetricScope {
+  readonly service: string;
+  readonly stage: string;
+  readonly lane: string;
+}
+
+/**
+ * The service's metrics, by name, in `QuotaOrchestrator` (see `METRIC_NAMESPACE`). Every one has the dimensions of
+ * its {@link MetricScope} (`service`, `stage`, `lane`); the extra dimension of some is named beside it. Counts are
+ * sums over the period.
  */
 export const METRICS = {
   /** Count, published by every orchestrator run at least every {@link METRICS_PUBLISH_INTERVAL_MS} and at its end. */

@@ -1,5 +1,5 @@
 import { addLambdaContext, powertoolsLog, powertoolsLogger, SERVICE_NAME } from '../../../lib/adapters/log';
-import { lambdaTelemetry } from '../../../lib/adapters/telemetry';
+import { lambdaTelemetry, metricScope, UNDEPLOYED } from '../../../lib/adapters/telemetry';
 import { captureStdout } from '../../helpers/emf';
 
 afterEach(() => jest.restoreAllMocks());
@@ -82,5 +82,11 @@ describe('lambdaTelemetry', () => {
     telemetry.log('info', 'hello', { a: 1 });
 
     expect(stdout.json()).toEqual([expect.objectContaining({ message: 'hello', a: 1, function_request_id: 'req-1' })]);
+  });
+
+  it('scopes metrics to the deployment it is given, else to a local one, before the lane', () => {
+    const deployed = lambdaTelemetry(powertoolsLogger(), undefined, { service: 'qo', stage: 'prod' });
+    expect(metricScope(deployed, 'sms')).toEqual({ service: 'qo', stage: 'prod', lane: 'sms' });
+    expect(metricScope(lambdaTelemetry(powertoolsLogger()), 'sms')).toEqual({ ...UNDEPLOYED, lane: 'sms' });
   });
 });

@@ -6,7 +6,7 @@ import {
 } from '../../../functions/orchestrator';
 import type { OrchestratorBaseDeps } from '../../../lib/wiring/orchestratorDeps';
 import type { EmfLine } from '../../helpers/emf';
-import { recordingTelemetry } from '../../helpers/recordingTelemetry';
+import { recordingTelemetry, TEST_DEPLOYMENT } from '../../helpers/recordingTelemetry';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { FakeClock } from '../../../tools/memory/FakeClock';
@@ -247,11 +247,12 @@ describe('orchestrator handler', () => {
             CloudWatchMetrics: [
               {
                 Namespace: 'QuotaOrchestrator',
-                Dimensions: [['lane', 'tier']],
+                Dimensions: [['service', 'stage', 'lane', 'tier']],
                 Metrics: [{ Name: 'TierUsageRatio', Unit: 'None' }],
               },
             ],
           },
+          ...TEST_DEPLOYMENT,
           lane: LANE,
           tier: '5/second',
           TierUsageRatio: expect.arrayContaining([0, 0.2]),
@@ -262,7 +263,7 @@ describe('orchestrator handler', () => {
             CloudWatchMetrics: [
               {
                 Namespace: 'QuotaOrchestrator',
-                Dimensions: [['lane']],
+                Dimensions: [['service', 'stage', 'lane']],
                 Metrics: [
                   { Name: 'JobsDispatched', Unit: 'Count' },
                   { Name: 'DispatchLag', Unit: 'Milliseconds' },
@@ -273,6 +274,7 @@ describe('orchestrator handler', () => {
               },
             ],
           },
+          ...TEST_DEPLOYMENT,
           lane: LANE,
           JobsDispatched: 2,
           DispatchLag: [0, 200],
@@ -295,7 +297,7 @@ describe('orchestrator handler', () => {
       expect(stdout.metric('OrchestratorHeartbeat')).toHaveLength(5);
       expect(stdout.metric('OrchestratorHeartbeat')[0]).toEqual({
         unit: 'Count',
-        dimensions: { lane: LANE },
+        dimensions: { ...TEST_DEPLOYMENT, lane: LANE },
         value: 1,
       });
     });
@@ -314,11 +316,12 @@ describe('orchestrator handler', () => {
             CloudWatchMetrics: [
               {
                 Namespace: 'QuotaOrchestrator',
-                Dimensions: [['lane']],
+                Dimensions: [['service', 'stage', 'lane']],
                 Metrics: [{ Name: 'OrchestratorHeartbeat', Unit: 'Count' }],
               },
             ],
           },
+          ...TEST_DEPLOYMENT,
           lane: LANE,
           OrchestratorHeartbeat: 1,
         },
@@ -334,7 +337,7 @@ describe('orchestrator handler', () => {
 
       expect(stdout.metric('CircuitOpen').map((m) => m.value)).toEqual([1]);
       expect(stdout.metric('CircuitTransitions')).toEqual([
-        { unit: 'Count', dimensions: { lane: LANE, to: 'half-open' }, value: 1 },
+        { unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE, to: 'half-open' }, value: 1 },
       ]);
     });
 
@@ -346,7 +349,7 @@ describe('orchestrator handler', () => {
       await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
 
       expect(stdout.metric('DeadLetters')).toEqual([
-        { unit: 'Count', dimensions: { lane: LANE, reason: 'malformed' }, value: 1 },
+        { unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE, reason: 'malformed' }, value: 1 },
       ]);
     });
 
@@ -366,7 +369,7 @@ describe('orchestrator handler', () => {
 
       expect(stdout.metric('CalendarQuotaExhausted').map((m) => m.value)).toEqual([1]);
       expect(stdout.metric('QuotaExhaustedForMs')).toEqual([
-        { unit: 'Milliseconds', dimensions: { lane: LANE, tier: '1/day' }, value: expect.any(Number) },
+        { unit: 'Milliseconds', dimensions: { ...TEST_DEPLOYMENT, lane: LANE, tier: '1/day' }, value: expect.any(Number) },
       ]);
       expect(
         stdout

@@ -1,5 +1,5 @@
 import { asWorkerEvent, makeHandler } from '../../../functions/worker';
-import { recordingTelemetry } from '../../helpers/recordingTelemetry';
+import { recordingTelemetry, TEST_DEPLOYMENT } from '../../helpers/recordingTelemetry';
 import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
 import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
 import { applyCircuitEvent, loadCircuit } from '../../../lib/services/circuitUpdates';
@@ -440,10 +440,10 @@ describe('worker handler', () => {
       });
       expect(stdout.emf()).toEqual(
         expect.arrayContaining([
-          emf({ lane: LANE, outcome: 'success' }, 'ApiCalls', 1),
-          emf({ lane: LANE, outcome: 'transient' }, 'ApiCalls', 1),
-          emf({ lane: LANE, outcome: 'succeeded' }, 'JobOutcomes', 1),
-          emf({ lane: LANE, outcome: 'retried' }, 'JobOutcomes', 1),
+          emf({ ...TEST_DEPLOYMENT, lane: LANE, outcome: 'success' }, 'ApiCalls', 1),
+          emf({ ...TEST_DEPLOYMENT, lane: LANE, outcome: 'transient' }, 'ApiCalls', 1),
+          emf({ ...TEST_DEPLOYMENT, lane: LANE, outcome: 'succeeded' }, 'JobOutcomes', 1),
+          emf({ ...TEST_DEPLOYMENT, lane: LANE, outcome: 'retried' }, 'JobOutcomes', 1),
         ]),
       );
       expect(stdout.emf()).toHaveLength(4);
@@ -457,9 +457,9 @@ describe('worker handler', () => {
 
       await expect(handler(await receiveJobEvent(h, 'main', 'd-1'))).resolves.toBe('retried');
 
-      expect(stdout.metric('RateLimitedCalls')).toEqual([{ unit: 'Count', dimensions: { lane: LANE }, value: 1 }]);
+      expect(stdout.metric('RateLimitedCalls')).toEqual([{ unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE }, value: 1 }]);
       expect(stdout.metric('ApiCalls')).toEqual([
-        { unit: 'Count', dimensions: { lane: LANE, outcome: 'rate-limited' }, value: 1 },
+        { unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE, outcome: 'rate-limited' }, value: 1 },
       ]);
     });
 
@@ -472,7 +472,7 @@ describe('worker handler', () => {
       await expect(handler(await receiveJobEvent(h, 'main', 'd-1'))).resolves.toBe('dead-lettered');
 
       expect(stdout.metric('DeadLetters')).toEqual([
-        { unit: 'Count', dimensions: { lane: LANE, reason: 'permanent' }, value: 1 },
+        { unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE, reason: 'permanent' }, value: 1 },
       ]);
     });
 
@@ -485,7 +485,7 @@ describe('worker handler', () => {
       await expect(handler({ ...event, callBy: START - 1 })).resolves.toBe('too-late');
 
       expect(h.api.calls).toEqual([]);
-      expect(stdout.metric('LateStartsRefused')).toEqual([{ unit: 'Count', dimensions: { lane: LANE }, value: 1 }]);
+      expect(stdout.metric('LateStartsRefused')).toEqual([{ unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE }, value: 1 }]);
     });
 
     it('counts the circuit transition its report wrote by the state it went to', async () => {
@@ -497,7 +497,7 @@ describe('worker handler', () => {
       await handler(await receiveJobEvent(h, 'main', 'd-1'));
 
       expect(stdout.metric('CircuitTransitions')).toEqual([
-        { unit: 'Count', dimensions: { lane: LANE, to: 'open' }, value: 1 },
+        { unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE, to: 'open' }, value: 1 },
       ]);
     });
 
@@ -521,7 +521,7 @@ describe('worker handler', () => {
       ).rejects.toThrow(/failed in part/);
 
       expect(stdout.metric('ApiCalls')).toEqual([
-        { unit: 'Count', dimensions: { lane: LANE, outcome: 'success' }, value: 1 },
+        { unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE, outcome: 'success' }, value: 1 },
       ]);
       expect(contexts).toEqual([{ awsRequestId: 'req-1' }]);
     });

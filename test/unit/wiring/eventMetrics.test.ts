@@ -4,13 +4,16 @@ import { OrchestratorMetrics, WorkerMetrics } from '../../../lib/wiring/eventMet
 import { captureStdout } from '../../helpers/emf';
 import { START } from '../../helpers/serviceFixtures';
 
+/** A deployment's metrics: every one carries its service, stage and lane. */
+const SCOPE = { service: 'quota-orchestrator', stage: 'prod', lane: 'sms' };
+
 afterEach(() => jest.restoreAllMocks());
 
 describe('OrchestratorMetrics', () => {
   describe('observe', () => {
     it(`publishes once ${METRICS_PUBLISH_INTERVAL_MS} ms of event time have passed since the last publish, with the heartbeat`, () => {
       const stdout = captureStdout();
-      const metrics = new OrchestratorMetrics(new EmfMetrics(), 'sms', START);
+      const metrics = new OrchestratorMetrics(new EmfMetrics(), SCOPE, START);
 
       metrics.observe({
         type: 'flushed',
@@ -28,12 +31,12 @@ describe('OrchestratorMetrics', () => {
         usage: [],
       });
 
-      expect(stdout.metric(METRICS.heartbeat)).toEqual([{ unit: 'Count', dimensions: { lane: 'sms' }, value: 1 }]);
+      expect(stdout.metric(METRICS.heartbeat)).toEqual([{ unit: 'Count', dimensions: SCOPE, value: 1 }]);
     });
 
     it('holds CalendarQuotaExhausted at 1 from a day or month exhaustion until the quota is available again', () => {
       const stdout = captureStdout();
-      const metrics = new OrchestratorMetrics(new EmfMetrics(), 'sms', START);
+      const metrics = new OrchestratorMetrics(new EmfMetrics(), SCOPE, START);
       metrics.observe({
         type: 'flushed',
         at: START,
@@ -48,16 +51,16 @@ describe('OrchestratorMetrics', () => {
 
       expect(stdout.metric(METRICS.calendarQuotaExhausted).map((m) => m.value)).toEqual([1, 0]);
       expect(stdout.metric(METRICS.quotaExhaustedFor)).toEqual([
-        { unit: 'Milliseconds', dimensions: { lane: 'sms', tier: '1/day' }, value: 20_000 },
+        { unit: 'Milliseconds', dimensions: { ...SCOPE, tier: '1/day' }, value: 20_000 },
       ]);
       expect(stdout.metric(METRICS.tierUsageRatio)).toEqual([
-        { unit: 'None', dimensions: { lane: 'sms', tier: '1/day' }, value: 1 },
+        { unit: 'None', dimensions: { ...SCOPE, tier: '1/day' }, value: 1 },
       ]);
     });
 
     it('does not count a 429 pause as a calendar exhaustion', () => {
       const stdout = captureStdout();
-      const metrics = new OrchestratorMetrics(new EmfMetrics(), 'sms', START);
+      const metrics = new OrchestratorMetrics(new EmfMetrics(), SCOPE, START);
       metrics.observe({ type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + 60_000 });
       metrics.end(START);
 
@@ -70,7 +73,7 @@ describe('WorkerMetrics', () => {
   describe('observe', () => {
     it('counts an undelivered result', () => {
       const stdout = captureStdout();
-      const metrics = new WorkerMetrics(new EmfMetrics(), 'sms');
+      const metrics = new WorkerMetrics(new EmfMetrics(), SCOPE);
       metrics.observe({
         type: 'result-undelivered',
         lane: 'sms',
@@ -82,14 +85,12 @@ describe('WorkerMetrics', () => {
       });
       metrics.publish();
 
-      expect(stdout.metric(METRICS.resultsUndelivered)).toEqual([
-        { unit: 'Count', dimensions: { lane: 'sms' }, value: 1 },
-      ]);
+      expect(stdout.metric(METRICS.resultsUndelivered)).toEqual([{ unit: 'Count', dimensions: SCOPE, value: 1 }]);
     });
 
     it('counts nothing for an API caller that could not get ready: its job outcome counts it', () => {
       const stdout = captureStdout();
-      const metrics = new WorkerMetrics(new EmfMetrics(), 'sms');
+      const metrics = new WorkerMetrics(new EmfMetrics(), SCOPE);
       metrics.observe({ type: 'caller-not-ready', lane: 'sms', at: START, reason: 'no authorization', checkId: 'c-1' });
       metrics.publish();
 
