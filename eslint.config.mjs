@@ -57,7 +57,7 @@ const adaptersFence = [
 const restrict = (...patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
 
 export default tseslint.config(
-  { ignores: ['node_modules/', '.serverless/', '.esbuild/', 'coverage/', 'out/'] },
+  { ignores: ['node_modules/', '.serverless/', '.esbuild/', 'coverage/', 'out/', 'dist/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

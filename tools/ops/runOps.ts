@@ -25,6 +25,8 @@ export interface OpsIo {
   readonly stdin: AsyncIterable<string | Buffer>;
   /** @default the wall clock */
   readonly clock?: Clock;
+  /** The command's name in its usage: `ops` under `npm run ops`, the bin's name when installed. @default 'ops' */
+  readonly name?: string;
 }
 
 /** The global options: which target. */
@@ -124,7 +126,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     }
   };
 
-  const program = new Command('ops')
+  const program = new Command(io.name ?? 'ops')
     .description(DESCRIPTION)
     .exitOverride()
     .configureOutput({ writeOut: (text) => io.stdout.write(text), writeErr: (text) => io.stderr.write(text) })
