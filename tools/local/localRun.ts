@@ -14,7 +14,7 @@ import { namedUnits } from '../../lib/domain/quota/tiers';
 import { buildJobs, unitAttributes, type JobSpec } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';
 import { InvokeTiming } from '../simulation/startDelays';
-import { buildReport, type CircuitChange, type Report } from '../simulation/report';
+import { buildReport, optionalLastCall, type CircuitChange, type Report } from '../simulation/report';
 import { outageTimes, type Scenario } from '../simulation/scenario';
 import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
 import type { AwsLatencyProfile } from '../simulation/awsLatency';
@@ -227,6 +227,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     invocations,
     start,
     durationMs: endedAt - start,
+    ...optionalLastCall(api.callLog),
   });
   const timeline = timelineOf(start, endedAt, api, changes, samples);
   const usage = (fn: FunctionDefinition, meter: RequestMeter): FunctionUsage => {

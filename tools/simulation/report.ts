@@ -39,6 +39,13 @@ export interface Report {
    * is up (see {@link optimalSeconds}). Shorter than `idealSeconds` where a longer tier's window can be spent early.
    */
   readonly optimalSeconds: number;
+  /** From the start until the last job call arrived at the API (0 without a call). */
+  readonly lastCallSeconds: number;
+  /**
+   * The share of the physical optimum: `optimalSeconds / lastCallSeconds`, at most 1 (1 when neither took any time):
+   * how close the run came to sending every call as soon as every tier allowed it.
+   */
+  readonly optimumShare: number;
 }
 
 /** A circuit status as written to the store, for timelines. */
@@ -47,9 +54,10 @@ export interface CircuitChange {
   readonly status: CircuitJSON['state']['status'];
 }
 
-/** The report for a person: four lines. */
+/** The report for a person: five lines, led by the share of the physical optimum. */
 export function formatReport(report: Report): string {
   return [
+    `share of the physical optimum: ${(report.optimumShare * 100).toFixed(1)} % (last call at ${report.lastCallSeconds} s; every tier allowed it at ${report.optimalSeconds} s)`,
     `jobs ${report.jobs}: ${report.succeeded} succeeded, ${report.deadLettered} dead-lettered, ${report.stillQueued} still queued, ${report.lost} lost, ${report.duplicates} duplicates`,
     `API: ${report.apiCalls} calls, ${report.rejectedByApi} rejected by its quota, ${report.fifoOrderViolations} FIFO order violations`,
     `circuit: opened ${report.circuitOpened}x, closed ${report.circuitClosed}x; ${report.invocationsPerJob} worker invocations per job`,
@@ -81,6 +89,8 @@ export interface RunObservations {
   readonly start: number;
   /** From the start until every job had ended (or the run gave up). */
   readonly durationMs: number;
+  /** When the last job call arrived at the API. @default none: no call did */
+  readonly lastCallAt?: number;
 }
 
 /**
@@ -103,6 +113,8 @@ export function buildReport(observed: RunObservations): Report {
     { start: observed.start, timeZone, downTimes: outageTimes(scenario.api.outages, observed.start) },
   );
   const round = (n: number) => Math.round(n * 1000) / 1000;
+  const lastCallSeconds =
+    observed.lastCallAt === undefined ? 0 : Math.max(0, observed.lastCallAt - observed.start) / 1000;
   return {
     jobs: jobs.length,
     succeeded: succeededIds.size,
@@ -120,7 +132,22 @@ export function buildReport(observed: RunObservations): Report {
     durationSeconds: round(durationSeconds),
     idealSeconds: round(idealSeconds),
     optimalSeconds: optimal,
+    lastCallSeconds: round(lastCallSeconds),
+    optimumShare: round(optimumShare(optimal, lastCallSeconds)),
   };
+}
+
+/** {@link RunObservations.lastCallAt} from the calls the API saw: when the last of them arrived, if any did. */
+export function optionalLastCall(calls: readonly { readonly at: number }[]): { readonly lastCallAt?: number } {
+  let last: number | undefined;
+  for (const { at } of calls) last = last === undefined ? at : Math.max(last, at);
+  return last === undefined ? {} : { lastCallAt: last };
+}
+
+/** `optimal / last`, at most 1; 1 when both are 0, 0 when only the optimum is. */
+function optimumShare(optimal: number, last: number): number {
+  if (last <= 0) return optimal <= 0 ? 1 : 0;
+  return Math.min(1, optimal / last);
 }
 
 /** The well-formed jobs: those whose call reaches the API. */

@@ -18,7 +18,7 @@ import { buildJobs, unitAttributes, type JobSpec } from './jobs';
 import { seededRandom } from './random';
 import { withLatency } from './awsLatency';
 import { InvokeTiming } from './startDelays';
-import { buildReport, type CircuitChange, type Report } from './report';
+import { buildReport, optionalLastCall, type CircuitChange, type Report } from './report';
 import { outageTimes, type Scenario } from './scenario';
 import { VirtualApi } from './virtualApi';
 
@@ -211,6 +211,7 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
       invocations: memoryInvoker.invocations,
       start,
       durationMs: (endedAt ?? clock.now()) - start,
+      ...optionalLastCall(api.callLog),
     }),
     jobs,
     start,

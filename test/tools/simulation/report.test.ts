@@ -46,4 +46,21 @@ describe('buildReport', () => {
       'jobs 4: 1 succeeded, 1 dead-lettered, 1 still queued, 1 lost, 0 duplicates',
     );
   });
+
+  it('leads the summary with the share of the physical optimum: when every tier allowed the last call, over when it came', () => {
+    // On a 10/s tier the optimum sends the four jobs at once, at 0 s; on a 1/s tier at 0, 1, 2 and 3 s.
+    const late = buildReport({ ...observed([]), lastCallAt: START + 2_000 });
+    expect(late).toMatchObject({ optimalSeconds: 0, lastCallSeconds: 2, optimumShare: 0 });
+
+    const tight = parseScenario({ name: 'tight', quotas: [{ limit: 1, per: 'second' }], jobs: { count: 4 } });
+    const paced = buildReport({ ...observed([]), scenario: tight, lastCallAt: START + 4_000 });
+    expect(paced).toMatchObject({ optimalSeconds: 3, lastCallSeconds: 4, optimumShare: 0.75 });
+    expect(formatReport(paced).split('\n')[0]).toBe(
+      'share of the physical optimum: 75.0 % (last call at 4 s; every tier allowed it at 3 s)',
+    );
+    expect(buildReport({ ...observed([]), scenario: tight, lastCallAt: START + 3_000 }).optimumShare).toBe(1);
+    // No call at all: full marks only where the optimum sends none either.
+    expect(buildReport(observed([])).optimumShare).toBe(1);
+    expect(buildReport({ ...observed([]), scenario: tight }).optimumShare).toBe(0);
+  });
 });
