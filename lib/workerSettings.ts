@@ -25,7 +25,8 @@ export interface DeploySettings {
    * Headers every call and health check carries, as written (e.g. `{ anthropic-version: '2023-06-01' }`): at most 20,
    * each value 1 to 1024 printable ASCII characters. Not the key's header, `idempotency-key` (each job's own),
    * `content-length`, `host` or another header HTTP sets per connection. A `content-type` here replaces
-   * `application/json`. @default none
+   * `application/json`. Never a secret: these sit in the template and the environment as written (the key belongs in
+   * `apiKeyParameter`). @default none
    */
   readonly requestHeaders?: Readonly<Record<string, string>>;
   /**
