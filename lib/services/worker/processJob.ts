@@ -1,7 +1,7 @@
 import { classify } from '../../domain/outcome/classify';
 import { decideRetry } from '../../domain/outcome/retryPolicy';
 import type { ServiceConfig } from '../../config';
-import { StateUnavailableError } from '../../errors';
+import { StateFormatError } from '../../errors';
 import type { ReadyCaller } from '../../ports/ApiCaller';
 import type { Clock } from '../../ports/Clock';
 import type { JobEvent } from '../../ports/Invoker';
@@ -42,8 +42,11 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   try {
     held = await claimJob(event, claim, start, deps);
   } catch (error) {
-    if (error instanceof StateUnavailableError) return giveBackUnclaimed(job);
-    throw error;
+    // The table's errors reach here as the SDK throws them, after its retries (throttling, a timeout, a write whose
+    // answer was lost): the key is not known to be claimed, so no call, and the job goes back. A record that cannot be
+    // read is no passing failure: that one is thrown.
+    if (error instanceof StateFormatError) throw error;
+    return giveBackUnclaimed(job);
   }
   circuit.tableRequestTook(deps.clock.now() - start);
   if (held !== null) return standBack(held, event, job.message, start, deps);

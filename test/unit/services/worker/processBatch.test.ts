@@ -1,4 +1,4 @@
-import { StateUnavailableError } from '../../../../lib/errors';
+import { StateFormatError, StateUnavailableError } from '../../../../lib/errors';
 import type { Settlement } from '../../../../lib/domain/quota/ledger';
 import type { BatchEvent, JobEvent } from '../../../../lib/ports/Invoker';
 import { jobEventOf, parseJob } from '../../../../lib/services/parseJob';
@@ -308,6 +308,42 @@ describe('processBatch', () => {
         ['d-a2', null],
         ['d-a3', null],
       ]);
+    });
+
+    it.each([
+      [
+        'throttling past the retries',
+        Object.assign(new Error('Rate exceeded'), { name: 'ProvisionedThroughputExceededException' }),
+      ],
+      ['a write not sent again', Object.assign(new Error('not sent again'), { name: 'UncertainWriteError' })],
+      ['a network error', new TypeError('fetch failed')],
+    ])(
+      'gives a job back unclaimed on the SDK error the table throws (%s), as on any failure of the claim',
+      async (_, failure) => {
+        const h = workerHarness();
+        jest.spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent').mockRejectedValue(failure);
+        const outcome = processBatch(await groupBatchOf(h, ['a1'], 100), h.deps);
+        await h.clock.advance(1_000);
+
+        await expect(outcome).resolves.toEqual(['unclaimed']);
+        expect(callsOf(h)).toEqual([]);
+        expect(h.queues.messages('fifo').map((m) => m.visibleAt - START)).toEqual([UNCLAIMED_RETURN_DELAY_MS]);
+      },
+    );
+
+    it('throws on a key record that cannot be read, rather than give the job back for ever', async () => {
+      const h = workerHarness();
+      jest
+        .spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent')
+        .mockRejectedValue(new StateFormatError("stored idempotency record 'k-a1' is not an object; got 7"));
+      const outcome = processBatch(await groupBatchOf(h, ['a1'], 100), h.deps);
+      const settled = expect(outcome).rejects.toMatchObject({
+        message: expect.stringContaining("m-1: stored idempotency record 'k-a1' is not an object"),
+        cause: expect.any(StateFormatError),
+      });
+      await h.clock.advance(1_000);
+      await settled;
+      expect(callsOf(h)).toEqual([]);
     });
 
     it('gives back nothing of a dispatch whose claim may have landed (its refund mark is refused), but still returns its message', async () => {
