@@ -30,8 +30,8 @@ export interface OrchestratorTimings {
   /** The ledger is saved and settlements folded in at least this often; at most a third of `leaseTtlMs`. @default 2000 */
   readonly flushIntervalMs: number;
   /**
-   * How often the circuit is read: before a dispatch when the last read is older than this, and this often while an
-   * open circuit or an operator's hold is waited for. A worker's change (an opened circuit, a 429 pause) stops
+   * How often the circuit is read: before a dispatch when the last read answered longer ago than this, and this often
+   * while an open circuit or an operator's hold is waited for. A worker's change (an opened circuit, a 429 pause) stops
    * dispatch within this. A run that waits for its quota or for a call slot reads nothing. @default 250
    */
   readonly circuitPollMs: number;

@@ -12,11 +12,11 @@ import type { RunPorts, RunQuota, RunSummary } from './types';
 
 /**
  * The loop of a run that holds the lease, its ledger and its circuit read (step 3 of the architecture, then step 4).
- * Until the deadline it reads the circuit before a dispatch when its last read is older than `circuitPollMs` (a
- * worker's change, an open circuit or a 429 pause, reaches dispatch within that), and every `circuitPollMs` while it
- * holds work back, sending only health checks while it is not closed (a check that is a job's trial is the one job it
- * sends then, alone: see `CircuitWatch.jobTrial`), and nothing while an operator
- * holds the lane (see `pauseLane`: the buffered messages go back to their queues, the lease is kept and flushed);
+ * Until the deadline it reads the circuit before a dispatch when its last read answered more than `circuitPollMs`
+ * ago (a worker's change, an open circuit or a 429 pause, reaches dispatch within that), and every `circuitPollMs`
+ * while it holds work back, sending only health checks while it is not closed (a check that is a job's trial is the
+ * one job it sends then, alone: see `CircuitWatch.jobTrial`), and nothing while an operator holds the lane (see
+ * `pauseLane`: the buffered messages go back to their queues, the lease is kept and flushed);
  * otherwise it receives requeue ▸ fifo ▸ main, waits for each pacing slot and invokes a worker. It flushes the ledger
  * every `flushIntervalMs` and at exit, and releases the lease.
  *
@@ -159,7 +159,7 @@ export class OrchestratorRun {
   /**
    * Brings the run's view of the store up to date: flushes when due (on schedule, and in any case before the lease
    * could expire), then, while the circuit holds work back, reads it every `circuitPollMs`. While it lets work
-   * through, the dispatcher has it read only before a dispatch, when the last read is older than that (see
+   * through, the dispatcher has it read only before a dispatch, when the last read answered longer ago than that (see
    * {@link OrchestratorRun.readCircuitIfDue}): a run that waits for its quota or for call slots to free makes no read
    * it does not use (four a second, on a lane whose calls take seconds). During an outage it waits for the back-off,
    * then retries a failed flush (or a due one) and reads the circuit, and the outage ends once both succeed.

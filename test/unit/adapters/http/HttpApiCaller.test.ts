@@ -1,6 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HttpApiCaller, MAX_RESPONSE_BODY_BYTES } from '../../../../lib/adapters/http/HttpApiCaller';
+import {
+  HttpApiCaller,
+  type HttpApiCallerOptions,
+  MAX_RESPONSE_BODY_BYTES,
+} from '../../../../lib/adapters/http/HttpApiCaller';
 import { awkwardBody } from '../../../helpers/serviceFixtures';
 
 interface Recorded {
@@ -338,13 +342,20 @@ describe('HttpApiCaller', () => {
       expect(server.requests[0]?.headers.authorization).toBe('Bearer k');
     });
 
-    it("sends the key in the lane's own header and form, with its static headers on calls and probes (Anthropic's)", async () => {
+    /** A caller on the test server's /api and /health, both answering 200, with `options` besides. */
+    const callerWith = (options: Partial<HttpApiCallerOptions>) => {
       server.routes.set('/api', ok);
       server.routes.set('/health', ok);
-      const api = new HttpApiCaller({
+      return new HttpApiCaller({
         apiUrl: server.url('/api'),
         healthUrl: server.url('/health'),
         timeoutMs: 2_000,
+        ...options,
+      });
+    };
+
+    it("sends the key in the lane's own header and form, with its static headers on calls and probes (Anthropic's)", async () => {
+      const api = callerWith({
         headers: { 'anthropic-version': '2023-06-01' },
         apiKey: async () => 'sk-ant',
         keyHeader: { name: 'x-api-key' },
@@ -366,12 +377,7 @@ describe('HttpApiCaller', () => {
     });
 
     it('keeps the key off probes when probes do not send it, and sends the call with the method and content type given', async () => {
-      server.routes.set('/api', ok);
-      server.routes.set('/health', ok);
-      const api = new HttpApiCaller({
-        apiUrl: server.url('/api'),
-        healthUrl: server.url('/health'),
-        timeoutMs: 2_000,
+      const api = callerWith({
         method: 'PUT',
         headers: { 'content-type': 'application/vnd.api+json', 'x-team': 'ops' },
         apiKey: async () => 'k',
