@@ -51,8 +51,8 @@ export interface DeploySettings {
   readonly apiTimeoutMs?: number;
   /**
    * Name of an SSM Parameter Store SecureString holding the API key, which the worker reads before its first call and
-   * sends in `apiKeyHeader` (`authorization: Bearer <key>` by default); without such a parameter, calls carry no key. The worker's role may read
-   * this one parameter; the key never sits in the environment or the template.
+   * sends in `apiKeyHeader` (`authorization: Bearer <key>` by default); without such a parameter, calls carry no key.
+   * The worker's role may read this one parameter; the key never sits in the environment or the template.
    * @default /quota-orchestrator/<stage>/api-key (set in serverless.yml)
    */
   readonly apiKeyParameter?: string;

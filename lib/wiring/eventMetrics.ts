@@ -91,7 +91,10 @@ export class OrchestratorMetrics {
   }
 }
 
-/** Records a worker's reports and job outcomes in `sink`, in `scope`; the handler publishes at the end of each invocation. */
+/**
+ * Records a worker's reports and job outcomes in `sink`, in `scope`; the handler publishes at the end of each
+ * invocation.
+ */
 export class WorkerMetrics {
   constructor(
     private readonly sink: MetricSink,

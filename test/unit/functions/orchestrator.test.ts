@@ -369,7 +369,11 @@ describe('orchestrator handler', () => {
 
       expect(stdout.metric('CalendarQuotaExhausted').map((m) => m.value)).toEqual([1]);
       expect(stdout.metric('QuotaExhaustedForMs')).toEqual([
-        { unit: 'Milliseconds', dimensions: { ...TEST_DEPLOYMENT, lane: LANE, tier: '1/day' }, value: expect.any(Number) },
+        {
+          unit: 'Milliseconds',
+          dimensions: { ...TEST_DEPLOYMENT, lane: LANE, tier: '1/day' },
+          value: expect.any(Number),
+        },
       ]);
       expect(
         stdout

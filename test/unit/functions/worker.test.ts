@@ -457,7 +457,9 @@ describe('worker handler', () => {
 
       await expect(handler(await receiveJobEvent(h, 'main', 'd-1'))).resolves.toBe('retried');
 
-      expect(stdout.metric('RateLimitedCalls')).toEqual([{ unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE }, value: 1 }]);
+      expect(stdout.metric('RateLimitedCalls')).toEqual([
+        { unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE }, value: 1 },
+      ]);
       expect(stdout.metric('ApiCalls')).toEqual([
         { unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE, outcome: 'rate-limited' }, value: 1 },
       ]);
@@ -485,7 +487,9 @@ describe('worker handler', () => {
       await expect(handler({ ...event, callBy: START - 1 })).resolves.toBe('too-late');
 
       expect(h.api.calls).toEqual([]);
-      expect(stdout.metric('LateStartsRefused')).toEqual([{ unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE }, value: 1 }]);
+      expect(stdout.metric('LateStartsRefused')).toEqual([
+        { unit: 'Count', dimensions: { ...TEST_DEPLOYMENT, lane: LANE }, value: 1 },
+      ]);
     });
 
     it('counts the circuit transition its report wrote by the state it went to', async () => {
