@@ -1,3 +1,4 @@
+import { StateFormatError } from '../../../lib/errors';
 import { asWorkerEvent, makeHandler } from '../../../functions/worker';
 import { recordingTelemetry, TEST_DEPLOYMENT } from '../../helpers/recordingTelemetry';
 import type { HealthCheckEvent } from '../../../lib/ports/Invoker';
@@ -218,12 +219,15 @@ describe('worker handler', () => {
     const { handler } = handlerOn(h);
     const claim = h.stores.idempotency.putIdempotencyIfAbsent.bind(h.stores.idempotency);
     jest.spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent').mockImplementation(async (key, record, now) => {
-      if (key === 'broken') throw new Error('the store is down');
+      if (key === 'broken') throw new StateFormatError("stored idempotency record 'broken' is not an object; got 7");
       return claim(key, record, now);
     });
 
     const batch = { kind: 'batch', lane: LANE, jobs: [{ ...first, idempotencyKey: 'broken' }, second], sentAt: START };
-    await expect(handler(batch)).rejects.toThrow('the batch of 2 jobs failed in part: m-1: the store is down');
+    // A key record that cannot be read ends nothing: a table that is merely down gives the job back instead.
+    await expect(handler(batch)).rejects.toThrow(
+      "the batch of 2 jobs failed in part: m-1: stored idempotency record 'broken' is not an object; got 7",
+    );
     expect(h.api.calls.map((c) => c.body)).toEqual(['{"id":"b"}']);
   });
 
@@ -512,7 +516,7 @@ describe('worker handler', () => {
       const jobs = [await receiveJobEvent(h, 'main', 'd-1'), await receiveJobEvent(h, 'main', 'd-2')];
       const claim = h.stores.idempotency.putIdempotencyIfAbsent.bind(h.stores.idempotency);
       jest.spyOn(h.stores.idempotency, 'putIdempotencyIfAbsent').mockImplementation(async (key, record, now) => {
-        if (key === 'broken') throw new Error('the store is down');
+        if (key === 'broken') throw new StateFormatError("stored idempotency record 'broken' is not an object; got 7");
         return claim(key, record, now);
       });
       const { handler, stdout, contexts } = handlerOn(h);
