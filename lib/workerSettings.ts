@@ -41,7 +41,8 @@ export interface DeploySettings {
   readonly apiKeyScheme?: string;
   /**
    * Whether health checks carry the API key (and `requestHeaders`, which they always carry). False only for a
-   * health URL that refuses a key; then `circuit.probeChecksKey` must be false too. @default true
+   * health URL that refuses a key; then `circuit.probeChecksKey` must be false too, and a health check does not wait
+   * for the key's read (nor fail with it). @default true
    */
   readonly healthCheckSendsKey?: boolean;
   /**

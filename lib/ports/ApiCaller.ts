@@ -19,6 +19,9 @@ export interface ReadyCaller {
   probe(): Promise<ApiResult>;
 }
 
+/** Which request a caller is made ready for (see {@link ApiCaller.prepare}). @default 'call' */
+export type RequestPurpose = 'call' | 'probe';
+
 /**
  * What {@link ApiCaller.prepare} came to: a caller whose requests leave at once, or why none could be made ready (a
  * credential that could not be read). Not being ready is not the API's answer: the worker makes no request, spends
@@ -33,9 +36,10 @@ export interface ApiCaller extends ReadyCaller {
    * Does the slow part of a request ahead of it: reads the credential (e.g. from SSM Parameter Store, decrypted with
    * KMS) and, where the caller can without sending a request, opens the connection. The worker prepares before it
    * checks that the request may still leave on time, and sends through the {@link ReadyCaller} it gets, with nothing
-   * slow left between the check and the request. Never throws.
+   * slow left between the check and the request. `purpose` says which request follows: a job's `call` or a health
+   * check's `probe` (a caller whose probes carry no credential need not read one for it). Never throws.
    * @default none: the worker sends through the caller itself, and whatever it reads on the way counts as the call's
    * time
    */
-  prepare?(): Promise<Preparation>;
+  prepare?(purpose?: RequestPurpose): Promise<Preparation>;
 }

@@ -1,5 +1,5 @@
 import type { ApiResult } from '../../domain/outcome/apiResult';
-import type { ApiCaller, Preparation } from '../../ports/ApiCaller';
+import type { ApiCaller, Preparation, RequestPurpose } from '../../ports/ApiCaller';
 import { utf8Prefix } from '../../domain/utf8Prefix';
 import type { ApiMethod } from '../../requestSettings';
 
@@ -171,9 +171,15 @@ export class HttpApiCaller implements ApiCaller {
   /**
    * Reads the API key (within `keyReadTimeoutMs`) and returns a caller whose call and probe send with it, reading
    * nothing more. A read that fails or runs out of time leaves the caller `not-ready`, with the reason: the key could
-   * not be read, which says nothing of the API. Never throws.
+   * not be read, which says nothing of the API. For a probe that carries no key (`probeSendsKey` false), nothing is
+   * read: its caller probes at once, and its call reads the key as {@link HttpApiCaller.call} does. Never throws.
    */
-  async prepare(): Promise<Preparation> {
+  async prepare(purpose: RequestPurpose = 'call'): Promise<Preparation> {
+    if (purpose === 'probe' && !this.probeSendsKey)
+      return {
+        kind: 'ready',
+        caller: { call: (body, context) => this.call(body, context), probe: () => this.sendProbe({}) },
+      };
     const read = await this.readKey();
     if (!read.read) return { kind: 'not-ready', reason: read.reason };
     const { keyHeader } = read;
@@ -197,8 +203,9 @@ export class HttpApiCaller implements ApiCaller {
     return this.sendCall(body, context, read.keyHeader);
   }
 
-  /** GETs `healthUrl`, reading the key first, as {@link HttpApiCaller.call} does. Never throws. */
+  /** GETs `healthUrl`, reading the key first (unless probes carry none), as {@link HttpApiCaller.call} does. Never throws. */
   async probe(): Promise<ApiResult> {
+    if (!this.probeSendsKey) return this.sendProbe({});
     const read = await this.readKey();
     if (!read.read) return { kind: 'network-error', message: read.reason };
     return this.sendProbe(read.keyHeader);

@@ -17,7 +17,7 @@ export async function readyCaller(
 ): Promise<ReadyCaller | undefined> {
   const { api, clock } = deps;
   if (api.prepare === undefined) return api;
-  const preparation = await api.prepare().catch((error: unknown) => ({
+  const preparation = await api.prepare('checkId' in requestFor ? 'probe' : 'call').catch((error: unknown) => ({
     kind: 'not-ready' as const,
     // The port forbids a throw; one is a caller's bug, reported as what it is.
     reason: `prepare threw: ${error instanceof Error ? error.message : String(error)}`,

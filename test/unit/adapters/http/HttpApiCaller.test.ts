@@ -397,6 +397,38 @@ describe('HttpApiCaller', () => {
   });
 
   describe('prepare', () => {
+    it('reads no key for a probe that carries none: a key that cannot be read holds back calls, not health checks', async () => {
+      server.routes.set('/health', (_, response) => {
+        response.writeHead(200);
+        response.end();
+      });
+      let asked = 0;
+      const api = new HttpApiCaller({
+        apiUrl: server.url('/api'),
+        healthUrl: server.url('/health'),
+        timeoutMs: 2_000,
+        probeSendsKey: false,
+        apiKey: async () => {
+          asked++;
+          throw new Error('ParameterStore throttled');
+        },
+      });
+
+      const forProbe = await api.prepare('probe');
+      if (forProbe.kind !== 'ready') throw new Error(`not ready: ${forProbe.reason}`);
+      await expect(forProbe.caller.probe()).resolves.toMatchObject({ kind: 'response', status: 200 });
+      await expect(api.probe()).resolves.toMatchObject({ kind: 'response', status: 200 });
+      expect(asked).toBe(0);
+      await expect(api.prepare('call')).resolves.toEqual({
+        kind: 'not-ready',
+        reason: 'no API key: ParameterStore throttled',
+      });
+      expect(server.requests.map((r) => [r.method, r.url, r.headers.authorization])).toEqual([
+        ['GET', '/health', undefined],
+        ['GET', '/health', undefined],
+      ]);
+    });
+
     const ok = (_: IncomingMessage, response: ServerResponse) => {
       response.writeHead(200);
       response.end();

@@ -209,6 +209,19 @@ describe('processHealthCheck', () => {
       await expect(loadCircuit(h.stores.circuit, LANE)).resolves.toMatchObject({ state: { status: 'closed' } });
     });
 
+    it('prepares the caller for a probe, so that a caller whose probes carry no key reads none', async () => {
+      const h = workerHarness();
+      await halfOpen(h);
+      const api = new SlowKeyApi(h.api, h.clock, 0);
+      const prepare = jest.spyOn(api, 'prepare');
+
+      const probing = processHealthCheck(check(), { ...h.deps, api });
+      await h.clock.advance(100);
+
+      await expect(probing).resolves.toBe('healthy');
+      expect(prepare.mock.calls).toEqual([['probe']]);
+    });
+
     it('claims nothing and probes nothing when the key cannot be read: the check times out unclaimed', async () => {
       const h = workerHarness();
       await halfOpen(h);

@@ -30,12 +30,14 @@ describe('processJob reading its key', () => {
     await sendJob(h.queues, 'main', { id: 'a' });
     const event = atSlot(await receiveJobEvent(h, 'main', 'd-1'), 250, 270);
     const { deps } = keyed(h, 200);
+    const prepare = jest.spyOn(deps.api, 'prepare');
 
     const done = processJob(event, deps);
     await h.clock.advance(500);
 
     await expect(done).resolves.toBe('succeeded');
     expect(h.api.calls.map((c) => c.at)).toEqual([START + 250]);
+    expect(prepare.mock.calls).toEqual([['call']]);
   });
 
   it('does not call when its key is in hand only after callBy: gives its reservation back, saying how late it was ready', async () => {
