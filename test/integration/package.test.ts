@@ -100,6 +100,16 @@ const queueUrl = process.env.QUEUE_URL;
     });
   }, 60_000);
 
+  it('gives the same names to an ES module', async () => {
+    writeFileSync(
+      join(consumer, 'esm.mjs'),
+      "import { enqueue, enqueueMany, EnqueueError, MAX_MESSAGE_BYTES } from 'quota-orchestrator';\n" +
+        'console.log(JSON.stringify([typeof enqueue, typeof enqueueMany, typeof EnqueueError, MAX_MESSAGE_BYTES]));\n',
+    );
+    const { stdout } = await run('node', ['esm.mjs'], { cwd: consumer });
+    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 262_144]);
+  }, 30_000);
+
   it('runs the operator CLI as its bin, named as installed', async () => {
     const { stdout } = await run(join(consumer, 'node_modules/.bin/quota-orchestrator'), ['--help'], { cwd: consumer });
     expect(stdout).toContain('Usage: quota-orchestrator [options] [command]');
