@@ -190,8 +190,9 @@ export class LedgerSync {
    * in the saved ledger or pending for its successor. A backlog larger than one save takes further saves, at most
    * {@link MAX_SAVES_PER_FLUSH} in all; the rest waits for the next flush.
    *
-   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs` (or up to
-   * `until`), in units and in call slots (see {@link RunAllowance.next}). A run killed before its next flush can only
+   * Unless `final`, the saved ledger also holds a fresh allowance for the next `2 × flushIntervalMs`, or up to
+   * `until` and a flush interval past it (see {@link allowanceSpanMs}), in units and in call slots (see
+   * {@link RunAllowance.next}). A run killed before its next flush can only
    * have dispatched within that allowance, which its successor counts. The allowance takes effect only once the save
    * succeeded. A save that fails may still have landed, so until a later one succeeds the run keeps within both the
    * previous allowance and the attempted one (see {@link RunAllowance.boundBy}).
@@ -205,7 +206,7 @@ export class LedgerSync {
     const granted = final
       ? undefined
       : this.allowance.next(
-          this.quota.ledger.allowanceEnd(now, Math.max(2 * this.run.settings.flushIntervalMs, (until ?? now) - now)),
+          this.quota.ledger.allowanceEnd(now, allowanceSpanMs(now, until, this.run.settings.flushIntervalMs)),
           need,
         );
     try {
@@ -326,3 +327,13 @@ export class LedgerSync {
  * Twice that, for the clocks of the worker and the orchestrator, which run on different hosts.
  */
 const FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS = 2;
+
+/**
+ * How far ahead of `now` a flush grants its allowance: `2 × flushIntervalMs`, or, asked to reach the slot `until`,
+ * that slot and a flush interval more. A slot is taken the dispatch lead ahead of the instant it is taken, so the
+ * next head's slot lies a little further on than this one's: an allowance that ended at `until` would miss it, and a
+ * lead grown past twice the flush interval (a slow table) would then flush again for every slot, dispatching nothing.
+ */
+export function allowanceSpanMs(now: number, until: number | undefined, flushIntervalMs: number): number {
+  return Math.max(2 * flushIntervalMs, until === undefined ? 0 : until - now + flushIntervalMs);
+}

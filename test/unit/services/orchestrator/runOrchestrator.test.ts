@@ -749,6 +749,56 @@ describe('runOrchestrator', () => {
       expect(spans.every((span) => span < 475)).toBe(true);
     });
 
+    it('dispatches on a lead grown past twice the flush interval: one flush reaches the next slot, not one per slot', async () => {
+      // Flushes every 200 ms grant 400 ms of allowance; a late start grows the lead to its most, 1 s.
+      const config = testConfig({
+        quotas: [{ limit: 10, per: 'second' }],
+        pacing: { batchWindowMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 1_000 },
+        orchestrator: { flushIntervalMs: 200 },
+      });
+      let reported = false;
+      const h = orchestratorHarness({
+        config,
+        // The first worker starts 2 s after its event was sent, too late for its slot: it gives its job back.
+        worker: async (event, harness) => {
+          for (const job of jobsOf(event)) {
+            if (!reported) {
+              reported = true;
+              await harness.stores.ledger.addSettlements(LANE, {
+                reservation: job.reservation,
+                actual: null,
+                id: job.dispatchId,
+                startDelayMs: 2_000,
+              });
+              await harness.queues.changeVisibility(job.queue, job.receiptHandle, 0);
+            } else await harness.queues.delete(job.queue, job.receiptHandle);
+          }
+        },
+      });
+      // Each save takes 3 ms, as a write to the table does: the next head's slot, taken after it, lies 3 ms further on.
+      let saves = 0;
+      const counting = Object.assign(Object.create(h.stores.ledger) as MemoryLedgerStore, {
+        saveLedger: async (...args: Parameters<MemoryLedgerStore['saveLedger']>): Promise<void> => {
+          saves++;
+          await h.clock.sleep(3);
+          return h.stores.ledger.saveLedger(...args);
+        },
+      });
+      await sendMain(h.queues, 20);
+
+      await drive(
+        h.clock,
+        runOrchestrator({ ...h.deps, stores: { ...h.stores, ledger: counting } }, { deadline: START + 4_000 }),
+        START + 5_000,
+      );
+
+      // Every job went (the late one twice), about one a 100 ms, with a save about every flush interval: a flush
+      // whose allowance ended at the slot it was asked for would miss the next slot, taken a moment later, and flush
+      // again for every slot, dispatching nothing.
+      expect(dispatchedEvents(h.events).length).toBeGreaterThanOrEqual(21);
+      expect(saves).toBeLessThan(40);
+    });
+
     it('leaves a malformed message out of a batch: the batch ends before it, and it is dead-lettered', async () => {
       const h = fast(100);
       await sendMain(h.queues, 2);
