@@ -301,6 +301,27 @@ export function jobsOf(event: WorkerEvent): readonly JobEvent[] {
   return event.kind === 'job' ? [event] : event.kind === 'batch' ? event.jobs : [];
 }
 
+/**
+ * A worker for {@link orchestratorHarness} whose first job starts `startDelayMs` after its event was sent, too late
+ * for its slot: it gives that job back (its reservation refunded with the delay, its message visible again), and
+ * every other job succeeds.
+ */
+export function firstStartsLate(startDelayMs: number): NonNullable<OrchestratorHarnessOptions['worker']> {
+  let reported = false;
+  return async (event, harness) => {
+    for (const job of jobsOf(event)) {
+      if (reported) {
+        await harness.queues.delete(job.queue, job.receiptHandle);
+        continue;
+      }
+      reported = true;
+      const { reservation, dispatchId: id } = job;
+      await harness.stores.ledger.addSettlements(LANE, { reservation, actual: null, id, startDelayMs });
+      await harness.queues.changeVisibility(job.queue, job.receiptHandle, 0);
+    }
+  };
+}
+
 /** Builds an {@link OrchestratorHarness}: in-memory ports, `random` fixed at 0, ids `id-1`, `id-2`, … */
 export function orchestratorHarness(options: OrchestratorHarnessOptions = {}): OrchestratorHarness {
   const clock = options.clock ?? new FakeClock(START);

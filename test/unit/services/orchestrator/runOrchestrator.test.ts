@@ -25,6 +25,7 @@ import {
   dispatchedEvents,
   drive,
   httpStatus,
+  firstStartsLate,
   jobsOf,
   openCircuit,
   orchestratorHarness,
@@ -714,25 +715,8 @@ describe('runOrchestrator', () => {
         quotas: [{ limit: 50, per: 'second' }],
         pacing: { batchWindowMs: 100, dispatchLeadMs: 0, maxDispatchLeadMs: 1_000 },
       });
-      let reported = false;
-      const h = orchestratorHarness({
-        config,
-        // The first worker starts 300 ms after its event was sent, too late for its slot: it gives its job back.
-        worker: async (event, harness) => {
-          const [first, ...others] = jobsOf(event);
-          if (first !== undefined && !reported) {
-            reported = true;
-            await harness.stores.ledger.addSettlements(LANE, {
-              reservation: first.reservation,
-              actual: null,
-              id: first.dispatchId,
-              startDelayMs: 300,
-            });
-            await harness.queues.changeVisibility(first.queue, first.receiptHandle, 0);
-          } else if (first !== undefined) await harness.queues.delete(first.queue, first.receiptHandle);
-          for (const job of others) await harness.queues.delete(job.queue, job.receiptHandle);
-        },
-      });
+      // The first worker starts 300 ms after its event was sent, too late for its slot: it gives its job back.
+      const h = orchestratorHarness({ config, worker: firstStartsLate(300) });
       await sendMain(h.queues, 100);
 
       await drive(h.clock, runOrchestrator(h.deps, { deadline: START + 4_000 }), START + 5_000);
@@ -756,25 +740,8 @@ describe('runOrchestrator', () => {
         pacing: { batchWindowMs: 0, dispatchLeadMs: 0, maxDispatchLeadMs: 1_000 },
         orchestrator: { flushIntervalMs: 200 },
       });
-      let reported = false;
-      const h = orchestratorHarness({
-        config,
-        // The first worker starts 2 s after its event was sent, too late for its slot: it gives its job back.
-        worker: async (event, harness) => {
-          for (const job of jobsOf(event)) {
-            if (!reported) {
-              reported = true;
-              await harness.stores.ledger.addSettlements(LANE, {
-                reservation: job.reservation,
-                actual: null,
-                id: job.dispatchId,
-                startDelayMs: 2_000,
-              });
-              await harness.queues.changeVisibility(job.queue, job.receiptHandle, 0);
-            } else await harness.queues.delete(job.queue, job.receiptHandle);
-          }
-        },
-      });
+      // The first worker starts 2 s after its event was sent, too late for its slot: it gives its job back.
+      const h = orchestratorHarness({ config, worker: firstStartsLate(2_000) });
       // Each save takes 3 ms, as a write to the table does: the next head's slot, taken after it, lies 3 ms further on.
       let saves = 0;
       const counting = Object.assign(Object.create(h.stores.ledger) as MemoryLedgerStore, {
