@@ -1,5 +1,6 @@
 import { parseServiceConfig, type ServiceConfig } from './config';
 import { ConfigError } from './errors';
+import type { Deployment } from './adapters/metrics/serviceMetrics';
 import type { QueueName } from './ports/QueueReceiver';
 import { describeValue } from './domain/describeValue';
 import { parseWorkerSettings, type DeploySettingKey, type WorkerSettings } from './workerSettings';
@@ -81,7 +82,7 @@ export const DEPLOYMENT_ENV = { service: 'SERVICE_NAME', stage: 'STAGE' } as con
  * The deployment a function runs in, from `SERVICE_NAME` and `STAGE`, which scope its metrics; `undefined` when
  * either is unset or empty (a function run outside a deployment).
  */
-export function deploymentFromEnv(env: Env): { readonly service: string; readonly stage: string } | undefined {
+export function deploymentFromEnv(env: Env): Deployment | undefined {
   const service = env[DEPLOYMENT_ENV.service];
   const stage = env[DEPLOYMENT_ENV.stage];
   return service === undefined || service === '' || stage === undefined || stage === ''

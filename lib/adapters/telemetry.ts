@@ -1,13 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import { addLambdaContext, powertoolsLog, powertoolsLogger, type LambdaContextLike, type Log } from './log';
 import { EmfMetrics, type MetricSink } from './metrics/emfMetrics';
-import type { MetricScope } from './metrics/serviceMetrics';
-
-/** The deployment a function belongs to: serverless.yml's `service` and its stage (see `deploymentFromEnv`). */
-export interface Deployment {
-  readonly service: string;
-  readonly stage: string;
-}
+import type { Deployment, MetricScope } from './metrics/serviceMetrics';
 
 /** Where a handler reports: its log, its metrics, and the invocation its lines belong to. */
 export interface Telemetry {

@@ -34,17 +34,17 @@ export class OrchestratorMetrics {
 
   /** Records `event`, then publishes if the interval has passed by its time. */
   observe(event: OrchestratorEvent): void {
-    const lane = { ...this.scope };
+    const scope = { ...this.scope };
     switch (event.type) {
       case 'dispatched':
-        this.sink.count(METRICS.dispatched, lane);
-        this.sink.record(METRICS.dispatchLag, 'Milliseconds', lane, event.waitedMs);
+        this.sink.count(METRICS.dispatched, scope);
+        this.sink.record(METRICS.dispatchLag, 'Milliseconds', scope, event.waitedMs);
         break;
       case 'dead-lettered':
-        this.sink.count(METRICS.deadLetters, { ...lane, reason: deadLetterClass(event.reason) });
+        this.sink.count(METRICS.deadLetters, { ...scope, reason: deadLetterClass(event.reason) });
         break;
       case 'circuit-transition':
-        this.sink.count(METRICS.circuitTransitions, { ...lane, to: event.to });
+        this.sink.count(METRICS.circuitTransitions, { ...scope, to: event.to });
         break;
       case 'circuit-seen':
         this.circuitOpen = openGauge(event.status);
@@ -52,17 +52,17 @@ export class OrchestratorMetrics {
       case 'flushed':
         this.calendarExhausted ??= 0;
         for (const { tier, used, limit } of event.usage)
-          this.sink.record(METRICS.tierUsageRatio, 'None', { ...lane, tier }, used / limit);
+          this.sink.record(METRICS.tierUsageRatio, 'None', { ...scope, tier }, used / limit);
         for (const [unit, units] of Object.entries(event.handedBack))
-          this.sink.record(METRICS.unitsHandedBack, 'Count', { ...lane, unit }, units);
-        if (event.inFlight !== undefined) this.sink.record(METRICS.callsInFlight, 'Count', lane, event.inFlight);
+          this.sink.record(METRICS.unitsHandedBack, 'Count', { ...scope, unit }, units);
+        if (event.inFlight !== undefined) this.sink.record(METRICS.callsInFlight, 'Count', scope, event.inFlight);
         break;
       case 'quota-exhausted':
         this.calendarExhausted = event.kind === 'calendar' ? 1 : 0;
         this.sink.record(
           METRICS.quotaExhaustedFor,
           'Milliseconds',
-          { ...lane, tier: event.tier },
+          { ...scope, tier: event.tier },
           Math.max(0, event.until - event.at),
         );
         break;
@@ -81,11 +81,11 @@ export class OrchestratorMetrics {
   }
 
   private publish(now: number): void {
-    const lane = { ...this.scope };
-    this.sink.count(METRICS.heartbeat, lane);
-    if (this.circuitOpen !== undefined) this.sink.record(METRICS.circuitOpen, 'None', lane, this.circuitOpen);
+    const scope = { ...this.scope };
+    this.sink.count(METRICS.heartbeat, scope);
+    if (this.circuitOpen !== undefined) this.sink.record(METRICS.circuitOpen, 'None', scope, this.circuitOpen);
     if (this.calendarExhausted !== undefined)
-      this.sink.record(METRICS.calendarQuotaExhausted, 'None', lane, this.calendarExhausted);
+      this.sink.record(METRICS.calendarQuotaExhausted, 'None', scope, this.calendarExhausted);
     this.sink.publish();
     this.lastPublishAt = now;
   }
@@ -103,24 +103,24 @@ export class WorkerMetrics {
 
   /** Records one report of the worker's services. */
   observe(report: WorkerReport): void {
-    const lane = { ...this.scope };
+    const scope = { ...this.scope };
     if (report.type === 'api-called') {
-      this.sink.count(METRICS.apiCalls, { ...lane, outcome: report.result });
-      if (report.result === 'rate-limited') this.sink.count(METRICS.rateLimited, lane);
+      this.sink.count(METRICS.apiCalls, { ...scope, outcome: report.result });
+      if (report.result === 'rate-limited') this.sink.count(METRICS.rateLimited, scope);
     } else if (report.type === 'dead-lettered') {
-      this.sink.count(METRICS.deadLetters, { ...lane, reason: deadLetterClass(report.reason) });
+      this.sink.count(METRICS.deadLetters, { ...scope, reason: deadLetterClass(report.reason) });
     } else if (report.type === 'circuit-transition') {
-      this.sink.count(METRICS.circuitTransitions, { ...lane, to: report.to });
+      this.sink.count(METRICS.circuitTransitions, { ...scope, to: report.to });
     } else if (report.type === 'result-undelivered') {
-      this.sink.count(METRICS.resultsUndelivered, lane);
+      this.sink.count(METRICS.resultsUndelivered, scope);
     }
   }
 
   /** Records how one job delivery ended. */
   job(outcome: JobOutcome): void {
-    const lane = { ...this.scope };
-    this.sink.count(METRICS.jobOutcomes, { ...lane, outcome });
-    if (outcome === 'too-late') this.sink.count(METRICS.lateStartsRefused, lane);
+    const scope = { ...this.scope };
+    this.sink.count(METRICS.jobOutcomes, { ...scope, outcome });
+    if (outcome === 'too-late') this.sink.count(METRICS.lateStartsRefused, scope);
   }
 
   /** Writes what the invocation recorded. */

@@ -1,10 +1,14 @@
-/**
- * Where a metric comes from, its first three dimensions: the deployment's `service` and `stage` (serverless.yml's
- * `service` and stage), and the `lane`. Two stages, or two deployments, in one account never share a series.
- */
-export interface MetricScope {
+/** The deployment a function belongs to: serverless.yml's `service` and its stage (see `deploymentFromEnv`). */
+export interface Deployment {
   readonly service: string;
   readonly stage: string;
+}
+
+/**
+ * Where a metric comes from, its first three dimensions: the deployment's `service` and `stage`, and the `lane`. Two
+ * stages, or two deployments, in one account never share a series.
+ */
+export interface MetricScope extends Deployment {
   readonly lane: string;
 }
 
