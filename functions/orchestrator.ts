@@ -9,14 +9,28 @@ import {
 } from '../lib/wiring/orchestratorDeps';
 import type { LambdaContextLike, Log } from '../lib/adapters/log';
 import { OrchestratorMetrics } from '../lib/wiring/eventMetrics';
-import { lambdaTelemetry, metricScope, type Telemetry } from '../lib/adapters/telemetry';
+import { lambdaTelemetry, metricScope, withLane, type Telemetry } from '../lib/adapters/telemetry';
 import { deploymentFromEnv, type Env } from '../lib/configFromEnv';
 import { SCHEDULE_PERIOD_MS } from '../lib/schedule';
+import { laneEnvs, readLane } from '../lib/lanes/laneEnv';
+import { queuesHoldWork } from '../lib/services/orchestrator/queuesHoldWork';
 
 /** The part of the Lambda context the orchestrator reads (its log lines carry the rest). */
 export interface OrchestratorContext extends LambdaContextLike {
   getRemainingTimeInMillis(): number;
 }
+
+/** What a run returns: its summary, or in a deployment of several lanes each lane's, by lane. */
+export type OrchestratorResult = RunSummary | Readonly<Record<string, RunSummary>>;
+
+/** The summary of a lane's run that found its queues empty (see `queuesHoldWork`). */
+const IDLE: RunSummary = Object.freeze({
+  lease: 'idle',
+  dispatched: 0,
+  deadLettered: 0,
+  healthChecks: 0,
+  invokeFailures: 0,
+});
 
 /** Kept free before the Lambda timeout for the last flush and the lease release. */
 export const EXIT_RESERVE_MS = 5_000;
@@ -74,8 +88,15 @@ function logEvent(log: Log, event: OrchestratorEvent): void {
  * end, whether it returns or throws.
  * @param shouldStop ends a run early, as a Lambda timeout would but with a clean exit (the local run uses it once
  * every job has ended); production runs never stop early.
+ * @param skipWhenIdle whether the run first asks whether the lane's queues hold work, and takes no lease when they
+ * hold none (a lane of several: see `queuesHoldWork`); its metrics still publish the heartbeat.
  */
-export function makeHandler(deps: OrchestratorBaseDeps, telemetry: Telemetry, shouldStop?: () => boolean) {
+export function makeHandler(
+  deps: OrchestratorBaseDeps,
+  telemetry: Telemetry,
+  shouldStop?: () => boolean,
+  skipWhenIdle = false,
+) {
   const { log } = telemetry;
   return async (event: unknown, context: OrchestratorContext): Promise<RunSummary> => {
     telemetry.setContext?.(context);
@@ -96,12 +117,19 @@ export function makeHandler(deps: OrchestratorBaseDeps, telemetry: Telemetry, sh
       metrics.observe(e);
     };
     try {
-      const summary = await runOrchestrator(
-        { ...deps, owner, onEvent },
-        { deadline, ...(shouldStop === undefined ? {} : { shouldStop }) },
-      );
+      const summary =
+        skipWhenIdle && !(await queuesHoldWork(deps.queues))
+          ? IDLE
+          : await runOrchestrator(
+              { ...deps, owner, onEvent },
+              { deadline, ...(shouldStop === undefined ? {} : { shouldStop }) },
+            );
       // `unavailable`: the state store failed all run long, so nothing was dispatched; worth a look if it repeats.
-      log(summary.lease === 'unavailable' ? 'warn' : 'info', 'orchestrator run ended', { owner, ...summary });
+      log(summary.lease === 'unavailable' ? 'warn' : 'info', 'orchestrator run ended', {
+        owner,
+        lane: deps.config.lane,
+        ...summary,
+      });
       return summary;
     } finally {
       metrics.end(deps.clock.now());
@@ -110,20 +138,43 @@ export function makeHandler(deps: OrchestratorBaseDeps, telemetry: Telemetry, sh
 }
 
 /**
- * Builds the handler from an environment (validated here: a bad value fails with the variable's name).
- * The local run calls this with each function's environment from the packaged template.
+ * Builds the handler from an environment (validated here: a bad value fails with the variable's name, and the
+ * lane's in `LANES`). The local run calls this with each function's environment from the packaged template.
+ *
+ * A deployment of several lanes (`LANES`, see `laneEnvs`) runs one lane's run per lane in the one invocation, side by
+ * side: each takes its lane's lease, ledger and circuit, as a one-lane deployment's run does, so a lane held by its
+ * quota, its circuit, an operator or an outage never delays another. A lane whose queues are empty takes no lease.
+ * Every lane's run ends before the invocation returns the summaries by lane (or throws the first lane's error).
  */
 export function handlerFromEnv(
   env: Env,
   clients: OrchestratorClients = orchestratorClients(),
   telemetry: Telemetry = lambdaTelemetry(undefined, undefined, deploymentFromEnv(env)),
   shouldStop?: () => boolean,
-) {
-  return makeHandler(orchestratorDepsFromEnv(env, clients), telemetry, shouldStop);
+): (event: unknown, context: OrchestratorContext) => Promise<OrchestratorResult> {
+  const lanes = laneEnvs(env).map((lane) => ({
+    lane,
+    handle: makeHandler(
+      readLane(lane, (laneEnv) => orchestratorDepsFromEnv(laneEnv, clients)),
+      lane.inLanes ? withLane(telemetry, lane.lane) : telemetry,
+      shouldStop,
+      lane.inLanes,
+    ),
+  }));
+  const [first] = lanes;
+  if (first !== undefined && !first.lane.inLanes) return first.handle;
+  return async (event, context) => {
+    const ended = await Promise.allSettled(lanes.map(({ handle }) => handle(event, context)));
+    const failed = ended.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    return Object.fromEntries(
+      lanes.map(({ lane }, i) => [lane.lane, (ended[i] as PromiseFulfilledResult<RunSummary>).value]),
+    );
+  };
 }
 
 let coldStart: ReturnType<typeof handlerFromEnv> | undefined;
 
 /** Lambda entry point: the configuration is read and validated once per container, at its first event. */
-export const handler = (event: unknown, context: OrchestratorContext): Promise<RunSummary> =>
+export const handler = (event: unknown, context: OrchestratorContext): Promise<OrchestratorResult> =>
   (coldStart ??= handlerFromEnv(process.env))(event, context);

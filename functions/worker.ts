@@ -1,7 +1,8 @@
 import { workerClients, workerDepsFromEnv, type WorkerClients } from '../lib/wiring/workerDeps';
 import type { LambdaContextLike, Log } from '../lib/adapters/log';
 import { WorkerMetrics } from '../lib/wiring/eventMetrics';
-import { lambdaTelemetry, metricScope, type Telemetry } from '../lib/adapters/telemetry';
+import { lambdaTelemetry, metricScope, withLane, type Telemetry } from '../lib/adapters/telemetry';
+import { laneEnvs, readLane } from '../lib/lanes/laneEnv';
 import { deploymentFromEnv, type Env } from '../lib/configFromEnv';
 import type { JobEvent, WorkerEvent } from '../lib/ports/Invoker';
 import { processWorkerEvent } from '../lib/services/worker/processWorkerEvent';
@@ -107,13 +108,39 @@ export function makeHandler(deps: WorkerDeps, telemetry: Telemetry) {
   };
 }
 
-/** Builds the handler from an environment (validated here: a bad value fails with the variable's name). */
+/**
+ * Builds the handler from an environment (validated here: a bad value fails with the variable's name, and the
+ * lane's in `LANES`). In a deployment of several lanes (see `laneEnvs`), each lane has its own settings, API caller
+ * and key, and an event goes to its `lane`'s.
+ * @throws Error, from the handler, for an event of a lane the deployment does not have: Lambda puts it in the
+ * worker's on-failure queue, and its message reappears after its visibility timeout.
+ */
 export function handlerFromEnv(
   env: Env,
   clients: WorkerClients = workerClients(),
   telemetry: Telemetry = lambdaTelemetry(undefined, undefined, deploymentFromEnv(env)),
-) {
-  return makeHandler(workerDepsFromEnv(env, clients), telemetry);
+): (event: unknown, context?: LambdaContextLike) => Promise<WorkerOutcome> {
+  const lanes = laneEnvs(env);
+  const handlers = new Map(
+    lanes.map((lane) => [
+      lane.lane,
+      makeHandler(
+        readLane(lane, (laneEnv) => workerDepsFromEnv(laneEnv, clients)),
+        lane.inLanes ? withLane(telemetry, lane.lane) : telemetry,
+      ),
+    ]),
+  );
+  const [first] = lanes;
+  if (first !== undefined && !first.inLanes) return handlers.get(first.lane)!;
+  return async (event, context) => {
+    const lane = typeof event === 'object' && event !== null ? (event as { lane?: unknown }).lane : undefined;
+    const handle = typeof lane === 'string' ? handlers.get(lane) : undefined;
+    if (handle === undefined)
+      throw new Error(
+        `worker event's lane must be one of this deployment's lanes (${[...handlers.keys()].join(', ')}); got ${JSON.stringify(lane)}`,
+      );
+    return await handle(event, context);
+  };
 }
 
 let coldStart: ReturnType<typeof handlerFromEnv> | undefined;

@@ -97,7 +97,7 @@ export type Env = Readonly<Record<string, string | undefined>>;
  * The value of the JSON text `text` of the variable `name`.
  * @throws ConfigError naming the variable when the text is not JSON.
  */
-function jsonFromEnv(name: string, text: string): unknown {
+export function jsonFromEnv(name: string, text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {

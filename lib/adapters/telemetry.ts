@@ -39,3 +39,8 @@ export function metricScope(telemetry: Telemetry, lane: string): MetricScope {
   const { service, stage } = telemetry.deployment ?? UNDEPLOYED;
   return { service, stage, lane };
 }
+
+/** `telemetry` whose log lines each carry `lane`: the lanes of a deployment of several log side by side. */
+export function withLane(telemetry: Telemetry, lane: string): Telemetry {
+  return { ...telemetry, log: (level, message, fields) => telemetry.log(level, message, { lane, ...fields }) };
+}

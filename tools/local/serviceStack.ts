@@ -1,4 +1,8 @@
-import { EXIT_RESERVE_MS, handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/orchestrator';
+import {
+  EXIT_RESERVE_MS,
+  handlerFromEnv as orchestratorHandlerFromEnv,
+  type OrchestratorResult,
+} from '../../functions/orchestrator';
 import { orchestratorDepsFromEnv } from '../../lib/wiring/orchestratorDeps';
 import { destroyClients, type EmulatorEndpoints, type FunctionClients } from './clients';
 import type { Log, LogLevel } from '../../lib/adapters/log';
@@ -415,7 +419,7 @@ export class ServiceStack {
   async invokeOrchestratorHandler(options: {
     readonly deadlineMs: number;
     readonly requestId: string;
-  }): Promise<RunSummary> {
+  }): Promise<OrchestratorResult> {
     const clients = this.harness.runClients();
     try {
       const handler = orchestratorHandlerFromEnv(this.env, clients, localTelemetry(this.log));

@@ -196,9 +196,10 @@ export interface RunSummary {
   /**
    * `held-elsewhere`: another orchestrator holds the lease, nothing was done; `lost`: the lease was taken over
    * mid-run; `unavailable`: the state store failed until the deadline before the run could start (take the lease,
-   * read the ledger and the circuit), nothing was dispatched.
+   * read the ledger and the circuit), nothing was dispatched; `idle`: a lane of a deployment of several found its
+   * source queues empty and took no lease (see `queuesHoldWork`).
    */
-  readonly lease: 'acquired' | 'held-elsewhere' | 'lost' | 'unavailable';
+  readonly lease: 'acquired' | 'held-elsewhere' | 'lost' | 'unavailable' | 'idle';
   readonly dispatched: number;
   readonly deadLettered: number;
   readonly healthChecks: number;

@@ -1,0 +1,93 @@
+/**
+ * The lanes of a deployment, as its functions read them at cold start. A one-lane deployment sets each setting in a
+ * variable of its own (`LANE`, `QUOTAS`, `API_URL`, `MAIN_QUEUE_URL`, …). A deployment of several lanes sets the shared
+ * ones (`TIME_ZONE`, `ORCHESTRATOR`, `TABLE_NAME`, …) as before and each lane's in `LANES`, a JSON object that maps
+ * each lane to its own variables; its queues' URLs follow from `QUEUE_URL_PREFIX` and the naming rule of
+ * `laneQueueName`. Each lane is then read as a one-lane deployment would be, through the same parsers.
+ */
+import { CONFIG_ENV, jsonFromEnv, QUEUE_URL_ENV, requiredEnv, WORKER_ENV, type Env } from '../configFromEnv';
+import { ConfigError } from '../errors';
+import { QUEUE_NAMES } from '../ports/QueueReceiver';
+import { isRecord } from '../settingChecks';
+import { describeValue } from '../domain/describeValue';
+import { laneQueueName } from './laneQueueNames';
+
+/** The variables of a deployment of several lanes. */
+export const LANES_ENV = {
+  /** Each lane's own variables, as a JSON object `{ "<lane>": { "QUOTAS": "…", "API_URL": "…" } }`. */
+  lanes: 'LANES',
+  /** What each of the lanes' queue URLs starts with: `https://sqs.<region>.amazonaws.com/<account>/<service>-<stage>-`. */
+  queueUrlPrefix: 'QUEUE_URL_PREFIX',
+} as const;
+
+/** The settings every lane of a deployment shares, which stay in variables of their own. */
+export const SHARED_SETTING_KEYS = ['timeZone', 'orchestrator'] as const;
+
+/** The variables a lane of `LANES` may set: every setting's but the lane's name and the shared settings'. */
+export const LANE_VARIABLES: readonly string[] = [
+  ...Object.entries(CONFIG_ENV)
+    .filter(([key]) => key !== 'lane' && !(SHARED_SETTING_KEYS as readonly string[]).includes(key))
+    .map(([, name]) => name),
+  ...Object.values(WORKER_ENV),
+];
+
+/** One lane of a deployment, and the environment its functions read it from. */
+export interface LaneEnv {
+  readonly lane: string;
+  /** The deployment's environment with the lane's settings and queue URLs in the variables of a one-lane deployment. */
+  readonly env: Env;
+  /** Whether the deployment has its lanes in `LANES`: refusals then name the lane (see {@link readLane}). */
+  readonly inLanes: boolean;
+}
+
+/**
+ * The deployment's lanes: the one lane of a deployment without `LANES`, else each lane of `LANES`, in its order.
+ * @throws ConfigError naming `LANES` (or a lane's entry in it) when it is not an object of lanes that each map
+ * lane variables to strings, or `QUEUE_URL_PREFIX` when it is missing.
+ */
+export function laneEnvs(env: Env): readonly LaneEnv[] {
+  const text = env[LANES_ENV.lanes];
+  if (text === undefined || text === '') return [{ lane: env[CONFIG_ENV.lane] || 'default', env, inLanes: false }];
+  const lanes = jsonFromEnv(LANES_ENV.lanes, text);
+  if (!isRecord(lanes) || Object.keys(lanes).length === 0) {
+    throw new ConfigError(
+      LANES_ENV.lanes,
+      `must be a JSON object of one or more lanes, each an object of its variables; got ${describeValue(lanes)}`,
+    );
+  }
+  const prefix = requiredEnv(env, LANES_ENV.queueUrlPrefix);
+  return Object.entries(lanes).map(([lane, variables]) => {
+    const field = `${LANES_ENV.lanes}.${lane}`;
+    if (!isRecord(variables))
+      throw new ConfigError(field, `must be an object of the lane's variables; got ${describeValue(variables)}`);
+    for (const [name, value] of Object.entries(variables)) {
+      if (!LANE_VARIABLES.includes(name))
+        throw new ConfigError(`${field}.${name}`, `is not a lane's variable; allowed are ${LANE_VARIABLES.join(', ')}`);
+      if (typeof value !== 'string')
+        throw new ConfigError(`${field}.${name}`, `must be a string; got ${describeValue(value)}`);
+    }
+    const queueUrls = Object.fromEntries(
+      QUEUE_NAMES.map((queue) => [QUEUE_URL_ENV[queue], prefix + laneQueueName('', lane, queue)]),
+    );
+    const laneEnv: Env = { ...env, [LANES_ENV.lanes]: undefined, ...variables, [CONFIG_ENV.lane]: lane, ...queueUrls };
+    return { lane, env: laneEnv, inLanes: true };
+  });
+}
+
+/**
+ * `read(lane.env)`, with a refusal of a lane of `LANES` named as it is written there (`LANES.<lane>.QUOTAS[0].per`
+ * rather than `QUOTAS[0].per`).
+ * @throws ConfigError from `read`, renamed so.
+ */
+export function readLane<T>(lane: LaneEnv, read: (env: Env) => T): T {
+  try {
+    return read(lane.env);
+  } catch (error) {
+    if (!lane.inLanes || !(error instanceof ConfigError)) throw error;
+    const shared = !LANE_VARIABLES.some(
+      (name) => error.field === name || error.field.startsWith(`${name}.`) || error.field.startsWith(`${name}[`),
+    );
+    const field = shared ? error.field : `${LANES_ENV.lanes}.${lane.lane}.${error.field}`;
+    throw new ConfigError(field, shared ? `${error.problem} (lane '${lane.lane}')` : error.problem, { cause: error });
+  }
+}
