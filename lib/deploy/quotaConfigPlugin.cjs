@@ -65,11 +65,12 @@ class QuotaConfigPlugin {
    * @throws the osls error class (a clean message, no stack trace) naming the offending field.
    */
   configure() {
-    const { resolveQuotaSettings } = this.loadQuotaSettings();
+    const loaded = this.loadQuotaSettings();
     const service = this.serverless.service;
     let resolved;
     try {
-      resolved = resolveQuotaSettings(service);
+      resolved = loaded.resolveQuotaSettings(service);
+      if (resolved.inLanes) this.addLanes(resolved, loaded);
     } catch (error) {
       if (error && error.code === 'CONFIG_INVALID') {
         const ServerlessError = (this.serverless.classes && this.serverless.classes.Error) || Error;
@@ -84,11 +85,35 @@ class QuotaConfigPlugin {
     orchestrator.events = [...(orchestrator.events || []), ...resolved.orchestratorEvents];
     this.grantWorker(resolved.workerStatements);
     if (this.log) {
-      const tiers = resolved.config.quotas.map(
-        (tier) => `${tier.limit}/${tier.per}${tier.unit === 'cost' ? ' (cost)' : ''}`,
-      );
-      this.log.verbose(`custom.quotaOrchestrator is valid: lane '${resolved.config.lane}', quotas ${tiers.join(', ')}`);
+      const lanes = resolved.lanes.map(({ config }) => {
+        const tiers = config.quotas.map((tier) => `${tier.limit}/${tier.per}${tier.unit === 'cost' ? ' (cost)' : ''}`);
+        return `lane '${config.lane}', quotas ${tiers.join(', ')}`;
+      });
+      this.log.verbose(`custom.quotaOrchestrator is valid: ${lanes.join('; ')}`);
     }
+  }
+
+  /**
+   * The lanes form: gives each lane its queues, alarms, outputs and grants (see lib/deploy/laneResources.ts), and
+   * takes the one-lane form's queue URLs out of `provider.environment` (`QUEUE_URL_PREFIX` and the naming rule
+   * replace them).
+   */
+  addLanes(resolved, loaded) {
+    const service = this.serverless.service;
+    const resources = service.resources || (service.resources = {});
+    const lanes = resolved.lanes.map(({ config, worker }) => ({
+      lane: config.lane,
+      ...(worker.apiKeyParameter === undefined ? {} : { apiKeyParameter: worker.apiKeyParameter }),
+    }));
+    const template = loaded.laneResources(
+      { Resources: resources.Resources || {}, Outputs: resources.Outputs || {} },
+      lanes,
+      resolved.queueNamePrefix,
+      'custom.quotaOrchestrator.lanes',
+    );
+    resources.Resources = template.Resources;
+    resources.Outputs = template.Outputs;
+    service.provider.environment = loaded.withoutQueueUrls(service.provider.environment);
   }
 
   /**

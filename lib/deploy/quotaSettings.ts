@@ -4,7 +4,7 @@
  * out the environment variables that carry it to the functions.
  */
 import { parseServiceConfig, type ServiceConfig } from '../config';
-import { CONFIG_ENV, WORKER_ENV } from '../configFromEnv';
+import { CONFIG_ENV, QUEUE_URL_ENV, WORKER_ENV } from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
 import { FIFO_RECEIVES_PER_ATTEMPT, fifoRedriveThreshold } from '../domain/outcome/retryPolicy';
 import { ConfigError } from '../errors';
@@ -16,7 +16,19 @@ import {
   parseWorkerSettings,
   type DeploySettingsInput,
   type SettingsOrigin,
+  type WorkerSettings,
 } from '../workerSettings';
+import { laneInputs, LANES_KEY, type LaneInput } from './laneSettings';
+import {
+  checkEnvironmentSize,
+  environmentOf,
+  lanesEnvironment,
+  queueNamePrefix,
+  type WrittenLane,
+} from './lanesEnvironment';
+import { logicalIdPrefix } from './laneResources';
+
+export { laneResources } from './laneResources';
 import { checkAlarmSettings } from './alarmSettings';
 import { resultDestinationStatement, type IamStatement } from './resultDestinationStatement';
 
@@ -36,7 +48,7 @@ export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
 export const OSLS_DEFAULT_TIMEOUT_SECONDS = 6;
 
 const SERVICE_KEYS = Object.keys(CONFIG_ENV) as (keyof typeof CONFIG_ENV)[];
-const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...DEPLOY_SETTING_KEYS];
+const ALLOWED_KEYS: readonly string[] = [...SERVICE_KEYS, ...DEPLOY_SETTING_KEYS, LANES_KEY];
 
 /** The parts of an osls function definition read here. */
 export interface FunctionView {
@@ -53,6 +65,8 @@ export interface ServiceView {
     readonly quotaOrchestrator?: unknown;
     readonly queues?: { readonly maxReceiveCount?: unknown; readonly fifoMaxReceiveCount?: unknown };
     readonly alarms?: unknown;
+    /** The resources' names (`custom.names`): the lanes' queues are named after the one-lane form's. */
+    readonly names?: unknown;
   };
   readonly provider: {
     readonly timeout?: unknown;
@@ -64,10 +78,18 @@ export interface ServiceView {
 
 /** What the plugin adds to serverless.yml: validated settings as environment variables. */
 export interface QuotaEnvironment {
-  /** The parsed configuration, as the functions will read it at cold start. */
-  readonly config: ServiceConfig;
-  /** Added to `provider.environment` (both functions): `LANE`, `TIME_ZONE`, `QUOTAS`, `MAX_IN_FLIGHT`, `UNITS`, `USAGE_PRESET`, `PACING`, `CIRCUIT`, `RETRY`, `ORCHESTRATOR` (those set). */
-  readonly provider: Readonly<Record<string, string>>;
+  /** Each lane's parsed configuration, as the functions will read it at cold start, in the order written. */
+  readonly lanes: readonly LaneEnvironment[];
+  /** Whether the settings are written in the lanes form (`lanes`): the plugin then gives each lane its resources. */
+  readonly inLanes: boolean;
+  /** In the lanes form, what the queues' names start with (see `laneResources`). */
+  readonly queueNamePrefix?: string;
+  /**
+   * Added to `provider.environment` (both functions): `LANE`, `TIME_ZONE`, `QUOTAS`, `MAX_IN_FLIGHT`, `UNITS`,
+   * `USAGE_PRESET`, `PACING`, `CIRCUIT`, `RETRY`, `ORCHESTRATOR` (those set); in the lanes form `TIME_ZONE`,
+   * `ORCHESTRATOR`, `LANES` (each lane's own variables, worker's included) and `QUEUE_URL_PREFIX`.
+   */
+  readonly provider: Readonly<Record<string, unknown>>;
   /**
    * Added to `functions.worker.environment`: `API_URL`, `HEALTH_URL` and, if set, `API_METHOD`, `REQUEST_HEADERS`,
    * `API_KEY_HEADER`, `API_KEY_SCHEME`, `HEALTH_CHECK_SENDS_KEY`, `API_TIMEOUT_MS`, `API_KEY_PARAMETER`,
@@ -78,6 +100,12 @@ export interface QuotaEnvironment {
   readonly workerStatements: readonly IamStatement[];
   /** Added to `functions.orchestrator.events`: its schedule, unless a run of the plugin already added it. */
   readonly orchestratorEvents: readonly { readonly schedule: string }[];
+}
+
+/** One lane of {@link QuotaEnvironment}. */
+export interface LaneEnvironment {
+  readonly config: ServiceConfig;
+  readonly worker: WorkerSettings;
 }
 
 /**
@@ -180,14 +208,15 @@ function checkFunctionTimeouts(service: ServiceView): number {
 }
 
 /**
- * The service's settings as written, with the derived `workerTimeoutMs` (`written`), and as `parseServiceConfig`
- * reads them (`config`).
- * @throws ConfigError naming the setting under `custom.quotaOrchestrator.`, saying when `workerTimeoutMs` was derived.
+ * A lane's settings as written, with the derived `workerTimeoutMs` (`written`), and as `parseServiceConfig` reads
+ * them (`config`).
+ * @throws ConfigError naming the setting where it is written, saying when `workerTimeoutMs` was derived.
  */
 function parseServiceSettings(
-  settings: Record<string, unknown>,
+  lane: LaneInput,
   workerTimeoutMs: number,
 ): { readonly written: Record<string, unknown>; readonly config: ServiceConfig } {
+  const { settings } = lane;
   const written: Record<string, unknown> = {};
   for (const key of SERVICE_KEYS) if (settings[key] !== undefined) written[key] = settings[key];
   const orchestrator = withWorkerTimeout(settings.orchestrator, workerTimeoutMs);
@@ -200,7 +229,7 @@ function parseServiceSettings(
       orchestrator.derived && error.problem.includes('workerTimeoutMs')
         ? ' (workerTimeoutMs is derived from functions.worker.timeout)'
         : '';
-    throw new ConfigError(`${SETTINGS_PATH}.${error.field}`, error.problem + hint, { cause: error });
+    throw new ConfigError(lane.fieldOf(error.field), error.problem + hint, { cause: error });
   }
 }
 
@@ -212,12 +241,16 @@ function parseServiceSettings(
  * @throws ConfigError naming `custom.queues.maxReceiveCount`, `custom.queues.fifoMaxReceiveCount` or
  * `custom.quotaOrchestrator.retry.maxAttempts`.
  */
-function checkRedrive(queues: NonNullable<ServiceView['custom']>['queues'], config: ServiceConfig): void {
+function checkRedrive(
+  queues: NonNullable<ServiceView['custom']>['queues'],
+  config: ServiceConfig,
+  lane: LaneInput,
+): void {
   const { maxAttempts } = config.retry;
   const standard = receiveCountAt(MAX_RECEIVE_COUNT_PATH, queues?.maxReceiveCount);
   if (maxAttempts >= standard) {
     throw new ConfigError(
-      `${SETTINGS_PATH}.retry.maxAttempts`,
+      lane.fieldOf('retry.maxAttempts'),
       `must be below ${MAX_RECEIVE_COUNT_PATH} (${standard}): a message handed back by the orchestrator is received again, and SQS would redrive it before its last attempt; got ${maxAttempts}`,
     );
   }
@@ -226,7 +259,7 @@ function checkRedrive(queues: NonNullable<ServiceView['custom']>['queues'], conf
   if (fifo < least) {
     throw new ConfigError(
       FIFO_MAX_RECEIVE_COUNT_PATH,
-      `must be from ${least} (${FIFO_RECEIVES_PER_ATTEMPT} receives per attempt of retry.maxAttempts ${maxAttempts}, at most 1000) to 1000: a FIFO message is received again on every retry and every hand-back of its group; got ${fifo}`,
+      `must be from ${least} (${FIFO_RECEIVES_PER_ATTEMPT} receives per attempt of ${lane.fieldOf('retry.maxAttempts')} ${maxAttempts}, at most 1000) to 1000: a FIFO message is received again on every retry and every hand-back of its group; got ${fifo}`,
     );
   }
 }
@@ -242,31 +275,16 @@ function receiveCountAt(path: string, value: unknown): number {
   return value;
 }
 
-/** How the worker's settings are named in serverless.yml: under `custom.quotaOrchestrator`, shown as JSON. */
-function packagingOrigin(settings: DeploySettingsInput): SettingsOrigin {
+/** How a lane's worker settings are named in serverless.yml: where they are written, shown as JSON. */
+function packagingOrigin(lane: LaneInput): SettingsOrigin {
+  const settings: DeploySettingsInput = lane.settings;
   return {
-    field: (key) => `${SETTINGS_PATH}.${key}`,
+    field: (key) => lane.fieldOf(key),
     shown: (key) => describeValue(settings[key]),
-    healthCheckTimeoutField: `${SETTINGS_PATH}.circuit.healthCheckTimeoutSeconds`,
-    probeChecksKeyField: `${SETTINGS_PATH}.circuit.probeChecksKey`,
+    healthCheckTimeoutField: lane.fieldOf('circuit.healthCheckTimeoutSeconds'),
+    probeChecksKeyField: lane.fieldOf('circuit.probeChecksKey'),
     workerTimeoutField: 'functions.worker.timeout',
   };
-}
-
-/**
- * The variables that carry `settings` as written: each set key's value under its variable in `names`, a string as
- * it is, anything else as JSON (which the cold start parses again).
- */
-function environmentOf(
-  settings: Readonly<Record<string, unknown>>,
-  names: Readonly<Record<string, string>>,
-): Record<string, string> {
-  const environment: Record<string, string> = {};
-  for (const [key, name] of Object.entries(names)) {
-    const value = settings[key];
-    if (value !== undefined) environment[name] = typeof value === 'string' ? value : JSON.stringify(value);
-  }
-  return environment;
 }
 
 /**
@@ -300,26 +318,65 @@ function environmentOf(
 export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   const settings = settingsOf(service);
   const workerTimeoutMs = checkFunctionTimeouts(service);
-  const { written, config } = parseServiceSettings(settings, workerTimeoutMs);
-  checkVisibilityOutlastsEvent(service, config, workerTimeoutMs);
-  checkRedrive(service.custom?.queues, config);
-  const worker = parseWorkerSettings(settings, config, packagingOrigin(settings));
   if (service.custom?.alarms !== undefined) checkAlarmSettings(service.custom.alarms);
-  if (worker.results !== undefined) checkResultRegion(worker.results, service.provider.region);
-
-  const providerEnv = environmentOf(written, CONFIG_ENV);
-  const workerEnv = environmentOf(settings, WORKER_ENV);
+  const { inLanes, lanes } = laneInputs(settings, SETTINGS_PATH);
+  const checked = lanes.map((lane) => checkLane(service, lane, workerTimeoutMs));
+  const prefix = inLanes ? queueNamePrefix(service.custom?.names) : undefined;
+  const providerEnv =
+    prefix !== undefined ? lanesEnvironment(checked, prefix) : environmentOf(checked[0]?.written ?? {}, CONFIG_ENV);
+  const workerEnv = inLanes ? {} : environmentOf(settings, WORKER_ENV);
   refuseOverwrite(service.provider.environment, providerEnv, 'provider.environment');
   refuseOverwrite(service.functions?.worker?.environment, workerEnv, 'functions.worker.environment');
   refuseOverwrite(service.functions?.orchestrator?.environment, providerEnv, 'functions.orchestrator.environment');
   refuseOverwrite(service.functions?.worker?.environment, providerEnv, 'functions.worker.environment');
+  if (inLanes) {
+    const provider = withoutQueueUrls(service.provider.environment);
+    for (const fn of ['orchestrator', 'worker'])
+      checkEnvironmentSize(
+        `${SETTINGS_PATH}.${LANES_KEY}`,
+        fn,
+        provider,
+        providerEnv,
+        service.functions?.[fn]?.environment,
+      );
+  }
   return Object.freeze({
-    config,
+    lanes: checked.map(({ config, worker }) => ({ config, worker })),
+    inLanes,
+    ...(prefix === undefined ? {} : { queueNamePrefix: prefix }),
     provider: Object.freeze(providerEnv),
     worker: Object.freeze(workerEnv),
-    workerStatements: worker.results === undefined ? [] : [resultDestinationStatement(worker.results)],
+    workerStatements: checked.flatMap(({ lane, worker }) =>
+      worker.results === undefined
+        ? []
+        : [resultDestinationStatement(worker.results, inLanes ? logicalIdPrefix(lane.lane) : '')],
+    ),
     orchestratorEvents: scheduleToAdd(service.functions?.orchestrator?.events),
   });
+}
+
+/** `environment` without the queue URLs of the one-lane form, which the lanes form replaces (see `laneEnvs`). */
+export function withoutQueueUrls(environment: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> {
+  const urls: readonly string[] = Object.values(QUEUE_URL_ENV);
+  return Object.fromEntries(Object.entries(environment ?? {}).filter(([name]) => !urls.includes(name)));
+}
+
+/**
+ * Checks one lane's settings as {@link resolveQuotaSettings} says, each refusal naming the setting where it is
+ * written, and returns them parsed and as written.
+ * @throws ConfigError naming the setting.
+ */
+function checkLane(
+  service: ServiceView,
+  lane: LaneInput,
+  workerTimeoutMs: number,
+): WrittenLane & { readonly config: ServiceConfig; readonly worker: WorkerSettings } {
+  const { written, config } = parseServiceSettings(lane, workerTimeoutMs);
+  checkVisibilityOutlastsEvent(service, config, workerTimeoutMs);
+  checkRedrive(service.custom?.queues, config, lane);
+  const worker = parseWorkerSettings(lane.settings, config, packagingOrigin(lane));
+  if (worker.results !== undefined) checkResultRegion(worker.results, service.provider.region, lane);
+  return { lane, written, config, worker };
 }
 
 /**
@@ -327,12 +384,12 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
  * the worker's clients send in its own region, and neither GetQueueUrl nor PutEvents reaches another.
  * @throws ConfigError naming `custom.quotaOrchestrator.results.queueArn` or `.busName`.
  */
-function checkResultRegion(destination: ResultDestination, region: unknown): void {
+function checkResultRegion(destination: ResultDestination, region: unknown, lane: LaneInput): void {
   const [key, arn] = destination.type === 'sqs' ? ['queueArn', destination.queueArn] : ['busName', destination.busName];
   const arnRegion = arn.startsWith('arn:') ? arn.split(':')[3] : undefined;
   if (typeof region !== 'string' || arnRegion === undefined || arnRegion === region) return;
   throw new ConfigError(
-    `${SETTINGS_PATH}.results.${key}`,
+    lane.fieldOf(`results.${key}`),
     `must be in the stack's region (provider.region ${region}), where the worker sends; got ${arnRegion}`,
   );
 }
@@ -362,12 +419,12 @@ function scheduleToAdd(events: readonly unknown[] | undefined): readonly { reado
  */
 function refuseOverwrite(
   existing: Readonly<Record<string, unknown>> | undefined,
-  added: Readonly<Record<string, string>>,
+  added: Readonly<Record<string, unknown>>,
   where: string,
 ): void {
   for (const [name, value] of Object.entries(added)) {
     const current = existing?.[name];
-    if (current !== undefined && current !== value) {
+    if (current !== undefined && JSON.stringify(current) !== JSON.stringify(value)) {
       throw new ConfigError(`${where}.${name}`, `is set from ${SETTINGS_PATH}; remove it from ${where}`);
     }
   }

@@ -13,11 +13,14 @@ export interface IamStatement {
  * The statement that lets the worker send results to `destination`: `sqs:SendMessage` on the queue (which authorises
  * SendMessageBatch) and `sqs:GetQueueUrl` (asked once per container), or `events:PutEvents` on the bus (a bus named
  * rather than given by ARN is the stack's region's and account's).
+ * @param lane what follows `ResultDestination` in the statement's `Sid`: a lane's logical-id prefix in the lanes form,
+ * where each lane may have its own destination. @default nothing
  */
-export function resultDestinationStatement(destination: ResultDestination): IamStatement {
+export function resultDestinationStatement(destination: ResultDestination, lane = ''): IamStatement {
+  const Sid = `ResultDestination${lane}`;
   if (destination.type === 'sqs')
     return {
-      Sid: 'ResultDestination',
+      Sid,
       Effect: 'Allow',
       Action: ['sqs:GetQueueUrl', 'sqs:SendMessage'],
       Resource: destination.queueArn,
@@ -39,5 +42,5 @@ export function resultDestinationStatement(destination: ResultDestination): IamS
           ],
         ],
       };
-  return { Sid: 'ResultDestination', Effect: 'Allow', Action: 'events:PutEvents', Resource: bus };
+  return { Sid, Effect: 'Allow', Action: 'events:PutEvents', Resource: bus };
 }

@@ -19,8 +19,8 @@ describe('resolveQuotaSettings', () => {
         CIRCUIT: '{"failureThreshold":3}',
         ORCHESTRATOR: '{"workerTimeoutMs":30000}',
       });
-      expect(resolved.config.orchestrator.workerTimeoutMs).toBe(30_000);
-      expect(resolved.config.circuit.failureThreshold).toBe(3);
+      expect(resolved.lanes[0]!.config.orchestrator.workerTimeoutMs).toBe(30_000);
+      expect(resolved.lanes[0]!.config.circuit.failureThreshold).toBe(3);
     });
 
     it('gives the worker its API settings', () => {
@@ -146,7 +146,7 @@ describe('resolveQuotaSettings', () => {
     it('sets no variable for a section left out, so the functions take its defaults', () => {
       const resolved = resolveQuotaSettings(service());
       expect(Object.keys(resolved.provider).sort()).toEqual(['ORCHESTRATOR', 'QUOTAS']);
-      expect(resolved.config.lane).toBe('default');
+      expect(resolved.lanes[0]!.config.lane).toBe('default');
     });
 
     it('accepts a workerTimeoutMs equal to the worker timeout', () => {
@@ -157,7 +157,7 @@ describe('resolveQuotaSettings', () => {
     it("falls back to the provider's timeout for a function without one", () => {
       const view = service({ orchestratorTimeout: undefined });
       const resolved = resolveQuotaSettings({ ...view, provider: { ...view.provider, timeout: 120 } });
-      expect(resolved.config.quotas).toHaveLength(2);
+      expect(resolved.lanes[0]!.config.quotas).toHaveLength(2);
     });
 
     it('accepts an environment that already holds the same values, so a second run is harmless', () => {
@@ -342,7 +342,7 @@ describe('resolveQuotaSettings', () => {
     it('refuses a FIFO redrive threshold below 20 receives per attempt: a FIFO message is received again on every retry and hand-back', () => {
       const error = thrown(ConfigError, () => resolveQuotaSettings(service({ fifoMaxReceiveCount: 99 })));
       expect(error.field).toBe('custom.queues.fifoMaxReceiveCount');
-      expect(error.message).toContain('must be from 100 (20 receives per attempt of retry.maxAttempts 5');
+      expect(error.message).toContain('must be from 100 (20 receives per attempt of custom.quotaOrchestrator.retry.maxAttempts 5');
       expect(() => resolveQuotaSettings(service({ fifoMaxReceiveCount: 100 }))).not.toThrow();
     });
 

@@ -23,9 +23,9 @@ describe('named units, usage and maxInFlight in serverless.yml', () => {
       USAGE_PRESET: 'anthropic',
       UNITS: JSON.stringify(anthropic.units),
     });
-    const read = serviceConfigFromEnv({ ...resolved.provider, ...resolved.worker });
+    const read = serviceConfigFromEnv({ ...resolved.provider, ...resolved.worker } as Record<string, string>);
     expect(read.maxInFlight).toBe(8);
-    expect(read.units).toEqual(resolved.config.units);
+    expect(read.units).toEqual(resolved.lanes[0]!.config.units);
     expect(read.units.output_tokens).toEqual({ default: 1024, usage: { pointer: '/usage/output_tokens' } });
   });
 
