@@ -10,7 +10,6 @@
  * `circuit#default`), are widened to every lane's, and the worker's grant of the API key to each lane's parameter.
  * Without a lane named `default`, its resources are removed.
  */
-import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
 import { UNPREFIXED_LANE } from '../lanes/laneQueueNames';
 import type { QueueName } from '../ports/QueueReceiver';
@@ -248,11 +247,11 @@ function widenStatement(
     const entries: unknown[] = Array.isArray(statement.Resource) ? statement.Resource : [statement.Resource];
     const queues = entries.filter((entry) => queueReference(entry) !== undefined);
     const others = entries.filter((entry) => queueReference(entry) === undefined);
-    widened.Resource = [
+    widened.Resource = distinct([
       ...others,
       ...(keepDefault ? queues : []),
       ...copied.flatMap((copier) => queues.map((entry) => copier.value(entry))),
-    ];
+    ]);
   }
   if (statement.Condition !== undefined) widened.Condition = widenKeys(statement.Condition, copied, keepDefault);
   return [widened];
@@ -262,11 +261,11 @@ function widenStatement(
 function widenKeys(condition: unknown, copied: readonly LaneCopier[], keepDefault: boolean): unknown {
   if (Array.isArray(condition) && condition.some(isDefaultStateKey)) {
     const keys = condition.filter(isDefaultStateKey) as string[];
-    return [
+    return distinct([
       ...condition.filter((key) => !isDefaultStateKey(key)),
       ...(keepDefault ? keys : []),
       ...copied.flatMap((copier) => keys.map((key) => copier.stateKey(key))),
-    ];
+    ]);
   }
   if (isRecord(condition))
     return Object.fromEntries(
@@ -275,10 +274,19 @@ function widenKeys(condition: unknown, copied: readonly LaneCopier[], keepDefaul
   return condition;
 }
 
+/** `values` without repeats (equal as JSON), in their order: a second run of the plugin widens nothing twice. */
+function distinct(values: readonly unknown[]): unknown[] {
+  const seen = new Set<string>();
+  return values.filter((value) => {
+    const key = JSON.stringify(value);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 /** The ARN of the SSM parameter `name` (a name starting with `/`), in the stack's partition, region and account. */
 function parameterArn(name: string): unknown {
-  if (!name.startsWith('/'))
-    throw new ConfigError('apiKeyParameter', `must start with '/'; got ${describeValue(name)}`);
   return {
     'Fn::Join': [
       '',

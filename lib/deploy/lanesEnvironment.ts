@@ -50,6 +50,16 @@ export function environmentOf(
   return environment;
 }
 
+/** The values of `settings` under their variables' names in `names`, as written (see `LANES_ENV.lanes`). */
+function valuesOf(
+  settings: Readonly<Record<string, unknown>>,
+  names: Readonly<Record<string, string>>,
+): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(names).flatMap(([key, name]) => (settings[key] === undefined ? [] : [[name, settings[key]]])),
+  );
+}
+
 /**
  * What every queue name of the one-lane form starts with, `<service>-<stage>-` as serverless.yml writes them: the
  * lanes' queues are named after it (see `laneQueueName`).
@@ -97,7 +107,7 @@ export function lanesEnvironment(lanes: readonly WrittenLane[], prefix: string):
   const variables = Object.fromEntries(
     lanes.map(({ lane, written }) => [
       lane.lane,
-      { ...environmentOf(written, ownNames), ...environmentOf(lane.settings, WORKER_ENV) },
+      { ...valuesOf(written, ownNames), ...valuesOf(lane.settings, WORKER_ENV) },
     ]),
   );
   return {

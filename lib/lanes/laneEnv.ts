@@ -14,7 +14,10 @@ import { laneQueueName } from './laneQueueNames';
 
 /** The variables of a deployment of several lanes. */
 export const LANES_ENV = {
-  /** Each lane's own variables, as a JSON object `{ "<lane>": { "QUOTAS": "…", "API_URL": "…" } }`. */
+  /**
+   * Each lane's own variables, as a JSON object `{ "<lane>": { "QUOTAS": [ … ], "API_URL": "…" } }`: a variable's
+   * value is its text, or the JSON value its text would hold (not escaped again, to save the environment's room).
+   */
   lanes: 'LANES',
   /** What each of the lanes' queue URLs starts with: `https://sqs.<region>.amazonaws.com/<account>/<service>-<stage>-`. */
   queueUrlPrefix: 'QUEUE_URL_PREFIX',
@@ -60,16 +63,16 @@ export function laneEnvs(env: Env): readonly LaneEnv[] {
     const field = `${LANES_ENV.lanes}.${lane}`;
     if (!isRecord(variables))
       throw new ConfigError(field, `must be an object of the lane's variables; got ${describeValue(variables)}`);
+    const texts: Record<string, string> = {};
     for (const [name, value] of Object.entries(variables)) {
       if (!LANE_VARIABLES.includes(name))
         throw new ConfigError(`${field}.${name}`, `is not a lane's variable; allowed are ${LANE_VARIABLES.join(', ')}`);
-      if (typeof value !== 'string')
-        throw new ConfigError(`${field}.${name}`, `must be a string; got ${describeValue(value)}`);
+      texts[name] = typeof value === 'string' ? value : JSON.stringify(value);
     }
     const queueUrls = Object.fromEntries(
       QUEUE_NAMES.map((queue) => [QUEUE_URL_ENV[queue], prefix + laneQueueName('', lane, queue)]),
     );
-    const laneEnv: Env = { ...env, [LANES_ENV.lanes]: undefined, ...variables, [CONFIG_ENV.lane]: lane, ...queueUrls };
+    const laneEnv: Env = { ...env, [LANES_ENV.lanes]: undefined, ...texts, [CONFIG_ENV.lane]: lane, ...queueUrls };
     return { lane, env: laneEnv, inLanes: true };
   });
 }
