@@ -383,7 +383,7 @@ describe('orchestrator handler', () => {
       ).toEqual([1]);
     });
 
-    it("logs 'orchestrator run ended' with the owner from awsRequestId and the run's summary", async () => {
+    it("logs 'orchestrator run ended' with the owner from awsRequestId, the lane and the run's summary", async () => {
       const h = harnessStartingAt(0);
       await sendJob(h.queues, 'main', { id: 'a' });
       await sendJob(h.queues, 'main', { id: 'b' });
@@ -397,6 +397,7 @@ describe('orchestrator handler', () => {
           message: 'orchestrator run ended',
           fields: {
             owner: 'orchestrator-7f3c-req',
+            lane: 'default',
             lease: 'acquired',
             dispatched: 2,
             deadLettered: 0,
