@@ -10,6 +10,7 @@ import { LANES_ENV, SHARED_SETTING_KEYS } from '../lanes/laneEnv';
 import { laneQueueName, MAX_QUEUE_NAME_LENGTH, QUEUE_NAME_SUFFIXES } from '../lanes/laneQueueNames';
 import type { QueueName } from '../ports/QueueReceiver';
 import type { LaneInput } from './laneSettings';
+import { isRecord } from '../settingChecks';
 
 /** Lambda's limit on a function's environment: its variables' names and values, in bytes. */
 export const LAMBDA_ENVIRONMENT_BYTES = 4096;
@@ -84,12 +85,35 @@ export function queueNamePrefix(names: unknown): string {
   return prefix as string;
 }
 
+/** The logical id of the worker's on-failure queue (resources/sqs.yml), which every lane shares. */
+export const FAILURE_QUEUE_ID = 'WorkerFailureQueue';
+
+/**
+ * `QUEUE_URL_PREFIX`: the URL of the worker's failure queue up to its name, then `prefix`. Taken from a queue's real
+ * URL, it holds wherever the stack runs (any region, partition or URL form, and the local stack's emulator).
+ * @throws ConfigError naming `custom.names.workerFailureQueue` when it is not a name.
+ */
+export function queueUrlPrefix(names: unknown, prefix: string): unknown {
+  const failureQueue = isRecord(names) ? names.workerFailureQueue : undefined;
+  if (typeof failureQueue !== 'string' || failureQueue === '')
+    throw new ConfigError(
+      'custom.names.workerFailureQueue',
+      `must be the worker's failure queue's name, from which the lanes' queue URLs are made; got ${describeValue(failureQueue)}`,
+    );
+  const base = { 'Fn::Select': [0, { 'Fn::Split': [failureQueue, { Ref: FAILURE_QUEUE_ID }] }] };
+  return { 'Fn::Join': ['', [base, prefix]] };
+}
+
 /**
  * The variables of the lanes form, added to `provider.environment`: `TIME_ZONE` and `ORCHESTRATOR` (shared), `LANES`
- * and `QUEUE_URL_PREFIX`.
+ * and `QUEUE_URL_PREFIX` (`urlPrefix`, see {@link queueUrlPrefix}).
  * @throws ConfigError naming a lane whose queue names would exceed SQS's 80 characters.
  */
-export function lanesEnvironment(lanes: readonly WrittenLane[], prefix: string): Record<string, unknown> {
+export function lanesEnvironment(
+  lanes: readonly WrittenLane[],
+  prefix: string,
+  urlPrefix: unknown,
+): Record<string, unknown> {
   const ownNames = Object.fromEntries(
     Object.entries(CONFIG_ENV).filter(
       ([key]) => key !== 'lane' && !(SHARED_SETTING_KEYS as readonly string[]).includes(key),
@@ -113,9 +137,7 @@ export function lanesEnvironment(lanes: readonly WrittenLane[], prefix: string):
   return {
     ...environmentOf(lanes[0]?.written ?? {}, sharedNames),
     [LANES_ENV.lanes]: JSON.stringify(variables),
-    [LANES_ENV.queueUrlPrefix]: {
-      'Fn::Sub': `https://sqs.\${AWS::Region}.\${AWS::URLSuffix}/\${AWS::AccountId}/${prefix}`,
-    },
+    [LANES_ENV.queueUrlPrefix]: urlPrefix,
   };
 }
 

@@ -24,6 +24,7 @@ import {
   environmentOf,
   lanesEnvironment,
   queueNamePrefix,
+  queueUrlPrefix,
   type WrittenLane,
 } from './lanesEnvironment';
 import { logicalIdPrefix } from './laneResources';
@@ -323,7 +324,9 @@ export function resolveQuotaSettings(service: ServiceView): QuotaEnvironment {
   const checked = lanes.map((lane) => checkLane(service, lane, workerTimeoutMs));
   const prefix = inLanes ? queueNamePrefix(service.custom?.names) : undefined;
   const providerEnv =
-    prefix !== undefined ? lanesEnvironment(checked, prefix) : environmentOf(checked[0]?.written ?? {}, CONFIG_ENV);
+    prefix !== undefined
+      ? lanesEnvironment(checked, prefix, queueUrlPrefix(service.custom?.names, prefix))
+      : environmentOf(checked[0]?.written ?? {}, CONFIG_ENV);
   const workerEnv = inLanes ? {} : environmentOf(settings, WORKER_ENV);
   refuseOverwrite(service.provider.environment, providerEnv, 'provider.environment');
   refuseOverwrite(service.functions?.worker?.environment, workerEnv, 'functions.worker.environment');

@@ -10,7 +10,7 @@ import { QUEUE_LOGICAL_IDS } from '../../lib/deploy/laneResources';
 import { QUEUE_NAMES, type QueueName } from '../../lib/ports/QueueReceiver';
 import { CloudFormationSpec, findCycle, references } from '../helpers/cloudFormationSpec';
 import { packageService, readTemplate, type PackageRun } from '../../tools/local/packageService';
-import type { Template } from '../../tools/local/template';
+import { LocalStack, type Template } from '../../tools/local/template';
 
 jest.setTimeout(30_000);
 
@@ -58,14 +58,22 @@ afterAll(async () => {
   for (const run of runs) await rm(run.dir, { recursive: true, force: true });
 });
 
-/** A function's environment as CloudFormation would resolve it: the queues' URL prefix in this test's account. */
+/**
+ * A function's environment as CloudFormation would resolve it, the queues' URLs in this test's account: each
+ * intrinsic resolved against the template's queues (the others' values are not read here).
+ */
 function deployedEnv(template: Template, fn: string): Env {
+  const stack = new LocalStack(template);
+  for (const id of stack.idsOf('AWS::SQS::Queue')) {
+    const name = (template.Resources[id]!.Properties as { QueueName: string }).QueueName;
+    stack.define(id, { ref: `${ACCOUNT_URL}${name}`, attributes: {} });
+  }
   const variables = (template.Resources[fn]!.Properties as { Environment: { Variables: Record<string, unknown> } })
     .Environment.Variables;
   return Object.fromEntries(
     Object.entries(variables).map(([name, value]) => [
       name,
-      name === 'QUEUE_URL_PREFIX' ? `${ACCOUNT_URL}${PREFIX}` : typeof value === 'string' ? value : '(resolved)',
+      typeof value === 'string' ? value : name === 'QUEUE_URL_PREFIX' ? String(stack.resolve(value)) : '(resolved)',
     ]),
   );
 }

@@ -30,7 +30,7 @@ export function localFunctionArn(name: string): string {
 }
 
 /**
- * Resolves CloudFormation intrinsics (`Ref`, `Fn::GetAtt`, `Fn::Sub`, `Fn::Join`) against the resources created
+ * Resolves CloudFormation intrinsics (`Ref`, `Fn::GetAtt`, `Fn::Sub`, `Fn::Join`, `Fn::Select`, `Fn::Split`) against the resources created
  * locally. Lambda functions resolve to their `FunctionName`, so environments that name them work as deployed.
  */
 export class LocalStack {
@@ -60,6 +60,14 @@ export class LocalStack {
     if (entries.length === 1 && key === 'Fn::Join') {
       const [separator, parts] = argument as [string, unknown[]];
       return (this.resolve(parts) as unknown[]).join(separator);
+    }
+    if (entries.length === 1 && key === 'Fn::Select') {
+      const [index, list] = argument as [unknown, unknown];
+      return (this.resolve(list) as unknown[])[Number(this.resolve(index))];
+    }
+    if (entries.length === 1 && key === 'Fn::Split') {
+      const [separator, text] = argument as [string, unknown];
+      return String(this.resolve(text)).split(separator);
     }
     if (entries.length === 1 && key === 'Fn::Sub') {
       const text = Array.isArray(argument) ? String(argument[0]) : String(argument);

@@ -15,6 +15,7 @@ const NAMES = {
   fifoDeadLetterQueue: 'qo-dev-fifo-dlq.fifo',
   requeueQueue: 'qo-dev-requeue',
   requeueDeadLetterQueue: 'qo-dev-requeue-dlq',
+  workerFailureQueue: 'qo-dev-worker-failures',
 };
 
 const openai = {
