@@ -2,7 +2,7 @@ import { workerClients, workerDepsFromEnv, type WorkerClients } from '../lib/wir
 import type { LambdaContextLike, Log } from '../lib/adapters/log';
 import { WorkerMetrics } from '../lib/wiring/eventMetrics';
 import { lambdaTelemetry, metricScope, withLane, type Telemetry } from '../lib/adapters/telemetry';
-import { laneEnvs, readLane } from '../lib/lanes/laneEnv';
+import { laneEnvs, readLane, type LaneEnv } from '../lib/lanes/laneEnv';
 import { deploymentFromEnv, type Env } from '../lib/configFromEnv';
 import type { JobEvent, WorkerEvent } from '../lib/ports/Invoker';
 import { processWorkerEvent } from '../lib/services/worker/processWorkerEvent';
@@ -108,28 +108,22 @@ export function makeHandler(deps: WorkerDeps, telemetry: Telemetry) {
   };
 }
 
+/** A worker handler: one event, with the Lambda context when there is one. */
+export type WorkerHandler = (event: unknown, context?: LambdaContextLike) => Promise<WorkerOutcome>;
+
 /**
- * Builds the handler from an environment (validated here: a bad value fails with the variable's name, and the
- * lane's in `LANES`). In a deployment of several lanes (see `laneEnvs`), each lane has its own settings, API caller
- * and key, and an event goes to its `lane`'s.
+ * The handler of a deployment's lanes (see `laneEnvs`): `build` makes each lane's from the lane's environment (its
+ * refusals named as the lane's settings are written, see `readLane`). A one-lane deployment's is its lane's; in a
+ * deployment of several, an event goes to its `lane`'s.
  * @throws Error, from the handler, for an event of a lane the deployment does not have: Lambda puts it in the
  * worker's on-failure queue, and its message reappears after its visibility timeout.
  */
-export function handlerFromEnv(
+export function routeByLane<R>(
   env: Env,
-  clients: WorkerClients = workerClients(),
-  telemetry: Telemetry = lambdaTelemetry(undefined, undefined, deploymentFromEnv(env)),
-): (event: unknown, context?: LambdaContextLike) => Promise<WorkerOutcome> {
+  build: (laneEnv: Env, lane: LaneEnv) => (event: unknown, context?: LambdaContextLike) => Promise<R>,
+): (event: unknown, context?: LambdaContextLike) => Promise<R> {
   const lanes = laneEnvs(env);
-  const handlers = new Map(
-    lanes.map((lane) => [
-      lane.lane,
-      makeHandler(
-        readLane(lane, (laneEnv) => workerDepsFromEnv(laneEnv, clients)),
-        lane.inLanes ? withLane(telemetry, lane.lane) : telemetry,
-      ),
-    ]),
-  );
+  const handlers = new Map(lanes.map((lane) => [lane.lane, readLane(lane, (laneEnv) => build(laneEnv, lane))]));
   const [first] = lanes;
   if (first !== undefined && !first.inLanes) return handlers.get(first.lane)!;
   return async (event, context) => {
@@ -141,6 +135,21 @@ export function handlerFromEnv(
       );
     return await handle(event, context);
   };
+}
+
+/**
+ * Builds the handler from an environment (validated here: a bad value fails with the variable's name, and the
+ * lane's in `LANES`). In a deployment of several lanes, each lane has its own settings, API caller and key (see
+ * {@link routeByLane}), and its log lines carry its name.
+ */
+export function handlerFromEnv(
+  env: Env,
+  clients: WorkerClients = workerClients(),
+  telemetry: Telemetry = lambdaTelemetry(undefined, undefined, deploymentFromEnv(env)),
+): WorkerHandler {
+  return routeByLane(env, (laneEnv, lane) =>
+    makeHandler(workerDepsFromEnv(laneEnv, clients), lane.inLanes ? withLane(telemetry, lane.lane) : telemetry),
+  );
 }
 
 let coldStart: ReturnType<typeof handlerFromEnv> | undefined;

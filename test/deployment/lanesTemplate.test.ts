@@ -35,7 +35,8 @@ const gpt = {
 function packageLanes(keepDefault: boolean): Promise<PackageRun> {
   return packageService((config) => {
     const custom = config.custom as Record<string, Record<string, unknown>>;
-    const { timeZone, orchestrator, lane: _, ...own } = custom.quotaOrchestrator!;
+    const { timeZone, orchestrator, ...own } = custom.quotaOrchestrator!;
+    delete own.lane;
     const lanes = keepDefault ? { default: own, 'gpt-4o': gpt, claude } : { 'gpt-4o': gpt, claude };
     custom.quotaOrchestrator = { timeZone, orchestrator, lanes };
   });

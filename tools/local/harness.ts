@@ -3,7 +3,7 @@ import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/orchestrator';
-import { makeHandler as makeWorkerHandler } from '../../functions/worker';
+import { makeHandler as makeWorkerHandler, routeByLane } from '../../functions/worker';
 import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
 import type { Log } from '../../lib/adapters/log';
 import type { MetricSink } from '../../lib/adapters/metrics/emfMetrics';
@@ -383,9 +383,12 @@ export class LocalHarness {
     const store = this.parameterStore;
     const ssm = store === undefined ? undefined : ssmClient(store.endpoint);
     if (ssm !== undefined) this.ssmClients.push(ssm);
-    const deps = workerDepsFromEnv(env, { ...clients, fetch: stampSentAt(), ...(ssm === undefined ? {} : { ssm }) });
-    const handler = makeWorkerHandler(hooks.workerDeps?.(deps) ?? deps, localTelemetry(hooks.log));
-    return hooks.workerHandler?.(handler) ?? handler;
+    const workerClients = { ...clients, fetch: stampSentAt(), ...(ssm === undefined ? {} : { ssm }) };
+    return routeByLane(env, (laneEnv) => {
+      const deps = workerDepsFromEnv(laneEnv, workerClients);
+      const handler = makeWorkerHandler(hooks.workerDeps?.(deps) ?? deps, localTelemetry(hooks.log));
+      return hooks.workerHandler?.(handler) ?? handler;
+    });
   }
 
   private hostOf(): LocalLambdaHost {

@@ -79,7 +79,7 @@ describe('laneEnvs', () => {
   });
 
   it('refuses LANES without QUEUE_URL_PREFIX', () => {
-    const { QUEUE_URL_PREFIX: _, ...env } = lanesEnv();
+    const env = { ...lanesEnv(), QUEUE_URL_PREFIX: undefined };
     expect(thrown(ConfigError, () => laneEnvs(env)).field).toBe('QUEUE_URL_PREFIX');
   });
 });
