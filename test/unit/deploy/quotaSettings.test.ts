@@ -342,7 +342,9 @@ describe('resolveQuotaSettings', () => {
     it('refuses a FIFO redrive threshold below 20 receives per attempt: a FIFO message is received again on every retry and hand-back', () => {
       const error = thrown(ConfigError, () => resolveQuotaSettings(service({ fifoMaxReceiveCount: 99 })));
       expect(error.field).toBe('custom.queues.fifoMaxReceiveCount');
-      expect(error.message).toContain('must be from 100 (20 receives per attempt of custom.quotaOrchestrator.retry.maxAttempts 5');
+      expect(error.message).toContain(
+        'must be from 100 (20 receives per attempt of custom.quotaOrchestrator.retry.maxAttempts 5',
+      );
       expect(() => resolveQuotaSettings(service({ fifoMaxReceiveCount: 100 }))).not.toThrow();
     });
 
