@@ -6,6 +6,8 @@ import type { ServiceConfig } from '../../lib/config';
 import { serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
 import { ConfigError } from '../../lib/errors';
 import { QUEUE_NAMES, type QueueName } from '../../lib/ports/QueueReceiver';
+import { laneEnvs, readLane } from '../../lib/lanes/laneEnv';
+import { laneQueueName, UNPREFIXED_LANE } from '../../lib/lanes/laneQueueNames';
 import { readStackFile, StackFileError } from '../local/stackFile';
 import { OpsError } from './errors';
 
@@ -49,39 +51,45 @@ export interface StageNames {
   readonly workerFunction: string;
 }
 
-/** The names serverless.yml's `custom.names` gives the resources of `service` on `stage` (`${service}-${stage}-…`). */
-export function stageNames(service: string, stage: string): StageNames {
+/**
+ * The names serverless.yml's `custom.names` gives the resources of `service` on `stage` (`${service}-${stage}-…`), the
+ * queues those of `lane` (see `laneQueueName`: the default lane's are the one-lane deployment's).
+ */
+export function stageNames(service: string, stage: string, lane = UNPREFIXED_LANE): StageNames {
   const prefix = `${service}-${stage}`;
   return {
     table: prefix,
-    queues: {
-      main: `${prefix}-main`,
-      fifo: `${prefix}-fifo.fifo`,
-      requeue: `${prefix}-requeue`,
-      'main-dlq': `${prefix}-main-dlq`,
-      'fifo-dlq': `${prefix}-fifo-dlq.fifo`,
-      'requeue-dlq': `${prefix}-requeue-dlq`,
-    },
+    queues: Object.fromEntries(QUEUE_NAMES.map((queue) => [queue, laneQueueName(`${prefix}-`, lane, queue)])) as Record<
+      QueueName,
+      string
+    >,
     orchestratorFunction: `${prefix}-orchestrator`,
     workerFunction: `${prefix}-worker`,
   };
 }
 
-/** The lane's configuration from a function's environment, through the service's own parser. @throws OpsError when it does not parse. */
-function configOf(env: Env, where: string): ServiceConfig {
+/**
+ * The configuration of `lane` from a function's environment, through the service's own parsers (see `laneEnvs`).
+ * @throws OpsError when it does not parse, or when the deployment has no such lane (naming those it has).
+ */
+function configOf(env: Env, lane: string, where: string, label: string): ServiceConfig {
   try {
-    return serviceConfigFromEnv(env);
+    const lanes = laneEnvs(env);
+    const found = lanes.find((l) => l.lane === lane);
+    if (found === undefined) {
+      const names = lanes.map((l) => l.lane);
+      throw new OpsError(
+        names.length === 1
+          ? `${label} serves lane '${names[0]}', not '${lane}': pass --lane ${names[0]}`
+          : `${label} has no lane '${lane}'; its lanes are ${names.map((n) => `'${n}'`).join(', ')}: pass one with --lane`,
+      );
+    }
+    return readLane(found, serviceConfigFromEnv);
   } catch (error) {
     if (error instanceof ConfigError)
       throw new OpsError(`the configuration in ${where} does not parse: ${error.message}`, { cause: error });
     throw error;
   }
-}
-
-/** @throws OpsError when `lane` is not the lane `config` serves. */
-function checkLane(lane: string, config: ServiceConfig, where: string): void {
-  if (lane !== config.lane)
-    throw new OpsError(`${where} serves lane '${config.lane}', not '${lane}': pass --lane ${config.lane}`);
 }
 
 /**
@@ -103,7 +111,7 @@ export async function stageTarget(options: StageOptions & { readonly lane: strin
     clients.dynamodb.destroy();
     clients.sqs.destroy();
   };
-  const names = stageNames(service, stage);
+  const names = stageNames(service, stage, lane);
   const where = async () => `region ${await clients.sqs.config.region()}`;
   try {
     let environment: Env;
@@ -121,8 +129,7 @@ export async function stageTarget(options: StageOptions & { readonly lane: strin
       }
       throw error;
     }
-    const serviceConfig = configOf(environment, `function ${names.orchestratorFunction}`);
-    checkLane(lane, serviceConfig, `stage '${stage}'`);
+    const serviceConfig = configOf(environment, lane, `function ${names.orchestratorFunction}`, `stage '${stage}'`);
     const urls = await Promise.all(
       QUEUE_NAMES.map(async (queue) => {
         try {
@@ -171,8 +178,12 @@ export function localTarget(file: string, lane: string): OpsTarget {
     throw error;
   }
   const label = `the local stack (${file})`;
-  const config = configOf(info.functions.orchestrator.environment, `${file} (functions.orchestrator.environment)`);
-  checkLane(lane, config, label);
+  const config = configOf(
+    info.functions.orchestrator.environment,
+    lane,
+    `${file} (functions.orchestrator.environment)`,
+    label,
+  );
   const base = { region: info.region, credentials: info.credentials };
   const clients = {
     dynamodb: new DynamoDBClient({ ...base, endpoint: info.endpoints.dynamodb, ...CLIENT_CONFIG.dynamodb }),

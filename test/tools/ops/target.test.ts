@@ -99,6 +99,34 @@ describe('stageTarget', () => {
     });
   });
 
+  it("reads a lane of a deployment of several: its own settings, and its queues by the lanes' naming rule", async () => {
+    const lanes = {
+      LANES: JSON.stringify({
+        default: { QUOTAS: [{ limit: 10, per: 'second' }], API_URL: 'https://a/jobs', HEALTH_URL: 'https://a/h' },
+        gpt: { QUOTAS: [{ limit: 500, per: 'minute' }], API_URL: 'https://b/jobs', HEALTH_URL: 'https://b/h' },
+      }),
+      QUEUE_URL_PREFIX: 'https://sqs.eu-west-3.amazonaws.com/123456789012/quota-orchestrator-prod-',
+      TIME_ZONE: 'Europe/Paris',
+    };
+    lambda.on(GetFunctionConfigurationCommand).resolves({ Environment: { Variables: lanes } });
+    sqs.on(GetQueueUrlCommand).callsFake(({ QueueName }: { QueueName: string }) => ({
+      QueueUrl: `https://sqs.eu-west-3.amazonaws.com/123456789012/${QueueName}`,
+    }));
+
+    const target = await stageTarget({ ...options, lane: 'gpt' });
+    target.destroy();
+
+    expect(target.config).toMatchObject({ lane: 'gpt', timeZone: 'Europe/Paris' });
+    expect(target.config.quotas.map((t) => `${t.limit}/${t.per}`)).toEqual(['500/minute']);
+    expect(target.queueUrls.main).toBe(
+      'https://sqs.eu-west-3.amazonaws.com/123456789012/quota-orchestrator-prod-gpt-main',
+    );
+    await expect(stageTarget({ ...options, lane: 'claude' })).rejects.toMatchObject({
+      name: 'OpsError',
+      message: "stage 'prod' has no lane 'claude'; its lanes are 'default', 'gpt': pass one with --lane",
+    });
+  });
+
   it("names the variable when the function's configuration does not parse", async () => {
     lambda.on(GetFunctionConfigurationCommand).resolves({ Environment: { Variables: { LANE: 'default' } } });
 
