@@ -307,6 +307,12 @@ function packagingOrigin(lane: LaneInput): SettingsOrigin {
  *   records the reason), and a FIFO message is received again on every retry and every hand-back of its group;
  * - `custom.alarms`, when present, holds the alarms' settings (see {@link checkAlarmSettings}).
  *
+ * In the lanes form (`lanes`, see `laneInputs`), each lane is checked as above, with the shared `timeZone` and
+ * `orchestrator`, and a refusal names the setting where it is written
+ * (`custom.quotaOrchestrator.lanes.<lane>.quotas[0].limit`); the queue names of `custom.names` must share the prefix
+ * the lanes' queues are named after, each lane's queue names must fit SQS's 80 characters, and the functions'
+ * environment must fit Lambda's 4 KB.
+ *
  * The environment carries the settings **as written** (plus the derived `workerTimeoutMs`), not the parsed
  * result: the functions parse the same text again with the same parser at cold start, so both readings agree; the
  * defaults then ship with the code that relies on them; and the variables stay small (Lambda allows 4 KB of

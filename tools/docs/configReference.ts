@@ -24,6 +24,8 @@ import { CONFIG_ENV, QUEUE_URL_ENV, RESOURCE_ENV } from '../../lib/configFromEnv
 import { resolveQuotaSettings, SETTINGS_PATH, type ServiceView } from '../../lib/deploy/quotaSettings';
 import { parseScenario } from '../simulation/scenario';
 import { llmExamplesSection, type ExampleValidator } from './llmExamples';
+import { lanesSection, LANES_HEADING } from './lanesSection';
+import { LANES_KEY } from '../../lib/deploy/laneSettings';
 import {
   acceptedKeys,
   allowedIn,
@@ -60,6 +62,17 @@ const MINIMAL_SERVICE = {
       healthUrl: 'https://api.example.com/health',
     },
   },
+} as const;
+
+/** serverless.yml's `custom.names` of the queues, as it resolves them on a stage: the lanes' queues are named after them. */
+const STAGE_NAMES = {
+  mainQueue: 'quota-orchestrator-prod-main',
+  mainDeadLetterQueue: 'quota-orchestrator-prod-main-dlq',
+  fifoQueue: 'quota-orchestrator-prod-fifo.fifo',
+  fifoDeadLetterQueue: 'quota-orchestrator-prod-fifo-dlq.fifo',
+  requeueQueue: 'quota-orchestrator-prod-requeue',
+  requeueDeadLetterQueue: 'quota-orchestrator-prod-requeue-dlq',
+  workerFailureQueue: 'quota-orchestrator-prod-worker-failures',
 } as const;
 
 /** The heading of the worked examples. */
@@ -226,7 +239,7 @@ export function buildConfigReference(): string {
     'resolveQuotaSettings',
   );
   const deployRows = allKeys
-    .filter((key) => !serviceKeys.includes(key))
+    .filter((key) => !serviceKeys.includes(key) && key !== LANES_KEY)
     .map((key): Setting => {
       const without = Object.fromEntries(Object.entries(baseline).filter(([name]) => name !== key));
       const required =
@@ -278,7 +291,7 @@ export function buildConfigReference(): string {
     `A scenario file for the local run (\`npm start -- --scenario FILE\`) takes the same ${inWords(scenarioKeys.map((key) => `\`${key}\``))},`,
     "which replace serverless.yml's for that run.",
     '',
-    `Worked examples for an Anthropic and an OpenAI lane: [${EXAMPLES_HEADING}](#${anchorOf(EXAMPLES_HEADING)}).`,
+    `Worked examples for an Anthropic and an OpenAI lane: [${EXAMPLES_HEADING}](#${anchorOf(EXAMPLES_HEADING)}). Several APIs from one deployment, each a lane of its own: [${LANES_HEADING}](#${anchorOf(LANES_HEADING)}).`,
     '',
     '"Allowed" is what the parser checks, in its own words; the descriptions name the rules between settings.',
     '',
@@ -305,6 +318,14 @@ export function buildConfigReference(): string {
     });
   };
   out.push('', `## ${EXAMPLES_HEADING}`, '', ...llmExamplesSection(validate));
+  out.push(
+    '',
+    `## ${LANES_HEADING}`,
+    '',
+    ...lanesSection((settings) =>
+      resolveQuotaSettings(serviceWith({ ...settings }, { ...customSections, names: STAGE_NAMES })),
+    ),
+  );
   out.push('', '## What packaging checks', '', checks.trim());
   if (other.length > 0) {
     out.push(

@@ -5,6 +5,8 @@ import { parseServiceConfig } from '../../../lib/config';
 import { CONFIG_ENV } from '../../../lib/configFromEnv';
 import { USAGE_PRESET_NAMES, USAGE_PRESETS } from '../../../lib/domain/usage/usageSources';
 import { DEPLOY_SETTING_KEYS } from '../../../lib/workerSettings';
+import { resolveQuotaSettings } from '../../../lib/deploy/quotaSettings';
+import { service } from '../../helpers/serviceView';
 import {
   buildConfigReference,
   CONFIG_REFERENCE_COMMAND,
@@ -104,7 +106,7 @@ describe('buildConfigReference', () => {
   it('shows an Anthropic and an OpenAI example whose settings the parser accepts, with the attributes each message carries', () => {
     const examples = generated.slice(
       generated.indexOf('## Examples: LLM providers'),
-      generated.indexOf('## What packaging checks'),
+      generated.indexOf('## Several lanes'),
     );
     const yamls = [...examples.matchAll(/```yaml\n([\s\S]*?)```/g)].map(
       (m) => (yamlParse(m[1]!) as { custom: { quotaOrchestrator: Record<string, unknown> } }).custom.quotaOrchestrator,
@@ -134,6 +136,35 @@ describe('buildConfigReference', () => {
     });
     // OpenAI's limiter keeps counting the estimate: what the answer did not use stays counted.
     expect(examples).toContain('nothing goes back to the quota:\nthe provider counts the estimate of `tokens`');
+  });
+
+  it('shows a deployment of three lanes that packaging accepts as written, with the queues each lane gets', () => {
+    const section = generated.slice(
+      generated.indexOf('## Several lanes'),
+      generated.indexOf('## What packaging checks'),
+    );
+    const [, yaml] = /```yaml\n([\s\S]*?)```/.exec(section) ?? [];
+    const settings = (yamlParse(yaml!) as { custom: { quotaOrchestrator: Record<string, unknown> } }).custom
+      .quotaOrchestrator;
+    const names = Object.fromEntries(
+      Object.entries({
+        mainQueue: 'main',
+        mainDeadLetterQueue: 'main-dlq',
+        fifoQueue: 'fifo.fifo',
+        fifoDeadLetterQueue: 'fifo-dlq.fifo',
+        requeueQueue: 'requeue',
+        requeueDeadLetterQueue: 'requeue-dlq',
+        workerFailureQueue: 'worker-failures',
+      }).map(([key, suffix]) => [key, `qo-prod-${suffix}`]),
+    );
+    const resolved = resolveQuotaSettings({
+      ...service(),
+      custom: { ...service().custom, quotaOrchestrator: settings, names },
+    });
+    expect(resolved.lanes.map(({ config }) => config.lane)).toEqual(['default', 'gpt-4o', 'claude-sonnet']);
+    expect(resolved.lanes[2]!.worker.requestHeaders).toEqual({ 'anthropic-version': '2023-06-01' });
+    expect(section).toContain('| `gpt-4o` | `<service>-<stage>-gpt-4o-requeue`');
+    expect(section).toContain('| `default` | `<service>-<stage>-requeue`');
   });
 
   it('describes every setting from its TSDoc', () => {

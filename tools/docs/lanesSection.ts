@@ -1,0 +1,100 @@
+/**
+ * The configuration reference's section on several lanes: the lanes form, a full example checked by packaging's own
+ * code (`resolveQuotaSettings`), and what each lane gets (its queues' names, by `laneQueueName`).
+ */
+import { yamlParse } from 'yaml-cfn';
+import { LANES_KEY, LANE_SETTING_KEYS, MAX_LANES } from '../../lib/deploy/laneSettings';
+import { SHARED_SETTING_KEYS } from '../../lib/lanes/laneEnv';
+import { laneQueueName, UNPREFIXED_LANE } from '../../lib/lanes/laneQueueNames';
+import { QUEUE_NAMES } from '../../lib/ports/QueueReceiver';
+import { inWords } from './settingsTable';
+
+/** The heading of the section. */
+export const LANES_HEADING = 'Several lanes';
+
+/**
+ * The example as a user writes it in serverless.yml: an OpenAI model, an Anthropic model and a plain API, one
+ * deployment. The version header is quoted: unquoted, YAML reads 2023-06-01 as a date.
+ */
+export const LANES_EXAMPLE_YAML = `timeZone: UTC
+lanes:
+  default:
+    quotas:
+      - { limit: 10, per: second }
+      - { limit: 400, per: minute }
+    apiUrl: https://api.example.com/jobs
+    healthUrl: https://api.example.com/health
+  gpt-4o:
+    quotas:
+      - { limit: 500, per: minute }
+      - { limit: 30000, per: minute, unit: tokens }
+    usagePreset: openai
+    units: { tokens: { default: 2000 } }
+    apiUrl: https://api.openai.com/v1/chat/completions
+    healthUrl: https://api.openai.com/v1/models
+    apiKeyParameter: /quota-orchestrator/prod/openai-key
+  claude-sonnet:
+    quotas:
+      - { limit: 50, per: minute }
+      - { limit: 8000, per: minute, unit: output_tokens }
+    maxInFlight: 8
+    usagePreset: anthropic
+    units: { output_tokens: { default: 1024 } }
+    apiUrl: https://api.anthropic.com/v1/messages
+    healthUrl: https://api.anthropic.com/v1/models
+    apiKeyHeader: x-api-key
+    requestHeaders: { anthropic-version: '2023-06-01' }
+    apiKeyParameter: /quota-orchestrator/prod/anthropic-key
+`;
+
+/**
+ * The section's lines, the example first checked by `validate` (packaging's own check of `custom.quotaOrchestrator`).
+ * @throws Error when the example no longer passes packaging.
+ */
+export function lanesSection(validate: (settings: Readonly<Record<string, unknown>>) => void): string[] {
+  const example = yamlParse(LANES_EXAMPLE_YAML) as { readonly lanes: Readonly<Record<string, unknown>> };
+  validate(example);
+  const prefix = '<service>-<stage>-';
+  const lanes = Object.keys(example.lanes);
+  const queueRows = lanes.map(
+    (lane) => `| \`${lane}\` | ${QUEUE_NAMES.map((queue) => `\`${laneQueueName(prefix, lane, queue)}\``).join(', ')} |`,
+  );
+  return [
+    'One deployment can protect several APIs, each a *lane* with its own quota, circuit, retries, pacing, API and',
+    `queues. Write them under \`${LANES_KEY}\` (1 to ${MAX_LANES}): at the top stay only the settings every lane shares,`,
+    `${inWords(SHARED_SETTING_KEYS.map((key) => `\`${key}\``))}; each lane sets its own ${inWords(LANE_SETTING_KEYS.map((key) => `\`${key}\``))}`,
+    'as a one-lane deployment sets them at the top, and packaging checks each lane as it checks one (a refusal names',
+    'the lane: `custom.quotaOrchestrator.lanes.claude-sonnet.quotas[0].per: …`). A lane is named with 1 to 64 letters,',
+    "digits, '-' or '_', short enough that its queue names fit SQS's 80 characters.",
+    '',
+    '```yaml',
+    'custom:',
+    '  quotaOrchestrator:',
+    ...LANES_EXAMPLE_YAML.trimEnd()
+      .split('\n')
+      .map((line) => `    ${line}`),
+    '```',
+    '',
+    'One orchestrator serves every lane: each minute, one invocation runs a run per lane side by side, each with its',
+    "own lease, quota ledger and circuit, so a lane held by its quota, its open circuit, an operator's pause or an",
+    'outage never delays another. A lane whose queues are all empty takes no lease and reads no state that minute: it',
+    'costs three GetQueueAttributes calls a minute ($0.40 a million), about $0.05 a month. Each worker event names its',
+    "lane, and the worker calls that lane's API with that lane's key and headers.",
+    '',
+    `Each lane has its six queues. The lane named \`${UNPREFIXED_LANE}\` keeps the names of a one-lane deployment, so a`,
+    `deployment that moves to \`${LANES_KEY}\` keeps its queues, the messages in them and its stored state by naming its`,
+    `lane \`${UNPREFIXED_LANE}\` (and keeping \`lane\` unset). Another lane's queues carry its name:`,
+    '',
+    '| Lane | Queues |',
+    '| --- | --- |',
+    ...queueRows,
+    '',
+    'Each lane also gets its own alarms (its dead-letter queues, its oldest message, its open circuit, its heartbeat),',
+    'its queue URLs as stack outputs (`Gpt4oMainQueueUrl`, …), and its state items (`lane#<lane>`, `circuit#<lane>`,',
+    "…) in the functions' grants; the worker may read each lane's key parameter. Producers send to a lane's queues",
+    "(`enqueue` with that lane's queue URLs); operator commands take `--lane`.",
+    '',
+    "The settings travel to the functions in one variable, `LANES`, within Lambda's 4 KB of environment: packaging",
+    'refuses lanes whose settings would not fit, and says how much room they would take.',
+  ];
+}
