@@ -248,8 +248,7 @@ function widenStatement(
     const queues = entries.filter((entry) => queueReference(entry) !== undefined);
     const others = entries.filter((entry) => queueReference(entry) === undefined);
     widened.Resource = distinct([
-      ...others,
-      ...(keepDefault ? queues : []),
+      ...(keepDefault ? entries : others),
       ...copied.flatMap((copier) => queues.map((entry) => copier.value(entry))),
     ]);
   }
@@ -262,8 +261,7 @@ function widenKeys(condition: unknown, copied: readonly LaneCopier[], keepDefaul
   if (Array.isArray(condition) && condition.some(isDefaultStateKey)) {
     const keys = condition.filter(isDefaultStateKey) as string[];
     return distinct([
-      ...condition.filter((key) => !isDefaultStateKey(key)),
-      ...(keepDefault ? keys : []),
+      ...(keepDefault ? condition : condition.filter((key) => !isDefaultStateKey(key))),
       ...copied.flatMap((copier) => keys.map((key) => copier.stateKey(key))),
     ]);
   }

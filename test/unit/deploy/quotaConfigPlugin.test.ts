@@ -24,6 +24,11 @@ class FakeServerlessError extends Error {
   }
 }
 
+/** The settings of `service()`, as a lane of the lanes form sets them. */
+function quotaSettings0(): Record<string, unknown> {
+  return { ...(service().custom?.quotaOrchestrator as Record<string, unknown>) };
+}
+
 describe('QuotaConfigPlugin', () => {
   const QuotaConfigPlugin = createRequire(__filename)(
     path.join(__dirname, '../../../lib/deploy/quotaConfigPlugin.cjs'),
@@ -69,6 +74,75 @@ describe('QuotaConfigPlugin', () => {
     plugin.hooks['before:invoke:local:loadEnvVars']?.();
     expect(sls.service.provider.environment?.QUOTAS).toBe(JSON.stringify(quotas));
     expect(sls.service.functions?.orchestrator?.events).toEqual([{ schedule: 'rate(1 minute)' }]);
+  });
+
+  it('gives each lane of the lanes form its resources, once however many hooks run, and takes out the one-lane queue URLs', () => {
+    const queue = (id: string) => ({ Type: 'AWS::SQS::Queue', Properties: { QueueName: `qo-dev-${id}` } });
+    const base = service();
+    const lanes = { default: { ...quotaSettings0() }, gpt: { ...quotaSettings0() } };
+    const view: ServiceView & { resources: unknown } = {
+      ...base,
+      custom: {
+        ...base.custom,
+        quotaOrchestrator: { lanes },
+        names: {
+          mainQueue: 'qo-dev-main',
+          mainDeadLetterQueue: 'qo-dev-main-dlq',
+          fifoQueue: 'qo-dev-fifo.fifo',
+          fifoDeadLetterQueue: 'qo-dev-fifo-dlq.fifo',
+          requeueQueue: 'qo-dev-requeue',
+          requeueDeadLetterQueue: 'qo-dev-requeue-dlq',
+          workerFailureQueue: 'qo-dev-worker-failures',
+        },
+      },
+      provider: { environment: { ...base.provider.environment, MAIN_QUEUE_URL: { Ref: 'MainQueue' } } },
+      resources: {
+        Resources: {
+          MainQueue: queue('main'),
+          WorkerRole: {
+            Type: 'AWS::IAM::Role',
+            Properties: {
+              Policies: [
+                {
+                  PolicyDocument: {
+                    Statement: [
+                      {
+                        Sid: 'SourceQueues',
+                        Effect: 'Allow',
+                        Action: 'sqs:DeleteMessage',
+                        Resource: [{ 'Fn::GetAtt': ['MainQueue', 'Arn'] }],
+                      },
+                    ],
+                  },
+                },
+              ],
+            },
+          },
+        },
+        Outputs: { MainQueueUrl: { Value: { Ref: 'MainQueue' } } },
+      },
+    };
+    const sls = serverless(view);
+    const plugin = new QuotaConfigPlugin(sls, {}, {}, deps);
+    plugin.hooks['before:package:initialize']?.();
+    const once = structuredClone(sls.service);
+    plugin.hooks['before:invoke:local:loadEnvVars']?.();
+    expect(sls.service).toEqual(once);
+
+    const resources = (sls.service as unknown as { resources: { Resources: Record<string, any>; Outputs: unknown } })
+      .resources;
+    expect(Object.keys(resources.Resources)).toEqual(['MainQueue', 'GptMainQueue', 'WorkerRole']);
+    expect(resources.Resources.GptMainQueue.Properties.QueueName).toBe('qo-dev-gpt-main');
+    expect(resources.Resources.WorkerRole.Properties.Policies[0].PolicyDocument.Statement[0].Resource).toEqual([
+      { 'Fn::GetAtt': ['MainQueue', 'Arn'] },
+      { 'Fn::GetAtt': ['GptMainQueue', 'Arn'] },
+    ]);
+    expect(resources.Outputs).toEqual({
+      MainQueueUrl: { Value: { Ref: 'MainQueue' } },
+      GptMainQueueUrl: { Value: { Ref: 'GptMainQueue' } },
+    });
+    expect(sls.service.provider.environment?.MAIN_QUEUE_URL).toBeUndefined();
+    expect(Object.keys(JSON.parse(sls.service.provider.environment?.LANES as string))).toEqual(['default', 'gpt']);
   });
 
   it("stops the command with osls's error class, naming the field", () => {
