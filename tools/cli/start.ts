@@ -18,13 +18,16 @@ import {
 import { ProgressLine, progressBar } from '../local/progressBar';
 import { DEFAULT_STACK_FILE, removeStackFile, writeStackFile } from '../local/stackFile';
 import { packagedTemplate, PackagingError } from '../local/packageService';
+import { lanesSettings, runLocalLanes } from '../local/lanesRun';
+import { hasLanes, parseLanesScenario, type LanesScenario } from '../simulation/lanesScenario';
 
 const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] [--api-url URL --health-url URL] [--keep [--stack-file FILE]]
   Runs Quota Orchestrator on this machine with no AWS account: packages serverless.yml, creates its table and
   queues on DynamoDB and SQS emulators, runs the real handlers behind a local Lambda endpoint on the schedule,
   and sends the workers' calls to a simulated API that enforces the quotas.
   --scenario FILE  a JSON scenario (default: the embedded one, tools/simulation/scenarios/default.json);
-                   its quotas, circuit, retry, pacing and orchestrator settings replace serverless.yml's for this run
+                   its quotas, circuit, retry, pacing and orchestrator settings replace serverless.yml's for this run;
+                   one with \`lanes\` (tools/simulation/scenarios/lanes.json) runs those lanes, each with its own API
   --json           print the report as one JSON line, last
   --timeline FILE  where to write the per-second timeline as CSV (default: out/timeline.csv)
   --api-url URL    send the workers' job calls (POST, JSON body) to this API instead of the simulated one;
@@ -89,6 +92,11 @@ async function main(): Promise<number> {
   const raw = (
     values.scenario === undefined ? defaultScenario : JSON.parse(readFileSync(values.scenario, 'utf8'))
   ) as Record<string, unknown>;
+  if (hasLanes(raw)) {
+    if (apiUrl !== undefined || values.keep)
+      throw new ConfigError('--scenario', 'of several lanes runs on simulated APIs, without --api-url or --keep');
+    return runLanes(parseLanesScenario(raw), raw, values.json);
+  }
   const scenario = parseScenario(raw);
   process.stderr.write(`Scenario: ${scenario.name}\nPackaging serverless.yml (osls package)…\n`);
   const template = await packagedTemplate();
@@ -121,6 +129,43 @@ async function main(): Promise<number> {
     process.stderr.write('The local stack has stopped.\n');
   } else finish(result);
   return result.report.lost === 0 && (result.provider?.refused ?? 0) === 0 ? 0 : 1;
+}
+
+/**
+ * Runs a scenario of several lanes (see `runLocalLanes`): packages serverless.yml in the lanes form, with each lane's
+ * settings as the scenario writes them (and the shared `timeZone` and `orchestrator` it gives), and reports each lane.
+ * @returns the exit code: 0 when no lane lost a job and no provider refused a request.
+ */
+async function runLanes(scenario: LanesScenario, raw: Record<string, unknown>, json: boolean): Promise<number> {
+  process.stderr.write(
+    `Scenario: ${scenario.name}\nPackaging serverless.yml with ${scenario.lanes.length} lanes (osls package)…\n`,
+  );
+  const template = await packagedTemplate((config) => {
+    const custom = config.custom as Record<string, Record<string, unknown>>;
+    const { timeZone, orchestrator } = custom.quotaOrchestrator!;
+    custom.quotaOrchestrator = lanesSettings(scenario, {
+      timeZone: raw.timeZone ?? timeZone,
+      orchestrator: raw.orchestrator ?? orchestrator,
+    });
+  });
+  const progress = new ProgressLine(process.stderr);
+  const result = await runLocalLanes({
+    scenario,
+    template,
+    onProgress: (p) =>
+      progress.update(
+        p.lanes.map((l) => `${l.lane} ${l.succeeded + l.deadLettered}/${l.jobs} ${l.circuit}`).join(' | ') +
+          ` | ${p.elapsedSeconds.toFixed(0)} s`,
+      ),
+  });
+  progress.done();
+  for (const lane of result.lanes) {
+    process.stderr.write(
+      `\nlane ${lane.lane}:\n${formatReport(lane.report)}\nbusiest second: ${lane.peakCallsPerSecond} calls\n${providerLine(lane.provider)}\n`,
+    );
+  }
+  if (json) console.log(JSON.stringify(Object.fromEntries(result.lanes.map((l) => [l.lane, l.report]))));
+  return result.lanes.every((l) => l.report.lost === 0 && l.provider.refused === 0) ? 0 : 1;
 }
 
 /** What the simulated provider required of the workers' requests, and how many it refused for lacking it. */

@@ -1,9 +1,10 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SSMClient } from '@aws-sdk/client-ssm';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { handlerFromEnv as orchestratorHandlerFromEnv } from '../../functions/orchestrator';
 import { makeHandler as makeWorkerHandler, routeByLane } from '../../functions/worker';
+import { laneEnvs } from '../../lib/lanes/laneEnv';
 import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
 import type { Log } from '../../lib/adapters/log';
 import type { MetricSink } from '../../lib/adapters/metrics/emfMetrics';
@@ -12,18 +13,15 @@ import { SqsQueues } from '../../lib/adapters/sqs/SqsQueues';
 import { queueUrlsFromEnv, requiredEnv, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
-import {
-  DEAD_LETTER_QUEUES,
-  QUEUE_NAMES,
-  READ_ORDER,
-  type QueueName,
-  type ReceivedMessage,
-} from '../../lib/ports/QueueReceiver';
+import { READ_ORDER, type QueueName, type ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { StateStores } from '../../lib/ports/StateStores';
 import type { WorkerDeps } from '../../lib/services/worker/types';
 import { workerDepsFromEnv } from '../../lib/wiring/workerDeps';
 import { stampSentAt, startApiServer, type ApiServer, type ApiServerOptions } from './apiServer';
 import { startParameterStore, type ParameterStore } from './parameterStore';
+import { LaneQueuesView, type LaneDepths, type QueueDepth } from './laneQueuesView';
+
+export type { LaneDepths, QueueDepth } from './laneQueuesView';
 import {
   destroyClients,
   dynamodbClient,
@@ -91,23 +89,6 @@ export interface FunctionHooks {
   readonly log?: Log;
 }
 
-/** What the state of one queue is (SQS's approximate counts, exact on fauxqs). */
-export interface QueueDepth {
-  readonly visible: number;
-  readonly inFlight: number;
-  readonly delayed: number;
-}
-
-/** The lane's queues summed up. */
-export interface LaneDepths {
-  /** Messages waiting in the source queues (visible or delayed). */
-  readonly queued: number;
-  /** Source messages received and not yet deleted: waiting for their pacing slot or with a worker. */
-  readonly inFlight: number;
-  /** Messages anywhere in the dead-letter queues. */
-  readonly deadLettered: number;
-}
-
 /** Options of {@link LocalHarness.close}. */
 export interface CloseOptions {
   /** How long to wait for the hosted functions to finish before closing the host under them. */
@@ -134,6 +115,8 @@ export class LocalHarness {
   readonly queues: SqsQueues;
   /** The production DynamoDB stores on the state table, to look. */
   readonly stores: StateStores;
+  /** The lane's queues, as an operator looks at them. */
+  private readonly view: LaneQueuesView;
 
   /** The hosted functions' clients, destroyed on close. */
   private readonly hostedClients: FunctionClients[] = [];
@@ -152,6 +135,7 @@ export class LocalHarness {
     private readonly owned: Emulators | undefined,
   ) {
     this.queues = new SqsQueues({ client: clients.sqs, queueUrls: resources.queueUrls });
+    this.view = new LaneQueuesView(clients.sqs, resources.queueUrls);
     this.stores = dynamoStores({
       client: DynamoDBDocumentClient.from(clients.dynamodb),
       tableName: resources.tableName,
@@ -184,8 +168,13 @@ export class LocalHarness {
     const { harness, extra } = await LocalHarness.open(options, async (clients) => {
       const functions = packagedFunctions(await provisionStack(template, clients));
       const env = functions.worker.environment;
+      // A template of several lanes: the harness looks at the first lane's queues.
+      const [first] = laneEnvs(env);
       return {
-        resources: { tableName: requiredEnv(env, RESOURCE_ENV.tableName), queueUrls: queueUrlsFromEnv(env) },
+        resources: {
+          tableName: requiredEnv(env, RESOURCE_ENV.tableName),
+          queueUrls: queueUrlsFromEnv(first?.env ?? env),
+        },
         extra: functions,
       };
     });
@@ -283,47 +272,23 @@ export class LocalHarness {
   }
 
   /** Visible, in-flight and delayed messages of a queue. */
-  async depth(queue: QueueName): Promise<QueueDepth> {
-    const { Attributes = {} } = await this.clients.sqs.send(
-      new GetQueueAttributesCommand({
-        QueueUrl: this.resources.queueUrls[queue],
-        AttributeNames: [
-          'ApproximateNumberOfMessages',
-          'ApproximateNumberOfMessagesNotVisible',
-          'ApproximateNumberOfMessagesDelayed',
-        ],
-      }),
-    );
-    return {
-      visible: Number(Attributes.ApproximateNumberOfMessages ?? 0),
-      inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0),
-      delayed: Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0),
-    };
+  depth(queue: QueueName): Promise<QueueDepth> {
+    return this.view.depth(queue);
   }
 
   /** Messages anywhere in a queue: visible, in flight or delayed. */
-  async count(queue: QueueName): Promise<number> {
-    const d = await this.depth(queue);
-    return d.visible + d.inFlight + d.delayed;
+  count(queue: QueueName): Promise<number> {
+    return this.view.count(queue);
   }
 
   /** Messages per queue, for failure messages: `{ main: 0, 'main-dlq': 1, … }`. */
-  async counts(): Promise<Record<QueueName, number>> {
-    const entries = await Promise.all(QUEUE_NAMES.map(async (q) => [q, await this.count(q)] as const));
-    return Object.fromEntries(entries) as Record<QueueName, number>;
+  counts(): Promise<Record<QueueName, number>> {
+    return this.view.counts();
   }
 
   /** The source queues' waiting and in-flight messages, and the dead-letter queues' messages. */
-  async laneDepths(): Promise<LaneDepths> {
-    const [sources, dead] = await Promise.all([
-      Promise.all(READ_ORDER.map((q) => this.depth(q))),
-      Promise.all(DEAD_LETTER_QUEUES.map((q) => this.count(q))),
-    ]);
-    return {
-      queued: sources.reduce((sum, d) => sum + d.visible + d.delayed, 0),
-      inFlight: sources.reduce((sum, d) => sum + d.inFlight, 0),
-      deadLettered: dead.reduce((sum, n) => sum + n, 0),
-    };
+  laneDepths(): Promise<LaneDepths> {
+    return this.view.laneDepths();
   }
 
   /** True when the three source queues hold nothing (visible, in flight or delayed) and no function is running. */
@@ -334,18 +299,13 @@ export class LocalHarness {
   }
 
   /** Receives every visible message of a queue, keeping them hidden for a minute (they stay in the queue). */
-  async receiveAll(queue: QueueName): Promise<ReceivedMessage[]> {
-    const all: ReceivedMessage[] = [];
-    for (;;) {
-      const received = await this.queues.receive(queue, { max: 10, visibilityMs: 60_000, waitMs: 0 });
-      if (received.length === 0) return all;
-      all.push(...received);
-    }
+  receiveAll(queue: QueueName): Promise<ReceivedMessage[]> {
+    return this.view.receiveAll(queue);
   }
 
   /** Every message of the three dead-letter queues, received as {@link receiveAll} does. */
-  async receiveDeadLetters(): Promise<ReceivedMessage[]> {
-    return (await Promise.all(DEAD_LETTER_QUEUES.map((q) => this.receiveAll(q)))).flat();
+  receiveDeadLetters(): Promise<ReceivedMessage[]> {
+    return this.view.receiveDeadLetters();
   }
 
   /** A lane's circuit item as stored, through the production adapter. */

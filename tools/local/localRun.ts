@@ -534,7 +534,7 @@ function jsonOrText(value: unknown): string {
 }
 
 /** An on-failure destination: the destination record, as a message of the failure queue. */
-function sendTo(sqs: SQSClient, queueUrl: string) {
+export function sendTo(sqs: SQSClient, queueUrl: string) {
   return async (record: unknown): Promise<void> => {
     await sqs.send(new SendMessageCommand({ QueueUrl: queueUrl, MessageBody: JSON.stringify(record) }));
   };
@@ -558,7 +558,7 @@ function messageAttributes(numbers: Readonly<Record<string, string>>): {
  * Sends the backlog, ten messages a request: each with its estimate of the units the tiers count (`counted`) as
  * Number attributes, FIFO jobs with their group and a deduplication id.
  */
-async function seed(
+export async function seed(
   sqs: SQSClient,
   queueUrls: Readonly<Record<QueueName, string>>,
   jobs: readonly JobSpec[],

@@ -89,12 +89,12 @@ export async function readTemplate(run: PackageRun): Promise<Template> {
 }
 
 /**
- * Packages the service as it is ({@link packageService}) and returns the CloudFormation template it built, leaving
- * no temporary directory behind.
+ * Packages the service as it is, or with serverless.yml through `edit` ({@link packageService}), and returns the
+ * CloudFormation template it built, leaving no temporary directory behind.
  * @throws PackagingError with the framework's error lines.
  */
-export async function packagedTemplate(): Promise<Template> {
-  const run = await packageService();
+export async function packagedTemplate(edit?: (config: Record<string, unknown>) => void): Promise<Template> {
+  const run = await packageService(edit);
   try {
     if (run.code !== 0) throw new PackagingError(errorLines(run.output) || `osls package exited with code ${run.code}`);
     return await readTemplate(run);

@@ -1,0 +1,46 @@
+import { ConfigError } from '../../../lib/errors';
+import { hasLanes, parseLanesScenario } from '../../../tools/simulation/lanesScenario';
+import lanesJson from '../../../tools/simulation/scenarios/lanes.json';
+import { thrown } from '../../helpers/thrown';
+
+describe('parseLanesScenario', () => {
+  it("reads each lane as a scenario of its own, with the run's settings shared and a seed of its own", () => {
+    const scenario = parseLanesScenario({
+      name: 'two',
+      seed: 4,
+      maxSeconds: 120,
+      lanes: {
+        a: { quotas: [{ limit: 5, per: 'second' }], jobs: { count: 10 }, request: { apiKeyHeader: 'x-api-key' } },
+        b: { quotas: [{ limit: 7, per: 'minute' }] },
+      },
+    });
+    expect(scenario.lanes.map((l) => [l.config.lane, l.seed, l.maxSeconds, l.jobs.count])).toEqual([
+      ['a', 4, 120, 10],
+      ['b', 5, 120, 300],
+    ]);
+    expect(scenario.lanes[0]!.request.apiKeyHeader).toBe('x-api-key');
+    // What packaging takes of each lane: its settings, its requests beside them; not its jobs or API.
+    expect(scenario.written).toEqual({
+      a: { quotas: [{ limit: 5, per: 'second' }], apiKeyHeader: 'x-api-key' },
+      b: { quotas: [{ limit: 7, per: 'minute' }] },
+    });
+  });
+
+  it.each([
+    ['a lane setting at the top', { quotas: [], lanes: { a: {} } }, 'quotas'],
+    ['no lane', { lanes: {} }, 'lanes'],
+    ['a lane with a bad name', { lanes: { 'a b': {} } }, 'lanes.a b'],
+    ['a lane that is no object', { lanes: { a: 1 } }, 'lanes.a'],
+    ['an unknown key in a lane', { lanes: { a: { seed: 1 } } }, 'lanes.a.seed'],
+    ['a bad tier in a lane', { lanes: { a: { quotas: [{ limit: 1, per: 'week' }] } } }, 'lanes.a.quotas[0].per'],
+  ])('refuses %s, naming the field', (_, input, field) => {
+    expect(thrown(ConfigError, () => parseLanesScenario(input)).field).toBe(field);
+  });
+
+  it('reads the shipped lanes scenario: three lanes, one of them down for a while', () => {
+    expect(hasLanes(lanesJson)).toBe(true);
+    const scenario = parseLanesScenario(lanesJson);
+    expect(scenario.lanes.map((l) => l.config.lane)).toEqual(['default', 'gpt-4o', 'claude-sonnet']);
+    expect(scenario.lanes.filter((l) => l.api.outages.length > 0)).toHaveLength(1);
+  });
+});
