@@ -194,7 +194,12 @@ export async function runLocalLanes(options: LocalLanesRunOptions): Promise<Loca
           lastProgress = now;
           options.onProgress?.({ elapsedSeconds: (now - start) / 1000, lanes: progress });
         }
-        const allEnded = progress.every((p) => p.succeeded + p.deadLettered >= p.jobs && p.queued + p.inFlight === 0);
+        progress.forEach((p, i) => {
+          const lane = lanes[i];
+          if (lane !== undefined && p.succeeded + p.deadLettered >= p.jobs && p.queued + p.inFlight === 0)
+            lane.endedAt ??= now;
+        });
+        const allEnded = lanes.every((lane) => lane.endedAt !== undefined);
         if ((allEnded && harness.stats(functions.worker.name).running === 0) || now - start >= maxMs) endedAt = now;
         await systemClock.sleep(POLL_MS);
       }
