@@ -14,7 +14,7 @@ import { formatControl, formatDeadLetter, formatDeadLetters, formatRedrive, form
 import { adaptersOf, controlLane, readStatus, type ControlAction } from './laneOps';
 import { parseJobLines, type LineFailure } from './ndjson';
 import { redrive } from './redrive';
-import { localTarget, stageTarget, type OpsTarget } from './target';
+import { localTargets, stageTargets, type OpsTarget } from './target';
 
 /** Where the operator CLI reads and writes: the process's streams, or a test's. */
 export interface OpsIo {
@@ -35,8 +35,15 @@ interface TargetOptions {
   readonly region?: string;
   readonly profile?: string;
   readonly service: string;
-  readonly lane: string;
+  /** @default every lane of the target */
+  readonly lane?: string;
   readonly local?: string;
+}
+
+/** Where a command's output goes: a readable text, or a JSON document. */
+interface Out {
+  print(text: string): void;
+  json(value: unknown): void;
 }
 
 /** The commands, for {@link normalizeArgv}. */
@@ -100,29 +107,49 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
   const print = (text: string) => io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
   const json = (value: unknown) => print(JSON.stringify(value, null, 2));
 
-  /** Resolves the target from the global options, runs `work` on it, and closes its clients. */
-  const onTarget = async (command: Command, work: (target: OpsTarget) => Promise<void>): Promise<void> => {
-    const options = command.optsWithGlobals<TargetOptions>();
-    if ((options.stage === undefined) === (options.local === undefined)) {
+  /**
+   * Resolves the targets from the global options (the lane of `--lane`, else every lane), runs `work` on each and
+   * closes their clients. One lane's output is the command's; several lanes' are each headed by the lane, and their
+   * JSON documents become one, `{"lanes": {"<lane>": …}}`.
+   */
+  const onTargets = async (
+    command: Command,
+    work: (target: OpsTarget, out: Out) => Promise<void>,
+    options: { readonly oneLane?: string } = {},
+  ): Promise<void> => {
+    const global = command.optsWithGlobals<TargetOptions>();
+    if ((global.stage === undefined) === (global.local === undefined)) {
       throw new OpsError(
         'say which target: --stage NAME (a deployed stage, with --region and --profile as needed) or --local [FILE] (the stack `npm start -- --keep` keeps up)',
       );
     }
-    const target =
-      options.local !== undefined
-        ? localTarget(options.local, options.lane)
-        : await stageTarget({
-            stage: options.stage ?? '',
-            service: options.service,
-            lane: options.lane,
-            ...(options.region === undefined ? {} : { region: options.region }),
-            ...(options.profile === undefined ? {} : { profile: options.profile }),
+    const targets =
+      global.local !== undefined
+        ? localTargets(global.local, global.lane)
+        : await stageTargets({
+            stage: global.stage ?? '',
+            service: global.service,
+            ...(global.lane === undefined ? {} : { lane: global.lane }),
+            ...(global.region === undefined ? {} : { region: global.region }),
+            ...(global.profile === undefined ? {} : { profile: global.profile }),
           });
-    targetLabel = target.label;
     try {
-      await work(target);
+      targetLabel = targets[0]?.label;
+      if (targets.length > 1 && options.oneLane !== undefined)
+        throw new OpsError(
+          `${options.oneLane} works on one lane: pass --lane (${targets[0]?.label ?? 'the target'} has lanes ${targets.map((t: OpsTarget) => `'${t.lane}'`).join(', ')})`,
+        );
+      const [only] = targets;
+      if (targets.length === 1 && only !== undefined) return await work(only, { print, json });
+      const documents: Record<string, unknown> = {};
+      for (const target of targets)
+        await work(target, {
+          print: (text) => print(`lane ${target.lane}:\n${text}\n`),
+          json: (value) => (documents[target.lane] = value),
+        });
+      if (Object.keys(documents).length > 0) json({ lanes: documents });
     } finally {
-      target.destroy();
+      for (const target of targets) target.destroy();
     }
   };
 
@@ -135,7 +162,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     .option('--region <region>', "the stage's region (default: the SDK's, from AWS_REGION or the profile)")
     .option('--profile <name>', "the AWS profile to use (default: the SDK's, from AWS_PROFILE)")
     .option('--service <name>', "serverless.yml's service name", 'quota-orchestrator')
-    .option('--lane <lane>', 'the lane', 'default')
+    .option('--lane <lane>', 'the lane (default: every lane; enqueue needs one when there are several)')
     .addOption(
       new Option('--local [file]', 'the local stack kept up by `npm start -- --keep`, from the file it wrote').preset(
         DEFAULT_STACK_FILE,
@@ -150,10 +177,10 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     )
     .option('--json', 'print one JSON document')
     .action(async (options: { json?: boolean }, command: Command) =>
-      onTarget(command, async (target) => {
+      onTargets(command, async (target, out) => {
         const status = await readStatus(target, clock);
-        if (options.json === true) json(status);
-        else print(formatStatus(status));
+        if (options.json === true) out.json(status);
+        else out.print(formatStatus(status));
       }),
     );
 
@@ -164,10 +191,10 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
       .option('--by <name>', 'who does it, kept with the circuit (default: user@host)', operatorName)
       .option('--json', 'print one JSON document')
       .action(async (options: { json?: boolean; by?: string }, command: Command) =>
-        onTarget(command, async (target) => {
+        onTargets(command, async (target, out) => {
           const result = await controlLane(target, clock, action, options.by ?? defaultOperator());
-          if (options.json === true) json(result);
-          else print(formatControl(result));
+          if (options.json === true) out.json(result);
+          else out.print(formatControl(result));
         }),
       );
   control(
@@ -186,10 +213,10 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     .option('--by <name>', 'who does it, kept with the circuit (default: user@host)', operatorName)
     .option('--json', 'print one JSON document')
     .action(async (state: 'open' | 'close', options: { json?: boolean; by?: string }, command: Command) =>
-      onTarget(command, async (target) => {
+      onTargets(command, async (target, out) => {
         const result = await controlLane(target, clock, state, options.by ?? defaultOperator());
-        if (options.json === true) json(result);
-        else print(formatControl(result));
+        if (options.json === true) out.json(result);
+        else out.print(formatControl(result));
       }),
     );
 
@@ -207,13 +234,13 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     .option('--max <n>', 'at most this many', positiveInteger, 100)
     .option('--json', 'print one JSON document')
     .action(async (options: { queue?: SourceQueue; max: number; json?: boolean }, command: Command) =>
-      onTarget(command, async (target) => {
+      onTargets(command, async (target, out) => {
         const letters = await peekDeadLetters(adaptersOf(target), {
           queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
           max: options.max,
         });
-        if (options.json === true) json(letters.map(shownLetter));
-        else print(formatDeadLetters(letters, clock.now()));
+        if (options.json === true) out.json(letters.map(shownLetter));
+        else out.print(formatDeadLetters(letters, clock.now()));
       }),
     );
   dlq
@@ -223,20 +250,24 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     .addOption(queueOption())
     .option('--json', 'print one JSON document')
     .action(async (messageId: string, options: { queue?: SourceQueue; json?: boolean }, command: Command) =>
-      onTarget(command, async (target) => {
-        const letters = await peekDeadLetters(adaptersOf(target), {
-          queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
-          max: Number.MAX_SAFE_INTEGER,
-          until: (letter) => letter.messageId === messageId,
-        });
-        const letter = letters.find((l) => l.messageId === messageId);
-        if (letter === undefined)
-          throw new OpsError(
-            `no dead letter ${messageId} on ${target.label} (a message of a FIFO group shows once those before it are gone)`,
-          );
-        if (options.json === true) json(shownLetter(letter));
-        else print(formatDeadLetter(letter, clock.now()));
-      }),
+      onTargets(
+        command,
+        async (target, out) => {
+          const letters = await peekDeadLetters(adaptersOf(target), {
+            queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
+            max: Number.MAX_SAFE_INTEGER,
+            until: (letter) => letter.messageId === messageId,
+          });
+          const letter = letters.find((l) => l.messageId === messageId);
+          if (letter === undefined)
+            throw new OpsError(
+              `no dead letter ${messageId} on ${target.label} (a message of a FIFO group shows once those before it are gone)`,
+            );
+          if (options.json === true) out.json(shownLetter(letter));
+          else out.print(formatDeadLetter(letter, clock.now()));
+        },
+        { oneLane: 'dlq show' },
+      ),
     );
   dlq
     .command('redrive')
@@ -251,21 +282,26 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     .option('--max <n>', 'at most this many (default: all)', positiveInteger)
     .option('--json', 'print one JSON document')
     .action(async (options: { queue?: SourceQueue; id?: string[]; max?: number; json?: boolean }, command: Command) =>
-      onTarget(command, async (target) => {
-        const adapters = adaptersOf(target);
-        const results = await redrive(
-          { ...adapters, idempotency: adapters.stores.idempotency, clock },
-          {
-            queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
-            max: options.max ?? Number.MAX_SAFE_INTEGER,
-            ...(options.id === undefined ? {} : { ids: options.id }),
-          },
-        );
-        const missing = (options.id ?? []).filter((id) => !results.some((r) => r.messageId === id));
-        if (options.json === true) json({ results, missing });
-        else print(`${formatRedrive(results)}${missing.length === 0 ? '' : `\nnot found: ${missing.join(', ')}`}`);
-        if (missing.length > 0 || results.some((r) => r.outcome !== 'redriven')) code = EXIT.partial;
-      }),
+      onTargets(
+        command,
+        async (target, out) => {
+          const adapters = adaptersOf(target);
+          const results = await redrive(
+            { ...adapters, idempotency: adapters.stores.idempotency, clock },
+            {
+              queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
+              max: options.max ?? Number.MAX_SAFE_INTEGER,
+              ...(options.id === undefined ? {} : { ids: options.id }),
+            },
+          );
+          const missing = (options.id ?? []).filter((id) => !results.some((r) => r.messageId === id));
+          if (options.json === true) out.json({ results, missing });
+          else
+            out.print(`${formatRedrive(results)}${missing.length === 0 ? '' : `\nnot found: ${missing.join(', ')}`}`);
+          if (missing.length > 0 || results.some((r) => r.outcome !== 'redriven')) code = EXIT.partial;
+        },
+        options.id === undefined ? {} : { oneLane: 'dlq redrive --id' },
+      ),
     );
 
   program
@@ -277,41 +313,45 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     .option('--fifo', 'to the FIFO queue (every line needs a groupId) instead of the main queue')
     .option('--json', 'print one JSON document')
     .action(async (file: string | undefined, options: { fifo?: boolean; json?: boolean }, command: Command) =>
-      onTarget(command, async (target) => {
-        const text = file === undefined ? await readAll(io.stdin) : await readInput(file);
-        const { jobs, failures: badLines } = parseJobLines(text);
-        const total = jobs.length + badLines.length;
-        const progress = new ProgressLine(io.stderr);
-        const show = ({ sent, failed }: EnqueueProgress, force = false) =>
-          progress.update(
-            `${progressBar(sent + failed + badLines.length, total)} ${sent + failed + badLines.length}/${total} | sent ${sent} failed ${failed + badLines.length}`,
-            force,
+      onTargets(
+        command,
+        async (target, out) => {
+          const text = file === undefined ? await readAll(io.stdin) : await readInput(file);
+          const { jobs, failures: badLines } = parseJobLines(text);
+          const total = jobs.length + badLines.length;
+          const progress = new ProgressLine(io.stderr);
+          const show = ({ sent, failed }: EnqueueProgress, force = false) =>
+            progress.update(
+              `${progressBar(sent + failed + badLines.length, total)} ${sent + failed + badLines.length}/${total} | sent ${sent} failed ${failed + badLines.length}`,
+              force,
+            );
+          const { sent, failed } = await enqueueMany(
+            jobs.map((j) => j.job),
+            {
+              sqs: target.clients.sqs,
+              queueUrl: target.queueUrls[options.fifo === true ? 'fifo' : 'main'],
+              onProgress: (p) => show(p),
+            },
           );
-        const { sent, failed } = await enqueueMany(
-          jobs.map((j) => j.job),
-          {
-            sqs: target.clients.sqs,
-            queueUrl: target.queueUrls[options.fifo === true ? 'fifo' : 'main'],
-            onProgress: (p) => show(p),
-          },
-        );
-        show({ sent, failed: failed.length }, true);
-        progress.done();
-        const failures: LineFailure[] = [
-          ...badLines,
-          ...failed.map((f) => ({ line: jobs[f.index]?.line ?? 0, reason: f.reason })),
-        ].sort((a, b) => a.line - b.line);
-        const queue = options.fifo === true ? 'fifo' : 'main';
-        if (options.json === true) json({ queue, sent, failed: failures });
-        else
-          print(
-            [
-              ...failures.map((f) => `line ${f.line}: ${f.reason}`),
-              `${sent} job${sent === 1 ? '' : 's'} sent to the ${queue} queue, ${failures.length} failed`,
-            ].join('\n'),
-          );
-        if (failures.length > 0) code = EXIT.partial;
-      }),
+          show({ sent, failed: failed.length }, true);
+          progress.done();
+          const failures: LineFailure[] = [
+            ...badLines,
+            ...failed.map((f) => ({ line: jobs[f.index]?.line ?? 0, reason: f.reason })),
+          ].sort((a, b) => a.line - b.line);
+          const queue = options.fifo === true ? 'fifo' : 'main';
+          if (options.json === true) out.json({ queue, sent, failed: failures });
+          else
+            out.print(
+              [
+                ...failures.map((f) => `line ${f.line}: ${f.reason}`),
+                `${sent} job${sent === 1 ? '' : 's'} sent to the ${queue} queue, ${failures.length} failed`,
+              ].join('\n'),
+            );
+          if (failures.length > 0) code = EXIT.partial;
+        },
+        { oneLane: 'enqueue' },
+      ),
     );
 
   try {

@@ -3,7 +3,7 @@ import { GetFunctionConfigurationCommand, LambdaClient } from '@aws-sdk/client-l
 import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CLIENT_CONFIG } from '../../lib/adapters/aws/clientConfig';
 import type { ServiceConfig } from '../../lib/config';
-import { serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
+import { queueUrlsFromEnv, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
 import { ConfigError } from '../../lib/errors';
 import { QUEUE_NAMES, type QueueName } from '../../lib/ports/QueueReceiver';
 import { laneEnvs, readLane } from '../../lib/lanes/laneEnv';
@@ -69,22 +69,28 @@ export function stageNames(service: string, stage: string, lane = UNPREFIXED_LAN
 }
 
 /**
- * The configuration of `lane` from a function's environment, through the service's own parsers (see `laneEnvs`).
- * @throws OpsError when it does not parse, or when the deployment has no such lane (naming those it has).
+ * The lanes a command works on, from a function's environment read through the service's own parsers (see
+ * `laneEnvs`): `lane` alone, or every lane when `lane` is undefined.
+ * @throws OpsError when the environment does not parse, or has no such lane (naming those it has).
  */
-function configOf(env: Env, lane: string, where: string, label: string): ServiceConfig {
+function lanesOf(
+  env: Env,
+  lane: string | undefined,
+  where: string,
+  label: string,
+): { readonly lane: string; readonly config: ServiceConfig }[] {
   try {
     const lanes = laneEnvs(env);
-    const found = lanes.find((l) => l.lane === lane);
-    if (found === undefined) {
+    const chosen = lane === undefined ? lanes : lanes.filter((l) => l.lane === lane);
+    if (chosen.length === 0) {
       const names = lanes.map((l) => l.lane);
       throw new OpsError(
         names.length === 1
-          ? `${label} serves lane '${names[0]}', not '${lane}': pass --lane ${names[0]}`
-          : `${label} has no lane '${lane}'; its lanes are ${names.map((n) => `'${n}'`).join(', ')}: pass one with --lane`,
+          ? `${label} serves lane '${names[0]}', not '${lane}': pass --lane ${names[0]}, or leave --lane out`
+          : `${label} has no lane '${lane}'; its lanes are ${names.map((n) => `'${n}'`).join(', ')}`,
       );
     }
-    return readLane(found, serviceConfigFromEnv);
+    return chosen.map((l) => ({ lane: l.lane, config: readLane(l, serviceConfigFromEnv) }));
   } catch (error) {
     if (error instanceof ConfigError)
       throw new OpsError(`the configuration in ${where} does not parse: ${error.message}`, { cause: error });
@@ -93,26 +99,19 @@ function configOf(env: Env, lane: string, where: string, label: string): Service
 }
 
 /**
- * A deployed stage: its names from serverless.yml's conventions ({@link stageNames}), its queue URLs from
- * `GetQueueUrl`, and the lane's configuration from the orchestrator function's environment
- * (`GetFunctionConfiguration`), parsed by `lib/configFromEnv.ts` as the function parses it.
+ * A deployed stage's lanes (`lane` alone, or all of them): its names from serverless.yml's conventions
+ * ({@link stageNames}), each lane's queue URLs from `GetQueueUrl`, and each lane's configuration from the orchestrator
+ * function's environment (`GetFunctionConfiguration`), parsed by `lib/configFromEnv.ts` as the function parses it.
  * @throws OpsError when the stage's orchestrator function or one of its queues does not exist (or cannot be read),
  *   when its configuration does not parse, or when it does not serve `lane`.
  */
-export async function stageTarget(options: StageOptions & { readonly lane: string }): Promise<OpsTarget> {
+export async function stageTargets(options: StageOptions & { readonly lane?: string }): Promise<OpsTarget[]> {
   const { stage, service, region, profile, lane } = options;
   const config = { ...(region === undefined ? {} : { region }), ...(profile === undefined ? {} : { profile }) };
-  const clients = {
-    dynamodb: new DynamoDBClient({ ...config, ...CLIENT_CONFIG.dynamodb }),
-    sqs: new SQSClient({ ...config, ...CLIENT_CONFIG.sqs }),
-  };
   const lambda = new LambdaClient({ ...config, ...CLIENT_CONFIG.lambda });
-  const destroy = (): void => {
-    clients.dynamodb.destroy();
-    clients.sqs.destroy();
-  };
-  const names = stageNames(service, stage, lane);
-  const where = async () => `region ${await clients.sqs.config.region()}`;
+  const sqs = new SQSClient({ ...config, ...CLIENT_CONFIG.sqs });
+  const where = async () => `region ${await sqs.config.region()}`;
+  const names = stageNames(service, stage);
   try {
     let environment: Env;
     try {
@@ -129,47 +128,80 @@ export async function stageTarget(options: StageOptions & { readonly lane: strin
       }
       throw error;
     }
-    const serviceConfig = configOf(environment, lane, `function ${names.orchestratorFunction}`, `stage '${stage}'`);
-    const urls = await Promise.all(
-      QUEUE_NAMES.map(async (queue) => {
-        try {
-          const { QueueUrl } = await clients.sqs.send(new GetQueueUrlCommand({ QueueName: names.queues[queue] }));
-          if (QueueUrl === undefined) throw new OpsError(`SQS returned no URL for queue ${names.queues[queue]}`);
-          return [queue, QueueUrl] as const;
-        } catch (error) {
-          if (/QueueDoesNotExist|NonExistentQueue/.test(errorName(error))) {
-            throw new OpsError(`queue ${names.queues[queue]} of stage '${stage}' not found in ${await where()}`, {
-              cause: error,
-            });
-          }
-          throw error;
-        }
-      }),
-    );
-    return {
-      label: `stage '${stage}' in ${await clients.sqs.config.region()}`,
-      lane,
-      config: serviceConfig,
-      tableName: names.table,
-      queueUrls: Object.fromEntries(urls) as Record<QueueName, string>,
-      clients,
-      destroy,
-    };
-  } catch (error) {
-    destroy();
-    throw error;
+    const lanes = lanesOf(environment, lane, `function ${names.orchestratorFunction}`, `stage '${stage}'`);
+    const label = `stage '${stage}' in ${await sqs.config.region()}`;
+    const targets: OpsTarget[] = [];
+    for (const chosen of lanes) {
+      const queueUrls = await stageQueueUrls(sqs, stageNames(service, stage, chosen.lane).queues, stage, where);
+      const clients = {
+        dynamodb: new DynamoDBClient({ ...config, ...CLIENT_CONFIG.dynamodb }),
+        sqs: new SQSClient({ ...config, ...CLIENT_CONFIG.sqs }),
+      };
+      targets.push({
+        label,
+        lane: chosen.lane,
+        config: chosen.config,
+        tableName: names.table,
+        queueUrls,
+        clients,
+        destroy: () => {
+          clients.dynamodb.destroy();
+          clients.sqs.destroy();
+        },
+      });
+    }
+    return targets;
   } finally {
     lambda.destroy();
+    sqs.destroy();
   }
+}
+
+/** One lane of a deployed stage (see {@link stageTargets}). */
+export async function stageTarget(options: StageOptions & { readonly lane: string }): Promise<OpsTarget> {
+  const [target] = await stageTargets(options);
+  if (target === undefined) throw new OpsError(`stage '${options.stage}' has no lane '${options.lane}'`);
+  return target;
+}
+
+/**
+ * The URL of each of a lane's queues, by its name.
+ * @throws OpsError naming a queue that does not exist.
+ */
+async function stageQueueUrls(
+  sqs: SQSClient,
+  names: Readonly<Record<QueueName, string>>,
+  stage: string,
+  where: () => Promise<string>,
+): Promise<Record<QueueName, string>> {
+  const urls = await Promise.all(
+    QUEUE_NAMES.map(async (queue) => {
+      try {
+        const { QueueUrl } = await sqs.send(new GetQueueUrlCommand({ QueueName: names[queue] }));
+        if (QueueUrl === undefined) throw new OpsError(`SQS returned no URL for queue ${names[queue]}`);
+        return [queue, QueueUrl] as const;
+      } catch (error) {
+        if (/QueueDoesNotExist|NonExistentQueue/.test(errorName(error))) {
+          throw new OpsError(`queue ${names[queue]} of stage '${stage}' not found in ${await where()}`, {
+            cause: error,
+          });
+        }
+        throw error;
+      }
+    }),
+  );
+  return Object.fromEntries(urls) as Record<QueueName, string>;
 }
 
 /**
  * The local stack that `npm start -- --keep` keeps up, from the file it wrote: its endpoints, dummy credentials,
- * table, queues, and the lane's configuration from the orchestrator's environment.
+ * table, and the lanes of the orchestrator's environment (`lane` alone, or all of them), each with its queues (those
+ * the file names for a one-lane stack, those `QUEUE_URL_PREFIX` names for a stack of several lanes) and its
+ * configuration.
  * @throws OpsError when the file is missing or malformed, when its configuration does not parse, or when it does not
  *   serve `lane`.
  */
-export function localTarget(file: string, lane: string): OpsTarget {
+export function localTargets(file: string, lane?: string): OpsTarget[] {
   let info;
   try {
     info = readStackFile(file);
@@ -178,29 +210,29 @@ export function localTarget(file: string, lane: string): OpsTarget {
     throw error;
   }
   const label = `the local stack (${file})`;
-  const config = configOf(
-    info.functions.orchestrator.environment,
-    lane,
-    `${file} (functions.orchestrator.environment)`,
-    label,
-  );
+  const env = info.functions.orchestrator.environment;
+  const where = `${file} (functions.orchestrator.environment)`;
+  const lanes = lanesOf(env, lane, where, label);
+  const queueUrlsOf = new Map(laneEnvs(env).map((l) => [l.lane, l.inLanes ? queueUrlsFromEnv(l.env) : info.queueUrls]));
   const base = { region: info.region, credentials: info.credentials };
-  const clients = {
-    dynamodb: new DynamoDBClient({ ...base, endpoint: info.endpoints.dynamodb, ...CLIENT_CONFIG.dynamodb }),
-    sqs: new SQSClient({ ...base, endpoint: info.endpoints.sqs, ...CLIENT_CONFIG.sqs }),
-  };
-  return {
-    label,
-    lane,
-    config,
-    tableName: info.tableName,
-    queueUrls: info.queueUrls,
-    clients,
-    destroy: () => {
-      clients.dynamodb.destroy();
-      clients.sqs.destroy();
-    },
-  };
+  return lanes.map((chosen) => {
+    const clients = {
+      dynamodb: new DynamoDBClient({ ...base, endpoint: info.endpoints.dynamodb, ...CLIENT_CONFIG.dynamodb }),
+      sqs: new SQSClient({ ...base, endpoint: info.endpoints.sqs, ...CLIENT_CONFIG.sqs }),
+    };
+    return {
+      label,
+      lane: chosen.lane,
+      config: chosen.config,
+      tableName: info.tableName,
+      queueUrls: queueUrlsOf.get(chosen.lane) ?? info.queueUrls,
+      clients,
+      destroy: () => {
+        clients.dynamodb.destroy();
+        clients.sqs.destroy();
+      },
+    };
+  });
 }
 
 /** The `name` of an SDK error (its code), or `''`. */

@@ -151,7 +151,9 @@ describe('runOps', () => {
       const run = await ops(['--lane', 'sms', 'status', '--local', file]);
 
       expect(run.code).toBe(2);
-      expect(run.stderr).toBe(`ops: the local stack (${file}) serves lane 'default', not 'sms': pass --lane default\n`);
+      expect(run.stderr).toBe(
+        `ops: the local stack (${file}) serves lane 'default', not 'sms': pass --lane default, or leave --lane out\n`,
+      );
     });
 
     it('enqueues the good lines of NDJSON from stdin (estimates as Number attributes), reports each bad one by its line number, and exits 1', async () => {

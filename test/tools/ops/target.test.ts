@@ -4,7 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mockClient } from 'aws-sdk-client-mock';
-import { localTarget, stageNames, stageTarget } from '../../../tools/ops/target';
+import { localTargets, stageNames, stageTarget, stageTargets } from '../../../tools/ops/target';
 
 // There is no Lambda emulator to hold a deployed function's configuration: GetFunctionConfiguration and GetQueueUrl
 // of a deployed stage are mocked.
@@ -95,7 +95,7 @@ describe('stageTarget', () => {
 
     await expect(stageTarget(options)).rejects.toMatchObject({
       name: 'OpsError',
-      message: "stage 'prod' serves lane 'sms', not 'default': pass --lane sms",
+      message: "stage 'prod' serves lane 'sms', not 'default': pass --lane sms, or leave --lane out",
     });
   });
 
@@ -123,8 +123,15 @@ describe('stageTarget', () => {
     );
     await expect(stageTarget({ ...options, lane: 'claude' })).rejects.toMatchObject({
       name: 'OpsError',
-      message: "stage 'prod' has no lane 'claude'; its lanes are 'default', 'gpt': pass one with --lane",
+      message: "stage 'prod' has no lane 'claude'; its lanes are 'default', 'gpt'",
     });
+    // Without --lane: every lane, each with its own queues.
+    const all = await stageTargets({ stage: 'prod', service: 'quota-orchestrator', region: 'eu-west-3' });
+    for (const t of all) t.destroy();
+    expect(all.map((t) => [t.lane, t.queueUrls['fifo-dlq'].split('/').pop()])).toEqual([
+      ['default', 'quota-orchestrator-prod-fifo-dlq.fifo'],
+      ['gpt', 'quota-orchestrator-prod-gpt-fifo-dlq.fifo'],
+    ]);
   });
 
   it("names the variable when the function's configuration does not parse", async () => {
@@ -140,7 +147,7 @@ describe('localTarget', () => {
   it('says how to start a local stack when its file is missing', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ops-')), 'local-stack.json');
 
-    expect(() => localTarget(file, 'default')).toThrow(
+    expect(() => localTargets(file, 'default')).toThrow(
       `no local stack file at ${file}: start one with \`npm start -- --keep\` (it writes out/local-stack.json), or pass the file it wrote`,
     );
   });
@@ -149,7 +156,7 @@ describe('localTarget', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'ops-')), 'other.json');
     writeFileSync(file, JSON.stringify({ version: 1, region: 'us-east-1' }));
 
-    expect(() => localTarget(file, 'default')).toThrow(
+    expect(() => localTargets(file, 'default')).toThrow(
       /is not one `npm start -- --keep` wrote: credentials is missing or invalid/,
     );
   });
