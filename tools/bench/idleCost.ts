@@ -75,3 +75,36 @@ export async function measureIdle(template: Template, runs: number): Promise<Idl
   const runsPerMonth = Math.round((HOURS_PER_MONTH * 3_600_000) / schedule.periodMs);
   return { runs, perRun, runsPerMonth, idleCostPerMonthUsd: idleCostPerMonth(perRun, runsPerMonth) };
 }
+
+/** The idle cost of deployments of several lanes, and what each lane past the first adds. */
+export interface LanesIdleResult {
+  /** By number of lanes (2 and 3): each run over every lane's empty queues. */
+  readonly byLanes: Readonly<Record<number, IdleResult>>;
+  /** What the third lane added to the second's month: one more idle lane. */
+  readonly extraLanePerMonthUsd: number;
+}
+
+/**
+ * Measures {@link measureIdle} on serverless.yml packaged in the lanes form with 2, then 3, lanes of its own settings
+ * (`default` and `extra-1`, `extra-2`), all idle: each run asks each lane's queues whether they hold work and takes
+ * no lease for a lane with none.
+ * @param packageLanes packages serverless.yml with `custom.quotaOrchestrator` turned into lanes by the edit given
+ */
+export async function measureIdleLanes(
+  packageLanes: (edit: (config: Record<string, unknown>) => void) => Promise<Template>,
+  runs: number,
+): Promise<LanesIdleResult> {
+  const byLanes: Record<number, IdleResult> = {};
+  for (const count of [2, 3]) {
+    const template = await packageLanes((config) => {
+      const custom = config.custom as Record<string, Record<string, unknown>>;
+      const { timeZone, orchestrator, ...own } = custom.quotaOrchestrator ?? {};
+      delete own.lane;
+      const names = ['default', ...Array.from({ length: count - 1 }, (_, i) => `extra-${i + 1}`)];
+      custom.quotaOrchestrator = { timeZone, orchestrator, lanes: Object.fromEntries(names.map((n) => [n, own])) };
+    });
+    byLanes[count] = await measureIdle(template, runs);
+  }
+  const cost = (count: number) => byLanes[count]?.idleCostPerMonthUsd ?? Number.NaN;
+  return { byLanes, extraLanePerMonthUsd: cost(3) - cost(2) };
+}

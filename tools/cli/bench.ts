@@ -17,7 +17,7 @@ import {
 } from '../bench/runBench';
 import { runBaseline } from '../bench/baselines';
 import { simulatedCeiling } from '../bench/simulatedCeiling';
-import { measureIdle } from '../bench/idleCost';
+import { measureIdle, measureIdleLanes, type LanesIdleResult } from '../bench/idleCost';
 import {
   ceilingScenario,
   growthScenarios,
@@ -101,6 +101,8 @@ async function main(): Promise<number> {
   const idleRuns = size === 'full' ? 5 : 2;
   process.stderr.write(`  idle: ${idleRuns} runs over empty queues…\n`);
   const idle = await measureIdle(template, idleRuns);
+  process.stderr.write(`  idle lanes: ${idleRuns} runs over 2 and 3 lanes' empty queues…\n`);
+  const idleLanes = await measureIdleLanes(packagedTemplate, idleRuns);
 
   const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
   const date = new Date().toISOString().slice(0, 10);
@@ -133,6 +135,7 @@ async function main(): Promise<number> {
     ceilingLines(ceilingResult, simulated, ceiling),
     hotLaneLines(hotLane.result, hotLane.scenario, hotLane.replay),
     `idle (${idle.runs} runs over empty queues): ${perRun.billedSeconds.toFixed(2)} s billed, ${perRun.dynamodbReadUnits.toFixed(1)} read and ${perRun.dynamodbWriteUnits.toFixed(1)} write units, ${perRun.sqsRequests.toFixed(1)} SQS requests per run; $${idle.idleCostPerMonthUsd.toFixed(2)} a month at ${idle.runsPerMonth} runs`,
+    idleLanesLine(idleLanes),
     `chart: ${chartPath}; whole bench: ${((Date.now() - began) / 1000).toFixed(0)} s`,
   ];
   console.log(out.join('\n\n'));
@@ -152,6 +155,12 @@ async function main(): Promise<number> {
         'hot-lane': { ...figures(hotLane.result), replay: hotLane.replay },
         idle,
         idleCostPerMonthUsd: Math.round(idle.idleCostPerMonthUsd * 1000) / 1000,
+        idleLanes: {
+          lanes: Object.fromEntries(
+            Object.entries(idleLanes.byLanes).map(([n, r]) => [n, Math.round(r.idleCostPerMonthUsd * 1000) / 1000]),
+          ),
+          extraLanePerMonthUsd: Math.round(idleLanes.extraLanePerMonthUsd * 1000) / 1000,
+        },
       }),
     );
   }
@@ -192,3 +201,14 @@ main().then(
     process.exit(2);
   },
 );
+
+/** The idle cost of deployments of several lanes: a month of runs over 2 and 3 idle lanes, and what one more lane adds. */
+function idleLanesLine({ byLanes, extraLanePerMonthUsd }: LanesIdleResult): string {
+  const each = Object.entries(byLanes)
+    .map(
+      ([n, r]) =>
+        `${n} lanes $${r.idleCostPerMonthUsd.toFixed(3)} (${r.perRun.sqsRequests.toFixed(1)} SQS requests, ${r.perRun.dynamodbWriteUnits.toFixed(1)} write units per run)`,
+    )
+    .join(', ');
+  return `idle lanes (each lane's queues asked for work, no lease for an empty one): ${each} a month; each lane more $${extraLanePerMonthUsd.toFixed(3)}`;
+}
