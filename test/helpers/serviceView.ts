@@ -49,3 +49,16 @@ export function service(
     },
   };
 }
+
+/** serverless.yml's `custom.names` of the queues, resolved for a stage whose names start with `prefix` (`qo-dev-`). */
+export function queueNames(prefix: string): Record<string, string> {
+  return {
+    mainQueue: `${prefix}main`,
+    mainDeadLetterQueue: `${prefix}main-dlq`,
+    fifoQueue: `${prefix}fifo.fifo`,
+    fifoDeadLetterQueue: `${prefix}fifo-dlq.fifo`,
+    requeueQueue: `${prefix}requeue`,
+    requeueDeadLetterQueue: `${prefix}requeue-dlq`,
+    workerFailureQueue: `${prefix}worker-failures`,
+  };
+}

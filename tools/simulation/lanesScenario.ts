@@ -7,17 +7,12 @@ import { describeValue } from '../../lib/domain/describeValue';
 import { ConfigError } from '../../lib/errors';
 import { LANE_NAME, MAX_LANES } from '../../lib/deploy/laneSettings';
 import { isRecord } from '../../lib/settingChecks';
-import { parseScenario, type Scenario } from './scenario';
+import { CONFIG_KEYS, parseScenario, type Scenario } from './scenario';
+import { SHARED_SETTING_KEYS } from '../../lib/lanes/laneEnv';
 
-/** The keys each lane of a scenario sets for itself. */
+/** The keys each lane of a scenario sets for itself: its service settings but the shared ones, its jobs, API and requests. */
 export const LANE_SCENARIO_KEYS: readonly string[] = [
-  'quotas',
-  'maxInFlight',
-  'units',
-  'usagePreset',
-  'circuit',
-  'retry',
-  'pacing',
+  ...CONFIG_KEYS.filter((key) => !(SHARED_SETTING_KEYS as readonly string[]).includes(key)),
   'jobs',
   'api',
   'request',

@@ -111,7 +111,7 @@ export interface LlmJobs {
 }
 
 /** The keys of a scenario that are the service's configuration (see `parseServiceConfig`). */
-const CONFIG_KEYS = [
+export const CONFIG_KEYS: readonly string[] = [
   'quotas',
   'timeZone',
   'maxInFlight',

@@ -6,7 +6,7 @@ import { CONFIG_ENV } from '../../../lib/configFromEnv';
 import { USAGE_PRESET_NAMES, USAGE_PRESETS } from '../../../lib/domain/usage/usageSources';
 import { DEPLOY_SETTING_KEYS } from '../../../lib/workerSettings';
 import { resolveQuotaSettings } from '../../../lib/deploy/quotaSettings';
-import { service } from '../../helpers/serviceView';
+import { queueNames, service } from '../../helpers/serviceView';
 import {
   buildConfigReference,
   CONFIG_REFERENCE_COMMAND,
@@ -146,17 +146,7 @@ describe('buildConfigReference', () => {
     const [, yaml] = /```yaml\n([\s\S]*?)```/.exec(section) ?? [];
     const settings = (yamlParse(yaml!) as { custom: { quotaOrchestrator: Record<string, unknown> } }).custom
       .quotaOrchestrator;
-    const names = Object.fromEntries(
-      Object.entries({
-        mainQueue: 'main',
-        mainDeadLetterQueue: 'main-dlq',
-        fifoQueue: 'fifo.fifo',
-        fifoDeadLetterQueue: 'fifo-dlq.fifo',
-        requeueQueue: 'requeue',
-        requeueDeadLetterQueue: 'requeue-dlq',
-        workerFailureQueue: 'worker-failures',
-      }).map(([key, suffix]) => [key, `qo-prod-${suffix}`]),
-    );
+    const names = queueNames('qo-prod-');
     const resolved = resolveQuotaSettings({
       ...service(),
       custom: { ...service().custom, quotaOrchestrator: settings, names },

@@ -2,15 +2,11 @@
  * The operator CLI on a stack of several lanes: the local stack's file names the orchestrator's environment, whose
  * `LANES` and `QUEUE_URL_PREFIX` name each lane's settings and queues, as on a deployed stage.
  */
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { createLaneQueues } from '../../../tools/local/laneQueues';
 import { createStateTable } from '../../../tools/local/stateTable';
 import { LaneQueuesView } from '../../../tools/local/laneQueuesView';
-import { writeStackFile } from '../../../tools/local/stackFile';
-import { testDynamoClient, testEmulators, testSqsClient, uniqueName } from '../../helpers/awsClients';
-import { jsonOf, ops } from './opsIo';
+import { testDynamoClient, testSqsClient, uniqueName } from '../../helpers/awsClients';
+import { jsonOf, localStackFile, ops } from './opsIo';
 
 const sqs = testSqsClient();
 const dynamodb = testDynamoClient();
@@ -18,7 +14,6 @@ let file: string;
 let gptQueues: Awaited<ReturnType<typeof createLaneQueues>>;
 
 beforeAll(async () => {
-  const emulators = testEmulators();
   const prefix = uniqueName('lanes-ops');
   const tableName = `${prefix}-state`;
   const [defaultQueues, gpt] = await Promise.all([
@@ -34,18 +29,7 @@ beforeAll(async () => {
       gpt: { QUOTAS: [{ limit: 500, per: 'minute' }] },
     }),
   };
-  file = writeStackFile(join(mkdtempSync(join(tmpdir(), 'ops-')), 'local-stack.json'), {
-    version: 1,
-    pid: process.pid,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    endpoints: { dynamodb: emulators.dynamodbEndpoint, sqs: emulators.sqsEndpoint, lambda: 'http://127.0.0.1:9' },
-    api: { apiUrl: 'http://127.0.0.1:9/jobs', healthUrl: 'http://127.0.0.1:9/health' },
-    lane: 'default',
-    tableName,
-    queueUrls: defaultQueues,
-    functions: { orchestrator: { name: 'orchestrator', environment }, worker: { name: 'worker', environment } },
-  });
+  file = localStackFile(defaultQueues, { lane: 'default', environment, tableName });
 });
 
 afterAll(() => {

@@ -8,28 +8,12 @@ import { deadLetter } from '../../../lib/services/queueOutcomes';
 import { createLaneQueues } from '../../../tools/local/laneQueues';
 import { writeStackFile, type LocalStackInfo } from '../../../tools/local/stackFile';
 import { normalizeArgv } from '../../../tools/ops/runOps';
-import { testEmulators, testSqsClient, uniqueName } from '../../helpers/awsClients';
-import { jsonOf, ops } from './opsIo';
+import { testSqsClient, uniqueName } from '../../helpers/awsClients';
+import { jsonOf, localStackFile, ops } from './opsIo';
 
 /** A stack file for queues `queueUrls` on the test emulators (no functions run behind it). */
 function stackFile(queueUrls: Readonly<Record<QueueName, string>>, lane = 'default'): string {
-  const emulators = testEmulators();
-  const info: LocalStackInfo = {
-    version: 1,
-    pid: process.pid,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    endpoints: { dynamodb: emulators.dynamodbEndpoint, sqs: emulators.sqsEndpoint, lambda: 'http://127.0.0.1:9' },
-    api: { apiUrl: 'http://127.0.0.1:9/jobs', healthUrl: 'http://127.0.0.1:9/health' },
-    lane,
-    tableName: uniqueName('ops-table'),
-    queueUrls,
-    functions: {
-      orchestrator: { name: 'orchestrator', environment: { LANE: lane, QUOTAS: '[{"limit":10,"per":"second"}]' } },
-      worker: { name: 'worker', environment: {} },
-    },
-  };
-  return writeStackFile(join(mkdtempSync(join(tmpdir(), 'ops-')), 'local-stack.json'), info);
+  return localStackFile(queueUrls, { lane, environment: { LANE: lane, QUOTAS: '[{"limit":10,"per":"second"}]' } });
 }
 
 describe('normalizeArgv', () => {

@@ -5,18 +5,10 @@ import { laneResources } from '../../../lib/deploy/laneResources';
 import { resolveQuotaSettings, type ServiceView } from '../../../lib/deploy/quotaSettings';
 import { ConfigError } from '../../../lib/errors';
 import { laneEnvs, readLane } from '../../../lib/lanes/laneEnv';
-import { service } from '../../helpers/serviceView';
+import { queueNames, service } from '../../helpers/serviceView';
 import { thrown } from '../../helpers/thrown';
 
-const NAMES = {
-  mainQueue: 'qo-dev-main',
-  mainDeadLetterQueue: 'qo-dev-main-dlq',
-  fifoQueue: 'qo-dev-fifo.fifo',
-  fifoDeadLetterQueue: 'qo-dev-fifo-dlq.fifo',
-  requeueQueue: 'qo-dev-requeue',
-  requeueDeadLetterQueue: 'qo-dev-requeue-dlq',
-  workerFailureQueue: 'qo-dev-worker-failures',
-};
+const NAMES = queueNames('qo-dev-');
 
 const openai = {
   quotas: [{ limit: 500, per: 'minute' }],

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import * as quotaSettings from '../../../lib/deploy/quotaSettings';
 import type { ServiceView } from '../../../lib/deploy/quotaSettings';
-import { quotas, service } from '../../helpers/serviceView';
+import { queueNames, quotas, service } from '../../helpers/serviceView';
 
 /** The plugin's surface as osls sees it. */
 interface PluginInstance {
@@ -85,15 +85,7 @@ describe('QuotaConfigPlugin', () => {
       custom: {
         ...base.custom,
         quotaOrchestrator: { lanes },
-        names: {
-          mainQueue: 'qo-dev-main',
-          mainDeadLetterQueue: 'qo-dev-main-dlq',
-          fifoQueue: 'qo-dev-fifo.fifo',
-          fifoDeadLetterQueue: 'qo-dev-fifo-dlq.fifo',
-          requeueQueue: 'qo-dev-requeue',
-          requeueDeadLetterQueue: 'qo-dev-requeue-dlq',
-          workerFailureQueue: 'qo-dev-worker-failures',
-        },
+        names: queueNames('qo-dev-'),
       },
       provider: { environment: { ...base.provider.environment, MAIN_QUEUE_URL: { Ref: 'MainQueue' } } },
       resources: {
@@ -129,11 +121,19 @@ describe('QuotaConfigPlugin', () => {
     plugin.hooks['before:invoke:local:loadEnvVars']?.();
     expect(sls.service).toEqual(once);
 
-    const resources = (sls.service as unknown as { resources: { Resources: Record<string, any>; Outputs: unknown } })
-      .resources;
+    interface Packaged {
+      readonly Resources: {
+        readonly GptMainQueue: { readonly Properties: { readonly QueueName: string } };
+        readonly WorkerRole: {
+          readonly Properties: { readonly Policies: { PolicyDocument: { Statement: { Resource: unknown }[] } }[] };
+        };
+      };
+      readonly Outputs: unknown;
+    }
+    const { resources } = sls.service as unknown as { resources: Packaged };
     expect(Object.keys(resources.Resources)).toEqual(['MainQueue', 'GptMainQueue', 'WorkerRole']);
     expect(resources.Resources.GptMainQueue.Properties.QueueName).toBe('qo-dev-gpt-main');
-    expect(resources.Resources.WorkerRole.Properties.Policies[0].PolicyDocument.Statement[0].Resource).toEqual([
+    expect(resources.Resources.WorkerRole.Properties.Policies[0]?.PolicyDocument.Statement[0]?.Resource).toEqual([
       { 'Fn::GetAtt': ['MainQueue', 'Arn'] },
       { 'Fn::GetAtt': ['GptMainQueue', 'Arn'] },
     ]);
