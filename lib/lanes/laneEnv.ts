@@ -2,8 +2,9 @@
  * The lanes of a deployment, as its functions read them at cold start. A one-lane deployment sets each setting in a
  * variable of its own (`LANE`, `QUOTAS`, `API_URL`, `MAIN_QUEUE_URL`, …). A deployment of several lanes sets the shared
  * ones (`TIME_ZONE`, `ORCHESTRATOR`, `TABLE_NAME`, …) as before and each lane's in `LANES`, a JSON object that maps
- * each lane to its own variables; its queues' URLs follow from `QUEUE_URL_PREFIX` and the naming rule of
- * `laneQueueName`. Each lane is then read as a one-lane deployment would be, through the same parsers.
+ * each lane to its own variables (a lane's setting in a variable of the deployment is no lane's); its queues' URLs
+ * follow from `QUEUE_URL_PREFIX` and the naming rule of `laneQueueName`. Each lane is then read as a one-lane
+ * deployment would be, through the same parsers.
  */
 import { CONFIG_ENV, jsonFromEnv, QUEUE_URL_ENV, requiredEnv, WORKER_ENV, type Env } from '../configFromEnv';
 import { ConfigError } from '../errors';
@@ -59,6 +60,10 @@ export function laneEnvs(env: Env): readonly LaneEnv[] {
     );
   }
   const prefix = requiredEnv(env, LANES_ENV.queueUrlPrefix);
+  // A lane reads only its own settings: one a variable of the deployment sets is not any lane's.
+  const shared = Object.fromEntries(
+    Object.entries(env).filter(([name]) => name !== LANES_ENV.lanes && !LANE_VARIABLES.includes(name)),
+  );
   return Object.entries(lanes).map(([lane, variables]) => {
     const field = `${LANES_ENV.lanes}.${lane}`;
     if (!isRecord(variables))
@@ -72,7 +77,7 @@ export function laneEnvs(env: Env): readonly LaneEnv[] {
     const queueUrls = Object.fromEntries(
       QUEUE_NAMES.map((queue) => [QUEUE_URL_ENV[queue], prefix + laneQueueName('', lane, queue)]),
     );
-    const laneEnv: Env = { ...env, [LANES_ENV.lanes]: undefined, ...texts, [CONFIG_ENV.lane]: lane, ...queueUrls };
+    const laneEnv: Env = { ...shared, ...texts, [CONFIG_ENV.lane]: lane, ...queueUrls };
     return { lane, env: laneEnv, inLanes: true };
   });
 }

@@ -63,9 +63,12 @@ describe('laneEnvs', () => {
       'fifo-dlq': `${PREFIX}gpt-4o-fifo-dlq.fifo`,
       'requeue-dlq': `${PREFIX}gpt-4o-requeue-dlq`,
     });
-    // One lane's settings never leak into another's environment.
+    // One lane's settings never leak into another's environment, nor does a lane's setting set for the deployment.
     expect(first!.env.MAX_IN_FLIGHT).toBeUndefined();
     expect(second!.env.LANES).toBeUndefined();
+    const [stray] = laneEnvs({ ...lanesEnv(), API_KEY_HEADER: 'x-stray', TABLE_NAME: 'kept' });
+    expect(stray!.env.TABLE_NAME).toBe('kept');
+    expect('API_KEY_HEADER' in stray!.env).toBe(false);
   });
 
   it.each([
