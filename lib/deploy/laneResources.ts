@@ -7,7 +7,8 @@
  *   dimension `lane`), named with the lane;
  * - the stack outputs of the queues (`<Lane>MainQueueUrl`, …).
  * The roles' statements on the queues, and on the lane's state items (`dynamodb:LeadingKeys` such as
- * `circuit#default`), are widened to every lane's, and the worker's grant of the API key to each lane's parameter.
+ * `circuit#default`), are widened to every lane's, and the worker's grant of the API key to each lane's parameter;
+ * so is each dashboard graph of the default lane's metrics or queues, which shows every lane's.
  * Without a lane named `default`, its resources are removed.
  */
 import { ConfigError } from '../errors';
@@ -70,7 +71,7 @@ export function laneResources(
   const Resources: Record<string, unknown> = {};
   for (const [id, resource] of Object.entries(template.Resources)) {
     if (!isLaneResource(id, resource)) {
-      Resources[id] = widenPolicies(resource, lanes, copied, keepDefault);
+      Resources[id] = widenDashboard(widenPolicies(resource, lanes, copied, keepDefault), copied, keepDefault);
       continue;
     }
     if (keepDefault) Resources[id] = resource;
@@ -182,6 +183,24 @@ class LaneCopier {
     return value;
   }
 
+  /**
+   * One metric of a dashboard graph (see `widenDashboard`) as the lane's: its queue names and lane dimension made the
+   * lane's, and a metric math expression's id and `lane="default"` filter too.
+   */
+  dashboardMetric(entry: unknown): unknown {
+    const copy = this.value(entry);
+    if (!Array.isArray(copy)) return copy;
+    return copy.map((item: unknown, i) => {
+      if (item === UNPREFIXED_LANE && copy[i - 1] === 'lane') return this.lane;
+      if (!isRecord(item) || typeof item.expression !== 'string') return item;
+      return {
+        ...item,
+        ...(typeof item.id === 'string' ? { id: `${item.id}${this.idPrefix}` } : {}),
+        expression: item.expression.split(`lane="${UNPREFIXED_LANE}"`).join(`lane="${this.lane}"`),
+      };
+    });
+  }
+
   /** A queue's name, or a name made from one (`<prefix>main-dlq-not-empty`), with the lane after the prefix. */
   private name(text: string): string {
     const rest = text.startsWith(this.prefix) ? text.slice(this.prefix.length) : undefined;
@@ -270,6 +289,46 @@ function widenKeys(condition: unknown, copied: readonly LaneCopier[], keepDefaul
       Object.entries(condition).map(([key, value]) => [key, widenKeys(value, copied, keepDefault)]),
     );
   return condition;
+}
+
+/**
+ * A dashboard with each graph's metrics of the default lane (its `lane` dimension, or a search for `lane="default"`,
+ * or one of its queues) shown for every lane; any other resource as it is. A body that is not JSON text is left as it
+ * is.
+ */
+function widenDashboard(resource: unknown, copied: readonly LaneCopier[], keepDefault: boolean): unknown {
+  if (!isRecord(resource) || resource.Type !== 'AWS::CloudWatch::Dashboard' || !isRecord(resource.Properties))
+    return resource;
+  const text = resource.Properties.DashboardBody;
+  if (typeof text !== 'string') return resource;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return resource;
+  }
+  const ofDefault = (entry: unknown): boolean => {
+    const json = JSON.stringify(entry);
+    return (
+      json.includes(`"lane","${UNPREFIXED_LANE}"`) ||
+      json.includes(`lane=\\"${UNPREFIXED_LANE}\\"`) ||
+      copied.some((c) => JSON.stringify(c.value(entry)) !== json)
+    );
+  };
+  const widgets = isRecord(body) && Array.isArray(body.widgets) ? body.widgets : [];
+  const widened = widgets.map((widget: unknown) => {
+    if (!isRecord(widget) || !isRecord(widget.properties) || !Array.isArray(widget.properties.metrics)) return widget;
+    const metrics = distinct(
+      widget.properties.metrics.flatMap((entry: unknown) =>
+        ofDefault(entry)
+          ? [...(keepDefault ? [entry] : []), ...copied.map((copier) => copier.dashboardMetric(entry))]
+          : [entry],
+      ),
+    );
+    return { ...widget, properties: { ...widget.properties, metrics } };
+  });
+  const DashboardBody = JSON.stringify({ ...(body as Record<string, unknown>), widgets: widened });
+  return { ...resource, Properties: { ...resource.Properties, DashboardBody } };
 }
 
 /** `values` without repeats (equal as JSON), in their order: a second run of the plugin widens nothing twice. */

@@ -172,6 +172,27 @@ describe.each([
     expect(new Set(names).size).toBe(names.length);
   });
 
+  it("shows every lane's metrics and queues on the dashboard, each graph's expression ids unique", () => {
+    const body = JSON.parse(
+      (template().Resources.Dashboard!.Properties as { DashboardBody: string }).DashboardBody,
+    ) as {
+      widgets: { properties: { metrics?: unknown[] } }[];
+    };
+    const text = JSON.stringify(body);
+    for (const lane of lanes) {
+      expect(text).toContain(`"lane","${lane}"`);
+      expect(text).toContain(`lane=\\"${lane}\\"`);
+      expect(text).toContain(`"QueueName","${PREFIX}${lane === 'default' ? '' : `${lane}-`}main"`);
+    }
+    if (!lanes.includes('default')) expect(text).not.toMatch(/"lane","default"|lane=\\"default\\"/);
+    for (const { properties } of body.widgets) {
+      const ids = (properties.metrics ?? []).flatMap((entry) =>
+        Array.isArray(entry) ? entry.flatMap((item: { id?: string }) => (item?.id === undefined ? [] : [item.id])) : [],
+      );
+      expect(new Set(ids).size).toBe(ids.length);
+    }
+  });
+
   it('conforms to the CloudFormation specification, refers only to resources it defines, and has no cycle', () => {
     const t = template();
     expect(spec.problems(t)).toEqual([]);
