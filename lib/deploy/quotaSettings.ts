@@ -6,7 +6,6 @@
 import { parseServiceConfig, type ServiceConfig } from '../config';
 import { CONFIG_ENV, QUEUE_URL_ENV, WORKER_ENV } from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
-import { FIFO_RECEIVES_PER_ATTEMPT, fifoRedriveThreshold } from '../domain/outcome/retryPolicy';
 import { ConfigError } from '../errors';
 import type { ResultDestination } from '../resultDestination';
 import { SCHEDULE_EXPRESSION, SCHEDULE_PERIOD_MS } from '../schedule';
@@ -31,16 +30,11 @@ import { logicalIdPrefix } from './laneResources';
 
 export { laneResources } from './laneResources';
 import { checkAlarmSettings } from './alarmSettings';
+import { checkRedrive } from './redriveChecks';
 import { resultDestinationStatement, type IamStatement } from './resultDestinationStatement';
 
 /** Where the settings live in serverless.yml; every field in an error message starts with it. */
 export const SETTINGS_PATH = 'custom.quotaOrchestrator';
-
-/** Where the SQS redrive threshold of the source queues lives in serverless.yml. */
-export const MAX_RECEIVE_COUNT_PATH = 'custom.queues.maxReceiveCount';
-
-/** Where serverless.yml sets the FIFO queue's redrive threshold (see `fifoRedriveThreshold`). */
-export const FIFO_MAX_RECEIVE_COUNT_PATH = 'custom.queues.fifoMaxReceiveCount';
 
 /** Lambda's longest timeout. */
 export const MAX_LAMBDA_TIMEOUT_SECONDS = 900;
@@ -234,48 +228,6 @@ function parseServiceSettings(
   }
 }
 
-/**
- * Checks the source queues' redrive thresholds, SQS's last guard, which must not pre-empt the service's own
- * dead-lettering (which records the reason): the standard queues' exceeds `retry.maxAttempts`, and the FIFO
- * queue's is at least {@link fifoRedriveThreshold}, since a FIFO message is received again on every retry and on
- * every hand-back of its group, which spend no attempt (a job's attempts are the service's own count).
- * @throws ConfigError naming `custom.queues.maxReceiveCount`, `custom.queues.fifoMaxReceiveCount` or
- * `custom.quotaOrchestrator.retry.maxAttempts`.
- */
-function checkRedrive(
-  queues: NonNullable<ServiceView['custom']>['queues'],
-  config: ServiceConfig,
-  lane: LaneInput,
-): void {
-  const { maxAttempts } = config.retry;
-  const standard = receiveCountAt(MAX_RECEIVE_COUNT_PATH, queues?.maxReceiveCount);
-  if (maxAttempts >= standard) {
-    throw new ConfigError(
-      lane.fieldOf('retry.maxAttempts'),
-      `must be below ${MAX_RECEIVE_COUNT_PATH} (${standard}): a message handed back by the orchestrator is received again, and SQS would redrive it before its last attempt; got ${maxAttempts}`,
-    );
-  }
-  const fifo = receiveCountAt(FIFO_MAX_RECEIVE_COUNT_PATH, queues?.fifoMaxReceiveCount);
-  const least = fifoRedriveThreshold(maxAttempts);
-  if (fifo < least) {
-    throw new ConfigError(
-      FIFO_MAX_RECEIVE_COUNT_PATH,
-      `must be from ${least} (${FIFO_RECEIVES_PER_ATTEMPT} receives per attempt of ${lane.fieldOf('retry.maxAttempts')} ${maxAttempts}, at most 1000) to 1000: a FIFO message is received again on every retry and every hand-back of its group; got ${fifo}`,
-    );
-  }
-}
-
-/** The redrive threshold at `path`: an integer from 1 to 1000 (SQS's range). */
-function receiveCountAt(path: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > 1000) {
-    throw new ConfigError(
-      path,
-      `must be an integer from 1 to 1000 (an SQS redrive threshold); got ${describeValue(value)}`,
-    );
-  }
-  return value;
-}
-
 /** How a lane's worker settings are named in serverless.yml: where they are written, shown as JSON. */
 function packagingOrigin(lane: LaneInput): SettingsOrigin {
   const settings: DeploySettingsInput = lane.settings;
@@ -382,7 +334,7 @@ function checkLane(
 ): WrittenLane & { readonly config: ServiceConfig; readonly worker: WorkerSettings } {
   const { written, config } = parseServiceSettings(lane, workerTimeoutMs);
   checkVisibilityOutlastsEvent(service, config, workerTimeoutMs);
-  checkRedrive(service.custom?.queues, config, lane);
+  checkRedrive(service.custom?.queues, config, lane.fieldOf('retry.maxAttempts'));
   const worker = parseWorkerSettings(lane.settings, config, packagingOrigin(lane));
   if (worker.results !== undefined) checkResultRegion(worker.results, service.provider.region, lane);
   return { lane, written, config, worker };
