@@ -17,6 +17,8 @@ import { localTelemetry } from '../../tools/local/harness';
 import type { Env } from '../../lib/configFromEnv';
 import { parseTiers, type Tier } from '../../lib/domain/quota/tiers';
 import { testEmulators } from '../helpers/awsClients';
+import { PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { StateFormatError } from '../../lib/errors';
 
 jest.setTimeout(60_000);
 
@@ -125,6 +127,66 @@ describe('a deployment of three lanes', () => {
     expect(await harness.stores.ledger.loadLedger('idle')).toBeUndefined();
     expect(await harness.stores.ledger.loadLedger('down')).toBeDefined();
     expect(idle.api.callLog).toHaveLength(0);
+  });
+
+  it("ends every other lane's run cleanly when one lane's stored ledger is corrupt, then fails the invocation", async () => {
+    const harness = await LocalHarness.fresh({ emulators: testEmulators(), maxReceiveCount: 10 });
+    harnesses.push(harness);
+    const urlPrefix = harness.resources.queueUrls.main.slice(0, -'main'.length);
+    const namePrefix = urlPrefix.slice(urlPrefix.lastIndexOf('/') + 1);
+    const badUrls = await createLaneQueues(harness.clients.sqs, `${namePrefix}bad`, { maxReceiveCount: 10 });
+    // A lane item whose ledger is not a ledger: reading it fails with StateFormatError, which no retry mends.
+    await harness.clients.dynamodb.send(
+      new PutItemCommand({
+        TableName: harness.resources.tableName,
+        Item: { pk: { S: 'lane#bad' }, ledger: { S: '{"tiers": "garbled"' } },
+      }),
+    );
+    const good = await serveApi(parseTiers([{ limit: 10, per: 'second' }]));
+    const bad = await serveApi(parseTiers([{ limit: 10, per: 'second' }]));
+    const lane = (server: ApiServer) => ({
+      QUOTAS: [{ limit: 10, per: 'second' }],
+      RETRY: FAST_SETTINGS.retry,
+      CIRCUIT: FAST_SETTINGS.circuit,
+      PACING: FAST_SETTINGS.pacing,
+      API_URL: server.apiUrl,
+      HEALTH_URL: server.healthUrl,
+    });
+    const env: Env = {
+      TABLE_NAME: harness.resources.tableName,
+      WORKER_FUNCTION_NAME: WORKER_FUNCTION,
+      ORCHESTRATOR: JSON.stringify(FAST_SETTINGS.orchestrator),
+      QUEUE_URL_PREFIX: urlPrefix,
+      LANES: JSON.stringify({ default: lane(good.server), bad: lane(bad.server) }),
+    };
+    const workerTimeoutMs = FAST_SETTINGS.orchestrator.workerTimeoutMs;
+    await harness.host([
+      { kind: 'worker', name: WORKER_FUNCTION, env, timeoutMs: workerTimeoutMs, maximumRetryAttempts: 0 },
+    ]);
+    for (let i = 0; i < 5; i++) await harness.queues.send('main', { body: JSON.stringify({ id: `good-${i}` }) });
+    await new SqsQueues({ client: harness.clients.sqs, queueUrls: badUrls }).send('main', {
+      body: JSON.stringify({ id: 'bad-0' }),
+    });
+
+    const clients = harness.runClients();
+    const end = systemClock.now() + 20_000;
+    try {
+      const handler = orchestratorHandlerFromEnv(
+        env,
+        clients,
+        localTelemetry(),
+        () => good.api.succeededIds().length === 5,
+      );
+      await expect(
+        handler({}, { awsRequestId: 'corrupt', getRemainingTimeInMillis: () => end - systemClock.now() }),
+      ).rejects.toBeInstanceOf(StateFormatError);
+    } finally {
+      destroyClients(clients);
+    }
+    expect(good.api.succeededIds()).toHaveLength(5);
+    expect(bad.api.callLog).toHaveLength(0);
+    // The good lane's run ended as runs end, its lease released, before the invocation failed.
+    expect(await harness.stores.lease.acquireLease('default', 'next-run', systemClock.now(), 1_000)).not.toBeNull();
   });
 
   it("refuses a worker event of a lane the deployment does not have, so it lands in the worker's failure queue", async () => {

@@ -229,6 +229,44 @@ describe('orchestrator handler', () => {
     });
   });
 
+  describe('a lane of several', () => {
+    /** The handler as a deployment of several lanes builds each lane's: it first asks whether the queues hold work. */
+    function laneHandlerOn(h: OrchestratorHarness) {
+      const { clock, stores, queues, invoker, config, random, newId } = h.deps;
+      const { telemetry, ...recorded } = recordingTelemetry();
+      const handler = makeHandler(
+        { clock, stores, queues, invoker, config, random, newId },
+        telemetry,
+        undefined,
+        true,
+      );
+      return { handler, ...recorded };
+    }
+
+    it('takes no lease and reads no state when its queues are empty, and still publishes its heartbeat', async () => {
+      const h = harnessStartingAt(0);
+      const { handler, stdout } = laneHandlerOn(h);
+
+      const summary = await drive(h.clock, handler({}, context('req-1', 10_000)), START + 20_000);
+
+      expect(summary).toEqual({ lease: 'idle', dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 });
+      expect(await h.stores.ledger.loadLedger(LANE)).toBeUndefined();
+      expect(stdout.metric('OrchestratorHeartbeat').map((m) => m.value)).toEqual([1]);
+    });
+
+    it('runs as a one-lane run does once a queue holds a job, even one a worker still has in flight', async () => {
+      const h = harnessStartingAt(0);
+      await sendJob(h.queues, 'requeue', { id: 'a' });
+      await h.queues.receive('requeue', { max: 1, visibilityMs: 60_000, waitMs: 0 });
+      const { handler } = laneHandlerOn(h);
+
+      const summary = await drive(h.clock, handler({}, context('req-1', 100_000)), START + 200_000);
+
+      expect(summary.lease).toBe('acquired');
+      expect(await h.stores.ledger.loadLedger(LANE)).toBeDefined();
+    });
+  });
+
   describe('metrics', () => {
     it('publishes the dispatches, their lag, the tiers’ usage, the circuit gauge and the heartbeat as EMF lines on stdout at the end of a run', async () => {
       const h = harnessStartingAt(0);
