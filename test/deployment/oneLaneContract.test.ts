@@ -4,7 +4,8 @@
  * what changes with every build (the code's S3 key and the version resources named after its hash). A deployment
  * that updates to this code changes no resource, name, grant, alarm or variable, and so keeps its queues and its
  * stored state (test/contract checks the stores read state saved before). Change the fixture only with a deliberate
- * change of the one-lane deployment, and say so where it lands.
+ * change of the one-lane deployment (`npx tsx test/deployment/fixtures/writeOneLaneTemplate.ts`), and say so where
+ * it lands.
  */
 import { readFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
