@@ -44,6 +44,29 @@ async function serveApi(tiers: readonly Tier[], downMs = 0): Promise<{ api: Virt
   return { api, server };
 }
 
+/** A lane's variables of `LANES`: `limit` calls a second to `server`, with the fast test settings. */
+function laneVariables(server: ApiServer, limit: number): Record<string, unknown> {
+  return {
+    QUOTAS: [{ limit, per: 'second' }],
+    RETRY: FAST_SETTINGS.retry,
+    CIRCUIT: FAST_SETTINGS.circuit,
+    PACING: FAST_SETTINGS.pacing,
+    API_URL: server.apiUrl,
+    HEALTH_URL: server.healthUrl,
+  };
+}
+
+/** The functions' environment of a deployment of `lanes` on `harness`'s table, its queues named after `urlPrefix`. */
+function lanesEnv(harness: LocalHarness, urlPrefix: string, lanes: Record<string, unknown>): Env {
+  return {
+    TABLE_NAME: harness.resources.tableName,
+    WORKER_FUNCTION_NAME: WORKER_FUNCTION,
+    ORCHESTRATOR: JSON.stringify(FAST_SETTINGS.orchestrator),
+    QUEUE_URL_PREFIX: urlPrefix,
+    LANES: JSON.stringify(lanes),
+  };
+}
+
 describe('a deployment of three lanes', () => {
   it('runs every lane in one invocation, each at its own pace, one held by its outage without delaying another', async () => {
     const harness = await LocalHarness.fresh({ emulators: testEmulators(), maxReceiveCount: 10 });
@@ -58,21 +81,11 @@ describe('a deployment of three lanes', () => {
     const fast = await serveApi(parseTiers([{ limit: 10, per: 'second' }]));
     const down = await serveApi(parseTiers([{ limit: 5, per: 'second' }]), 3_000);
     const idle = await serveApi(parseTiers([{ limit: 5, per: 'second' }]));
-    const lane = (server: ApiServer, limit: number) => ({
-      QUOTAS: [{ limit, per: 'second' }],
-      RETRY: FAST_SETTINGS.retry,
-      CIRCUIT: FAST_SETTINGS.circuit,
-      PACING: FAST_SETTINGS.pacing,
-      API_URL: server.apiUrl,
-      HEALTH_URL: server.healthUrl,
+    const env = lanesEnv(harness, urlPrefix, {
+      default: laneVariables(fast.server, 10),
+      down: laneVariables(down.server, 5),
+      idle: laneVariables(idle.server, 5),
     });
-    const env: Env = {
-      TABLE_NAME: harness.resources.tableName,
-      WORKER_FUNCTION_NAME: WORKER_FUNCTION,
-      ORCHESTRATOR: JSON.stringify(FAST_SETTINGS.orchestrator),
-      QUEUE_URL_PREFIX: urlPrefix,
-      LANES: JSON.stringify({ default: lane(fast.server, 10), down: lane(down.server, 5), idle: lane(idle.server, 5) }),
-    };
     await harness.host(
       [
         {
@@ -144,21 +157,10 @@ describe('a deployment of three lanes', () => {
     );
     const good = await serveApi(parseTiers([{ limit: 10, per: 'second' }]));
     const bad = await serveApi(parseTiers([{ limit: 10, per: 'second' }]));
-    const lane = (server: ApiServer) => ({
-      QUOTAS: [{ limit: 10, per: 'second' }],
-      RETRY: FAST_SETTINGS.retry,
-      CIRCUIT: FAST_SETTINGS.circuit,
-      PACING: FAST_SETTINGS.pacing,
-      API_URL: server.apiUrl,
-      HEALTH_URL: server.healthUrl,
+    const env = lanesEnv(harness, urlPrefix, {
+      default: laneVariables(good.server, 10),
+      bad: laneVariables(bad.server, 10),
     });
-    const env: Env = {
-      TABLE_NAME: harness.resources.tableName,
-      WORKER_FUNCTION_NAME: WORKER_FUNCTION,
-      ORCHESTRATOR: JSON.stringify(FAST_SETTINGS.orchestrator),
-      QUEUE_URL_PREFIX: urlPrefix,
-      LANES: JSON.stringify({ default: lane(good.server), bad: lane(bad.server) }),
-    };
     const workerTimeoutMs = FAST_SETTINGS.orchestrator.workerTimeoutMs;
     await harness.host([
       { kind: 'worker', name: WORKER_FUNCTION, env, timeoutMs: workerTimeoutMs, maximumRetryAttempts: 0 },
