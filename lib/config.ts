@@ -136,6 +136,14 @@ function parseOrchestratorSettings(input: unknown): OrchestratorSettings {
   return Object.freeze({ ...timings, stateOutage: stateOutage as StateOutagePolicy });
 }
 
+/** A pool of tiers that several lanes share (an organisation's limit across two models), as a lane draws from it. */
+export interface PoolConfig {
+  /** Its name: it names the pool's state items (see `poolStateName`). */
+  readonly name: string;
+  /** Its tiers, as a lane's `quotas` (see `parseTiers`). */
+  readonly quotas: readonly Tier[];
+}
+
 /** Everything the orchestrator and the workers of one lane are configured with, validated and frozen. */
 export interface ServiceConfig {
   /** Name of the protected API and its quota. @default 'default' */
@@ -165,6 +173,12 @@ export interface ServiceConfig {
    * `anthropic` (the Messages API) or `openai` (Chat Completions). A unit's own `usage` wins. @default none
    */
   readonly usagePreset?: UsagePreset;
+  /**
+   * The pools the lane draws from besides its own `quotas`: each dispatch reserves in the lane and in every pool it
+   * names, and no window of either is ever exceeded. Every unit a pool's tiers count needs an estimate in `units`.
+   * @default none
+   */
+  readonly pools?: readonly PoolConfig[];
   readonly pacing: PacingSettings;
   readonly circuit: BreakerSettings;
   readonly retry: RetrySettings;
@@ -178,11 +192,44 @@ const KEYS = [
   'maxInFlight',
   'units',
   'usagePreset',
+  'pools',
   'pacing',
   'circuit',
   'retry',
   'orchestrator',
 ] as const;
+
+/** A pool's name, as a lane's: letters, digits, '-' and '_'. */
+const POOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The `pools` of a lane: a list of `{ name, quotas }`, each name once.
+ * @throws ConfigError naming `pools`, a pool's `name` or a field of its `quotas`.
+ */
+function parsePools(input: unknown, costsAvailable: boolean): readonly PoolConfig[] | undefined {
+  if (input === undefined) return undefined;
+  if (!Array.isArray(input) || input.length === 0)
+    throw new ConfigError('pools', `must be a list of pools, each { name, quotas }; got ${describeValue(input)}`);
+  const seen = new Set<string>();
+  return Object.freeze(
+    input.map((pool: unknown, i) => {
+      const { name, quotas, ...rest } = (typeof pool === 'object' && pool !== null ? pool : {}) as Record<
+        string,
+        unknown
+      >;
+      const unknownKey = Object.keys(rest)[0];
+      if (unknownKey !== undefined)
+        throw new ConfigError(`pools[${i}].${unknownKey}`, 'unknown key; a pool has name and quotas');
+      if (typeof name !== 'string' || !POOL_NAME.test(name) || seen.has(name))
+        throw new ConfigError(
+          `pools[${i}].name`,
+          `must be 1 to 64 letters, digits, '-' or '_', each pool once; got ${describeValue(name)}`,
+        );
+      seen.add(name);
+      return Object.freeze({ name, quotas: parseTiers(quotas, { field: `pools[${i}].quotas`, costsAvailable }) });
+    }),
+  );
+}
 
 /** Allowed values of `maxInFlight`: the ids of the calls in progress are saved with the ledger, which must stay small. */
 export const MAX_IN_FLIGHT_RANGE: NumberRange = Object.freeze({ min: 1, max: 1000, integer: true });
@@ -223,6 +270,7 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
     );
   }
   const quotas = parseTiers(raw.quotas, { field: 'quotas', costsAvailable: options.costsAvailable ?? true });
+  const pools = parsePools(raw.pools, options.costsAvailable ?? true);
   const { maxInFlight } = raw;
   const { min, max } = MAX_IN_FLIGHT_RANGE;
   if (
@@ -236,8 +284,9 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
     quotas,
     timeZone,
     ...(maxInFlight === undefined ? {} : { maxInFlight: maxInFlight as number }),
-    units: parseUnitSettings(raw.units, raw.usagePreset, quotas),
+    units: parseUnitSettings(raw.units, raw.usagePreset, [...quotas, ...(pools ?? []).flatMap((p) => p.quotas)]),
     ...(raw.usagePreset === undefined ? {} : { usagePreset: raw.usagePreset as UsagePreset }),
+    ...(pools === undefined ? {} : { pools }),
     pacing: parsePacingSettings(raw.pacing),
     circuit: parseBreakerSettings(raw.circuit),
     retry: parseRetrySettings(raw.retry),

@@ -16,6 +16,7 @@ export const CONFIG_ENV = {
   maxInFlight: 'MAX_IN_FLIGHT',
   units: 'UNITS',
   usagePreset: 'USAGE_PRESET',
+  pools: 'POOLS',
   pacing: 'PACING',
   circuit: 'CIRCUIT',
   retry: 'RETRY',
@@ -105,7 +106,7 @@ export function jsonFromEnv(name: string, text: string): unknown {
   }
 }
 
-const JSON_KEYS = ['quotas', 'maxInFlight', 'units', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
+const JSON_KEYS = ['quotas', 'maxInFlight', 'units', 'pools', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
 
 /**
  * Reads and validates the service configuration from the environment, once at cold start.

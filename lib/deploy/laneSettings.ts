@@ -10,9 +10,13 @@ import { ConfigError } from '../errors';
 import { SHARED_SETTING_KEYS } from '../lanes/laneEnv';
 import { isRecord } from '../settingChecks';
 import { DEPLOY_SETTING_KEYS } from '../workerSettings';
+import { parseTiers } from '../domain/quota/tiers';
 
 /** The key of the lanes form. */
 export const LANES_KEY = 'lanes';
+
+/** The key of the lanes form's pools: `{ <pool>: { quotas } }` at the top, which lanes name in their own `pools`. */
+export const POOLS_KEY = 'pools';
 
 /** The most lanes a deployment has: their settings share the functions' 4 KB of environment. */
 export const MAX_LANES = 10;
@@ -35,6 +39,8 @@ export interface LaneInput {
   readonly settings: Readonly<Record<string, unknown>>;
   /** Where its own settings are written: `custom.quotaOrchestrator`, or `custom.quotaOrchestrator.lanes.<lane>`. */
   readonly path: string;
+  /** The pools it names (the lanes form's `pools`), in its order. */
+  readonly pools: readonly string[];
   /** Where `field` (a setting's path inside the lane's settings, e.g. `quotas[0].limit`) is written in serverless.yml. */
   fieldOf(field: string): string;
 }
@@ -54,8 +60,13 @@ export interface LaneInputs {
 export function laneInputs(settings: Readonly<Record<string, unknown>>, path: string): LaneInputs {
   const lanes = settings[LANES_KEY];
   if (lanes === undefined) {
+    if (settings[POOLS_KEY] !== undefined)
+      throw new ConfigError(
+        `${path}.${POOLS_KEY}`,
+        `pools are shared by lanes: write the lanes under ${LANES_KEY}, and each lane's pools in its own ${POOLS_KEY}`,
+      );
     const lane = typeof settings.lane === 'string' ? settings.lane : 'default';
-    return { inLanes: false, lanes: [{ lane, settings, path, fieldOf: (field) => `${path}.${field}` }] };
+    return { inLanes: false, lanes: [{ lane, settings, path, pools: [], fieldOf: (field) => `${path}.${field}` }] };
   }
   const lanesPath = `${path}.${LANES_KEY}`;
   const count = isRecord(lanes) ? Object.keys(lanes).length : 0;
@@ -66,7 +77,7 @@ export function laneInputs(settings: Readonly<Record<string, unknown>>, path: st
     );
   }
   for (const key of Object.keys(settings)) {
-    if (key !== LANES_KEY && !(SHARED_SETTING_KEYS as readonly string[]).includes(key)) {
+    if (key !== LANES_KEY && key !== POOLS_KEY && !(SHARED_SETTING_KEYS as readonly string[]).includes(key)) {
       throw new ConfigError(
         `${path}.${key}`,
         `is a lane's own setting: beside ${LANES_KEY}, only ${SHARED_SETTING_KEYS.join(' and ')} are set at the top; set it in each lane (${lanesPath}.<lane>.${key})`,
@@ -74,10 +85,58 @@ export function laneInputs(settings: Readonly<Record<string, unknown>>, path: st
     }
   }
   const shared = Object.fromEntries(SHARED_SETTING_KEYS.map((key) => [key, settings[key]]));
-  return {
-    inLanes: true,
-    lanes: Object.entries(lanes).map(([lane, own]) => laneInput(lane, own, lanesPath, shared, path)),
-  };
+  const pools = poolDefinitions(settings[POOLS_KEY], `${path}.${POOLS_KEY}`);
+  const inputs = Object.entries(lanes).map(([lane, own]) => laneInput(lane, own, lanesPath, shared, path, pools));
+  const unused = Object.keys(pools).find((pool) => !inputs.some((input) => input.pools.includes(pool)));
+  if (unused !== undefined)
+    throw new ConfigError(`${path}.${POOLS_KEY}.${unused}`, `no lane draws from it: name it in a lane's ${POOLS_KEY}`);
+  return { inLanes: true, lanes: inputs };
+}
+
+/**
+ * The pools of the lanes form, `{ <pool>: { quotas } }` at `path`, their tiers checked where they are written.
+ * @throws ConfigError naming the pool, or the field of its tiers.
+ */
+function poolDefinitions(input: unknown, path: string): Readonly<Record<string, { readonly quotas: unknown }>> {
+  if (input === undefined) return {};
+  if (!isRecord(input) || Object.keys(input).length === 0)
+    throw new ConfigError(path, `must be an object of pools, each { quotas }; got ${describeValue(input)}`);
+  for (const [name, pool] of Object.entries(input)) {
+    if (!LANE_NAME.test(name))
+      throw new ConfigError(`${path}.${name}`, `a pool's name must be 1 to 64 letters, digits, '-' or '_'`);
+    const keys = isRecord(pool) ? Object.keys(pool) : [];
+    if (!isRecord(pool) || keys.some((key) => key !== 'quotas'))
+      throw new ConfigError(`${path}.${name}`, `must be { quotas: [tiers] }; got ${describeValue(pool)}`);
+    parseTiers(pool.quotas, { field: `${path}.${name}.quotas` });
+  }
+  return input as Record<string, { readonly quotas: unknown }>;
+}
+
+/**
+ * The pools a lane names (its `pools`, at `field`): names of `pools` (written at `poolsPath`), each once.
+ * @throws ConfigError naming the lane's `pools`, or the name that is no pool.
+ */
+function lanePools(
+  input: unknown,
+  field: string,
+  pools: Readonly<Record<string, unknown>>,
+  poolsPath: string,
+): readonly string[] {
+  if (input === undefined) return [];
+  const known = Object.keys(pools);
+  if (!Array.isArray(input) || input.length === 0 || new Set(input).size !== input.length)
+    throw new ConfigError(
+      field,
+      `must be a list of pool names, each once (${known.join(', ') || `none at ${poolsPath}`}); got ${describeValue(input)}`,
+    );
+  input.forEach((name: unknown, i) => {
+    if (typeof name !== 'string' || !known.includes(name))
+      throw new ConfigError(
+        `${field}[${i}]`,
+        `names no pool of ${poolsPath} (${known.join(', ') || 'none'}); got ${describeValue(name)}`,
+      );
+  });
+  return input as string[];
 }
 
 /** One lane of the lanes form (see {@link laneInputs}). */
@@ -87,6 +146,7 @@ function laneInput(
   lanesPath: string,
   shared: Readonly<Record<string, unknown>>,
   path: string,
+  pools: Readonly<Record<string, { readonly quotas: unknown }>>,
 ): LaneInput {
   const lanePath = `${lanesPath}.${lane}`;
   if (!LANE_NAME.test(lane))
@@ -109,10 +169,13 @@ function laneInput(
   }
   const settings: Record<string, unknown> = { lane };
   for (const [key, value] of Object.entries({ ...shared, ...own })) if (value !== undefined) settings[key] = value;
+  const names = lanePools(own[POOLS_KEY], `${lanePath}.${POOLS_KEY}`, pools, `${path}.${POOLS_KEY}`);
+  if (names.length > 0) settings[POOLS_KEY] = names.map((name) => ({ name, quotas: pools[name]?.quotas }));
   const isShared = (field: string) => SHARED_SETTING_KEYS.some((key) => field === key || field.startsWith(`${key}.`));
   return {
     lane,
     settings,
+    pools: names,
     path: lanePath,
     fieldOf: (field) => `${isShared(field) ? path : lanePath}.${field}`,
   };
