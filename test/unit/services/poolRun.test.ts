@@ -6,7 +6,7 @@ import { FakeClock } from '../../../tools/memory/FakeClock';
 import { memoryStores } from '../../../tools/memory/MemoryStores';
 import { START, testConfig } from '../../helpers/serviceFixtures';
 
-const pool = { name: 'org', quotas: parseTiers([{ limit: 10, per: 'minute' }]) };
+const pool = { name: 'org', quotas: parseTiers([{ limit: 10, per: 'minute', unit: 'cost' }]) };
 
 async function openPool(clock: FakeClock, stores: ReturnType<typeof memoryStores>, owner: string): Promise<PoolRun> {
   const opened = await PoolRun.open(
@@ -22,7 +22,7 @@ describe('PoolRun', () => {
     const clock = new FakeClock(START);
     const stores = memoryStores();
     const first = await openPool(clock, stores, 'first');
-    const costs = { requests: 1 };
+    const costs = { cost: 1 };
     expect(first.covers(START, costs)).toBe(false);
     // As the dispatcher will: each at its slot, the allowance saved to reach the slot before it is used.
     for (let i = 0; i < 6; i++) {
@@ -41,8 +41,8 @@ describe('PoolRun', () => {
     const second = await openPool(clock, stores, 'second');
     // What may have gone within the saved allowance is counted: the minute's 10 no longer fit at once (an empty
     // ledger would take them), while one more does.
-    expect(second.nextSlot(clock.now(), { requests: 10 })).toBeGreaterThan(clock.now());
-    expect(second.nextSlot(clock.now(), { requests: 1 })).toBe(clock.now());
+    expect(second.nextSlot(clock.now(), { cost: 10 })).toBeGreaterThan(clock.now());
+    expect(second.nextSlot(clock.now(), { cost: 1 })).toBe(clock.now());
   });
 
   it('is held elsewhere while another orchestrator holds its lease', async () => {
