@@ -1,5 +1,5 @@
 import { runDeadline } from '../lib/services/orchestrator/runDeadline';
-import { runOrchestrator } from '../lib/services/orchestrator/runOrchestrator';
+import { runOrchestrator, type LaneRunDeps } from '../lib/services/orchestrator/runOrchestrator';
 import type { OrchestratorEvent, RunSummary } from '../lib/services/orchestrator/types';
 import {
   orchestratorClients,
@@ -14,6 +14,7 @@ import { deploymentFromEnv, type Env } from '../lib/configFromEnv';
 import { SCHEDULE_PERIOD_MS } from '../lib/schedule';
 import { laneEnvs, readLane } from '../lib/lanes/laneEnv';
 import { queuesHoldWork } from '../lib/services/orchestrator/queuesHoldWork';
+import { PoolHub } from '../lib/services/orchestrator/poolHub';
 
 /** The part of the Lambda context the orchestrator reads (its log lines carry the rest). */
 export interface OrchestratorContext extends LambdaContextLike {
@@ -92,7 +93,7 @@ function logEvent(log: Log, event: OrchestratorEvent): void {
  * hold none (a lane of several: see `queuesHoldWork`); its metrics still publish the heartbeat.
  */
 export function makeHandler(
-  deps: OrchestratorBaseDeps,
+  deps: OrchestratorBaseDeps & Pick<LaneRunDeps, 'pools'>,
   telemetry: Telemetry,
   shouldStop?: () => boolean,
   skipWhenIdle = false,
@@ -144,6 +145,7 @@ export function makeHandler(
  * A deployment of several lanes (`LANES`, see `laneEnvs`) runs one lane's run per lane in the one invocation, side by
  * side: each takes its lane's lease, ledger and circuit, as a one-lane deployment's run does, so a lane held by its
  * quota, its circuit, an operator or an outage never delays another. A lane whose queues are empty takes no lease.
+ * Lanes that draw from pools share them through one `PoolHub`: a pool's lease is taken while a lane run draws from it.
  * Every lane's run ends before the invocation returns the summaries by lane (or throws the first lane's error).
  */
 export function handlerFromEnv(
@@ -152,10 +154,15 @@ export function handlerFromEnv(
   telemetry: Telemetry = lambdaTelemetry(undefined, undefined, deploymentFromEnv(env)),
   shouldStop?: () => boolean,
 ): (event: unknown, context: OrchestratorContext) => Promise<OrchestratorResult> {
-  const lanes = laneEnvs(env).map((lane) => ({
+  const read = laneEnvs(env).map((lane) => ({
+    lane,
+    deps: readLane(lane, (laneEnv) => orchestratorDepsFromEnv(laneEnv, clients)),
+  }));
+  const pools = read.some(({ deps }) => deps.config.pools !== undefined) ? new PoolHub() : undefined;
+  const lanes = read.map(({ lane, deps }) => ({
     lane,
     handle: makeHandler(
-      readLane(lane, (laneEnv) => orchestratorDepsFromEnv(laneEnv, clients)),
+      pools === undefined ? deps : { ...deps, pools },
       lane.inLanes ? withLane(telemetry, lane.lane) : telemetry,
       shouldStop,
       lane.inLanes,

@@ -175,8 +175,9 @@ export interface ServiceConfig {
   readonly usagePreset?: UsagePreset;
   /**
    * The pools the lane draws from besides its own `quotas`: each dispatch reserves in the lane and in every pool it
-   * names, and no window of either is ever exceeded. Every unit a pool's tiers count needs an estimate in `units`.
-   * @default none
+   * names, and no window of either is ever exceeded. Every unit a pool's tiers count needs an estimate in `units`. In
+   * serverless.yml only the lanes form has pools: their tiers at the top, their names in each lane (see "Several
+   * lanes"); the functions read them as a list of `{ name, quotas }`. @default none
    */
   readonly pools?: readonly PoolConfig[];
   readonly pacing: PacingSettings;

@@ -11,6 +11,7 @@
  * so is each dashboard graph of the default lane's metrics or queues, which shows every lane's.
  * Without a lane named `default`, its resources are removed.
  */
+import { poolStateName } from '../domain/quota/poolSettlements';
 import { ConfigError } from '../errors';
 import { UNPREFIXED_LANE } from '../lanes/laneQueueNames';
 import type { QueueName } from '../ports/QueueReceiver';
@@ -45,6 +46,18 @@ export interface TemplateLane {
   readonly lane: string;
   /** The SSM parameter of its API key, if it has one. */
   readonly apiKeyParameter?: string;
+  /** The pools it draws from (see `ServiceConfig.pools`). */
+  readonly pools?: readonly string[];
+}
+
+/** How the roles' statements are widened (see {@link laneResources}). */
+interface Widening {
+  readonly lanes: readonly TemplateLane[];
+  readonly copied: readonly LaneCopier[];
+  /** Whether the default lane is one of the lanes. */
+  readonly keepDefault: boolean;
+  /** The pools the lanes draw from, each once. */
+  readonly pools: readonly string[];
 }
 
 /** The parts of the template that lanes change (`resources.Resources` and `resources.Outputs` of serverless.yml). */
@@ -68,10 +81,12 @@ export function laneResources(
   checkDistinctIds(lanes, lanesPath);
   const keepDefault = lanes.some(({ lane }) => lane === UNPREFIXED_LANE);
   const copied = lanes.filter(({ lane }) => lane !== UNPREFIXED_LANE).map(({ lane }) => new LaneCopier(lane, prefix));
+  const pools = distinct(lanes.flatMap((lane) => lane.pools ?? [])) as string[];
+  const widening: Widening = { lanes, copied, keepDefault, pools };
   const Resources: Record<string, unknown> = {};
   for (const [id, resource] of Object.entries(template.Resources)) {
     if (!isLaneResource(id, resource)) {
-      Resources[id] = widenDashboard(widenPolicies(resource, lanes, copied, keepDefault), copied, keepDefault);
+      Resources[id] = widenDashboard(widenPolicies(resource, widening), copied, keepDefault);
       continue;
     }
     if (keepDefault) Resources[id] = resource;
@@ -216,6 +231,12 @@ class LaneCopier {
   }
 }
 
+/** The key of pool `pool`'s item (`lane#pool:<pool>`, `settle#pool:<pool>#*`) like the default lane's `key`, if a pool has one. */
+function poolStateKey(key: string, pool: string): string | undefined {
+  const match = /^(lane|settle)#default(#\*)?$/.exec(key);
+  return match === null ? undefined : `${match[1]}#${poolStateName(pool)}${match[2] ?? ''}`;
+}
+
 /** The one-lane form's state-item key pattern of the default lane (`lane#default`, `settle#default#*`). */
 function isDefaultStateKey(text: unknown): boolean {
   return typeof text === 'string' && /^[a-z]+#default(#\*)?$/.test(text);
@@ -225,18 +246,11 @@ function isDefaultStateKey(text: unknown): boolean {
  * A role or managed policy with each statement widened to the lanes (see the module's comment); any other resource as
  * it is.
  */
-function widenPolicies(
-  resource: unknown,
-  lanes: readonly TemplateLane[],
-  copied: readonly LaneCopier[],
-  keepDefault: boolean,
-): unknown {
+function widenPolicies(resource: unknown, widening: Widening): unknown {
   if (!isRecord(resource) || !isRecord(resource.Properties)) return resource;
   const widen = (document: unknown): unknown => {
     if (!isRecord(document) || !Array.isArray(document.Statement)) return document;
-    const Statement = document.Statement.flatMap((statement: unknown) =>
-      widenStatement(statement, lanes, copied, keepDefault),
-    );
+    const Statement = document.Statement.flatMap((statement: unknown) => widenStatement(statement, widening));
     return { ...document, Statement };
   };
   const properties = resource.Properties;
@@ -250,12 +264,8 @@ function widenPolicies(
 }
 
 /** One statement widened to the lanes; none for the API key's grant when no lane has a key. */
-function widenStatement(
-  statement: unknown,
-  lanes: readonly TemplateLane[],
-  copied: readonly LaneCopier[],
-  keepDefault: boolean,
-): unknown[] {
+function widenStatement(statement: unknown, widening: Widening): unknown[] {
+  const { lanes, copied, keepDefault } = widening;
   if (!isRecord(statement)) return [statement];
   if (statement.Sid === API_KEY_STATEMENT) {
     const parameters = lanes.flatMap(({ apiKeyParameter }) => (apiKeyParameter === undefined ? [] : [apiKeyParameter]));
@@ -271,23 +281,27 @@ function widenStatement(
       ...copied.flatMap((copier) => queues.map((entry) => copier.value(entry))),
     ]);
   }
-  if (statement.Condition !== undefined) widened.Condition = widenKeys(statement.Condition, copied, keepDefault);
+  if (statement.Condition !== undefined) widened.Condition = widenKeys(statement.Condition, widening);
   return [widened];
 }
 
-/** `condition` with each list of state keys that holds the default lane's widened to every lane's. */
-function widenKeys(condition: unknown, copied: readonly LaneCopier[], keepDefault: boolean): unknown {
+/**
+ * `condition` with each list of state keys that holds the default lane's widened to every lane's, and its lease and
+ * ledger item (`lane#default`) and settlement shards (`settle#default#*`) to each pool's (`lane#pool:<pool>`,
+ * `settle#pool:<pool>#*`): a pool's state is a lane's (see `PoolRun`).
+ */
+function widenKeys(condition: unknown, widening: Widening): unknown {
+  const { copied, keepDefault, pools } = widening;
   if (Array.isArray(condition) && condition.some(isDefaultStateKey)) {
     const keys = condition.filter(isDefaultStateKey) as string[];
     return distinct([
       ...(keepDefault ? condition : condition.filter((key) => !isDefaultStateKey(key))),
       ...copied.flatMap((copier) => keys.map((key) => copier.stateKey(key))),
+      ...pools.flatMap((pool) => keys.flatMap((key) => poolStateKey(key, pool) ?? [])),
     ]);
   }
   if (isRecord(condition))
-    return Object.fromEntries(
-      Object.entries(condition).map(([key, value]) => [key, widenKeys(value, copied, keepDefault)]),
-    );
+    return Object.fromEntries(Object.entries(condition).map(([key, value]) => [key, widenKeys(value, widening)]));
   return condition;
 }
 

@@ -4,10 +4,9 @@
  * lane's own under `lanes.<lane>`; each lane is then checked as the one-lane form would be, with the shared settings
  * added.
  */
-import { CONFIG_ENV } from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
-import { SHARED_SETTING_KEYS } from '../lanes/laneEnv';
+import { LANE_CONFIG_KEYS, SHARED_SETTING_KEYS } from '../lanes/laneEnv';
 import { isRecord } from '../settingChecks';
 import { DEPLOY_SETTING_KEYS } from '../workerSettings';
 import { parseTiers } from '../domain/quota/tiers';
@@ -25,12 +24,7 @@ export const MAX_LANES = 10;
 export const LANE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** The settings each lane sets for itself in the lanes form. */
-export const LANE_SETTING_KEYS: readonly string[] = [
-  ...Object.keys(CONFIG_ENV).filter(
-    (key) => key !== 'lane' && !(SHARED_SETTING_KEYS as readonly string[]).includes(key),
-  ),
-  ...DEPLOY_SETTING_KEYS,
-];
+export const LANE_SETTING_KEYS: readonly string[] = [...LANE_CONFIG_KEYS, ...DEPLOY_SETTING_KEYS];
 
 /** One lane, as packaging checks it. */
 export interface LaneInput {

@@ -6,7 +6,7 @@
 import { CONFIG_ENV, WORKER_ENV } from '../configFromEnv';
 import { describeValue } from '../domain/describeValue';
 import { ConfigError } from '../errors';
-import { LANES_ENV, SHARED_SETTING_KEYS } from '../lanes/laneEnv';
+import { LANE_CONFIG_KEYS, LANES_ENV, SHARED_SETTING_KEYS } from '../lanes/laneEnv';
 import { laneQueueName, MAX_QUEUE_NAME_LENGTH, QUEUE_NAME_SUFFIXES } from '../lanes/laneQueueNames';
 import type { QueueName } from '../ports/QueueReceiver';
 import type { LaneInput } from './laneSettings';
@@ -114,11 +114,7 @@ export function lanesEnvironment(
   prefix: string,
   urlPrefix: unknown,
 ): Record<string, unknown> {
-  const ownNames = Object.fromEntries(
-    Object.entries(CONFIG_ENV).filter(
-      ([key]) => key !== 'lane' && !(SHARED_SETTING_KEYS as readonly string[]).includes(key),
-    ),
-  );
+  const ownNames = Object.fromEntries(LANE_CONFIG_KEYS.map((key) => [key, CONFIG_ENV[key]]));
   const sharedNames = Object.fromEntries(SHARED_SETTING_KEYS.map((key) => [key, CONFIG_ENV[key]]));
   for (const { lane } of lanes) {
     const longest = laneQueueName(prefix, lane.lane, 'fifo-dlq');

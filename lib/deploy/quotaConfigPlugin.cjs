@@ -104,6 +104,7 @@ class QuotaConfigPlugin {
     const lanes = resolved.lanes.map(({ config, worker }) => ({
       lane: config.lane,
       ...(worker.apiKeyParameter === undefined ? {} : { apiKeyParameter: worker.apiKeyParameter }),
+      pools: (config.pools || []).map((pool) => pool.name),
     }));
     const template = loaded.laneResources(
       { Resources: resources.Resources || {}, Outputs: resources.Outputs || {} },

@@ -27,11 +27,14 @@ export const LANES_ENV = {
 /** The settings every lane of a deployment shares, which stay in variables of their own. */
 export const SHARED_SETTING_KEYS = ['timeZone', 'orchestrator'] as const;
 
-/** The variables a lane of `LANES` may set: every setting's but the lane's name and the shared settings'. */
+/** The service settings (`ServiceConfig`'s, by their keys in `CONFIG_ENV`) each lane sets for itself: all but its name and the shared ones. */
+export const LANE_CONFIG_KEYS: readonly (keyof typeof CONFIG_ENV)[] = (
+  Object.keys(CONFIG_ENV) as (keyof typeof CONFIG_ENV)[]
+).filter((key) => key !== 'lane' && !(SHARED_SETTING_KEYS as readonly string[]).includes(key));
+
+/** The variables a lane of `LANES` may set: those of its own settings ({@link LANE_CONFIG_KEYS}) and the worker's. */
 export const LANE_VARIABLES: readonly string[] = [
-  ...Object.entries(CONFIG_ENV)
-    .filter(([key]) => key !== 'lane' && !(SHARED_SETTING_KEYS as readonly string[]).includes(key))
-    .map(([, name]) => name),
+  ...LANE_CONFIG_KEYS.map((key) => CONFIG_ENV[key]),
   ...Object.values(WORKER_ENV),
 ];
 

@@ -11,7 +11,7 @@ import { systemClock } from '../adapters/systemClock';
 import { requiredEnv, RESOURCE_ENV, type Env } from '../configFromEnv';
 import type { OrchestratorDeps } from '../services/orchestrator/types';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
-import { settlementShards } from '../domain/quota/settlementShards';
+import { shardCounts } from '../domain/quota/settlementShards';
 
 /** The AWS clients of the orchestrator function. */
 export interface OrchestratorClients extends StateAndQueueClients {
@@ -40,7 +40,7 @@ export function orchestratorDepsFromEnv(env: Env, clients: OrchestratorClients):
     ...shared,
     stores: {
       lease: new DynamoLeaseStore(table),
-      ledger: new DynamoLedgerStore(table, settlementShards(shared.config.quotas)),
+      ledger: new DynamoLedgerStore(table, shardCounts(shared.config.quotas, shared.config.pools)),
       circuit: new DynamoCircuitStore(table),
     },
     clock: systemClock,

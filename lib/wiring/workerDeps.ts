@@ -18,7 +18,7 @@ import type { ResultDestination } from '../resultDestination';
 import type { WorkerDeps } from '../services/worker/types';
 import { CircuitReadTimes } from '../services/worker/circuitReadTimes';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
-import { settlementShards } from '../domain/quota/settlementShards';
+import { shardCounts } from '../domain/quota/settlementShards';
 
 /** The clients of the worker function: AWS's, and the HTTP client that calls the API. */
 export interface WorkerClients extends StateAndQueueClients {
@@ -77,7 +77,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
     ...shared,
     stores: {
       idempotency: new DynamoIdempotencyStore(table),
-      ledger: new DynamoSettlementRecorder(table, settlementShards(shared.config.quotas)),
+      ledger: new DynamoSettlementRecorder(table, shardCounts(shared.config.quotas, shared.config.pools)),
       circuit: new DynamoCircuitStore(table),
     },
     clock: systemClock,

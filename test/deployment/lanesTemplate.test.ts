@@ -24,9 +24,13 @@ const claude = {
   apiKeyHeader: 'x-api-key',
   requestHeaders: { 'anthropic-version': '2023-06-01' },
   apiKeyParameter: '/quota-orchestrator/dev/anthropic',
+  pools: ['org'],
 };
+/** A pool the two lanes share. */
+const pools = { org: { quotas: [{ limit: 8, per: 'second' }] } };
 const gpt = {
   quotas: [{ limit: 5, per: 'second' }],
+  pools: ['org'],
   apiUrl: 'https://api.openai.com/v1/chat/completions',
   healthUrl: 'https://api.openai.com/v1/models',
 };
@@ -38,7 +42,7 @@ function packageLanes(keepDefault: boolean): Promise<PackageRun> {
     const { timeZone, orchestrator, ...own } = custom.quotaOrchestrator!;
     delete own.lane;
     const lanes = keepDefault ? { default: own, 'gpt-4o': gpt, claude } : { 'gpt-4o': gpt, claude };
-    custom.quotaOrchestrator = { timeZone, orchestrator, lanes };
+    custom.quotaOrchestrator = { timeZone, orchestrator, pools, lanes };
   });
 }
 
@@ -147,6 +151,27 @@ describe.each([
     }
     expect(text('WorkerRole')).toContain('"/quota-orchestrator/dev/anthropic"');
     if (!lanes.includes('default')) expect(JSON.stringify(t)).not.toMatch(/#default"/);
+  });
+
+  it("lets the orchestrator reach the pool's lease, ledger and settlements, the worker its settlements, and no more", () => {
+    const text = (id: string) => JSON.stringify(template().Resources[id]);
+    expect(text('OrchestratorRole')).toContain('"lane#pool:org"');
+    expect(text('OrchestratorRole')).toContain('"settle#pool:org#*"');
+    expect(text('WorkerRole')).toContain('"settle#pool:org#*"');
+    for (const role of ['OrchestratorRole', 'WorkerRole']) {
+      expect(text(role)).not.toContain('"circuit#pool:org"');
+      expect(text(role)).not.toContain('"slots#pool:org"');
+    }
+    expect(text('WorkerRole')).not.toContain('"lane#pool:org"');
+  });
+
+  it("gives each lane that draws from the pool its tiers in the functions' environment", () => {
+    const env = deployedEnv(template(), 'WorkerLambdaFunction');
+    const byLane = new Map(laneEnvs(env).map((lane) => [lane.lane, JSON.parse(lane.env.POOLS ?? 'null')]));
+    const org = [{ name: 'org', quotas: pools.org.quotas }];
+    expect(byLane.get('gpt-4o')).toEqual(org);
+    expect(byLane.get('claude')).toEqual(org);
+    if (lanes.includes('default')) expect(byLane.get('default')).toBeNull();
   });
 
   it('gives each lane its own alarms and queue outputs, named with the lane', () => {

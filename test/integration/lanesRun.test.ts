@@ -1,7 +1,7 @@
 /**
  * `npm start -- --scenario` with a scenario of several lanes, as the CLI runs it: serverless.yml packaged in the lanes
  * form, every lane's queues made from the template on emulators of its own, and one simulated provider per lane that
- * refuses a request without its lane's headers and key.
+ * refuses a request without its lane's headers and key. Two lanes share a pool, which their providers count together.
  */
 import { packagedTemplate } from '../../tools/local/packageService';
 import { lanesSettings, runLocalLanes, type LocalLanesRunResult } from '../../tools/local/lanesRun';
@@ -11,16 +11,19 @@ const SCENARIO = {
   name: 'lanes check',
   seed: 5,
   maxSeconds: 90,
+  pools: { org: { quotas: [{ limit: 15, per: 'second' }] } },
   lanes: {
     default: {
       quotas: [{ limit: 20, per: 'second' }],
       jobs: { count: 40, fifo: 8, fifoGroups: 2, poison: 1, malformed: 1 },
+      pools: ['org'],
       api: { latencyMs: 10 },
       pacing: { rampSeconds: 1 },
     },
     down: {
       quotas: [{ limit: 10, per: 'second' }],
       jobs: { count: 30 },
+      pools: ['org'],
       api: { latencyMs: 10, outages: [{ atSeconds: 1, forSeconds: 3 }] },
       circuit: { failureThreshold: 2, windowSeconds: 10, openSeconds: 1, healthCheckSeconds: 1 },
       pacing: { rampSeconds: 1 },
@@ -61,6 +64,15 @@ it('ends every job of every lane once, within each lane its quota, with no reque
     expect(report.fifoOrderViolations).toBe(0);
     expect(peakCallsPerSecond).toBeLessThanOrEqual(name === 'default' ? 20 : 10);
   }
+});
+
+it('keeps the two lanes of the pool within it together, as their providers count it', () => {
+  expect(result.pools).toEqual([
+    { pool: 'org', lanes: ['default', 'down'], tiers: [{ tier: '15/second', peak: expect.any(Number), limit: 15 }] },
+  ]);
+  const [tier] = result.pools[0]?.tiers ?? [];
+  expect(tier?.peak).toBeLessThanOrEqual(15);
+  expect(tier?.peak).toBeGreaterThan(0);
 });
 
 it("opens only the down lane's circuit, and closes it once its API is back", () => {

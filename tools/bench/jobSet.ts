@@ -3,7 +3,7 @@ import { buildJobs, type JobSpec } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';
 import { parseScenario, type Scenario } from '../simulation/scenario';
 import { REALISTIC_START_DELAYS } from '../simulation/startDelays';
-import { jobUsage } from '../simulation/virtualApi';
+import { jobUsage } from '../simulation/llmAnswers';
 import type { BenchScenario } from './types';
 
 /** The usage preset of the LLM scenario's lane: the simulated LLM answers as Anthropic's Messages API does. */

@@ -164,7 +164,20 @@ async function runLanes(scenario: LanesScenario, raw: Record<string, unknown>, j
       `\nlane ${lane.lane}:\n${formatReport(lane.report)}\nbusiest second: ${lane.peakCallsPerSecond} calls\n${providerLine(lane.provider)}\n`,
     );
   }
-  if (json) console.log(JSON.stringify(Object.fromEntries(result.lanes.map((l) => [l.lane, l.report]))));
+  for (const { pool, lanes, tiers } of result.pools) {
+    const used = tiers.map(
+      ({ tier, peak, limit }) =>
+        `${tier}: at most ${peak} of ${limit} in one window (${((100 * peak) / limit).toFixed(1)} %)`,
+    );
+    process.stderr.write(`\npool ${pool} (lanes ${lanes.join(', ')}):\n${used.join('\n')}\n`);
+  }
+  if (json)
+    console.log(
+      JSON.stringify({
+        lanes: Object.fromEntries(result.lanes.map((l) => [l.lane, l.report])),
+        pools: Object.fromEntries(result.pools.map(({ pool, ...rest }) => [pool, rest])),
+      }),
+    );
   return result.lanes.every((l) => l.report.lost === 0 && l.provider.refused === 0) ? 0 : 1;
 }
 

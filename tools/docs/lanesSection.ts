@@ -3,7 +3,7 @@
  * code (`resolveQuotaSettings`), and what each lane gets (its queues' names, by `laneQueueName`).
  */
 import { yamlParse } from 'yaml-cfn';
-import { LANES_KEY, LANE_SETTING_KEYS, MAX_LANES } from '../../lib/deploy/laneSettings';
+import { LANES_KEY, LANE_SETTING_KEYS, MAX_LANES, POOLS_KEY } from '../../lib/deploy/laneSettings';
 import { SHARED_SETTING_KEYS } from '../../lib/lanes/laneEnv';
 import { laneQueueName, UNPREFIXED_LANE } from '../../lib/lanes/laneQueueNames';
 import { QUEUE_NAMES } from '../../lib/ports/QueueReceiver';
@@ -13,10 +13,15 @@ import { inWords } from './settingsTable';
 export const LANES_HEADING = 'Several lanes';
 
 /**
- * The example as a user writes it in serverless.yml: an OpenAI model, an Anthropic model and a plain API, one
- * deployment. The version header is quoted: unquoted, YAML reads 2023-06-01 as a date.
+ * The example as a user writes it in serverless.yml: two OpenAI models that share the organisation's token limit, an
+ * Anthropic model and a plain API, one deployment. The version header is quoted: unquoted, YAML reads 2023-06-01 as
+ * a date.
  */
 export const LANES_EXAMPLE_YAML = `timeZone: UTC
+pools:
+  openai-org:
+    quotas:
+      - { limit: 50000, per: minute, unit: tokens }
 lanes:
   default:
     quotas:
@@ -30,6 +35,17 @@ lanes:
       - { limit: 30000, per: minute, unit: tokens }
     usagePreset: openai
     units: { tokens: { default: 2000 } }
+    pools: [openai-org]
+    apiUrl: https://api.openai.com/v1/chat/completions
+    healthUrl: https://api.openai.com/v1/models
+    apiKeyParameter: /quota-orchestrator/prod/openai-key
+  gpt-4o-mini:
+    quotas:
+      - { limit: 1000, per: minute }
+      - { limit: 40000, per: minute, unit: tokens }
+    usagePreset: openai
+    units: { tokens: { default: 1000 } }
+    pools: [openai-org]
     apiUrl: https://api.openai.com/v1/chat/completions
     healthUrl: https://api.openai.com/v1/models
     apiKeyParameter: /quota-orchestrator/prod/openai-key
@@ -83,6 +99,21 @@ export function lanesSection(validate: (settings: Readonly<Record<string, unknow
     "that lane's API with that lane's key and headers. The lanes share the orchestrator's CPU: with several busy lanes,",
     'give it more memory (`functions.orchestrator.memorySize`; 1769 MB is one vCPU). A run short of CPU dispatches',
     'fewer jobs, never more.',
+    '',
+    `**Pools.** A limit that several lanes share (an organisation's token limit across two models, an account's daily`,
+    `budget) is written once, under \`${POOLS_KEY}\` at the top (\`{ <pool>: { quotas } }\`, tiers as a lane's), and each lane`,
+    `that draws from it names it in its own \`${POOLS_KEY}\`. A dispatch then reserves in its lane and in every pool it names`,
+    'at once, at a slot where all of them have room: no window of a lane or of a pool is ever exceeded, across crashes',
+    "too (a pool's ledger is saved with an allowance before it is used, as a lane's is). Lanes that compete for a pool",
+    'take turns by their share of it: while each has work, each gets as much of the pool as the others; what a lane',
+    'cannot use (its own quota holds it, its circuit is open, its queues are empty) goes to the others. A pool that no',
+    'lane names is refused, and so are pools in the one-lane form. Every lane of a pool dispatches as far ahead of its',
+    'slots as the one whose workers start latest, so that they reserve in the pool in the order of their slots. A 429',
+    'pauses the lane that got it.',
+    '',
+    "A pool's state is two kinds of items of the lanes' table: `lane#pool:<pool>` (its lease and ledger, written by the",
+    "orchestrator about once a second while a lane of the pool has work) and `settle#pool:<pool>#<k>` (the workers'",
+    'reports): each job of a lane costs one more settlement write per pool it draws from, when its worker reports.',
     '',
     `Each lane has its six queues. The lane named \`${UNPREFIXED_LANE}\` keeps the names of a one-lane deployment, so a`,
     `deployment that moves to \`${LANES_KEY}\` keeps its queues, the messages in them and its stored state by naming its`,

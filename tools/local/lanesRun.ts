@@ -9,7 +9,7 @@ import type { Log } from '../../lib/adapters/log';
 import { systemClock } from '../../lib/adapters/systemClock';
 import { queueUrlsFromEnv, type Env } from '../../lib/configFromEnv';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
-import { namedUnits } from '../../lib/domain/quota/tiers';
+import { namedUnits, tierLabel } from '../../lib/domain/quota/tiers';
 import { laneEnvs, LANES_ENV } from '../../lib/lanes/laneEnv';
 import { READ_ORDER, type QueueName } from '../../lib/ports/QueueReceiver';
 import { buildJobs, type JobSpec } from '../simulation/jobs';
@@ -19,6 +19,7 @@ import { buildReport, optionalLastCall, type CircuitChange, type Report } from '
 import { outageTimes, type Scenario } from '../simulation/scenario';
 import { InvokeTiming } from '../simulation/startDelays';
 import { VirtualApi } from '../simulation/virtualApi';
+import { SharedTiers } from '../simulation/tierTally';
 import { startApiServer, type ApiServer } from './apiServer';
 import { lambdaClient, type EmulatorEndpoints } from './clients';
 import { LocalHarness, type HostedFunction } from './harness';
@@ -64,9 +65,18 @@ export interface LaneResult {
   readonly peakCallsPerSecond: number;
 }
 
+/** What a pool came to: the most its simulated provider counted in one window of each of its tiers, across its lanes. */
+export interface PoolResult {
+  readonly pool: string;
+  /** The lanes that draw from it. */
+  readonly lanes: readonly string[];
+  readonly tiers: readonly { readonly tier: string; readonly peak: number; readonly limit: number }[];
+}
+
 /** What a run of several lanes produced. */
 export interface LocalLanesRunResult {
   readonly lanes: readonly LaneResult[];
+  readonly pools: readonly PoolResult[];
   readonly durationSeconds: number;
 }
 
@@ -85,7 +95,7 @@ export function lanesSettings(
       { ...settings, apiUrl: 'http://127.0.0.1/jobs', healthUrl: 'http://127.0.0.1/health' },
     ]),
   );
-  return { ...shared, lanes };
+  return { ...shared, ...(scenario.writtenPools === undefined ? {} : { pools: scenario.writtenPools }), lanes };
 }
 
 /** How often the run polls the circuits, the queues and the APIs' counters. */
@@ -132,11 +142,14 @@ export async function runLocalLanes(options: LocalLanesRunOptions): Promise<Loca
     const store = await harness.serveParameters({ [LOCAL_API_KEY.parameter]: LOCAL_API_KEY.value });
     const start = systemClock.now();
     const lanes: RunLane[] = [];
+    const pools = options.scenario.pools.map((pool) => new SharedTiers(pool.name, pool.quotas));
     for (const { scenario, jobs, urls } of prepared) {
       const { latencyMs, outages, llm, concurrency } = scenario.api;
+      const names = (scenario.config.pools ?? []).map((pool) => pool.name);
       const api = new VirtualApi({
         clock: systemClock,
         tiers: scenario.config.quotas,
+        shared: pools.filter((pool) => names.includes(pool.name)),
         latencyMs,
         outages: outageTimes(outages, start),
         ...(llm === undefined ? {} : { llm }),
@@ -206,8 +219,11 @@ export async function runLocalLanes(options: LocalLanesRunOptions): Promise<Loca
       const results = await Promise.all(
         lanes.map((lane) => laneResult(harness, lane, store.reads, start, lane.endedAt ?? endedAt ?? start)),
       );
-      await harness.close({ idleWithinMs: SHUTDOWN_WAIT_MS });
-      return { lanes: results, durationSeconds: ((endedAt ?? start) - start) / 1000 };
+      return {
+        lanes: results,
+        pools: pools.map((pool) => poolResult(pool, options.scenario)),
+        durationSeconds: ((endedAt ?? start) - start) / 1000,
+      };
     } finally {
       scheduler.destroy();
     }
@@ -233,6 +249,15 @@ function withLaneApis(environment: Readonly<Record<string, string>>, lanes: read
     };
   }
   return { ...environment, [LANES_ENV.lanes]: JSON.stringify(variables) };
+}
+
+/** What `pool` came to in a run of `scenario`. */
+function poolResult(pool: SharedTiers, scenario: LanesScenario): PoolResult {
+  return {
+    pool: pool.name,
+    lanes: scenario.lanes.filter((l) => l.config.pools?.some((p) => p.name === pool.name)).map((l) => l.config.lane),
+    tiers: pool.tallies.map(({ tier, maxUsage }) => ({ tier: tierLabel(tier), peak: maxUsage, limit: tier.limit })),
+  };
 }
 
 /** How `lane` is doing at `now`; its circuit's status is recorded when it changed. */

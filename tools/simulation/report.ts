@@ -3,7 +3,8 @@ import { unitsFor } from '../../lib/domain/quota/tiers';
 import { jobIdOf, type JobSpec } from './jobs';
 import { optimalSeconds } from './optimal';
 import { outageTimes, type Scenario } from './scenario';
-import { jobUsage, type VirtualApiReport } from './virtualApi';
+import { type VirtualApiReport } from './virtualApi';
+import { jobUsage } from './llmAnswers';
 
 /** The report of a local run: the local run's report contract (docs/local-run.md), field for field. */
 export interface Report {

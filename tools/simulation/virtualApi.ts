@@ -2,47 +2,10 @@ import { ACTUAL_COST_HEADER } from '../../lib/domain/usage/usageSources';
 import { COST_UNIT, unitsFor, type Costs, type Tier } from '../../lib/domain/quota/tiers';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
-import { jobFieldsOf, jobIdOf, type JobSpec } from './jobs';
-import { seededRandom } from './random';
+import { jobFieldsOf } from './jobs';
+import { llmUnits } from './llmAnswers';
+import { TierTally, type Held, type SharedTiers } from './tierTally';
 import type { LlmModel } from './scenario';
-
-/**
- * The output tokens of job `id`'s answer under `model`: the same for every call of the id, so that a retried call
- * answers as the first would (seeded from the id, see {@link seededRandom}).
- */
-export function drawnOutputTokens(id: string, maxTokens: number, model: LlmModel): number {
-  let hash = 0x811c9dc5; // FNV-1a
-  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193) >>> 0;
-  const share = model.outputShareMin + seededRandom(hash)() * (model.outputShareMax - model.outputShareMin);
-  return Math.round(share * maxTokens);
-}
-
-/**
- * What an LLM call of `body` reserves at arrival (`output_tokens` at its `max_tokens`, as Anthropic counts OTPM) and
- * what it uses once answered, in the units `input_tokens`, `output_tokens` and `tokens` (their sum); a field that
- * is missing or not a count from 0 up counts 0.
- */
-export function llmUnits(
-  id: string,
-  body: string,
-  model: LlmModel,
-): { readonly reserved: Costs; readonly used: Costs } {
-  const fields = jobFieldsOf(body);
-  const count = (value: unknown): number =>
-    typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.round(value) : 0;
-  const [prompt, max] = [count(fields.prompt_tokens), count(fields.max_tokens)];
-  const output = drawnOutputTokens(id, max, model);
-  return {
-    reserved: { input_tokens: prompt, output_tokens: max, tokens: prompt + max },
-    used: { input_tokens: prompt, output_tokens: output, tokens: prompt + output },
-  };
-}
-
-/** What `job`'s call uses once the API has answered it: its estimates, or, against an LLM API of `model`, its drawn usage (see {@link llmUnits}). */
-export function jobUsage(job: JobSpec, model: LlmModel | undefined): Costs {
-  const id = jobIdOf(job.body);
-  return model === undefined || id === undefined ? job.costs : llmUnits(id, job.body, model).used;
-}
 
 /** Options of {@link VirtualApi}. */
 export interface VirtualApiOptions {
@@ -50,6 +13,8 @@ export interface VirtualApiOptions {
   readonly clock: Clock;
   /** Quotas enforced: second, minute and hour tiers as sliding windows, day and month tiers as UTC calendar windows. */
   readonly tiers: readonly Tier[];
+  /** Tiers it counts together with other APIs (a pool), enforced as its own. @default none */
+  readonly shared?: readonly SharedTiers[];
   /** How long each call and probe takes on `clock` before it answers. */
   readonly latencyMs: number;
   /** Absolute instants `[startMs, endMs)` during which calls and probes answer 503. @default [] */
@@ -132,80 +97,11 @@ export function isFinalStatus(status: number): boolean {
   return status === 200 || (status >= 400 && status < 500 && !NOT_FINAL_4XX.has(status));
 }
 
-/** One arrival's units in a tier, until it stops counting there. */
-interface Held {
-  units: number;
-  readonly until: number;
-}
-
 interface Job {
   readonly id: string;
   readonly group?: string;
   readonly seq?: number;
   readonly poison: boolean;
-}
-
-/**
- * What accepted arrivals hold in one tier: each arrival's units until it stops counting (see
- * `TierWindows.countsUntil`), kept in that order so that the oldest are dropped first. Arrivals come in about time
- * order (a call served over HTTP is dated when it was sent or its request arrived, and handled once its body is read).
- */
-class TierTally {
-  private readonly held: Held[] = [];
-  private total = 0;
-  /** The most units ever seen in one window. */
-  maxUsage = 0;
-
-  constructor(
-    readonly tier: Tier,
-    private readonly timeZone: string,
-  ) {}
-
-  /**
-   * Earliest instant, from `at` on, at which the tier would take `cost` more, counting only arrivals so far
-   * (they only ever leave a window as time passes, so the answer for several tiers is the latest of theirs).
-   */
-  fitsAt(at: number, costs: Costs): number {
-    const units = unitsFor(this.tier, costs);
-    this.prune(at);
-    let used = this.total;
-    if (used + units <= this.tier.limit) return at;
-    // Drop the oldest arrivals until it fits.
-    for (const held of this.held) {
-      used -= held.units;
-      if (used + units <= this.tier.limit) return held.until;
-    }
-    return Number.POSITIVE_INFINITY; // unreachable: a request larger than the limit is answered 413 before this
-  }
-
-  /** Counts an arrival's units; the returned entry can be {@link correct}ed while it counts. */
-  record(at: number, costs: Costs): Held {
-    this.prune(at);
-    const units = unitsFor(this.tier, costs);
-    const until = this.tier.countsUntil(at, this.timeZone);
-    let i = this.held.length;
-    while (i > 0 && (this.held[i - 1]?.until ?? until) > until) i--;
-    const held: Held = { units, until };
-    this.held.splice(i, 0, held);
-    this.total += units;
-    // A window's content peaks right after an arrival (a correction only lowers it), so checking at each arrival finds the maximum.
-    this.maxUsage = Math.max(this.maxUsage, this.total);
-    return held;
-  }
-
-  /** Sets what an arrival counts to `units` (never more than it reserved), if it still counts at `now`. */
-  correct(now: number, held: Held, units: number): void {
-    this.prune(now);
-    if (held.until <= now || units >= held.units) return;
-    this.total -= held.units - units;
-    held.units = units;
-  }
-
-  private prune(at: number): void {
-    let drop = 0;
-    while (drop < this.held.length && (this.held[drop]?.until ?? at) <= at) this.total -= this.held[drop++]?.units ?? 0;
-    this.held.splice(0, drop);
-  }
 }
 
 function defaultCostsOf(body: string): Costs {
@@ -317,14 +213,18 @@ export class VirtualApi implements ApiCaller {
 
   constructor(options: VirtualApiOptions) {
     this.clock = options.clock;
-    this.tiers = options.tiers;
+    const shared = options.shared ?? [];
+    this.tiers = [...options.tiers, ...shared.flatMap((pool) => pool.tiers)];
     this.latencyMs = options.latencyMs;
     this.outages = options.outages ?? [];
     this.costsOf = options.costsOf ?? defaultCostsOf;
     this.llm = options.llm;
     this.concurrency = options.concurrency ?? Number.POSITIVE_INFINITY;
     this.enforce = options.enforce ?? true;
-    this.windows = this.tiers.map((tier) => new TierTally(tier, options.timeZone ?? 'UTC'));
+    this.windows = [
+      ...options.tiers.map((tier) => new TierTally(tier, options.timeZone ?? 'UTC')),
+      ...shared.flatMap((pool) => pool.tallies),
+    ];
   }
 
   /**

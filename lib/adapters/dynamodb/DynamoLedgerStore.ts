@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { CallSlotsJSON } from '../../domain/inflight/callSlots';
 import type { Settlement } from '../../domain/quota/ledger';
 import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
-import { shardOf } from '../../domain/quota/settlementShards';
+import { shardOf, type ShardCounts } from '../../domain/quota/settlementShards';
 import { StateConflictError } from '../../errors';
 import { checkFolded, type LedgerStore, type PendingOptions } from '../../ports/LedgerStore';
 import { DynamoSettlementRecorder } from './DynamoSettlementRecorder';
@@ -46,13 +46,13 @@ export class DynamoLedgerStore implements LedgerStore {
   /** Per lane, the slots text this store last wrote, so that a save whose slots did not change does not write them. */
   private readonly slotsWritten = new Map<string, string>();
 
-  /** @param shards the lane's shard count, as `settlementShards` derives it from the lane's tiers. */
-  constructor(
-    options: DynamoTableOptions,
-    private readonly shards = 1,
-  ) {
+  private readonly shardsOf: ShardCounts;
+
+  /** @param shards the shard count of every lane and pool, or of each by its state name (see `shardCounts`). */
+  constructor(options: DynamoTableOptions, shards: number | ShardCounts = 1) {
     this.table = new DynamoTable(options);
-    this.recorder = new DynamoSettlementRecorder(options, shards);
+    this.shardsOf = typeof shards === 'number' ? () => shards : shards;
+    this.recorder = new DynamoSettlementRecorder(options, this.shardsOf);
   }
 
   /**
@@ -92,9 +92,11 @@ export class DynamoLedgerStore implements LedgerStore {
     // The list's settlements the holder read are its first ones: they go whole, once all are folded.
     const settled = listed.size > 0 && [...listed].every((id) => folded.includes(id)) ? (view?.listedCount ?? 0) : 0;
     const foldedShards = Object.fromEntries(
-      folded.filter((id) => !listed.has(id)).map((id) => [id, view?.shardOf.get(id) ?? shardOf(id, this.shards)]),
+      folded
+        .filter((id) => !listed.has(id))
+        .map((id) => [id, view?.shardOf.get(id) ?? shardOf(id, this.shardsOf(lane))]),
     );
-    const shards = view === undefined ? undefined : Math.max(this.shards, view.storedShards);
+    const shards = view === undefined ? undefined : Math.max(this.shardsOf(lane), view.storedShards);
     // Each call writes a fresh `ledgerSave` id, and the condition refuses an item that already holds it, so that the
     // SDK's retry of a write that landed (its answer lost) changes nothing, in particular removes no settlement of the
     // list appended since. A refused write reads the item back: its own id there means it landed. The list's
@@ -153,7 +155,7 @@ export class DynamoLedgerStore implements LedgerStore {
     }
     this.views.set(lane, view);
     await removeFolded(this.table, lane, view);
-    const shards = Math.max(this.shards, view.storedShards);
+    const shards = Math.max(this.shardsOf(lane), view.storedShards);
     return pendingIn(this.table, lane, { view, shards, list, eventual: !first, skip: skip ?? new Set() });
   }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Reservation, Settlement } from '../../domain/quota/ledger';
 import { COST_UNIT, type Costs } from '../../domain/quota/tiers';
 import { allRefunds, MAX_STORED_SETTLEMENTS, type LedgerStore } from '../../ports/LedgerStore';
-import { shardOf } from '../../domain/quota/settlementShards';
+import { shardOf, type ShardCounts } from '../../domain/quota/settlementShards';
 import {
   corrupt,
   DynamoTable,
@@ -22,12 +22,12 @@ import {
 export class DynamoSettlementRecorder implements Pick<LedgerStore, 'addSettlements'> {
   private readonly table: DynamoTable;
 
-  /** @param shards the lane's shard count, as `settlementShards` derives it from the lane's tiers. */
-  constructor(
-    options: DynamoTableOptions,
-    private readonly shards = 1,
-  ) {
+  private readonly shardsOf: ShardCounts;
+
+  /** @param shards the shard count of every lane and pool, or of each by its state name (see `shardCounts`). */
+  constructor(options: DynamoTableOptions, shards: number | ShardCounts = 1) {
     this.table = new DynamoTable(options);
+    this.shardsOf = typeof shards === 'number' ? () => shards : shards;
   }
 
   /** @inheritDoc */
@@ -41,7 +41,7 @@ export class DynamoSettlementRecorder implements Pick<LedgerStore, 'addSettlemen
     // One value per id (two SETs of one key would be refused): the later copy, as a second write would leave.
     const byId = new Map(settlements.map((settlement) => [settlement.id ?? `unnamed-${randomUUID()}`, settlement]));
     const named = [...byId].map(([id, settlement]) => ({ ...settlement, id }));
-    const key = settlementShardKey(lane, shardOf(named[0]?.id ?? '', this.shards));
+    const key = settlementShardKey(lane, shardOf(named[0]?.id ?? '', this.shardsOf(lane)));
     const bounded = allRefunds(settlements);
     let added = true;
     for (let i = 0; i < named.length; i += SETTLEMENTS_PER_WRITE)
@@ -99,6 +99,11 @@ function isObject(value: unknown): value is Item {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Whether `value` is a reservation's `windows`: an object of strings. */
+function isWindows(value: unknown): value is Reservation['windows'] {
+  return isObject(value) && Object.values(value).every((window) => typeof window === 'string');
+}
+
 /** Whether `value` is a {@link Costs}: an object of finite numbers. */
 function isCosts(value: unknown): value is Costs {
   return isObject(value) && Object.values(value).every(isFiniteNumber);
@@ -124,16 +129,27 @@ export function settlementOf(value: unknown, what: string): Settlement {
     isObject(reservation) &&
     isFiniteNumber(reservation.at) &&
     isCosts(costs) &&
-    isObject(reservation.windows) &&
-    Object.values(reservation.windows).every((window) => typeof window === 'string')
+    isWindows(reservation.windows) &&
+    (reservation.pools === undefined ||
+      (isObject(reservation.pools) && Object.values(reservation.pools).every(isWindows)))
   ) {
+    const pools = reservation.pools as Reservation['pools'];
     return {
-      reservation: { at: reservation.at, costs, windows: reservation.windows as Reservation['windows'] },
+      reservation: {
+        at: reservation.at,
+        costs,
+        windows: reservation.windows,
+        ...(pools === undefined ? {} : { pools }),
+      },
       actual: used,
       ...(id === undefined ? {} : { id }),
       ...(startDelayMs === undefined ? {} : { startDelayMs }),
       ...(chainGapMs === undefined ? {} : { chainGapMs }),
     };
   }
-  throw corrupt(what, 'must be {reservation: {at, costs, windows}, actual, id?, startDelayMs?, chainGapMs?}', value);
+  throw corrupt(
+    what,
+    'must be {reservation: {at, costs, windows, pools?}, actual, id?, startDelayMs?, chainGapMs?}',
+    value,
+  );
 }

@@ -15,6 +15,12 @@ export interface Reservation {
   readonly costs: Costs;
   /** Calendar window each calendar tier charged, e.g. `{"day:requests": "2026-11-23"}`. */
   readonly windows: Readonly<Partial<Record<TierKey, string>>>;
+  /**
+   * On a lane that draws from pools (see `ServiceConfig.pools`): the same dispatch's reservation in each pool, by
+   * pool, as the calendar windows its tiers charged there (its instant and costs are this reservation's). A worker
+   * settles it in each pool as in the lane (see `settlementsByState`).
+   */
+  readonly pools?: Readonly<Record<string, Readonly<Partial<Record<TierKey, string>>>>>;
 }
 
 /** How a reservation ended: with the usage of a call that reached the API, or with no call at all. */

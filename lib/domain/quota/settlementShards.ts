@@ -4,6 +4,7 @@
  * they agree; the store reads the union of every shard count it has seen (see `DynamoLedgerStore`), so that a change
  * of the count across a deploy loses nothing written under the old one.
  */
+import { poolStateName } from './poolSettlements';
 import { REQUESTS, type Tier } from './tiers';
 
 /**
@@ -37,4 +38,21 @@ export function shardOf(id: string, shards: number): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193) >>> 0;
   return hash % shards;
+}
+
+/**
+ * A lane's or pool's shard count, by state name: the shards of a deployment's states as {@link settlementShards}
+ * derives each from its own tiers, a lane's (`quotas`) or each of its `pools`' (named `poolStateName`). Every worker
+ * and orchestrator of a lane that draws from a pool derives the pool's from the pool's tiers alone, so they agree.
+ */
+export type ShardCounts = (state: string) => number;
+
+/** The {@link ShardCounts} of a lane of `quotas` that draws from `pools`: a state not its pools' is the lane's. */
+export function shardCounts(
+  quotas: readonly Tier[],
+  pools: readonly { readonly name: string; readonly quotas: readonly Tier[] }[] = [],
+): ShardCounts {
+  const lane = settlementShards(quotas);
+  const ofPools = new Map(pools.map((pool) => [poolStateName(pool.name), settlementShards(pool.quotas)]));
+  return (state) => ofPools.get(state) ?? lane;
 }

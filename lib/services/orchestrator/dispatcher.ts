@@ -9,6 +9,7 @@ import { fifoGroupOf, type ReceivedMessage } from '../../ports/QueueReceiver';
 import { jobEventOf, parseJob, type ParsedJob } from '../parseJob';
 import { Backoff } from './backoff';
 import type { Buffered, Intake } from './intake';
+import { LanePools } from './lanePools';
 import type { LedgerSync } from './ledgerSync';
 import { holdLabel, type QuotaGate } from './quotaGate';
 import type { RunContext } from './runContext';
@@ -56,6 +57,7 @@ export class Dispatcher {
     private readonly pacer: Pacer,
     private readonly gate: QuotaGate,
     private readonly refreshCircuit: CircuitRefresh,
+    private readonly pools: LanePools = LanePools.NONE,
   ) {
     this.invokeRetry = new Backoff(run.settings.invokeBackoffMs);
   }
@@ -77,11 +79,13 @@ export class Dispatcher {
     // while most workers are late (a slow table makes every claim late: at the configured lead, every job would be
     // given back at every dispatch). The lead that grew for a tail of late starts only dispatches earlier: a slot it
     // left behind would be lost, a hole in the schedule.
-    const slot = this.pacer.nextSlot(now + this.pacer.lead.typicalMs, job.costs);
-    if (!Number.isFinite(slot)) return this.intake.deadLetterHead(neverFits(config.quotas, job.costs), job.attempt);
-    const hold = slot > now ? this.pacer.blockedUntil(now, job.costs) : undefined;
+    const slot = this.slotFor(now + this.pacer.lead.typicalMs, job.costs);
+    if (!Number.isFinite(slot))
+      return this.intake.deadLetterHead(neverFits([...config.quotas, ...this.pools.tiers], job.costs), job.attempt);
+    const hold =
+      slot > now ? this.pools.blockedUntil(now, this.pacer.blockedUntil(now, job.costs), job.costs) : undefined;
     if (hold !== undefined && hold.until > this.gate.sendBy(receivedAt)) return this.holdBack(head, job, hold, now);
-    const dispatchAt = slot - this.pacer.lead.ms;
+    const dispatchAt = slot - this.pools.lead(this.pacer.lead.ms);
     if (dispatchAt > now)
       return this.expectsHandBack(hold, now)
         ? this.waitReadingReports(dispatchAt, now)
@@ -111,12 +115,21 @@ export class Dispatcher {
       if (side.kind === 'outage') await this.run.sleepUntil(side.retryAt);
       return;
     }
+    if (!this.pools.ready(slot, job.costs, now, needSlots))
+      return this.pools.prepare(this.run, slot, job.costs, needSlots);
     // The circuit as read within `circuitPollMs` lets it go: a pause or an opening a worker wrote meanwhile stops it.
     // A trial goes on the read that found it due (see `CircuitWatch.jobTrial`): the circuit is not closed.
     if (trial === undefined && (await this.refreshCircuit(now))) return;
+    // Another lane's run may have taken the pools' room at the slot meanwhile.
+    if (!this.pools.ready(slot, job.costs, this.run.clock.now())) return;
     const first = this.reserve(head, job, units, slot, now);
     if (trial === undefined) return this.invoke(this.batchFrom(first, now), now);
     await this.invoke([{ ...first, event: { ...first.event, trial: trial.checkId } }], now, trial.sent);
+  }
+
+  /** The earliest slot from `at` at which `costs` fit the lane's tiers and its pools' (see `LanePools.slot`). */
+  private slotFor(at: number, costs: Costs): number {
+    return this.pools.slot(at, costs, (from) => this.pacer.nextSlot(from, costs));
   }
 
   /** Whether a call slot is free at `now` (always, without a cap on calls in flight). */
@@ -177,7 +190,9 @@ export class Dispatcher {
   ): Reserved {
     const { config } = this.run;
     this.ledger.use(units);
-    const reservation = this.pacer.dispatch(slot, job.costs, chained);
+    const own = this.pacer.dispatch(slot, job.costs, chained);
+    const pools = this.pools.reserve(slot, job.costs);
+    const reservation = pools === undefined ? own : { ...own, pools };
     this.pacer.slots?.take(dispatchId, slot, now);
     const callBy = slot + config.pacing.arrivalMarginMs - config.pacing.callAllowanceMs;
     return {
@@ -224,7 +239,7 @@ export class Dispatcher {
       const after = latestInGroup.get(fifoGroupOf(next.message) ?? '');
       const windowFrom = after === undefined ? first.reservation.at : after + this.pacer.chainGap.ms;
       const earliest = now + this.pacer.lead.typicalMs;
-      const slot = this.pacer.nextSlot(after === undefined ? earliest : Math.max(earliest, windowFrom), job.costs);
+      const slot = this.slotFor(after === undefined ? earliest : Math.max(earliest, windowFrom), job.costs);
       const units = config.quotas.map((tier) => unitsFor(tier, job.costs));
       const allowed = this.ledger.allowed(slot, units);
       const covered =
@@ -235,6 +250,7 @@ export class Dispatcher {
         !inWindow ||
         !covered ||
         !allowed.every(Boolean) ||
+        !this.pools.ready(slot, job.costs, now) ||
         !this.ledger.mayDispatch(slot, allowed) ||
         !this.slotFree(now) ||
         !this.ledger.slotAllowed(slot, 1)
@@ -274,6 +290,7 @@ export class Dispatcher {
       for (const { reservation, units, event } of batch) {
         this.pacer.settle({ reservation, actual: null, id: event.dispatchId }, clock.now());
         this.ledger.giveBack(units);
+        this.pools.giveBack(reservation);
       }
     };
     const [first] = batch;

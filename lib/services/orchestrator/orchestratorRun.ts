@@ -8,6 +8,7 @@ import { LedgerSync } from './ledgerSync';
 import { QuotaGate } from './quotaGate';
 import type { RunContext } from './runContext';
 import { StateLink } from './stateLink';
+import { LanePools } from './lanePools';
 import type { RunPorts, RunQuota, RunSummary } from './types';
 
 /**
@@ -39,13 +40,17 @@ export class OrchestratorRun {
   /** Set once the run has had nothing to do for `idleStopMs`, and no queue holds a message in flight or delayed. */
   private idleDone = false;
 
-  /** Each room gets the ports it uses, of `ports`; `lease`, `quota` and `circuit` are what the run started from. */
+  /**
+   * Each room gets the ports it uses, of `ports`; `lease`, `quota` and `circuit` are what the run started from, `pools`
+   * the pools the lane draws from.
+   */
   constructor(
     private readonly run: RunContext,
     ports: RunPorts,
     lease: Lease,
     quota: RunQuota,
     circuit: Circuit,
+    private readonly pools: LanePools = LanePools.NONE,
   ) {
     const { stores, queues, invoker, newId, random } = ports;
     const { pacer, slots } = quota;
@@ -58,7 +63,7 @@ export class OrchestratorRun {
       pacer,
       circuit,
     );
-    this.gate = new QuotaGate(run, pacer);
+    this.gate = new QuotaGate(run, pacer, pools);
     // On a lane with maxInFlight, a refill takes no more than the free slots and one more round of them: a message
     // received waits at most about one call for its slot, well within its visibility. A job's trial takes one: the
     // circuit is open, and each message received counts a receive.
@@ -80,6 +85,7 @@ export class OrchestratorRun {
       pacer,
       this.gate,
       (now) => this.readCircuitIfDue(now),
+      pools,
     );
   }
 
@@ -157,7 +163,8 @@ export class OrchestratorRun {
   }
 
   /**
-   * Brings the run's view of the store up to date: flushes when due (on schedule, and in any case before the lease
+   * Brings the run's view of the store up to date: flushes each pool that is due (see `LanePools.flushIfDue`: a pool's
+   * store stands apart from the lane's), then flushes the lane when due (on schedule, and in any case before the lease
    * could expire), then, while the circuit holds work back, reads it every `circuitPollMs`. While it lets work
    * through, the dispatcher has it read only before a dispatch, when the last read answered longer ago than that (see
    * {@link OrchestratorRun.readCircuitIfDue}): a run that waits for its quota or for call slots to free makes no read
@@ -165,6 +172,7 @@ export class OrchestratorRun {
    * then retries a failed flush (or a due one) and reads the circuit, and the outage ends once both succeed.
    */
   private async syncState(now: number): Promise<void> {
+    await this.pools.flushIfDue(now);
     if (this.link.waiting(now)) return;
     if (this.ledger.flushDue(now) && !(await this.ledger.tryFlush())) return;
     if (this.link.side.kind === 'in-sync' && (this.circuit.lettingThrough || !this.circuit.readDue(now))) return;

@@ -1,17 +1,10 @@
-/**
- * WIP (branch pools-wip): not used by the dispatcher yet.
- *
- * A pool's part in one orchestrator invocation (see `ServiceConfig.pools`): its lease, its ledger and the allowance
- * its saved ledger holds, kept as a lane's run keeps them (`LedgerSync`: fenced saves, folded settlements, an
- * allowance saved before it is used), for every lane run of the invocation that draws from it. A pool's state is a
- * lane's, named {@link poolStateName}: a successor that rehydrates it after a crash counts whatever was dispatched
- * within its saved allowance, as for a lane.
- */
 import type { PoolConfig, ServiceConfig } from '../../config';
 import type { Hold } from '../../domain/pacing/pacer';
 import type { Reservation } from '../../domain/quota/ledger';
-import { unitsFor, type Costs } from '../../domain/quota/tiers';
-import { StateUnavailableError } from '../../errors';
+import { poolStateName } from '../../domain/quota/poolSettlements';
+import { PoolTurns } from '../../domain/quota/poolTurns';
+import { unitsFor, type Costs, type Tier } from '../../domain/quota/tiers';
+import { LeaseLostError, StateUnavailableError } from '../../errors';
 import type { Clock } from '../../ports/Clock';
 import { LedgerSync, type FlushOptions } from './ledgerSync';
 import { rehydrate } from './rehydrate';
@@ -19,28 +12,37 @@ import { RunContext } from './runContext';
 import { StateLink } from './stateLink';
 import type { GuardedStores, OrchestratorEvent, RunOptions, RunQuota } from './types';
 
-/** The state name of pool `pool`: `pool:<name>`, which no lane's name can be (a lane's has no ':'). */
-export function poolStateName(pool: string): string {
-  return `pool:${pool}`;
-}
+/** The stores a pool run uses: the pool's lease, and its ledger and settlements. */
+export type PoolStores = Pick<GuardedStores, 'lease' | 'ledger'>;
 
 /** What a pool run needs. */
 export interface PoolRunDeps {
   /** The settings of a lane that draws from the pool: its orchestrator's, pacing's and time zone's are the pool's. */
   readonly config: ServiceConfig;
   readonly pool: PoolConfig;
-  readonly stores: Pick<GuardedStores, 'lease' | 'ledger'>;
+  readonly stores: PoolStores;
   readonly clock: Clock;
+  /** The lease owner: the invocation's, as its lanes'. */
   readonly owner: string;
   readonly onEvent?: (event: OrchestratorEvent) => void;
 }
 
-/** A pool's quota while lane runs draw from it (see the module's comment). */
+/**
+ * A pool's part in one orchestrator invocation (see `ServiceConfig.pools`): its lease, its ledger and the allowance
+ * its saved ledger holds, kept as a lane's run keeps them (`LedgerSync`: fenced saves, folded settlements, an
+ * allowance saved before it is used), for every lane run of the invocation that draws from it (see `PoolHub`). A
+ * pool's state is a lane's, named `poolStateName`: a successor that rehydrates it after a crash counts whatever was
+ * dispatched within its saved allowance, as for a lane.
+ */
 export class PoolRun {
+  /** Whose turn it is to reserve, among the lanes that draw from the pool. */
+  readonly turns = new PoolTurns();
   private flushing: Promise<boolean> | undefined;
 
   private constructor(
+    readonly name: string,
     private readonly run: RunContext,
+    private readonly link: StateLink,
     private readonly sync: LedgerSync,
     private readonly quota: RunQuota,
   ) {}
@@ -52,77 +54,134 @@ export class PoolRun {
    */
   static async open(deps: PoolRunDeps, options: RunOptions): Promise<PoolRun | 'held-elsewhere' | 'unavailable'> {
     const { pool, clock, stores, owner } = deps;
-    const config: ServiceConfig = {
-      ...deps.config,
-      lane: poolStateName(pool.name),
-      quotas: pool.quotas,
-    };
-    delete (config as { maxInFlight?: number }).maxInFlight;
-    delete (config as { pools?: unknown }).pools;
+    const config = poolSettings(deps.config, pool);
     const run = new RunContext(
       { clock, config, ...(deps.onEvent === undefined ? {} : { onEvent: deps.onEvent }) },
       options,
     );
+    const { leaseTtlMs } = config.orchestrator;
     try {
-      const lease = await stores.lease.acquireLease(config.lane, owner, clock.now(), config.orchestrator.leaseTtlMs);
+      const lease = await stores.lease.acquireLease(config.lane, owner, clock.now(), leaseTtlMs);
       if (lease === null) return 'held-elsewhere';
-      const saved = await stores.ledger.loadLedger(config.lane);
-      const quota = rehydrate(config, saved, clock.now());
-      const sync = new LedgerSync(run, new StateLink(run), stores, quota, lease);
-      return new PoolRun(run, sync, quota);
+      const quota = rehydrate(config, await stores.ledger.loadLedger(config.lane), clock.now());
+      const link = new StateLink(run);
+      return new PoolRun(pool.name, run, link, new LedgerSync(run, link, stores, quota, lease), quota);
     } catch (error) {
       if (error instanceof StateUnavailableError) return 'unavailable';
       throw error;
     }
   }
 
-  /** Units per tier of the pool that `costs` take. */
-  units(costs: Costs): number[] {
-    return this.run.config.quotas.map((tier) => unitsFor(tier, costs));
+  /** The pool's tiers. */
+  get tiers(): readonly Tier[] {
+    return this.run.config.quotas;
   }
 
-  /** The earliest slot from `at` at which `costs` fit the pool's tiers. */
+  /** Units per tier of the pool that `costs` take. */
+  units(costs: Costs): number[] {
+    return this.tiers.map((tier) => unitsFor(tier, costs));
+  }
+
+  /** The earliest slot from `at` at which `costs` fit the pool's tiers (see `Pacer.nextSlot`). */
   nextSlot(at: number, costs: Costs): number {
     return this.quota.pacer.nextSlot(at, costs);
   }
 
-  /** What holds `costs` back at `now`, if anything. */
-  blockedUntil(now: number, costs: Costs): Hold | undefined {
+  /** What holds `costs` back at `now`, if anything (see `Pacer.blockedUntil`). */
+  blockedUntil(now: number, costs?: Costs): Hold | undefined {
     return this.quota.pacer.blockedUntil(now, costs);
   }
 
-  /** Whether the saved allowance covers `count` dispatches of `costs` at `slot`, and the lease lets them go. */
-  covers(slot: number, costs: Costs, count = 1): boolean {
-    const units = this.units(costs).map((u) => u * count);
-    return this.sync.covers(slot, { units, slots: 0 }) && this.sync.mayDispatch(slot, this.sync.allowed(slot, units));
+  /** The units used of each tier at `now`. */
+  usage(now: number): ReturnType<RunQuota['ledger']['usage']> {
+    return this.quota.ledger.usage(now);
   }
 
-  /** Flushes the pool (at most one flush at a time, whichever lane asks); false when the store failed. */
+  /**
+   * Whether `count` dispatches of `costs` may be reserved at `slot`: they fit the pool's tiers there, and its saved
+   * allowance and its lease cover them.
+   */
+  ready(slot: number, costs: Costs, count = 1): boolean {
+    const units = this.units(costs).map((u) => u * count);
+    return (
+      this.nextSlot(slot, costs) === slot &&
+      this.sync.covers(slot, { units, slots: 0 }) &&
+      this.sync.mayDispatch(slot, this.sync.allowed(slot, units))
+    );
+  }
+
+  /** Whether the store is left alone at `now`: a failed call's back-off has not run out. */
+  waiting(now: number): boolean {
+    return this.link.waiting(now);
+  }
+
+  /** When the pool's store is next called (see `LedgerSync.nextStoreCallAt`). */
+  nextStoreCallAt(): number {
+    return this.sync.nextStoreCallAt();
+  }
+
+  /**
+   * Flushes the pool, one flush at a time whichever lane asks (a second caller shares the first's), and ends an outage
+   * once one succeeds. @returns false when the store failed.
+   * @throws LeaseLostError when another orchestrator took the pool's lease over.
+   */
   flush(options?: FlushOptions): Promise<boolean> {
-    this.flushing ??= this.sync.tryFlush(options).finally(() => (this.flushing = undefined));
+    this.flushing ??= this.sync
+      .tryFlush(options)
+      .then((flushed) => {
+        if (flushed) this.link.recovered();
+        return flushed;
+      })
+      .finally(() => (this.flushing = undefined));
     return this.flushing;
   }
 
-  /** Whether a flush is due at `now` (see `LedgerSync.flushDue`). */
+  /** Whether a flush is due at `now` (see `LedgerSync.flushDue`), and the store is not being left alone. */
   flushDue(now: number): boolean {
-    return this.sync.flushDue(now);
+    return !this.link.waiting(now) && this.sync.flushDue(now);
   }
 
-  /** Reserves `costs` at `slot` in the pool, counted against its saved allowance. */
-  reserve(slot: number, costs: Costs): Reservation {
-    this.sync.use(this.units(costs));
-    return this.quota.pacer.dispatch(slot, costs);
+  /**
+   * Reserves `costs` at `slot` in the pool for lane `lane` (see {@link PoolRun.ready}), counted against its saved
+   * allowance and in the lanes' turns (its share: the largest part of a tier's limit it takes).
+   */
+  reserve(lane: string, slot: number, costs: Costs): Reservation {
+    const units = this.units(costs);
+    const reservation = this.quota.pacer.dispatch(slot, costs);
+    this.sync.use(units);
+    this.turns.reserved(lane, Math.max(...units.map((u, i) => u / (this.tiers[i]?.limit ?? 1))));
+    return reservation;
   }
 
-  /** Gives back a reservation whose dispatch never started. */
+  /** Gives back the pool's part of a reservation (`reservation.at`, `reservation.costs`, the pool's `windows`) whose dispatch never started. */
   giveBack(reservation: Reservation): void {
     this.quota.pacer.settle({ reservation, actual: null }, this.run.clock.now());
     this.sync.giveBack(this.units(reservation.costs));
   }
 
-  /** The final flush, then the lease's release once it saved. */
+  /** The final flush, after any under way, then the lease's release once it saved. */
   async close(): Promise<void> {
-    await this.flushing;
-    if (await this.sync.tryFlush({ final: true })) await this.sync.releaseLease().catch(() => undefined);
+    try {
+      await this.flushing;
+      if (await this.sync.tryFlush({ final: true })) await this.link.attempt(() => this.sync.releaseLease());
+    } catch (error) {
+      // Another orchestrator took the lease over: what it saved stands, and the lanes' runs have ended on it.
+      if (!(error instanceof LeaseLostError)) throw error;
+    }
   }
+}
+
+/**
+ * The settings a pool's run goes by: `lane`'s (its orchestrator's, pacing's, time zone's and units'), with the pool's
+ * name and tiers, no cap on calls in flight and no pools of its own.
+ */
+function poolSettings(lane: ServiceConfig, pool: PoolConfig): ServiceConfig {
+  const config: { -readonly [K in keyof ServiceConfig]: ServiceConfig[K] } = {
+    ...lane,
+    lane: poolStateName(pool.name),
+    quotas: pool.quotas,
+  };
+  delete config.maxInFlight;
+  delete config.pools;
+  return config;
 }

@@ -1,5 +1,6 @@
 import type { Hold, Pacer } from '../../domain/pacing/pacer';
 import { tierLabel } from '../../domain/quota/tiers';
+import { LanePools } from './lanePools';
 import type { RunContext } from './runContext';
 
 export { tierLabel };
@@ -30,9 +31,11 @@ export class QuotaGate {
   /** The exhaustion under way: what holds the quota, until when, and since when. */
   private episode: { readonly tier: string; readonly until: number; readonly since: number } | undefined;
 
+  /** `pools`: those the lane draws from, which hold its work back as its own tiers do. */
   constructor(
     private readonly run: RunContext,
     private readonly pacer: Pacer,
+    private readonly pools: LanePools = LanePools.NONE,
   ) {}
 
   /** How long after its receive a message may still be sent: its visibility less a worker's run. */
@@ -52,7 +55,7 @@ export class QuotaGate {
    * the way). Starts and ends the exhaustion episodes.
    */
   shutUntil(now: number): number | undefined {
-    const hold = this.pacer.blockedUntil(now);
+    const hold = this.pools.blockedUntil(now, this.pacer.blockedUntil(now));
     const exhausted = hold !== undefined && hold.until > now + this.coverageMs;
     if (exhausted) this.exhausted(now, hold);
     else this.available(now);
@@ -74,7 +77,9 @@ export class QuotaGate {
    * tier near its limit leaves no batch unsent. Those that set a pace bound the batch by their rate (see `Intake`).
    */
   room(now: number): number {
-    const capped = this.pacer.ledger.usage(now).filter(({ tier }) => tier.steadyRate() === undefined);
+    const capped = [...this.pacer.ledger.usage(now), ...this.pools.usage(now)].filter(
+      ({ tier }) => tier.steadyRate() === undefined,
+    );
     return Math.min(...capped.map(({ tier, used }) => Math.floor(tier.limit - used)));
   }
 

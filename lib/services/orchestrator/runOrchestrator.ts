@@ -5,7 +5,16 @@ import { guardQueues, guardStores } from './guardedPorts';
 import { OrchestratorRun } from './orchestratorRun';
 import { rehydrate } from './rehydrate';
 import { RunContext } from './runContext';
-import type { OrchestratorDeps, RunOptions, RunSummary } from './types';
+import type { GuardedStores, OrchestratorDeps, RunOptions, RunSummary } from './types';
+import type { Lease } from '../../ports/LeaseStore';
+import { LanePools } from './lanePools';
+import type { PoolHub } from './poolHub';
+
+/** What a lane's run needs: the orchestrator's dependencies, and in a deployment of several lanes the pools' hub. */
+export type LaneRunDeps = OrchestratorDeps & {
+  /** The pools of the deployment's lanes, which a lane that draws from pools joins (see `ServiceConfig.pools`). */
+  readonly pools?: PoolHub;
+};
 
 const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFailures: 0 } as const;
 
@@ -26,7 +35,7 @@ const NOTHING_DONE = { dispatched: 0, deadLettered: 0, healthChecks: 0, invokeFa
  *
  * @throws StateFormatError when a stored ledger or circuit cannot be read; any error that is none of the above.
  */
-export async function runOrchestrator(deps: OrchestratorDeps, options: RunOptions): Promise<RunSummary> {
+export async function runOrchestrator(deps: LaneRunDeps, options: RunOptions): Promise<RunSummary> {
   const run = new RunContext(deps, options);
   const { clock, config } = run;
   const stores = guardStores(deps.stores);
@@ -42,15 +51,44 @@ export async function runOrchestrator(deps: OrchestratorDeps, options: RunOption
   const saved = await untilDeadline(() => stores.ledger.loadLedger(config.lane));
   const circuit = saved === undefined ? undefined : await untilDeadline(() => loadCircuit(stores.circuit, config.lane));
   if (saved === undefined || circuit === undefined) {
-    // Nothing was dispatched: the next run need not wait for the lease to expire, if the store lets it go.
-    await stores.lease.releaseLease(lease).catch((error: unknown) => {
-      if (!(error instanceof StateUnavailableError)) throw error;
-    });
+    await releaseUnused(stores, lease);
     return { lease: 'unavailable', ...NOTHING_DONE };
+  }
+  const pools = await joinPools(deps, stores, options);
+  if (typeof pools === 'string') {
+    await releaseUnused(stores, lease);
+    return { lease: pools, ...NOTHING_DONE };
   }
   const { invoker, newId, random } = deps;
   const ports = { stores, queues: guardQueues(deps.queues), invoker, newId, random };
-  return new OrchestratorRun(run, ports, lease, rehydrate(config, saved.value, clock.now()), circuit.value).execute();
+  const quota = rehydrate(config, saved.value, clock.now());
+  try {
+    return await new OrchestratorRun(run, ports, lease, quota, circuit.value, pools).execute();
+  } finally {
+    await pools.leave();
+  }
+}
+
+/**
+ * The pools the lane draws from, joined (see `PoolHub.join`); none without pools. A lane with pools but no hub (a
+ * one-lane deployment cannot name pools) is a wiring bug.
+ */
+async function joinPools(
+  deps: LaneRunDeps,
+  stores: GuardedStores,
+  options: RunOptions,
+): Promise<LanePools | 'held-elsewhere' | 'unavailable'> {
+  const { config, clock, owner } = deps;
+  if (config.pools === undefined) return LanePools.NONE;
+  if (deps.pools === undefined) throw new Error(`lane ${config.lane} draws from pools, and the run has no pool hub`);
+  return deps.pools.join({ config, clock, owner, options, stores });
+}
+
+/** Releases `lease`, taken by a run that dispatched nothing: the next run need not wait for it to expire, if the store lets it go. */
+async function releaseUnused(stores: GuardedStores, lease: Lease): Promise<void> {
+  await stores.lease.releaseLease(lease).catch((error: unknown) => {
+    if (!(error instanceof StateUnavailableError)) throw error;
+  });
 }
 
 /**

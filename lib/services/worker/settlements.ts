@@ -1,6 +1,7 @@
 import { ownValue } from '../../domain/ownValue';
 import type { ApiResult } from '../../domain/outcome/apiResult';
 import { withoutHandBack } from '../../domain/quota/handBack';
+import { settlementsByState } from '../../domain/quota/poolSettlements';
 import type { Settlement } from '../../domain/quota/ledger';
 import type { Costs } from '../../domain/quota/tiers';
 import { countedUsage, usageSourcesOf } from '../../domain/usage/unitSettings';
@@ -66,12 +67,13 @@ const SETTLEMENT_MAX_BACKOFF_MS = 2_000;
 const SETTLEMENT_TRIES_SHARE = 0.75;
 
 /**
- * Appends `settlements` to the lane's pending list in one write, trying again with back-off while the store fails
+ * Appends `settlements` to the lane's pending list in one write (and, for a lane that draws from pools, to each pool's
+ * in one more: see `settlementsByState`), trying again with back-off while the store fails
  * (DynamoDB down or throttling) until {@link SETTLEMENT_TRIES_SHARE} of the worker's time (from `start`) has passed; it
  * always tries once. A failed try may have landed (its answer lost), and the orchestrator may have folded it before the
  * next lands: so every try after the first hands nothing back (see `withoutHandBack`). Folded twice, a settlement then
  * over-counts, never gives back twice; a hand-back whose first try did not land is lost, and its quota goes unused.
- * @returns false when every try failed.
+ * @returns false when every try failed (in the lane, or in a pool).
  */
 export async function recordSettlement(
   lane: string,
@@ -79,12 +81,24 @@ export async function recordSettlement(
   deps: WorkerDeps,
   ...settlements: Settlement[]
 ): Promise<boolean> {
+  const byState = [...settlementsByState(lane, settlements)];
+  const recorded = await Promise.all(byState.map(([state, list]) => recordIn(state, start, deps, list)));
+  return recorded.every(Boolean);
+}
+
+/** {@link recordSettlement} in one state (a lane's, or a pool's: see `settlementsByState`). */
+async function recordIn(
+  state: string,
+  start: number,
+  deps: WorkerDeps,
+  settlements: readonly Settlement[],
+): Promise<boolean> {
   const { clock, stores, config } = deps;
   const lastTryBy = start + SETTLEMENT_TRIES_SHARE * config.orchestrator.workerTimeoutMs;
   let copy = settlements;
   for (let waitMs = SETTLEMENT_BACKOFF_MS; ; waitMs = Math.min(SETTLEMENT_MAX_BACKOFF_MS, 2 * waitMs)) {
     try {
-      await stores.ledger.addSettlements(lane, ...copy);
+      await stores.ledger.addSettlements(state, ...copy);
       return true;
     } catch {
       if (clock.now() + waitMs > lastTryBy) return false;

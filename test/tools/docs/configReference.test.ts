@@ -138,7 +138,7 @@ describe('buildConfigReference', () => {
     expect(examples).toContain('nothing goes back to the quota:\nthe provider counts the estimate of `tokens`');
   });
 
-  it('shows a deployment of three lanes that packaging accepts as written, with the queues each lane gets', () => {
+  it('shows a deployment of four lanes, two sharing a pool, that packaging accepts as written, with the queues each lane gets', () => {
     const section = generated.slice(
       generated.indexOf('## Several lanes'),
       generated.indexOf('## What packaging checks'),
@@ -151,8 +151,19 @@ describe('buildConfigReference', () => {
       ...service(),
       custom: { ...service().custom, quotaOrchestrator: settings, names },
     });
-    expect(resolved.lanes.map(({ config }) => config.lane)).toEqual(['default', 'gpt-4o', 'claude-sonnet']);
-    expect(resolved.lanes[2]!.worker.requestHeaders).toEqual({ 'anthropic-version': '2023-06-01' });
+    expect(resolved.lanes.map(({ config }) => config.lane)).toEqual([
+      'default',
+      'gpt-4o',
+      'gpt-4o-mini',
+      'claude-sonnet',
+    ]);
+    expect(resolved.lanes.map(({ config }) => config.pools?.map((pool) => pool.name))).toEqual([
+      undefined,
+      ['openai-org'],
+      ['openai-org'],
+      undefined,
+    ]);
+    expect(resolved.lanes[3]!.worker.requestHeaders).toEqual({ 'anthropic-version': '2023-06-01' });
     expect(section).toContain('| `gpt-4o` | `<service>-<stage>-gpt-4o-requeue`');
     expect(section).toContain('| `default` | `<service>-<stage>-requeue`');
   });

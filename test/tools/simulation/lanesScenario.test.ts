@@ -37,10 +37,27 @@ describe('parseLanesScenario', () => {
     expect(thrown(ConfigError, () => parseLanesScenario(input)).field).toBe(field);
   });
 
-  it('reads the shipped lanes scenario: three lanes, one of them down for a while', () => {
+  it('reads the shipped lanes scenario: three lanes, two of them sharing a pool, one of those down for a while', () => {
     expect(hasLanes(lanesJson)).toBe(true);
     const scenario = parseLanesScenario(lanesJson);
-    expect(scenario.lanes.map((l) => l.config.lane)).toEqual(['default', 'gpt-4o', 'claude-sonnet']);
-    expect(scenario.lanes.filter((l) => l.api.outages.length > 0)).toHaveLength(1);
+    expect(scenario.lanes.map((l) => l.config.lane)).toEqual(['gpt-4o-mini', 'gpt-4o', 'claude-sonnet']);
+    expect(scenario.lanes.filter((l) => l.api.outages.length > 0).map((l) => l.config.lane)).toEqual(['gpt-4o']);
+    expect(scenario.pools.map((p) => p.name)).toEqual(['openai-org']);
+    expect(scenario.lanes.map((l) => (l.config.pools ?? []).map((p) => p.name))).toEqual([
+      ['openai-org'],
+      ['openai-org'],
+      [],
+    ]);
+    expect(scenario.written['gpt-4o']?.pools).toEqual(['openai-org']);
+  });
+
+  it('refuses a lane that names no pool of the scenario, and a pool no lane draws from', () => {
+    const lanes = { a: { quotas: [{ limit: 5, per: 'second' }], pools: ['org'] } };
+    expect(thrown(ConfigError, () => parseLanesScenario({ lanes }))).toMatchObject({ field: 'lanes.a.pools[0]' });
+    const pools = { org: { quotas: [{ limit: 5, per: 'second' }] }, spare: { quotas: [{ limit: 1, per: 'second' }] } };
+    expect(thrown(ConfigError, () => parseLanesScenario({ pools, lanes }))).toMatchObject({ field: 'pools.spare' });
+    expect(thrown(ConfigError, () => parseLanesScenario({ pools: { org: { quotas: [] } }, lanes })).field).toBe(
+      'pools.org.quotas',
+    );
   });
 });

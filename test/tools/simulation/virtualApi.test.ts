@@ -4,7 +4,8 @@ import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
 import type { ApiResult } from '../../../lib/ports/ApiCaller';
 import { readUsage, USAGE_PRESETS } from '../../../lib/domain/usage/usageSources';
 import type { VirtualApiOptions } from '../../../tools/simulation/virtualApi';
-import { drawnOutputTokens, llmUnits, peakCallsInFlight, VirtualApi } from '../../../tools/simulation/virtualApi';
+import { peakCallsInFlight, VirtualApi } from '../../../tools/simulation/virtualApi';
+import { drawnOutputTokens, llmUnits } from '../../../tools/simulation/llmAnswers';
 
 const LATENCY = 50;
 

@@ -1,7 +1,8 @@
-/** WIP (branch pools-wip): the pool's quota as lane runs will draw from it. */
+/** A pool's quota as the lane runs of an invocation draw from it: saved before it is used, and counted by a successor. */
 import { parseTiers } from '../../../lib/domain/quota/tiers';
 import { guardStores } from '../../../lib/services/orchestrator/guardedPorts';
-import { PoolRun, poolStateName } from '../../../lib/services/orchestrator/poolRun';
+import { PoolRun } from '../../../lib/services/orchestrator/poolRun';
+import { poolStateName } from '../../../lib/domain/quota/poolSettlements';
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { memoryStores } from '../../../tools/memory/MemoryStores';
 import { START, testConfig } from '../../helpers/serviceFixtures';
@@ -23,15 +24,15 @@ describe('PoolRun', () => {
     const stores = memoryStores();
     const first = await openPool(clock, stores, 'first');
     const costs = { cost: 1 };
-    expect(first.covers(START, costs)).toBe(false);
+    expect(first.ready(START, costs)).toBe(false);
     // As the dispatcher will: each at its slot, the allowance saved to reach the slot before it is used.
     for (let i = 0; i < 6; i++) {
       const slot = first.nextSlot(clock.now(), costs);
       await clock.advanceTo(slot);
-      if (!first.covers(slot, costs))
+      if (!first.ready(slot, costs))
         expect(await first.flush({ need: { units: first.units(costs), slots: 0 }, until: slot })).toBe(true);
-      expect(first.covers(slot, costs)).toBe(true);
-      first.reserve(slot, costs);
+      expect(first.ready(slot, costs)).toBe(true);
+      first.reserve('a', slot, costs);
     }
     expect(await stores.ledger.loadLedger(poolStateName('org'))).toBeDefined();
 
@@ -54,5 +55,26 @@ describe('PoolRun', () => {
       { deadline: START + 60_000 },
     );
     expect(again).toBe('held-elsewhere');
+  });
+
+  it('gives back a dispatch that never started, in its units and its saved allowance', async () => {
+    const clock = new FakeClock(START);
+    const stores = memoryStores();
+    const run = await openPool(clock, stores, 'first');
+    const costs = { cost: 10 };
+    expect(await run.flush({ need: { units: run.units(costs), slots: 0 }, until: START })).toBe(true);
+    const reservation = run.reserve('a', START, costs);
+    expect(run.nextSlot(START, { cost: 1 })).toBeGreaterThan(START);
+    run.giveBack(reservation);
+    expect(run.nextSlot(START, costs)).toBe(START);
+    expect(run.ready(START, costs)).toBe(true);
+  });
+
+  it('makes its final flush and releases its lease on close, so that the next invocation takes it at once', async () => {
+    const clock = new FakeClock(START);
+    const stores = memoryStores();
+    const run = await openPool(clock, stores, 'first');
+    await run.close();
+    expect(await openPool(clock, stores, 'second')).toBeInstanceOf(PoolRun);
   });
 });

@@ -1,4 +1,9 @@
-import { MAX_SETTLEMENT_SHARDS, settlementShards, shardOf } from '../../../../lib/domain/quota/settlementShards';
+import {
+  MAX_SETTLEMENT_SHARDS,
+  settlementShards,
+  shardCounts,
+  shardOf,
+} from '../../../../lib/domain/quota/settlementShards';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
 
 describe('settlementShards', () => {
@@ -38,5 +43,16 @@ describe('shardOf', () => {
     const counts = Array.from({ length: 8 }, (_, shard) => ids.filter((id) => shardOf(id, 8) === shard).length);
     for (const count of counts) expect(count).toBeGreaterThan(80);
     expect(ids.every((id) => shardOf(id, 1) === 0)).toBe(true);
+  });
+});
+
+describe('shardCounts', () => {
+  it("gives each pool the shards of its own tiers, whichever lane asks, and every other state the lane's", () => {
+    const pool = { name: 'org', quotas: parseTiers([{ limit: 100, per: 'second' }]) };
+    const slow = shardCounts(parseTiers([{ limit: 10, per: 'second' }]), [pool]);
+    const fast = shardCounts(parseTiers([{ limit: 1000, per: 'second' }]), [pool]);
+    expect([slow('a'), fast('b')]).toEqual([1, 40]);
+    expect([slow('pool:org'), fast('pool:org')]).toEqual([4, 4]);
+    expect(slow('pool:other')).toBe(1);
   });
 });
