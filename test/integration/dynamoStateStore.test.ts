@@ -278,6 +278,25 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       });
       expect(await rawItem(`idem#${put}`)).toMatchObject({ expiresAt: T0 + 1_000, [TTL_ATTRIBUTE]: T0 / 1_000 + 1 });
     });
+    it("keeps a success record's owed settlement with its pools' windows, so that it is recorded in each pool later", async () => {
+      const key = unique('owed-pools');
+      const owed: Settlement = {
+        reservation: { at: T0, costs: { cost: 3 }, windows: {}, pools: { org: { 'day:cost': '2026-01-05' } } },
+        actual: { cost: 7 },
+        id: 'd-1',
+      };
+      await stores().idempotency.putIdempotency(key, {
+        status: 'succeeded',
+        dispatchId: 'd-1',
+        at: T0,
+        expiresAt: T0 + TTL,
+        settlement: owed,
+      });
+      expect(await stores().idempotency.getIdempotency(key, T0)).toMatchObject({
+        status: 'succeeded',
+        settlement: owed,
+      });
+    });
     it('reopens a dead-lettered item by its status alone: the reason goes, the dispatch, ttl and spent marks stay, and the reopen id is kept', async () => {
       const key = unique('reopen-layout');
       await stores().idempotency.putIdempotencyIfAbsent(

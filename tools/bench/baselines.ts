@@ -4,12 +4,21 @@ import { InvokeTiming, NO_DUPLICATES, REALISTIC_START_DELAYS } from '../simulati
 import Bottleneck from 'bottleneck';
 import { HttpApiCaller } from '../../lib/adapters/http/HttpApiCaller';
 import { systemClock } from '../../lib/adapters/systemClock';
-import { classify, type Classification } from '../../lib/domain/outcome/classify';
 import { REQUESTS, unitsFor, type Costs, type Tier } from '../../lib/domain/quota/tiers';
+import {
+  JobQueue,
+  queuedJobs,
+  SdkRetryQuota,
+  sendWithSdkRetries,
+  START_DELAY_SEED,
+  work,
+  type QueuedJob,
+  type Usage,
+} from './baselineWorkers';
 import { startApiServer } from '../local/apiServer';
-import type { JobSpec } from '../simulation/jobs';
 import { outageTimes } from '../simulation/scenario';
-import { VirtualApi } from '../simulation/virtualApi';
+import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
+import type { SharedTiers } from '../simulation/tierTally';
 import { benchJobs } from './jobSet';
 import { callsPerSecond, idealSeconds, optimalSecondsOf, recoverySeconds, tierUtilization } from './measures';
 import { startRedis } from './redisServer';
@@ -32,108 +41,11 @@ export interface BaselineOptions {
   readonly redisServer?: string;
 }
 
-/**
- * AWS SDK for JavaScript v3 "standard" retry mode, as in the installed @smithy/core 3.41.0
- * (`dist-es/submodules/retry/util-retry`, which replaced the @smithy/util-retry package):
- * - `config.js` DEFAULT_MAX_ATTEMPTS = 3 attempts in all;
- * - `DefaultRetryBackoffStrategy.js`: full jitter, `floor(random * min(base * 2^retries, MAXIMUM_RETRY_DELAY))`,
- *   with `constants.js` MAXIMUM_RETRY_DELAY = 20 s;
- * - `retries-2026-config.js`: base `Retry.delay()` = 50 ms, and `Retry.throttlingDelay()` = 1000 ms for throttling
- *   errors such as a 429 (`constants.js` still lists the older 100 ms and 500 ms, which only the deprecated
- *   pre-SRA strategy uses);
- * - `StandardRetryStrategy.js`: a `retry-after` hint stretches the backoff to at most the hint, and by at most 5 s;
- * - the retry quota, per client: 500 tokens (INITIAL_RETRY_TOKENS); a retry takes `Retry.throttlingCost()` = 5
- *   after a throttling error and `Retry.cost()` = 14 after another; a success gives back the cost of its last
- *   retry, or NO_RETRY_INCREMENT = 1 if it needed none; without enough tokens, the call fails at once.
- */
-const SDK = {
-  maxAttempts: 3,
-  baseDelayMs: 50,
-  throttlingBaseDelayMs: 1_000,
-  maxDelayMs: 20_000,
-  retryAfterExtraMs: 5_000,
-  retryTokens: 500,
-  throttlingRetryCost: 5,
-  retryCost: 14,
-  noRetryIncrement: 1,
-} as const;
-
 /** Budget of one HTTP call: far above any answer of the simulated API (the SDK sets no request timeout by default). */
 const CALL_TIMEOUT_MS = 30_000;
-/** How often an idle worker looks for a visible job, as Lambda's SQS pollers do all the time. */
-const POLL_MS = 10;
 const REDIS_HOST = '127.0.0.1';
 /** Bottleneck's default heartbeat in clustering mode (`redisStoreDefaults.heartbeatInterval`). */
 const REDIS_HEARTBEAT_MS = 5_000;
-
-/**
- * One SDK client's retry quota (a Lambda container keeps its client across invocations): a token bucket that makes
- * a client under sustained errors stop retrying.
- */
-class SdkRetryQuota {
-  private tokens: number = SDK.retryTokens;
-
-  /** Takes the tokens of one retry after `kind`, and returns them; `undefined` when too few are left. */
-  take(kind: 'rate-limited' | 'transient'): number | undefined {
-    const cost = kind === 'rate-limited' ? SDK.throttlingRetryCost : SDK.retryCost;
-    if (this.tokens < cost) return undefined;
-    this.tokens -= cost;
-    return cost;
-  }
-
-  /** A success gives back its last retry's cost, or one token if it needed no retry. */
-  recordSuccess(lastRetryCost: number | undefined): void {
-    this.tokens = Math.min(SDK.retryTokens, this.tokens + (lastRetryCost ?? SDK.noRetryIncrement));
-  }
-}
-
-/**
- * The SDK's wait before retry number `retries + 1`. The SDK reads the hint from `retry-after` (and
- * `x-amz-retry-after`); `classify` also reads `retry-after-ms` and `x-ratelimit-reset`, which the simulated API does
- * not send, so the two agree here.
- */
-function sdkRetryDelayMs(
-  outcome: Extract<Classification, { kind: 'rate-limited' | 'transient' }>,
-  retries: number,
-): number {
-  const base = outcome.kind === 'rate-limited' ? SDK.throttlingBaseDelayMs : SDK.baseDelayMs;
-  const backoff = Math.floor(Math.random() * Math.min(base * 2 ** retries, SDK.maxDelayMs));
-  const hint = outcome.retryAfterMs;
-  return hint === undefined ? backoff : Math.max(backoff, Math.min(hint, backoff + SDK.retryAfterExtraMs));
-}
-
-/**
- * Sends `job` the way an SDK client with standard retries does: 429 and 5xx (and network errors) are retried
- * within the same invocation, sleeps included. No retry starts that would end after `deadline`.
- * @returns whether the API accepted the job.
- */
-async function sendWithSdkRetries(
-  caller: HttpApiCaller,
-  quota: SdkRetryQuota,
-  job: QueuedJob,
-  deadline: number,
-): Promise<boolean> {
-  let lastRetryCost: number | undefined;
-  for (let attempt = 1; ; attempt++) {
-    const outcome = classify(await caller.call(job.body, { idempotencyKey: job.id }), systemClock.now());
-    if (outcome.kind === 'success') {
-      quota.recordSuccess(lastRetryCost);
-      return true;
-    }
-    if (
-      outcome.kind === 'permanent' ||
-      outcome.kind === 'client-error' ||
-      outcome.kind === 'caller-rejected' ||
-      attempt >= SDK.maxAttempts
-    )
-      return false;
-    const delayMs = sdkRetryDelayMs(outcome, attempt - 1);
-    if (systemClock.now() + delayMs >= deadline) return false;
-    lastRetryCost = quota.take(outcome.kind);
-    if (lastRetryCost === undefined) return false;
-    await systemClock.sleep(delayMs);
-  }
-}
 
 /**
  * Bottleneck settings for one limiter that gets `1/share` of the quota (`share` = 1 for a shared limiter, N for
@@ -218,105 +130,6 @@ function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
 }
 
-/** A job of the queue: its id (the idempotency key), its body as sent, and its reservation. */
-interface QueuedJob {
-  readonly id: string;
-  readonly body: string;
-  readonly costs: Costs;
-}
-
-/** The scenario's job set as the baselines' queue holds it (every bench job is well-formed). */
-function queuedJobs(jobs: readonly JobSpec[]): QueuedJob[] {
-  return jobs.map((job, i) => ({ id: `job-${i + 1}`, body: job.body, costs: job.costs }));
-}
-
-/**
- * The job queue, standing for an SQS queue: jobs in order of visibility; a job given back becomes visible again
- * later, like a message whose visibility timeout ran out.
- */
-class JobQueue {
-  private readonly waiting: { readonly job: QueuedJob; readonly visibleAt: number }[];
-  private readonly jobs: number;
-  private done = 0;
-  private lastDoneAt: number | undefined;
-
-  constructor(jobs: readonly QueuedJob[], visibleAt: number) {
-    this.waiting = jobs.map((job) => ({ job, visibleAt }));
-    this.jobs = jobs.length;
-  }
-
-  /** The next visible job, how long to wait before looking again, or `undefined` once every job succeeded. */
-  next(now: number): { readonly job: QueuedJob } | { readonly waitMs: number } | undefined {
-    if (this.done === this.jobs) return undefined;
-    const head = this.waiting[0];
-    if (head === undefined) return { waitMs: POLL_MS };
-    if (head.visibleAt > now) return { waitMs: Math.min(POLL_MS, head.visibleAt - now) };
-    this.waiting.shift();
-    return { job: head.job };
-  }
-
-  recordSuccess(at: number): void {
-    this.done++;
-    this.lastDoneAt = at;
-  }
-
-  /** Jobs accepted so far. */
-  get succeeded(): number {
-    return this.done;
-  }
-
-  /** When the last job was accepted. */
-  get lastSuccessAt(): number | undefined {
-    return this.lastDoneAt;
-  }
-
-  /** Visibility delays only grow with time, so appending keeps the queue in order of visibility. */
-  redeliver(job: QueuedJob, visibleAt: number): void {
-    this.waiting.push({ job, visibleAt });
-  }
-}
-
-/** What the workers cost, summed over invocations. */
-interface Usage {
-  invocations: number;
-  busyMs: number;
-}
-
-/** Seed of the baselines' start delays, so that every run and strategy draws the same ones. */
-const START_DELAY_SEED = 11;
-
-/**
- * One worker, standing for one of Lambda's N concurrent executions: it takes the next visible job, runs one
- * invocation with it (`send`), and gives it back to the queue for a redelivery if the invocation failed.
- */
-async function work(
-  send: (job: QueuedJob) => Promise<boolean>,
-  queue: JobQueue,
-  usage: Usage,
-  redeliveryDelayMs: number,
-  deadline: number,
-  startDelayMs: () => number,
-): Promise<void> {
-  for (let now = systemClock.now(); now < deadline; now = systemClock.now()) {
-    const next = queue.next(now);
-    if (next === undefined) return;
-    if ('waitMs' in next) {
-      await systemClock.sleep(next.waitMs);
-      continue;
-    }
-    usage.invocations++;
-    // The start delay holds the job and bills its time, as Lambda's init does.
-    const lateMs = startDelayMs();
-    if (lateMs > 0) await systemClock.sleep(lateMs);
-    // A limiter stopped at the time limit rejects the calls still waiting in it.
-    const accepted = await send(next.job).catch(() => false);
-    const end = systemClock.now();
-    usage.busyMs += end - now;
-    if (accepted) queue.recordSuccess(end);
-    else queue.redeliver(next.job, end + redeliveryDelayMs);
-  }
-}
-
 /** What a finished (or time-limited) run of `scenario` measured. */
 interface RunRecord {
   readonly api: VirtualApi;
@@ -356,7 +169,7 @@ function resultOf(
 }
 
 /** Bottlenecks a job goes through in turn, each taking the job's weight in it. */
-type Limiters = readonly { readonly limiter: Bottleneck; readonly weight: (costs: Costs) => number }[];
+export type Limiters = readonly { readonly limiter: Bottleneck; readonly weight: (costs: Costs) => number }[];
 
 /** `send` through `limiters` in turn, each scheduled with the job's weight, as nested `schedule` calls run it. */
 function throughLimiters(
@@ -372,16 +185,25 @@ function throughLimiters(
     )();
 }
 
+/** What {@link runBaselineWorkers} measured: the strategy's figures, every job call the API saw, and the run's start. */
+export interface BaselineRun {
+  readonly result: StrategyResult;
+  readonly calls: readonly VirtualApiCall[];
+  readonly start: number;
+}
+
 /**
  * Runs the scenario's jobs through N workers, each with `limiters[i]` (if any) around its SDK-style calls, against a
- * fresh simulated API served over HTTP; the outage is placed from the run's start.
+ * fresh simulated API served over HTTP that also counts `shared` tiers (a pool it shares with other APIs); the
+ * outage is placed from the run's start.
  */
-async function runWorkers(
+export async function runBaselineWorkers(
   name: BaselineName,
   scenario: BenchScenario,
   options: BaselineOptions,
   limiters: readonly Limiters[],
-): Promise<StrategyResult> {
+  shared: readonly SharedTiers[] = [],
+): Promise<BaselineRun> {
   const { redeliveryDelayMs = 5_000, timeLimitMs = 600_000 } = options;
   const jobs = queuedJobs(benchJobs(scenario));
   const start = systemClock.now();
@@ -394,6 +216,7 @@ async function runWorkers(
     tiers: scenario.quotas,
     latencyMs: scenario.latencyMs,
     outages,
+    shared,
     ...(llm === undefined ? {} : { llm: llm.api, concurrency: llm.concurrency }),
   });
   const server = await startApiServer(api);
@@ -418,7 +241,7 @@ async function runWorkers(
         return work(throughLimiters(limiters[i] ?? [], send), queue, usage, redeliveryDelayMs, deadline, startDelayMs);
       }),
     );
-    return resultOf(name, scenario, { api, queue, usage, start, outage });
+    return { result: resultOf(name, scenario, { api, queue, usage, start, outage }), calls: api.callLog, start };
   } finally {
     clearTimeout(stopLimiters);
     await Promise.all(all.map((limiter) => limiter.disconnect()));
@@ -451,7 +274,7 @@ function unavailable(name: BaselineName, reason: string): StrategyResult {
  * in-worker retries goes back to the queue and is delivered again after `redeliveryDelayMs`. The run ends when
  * every job succeeded, or at `timeLimitMs` with the figures so far.
  *
- * Every worker retries like an AWS SDK client in standard mode (see {@link SDK}): 3 attempts, full-jitter backoff
+ * Every worker retries like an AWS SDK client in standard mode (see `SDK` in baselineWorkers.ts): 3 attempts, full-jitter backoff
  * from 1 s for 429s and 50 ms for 5xx, stretched toward `retry-after`, and a retry quota per worker.
  * - `naive-fanout`: workers call the API directly.
  * - `per-worker-limiter`: each worker has its own local Bottleneck with 1/N of the quota ({@link limiterSettings}),
@@ -475,49 +298,25 @@ export async function runBaseline(
 ): Promise<StrategyResult> {
   switch (name) {
     case 'naive-fanout':
-      return runWorkers(name, scenario, options, []);
+      return (await runBaselineWorkers(name, scenario, options, [])).result;
     case 'per-worker-limiter': {
       const chain = chainOf(scenario, scenario.workers);
-      return runWorkers(
-        name,
-        scenario,
-        options,
-        Array.from({ length: scenario.workers }, () =>
-          chain.map(({ settings, weight }) => ({ limiter: new Bottleneck(settings), weight })),
-        ),
+      const limiters = Array.from({ length: scenario.workers }, () =>
+        chain.map(({ settings, weight }) => ({ limiter: new Bottleneck(settings), weight })),
       );
+      return (await runBaselineWorkers(name, scenario, options, limiters)).result;
     }
     case 'shared-redis-limiter': {
       const redis = await startRedis({ binary: options.redisServer });
       if ('unavailable' in redis) return unavailable(name, redis.unavailable);
       try {
-        const id = `bench-${randomUUID()}`;
-        const chain = chainOf(scenario, 1).map(({ settings, weight }, i) => ({
-          settings: {
-            ...settings,
-            id: `${id}-${i}`,
-            datastore: 'ioredis',
-            clientOptions: { host: REDIS_HOST, port: redis.port },
-            // In clustering mode the reservoir is refreshed only on a heartbeat, every 5 s by default, and Bottleneck's
-            // README asks for a refresh interval that is a multiple of it: a 1-s window gets a 1-s heartbeat.
-            heartbeatInterval: Math.min(REDIS_HEARTBEAT_MS, settings.reservoirRefreshInterval ?? REDIS_HEARTBEAT_MS),
-          },
-          weight,
-        }));
+        const chain = clustered(chainOf(scenario, 1), `bench-${randomUUID()}`, redis.port);
         const limiters = Array.from({ length: scenario.workers }, () =>
           chain.map(({ settings, weight }) => ({ limiter: new Bottleneck(settings), weight })),
         );
-        const all = limiters.flat().map(({ limiter }) => limiter);
-        try {
-          await Promise.all(all.map((limiter) => limiter.ready()));
-        } catch (error) {
-          await Promise.all(all.map((limiter) => limiter.disconnect(false)));
-          return unavailable(
-            name,
-            `Bottleneck could not use redis-server: ${error instanceof Error ? error.message : String(error)}`,
-          );
-        }
-        return await runWorkers(name, scenario, options, limiters);
+        const why = await whyNotReady(limiters.flat().map(({ limiter }) => limiter));
+        if (why !== undefined) return unavailable(name, why);
+        return (await runBaselineWorkers(name, scenario, options, limiters)).result;
       } finally {
         await redis.stop();
       }
@@ -526,9 +325,39 @@ export async function runBaseline(
 }
 
 /** The limiters of `1/share` of the scenario's quota (see {@link limiterChain}), paced at its jobs' mean reservations. */
-function chainOf(scenario: BenchScenario, share: number): ChainedLimiter[] {
+export function chainOf(scenario: BenchScenario, share: number): ChainedLimiter[] {
   const jobs = benchJobs(scenario);
   const meanUnits = (tier: Tier): number =>
     jobs.reduce((sum, job) => sum + unitsFor(tier, job.costs), 0) / Math.max(1, jobs.length);
   return limiterChain(scenario.quotas, share, meanUnits, scenario.maxInFlight);
+}
+
+/**
+ * `chain` as limiters in Bottleneck's clustering mode on the redis-server at `port`, one quota shared by every worker
+ * that makes them: each limiter of the chain named `<id>-<i>`.
+ */
+export function clustered(chain: readonly ChainedLimiter[], id: string, port: number): ChainedLimiter[] {
+  return chain.map(({ settings, weight }, i) => ({
+    settings: {
+      ...settings,
+      id: `${id}-${i}`,
+      datastore: 'ioredis',
+      clientOptions: { host: REDIS_HOST, port },
+      // In clustering mode the reservoir is refreshed only on a heartbeat, every 5 s by default, and Bottleneck's
+      // README asks for a refresh interval that is a multiple of it: a 1-s window gets a 1-s heartbeat.
+      heartbeatInterval: Math.min(REDIS_HEARTBEAT_MS, settings.reservoirRefreshInterval ?? REDIS_HEARTBEAT_MS),
+    },
+    weight,
+  }));
+}
+
+/** Waits until `limiters` reach Redis. @returns why they cannot (they are disconnected then), or `undefined`. */
+export async function whyNotReady(limiters: readonly Bottleneck[]): Promise<string | undefined> {
+  try {
+    await Promise.all(limiters.map((limiter) => limiter.ready()));
+    return undefined;
+  } catch (error) {
+    await Promise.all(limiters.map((limiter) => limiter.disconnect(false)));
+    return `Bottleneck could not use redis-server: ${error instanceof Error ? error.message : String(error)}`;
+  }
 }

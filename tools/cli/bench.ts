@@ -34,6 +34,7 @@ import type { BenchScenario, StrategyResult } from '../bench/types';
 import { packagedTemplate } from '../local/packageService';
 import type { Template } from '../local/template';
 import { AGREEMENT, formatSimVsLocal, simVsLocal } from '../bench/simVsLocal';
+import { compareLanes, lanesTable } from '../bench/lanesBench';
 import { HOT_LANE_CALLS_PER_SECOND, replayHotLane } from '../local/hotLaneReplay';
 
 const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
@@ -41,14 +42,16 @@ const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
   naive fan-out with SDK-style retries, per-worker Bottleneck limiters, one Bottleneck limiter shared in Redis,
   and this orchestrator end to end on the local stack, in the scenarios steady, outage, late-starts and llm (an
   LLM API with request, input-token and output-token tiers and a cap on calls in flight); then the orchestrator
-  alone at growing sizes, at its ceiling and on a hot lane (1,000 calls/s with usage reported). Prints tables and
-  cost lines, and writes a chart of calls per second.
+  alone at growing sizes, at its ceiling and on a hot lane (1,000 calls/s with usage reported); and every strategy on
+  lanes: three APIs, two of them sharing a pool, one of those down for a while. Prints tables and cost lines, and
+  writes a chart of calls per second.
   --quick       small sizes (about 6 minutes), for a smoke run
   --json        print the whole result as one JSON line, last
   --sim-vs-local  only compare the simulation's utilization with the local stack's on steady, outage, late-starts
                 and llm (the orchestrator alone, once each way); they should agree within 0.03
   --hot-lane    only the hot-lane run (1,000 calls/s, maxInFlight 1,000, usage reported): the largest item written
                 and the peak write units a second on any one item
+  --lanes       only the lanes scenario, for every strategy
   --chart FILE  where to write the SVG chart (default: out/bench.svg)`;
 
 async function main(): Promise<number> {
@@ -58,6 +61,7 @@ async function main(): Promise<number> {
       json: { type: 'boolean', default: false },
       'sim-vs-local': { type: 'boolean', default: false },
       'hot-lane': { type: 'boolean', default: false },
+      lanes: { type: 'boolean', default: false },
       chart: { type: 'string', default: 'out/bench.svg' },
       help: { type: 'boolean', default: false },
     },
@@ -72,6 +76,7 @@ async function main(): Promise<number> {
   const template = await packagedTemplate();
   if (values['sim-vs-local']) return compareSimulation(size, template, values.json);
   if (values['hot-lane']) return hotLaneOnly(size, template, values.json);
+  if (values.lanes) return lanesOnly(size, values.json);
 
   const steady = steadyScenario(size);
   const outage = outageScenario(size);
@@ -103,6 +108,7 @@ async function main(): Promise<number> {
   const idle = await measureIdle(template, idleRuns);
   process.stderr.write(`  idle lanes: ${idleRuns} runs over 2 and 3 lanes' empty queues…\n`);
   const idleLanes = await measureIdleLanes(packagedTemplate, idleRuns);
+  const lanes = await compareLanes(size, packagedTemplate, (name) => process.stderr.write(`  lanes: ${name}…\n`));
 
   const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
   const date = new Date().toISOString().slice(0, 10);
@@ -136,6 +142,7 @@ async function main(): Promise<number> {
     hotLaneLines(hotLane.result, hotLane.scenario, hotLane.replay),
     `idle (${idle.runs} runs over empty queues): ${perRun.billedSeconds.toFixed(2)} s billed, ${perRun.dynamodbReadUnits.toFixed(1)} read and ${perRun.dynamodbWriteUnits.toFixed(1)} write units, ${perRun.sqsRequests.toFixed(1)} SQS requests per run; $${idle.idleCostPerMonthUsd.toFixed(2)} a month at ${idle.runsPerMonth} runs`,
     idleLanesLine(idleLanes),
+    lanesTable(lanes.scenario, lanes.results),
     `chart: ${chartPath}; whole bench: ${((Date.now() - began) / 1000).toFixed(0)} s`,
   ];
   console.log(out.join('\n\n'));
@@ -161,9 +168,20 @@ async function main(): Promise<number> {
           ),
           extraLanePerMonthUsd: Math.round(idleLanes.extraLanePerMonthUsd * 1000) / 1000,
         },
+        lanes: lanes.results,
       }),
     );
   }
+  return 0;
+}
+
+/** `--lanes`: every strategy on the lanes scenario alone. */
+async function lanesOnly(size: BenchSize, json: boolean): Promise<number> {
+  const { scenario, results } = await compareLanes(size, packagedTemplate, (name) =>
+    process.stderr.write(`  lanes: ${name}…\n`),
+  );
+  console.log(`size: ${size}\n\n${lanesTable(scenario, results)}`);
+  if (json) console.log(JSON.stringify({ size, lanes: results }));
   return 0;
 }
 

@@ -18,7 +18,7 @@ import { seededRandom } from '../simulation/random';
 import { buildReport, optionalLastCall, type CircuitChange, type Report } from '../simulation/report';
 import { outageTimes, type Scenario } from '../simulation/scenario';
 import { InvokeTiming } from '../simulation/startDelays';
-import { VirtualApi } from '../simulation/virtualApi';
+import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
 import { SharedTiers } from '../simulation/tierTally';
 import { startApiServer, type ApiServer } from './apiServer';
 import { lambdaClient, type EmulatorEndpoints } from './clients';
@@ -63,6 +63,8 @@ export interface LaneResult {
   readonly provider: ProviderCheck;
   /** The most calls its API had in a second. */
   readonly peakCallsPerSecond: number;
+  /** Every job call its API saw. */
+  readonly calls: readonly VirtualApiCall[];
 }
 
 /** What a pool came to: the most its simulated provider counted in one window of each of its tiers, across its lanes. */
@@ -77,6 +79,8 @@ export interface PoolResult {
 export interface LocalLanesRunResult {
   readonly lanes: readonly LaneResult[];
   readonly pools: readonly PoolResult[];
+  /** When the run started, epoch ms: the scenario's outages are placed from it. */
+  readonly start: number;
   readonly durationSeconds: number;
 }
 
@@ -222,6 +226,7 @@ export async function runLocalLanes(options: LocalLanesRunOptions): Promise<Loca
       return {
         lanes: results,
         pools: pools.map((pool) => poolResult(pool, options.scenario)),
+        start,
         durationSeconds: ((endedAt ?? start) - start) / 1000,
       };
     } finally {
@@ -304,5 +309,6 @@ async function laneResult(
     report,
     provider: { headers: lane.headers, refused: lane.server.refusals(), keyReads: keyReads() },
     peakCallsPerSecond: Math.max(0, ...perSecond.values()),
+    calls: lane.api.callLog,
   };
 }

@@ -29,8 +29,16 @@ export class LanePools {
 
   /** The lane's run has ended: its claims are withdrawn, and the hub told (see `PoolHub.join`). */
   async leave(): Promise<void> {
-    for (const pool of this.runs) pool.turns.withdraw(this.lane);
+    this.withdraw();
     await this.left();
+  }
+
+  /**
+   * The lane no longer waits for a slot (its circuit or its quota holds its work back, or it has none): its claims
+   * are withdrawn, so that the other lanes need not wait for them to lapse.
+   */
+  withdraw(): void {
+    for (const pool of this.runs) pool.turns.withdraw(this.lane);
   }
 
   /**

@@ -120,6 +120,7 @@ export class OrchestratorRun {
     const now = clock.now();
     if (!this.circuit.letsThrough(now)) {
       this.idleSince = undefined;
+      this.pools.withdraw();
       // An operator's hold may last long: what is buffered goes back now, as when the quota gate shuts.
       if (this.circuit.held) await this.intake.release();
       // A health check starts with a circuit write: it waits for the store to come back.
@@ -131,6 +132,7 @@ export class OrchestratorRun {
     const shutUntil = this.gate.shutUntil(now);
     if (shutUntil !== undefined) {
       this.idleSince = undefined;
+      this.pools.withdraw();
       // Nothing buffered could be sent while it is held: it goes back now rather than at the run's end.
       await this.intake.release();
       await this.run.sleepUntil(Math.min(shutUntil, this.ledger.nextStoreCallAt()));
@@ -145,7 +147,7 @@ export class OrchestratorRun {
       if (await this.intake.allDone()) this.idleDone = true;
       else this.idleSince = undefined;
     }
-    if (next === undefined) return;
+    if (next === undefined) return this.pools.withdraw();
     await this.dispatcher.handle(next);
   }
 

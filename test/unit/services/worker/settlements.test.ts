@@ -224,3 +224,23 @@ describe('recordSettlement', () => {
     });
   });
 });
+
+describe('settlements of a lane that draws from pools', () => {
+  it("records the call's usage in the lane and, as each pool's reservation, in each pool", async () => {
+    const h = workerHarness(COST_CONFIG);
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(7));
+    const received = await receiveJobEvent(h, 'main', 'd-1');
+    const pools = { org: { 'day:cost': '2026-01-05' } };
+    const event = { ...received, reservation: { ...received.reservation, pools } };
+
+    await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
+
+    await expect(h.stores.ledger.pendingSettlements(LANE)).resolves.toEqual([
+      { reservation: { at: START, costs: { cost: 3 }, windows: {} }, actual: { cost: 7 }, id: 'd-1' },
+    ]);
+    await expect(h.stores.ledger.pendingSettlements('pool:org')).resolves.toEqual([
+      { reservation: { at: START, costs: { cost: 3 }, windows: pools.org }, actual: { cost: 7 }, id: 'd-1' },
+    ]);
+  });
+});
