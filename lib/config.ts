@@ -142,7 +142,15 @@ export interface PoolConfig {
   readonly name: string;
   /** Its tiers, as a lane's `quotas` (see `parseTiers`). */
   readonly quotas: readonly Tier[];
+  /**
+   * The lane's weight in the pool, {@link POOL_WEIGHT_RANGE}: lanes that compete for the pool share it in proportion to
+   * their weights (a lane of weight 3 gets three times the share of a lane of weight 1). @default 1
+   */
+  readonly weight?: number;
 }
+
+/** Allowed values of a lane's weight in a pool. */
+export const POOL_WEIGHT_RANGE: NumberRange = Object.freeze({ min: 1, max: 100, integer: true });
 
 /** Everything the orchestrator and the workers of one lane are configured with, validated and frozen. */
 export interface ServiceConfig {
@@ -214,20 +222,30 @@ function parsePools(input: unknown, costsAvailable: boolean): readonly PoolConfi
   const seen = new Set<string>();
   return Object.freeze(
     input.map((pool: unknown, i) => {
-      const { name, quotas, ...rest } = (typeof pool === 'object' && pool !== null ? pool : {}) as Record<
+      const { name, quotas, weight, ...rest } = (typeof pool === 'object' && pool !== null ? pool : {}) as Record<
         string,
         unknown
       >;
       const unknownKey = Object.keys(rest)[0];
       if (unknownKey !== undefined)
-        throw new ConfigError(`pools[${i}].${unknownKey}`, 'unknown key; a pool has name and quotas');
+        throw new ConfigError(`pools[${i}].${unknownKey}`, 'unknown key; a pool has name, quotas and weight');
+      const { min, max } = POOL_WEIGHT_RANGE;
+      if (
+        weight !== undefined &&
+        (typeof weight !== 'number' || !Number.isInteger(weight) || weight < min || weight > max)
+      )
+        throw new ConfigError(
+          `pools[${i}].weight`,
+          `must be an integer from ${min} to ${max}; got ${describeValue(weight)}`,
+        );
       if (typeof name !== 'string' || !POOL_NAME.test(name) || seen.has(name))
         throw new ConfigError(
           `pools[${i}].name`,
           `must be 1 to 64 letters, digits, '-' or '_', each pool once; got ${describeValue(name)}`,
         );
       seen.add(name);
-      return Object.freeze({ name, quotas: parseTiers(quotas, { field: `pools[${i}].quotas`, costsAvailable }) });
+      const tiers = parseTiers(quotas, { field: `pools[${i}].quotas`, costsAvailable });
+      return Object.freeze({ name, quotas: tiers, ...(weight === undefined ? {} : { weight: weight as number }) });
     }),
   );
 }

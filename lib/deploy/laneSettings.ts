@@ -106,31 +106,42 @@ function poolDefinitions(input: unknown, path: string): Readonly<Record<string, 
   return input as Record<string, { readonly quotas: unknown }>;
 }
 
+/** A pool a lane draws from, as the lane names it: the pool's name, and the lane's weight in it if it gives one. */
+interface NamedPool {
+  readonly name: string;
+  readonly weight?: unknown;
+}
+
 /**
- * The pools a lane names (its `pools`, at `field`): names of `pools` (written at `poolsPath`), each once.
- * @throws ConfigError naming the lane's `pools`, or the name that is no pool.
+ * The pools a lane names (its `pools`, at `field`): names of `pools` (written at `poolsPath`), each once, each a name
+ * or `{ name, weight }` (the weight is checked with the lane's settings: see `parsePools`).
+ * @throws ConfigError naming the lane's `pools`, or the entry that names no pool.
  */
 function lanePools(
   input: unknown,
   field: string,
   pools: Readonly<Record<string, unknown>>,
   poolsPath: string,
-): readonly string[] {
+): readonly NamedPool[] {
   if (input === undefined) return [];
   const known = Object.keys(pools);
-  if (!Array.isArray(input) || input.length === 0 || new Set(input).size !== input.length)
+  const entries = (Array.isArray(input) ? input : []).map((entry: unknown) =>
+    isRecord(entry) ? { ...entry, name: entry.name } : { name: entry },
+  );
+  if (!Array.isArray(input) || input.length === 0 || new Set(entries.map((e) => e.name)).size !== input.length)
     throw new ConfigError(
       field,
-      `must be a list of pool names, each once (${known.join(', ') || `none at ${poolsPath}`}); got ${describeValue(input)}`,
+      `must be a list of pool names (or { name, weight }), each once (${known.join(', ') || `none at ${poolsPath}`}); got ${describeValue(input)}`,
     );
-  input.forEach((name: unknown, i) => {
-    if (typeof name !== 'string' || !known.includes(name))
+  entries.forEach(({ name, ...rest }, i) => {
+    const unknownKey = Object.keys(rest).find((key) => key !== 'weight');
+    if (typeof name !== 'string' || !known.includes(name) || unknownKey !== undefined)
       throw new ConfigError(
         `${field}[${i}]`,
-        `names no pool of ${poolsPath} (${known.join(', ') || 'none'}); got ${describeValue(name)}`,
+        `must name a pool of ${poolsPath} (${known.join(', ') || 'none'}), as a name or { name, weight }; got ${describeValue(input[i])}`,
       );
   });
-  return input as string[];
+  return entries as NamedPool[];
 }
 
 /** One lane of the lanes form (see {@link laneInputs}). */
@@ -163,13 +174,18 @@ function laneInput(
   }
   const settings: Record<string, unknown> = { lane };
   for (const [key, value] of Object.entries({ ...shared, ...own })) if (value !== undefined) settings[key] = value;
-  const names = lanePools(own[POOLS_KEY], `${lanePath}.${POOLS_KEY}`, pools, `${path}.${POOLS_KEY}`);
-  if (names.length > 0) settings[POOLS_KEY] = names.map((name) => ({ name, quotas: pools[name]?.quotas }));
+  const named = lanePools(own[POOLS_KEY], `${lanePath}.${POOLS_KEY}`, pools, `${path}.${POOLS_KEY}`);
+  if (named.length > 0)
+    settings[POOLS_KEY] = named.map(({ name, weight }) => ({
+      name,
+      quotas: pools[name]?.quotas,
+      ...(weight === undefined ? {} : { weight }),
+    }));
   const isShared = (field: string) => SHARED_SETTING_KEYS.some((key) => field === key || field.startsWith(`${key}.`));
   return {
     lane,
     settings,
-    pools: names,
+    pools: named.map(({ name }) => name),
     path: lanePath,
     fieldOf: (field) => `${isShared(field) ? path : lanePath}.${field}`,
   };

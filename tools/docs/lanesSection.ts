@@ -35,7 +35,7 @@ lanes:
       - { limit: 30000, per: minute, unit: tokens }
     usagePreset: openai
     units: { tokens: { default: 2000 } }
-    pools: [openai-org]
+    pools: [{ name: openai-org, weight: 2 }]
     apiUrl: https://api.openai.com/v1/chat/completions
     healthUrl: https://api.openai.com/v1/models
     apiKeyParameter: /quota-orchestrator/prod/openai-key
@@ -105,8 +105,10 @@ export function lanesSection(validate: (settings: Readonly<Record<string, unknow
     `that draws from it names it in its own \`${POOLS_KEY}\`. A dispatch then reserves in its lane and in every pool it names`,
     'at once, at a slot where all of them have room: no window of a lane or of a pool is ever exceeded, across crashes',
     "too (a pool's ledger is saved with an allowance before it is used, as a lane's is). Lanes that compete for a pool",
-    'take turns by their share of it: while each has work, each gets as much of the pool as the others; what a lane',
-    'cannot use (its own quota holds it, its circuit is open, its queues are empty) goes to the others. A pool that no',
+    'take turns by weight: a lane names a pool as `{ name, weight }` to give its weight (1 to 100, 1 by default), and',
+    'while each has work, each gets a share of the pool in proportion to its weight (above, `gpt-4o` twice as much as',
+    '`gpt-4o-mini`); what a lane cannot use (its own quota holds it, its circuit is open, its queues are empty) goes to',
+    'the others. A pool that no',
     'lane names is refused, and so are pools in the one-lane form. Every lane of a pool dispatches as far ahead of its',
     'slots as the one whose workers start latest, so that they reserve in the pool in the order of their slots. A 429',
     'pauses the lane that got it.',

@@ -85,7 +85,7 @@ export function parseLanesScenario(input: unknown): LanesScenario {
       throw new ConfigError(`lanes.${lane}.${error.field}`, error.problem, { cause: error });
     }
   });
-  const unused = pools.find((pool) => !parsed.some((lane) => lane.config.pools?.includes(pool)));
+  const unused = pools.find((pool) => !parsed.some((lane) => lane.config.pools?.some((p) => p.name === pool.name)));
   if (unused !== undefined)
     throw new ConfigError(`pools.${unused.name}`, `no lane draws from it: name it in a lane's pools`);
   return { name, lanes: parsed, written, pools, ...(isRecord(writtenPools) ? { writtenPools } : {}) };
@@ -109,19 +109,21 @@ function scenarioPools(input: unknown): readonly PoolConfig[] {
 }
 
 /**
- * The pools a lane names (`input`, at `field`), of `pools`.
- * @throws ConfigError naming the name that is no pool.
+ * The pools a lane names (`input`, at `field`), of `pools`: each a name, or `{ name, weight }` as serverless.yml takes
+ * it (the weight is checked with the lane's settings when it is packaged).
+ * @throws ConfigError naming the entry that names no pool.
  */
 function lanePools(input: unknown, pools: readonly PoolConfig[], field: string): readonly PoolConfig[] {
   if (input === undefined) return [];
   if (!Array.isArray(input)) throw new ConfigError(field, `must be a list of pool names; got ${describeValue(input)}`);
-  return input.map((name: unknown, i) => {
+  return input.map((entry: unknown, i) => {
+    const { name, weight } = isRecord(entry) ? entry : { name: entry, weight: undefined };
     const pool = pools.find((p) => p.name === name);
     if (pool === undefined)
       throw new ConfigError(
         `${field}[${i}]`,
-        `names no pool of pools (${pools.map((p) => p.name).join(', ') || 'none'}); got ${describeValue(name)}`,
+        `names no pool of pools (${pools.map((p) => p.name).join(', ') || 'none'}); got ${describeValue(entry)}`,
       );
-    return pool;
+    return typeof weight === 'number' ? { ...pool, weight } : pool;
   });
 }

@@ -20,12 +20,19 @@ export class LanePools {
   /** No pools: the lane's own tiers alone bound it. */
   static readonly NONE = new LanePools('', [], () => Promise.resolve());
 
+  /**
+   * @param weighted the pools, each with the lane's weight in it (see `PoolConfig.weight`).
+   */
   constructor(
     private readonly lane: string,
-    private readonly runs: readonly PoolRun[],
+    private readonly weighted: readonly { readonly run: PoolRun; readonly weight: number }[],
     /** Tells the pools' hub that the lane's run has ended (see `PoolHub.join`). */
     private readonly left: () => Promise<void>,
   ) {}
+
+  private get runs(): readonly PoolRun[] {
+    return this.weighted.map(({ run }) => run);
+  }
 
   /** The lane's run has ended: its claims are withdrawn, and the hub told (see `PoolHub.join`). */
   async leave(): Promise<void> {
@@ -89,10 +96,18 @@ export class LanePools {
 
   /**
    * Whether every pool may reserve `count` dispatches of `costs` at `slot` (see `PoolRun.ready`), and it is the lane's
-   * turn there at `now`: no claim of a lane before it in the pool's turns stands at or before the slot.
+   * turn there at `now` (see {@link LanePools.turnBound}).
    */
   ready(slot: number, costs: Costs, now: number, count = 1): boolean {
-    return this.runs.every((pool) => pool.ready(slot, costs, count) && slot < pool.turns.bound(this.lane, now));
+    return this.runs.every((pool) => pool.ready(slot, costs, count) && slot < this.turnBound(pool, costs, now));
+  }
+
+  /**
+   * The slots before which the lane may take one for `costs` in `pool` at `now`: those far enough (the pool's spacing)
+   * before the claim of a lane whose turn comes first (see `PoolTurns`) not to push it back.
+   */
+  private turnBound(pool: PoolRun, costs: Costs, now: number): number {
+    return pool.turns.bound(this.lane, now) - pool.spacing(costs);
   }
 
   /**
@@ -106,9 +121,9 @@ export class LanePools {
   async prepare(run: RunContext, slot: number, costs: Costs, count: number): Promise<void> {
     for (const pool of this.runs) {
       const now = run.clock.now();
-      const bound = pool.turns.bound(this.lane, now);
       // Another lane's turn: look again once it has taken its slot, withdrawn, or let its claim lapse.
-      if (slot >= bound) return Promise.race([pool.turns.whenChanged(), run.sleepUntil(bound + 1)]);
+      if (slot >= this.turnBound(pool, costs, now))
+        return Promise.race([pool.turns.whenChanged(), run.sleepUntil(pool.turns.bound(this.lane, now) + 1)]);
       if (pool.ready(slot, costs, count) || pool.nextSlot(slot, costs) !== slot) continue;
       if (pool.waiting(now)) return run.sleepUntil(pool.nextStoreCallAt());
       const need = { units: pool.units(costs).map((u) => u * count), slots: 0 };
@@ -120,7 +135,9 @@ export class LanePools {
   /** Reserves `costs` at `slot` in every pool (see {@link LanePools.ready}): each pool's windows, by pool. */
   reserve(slot: number, costs: Costs): Reservation['pools'] {
     if (this.runs.length === 0) return undefined;
-    return Object.fromEntries(this.runs.map((pool) => [pool.name, pool.reserve(this.lane, slot, costs).windows]));
+    return Object.fromEntries(
+      this.weighted.map(({ run, weight }) => [run.name, run.reserve(this.lane, slot, costs, weight).windows]),
+    );
   }
 
   /** Gives `reservation`'s part in every pool back: its dispatch never started. */

@@ -40,7 +40,7 @@ export class PoolHub {
     const pools = join.config.pools ?? [];
     if (pools.length === 0) return LanePools.NONE;
     const joined: string[] = [];
-    const runs: PoolRun[] = [];
+    const runs: { run: PoolRun; weight: number }[] = [];
     for (const pool of pools) {
       const open = this.opened(join, pool.name);
       joined.push(pool.name);
@@ -50,7 +50,7 @@ export class PoolHub {
         await this.leave(joined);
         return run;
       }
-      runs.push(run);
+      runs.push({ run, weight: pool.weight ?? 1 });
     }
     return new LanePools(join.config.lane, runs, () => this.leave(joined));
   }

@@ -87,6 +87,21 @@ export class PoolRun {
     return this.quota.pacer.nextSlot(at, costs);
   }
 
+  /**
+   * How far apart the pool's pace sets two dispatches of `costs` (the slowest of its steady tiers, with the arrival
+   * margin): a lane may take a slot this far before another lane's claim without pushing the claim back.
+   */
+  spacing(costs: Costs): number {
+    const { arrivalMarginMs } = this.run.config.pacing;
+    return Math.max(
+      0,
+      ...this.tiers.map((tier) => {
+        const rate = tier.steadyRate();
+        return rate === undefined ? 0 : (unitsFor(tier, costs) * (rate.perMs + arrivalMarginMs)) / rate.units;
+      }),
+    );
+  }
+
   /** What holds `costs` back at `now`, if anything (see `Pacer.blockedUntil`). */
   blockedUntil(now: number, costs?: Costs): Hold | undefined {
     return this.quota.pacer.blockedUntil(now, costs);
@@ -143,13 +158,13 @@ export class PoolRun {
 
   /**
    * Reserves `costs` at `slot` in the pool for lane `lane` (see {@link PoolRun.ready}), counted against its saved
-   * allowance and in the lanes' turns (its share: the largest part of a tier's limit it takes).
+   * allowance and in the lanes' turns at the lane's `weight` (its share: the largest part of a tier's limit it takes).
    */
-  reserve(lane: string, slot: number, costs: Costs): Reservation {
+  reserve(lane: string, slot: number, costs: Costs, weight = 1): Reservation {
     const units = this.units(costs);
     const reservation = this.quota.pacer.dispatch(slot, costs);
     this.sync.use(units);
-    this.turns.reserved(lane, Math.max(...units.map((u, i) => u / (this.tiers[i]?.limit ?? 1))));
+    this.turns.reserved(lane, Math.max(...units.map((u, i) => u / (this.tiers[i]?.limit ?? 1))), weight);
     return reservation;
   }
 

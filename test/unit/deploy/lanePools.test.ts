@@ -24,7 +24,7 @@ describe('pools in the lanes form', () => {
       lanesService({
         pools: { org },
         lanes: {
-          'gpt-4o': { ...gpt, pools: ['org'] },
+          'gpt-4o': { ...gpt, pools: [{ name: 'org', weight: 3 }] },
           mini: { ...gpt, pools: ['org'] },
           plain: { ...gpt, units: undefined },
         },
@@ -33,6 +33,7 @@ describe('pools in the lanes form', () => {
     expect(
       resolved.lanes.map(({ config }) => config.pools?.map((p) => [p.name, p.quotas.map((t) => t.limit)])),
     ).toEqual([[['org', [100000]]], [['org', [100000]]], undefined]);
+    expect(resolved.lanes.map(({ config }) => config.pools?.[0]?.weight)).toEqual([3, undefined, undefined]);
     const env = Object.fromEntries(
       Object.entries({ ...resolved.provider, QUEUE_URL_PREFIX: 'https://sqs/1/qo-dev-' }).filter(
         (e): e is [string, string] => typeof e[1] === 'string',
@@ -53,6 +54,16 @@ describe('pools in the lanes form', () => {
       'a pool no lane draws from',
       { pools: { org, spare: org }, lanes: { a: { ...gpt, pools: ['org'] } } },
       'custom.quotaOrchestrator.pools.spare',
+    ],
+    [
+      "a lane's weight in a pool out of range",
+      { pools: { org }, lanes: { a: { ...gpt, pools: [{ name: 'org', weight: 0 }] } } },
+      'custom.quotaOrchestrator.lanes.a.pools[0].weight',
+    ],
+    [
+      'an unknown key beside a pool name',
+      { pools: { org }, lanes: { a: { ...gpt, pools: [{ name: 'org', share: 2 }] } } },
+      'custom.quotaOrchestrator.lanes.a.pools[0]',
     ],
     [
       'a bad tier in a pool',

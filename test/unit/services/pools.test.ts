@@ -7,6 +7,7 @@ import { poolStateName } from '../../../lib/domain/quota/poolSettlements';
 import { PoolHub } from '../../../lib/services/orchestrator/poolHub';
 import { runOrchestrator } from '../../../lib/services/orchestrator/runOrchestrator';
 import type { JobEvent } from '../../../lib/ports/Invoker';
+import type { ServiceConfig } from '../../../lib/config';
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import { memoryStores } from '../../../tools/memory/MemoryStores';
 import { jobsOf, orchestratorHarness, sendMain, START, testConfig } from '../../helpers/serviceFixtures';
@@ -33,11 +34,11 @@ function mostInWindow(slots: readonly number[], windowMs: number): number {
   return most;
 }
 
-async function runTwoLanes(jobsEach: number) {
+async function runTwoLanes(jobsEach: number, configOf: (lane: string) => ServiceConfig = laneConfig) {
   const clock = new FakeClock(START);
   const stores = memoryStores();
   const hub = new PoolHub();
-  const lanes = ['a', 'b'].map((lane) => orchestratorHarness({ clock, stores, config: laneConfig(lane) }));
+  const lanes = ['a', 'b'].map((lane) => orchestratorHarness({ clock, stores, config: configOf(lane) }));
   for (const h of lanes) await sendMain(h.queues, jobsEach);
   const deadline = START + 20_000;
   const runs = lanes.map((h) => runOrchestrator({ ...h.deps, pools: hub, owner: 'req-1' }, { deadline }));
@@ -67,6 +68,22 @@ describe('lanes that share a pool', () => {
     // 6 a second in all for 5 s: about 15 each; a lane the other overtakes at every slot would get few.
     expect(firstFiveSeconds(a)).toBeGreaterThanOrEqual(12);
     expect(firstFiveSeconds(b)).toBeGreaterThanOrEqual(12);
+  });
+
+  it('share the pool by their weights: a lane of weight 3 gets three times the share of a lane of weight 1', async () => {
+    const weighted = (lane: string) => ({
+      ...testConfig(),
+      lane,
+      pools: [{ ...POOL, weight: lane === 'a' ? 3 : 1 }],
+    });
+    const { jobs } = await runTwoLanes(40, weighted);
+
+    const [a = [], b = []] = jobs;
+    const inFirstFiveSeconds = (events: readonly JobEvent[]) => events.filter((e) => e.slotAt < START + 5_000).length;
+    // 6 a second: 4.5 for 'a' and 1.5 for 'b'.
+    expect(inFirstFiveSeconds(a)).toBeGreaterThanOrEqual(20);
+    expect(inFirstFiveSeconds(b)).toBeGreaterThanOrEqual(6);
+    expect(inFirstFiveSeconds(b)).toBeLessThanOrEqual(9);
   });
 
   it("save the pool's ledger under its own name, and release its lease once both runs have ended", async () => {

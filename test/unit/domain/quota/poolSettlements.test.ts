@@ -25,6 +25,14 @@ describe('settlementsByState', () => {
     expect(byState.get('pool:account')?.[0]?.reservation.windows).toEqual({});
   });
 
+  it("records a settlement that only frees the lane's call slot in the lane alone: a pool has none", () => {
+    const release: Settlement = { reservation, actual: {}, id: 'd-4' };
+    const same: Settlement = { reservation, actual: { cost: 1, tokens: 900 }, id: 'd-5' };
+    expect([...settlementsByState('gpt-4o', [release, same]).keys()]).toEqual(['gpt-4o']);
+    const refund: Settlement = { reservation, actual: null, id: 'd-6' };
+    expect([...settlementsByState('gpt-4o', [release, refund]).keys()]).toEqual(['gpt-4o', 'pool:org', 'pool:account']);
+  });
+
   it('records a settlement of a lane without pools in the lane alone, in one write with the others', () => {
     const plain = { reservation: { at: 1, costs: { cost: 1 }, windows: {} }, actual: null, id: 'd-2' };
     const byState = settlementsByState('default', [plain, { ...plain, id: 'd-3' }]);
