@@ -147,7 +147,16 @@ export interface PoolConfig {
    * their weights (a lane of weight 3 gets three times the share of a lane of weight 1). @default 1
    */
   readonly weight?: number;
+  /**
+   * Whom a 429 of the APIs of the pool's lanes pauses: `lane`, the lane whose call got it; or `pool`, every lane of
+   * the pool until its Retry-After, for a limit the provider counts across them (an account's, an organisation's).
+   * @default 'lane'
+   */
+  readonly rateLimitScope?: RateLimitScope;
 }
+
+/** Whom a 429 pauses (see `PoolConfig.rateLimitScope`). */
+export type RateLimitScope = 'lane' | 'pool';
 
 /** Allowed values of a lane's weight in a pool. */
 export const POOL_WEIGHT_RANGE: NumberRange = Object.freeze({ min: 1, max: 100, integer: true });
@@ -222,13 +231,20 @@ function parsePools(input: unknown, costsAvailable: boolean): readonly PoolConfi
   const seen = new Set<string>();
   return Object.freeze(
     input.map((pool: unknown, i) => {
-      const { name, quotas, weight, ...rest } = (typeof pool === 'object' && pool !== null ? pool : {}) as Record<
-        string,
-        unknown
-      >;
+      const { name, quotas, weight, rateLimitScope, ...rest } = (
+        typeof pool === 'object' && pool !== null ? pool : {}
+      ) as Record<string, unknown>;
       const unknownKey = Object.keys(rest)[0];
       if (unknownKey !== undefined)
-        throw new ConfigError(`pools[${i}].${unknownKey}`, 'unknown key; a pool has name, quotas and weight');
+        throw new ConfigError(
+          `pools[${i}].${unknownKey}`,
+          'unknown key; a pool has name, quotas, weight and rateLimitScope',
+        );
+      if (rateLimitScope !== undefined && rateLimitScope !== 'lane' && rateLimitScope !== 'pool')
+        throw new ConfigError(
+          `pools[${i}].rateLimitScope`,
+          `must be one of 'lane', 'pool'; got ${describeValue(rateLimitScope)}`,
+        );
       const { min, max } = POOL_WEIGHT_RANGE;
       if (
         weight !== undefined &&
@@ -245,7 +261,12 @@ function parsePools(input: unknown, costsAvailable: boolean): readonly PoolConfi
         );
       seen.add(name);
       const tiers = parseTiers(quotas, { field: `pools[${i}].quotas`, costsAvailable });
-      return Object.freeze({ name, quotas: tiers, ...(weight === undefined ? {} : { weight: weight as number }) });
+      return Object.freeze({
+        name,
+        quotas: tiers,
+        ...(weight === undefined ? {} : { weight: weight as number }),
+        ...(rateLimitScope === undefined ? {} : { rateLimitScope: rateLimitScope as RateLimitScope }),
+      });
     }),
   );
 }

@@ -231,9 +231,12 @@ class LaneCopier {
   }
 }
 
-/** The key of pool `pool`'s item (`lane#pool:<pool>`, `settle#pool:<pool>#*`) like the default lane's `key`, if a pool has one. */
+/**
+ * The key of pool `pool`'s item (`lane#pool:<pool>`, `settle#pool:<pool>#*`, `circuit#pool:<pool>`: its 429 pause)
+ * like the default lane's `key`, if a pool has one.
+ */
 function poolStateKey(key: string, pool: string): string | undefined {
-  const match = /^(lane|settle)#default(#\*)?$/.exec(key);
+  const match = /^(lane|settle|circuit)#default(#\*)?$/.exec(key);
   return match === null ? undefined : `${match[1]}#${poolStateName(pool)}${match[2] ?? ''}`;
 }
 
@@ -287,8 +290,9 @@ function widenStatement(statement: unknown, widening: Widening): unknown[] {
 
 /**
  * `condition` with each list of state keys that holds the default lane's widened to every lane's, and its lease and
- * ledger item (`lane#default`) and settlement shards (`settle#default#*`) to each pool's (`lane#pool:<pool>`,
- * `settle#pool:<pool>#*`): a pool's state is a lane's (see `PoolRun`).
+ * ledger item (`lane#default`), settlement shards (`settle#default#*`) and circuit item (`circuit#default`) to each
+ * pool's (`lane#pool:<pool>`, …): a pool's state is a lane's (see `PoolRun`), its circuit item holding only a 429's
+ * pause.
  */
 function widenKeys(condition: unknown, widening: Widening): unknown {
   const { copied, keepDefault, pools } = widening;

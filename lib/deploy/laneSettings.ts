@@ -87,11 +87,18 @@ export function laneInputs(settings: Readonly<Record<string, unknown>>, path: st
   return { inLanes: true, lanes: inputs };
 }
 
+/** A pool as the lanes form writes it at the top (its fields are checked with each lane's settings: see `parsePools`). */
+interface PoolDefinition {
+  readonly quotas: unknown;
+  readonly rateLimitScope?: unknown;
+}
+
 /**
- * The pools of the lanes form, `{ <pool>: { quotas } }` at `path`, their tiers checked where they are written.
+ * The pools of the lanes form, `{ <pool>: { quotas, rateLimitScope? } }` at `path`, their tiers checked where they
+ * are written.
  * @throws ConfigError naming the pool, or the field of its tiers.
  */
-function poolDefinitions(input: unknown, path: string): Readonly<Record<string, { readonly quotas: unknown }>> {
+function poolDefinitions(input: unknown, path: string): Readonly<Record<string, PoolDefinition>> {
   if (input === undefined) return {};
   if (!isRecord(input) || Object.keys(input).length === 0)
     throw new ConfigError(path, `must be an object of pools, each { quotas }; got ${describeValue(input)}`);
@@ -99,11 +106,19 @@ function poolDefinitions(input: unknown, path: string): Readonly<Record<string, 
     if (!LANE_NAME.test(name))
       throw new ConfigError(`${path}.${name}`, `a pool's name must be 1 to 64 letters, digits, '-' or '_'`);
     const keys = isRecord(pool) ? Object.keys(pool) : [];
-    if (!isRecord(pool) || keys.some((key) => key !== 'quotas'))
-      throw new ConfigError(`${path}.${name}`, `must be { quotas: [tiers] }; got ${describeValue(pool)}`);
+    if (!isRecord(pool) || keys.some((key) => key !== 'quotas' && key !== 'rateLimitScope'))
+      throw new ConfigError(
+        `${path}.${name}`,
+        `must be { quotas: [tiers], rateLimitScope?: lane | pool }; got ${describeValue(pool)}`,
+      );
     parseTiers(pool.quotas, { field: `${path}.${name}.quotas` });
+    if (pool.rateLimitScope !== undefined && pool.rateLimitScope !== 'lane' && pool.rateLimitScope !== 'pool')
+      throw new ConfigError(
+        `${path}.${name}.rateLimitScope`,
+        `must be one of 'lane', 'pool'; got ${describeValue(pool.rateLimitScope)}`,
+      );
   }
-  return input as Record<string, { readonly quotas: unknown }>;
+  return input as Record<string, PoolDefinition>;
 }
 
 /** A pool a lane draws from, as the lane names it: the pool's name, and the lane's weight in it if it gives one. */
@@ -151,7 +166,7 @@ function laneInput(
   lanesPath: string,
   shared: Readonly<Record<string, unknown>>,
   path: string,
-  pools: Readonly<Record<string, { readonly quotas: unknown }>>,
+  pools: Readonly<Record<string, PoolDefinition>>,
 ): LaneInput {
   const lanePath = `${lanesPath}.${lane}`;
   if (!LANE_NAME.test(lane))
@@ -180,6 +195,7 @@ function laneInput(
       name,
       quotas: pools[name]?.quotas,
       ...(weight === undefined ? {} : { weight }),
+      ...(pools[name]?.rateLimitScope === undefined ? {} : { rateLimitScope: pools[name]?.rateLimitScope }),
     }));
   const isShared = (field: string) => SHARED_SETTING_KEYS.some((key) => field === key || field.startsWith(`${key}.`));
   return {

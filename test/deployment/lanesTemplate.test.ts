@@ -153,13 +153,12 @@ describe.each([
     if (!lanes.includes('default')) expect(JSON.stringify(t)).not.toMatch(/#default"/);
   });
 
-  it("lets the orchestrator reach the pool's lease, ledger and settlements, the worker its settlements, and no more", () => {
+  it("lets the orchestrator reach the pool's lease, ledger, settlements and pause, the worker its settlements and pause, and no more", () => {
     const text = (id: string) => JSON.stringify(template().Resources[id]);
     expect(text('OrchestratorRole')).toContain('"lane#pool:org"');
-    expect(text('OrchestratorRole')).toContain('"settle#pool:org#*"');
-    expect(text('WorkerRole')).toContain('"settle#pool:org#*"');
     for (const role of ['OrchestratorRole', 'WorkerRole']) {
-      expect(text(role)).not.toContain('"circuit#pool:org"');
+      expect(text(role)).toContain('"settle#pool:org#*"');
+      expect(text(role)).toContain('"circuit#pool:org"');
       expect(text(role)).not.toContain('"slots#pool:org"');
     }
     expect(text('WorkerRole')).not.toContain('"lane#pool:org"');

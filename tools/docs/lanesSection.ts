@@ -22,6 +22,7 @@ pools:
   openai-org:
     quotas:
       - { limit: 50000, per: minute, unit: tokens }
+    rateLimitScope: pool
 lanes:
   default:
     quotas:
@@ -110,12 +111,19 @@ export function lanesSection(validate: (settings: Readonly<Record<string, unknow
     '`gpt-4o-mini`); what a lane cannot use (its own quota holds it, its circuit is open, its queues are empty) goes to',
     'the others. A pool that no',
     'lane names is refused, and so are pools in the one-lane form. Every lane of a pool dispatches as far ahead of its',
-    'slots as the one whose workers start latest, so that they reserve in the pool in the order of their slots. A 429',
-    'pauses the lane that got it.',
+    'slots as the one whose workers start latest, so that they reserve in the pool in the order of their slots.',
     '',
-    "A pool's state is two kinds of items of the lanes' table: `lane#pool:<pool>` (its lease and ledger, written by the",
-    "orchestrator about once a second while a lane of the pool has work) and `settle#pool:<pool>#<k>` (the workers'",
-    'reports): each job of a lane costs one more settlement write per pool it draws from, when its worker reports.',
+    'A 429 pauses the lane that got it, until its Retry-After. A pool written with `rateLimitScope: pool` (a limit the',
+    "provider counts across the lanes, as OpenAI counts an organisation's tokens across models) is paused whole",
+    "instead: the worker writes the pause to the pool's item too, and no lane of the pool reserves in it until the",
+    'pause ends (its run reads it at each flush of the pool, about every second).',
+    '',
+    "A pool's state is items of the lanes' table: `lane#pool:<pool>` (its lease and ledger, written by the orchestrator",
+    "about once a second while a lane of the pool has work), `settle#pool:<pool>#<k>` (the workers' reports) and, with",
+    '`rateLimitScope: pool`, `circuit#pool:<pool>` (its pause, read at each flush). A job of a lane costs one more',
+    'settlement write per pool it draws from when its worker hands part of its estimate back or gives the reservation',
+    "back (a job that used its estimate writes none there); the pool's flush, about once a second while one of its",
+    'lanes has work, reads its shards once for all its lanes.',
     '',
     `Each lane has its six queues. The lane named \`${UNPREFIXED_LANE}\` keeps the names of a one-lane deployment, so a`,
     `deployment that moves to \`${LANES_KEY}\` keeps its queues, the messages in them and its stored state by naming its`,

@@ -11,6 +11,8 @@ export interface PoolJoin {
   readonly clock: Clock;
   /** The invocation's lease owner. */
   readonly owner: string;
+  /** Randomness in [0, 1) for the jitter of a 429 pause. */
+  readonly random: () => number;
   readonly options: RunOptions;
   /** The lane's stores: a pool opened for it is read and saved through them (they know its settlement shards). */
   readonly stores: PoolStores;
@@ -56,12 +58,12 @@ export class PoolHub {
   }
 
   /** The open pool `name`, opened now if it is not, with one more user. */
-  private opened({ config, clock, owner, options, stores }: PoolJoin, name: string): OpenPool {
+  private opened({ config, clock, owner, options, stores, random }: PoolJoin, name: string): OpenPool {
     let open = this.open.get(name);
     if (open === undefined) {
       const pool = config.pools?.find((p) => p.name === name);
       if (pool === undefined) throw new Error(`lane ${config.lane} names no pool ${name}`);
-      open = { run: PoolRun.open({ config, pool, stores, clock, owner }, options), users: 0 };
+      open = { run: PoolRun.open({ config, pool, stores, clock, owner, random }, options), users: 0 };
       this.open.set(name, open);
     }
     open.users++;

@@ -6,14 +6,15 @@ import { PoolTurns } from '../../domain/quota/poolTurns';
 import { unitsFor, type Costs, type Tier } from '../../domain/quota/tiers';
 import { LeaseLostError, StateUnavailableError } from '../../errors';
 import type { Clock } from '../../ports/Clock';
+import { loadCircuit } from '../circuitUpdates';
 import { LedgerSync, type FlushOptions } from './ledgerSync';
 import { rehydrate } from './rehydrate';
 import { RunContext } from './runContext';
 import { StateLink } from './stateLink';
 import type { GuardedStores, OrchestratorEvent, RunOptions, RunQuota } from './types';
 
-/** The stores a pool run uses: the pool's lease, and its ledger and settlements. */
-export type PoolStores = Pick<GuardedStores, 'lease' | 'ledger'>;
+/** The stores a pool run uses: the pool's lease, its ledger and settlements, and its 429 pause (its circuit item). */
+export type PoolStores = Pick<GuardedStores, 'lease' | 'ledger' | 'circuit'>;
 
 /** What a pool run needs. */
 export interface PoolRunDeps {
@@ -24,6 +25,8 @@ export interface PoolRunDeps {
   readonly clock: Clock;
   /** The lease owner: the invocation's, as its lanes'. */
   readonly owner: string;
+  /** Randomness in [0, 1) for the jitter of a 429 pause. */
+  readonly random: () => number;
   readonly onEvent?: (event: OrchestratorEvent) => void;
 }
 
@@ -40,12 +43,17 @@ export class PoolRun {
   private flushing: Promise<boolean> | undefined;
 
   private constructor(
-    readonly name: string,
+    private readonly deps: PoolRunDeps,
     private readonly run: RunContext,
     private readonly link: StateLink,
     private readonly sync: LedgerSync,
     private readonly quota: RunQuota,
   ) {}
+
+  /** The pool's name. */
+  get name(): string {
+    return this.deps.pool.name;
+  }
 
   /**
    * Takes the pool's lease and rehydrates its ledger.
@@ -65,7 +73,7 @@ export class PoolRun {
       if (lease === null) return 'held-elsewhere';
       const quota = rehydrate(config, await stores.ledger.loadLedger(config.lane), clock.now());
       const link = new StateLink(run);
-      return new PoolRun(pool.name, run, link, new LedgerSync(run, link, stores, quota, lease), quota);
+      return new PoolRun(deps, run, link, new LedgerSync(run, link, stores, quota, lease), quota);
     } catch (error) {
       if (error instanceof StateUnavailableError) return 'unavailable';
       throw error;
@@ -136,19 +144,32 @@ export class PoolRun {
   }
 
   /**
-   * Flushes the pool, one flush at a time whichever lane asks (a second caller shares the first's), and ends an outage
-   * once one succeeds. @returns false when the store failed.
+   * Flushes the pool, one flush at a time whichever lane asks (a second caller shares the first's), then, for a pool
+   * whose `rateLimitScope` is `pool`, reads the 429 pause its lanes' workers wrote (see {@link PoolRun.readPause});
+   * ends an outage once both succeed. @returns false when the store failed.
    * @throws LeaseLostError when another orchestrator took the pool's lease over.
    */
   flush(options?: FlushOptions): Promise<boolean> {
-    this.flushing ??= this.sync
-      .tryFlush(options)
-      .then((flushed) => {
-        if (flushed) this.link.recovered();
-        return flushed;
-      })
-      .finally(() => (this.flushing = undefined));
+    this.flushing ??= this.flushAndRead(options).finally(() => (this.flushing = undefined));
     return this.flushing;
+  }
+
+  private async flushAndRead(options?: FlushOptions): Promise<boolean> {
+    const synced = (await this.sync.tryFlush(options)) && (await this.readPause());
+    if (synced) this.link.recovered();
+    return synced;
+  }
+
+  /**
+   * Reads the pool's 429 pause, if its `rateLimitScope` is `pool`: a worker of any of its lanes that got a 429 wrote
+   * it to the pool's circuit item (see `reportFailure`), and no lane reserves in the pool until it ends. A pool reads
+   * it at each flush, about every `flushIntervalMs`. @returns false when the store failed.
+   */
+  private async readPause(): Promise<boolean> {
+    if (this.deps.pool.rateLimitScope !== 'pool') return true;
+    const read = await this.link.attempt(() => loadCircuit(this.deps.stores.circuit, this.run.config.lane));
+    if (read !== undefined) this.quota.pacer.pause(read.value.pausedUntil, this.deps.random);
+    return read !== undefined;
   }
 
   /** Whether a flush is due at `now` (see `LedgerSync.flushDue`), and the store is not being left alone. */

@@ -81,7 +81,7 @@ async function joinPools(
   const { config, clock, owner } = deps;
   if (config.pools === undefined) return LanePools.NONE;
   if (deps.pools === undefined) throw new Error(`lane ${config.lane} draws from pools, and the run has no pool hub`);
-  return deps.pools.join({ config, clock, owner, options, stores });
+  return deps.pools.join({ config, clock, owner, options, stores, random: deps.random });
 }
 
 /** Releases `lease`, taken by a run that dispatched nothing: the next run need not wait for it to expire, if the store lets it go. */

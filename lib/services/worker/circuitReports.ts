@@ -3,11 +3,14 @@ import { circuitPolicyFrom } from '../../domain/breaker/policy';
 import type { Classification } from '../../domain/outcome/classify';
 import { applyCircuitEvent, type OnCircuitTransition } from '../circuitUpdates';
 import type { WorkerDeps } from './types';
+import { poolStateName } from '../../domain/quota/poolSettlements';
 
 /**
- * Reports a failed call to the circuit: a 429 pauses the lane until the API's Retry-After (or the retry delay); a
- * transient failure counts toward opening; a refusal of the caller (401, 403) opens it; another 4xx lengthens the
- * run of refusals. Returns the circuit after the report, `undefined` when the result is none of the circuit's business.
+ * Reports a failed call to the circuit: a 429 pauses the lane until the API's Retry-After (or the retry delay), and
+ * every pool of the lane whose `rateLimitScope` is `pool` too (the pool's circuit item, which its run reads: see
+ * `PoolRun`); a transient failure counts toward opening; a refusal of the caller (401, 403) opens it; another 4xx
+ * lengthens the run of refusals. Returns the circuit after the report, `undefined` when the result is none of the
+ * circuit's business.
  */
 export async function reportFailure(
   classification: Classification,
@@ -17,7 +20,12 @@ export async function reportFailure(
   deps: WorkerDeps,
 ): Promise<Circuit | undefined> {
   const event = circuitEventOf(classification, delayMs, now);
-  return event === undefined ? undefined : reportToCircuit(event, now, lane, deps);
+  if (event === undefined) return undefined;
+  const after = await reportToCircuit(event, now, lane, deps);
+  if (event.type === 'rate-limited')
+    for (const pool of deps.config.pools ?? [])
+      if (pool.rateLimitScope === 'pool') await reportToCircuit(event, now, poolStateName(pool.name), deps);
+  return after;
 }
 
 /** The event a failed call classified as `classification` makes on the circuit, if any (see {@link reportFailure}). */

@@ -22,7 +22,7 @@ describe('pools in the lanes form', () => {
   it('gives each lane the pools it names, with their tiers, and the functions read them back', () => {
     const resolved = resolveQuotaSettings(
       lanesService({
-        pools: { org },
+        pools: { org: { ...org, rateLimitScope: 'pool' } },
         lanes: {
           'gpt-4o': { ...gpt, pools: [{ name: 'org', weight: 3 }] },
           mini: { ...gpt, pools: ['org'] },
@@ -34,6 +34,7 @@ describe('pools in the lanes form', () => {
       resolved.lanes.map(({ config }) => config.pools?.map((p) => [p.name, p.quotas.map((t) => t.limit)])),
     ).toEqual([[['org', [100000]]], [['org', [100000]]], undefined]);
     expect(resolved.lanes.map(({ config }) => config.pools?.[0]?.weight)).toEqual([3, undefined, undefined]);
+    expect(resolved.lanes.map(({ config }) => config.pools?.[0]?.rateLimitScope)).toEqual(['pool', 'pool', undefined]);
     const env = Object.fromEntries(
       Object.entries({ ...resolved.provider, QUEUE_URL_PREFIX: 'https://sqs/1/qo-dev-' }).filter(
         (e): e is [string, string] => typeof e[1] === 'string',
@@ -64,6 +65,11 @@ describe('pools in the lanes form', () => {
       'an unknown key beside a pool name',
       { pools: { org }, lanes: { a: { ...gpt, pools: [{ name: 'org', share: 2 }] } } },
       'custom.quotaOrchestrator.lanes.a.pools[0]',
+    ],
+    [
+      'a rateLimitScope that is neither lane nor pool',
+      { pools: { org: { ...org, rateLimitScope: 'account' } }, lanes: { a: { ...gpt, pools: ['org'] } } },
+      'custom.quotaOrchestrator.pools.org.rateLimitScope',
     ],
     [
       'a bad tier in a pool',

@@ -4,6 +4,8 @@ import { guardStores } from '../../../lib/services/orchestrator/guardedPorts';
 import { PoolRun } from '../../../lib/services/orchestrator/poolRun';
 import { poolStateName } from '../../../lib/domain/quota/poolSettlements';
 import { FakeClock } from '../../../tools/memory/FakeClock';
+import { circuitPolicyFrom } from '../../../lib/domain/breaker/policy';
+import { applyCircuitEvent } from '../../../lib/services/circuitUpdates';
 import { memoryStores } from '../../../tools/memory/MemoryStores';
 import { START, testConfig } from '../../helpers/serviceFixtures';
 
@@ -11,7 +13,7 @@ const pool = { name: 'org', quotas: parseTiers([{ limit: 10, per: 'minute', unit
 
 async function openPool(clock: FakeClock, stores: ReturnType<typeof memoryStores>, owner: string): Promise<PoolRun> {
   const opened = await PoolRun.open(
-    { config: testConfig(), pool, stores: guardStores(stores), clock, owner },
+    { config: testConfig(), pool, stores: guardStores(stores), clock, owner, random: () => 0 },
     { deadline: clock.now() + 60_000 },
   );
   if (typeof opened === 'string') throw new Error(`pool not opened: ${opened}`);
@@ -51,7 +53,7 @@ describe('PoolRun', () => {
     const stores = memoryStores();
     await openPool(clock, stores, 'first');
     const again = await PoolRun.open(
-      { config: testConfig(), pool, stores: guardStores(stores), clock, owner: 'second' },
+      { config: testConfig(), pool, stores: guardStores(stores), clock, owner: 'second', random: () => 0 },
       { deadline: START + 60_000 },
     );
     expect(again).toBe('held-elsewhere');
@@ -68,6 +70,36 @@ describe('PoolRun', () => {
     run.giveBack(reservation);
     expect(run.nextSlot(START, costs)).toBe(START);
     expect(run.ready(START, costs)).toBe(true);
+  });
+
+  it("holds every lane of a pool whose rateLimitScope is pool once a worker wrote a 429's pause to the pool", async () => {
+    const clock = new FakeClock(START);
+    const stores = memoryStores();
+    const opened = await PoolRun.open(
+      {
+        config: testConfig(),
+        pool: { ...pool, rateLimitScope: 'pool' },
+        stores: guardStores(stores),
+        clock,
+        owner: 'first',
+        random: () => 0,
+      },
+      { deadline: START + 60_000 },
+    );
+    if (typeof opened === 'string') throw new Error(opened);
+    const policy = circuitPolicyFrom(testConfig().circuit);
+    await applyCircuitEvent(
+      stores.circuit,
+      poolStateName('org'),
+      { type: 'rate-limited', retryAt: START + 7_000 },
+      START,
+      policy,
+    );
+    expect(opened.nextSlot(START, { cost: 1 })).toBe(START);
+
+    expect(await opened.flush()).toBe(true);
+
+    expect(opened.nextSlot(START, { cost: 1 })).toBe(START + 7_000);
   });
 
   it('makes its final flush and releases its lease on close, so that the next invocation takes it at once', async () => {

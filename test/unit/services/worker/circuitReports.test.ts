@@ -1,4 +1,5 @@
 import { loadCircuit } from '../../../../lib/services/circuitUpdates';
+import { parseTiers } from '../../../../lib/domain/quota/tiers';
 import { processJob } from '../../../../lib/services/worker/processJob';
 import type { WorkerDeps } from '../../../../lib/services/worker/types';
 import {
@@ -53,6 +54,25 @@ describe('reportFailure', () => {
     expect(
       h.queues.messages('requeue').map((m) => ({ visibleAt: m.visibleAt, attempt: m.attributes.attempt })),
     ).toEqual([{ visibleAt: START + 3_000, attempt: numberAttr(2) }]);
+  });
+
+  it("pauses every lane of a pool whose rateLimitScope is pool, through the pool's item, and no other pool", async () => {
+    const quotas = parseTiers([{ limit: 10, per: 'second' }]);
+    const config = {
+      ...testConfig(),
+      pools: [
+        { name: 'org', quotas, rateLimitScope: 'pool' as const },
+        { name: 'spend', quotas },
+      ],
+    };
+    const h = workerHarness(config);
+    await sendJob(h.queues, 'main', { id: 'a' });
+    h.api.answers.push(httpStatus(429, { 'retry-after': '2' }));
+
+    await processJob(await receiveJobEvent(h, 'main', 'd-1'), h.deps);
+
+    await expect(loadCircuit(h.stores.circuit, 'pool:org')).resolves.toMatchObject({ pausedUntil: START + 2_000 });
+    await expect(loadCircuit(h.stores.circuit, 'pool:spend')).resolves.toMatchObject({ pausedUntil: 0, version: 0 });
   });
 
   it('never opens the circuit on 429s, however many', async () => {
