@@ -78,20 +78,16 @@ export function formatStatus(status: OpsStatus): string {
       ),
     );
   }
-  lines.push('', 'Quota tiers:');
-  lines.push(
-    table([
-      ['tier', 'used', 'limit', 'use', 'remaining', ''],
-      ...status.tiers.map((t) => [
-        t.tier,
-        String(t.used),
-        String(t.limit),
-        percent(t.used, t.limit),
-        String(t.remaining),
-        t.resetsAt === undefined ? '' : `resets ${isoSecond(t.resetsAt)}`,
-      ]),
-    ]),
-  );
+  lines.push('', 'Quota tiers:', tiersTable(status.tiers));
+  for (const pool of status.pools) {
+    const pause =
+      pool.rateLimitedUntil === undefined ? '' : `; a 429 holds it until ${isoSecond(pool.rateLimitedUntil)}`;
+    lines.push(
+      '',
+      `Pool '${pool.pool}' (shared with the other lanes that draw from it)${pause}:`,
+      tiersTable(pool.tiers),
+    );
+  }
   lines.push('', 'Queues:');
   lines.push(
     table([
@@ -111,6 +107,21 @@ export function formatStatus(status: OpsStatus): string {
       `Lease:    ${lease.expired ? 'expired, last held' : 'held'} by ${lease.owner} until ${isoSecond(lease.expiresAt)} (fencing token ${lease.fencingToken})`,
     );
   return lines.join('\n');
+}
+
+/** Tiers' usage against their limits, a row each. */
+function tiersTable(tiers: OpsStatus['tiers']): string {
+  return table([
+    ['tier', 'used', 'limit', 'use', 'remaining', ''],
+    ...tiers.map((t) => [
+      t.tier,
+      String(t.used),
+      String(t.limit),
+      percent(t.used, t.limit),
+      String(t.remaining),
+      t.resetsAt === undefined ? '' : `resets ${isoSecond(t.resetsAt)}`,
+    ]),
+  ]);
 }
 
 /** The outcome of `pause`, `resume` or `circuit open|close` for people. */

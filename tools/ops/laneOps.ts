@@ -1,3 +1,4 @@
+import { poolStateName } from '../../lib/domain/quota/poolSettlements';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { dynamoStores } from '../../lib/adapters/dynamodb/dynamoStores';
@@ -26,6 +27,17 @@ export interface OpsStatus extends LaneStatus {
   readonly target: string;
   /** The source queues' and the dead-letter queues' depths. */
   readonly queues: Readonly<Record<QueueName, QueueDepth>>;
+  /** The pools the lane draws from (see `ServiceConfig.pools`), each against its limits; none without pools. */
+  readonly pools: readonly PoolStatus[];
+}
+
+/** A pool's status for operators: its tiers' usage, its lease, and the 429 pause it holds, if any. */
+export interface PoolStatus {
+  readonly pool: string;
+  readonly tiers: LaneStatus['tiers'];
+  readonly lease: LaneStatus['lease'];
+  /** Until when a 429 holds every lane of the pool (`rateLimitScope: pool`), while that is still ahead. */
+  readonly rateLimitedUntil?: number;
 }
 
 /** The production adapters on a target: the DynamoDB stores on its table, and the SQS adapter on its queues. */
@@ -72,19 +84,28 @@ export async function queueDepths(target: OpsTarget): Promise<Record<QueueName, 
 export async function readStatus(target: OpsTarget, clock: Clock): Promise<OpsStatus> {
   const { stores } = adaptersOf(target);
   const { lane, config } = target;
-  const [status, queues] = await Promise.all([
+  const read = (state: string, quotas: typeof config.quotas) =>
     readLaneStatus({
       circuits: stores.circuit,
       ledgers: stores.ledger,
       leases: stores.lease,
       clock,
-      lane,
-      quotas: config.quotas,
+      lane: state,
+      quotas,
       timeZone: config.timeZone,
-    }),
+    });
+  const [status, queues, pools] = await Promise.all([
+    read(lane, config.quotas),
     queueDepths(target),
+    Promise.all(
+      (config.pools ?? []).map(async ({ name, quotas }): Promise<PoolStatus> => {
+        const { tiers, lease, circuit } = await read(poolStateName(name), quotas);
+        const until = circuit.rateLimitedUntil;
+        return { pool: name, tiers, lease, ...(until === undefined ? {} : { rateLimitedUntil: until }) };
+      }),
+    ),
   ]);
-  return { target: target.label, ...status, queues };
+  return { target: target.label, ...status, queues, pools };
 }
 
 /** An operator's action on the lane's circuit item (see lib/services/operator/laneControl.ts). */

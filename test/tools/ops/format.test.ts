@@ -33,6 +33,7 @@ function status(overrides: Partial<OpsStatus> = {}): OpsStatus {
       'fifo-dlq': EMPTY,
       'requeue-dlq': EMPTY,
     },
+    pools: [],
     ...overrides,
   };
 }
@@ -61,6 +62,27 @@ describe('formatStatus', () => {
         '  main-dlq           1          0        0',
         '',
         'Lease:    held by orchestrator-1 until 2026-11-26T09:40:25Z (fencing token 12)',
+      ].join('\n'),
+    );
+  });
+
+  it("shows each pool the lane draws from against its limits, and a 429's pause of the pool", () => {
+    const tiers = [{ tier: '12/second', per: 'second', unit: 'requests', limit: 12, used: 9, remaining: 3 }] as const;
+    const text = formatStatus(
+      status({
+        pools: [
+          { pool: 'org', tiers, lease: null, rateLimitedUntil: AT + 4_000 },
+          { pool: 'spend', tiers, lease: null },
+        ],
+      }),
+    );
+    expect(text).toContain(
+      [
+        "Pool 'org' (shared with the other lanes that draw from it); a 429 holds it until 2026-11-26T09:40:04Z:",
+        '  tier       used  limit   use  remaining',
+        '  12/second     9     12  75 %          3',
+        '',
+        "Pool 'spend' (shared with the other lanes that draw from it):",
       ].join('\n'),
     );
   });
