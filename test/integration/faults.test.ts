@@ -1,15 +1,19 @@
 import { runFaultScenario, type FaultScenarioResult } from '../../tools/faults/runFaults';
-import { faultScenarios } from '../../tools/faults/scenarios';
+import { faultScenarios, POOLED_SUFFIX } from '../../tools/faults/scenarios';
 import { testEmulators } from '../helpers/awsClients';
 
 /**
  * `npm run faults -- --quick` inside the test suite: every scenario at its small size, with seed 1 (kill points and
- * fault shares are seeded; the assertions are the suite's invariants, which hold whatever the timing).
+ * fault shares are seeded; the assertions are the suite's invariants, which hold whatever the timing), each fault
+ * family on one lane and again on a lane that draws from a pool.
  */
 // in-flight-leak has its own file (test/tools/faults/inFlightLeak.test.ts), which checks what it injects and its slots.
 const SCENARIOS = faultScenarios('quick').filter((s) => s.name !== 'in-flight-leak');
 
-/** The fault kinds each scenario must really have injected, so that a scenario cannot pass by injecting nothing. */
+/** The fault family of a scenario: its name without {@link POOLED_SUFFIX}. */
+const family = (name: string): string => name.replace(POOLED_SUFFIX, '');
+
+/** The fault kinds each family must really have injected, so that a scenario cannot pass by injecting nothing. */
 const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
   'orchestrator-killed': [/^orchestrator:killed$/],
   'dynamodb-unavailable': [/^dynamodb\.\w+:unavailable$/],
@@ -33,7 +37,10 @@ const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
 
 describe('the fault suite (quick sizes)', () => {
   it('has a check of what each scenario injects', () => {
-    expect(Object.keys(MUST_INJECT).sort()).toEqual(SCENARIOS.map((s) => s.name).sort());
+    expect(Object.keys(MUST_INJECT).sort()).toEqual([...new Set(SCENARIOS.map((s) => family(s.name)))].sort());
+    expect(SCENARIOS.filter((s) => s.pool !== undefined).map((s) => family(s.name))).toEqual(
+      SCENARIOS.filter((s) => s.pool === undefined).map((s) => s.name),
+    );
   });
 
   describe.each(SCENARIOS.map((s) => [s.name, s] as const))('%s', (name, scenario) => {
@@ -43,7 +50,7 @@ describe('the fault suite (quick sizes)', () => {
     }, 150_000);
 
     it('injected its faults', () => {
-      for (const kind of MUST_INJECT[name] ?? [])
+      for (const kind of MUST_INJECT[family(name)] ?? [])
         expect(Object.keys(result.faults)).toContainEqual(expect.stringMatching(kind));
     });
 
@@ -69,25 +76,25 @@ describe('the fault suite (quick sizes)', () => {
       expect(result.duplicateApiCalls).toBe(result.duplicatesAfterCrashBeforeRecord);
     });
 
-    if (name === 'orchestrator-killed') {
+    if (family(name) === 'orchestrator-killed') {
       it('killed as many runs as planned, before an invoke and mid-flush among them', () => {
         expect(Object.values(result.killPoints).reduce((sum, n) => sum + n, 0)).toBe(scenario.kills);
         expect(result.killPoints['before-invoke']).toBeGreaterThan(0);
         expect(result.killPoints['mid-flush']).toBeGreaterThan(0);
       });
     }
-    if (name === 'worker-crashes') {
+    if (family(name) === 'worker-crashes') {
       it('made exactly one extra call for each crash after a call: the job was dispatched again and called again', () => {
         expect(result.duplicatesAfterCrashBeforeRecord).toBe(result.faults['worker:crash-after-call']);
       });
     }
-    if (name === 'quota-exhausted') {
+    if (family(name) === 'quota-exhausted') {
       it('said which tier held the quota, and waiting cost no healthy job its attempts', () => {
         expect(Object.keys(result.quotaExhausted).sort()).toEqual(['25/day', '429']);
         expect(result.healthyDeadLettered).toBe(0);
       });
     }
-    if (name === 'two-orchestrators') {
+    if (family(name) === 'two-orchestrators') {
       it("ended the stale holder's run as 'lost' when it woke after its lease was taken over", () => {
         expect(result.staleHolder).toBe('lost');
       });

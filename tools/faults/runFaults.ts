@@ -260,6 +260,7 @@ export async function runFaultScenario(
     ...(scenario.maxInFlight === undefined ? {} : { maxInFlight: scenario.maxInFlight }),
     ...(scenario.latencyMs === undefined ? {} : { latencyMs: scenario.latencyMs }),
     ...(scenario.apiConcurrency === undefined ? {} : { apiConcurrency: scenario.apiConcurrency }),
+    ...(scenario.pool === undefined ? {} : { pool: scenario.pool }),
     faults: {
       orchestratorClients: (clients) => aws.attach(clients, 'orchestrator'),
       workerClients: (clients) => aws.attach(clients, 'worker'),

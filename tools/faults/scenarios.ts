@@ -54,7 +54,21 @@ export interface FaultScenario {
    * among the quota violations). @default no limit
    */
   readonly apiConcurrency?: number;
+  /**
+   * The tiers of a pool the lane draws from (the lanes form's `pools`), which the API enforces as the provider counts
+   * an organisation's limit: the scenario's quota violations count the pool's too. @default none
+   */
+  readonly pool?: readonly QuotaInput[];
 }
+
+/** A pool tighter than the lane's own tiers (15/s and 450/min under 20/s and 600/min): the pool binds. */
+export const FAULT_POOL: readonly QuotaInput[] = [
+  { limit: 15, per: 'second' },
+  { limit: 450, per: 'minute' },
+];
+
+/** The suffix of a scenario's name run with its lane drawing from {@link FAULT_POOL}. */
+export const POOLED_SUFFIX = ' (pooled)';
 
 /** Realistic timing with this share of late (cold) starts, `minMs`…`maxMs` late. */
 function lateStarts(share: number, minMs: number, maxMs: number): InvokeTimingModel {
@@ -83,10 +97,31 @@ function ids(from: number, to: number, step: number): string[] {
 }
 
 /**
- * The suite: one scenario per fault of issue 5, each with healthy, FIFO, poison and malformed jobs. Windows are in
- * ms after the jobs are queued and the first run starts; the quotas (20/s, 600/min, 5,000/day) pace 40 jobs in 2 s.
+ * The suite: one scenario per fault of issue 5, each with healthy, FIFO, poison and malformed jobs, then each again
+ * (but `in-flight-leak`, which checks call slots a pool does not have) with the lane drawing from a pool that binds
+ * (see {@link FAULT_POOL}): a dispatch reserves in both, crashes and store faults strike the pool's lease, ledger and
+ * settlements too, and the API refuses a call over either.
  */
 export function faultScenarios(size: FaultSize): FaultScenario[] {
+  const lane = laneScenarios(size);
+  return [
+    ...lane,
+    ...lane
+      .filter((scenario) => scenario.name !== 'in-flight-leak')
+      .map((scenario) => ({
+        ...scenario,
+        name: `${scenario.name}${POOLED_SUFFIX}`,
+        injects: `${scenario.injects}; the lane draws from a pool of 15/s and 450/min`,
+        pool: FAULT_POOL,
+      })),
+  ];
+}
+
+/**
+ * The faults of one lane: one scenario per fault of issue 5. Windows are in ms after the jobs are queued and the
+ * first run starts; the quotas (20/s, 600/min, 5,000/day) pace 40 jobs in 2 s.
+ */
+function laneScenarios(size: FaultSize): FaultScenario[] {
   const quick = size === 'quick';
   const jobs = quick ? 30 : 80;
   const fifoGroups = quick ? 2 : 4;

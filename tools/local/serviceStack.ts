@@ -1,3 +1,5 @@
+import { PoolHub } from '../../lib/services/orchestrator/poolHub';
+import { SharedTiers } from '../simulation/tierTally';
 import {
   EXIT_RESERVE_MS,
   handlerFromEnv as orchestratorHandlerFromEnv,
@@ -35,6 +37,9 @@ export const WORKER_FUNCTION = 'quota-orchestrator-test-worker';
 
 /** The lane of every service stack. */
 export const LANE = 'default';
+
+/** The pool of a stack whose lane draws from one (see `ServiceStackOptions.pool`). */
+export const POOL = 'shared';
 
 /**
  * Faults a stack injects into the service, for the fault suite: every hook is optional, and a stack without them
@@ -116,6 +121,11 @@ export interface ServiceStackOptions {
   readonly pacing?: Readonly<Record<string, number>>;
   /** Redrive `maxReceiveCount` of the source queues. @default 10 */
   readonly maxReceiveCount?: number;
+  /**
+   * The tiers of a pool the lane draws from (`POOLS`, the pool named {@link POOL}), which the simulated API enforces
+   * besides the lane's. @default none
+   */
+  readonly pool?: readonly QuotaInput[];
   /** The emulators to create the table and queues on. */
   readonly emulators: EmulatorEndpoints;
   /**
@@ -379,7 +389,10 @@ export class ServiceStack {
       if (event.type === 'flushed') markStarted(true);
     };
     const { clock } = this.setup;
-    const deps = { ...orchestratorDepsFromEnv(this.env, clients), clock, owner, onEvent };
+    const base = orchestratorDepsFromEnv(this.env, clients);
+    // Each run stands for one invocation: a lane that draws from a pool joins it through the invocation's hub.
+    const pools = base.config.pools === undefined ? {} : { pools: new PoolHub() };
+    const deps = { ...base, clock, owner, onEvent, ...pools };
     const run = runOrchestrator(deps, { deadline: clock.now() + options.deadlineMs, shouldStop: () => stopping });
     const summary = Promise.race([run, killed]).finally(() => destroyClients(clients));
     const entry = { stop: () => (stopping = true), summary: summary.catch(() => undefined) };
@@ -549,6 +562,9 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
       ...(options.maxInFlight === undefined ? {} : { [CONFIG_ENV.maxInFlight]: String(options.maxInFlight) }),
       ...(options.units === undefined ? {} : { [CONFIG_ENV.units]: JSON.stringify(options.units) }),
       ...(options.usagePreset === undefined ? {} : { [CONFIG_ENV.usagePreset]: options.usagePreset }),
+      ...(options.pool === undefined
+        ? {}
+        : { [CONFIG_ENV.pools]: JSON.stringify([{ name: POOL, quotas: options.pool }]) }),
       [RESOURCE_ENV.tableName]: tableName,
       [RESOURCE_ENV.workerFunctionName]: WORKER_FUNCTION,
       ...Object.fromEntries(
@@ -564,6 +580,7 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
     const api = new VirtualApi({
       clock,
       tiers: config.quotas,
+      shared: (config.pools ?? []).map((pool) => new SharedTiers(pool.name, pool.quotas, config.timeZone)),
       latencyMs: options.latencyMs ?? 10,
       outages,
       ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }),

@@ -112,11 +112,10 @@ export class LanePools {
 
   /**
    * Makes the pools that are not {@link LanePools.ready} for `count` dispatches of `costs` at `slot` ready, as far as
-   * it can: where it is another lane's turn, it waits for that lane (see `PoolTurns`); one that another lane's run
-   * has since filled at `slot` needs nothing (the slot is looked for afresh);
-   * one whose store failed lately is waited for; the others flush, their saved allowance reaching `slot` and holding
-   * the dispatches. One that a flush cannot make ready (the slot is in the next window of a calendar tier) is waited
-   * out until its next flush.
+   * it can: where it is another lane's turn, it waits for that lane (see `PoolTurns`); a pool that another lane's run
+   * has since filled at `slot` needs nothing (the slot is looked for afresh); one whose store failed lately is waited
+   * for; the others flush, their saved allowance reaching `slot` and holding the dispatches. One that a flush cannot
+   * make ready (the slot is in the next window of a calendar tier) is waited out until its next flush.
    */
   async prepare(run: RunContext, slot: number, costs: Costs, count: number): Promise<void> {
     for (const pool of this.runs) {
