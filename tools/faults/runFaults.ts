@@ -260,7 +260,7 @@ export async function runFaultScenario(
     ...(scenario.maxInFlight === undefined ? {} : { maxInFlight: scenario.maxInFlight }),
     ...(scenario.latencyMs === undefined ? {} : { latencyMs: scenario.latencyMs }),
     ...(scenario.apiConcurrency === undefined ? {} : { apiConcurrency: scenario.apiConcurrency }),
-    ...(scenario.pool === undefined ? {} : { pool: scenario.pool }),
+    ...(scenario.pool === undefined ? {} : { pool: scenario.pool, companion: COMPANION_QUOTAS }),
     faults: {
       orchestratorClients: (clients) => aws.attach(clients, 'orchestrator'),
       workerClients: (clients) => aws.attach(clients, 'worker'),
@@ -279,11 +279,15 @@ export async function runFaultScenario(
   try {
     const planned = plannedMessages(scenario);
     for (const p of planned) await stack.send(p.queue, [p.message]);
+    await stack.companion?.sendJobs(COMPANION_JOBS);
     // Fault windows, midnight and leaps count from the first run's start.
     zero.at = Date.now();
     clock?.start();
     const runs = await drive(stack, scenario, random);
-    const result = await tally(stack, scenario, planned, runs, { aws, api, worker });
+    const result = withCompanion(
+      await tally(stack, scenario, planned, runs, { aws, api, worker }),
+      await companionTally(stack),
+    );
     const callsInFlight = await callsInFlightOf(stack, runs.runs, { meter, reports }, clock?.now() ?? Date.now());
     return callsInFlight === undefined ? result : { ...result, callsInFlight };
   } finally {
@@ -421,6 +425,58 @@ async function tally(
     quotaExhausted,
     ...(stale === undefined ? {} : { staleHolder: stale.ended?.summary?.lease ?? 'crashed' }),
     seconds,
+  };
+}
+
+/** A scenario's companion lane's tiers (see `ServiceStackOptions.companion`): it competes with the lane for the pool. */
+const COMPANION_QUOTAS = [{ limit: 10, per: 'second' }] as const;
+/** Healthy jobs `m-1` … of the companion lane. */
+const COMPANION_JOBS = 20;
+
+/** What a scenario's companion lane came to: its jobs, those lost, its API's refusals and its calls beyond a job's first success. */
+interface CompanionTally {
+  readonly jobs: number;
+  readonly lost: number;
+  readonly refused: number;
+  readonly duplicates: number;
+  /** Its dead letters, with their reason and without. */
+  readonly deadLettered: { readonly withReason: number; readonly withoutReason: number };
+}
+
+/** The companion lane's figures once the scenario has drained; nothing without one. */
+async function companionTally(stack: ServiceStack): Promise<CompanionTally | undefined> {
+  const { companion } = stack;
+  if (companion === undefined) return undefined;
+  const successes = companion.api.successesById();
+  const letters = await companion.receiveDeadLetters();
+  const dead = new Set(letters.map(keyOf));
+  const withReason = letters.filter((m) => (m.attributes.reason?.value ?? '') !== '').length;
+  const ids = Array.from({ length: COMPANION_JOBS }, (_, i) => `m-${i + 1}`);
+  return {
+    jobs: COMPANION_JOBS,
+    lost: ids.filter((id) => !successes.has(id) && !dead.has(id)).length,
+    refused: companion.api.report().rejectedByApi,
+    duplicates: [...successes.values()].reduce((sum, n) => sum + n - 1, 0),
+    deadLettered: { withReason, withoutReason: letters.length - withReason },
+  };
+}
+
+/**
+ * `result` with the companion lane's figures added: its jobs, its lost ones, its API's refusals as quota violations,
+ * its duplicate calls (no worker crash is planned for its jobs, so none is explained), and its dead letters (all of
+ * healthy jobs whose retries ran out).
+ */
+function withCompanion(result: FaultScenarioResult, companion: CompanionTally | undefined): FaultScenarioResult {
+  if (companion === undefined) return result;
+  return {
+    ...result,
+    jobs: result.jobs + companion.jobs,
+    lost: result.lost + companion.lost,
+    quotaViolations: result.quotaViolations + companion.refused,
+    duplicateApiCalls: result.duplicateApiCalls + companion.duplicates,
+    healthyDeadLettered: result.healthyDeadLettered + companion.deadLettered.withReason,
+    deadLetteredWithReason: result.deadLetteredWithReason + companion.deadLettered.withReason,
+    deadLetteredWithoutReason: result.deadLetteredWithoutReason + companion.deadLettered.withoutReason,
   };
 }
 

@@ -98,9 +98,10 @@ function ids(from: number, to: number, step: number): string[] {
 
 /**
  * The suite: one scenario per fault of issue 5, each with healthy, FIFO, poison and malformed jobs, then each again
- * (but `in-flight-leak`, which checks call slots a pool does not have) with the lane drawing from a pool that binds
- * (see {@link FAULT_POOL}): a dispatch reserves in both, crashes and store faults strike the pool's lease, ledger and
- * settlements too, and the API refuses a call over either.
+ * (but `in-flight-leak`, which checks call slots a pool does not have) in the lanes form: the lane and a second lane
+ * with jobs of its own share a pool that binds (see {@link FAULT_POOL}), one orchestrator runs both, a dispatch
+ * reserves in its lane and the pool, crashes and store faults strike the pool's lease, ledger and settlements too,
+ * and each lane's API refuses a call over its own tiers or the pool's.
  */
 export function faultScenarios(size: FaultSize): FaultScenario[] {
   const lane = laneScenarios(size);
@@ -111,8 +112,11 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
       .map((scenario) => ({
         ...scenario,
         name: `${scenario.name}${POOLED_SUFFIX}`,
-        injects: `${scenario.injects}; the lane draws from a pool of 15/s and 450/min`,
+        injects: `${scenario.injects}; the lane and a second lane (10/s, 20 jobs) share a pool of 15/s and 450/min`,
         pool: FAULT_POOL,
+        // The lane shares the pool, so it fills a day tier about half as fast: midnight comes twice as late, so that
+        // the tier still runs out before it.
+        ...(scenario.midnightAfterMs === undefined ? {} : { midnightAfterMs: 2 * scenario.midnightAfterMs }),
       })),
   ];
 }

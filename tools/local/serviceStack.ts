@@ -1,3 +1,5 @@
+import { CompanionLane } from './companionLane';
+import { laneEnvs, readLane } from '../../lib/lanes/laneEnv';
 import { PoolHub } from '../../lib/services/orchestrator/poolHub';
 import { SharedTiers } from '../simulation/tierTally';
 import {
@@ -126,6 +128,11 @@ export interface ServiceStackOptions {
    * besides the lane's. @default none
    */
   readonly pool?: readonly QuotaInput[];
+  /**
+   * A second lane (see `CompanionLane`) with these tiers of its own, drawing from {@link ServiceStackOptions.pool} too:
+   * the functions then read the lanes form's environment. @default none
+   */
+  readonly companion?: readonly QuotaInput[];
   /** The emulators to create the table and queues on. */
   readonly emulators: EmulatorEndpoints;
   /**
@@ -308,13 +315,15 @@ export class ServiceStack {
   readonly workerFailures: readonly DestinationRecord[];
   /** What the handlers logged. */
   readonly logs: LogLine[];
+  /** The second lane, if the stack has one (see `ServiceStackOptions.companion`). */
+  readonly companion?: CompanionLane;
 
   private readonly runs = new Set<{ stop(): void; summary: Promise<unknown> }>();
   private closed = false;
 
   /** @internal use {@link createServiceStack} */
   constructor(
-    parts: Pick<ServiceStack, 'env' | 'config' | 'api' | 'readyAt'>,
+    parts: Pick<ServiceStack, 'env' | 'config' | 'api' | 'readyAt' | 'companion'>,
     /** The table, queues, API server and worker host. */
     readonly harness: LocalHarness,
     private readonly setup: {
@@ -328,7 +337,7 @@ export class ServiceStack {
     logs: LogLine[],
     workerFailures: readonly DestinationRecord[],
   ) {
-    ({ env: this.env, config: this.config, api: this.api, readyAt: this.readyAt } = parts);
+    ({ env: this.env, config: this.config, api: this.api, readyAt: this.readyAt, companion: this.companion } = parts);
     ({ queues: this.queues, stores: this.stores } = harness);
     this.queueUrls = harness.resources.queueUrls;
     this.logs = logs;
@@ -389,11 +398,14 @@ export class ServiceStack {
       if (event.type === 'flushed') markStarted(true);
     };
     const { clock } = this.setup;
-    const base = orchestratorDepsFromEnv(this.env, clients);
-    // Each run stands for one invocation: a lane that draws from a pool joins it through the invocation's hub.
-    const pools = base.config.pools === undefined ? {} : { pools: new PoolHub() };
-    const deps = { ...base, clock, owner, onEvent, ...pools };
-    const run = runOrchestrator(deps, { deadline: clock.now() + options.deadlineMs, shouldStop: () => stopping });
+    // Each run stands for one invocation: each lane's run side by side, those that draw from a pool joining it through
+    // the invocation's hub. It ends as its first lane's (the stack's own lane's) run.
+    const lanes = laneEnvs(this.env).map((lane) => readLane(lane, (env) => orchestratorDepsFromEnv(env, clients)));
+    const pools = lanes.some((base) => base.config.pools !== undefined) ? { pools: new PoolHub() } : {};
+    const runOptions = { deadline: clock.now() + options.deadlineMs, shouldStop: () => stopping };
+    const run = Promise.all(
+      lanes.map((base) => runOrchestrator({ ...base, clock, owner, onEvent, ...pools }, runOptions)),
+    ).then(([first]) => first ?? Promise.reject(new Error('the stack has no lane')));
     const summary = Promise.race([run, killed]).finally(() => destroyClients(clients));
     const entry = { stop: () => (stopping = true), summary: summary.catch(() => undefined) };
     this.runs.add(entry);
@@ -451,9 +463,12 @@ export class ServiceStack {
     return this.harness.count(queue);
   }
 
-  /** True when the three source queues hold nothing (visible, in flight or delayed) and no worker is running. */
-  drained(): Promise<boolean> {
-    return this.harness.drained();
+  /**
+   * True when the three source queues hold nothing (visible, in flight or delayed) and no worker is running, nor in
+   * the companion lane's, if any.
+   */
+  async drained(): Promise<boolean> {
+    return (await this.harness.drained()) && ((await this.companion?.drained()) ?? true);
   }
 
   /** Receives every visible message of a queue, keeping them hidden for a minute (they stay in the queue). */
@@ -529,6 +544,7 @@ export class ServiceStack {
     for (const run of this.runs) run.stop();
     await Promise.all([...this.runs].map((run) => run.summary));
     await this.harness.close({ idleWithinMs: 10_000 });
+    await this.companion?.close();
   }
 }
 
@@ -577,10 +593,11 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
     const readyAt = systemClock.now();
     const apiNow = clock.now();
     const outages = (options.outages ?? []).map((o) => ({ startMs: apiNow + o.fromMs, endMs: apiNow + o.toMs }));
+    const shared = (config.pools ?? []).map((pool) => new SharedTiers(pool.name, pool.quotas, config.timeZone));
     const api = new VirtualApi({
       clock,
       tiers: config.quotas,
-      shared: (config.pools ?? []).map((pool) => new SharedTiers(pool.name, pool.quotas, config.timeZone)),
+      shared,
       latencyMs: options.latencyMs ?? 10,
       outages,
       ...(options.timeZone === undefined ? {} : { timeZone: options.timeZone }),
@@ -589,11 +606,22 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
     });
     const faults = options.faults ?? {};
     const apiServer = await harness.serveApi(faults.api?.(api) ?? api);
-    const env: Env = Object.freeze({
+    const laneEnv: Env = {
       ...baseEnv,
       [RESOURCE_ENV.apiUrl]: apiServer.apiUrl,
       [RESOURCE_ENV.healthUrl]: apiServer.healthUrl,
-    });
+    };
+    const companion =
+      options.companion === undefined
+        ? undefined
+        : await CompanionLane.create(harness.clients.sqs, queueUrls.main, {
+            quotas: options.companion,
+            shared,
+            clock,
+            latencyMs: options.latencyMs ?? 10,
+            maxReceiveCount: options.maxReceiveCount ?? 10,
+          });
+    const env: Env = Object.freeze(companion === undefined ? laneEnv : companion.lanesEnv(laneEnv));
 
     const logs: LogLine[] = [];
     const log: Log = (level, message, fields = {}) => void logs.push({ level, message, fields });
@@ -623,7 +651,7 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
         : new InvokeTiming(options.invokeTiming.model, options.invokeTiming.random);
     await harness.host([worker], hooks, { retryDelayMs: 100, ...(timing === undefined ? {} : { timing }) });
     return new ServiceStack(
-      { env, config, api, readyAt },
+      { env, config, api, readyAt, ...(companion === undefined ? {} : { companion }) },
       harness,
       { outages, faults, clock, timing },
       logs,
