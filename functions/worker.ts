@@ -1,4 +1,5 @@
 import { workerClients, workerDepsFromEnv, type WorkerClients } from '../lib/wiring/workerDeps';
+import { idempotencyNamespace } from '../lib/lanes/laneEnv';
 import type { LambdaContextLike, Log } from '../lib/adapters/log';
 import { WorkerMetrics } from '../lib/wiring/eventMetrics';
 import { lambdaTelemetry, metricScope, withLane, type Telemetry } from '../lib/adapters/telemetry';
@@ -148,7 +149,10 @@ export function handlerFromEnv(
   telemetry: Telemetry = lambdaTelemetry(undefined, undefined, deploymentFromEnv(env)),
 ): WorkerHandler {
   return routeByLane(env, (laneEnv, lane) =>
-    makeHandler(workerDepsFromEnv(laneEnv, clients), lane.inLanes ? withLane(telemetry, lane.lane) : telemetry),
+    makeHandler(
+      workerDepsFromEnv(laneEnv, clients, idempotencyNamespace(lane)),
+      lane.inLanes ? withLane(telemetry, lane.lane) : telemetry,
+    ),
   );
 }
 

@@ -11,7 +11,7 @@ import { ConfigError } from '../errors';
 import { QUEUE_NAMES } from '../ports/QueueReceiver';
 import { isRecord } from '../settingChecks';
 import { describeValue } from '../domain/describeValue';
-import { laneQueueName } from './laneQueueNames';
+import { laneQueueName, UNPREFIXED_LANE } from './laneQueueNames';
 
 /** The variables of a deployment of several lanes. */
 export const LANES_ENV = {
@@ -101,4 +101,13 @@ export function readLane<T>(lane: LaneEnv, read: (env: Env) => T): T {
     const field = shared ? error.field : `${LANES_ENV.lanes}.${lane.lane}.${error.field}`;
     throw new ConfigError(field, shared ? `${error.problem} (lane '${lane.lane}')` : error.problem, { cause: error });
   }
+}
+
+/**
+ * The namespace of a lane's idempotency keys (see `DynamoIdempotencyStore`): its name, in a deployment of several lanes,
+ * so that two lanes' jobs of one key (each lane's producer chose its keys) never share a record; none for a one-lane
+ * deployment and for the lanes form's `default` lane, whose records keep the keys a one-lane deployment wrote.
+ */
+export function idempotencyNamespace(lane: LaneEnv): string | undefined {
+  return lane.inLanes && lane.lane !== UNPREFIXED_LANE ? lane.lane : undefined;
 }

@@ -65,10 +65,11 @@ export function workerClients(): WorkerClients {
  * `API_KEY_PARAMETER` if one is named (in `API_KEY_HEADER`, read again every `API_KEY_CACHE_SECONDS`, within
  * `API_KEY_READ_TIMEOUT_MS`); users replace it and keep the rest. The answers to succeeded jobs go to
  * the result destination `RESULT_DESTINATION`, if one is set.
+ * @param idempotencyNamespace the lane's namespace of idempotency keys (see `idempotencyNamespace`), if it has one.
  * @throws ConfigError naming the missing or invalid variable, e.g. an `API_TIMEOUT_MS` not below the worker timeout,
  * or not below `CIRCUIT.healthCheckTimeoutSeconds`.
  */
-export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps {
+export function workerDepsFromEnv(env: Env, clients: WorkerClients, idempotencyNamespace?: string): WorkerDeps {
   const { table, ...shared } = stateAndQueuesFromEnv(env, clients);
   const settings = workerSettingsFromEnv(env, shared.config);
   const keyParameter = settings.apiKeyParameter;
@@ -76,7 +77,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients): WorkerDeps 
   return {
     ...shared,
     stores: {
-      idempotency: new DynamoIdempotencyStore(table),
+      idempotency: new DynamoIdempotencyStore(table, idempotencyNamespace),
       ledger: new DynamoSettlementRecorder(table, shardCounts(shared.config.quotas, shared.config.pools)),
       circuit: new DynamoCircuitStore(table),
     },

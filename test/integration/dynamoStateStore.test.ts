@@ -278,6 +278,22 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       });
       expect(await rawItem(`idem#${put}`)).toMatchObject({ expiresAt: T0 + 1_000, [TTL_ATTRIBUTE]: T0 / 1_000 + 1 });
     });
+    it("keeps each lane's keys apart from every other lane's, and the default lane's items as a one-lane deployment wrote them", async () => {
+      const key = unique('shared-key');
+      const at = (namespace?: string) =>
+        dynamoStores(
+          { client: setup().doc, tableName: setup().tableName },
+          namespace === undefined ? {} : { idempotencyNamespace: namespace },
+        ).idempotency;
+      const record = (dispatchId: string) => ({ status: 'in-progress' as const, dispatchId, expiresAt: T0 + TTL });
+      await at().putIdempotencyIfAbsent(key, record('d-default'), T0);
+      await at('gpt-4o').putIdempotencyIfAbsent(key, record('d-gpt'), T0);
+      await at('claude').putIdempotencyIfAbsent(key, record('d-claude'), T0);
+
+      expect(await at('gpt-4o').getIdempotency(key, T0)).toMatchObject({ dispatchId: 'd-gpt' });
+      expect(await at('claude').getIdempotency(key, T0)).toMatchObject({ dispatchId: 'd-claude' });
+      expect(await rawItem(`idem#${key}`)).toMatchObject({ dispatchId: 'd-default' });
+    });
     it("keeps a success record's owed settlement with its pools' windows, so that it is recorded in each pool later", async () => {
       const key = unique('owed-pools');
       const owed: Settlement = {

@@ -35,6 +35,7 @@ import { packagedTemplate } from '../local/packageService';
 import type { Template } from '../local/template';
 import { AGREEMENT, formatSimVsLocal, simVsLocal } from '../bench/simVsLocal';
 import { compareLanes, lanesTable } from '../bench/lanesBench';
+import { simulatedLanesCeiling, type SimulatedLanesCeiling } from '../bench/simulatedLanesCeiling';
 import { HOT_LANE_CALLS_PER_SECOND, replayHotLane } from '../local/hotLaneReplay';
 
 const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
@@ -109,6 +110,12 @@ async function main(): Promise<number> {
   process.stderr.write(`  idle lanes: ${idleRuns} runs over 2 and 3 lanes' empty queues…\n`);
   const idleLanes = await measureIdleLanes(packagedTemplate, idleRuns);
   const lanes = await compareLanes(size, packagedTemplate, (name) => process.stderr.write(`  lanes: ${name}…\n`));
+  process.stderr.write('  ceiling: 10 lanes in the simulation…\n');
+  const lanesJobs = size === 'full' ? 2_000 : 500;
+  const simulatedLanes = [
+    await simulatedLanesCeiling(ceiling, 10, lanesJobs, false),
+    await simulatedLanesCeiling(ceiling, 10, lanesJobs),
+  ];
 
   const machine = `${cpus().length} × ${cpus()[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
   const date = new Date().toISOString().slice(0, 10);
@@ -143,6 +150,7 @@ async function main(): Promise<number> {
     `idle (${idle.runs} runs over empty queues): ${perRun.billedSeconds.toFixed(2)} s billed, ${perRun.dynamodbReadUnits.toFixed(1)} read and ${perRun.dynamodbWriteUnits.toFixed(1)} write units, ${perRun.sqsRequests.toFixed(1)} SQS requests per run; $${idle.idleCostPerMonthUsd.toFixed(2)} a month at ${idle.runsPerMonth} runs`,
     idleLanesLine(idleLanes),
     lanesTable(lanes.scenario, lanes.results),
+    simulatedLanesLine(simulatedLanes),
     `chart: ${chartPath}; whole bench: ${((Date.now() - began) / 1000).toFixed(0)} s`,
   ];
   console.log(out.join('\n\n'));
@@ -169,10 +177,22 @@ async function main(): Promise<number> {
           extraLanePerMonthUsd: Math.round(idleLanes.extraLanePerMonthUsd * 1000) / 1000,
         },
         lanes: lanes.results,
+        simulatedLanes,
       }),
     );
   }
   return 0;
+}
+
+/** The simulated ceiling of 10 lanes, without and with a pool they all share. */
+function simulatedLanesLine(results: readonly SimulatedLanesCeiling[]): string {
+  return [
+    'ceiling of one orchestrator serving 10 lanes (the simulation, the ceiling scenario per lane):',
+    ...results.map(
+      (r) =>
+        `  ${r.pooled ? 'sharing a pool' : 'no pool'}, ${r.jobs} jobs: ${r.dispatchesPerSecond} dispatches in the busiest second${r.pooled ? `; the pool's busiest item took ${r.poolItemPeakWritesPerSecond} writes in a second (${r.poolItemPeak})` : ''}`,
+    ),
+  ].join('\n');
 }
 
 /** `--lanes`: every strategy on the lanes scenario alone. */

@@ -67,6 +67,13 @@ export const FAULT_POOL: readonly QuotaInput[] = [
   { limit: 450, per: 'minute' },
 ];
 
+/**
+ * The families that run on one lane only: `in-flight-leak` checks call slots, which a pool does not have;
+ * `quota-exhausted` redrives a message after 2 receives (far below what the service requires, to catch any receive a
+ * wait for quota costs), and a lane that shares a pool may spend a receive waiting its turn in it.
+ */
+const UNPOOLED: readonly string[] = ['in-flight-leak', 'quota-exhausted'];
+
 /** The suffix of a scenario's name run with its lane drawing from {@link FAULT_POOL}. */
 export const POOLED_SUFFIX = ' (pooled)';
 
@@ -98,7 +105,7 @@ function ids(from: number, to: number, step: number): string[] {
 
 /**
  * The suite: one scenario per fault of issue 5, each with healthy, FIFO, poison and malformed jobs, then each again
- * (but `in-flight-leak`, which checks call slots a pool does not have) in the lanes form: the lane and a second lane
+ * (but those of {@link UNPOOLED}) in the lanes form: the lane and a second lane
  * with jobs of its own share a pool that binds (see {@link FAULT_POOL}), one orchestrator runs both, a dispatch
  * reserves in its lane and the pool, crashes and store faults strike the pool's lease, ledger and settlements too,
  * and each lane's API refuses a call over its own tiers or the pool's.
@@ -108,15 +115,12 @@ export function faultScenarios(size: FaultSize): FaultScenario[] {
   return [
     ...lane,
     ...lane
-      .filter((scenario) => scenario.name !== 'in-flight-leak')
+      .filter((scenario) => !UNPOOLED.includes(scenario.name))
       .map((scenario) => ({
         ...scenario,
         name: `${scenario.name}${POOLED_SUFFIX}`,
         injects: `${scenario.injects}; the lane and a second lane (10/s, 20 jobs) share a pool of 15/s and 450/min`,
         pool: FAULT_POOL,
-        // The lane shares the pool, so it fills a day tier about half as fast: midnight comes twice as late, so that
-        // the tier still runs out before it.
-        ...(scenario.midnightAfterMs === undefined ? {} : { midnightAfterMs: 2 * scenario.midnightAfterMs }),
       })),
   ];
 }
@@ -286,14 +290,15 @@ function laneScenarios(size: FaultSize): FaultScenario[] {
       ...base,
       name: 'day-boundary',
       injects: `issue 11: a run across midnight in America/New_York with a day tier of ${quick ? 25 : 60} that runs out before it, and a third of the workers late`,
-      // The day tier runs out before midnight even at half the second tier's pace, and the new day holds the rest.
+      // The day tier runs out before midnight even at a quarter of the second tier's pace (a lane sharing a pool with
+      // another gets about half of it), and the new day holds the rest.
       quotas: [
         { limit: 20, per: 'second' },
         { limit: 600, per: 'minute' },
         { limit: quick ? 25 : 60, per: 'day' },
       ],
       timeZone: 'America/New_York',
-      midnightAfterMs: quick ? 4_000 : 6_000,
+      midnightAfterMs: quick ? 8_000 : 12_000,
       timing: lateStarts(0.33, 200, 1_500),
     },
     {

@@ -619,7 +619,9 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
             shared,
             clock,
             latencyMs: options.latencyMs ?? 10,
-            maxReceiveCount: options.maxReceiveCount ?? 10,
+            // The stack's own redrive setting is its lane's subject (a scenario may set it low); the companion's
+            // queues keep the deployed default.
+            maxReceiveCount: 10,
           });
     const env: Env = Object.freeze(companion === undefined ? laneEnv : companion.lanesEnv(laneEnv));
 

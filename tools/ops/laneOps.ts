@@ -48,7 +48,10 @@ export interface TargetAdapters extends DeadLetterQueues {
 /** The production DynamoDB and SQS adapters on `target`'s table and queues. */
 export function adaptersOf(target: OpsTarget): TargetAdapters {
   return {
-    stores: dynamoStores({ client: DynamoDBDocumentClient.from(target.clients.dynamodb), tableName: target.tableName }),
+    stores: dynamoStores(
+      { client: DynamoDBDocumentClient.from(target.clients.dynamodb), tableName: target.tableName },
+      target.idempotencyNamespace === undefined ? {} : { idempotencyNamespace: target.idempotencyNamespace },
+    ),
     sqs: target.clients.sqs,
     queueUrls: target.queueUrls,
     queues: new SqsQueues({ client: target.clients.sqs, queueUrls: target.queueUrls }),

@@ -6,7 +6,7 @@ import type { ServiceConfig } from '../../lib/config';
 import { queueUrlsFromEnv, serviceConfigFromEnv, type Env } from '../../lib/configFromEnv';
 import { ConfigError } from '../../lib/errors';
 import { QUEUE_NAMES, type QueueName } from '../../lib/ports/QueueReceiver';
-import { laneEnvs, readLane } from '../../lib/lanes/laneEnv';
+import { idempotencyNamespace, laneEnvs, readLane } from '../../lib/lanes/laneEnv';
 import { laneQueueName, UNPREFIXED_LANE } from '../../lib/lanes/laneQueueNames';
 import { readStackFile, StackFileError } from '../local/stackFile';
 import { OpsError } from './errors';
@@ -26,6 +26,8 @@ export interface OpsTarget {
   readonly label: string;
   readonly lane: string;
   readonly config: ServiceConfig;
+  /** The namespace of the lane's idempotency keys (see `idempotencyNamespace`), if it has one. */
+  readonly idempotencyNamespace?: string;
   readonly tableName: string;
   readonly queueUrls: Readonly<Record<QueueName, string>>;
   readonly clients: OpsClients;
@@ -78,7 +80,7 @@ function lanesOf(
   lane: string | undefined,
   where: string,
   label: string,
-): { readonly lane: string; readonly config: ServiceConfig }[] {
+): { readonly lane: string; readonly config: ServiceConfig; readonly idempotencyNamespace?: string }[] {
   try {
     const lanes = laneEnvs(env);
     const chosen = lane === undefined ? lanes : lanes.filter((l) => l.lane === lane);
@@ -90,7 +92,14 @@ function lanesOf(
           : `${label} has no lane '${lane}'; its lanes are ${names.map((n) => `'${n}'`).join(', ')}`,
       );
     }
-    return chosen.map((l) => ({ lane: l.lane, config: readLane(l, serviceConfigFromEnv) }));
+    return chosen.map((l) => {
+      const namespace = idempotencyNamespace(l);
+      return {
+        lane: l.lane,
+        config: readLane(l, serviceConfigFromEnv),
+        ...(namespace === undefined ? {} : { idempotencyNamespace: namespace }),
+      };
+    });
   } catch (error) {
     if (error instanceof ConfigError)
       throw new OpsError(`the configuration in ${where} does not parse: ${error.message}`, { cause: error });
@@ -139,8 +148,7 @@ export async function stageTargets(options: StageOptions & { readonly lane?: str
       };
       targets.push({
         label,
-        lane: chosen.lane,
-        config: chosen.config,
+        ...chosen,
         tableName: names.table,
         queueUrls,
         clients,
@@ -222,8 +230,7 @@ export function localTargets(file: string, lane?: string): OpsTarget[] {
     };
     return {
       label,
-      lane: chosen.lane,
-      config: chosen.config,
+      ...chosen,
       tableName: info.tableName,
       queueUrls: queueUrlsOf.get(chosen.lane) ?? info.queueUrls,
       clients,

@@ -50,7 +50,14 @@ const MAX_REOPEN_ATTEMPTS = 3;
 export class DynamoIdempotencyStore implements IdempotencyStore {
   private readonly table: DynamoTable;
 
-  constructor(options: DynamoTableOptions) {
+  /**
+   * @param namespace the lane whose keys it holds apart from every other lane's (see `idempotencyKey`), for a lane of
+   * a deployment of several but its `default` lane; none in a deployment of one lane, whose items keep their keys.
+   */
+  constructor(
+    options: DynamoTableOptions,
+    private readonly namespace?: string,
+  ) {
     this.table = new DynamoTable(options);
   }
 
@@ -59,7 +66,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    * @throws StateFormatError when the stored record is malformed.
    */
   async getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined> {
-    const item = await this.table.get({ Key: idempotencyKey(key) });
+    const item = await this.table.get({ Key: idempotencyKey(key, this.namespace) });
     return liveRecord(item, key, now);
   }
 
@@ -100,7 +107,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       const written = await unlessConditionFails(
         this.table
           .update({
-            ...recordUpdate(key, record, { claim }, `ADD #spent :dispatchIds`),
+            ...recordUpdate(idempotencyKey(key, this.namespace), record, { claim }, `ADD #spent :dispatchIds`),
             ConditionExpression: claimCondition(replacing),
             ExpressionAttributeValues: {
               ...recordValues(record, { claim }),
@@ -114,7 +121,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
         () => false,
       );
       if (written) return null;
-      const item = await this.table.get({ Key: idempotencyKey(key) });
+      const item = await this.table.get({ Key: idempotencyKey(key, this.namespace) });
       if (item?.claim === claim) return null;
       const existing = item === undefined ? undefined : idempotencyRecordOf(item, key);
       const refusal = claimRefusal(existing, record.dispatchId, isMarked(item, record.dispatchId), now, replacing);
@@ -137,7 +144,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     options: { readonly spentAttempt?: boolean } = {},
   ): Promise<void> {
     const spent = options.spentAttempt === true;
-    const { Key, UpdateExpression } = recordUpdate(key, record, {}, 'REMOVE #claim');
+    const { Key, UpdateExpression } = recordUpdate(idempotencyKey(key, this.namespace), record, {}, 'REMOVE #claim');
     await this.table.update({
       Key,
       UpdateExpression: spent ? `${UpdateExpression} ADD #attempts :attempt` : UpdateExpression,
@@ -156,7 +163,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    * @throws StateFormatError when `attempts` is not a string set.
    */
   async attemptsSpent(key: string): Promise<number> {
-    const item = await this.table.get({ Key: idempotencyKey(key), ProjectionExpression: '#attempts' });
+    const item = await this.table.get({ Key: idempotencyKey(key, this.namespace), ProjectionExpression: '#attempts' });
     const attempts = item?.attempts;
     if (attempts === undefined) return 0;
     if (!(attempts instanceof Set)) throw corrupt(`idempotency record '${key}'`, 'attempts must be a string set', item);
@@ -191,7 +198,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       const reopened = await unlessConditionFails(
         this.table
           .update({
-            Key: idempotencyKey(key),
+            Key: idempotencyKey(key, this.namespace),
             UpdateExpression: 'SET #status = :failed, #reopen = :reopen REMOVE #reason, #attempts',
             ConditionExpression: '#status = :deadLettered AND #expiresAt > :now',
             ExpressionAttributeValues: {
@@ -205,7 +212,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
         () => false,
       );
       if (reopened) return 'reopened';
-      const item = await this.table.get({ Key: idempotencyKey(key) });
+      const item = await this.table.get({ Key: idempotencyKey(key, this.namespace) });
       if (item?.reopen === reopen) return 'reopened';
       const record = liveRecord(item, key, now);
       if (record === undefined) return 'absent';
@@ -231,7 +238,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     const marked = await unlessConditionFails(
       this.table
         .update({
-          Key: idempotencyKey(key),
+          Key: idempotencyKey(key, this.namespace),
           UpdateExpression: `SET #${TTL_ATTRIBUTE} = if_not_exists(#${TTL_ATTRIBUTE}, :ttl), #refundClaim = :refundClaim ADD #spent :dispatchIds`,
           ConditionExpression: 'NOT contains(#spent, :dispatchId)',
           ExpressionAttributeValues: {
@@ -245,7 +252,10 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       () => false,
     );
     if (marked) return true;
-    const item = await this.table.get({ Key: idempotencyKey(key), ProjectionExpression: '#refundClaim' });
+    const item = await this.table.get({
+      Key: idempotencyKey(key, this.namespace),
+      ProjectionExpression: '#refundClaim',
+    });
     return item?.refundClaim === refundClaim;
   }
 

@@ -11,11 +11,12 @@ import { corrupt, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, type Item } from './
 const OPTIONAL_FIELDS = ['at', 'settlement', 'reason', 'batch', 'busyUntil'] as const;
 
 /**
- * An UpdateItem of `key` that sets `record`'s fields, its TTL and `extra`, removes the optional fields it lacks, and
- * keeps every other attribute (the `spent` marks); `tail` adds clauses (an `ADD`, or names to remove).
+ * An UpdateItem of `key` (its item's key: see {@link idempotencyKey}) that sets `record`'s fields, its TTL and `extra`,
+ * removes the optional fields it lacks, and keeps every other attribute (the `spent` marks); `tail` adds clauses (an
+ * `ADD`, or names to remove).
  */
 export function recordUpdate(
-  key: string,
+  key: Item,
   record: IdempotencyRecord,
   extra: Item,
   tail: string,
@@ -27,7 +28,7 @@ export function recordUpdate(
   const remove = tail.startsWith('REMOVE ') ? [...absent, tail.slice('REMOVE '.length)] : absent;
   const add = tail.startsWith('ADD ') ? ` ${tail}` : '';
   return {
-    Key: idempotencyKey(key),
+    Key: key,
     UpdateExpression: `SET ${set}${remove.length === 0 ? '' : ` REMOVE ${remove.join(', ')}`}${add}`,
   };
 }
@@ -45,9 +46,21 @@ function storedFields(record: IdempotencyRecord): Item {
   return { ...fields, batch: batch.id, busyUntil: batch.busyUntil };
 }
 
-/** The key of `key`'s idempotency item. */
-export function idempotencyKey(key: string): Item {
-  return { [TABLE_KEY]: `idem#${key}` };
+/**
+ * Separates a lane's name from its keys in the item of a key of that lane's namespace (see {@link idempotencyKey}): a
+ * control character, which no SQS message attribute (nor message id) can hold, so no key of another lane can look
+ * like it.
+ */
+const NAMESPACE_SEPARATOR = '\u001f';
+
+/**
+ * The key of `key`'s idempotency item: `idem#<key>`, or in the namespace of lane `namespace` (see
+ * `DynamoIdempotencyStore`) `idem#␟<lane>␟<key>` (␟ being U+001F), so that two lanes' jobs of one key never share a
+ * record.
+ */
+export function idempotencyKey(key: string, namespace?: string): Item {
+  const prefix = namespace === undefined ? '' : `${NAMESPACE_SEPARATOR}${namespace}${NAMESPACE_SEPARATOR}`;
+  return { [TABLE_KEY]: `idem#${prefix}${key}` };
 }
 
 /** The key of batch `batch`'s outcome item. */

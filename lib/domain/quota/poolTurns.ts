@@ -4,6 +4,8 @@ interface LaneTurn {
   finish: number;
   /** The slot it waits to reserve at, while it waits; its claim lapses once that instant has passed. */
   waitingFor?: number;
+  /** Whether the pool is what holds it back (its own tiers would let it go sooner), or would be if it were sooner. */
+  heldByPool?: boolean;
   /** How far ahead of its slots it dispatches. */
   leadMs: number;
 }
@@ -41,11 +43,16 @@ export class PoolTurns {
     return Math.max(...[...this.lanes.values()].map((turn) => turn.leadMs));
   }
 
-  /** Lane `lane` waits for the pool to reserve at `slot`: its claim (see the class's comment), until `slot`. */
-  claim(lane: string, slot: number): void {
+  /**
+   * Lane `lane` waits to reserve at `slot` (its claim, see the class's comment, until `slot`), held back by the pool
+   * or not (`heldByPool`: its own tiers would let it go sooner). Only a claim the pool holds back stands against
+   * other lanes: a lane its own tiers hold leaves the pool's room to them.
+   */
+  claim(lane: string, slot: number, heldByPool = true): void {
     const turn = this.turnOf(lane);
-    if (turn.waitingFor === slot) return;
+    if (turn.waitingFor === slot && turn.heldByPool === heldByPool) return;
     turn.waitingFor = slot;
+    turn.heldByPool = heldByPool;
     this.notify();
   }
 
@@ -65,7 +72,8 @@ export class PoolTurns {
     const start = this.start(lane);
     let bound = Number.POSITIVE_INFINITY;
     for (const [other, turn] of this.lanes) {
-      if (other === lane || turn.waitingFor === undefined || turn.waitingFor < now) continue;
+      if (other === lane || turn.waitingFor === undefined || turn.waitingFor < now || turn.heldByPool !== true)
+        continue;
       const otherStart = this.start(other);
       if (otherStart < start || (otherStart === start && other < lane)) bound = Math.min(bound, turn.waitingFor);
     }

@@ -63,11 +63,13 @@ export class LanePools {
 
   /**
    * The earliest slot from `at` at which `costs` fit the lane (`laneSlot`, its pacer's `nextSlot`) and every pool;
-   * `Infinity` when they never fit one of them. The lane claims it in each pool (see `PoolTurns.claim`), or withdraws
-   * its claim when there is none.
+   * `Infinity` when they never fit one of them. The lane claims it in each pool (see `PoolTurns.claim`), held back by
+   * the pool when the pool sets it later than the lane's own tiers would, or has no room either a spacing before
+   * (the lanes compete for it there); it withdraws its claim when there is no slot.
    */
   slot(at: number, costs: Costs, laneSlot: (at: number) => number): number {
-    let slot = laneSlot(at);
+    const own = laneSlot(at);
+    let slot = own;
     if (this.runs.length === 0) return slot;
     for (let round = 0; round < MAX_SLOT_ROUNDS && Number.isFinite(slot); round++) {
       const agreed = this.runs.reduce((latest, pool) => Math.max(latest, pool.nextSlot(latest, costs)), slot);
@@ -75,8 +77,13 @@ export class LanePools {
       slot = laneSlot(agreed);
     }
     for (const pool of this.runs) {
-      if (Number.isFinite(slot)) pool.turns.claim(this.lane, slot);
-      else pool.turns.withdraw(this.lane);
+      if (!Number.isFinite(slot)) {
+        pool.turns.withdraw(this.lane);
+        continue;
+      }
+      // Contested: the pool, not the lane's own tiers, sets the slot, or would if the lane's were a little sooner.
+      const sooner = own - pool.spacing(costs);
+      pool.turns.claim(this.lane, slot, slot > own || pool.nextSlot(sooner, costs) > sooner);
     }
     return slot;
   }
@@ -99,15 +106,15 @@ export class LanePools {
    * turn there at `now` (see {@link LanePools.turnBound}).
    */
   ready(slot: number, costs: Costs, now: number, count = 1): boolean {
-    return this.runs.every((pool) => pool.ready(slot, costs, count) && slot < this.turnBound(pool, costs, now));
+    return this.runs.every((pool) => pool.ready(slot, costs, count) && this.inTurn(pool, slot, costs, now));
   }
 
   /**
-   * The slots before which the lane may take one for `costs` in `pool` at `now`: those far enough (the pool's spacing)
-   * before the claim of a lane whose turn comes first (see `PoolTurns`) not to push it back.
+   * Whether the lane may take `slot` for `costs` in `pool` at `now`: far enough (the pool's spacing) before the claim
+   * of a lane whose turn comes first and whom the pool holds back (see `PoolTurns`) not to push it back.
    */
-  private turnBound(pool: PoolRun, costs: Costs, now: number): number {
-    return pool.turns.bound(this.lane, now) - pool.spacing(costs);
+  private inTurn(pool: PoolRun, slot: number, costs: Costs, now: number): boolean {
+    return slot < pool.turns.bound(this.lane, now) - pool.spacing(costs);
   }
 
   /**
@@ -121,7 +128,7 @@ export class LanePools {
     for (const pool of this.runs) {
       const now = run.clock.now();
       // Another lane's turn: look again once it has taken its slot, withdrawn, or let its claim lapse.
-      if (slot >= this.turnBound(pool, costs, now))
+      if (!this.inTurn(pool, slot, costs, now))
         return Promise.race([pool.turns.whenChanged(), run.sleepUntil(pool.turns.bound(this.lane, now) + 1)]);
       if (pool.ready(slot, costs, count) || pool.nextSlot(slot, costs) !== slot) continue;
       if (pool.waiting(now)) return run.sleepUntil(pool.nextStoreCallAt());
