@@ -16,18 +16,20 @@ interface LaneTurn {
  *
  * Each reservation of a lane is tagged with a start `S = max(v, F)`, where `v` is the start of the reservation the
  * pool took last and `F` the lane's last finish, and finishes at `S + share / weight`; its share is the largest part
- * of a tier's limit it takes. A lane whose head waits for its slot claims that slot: while the claim stands, another
- * lane whose start is later (or equal, and whose name sorts after) may only take slots before it. So a lane is never
+ * of a tier's limit it takes. A lane whose head waits for its slot claims that slot, and says whether the pool holds
+ * it back there. While a claim the pool holds back stands, another lane whose start is later (or equal, and whose
+ * name sorts after) may only take slots far enough before it not to push it back (see `LanePools`). So a lane is never
  * overtaken for ever by a lane that has more to send, lanes that compete share the pool by weight, and what a lane
- * leaves unused (its own tiers hold it, or it has nothing to send) goes to the others: slots before its claim are
- * free to take, a lane that claims nothing blocks nobody, and a claim lapses at its slot.
+ * leaves unused (its own tiers hold it, or it has nothing to send) goes to the others: a claim its own tiers hold
+ * blocks nobody, nor does a lane that claims nothing, and a claim lapses at its slot.
  *
  * Turns follow the order of the slots only if the lanes reserve as far ahead of their slots: a lane whose workers
  * start late dispatches (and so reserves) further ahead (its lead, see `DispatchLead`), and would take the pool's
  * slots before a lane of a shorter lead came to them. So every lane of the pool dispatches at the longest lead of
  * them (see {@link PoolTurns.commonLead}).
  *
- * It lives in memory for one orchestrator invocation: each starts the turns afresh.
+ * It lives in memory for one orchestrator invocation: each starts the turns afresh (and a lane's lead, once noted,
+ * stays the invocation's).
  */
 export class PoolTurns {
   private virtualNow = 0;
