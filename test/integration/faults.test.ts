@@ -20,7 +20,8 @@ const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
   'dynamodb-throttled': [/^dynamodb\.\w+:throttled$/],
   // Every write of the state table is an UpdateItem (the idempotency records too): no PutItem is left to lose.
   'dynamodb-answers-lost': [/^dynamodb\.UpdateItem:error-after-success$/],
-  'sqs-errors': [/^sqs\.ReceiveMessage:server-error$/, /^sqs\.DeleteMessage:error-after-success$/],
+  // Receives fail with a 500 or a timeout, as the seeded draw of each run has it: either is a failed receive.
+  'sqs-errors': [/^sqs\.ReceiveMessage:(server-error|timeout)$/, /^sqs\.DeleteMessage:error-after-success$/],
   'lambda-invoke-faults': [/^lambda\.Invoke:throttled$/, /^lambda\.Invoke:server-error$/],
   'worker-crashes': [/^worker:crash-before-call$/, /^worker:crash-after-call$/, /^worker:delivered-twice$/],
   'two-orchestrators': [/^orchestrator:stale-lease-holder$/, /^orchestrator:manual-invoke$/],
