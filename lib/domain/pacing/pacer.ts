@@ -93,6 +93,11 @@ export class Pacer {
     return this.pausedUntilMs;
   }
 
+  /** The latest instant a dispatch was reserved at: no slot goes before it. */
+  get lastSlot(): number {
+    return this.latestSlot;
+  }
+
   /**
    * Earliest whole-ms instant >= `now`, and no earlier than the last dispatch's slot, at which a message of `costs`
    * may go: when every tier has room, smoothing allows it, and no pause holds. `Infinity` when its units exceed a
@@ -177,8 +182,12 @@ export class Pacer {
       // A dispatch a little late for its slot (a timer firing late, a slow request before it) keeps the schedule, so
       // the next one makes the lateness up: otherwise every late wake-up would cost the lane that much of its rate.
       // Up to a quarter of an interval is made up; beyond that the lane was idle and the schedule restarts from now.
+      // Slots are whole ms: a tier that takes more than one message a ms restarts from the ms before, or the rest of
+      // `now`'s ms would go unused (and two tiers that restarted in turn, a lane's and its pool's, would push each
+      // other's next slot a ms on at every dispatch: one message a ms).
       const tat = this.theoreticalArrival[i] ?? Number.NEGATIVE_INFINITY;
-      this.theoreticalArrival[i] = (tat >= now - Math.max(1, interval * LATENESS_MADE_UP) ? tat : now) + interval;
+      const restart = interval < 1 ? now - 1 : now;
+      this.theoreticalArrival[i] = (tat >= now - Math.max(1, interval * LATENESS_MADE_UP) ? tat : restart) + interval;
     });
     return reservation;
   }

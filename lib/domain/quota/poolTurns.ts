@@ -42,7 +42,9 @@ export class PoolTurns {
    */
   commonLead(lane: string, leadMs: number): number {
     this.turnOf(lane).leadMs = leadMs;
-    return Math.max(...[...this.lanes.values()].map((turn) => turn.leadMs));
+    let longest = leadMs;
+    for (const turn of this.lanes.values()) longest = Math.max(longest, turn.leadMs);
+    return longest;
   }
 
   /**

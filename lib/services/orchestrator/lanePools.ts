@@ -20,6 +20,9 @@ export class LanePools {
   /** No pools: the lane's own tiers alone bound it. */
   static readonly NONE = new LanePools('', [], () => Promise.resolve());
 
+  /** The pools' runs. */
+  private readonly runs: readonly PoolRun[];
+
   /**
    * @param weighted the pools, each with the lane's weight in it (see `PoolConfig.weight`).
    */
@@ -28,10 +31,8 @@ export class LanePools {
     private readonly weighted: readonly { readonly run: PoolRun; readonly weight: number }[],
     /** Tells the pools' hub that the lane's run has ended (see `PoolHub.join`). */
     private readonly left: () => Promise<void>,
-  ) {}
-
-  private get runs(): readonly PoolRun[] {
-    return this.weighted.map(({ run }) => run);
+  ) {
+    this.runs = weighted.map(({ run }) => run);
   }
 
   /** The lane's run has ended: its claims are withdrawn, and the hub told (see `PoolHub.join`). */
@@ -81,9 +82,8 @@ export class LanePools {
         pool.turns.withdraw(this.lane);
         continue;
       }
-      // Contested: the pool, not the lane's own tiers, sets the slot, or would if the lane's were a little sooner.
-      const sooner = own - pool.spacing(costs);
-      pool.turns.claim(this.lane, slot, slot > own || pool.nextSlot(sooner, costs) > sooner);
+      // Contested: the pool's room, not the lane's own tiers, sets the slot, or would if the lane's were a little sooner.
+      pool.turns.claim(this.lane, slot, pool.holdsBack(own - pool.spacing(costs), costs));
     }
     return slot;
   }

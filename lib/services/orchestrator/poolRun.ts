@@ -96,6 +96,16 @@ export class PoolRun {
   }
 
   /**
+   * Whether the pool's room (its tiers, or its 429 pause) sets the slot of a dispatch of `costs` from `at` later: not
+   * merely the order of its slots, which never go back before the latest reserved (another lane's reservation a
+   * millisecond later is no contest for the pool).
+   */
+  holdsBack(at: number, costs: Costs): boolean {
+    const from = Math.ceil(Math.max(at, this.quota.pacer.lastSlot));
+    return this.nextSlot(from, costs) > from;
+  }
+
+  /**
    * How far apart the pool's pace sets two dispatches of `costs` (the slowest of its steady tiers, with the arrival
    * margin): a lane may take a slot this far before another lane's claim without pushing the claim back.
    */

@@ -1,4 +1,5 @@
 /** A pool's quota as the lane runs of an invocation draw from it: saved before it is used, and counted by a successor. */
+import type { PoolConfig } from '../../../lib/config';
 import { parseTiers } from '../../../lib/domain/quota/tiers';
 import { guardStores } from '../../../lib/services/orchestrator/guardedPorts';
 import { PoolRun } from '../../../lib/services/orchestrator/poolRun';
@@ -11,9 +12,14 @@ import { START, testConfig } from '../../helpers/serviceFixtures';
 
 const pool = { name: 'org', quotas: parseTiers([{ limit: 10, per: 'minute', unit: 'cost' }]) };
 
-async function openPool(clock: FakeClock, stores: ReturnType<typeof memoryStores>, owner: string): Promise<PoolRun> {
+async function openPool(
+  clock: FakeClock,
+  stores: ReturnType<typeof memoryStores>,
+  owner: string,
+  poolConfig: PoolConfig = pool,
+): Promise<PoolRun> {
   const opened = await PoolRun.open(
-    { config: testConfig(), pool, stores: guardStores(stores), clock, owner, random: () => 0 },
+    { config: testConfig(), pool: poolConfig, stores: guardStores(stores), clock, owner, random: () => 0 },
     { deadline: clock.now() + 60_000 },
   );
   if (typeof opened === 'string') throw new Error(`pool not opened: ${opened}`);
@@ -70,6 +76,24 @@ describe('PoolRun', () => {
     run.giveBack(reservation);
     expect(run.nextSlot(START, costs)).toBe(START);
     expect(run.ready(START, costs)).toBe(true);
+  });
+
+  it('holds a dispatch back by its room alone, not by the order of its slots (another lane reserved a ms later)', async () => {
+    const clock = new FakeClock(START);
+    const stores = memoryStores();
+    // Ten a ms, less the arrival margin's share.
+    const fast = { name: 'fast', quotas: parseTiers([{ limit: 10_000, per: 'second' }]) };
+    const run = await openPool(clock, stores, 'first', fast);
+    const costs = { requests: 1 };
+    const slot = START + 5;
+    expect(await run.flush({ need: { units: run.units(costs).map((u) => 20 * u), slots: 0 }, until: slot })).toBe(true);
+    run.reserve('b', slot, costs);
+    // A lane whose own slot is 3 ms sooner goes at the pool's latest slot, which has room: no contest.
+    expect(run.nextSlot(slot - 3, costs)).toBe(slot);
+    expect(run.holdsBack(slot - 3, costs)).toBe(false);
+    // Once the slot's ms is full, the pool's room sets the slot a ms on.
+    for (let i = 0; run.nextSlot(slot, costs) === slot && i < 20; i++) run.reserve('b', slot, costs);
+    expect(run.holdsBack(slot - 3, costs)).toBe(true);
   });
 
   it("holds every lane of a pool whose rateLimitScope is pool once a worker wrote a 429's pause to the pool", async () => {

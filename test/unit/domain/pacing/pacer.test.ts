@@ -147,6 +147,33 @@ describe('Pacer', () => {
       pacer.dispatch(T0 + 251, { cost: 1 }); // 51 ms late: the lane was idle, not behind
       expect(pacer.nextSlot(T0 + 251, { cost: 1 })).toBe(T0 + 451);
     });
+
+    it('restarts a tier of more than one message a ms from the ms before: the rest of the ms is not lost', () => {
+      const pacer = pacerFor([{ limit: 10_000, per: 'second' }], { arrivalMarginMs: 0 });
+      pacer.dispatch(T0, { cost: 1 });
+      // Idle for a second: the schedule restarts, and the 10 a ms the tier allows still go in the restart's ms.
+      expect(slots(pacer, 11, 1, T0 + 1_000)).toEqual([
+        1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1001,
+      ]);
+    });
+
+    it("keeps two fast tiers' full rate when each sets the other's slot a ms on in turn (a lane's and its pool's)", () => {
+      const lane = pacerFor([{ limit: 100_000, per: 'second' }], { arrivalMarginMs: 0 });
+      const pool = pacerFor([{ limit: 1_000_000, per: 'second' }], { arrivalMarginMs: 0 });
+      const costs = { cost: 1 };
+      let at = T0;
+      for (let i = 0; i < 1_000; i++) {
+        // The slot both agree on, as a lane's run looks for it in its pools.
+        for (let pooled = pool.nextSlot(at, costs); pooled !== at; pooled = pool.nextSlot(at, costs))
+          at = lane.nextSlot(pooled, costs);
+        at = lane.nextSlot(at, costs);
+        if (pool.nextSlot(at, costs) !== at) continue;
+        lane.dispatch(at, costs);
+        pool.dispatch(at, costs);
+      }
+      // 1,000 at the lane's 100 a ms take 10 ms, not one a ms.
+      expect(at - T0).toBeLessThanOrEqual(11);
+    });
   });
 
   describe('nextSlot with an arrivalMarginMs', () => {
