@@ -26,6 +26,11 @@ export const LANE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 /** The settings each lane sets for itself in the lanes form. */
 export const LANE_SETTING_KEYS: readonly string[] = [...LANE_CONFIG_KEYS, ...DEPLOY_SETTING_KEYS];
 
+/** Where `key` is written under `path`: `path.key`, or `key` alone at the top (an empty `path`). */
+export function fieldAt(path: string, key: string): string {
+  return path === '' ? key : `${path}.${key}`;
+}
+
 /** One lane, as packaging checks it. */
 export interface LaneInput {
   readonly lane: string;
@@ -46,7 +51,8 @@ export interface LaneInputs {
 }
 
 /**
- * The lanes of `settings`, `custom.quotaOrchestrator` at `path`, an object whose keys the caller checked.
+ * The lanes of `settings`, `custom.quotaOrchestrator` at `path` (or a file's top, at `''`), an object whose keys the
+ * caller checked.
  * @throws ConfigError naming `lanes` when it is not an object of 1 to {@link MAX_LANES} lanes; a lane whose name is
  * not {@link LANE_NAME}, or that is not an object of {@link LANE_SETTING_KEYS}; or a lane's setting written at the
  * top beside `lanes`.
@@ -56,13 +62,13 @@ export function laneInputs(settings: Readonly<Record<string, unknown>>, path: st
   if (lanes === undefined) {
     if (settings[POOLS_KEY] !== undefined)
       throw new ConfigError(
-        `${path}.${POOLS_KEY}`,
+        fieldAt(path, POOLS_KEY),
         `pools are shared by lanes: write the lanes under ${LANES_KEY}, and each lane's pools in its own ${POOLS_KEY}`,
       );
     const lane = typeof settings.lane === 'string' ? settings.lane : 'default';
-    return { inLanes: false, lanes: [{ lane, settings, path, pools: [], fieldOf: (field) => `${path}.${field}` }] };
+    return { inLanes: false, lanes: [{ lane, settings, path, pools: [], fieldOf: (field) => fieldAt(path, field) }] };
   }
-  const lanesPath = `${path}.${LANES_KEY}`;
+  const lanesPath = fieldAt(path, LANES_KEY);
   const count = isRecord(lanes) ? Object.keys(lanes).length : 0;
   if (!isRecord(lanes) || count === 0 || count > MAX_LANES) {
     throw new ConfigError(
@@ -73,17 +79,20 @@ export function laneInputs(settings: Readonly<Record<string, unknown>>, path: st
   for (const key of Object.keys(settings)) {
     if (key !== LANES_KEY && key !== POOLS_KEY && !(SHARED_SETTING_KEYS as readonly string[]).includes(key)) {
       throw new ConfigError(
-        `${path}.${key}`,
+        fieldAt(path, key),
         `is a lane's own setting: beside ${LANES_KEY}, only ${SHARED_SETTING_KEYS.join(' and ')} are set at the top; set it in each lane (${lanesPath}.<lane>.${key})`,
       );
     }
   }
   const shared = Object.fromEntries(SHARED_SETTING_KEYS.map((key) => [key, settings[key]]));
-  const pools = poolDefinitions(settings[POOLS_KEY], `${path}.${POOLS_KEY}`);
+  const pools = poolDefinitions(settings[POOLS_KEY], fieldAt(path, POOLS_KEY));
   const inputs = Object.entries(lanes).map(([lane, own]) => laneInput(lane, own, lanesPath, shared, path, pools));
   const unused = Object.keys(pools).find((pool) => !inputs.some((input) => input.pools.includes(pool)));
   if (unused !== undefined)
-    throw new ConfigError(`${path}.${POOLS_KEY}.${unused}`, `no lane draws from it: name it in a lane's ${POOLS_KEY}`);
+    throw new ConfigError(
+      `${fieldAt(path, POOLS_KEY)}.${unused}`,
+      `no lane draws from it: name it in a lane's ${POOLS_KEY}`,
+    );
   return { inLanes: true, lanes: inputs };
 }
 
@@ -182,14 +191,14 @@ function laneInput(
   for (const key of Object.keys(own)) {
     if (!LANE_SETTING_KEYS.includes(key)) {
       const why = (SHARED_SETTING_KEYS as readonly string[]).includes(key)
-        ? `is shared by every lane: set it once, at ${path}.${key}`
+        ? `is shared by every lane: set it once, at ${fieldAt(path, key)}`
         : `unknown key; a lane's settings are ${LANE_SETTING_KEYS.join(', ')}`;
       throw new ConfigError(`${lanePath}.${key}`, why);
     }
   }
   const settings: Record<string, unknown> = { lane };
   for (const [key, value] of Object.entries({ ...shared, ...own })) if (value !== undefined) settings[key] = value;
-  const named = lanePools(own[POOLS_KEY], `${lanePath}.${POOLS_KEY}`, pools, `${path}.${POOLS_KEY}`);
+  const named = lanePools(own[POOLS_KEY], `${lanePath}.${POOLS_KEY}`, pools, fieldAt(path, POOLS_KEY));
   if (named.length > 0)
     settings[POOLS_KEY] = named.map(({ name, weight }) => ({
       name,
@@ -203,6 +212,6 @@ function laneInput(
     settings,
     pools: named.map(({ name }) => name),
     path: lanePath,
-    fieldOf: (field) => `${isShared(field) ? path : lanePath}.${field}`,
+    fieldOf: (field) => fieldAt(isShared(field) ? path : lanePath, field),
   };
 }

@@ -5,10 +5,9 @@
  */
 import { describeValue } from '../../lib/domain/describeValue';
 import { ConfigError } from '../../lib/errors';
-import { LANE_NAME, MAX_LANES } from '../../lib/deploy/laneSettings';
+import { laneInputs, MAX_LANES } from '../../lib/deploy/laneSettings';
 import { isRecord } from '../../lib/settingChecks';
 import type { PoolConfig } from '../../lib/config';
-import { parseTiers } from '../../lib/domain/quota/tiers';
 import { CONFIG_KEYS, parseScenario, type Scenario } from './scenario';
 import { SHARED_SETTING_KEYS } from '../../lib/lanes/laneEnv';
 
@@ -52,7 +51,6 @@ export function parseLanesScenario(input: unknown): LanesScenario {
   if (!isRecord(input) || !isRecord(input.lanes) || Object.keys(input.lanes).length === 0)
     throw new ConfigError('lanes', `must be an object of 1 to ${MAX_LANES} lanes; got ${describeValue(input)}`);
   const { lanes, pools: writtenPools, ...shared } = input;
-  const pools = scenarioPools(writtenPools);
   const names = Object.keys(lanes);
   if (names.length > MAX_LANES)
     throw new ConfigError('lanes', `must hold at most ${MAX_LANES} lanes; got ${names.length}`);
@@ -61,11 +59,10 @@ export function parseLanesScenario(input: unknown): LanesScenario {
       throw new ConfigError(key, `is a lane's own setting: set it in each lane (lanes.<lane>.${key})`);
   const name = typeof shared.name === 'string' ? shared.name : 'lanes';
   const seed = typeof shared.seed === 'number' ? shared.seed : 1;
+  const drawn = drawnPools(lanes, writtenPools);
   const written: Record<string, Record<string, unknown>> = {};
   const parsed = names.map((lane, i) => {
     const own = lanes[lane];
-    if (!LANE_NAME.test(lane))
-      throw new ConfigError(`lanes.${lane}`, `a lane's name must be 1 to 64 letters, digits, '-' or '_'`);
     if (!isRecord(own)) throw new ConfigError(`lanes.${lane}`, `must be an object; got ${describeValue(own)}`);
     for (const key of Object.keys(own))
       if (!LANE_SCENARIO_KEYS.includes(key))
@@ -74,56 +71,41 @@ export function parseLanesScenario(input: unknown): LanesScenario {
       Object.entries(own).filter(([key]) => !['jobs', 'api', 'request'].includes(key)),
     );
     written[lane] = { ...settings, ...(isRecord(own.request) ? own.request : {}) };
-    const { pools: poolNames, ...scenarioOwn } = own;
-    const drawn = lanePools(poolNames, pools, `lanes.${lane}.pools`);
+    const scenarioOwn = Object.fromEntries(Object.entries(own).filter(([key]) => key !== 'pools'));
     try {
-      const scenario = parseScenario({ ...shared, ...scenarioOwn, name: `${name}: ${lane}`, seed: seed + i });
-      return { ...scenario, config: { ...scenario.config, lane, ...(drawn.length === 0 ? {} : { pools: drawn }) } };
+      const scenario = parseScenario(
+        { ...shared, ...scenarioOwn, name: `${name}: ${lane}`, seed: seed + i },
+        drawn.get(lane),
+      );
+      return { ...scenario, config: { ...scenario.config, lane } };
     } catch (error) {
       if (!(error instanceof ConfigError) || !LANE_SCENARIO_KEYS.some((key) => error.field.startsWith(key)))
         throw error;
       throw new ConfigError(`lanes.${lane}.${error.field}`, error.problem, { cause: error });
     }
   });
-  const unused = pools.find((pool) => !parsed.some((lane) => lane.config.pools?.some((p) => p.name === pool.name)));
-  if (unused !== undefined)
-    throw new ConfigError(`pools.${unused.name}`, `no lane draws from it: name it in a lane's pools`);
+  const drawnFrom = parsed.flatMap((lane) => lane.config.pools ?? []);
+  const pools = Object.keys(isRecord(writtenPools) ? writtenPools : {}).flatMap((pool) => {
+    const found = drawnFrom.find((p) => p.name === pool);
+    if (found === undefined) return [];
+    const { name: poolName, quotas, rateLimitScope } = found;
+    return [{ name: poolName, quotas, ...(rateLimitScope === undefined ? {} : { rateLimitScope }) }];
+  });
   return { name, lanes: parsed, written, pools, ...(isRecord(writtenPools) ? { writtenPools } : {}) };
 }
 
 /**
- * The scenario's `pools`, `{ <pool>: { quotas } }` as serverless.yml writes them.
- * @throws ConfigError naming the pool, or the field of its tiers.
+ * The pools each lane draws from, as the functions read them (see `ServiceConfig.pools`), by lane: the scenario's
+ * `pools` and each lane's names of them, checked as packaging checks serverless.yml's (see `laneInputs`).
+ * @throws ConfigError naming the pool, or the lane's entry that names no pool.
  */
-function scenarioPools(input: unknown): readonly PoolConfig[] {
-  if (input === undefined) return [];
-  if (!isRecord(input))
-    throw new ConfigError('pools', `must be an object of pools, each { quotas }; got ${describeValue(input)}`);
-  return Object.entries(input).map(([pool, settings]) => {
-    if (!LANE_NAME.test(pool))
-      throw new ConfigError(`pools.${pool}`, `a pool's name must be 1 to 64 letters, digits, '-' or '_'`);
-    if (!isRecord(settings))
-      throw new ConfigError(`pools.${pool}`, `must be { quotas }; got ${describeValue(settings)}`);
-    return { name: pool, quotas: parseTiers(settings.quotas, { field: `pools.${pool}.quotas` }) };
-  });
-}
-
-/**
- * The pools a lane names (`input`, at `field`), of `pools`: each a name, or `{ name, weight }` as serverless.yml takes
- * it (the weight is checked with the lane's settings when it is packaged).
- * @throws ConfigError naming the entry that names no pool.
- */
-function lanePools(input: unknown, pools: readonly PoolConfig[], field: string): readonly PoolConfig[] {
-  if (input === undefined) return [];
-  if (!Array.isArray(input)) throw new ConfigError(field, `must be a list of pool names; got ${describeValue(input)}`);
-  return input.map((entry: unknown, i) => {
-    const { name, weight } = isRecord(entry) ? entry : { name: entry, weight: undefined };
-    const pool = pools.find((p) => p.name === name);
-    if (pool === undefined)
-      throw new ConfigError(
-        `${field}[${i}]`,
-        `names no pool of pools (${pools.map((p) => p.name).join(', ') || 'none'}); got ${describeValue(entry)}`,
-      );
-    return typeof weight === 'number' ? { ...pool, weight } : pool;
-  });
+function drawnPools(lanes: Readonly<Record<string, unknown>>, pools: unknown): ReadonlyMap<string, unknown> {
+  const named = Object.fromEntries(
+    Object.entries(lanes).map(([lane, own]) => [
+      lane,
+      isRecord(own) && own.pools !== undefined ? { pools: own.pools } : {},
+    ]),
+  );
+  const { lanes: inputs } = laneInputs({ lanes: named, ...(pools === undefined ? {} : { pools }) }, '');
+  return new Map(inputs.map(({ lane, settings }) => [lane, settings.pools]));
 }

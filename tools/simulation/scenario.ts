@@ -195,8 +195,10 @@ function objectAt(value: unknown, field: string): Record<string, unknown> {
  * @throws ConfigError naming the field and its allowed values, including cross-field rules (more FIFO, poison
  * and malformed jobs than jobs; `costMin > costMax`; a cost tier with jobs that carry no cost; `jobs.llm` with a
  * cost range, or a prompt range upside down; `api.llm` without `jobs.llm`, or an output share range upside down).
+ * @param pools the pools of a lane of a scenario of several lanes, as the functions read them (see
+ * `parseLanesScenario`): its config's `pools`.
  */
-export function parseScenario(input: unknown): Scenario {
+export function parseScenario(input: unknown, pools?: unknown): Scenario {
   const raw = objectAt(input, 'scenario');
   for (const key of Object.keys(raw))
     if (!KEYS.includes(key)) throw new ConfigError(key, `unknown key; allowed keys are ${KEYS.join(', ')}`);
@@ -222,7 +224,10 @@ export function parseScenario(input: unknown): Scenario {
     RUN_RANGES,
   );
   const config = parseServiceConfig(
-    Object.fromEntries(Object.entries(raw).filter(([k]) => CONFIG_KEYS.includes(k))),
+    {
+      ...Object.fromEntries(Object.entries(raw).filter(([k]) => CONFIG_KEYS.includes(k))),
+      ...(pools === undefined ? {} : { pools }),
+    },
     // A job set whose costs are all 1 gives a cost tier nothing to count beyond requests.
     { costsAvailable: jobs.costMax !== 1 || jobs.costMin !== 1 },
   );

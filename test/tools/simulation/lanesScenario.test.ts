@@ -60,4 +60,19 @@ describe('parseLanesScenario', () => {
       'pools.org.quotas',
     );
   });
+
+  it("checks a lane's weight in a pool, and carries the pool's rateLimitScope, as packaging does", () => {
+    const pools = { org: { quotas: [{ limit: 5, per: 'second' }], rateLimitScope: 'pool' } };
+    const lane = (weight: number) => ({ quotas: [{ limit: 5, per: 'second' }], pools: [{ name: 'org', weight }] });
+    expect(thrown(ConfigError, () => parseLanesScenario({ pools, lanes: { a: lane(0) } })).field).toBe(
+      'lanes.a.pools[0].weight',
+    );
+    const scenario = parseLanesScenario({ pools, lanes: { a: lane(3) } });
+    expect(scenario.lanes[0]?.config.pools).toEqual([
+      { name: 'org', quotas: scenario.pools[0]?.quotas, weight: 3, rateLimitScope: 'pool' },
+    ]);
+    expect(scenario.pools.map(({ name, rateLimitScope }) => ({ name, rateLimitScope }))).toEqual([
+      { name: 'org', rateLimitScope: 'pool' },
+    ]);
+  });
 });
