@@ -3,7 +3,7 @@
  * invocation serves every lane, a lane whose API is down (its circuit open) never delays another, a lane whose queues
  * are empty takes no lease, and each lane's worker calls its own API within its own quota.
  */
-import { FAST_SETTINGS, WORKER_FUNCTION } from '../../tools/local/serviceStack';
+import { FAST_SETTINGS, WORKER_FUNCTION } from '../../tools/local/stackOptions';
 import { LocalHarness } from '../../tools/local/harness';
 import { createLaneQueues } from '../../tools/local/laneQueues';
 import { startApiServer, type ApiServer } from '../../tools/local/apiServer';

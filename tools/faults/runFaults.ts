@@ -3,15 +3,9 @@ import { REALISTIC_TIMING } from '../simulation/startDelays';
 import type { ReceivedMessage } from '../../lib/ports/QueueReceiver';
 import type { RunSummary } from '../../lib/services/orchestrator/types';
 import type { EmulatorEndpoints } from '../local/clients';
-import {
-  createServiceStack,
-  LANE,
-  SimulatedCrash,
-  type OrchestratorRun,
-  type OrchestratorRunOptions,
-  type ServiceStack,
-  type TestMessage,
-} from '../local/serviceStack';
+import { createServiceStack, type ServiceStack } from '../local/serviceStack';
+import { SimulatedCrash } from '../local/runInterruptions';
+import { LANE, type OrchestratorRun, type OrchestratorRunOptions, type TestMessage } from '../local/stackOptions';
 import { pause } from '../local/waitFor';
 import { MisbehavingApi } from './apiFaults';
 import { CallMeter } from './callMeter';

@@ -1,7 +1,7 @@
 import type { ApiFaultWindow } from './apiFaults';
 import type { AwsFaultWindow } from './awsFaults';
 import type { ClockLeap } from './scenarioClock';
-import type { QuotaInput } from '../local/serviceStack';
+import type { QuotaInput } from '../local/stackOptions';
 import {
   DEFAULT_DUPLICATES,
   REALISTIC_START_DELAYS,
