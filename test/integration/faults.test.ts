@@ -40,7 +40,7 @@ describe('the fault suite (quick sizes)', () => {
   it('has a check of what each scenario injects', () => {
     expect(Object.keys(MUST_INJECT).sort()).toEqual([...new Set(SCENARIOS.map((s) => family(s.name)))].sort());
     expect(SCENARIOS.filter((s) => s.pool !== undefined).map((s) => family(s.name))).toEqual(
-      SCENARIOS.filter((s) => s.pool === undefined && s.name !== 'quota-exhausted').map((s) => s.name),
+      SCENARIOS.filter((s) => s.pool === undefined && s.name !== 'in-flight-leak').map((s) => s.name),
     );
   });
 

@@ -67,12 +67,8 @@ export const FAULT_POOL: readonly QuotaInput[] = [
   { limit: 450, per: 'minute' },
 ];
 
-/**
- * The families that run on one lane only: `in-flight-leak` checks call slots, which a pool does not have;
- * `quota-exhausted` redrives a message after 2 receives (far below what the service requires, to catch any receive a
- * wait for quota costs), and a lane that shares a pool may spend a receive waiting its turn in it.
- */
-const UNPOOLED: readonly string[] = ['in-flight-leak', 'quota-exhausted'];
+/** The families that run on one lane only: `in-flight-leak` checks call slots, which a pool does not have. */
+const UNPOOLED: readonly string[] = ['in-flight-leak'];
 
 /** The suffix of a scenario's name run with its lane drawing from {@link FAULT_POOL}. */
 export const POOLED_SUFFIX = ' (pooled)';

@@ -44,23 +44,37 @@ export class QuotaGate {
     return settings.visibilityTimeoutMs - settings.workerTimeoutMs;
   }
 
+  /**
+   * How long before its {@link QuotaGate.sendBy} a message's first unit must be able to go for the gate to let it in:
+   * half its coverage. A message received as the quota comes back is dispatched a lead before its slot, and the first
+   * slot of a calendar tier's new window needs an allowance that can only be saved once the window has begun (see
+   * `QuotaLedger.allowanceEnd`): received with no time to spare, the flush would push its slot past its coverage, and
+   * it would be left to reappear, one receive spent for nothing.
+   */
+  private get slackMs(): number {
+    return this.coverageMs / 2;
+  }
+
   /** The latest instant at which a message received at `receivedAt` may be sent in this run. */
   sendBy(receivedAt: number): number {
     return Math.min(receivedAt + this.coverageMs, this.run.options.deadline);
   }
 
   /**
-   * Whether a receive at `now` may be taken: `undefined` if one unit could be sent before {@link QuotaGate.sendBy}
-   * of a message received now, else the instant from which it could be (the deadline, when only the run's end is in
-   * the way). Starts and ends the exhaustion episodes.
+   * Whether a receive at `now` may be taken: `undefined` if one unit could be sent before the run's end and
+   * {@link QuotaGate.slackMs} before {@link QuotaGate.sendBy} of a message received now, else the instant from which
+   * it could be (the deadline, when only the run's end is in the way). Starts and ends the exhaustion episodes.
    */
   shutUntil(now: number): number | undefined {
     const hold = this.pools.blockedUntil(now, this.pacer.blockedUntil(now));
     const exhausted = hold !== undefined && hold.until > now + this.coverageMs;
     if (exhausted) this.exhausted(now, hold);
     else this.available(now);
-    if (hold === undefined || hold.until <= this.sendBy(now)) return undefined;
-    return exhausted ? hold.until - this.coverageMs : this.run.options.deadline;
+    const sendableBy = Math.min(now + this.coverageMs - this.slackMs, this.run.options.deadline);
+    if (hold === undefined || hold.until <= sendableBy) return undefined;
+    // Unless the run's end comes first, the gate opens once a message received then leaves the slack.
+    const opensAt = hold.until - this.coverageMs + this.slackMs;
+    return exhausted || hold.until <= this.run.options.deadline ? opensAt : this.run.options.deadline;
   }
 
   /**

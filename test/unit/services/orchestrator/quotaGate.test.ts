@@ -7,6 +7,8 @@ import { START, testConfig } from '../../../helpers/serviceFixtures';
 /** What a received message's visibility covers in {@link testConfig}: 30 s less a 5 s worker run. */
 const COVERAGE_MS = 25_000;
 const DAY_MS = 86_400_000;
+/** The gate opens this long before the quota comes back: half the coverage (see `QuotaGate.slackMs`). */
+const OPENS_BEFORE_MS = COVERAGE_MS / 2;
 
 /** A gate over a 5/second and a 2/day tier, with the day's quota spent at START, in a run that lasts two days. */
 function dayExhausted() {
@@ -47,14 +49,16 @@ describe('QuotaGate', () => {
 
       for (const at of [START + 1_000, START + 2 * 3_600_000, START + DAY_MS - COVERAGE_MS - 1]) {
         await h.clock.advanceTo(at);
-        expect(gate.shutUntil(at)).toBe(START + DAY_MS - COVERAGE_MS);
+        expect(gate.shutUntil(at)).toBe(START + DAY_MS - OPENS_BEFORE_MS);
       }
       expect(h.events).toEqual([
         { type: 'quota-exhausted', at: START + 1_000, tier: '2/day', kind: 'calendar', until: START + DAY_MS },
       ]);
 
+      // Still exhausted (the window ends after a message received now would have to go), and shut: a message
+      // received now would have no time to spare for its lead and the flush of the new day's allowance.
       await h.clock.advanceTo(START + DAY_MS - COVERAGE_MS);
-      expect(gate.shutUntil(h.clock.now())).toBeUndefined();
+      expect(gate.shutUntil(h.clock.now())).toBe(START + DAY_MS - OPENS_BEFORE_MS);
       expect(h.events.slice(1)).toEqual([
         {
           type: 'quota-available',
@@ -63,6 +67,12 @@ describe('QuotaGate', () => {
           exhaustedMs: DAY_MS - COVERAGE_MS - 1_000,
         },
       ]);
+      await h.clock.advanceTo(START + DAY_MS - OPENS_BEFORE_MS - 1);
+      expect(gate.shutUntil(h.clock.now())).toBe(START + DAY_MS - OPENS_BEFORE_MS);
+      // Open once a message received now could go half its coverage before it must.
+      await h.clock.advanceTo(START + DAY_MS - OPENS_BEFORE_MS);
+      expect(gate.shutUntil(h.clock.now())).toBeUndefined();
+      expect(gate.sendBy(h.clock.now()) - (START + DAY_MS)).toBe(OPENS_BEFORE_MS);
     });
 
     it('stays shut through a 429 whose Retry-After is a day, naming the pause', () => {
@@ -70,8 +80,8 @@ describe('QuotaGate', () => {
       h.pacer.pause(START + DAY_MS, () => 0);
       const gate = new QuotaGate(h.run, h.pacer);
 
-      expect(gate.shutUntil(START)).toBe(START + DAY_MS - COVERAGE_MS);
-      expect(gate.shutUntil(START + 60_000)).toBe(START + DAY_MS - COVERAGE_MS);
+      expect(gate.shutUntil(START)).toBe(START + DAY_MS - OPENS_BEFORE_MS);
+      expect(gate.shutUntil(START + 60_000)).toBe(START + DAY_MS - OPENS_BEFORE_MS);
       expect(h.events).toEqual([
         { type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + DAY_MS },
       ]);
