@@ -27,7 +27,7 @@ export const LANE_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const LANE_SETTING_KEYS: readonly string[] = [...LANE_CONFIG_KEYS, ...DEPLOY_SETTING_KEYS];
 
 /** Where `key` is written under `path`: `path.key`, or `key` alone at the top (an empty `path`). */
-export function fieldAt(path: string, key: string): string {
+function fieldAt(path: string, key: string): string {
   return path === '' ? key : `${path}.${key}`;
 }
 

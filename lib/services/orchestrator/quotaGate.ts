@@ -45,14 +45,15 @@ export class QuotaGate {
   }
 
   /**
-   * How long before its {@link QuotaGate.sendBy} a message's first unit must be able to go for the gate to let it in:
-   * half its coverage. A message received as the quota comes back is dispatched a lead before its slot, and the first
-   * slot of a calendar tier's new window needs an allowance that can only be saved once the window has begun (see
-   * `QuotaLedger.allowanceEnd`): received with no time to spare, the flush would push its slot past its coverage, and
-   * it would be left to reappear, one receive spent for nothing.
+   * How long before its {@link QuotaGate.sendBy} a message's first unit must be able to go, while `hold` holds the
+   * quota, for the gate to let it in: half its coverage for a spent calendar tier, none otherwise. The first slot of
+   * a calendar tier's new window needs an allowance that can only be saved once the window has begun (see
+   * `QuotaLedger.allowanceEnd`); a message received with no time to spare would find its slot, after that flush, past
+   * its coverage, and be left to reappear: one receive spent for nothing. A tier that sets a pace needs no slack (its
+   * allowance is saved ahead), and must get none: a message held for its next slot would be handed back unsent.
    */
-  private get slackMs(): number {
-    return this.coverageMs / 2;
+  private slackMs(hold: Hold): number {
+    return hold.kind === 'tier' && hold.tier.kind === 'calendar' ? this.coverageMs / 2 : 0;
   }
 
   /** The latest instant at which a message received at `receivedAt` may be sent in this run. */
@@ -61,19 +62,21 @@ export class QuotaGate {
   }
 
   /**
-   * Whether a receive at `now` may be taken: `undefined` if one unit could be sent before the run's end and
-   * {@link QuotaGate.slackMs} before {@link QuotaGate.sendBy} of a message received now, else the instant from which
-   * it could be (the deadline, when only the run's end is in the way). Starts and ends the exhaustion episodes.
+   * Whether a receive at `now` may be taken: `undefined` if one unit could be sent before the run's end and before
+   * {@link QuotaGate.sendBy} of a message received now, with the slack a spent calendar tier needs (see
+   * {@link QuotaGate.slackMs}), else the instant from which it could be (the deadline, when only the run's end is in
+   * the way). Starts and ends the exhaustion episodes.
    */
   shutUntil(now: number): number | undefined {
     const hold = this.pools.blockedUntil(now, this.pacer.blockedUntil(now));
     const exhausted = hold !== undefined && hold.until > now + this.coverageMs;
     if (exhausted) this.exhausted(now, hold);
     else this.available(now);
-    const sendableBy = Math.min(now + this.coverageMs - this.slackMs, this.run.options.deadline);
-    if (hold === undefined || hold.until <= sendableBy) return undefined;
+    if (hold === undefined) return undefined;
+    const slack = this.slackMs(hold);
+    if (hold.until <= Math.min(now + this.coverageMs - slack, this.run.options.deadline)) return undefined;
     // Unless the run's end comes first, the gate opens once a message received then leaves the slack.
-    const opensAt = hold.until - this.coverageMs + this.slackMs;
+    const opensAt = hold.until - this.coverageMs + slack;
     return exhausted || hold.until <= this.run.options.deadline ? opensAt : this.run.options.deadline;
   }
 

@@ -7,7 +7,7 @@ import { START, testConfig } from '../../../helpers/serviceFixtures';
 /** What a received message's visibility covers in {@link testConfig}: 30 s less a 5 s worker run. */
 const COVERAGE_MS = 25_000;
 const DAY_MS = 86_400_000;
-/** The gate opens this long before the quota comes back: half the coverage (see `QuotaGate.slackMs`). */
+/** The gate opens this long before a spent calendar tier's window ends: half the coverage (see `QuotaGate.slackMs`). */
 const OPENS_BEFORE_MS = COVERAGE_MS / 2;
 
 /** A gate over a 5/second and a 2/day tier, with the day's quota spent at START, in a run that lasts two days. */
@@ -80,8 +80,9 @@ describe('QuotaGate', () => {
       h.pacer.pause(START + DAY_MS, () => 0);
       const gate = new QuotaGate(h.run, h.pacer);
 
-      expect(gate.shutUntil(START)).toBe(START + DAY_MS - OPENS_BEFORE_MS);
-      expect(gate.shutUntil(START + 60_000)).toBe(START + DAY_MS - OPENS_BEFORE_MS);
+      // A pause needs no slack: the gate opens a message's coverage before it ends.
+      expect(gate.shutUntil(START)).toBe(START + DAY_MS - COVERAGE_MS);
+      expect(gate.shutUntil(START + 60_000)).toBe(START + DAY_MS - COVERAGE_MS);
       expect(h.events).toEqual([
         { type: 'quota-exhausted', at: START, tier: '429', kind: 'pause', until: START + DAY_MS },
       ]);
@@ -96,6 +97,18 @@ describe('QuotaGate', () => {
         ['2/day', DAY_MS],
         ['429', 2 * DAY_MS],
       ]);
+    });
+
+    it("stays open while a paced tier's next slot is within a message's coverage, however slow the pace", () => {
+      // One a minute: after a dispatch, the next slot is 60 s away, beyond half the 25 s coverage but within a
+      // coverage of a message received 40 s on; a gate that shut would hand a buffered message back unsent.
+      const h = roomHarness(testConfig({ quotas: [{ limit: 1, per: 'minute' }] }));
+      h.pacer.dispatch(START, { cost: 1 });
+      const gate = new QuotaGate(new RunContext(h.runDeps, { deadline: START + DAY_MS }), h.pacer);
+      const next = h.pacer.nextSlot(START, { cost: 1 });
+      expect(gate.shutUntil(next - COVERAGE_MS - 1)).toBe(next - COVERAGE_MS);
+      expect(gate.shutUntil(next - COVERAGE_MS)).toBeUndefined();
+      expect(gate.shutUntil(next - OPENS_BEFORE_MS)).toBeUndefined();
     });
 
     it('stays shut without an exhaustion when only the run’s end comes before the next unit', () => {
