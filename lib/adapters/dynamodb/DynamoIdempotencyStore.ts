@@ -61,12 +61,17 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     this.table = new DynamoTable(options);
   }
 
+  /** The key of `key`'s item, in this store's namespace. */
+  private itemKey(key: string): Item {
+    return idempotencyKey(key, this.namespace);
+  }
+
   /**
    * {@inheritDoc IdempotencyStore.getIdempotency}
    * @throws StateFormatError when the stored record is malformed.
    */
   async getIdempotency(key: string, now: number): Promise<IdempotencyRecord | undefined> {
-    const item = await this.table.get({ Key: idempotencyKey(key, this.namespace) });
+    const item = await this.table.get({ Key: this.itemKey(key) });
     return liveRecord(item, key, now);
   }
 
@@ -107,7 +112,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       const written = await unlessConditionFails(
         this.table
           .update({
-            ...recordUpdate(idempotencyKey(key, this.namespace), record, { claim }, `ADD #spent :dispatchIds`),
+            ...recordUpdate(this.itemKey(key), record, { claim }, `ADD #spent :dispatchIds`),
             ConditionExpression: claimCondition(replacing),
             ExpressionAttributeValues: {
               ...recordValues(record, { claim }),
@@ -121,7 +126,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
         () => false,
       );
       if (written) return null;
-      const item = await this.table.get({ Key: idempotencyKey(key, this.namespace) });
+      const item = await this.table.get({ Key: this.itemKey(key) });
       if (item?.claim === claim) return null;
       const existing = item === undefined ? undefined : idempotencyRecordOf(item, key);
       const refusal = claimRefusal(existing, record.dispatchId, isMarked(item, record.dispatchId), now, replacing);
@@ -144,7 +149,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     options: { readonly spentAttempt?: boolean } = {},
   ): Promise<void> {
     const spent = options.spentAttempt === true;
-    const { Key, UpdateExpression } = recordUpdate(idempotencyKey(key, this.namespace), record, {}, 'REMOVE #claim');
+    const { Key, UpdateExpression } = recordUpdate(this.itemKey(key), record, {}, 'REMOVE #claim');
     await this.table.update({
       Key,
       UpdateExpression: spent ? `${UpdateExpression} ADD #attempts :attempt` : UpdateExpression,
@@ -163,7 +168,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    * @throws StateFormatError when `attempts` is not a string set.
    */
   async attemptsSpent(key: string): Promise<number> {
-    const item = await this.table.get({ Key: idempotencyKey(key, this.namespace), ProjectionExpression: '#attempts' });
+    const item = await this.table.get({ Key: this.itemKey(key), ProjectionExpression: '#attempts' });
     const attempts = item?.attempts;
     if (attempts === undefined) return 0;
     if (!(attempts instanceof Set)) throw corrupt(`idempotency record '${key}'`, 'attempts must be a string set', item);
@@ -198,7 +203,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
       const reopened = await unlessConditionFails(
         this.table
           .update({
-            Key: idempotencyKey(key, this.namespace),
+            Key: this.itemKey(key),
             UpdateExpression: 'SET #status = :failed, #reopen = :reopen REMOVE #reason, #attempts',
             ConditionExpression: '#status = :deadLettered AND #expiresAt > :now',
             ExpressionAttributeValues: {
@@ -212,7 +217,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
         () => false,
       );
       if (reopened) return 'reopened';
-      const item = await this.table.get({ Key: idempotencyKey(key, this.namespace) });
+      const item = await this.table.get({ Key: this.itemKey(key) });
       if (item?.reopen === reopen) return 'reopened';
       const record = liveRecord(item, key, now);
       if (record === undefined) return 'absent';
@@ -238,7 +243,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     const marked = await unlessConditionFails(
       this.table
         .update({
-          Key: idempotencyKey(key, this.namespace),
+          Key: this.itemKey(key),
           UpdateExpression: `SET #${TTL_ATTRIBUTE} = if_not_exists(#${TTL_ATTRIBUTE}, :ttl), #refundClaim = :refundClaim ADD #spent :dispatchIds`,
           ConditionExpression: 'NOT contains(#spent, :dispatchId)',
           ExpressionAttributeValues: {
@@ -253,7 +258,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     );
     if (marked) return true;
     const item = await this.table.get({
-      Key: idempotencyKey(key, this.namespace),
+      Key: this.itemKey(key),
       ProjectionExpression: '#refundClaim',
     });
     return item?.refundClaim === refundClaim;
