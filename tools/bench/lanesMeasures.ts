@@ -21,7 +21,10 @@ export interface PoolRate {
 
 /** What the `lanes` scenario measures of one strategy (see {@link lanesFigures}). */
 export interface LanesFigures {
-  /** Per lane: the share of what it was allowed that it used while it had a backlog, and what its API refused. */
+  /**
+   * Per lane: the share of what it was allowed that it used while it had a backlog (see {@link lanesFigures}), and
+   * what its API refused.
+   */
   readonly lanes: Readonly<Record<string, { readonly utilization: number; readonly rejectedByApi: number }>>;
   /** Per pool: the share of what it allowed its lanes that they used while one of them had a backlog. */
   readonly pools: Readonly<Record<string, { readonly utilization: number }>>;
@@ -38,8 +41,12 @@ export interface LanesFigures {
  * The `lanes` scenario's figures, on whole seconds from `start`: a call counts in the second it arrived, if its API
  * accepted it. A lane has a backlog from the first whole second after its first call to the last whole second
  * before its last accepted call, and is *up* in a second that its outage does not touch.
- * - A lane is allowed, in a second it has a backlog and is up, its own rate, and within each of its pools what the
- *   pool's other lanes left of it that second: its utilization is what it used over what it was allowed, summed.
+ * - A lane is allowed, in a second it has a backlog and is up, what it used, and within each of its pools its part of
+ *   the room the pool's lanes left that second (the pool's rate less what they all used), up to its own rate: the
+ *   lanes of the pool that have a backlog, are up and are below their own rates share that room equally (see
+ *   {@link sharedRoom}). Its utilization is what it used over what it was allowed, summed. A lane alone in its pool
+ *   that second is allowed the whole room; lanes that share it are not each allowed all of it, which would count one
+ *   call the pool fell short against every one of them.
  * - A pool allows, in a second one of its lanes has a backlog and is up, its rate or the own rates of those lanes,
  *   whichever is less; its utilization is what all its lanes used over that.
  */
@@ -50,16 +57,22 @@ export function lanesFigures(lanes: readonly LaneCalls[], pools: readonly PoolRa
   const rateOf = (pool: string) => pools.find((p) => p.pool === pool)?.perSecond ?? Number.POSITIVE_INFINITY;
   const members = (pool: string) => lanes.flatMap((lane, i) => (lane.pools.includes(pool) ? [i] : []));
 
+  // Lane i's part of the room pool `pool` left in second k: shared among its lanes that were active then.
+  const partOfRoom = (pool: string, i: number, k: number): number => {
+    const of = members(pool).filter((j) => active(j, k));
+    const room = rateOf(pool) - members(pool).reduce((sum, j) => sum + accepted(j, k), 0);
+    const headroom = of.map((j) => Math.max(0, (lanes[j]?.perSecond ?? 0) - accepted(j, k)));
+    return sharedRoom(room, headroom)[of.indexOf(i)] ?? 0;
+  };
+
   const laneFigures = Object.fromEntries(
     lanes.map((lane, i) => {
       let [used, allowed] = [0, 0];
       for (const k of seconds[i]?.backlog ?? []) {
         if (!active(i, k)) continue;
-        const left = lane.pools.map(
-          (pool) => rateOf(pool) - members(pool).reduce((sum, j) => sum + (j === i ? 0 : accepted(j, k)), 0),
-        );
+        const own = Math.max(0, lane.perSecond - accepted(i, k));
         used += accepted(i, k);
-        allowed += Math.max(0, Math.min(lane.perSecond, ...left));
+        allowed += accepted(i, k) + Math.min(own, ...lane.pools.map((pool) => partOfRoom(pool, i, k)));
       }
       const rejectedByApi = lane.calls.filter((call) => call.status === 429).length;
       return [lane.lane, { utilization: ratio(used, allowed), rejectedByApi }];
@@ -89,6 +102,22 @@ export function lanesFigures(lanes: readonly LaneCalls[], pools: readonly PoolRa
     ...outageFigure(lanes, seconds, pools, start),
     rejectedByApi: Object.values(laneFigures).reduce((sum, lane) => sum + lane.rejectedByApi, 0),
   };
+}
+
+/**
+ * `room` shared among lanes whose own rates leave them `headroom` each, in equal parts, none past its headroom: what
+ * one cannot take goes to the others in equal parts. Nothing when `room` is not positive.
+ */
+export function sharedRoom(room: number, headroom: readonly number[]): number[] {
+  const parts = headroom.map(() => 0);
+  let left = Math.max(0, room);
+  const byHeadroom = headroom.map((h, i) => ({ h, i })).sort((a, b) => a.h - b.h);
+  byHeadroom.forEach(({ h, i }, n) => {
+    const part = Math.min(h, left / (byHeadroom.length - n));
+    parts[i] = part;
+    left -= part;
+  });
+  return parts;
 }
 
 /** A lane's calls by whole second: the accepted ones, its backlog's seconds, and its outage's. */

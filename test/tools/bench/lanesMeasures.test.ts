@@ -1,4 +1,4 @@
-import { lanesFigures, type LaneCalls } from '../../../tools/bench/lanesMeasures';
+import { lanesFigures, sharedRoom, type LaneCalls } from '../../../tools/bench/lanesMeasures';
 import type { VirtualApiCall } from '../../../tools/simulation/virtualApi';
 
 const START = 1_000_000;
@@ -54,6 +54,31 @@ describe('lanesFigures', () => {
     expect([greedy.lanes.a?.utilization, greedy.lanes.b?.utilization, greedy.pools.org?.utilization]).toEqual([
       1, 1, 1,
     ]);
+  });
+
+  it('shares the room the lanes of a pool left among them: one call the pool fell short is not counted against each', () => {
+    // 6 and 5 of a pool of 12: the one call left is half each lane's, so a is allowed 6.5 and b 5.5, 12 together.
+    const figures = lanesFigures(
+      [lane('a', 10, calls(0, 10, 6), ['org']), lane('b', 10, calls(0, 10, 5), ['org'])],
+      [{ pool: 'org', perSecond: 12 }],
+      START,
+    );
+    expect([figures.lanes.a?.utilization, figures.lanes.b?.utilization]).toEqual([0.923, 0.909]);
+    expect(figures.pools.org?.utilization).toBe(0.917);
+    // A lane at its own rate takes no part of the room: b, at 3 of its own 3, leaves all 4 calls left to a.
+    const capped = lanesFigures(
+      [lane('a', 10, calls(0, 10, 5), ['org']), lane('b', 3, calls(0, 10, 3), ['org'])],
+      [{ pool: 'org', perSecond: 12 }],
+      START,
+    );
+    expect([capped.lanes.a?.utilization, capped.lanes.b?.utilization]).toEqual([0.556, 1]);
+  });
+
+  it('sharedRoom: equal parts, none past its headroom, the rest to the others; nothing of no room', () => {
+    expect(sharedRoom(1, [4, 5])).toEqual([0.5, 0.5]);
+    expect(sharedRoom(6, [1, 10, 10])).toEqual([1, 2.5, 2.5]);
+    expect(sharedRoom(3, [0, 0])).toEqual([0, 0]);
+    expect(sharedRoom(-2, [4, 4])).toEqual([0, 0]);
   });
 
   it("measures what the others took of the pool during a lane's outage, and counts refused calls", () => {
