@@ -86,7 +86,12 @@ describe('the fault suite (quick sizes)', () => {
     }
     if (family(name) === 'worker-crashes') {
       it('made exactly one extra call for each crash after a call: the job was dispatched again and called again', () => {
-        expect(result.duplicatesAfterCrashBeforeRecord).toBe(result.faults['worker:crash-after-call']);
+        // A worker Lambda stopped at its timeout after its call dies there too, but may have recorded its success.
+        const crashed = result.faults['worker:crash-after-call'] ?? 0;
+        expect(result.duplicatesAfterCrashBeforeRecord).toBeGreaterThanOrEqual(crashed);
+        expect(result.duplicatesAfterCrashBeforeRecord).toBeLessThanOrEqual(
+          crashed + (result.faults['lambda:timed-out-after-call'] ?? 0),
+        );
       });
     }
     if (family(name) === 'quota-exhausted') {

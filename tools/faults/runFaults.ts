@@ -347,10 +347,12 @@ async function tally(
     (p) => p.expect === 'success' && !successes.has(p.key) && deadKeys.has(p.key),
   ).length;
 
-  // A worker killed mid-call also dies between the call and its record: the API handled the call, the service never learnt of it.
+  // A worker killed mid-call also dies between the call and its record: the API handled the call, the service never
+  // learnt of it; so does one Lambda stopped at its timeout after its call (a slow table's retries can take that long).
   const crashedAfterCall = new Set([
     ...injectors.worker.crashes('after-call'),
     ...injectors.worker.crashes('mid-call'),
+    ...stack.jobsKilledAfterCall(),
   ]);
   let duplicates = 0;
   let explained = 0;
@@ -383,6 +385,9 @@ async function tally(
     ...(kills > 0 ? { 'orchestrator:killed': kills } : {}),
     ...(stale === undefined ? {} : { 'orchestrator:stale-lease-holder': 1 }),
     ...(manual > 0 ? { 'orchestrator:manual-invoke': manual } : {}),
+    ...(stack.jobsKilledAfterCall().size > 0
+      ? { 'lambda:timed-out-after-call': stack.jobsKilledAfterCall().size }
+      : {}),
     ...(scenario.outages === undefined ? {} : { 'api:outage': scenario.outages.length }),
     ...(scenario.midnightAfterMs === undefined ? {} : { 'clock:midnight': 1 }),
     ...(scenario.clockLeaps === undefined ? {} : { 'clock:leap': scenario.clockLeaps.length }),
@@ -433,6 +438,8 @@ interface CompanionTally {
   readonly lost: number;
   readonly refused: number;
   readonly duplicates: number;
+  /** Its jobs called again after their worker was stopped at its timeout between the call and its record. */
+  readonly duplicatesAfterTimeout: number;
   /** Its dead letters, with their reason and without. */
   readonly deadLettered: { readonly withReason: number; readonly withoutReason: number };
 }
@@ -451,14 +458,15 @@ async function companionTally(stack: ServiceStack): Promise<CompanionTally | und
     lost: ids.filter((id) => !successes.has(id) && !dead.has(id)).length,
     refused: companion.api.report().rejectedByApi,
     duplicates: [...successes.values()].reduce((sum, n) => sum + n - 1, 0),
+    duplicatesAfterTimeout: [...successes].filter(([id, n]) => n > 1 && stack.jobsKilledAfterCall().has(id)).length,
     deadLettered: { withReason, withoutReason: letters.length - withReason },
   };
 }
 
 /**
  * `result` with the companion lane's figures added: its jobs, its lost ones, its API's refusals as quota violations,
- * its duplicate calls (no worker crash is planned for its jobs, so none is explained), and its dead letters (all of
- * healthy jobs whose retries ran out).
+ * its duplicate calls (no worker crash is planned for its jobs: only a worker stopped at its timeout after its call
+ * explains one), and its dead letters (all of healthy jobs whose retries ran out).
  */
 function withCompanion(result: FaultScenarioResult, companion: CompanionTally | undefined): FaultScenarioResult {
   if (companion === undefined) return result;
@@ -468,6 +476,7 @@ function withCompanion(result: FaultScenarioResult, companion: CompanionTally | 
     lost: result.lost + companion.lost,
     quotaViolations: result.quotaViolations + companion.refused,
     duplicateApiCalls: result.duplicateApiCalls + companion.duplicates,
+    duplicatesAfterCrashBeforeRecord: result.duplicatesAfterCrashBeforeRecord + companion.duplicatesAfterTimeout,
     healthyDeadLettered: result.healthyDeadLettered + companion.deadLettered.withReason,
     deadLetteredWithReason: result.deadLetteredWithReason + companion.deadLettered.withReason,
     deadLetteredWithoutReason: result.deadLetteredWithoutReason + companion.deadLettered.withoutReason,

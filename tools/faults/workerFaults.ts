@@ -1,7 +1,7 @@
 import type { ApiCaller } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 import type { WorkerDeps } from '../../lib/services/worker/types';
-import { jobIdOf } from '../simulation/jobs';
+import { jobIdOf, jobIdsOf } from '../simulation/jobs';
 
 /** Faults of the worker function. */
 export interface WorkerFaultPlan {
@@ -22,13 +22,6 @@ export interface WorkerFaultPlan {
   readonly deliveredTwice?: readonly string[];
   /** How far the worker's clock is ahead of the orchestrator's (negative: behind). @default 0 */
   readonly clockSkewMs?: number;
-}
-
-/** The job ids a worker event carries: its own job's, or each of a batch's. */
-function jobIdsOf(event: unknown): string[] {
-  const { body, jobs } = event as { readonly body?: unknown; readonly jobs?: unknown };
-  const bodies = Array.isArray(jobs) ? jobs.map((job: unknown) => (job as { readonly body?: unknown }).body) : [body];
-  return bodies.flatMap((text) => (typeof text === 'string' ? (jobIdOf(text) ?? []) : []));
 }
 
 /** Delays of a second delivery: while the first is still calling the API, and after it has ended. */

@@ -38,6 +38,7 @@ import {
   type LocalFunctionStats,
   type LocalLambdaHostOptions,
 } from './lambdaHost';
+import { killable, killableFetch } from './invocationScope';
 import { createLaneQueues } from './laneQueues';
 import { createStateTable, deleteStateTable } from './stateTable';
 import { packagedFunctions, provisionStack, type PackagedFunctions, type Template } from './template';
@@ -236,7 +237,7 @@ export class LocalHarness {
         let handler: LocalFunction['handler'] | undefined;
         // Built at the first invocation, as Lambda's cold start does, once the host's endpoint is known.
         const coldStart = (): LocalFunction['handler'] => {
-          const clients = this.runClients();
+          const clients = killableClients(this.runClients());
           this.hostedClients.push(clients);
           hooks.clients?.(clients, fn);
           return kind === 'orchestrator'
@@ -341,9 +342,10 @@ export class LocalHarness {
     // The workers stamp their calls with when they sent them (see stampSentAt), whether the harness serves the API or
     // a test's own server does: an API that does not know the header counts arrivals, as it would anyway.
     const store = this.parameterStore;
-    const ssm = store === undefined ? undefined : ssmClient(store.endpoint);
+    const ssm = store === undefined ? undefined : killable(ssmClient(store.endpoint));
     if (ssm !== undefined) this.ssmClients.push(ssm);
-    const workerClients = { ...clients, fetch: stampSentAt(), ...(ssm === undefined ? {} : { ssm }) };
+    const fetch = stampSentAt(killableFetch(globalThis.fetch));
+    const workerClients = { ...clients, fetch, ...(ssm === undefined ? {} : { ssm }) };
     return routeByLane(env, (laneEnv) => {
       const deps = workerDepsFromEnv(laneEnv, workerClients);
       const handler = makeWorkerHandler(hooks.workerDeps?.(deps) ?? deps, localTelemetry(hooks.log));
@@ -355,6 +357,11 @@ export class LocalHarness {
     if (this.lambda === undefined) throw new Error('the harness hosts no functions yet');
     return this.lambda.host;
   }
+}
+
+/** A hosted function's clients, whose requests stop when Lambda would have stopped the function (see `runInvocation`). */
+function killableClients(clients: FunctionClients): FunctionClients {
+  return { dynamodb: killable(clients.dynamodb), sqs: killable(clients.sqs), lambda: killable(clients.lambda) };
 }
 
 const discard: Log = () => undefined;

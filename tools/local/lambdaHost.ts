@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Clock } from '../../lib/ports/Clock';
 import type { DeliveryPlan, InvokeTiming } from '../simulation/startDelays';
+import { runInvocation } from './invocationScope';
 import { localFunctionArn } from './template';
 
 /** The part of the Lambda context a local handler gets. */
@@ -70,6 +71,8 @@ export interface LocalLambdaHostOptions {
    * Lambda delivers it twice. @default every event starts at once, delivered once
    */
   readonly timing?: InvokeTiming;
+  /** Told of each attempt killed at its function's timeout, with its payload (as the handler received it). */
+  readonly onTimeout?: (functionName: string, payload: unknown) => void;
 }
 
 /** Counters of one function since the host started. */
@@ -191,6 +194,7 @@ export class LocalLambdaHost {
   private readonly accountConcurrency: number;
   private readonly host: string;
   private readonly timing: InvokeTiming | undefined;
+  private readonly onTimeout: LocalLambdaHostOptions['onTimeout'];
   private readonly server: Server;
   private readonly slotWaiters: SlotWaiter[] = [];
   /** Attempts holding a concurrency slot, across functions. */
@@ -204,6 +208,7 @@ export class LocalLambdaHost {
    */
   constructor(functions: readonly LocalFunction[], options: LocalLambdaHostOptions = {}) {
     const { clock = wallClock, retryDelayMs = 1000, accountConcurrency = 1000, host = '127.0.0.1', timing } = options;
+    this.onTimeout = options.onTimeout;
     if (!(retryDelayMs >= 0)) throw new RangeError(`retryDelayMs must be >= 0, got ${retryDelayMs}`);
     if (!Number.isInteger(accountConcurrency) || accountConcurrency < 1) {
       throw new RangeError(`accountConcurrency must be an integer >= 1, got ${accountConcurrency}`);
@@ -484,20 +489,27 @@ export class LocalLambdaHost {
       functionName: fn.name,
       getRemainingTimeInMillis: () => Math.max(0, deadline - this.clock.now()),
     };
-    const run = Promise.resolve()
-      .then(() => fn.handler(payload, context))
-      .then(
-        (value): AttemptOutcome => ({ ok: true, value }),
-        (error: unknown): AttemptOutcome => ({ ok: false, error: errorPayload(error) }),
-      );
-    const timeout = this.clock.sleep(fn.timeoutMs).then((): AttemptOutcome => ({
-      ok: false,
-      error: {
-        errorMessage: `${requestId} Task timed out after ${(fn.timeoutMs / 1000).toFixed(2)} seconds`,
-        errorType: 'Sandbox.Timedout',
-      },
-    }));
-    const outcome = await Promise.race([run, timeout]);
+    const invocation = runInvocation(() => fn.handler(payload, context));
+    let ended = false;
+    const run = invocation.result.then(
+      (value): AttemptOutcome => ({ ok: true, value }),
+      (error: unknown): AttemptOutcome => ({ ok: false, error: errorPayload(error) }),
+    );
+    void run.then(() => (ended = true));
+    const timeout = this.clock.sleep(fn.timeoutMs).then((): AttemptOutcome | undefined => {
+      if (ended) return undefined;
+      // Lambda stops the function here: none of its requests goes out after this (see runInvocation).
+      invocation.kill();
+      this.onTimeout?.(fn.name, payload);
+      return {
+        ok: false,
+        error: {
+          errorMessage: `${requestId} Task timed out after ${(fn.timeoutMs / 1000).toFixed(2)} seconds`,
+          errorType: 'Sandbox.Timedout',
+        },
+      };
+    });
+    const outcome = (await Promise.race([run, timeout])) ?? (await run);
     state.billedMs += Math.min(this.clock.now() - startedAt, fn.timeoutMs);
     this.releaseSlot(state);
     if (!outcome.ok) state.errors++;

@@ -1,6 +1,7 @@
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import type { LambdaClient } from '@aws-sdk/client-lambda';
 import type { SQSClient } from '@aws-sdk/client-sqs';
+import type { SSMClient } from '@aws-sdk/client-ssm';
 
 /** A handler of an SDK middleware stack, without the SDK's per-client generics. */
 export type LooseHandler = (args: {
@@ -17,7 +18,7 @@ export type LooseMiddleware = (next: LooseHandler, context: { readonly commandNa
  * is parsed (and retried) as the service's own answer would be.
  */
 export function addMiddleware(
-  client: DynamoDBClient | SQSClient | LambdaClient,
+  client: DynamoDBClient | SQSClient | LambdaClient | SSMClient,
   middleware: LooseMiddleware,
   options: {
     readonly step: 'initialize' | 'deserialize';

@@ -22,6 +22,7 @@ import type { StateStores } from '../../lib/ports/StateStores';
 import type { WorkerDeps } from '../../lib/services/worker/types';
 import { runOrchestrator } from '../../lib/services/orchestrator/runOrchestrator';
 import type { OrchestratorEvent, RunSummary } from '../../lib/services/orchestrator/types';
+import { jobIdsOf } from '../simulation/jobs';
 import { InvokeTiming } from '../simulation/startDelays';
 import { VirtualApi } from '../simulation/virtualApi';
 import { LocalHarness, localTelemetry, uniqueName, type FunctionHooks } from './harness';
@@ -88,6 +89,8 @@ export class ServiceStack {
       /** The time of runs, workers and API. */
       readonly clock: Clock;
       readonly timing: InvokeTiming | undefined;
+      /** Jobs whose worker Lambda stopped at its timeout once their API had accepted a call of theirs. */
+      readonly killedAfterCall: ReadonlySet<string>;
     },
     logs: LogLine[],
     workerFailures: readonly DestinationRecord[],
@@ -279,6 +282,15 @@ export class ServiceStack {
     return GIVE_BACKS.reduce((sum, outcome) => sum + (results.get(outcome) ?? 0), 0);
   }
 
+  /**
+   * Job ids whose worker was stopped at its timeout (as Lambda stops it: nothing after, see `runInvocation`) once an
+   * API of the stack had accepted a call of theirs: a worker that dies between its call and its record, as a crash
+   * after the call does, so that the job's next dispatch may call again.
+   */
+  jobsKilledAfterCall(): ReadonlySet<string> {
+    return this.setup.killedAfterCall;
+  }
+
   /** Worker starts the stack's invoke timing drew, by kind; empty without one. */
   workerStarts(): Readonly<Record<string, number>> {
     return this.setup.timing?.counts() ?? {};
@@ -380,11 +392,20 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
       options.invokeTiming === undefined
         ? undefined
         : new InvokeTiming(options.invokeTiming.model, options.invokeTiming.random);
-    await harness.host([worker], hooks, { retryDelayMs: 100, ...(timing === undefined ? {} : { timing }) });
+    const killedAfterCall = new Set<string>();
+    const onTimeout = (_name: string, payload: unknown) => {
+      const called = [api, ...(companion === undefined ? [] : [companion.api])].map((a) => a.successesById());
+      for (const id of jobIdsOf(payload)) if (called.some((c) => (c.get(id) ?? 0) > 0)) killedAfterCall.add(id);
+    };
+    await harness.host([worker], hooks, {
+      retryDelayMs: 100,
+      onTimeout,
+      ...(timing === undefined ? {} : { timing }),
+    });
     return new ServiceStack(
       { env, config, api, readyAt, ...(companion === undefined ? {} : { companion }) },
       harness,
-      { outages, faults, clock, timing },
+      { outages, faults, clock, timing, killedAfterCall },
       logs,
       workerFailures,
     );

@@ -79,3 +79,10 @@ export function jobIdOf(body: string): string | undefined {
   const { id } = jobFieldsOf(body);
   return typeof id === 'string' ? id : undefined;
 }
+
+/** The job ids a worker event carries: its own job's, or each of a batch's. */
+export function jobIdsOf(event: unknown): string[] {
+  const { body, jobs } = event as { readonly body?: unknown; readonly jobs?: unknown };
+  const bodies = Array.isArray(jobs) ? jobs.map((job: unknown) => (job as { readonly body?: unknown }).body) : [body];
+  return bodies.flatMap((text) => (typeof text === 'string' ? (jobIdOf(text) ?? []) : []));
+}

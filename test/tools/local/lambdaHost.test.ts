@@ -1,4 +1,6 @@
 import { InvokeCommand, LambdaClient, type InvocationType } from '@aws-sdk/client-lambda';
+import { GetQueueUrlCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { KilledAtTimeout, killable, killableFetch } from '../../../tools/local/invocationScope';
 import { FakeClock } from '../../../tools/memory/FakeClock';
 import type {
   DestinationRecord,
@@ -253,6 +255,50 @@ describe('LocalLambdaHost', () => {
       await flush();
       expect(host.stats('worker').results.size).toBe(0);
       expect((await invoke(client, { id: 'b' })).StatusCode).toBe(202);
+    });
+
+    it("stops what an attempt does at its timeout, as Lambda stops it: its clients' requests fail after, and onTimeout hears of it", async () => {
+      const clock = new FakeClock();
+      const goOn = deferred<void>();
+      const sent = jest.fn(async () => new Response('ok'));
+      const fetch = killableFetch(sent);
+      const sqs = killable(
+        new SQSClient({
+          endpoint: 'http://127.0.0.1:9',
+          region: 'us-east-1',
+          credentials: { accessKeyId: 'test', secretAccessKey: 'test' },
+          maxAttempts: 1,
+        }),
+      );
+      clients.push(sqs as unknown as LambdaClient);
+      const after: unknown[] = [];
+      const handler = async (event: unknown) => {
+        await fetch('http://api.test/before');
+        await goOn.promise;
+        after.push(await fetch('http://api.test/after').catch((error: unknown) => error));
+        after.push(await sqs.send(new GetQueueUrlCommand({ QueueName: 'q' })).catch((error: unknown) => error));
+        return event;
+      };
+      const timedOut: [string, unknown][] = [];
+      const { client } = await start([fn({ handler, timeoutMs: 3_000 })], {
+        clock,
+        onTimeout: (name, payload) => void timedOut.push([name, payload]),
+      });
+      await invoke(client, { id: 'late' });
+      await flush();
+      await clock.advance(3_000);
+      expect(timedOut).toEqual([['worker', { id: 'late' }]]);
+      goOn.resolve();
+      await flush();
+      await flush();
+      expect(sent).toHaveBeenCalledTimes(1);
+      expect(after).toEqual([expect.any(KilledAtTimeout), expect.any(KilledAtTimeout)]);
+
+      // One that ends in time is not stopped, and nobody hears of it at its timeout.
+      await invoke(client, { id: 'prompt' });
+      await flush();
+      await clock.advance(3_000);
+      expect(timedOut).toHaveLength(1);
     });
 
     it('holds a retry until a concurrency slot is free, then runs it with the same request id', async () => {
