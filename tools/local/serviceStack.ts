@@ -22,9 +22,9 @@ import type { StateStores } from '../../lib/ports/StateStores';
 import type { WorkerDeps } from '../../lib/services/worker/types';
 import { runOrchestrator } from '../../lib/services/orchestrator/runOrchestrator';
 import type { OrchestratorEvent, RunSummary } from '../../lib/services/orchestrator/types';
-import { jobIdsOf } from '../simulation/jobs';
 import { InvokeTiming } from '../simulation/startDelays';
 import { VirtualApi } from '../simulation/virtualApi';
+import { killedAfterCall } from './killedAfterCall';
 import { LocalHarness, localTelemetry, uniqueName, type FunctionHooks } from './harness';
 import { pause, waitFor } from './waitFor';
 import { armFreeze, armKillSwitch, SimulatedCrash } from './runInterruptions';
@@ -392,20 +392,16 @@ export async function createServiceStack(options: ServiceStackOptions): Promise<
       options.invokeTiming === undefined
         ? undefined
         : new InvokeTiming(options.invokeTiming.model, options.invokeTiming.random);
-    const killedAfterCall = new Set<string>();
-    const onTimeout = (_name: string, payload: unknown) => {
-      const called = [api, ...(companion === undefined ? [] : [companion.api])].map((a) => a.successesById());
-      for (const id of jobIdsOf(payload)) if (called.some((c) => (c.get(id) ?? 0) > 0)) killedAfterCall.add(id);
-    };
+    const killed = killedAfterCall(companion === undefined ? [api] : [api, companion.api]);
     await harness.host([worker], hooks, {
       retryDelayMs: 100,
-      onTimeout,
+      onTimeout: killed.onTimeout,
       ...(timing === undefined ? {} : { timing }),
     });
     return new ServiceStack(
       { env, config, api, readyAt, ...(companion === undefined ? {} : { companion }) },
       harness,
-      { outages, faults, clock, timing, killedAfterCall },
+      { outages, faults, clock, timing, killedAfterCall: killed.jobs },
       logs,
       workerFailures,
     );
