@@ -34,9 +34,16 @@ export function runInvocation<T>(handler: () => Promise<T>): {
   return { result, kill: () => void (invocation.killed = true) };
 }
 
-/** Throws {@link KilledAtTimeout} in an invocation that was killed; does nothing outside an invocation. */
-function assertAlive(): void {
-  if (current.getStore()?.killed === true) throw new KilledAtTimeout();
+/**
+ * `send()`, unless the invocation it runs in was killed, before it is sent or when its answer comes back: then
+ * {@link KilledAtTimeout}. Outside an invocation it is `send()`.
+ */
+async function whileAlive<T>(send: () => Promise<T>): Promise<T> {
+  const killed = () => current.getStore()?.killed === true;
+  if (killed()) throw new KilledAtTimeout();
+  const answer = await send();
+  if (killed()) throw new KilledAtTimeout();
+  return answer;
 }
 
 /**
@@ -44,25 +51,15 @@ function assertAlive(): void {
  * does not go out either), right before it leaves and when its answer comes back.
  */
 export function killable<C extends Parameters<typeof addMiddleware>[0]>(client: C): C {
-  addMiddleware(
-    client,
-    (next) => async (args) => {
-      assertAlive();
-      const output = await next(args);
-      assertAlive();
-      return output;
-    },
-    { step: 'deserialize', priority: 'low', name: 'killedAtTimeout' },
-  );
+  addMiddleware(client, (next) => (args) => whileAlive(() => next(args)), {
+    step: 'deserialize',
+    priority: 'low',
+    name: 'killedAtTimeout',
+  });
   return client;
 }
 
 /** `inner`, failing with {@link KilledAtTimeout} in a killed invocation, before the request and at its answer. */
 export function killableFetch(inner: typeof fetch): typeof fetch {
-  return async (input, init) => {
-    assertAlive();
-    const response = await inner(input, init);
-    assertAlive();
-    return response;
-  };
+  return (input, init) => whileAlive(() => inner(input, init));
 }

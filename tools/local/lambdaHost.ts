@@ -490,26 +490,25 @@ export class LocalLambdaHost {
       getRemainingTimeInMillis: () => Math.max(0, deadline - this.clock.now()),
     };
     const invocation = runInvocation(() => fn.handler(payload, context));
-    let ended = false;
     const run = invocation.result.then(
       (value): AttemptOutcome => ({ ok: true, value }),
       (error: unknown): AttemptOutcome => ({ ok: false, error: errorPayload(error) }),
     );
-    void run.then(() => (ended = true));
-    const timeout = this.clock.sleep(fn.timeoutMs).then((): AttemptOutcome | undefined => {
-      if (ended) return undefined;
+    const timedOut = await Promise.race([run.then(() => false), this.clock.sleep(fn.timeoutMs).then(() => true)]);
+    if (timedOut) {
       // Lambda stops the function here: none of its requests goes out after this (see runInvocation).
       invocation.kill();
       this.onTimeout?.(fn.name, payload);
-      return {
-        ok: false,
-        error: {
-          errorMessage: `${requestId} Task timed out after ${(fn.timeoutMs / 1000).toFixed(2)} seconds`,
-          errorType: 'Sandbox.Timedout',
-        },
-      };
-    });
-    const outcome = (await Promise.race([run, timeout])) ?? (await run);
+    }
+    const outcome: AttemptOutcome = timedOut
+      ? {
+          ok: false,
+          error: {
+            errorMessage: `${requestId} Task timed out after ${(fn.timeoutMs / 1000).toFixed(2)} seconds`,
+            errorType: 'Sandbox.Timedout',
+          },
+        }
+      : await run;
     state.billedMs += Math.min(this.clock.now() - startedAt, fn.timeoutMs);
     this.releaseSlot(state);
     if (!outcome.ok) state.errors++;
