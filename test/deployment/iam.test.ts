@@ -140,9 +140,13 @@ const OPERATOR_GRANTS: readonly Grant[] = [
   // stageTarget asks each of the six queues' URL by its name; status reads each one's depth (queueDepths), and
   // receiveDeadLetters (dlq list|show|redrive) a dead-letter queue's before receiving from it.
   { actions: ['sqs:GetQueueUrl', 'sqs:GetQueueAttributes'], on: [...SOURCES, ...DEAD_LETTER_QUEUES] },
-  // receiveDeadLetters receives from the dead-letter queues only; peekDeadLetters and redrive make the letters they
-  // leave visible again (changeVisibility 0) there, and redrive deletes each letter once it is sent back.
-  { actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage'], on: DEAD_LETTER_QUEUES },
+  // receiveDeadLetters receives from the dead-letter queues only; peekDeadLetters and workOnDeadLetters make the
+  // letters they leave visible again (changeVisibility 0) there; redrive deletes each letter once it is sent back,
+  // deleteDeadLetters the letters it chose, and purgeDeadLetters empties whole dead-letter queues (PurgeQueue).
+  {
+    actions: ['sqs:ReceiveMessage', 'sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:PurgeQueue'],
+    on: DEAD_LETTER_QUEUES,
+  },
   // redrive sends each letter to its source queue (requeue-dlq's to the requeue queue); enqueue sends to main or fifo
   // (enqueueMany: SendMessageBatch).
   { actions: ['sqs:SendMessage'], on: SOURCES },

@@ -142,6 +142,8 @@ export interface PeekOptions {
   readonly queues?: readonly DeadLetterQueue[];
   /** At most this many, in all. */
   readonly max: number;
+  /** Only the letters this holds for (see `passes`); the others are received and left as they were. @default all */
+  readonly chosen?: (letter: DeadLetter) => boolean;
   /** Stops looking once this holds for a letter (e.g. the id looked for). */
   readonly until?: (letter: DeadLetter) => boolean;
 }
@@ -203,24 +205,35 @@ export async function receiveDeadLetters(
  * @returns the letters, oldest first.
  */
 export async function peekDeadLetters(target: DeadLetterQueues, options: PeekOptions): Promise<DeadLetter[]> {
+  const received: DeadLetter[] = [];
   const letters: DeadLetter[] = [];
   let found = false;
+  const done = () => found || letters.length >= options.max;
   try {
     for (const dlq of options.queues ?? DEAD_LETTER_QUEUES) {
+      if (done()) break;
       await receiveDeadLetters(
         target,
         dlq,
-        { max: options.max - letters.length, visibilityMs: PEEK_VISIBILITY_MS, done: () => found },
+        // Without a filter every letter counts toward `max`, so no more than it are received.
+        {
+          max: options.chosen === undefined ? options.max - letters.length : Number.MAX_SAFE_INTEGER,
+          visibilityMs: PEEK_VISIBILITY_MS,
+          done,
+        },
         async (batch) => {
-          letters.push(...batch);
-          found ||= batch.some((letter) => options.until?.(letter) === true);
+          received.push(...batch);
+          for (const letter of batch) {
+            if (done() || options.chosen?.(letter) === false) continue;
+            letters.push(letter);
+            found ||= options.until?.(letter) === true;
+          }
         },
       );
-      if (found) break;
     }
   } finally {
     await Promise.all(
-      letters.map((letter) =>
+      received.map((letter) =>
         target.queues.changeVisibility(letter.dlq, letter.receiptHandle, 0).catch(() => undefined),
       ),
     );

@@ -2,6 +2,7 @@ import type { LaneControlResult } from '../../lib/services/operator/laneControl'
 import { QUEUE_NAMES } from '../../lib/ports/QueueReceiver';
 import type { DeadLetter } from './deadLetters';
 import type { OpsStatus } from './laneOps';
+import type { DeleteResult, PurgeResult } from './deadLetterRemoval';
 import type { RedriveResult } from './redrive';
 
 /** An instant as ISO 8601 UTC to the second: `2026-11-26T09:40:00Z`. */
@@ -185,6 +186,20 @@ export function formatRedrive(results: readonly RedriveResult[]): string {
   const rows = results.map((r) => [r.messageId, `${r.from} → ${r.to}`, r.outcome, keyNote(r), r.error ?? '']);
   const redriven = results.filter((r) => r.outcome !== 'failed').length;
   return `${table([['message id', 'from → to', 'outcome', 'idempotency key', ''], ...rows])}\n${redriven} of ${results.length} sent back to their source queues`;
+}
+
+/** `dlq delete` for people: a row per dead letter, and how many went. */
+export function formatDelete(results: readonly DeleteResult[]): string {
+  if (results.length === 0) return 'Nothing to delete.';
+  const rows = results.map((r) => [r.messageId, r.from, r.reason, r.outcome, r.error ?? '']);
+  const deleted = results.filter((r) => r.outcome === 'deleted').length;
+  return `${table([['message id', 'queue', 'reason', 'outcome', ''], ...rows])}\n${deleted} of ${results.length} deleted`;
+}
+
+/** `dlq purge` for people: a row per dead-letter queue. */
+export function formatPurge(results: readonly PurgeResult[]): string {
+  const rows = results.map((r) => [r.dlq, String(r.messages), r.outcome, r.error ?? '']);
+  return `${table([['queue', 'messages', 'outcome', ''], ...rows])}\nSQS empties a purged queue within a minute`;
 }
 
 function keyNote(r: RedriveResult): string {

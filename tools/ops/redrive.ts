@@ -1,13 +1,8 @@
 import type { Clock } from '../../lib/ports/Clock';
 import type { IdempotencyRecord, IdempotencyStore } from '../../lib/ports/IdempotencyStore';
-import { DEAD_LETTER_QUEUES, type DeadLetterQueue, type SourceQueue } from '../../lib/ports/QueueReceiver';
-import {
-  idempotencyKeyOf,
-  receiveDeadLetters,
-  redriveMessageOf,
-  type DeadLetter,
-  type DeadLetterQueues,
-} from './deadLetters';
+import type { DeadLetterQueue, SourceQueue } from '../../lib/ports/QueueReceiver';
+import { describeError, workOnDeadLetters, type ChosenLetters } from './chosenDeadLetters';
+import { idempotencyKeyOf, redriveMessageOf, type DeadLetter, type DeadLetterQueues } from './deadLetters';
 
 /** What a redrive needs beside the queues: the idempotency records, to let a dead-lettered job run again. */
 export interface RedriveDeps extends DeadLetterQueues {
@@ -15,15 +10,8 @@ export interface RedriveDeps extends DeadLetterQueues {
   readonly clock: Clock;
 }
 
-/** Options of {@link redrive}. */
-export interface RedriveOptions {
-  /** The dead-letter queues to redrive from. @default all three */
-  readonly queues?: readonly DeadLetterQueue[];
-  /** Only these messages (ids as `dlq list` shows them). @default every message */
-  readonly ids?: readonly string[];
-  /** At most this many. */
-  readonly max: number;
-}
+/** Options of {@link redrive}: which dead letters (see {@link ChosenLetters}). */
+export type RedriveOptions = ChosenLetters;
 
 /** What the job's idempotency key held when its dead letter was redriven. */
 export type KeyState = IdempotencyRecord['status'] | 'none' | 'unknown';
@@ -77,38 +65,10 @@ async function reopenKey(deps: Pick<RedriveDeps, 'idempotency' | 'clock'>, key: 
  * @returns how each letter went, in the order they were handled.
  */
 export async function redrive(deps: RedriveDeps, options: RedriveOptions): Promise<RedriveResult[]> {
-  const results: RedriveResult[] = [];
-  const wanted = options.ids === undefined ? undefined : new Set(options.ids);
-  const left: DeadLetter[] = [];
-  const done = () => results.length >= options.max || (wanted !== undefined && wanted.size === 0);
-  try {
-    for (const dlq of options.queues ?? DEAD_LETTER_QUEUES) {
-      if (done()) break;
-      // Letters left visible again would come back at the next receive: the queue is read as far as `max` lets it.
-      await receiveDeadLetters(
-        deps,
-        dlq,
-        { max: Number.MAX_SAFE_INTEGER, visibilityMs: 60_000, done },
-        async (batch) => {
-          for (const letter of batch) {
-            if (done() || (wanted !== undefined && !wanted.has(letter.messageId))) {
-              left.push(letter);
-              continue;
-            }
-            wanted?.delete(letter.messageId);
-            const result = await redriveOne(deps, letter);
-            if (result.outcome === 'failed') left.push(letter);
-            results.push(result);
-          }
-        },
-      );
-    }
-  } finally {
-    await Promise.all(
-      left.map((letter) => deps.queues.changeVisibility(letter.dlq, letter.receiptHandle, 0).catch(() => undefined)),
-    );
-  }
-  return results;
+  return workOnDeadLetters(deps, options, async (letter) => {
+    const result = await redriveOne(deps, letter);
+    return { result, left: result.outcome === 'failed' };
+  });
 }
 
 /** Redrives one letter: reopens its key, sends it to its source queue, then deletes it from its dead-letter queue. */
@@ -125,16 +85,12 @@ async function redriveOne(deps: RedriveDeps, letter: DeadLetter): Promise<Redriv
     if (key !== undefined) keyWas = await reopenKey(deps, key);
     await deps.queues.send(letter.source, redriveMessageOf(letter));
   } catch (error) {
-    return { ...base, keyWas, outcome: 'failed', error: describe(error) };
+    return { ...base, keyWas, outcome: 'failed', error: describeError(error) };
   }
   try {
     await deps.queues.delete(letter.dlq, letter.receiptHandle);
     return { ...base, keyWas, outcome: 'redriven' };
   } catch (error) {
-    return { ...base, keyWas, outcome: 'sent-not-deleted', error: describe(error) };
+    return { ...base, keyWas, outcome: 'sent-not-deleted', error: describeError(error) };
   }
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }

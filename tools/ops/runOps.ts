@@ -4,16 +4,15 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { systemClock } from '../../lib/adapters/systemClock';
 import { enqueueMany, type EnqueueProgress } from '../../lib/producer/enqueue';
 import type { Clock } from '../../lib/ports/Clock';
-import { READ_ORDER, type SourceQueue } from '../../lib/ports/QueueReceiver';
 import { MAX_OPERATOR_NAME } from '../../lib/services/operator/laneControl';
 import { ProgressLine, progressBar } from '../local/progressBar';
 import { DEFAULT_STACK_FILE } from '../local/stackFile';
-import { deadLetterQueuesOf, peekDeadLetters, type DeadLetter } from './deadLetters';
+import type { OnTargets } from './commandContext';
+import { addDeadLetterCommands } from './dlqCommands';
 import { EXIT, expectedFailure, OpsError } from './errors';
-import { formatControl, formatDeadLetter, formatDeadLetters, formatRedrive, formatStatus } from './format';
-import { adaptersOf, controlLane, readStatus, type ControlAction } from './laneOps';
+import { formatControl, formatStatus } from './format';
+import { controlLane, readStatus, type ControlAction } from './laneOps';
 import { parseJobLines, type LineFailure } from './ndjson';
-import { redrive } from './redrive';
 import { localTargets, stageTargets, type OpsTarget } from './target';
 
 /** Where the operator CLI reads and writes: the process's streams, or a test's. */
@@ -40,12 +39,6 @@ interface TargetOptions {
   readonly local?: string;
 }
 
-/** Where a command's output goes: a readable text, or a JSON document. */
-interface Out {
-  print(text: string): void;
-  json(value: unknown): void;
-}
-
 /** The commands, for {@link normalizeArgv}. */
 const COMMANDS: ReadonlySet<string> = new Set(['status', 'pause', 'resume', 'circuit', 'dlq', 'enqueue', 'help']);
 
@@ -57,14 +50,6 @@ export function normalizeArgv(argv: readonly string[]): string[] {
   return argv.map((arg, i) =>
     arg === '--local' && COMMANDS.has(argv[i + 1] ?? '') ? `--local=${DEFAULT_STACK_FILE}` : arg,
   );
-}
-
-/** A whole number of at least 1, for `--max`. */
-function positiveInteger(text: string): number {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < 1)
-    throw new InvalidArgumentError(`must be a whole number of at least 1; got '${text}'`);
-  return value;
 }
 
 /** An operator's name for `--by`: 1 to {@link MAX_OPERATOR_NAME} characters, trimmed. */
@@ -85,8 +70,6 @@ function defaultOperator(): string {
   }
   return `${user}@${hostname()}`.slice(0, MAX_OPERATOR_NAME);
 }
-
-const SOURCE_QUEUES: readonly SourceQueue[] = READ_ORDER;
 
 const DESCRIPTION =
   'Operate Quota Orchestrator: a deployed stage (--stage, with --region and --profile) or the local stack that `npm start -- --keep` keeps up (--local). Every command prints a readable form, or one JSON document with --json.';
@@ -112,11 +95,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
    * closes their clients. One lane's output is the command's; several lanes' are each headed by the lane, and their
    * JSON documents become one, `{"lanes": {"<lane>": …}}`.
    */
-  const onTargets = async (
-    command: Command,
-    work: (target: OpsTarget, out: Out) => Promise<void>,
-    options: { readonly oneLane?: string } = {},
-  ): Promise<void> => {
+  const onTargets: OnTargets = async (command, work, options = {}) => {
     const global = command.optsWithGlobals<TargetOptions>();
     if ((global.stage === undefined) === (global.local === undefined)) {
       throw new OpsError(
@@ -220,89 +199,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
       }),
     );
 
-  const dlq = program.command('dlq').description('list, show and redrive dead letters');
-  const queueOption = () =>
-    new Option('--queue <queue>', 'only the dead-letter queue of this source queue (default: all three)').choices(
-      SOURCE_QUEUES,
-    );
-  dlq
-    .command('list')
-    .description(
-      "each dead letter's id, source queue, reason, attempt and when it was dead-lettered. It peeks: each message is received (hidden for 30 s) and made visible again at once, so each peek counts one receive",
-    )
-    .addOption(queueOption())
-    .option('--max <n>', 'at most this many', positiveInteger, 100)
-    .option('--json', 'print one JSON document')
-    .action(async (options: { queue?: SourceQueue; max: number; json?: boolean }, command: Command) =>
-      onTargets(command, async (target, out) => {
-        const letters = await peekDeadLetters(adaptersOf(target), {
-          queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
-          max: options.max,
-        });
-        if (options.json === true) out.json(letters.map(shownLetter));
-        else out.print(formatDeadLetters(letters, clock.now()));
-      }),
-    );
-  dlq
-    .command('show')
-    .description('one dead letter with its body and every attribute (a peek, as `dlq list`: it counts one receive)')
-    .argument('<messageId>', 'its id, as `dlq list` shows it')
-    .addOption(queueOption())
-    .option('--json', 'print one JSON document')
-    .action(async (messageId: string, options: { queue?: SourceQueue; json?: boolean }, command: Command) =>
-      onTargets(
-        command,
-        async (target, out) => {
-          const letters = await peekDeadLetters(adaptersOf(target), {
-            queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
-            max: Number.MAX_SAFE_INTEGER,
-            until: (letter) => letter.messageId === messageId,
-          });
-          const letter = letters.find((l) => l.messageId === messageId);
-          if (letter === undefined)
-            throw new OpsError(
-              `no dead letter ${messageId} on ${target.label} (a message of a FIFO group shows once those before it are gone)`,
-            );
-          if (options.json === true) out.json(shownLetter(letter));
-          else out.print(formatDeadLetter(letter, clock.now()));
-        },
-        { oneLane: 'dlq show' },
-      ),
-    );
-  dlq
-    .command('redrive')
-    .description(
-      "send dead letters back to their source queues as new messages: the body and the producer's attributes (cost and the other estimates, idempotencyKey, FIFO group, a fresh deduplication id), without the attempt count and the dead-letter attributes, so each starts its attempts afresh; each is deleted from its dead-letter queue only once sent",
-    )
-    .addOption(queueOption())
-    .option('--id <messageId>', 'only this one (repeatable)', (value: string, previous: string[] = []) => [
-      ...previous,
-      value,
-    ])
-    .option('--max <n>', 'at most this many (default: all)', positiveInteger)
-    .option('--json', 'print one JSON document')
-    .action(async (options: { queue?: SourceQueue; id?: string[]; max?: number; json?: boolean }, command: Command) =>
-      onTargets(
-        command,
-        async (target, out) => {
-          const adapters = adaptersOf(target);
-          const results = await redrive(
-            { ...adapters, idempotency: adapters.stores.idempotency, clock },
-            {
-              queues: deadLetterQueuesOf(options.queue === undefined ? undefined : [options.queue]),
-              max: options.max ?? Number.MAX_SAFE_INTEGER,
-              ...(options.id === undefined ? {} : { ids: options.id }),
-            },
-          );
-          const missing = (options.id ?? []).filter((id) => !results.some((r) => r.messageId === id));
-          if (options.json === true) out.json({ results, missing });
-          else
-            out.print(`${formatRedrive(results)}${missing.length === 0 ? '' : `\nnot found: ${missing.join(', ')}`}`);
-          if (missing.length > 0 || results.some((r) => r.outcome !== 'redriven')) code = EXIT.partial;
-        },
-        options.id === undefined ? {} : { oneLane: 'dlq redrive --id' },
-      ),
-    );
+  addDeadLetterCommands(program, { onTargets, clock, partial: () => (code = EXIT.partial) });
 
   program
     .command('enqueue')
@@ -373,14 +270,6 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     );
     return EXIT.failed;
   }
-}
-
-/** A dead letter as `--json` prints it: without its receipt handle, which is of no use once the peek has ended. */
-function shownLetter(letter: DeadLetter): Omit<DeadLetter, 'receiptHandle'> {
-  return Object.fromEntries(Object.entries(letter).filter(([key]) => key !== 'receiptHandle')) as Omit<
-    DeadLetter,
-    'receiptHandle'
-  >;
 }
 
 /** The text of a file. @throws OpsError when it cannot be read. */

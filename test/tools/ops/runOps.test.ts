@@ -94,6 +94,38 @@ describe('runOps', () => {
       expect(run.stdout).toContain('Exit codes: 0 done; 1 done, but some items failed');
     });
 
+    it('refuses a dlq delete that names neither an id nor a filter, so that it never empties a queue', async () => {
+      const run = await ops(['dlq', 'delete', '--local', 'x.json']);
+
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe(
+        'ops: dlq delete needs --id or a filter (--reason, --older-than, --newer-than); `dlq purge --yes` empties whole queues\n',
+      );
+    });
+
+    it('purges nothing without --yes', async () => {
+      const run = await ops(['dlq', 'purge', '--local', 'x.json']);
+
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe(
+        'ops: dlq purge deletes every message of the dead-letter queues for good: pass --yes to do it\n',
+      );
+    });
+
+    it('refuses an age without a unit and a reason class it does not know, naming what it takes', async () => {
+      const age = await ops(['dlq', 'list', '--older-than', '2', '--local', 'x.json']);
+      const reason = await ops(['dlq', 'redrive', '--reason', 'bad', '--local', 'x.json']);
+
+      expect(age.code).toBe(2);
+      expect(age.stderr).toContain(
+        "option '--older-than <age>' argument '2' is invalid. must be a whole number and a unit, s, m, h or d (90s, 15m, 2h, 7d); got '2'",
+      );
+      expect(reason.code).toBe(2);
+      expect(reason.stderr).toContain(
+        "argument 'bad' is invalid. Allowed choices are malformed, permanent, attempts-exhausted, too-large, over-quota, refused, other, max-receives.",
+      );
+    });
+
     it('says in the help of dlq list that a peek counts as a receive', async () => {
       const run = await ops(['dlq', 'list', '--help']);
 
@@ -198,6 +230,37 @@ describe('runOps', () => {
 
       expect(run.code).toBe(2);
       expect(run.stderr).toMatch(/^ops: cannot read \/nonexistent\/jobs.ndjson: ENOENT/);
+    });
+
+    it('lists, deletes and purges dead letters chosen by reason class and age', async () => {
+      const queues = new SqsQueues({ client: sqs, queueUrls });
+      for (const [id, reason] of [
+        ['refused', 'permanent: HTTP 400 Bad Request'],
+        ['tired', 'gave up after 3 attempts: HTTP 503'],
+      ] as const) {
+        await queues.send('main', { body: `{"id":"${id}"}` });
+        const [message] = await queues.receive('main', { max: 1, visibilityMs: 30_000, waitMs: 1_000 });
+        if (message === undefined) throw new Error('not received');
+        await deadLetter(queues, { ...message, queue: 'main' }, reason, 3);
+      }
+
+      const old = await ops(['dlq', 'list', '--older-than', '1h', '--json', '--local', file]);
+      const permanent = await ops(['dlq', 'list', '--reason', 'permanent', '--newer-than', '1h', '--local', file]);
+      const deleted = await ops(['dlq', 'delete', '--reason', 'attempts-exhausted', '--json', '--local', file]);
+      const left = await ops(['dlq', 'list', '--json', '--local', file]);
+      const purged = await ops(['dlq', 'purge', '--queue', 'main', '--yes', '--local', file]);
+
+      expect(jsonOf(old)).toEqual([]);
+      expect(permanent.stdout).toMatch(/ main-dlq ← main +3 .* permanent: HTTP 400 Bad Request\n1 dead letter /);
+      expect(deleted.code).toBe(0);
+      expect(jsonOf(deleted)).toEqual({
+        results: [expect.objectContaining({ reason: 'attempts-exhausted', outcome: 'deleted' })],
+        missing: [],
+      });
+      expect(jsonOf<{ body: string }[]>(left).map((l) => l.body)).toEqual(['{"id":"refused"}']);
+      expect(purged.code).toBe(0);
+      expect(purged.stdout).toMatch(/^ {2}main-dlq +1 +purged\n/m);
+      expect(jsonOf(await ops(['dlq', 'list', '--json', '--local', file]))).toEqual([]);
     });
 
     it('lists dead letters with their source, reason and attempt, and shows one with its attributes and body', async () => {
