@@ -68,6 +68,13 @@ function logEvent(log: Log, event: OrchestratorEvent): void {
   else if (event.type === 'quota-available') log('info', `quota ${event.tier} available again; receiving`, event);
   else if (event.type === 'message-held')
     log('warn', `message held back by quota ${event.tier} until ${new Date(event.until).toISOString()}`, event);
+  else if (event.type === 'limit-changed')
+    log(
+      event.to < event.from ? 'warn' : 'info',
+      `limit of ${event.tier} learnt ${event.from} -> ${event.to} (${event.source}; configured ${event.configured})`,
+      event,
+    );
+  else if (event.type === 'limits-unread') log('warn', 'limit readings unread; learning nothing this flush', event);
   else if (event.type === 'circuit-transition')
     log(event.to === 'open' ? 'warn' : 'info', `circuit ${event.from} -> ${event.to}: ${event.reason}`, { ...event });
   else if (

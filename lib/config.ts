@@ -7,6 +7,7 @@ import { parseTiers, type Tier } from './domain/quota/tiers';
 import { parseUnitSettings, type UnitSettings } from './domain/usage/unitSettings';
 import type { UsagePreset } from './domain/usage/usageSources';
 import { parseSettings, type NumberRange } from './domain/settings';
+import { parseLimitSettings, type LimitSettings } from './domain/limits/settings';
 import { ConfigError } from './errors';
 import { LONGEST_COPY_LIFE_MS } from './queueRetention';
 
@@ -197,6 +198,13 @@ export interface ServiceConfig {
    * lanes"); the functions read them as a list of `{ name, quotas }`. @default none
    */
   readonly pools?: readonly PoolConfig[];
+  /**
+   * How the lane learns the API's real limits from its answers: which rate-limit headers it sends (`headers`:
+   * `openai`, `anthropic`, `ietf` or `none`, by default the usage preset's provider), the window of the tiers they
+   * speak of (`per`, `minute`), the unit of the tiers each family of headers speaks of (`units`), and what is done
+   * with what is learnt (`learn`: `shadow` reports it, `off` reads nothing). @default learn in shadow
+   */
+  readonly limits: LimitSettings;
   readonly pacing: PacingSettings;
   readonly circuit: BreakerSettings;
   readonly retry: RetrySettings;
@@ -211,6 +219,7 @@ const KEYS = [
   'units',
   'usagePreset',
   'pools',
+  'limits',
   'pacing',
   'circuit',
   'retry',
@@ -327,6 +336,7 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
     units: parseUnitSettings(raw.units, raw.usagePreset, [...quotas, ...(pools ?? []).flatMap((p) => p.quotas)]),
     ...(raw.usagePreset === undefined ? {} : { usagePreset: raw.usagePreset as UsagePreset }),
     ...(pools === undefined ? {} : { pools }),
+    limits: parseLimitSettings(raw.limits, typeof raw.usagePreset === 'string' ? raw.usagePreset : undefined),
     pacing: parsePacingSettings(raw.pacing),
     circuit: parseBreakerSettings(raw.circuit),
     retry: parseRetrySettings(raw.retry),

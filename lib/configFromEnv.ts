@@ -17,6 +17,7 @@ export const CONFIG_ENV = {
   units: 'UNITS',
   usagePreset: 'USAGE_PRESET',
   pools: 'POOLS',
+  limits: 'LIMITS',
   pacing: 'PACING',
   circuit: 'CIRCUIT',
   retry: 'RETRY',
@@ -106,7 +107,17 @@ export function jsonFromEnv(name: string, text: string): unknown {
   }
 }
 
-const JSON_KEYS = ['quotas', 'maxInFlight', 'units', 'pools', 'pacing', 'circuit', 'retry', 'orchestrator'] as const;
+const JSON_KEYS = [
+  'quotas',
+  'maxInFlight',
+  'units',
+  'pools',
+  'limits',
+  'pacing',
+  'circuit',
+  'retry',
+  'orchestrator',
+] as const;
 
 /**
  * Reads and validates the service configuration from the environment, once at cold start.

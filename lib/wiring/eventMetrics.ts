@@ -51,8 +51,11 @@ export class OrchestratorMetrics {
         break;
       case 'flushed':
         this.calendarExhausted ??= 0;
-        for (const { tier, used, limit } of event.usage)
+        for (const { tier, used, limit, learned } of event.usage) {
           this.sink.record(METRICS.tierUsageRatio, 'None', { ...scope, tier }, used / limit);
+          if (learned !== undefined)
+            this.sink.record(METRICS.learnedLimitRatio, 'None', { ...scope, tier }, learned.limit / limit);
+        }
         for (const [unit, units] of Object.entries(event.handedBack))
           this.sink.record(METRICS.unitsHandedBack, 'Count', { ...scope, unit }, units);
         if (event.inFlight !== undefined) this.sink.record(METRICS.callsInFlight, 'Count', scope, event.inFlight);

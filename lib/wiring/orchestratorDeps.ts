@@ -3,6 +3,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { LambdaClient } from '@aws-sdk/client-lambda';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { CLIENT_CONFIG } from '../adapters/aws/clientConfig';
+import { DynamoLimitStore } from '../adapters/dynamodb/DynamoLimitStore';
 import { DynamoCircuitStore } from '../adapters/dynamodb/DynamoCircuitStore';
 import { DynamoLeaseStore } from '../adapters/dynamodb/DynamoLeaseStore';
 import { DynamoLedgerStore } from '../adapters/dynamodb/DynamoLedgerStore';
@@ -42,6 +43,7 @@ export function orchestratorDepsFromEnv(env: Env, clients: OrchestratorClients):
       lease: new DynamoLeaseStore(table),
       ledger: new DynamoLedgerStore(table, shardCounts(shared.config.quotas, shared.config.pools)),
       circuit: new DynamoCircuitStore(table),
+      limits: new DynamoLimitStore(table),
     },
     clock: systemClock,
     invoker: new LambdaInvoker({

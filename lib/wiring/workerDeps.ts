@@ -4,6 +4,7 @@ import { SSMClient } from '@aws-sdk/client-ssm';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { SSMProvider } from '@aws-lambda-powertools/parameters/ssm';
 import { CLIENT_CONFIG } from '../adapters/aws/clientConfig';
+import { DynamoLimitStore } from '../adapters/dynamodb/DynamoLimitStore';
 import { DynamoCircuitStore } from '../adapters/dynamodb/DynamoCircuitStore';
 import { DynamoIdempotencyStore } from '../adapters/dynamodb/DynamoIdempotencyStore';
 import { DynamoSettlementRecorder } from '../adapters/dynamodb/DynamoSettlementRecorder';
@@ -17,6 +18,7 @@ import type { ResultHandler } from '../ports/ResultHandler';
 import type { ResultDestination } from '../resultDestination';
 import type { WorkerDeps } from '../services/worker/types';
 import { CircuitReadTimes } from '../services/worker/circuitReadTimes';
+import { LimitReportMemory } from '../services/worker/limitReportMemory';
 import { stateAndQueuesFromEnv, type StateAndQueueClients } from './stateAndQueues';
 import { shardCounts } from '../domain/quota/settlementShards';
 
@@ -80,6 +82,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients, idempotencyN
       idempotency: new DynamoIdempotencyStore(table, idempotencyNamespace),
       ledger: new DynamoSettlementRecorder(table, shardCounts(shared.config.quotas, shared.config.pools)),
       circuit: new DynamoCircuitStore(table),
+      limits: new DynamoLimitStore(table),
     },
     clock: systemClock,
     api: new HttpApiCaller({
@@ -107,6 +110,7 @@ export function workerDepsFromEnv(env: Env, clients: WorkerClients, idempotencyN
     }),
     random: Math.random,
     circuitReads: new CircuitReadTimes(),
+    limitReports: new LimitReportMemory(),
     ...(results === undefined ? {} : { results }),
   };
 }

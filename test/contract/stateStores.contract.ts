@@ -223,6 +223,21 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBe(T0);
       });
 
+      it('recordReading and recordRateLimited land and succeed, their retries refused by their own writes', async () => {
+        const lane = unique('lost-limits');
+        const reading = { family: 'requests' as const, limit: 40, at: T0 };
+        await expect(
+          withLostAnswer('UpdateItem', () => stores().limits.recordReading(lane, reading)),
+        ).resolves.toBeUndefined();
+        await expect(
+          withLostAnswer('UpdateItem', () => stores().limits.recordRateLimited(lane, T0 + 1)),
+        ).resolves.toBeUndefined();
+        await expect(stores().limits.loadObservations(lane)).resolves.toEqual({
+          readings: [reading],
+          rateLimitedAt: T0 + 1,
+        });
+      });
+
       it('saveCircuit lands once and reports true, so the caller does not apply its event again', async () => {
         const lane = unique('lost-circuit');
         await expect(
@@ -447,6 +462,39 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
         const lane = unique('ledger-no-lease');
         await expectLeaseLost(stores().ledger.saveLedger(lane, ledger(1), 1), lane, 1);
         await expect(stores().ledger.loadLedger(lane)).resolves.toBeUndefined();
+      });
+    });
+
+    describe('LimitStore', () => {
+      it('loads nothing for a lane whose answers said nothing', async () => {
+        await expect(stores().limits.loadObservations(unique('limits-none'))).resolves.toEqual({ readings: [] });
+      });
+
+      it("keeps each family's latest reading, whatever order they are recorded in", async () => {
+        const lane = unique('limits-order');
+        const later = { family: 'requests' as const, limit: 300, remaining: 12, resetAt: T0 + 9_000, at: T0 + 2 };
+        await stores().limits.recordReading(lane, later);
+        await stores().limits.recordReading(lane, { family: 'requests', limit: 500, at: T0 + 1 });
+        await stores().limits.recordReading(lane, { family: 'input-tokens', remaining: 0, windowMs: 60_000, at: T0 });
+
+        const { readings } = await stores().limits.loadObservations(lane);
+
+        expect([...readings].sort((a, b) => a.at - b.at)).toEqual([
+          { family: 'input-tokens', remaining: 0, windowMs: 60_000, at: T0 },
+          later,
+        ]);
+      });
+
+      it('keeps the latest 429 recorded', async () => {
+        const lane = unique('limits-429');
+        await stores().limits.recordRateLimited(lane, T0 + 5);
+        await stores().limits.recordRateLimited(lane, T0 + 3);
+        await stores().limits.recordReading(lane, { family: 'tokens', limit: 10, at: T0 });
+
+        await expect(stores().limits.loadObservations(lane)).resolves.toEqual({
+          readings: [{ family: 'tokens', limit: 10, at: T0 }],
+          rateLimitedAt: T0 + 5,
+        });
       });
     });
 

@@ -57,6 +57,8 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
       actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       on: ['item lane#{lane}', 'item slots#{lane}', 'item settle#{lane}#*'],
     },
+    // LedgerSync.learn reads what the workers recorded of the API's limits (DynamoLimitStore.loadObservations).
+    { actions: ['dynamodb:GetItem'], on: ['item limits#{lane}'] },
     // DynamoCircuitStore: runOrchestrator and CircuitWatch load the circuit; CircuitWatch writes it (a versioned
     // UpdateItem through applyCircuitEvent, which reads a refused write's id back) when it sends a health check. No
     // idempotency item: the worker keeps those.
@@ -79,6 +81,8 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     // applyCircuitEvent from reportToCircuit (successes, failures, 429s, 4xx refusals) and processHealthCheck (the
     // probe's claim and verdict): load, then a versioned UpdateItem, reading a refused write's id back.
     { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item circuit#{lane}'] },
+    // reportLimits records the API's limit readings and unexplained 429s (DynamoLimitStore: conditional UpdateItems).
+    { actions: ['dynamodb:UpdateItem'], on: ['item limits#{lane}'] },
     // DynamoIdempotencyStore: putIdempotencyIfAbsent claims with a conditional UpdateItem and reads a refusing record
     // back (GetItem); putIdempotency records the outcome (UpdateItem, keeping the dispatch marks); claimRefund marks a
     // refund with a conditional UpdateItem and reads its mark back. The key is the producer's, so any `idem#` item.

@@ -1,6 +1,12 @@
 import { FakeClock } from '../../tools/memory/FakeClock';
 import { MemoryQueues } from '../../tools/memory/MemoryQueues';
-import { MemoryCircuitStore, MemoryLeaseStore, MemoryLedgerStore, MemoryState } from '../../tools/memory/MemoryStores';
+import {
+  MemoryCircuitStore,
+  MemoryLimitStore,
+  MemoryLeaseStore,
+  MemoryLedgerStore,
+  MemoryState,
+} from '../../tools/memory/MemoryStores';
 import type { ServiceConfig } from '../../lib/config';
 import { Pacer } from '../../lib/domain/pacing/pacer';
 import { QuotaLedger, type Settlement } from '../../lib/domain/quota/ledger';
@@ -106,6 +112,7 @@ export function roomHarness(
     lease: new SwitchableLeaseStore(state, flushes),
     ledger: new SwitchableLedgerStore(state, flushes),
     circuit: new MemoryCircuitStore(state),
+    limits: new MemoryLimitStore(state),
   };
   const queues = new MemoryQueues({ clock });
   const events: OrchestratorEvent[] = [];

@@ -33,6 +33,7 @@ export interface ConfigOverrides {
   readonly circuit?: Record<string, number | boolean>;
   readonly retry?: Record<string, number>;
   readonly orchestrator?: Record<string, number>;
+  readonly limits?: Record<string, unknown>;
 }
 
 /**
@@ -63,6 +64,7 @@ export function testConfig(overrides: ConfigOverrides = {}): ServiceConfig {
       ...overrides.circuit,
     },
     retry: { maxAttempts: 3, baseDelayMs: 1_000, ...overrides.retry },
+    ...(overrides.limits === undefined ? {} : { limits: overrides.limits }),
     orchestrator: {
       leaseTtlMs: 5_000,
       flushIntervalMs: 1_000,

@@ -4,7 +4,7 @@ import type { Template } from '../local/template';
 import type { ServiceConfig } from '../../lib/config';
 import { namedUnits } from '../../lib/domain/quota/tiers';
 import { simulationScenario } from './jobSet';
-import { peakCallsInFlight } from '../simulation/virtualApi';
+import { peakCallsInFlight } from '../simulation/callsInFlight';
 import { callsPerSecond, handedBackShare, optimalSecondsOf, recoverySeconds, tierUtilization } from './measures';
 import type { BenchScenario, StrategyResult } from './types';
 

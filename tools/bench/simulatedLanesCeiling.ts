@@ -81,6 +81,7 @@ export async function simulatedLanesCeiling(
     ledger: withLatency(writes.store(), clock, awsLatency.dynamodbMs),
     circuit: withLatency(memory.circuit, clock, awsLatency.dynamodbMs),
     idempotency: withLatency(memory.idempotency, clock, awsLatency.dynamodbMs),
+    limits: withLatency(memory.limits, clock, awsLatency.dynamodbMs),
   };
   const shared = [new SharedTiers(POOL_NAME, pool.quotas)];
   const random = seededRandom(7);

@@ -4,7 +4,7 @@ import { parseArgs } from 'node:util';
 import defaultScenario from '../simulation/scenarios/default.json';
 import { parseScenario } from '../simulation/scenario';
 import { formatReport } from '../simulation/report';
-import { peakCallsInFlight } from '../simulation/virtualApi';
+import { peakCallsInFlight } from '../simulation/callsInFlight';
 import type { ServiceConfig } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
 import {

@@ -15,6 +15,7 @@ import { buildJobs, unitAttributes, type JobSpec } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';
 import { InvokeTiming } from '../simulation/startDelays';
 import { buildReport, optionalLastCall, type CircuitChange, type Report } from '../simulation/report';
+import { allowedFrom } from '../simulation/allowedLimits';
 import { outageTimes, type Scenario } from '../simulation/scenario';
 import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
 import type { AwsLatencyProfile } from '../simulation/awsLatency';
@@ -431,7 +432,7 @@ async function apiOf(
     return { api: recorder, urls: options.externalApi, recorder };
   }
   const { quotas } = scenario.config;
-  const { latencyMs, outages, llm, concurrency } = scenario.api;
+  const { latencyMs, outages, llm, concurrency, allowed } = scenario.api;
   const simulated = new VirtualApi({
     clock: systemClock,
     tiers: quotas,
@@ -439,6 +440,7 @@ async function apiOf(
     outages: outageTimes(outages, start),
     ...(llm === undefined ? {} : { llm }),
     ...(concurrency === undefined ? {} : { concurrency }),
+    ...(allowed === undefined ? {} : { allowed: allowedFrom(allowed, start) }),
   });
   const headers = requiredHeaders(scenario.request, LOCAL_API_KEY.value);
   const store = await harness.serveParameters({ [LOCAL_API_KEY.parameter]: LOCAL_API_KEY.value });

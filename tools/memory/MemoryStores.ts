@@ -1,4 +1,6 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
+import type { LimitObservations, ObservedReading } from '../../lib/domain/limits/limitLearner';
+import type { LimitFamily } from '../../lib/domain/limits/rateLimitHeaders';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
 import { LeaseLostError } from '../../lib/errors';
@@ -11,6 +13,7 @@ import {
   type ReopenOutcome,
 } from '../../lib/ports/IdempotencyStore';
 import type { Lease, LeaseStore } from '../../lib/ports/LeaseStore';
+import type { LimitStore } from '../../lib/ports/LimitStore';
 import {
   allRefunds,
   MAX_PENDING_SETTLEMENTS,
@@ -67,6 +70,11 @@ export class MemoryState {
   readonly spent = new Map<string, Set<string>>();
   /** Per idempotency key, the dispatches whose call spent an attempt (see `IdempotencyStore.attemptsSpent`). */
   readonly attempts = new Map<string, Set<string>>();
+  /** Per lane, what the workers recorded of the API's limits (see `LimitStore`). */
+  readonly limits = new JsonMap<{
+    readonly readings: Readonly<Partial<Record<LimitFamily, ObservedReading>>>;
+    readonly rateLimitedAt?: number;
+  }>();
 }
 
 // Every store below behaves like a database: values are stored as JSON text and every read returns a fresh copy.
@@ -187,6 +195,36 @@ export class MemoryCircuitStore implements CircuitStore {
   }
 }
 
+/** A `LimitStore` in process memory, over `state` (a fresh one by default). */
+export class MemoryLimitStore implements LimitStore {
+  constructor(private readonly state: MemoryState = new MemoryState()) {}
+
+  async recordReading(lane: string, reading: ObservedReading): Promise<void> {
+    this.state.stats.writes++;
+    const stored = this.state.limits.get(lane) ?? { readings: {} };
+    const latest = stored.readings[reading.family];
+    if (latest !== undefined && latest.at >= reading.at) return;
+    this.state.limits.set(lane, { ...stored, readings: { ...stored.readings, [reading.family]: reading } });
+  }
+
+  async recordRateLimited(lane: string, at: number): Promise<void> {
+    this.state.stats.writes++;
+    const stored = this.state.limits.get(lane) ?? { readings: {} };
+    if (stored.rateLimitedAt !== undefined && stored.rateLimitedAt >= at) return;
+    this.state.limits.set(lane, { ...stored, rateLimitedAt: at });
+  }
+
+  async loadObservations(lane: string): Promise<LimitObservations> {
+    this.state.stats.reads++;
+    const stored = this.state.limits.get(lane);
+    if (stored === undefined) return { readings: [] };
+    return {
+      readings: Object.values(stored.readings).flatMap((reading) => (reading === undefined ? [] : [reading])),
+      ...(stored.rateLimitedAt === undefined ? {} : { rateLimitedAt: stored.rateLimitedAt }),
+    };
+  }
+}
+
 /** An `IdempotencyStore` in process memory, over `state` (a fresh one by default). */
 export class MemoryIdempotencyStore implements IdempotencyStore {
   constructor(protected readonly state: MemoryState = new MemoryState()) {}
@@ -278,23 +316,25 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   }
 }
 
-/** The four in-memory stores over one {@link MemoryState}, and its request counts. */
+/** The five in-memory stores over one {@link MemoryState}, and its request counts. */
 export interface MemoryStores extends StateStores {
   readonly lease: MemoryLeaseStore;
   readonly ledger: MemoryLedgerStore;
   readonly circuit: MemoryCircuitStore;
   readonly idempotency: MemoryIdempotencyStore;
+  readonly limits: MemoryLimitStore;
   /** {@link MemoryState.stats} of the state they share. */
   readonly stats: MemoryState['stats'];
 }
 
-/** The four stores in process memory, for unit tests and the simulation, over `state` (a fresh one by default). */
+/** The five stores in process memory, for unit tests and the simulation, over `state` (a fresh one by default). */
 export function memoryStores(state: MemoryState = new MemoryState()): MemoryStores {
   return {
     lease: new MemoryLeaseStore(state),
     ledger: new MemoryLedgerStore(state),
     circuit: new MemoryCircuitStore(state),
     idempotency: new MemoryIdempotencyStore(state),
+    limits: new MemoryLimitStore(state),
     stats: state.stats,
   };
 }

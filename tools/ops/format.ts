@@ -80,6 +80,7 @@ export function formatStatus(status: OpsStatus): string {
     );
   }
   lines.push('', 'Quota tiers:', tiersTable(status.tiers));
+  if (status.limits !== undefined) lines.push(...learnedLines(status.limits, at));
   for (const pool of status.pools) {
     const pause =
       pool.rateLimitedUntil === undefined ? '' : `; a 429 holds it until ${isoSecond(pool.rateLimitedUntil)}`;
@@ -108,6 +109,27 @@ export function formatStatus(status: OpsStatus): string {
       `Lease:    ${lease.expired ? 'expired, last held' : 'held'} by ${lease.owner} until ${isoSecond(lease.expiresAt)} (fencing token ${lease.fencingToken})`,
     );
   return lines.join('\n');
+}
+
+/** The limits the lane learnt from the API, for people: each tier whose learned limit differs, or that none does. */
+function learnedLines(limits: NonNullable<OpsStatus['limits']>, at: number): string[] {
+  if (limits.learn === 'off') return ['', 'Learned limits: off (the lane reads no limit header)'];
+  const mode = limits.learn === 'shadow' ? 'shadow: reported, not enforced' : 'enforced';
+  if (limits.learned.length === 0) return ['', `Learned limits (${mode}): as configured`];
+  return [
+    '',
+    `Learned limits (${mode}):`,
+    table([
+      ['tier', 'configured', 'learned', 'source', 'since'],
+      ...limits.learned.map((l) => [
+        l.tier,
+        String(l.configured),
+        String(l.limit),
+        l.source,
+        `${isoSecond(l.since)} (${ago(l.since, at)})`,
+      ]),
+    ]),
+  ];
 }
 
 /** Tiers' usage against their limits, a row each. */

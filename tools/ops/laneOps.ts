@@ -87,7 +87,7 @@ export async function queueDepths(target: OpsTarget): Promise<Record<QueueName, 
 export async function readStatus(target: OpsTarget, clock: Clock): Promise<OpsStatus> {
   const { stores } = adaptersOf(target);
   const { lane, config } = target;
-  const read = (state: string, quotas: typeof config.quotas) =>
+  const read = (state: string, quotas: typeof config.quotas, limits?: typeof config.limits) =>
     readLaneStatus({
       circuits: stores.circuit,
       ledgers: stores.ledger,
@@ -96,9 +96,10 @@ export async function readStatus(target: OpsTarget, clock: Clock): Promise<OpsSt
       lane: state,
       quotas,
       timeZone: config.timeZone,
+      ...(limits === undefined ? {} : { limits }),
     });
   const [status, queues, pools] = await Promise.all([
-    read(lane, config.quotas),
+    read(lane, config.quotas, config.limits),
     queueDepths(target),
     Promise.all(
       (config.pools ?? []).map(async ({ name, quotas }): Promise<PoolStatus> => {

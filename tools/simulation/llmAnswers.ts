@@ -40,3 +40,21 @@ export function jobUsage(job: JobSpec, model: LlmModel | undefined): Costs {
   const id = jobIdOf(job.body);
   return model === undefined || id === undefined ? job.costs : llmUnits(id, job.body, model).used;
 }
+
+/** The body of an LLM's answer, shaped as Anthropic's Messages API answers (the `anthropic` usage preset reads it). */
+export function llmAnswerBody(id: string, used: Costs): string {
+  const usage = {
+    input_tokens: used.input_tokens ?? 0,
+    output_tokens: used.output_tokens ?? 0,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+  };
+  return JSON.stringify({
+    id: `msg-${id}`,
+    type: 'message',
+    role: 'assistant',
+    content: [],
+    stop_reason: 'end_turn',
+    usage,
+  });
+}

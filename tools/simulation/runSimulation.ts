@@ -19,6 +19,7 @@ import { seededRandom } from './random';
 import { withLatency } from './awsLatency';
 import { InvokeTiming } from './startDelays';
 import { buildReport, optionalLastCall, type CircuitChange, type Report } from './report';
+import { allowedFrom } from './allowedLimits';
 import { outageTimes, type Scenario } from './scenario';
 import { VirtualApi } from './virtualApi';
 
@@ -102,7 +103,7 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
   const { config } = scenario;
   const jobs = buildJobs(scenario, random);
   const costs = new Map(jobs.map((job) => [job.body, job.costs]));
-  const { llm, concurrency } = scenario.api;
+  const { llm, concurrency, allowed } = scenario.api;
   const api = new VirtualApi({
     clock,
     tiers: config.quotas,
@@ -111,6 +112,7 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
     costsOf: (body) => costs.get(body) ?? { cost: 1 },
     ...(llm === undefined ? {} : { llm }),
     ...(concurrency === undefined ? {} : { concurrency }),
+    ...(allowed === undefined ? {} : { allowed: allowedFrom(allowed, start) }),
   });
   const circuit = new RecordingStore(clock);
   const memory = { ...memoryStores(), circuit };
@@ -127,6 +129,7 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
     ledger: withLatency(memory.ledger, clock, dynamodbMs, calls),
     circuit: withLatency(circuit, clock, dynamodbMs, calls),
     idempotency: withLatency(memory.idempotency, clock, dynamodbMs, calls),
+    limits: withLatency(memory.limits, clock, dynamodbMs, calls),
   });
   const workerPorts = { stores: slowStores(), queues: withLatency(memoryQueues, clock, sqsMs) };
   const worker = faults.worker?.(workerPorts, clock) ?? workerPorts;

@@ -2,6 +2,7 @@ import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import { describeValue } from '../../lib/domain/describeValue';
 import { parseSettings } from '../../lib/domain/settings';
 import { parseAwsLatency, type AwsLatencyProfile } from './awsLatency';
+import { parseAllowed, type ScenarioAllowed } from './allowedLimits';
 import { ConfigError } from '../../lib/errors';
 import { parseRequestSettings, type RequestSettings } from '../../lib/requestSettings';
 import {
@@ -75,6 +76,11 @@ export interface Scenario {
     readonly concurrency?: number;
     /** The API answers like an LLM (JSON `api.llm`, see `LlmModel`); needs `jobs.llm`. @default a plain API */
     readonly llm?: LlmModel;
+    /**
+     * What the API really allows when it is not the configured quotas, and whether its answers say so (JSON
+     * `api.allowed`, see `parseAllowed`). @default the configured quotas, no rate-limit headers
+     */
+    readonly allowed?: ScenarioAllowed;
   };
   /**
    * When workers start after their asynchronous invoke, and which events Lambda delivers twice. JSON:
@@ -117,6 +123,7 @@ export const CONFIG_KEYS: readonly string[] = [
   'maxInFlight',
   'units',
   'usagePreset',
+  'limits',
   'circuit',
   'retry',
   'pacing',
@@ -131,6 +138,7 @@ const KEYS = [
   'maxInFlight',
   'units',
   'usagePreset',
+  'limits',
   'jobs',
   'api',
   'invokeLatencyMs',
@@ -309,7 +317,7 @@ function parseLlmApi(input: unknown): LlmModel {
   return llm;
 }
 
-const API_KEYS = ['latencyMs', 'outages', 'concurrency', 'llm'];
+const API_KEYS = ['latencyMs', 'outages', 'concurrency', 'llm', 'allowed'];
 
 function parseApi(input: unknown): Scenario['api'] {
   const raw = objectAt(input, 'api');
@@ -345,5 +353,6 @@ function parseApi(input: unknown): Scenario['api'] {
     outages,
     ...(raw.concurrency === undefined ? {} : { concurrency }),
     ...(raw.llm === undefined ? {} : { llm: parseLlmApi(raw.llm) }),
+    ...(raw.allowed === undefined ? {} : { allowed: parseAllowed(raw.allowed, 'api.allowed') }),
   };
 }

@@ -24,19 +24,26 @@ export class TierTally {
 
   /**
    * Earliest instant, from `at` on, at which the tier would take `cost` more, counting only arrivals so far
-   * (they only ever leave a window as time passes, so the answer for several tiers is the latest of theirs).
+   * (they only ever leave a window as time passes, so the answer for several tiers is the latest of theirs), against
+   * `limit` (the tier's own by default; an API that allows less at the time, see `AllowedLimits`).
    */
-  fitsAt(at: number, costs: Costs): number {
+  fitsAt(at: number, costs: Costs, limit = this.tier.limit): number {
     const units = unitsFor(this.tier, costs);
     this.prune(at);
     let used = this.total;
-    if (used + units <= this.tier.limit) return at;
+    if (used + units <= limit) return at;
     // Drop the oldest arrivals until it fits.
     for (const held of this.held) {
       used -= held.units;
-      if (used + units <= this.tier.limit) return held.until;
+      if (used + units <= limit) return held.until;
     }
     return Number.POSITIVE_INFINITY; // unreachable: a request larger than the limit is answered 413 before this
+  }
+
+  /** The units arrivals hold at `at`, and when the oldest of them stops counting (`at` when none does). */
+  usedAt(at: number): { readonly used: number; readonly freesAt: number } {
+    this.prune(at);
+    return { used: this.total, freesAt: this.held[0]?.until ?? at };
   }
 
   /** Counts an arrival's units; the returned entry can be {@link correct}ed while it counts. */

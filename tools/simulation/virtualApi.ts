@@ -1,9 +1,11 @@
 import { ACTUAL_COST_HEADER } from '../../lib/domain/usage/usageSources';
-import { COST_UNIT, unitsFor, type Costs, type Tier } from '../../lib/domain/quota/tiers';
+import { COST_UNIT, REQUESTS, unitsFor, type Costs, type Tier } from '../../lib/domain/quota/tiers';
+import { announcedHeaders, limitsAt, type AllowedLimits } from './allowedLimits';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { Clock } from '../../lib/ports/Clock';
 import { jobFieldsOf } from './jobs';
-import { llmUnits } from './llmAnswers';
+import { llmAnswerBody, llmUnits } from './llmAnswers';
+import { peakCallsInFlight } from './callsInFlight';
 import { TierTally, type Held, type SharedTiers } from './tierTally';
 import type { LlmModel } from './scenario';
 
@@ -40,6 +42,11 @@ export interface VirtualApiOptions {
   readonly enforce?: boolean;
   /** The zone of the calendar windows of day and month tiers (an IANA name). @default 'UTC' */
   readonly timeZone?: string;
+  /**
+   * What it really allows, when it is not `tiers`' limits (a key shared with another caller, a provider that lowers
+   * a tier mid-run), and whether its answers say so (see {@link AllowedLimits}). @default `tiers`' limits, no headers
+   */
+  readonly allowed?: AllowedLimits;
 }
 
 /** One job call as the API saw it, for timelines. `at` is the arrival instant. */
@@ -125,47 +132,6 @@ function response(status: number, headers: Record<string, string> = {}, body?: s
   return { kind: 'response', status, headers, ...(body === undefined ? {} : { body }) };
 }
 
-/** The body of an LLM's answer, shaped as Anthropic's Messages API answers (the `anthropic` usage preset reads it). */
-function llmAnswerBody(id: string, used: Costs): string {
-  const usage = {
-    input_tokens: used.input_tokens ?? 0,
-    output_tokens: used.output_tokens ?? 0,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
-  };
-  return JSON.stringify({
-    id: `msg-${id}`,
-    type: 'message',
-    role: 'assistant',
-    content: [],
-    stop_reason: 'end_turn',
-    usage,
-  });
-}
-
-/**
- * The most calls in progress at once among `calls`: each from its arrival `at` until its `endAt` (still in progress
- * when it has none). A call that ends at the instant another arrives does not overlap it; a call answered the instant
- * it arrived (a 429 for `concurrency`) is in progress for that instant.
- */
-export function peakCallsInFlight(calls: readonly Pick<VirtualApiCall, 'at' | 'endAt'>[]): number {
-  // At one instant: ends first, then arrivals, then the calls that end as they arrive.
-  const [END, ARRIVAL, INSTANT] = [0, 1, 2];
-  const edges = calls.flatMap((c) =>
-    c.endAt !== undefined && c.endAt <= c.at
-      ? [{ at: c.at, kind: INSTANT }]
-      : [{ at: c.at, kind: ARRIVAL }, ...(c.endAt === undefined ? [] : [{ at: c.endAt, kind: END }])],
-  );
-  edges.sort((a, b) => a.at - b.at || a.kind - b.kind);
-  let now = 0;
-  let peak = 0;
-  for (const { kind } of edges) {
-    if (kind === INSTANT) peak = Math.max(peak, now + 1);
-    else peak = Math.max(peak, (now += kind === ARRIVAL ? 1 : -1));
-  }
-  return peak;
-}
-
 /**
  * A simulated third-party API on virtual time: the referee of tests and of the local run. It enforces the quotas on
  * its own, independently of the orchestrator's ledger, and records what it saw.
@@ -191,6 +157,7 @@ export class VirtualApi implements ApiCaller {
   private readonly llm: LlmModel | undefined;
   private readonly concurrency: number;
   private readonly enforce: boolean;
+  private readonly allowed: AllowedLimits | undefined;
   /** Per tier, in configured order: what accepted arrivals hold in it. */
   private readonly windows: readonly TierTally[];
   private readonly calls: CallRecord[] = [];
@@ -221,6 +188,7 @@ export class VirtualApi implements ApiCaller {
     this.llm = options.llm;
     this.concurrency = options.concurrency ?? Number.POSITIVE_INFINITY;
     this.enforce = options.enforce ?? true;
+    this.allowed = options.allowed;
     this.windows = [
       ...options.tiers.map((tier) => new TierTally(tier, options.timeZone ?? 'UTC')),
       ...shared.flatMap((pool) => pool.tallies),
@@ -382,21 +350,46 @@ export class VirtualApi implements ApiCaller {
   /** The answer to a call that arrived at `at` reserving `costs`, and what it holds in each tier once accepted. */
   private admit(at: number, job: Job, costs: Costs): { readonly result: Response; readonly held?: readonly Held[] } {
     if (this.inOutage(at)) return { result: response(503) };
+    const limits = limitsAt(this.tiers, this.allowed, at);
     if (this.enforce) {
-      if (this.tiers.some((tier) => unitsFor(tier, costs) > tier.limit)) return { result: response(413) };
-      const fitsAt = this.windows.reduce((latest, window) => Math.max(latest, window.fitsAt(at, costs)), at);
+      if (this.tiers.some((tier, i) => unitsFor(tier, costs) > (limits[i] ?? tier.limit)))
+        return { result: response(413) };
+      const fitsAt = this.windows.reduce(
+        (latest, window, i) => Math.max(latest, window.fitsAt(at, costs, limits[i])),
+        at,
+      );
       if (fitsAt > at) {
         this.counts.rejectedByApi++;
-        return { result: response(429, { 'retry-after': String(Math.max(1, Math.ceil((fitsAt - at) / 1000))) }) };
+        const wait = String(Math.max(1, Math.ceil((fitsAt - at) / 1000)));
+        return { result: response(429, { 'retry-after': wait, ...this.announced(at, limits) }) };
       }
     }
     const held = this.windows.map((window) => window.record(at, costs));
     if (job.poison) return { result: response(400), held };
     const cost = costs[COST_UNIT];
-    return {
-      result: response(200, this.llm === undefined && cost !== undefined ? { [ACTUAL_COST_HEADER]: String(cost) } : {}),
-      held,
-    };
+    const usage: Record<string, string> =
+      this.llm === undefined && cost !== undefined ? { [ACTUAL_COST_HEADER]: String(cost) } : {};
+    return { result: response(200, { ...usage, ...this.announced(at, limits) }), held };
+  }
+
+  /**
+   * The headers that announce, at `at`, the state of its first sliding tier of requests under `limits` (see
+   * `announcedHeaders`); none unless `allowed` asks for them.
+   */
+  private announced(at: number, limits: readonly number[]): Record<string, string> {
+    const format = this.allowed?.headers ?? 'none';
+    const i = this.tiers.findIndex((tier) => tier.kind === 'sliding' && tier.unit === REQUESTS);
+    const tier = this.tiers[i];
+    const window = this.windows[i];
+    if (format === 'none' || tier?.kind !== 'sliding' || window === undefined) return {};
+    const limit = limits[i] ?? tier.limit;
+    const { used, freesAt } = window.usedAt(at);
+    return announcedHeaders(format, {
+      limit,
+      remaining: Math.max(0, limit - used),
+      resetSeconds: Math.ceil((freesAt - at) / 1000),
+      windowSeconds: tier.windowMs / 1000,
+    });
   }
 
   private inOutage(at: number): boolean {

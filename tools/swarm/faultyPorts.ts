@@ -30,6 +30,8 @@ const STORE_WRITES = new Set([
   'addSettlements',
   'saveLedger',
   'saveCircuit',
+  'recordReading',
+  'recordRateLimited',
 ]);
 
 /** Store writes a worker makes before its call: they may also fail without landing (DynamoDB unavailable). */
@@ -96,6 +98,7 @@ export function faultyWorkerPorts(
     ledger: faultyWrites(ledger, 'dynamodb', STORE_WRITES, plan, random, log),
     circuit: faultyWrites(journaled, 'dynamodb', STORE_WRITES, plan, random, log),
     idempotency: faultyWrites(idempotency, 'dynamodb', STORE_WRITES, plan, random, log),
+    limits: faultyWrites(ports.stores.limits, 'dynamodb', STORE_WRITES, plan, random, log),
   };
   const queues: QueueReceiver = Object.create(ports.queues) as QueueReceiver;
   queues.send = async (queue, message) => {
@@ -133,7 +136,7 @@ export function faultyOrchestratorPorts(
         };
       },
     });
-  const { lease, ledger, circuit, idempotency } = ports.stores;
+  const { lease, ledger, circuit, idempotency, limits } = ports.stores;
   const lossy = { lostAnswers: plan.lostAnswers, unavailable: 0 };
   const invoker: Invoker = {
     invoke: async (event) => {
@@ -150,6 +153,7 @@ export function faultyOrchestratorPorts(
       ledger: killable(faultyWrites(ledger, 'dynamodb', STORE_WRITES, lossy, random, log)),
       circuit: killable(faultyWrites(circuit, 'dynamodb', STORE_WRITES, lossy, random, log)),
       idempotency: killable(idempotency),
+      limits: killable(faultyWrites(limits, 'dynamodb', STORE_WRITES, lossy, random, log)),
     },
     queues: killable(ports.queues),
     invoker: killable(invoker),

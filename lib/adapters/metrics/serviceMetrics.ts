@@ -42,6 +42,11 @@ export const METRICS = {
   circuitOpen: 'CircuitOpen',
   /** None, by `tier` (`10/second`, `20000/day`): units used in the tier's current window over its limit, at each ledger flush. */
   tierUsageRatio: 'TierUsageRatio',
+  /**
+   * None, by `tier`: the limit in force the lane learnt from the API over the configured one, at each ledger flush
+   * while they differ (see `LimitLearner`); no data while the API allows what is configured.
+   */
+  learnedLimitRatio: 'LearnedLimitRatio',
   /** Count, by `unit`: units of calls' estimates the API's answers showed unused, handed back to the quota at each ledger flush. */
   unitsHandedBack: 'UnitsHandedBack',
   /** Count, on a lane with `maxInFlight`: the calls that may be in progress, at each ledger flush. */

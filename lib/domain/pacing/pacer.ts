@@ -24,8 +24,19 @@ interface Credit {
  * the shortest window (all sliding tiers when `spreadLongTiers`). Calendar tiers set none; a longer sliding tier is
  * spent as fast as the shorter ones allow, and the ledger alone bounds its window.
  */
-function pacedRates(tiers: readonly Tier[], spreadLongTiers: boolean): (SteadyRate | undefined)[] {
-  const rates = tiers.map((tier) => tier.steadyRate());
+function pacedRates(
+  tiers: readonly Tier[],
+  spreadLongTiers: boolean,
+  limits: readonly number[] = [],
+): (SteadyRate | undefined)[] {
+  const rates = tiers.map((tier, i) => {
+    const rate = tier.steadyRate();
+    const limit = limits[i];
+    // A learned limit below the configured one paces at its own rate; 0 (another caller spent it all) as one a window.
+    return rate === undefined || limit === undefined || limit >= rate.units
+      ? rate
+      : { units: Math.max(1, limit), perMs: rate.perMs };
+  });
   const shortest = Math.min(...rates.map((rate) => rate?.perMs ?? Number.POSITIVE_INFINITY));
   return rates.map((rate) => (spreadLongTiers || rate?.perMs === shortest ? rate : undefined));
 }
@@ -49,7 +60,7 @@ export class Pacer {
   /** Per tier: what slots given back left for smoothing to let through (see {@link Pacer.settle}), soonest to expire first. */
   private readonly credits: Credit[][];
   /** Per tier: its steady rate, or `undefined` for a tier that sets no pace (a calendar tier). */
-  private readonly rates: readonly (SteadyRate | undefined)[];
+  private rates: readonly (SteadyRate | undefined)[];
   /** One unit of each named unit the tiers count: the least a message can take. */
   private readonly oneOfEach: Costs;
   private rampStartedAt = Number.NEGATIVE_INFINITY;
@@ -78,6 +89,16 @@ export class Pacer {
     this.chainGap = new ChainGap(arrivalMarginMs - callAllowanceMs);
     this.rates = pacedRates(ledger.tiers, settings.spreadLongTiers);
     this.oneOfEach = Object.fromEntries(namedUnits(ledger.tiers).map((unit) => [unit, 1]));
+  }
+
+  /**
+   * Paces and counts each tier at `limits` (in configured order) where it is below its configured limit: the limits
+   * in force the lane learnt from the API (see `QuotaLedger.limitTo`). Smoothing's schedule carries on from where it
+   * is, at the new rates.
+   */
+  limitTo(limits: readonly number[]): void {
+    this.ledger.limitTo(limits);
+    this.rates = pacedRates(this.ledger.tiers, this.settings.spreadLongTiers, limits);
   }
 
   /** Rate fraction the slow-start ramp allows at `now` (1 when no ramp is under way). */

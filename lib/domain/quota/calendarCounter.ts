@@ -94,14 +94,15 @@ export class CalendarCounter implements TierCounter {
   }
 
   /** Reads only: a probe of a later window must not move the counter on while earlier instants may still be charged. */
-  earliestFit(now: number, units: number): number {
+  earliestFit(now: number, units: number, cap?: number): number {
     if (units > this.limit) return Number.POSITIVE_INFINITY;
+    const limit = cap === undefined ? this.limit : Math.max(units, Math.min(cap, this.limit));
     const at = this.clearOfBoundary(now);
     const window = at < this.rolled.end ? this.rolled : this.windowOf(at);
     // A window before the one the count is kept for counts as much as it: the next window may be full too.
     const used = window.key > this.key ? 0 : this.usedUnits;
-    if (used + units <= this.limit) return at;
-    return window.key < this.key ? this.earliestFit(window.end, units) : this.clearOfBoundary(window.end);
+    if (used + units <= limit) return at;
+    return window.key < this.key ? this.earliestFit(window.end, units, cap) : this.clearOfBoundary(window.end);
   }
 
   /** {@inheritDoc TierCounter.add} */

@@ -150,6 +150,8 @@ export interface LedgerOptions {
  */
 export class QuotaLedger {
   private readonly counters: TierCounter[];
+  /** Per tier, a lower limit in force than its configured one (see {@link QuotaLedger.limitTo}), if any. */
+  private caps: readonly (number | undefined)[] = [];
 
   constructor(
     readonly tiers: readonly Tier[],
@@ -174,11 +176,24 @@ export class QuotaLedger {
     return new QuotaLedger(tiers, options, parseLedgerJSON(json));
   }
 
+  /**
+   * Holds every tier to `limits` (in configured order) where it is below its configured limit: the limits in force
+   * the lane learnt from the API (see `LimitLearner`). A message whose units are more than a tier's limit in force,
+   * but not more than its configured limit, still fits once the window is empty: a learned limit delays a call, never
+   * refuses it for good. Settles nothing and forgets nothing: the counts stay as they are.
+   */
+  limitTo(limits: readonly number[]): void {
+    this.caps = this.tiers.map((tier, i) => {
+      const limit = limits[i];
+      return limit !== undefined && limit < tier.limit ? limit : undefined;
+    });
+  }
+
   /** Earliest instant >= `now` at which a message of `costs` fits every tier (`at: Infinity` if it never can). */
   earliestFit(now: number, costs: Costs): Fit {
     let fit: Fit = { at: now, tier: -1 };
     this.tiers.forEach((tier, i) => {
-      const at = this.counters[i]?.earliestFit(now, unitsFor(tier, costs)) ?? now;
+      const at = this.counters[i]?.earliestFit(now, unitsFor(tier, costs), this.caps[i]) ?? now;
       if (at > fit.at) fit = { at, tier: i };
     });
     return fit;

@@ -2,6 +2,7 @@
  * The form a ledger is stored in: per tier, its counter's JSON (see `TierCounter.toJSON`), keyed by {@link TierKey};
  * and the check that a stored item has that form. A new kind of tier adds its JSON to {@link TierJSON}.
  */
+import { isLearnedLimitsJSON, type LearnedLimitsJSON } from '../limits/limitLearner';
 import { StateFormatError } from '../../errors';
 import { isCallSlotsJSON, type CallSlotsJSON } from '../inflight/callSlots';
 import type { TierKey } from './tiers';
@@ -30,6 +31,8 @@ export interface LedgerJSON {
   readonly tiers: Readonly<Partial<Record<TierKey, TierJSON>>>;
   /** The calls that may be in progress, saved with the ledger on a lane with `maxInFlight` (see `CallSlots`). */
   readonly slots?: CallSlotsJSON;
+  /** What the lane learnt of the API's limits (see `LimitLearner`), unless it learns nothing. */
+  readonly learned?: LearnedLimitsJSON;
 }
 
 /** Whether `json` is the serialised form of a sliding tier (else of a calendar tier). */
@@ -50,9 +53,11 @@ export function parseLedgerJSON(json: unknown): LedgerJSON {
     throw fail('expected {"v":1,"tiers":{…}}');
   const tiers = (json as { tiers?: unknown }).tiers;
   if (typeof tiers !== 'object' || tiers === null) throw fail('missing "tiers"');
-  const { slots } = json as { slots?: unknown };
+  const { slots, learned } = json as { slots?: unknown; learned?: unknown };
   if (slots !== undefined && !isCallSlotsJSON(slots))
     throw fail('"slots" is not {"a": [[id, until], …], "h"?: [[count, until], …]}');
+  if (learned !== undefined && !isLearnedLimitsJSON(learned))
+    throw fail('"learned" is not {"v":1,"tiers":{"<tier>": {"limit", "source", "since", …}}}');
   for (const [key, value] of Object.entries(tiers as Record<string, unknown>)) {
     const v = value as Record<string, unknown>;
     const held =

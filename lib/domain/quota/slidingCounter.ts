@@ -69,17 +69,18 @@ export class SlidingCounter implements TierCounter {
   }
 
   /** Reads only: a probe of a later instant must not drop buckets that still count before it. */
-  earliestFit(now: number, units: number): number {
+  earliestFit(now: number, units: number, cap?: number): number {
     if (units > this.limit) return Number.POSITIVE_INFINITY;
+    const limit = cap === undefined ? this.limit : Math.max(units, Math.min(cap, this.limit));
     // Buckets expire in order: those expired by `now` come first.
     let live = 0;
     while (live < this.amounts.length && this.expiry(this.first + live) <= now) live++;
     let inWindow = 0;
     for (let i = live; i < this.amounts.length; i++) inWindow += this.amounts[i] ?? 0;
-    if (inWindow + units <= this.limit) return now;
+    if (inWindow + units <= limit) return now;
     for (let i = live; i < this.amounts.length; i++) {
       inWindow -= this.amounts[i] ?? 0;
-      if (inWindow + units <= this.limit) return Math.max(now, this.expiry(this.first + i));
+      if (inWindow + units <= limit) return Math.max(now, this.expiry(this.first + i));
     }
     return now; // unreachable: an empty history always fits units <= limit
   }

@@ -11,8 +11,12 @@ export interface HeldUnits {
  * `CalendarCounter`) implements it, and rehydrates from its own {@link TierJSON}; instants are epoch ms.
  */
 export interface TierCounter {
-  /** Earliest instant >= now at which `units` more fit; `Infinity` if never. */
-  earliestFit(now: number, units: number): number;
+  /**
+   * Earliest instant >= now at which `units` more fit; `Infinity` if never (more than the tier's limit). With `cap`,
+   * a lower limit in force (see `QuotaLedger.limitTo`): the window may hold at most `cap` units, or `units` alone
+   * when they are more than `cap` (a call that fits the tier is never refused for good by a learned limit).
+   */
+  earliestFit(now: number, units: number, cap?: number): number;
   /** Charges `units` at `now`; returns the calendar window key for calendar tiers. */
   add(now: number, units: number): string | undefined;
   /** Applies a settlement delta to the bucket of instant `at`, or to calendar window `window`, if it still counts. */

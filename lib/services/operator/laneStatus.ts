@@ -1,6 +1,8 @@
 import type { Circuit, CircuitStatus, CircuitTransition, OperatorHold } from '../../domain/breaker/state';
 import { tierUsageAt, type TierUsageReadout } from '../../domain/quota/tierUsage';
-import type { Tier } from '../../domain/quota/tiers';
+import { tierLabel, type Tier } from '../../domain/quota/tiers';
+import { LimitLearner, type LearnedLimitsJSON, type LimitSource } from '../../domain/limits/limitLearner';
+import type { LimitLearningMode, LimitSettings } from '../../domain/limits/settings';
 import type { CircuitStore } from '../../ports/CircuitStore';
 import type { Clock } from '../../ports/Clock';
 import type { LeaseStore } from '../../ports/LeaseStore';
@@ -19,6 +21,20 @@ export interface LaneStatusDeps {
   readonly quotas: readonly Tier[];
   /** The time zone of its day and month tiers (`ServiceConfig.timeZone`). */
   readonly timeZone: string;
+  /** How the lane learns its limits (`ServiceConfig.limits`). @default nothing learnt is shown */
+  readonly limits?: LimitSettings;
+}
+
+/** A tier whose learned limit in force is not its configured one, for operators (see `LimitLearner`). */
+export interface LearnedLimitView {
+  /** The tier as events and logs name it (see `tierLabel`). */
+  readonly tier: string;
+  readonly configured: number;
+  /** The limit in force: in shadow, what the lane would pace at. */
+  readonly limit: number;
+  readonly source: LimitSource;
+  /** Since when (epoch ms). */
+  readonly since: number;
 }
 
 /** The lane's circuit for operators: plain JSON, times in epoch ms. */
@@ -59,6 +75,11 @@ export interface LaneStatus {
   readonly tiers: readonly TierUsageReadout[];
   /** The lease, or `null` when no orchestrator holds it (never taken, or released). */
   readonly lease: LeaseView | null;
+  /**
+   * How the lane learns its limits (`shadow`: it paces at the configured ones), and each tier whose learned limit in
+   * force differs from the configured one, as the orchestrator last saved them. Absent for a pool.
+   */
+  readonly limits?: { readonly learn: LimitLearningMode; readonly learned: readonly LearnedLimitView[] };
 }
 
 /**
@@ -84,7 +105,31 @@ export async function readLaneStatus(deps: LaneStatusDeps): Promise<LaneStatus> 
       lease === null
         ? null
         : { owner: lease.owner, expiresAt: lease.expiresAt, fencingToken: lease.token, expired: at >= lease.expiresAt },
+    ...(deps.limits === undefined ? {} : { limits: learnedView(deps.quotas, deps.limits, ledger?.learned, at) }),
   };
+}
+
+/** The learned limits `saved` holds at `now` that differ from the configured ones, under `settings`. */
+function learnedView(
+  quotas: readonly Tier[],
+  settings: LimitSettings,
+  saved: LearnedLimitsJSON | undefined,
+  now: number,
+): NonNullable<LaneStatus['limits']> {
+  const learned =
+    settings.learn === 'off' || saved === undefined
+      ? []
+      : new LimitLearner(quotas, settings, saved)
+          .describe(now)
+          .filter(({ limit, configured }) => limit !== configured)
+          .map(({ tier, configured, limit, source, since }) => ({
+            tier: tierLabel(tier),
+            configured,
+            limit,
+            source,
+            since,
+          }));
+  return { learn: settings.learn, learned };
 }
 
 /** The operator's hold on `circuit`, as {@link LaneStatus.paused} shows it. */

@@ -5,6 +5,8 @@ import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailab
 import type { CircuitStore } from '../../ports/CircuitStore';
 import type { Lease, LeaseStore } from '../../ports/LeaseStore';
 import type { LedgerStore, PendingOptions } from '../../ports/LedgerStore';
+import type { LimitStore } from '../../ports/LimitStore';
+import type { LimitObservations } from '../../domain/limits/limitLearner';
 import type {
   OutgoingMessage,
   QueueName,
@@ -17,7 +19,7 @@ import type {
 import type { Guarded, GuardedStores, OrchestratorStores } from './types';
 
 /** A method of a store the orchestrator uses, as {@link StateUnavailableError} names it. */
-type StoreOperation = keyof LeaseStore | keyof LedgerStore | keyof CircuitStore;
+type StoreOperation = keyof LeaseStore | keyof LedgerStore | keyof CircuitStore | keyof LimitStore;
 
 /**
  * Runs `call`, turning every failure other than {@link LeaseLostError} and {@link StateFormatError} into a
@@ -65,6 +67,15 @@ class GuardedLedgerStore implements LedgerStore {
   }
   pendingSettlements(lane: string, options?: PendingOptions): Promise<Settlement[]> {
     return guard('pendingSettlements', () => this.store.pendingSettlements(lane, options));
+  }
+}
+
+/** The limit readings with their failures translated by {@link guard}. */
+class GuardedLimitStore implements Pick<LimitStore, 'loadObservations'> {
+  constructor(private readonly store: Pick<LimitStore, 'loadObservations'>) {}
+
+  loadObservations(lane: string): Promise<LimitObservations> {
+    return guard('loadObservations', () => this.store.loadObservations(lane));
   }
 }
 
@@ -129,6 +140,7 @@ export function guardStores(stores: OrchestratorStores): GuardedStores {
     lease: guarded(new GuardedLeaseStore(stores.lease)),
     ledger: guarded(new GuardedLedgerStore(stores.ledger)),
     circuit: guarded(new GuardedCircuitStore(stores.circuit)),
+    limits: guarded(new GuardedLimitStore(stores.limits)),
   };
 }
 

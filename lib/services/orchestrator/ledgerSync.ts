@@ -1,4 +1,6 @@
+import type { LimitObservations } from '../../domain/limits/limitLearner';
 import type { Pacer } from '../../domain/pacing/pacer';
+import { StateFormatError, StateUnavailableError } from '../../errors';
 import { handedBack } from '../../domain/quota/handBack';
 import type { Settlement } from '../../domain/quota/ledger';
 import { addCosts, tierLabel } from '../../domain/quota/tiers';
@@ -48,10 +50,15 @@ export interface FlushOptions {
  * What a flush saves and folds the workers' reports into: the run's ledger and call slots, reached directly, and the
  * pacer, which settles a report in both and keeps what it hands back for smoothing (see `Pacer.settle`).
  */
-export type SyncedQuota = Pick<RunQuota, 'ledger' | 'slots'> & { readonly pacer: Pick<Pacer, 'settle'> };
+export type SyncedQuota = Pick<RunQuota, 'ledger' | 'slots' | 'limits'> & {
+  readonly pacer: Pick<Pacer, 'settle' | 'limitTo'>;
+};
 
-/** The stores a ledger sync writes: the ledger, and the lease it renews and releases. */
-export type SyncedStores = Pick<GuardedStores, 'lease' | 'ledger'>;
+/**
+ * The stores a ledger sync uses: the ledger, the lease it renews and releases, and the limit readings it learns
+ * from.
+ */
+export type SyncedStores = Pick<GuardedStores, 'lease' | 'ledger' | 'limits'>;
 
 /**
  * Keeps the saved ledger and the lease in step with the run: folds workers' settlements, saves the ledger with the
@@ -209,6 +216,7 @@ export class LedgerSync {
           this.quota.ledger.allowanceEnd(now, allowanceSpanMs(now, until, this.run.settings.flushIntervalMs)),
           need,
         );
+    await this.learn(now);
     try {
       await this.save(granted);
     } catch (error) {
@@ -230,10 +238,14 @@ export class LedgerSync {
    * its call slots, naming the settlements read since the last save (folded into it) as folded.
    */
   private async save(allowance: RunAllowance | undefined): Promise<void> {
-    const { ledger, slots } = this.quota;
+    const { ledger, slots, limits } = this.quota;
     const snapshot = ledger.snapshot(allowance && { until: allowance.until, units: allowance.granted.units });
     const heldSlots = allowance && { until: allowance.until, count: allowance.granted.slots };
-    const saved = slots === undefined ? snapshot : { ...snapshot, slots: slots.toJSON(heldSlots) };
+    const saved = {
+      ...snapshot,
+      ...(slots === undefined ? {} : { slots: slots.toJSON(heldSlots) }),
+      ...(limits === undefined ? {} : { learned: limits.toJSON() }),
+    };
     const folded = [...this.unsaved];
     await this.stores.ledger.saveLedger(this.run.config.lane, saved, this.lease.token, folded);
     for (const id of folded) this.unsaved.delete(id);
@@ -251,9 +263,19 @@ export class LedgerSync {
       this.lease = await this.stores.lease.renewLease(this.lease, now, leaseTtlMs);
     this.state = 'synced';
     this.lastFlushAt = now;
-    const usage = this.quota.ledger
-      .usage(now)
-      .map(({ tier, used }) => ({ tier: tierLabel(tier), kind: tier.kind, used, limit: tier.limit }));
+    const learned = this.quota.limits?.describe(now);
+    const usage = this.quota.ledger.usage(now).map(({ tier, used }, i) => {
+      const inForce = learned?.[i];
+      return {
+        tier: tierLabel(tier),
+        kind: tier.kind,
+        used,
+        limit: tier.limit,
+        ...(inForce === undefined || inForce.limit === tier.limit
+          ? {}
+          : { learned: { limit: inForce.limit, source: inForce.source, since: inForce.since } }),
+      };
+    });
     const { slots } = this.quota;
     this.run.report({
       type: 'flushed',
@@ -265,6 +287,36 @@ export class LedgerSync {
     });
     this.foldedUnreported = 0;
     this.handedBackUnreported = {};
+  }
+
+  /**
+   * Folds what the workers recorded of the API's limits into the lane's learned limits (see `LimitLearner`), with
+   * each tier's usage at `now`, reports each change, and under `limits.learn: enforce` paces at the limits in force.
+   * The readings are advice: a flush that cannot read them learns nothing this time, says so, and goes on.
+   */
+  private async learn(now: number): Promise<void> {
+    const learner = this.quota.limits;
+    if (learner === undefined) return;
+    let observations: LimitObservations;
+    try {
+      observations = await this.stores.limits.loadObservations(this.run.config.lane);
+    } catch (error) {
+      if (!(error instanceof StateUnavailableError || error instanceof StateFormatError)) throw error;
+      this.run.report({ type: 'limits-unread', at: now, error: error.message });
+      return;
+    }
+    const usage = this.quota.ledger.usage(now).map(({ used }) => used);
+    for (const { tier, from, to, source } of learner.observe(now, observations, usage))
+      this.run.report({
+        type: 'limit-changed',
+        at: now,
+        tier: tierLabel(tier),
+        from,
+        to,
+        source,
+        configured: tier.limit,
+      });
+    if (this.run.config.limits.learn === 'enforce') this.quota.pacer.limitTo(learner.limits(now));
   }
 
   /**

@@ -55,7 +55,13 @@ export class OrchestratorRun {
     const { stores, queues, invoker, newId, random } = ports;
     const { pacer, slots } = quota;
     this.link = new StateLink(run);
-    this.ledger = new LedgerSync(run, this.link, { lease: stores.lease, ledger: stores.ledger }, quota, lease);
+    this.ledger = new LedgerSync(
+      run,
+      this.link,
+      { lease: stores.lease, ledger: stores.ledger, limits: stores.limits },
+      quota,
+      lease,
+    );
     this.circuit = new CircuitWatch(
       run,
       this.link,

@@ -14,7 +14,7 @@ import { StateLink } from './stateLink';
 import type { GuardedStores, OrchestratorEvent, RunOptions, RunQuota } from './types';
 
 /** The stores a pool run uses: the pool's lease, its ledger and settlements, and its 429 pause (its circuit item). */
-export type PoolStores = Pick<GuardedStores, 'lease' | 'ledger' | 'circuit'>;
+export type PoolStores = Pick<GuardedStores, 'lease' | 'ledger' | 'circuit' | 'limits'>;
 
 /** What a pool run needs. */
 export interface PoolRunDeps {
@@ -226,6 +226,8 @@ function poolSettings(lane: ServiceConfig, pool: PoolConfig): ServiceConfig {
     ...lane,
     lane: poolStateName(pool.name),
     quotas: pool.quotas,
+    // What the API's answers say is recorded per lane: a pool learns nothing of its own.
+    limits: { ...lane.limits, learn: 'off' },
   };
   delete config.maxInFlight;
   delete config.pools;

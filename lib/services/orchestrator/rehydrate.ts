@@ -1,5 +1,6 @@
 import type { ServiceConfig } from '../../config';
 import { CallSlots } from '../../domain/inflight/callSlots';
+import { LimitLearner } from '../../domain/limits/limitLearner';
 import { Pacer } from '../../domain/pacing/pacer';
 import { QuotaLedger } from '../../domain/quota/ledger';
 import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
@@ -33,6 +34,9 @@ export function slotReachMs(config: ServiceConfig): number {
  * successor as they are; one killed before it dispatched nothing the saved ledger must hold, and its successor counts
  * full from its own, later, start.
  *
+ * What the lane learnt of the API's limits comes back with the ledger (see `LimitLearner`), unless it learns nothing;
+ * under `limits.learn: enforce` the run paces at those limits from its start.
+ *
  * A lane with no saved ledger starts empty: no run has saved one, and a run dispatches only within an allowance a save
  * holds, or, while the store fails, within sliding windows that close before its lease can expire (see
  * `LedgerSync.mayDispatch`), which has expired by the time this run holds it. So no call of the lane can still count.
@@ -45,7 +49,11 @@ export function rehydrate(config: ServiceConfig, saved: LedgerJSON | undefined, 
       ? new QuotaLedger(config.quotas, ledgerOptions)
       : QuotaLedger.fromJSON(config.quotas, saved, ledgerOptions);
   const slots = callSlotsOf(config, saved, uncountedUntil);
-  return { ledger, slots, pacer: new Pacer(ledger, config.pacing, slots) };
+  const pacer = new Pacer(ledger, config.pacing, slots);
+  if (config.limits.learn === 'off') return { ledger, slots, pacer };
+  const limits = new LimitLearner(config.quotas, config.limits, saved?.learned);
+  if (config.limits.learn === 'enforce') pacer.limitTo(limits.limits(now));
+  return { ledger, slots, pacer, limits };
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ServiceConfig } from '../../config';
 import type { CircuitStatus } from '../../domain/breaker/state';
 import type { CallSlots } from '../../domain/inflight/callSlots';
+import type { LimitLearner, LimitSource } from '../../domain/limits/limitLearner';
 import type { Pacer } from '../../domain/pacing/pacer';
 import type { QuotaLedger } from '../../domain/quota/ledger';
 import type { Costs, TierKind } from '../../domain/quota/tiers';
@@ -9,6 +10,7 @@ import type { Clock } from '../../ports/Clock';
 import type { Invoker } from '../../ports/Invoker';
 import type { LeaseStore } from '../../ports/LeaseStore';
 import type { LedgerStore } from '../../ports/LedgerStore';
+import type { LimitStore } from '../../ports/LimitStore';
 import type { QueueReceiver } from '../../ports/QueueReceiver';
 import type { LaneCircuitTransition } from '../circuitUpdates';
 
@@ -17,6 +19,8 @@ export interface OrchestratorStores {
   readonly lease: LeaseStore;
   readonly ledger: LedgerStore;
   readonly circuit: CircuitStore;
+  /** The orchestrator only reads what the workers recorded of the API's limits, and learns from it. */
+  readonly limits: Pick<LimitStore, 'loadObservations'>;
 }
 
 /** What the orchestrator needs. */
@@ -51,6 +55,7 @@ export interface GuardedStores {
   readonly lease: Guarded<LeaseStore>;
   readonly ledger: Guarded<LedgerStore>;
   readonly circuit: Guarded<CircuitStore>;
+  readonly limits: Guarded<Pick<LimitStore, 'loadObservations'>>;
 }
 
 /** The queues, guarded (see {@link Guarded}). */
@@ -78,6 +83,8 @@ export interface RunQuota {
   readonly ledger: QuotaLedger;
   readonly slots: CallSlots | undefined;
   readonly pacer: Pacer;
+  /** What the lane learnt of the API's limits, unless it learns nothing (`limits.learn: off`) or is a pool's. */
+  readonly limits?: LimitLearner;
 }
 
 /** One tier's usage as a flush saw it: `used` units of `limit` in the window that holds the instant. */
@@ -87,6 +94,10 @@ export interface FlushedTierUsage {
   readonly kind: TierKind;
   readonly used: number;
   readonly limit: number;
+  /**
+   * The limit in force the lane learnt, when it is not `limit` (see `LimitLearner`): in shadow, what it would pace at.
+   */
+  readonly learned?: { readonly limit: number; readonly source: LimitSource; readonly since: number };
 }
 
 /** What the orchestrator reports as it goes. */
@@ -123,6 +134,22 @@ export type OrchestratorEvent =
       readonly usage: readonly FlushedTierUsage[];
       readonly inFlight?: number;
     }
+  /**
+   * A tier's learned limit in force changed at a flush (see `LimitLearner`), from what the API's answers said:
+   * `from` and `to`, and what binds it now (`source`). In shadow (`limits.learn: shadow`) the lane still paces at the
+   * configured limit.
+   */
+  | {
+      readonly type: 'limit-changed';
+      readonly at: number;
+      readonly tier: string;
+      readonly from: number;
+      readonly to: number;
+      readonly source: LimitSource;
+      readonly configured: number;
+    }
+  /** A flush could not read what the workers recorded of the API's limits (`error`): it learnt nothing this time. */
+  | { readonly type: 'limits-unread'; readonly at: number; readonly error: string }
   /** This run's circuit write changed the lane's circuit status (a health check sent: open to half-open). */
   | ({ readonly type: 'circuit-transition' } & LaneCircuitTransition)
   /**

@@ -10,6 +10,7 @@ import { claimJob, standBack } from './claims';
 import { CircuitView } from './circuitView';
 import { endFailed, endSucceeded, giveBack, giveBackUnclaimed, type GiveBackReason } from './jobEndings';
 import { keysOf, messageOf } from './jobMessage';
+import { reportLimits } from './limitReports';
 import { endedRecord, inProgress } from './keyRecords';
 import { readyCaller } from './readyCaller';
 import { owedBy, usageOf } from './settlements';
@@ -55,6 +56,8 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
   const ready = await waitForSlot(job);
   if (typeof ready === 'string') return giveBack(job, ready);
   const call = await callApi(job, ready);
+  // What the answer says of the API's limits is recorded beside the job's ending, and never changes it.
+  const reporting = reportLimits(call.result, call.classification, call.now, event.lane, deps);
   if (event.trial !== undefined) await reportTrial(event.lane, event.trial, call, deps);
   // From here on, the job's attempt is the service's own count: it is what the retry policy judges, what a dead
   // letter and a result carry.
@@ -68,7 +71,11 @@ export async function processJob(event: JobEvent, deps: WorkerDeps, options: Job
     },
     config.retry,
   );
-  return decision.action === 'succeed' ? endSucceeded(counted, call) : endFailed(counted, call, decision);
+  const outcome = await (decision.action === 'succeed'
+    ? endSucceeded(counted, call)
+    : endFailed(counted, call, decision));
+  await reporting;
+  return outcome;
 }
 
 /**

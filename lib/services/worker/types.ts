@@ -9,10 +9,12 @@ import type { QueueName, QueueReceiver } from '../../ports/QueueReceiver';
 import type { CircuitStore } from '../../ports/CircuitStore';
 import type { IdempotencyStore } from '../../ports/IdempotencyStore';
 import type { LedgerStore } from '../../ports/LedgerStore';
+import type { LimitStore } from '../../ports/LimitStore';
 import type { JobResult, ResultHandler } from '../../ports/ResultHandler';
 import type { LaneCircuitTransition } from '../circuitUpdates';
 import type { MessageRef, Unconsumed } from '../queueOutcomes';
 import type { CircuitReadTimes } from './circuitReadTimes';
+import type { LimitReportMemory } from './limitReportMemory';
 
 /** The stores a worker uses. */
 export interface WorkerStores {
@@ -20,6 +22,8 @@ export interface WorkerStores {
   /** A worker only reports settlements; the orchestrator folds them into the ledger. */
   readonly ledger: Pick<LedgerStore, 'addSettlements'>;
   readonly circuit: CircuitStore;
+  /** A worker only records what the API's answers say of its limits; the orchestrator learns from them. */
+  readonly limits: Pick<LimitStore, 'recordReading' | 'recordRateLimited'>;
 }
 
 /** What a worker needs. */
@@ -43,6 +47,11 @@ export interface WorkerDeps {
    * `CircuitReadTimes`): one for the container's life. @default each event's own, from 50 ms
    */
   readonly circuitReads?: CircuitReadTimes;
+  /**
+   * What the container last recorded of the API's limit headers, so that it records only news (see
+   * `LimitReportMemory`): one for the container's life. @default each event's own: every reading is news
+   */
+  readonly limitReports?: LimitReportMemory;
 }
 
 /** The ids that follow one job through the logs: its message, its dispatch and its idempotency key. */

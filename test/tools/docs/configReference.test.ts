@@ -52,7 +52,9 @@ describe('buildConfigReference', () => {
       if (typeof value !== 'object' || value === null || Array.isArray(value) || section === 'units') continue;
       expect([section, rows.get(section)]).toEqual([section, Object.keys(value)]);
       for (const [key, setting] of Object.entries(value)) {
-        expect(generated).toContain(`| \`${key}\` | \`${String(setting)}\` |`);
+        // A map's default (`limits.units`) is shown as its JSON.
+        const shown = typeof setting === 'object' && setting !== null ? JSON.stringify(setting) : String(setting);
+        expect(generated).toContain(`| \`${key}\` | \`${shown}\` |`);
       }
     }
     expect(rows.get('quotas')).toEqual(['limit', 'per', 'unit']);

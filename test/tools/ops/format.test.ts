@@ -87,6 +87,29 @@ describe('formatStatus', () => {
     );
   });
 
+  it('shows the limits the lane learnt from the API, with their source and since when, and says when none differ', () => {
+    const learned = formatStatus(
+      status({
+        limits: {
+          learn: 'shadow',
+          learned: [{ tier: '10/second', configured: 10, limit: 6, source: 'header', since: AT - 300_000 }],
+        },
+      }),
+    );
+    const none = formatStatus(status({ limits: { learn: 'shadow', learned: [] } }));
+    const off = formatStatus(status({ limits: { learn: 'off', learned: [] } }));
+
+    expect(learned).toContain(
+      [
+        'Learned limits (shadow: reported, not enforced):',
+        '  tier       configured  learned  source  since',
+        '  10/second          10        6  header  2026-11-26T09:35:00Z (5 min ago)',
+      ].join('\n'),
+    );
+    expect(none).toContain('Learned limits (shadow: reported, not enforced): as configured');
+    expect(off).toContain('Learned limits: off (the lane reads no limit header)');
+  });
+
   it('shows who paused the lane, a circuit an operator forced open, and its recent transitions', () => {
     const text = formatStatus(
       status({

@@ -1,3 +1,4 @@
+import { parseAllowed } from '../../../tools/simulation/allowedLimits';
 import llmScenario from '../../../tools/simulation/scenarios/llm.json';
 import { ConfigError } from '../../../lib/errors';
 import { buildJobs, unitAttributes } from '../../../tools/simulation/jobs';
@@ -167,5 +168,67 @@ describe('parseScenario', () => {
         /api\.llm: needs jobs\.llm/,
       );
     });
+  });
+});
+
+describe('parseAllowed', () => {
+  it('reads the changes of what the API allows, and the headers it announces them in', () => {
+    expect(
+      parseAllowed(
+        {
+          changes: [
+            { atSeconds: 0, limits: [12] },
+            { atSeconds: 25, limits: [8] },
+          ],
+          headers: 'ietf',
+        },
+        'api.allowed',
+      ),
+    ).toEqual({
+      changes: [
+        { atSeconds: 0, limits: [12] },
+        { atSeconds: 25, limits: [8] },
+      ],
+      headers: 'ietf',
+    });
+    expect(parseAllowed({ changes: [{ atSeconds: 5, limits: [3] }] }, 'api.allowed').headers).toBe('none');
+  });
+
+  it.each([
+    [{ changes: [] }, 'api.allowed.changes: must be a non-empty list'],
+    [
+      {
+        changes: [
+          { atSeconds: 2, limits: [1] },
+          { atSeconds: 2, limits: [2] },
+        ],
+      },
+      'api.allowed.changes[1].atSeconds: must be a number of seconds from 0, each later',
+    ],
+    [
+      { changes: [{ atSeconds: 0, limits: [0] }] },
+      'api.allowed.changes[0].limits: must be a list of whole numbers from 1',
+    ],
+    [
+      { changes: [{ atSeconds: 0, limits: [1] }], headers: 'github' },
+      'api.allowed.headers: must be one of ietf, openai, none',
+    ],
+    [
+      { changes: [{ atSeconds: 0, limits: [1] }], window: 1 },
+      'api.allowed.window: unknown key; allowed keys are changes, headers',
+    ],
+  ])('refuses %j, naming the field', (input, message) => {
+    expect(() => parseAllowed(input, 'api.allowed')).toThrow(message);
+  });
+
+  it("is read from a scenario, with the lane's limits settings", () => {
+    const scenario = parseScenario({
+      quotas: [{ limit: 20, per: 'second' }],
+      limits: { headers: 'ietf', learn: 'enforce' },
+      api: { allowed: { changes: [{ atSeconds: 0, limits: [12] }], headers: 'ietf' } },
+    });
+
+    expect(scenario.api.allowed).toEqual({ changes: [{ atSeconds: 0, limits: [12] }], headers: 'ietf' });
+    expect(scenario.config.limits).toMatchObject({ headers: 'ietf', learn: 'enforce' });
   });
 });

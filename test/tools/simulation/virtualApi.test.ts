@@ -4,7 +4,8 @@ import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
 import type { ApiResult } from '../../../lib/ports/ApiCaller';
 import { readUsage, USAGE_PRESETS } from '../../../lib/domain/usage/usageSources';
 import type { VirtualApiOptions } from '../../../tools/simulation/virtualApi';
-import { peakCallsInFlight, VirtualApi } from '../../../tools/simulation/virtualApi';
+import { peakCallsInFlight } from '../../../tools/simulation/callsInFlight';
+import { VirtualApi } from '../../../tools/simulation/virtualApi';
 import { drawnOutputTokens, llmUnits } from '../../../tools/simulation/llmAnswers';
 
 const LATENCY = 50;
@@ -504,5 +505,53 @@ describe('peakCallsInFlight', () => {
   it('counts a call without an answer as in progress from its arrival on', () => {
     expect(peakCallsInFlight([{ at: 0 }, { at: 500, endAt: 600 }, { at: 1_000 }])).toBe(2);
     expect(peakCallsInFlight([])).toBe(0);
+  });
+});
+
+describe('VirtualApi with limits of its own', () => {
+  const allowed = (headers: 'ietf' | 'openai' | 'none') => ({
+    headers,
+    changes: [
+      { atMs: 0, limits: [3] },
+      { atMs: 10_000, limits: [1] },
+    ],
+  });
+
+  it('allows less than its tiers say, and changes its limit when the schedule does', async () => {
+    const h = setup({ tiers: [tier(10, 'second')], allowed: allowed('none') });
+
+    const first = (await h.callAll(1, 2, 3, 4)).map(status);
+    await h.clock.advanceTo(10_000);
+    const later = (await h.callAll(5, 6)).map(status);
+
+    expect(first).toEqual([200, 200, 200, 429]);
+    expect(later).toEqual([200, 429]);
+  });
+
+  it("announces its first sliding tier of requests in the IETF fields, refusals' included", async () => {
+    const h = setup({ tiers: [tier(10, 'second')], allowed: allowed('ietf') });
+
+    const results = await h.callAll(1, 2, 3, 4);
+
+    expect(results.map((r) => (r.kind === 'response' ? r.headers : {}))).toEqual([
+      expect.objectContaining({ 'ratelimit-limit': '3', 'ratelimit-remaining': '2', 'ratelimit-policy': '3;w=1' }),
+      expect.objectContaining({ 'ratelimit-remaining': '1' }),
+      expect.objectContaining({ 'ratelimit-remaining': '0', 'ratelimit-reset': '1' }),
+      expect.objectContaining({ 'ratelimit-remaining': '0', 'retry-after': '1' }),
+    ]);
+  });
+
+  it("announces them in OpenAI's headers, the reset as a duration", async () => {
+    const h = setup({ tiers: [tier(10, 'second')], allowed: allowed('openai') });
+
+    const [result] = await h.callAll(1);
+
+    expect(result).toMatchObject({
+      headers: {
+        'x-ratelimit-limit-requests': '3',
+        'x-ratelimit-remaining-requests': '2',
+        'x-ratelimit-reset-requests': '1s',
+      },
+    });
   });
 });

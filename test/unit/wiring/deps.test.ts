@@ -106,8 +106,13 @@ describe('orchestratorDepsFromEnv', () => {
     ]);
   });
 
-  it('passes the lease, ledger and circuit stores, not the idempotency store', () => {
-    expect(Object.keys(orchestratorDepsFromEnv(ENV, clients()).stores).sort()).toEqual(['circuit', 'lease', 'ledger']);
+  it('passes the lease, ledger, circuit and limit stores, not the idempotency store', () => {
+    expect(Object.keys(orchestratorDepsFromEnv(ENV, clients()).stores).sort()).toEqual([
+      'circuit',
+      'lease',
+      'ledger',
+      'limits',
+    ]);
   });
 
   it('reads each queue at the URL of its variable', async () => {
@@ -337,8 +342,13 @@ describe('workerDepsFromEnv', () => {
     ]);
   });
 
-  it('passes the idempotency, ledger and circuit stores, not the lease store', () => {
-    expect(Object.keys(workerDepsFromEnv(ENV, clients()).stores).sort()).toEqual(['circuit', 'idempotency', 'ledger']);
+  it('passes the idempotency, ledger, circuit and limit stores, not the lease store', () => {
+    expect(Object.keys(workerDepsFromEnv(ENV, clients()).stores).sort()).toEqual([
+      'circuit',
+      'idempotency',
+      'ledger',
+      'limits',
+    ]);
   });
 
   describe('results', () => {

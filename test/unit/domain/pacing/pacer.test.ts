@@ -28,6 +28,20 @@ function slots(pacer: Pacer, count: number, cost = 1, from = T0): number[] {
 }
 
 describe('Pacer', () => {
+  describe('limitTo', () => {
+    it('spaces calls at the limit in force, and at the configured rate again once it is lifted', () => {
+      const pacer = pacerFor([{ limit: 10, per: 'second' }]);
+
+      pacer.limitTo([5]);
+      const slowed = slots(pacer, 3);
+      pacer.limitTo([10]);
+      const restored = slots(pacer, 3, 1, T0 + 400);
+
+      expect(slowed).toEqual([0, 200, 400]);
+      expect(restored).toEqual([600, 700, 800]);
+    });
+  });
+
   describe('nextSlot', () => {
     it('spaces a 10/second tier 100 ms apart when there is no burst', () => {
       const pacer = pacerFor([{ limit: 10, per: 'second' }]);

@@ -173,6 +173,43 @@ describe('QuotaLedger', () => {
     });
   });
 
+  describe('limitTo', () => {
+    it('holds a tier to a lower limit in force, and lets it back to the configured one', () => {
+      const ledger = new QuotaLedger(tiers([{ limit: 10, per: 'second' }]));
+      ledger.limitTo([6]);
+      reserveMany(ledger, T0, 6);
+
+      const held = ledger.earliestFit(T0, { cost: 1 });
+      ledger.limitTo([10]);
+
+      expect(held).toEqual({ at: bucketExpiry(T0, SECOND), tier: 0 });
+      expect(ledger.earliestFit(T0, { cost: 1 })).toEqual({ at: T0, tier: -1 });
+    });
+
+    it('never refuses for good a message the configured limit admits: one larger than the limit in force waits for an empty window', () => {
+      const ledger = new QuotaLedger(tiers([{ limit: 100, per: 'minute', unit: 'cost' }]));
+      ledger.limitTo([0]);
+      ledger.reserve(T0, { cost: 40 });
+
+      expect(ledger.earliestFit(T0, { cost: 50 })).toEqual({ at: bucketExpiry(T0, MINUTE), tier: 0 });
+      expect(ledger.earliestFit(T0, { cost: 101 }).at).toBe(Number.POSITIVE_INFINITY);
+    });
+
+    it('ignores a limit at or above the configured one, and holds calendar tiers too', () => {
+      const ledger = new QuotaLedger(
+        tiers([
+          { limit: 10, per: 'second' },
+          { limit: 5, per: 'day' },
+        ]),
+      );
+      ledger.limitTo([50, 2]);
+      reserveMany(ledger, T0, 2);
+
+      expect(ledger.earliestFit(T0, { cost: 1 }).tier).toBe(1);
+      expect(() => ledger.reserve(T0, { cost: 1 })).toThrow(QuotaExceededError);
+    });
+  });
+
   describe('reserve', () => {
     it('charges every tier, in requests or in cost units', () => {
       const ledger = new QuotaLedger(

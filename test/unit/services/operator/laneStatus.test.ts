@@ -1,6 +1,7 @@
 import { FakeClock } from '../../../../tools/memory/FakeClock';
 import { memoryStores, type MemoryStores } from '../../../../tools/memory/MemoryStores';
 import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
+import { LimitLearner } from '../../../../lib/domain/limits/limitLearner';
 import { QuotaLedger } from '../../../../lib/domain/quota/ledger';
 import { applyCircuitEvent } from '../../../../lib/services/circuitUpdates';
 import { forceCircuit, pauseLane } from '../../../../lib/services/operator/laneControl';
@@ -131,5 +132,42 @@ describe('readLaneStatus', () => {
     await expect(readLaneStatus(d)).resolves.toMatchObject({ lease: { expired: false } });
     await d.clock.advance(1);
     await expect(readLaneStatus(d)).resolves.toMatchObject({ lease: { owner: 'orchestrator-1', expired: true } });
+  });
+});
+
+describe('readLaneStatus: learned limits', () => {
+  const learning = testConfig({
+    quotas: [
+      { limit: 5, per: 'second' },
+      { limit: 100, per: 'minute' },
+    ],
+    limits: { headers: 'openai' },
+  });
+
+  it('shows each tier whose learned limit differs from the configured one, as the orchestrator saved it', async () => {
+    const d = { ...deps(), quotas: learning.quotas, limits: learning.limits };
+    const learner = new LimitLearner(learning.quotas, learning.limits);
+    learner.observe(START, { readings: [{ family: 'requests', limit: 60, at: START }] }, [0, 0]);
+    const lease = await d.stores.lease.acquireLease(LANE, 'orchestrator-1', START, 30_000);
+    const ledger = new QuotaLedger(learning.quotas, { timeZone: learning.timeZone });
+    await d.stores.ledger.saveLedger(LANE, { ...ledger.toJSON(), learned: learner.toJSON() }, lease?.token ?? 0);
+
+    const status = await readLaneStatus(d);
+
+    expect(status.limits).toEqual({
+      learn: 'shadow',
+      learned: [{ tier: '100/minute', configured: 100, limit: 60, source: 'header', since: START }],
+    });
+  });
+
+  it('shows none learnt for a lane whose saved state holds none, and its mode', async () => {
+    const off = testConfig({ limits: { learn: 'off' } });
+
+    await expect(readLaneStatus({ ...deps(), limits: learning.limits })).resolves.toMatchObject({
+      limits: { learn: 'shadow', learned: [] },
+    });
+    await expect(readLaneStatus({ ...deps(), limits: off.limits })).resolves.toMatchObject({
+      limits: { learn: 'off', learned: [] },
+    });
   });
 });

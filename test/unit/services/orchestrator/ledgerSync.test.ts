@@ -1,6 +1,9 @@
 import { MAX_PENDING_SETTLEMENTS } from '../../../../lib/ports/LedgerStore';
 import { LedgerSync } from '../../../../lib/services/orchestrator/ledgerSync';
 import { StateLink } from '../../../../lib/services/orchestrator/stateLink';
+import { guardStores } from '../../../../lib/services/orchestrator/guardedPorts';
+import { rehydrate } from '../../../../lib/services/orchestrator/rehydrate';
+import type { MemoryLimitStore } from '../../../../tools/memory/MemoryStores';
 import { roomHarness, takeLease, type RoomHarness } from '../../../helpers/orchestratorRooms';
 import { LANE, START, testConfig } from '../../../helpers/serviceFixtures';
 
@@ -341,5 +344,108 @@ describe('LedgerSync', () => {
 
       expect(sync.mayDispatch(START, [true])).toBe(false);
     });
+  });
+});
+
+describe('LedgerSync learning the API limits', () => {
+  /** 100 requests a minute, the API's headers OpenAI's. */
+  const config = testConfig({ quotas: [{ limit: 100, per: 'minute' }], limits: { headers: 'openai' } });
+
+  /** A ledger sync on a harness of {@link config}, whose quota is rehydrated as a run's is: with its learner. */
+  async function learning(saved?: Parameters<typeof rehydrate>[1]) {
+    const h = roomHarness(config);
+    const quota = rehydrate(config, saved, START);
+    const link = new StateLink(h.run);
+    const sync = new LedgerSync(h.run, link, h.ports.stores, quota, await takeLease(h));
+    return { h, quota, sync, readings: h.stores.limits as MemoryLimitStore };
+  }
+
+  it('folds the readings at a flush, reports the change, and saves what it learnt with the ledger', async () => {
+    const { h, sync, readings } = await learning();
+    await readings.recordReading(LANE, { family: 'requests', limit: 60, at: START - 10 });
+
+    await sync.tryFlush();
+
+    expect(h.events).toEqual(
+      expect.arrayContaining([
+        {
+          type: 'limit-changed',
+          at: START,
+          tier: '100/minute',
+          from: 100,
+          to: 60,
+          source: 'header',
+          configured: 100,
+        },
+        expect.objectContaining({
+          type: 'flushed',
+          usage: [
+            {
+              tier: '100/minute',
+              kind: 'sliding',
+              used: 0,
+              limit: 100,
+              learned: { limit: 60, source: 'header', since: START },
+            },
+          ],
+        }),
+      ]),
+    );
+    const saved = await h.stores.ledger.loadLedger(LANE);
+    expect(rehydrate(config, saved, START + 1).limits?.limits(START + 1)).toEqual([60]);
+  });
+
+  it('paces at the configured limit in shadow: the ledger still takes all 100', async () => {
+    const { quota, sync, readings } = await learning();
+    await readings.recordReading(LANE, { family: 'requests', limit: 60, at: START });
+    await sync.tryFlush();
+
+    for (let i = 0; i < 100; i++) quota.ledger.reserve(START, {});
+
+    expect(quota.ledger.earliestFit(START, {}).at).toBeGreaterThan(START);
+  });
+
+  it('enforced, paces and counts at the learnt limit from the flush that learnt it, and from the start of a later run', async () => {
+    const enforced = testConfig({
+      quotas: [{ limit: 100, per: 'minute' }],
+      limits: { headers: 'openai', learn: 'enforce' },
+    });
+    const h = roomHarness(enforced);
+    const quota = rehydrate(enforced, undefined, START);
+    const sync = new LedgerSync(h.run, new StateLink(h.run), h.ports.stores, quota, await takeLease(h));
+    await (h.stores.limits as MemoryLimitStore).recordReading(LANE, { family: 'requests', limit: 60, at: START });
+
+    await sync.tryFlush();
+    for (let i = 0; i < 60; i++) quota.ledger.reserve(START, {});
+    const later = rehydrate(enforced, await h.stores.ledger.loadLedger(LANE), START + 1);
+    const held = later.ledger.usage(START + 1)[0]?.used ?? 0;
+    for (let i = held; i < 60; i++) later.ledger.reserve(START + 1, {});
+
+    expect(quota.ledger.earliestFit(START, {}).at).toBeGreaterThan(START);
+    expect(later.ledger.earliestFit(START + 1, {}).at).toBeGreaterThan(START + 1);
+  });
+
+  it('learns nothing from a flush that cannot read the readings, says so, and saves the ledger all the same', async () => {
+    const h = roomHarness(config);
+    const unreadable = guardStores({
+      ...h.stores,
+      limits: { loadObservations: () => Promise.reject(new Error('throttled')) },
+    }).limits;
+    const broken = new LedgerSync(
+      h.run,
+      new StateLink(h.run),
+      { ...h.ports.stores, limits: unreadable },
+      rehydrate(config, undefined, START),
+      await takeLease(h),
+    );
+
+    await expect(broken.tryFlush()).resolves.toBe(true);
+
+    expect(h.events).toEqual(
+      expect.arrayContaining([
+        { type: 'limits-unread', at: START, error: expect.stringContaining('loadObservations') },
+      ]),
+    );
+    expect(h.flushes.calls).toContain('saveLedger');
   });
 });

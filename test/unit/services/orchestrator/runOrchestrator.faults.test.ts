@@ -63,6 +63,8 @@ class FaultyStores implements OrchestratorStores {
   readonly lease: LeaseStore;
   readonly ledger: LedgerStore;
   readonly circuit: CircuitStore;
+  /** Never fails: the limit readings are advisory, and a flush goes on without them. */
+  readonly limits: OrchestratorStores['limits'];
   private calls = 0;
   readonly failures: { readonly operation: string; readonly at: number }[] = [];
   /** Every lease the run was given, taken or renewed, with when. */
@@ -97,6 +99,7 @@ class FaultyStores implements OrchestratorStores {
       refusalRun: (lane) => this.call('refusalRun', () => inner.circuit.refusalRun(lane)),
       saveCircuit: (lane, next) => this.call('saveCircuit', () => inner.circuit.saveCircuit(lane, next)),
     };
+    this.limits = inner.limits;
   }
 
   /** When the lease the run held at `at` (given before it) expires. */
