@@ -20,7 +20,15 @@ import { outageTimes } from '../simulation/scenario';
 import { VirtualApi, type VirtualApiCall } from '../simulation/virtualApi';
 import type { SharedTiers } from '../simulation/tierTally';
 import { benchJobs } from './jobSet';
-import { callsPerSecond, idealSeconds, optimalSecondsOf, recoverySeconds, tierUtilization } from './measures';
+import {
+  allowedShareOf,
+  callsPerSecond,
+  idealSeconds,
+  optimalSecondsOf,
+  recoverySeconds,
+  tierUtilization,
+} from './measures';
+import { allowedFrom } from '../simulation/allowedLimits';
 import { startRedis } from './redisServer';
 import type { BenchScenario, StrategyName, StrategyResult } from './types';
 
@@ -161,6 +169,9 @@ function resultOf(
     invocationsPerJob: round3(usage.invocations / scenario.jobs),
     workerBusySecondsPerJob: round3(usage.busyMs / 1000 / scenario.jobs),
     ...(outage ? { recoverySeconds: recoverySeconds(api.callLog, outage.endMs) } : {}),
+    ...(scenario.allowed === undefined
+      ? {}
+      : { allowedShare: allowedShareOf(scenario, durationSeconds, queue.succeeded) }),
     ...(scenario.llm === undefined
       ? {}
       : { peakCallsInFlight: api.peakCallsInFlight(), tierUtilization: tierUtilization(api.callLog, scenario.quotas) }),
@@ -218,6 +229,7 @@ export async function runBaselineWorkers(
     outages,
     shared,
     ...(llm === undefined ? {} : { llm: llm.api, concurrency: llm.concurrency }),
+    ...(scenario.allowed === undefined ? {} : { allowed: allowedFrom(scenario.allowed, start) }),
   });
   const server = await startApiServer(api);
   const caller = new HttpApiCaller({ apiUrl: server.apiUrl, healthUrl: server.healthUrl, timeoutMs: CALL_TIMEOUT_MS });

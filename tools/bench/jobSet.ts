@@ -11,7 +11,9 @@ const LLM_USAGE_PRESET = 'anthropic';
 
 /**
  * The bench scenario as a local run's scenario: its quotas, jobs, API and start delays (no second deliveries, as
- * the baselines see none); for an LLM scenario also its `maxInFlight` and the `anthropic` usage preset.
+ * the baselines see none); for an LLM scenario also its `maxInFlight` and the `anthropic` usage preset; for an API
+ * that allows less than the quotas say, what it allows and announces, and the lane learning from its headers
+ * (`limits.learn: enforce`).
  */
 export function simulationScenario(bench: BenchScenario): Scenario {
   return parseScenario({
@@ -19,11 +21,13 @@ export function simulationScenario(bench: BenchScenario): Scenario {
     quotas: bench.quotas,
     ...(bench.maxInFlight === undefined ? {} : { maxInFlight: bench.maxInFlight }),
     ...(bench.llm === undefined ? {} : { usagePreset: LLM_USAGE_PRESET }),
+    ...(bench.allowed === undefined ? {} : { limits: { headers: bench.allowed.headers, learn: 'enforce' } }),
     jobs: { count: bench.jobs, ...(bench.llm === undefined ? {} : { llm: bench.llm.jobs }) },
     api: {
       latencyMs: bench.latencyMs,
       outages: bench.outage === undefined ? [] : [bench.outage],
       ...(bench.llm === undefined ? {} : { llm: bench.llm.api, concurrency: bench.llm.concurrency }),
+      ...(bench.allowed === undefined ? {} : { allowed: bench.allowed }),
     },
     startDelays: bench.startDelays ?? REALISTIC_START_DELAYS,
     duplicateDeliveries: { share: 0 },

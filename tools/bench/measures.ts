@@ -1,6 +1,6 @@
 import { handedBack } from '../../lib/domain/quota/handBack';
 import type { Settlement } from '../../lib/domain/quota/ledger';
-import { addCosts, tierLabel, unitsFor, type Tier } from '../../lib/domain/quota/tiers';
+import { addCosts, REQUESTS, tierLabel, unitsFor, type Tier } from '../../lib/domain/quota/tiers';
 import { optimalSeconds } from '../simulation/optimal';
 import { outageTimes } from '../simulation/scenario';
 import type { VirtualApiCall } from '../simulation/virtualApi';
@@ -114,4 +114,38 @@ export function handedBackShare(settlements: readonly Settlement[], units: reado
 
 function round3(x: number): number {
   return Math.round(x * 1000) / 1000;
+}
+
+/**
+ * The time the API's real limits (see `BenchScenario.allowed`) need for one call per job, in seconds: segment by
+ * segment of what it allows, the tightest sliding tier of requests at its steady rate. Without `allowed`, the
+ * configured quotas' (see {@link idealSeconds}).
+ */
+export function allowedSeconds(scenario: BenchScenario, jobs: number = scenario.jobs): number {
+  const { allowed } = scenario;
+  if (allowed === undefined) return idealSeconds(scenario, jobs);
+  const rateOf = (limits: readonly number[] | undefined): number =>
+    Math.min(
+      ...scenario.quotas.flatMap((tier, i) => {
+        const rate = tier.steadyRate();
+        return rate === undefined || tier.unit !== REQUESTS ? [] : [((limits?.[i] ?? tier.limit) * 1000) / rate.perMs];
+      }),
+    );
+  const segments = [{ atSeconds: 0, limits: undefined as readonly number[] | undefined }, ...allowed.changes];
+  let left = jobs;
+  for (const [k, segment] of segments.entries()) {
+    const end = segments[k + 1]?.atSeconds ?? Number.POSITIVE_INFINITY;
+    const rate = rateOf(segment.limits);
+    if (rate * (end - segment.atSeconds) >= left) return round3(segment.atSeconds + left / rate);
+    left -= rate * (end - segment.atSeconds);
+  }
+  return Number.POSITIVE_INFINITY; // unreachable: the last segment never ends
+}
+
+/**
+ * The share of what the API really allowed that a run of `durationSeconds` used, having ended `jobs` jobs:
+ * {@link allowedSeconds} over it.
+ */
+export function allowedShareOf(scenario: BenchScenario, durationSeconds: number, jobs: number = scenario.jobs): number {
+  return durationSeconds <= 0 ? 0 : round3(allowedSeconds(scenario, jobs) / durationSeconds);
 }

@@ -5,7 +5,14 @@ import type { ServiceConfig } from '../../lib/config';
 import { namedUnits } from '../../lib/domain/quota/tiers';
 import { simulationScenario } from './jobSet';
 import { peakCallsInFlight } from '../simulation/callsInFlight';
-import { callsPerSecond, handedBackShare, optimalSecondsOf, recoverySeconds, tierUtilization } from './measures';
+import {
+  allowedShareOf,
+  callsPerSecond,
+  handedBackShare,
+  optimalSecondsOf,
+  recoverySeconds,
+  tierUtilization,
+} from './measures';
 import type { BenchScenario, StrategyResult } from './types';
 
 /** The orchestrator's result with what only it has: its AWS requests, where its time went, and its memory. */
@@ -57,9 +64,16 @@ export async function runOrchestratorStrategy(
   return toResult(bench, run);
 }
 
-/** The settings a bench scenario gives over serverless.yml's: its quotas, and an LLM's `maxInFlight` and usage preset. */
+/**
+ * The settings a bench scenario gives over serverless.yml's: its quotas, an LLM's `maxInFlight` and usage preset, and
+ * the `limits` of a lane whose API allows less than its quotas.
+ */
 export function settingsOverrides(bench: BenchScenario): (keyof ServiceConfig)[] {
-  return bench.llm === undefined ? ['quotas'] : ['quotas', 'maxInFlight', 'usagePreset'];
+  return [
+    'quotas',
+    ...(bench.llm === undefined ? [] : (['maxInFlight', 'usagePreset'] as const)),
+    ...(bench.allowed === undefined ? [] : (['limits'] as const)),
+  ];
 }
 
 function requestsTo(run: LocalRunResult, service: string): number {
@@ -95,6 +109,7 @@ function toResult(bench: BenchScenario, run: LocalRunResult): OrchestratorResult
     // The orchestrator function bills too: its time is counted with the workers'.
     workerBusySecondsPerJob: round(billedSeconds / jobs),
     ...(outageEnd === undefined ? {} : { recoverySeconds: recoverySeconds(run.calls, outageEnd) }),
+    ...(bench.allowed === undefined ? {} : { allowedShare: allowedShareOf(bench, report.durationSeconds) }),
     ...(bench.llm === undefined
       ? {}
       : {

@@ -163,3 +163,26 @@ export function hotLaneScenario(size: BenchSize): BenchScenario {
     },
   };
 }
+
+/**
+ * Adaptive: the lane is configured at 20 calls a second, but the API allows 12 (a key another caller shares) and,
+ * from 25 s on (6 s in the quick size), 8 (a provider that lowers a tier mid-run), and says so in every answer's IETF
+ * `RateLimit` fields. 600 jobs (150 quick): about 62 s at what the API allows (16 s quick), 30 s at what is
+ * configured.
+ */
+export function adaptiveScenario(size: BenchSize): BenchScenario {
+  return {
+    name: 'adaptive',
+    jobs: size === 'full' ? 600 : 150,
+    quotas: parseTiers([{ limit: 20, per: 'second' }]),
+    latencyMs: 50,
+    workers: 20,
+    allowed: {
+      headers: 'ietf',
+      changes: [
+        { atSeconds: 0, limits: [12] },
+        { atSeconds: size === 'full' ? 25 : 6, limits: [8] },
+      ],
+    },
+  };
+}

@@ -3,6 +3,7 @@ import type { AwsLatencyProfile } from '../simulation/awsLatency';
 import type { LlmJobs } from '../simulation/scenario';
 import type { LlmModel } from '../simulation/scenario';
 import type { StartDelayModel } from '../simulation/startDelays';
+import type { ScenarioAllowed } from '../simulation/allowedLimits';
 
 /** The strategies the benchmark compares, in table order. */
 export const STRATEGIES = ['naive-fanout', 'per-worker-limiter', 'shared-redis-limiter', 'orchestrator'] as const;
@@ -42,6 +43,12 @@ export interface BenchScenario {
    * `maxConcurrent`: all of it for the shared limiter, a 1/N share for the per-worker ones). @default no cap
    */
   readonly maxInFlight?: number;
+  /**
+   * What the API really allows when it is less than `quotas` says, and whether its answers say so (see
+   * `ScenarioAllowed`): what the orchestrator's lane learns from (its `limits`: the headers' format, and `enforce`).
+   * @default `quotas`' limits, no headers
+   */
+  readonly allowed?: ScenarioAllowed;
 }
 
 /** The LLM side of a {@link BenchScenario}. */
@@ -92,6 +99,11 @@ export interface StrategyResult {
    * reserved (see `handedBackShare` in `measures.ts`).
    */
   readonly handedBackShare?: Readonly<Record<string, number>>;
+  /**
+   * Adaptive scenario (see `BenchScenario.allowed`): the time the API's real limits need for one call per job over
+   * `durationSeconds`: the share of what the API really allowed that the strategy used (see `allowedSeconds`).
+   */
+  readonly allowedShare?: number;
   /** Set when the strategy could not run here (e.g. no `redis-server`); the figures are then zero. */
   readonly unavailable?: string;
   /** Job calls that reached the API in each second of the run, for the chart. */

@@ -1,3 +1,4 @@
+import { adaptiveTable, compareAdaptive } from '../bench/adaptiveBench';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -53,6 +54,8 @@ const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
   --hot-lane    only the hot-lane run (1,000 calls/s, maxInFlight 1,000, usage reported): the largest item written
                 and the peak write units a second on any one item
   --lanes       only the lanes scenario, for every strategy
+  --adaptive    only the adaptive scenario (the API allows less than configured, and less again mid-run, and
+                says so in its headers), for every strategy
   --chart FILE  where to write the SVG chart (default: out/bench.svg)`;
 
 async function main(): Promise<number> {
@@ -63,6 +66,7 @@ async function main(): Promise<number> {
       'sim-vs-local': { type: 'boolean', default: false },
       'hot-lane': { type: 'boolean', default: false },
       lanes: { type: 'boolean', default: false },
+      adaptive: { type: 'boolean', default: false },
       chart: { type: 'string', default: 'out/bench.svg' },
       help: { type: 'boolean', default: false },
     },
@@ -78,6 +82,7 @@ async function main(): Promise<number> {
   if (values['sim-vs-local']) return compareSimulation(size, template, values.json);
   if (values['hot-lane']) return hotLaneOnly(size, template, values.json);
   if (values.lanes) return lanesOnly(size, values.json);
+  if (values.adaptive) return adaptiveOnly(size, template, values.json);
 
   const steady = steadyScenario(size);
   const outage = outageScenario(size);
@@ -92,6 +97,7 @@ async function main(): Promise<number> {
   const lateStartsResults = await compareStrategies(lateStarts, template, progress(lateStarts));
   const llm = llmScenario(size);
   const llmResults = await compareStrategies(llm, template, progress(llm));
+  const adaptive = await compareAdaptive(size, template, (name) => process.stderr.write(`  adaptive: ${name}…\n`));
   const growth = growthScenarios(size);
   const growthResults: OrchestratorResult[] = [];
   for (const scenario of growth) {
@@ -144,6 +150,7 @@ async function main(): Promise<number> {
     table(outage, outageResults),
     table(lateStarts, lateStartsResults),
     table(llm, llmResults),
+    adaptiveTable(adaptive.scenario, adaptive.results),
     growthTable(growthResults, growth),
     ceilingLines(ceilingResult, simulated, ceiling),
     hotLaneLines(hotLane.result, hotLane.scenario, hotLane.replay),
@@ -165,6 +172,7 @@ async function main(): Promise<number> {
         outage: outageResults.map(figures),
         'late-starts': lateStartsResults.map(figures),
         llm: llmResults.map(figures),
+        adaptive: adaptive.results.map(figures),
         growth: growthResults.map(figures),
         ceiling: { ...figures(ceilingResult), simulated },
         'hot-lane': { ...figures(hotLane.result), replay: hotLane.replay },
@@ -193,6 +201,16 @@ function simulatedLanesLine(results: readonly SimulatedLanesCeiling[]): string {
         `  ${r.pooled ? 'sharing a pool' : 'no pool'}, ${r.jobs} jobs: ${r.dispatchesPerSecond} dispatches in the busiest second${r.pooled ? `; the pool's busiest item took ${r.poolItemPeakWritesPerSecond} writes in a second (${r.poolItemPeak})` : ''}`,
     ),
   ].join('\n');
+}
+
+/** `--adaptive`: every strategy on the adaptive scenario alone. */
+async function adaptiveOnly(size: BenchSize, template: Template, json: boolean): Promise<number> {
+  const { scenario, results } = await compareAdaptive(size, template, (name) =>
+    process.stderr.write(`  adaptive: ${name}…\n`),
+  );
+  console.log(`size: ${size}\n\n${adaptiveTable(scenario, results)}`);
+  if (json) console.log(JSON.stringify({ size, adaptive: results.map(figures) }));
+  return 0;
 }
 
 /** `--lanes`: every strategy on the lanes scenario alone. */

@@ -44,6 +44,7 @@ const SETTINGS: readonly (keyof ServiceConfig)[] = [
   'maxInFlight',
   'units',
   'usagePreset',
+  'limits',
   'pacing',
   'circuit',
   'retry',

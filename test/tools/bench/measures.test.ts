@@ -1,6 +1,9 @@
+import { adaptiveScenario, steadyScenario } from '../../../tools/bench/scenarios';
 import type { Settlement } from '../../../lib/domain/quota/ledger';
 import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
 import {
+  allowedSeconds,
+  allowedShareOf,
   handedBackShare,
   idealSeconds,
   optimalSecondsOf,
@@ -120,5 +123,24 @@ describe('idealSeconds and optimalSecondsOf', () => {
     expect(idealSeconds(llmBench, 10)).toBe(0.5);
     expect(optimalSecondsOf(llmBench)).toBe(0);
     expect(optimalSecondsOf({ ...llmBench, jobs: 21 })).toBe(1);
+  });
+});
+
+describe('allowedSeconds and allowedShareOf', () => {
+  const adaptive = adaptiveScenario('full');
+
+  it('takes what the API allows segment by segment: 25 s at 12 a second, then the other 300 jobs at 8', () => {
+    expect(allowedSeconds(adaptive)).toBe(62.5);
+    expect(allowedSeconds(adaptive, 240)).toBe(20);
+  });
+
+  it('is the configured quotas’ ideal for a scenario whose API allows what is configured', () => {
+    const steady = steadyScenario('quick');
+    expect(allowedSeconds(steady)).toBe(idealSeconds(steady));
+  });
+
+  it('is the share of a run that allowed time is: 62.5 s of a 69.4 s run is 0.9', () => {
+    expect(allowedShareOf(adaptive, 69.444)).toBe(0.9);
+    expect(allowedShareOf(adaptive, 0)).toBe(0);
   });
 });
