@@ -1,4 +1,5 @@
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
+import { withLyingHeaders } from '../simulation/headerLies';
 
 /**
  * How the API misbehaves during a window:
@@ -7,8 +8,11 @@ import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
  * - `server-error`: 500 (a long stretch of them opens the circuit);
  * - `flapping`: down (500) and up in turns of `periodMs`, starting down;
  * - `rate-limited-for-hours`: 429 with a `retry-after` of `retryAfterSeconds` (hours by default);
- * - `caller-rejected`: 401 and 403 in turn, as for a revoked key or a missing permission, until the window ends.
- * Calls met by a fault never reach the referee behind: the API did no work and consumed no quota.
+ * - `caller-rejected`: 401 and 403 in turn, as for a revoked key or a missing permission, until the window ends;
+ * - `lying-headers`: the API answers as it would, but its OpenAI rate-limit headers lie, vanish, are malformed or
+ *   contradict each other, a different way at each call (see `HEADER_LIES`).
+ * Calls met by any fault but `lying-headers` never reach the referee behind: the API did no work and consumed no
+ * quota.
  */
 export type ApiFaultKind =
   | 'hang'
@@ -16,7 +20,8 @@ export type ApiFaultKind =
   | 'server-error'
   | 'flapping'
   | 'rate-limited-for-hours'
-  | 'caller-rejected';
+  | 'caller-rejected'
+  | 'lying-headers';
 
 /** A stretch of misbehaviour, in ms after the scenario starts. */
 export interface ApiFaultWindow {
@@ -48,7 +53,9 @@ export class MisbehavingApi implements ApiCaller {
   ) {}
 
   /** @inheritDoc */
-  call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+  async call(body: string, context: { readonly idempotencyKey: string }): Promise<ApiResult> {
+    const lying = this.windowNow()?.kind === 'lying-headers';
+    if (lying) return withLyingHeaders(await this.inner.call(body, context), this.count('lying-headers'));
     const fault = this.faultNow();
     if (fault === undefined) return this.inner.call(body, context);
     if (fault.kind === 'response') this.onFault(body, context, fault.status);
@@ -66,13 +73,26 @@ export class MisbehavingApi implements ApiCaller {
     return Object.fromEntries([...this.counts].map(([kind, n]) => [`api:${kind}`, n]));
   }
 
+  /** The window open now, if any. */
+  private windowNow(): ApiFaultWindow | undefined {
+    const at = Date.now() - this.startedAt();
+    return this.windows.find((w) => at >= w.fromMs && at < w.toMs);
+  }
+
+  /** Counts one more fault of `kind`, and says how many there were before it. */
+  private count(kind: ApiFaultKind): number {
+    const before = this.counts.get(kind) ?? 0;
+    this.counts.set(kind, before + 1);
+    return before;
+  }
+
   /** The answer of the window open now, counted, or `undefined` when the API behaves (an up turn of `flapping` included). */
   private faultNow(): ApiResult | undefined {
     const at = Date.now() - this.startedAt();
-    const window = this.windows.find((w) => at >= w.fromMs && at < w.toMs);
-    if (window === undefined) return undefined;
+    const window = this.windowNow();
+    if (window === undefined || window.kind === 'lying-headers') return undefined;
     const answer = answerOf(window, at);
-    if (answer !== undefined) this.counts.set(window.kind, (this.counts.get(window.kind) ?? 0) + 1);
+    if (answer !== undefined) this.count(window.kind);
     return answer;
   }
 }
@@ -97,5 +117,7 @@ function answerOf(window: ApiFaultWindow, at: number): ApiResult | undefined {
       };
     case 'caller-rejected':
       return { kind: 'response', status: Math.floor(at / 100) % 2 === 0 ? 401 : 403, headers: {} };
+    case 'lying-headers':
+      return undefined;
   }
 }

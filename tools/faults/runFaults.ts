@@ -252,6 +252,7 @@ export async function runFaultScenario(
     ...(scenario.maxReceiveCount === undefined ? {} : { maxReceiveCount: scenario.maxReceiveCount }),
     ...(scenario.outages === undefined ? {} : { outages: scenario.outages }),
     ...(scenario.maxInFlight === undefined ? {} : { maxInFlight: scenario.maxInFlight }),
+    ...(scenario.limits === undefined ? {} : { limits: scenario.limits }),
     ...(scenario.latencyMs === undefined ? {} : { latencyMs: scenario.latencyMs }),
     ...(scenario.apiConcurrency === undefined ? {} : { apiConcurrency: scenario.apiConcurrency }),
     ...(scenario.pool === undefined ? {} : { pool: scenario.pool, companion: COMPANION_QUOTAS }),

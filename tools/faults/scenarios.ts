@@ -59,6 +59,8 @@ export interface FaultScenario {
    * an organisation's limit: the scenario's quota violations count the pool's too. @default none
    */
   readonly pool?: readonly QuotaInput[];
+  /** The lane's `limits`: how it learns its limits from the API's headers. @default learn in shadow, no headers */
+  readonly limits?: Readonly<Record<string, string>>;
 }
 
 /** A pool tighter than the lane's own tiers (15/s and 450/min under 20/s and 600/min): the pool binds. */
@@ -245,6 +247,14 @@ function laneScenarios(size: FaultSize): FaultScenario[] {
         { kind: 'server-error', fromMs: 2_000, toMs: quick ? 4_500 : 8_000 },
         { kind: 'flapping', fromMs: quick ? 4_500 : 8_000, toMs: quick ? 7_500 : 14_000, periodMs: 400 },
       ],
+    },
+    {
+      ...base,
+      name: 'lying-headers',
+      injects:
+        "issue 28: the API's rate-limit headers lie (a limit of 1, of a billion), vanish, are malformed, contradict each other, and say nothing remains until a month away, at each call in turn, on a lane that enforces what they say of its 20/s tier",
+      limits: { headers: 'openai', per: 'second', learn: 'enforce' },
+      api: [{ kind: 'lying-headers', fromMs: 0, toMs: quick ? 6_000 : 15_000 }],
     },
     {
       ...base,

@@ -365,7 +365,7 @@ export class VirtualApi implements ApiCaller {
       }
     }
     const held = this.windows.map((window) => window.record(at, costs));
-    if (job.poison) return { result: response(400), held };
+    if (job.poison) return { result: response(400, this.announced(at, limits)), held };
     const cost = costs[COST_UNIT];
     const usage: Record<string, string> =
       this.llm === undefined && cost !== undefined ? { [ACTUAL_COST_HEADER]: String(cost) } : {};

@@ -34,6 +34,8 @@ export interface FaultPlan {
   readonly flakyJobs: number;
   /** Windows in which the API refuses the caller with 401 (a revoked key) while its health URL answers 200. */
   readonly callerRejected: readonly { readonly fromMs: number; readonly toMs: number }[];
+  /** Share of the API's answers whose rate-limit headers lie, vanish or are malformed (see `HEADER_LIES`). */
+  readonly lyingHeaders: number;
 }
 
 /** One seed's case: the scenario it runs, the faults it injects, and the families it drew. */
@@ -88,8 +90,57 @@ export function drawCase(seed: number): SwarmCase {
   const faults = faultPlan(on, draw);
   // Drawn last, so that every earlier draw, and each regression seed's case, stays as it was before it.
   const slowTableMs = on.has('aws-latency') && random01(draw) < SLOW_TABLE_CHANCE ? draw(60, 250) : undefined;
-  const scenario = parseScenario(slowTableMs === undefined ? input : withSlowTable(input, slowTableMs));
-  return { seed, scenario, faults, families: [...on, ...(slowTableMs === undefined ? [] : [SLOW_TABLE])].sort() };
+  const slowed = slowTableMs === undefined ? input : withSlowTable(input, slowTableMs);
+  // Later still, for the same reason.
+  const learning = random01(draw) < LEARNED_LIMITS_CHANCE ? learnedLimits(slowed, draw) : undefined;
+  const scenario = parseScenario(learning?.input ?? slowed);
+  const families = [
+    ...on,
+    ...(slowTableMs === undefined ? [] : [SLOW_TABLE]),
+    ...(learning === undefined ? [] : [LEARNED_LIMITS]),
+    ...(learning === undefined || learning.lying === 0 ? [] : [LYING_HEADERS]),
+  ];
+  return { seed, scenario, faults: { ...faults, lyingHeaders: learning?.lying ?? 0 }, families: families.sort() };
+}
+
+/**
+ * The family of a seed whose API allows less than its first tier says, and less again from a drawn instant on, and
+ * says so in OpenAI's headers, which the lane enforces: drawn at {@link LEARNED_LIMITS_CHANCE}, after the others.
+ */
+export const LEARNED_LIMITS = 'learned-limits';
+
+/** The family of a learned-limits seed some of whose API's answers lie in their headers (see `HEADER_LIES`). */
+export const LYING_HEADERS = 'lying-headers';
+
+/** The chance that a seed's API allows less than configured and says so. */
+const LEARNED_LIMITS_CHANCE = 0.3;
+
+/**
+ * `input` with an API that allows its first tier (per second) less than configured, and less again later, in its
+ * headers; the lane learning from them and enforcing them; and the share of answers whose headers lie.
+ */
+function learnedLimits(
+  input: Record<string, unknown>,
+  draw: Draw,
+): { readonly input: Record<string, unknown>; readonly lying: number } {
+  const [first] = input.quotas as { readonly limit: number }[];
+  const limit = first?.limit ?? 1;
+  const allowed = {
+    headers: 'openai',
+    changes: [
+      { atSeconds: 0, limits: [draw(1, limit)] },
+      { atSeconds: draw(1, 20), limits: [draw(1, limit)] },
+    ],
+  };
+  const lying = random01(draw) < 0.5 ? draw(0.05, 0.4) : 0;
+  return {
+    input: {
+      ...input,
+      limits: { headers: 'openai', per: 'second', learn: 'enforce' },
+      api: { ...(input.api as Record<string, unknown>), allowed },
+    },
+    lying,
+  };
 }
 
 /**
@@ -171,5 +222,6 @@ function faultPlan(on: ReadonlySet<Family>, draw: Draw): FaultPlan {
     flakyJobs: on.has('flaky-jobs') ? draw(0.1, 0.6) : 0,
     slowKeyReads: on.has('key-reads') ? draw(0.05, 0.5) : 0,
     keyReadFailures: on.has('key-reads') ? draw(0, 0.3) : 0,
+    lyingHeaders: 0,
   };
 }

@@ -1,3 +1,4 @@
+import { HEADER_LIES, withLyingHeaders } from '../simulation/headerLies';
 import { InvokeFailedError } from '../../lib/errors';
 import type { ApiCaller, ApiResult, Preparation } from '../../lib/ports/ApiCaller';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
@@ -217,7 +218,10 @@ export class FaultyApi implements ApiCaller {
       this.calls.push({ jobId, at, status: 'no-answer', crashed: 'before-call' });
       throw new InjectedFault('injected: worker died before its call');
     }
-    const result = (await this.refusal(at, jobId)) ?? (await this.api.call(body, context));
+    const answered = (await this.refusal(at, jobId)) ?? (await this.api.call(body, context));
+    // Drawn only for a seed that lies: every other seed's draws stay as they were.
+    const lies = this.plan.lyingHeaders > 0 && this.random() < this.plan.lyingHeaders;
+    const result = lies ? this.lie(answered) : answered;
     const status = result.kind === 'response' ? result.status : 'no-answer';
     if (this.random() < this.plan.crashAfterCall) {
       count(this.log, 'worker:crash-after-call');
@@ -226,6 +230,12 @@ export class FaultyApi implements ApiCaller {
     }
     this.calls.push({ jobId, at, status });
     return result;
+  }
+
+  /** `answer` with its rate-limit headers lying, in one of the ways of `HEADER_LIES` drawn at random. */
+  private lie(answer: ApiResult): ApiResult {
+    count(this.log, 'api:lying-headers');
+    return withLyingHeaders(answer, Math.floor(this.random() * HEADER_LIES.length));
   }
 
   /** Reads the key: at once, or as slowly as the plan draws (a new container's SSM read), or not at all. */

@@ -4,10 +4,12 @@ import type { SimulationResult } from '../simulation/runSimulation';
 import { MAX_CIRCUIT_CHECK_AHEAD_MS } from '../../lib/services/worker/circuitReadTimes';
 import { SLOW_TABLE, type SwarmCase } from './drawCase';
 import { isCall, type JournalEntry } from './faultyPorts';
+import { tiersAtArrival } from './tiersAtArrival';
 
 /** The invariants the swarm checks, by name, with what each promises. */
 export const INVARIANTS = {
-  'tiers-at-arrival': 'no call arrives at the API while one of its tiers is full, as the API counts it',
+  'tiers-at-arrival':
+    'no call arrives at the API while one of its tiers is full, as the API counts it (but what it allows below the configuration and has not yet said, or lies about), and no window of a configured tier ever holds more',
   'max-in-flight': "no more calls in progress at the API than the lane's maxInFlight",
   'one-probe': 'at most one health check at the API at a time',
   'ended-is-ended':
@@ -46,7 +48,7 @@ export function checkInvariants(record: RunRecord): Breach[] {
   const { run, swarmCase, journal } = record;
   const { config } = swarmCase.scenario;
   const { report } = run;
-  if (report.rejectedByApi > 0) breach('tiers-at-arrival', `${report.rejectedByApi} calls refused for a full tier`);
+  for (const detail of tiersAtArrival(swarmCase, run)) breach('tiers-at-arrival', detail);
   const peak = run.api.peakCallsInFlight();
   if (config.maxInFlight !== undefined && peak > config.maxInFlight)
     breach('max-in-flight', `${peak} calls in progress at once, maxInFlight ${config.maxInFlight}`);

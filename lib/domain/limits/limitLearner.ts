@@ -137,7 +137,8 @@ export function tierOfReading(
  *   otherwise.
  * - A `remaining` below what the service's own usage in the window leaves says that another caller spends on the
  *   key: its share (the API's count less the service's own) is left to it until the reading's reset, one window at
- *   most. The service's count includes calls reserved but not yet arrived, so the share is never overestimated.
+ *   most. The service's count includes calls reserved but not yet arrived, and is taken at the flush, less what can
+ *   have left the window since the answer was read, so the share is never overestimated.
  * - A 429 without headers cuts the tiers at least half used (see {@link LEARNING}), once per window.
  * Calendar tiers keep their configured limits.
  */
@@ -169,7 +170,7 @@ export class LimitLearner {
     const readings = [...observations.readings].sort((a, b) => a.at - b.at);
     for (const reading of readings) {
       const i = tierOfReading(reading, this.tiers, this.settings);
-      if (i >= 0) this.fold(i, reading, usage[i] ?? 0);
+      if (i >= 0) this.fold(i, reading, usage[i] ?? 0, now);
     }
     const at = observations.rateLimitedAt;
     if (at !== undefined && (this.rateLimitedAt === undefined || at > this.rateLimitedAt)) {
@@ -226,8 +227,8 @@ export class LimitLearner {
     return best;
   }
 
-  /** Folds one reading of the `i`-th tier, which holds `used` units now. */
-  private fold(i: number, reading: ObservedReading, used: number): void {
+  /** Folds one reading of the `i`-th tier, which holds `used` units at `now`. */
+  private fold(i: number, reading: ObservedReading, used: number, now: number): void {
     const tier = this.tiers[i];
     if (tier?.kind !== 'sliding') return;
     const key = tierKeyOf(tier.per, tier.unit);
@@ -237,7 +238,10 @@ export class LimitLearner {
     let foreign = learned.foreign;
     if (reading.remaining !== undefined) {
       const limit = reading.limit ?? header?.limit ?? this.base(tier);
-      const units = Math.max(0, limit - reading.remaining - used);
+      // `used` is the service's count at the flush, not when the answer was read: calls that left the window in
+      // between counted for the API then. At the tier's rate, no more than this many can have left it.
+      const left = Math.ceil((Math.max(0, now - reading.at) / tier.windowMs) * limit);
+      const units = Math.max(0, limit - reading.remaining - used - left);
       const until = Math.min(reading.resetAt ?? Number.POSITIVE_INFINITY, reading.at + tier.windowMs);
       foreign = units > 0 ? { units, until } : undefined;
     }

@@ -95,6 +95,16 @@ describe('LimitLearner', () => {
       expect(l.limits(T0 + 1_000)[1]).toBe(500);
     });
 
+    it('does not take calls that left the window since the answer was read for another caller’s', () => {
+      const l = learner();
+      // Read 6 s before the flush: up to a tenth of the minute's 500 may have left the window since.
+      const reading = { family: 'requests' as const, limit: 500, remaining: 100, at: T0 - 6_000 };
+
+      l.observe(T0, { readings: [reading] }, [0, 350, 0, 0]);
+
+      expect(l.limits(T0)[1]).toBe(500);
+    });
+
     it('keeps a share no longer than a window, whatever reset the header claims', () => {
       const l = learner();
       const reading = { family: 'requests' as const, remaining: 0, resetAt: T0 + 30 * MINUTE, at: T0 };
