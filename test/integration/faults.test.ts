@@ -32,6 +32,7 @@ const MUST_INJECT: Readonly<Record<string, readonly RegExp[]>> = {
   'day-boundary': [/^clock:midnight$/, /^lambda:cold-start$/],
   'probe-overlap': [/^api:outage$/, /^lambda:cold-start$/, /^lambda:delivered-twice$/],
   'caller-rejected': [/^api:caller-rejected$/],
+  'lying-headers': [/^api:lying-headers$/],
   'late-starts': [/^lambda:cold-start$/],
   'quota-exhausted': [/^api:rate-limited-for-hours$/, /^clock:leap$/, /^clock:midnight$/],
 };

@@ -5,12 +5,11 @@ import type { ReadingTiers } from './settings';
 /**
  * Where the limit in force of a tier comes from:
  * - `configured`: packaging's configuration;
- * - `operator`: an operator's override (`ops limits set`), in place of the configured limit;
  * - `header`: the API's own `limit` header, below the configured (or overridden) limit;
  * - `remaining`: the API's `remaining` says another caller spends on the key: its share is left to it until the reset;
  * - `rate-limited`: a 429 without limit headers cut it (see {@link LEARNING}).
  */
-export type LimitSource = 'configured' | 'operator' | 'header' | 'remaining' | 'rate-limited';
+export type LimitSource = 'configured' | 'header' | 'remaining' | 'rate-limited';
 
 /** A reading a worker recorded: what one answer's headers said, and when the worker read them. */
 export interface ObservedReading extends LimitReading {
@@ -24,8 +23,6 @@ export interface LimitObservations {
   readonly readings: readonly ObservedReading[];
   /** The latest 429 a worker got without a limit header that explains it (epoch ms), if any. */
   readonly rateLimitedAt?: number;
-  /** Operators' overrides of tiers' limits, by tier key (`ops limits set`). */
-  readonly overrides?: Readonly<Partial<Record<TierKey, number>>>;
 }
 
 /**
@@ -72,7 +69,7 @@ export interface LearnedLimitsJSON {
   readonly rateLimitedAt?: number;
 }
 
-const SOURCES: readonly LimitSource[] = ['configured', 'operator', 'header', 'remaining', 'rate-limited'];
+const SOURCES: readonly LimitSource[] = ['configured', 'header', 'remaining', 'rate-limited'];
 
 const isNumber = (value: unknown): value is number => typeof value === 'number' && Number.isFinite(value);
 
@@ -108,7 +105,6 @@ export interface LimitChange {
 /** One tier's limit in force with its origins, for `ops status` and reports. */
 export interface TierLimit {
   readonly tier: Tier;
-  /** The configured limit (an operator's override in its place, if any). */
   readonly configured: number;
   readonly limit: number;
   readonly source: LimitSource;
@@ -145,7 +141,6 @@ export function tierOfReading(
 export class LimitLearner {
   private readonly learned = new Map<TierKey, LearnedTierJSON>();
   private rateLimitedAt: number | undefined;
-  private overrides: Readonly<Partial<Record<TierKey, number>>> = {};
 
   constructor(
     readonly tiers: readonly Tier[],
@@ -166,7 +161,6 @@ export class LimitLearner {
    */
   observe(now: number, observations: LimitObservations, usage: readonly number[]): LimitChange[] {
     const before = this.limits(now);
-    this.overrides = observations.overrides ?? {};
     const readings = [...observations.readings].sort((a, b) => a.at - b.at);
     for (const reading of readings) {
       const i = tierOfReading(reading, this.tiers, this.settings);
@@ -191,7 +185,7 @@ export class LimitLearner {
     return this.tiers.map((tier) => {
       const { limit, source } = this.inForce(tier, now);
       const since = this.learned.get(tierKeyOf(tier.per, tier.unit))?.since ?? 0;
-      return { tier, configured: this.base(tier), limit, source, since };
+      return { tier, configured: tier.limit, limit, source, since };
     });
   }
 
@@ -204,18 +198,9 @@ export class LimitLearner {
     };
   }
 
-  /** The configured limit of `tier`, or an operator's override of it. */
-  private base(tier: Tier): number {
-    return this.overrides[tierKeyOf(tier.per, tier.unit)] ?? tier.limit;
-  }
-
   /** `tier`'s limit in force at `now`, and what binds it. */
   private inForce(tier: Tier, now: number): { readonly limit: number; readonly source: LimitSource } {
-    const base = this.base(tier);
-    let best: { limit: number; source: LimitSource } = {
-      limit: base,
-      source: this.overrides[tierKeyOf(tier.per, tier.unit)] === undefined ? 'configured' : 'operator',
-    };
+    let best: { limit: number; source: LimitSource } = { limit: tier.limit, source: 'configured' };
     const learned = this.learned.get(tierKeyOf(tier.per, tier.unit));
     if (learned?.header !== undefined && learned.header.limit < best.limit)
       best = { limit: learned.header.limit, source: 'header' };
@@ -237,7 +222,7 @@ export class LimitLearner {
     const header = reading.limit === undefined ? learned.header : { limit: reading.limit, at: reading.at };
     let foreign = learned.foreign;
     if (reading.remaining !== undefined) {
-      const limit = reading.limit ?? header?.limit ?? this.base(tier);
+      const limit = reading.limit ?? header?.limit ?? tier.limit;
       // `used` is the service's count at the flush, not when the answer was read: calls that left the window in
       // between counted for the API then. At the tier's rate, no more than this many can have left it.
       const left = Math.ceil((Math.max(0, now - reading.at) / tier.windowMs) * limit);
@@ -272,7 +257,7 @@ export class LimitLearner {
       const cut = learned?.cut;
       if (learned === undefined || cut === undefined || now < cut.grewAt + tier.windowMs) return;
       if ((usage[i] ?? 0) < LEARNING.busyShare * cut.limit) return;
-      const base = this.base(tier);
+      const base = tier.limit;
       const remembered = now < cut.at + LEARNING.ceilingWindows * tier.windowMs;
       const cap = remembered ? Math.max(cut.limit, Math.floor(LEARNING.ceilingShare * cut.ceiling)) : base;
       const limit = Math.min(cap, cut.limit + Math.max(1, Math.ceil(LEARNING.growShare * base)));

@@ -183,23 +183,6 @@ describe('LimitLearner', () => {
     });
   });
 
-  describe('operator overrides', () => {
-    it('take the place of the configured limit, and the learned limits stay below them', () => {
-      const l = learner();
-
-      l.observe(
-        T0,
-        { readings: [{ family: 'requests', limit: 450, at: T0 }], overrides: { 'minute:requests': 400 } },
-        IDLE,
-      );
-      const overridden = l.describe(T0)[1];
-      l.observe(T0 + 1, { readings: [], overrides: { 'minute:requests': 1_000 } }, IDLE);
-
-      expect(overridden).toMatchObject({ configured: 400, limit: 400, source: 'operator' });
-      expect(l.describe(T0 + 1)[1]).toMatchObject({ configured: 1_000, limit: 450, source: 'header' });
-    });
-  });
-
   describe('toJSON', () => {
     it('keeps what was learnt across a restart', () => {
       const l = learner();
