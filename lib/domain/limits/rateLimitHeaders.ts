@@ -86,32 +86,37 @@ export function goDurationMs(text: string): number | undefined {
   return total;
 }
 
-/** A reading of `family` from its three texts, each field kept only when well formed and consistent. */
+/**
+ * The reading of `family` from its texts, each field kept only when well formed and consistent: none when neither a
+ * limit nor a remaining is.
+ */
 function reading(
   family: LimitFamily,
   texts: { readonly limit?: string; readonly remaining?: string },
   resetAt: number | undefined,
   windowMs?: number,
-): LimitReading | undefined {
+): LimitReading[] {
   const limitCount = count(texts.limit);
   const limit = limitCount !== undefined && limitCount >= 1 ? limitCount : undefined;
   const left = count(texts.remaining);
   const remaining = left !== undefined && (limit === undefined || left <= limit) ? left : undefined;
-  if (limit === undefined && remaining === undefined) return undefined;
-  return {
-    family,
-    ...(limit === undefined ? {} : { limit }),
-    ...(remaining === undefined ? {} : { remaining }),
-    ...(resetAt === undefined ? {} : { resetAt }),
-    ...(windowMs === undefined ? {} : { windowMs }),
-  };
+  if (limit === undefined && remaining === undefined) return [];
+  return [
+    {
+      family,
+      ...(limit === undefined ? {} : { limit }),
+      ...(remaining === undefined ? {} : { remaining }),
+      ...(resetAt === undefined ? {} : { resetAt }),
+      ...(windowMs === undefined ? {} : { windowMs }),
+    },
+  ];
 }
 
 /** OpenAI's readings: requests and tokens. */
 function openAiReadings(headers: Headers, now: number): LimitReading[] {
   return (['requests', 'tokens'] as const).flatMap((family) => {
     const reset = single(headers, `x-ratelimit-reset-${family}`);
-    const found = reading(
+    return reading(
       family,
       {
         limit: single(headers, `x-ratelimit-limit-${family}`),
@@ -119,7 +124,6 @@ function openAiReadings(headers: Headers, now: number): LimitReading[] {
       },
       resetAfter(reset === undefined ? undefined : goDurationMs(reset), now),
     );
-    return found === undefined ? [] : [found];
   });
 }
 
@@ -135,12 +139,11 @@ function anthropicReadings(headers: Headers, now: number): LimitReading[] {
   return (['requests', 'tokens', 'input-tokens', 'output-tokens'] as const).flatMap((family) => {
     const prefix = `anthropic-ratelimit-${family}`;
     const at = rfc3339(single(headers, `${prefix}-reset`));
-    const found = reading(
+    return reading(
       family,
       { limit: single(headers, `${prefix}-limit`), remaining: single(headers, `${prefix}-remaining`) },
       resetAfter(at === undefined ? undefined : Math.max(0, at - now), now),
     );
-    return found === undefined ? [] : [found];
   });
 }
 
@@ -179,23 +182,21 @@ function ietfReadings(headers: Headers, now: number): LimitReading[] {
     const policy = policies.find((p) => p.get('') === item?.get(''));
     if (policy !== undefined && (policy.get('qu') ?? 'requests') !== 'requests') return [];
     const reset = count(item?.get('t'));
-    const found = reading(
+    return reading(
       'requests',
       { limit: policy?.get('q'), remaining: item?.get('r') },
       resetAfter(reset === undefined ? undefined : reset * 1000, now),
       windowOf(policy?.get('w')),
     );
-    return found === undefined ? [] : [found];
   }
   const policy = parameters(single(headers, 'ratelimit-policy') ?? '');
   const reset = count(single(headers, 'ratelimit-reset'));
-  const found = reading(
+  return reading(
     'requests',
     { limit: single(headers, 'ratelimit-limit'), remaining: single(headers, 'ratelimit-remaining') },
     resetAfter(reset === undefined ? undefined : reset * 1000, now),
     windowOf(policy.get('w')),
   );
-  return found === undefined ? [] : [found];
 }
 
 /**
