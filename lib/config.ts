@@ -1,6 +1,7 @@
 import { parseBreakerSettings, type BreakerSettings } from './domain/breaker/settings';
 import { parseRetrySettings, type RetrySettings } from './domain/outcome/retryPolicy';
 import { parsePacingSettings, type PacingSettings } from './domain/pacing/settings';
+import { parsePrioritySettings, type PrioritySettings } from './domain/priorities/settings';
 import { assertTimeZone } from './domain/quota/calendar';
 import { describeValue } from './domain/describeValue';
 import { parseTiers, type Tier } from './domain/quota/tiers';
@@ -202,9 +203,16 @@ export interface ServiceConfig {
    * How the lane learns the API's real limits from its answers: which rate-limit headers it sends (`headers`:
    * `openai`, `anthropic`, `ietf` or `none`, by default the usage preset's provider), the window of the tiers they
    * speak of (`per`, `minute`), the unit of the tiers each family of headers speaks of (`units`), and what is done
-   * with what is learnt (`learn`: `shadow` reports it, `off` reads nothing). @default learn in shadow
+   * with what is learnt (`learn`: `enforce` paces at it, `shadow` only reports it, `off` reads nothing). @default
+   * learn and enforce
    */
   readonly limits: LimitSettings;
+  /**
+   * How the lane shares its quota between its main class (the requeue, FIFO and main queues) and its bulk class (the
+   * bulk queue): `bulkShare`, the least share of the dispatches that goes to bulk jobs while any wait. The main class
+   * goes first with the rest. @default bulkShare 0.1
+   */
+  readonly priorities: PrioritySettings;
   readonly pacing: PacingSettings;
   readonly circuit: BreakerSettings;
   readonly retry: RetrySettings;
@@ -220,6 +228,7 @@ const KEYS = [
   'usagePreset',
   'pools',
   'limits',
+  'priorities',
   'pacing',
   'circuit',
   'retry',
@@ -337,6 +346,7 @@ export function parseServiceConfig(input: unknown, options: { readonly costsAvai
     ...(raw.usagePreset === undefined ? {} : { usagePreset: raw.usagePreset as UsagePreset }),
     ...(pools === undefined ? {} : { pools }),
     limits: parseLimitSettings(raw.limits, typeof raw.usagePreset === 'string' ? raw.usagePreset : undefined),
+    priorities: parsePrioritySettings(raw.priorities),
     pacing: parsePacingSettings(raw.pacing),
     circuit: parseBreakerSettings(raw.circuit),
     retry: parseRetrySettings(raw.retry),

@@ -18,6 +18,7 @@ export const CONFIG_ENV = {
   usagePreset: 'USAGE_PRESET',
   pools: 'POOLS',
   limits: 'LIMITS',
+  priorities: 'PRIORITIES',
   pacing: 'PACING',
   circuit: 'CIRCUIT',
   retry: 'RETRY',
@@ -29,9 +30,11 @@ export const QUEUE_URL_ENV = {
   main: 'MAIN_QUEUE_URL',
   fifo: 'FIFO_QUEUE_URL',
   requeue: 'REQUEUE_QUEUE_URL',
+  bulk: 'BULK_QUEUE_URL',
   'main-dlq': 'MAIN_DLQ_URL',
   'fifo-dlq': 'FIFO_DLQ_URL',
   'requeue-dlq': 'REQUEUE_DLQ_URL',
+  'bulk-dlq': 'BULK_DLQ_URL',
 } as const satisfies Record<QueueName, string>;
 
 /** Environment variables naming the other AWS resources and the example worker's API. */
@@ -113,6 +116,7 @@ const JSON_KEYS = [
   'units',
   'pools',
   'limits',
+  'priorities',
   'pacing',
   'circuit',
   'retry',
@@ -162,7 +166,7 @@ export function requiredEnv(env: Env, name: string): string {
 }
 
 /**
- * The URLs of the lane's six queues.
+ * The URLs of the lane's eight queues.
  * @throws ConfigError naming the first missing variable.
  */
 export function queueUrlsFromEnv(env: Env): Readonly<Record<QueueName, string>> {

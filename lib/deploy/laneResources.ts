@@ -2,7 +2,7 @@
  * The resources of the lanes form of `custom.quotaOrchestrator`, made from those resources/*.yml write for one lane.
  * Those belong to the lane named `default` (see `UNPREFIXED_LANE`); every other lane gets a copy of each, its logical
  * id prefixed with the lane's (see {@link logicalIdPrefix}), its queue names with the lane (see `laneQueueName`):
- * - the six queues, with their redrive to the lane's own dead-letter queues;
+ * - the eight queues, with their redrive to the lane's own dead-letter queues;
  * - the alarms on a queue (an aging queue, a dead-letter queue not empty) and those on the lane's metrics (their
  *   dimension `lane`), named with the lane;
  * - the stack outputs of the queues (`<Lane>MainQueueUrl`, …).
@@ -14,7 +14,7 @@
 import { poolStateName } from '../domain/quota/poolSettlements';
 import { ConfigError } from '../errors';
 import { UNPREFIXED_LANE } from '../lanes/laneQueueNames';
-import type { QueueName } from '../ports/QueueReceiver';
+import { READ_ORDER, type QueueName } from '../ports/QueueReceiver';
 import { isRecord } from '../settingChecks';
 
 /** The logical ids resources/sqs.yml gives the queues of the one-lane form. */
@@ -22,9 +22,11 @@ export const QUEUE_LOGICAL_IDS: Readonly<Record<QueueName, string>> = Object.fre
   requeue: 'RequeueQueue',
   fifo: 'FifoQueue',
   main: 'MainQueue',
+  bulk: 'BulkQueue',
   'requeue-dlq': 'RequeueDeadLetterQueue',
   'fifo-dlq': 'FifoDeadLetterQueue',
   'main-dlq': 'MainDeadLetterQueue',
+  'bulk-dlq': 'BulkDeadLetterQueue',
 });
 
 /** The `Sid` of the worker's grant of the API key (resources/iam.yml). */
@@ -156,6 +158,9 @@ function someNode(value: unknown, test: (node: unknown) => boolean): boolean {
   return isRecord(value) && Object.values(value).some((item) => someNode(item, test));
 }
 
+/** What a queue's name (or a name made from one) starts with after the prefix: its source queue's suffix. */
+const QUEUE_NAME_START = new RegExp(`^(${READ_ORDER.join('|')})([-.]|$)`);
+
 /** Copies the one-lane form's resources for one lane. */
 class LaneCopier {
   private readonly idPrefix: string;
@@ -219,9 +224,7 @@ class LaneCopier {
   /** A queue's name, or a name made from one (`<prefix>main-dlq-not-empty`), with the lane after the prefix. */
   private name(text: string): string {
     const rest = text.startsWith(this.prefix) ? text.slice(this.prefix.length) : undefined;
-    return rest !== undefined && /^(main|fifo|requeue)([-.]|$)/.test(rest)
-      ? `${this.prefix}${this.lane}-${rest}`
-      : text;
+    return rest !== undefined && QUEUE_NAME_START.test(rest) ? `${this.prefix}${this.lane}-${rest}` : text;
   }
 
   /** A state item's key of the default lane (`circuit#default`, `settle#default#*`) as the lane's, else `undefined`. */

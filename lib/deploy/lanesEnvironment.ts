@@ -23,9 +23,11 @@ export const QUEUE_NAME_KEYS: Readonly<Record<QueueName, string>> = Object.freez
   requeue: 'requeueQueue',
   fifo: 'fifoQueue',
   main: 'mainQueue',
+  bulk: 'bulkQueue',
   'requeue-dlq': 'requeueDeadLetterQueue',
   'fifo-dlq': 'fifoDeadLetterQueue',
   'main-dlq': 'mainDeadLetterQueue',
+  'bulk-dlq': 'bulkDeadLetterQueue',
 });
 
 /** A lane's settings as written, with the derived `workerTimeoutMs`, and where they are written. */

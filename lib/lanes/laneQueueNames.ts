@@ -11,9 +11,11 @@ export const QUEUE_NAME_SUFFIXES: Readonly<Record<QueueName, string>> = Object.f
   requeue: 'requeue',
   fifo: 'fifo.fifo',
   main: 'main',
+  bulk: 'bulk',
   'requeue-dlq': 'requeue-dlq',
   'fifo-dlq': 'fifo-dlq.fifo',
   'main-dlq': 'main-dlq',
+  'bulk-dlq': 'bulk-dlq',
 });
 
 /** SQS's longest queue name. */

@@ -1,5 +1,8 @@
-/** The lane's queues: the three sources, read in the order requeue ▸ fifo ▸ main, and a dead-letter queue each. */
-export type SourceQueue = 'requeue' | 'fifo' | 'main';
+/**
+ * The lane's queues: the four sources, read in the order requeue ▸ fifo ▸ main ▸ bulk (bulk also as its share is
+ * due, see `PrioritySettings`), and a dead-letter queue each.
+ */
+export type SourceQueue = 'requeue' | 'fifo' | 'main' | 'bulk';
 
 /** Where a source queue's dead letters go. */
 export type DeadLetterQueue = `${SourceQueue}-dlq`;
@@ -7,8 +10,11 @@ export type DeadLetterQueue = `${SourceQueue}-dlq`;
 /** Any queue of a lane. */
 export type QueueName = SourceQueue | DeadLetterQueue;
 
-/** Source queues in the order the orchestrator reads them: retried work first, then ordered work, then new work. */
-export const READ_ORDER: readonly SourceQueue[] = ['requeue', 'fifo', 'main'];
+/**
+ * Source queues in the order the orchestrator reads them: retried work first, then ordered work, then new work, then
+ * work that may wait for it (bulk, whose jobs also go ahead of the others' as its share is due).
+ */
+export const READ_ORDER: readonly SourceQueue[] = ['requeue', 'fifo', 'main', 'bulk'];
 
 /** The dead-letter queue of a source queue. */
 export function deadLetterQueueOf(queue: SourceQueue): DeadLetterQueue {

@@ -54,7 +54,10 @@ export interface ProducerJob {
 /** Where {@link enqueue} and {@link enqueueMany} send. */
 export interface EnqueueOptions {
   readonly sqs: SQSClient;
-  /** The main queue's URL (stack output `MainQueueUrl`) or the FIFO queue's (`FifoQueueUrl`, ending in `.fifo`). */
+  /**
+   * The main queue's URL (stack output `MainQueueUrl`), the bulk queue's (`BulkQueueUrl`: jobs that may wait for the
+   * main queue's) or the FIFO queue's (`FifoQueueUrl`, ending in `.fifo`).
+   */
   readonly queueUrl: string;
 }
 

@@ -22,8 +22,13 @@ const FUNCTIONS = {
 } as const;
 type Fn = keyof typeof FUNCTIONS;
 
-const SOURCES = ['MainQueue', 'FifoQueue', 'RequeueQueue'];
-const DEAD_LETTER_QUEUES = ['MainDeadLetterQueue', 'FifoDeadLetterQueue', 'RequeueDeadLetterQueue'];
+const SOURCES = ['MainQueue', 'BulkQueue', 'FifoQueue', 'RequeueQueue'];
+const DEAD_LETTER_QUEUES = [
+  'MainDeadLetterQueue',
+  'BulkDeadLetterQueue',
+  'FifoDeadLetterQueue',
+  'RequeueDeadLetterQueue',
+];
 
 /** The result destinations the worker is packaged with here: none (serverless.yml's), an SQS queue, an EventBridge bus. */
 const RESULT_DESTINATIONS = {
@@ -163,6 +168,9 @@ const OPERATOR_GRANTS: readonly Grant[] = [
   // dlq redrive: DynamoIdempotencyStore.reopenDeadLettered on the letter's key (a conditional UpdateItem, and GetItem
   // when it is refused). The key is the producer's, so any `idem#` item.
   { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item idem#*'] },
+  // job: readJobRecord reads whether a stopped batch claim's batch recorded the job (batchSuccessAt, GetItem). The
+  // batch id is a dispatch id, so any `batch#` item.
+  { actions: ['dynamodb:GetItem'], on: ['item batch#*'] },
 ];
 
 let template: Template;
@@ -397,19 +405,14 @@ describe('the producer policy', () => {
     expect(sorted(granted)).toEqual(sorted(producerCommands.map((command) => command.action)));
   });
 
-  it('reaches the main and FIFO queues only: never the requeue queue nor a dead-letter queue', () => {
-    const pairs = producerStatements().flatMap((statement) =>
-      ([] as string[])
-        .concat(statement.Action)
-        .flatMap((action) =>
-          ([] as unknown[]).concat(statement.Resource).map((resource) => `${action} ${targetOf(resource)}`),
-        ),
-    );
-    expect(sorted(pairs)).toEqual(['sqs:SendMessage FifoQueue', 'sqs:SendMessage MainQueue']);
-    for (const statement of producerStatements()) {
-      expect(statement.Effect).toBe('Allow');
-      expect(statement.Condition).toBeUndefined();
-    }
+  it('sends to the main, bulk and FIFO queues only: never the requeue queue nor a dead-letter queue', () => {
+    expect(sorted(pairsOf(producerStatements()))).toEqual([
+      'sqs:SendMessage BulkQueue',
+      'sqs:SendMessage FifoQueue',
+      'sqs:SendMessage MainQueue',
+    ]);
+    for (const statement of producerStatements()) expect(statement.Effect).toBe('Allow');
+    expectItemsByLeadingKeys(producerStatements());
   });
 });
 

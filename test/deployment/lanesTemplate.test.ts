@@ -88,9 +88,11 @@ const SUFFIX: Readonly<Record<QueueName, string>> = {
   main: 'main',
   fifo: 'fifo.fifo',
   requeue: 'requeue',
+  bulk: 'bulk',
   'main-dlq': 'main-dlq',
   'fifo-dlq': 'fifo-dlq.fifo',
   'requeue-dlq': 'requeue-dlq',
+  'bulk-dlq': 'bulk-dlq',
 };
 
 /** The logical id prefix of each lane's resources, as the lanes are packaged. */
@@ -100,7 +102,7 @@ describe.each([
   ['with a lane named default', () => withDefault, ['default', 'gpt-4o', 'claude']],
   ['without a lane named default', () => withoutDefault, ['gpt-4o', 'claude']],
 ])('the lanes form %s', (_, template, lanes) => {
-  it("gives each lane six queues, each source queue redriven to the lane's own dead-letter queue", () => {
+  it("gives each lane eight queues, each source queue redriven to the lane's own dead-letter queue", () => {
     const t = template();
     for (const lane of lanes) {
       for (const queue of QUEUE_NAMES) {
@@ -116,7 +118,7 @@ describe.each([
       }
     }
     const queues = Object.values(t.Resources).filter(({ Type }) => Type === 'AWS::SQS::Queue');
-    expect(queues).toHaveLength(lanes.length * 6 + 1); // and the worker's failure queue
+    expect(queues).toHaveLength(lanes.length * 8 + 1); // and the worker's failure queue
   });
 
   it("names in the functions' environment the very queues the template makes, for every lane", () => {

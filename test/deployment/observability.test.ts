@@ -84,6 +84,17 @@ describe('the alarms', () => {
         ComparisonOperator: 'GreaterThanOrEqualToThreshold',
         TreatMissingData: 'notBreaching',
       },
+      BulkDeadLetterQueueAlarm: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Dimensions: queue('BulkDeadLetterQueue'),
+        Statistic: 'Maximum',
+        Period: 60,
+        EvaluationPeriods: 1,
+        Threshold: 1,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
       FifoDeadLetterQueueAlarm: {
         Namespace: 'AWS/SQS',
         MetricName: 'ApproximateNumberOfMessagesVisible',
@@ -144,6 +155,17 @@ describe('the alarms', () => {
         Namespace: 'AWS/SQS',
         MetricName: 'ApproximateAgeOfOldestMessage',
         Dimensions: queue('MainQueue'),
+        Statistic: 'Maximum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        Threshold: custom.alarms.oldestMessageAgeSeconds,
+        ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+        TreatMissingData: 'notBreaching',
+      },
+      BulkQueueOldestMessageAlarm: {
+        Namespace: 'AWS/SQS',
+        MetricName: 'ApproximateAgeOfOldestMessage',
+        Dimensions: queue('BulkQueue'),
         Statistic: 'Maximum',
         Period: 300,
         EvaluationPeriods: 1,
@@ -280,7 +302,7 @@ describe('the dashboard', () => {
     `AWS/SQS/${metric} QueueName=${custom.names[queue]!.replace('${self:service}-${sls:stage}', 'quota-orchestrator-dev')}`;
 
   it('shows, widget by widget, the usage against each limit, calls by outcome, jobs, the circuit, the orchestrator and the queues', () => {
-    const sources = ['mainQueue', 'fifoQueue', 'requeueQueue'];
+    const sources = ['mainQueue', 'bulkQueue', 'fifoQueue', 'requeueQueue'];
     expect(Object.fromEntries(widgets().map((w) => [w.properties.title, metricsOf(w)]))).toEqual({
       'Usage against each limit (used / limit per tier)': [search('tier', METRICS.tierUsageRatio, 'Maximum')],
       'API calls by outcome': [search('outcome', METRICS.apiCalls, 'Sum')],
@@ -303,6 +325,7 @@ describe('the dashboard', () => {
       'Queue depths (visible messages)': [
         ...sources,
         'mainDeadLetterQueue',
+        'bulkDeadLetterQueue',
         'fifoDeadLetterQueue',
         'requeueDeadLetterQueue',
         'workerFailureQueue',

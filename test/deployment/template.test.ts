@@ -180,7 +180,7 @@ describe('the environment', () => {
   );
 
   it.each(['OrchestratorLambdaFunction', 'WorkerLambdaFunction'])(
-    'of %s names the table and the six queues by reference',
+    'of %s names the table and the eight queues by reference',
     (id) => {
       const vars = variables(id);
       expect(vars[RESOURCE_ENV.tableName]).toEqual({ Ref: 'StateTable' });
@@ -188,9 +188,11 @@ describe('the environment', () => {
         main: 'MainQueue',
         fifo: 'FifoQueue',
         requeue: 'RequeueQueue',
+        bulk: 'BulkQueue',
         'main-dlq': 'MainDeadLetterQueue',
         'fifo-dlq': 'FifoDeadLetterQueue',
         'requeue-dlq': 'RequeueDeadLetterQueue',
+        'bulk-dlq': 'BulkDeadLetterQueue',
       };
       for (const [queue, name] of Object.entries(QUEUE_URL_ENV))
         expect(vars[name]).toEqual({ Ref: logicalIds[queue as keyof typeof logicalIds] });
@@ -297,13 +299,19 @@ describe('the queues', () => {
 
   it('lets every message the producers may send reach its DLQ with the service attributes added', () => {
     const size = (id: string) => props(id).MaximumMessageSize;
-    for (const source of ['MainQueue', 'FifoQueue']) expect(size(source)).toBe(262_144);
-    for (const roomy of ['RequeueQueue', 'MainDeadLetterQueue', 'FifoDeadLetterQueue', 'RequeueDeadLetterQueue'])
+    for (const source of ['MainQueue', 'BulkQueue', 'FifoQueue']) expect(size(source)).toBe(262_144);
+    for (const roomy of [
+      'RequeueQueue',
+      'MainDeadLetterQueue',
+      'BulkDeadLetterQueue',
+      'FifoDeadLetterQueue',
+      'RequeueDeadLetterQueue',
+    ])
       expect(size(roomy)).toBe(1_048_576);
   });
 
-  it('has seven queues, all in the outputs with the table', () => {
-    expect(ofType('AWS::SQS::Queue')).toHaveLength(7);
+  it('has nine queues, all in the outputs with the table', () => {
+    expect(ofType('AWS::SQS::Queue')).toHaveLength(9);
     const outputs = Object.values(template.Outputs ?? {}).map((o) => o.Value);
     for (const [id] of ofType('AWS::SQS::Queue')) expect(outputs).toContainEqual({ Ref: id });
     expect(outputs).toContainEqual({ Ref: 'StateTable' });

@@ -34,6 +34,7 @@ export interface ConfigOverrides {
   readonly retry?: Record<string, number>;
   readonly orchestrator?: Record<string, number>;
   readonly limits?: Record<string, unknown>;
+  readonly priorities?: Record<string, number>;
 }
 
 /**
@@ -65,6 +66,7 @@ export function testConfig(overrides: ConfigOverrides = {}): ServiceConfig {
     },
     retry: { maxAttempts: 3, baseDelayMs: 1_000, ...overrides.retry },
     ...(overrides.limits === undefined ? {} : { limits: overrides.limits }),
+    ...(overrides.priorities === undefined ? {} : { priorities: overrides.priorities }),
     orchestrator: {
       leaseTtlMs: 5_000,
       flushIntervalMs: 1_000,

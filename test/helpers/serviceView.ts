@@ -59,6 +59,8 @@ export function queueNames(prefix: string): Record<string, string> {
     fifoDeadLetterQueue: `${prefix}fifo-dlq.fifo`,
     requeueQueue: `${prefix}requeue`,
     requeueDeadLetterQueue: `${prefix}requeue-dlq`,
+    bulkQueue: `${prefix}bulk`,
+    bulkDeadLetterQueue: `${prefix}bulk-dlq`,
     workerFailureQueue: `${prefix}worker-failures`,
   };
 }

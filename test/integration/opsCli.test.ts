@@ -10,6 +10,7 @@ import { packagedTemplate } from '../../tools/local/packageService';
 import { writeStackFile, type LocalStackInfo } from '../../tools/local/stackFile';
 import { pause, waitFor } from '../../tools/local/waitFor';
 import type { DeadLetter } from '../../tools/ops/deadLetters';
+import type { JobStatus } from '../../tools/ops/jobStatus';
 import type { OpsStatus } from '../../tools/ops/laneOps';
 import type { RedriveResult } from '../../tools/ops/redrive';
 import { parseScenario } from '../../tools/simulation/scenario';
@@ -140,6 +141,18 @@ describe('the operator CLI against the local stack (npm start -- --keep)', () =>
     expect(whilePaused.paused).toMatchObject({ by: 'test-operator' });
     expect(whilePaused.queues.main.visible).toBeGreaterThan(0);
 
+    // job: a job sent while the lane is paused is queued, and says what holds it back.
+    const held = join(dir, 'held.ndjson');
+    writeFileSync(held, JSON.stringify({ body: { id: 'held-1' }, idempotencyKey: 'held-1' }));
+    expect((await onStack('enqueue', held, '--json')).code).toBe(0);
+    expect(jsonOf<JobStatus>(await onStack('job', 'held-1', '--json'))).toMatchObject({
+      state: 'queued',
+      key: 'held-1',
+      record: { state: 'none' },
+      waiting: { reasons: expect.arrayContaining(['paused by test-operator']), perSecond: 5 },
+    });
+    expect((await onStack('job', 'held-1')).stdout).toContain('The lane is held: paused by test-operator');
+
     // resume: every job ends; the broken one is dead-lettered with its reason. From the main queue, or from the requeue
     // queue when its dispatch was held back by the pause (returned unconsumed, as a copy in the requeue queue).
     expect(jsonOf<LaneControlResult>(await onStack('resume', '--by', 'test-operator', '--json'))).toMatchObject({
@@ -163,6 +176,20 @@ describe('the operator CLI against the local stack (npm start -- --keep)', () =>
     ]);
     expect((await onStack('dlq', 'list')).stdout).toContain(letter?.reason ?? 'no reason');
 
+    // job: the broken job is dead-lettered, with its reason, whether asked by its key or by its letter's message id.
+    const byKey = jsonOf<JobStatus>(await onStack('job', BROKEN, '--json'));
+    expect(byKey).toMatchObject({
+      state: 'dead-lettered',
+      key: BROKEN,
+      record: { state: 'dead-lettered', attemptsSpent: 1 },
+      deadLetter: { messageId: letter?.messageId, queue: letter?.dlq, reason: letter?.reason },
+    });
+    expect(jsonOf<JobStatus>(await onStack('job', letter?.messageId ?? '', '--json'))).toMatchObject({
+      state: 'dead-lettered',
+      key: BROKEN,
+      deadLetter: { messageId: letter?.messageId },
+    });
+
     // redrive, once the API is fixed: the job comes back with its key reopened, and succeeds.
     api.broken = false;
     const redriven = jsonOf<{ results: RedriveResult[]; missing: string[] }>(await onStack('dlq', 'redrive', '--json'));
@@ -179,6 +206,16 @@ describe('the operator CLI against the local stack (npm start -- --keep)', () =>
       missing: [],
     });
     await until(() => calls(BROKEN).some((c) => c.status === 200), 'the redriven job to succeed', 15_000);
+    const succeeded = await until(
+      async () => {
+        const job = jsonOf<JobStatus>(await onStack('job', BROKEN, '--json'));
+        return job.state === 'succeeded' && job;
+      },
+      'the redriven job to be recorded as succeeded',
+      10_000,
+    );
+    expect(succeeded).toMatchObject({ record: { state: 'succeeded', at: expect.any(Number) } });
+    expect(succeeded.waiting).toBeUndefined();
 
     // status --json: each tier's usage against its limit; nothing is left in the queues.
     const final = await until(

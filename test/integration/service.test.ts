@@ -41,7 +41,16 @@ function expectEachSucceededOnce(s: ServiceStack, expected: readonly string[]): 
 
 /** No source queue or dead-letter queue holds anything, and no worker invocation failed for good. */
 async function expectAllQueuesEmpty(s: ServiceStack): Promise<void> {
-  expect(await s.counts()).toEqual({ requeue: 0, fifo: 0, main: 0, 'requeue-dlq': 0, 'fifo-dlq': 0, 'main-dlq': 0 });
+  expect(await s.counts()).toEqual({
+    requeue: 0,
+    fifo: 0,
+    main: 0,
+    bulk: 0,
+    'requeue-dlq': 0,
+    'fifo-dlq': 0,
+    'main-dlq': 0,
+    'bulk-dlq': 0,
+  });
   expect(s.workerFailures).toEqual([]);
 }
 
@@ -159,6 +168,24 @@ describe('the service on the emulators', () => {
     expect(order.slice(0, 5).sort()).toEqual([...retried].sort());
     expect(order.slice(5).sort()).toEqual([...fresh].sort());
     expectEachSucceededOnce(stack, [...fresh, ...retried]);
+    await expectAllQueuesEmpty(stack);
+  }, 30_000);
+
+  it('gives bulk jobs their share ahead of main ones, each class in its order, over SQS', async () => {
+    stack = await createServiceStack({ quotas: [{ limit: 5, per: 'second' }], priorities: { bulkShare: 0.25 } });
+    const main = ids('main', 9);
+    const bulk = ids('bulk', 3);
+    // The bulk jobs are sent first: arrival order would call them first.
+    await stack.send('bulk', jobs(bulk));
+    await stack.send('main', jobs(main));
+
+    await stack.runUntil(allSucceeded(stack, 12), { timeoutMs: 15_000, what: 'every job to succeed' });
+
+    // Four main jobs earn bulk its first turn (see BulkTurns); later, a bulk job may also go alone for up to
+    // LOOK_UP_MS while no main job is received yet.
+    const order = [...new Set(stack.api.callLog.map((c) => c.id))];
+    expect(order.slice(0, 5).map((id) => id.split('-')[0])).toEqual(['main', 'main', 'main', 'main', 'bulk']);
+    expectEachSucceededOnce(stack, [...main, ...bulk]);
     await expectAllQueuesEmpty(stack);
   }, 30_000);
 

@@ -23,7 +23,7 @@ describe('parseServiceConfig', () => {
     [
       { quotas, colour: 'red' },
       'colour',
-      'unknown key; allowed keys are lane, quotas, timeZone, maxInFlight, units, usagePreset, pools, limits, pacing, circuit, retry, orchestrator',
+      'unknown key; allowed keys are lane, quotas, timeZone, maxInFlight, units, usagePreset, pools, limits, priorities, pacing, circuit, retry, orchestrator',
     ],
     [{ quotas, lane: 'no spaces' }, 'lane', `must be 1 to 64 letters, digits, '-' or '_'; got "no spaces"`],
     [

@@ -17,9 +17,11 @@ const QUEUE_ENV: Env = {
   MAIN_QUEUE_URL: 'https://sqs.test/1/main',
   FIFO_QUEUE_URL: 'https://sqs.test/1/fifo.fifo',
   REQUEUE_QUEUE_URL: 'https://sqs.test/1/requeue',
+  BULK_QUEUE_URL: 'https://sqs.test/1/bulk',
   MAIN_DLQ_URL: 'https://sqs.test/1/main-dlq',
   FIFO_DLQ_URL: 'https://sqs.test/1/fifo-dlq.fifo',
   REQUEUE_DLQ_URL: 'https://sqs.test/1/requeue-dlq',
+  BULK_DLQ_URL: 'https://sqs.test/1/bulk-dlq',
 };
 
 describe('serviceConfigFromEnv', () => {
@@ -169,9 +171,11 @@ describe('queueUrlsFromEnv', () => {
       main: QUEUE_ENV.MAIN_QUEUE_URL,
       fifo: QUEUE_ENV.FIFO_QUEUE_URL,
       requeue: QUEUE_ENV.REQUEUE_QUEUE_URL,
+      bulk: QUEUE_ENV.BULK_QUEUE_URL,
       'main-dlq': QUEUE_ENV.MAIN_DLQ_URL,
       'fifo-dlq': QUEUE_ENV.FIFO_DLQ_URL,
       'requeue-dlq': QUEUE_ENV.REQUEUE_DLQ_URL,
+      'bulk-dlq': QUEUE_ENV.BULK_DLQ_URL,
     });
     expect(Object.isFrozen(urls)).toBe(true);
   });

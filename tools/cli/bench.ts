@@ -1,4 +1,5 @@
 import { adaptiveTable, compareAdaptive } from '../bench/adaptiveBench';
+import { prioritiesTable, runPriorities } from '../bench/prioritiesBench';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, resolve } from 'node:path';
@@ -44,8 +45,8 @@ const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
   naive fan-out with SDK-style retries, per-worker Bottleneck limiters, one Bottleneck limiter shared in Redis,
   and this orchestrator end to end on the local stack, in the scenarios steady, outage, late-starts and llm (an
   LLM API with request, input-token and output-token tiers and a cap on calls in flight); then the orchestrator
-  alone at growing sizes, at its ceiling and on a hot lane (1,000 calls/s with usage reported); and every strategy on
-  lanes: three APIs, two of them sharing a pool, one of those down for a while. Prints tables and cost lines, and
+  alone at growing sizes, at its ceiling, on a hot lane (1,000 calls/s with usage reported) and with two classes of
+  work (priorities); and every strategy on lanes: three APIs, two of them sharing a pool, one of those down for a while. Prints tables and cost lines, and
   writes a chart of calls per second.
   --quick       small sizes (about 6 minutes), for a smoke run
   --json        print the whole result as one JSON line, last
@@ -56,6 +57,8 @@ const USAGE = `Usage: npm run bench -- [--quick] [--json] [--chart FILE]
   --lanes       only the lanes scenario, for every strategy
   --adaptive    only the adaptive scenario (the API allows less than configured, and less again mid-run, and
                 says so in its headers), for every strategy
+  --priorities  only the priorities scenario (a bulk backlog and main jobs arriving faster and faster), the
+                orchestrator alone: each class's waits, and the least share bulk was given
   --chart FILE  where to write the SVG chart (default: out/bench.svg)`;
 
 async function main(): Promise<number> {
@@ -67,6 +70,7 @@ async function main(): Promise<number> {
       'hot-lane': { type: 'boolean', default: false },
       lanes: { type: 'boolean', default: false },
       adaptive: { type: 'boolean', default: false },
+      priorities: { type: 'boolean', default: false },
       chart: { type: 'string', default: 'out/bench.svg' },
       help: { type: 'boolean', default: false },
     },
@@ -83,6 +87,7 @@ async function main(): Promise<number> {
   if (values['hot-lane']) return hotLaneOnly(size, template, values.json);
   if (values.lanes) return lanesOnly(size, values.json);
   if (values.adaptive) return adaptiveOnly(size, template, values.json);
+  if (values.priorities) return prioritiesOnly(size, template, values.json);
 
   const steady = steadyScenario(size);
   const outage = outageScenario(size);
@@ -98,6 +103,8 @@ async function main(): Promise<number> {
   const llm = llmScenario(size);
   const llmResults = await compareStrategies(llm, template, progress(llm));
   const adaptive = await compareAdaptive(size, template, (name) => process.stderr.write(`  adaptive: ${name}…\n`));
+  process.stderr.write('  priorities: orchestrator…\n');
+  const priorities = await runPriorities(size, template);
   const growth = growthScenarios(size);
   const growthResults: OrchestratorResult[] = [];
   for (const scenario of growth) {
@@ -151,6 +158,7 @@ async function main(): Promise<number> {
     table(lateStarts, lateStartsResults),
     table(llm, llmResults),
     adaptiveTable(adaptive.scenario, adaptive.results),
+    prioritiesTable(priorities, size),
     growthTable(growthResults, growth),
     ceilingLines(ceilingResult, simulated, ceiling),
     hotLaneLines(hotLane.result, hotLane.scenario, hotLane.replay),
@@ -173,6 +181,7 @@ async function main(): Promise<number> {
         'late-starts': lateStartsResults.map(figures),
         llm: llmResults.map(figures),
         adaptive: adaptive.results.map(figures),
+        priorities,
         growth: growthResults.map(figures),
         ceiling: { ...figures(ceilingResult), simulated },
         'hot-lane': { ...figures(hotLane.result), replay: hotLane.replay },
@@ -201,6 +210,15 @@ function simulatedLanesLine(results: readonly SimulatedLanesCeiling[]): string {
         `  ${r.pooled ? 'sharing a pool' : 'no pool'}, ${r.jobs} jobs: ${r.dispatchesPerSecond} dispatches in the busiest second${r.pooled ? `; the pool's busiest item took ${r.poolItemPeakWritesPerSecond} writes in a second (${r.poolItemPeak})` : ''}`,
     ),
   ].join('\n');
+}
+
+/** `--priorities`: the orchestrator alone on the priorities scenario. */
+async function prioritiesOnly(size: BenchSize, template: Template, json: boolean): Promise<number> {
+  process.stderr.write('  priorities: orchestrator…\n');
+  const priorities = await runPriorities(size, template);
+  console.log(`size: ${size}\n\n${prioritiesTable(priorities, size)}`);
+  if (json) console.log(JSON.stringify({ size, priorities }));
+  return 0;
 }
 
 /** `--adaptive`: every strategy on the adaptive scenario alone. */

@@ -2,10 +2,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import defaultScenario from '../simulation/scenarios/default.json';
-import { parseScenario } from '../simulation/scenario';
+import { CONFIG_KEYS, parseScenario } from '../simulation/scenario';
 import { formatReport } from '../simulation/report';
 import { peakCallsInFlight } from '../simulation/callsInFlight';
-import type { ServiceConfig } from '../../lib/config';
 import { ConfigError } from '../../lib/errors';
 import {
   runLocal,
@@ -36,20 +35,6 @@ const USAGE = `Usage: npm start -- [--scenario FILE] [--json] [--timeline FILE] 
   --keep           once the run has reported, keep the stack up (emulators, functions, API; the schedule keeps
                    firing) for \`npm run ops -- --local\`, until Ctrl-C; writes where it is to the stack file
   --stack-file FILE where --keep writes the stack's endpoints, names and environment (default: ${DEFAULT_STACK_FILE})`;
-
-const SETTINGS: readonly (keyof ServiceConfig)[] = [
-  'lane',
-  'timeZone',
-  'quotas',
-  'maxInFlight',
-  'units',
-  'usagePreset',
-  'limits',
-  'pacing',
-  'circuit',
-  'retry',
-  'orchestrator',
-];
 
 /** One status line: a bar of ended jobs, the counts by state and the circuit. */
 function progressLine(p: Progress): string {
@@ -119,7 +104,7 @@ async function main(): Promise<number> {
   const stackFile = values['stack-file'];
   const result = await runLocal({
     scenario,
-    overrides: SETTINGS.filter((key) => key in raw),
+    overrides: CONFIG_KEYS.filter((key) => key in raw),
     template,
     ...(apiUrl === undefined || healthUrl === undefined ? {} : { externalApi: { apiUrl, healthUrl } }),
     onProgress: (p) => progress.update(progressLine(p)),

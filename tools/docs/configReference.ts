@@ -72,6 +72,8 @@ const STAGE_NAMES = {
   fifoDeadLetterQueue: 'quota-orchestrator-prod-fifo-dlq.fifo',
   requeueQueue: 'quota-orchestrator-prod-requeue',
   requeueDeadLetterQueue: 'quota-orchestrator-prod-requeue-dlq',
+  bulkQueue: 'quota-orchestrator-prod-bulk',
+  bulkDeadLetterQueue: 'quota-orchestrator-prod-bulk-dlq',
   workerFailureQueue: 'quota-orchestrator-prod-worker-failures',
 } as const;
 

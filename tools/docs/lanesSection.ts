@@ -125,7 +125,7 @@ export function lanesSection(validate: (settings: Readonly<Record<string, unknow
     "back (a job that used its estimate writes none there); the pool's flush, about once a second while one of its",
     'lanes has work, reads its shards once for all its lanes.',
     '',
-    `Each lane has its six queues. The lane named \`${UNPREFIXED_LANE}\` keeps the names of a one-lane deployment, so a`,
+    `Each lane has its eight queues. The lane named \`${UNPREFIXED_LANE}\` keeps the names of a one-lane deployment, so a`,
     `deployment that moves to \`${LANES_KEY}\` keeps its queues, the messages in them and its stored state by naming its`,
     `lane \`${UNPREFIXED_LANE}\` (and keeping \`lane\` unset). Another lane's queues carry its name; renaming or removing a`,
     'lane deletes its queues, with any message still in them, at the next deploy: drain it first.',

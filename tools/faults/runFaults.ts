@@ -130,18 +130,26 @@ export interface FaultScenarioResult {
 
 /** A message of the scenario and how it must end. */
 interface PlannedMessage {
-  readonly queue: 'main' | 'fifo';
+  readonly queue: 'main' | 'fifo' | 'bulk';
   readonly message: TestMessage;
   /** The job id the API sees, or the body when the API never should. */
   readonly key: string;
   readonly expect: 'success' | 'dead-letter';
 }
 
-/** Healthy standard jobs, FIFO groups of four, two poison jobs, and three messages the orchestrator must refuse. */
+/**
+ * Healthy standard jobs (every fourth to the bulk queue), FIFO groups of four, two poison jobs, and three messages
+ * the orchestrator must refuse (one of them in the bulk queue).
+ */
 function plannedMessages(scenario: FaultScenario): PlannedMessage[] {
   const out: PlannedMessage[] = [];
   for (let n = 1; n <= scenario.jobs; n++)
-    out.push({ queue: 'main', message: { body: { id: `j-${n}` } }, key: `j-${n}`, expect: 'success' });
+    out.push({
+      queue: n % 4 === 0 ? 'bulk' : 'main',
+      message: { body: { id: `j-${n}` } },
+      key: `j-${n}`,
+      expect: 'success',
+    });
   for (let g = 1; g <= scenario.fifoGroups; g++) {
     for (let seq = 1; seq <= 4; seq++) {
       const id = `f-${g}-${seq}`;
@@ -158,7 +166,7 @@ function plannedMessages(scenario: FaultScenario): PlannedMessage[] {
   const cost = { cost: { dataType: 'Number', value: '-3' } };
   out.push({ queue: 'main', message: { body: 'not json {' }, key: 'not json {', expect: 'dead-letter' });
   out.push({ queue: 'main', message: { body: '{"id":"x-1"' }, key: '{"id":"x-1"', expect: 'dead-letter' });
-  out.push({ queue: 'main', message: { body: { id: 'c-1' }, attributes: cost }, key: 'c-1', expect: 'dead-letter' });
+  out.push({ queue: 'bulk', message: { body: { id: 'c-1' }, attributes: cost }, key: 'c-1', expect: 'dead-letter' });
   return out;
 }
 

@@ -71,7 +71,7 @@ export class CompanionLane {
     for (let n = 1; n <= count; n++) await this.queues.send('main', { body: JSON.stringify({ id: `m-${n}` }) });
   }
 
-  /** True when its three source queues hold nothing (visible, in flight or delayed). */
+  /** True when its four source queues hold nothing (visible, in flight or delayed). */
   async drained(): Promise<boolean> {
     const counts = await Promise.all(READ_ORDER.map((queue) => this.view.count(queue)));
     return counts.every((n) => n === 0);

@@ -49,7 +49,7 @@ export function uniqueName(prefix: string): string {
   return `${prefix}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
-/** The lane's state table and six queues, as the functions' environment names them. */
+/** The lane's state table and eight queues, as the functions' environment names them. */
 export interface LaneResources {
   readonly tableName: string;
   readonly queueUrls: Readonly<Record<QueueName, string>>;
@@ -143,7 +143,7 @@ export class LocalHarness {
     });
   }
 
-  /** A harness on a fresh state table and six queues, with names no other harness uses (see {@link uniqueName}). */
+  /** A harness on a fresh state table and eight queues, with names no other harness uses (see {@link uniqueName}). */
   static async fresh(options: FreshHarnessOptions): Promise<LocalHarness> {
     const { harness } = await LocalHarness.open(options, async (clients) => {
       const prefix = uniqueName('svc');
@@ -292,7 +292,7 @@ export class LocalHarness {
     return this.view.laneDepths();
   }
 
-  /** True when the three source queues hold nothing (visible, in flight or delayed) and no function is running. */
+  /** True when the four source queues hold nothing (visible, in flight or delayed) and no function is running. */
   async drained(): Promise<boolean> {
     if (!this.idle()) return false;
     const counts = await Promise.all(READ_ORDER.map((q) => this.count(q)));
@@ -304,7 +304,7 @@ export class LocalHarness {
     return this.view.receiveAll(queue);
   }
 
-  /** Every message of the three dead-letter queues, received as {@link receiveAll} does. */
+  /** Every message of the four dead-letter queues, received as {@link receiveAll} does. */
   receiveDeadLetters(): Promise<ReceivedMessage[]> {
     return this.view.receiveDeadLetters();
   }

@@ -1,5 +1,5 @@
 import { CreateQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { QueueName, SourceQueue } from '../../lib/ports/QueueReceiver';
+import { deadLetterQueueOf, READ_ORDER, type QueueName, type SourceQueue } from '../../lib/ports/QueueReceiver';
 
 /** Options of {@link createLaneQueues}. */
 export interface LaneQueuesOptions {
@@ -37,9 +37,9 @@ export async function queueArn(client: SQSClient, url: string): Promise<string> 
 }
 
 /**
- * Creates a lane's six queues, named after `prefix` (e.g. from `uniqueName`), and returns their URLs as
+ * Creates a lane's eight queues, named after `prefix` (e.g. from `uniqueName`), and returns their URLs as
  * `SqsQueues` takes them:
- * - `main` and `requeue`: standard queues;
+ * - `main`, `bulk` and `requeue`: standard queues;
  * - `fifo` (`<prefix>-fifo.fifo`): FIFO, without content-based deduplication, like the deployed one;
  * - one dead-letter queue per source queue, of the same type (the FIFO queue's DLQ is FIFO too, as SQS
  *   requires), with a `RedrivePolicy` on the source queue.
@@ -73,10 +73,11 @@ export async function createLaneQueues(
     });
     return [url, dlqUrl];
   };
-  const [[main, mainDlq], [fifo, fifoDlq], [requeue, requeueDlq]] = await Promise.all([
-    create('main'),
-    create('fifo'),
-    create('requeue'),
-  ]);
-  return { main, fifo, requeue, 'main-dlq': mainDlq, 'fifo-dlq': fifoDlq, 'requeue-dlq': requeueDlq };
+  const created = await Promise.all(READ_ORDER.map(async (queue) => [queue, await create(queue)] as const));
+  return Object.fromEntries(
+    created.flatMap(([queue, [url, dlqUrl]]) => [
+      [queue, url],
+      [deadLetterQueueOf(queue), dlqUrl],
+    ]),
+  ) as Record<QueueName, string>;
 }

@@ -25,7 +25,7 @@ export interface LaneDepths {
   readonly deadLettered: number;
 }
 
-/** A lane's six queues as an operator looks at them from outside the service: depths, and what they hold. */
+/** A lane's eight queues as an operator looks at them from outside the service: depths, and what they hold. */
 export class LaneQueuesView {
   private readonly queues: SqsQueues;
 
@@ -90,7 +90,7 @@ export class LaneQueuesView {
     }
   }
 
-  /** Every message of the three dead-letter queues, received as {@link LaneQueuesView.receiveAll} does. */
+  /** Every message of the four dead-letter queues, received as {@link LaneQueuesView.receiveAll} does. */
   async receiveDeadLetters(): Promise<ReceivedMessage[]> {
     return (await Promise.all(DEAD_LETTER_QUEUES.map((q) => this.receiveAll(q)))).flat();
   }

@@ -7,11 +7,12 @@ import { systemClock } from '../../lib/adapters/systemClock';
 import type { ServiceConfig } from '../../lib/config';
 import { CONFIG_ENV, RESOURCE_ENV, type Env } from '../../lib/configFromEnv';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
-import type { QueueName } from '../../lib/ports/QueueReceiver';
+import { READ_ORDER, type QueueName } from '../../lib/ports/QueueReceiver';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { WorkerStores } from '../../lib/services/worker/types';
 import { namedUnits } from '../../lib/domain/quota/tiers';
 import { buildJobs, unitAttributes, type JobSpec } from '../simulation/jobs';
+import { backlogOf, sendArrivals } from '../simulation/arrivalSender';
 import { seededRandom } from '../simulation/random';
 import { InvokeTiming } from '../simulation/startDelays';
 import { buildReport, optionalLastCall, type CircuitChange, type Report } from '../simulation/report';
@@ -168,6 +169,13 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   const service = await hostService(options, jobs);
   const { harness, functions, scheduler, meters, api, start, lane, scenario } = service;
   const { orchestrator, worker, schedule } = functions;
+  const counted = namedUnits(scenario.config.quotas);
+  let arrivalFailure: unknown;
+  const arrivals = sendArrivals(jobs, start, systemClock, (due) =>
+    seed(harness.clients.sqs, harness.resources.queueUrls, due, counted),
+  ).catch((error: unknown) => {
+    arrivalFailure = error;
+  });
 
   const changes: CircuitChange[] = [{ at: start, status: 'closed' }];
   const samples: { at: number; queued: number; inFlight: number }[] = [];
@@ -176,6 +184,7 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
   let lastProgress = start - PROGRESS_MS;
   let endedAt: number | undefined;
   while (endedAt === undefined) {
+    if (arrivalFailure !== undefined) throw arrivalFailure;
     const now = systemClock.now();
     if (now >= nextTick) {
       await fireSchedule(scheduler, schedule.functionName, now);
@@ -209,9 +218,13 @@ export async function runLocal(options: LocalRunOptions): Promise<LocalRunResult
     await systemClock.sleep(POLL_MS);
   }
 
+  await arrivals;
   // What the source queues hold is read first: a job on its way out is then held, or succeeded or dead-lettered.
-  const { main, fifo, requeue } = harness.resources.queueUrls;
-  const queuedBodies = await heldBodies(harness.emulators.sqsEndpoint, [main, fifo, requeue]);
+  const { queueUrls } = harness.resources;
+  const queuedBodies = await heldBodies(
+    harness.emulators.sqsEndpoint,
+    READ_ORDER.map((queue) => queueUrls[queue]),
+  );
   const deadLetters = await harness.receiveDeadLetters();
   // A kept stack's dead letters stay for the operator to see at once.
   if (options.keep !== undefined)
@@ -320,7 +333,7 @@ export interface HostedService {
 /**
  * The packaged template's table and queues on the emulators, its two functions with the real handlers behind a local
  * Lambda Invoke endpoint, metered, and the simulated API over HTTP (or an external one, whose calls the workers
- * record); `jobs` are queued before the API starts counting.
+ * record); the backlog of `jobs` (see `backlogOf`) is queued before the API starts counting.
  */
 export async function hostService(options: LocalRunOptions, jobs: readonly JobSpec[]): Promise<HostedService> {
   const scenario: Scenario =
@@ -330,7 +343,7 @@ export async function hostService(options: LocalRunOptions, jobs: readonly JobSp
   const lane = options.overrides.includes('lane')
     ? scenario.config.lane
     : (worker.environment[CONFIG_ENV.lane] ?? 'default');
-  await seed(harness.clients.sqs, harness.resources.queueUrls, jobs, namedUnits(scenario.config.quotas));
+  await seed(harness.clients.sqs, harness.resources.queueUrls, backlogOf(jobs), namedUnits(scenario.config.quotas));
   const start = systemClock.now();
   const { api, urls, recorder, provider } = await apiOf(options, scenario, start, harness);
   const env = (fn: FunctionDefinition): Env => ({
@@ -566,7 +579,7 @@ export async function seed(
   jobs: readonly JobSpec[],
   counted: readonly string[],
 ): Promise<void> {
-  for (const queue of ['main', 'fifo'] as const) {
+  for (const queue of ['main', 'fifo', 'bulk'] as const) {
     const batch = jobs.filter((job) => job.queue === queue);
     for (let i = 0; i < batch.length; i += 10) {
       const entries = batch.slice(i, i + 10).map((job, j) => ({

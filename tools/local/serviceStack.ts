@@ -45,7 +45,7 @@ import {
 /** The worker outcomes of a dispatch given back without a call, its message returned to go out again. */
 const GIVE_BACKS = ['too-late', 'held-back', 'not-ready', 'unclaimed'] as const;
 /**
- * The whole service on the emulators, for one test: a {@link LocalHarness} on a fresh state table and six queues
+ * The whole service on the emulators, for one test: a {@link LocalHarness} on a fresh state table and eight queues
  * (unique names), the simulated API (the quota referee) on the wall clock served over HTTP, and the real worker
  * handler behind the harness's Lambda host, built from an environment as on AWS. Orchestrator runs use the
  * production service loop or handler with their own clients, as separate Lambda containers would.
@@ -222,7 +222,7 @@ export class ServiceStack {
   }
 
   /**
-   * True when the three source queues hold nothing (visible, in flight or delayed) and no worker is running, nor in
+   * True when the four source queues hold nothing (visible, in flight or delayed) and no worker is running, nor in
    * the companion lane's, if any.
    */
   async drained(): Promise<boolean> {

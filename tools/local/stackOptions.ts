@@ -90,8 +90,10 @@ export interface ServiceStackOptions {
   /** `UNITS` and `USAGE_PRESET`: each named unit's default estimate and usage source, as the config takes them. @default none */
   readonly units?: JsonValue;
   readonly usagePreset?: string;
-  /** `LIMITS`: how the lane learns its limits from the API's headers, as the config takes them. @default shadow, none */
+  /** `LIMITS`: how the lane learns its limits from the API's headers, as the config takes them. @default enforce, none */
   readonly limits?: JsonValue;
+  /** `PRIORITIES`: the bulk class's share, as the config takes it. @default bulkShare 0.1 */
+  readonly priorities?: JsonValue;
   /** Calls in progress above which the simulated API answers 429 (see `VirtualApiOptions.concurrency`). @default no limit */
   readonly apiConcurrency?: number;
   /** The simulated API answers like an LLM (see `VirtualApiOptions.llm`). @default a plain API */
@@ -229,6 +231,7 @@ export function stackEnvironment(options: ServiceStackOptions, resources: LaneRe
     ...(options.units === undefined ? {} : { [CONFIG_ENV.units]: JSON.stringify(options.units) }),
     ...(options.usagePreset === undefined ? {} : { [CONFIG_ENV.usagePreset]: options.usagePreset }),
     ...(options.limits === undefined ? {} : { [CONFIG_ENV.limits]: JSON.stringify(options.limits) }),
+    ...(options.priorities === undefined ? {} : { [CONFIG_ENV.priorities]: JSON.stringify(options.priorities) }),
     ...(options.pool === undefined
       ? {}
       : { [CONFIG_ENV.pools]: JSON.stringify([{ name: POOL, quotas: options.pool }]) }),

@@ -105,7 +105,7 @@ function isInFlight(message: StoredMessage, now: number): boolean {
 }
 
 /**
- * The lane's six queues in memory, with SQS semantics on an injected clock, for unit tests and the virtual-time
+ * The lane's eight queues in memory, with SQS semantics on an injected clock, for unit tests and the virtual-time
  * simulation. Ids are deterministic counters (`m-1`…, `r-1`…).
  *
  * - Standard queues deliver visible messages oldest first.

@@ -3,7 +3,7 @@ import { receiveDeadLetters, type DeadLetter, type DeadLetterQueues } from './de
 
 /** Which dead letters a command that takes them (redrive, delete) works on. */
 export interface ChosenLetters {
-  /** The dead-letter queues to read. @default all three */
+  /** The dead-letter queues to read. @default all four */
   readonly queues?: readonly DeadLetterQueue[];
   /** Only these messages (ids as `dlq list` shows them); the read stops once each has come. @default every message */
   readonly ids?: readonly string[];

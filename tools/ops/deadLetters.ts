@@ -4,6 +4,7 @@ import {
   ATTRIBUTES,
   DEAD_LETTER_QUEUES,
   deadLetterQueueOf,
+  READ_ORDER,
   type DeadLetterQueue,
   type MessageAttribute,
   type OutgoingMessage,
@@ -64,7 +65,7 @@ export function deadLetterOf(dlq: DeadLetterQueue, message: Message): DeadLetter
   );
   const attributes = unpackAttributes(raw);
   const named = attributes[ATTRIBUTES.sourceQueue]?.value;
-  const source = named === 'main' || named === 'fifo' || named === 'requeue' ? named : sourceOf(dlq);
+  const source = READ_ORDER.find((queue) => queue === named) ?? sourceOf(dlq);
   const attempt = Number(attributes[ATTRIBUTES.attempt]?.value);
   const reason = attributes[ATTRIBUTES.reason]?.value;
   const groupId = message.Attributes?.MessageGroupId;
@@ -138,7 +139,7 @@ const PEEK_VISIBILITY_MS = 30_000;
 
 /** Options of {@link peekDeadLetters}. */
 export interface PeekOptions {
-  /** The dead-letter queues to look in. @default all three */
+  /** The dead-letter queues to look in. @default all four */
   readonly queues?: readonly DeadLetterQueue[];
   /** At most this many, in all. */
   readonly max: number;
@@ -241,7 +242,7 @@ export async function peekDeadLetters(target: DeadLetterQueues, options: PeekOpt
   return letters.sort((a, b) => a.deadLetteredAt - b.deadLetteredAt);
 }
 
-/** The dead-letter queues of `sources` (all three when none is given). */
+/** The dead-letter queues of `sources` (all four when none is given). */
 export function deadLetterQueuesOf(sources: readonly SourceQueue[] | undefined): readonly DeadLetterQueue[] {
   return sources === undefined || sources.length === 0 ? DEAD_LETTER_QUEUES : sources.map(deadLetterQueueOf);
 }

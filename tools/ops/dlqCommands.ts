@@ -28,7 +28,7 @@ function age(text: string): number {
 
 /** `--queue`: one dead-letter queue, by its source queue. */
 const queueOption = () =>
-  new Option('--queue <queue>', 'only the dead-letter queue of this source queue (default: all three)').choices(
+  new Option('--queue <queue>', 'only the dead-letter queue of this source queue (default: all four)').choices(
     READ_ORDER,
   );
 

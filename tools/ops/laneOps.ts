@@ -58,7 +58,7 @@ export function adaptersOf(target: OpsTarget): TargetAdapters {
   };
 }
 
-/** The depth of each of `target`'s six queues (`GetQueueAttributes`). */
+/** The depth of each of `target`'s eight queues (`GetQueueAttributes`). */
 export async function queueDepths(target: OpsTarget): Promise<Record<QueueName, QueueDepth>> {
   const entries = await Promise.all(
     QUEUE_NAMES.map(async (queue) => {

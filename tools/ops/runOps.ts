@@ -9,6 +9,7 @@ import { ProgressLine, progressBar } from '../local/progressBar';
 import { DEFAULT_STACK_FILE } from '../local/stackFile';
 import type { OnTargets } from './commandContext';
 import { addDeadLetterCommands } from './dlqCommands';
+import { addJobCommand } from './jobCommand';
 import { EXIT, expectedFailure, OpsError } from './errors';
 import { formatControl, formatStatus } from './format';
 import { controlLane, readStatus, type ControlAction } from './laneOps';
@@ -40,7 +41,16 @@ interface TargetOptions {
 }
 
 /** The commands, for {@link normalizeArgv}. */
-const COMMANDS: ReadonlySet<string> = new Set(['status', 'pause', 'resume', 'circuit', 'dlq', 'enqueue', 'help']);
+const COMMANDS: ReadonlySet<string> = new Set([
+  'status',
+  'job',
+  'pause',
+  'resume',
+  'circuit',
+  'dlq',
+  'enqueue',
+  'help',
+]);
 
 /**
  * `argv` with a bare `--local` that precedes a command given its default file: `--local [file]` takes an optional
@@ -200,6 +210,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     );
 
   addDeadLetterCommands(program, { onTargets, clock, partial: () => (code = EXIT.partial) });
+  addJobCommand(program, { onTargets, clock, partial: () => (code = EXIT.partial) });
 
   program
     .command('enqueue')
@@ -207,48 +218,54 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
       'send jobs, one JSON object a line: {"body": …, "cost"?, "estimates"?: {"<unit>": n}, "idempotencyKey"?, "groupId"?, "deduplicationId"?}; a bad line is reported with its number and skipped',
     )
     .argument('[file]', 'the NDJSON file (default: stdin)')
-    .option('--fifo', 'to the FIFO queue (every line needs a groupId) instead of the main queue')
-    .option('--json', 'print one JSON document')
-    .action(async (file: string | undefined, options: { fifo?: boolean; json?: boolean }, command: Command) =>
-      onTargets(
-        command,
-        async (target, out) => {
-          const text = file === undefined ? await readAll(io.stdin) : await readInput(file);
-          const { jobs, failures: badLines } = parseJobLines(text);
-          const total = jobs.length + badLines.length;
-          const progress = new ProgressLine(io.stderr);
-          const show = ({ sent, failed }: EnqueueProgress, force = false) =>
-            progress.update(
-              `${progressBar(sent + failed + badLines.length, total)} ${sent + failed + badLines.length}/${total} | sent ${sent} failed ${failed + badLines.length}`,
-              force,
-            );
-          const { sent, failed } = await enqueueMany(
-            jobs.map((j) => j.job),
-            {
-              sqs: target.clients.sqs,
-              queueUrl: target.queueUrls[options.fifo === true ? 'fifo' : 'main'],
-              onProgress: (p) => show(p),
-            },
-          );
-          show({ sent, failed: failed.length }, true);
-          progress.done();
-          const failures: LineFailure[] = [
-            ...badLines,
-            ...failed.map((f) => ({ line: jobs[f.index]?.line ?? 0, reason: f.reason })),
-          ].sort((a, b) => a.line - b.line);
-          const queue = options.fifo === true ? 'fifo' : 'main';
-          if (options.json === true) out.json({ queue, sent, failed: failures });
-          else
-            out.print(
-              [
-                ...failures.map((f) => `line ${f.line}: ${f.reason}`),
-                `${sent} job${sent === 1 ? '' : 's'} sent to the ${queue} queue, ${failures.length} failed`,
-              ].join('\n'),
-            );
-          if (failures.length > 0) code = EXIT.partial;
-        },
-        { oneLane: 'enqueue' },
+    .addOption(
+      new Option('--fifo', 'to the FIFO queue (every line needs a groupId) instead of the main queue').conflicts(
+        'bulk',
       ),
+    )
+    .option('--bulk', "to the bulk queue, whose jobs wait for the main queue's but for their share")
+    .option('--json', 'print one JSON document')
+    .action(
+      async (file: string | undefined, options: { fifo?: boolean; bulk?: boolean; json?: boolean }, command: Command) =>
+        onTargets(
+          command,
+          async (target, out) => {
+            const queue = options.fifo === true ? 'fifo' : options.bulk === true ? 'bulk' : 'main';
+            const text = file === undefined ? await readAll(io.stdin) : await readInput(file);
+            const { jobs, failures: badLines } = parseJobLines(text);
+            const total = jobs.length + badLines.length;
+            const progress = new ProgressLine(io.stderr);
+            const show = ({ sent, failed }: EnqueueProgress, force = false) =>
+              progress.update(
+                `${progressBar(sent + failed + badLines.length, total)} ${sent + failed + badLines.length}/${total} | sent ${sent} failed ${failed + badLines.length}`,
+                force,
+              );
+            const { sent, failed } = await enqueueMany(
+              jobs.map((j) => j.job),
+              {
+                sqs: target.clients.sqs,
+                queueUrl: target.queueUrls[queue],
+                onProgress: (p) => show(p),
+              },
+            );
+            show({ sent, failed: failed.length }, true);
+            progress.done();
+            const failures: LineFailure[] = [
+              ...badLines,
+              ...failed.map((f) => ({ line: jobs[f.index]?.line ?? 0, reason: f.reason })),
+            ].sort((a, b) => a.line - b.line);
+            if (options.json === true) out.json({ queue, sent, failed: failures });
+            else
+              out.print(
+                [
+                  ...failures.map((f) => `line ${f.line}: ${f.reason}`),
+                  `${sent} job${sent === 1 ? '' : 's'} sent to the ${queue} queue, ${failures.length} failed`,
+                ].join('\n'),
+              );
+            if (failures.length > 0) code = EXIT.partial;
+          },
+          { oneLane: 'enqueue' },
+        ),
     );
 
   try {

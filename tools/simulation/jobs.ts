@@ -1,9 +1,10 @@
 import { COST_UNIT, type Costs } from '../../lib/domain/quota/tiers';
+import { arrivalTimes } from './arrivals';
 import type { Scenario } from './scenario';
 
 /** One message of a scenario's backlog. */
 export interface JobSpec {
-  readonly queue: 'main' | 'fifo';
+  readonly queue: 'main' | 'fifo' | 'bulk';
   /**
    * Exactly the message body: `{"id", "group"?, "seq"?, "poison"?}` (with `jobs.llm`, also `"prompt_tokens"` and
    * `"max_tokens"`), or text that is not JSON for malformed jobs.
@@ -15,14 +16,20 @@ export interface JobSpec {
    */
   readonly costs: Costs;
   readonly groupId?: string;
+  /** When it is sent, in ms from the run's start (see `Scenario.jobs.arrivals`). @default 0: in the backlog */
+  readonly atMs?: number;
 }
 
 /**
- * The scenario's backlog: FIFO jobs spread over groups with rising `seq`, then standard, poison and malformed ones.
- * Each job draws its cost (or with `jobs.llm`, its prompt's tokens) from `random`.
+ * The scenario's jobs: FIFO jobs spread over groups with rising `seq`, then poison, malformed and standard ones, the
+ * last `bulk` of these to the bulk queue. Each job draws its cost (or with `jobs.llm`, its prompt's tokens) from
+ * `random`. Under `arrivals`, the main queue's well-formed jobs are sent at their times (`atMs`), the others at once.
  */
 export function buildJobs(scenario: Scenario, random: () => number): JobSpec[] {
-  const { count, fifo, fifoGroups, poison, malformed, costMin, costMax, llm } = scenario.jobs;
+  const { count, fifo, fifoGroups, poison, malformed, bulk, costMin, costMax, llm, arrivals } = scenario.jobs;
+  const firstBulk = count - bulk;
+  const firstArrival = fifo + poison + malformed;
+  const arriving = arrivals === undefined ? [] : arrivalTimes(firstBulk - firstArrival, arrivals);
   const draw = (min: number, max: number) => min + Math.floor(random() * (max - min + 1));
   const estimate = (fields: Record<string, unknown>): { readonly body: string; readonly costs: Costs } => {
     if (llm === undefined) return { body: JSON.stringify(fields), costs: { [COST_UNIT]: draw(costMin, costMax) } };
@@ -42,8 +49,11 @@ export function buildJobs(scenario: Scenario, random: () => number): JobSpec[] {
       jobs.push({ queue: 'main', ...estimate({ id, poison: true }) });
     } else if (i < fifo + poison + malformed) {
       jobs.push({ queue: 'main', body: `{not json: ${id}`, costs: { [COST_UNIT]: 1 } });
+    } else if (i >= firstBulk) {
+      jobs.push({ queue: 'bulk', ...estimate({ id }) });
     } else {
-      jobs.push({ queue: 'main', ...estimate({ id }) });
+      const atMs = arriving[i - firstArrival];
+      jobs.push({ queue: 'main', ...estimate({ id }), ...(atMs === undefined || atMs === 0 ? {} : { atMs }) });
     }
   }
   return jobs;

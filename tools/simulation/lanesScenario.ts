@@ -77,6 +77,8 @@ export function parseLanesScenario(input: unknown): LanesScenario {
         { ...shared, ...scenarioOwn, name: `${name}: ${lane}`, seed: seed + i },
         drawn.get(lane),
       );
+      if (scenario.jobs.arrivals !== undefined)
+        throw new ConfigError('jobs.arrivals', "is not supported with lanes: each lane's jobs are queued at the start");
       return { ...scenario, config: { ...scenario.config, lane } };
     } catch (error) {
       if (!(error instanceof ConfigError) || !LANE_SCENARIO_KEYS.some((key) => error.field.startsWith(key)))

@@ -15,6 +15,7 @@ import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
 import type { StateStores } from '../../lib/ports/StateStores';
 import { namedUnits } from '../../lib/domain/quota/tiers';
 import { buildJobs, unitAttributes, type JobSpec } from './jobs';
+import { backlogOf, sendArrivals } from './arrivalSender';
 import { seededRandom } from './random';
 import { withLatency } from './awsLatency';
 import { InvokeTiming } from './startDelays';
@@ -147,21 +148,29 @@ export async function runSimulation(scenario: Scenario, faults: SimulationFaults
     invoker: withLatency(memoryInvoker, clock, lambdaMs, { prefix: 'lambda', counts: orchestratorRequests }),
   };
   const counted = namedUnits(config.quotas);
-  for (const job of jobs) {
-    const attributes: Record<string, MessageAttribute> = Object.fromEntries(
-      Object.entries(unitAttributes(job, counted)).map(([unit, value]) => [unit, { dataType: 'Number', value }]),
-    );
-    await memoryQueues.send(job.queue, {
-      body: job.body,
-      attributes,
-      ...(job.groupId === undefined ? {} : { groupId: job.groupId }),
-    });
-  }
+  const send = async (due: readonly JobSpec[]) => {
+    for (const job of due) {
+      const attributes: Record<string, MessageAttribute> = Object.fromEntries(
+        Object.entries(unitAttributes(job, counted)).map(([unit, value]) => [unit, { dataType: 'Number', value }]),
+      );
+      await memoryQueues.send(job.queue, {
+        body: job.body,
+        attributes,
+        ...(job.groupId === undefined ? {} : { groupId: job.groupId }),
+      });
+    }
+  };
+  await send(backlogOf(jobs));
+  // Jobs still to arrive keep the run going; those a run that hit maxSeconds never sent count as lost.
+  let arrived = false;
+  void sendArrivals(jobs, start, clock, send).then(() => {
+    arrived = true;
+  });
 
   const events: OrchestratorEvent[] = [];
   const orchestratorErrors: string[] = [];
   let ids = 0;
-  const allEnded = () => READ_ORDER.every((q) => memoryQueues.depth(q) === 0) && memoryInvoker.idle();
+  const allEnded = () => arrived && READ_ORDER.every((q) => memoryQueues.depth(q) === 0) && memoryInvoker.idle();
   let endedAt: number | undefined;
   const drive = async () => {
     const tickMs = scenario.tickSeconds * 1000;

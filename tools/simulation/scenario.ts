@@ -1,3 +1,4 @@
+import { parseArrivals, type ArrivalPhase } from './arrivals';
 import { parseServiceConfig, type ServiceConfig } from '../../lib/config';
 import { describeValue } from '../../lib/domain/describeValue';
 import { parseSettings } from '../../lib/domain/settings';
@@ -50,7 +51,7 @@ export interface Scenario {
   /** The service configuration under test (quotas, circuit, retry, pacing, orchestrator timing). */
   readonly config: ServiceConfig;
   readonly jobs: {
-    /** Jobs in the backlog at the start, all kinds together. */
+    /** Jobs of the run, all kinds together: in the backlog at the start, but main-queue jobs under `arrivals`. */
     readonly count: number;
     /** How many of them go to the FIFO queue, spread over `fifoGroups` groups. */
     readonly fifo: number;
@@ -59,6 +60,13 @@ export interface Scenario {
     readonly poison: number;
     /** Messages whose body is not JSON: dead-lettered by the orchestrator without an API call. */
     readonly malformed: number;
+    /** How many of them go to the bulk queue (the last ones): jobs that may wait for the main queue's. */
+    readonly bulk: number;
+    /**
+     * When the main queue's well-formed jobs are sent, phase after phase (see `arrivalTimes`). @default none: all are
+     * in the backlog at the start
+     */
+    readonly arrivals?: readonly ArrivalPhase[];
     /** Each job's cost is drawn uniformly from this range (whole units). */
     readonly costMin: number;
     readonly costMax: number;
@@ -117,13 +125,14 @@ export interface LlmJobs {
 }
 
 /** The keys of a scenario that are the service's configuration (see `parseServiceConfig`). */
-export const CONFIG_KEYS: readonly string[] = [
+export const CONFIG_KEYS: readonly (keyof ServiceConfig)[] = [
   'quotas',
   'timeZone',
   'maxInFlight',
   'units',
   'usagePreset',
   'limits',
+  'priorities',
   'circuit',
   'retry',
   'pacing',
@@ -139,6 +148,7 @@ const KEYS = [
   'units',
   'usagePreset',
   'limits',
+  'priorities',
   'jobs',
   'api',
   'invokeLatencyMs',
@@ -169,13 +179,14 @@ const LLM_API_RANGES = {
   msPerOutputToken: { min: 0, max: 1_000 },
 } as const;
 
-const JOB_DEFAULTS = { count: 300, fifo: 0, fifoGroups: 1, poison: 0, malformed: 0, costMin: 1, costMax: 1 };
+const JOB_DEFAULTS = { count: 300, fifo: 0, fifoGroups: 1, poison: 0, malformed: 0, bulk: 0, costMin: 1, costMax: 1 };
 const JOB_RANGES = {
   count: { min: 1, max: 1_000_000, integer: true },
   fifo: { min: 0, max: 1_000_000, integer: true },
   fifoGroups: { min: 1, max: 10_000, integer: true },
   poison: { min: 0, max: 1_000_000, integer: true },
   malformed: { min: 0, max: 1_000_000, integer: true },
+  bulk: { min: 0, max: 1_000_000, integer: true },
   costMin: { min: 0, max: 1e12, integer: true },
   costMax: { min: 0, max: 1e12, integer: true },
 } as const;
@@ -212,17 +223,16 @@ export function parseScenario(input: unknown, pools?: unknown): Scenario {
     if (!KEYS.includes(key)) throw new ConfigError(key, `unknown key; allowed keys are ${KEYS.join(', ')}`);
   const name = raw.name ?? 'scenario';
   if (typeof name !== 'string') throw new ConfigError('name', `must be a string; got ${describeValue(name)}`);
-  const { llm: llmRaw, ...jobsRaw } = objectAt(raw.jobs, 'jobs');
+  const { llm: llmRaw, arrivals: arrivalsRaw, ...jobsRaw } = objectAt(raw.jobs, 'jobs');
+  const arrivals = parseArrivals(arrivalsRaw);
   const jobs = {
     ...parseSettings(jobsRaw, 'jobs', JOB_DEFAULTS, JOB_RANGES),
     ...(llmRaw === undefined ? {} : { llm: parseLlmJobs(llmRaw, jobsRaw) }),
+    ...(arrivals === undefined ? {} : { arrivals }),
   };
-  if (jobs.fifo + jobs.poison + jobs.malformed > jobs.count) {
-    throw new ConfigError(
-      'jobs',
-      `fifo + poison + malformed (${jobs.fifo + jobs.poison + jobs.malformed}) must not exceed count (${jobs.count})`,
-    );
-  }
+  const set = jobs.fifo + jobs.poison + jobs.malformed + jobs.bulk;
+  if (set > jobs.count)
+    throw new ConfigError('jobs', `fifo + poison + malformed + bulk (${set}) must not exceed count (${jobs.count})`);
   if (jobs.costMin > jobs.costMax)
     throw new ConfigError('jobs.costMin', `must not exceed jobs.costMax (${jobs.costMax}); got ${jobs.costMin}`);
   const { seed, invokeLatencyMs, tickSeconds, stopMarginMs, maxSeconds } = parseSettings(
@@ -233,7 +243,7 @@ export function parseScenario(input: unknown, pools?: unknown): Scenario {
   );
   const config = parseServiceConfig(
     {
-      ...Object.fromEntries(Object.entries(raw).filter(([k]) => CONFIG_KEYS.includes(k))),
+      ...Object.fromEntries(Object.entries(raw).filter(([k]) => (CONFIG_KEYS as readonly string[]).includes(k))),
       ...(pools === undefined ? {} : { pools }),
     },
     // A job set whose costs are all 1 gives a cost tier nothing to count beyond requests.

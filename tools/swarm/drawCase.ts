@@ -93,12 +93,16 @@ export function drawCase(seed: number): SwarmCase {
   const slowed = slowTableMs === undefined ? input : withSlowTable(input, slowTableMs);
   // Later still, for the same reason.
   const learning = random01(draw) < LEARNED_LIMITS_CHANCE ? learnedLimits(slowed, draw) : undefined;
-  const scenario = parseScenario(learning?.input ?? slowed);
+  const learnt = learning?.input ?? slowed;
+  // And later again.
+  const bulk = random01(draw) < BULK_CHANCE ? withBulk(learnt, draw) : undefined;
+  const scenario = parseScenario(bulk ?? learnt);
   const families = [
     ...on,
     ...(slowTableMs === undefined ? [] : [SLOW_TABLE]),
     ...(learning === undefined ? [] : [LEARNED_LIMITS]),
     ...(learning === undefined || learning.lying === 0 ? [] : [LYING_HEADERS]),
+    ...(bulk === undefined ? [] : [BULK]),
   ];
   return { seed, scenario, faults: { ...faults, lyingHeaders: learning?.lying ?? 0 }, families: families.sort() };
 }
@@ -141,6 +145,26 @@ function learnedLimits(
     },
     lying,
   };
+}
+
+/**
+ * The family of a seed some of whose jobs go to the bulk queue, with a drawn `bulkShare`: drawn at {@link BULK_CHANCE},
+ * after every other draw.
+ */
+export const BULK = 'bulk';
+
+/** The chance that a seed sends some of its jobs to the bulk queue. */
+const BULK_CHANCE = 0.3;
+
+/**
+ * `input` with from one to all of its standard jobs in the bulk queue, and a `bulkShare` from 0.05 to 0.5; `undefined`
+ * when it has no standard job.
+ */
+function withBulk(input: Record<string, unknown>, draw: Draw): Record<string, unknown> | undefined {
+  const jobs = input.jobs as { count: number; fifo: number; poison: number; malformed: number };
+  const standard = jobs.count - jobs.fifo - jobs.poison - jobs.malformed;
+  if (standard < 1) return undefined;
+  return { ...input, jobs: { ...jobs, bulk: draw(1, standard) }, priorities: { bulkShare: draw(0.05, 0.5) } };
 }
 
 /**

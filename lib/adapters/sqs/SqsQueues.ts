@@ -28,7 +28,7 @@ import { fitAttributes, unpackAttributes } from './fitAttributes';
 /** Options of {@link SqsQueues}. */
 export interface SqsQueuesOptions {
   readonly client: SQSClient;
-  /** URL of each of the lane's six queues; `fifo` and `fifo-dlq` must be FIFO queues (URL ending in `.fifo`), the others not. */
+  /** URL of each of the lane's eight queues; `fifo` and `fifo-dlq` must be FIFO queues (URL ending in `.fifo`), the others not. */
   readonly queueUrls: Readonly<Record<QueueName, string>>;
 }
 
@@ -118,7 +118,7 @@ function toReceived(queue: QueueName, message: Message): ReceivedMessage {
 }
 
 /**
- * The lane's six queues on Amazon SQS.
+ * The lane's eight queues on Amazon SQS.
  *
  * - **Durations** in milliseconds become SQS's whole seconds: visibility and delay round up (never shorter than
  *   asked), the long-poll wait rounds to the nearest second. Values beyond SQS's ranges are clamped to them

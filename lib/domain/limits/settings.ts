@@ -26,7 +26,7 @@ export interface LimitSettings {
    * configured limit and what the API says); `shadow` learns the same limits, keeps them with the lane's state and
    * reports them (logs, the `LearnedLimitRatio` metric, `ops status`), while the lane paces at the configured limits;
    * `off` reads no limit header. Either way, what is learnt is kept with the lane's state and reported. @default
-   * 'shadow'
+   * 'enforce'
    */
   readonly learn: LimitLearningMode;
   /**
@@ -92,7 +92,7 @@ function familyUnits(value: unknown, field: string): Readonly<Record<LimitFamily
 }
 
 /**
- * Validates the `limits` section: `learn` (`shadow` or `off`), `headers` (the format, by default the one of
+ * Validates the `limits` section: `learn` (`enforce` by default, `shadow` or `off`), `headers` (the format, by default the one of
  * `usagePreset`'s provider, else `none`), `per` (the window of the tiers the headers speak of, `minute` by default:
  * OpenAI's and Anthropic's limits are per minute) and `units` (the tier unit of each family of headers).
  * @throws ConfigError naming the field and what it allows.
@@ -110,7 +110,7 @@ export function parseLimitSettings(input: unknown, usagePreset: string | undefin
   const presetFormat: LimitHeaderFormat =
     usagePreset === 'openai' || usagePreset === 'anthropic' ? usagePreset : 'none';
   return Object.freeze({
-    learn: oneOf(ownValue(raw, 'learn'), LIMIT_LEARNING_MODES, 'shadow', `${field}.learn`),
+    learn: oneOf(ownValue(raw, 'learn'), LIMIT_LEARNING_MODES, 'enforce', `${field}.learn`),
     headers: oneOf(ownValue(raw, 'headers'), LIMIT_HEADER_FORMATS, presetFormat, `${field}.headers`),
     per: oneOf(ownValue(raw, 'per'), PERIODS, 'minute', `${field}.per`),
     units: familyUnits(ownValue(raw, 'units'), `${field}.units`),

@@ -2,6 +2,7 @@ import { QueueUnavailableError } from '../../errors';
 import { fifoGroupOf, READ_ORDER, type ReceivedMessage, type SourceQueue } from '../../ports/QueueReceiver';
 import { deadLetter } from '../queueOutcomes';
 import { Backoff } from './backoff';
+import { BulkClass, LOOK_UP_MS } from './bulkClass';
 import { MAX_RECEIVE, PREFETCH_MS, ReceiveSizing } from './receiveSizing';
 import type { RunContext } from './runContext';
 import type { GuardedQueues } from './types';
@@ -26,8 +27,14 @@ export type Buffered =
     };
 
 /**
- * Where the run's messages come from and go back to: receives requeue ▸ fifo ▸ main into a buffer whose head the run
- * works on, dead-letters the head, backs the queues off after a failed receive or send, and hands the buffer back at exit.
+ * Where the run's messages come from and go back to: receives requeue ▸ fifo ▸ main ▸ bulk into a buffer whose head
+ * the run works on, dead-letters the head, backs the queues off after a failed receive or send, and hands the buffer
+ * back at exit.
+ *
+ * **Bulk turns.** The bulk queue is read after the others, and the buffer is kept in the order its jobs go (see
+ * `BulkTurns`, `PrioritySettings.bulkShare`): the others' in their order, with a bulk job wherever its share of the
+ * dispatches falls due, received for it when none is buffered (see {@link Intake.giveBulkItsTurn}), and the others'
+ * looked into again while bulk jobs go alone (see `BulkClass`).
  *
  * **Queue failures** never end the run. A failed receive, or a failed send to a dead-letter queue, backs the queues
  * off as the state store is (from `invokeBackoffMs`, doubling up to 10 s): the message stays at the head, and if its
@@ -61,6 +68,8 @@ export class Intake {
   private fifoQuietUntil = Number.NEGATIVE_INFINITY;
   /** The queue the last refill that found anything read from: when all are empty, the long poll waits on it. */
   private lastFound: SourceQueue = 'main';
+  /** Whose turn it is between the bulk class and the others, and when the bulk queue is read. */
+  private readonly bulk: BulkClass;
 
   constructor(
     private readonly run: RunContext,
@@ -72,10 +81,12 @@ export class Intake {
   ) {
     this.queueRetry = new Backoff(run.settings.invokeBackoffMs);
     this.sizing = new ReceiveSizing(run, room);
+    this.bulk = new BulkClass(run.config.priorities.bulkShare);
   }
 
   /**
-   * The head of the buffer, refilled from requeue ▸ fifo ▸ main when empty. A queue is read with up to
+   * The head of the buffer, refilled from requeue ▸ fifo ▸ main ▸ bulk when empty, with a bulk job at its head when
+   * its turn is due (see {@link Intake.giveBulkItsTurn}). A queue is read with up to
    * `MAX_PARALLEL_RECEIVES` receives at once, for {@link PREFETCH_MS} of the tightest tier's rate (see
    * {@link ReceiveSizing}): at high rates one receive of 10 a turn cannot keep up, and a batch takes what the buffer
    * holds. A queue that gave the last refill less than it asked for (the requeue queue, mostly) gets one receive:
@@ -98,6 +109,9 @@ export class Intake {
     if (this.buffer.length > 0) {
       const topUp = this.topUpSize();
       if (topUp >= MAX_RECEIVE) await this.readRound(topUp);
+      else if (this.bulk.lookUpDue(this.buffer, this.run.clock.now()) && this.run.clock.now() >= this.queueRetryAt)
+        await this.readRound(this.sizing.prefetchSize(), 'bulk');
+      await this.giveBulkItsTurn();
       return this.buffer[0];
     }
     this.foundEmpty = false;
@@ -107,6 +121,7 @@ export class Intake {
       return undefined;
     }
     const found = await this.readRound(this.sizing.prefetchSize());
+    if (found === 'found') await this.giveBulkItsTurn();
     if (found !== 'empty') return this.buffer[0];
     // A FIFO group whose message is in flight is held back until that message is deleted: the poll then waits on the
     // FIFO queue, which answers as soon as the group's next message can go.
@@ -119,21 +134,26 @@ export class Intake {
   }
 
   /**
-   * One round of reads, requeue ▸ fifo ▸ main, that stops at the first queue with messages and adds them behind the
-   * buffer: `prefetch` from a queue that gave its last read all it asked for, one receive from the others.
+   * One round of reads, requeue ▸ fifo ▸ main ▸ bulk (up to `before`, when given), that stops at the first queue with
+   * messages and adds them to the buffer: `prefetch` from a queue that gave its last read all it asked for, one receive
+   * from the others.
    * @returns `found`, `empty` when every queue read was empty, or `failed` when a receive failed (the queues are
    *   backed off, and the next round resumes at that queue).
    */
-  private async readRound(prefetch: number): Promise<'found' | 'empty' | 'failed'> {
+  private async readRound(prefetch: number, before?: SourceQueue): Promise<'found' | 'empty' | 'failed'> {
     const { clock } = this.run;
     // After a failed receive the round resumes at that queue: the ones before it were just found empty, and starting
     // over could keep hitting a failure that strikes every few calls.
     for (const [i, queue] of READ_ORDER.entries()) {
+      if (queue === before) break;
       if (i < this.readFrom || (queue === 'fifo' && clock.now() < this.fifoQuietUntil)) continue;
-      const wanted =
+      const size =
         this.sparse.has(queue) || (queue === 'fifo' && this.fifoReceiveMax < MAX_RECEIVE)
           ? this.receiveSize(queue)
           : prefetch;
+      // Bulk jobs received while the others' queues are empty wait at bulk's share of the rate once they are not:
+      // no more than that share sends while they are held.
+      const wanted = queue === 'bulk' ? this.sizing.sendable(size, this.bulk.share) : size;
       const received = await this.receive(queue, wanted, 0);
       if (received === undefined) {
         this.readFrom = i;
@@ -142,6 +162,7 @@ export class Intake {
       this.readFrom = 0;
       if (queue === 'fifo')
         this.fifoQuietUntil = received.length === 0 ? clock.now() + FIFO_QUIET_MS : Number.NEGATIVE_INFINITY;
+      if (queue === 'bulk') this.bulk.found(received.length, clock.now());
       if (received.length < wanted) this.sparse.add(queue);
       else this.sparse.delete(queue);
       if (received.length > 0) {
@@ -199,9 +220,13 @@ export class Intake {
     return this.foundEmpty;
   }
 
-  /** The `i`-th buffered message after the head (the head is 0), without receiving: a batch's candidates. */
+  /**
+   * The `i`-th buffered message after the head (the head is 0), without receiving: a batch's candidates. None where
+   * only bulk jobs going alone are left, past {@link LOOK_UP_MS} of the rate (see `BulkClass.joinsBatch`).
+   */
   peek(i: number): Buffered | undefined {
-    return this.buffer[i];
+    const buffered = this.buffer[i];
+    return i === 0 || this.bulk.joinsBatch(this.buffer, i, this.sizing.sentWithin(LOOK_UP_MS)) ? buffered : undefined;
   }
 
   /** How many buffered messages come after the head in its FIFO group (0 for a message of another queue). */
@@ -212,7 +237,24 @@ export class Intake {
 
   /** Takes the head out of the buffer: it was dispatched. */
   shift(): void {
-    this.buffer.shift();
+    const head = this.buffer.shift();
+    if (head === undefined) return;
+    this.bulk.dispatched(head, this.buffer, this.run.clock.now());
+    this.buffer = this.bulk.arrange(this.buffer);
+  }
+
+  /**
+   * Receives the bulk jobs bulk's turns among the buffer's jobs need (see `BulkClass.missing`), to go where their
+   * turns fall; nothing while the queues are backed off.
+   */
+  private async giveBulkItsTurn(): Promise<void> {
+    const now = this.run.clock.now();
+    const missing = this.bulk.missing(this.buffer, now);
+    if (missing === 0 || now < this.queueRetryAt) return;
+    const received = await this.receive('bulk', missing, 0);
+    if (received === undefined) return;
+    this.bulk.found(received.length, this.run.clock.now());
+    this.fill(received);
   }
 
   /** Takes the head out of the buffer, to reappear after its visibility, and hands back the rest of its FIFO group. */
@@ -315,6 +357,7 @@ export class Intake {
     });
     ranked.sort((a, b) => a.k - b.k || a.i - b.i);
     this.buffer.push(...ranked.map(({ message }): Buffered => ({ kind: 'received', message, receivedAt })));
+    this.buffer = this.bulk.arrange(this.buffer);
   }
 
   /**

@@ -42,13 +42,22 @@ export class ReceiveSizing {
     return Math.max(this.batchSize(), Math.min(prefetch, this.sendable(MAX_RECEIVE * MAX_PARALLEL_RECEIVES)));
   }
 
-  /** Of `most` messages received now, how many could be sent while held (at least one). */
-  private sendable(most: number): number {
+  /** How many calls the tightest sliding tier's rate sends within `ms` (unbounded without one). */
+  sentWithin(ms: number): number {
+    const rate = this.tightestRate();
+    return rate === undefined ? Number.POSITIVE_INFINITY : Math.floor(rate * ms);
+  }
+
+  /**
+   * Of `most` messages received now, how many could be sent while held (at least one), at `share` of the tightest
+   * tier's rate: a bulk job that waits for the main class's goes at its share of the rate (see `BulkTurns`).
+   */
+  sendable(most: number, share = 1): number {
     const { settings, options } = this.run;
     const now = this.run.clock.now();
     const window = Math.min(settings.visibilityTimeoutMs - settings.workerTimeoutMs, options.deadline - now);
     const rate = this.tightestRate();
-    const perWindow = rate === undefined ? most : Math.floor(rate * window);
+    const perWindow = rate === undefined ? most : Math.floor(share * rate * window);
     return Math.max(1, Math.min(most, perWindow, this.room(now)));
   }
 

@@ -1,42 +1,9 @@
 import type { LaneControlResult } from '../../../lib/services/operator/laneControl';
 import { ago, formatControl, formatRedrive, formatStatus, isoSecond, table } from '../../../tools/ops/format';
-import type { OpsStatus } from '../../../tools/ops/laneOps';
+import { opsStatus, STATUS_AT } from '../../helpers/opsStatus';
 
-const AT = Date.UTC(2026, 10, 26, 9, 40);
-const EMPTY = { visible: 0, inFlight: 0, delayed: 0 };
-
-function status(overrides: Partial<OpsStatus> = {}): OpsStatus {
-  return {
-    target: 'the local stack (out/local-stack.json)',
-    lane: 'default',
-    at: AT,
-    paused: null,
-    circuit: { status: 'closed', recentTransitions: [] },
-    tiers: [
-      { tier: '10/second', per: 'second', unit: 'requests', limit: 10, used: 3, remaining: 7 },
-      {
-        tier: '20000/day',
-        per: 'day',
-        unit: 'requests',
-        limit: 20_000,
-        used: 1_500,
-        remaining: 18_500,
-        resetsAt: Date.UTC(2026, 10, 27),
-      },
-    ],
-    lease: { owner: 'orchestrator-1', expiresAt: AT + 25_000, fencingToken: 12, expired: false },
-    queues: {
-      main: { visible: 12, inFlight: 3, delayed: 0 },
-      fifo: EMPTY,
-      requeue: { visible: 0, inFlight: 0, delayed: 2 },
-      'main-dlq': { visible: 1, inFlight: 0, delayed: 0 },
-      'fifo-dlq': EMPTY,
-      'requeue-dlq': EMPTY,
-    },
-    pools: [],
-    ...overrides,
-  };
-}
+const AT = STATUS_AT;
+const status = opsStatus;
 
 describe('formatStatus', () => {
   it("shows the pause, the circuit, each tier's usage against its limit, the queues and the lease", () => {
@@ -57,9 +24,11 @@ describe('formatStatus', () => {
         '  requeue            0          0        2',
         '  fifo               0          0        0',
         '  main              12          3        0',
+        '  bulk               0          0        0',
         '  requeue-dlq        0          0        0',
         '  fifo-dlq           0          0        0',
         '  main-dlq           1          0        0',
+        '  bulk-dlq           0          0        0',
         '',
         'Lease:    held by orchestrator-1 until 2026-11-26T09:40:25Z (fencing token 12)',
       ].join('\n'),

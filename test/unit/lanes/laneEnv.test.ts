@@ -59,9 +59,11 @@ describe('laneEnvs', () => {
       main: `${PREFIX}gpt-4o-main`,
       fifo: `${PREFIX}gpt-4o-fifo.fifo`,
       requeue: `${PREFIX}gpt-4o-requeue`,
+      bulk: `${PREFIX}gpt-4o-bulk`,
       'main-dlq': `${PREFIX}gpt-4o-main-dlq`,
       'fifo-dlq': `${PREFIX}gpt-4o-fifo-dlq.fifo`,
       'requeue-dlq': `${PREFIX}gpt-4o-requeue-dlq`,
+      'bulk-dlq': `${PREFIX}gpt-4o-bulk-dlq`,
     });
     // One lane's settings never leak into another's environment, nor does a lane's setting set for the deployment.
     expect(first!.env.MAX_IN_FLIGHT).toBeUndefined();

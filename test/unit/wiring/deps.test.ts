@@ -39,9 +39,11 @@ const ENV = {
   MAIN_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-main',
   FIFO_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-fifo.fifo',
   REQUEUE_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-requeue',
+  BULK_QUEUE_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-bulk',
   MAIN_DLQ_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-main-dlq',
   FIFO_DLQ_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-fifo-dlq.fifo',
   REQUEUE_DLQ_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-requeue-dlq',
+  BULK_DLQ_URL: 'https://sqs.us-east-1.amazonaws.com/000000000000/qo-test-bulk-dlq',
 } as const satisfies Env;
 
 const HEALTH_EVENT: WorkerEvent = { kind: 'health-check', lane: 'billing', checkId: 'c-1', sentAt: 1_700_000_000_000 };

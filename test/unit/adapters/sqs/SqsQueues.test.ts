@@ -19,9 +19,11 @@ const URLS: Record<QueueName, string> = {
   main: 'https://sqs.test/1/main',
   fifo: 'https://sqs.test/1/fifo.fifo',
   requeue: 'https://sqs.test/1/requeue',
+  bulk: 'https://sqs.test/1/bulk',
   'main-dlq': 'https://sqs.test/1/main-dlq',
   'fifo-dlq': 'https://sqs.test/1/fifo-dlq.fifo',
   'requeue-dlq': 'https://sqs.test/1/requeue-dlq',
+  'bulk-dlq': 'https://sqs.test/1/bulk-dlq',
 };
 
 const sqsMock = mockClient(SQSClient);

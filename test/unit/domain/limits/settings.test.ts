@@ -1,9 +1,9 @@
 import { DEFAULT_FAMILY_UNITS, parseLimitSettings } from '../../../../lib/domain/limits/settings';
 
 describe('parseLimitSettings', () => {
-  it('learns in shadow from the headers of the usage preset, per minute, each family on its own unit', () => {
+  it('learns and enforces from the headers of the usage preset, per minute, each family on its own unit', () => {
     expect(parseLimitSettings(undefined, 'anthropic')).toEqual({
-      learn: 'shadow',
+      learn: 'enforce',
       headers: 'anthropic',
       per: 'minute',
       units: DEFAULT_FAMILY_UNITS,

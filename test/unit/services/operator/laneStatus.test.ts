@@ -155,7 +155,7 @@ describe('readLaneStatus: learned limits', () => {
     const status = await readLaneStatus(d);
 
     expect(status.limits).toEqual({
-      learn: 'shadow',
+      learn: 'enforce',
       learned: [{ tier: '100/minute', configured: 100, limit: 60, source: 'header', since: START }],
     });
   });
@@ -164,7 +164,7 @@ describe('readLaneStatus: learned limits', () => {
     const off = testConfig({ limits: { learn: 'off' } });
 
     await expect(readLaneStatus({ ...deps(), limits: learning.limits })).resolves.toMatchObject({
-      limits: { learn: 'shadow', learned: [] },
+      limits: { learn: 'enforce', learned: [] },
     });
     await expect(readLaneStatus({ ...deps(), limits: off.limits })).resolves.toMatchObject({
       limits: { learn: 'off', learned: [] },

@@ -348,8 +348,11 @@ describe('LedgerSync', () => {
 });
 
 describe('LedgerSync learning the API limits', () => {
-  /** 100 requests a minute, the API's headers OpenAI's. */
-  const config = testConfig({ quotas: [{ limit: 100, per: 'minute' }], limits: { headers: 'openai' } });
+  /** 100 requests a minute, the API's headers OpenAI's, learnt in shadow. */
+  const config = testConfig({
+    quotas: [{ limit: 100, per: 'minute' }],
+    limits: { headers: 'openai', learn: 'shadow' },
+  });
 
   /** A ledger sync on a harness of {@link config}, whose quota is rehydrated as a run's is: with its learner. */
   async function learning(saved?: Parameters<typeof rehydrate>[1]) {
