@@ -109,7 +109,7 @@ export class Intake {
     if (this.buffer.length > 0) {
       const topUp = this.topUpSize();
       if (topUp >= MAX_RECEIVE) await this.readRound(topUp);
-      else if (this.bulk.lookUpDue(this.buffer, this.run.clock.now()) && this.run.clock.now() >= this.queueRetryAt)
+      else if (this.run.clock.now() >= this.queueRetryAt && this.bulk.lookUpDue(this.buffer, this.run.clock.now()))
         await this.readRound(this.sizing.prefetchSize(), 'bulk');
       await this.giveBulkItsTurn();
       return this.buffer[0];

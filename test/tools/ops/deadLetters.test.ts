@@ -185,7 +185,8 @@ describe('redriveMessageOf', () => {
 describe('sourceOf and deadLetterQueuesOf', () => {
   it('pair each source queue with its dead-letter queue', () => {
     expect(sourceOf('fifo-dlq')).toBe('fifo');
+    expect(sourceOf('bulk-dlq')).toBe('bulk');
     expect(deadLetterQueuesOf(['main'])).toEqual(['main-dlq']);
-    expect(deadLetterQueuesOf(undefined)).toEqual(['requeue-dlq', 'fifo-dlq', 'main-dlq']);
+    expect(deadLetterQueuesOf(undefined)).toEqual(['requeue-dlq', 'fifo-dlq', 'main-dlq', 'bulk-dlq']);
   });
 });

@@ -282,7 +282,7 @@ describe('parseScenario', () => {
   it('refuses more special jobs than jobs, and unknown keys', () => {
     expect(() =>
       parseScenario({ quotas: [{ limit: 5, per: 'second' }], jobs: { count: 3, poison: 2, fifo: 2 } }),
-    ).toThrow(/jobs: fifo \+ poison \+ malformed \(4\) must not exceed count \(3\)/);
+    ).toThrow(/jobs: fifo \+ poison \+ malformed \+ bulk \(4\) must not exceed count \(3\)/);
     expect(() => parseScenario({ quotas: [{ limit: 5, per: 'second' }], colour: 'red' })).toThrow(
       /colour: unknown key/,
     );
