@@ -133,8 +133,8 @@ interface Commands {
   readonly reachable: SdkCommand[];
 }
 
-/** The producer client that producers import, and whose sends the producer policy grants. */
-const PRODUCER = 'lib/producer/enqueue.ts';
+/** The producer client that producers import (the package's entry), whose requests the producer policy grants. */
+const PRODUCER = 'lib/producer/index.ts';
 
 /** The operator CLI (`npm run ops`), whose sends the operator policy grants. */
 const OPERATOR_CLI = 'tools/cli/ops.ts';
@@ -401,12 +401,14 @@ describe('the producer policy', () => {
 
   it('grants exactly the actions of the SDK commands the producer client sends (SendMessageBatch is sqs:SendMessage)', () => {
     const granted = producerStatements().flatMap((statement) => ([] as string[]).concat(statement.Action));
-    expect(sorted(producerCommands.map((command) => command.action))).toEqual(['sqs:SendMessage']);
+    expect(sorted(producerCommands.map((command) => command.action))).toEqual(['dynamodb:GetItem', 'sqs:SendMessage']);
     expect(sorted(granted)).toEqual(sorted(producerCommands.map((command) => command.action)));
   });
 
-  it('sends to the main, bulk and FIFO queues only: never the requeue queue nor a dead-letter queue', () => {
+  it('sends to the main, bulk and FIFO queues only, never the requeue queue nor a dead-letter queue, and reads job records', () => {
     expect(sorted(pairsOf(producerStatements()))).toEqual([
+      'dynamodb:GetItem item batch#*',
+      'dynamodb:GetItem item idem#*',
       'sqs:SendMessage BulkQueue',
       'sqs:SendMessage FifoQueue',
       'sqs:SendMessage MainQueue',

@@ -103,11 +103,11 @@ const queueUrl = process.env.QUEUE_URL;
   it('gives the same names to an ES module', async () => {
     writeFileSync(
       join(consumer, 'esm.mjs'),
-      "import { enqueue, enqueueMany, EnqueueError, MAX_MESSAGE_BYTES } from 'quota-orchestrator';\n" +
-        'console.log(JSON.stringify([typeof enqueue, typeof enqueueMany, typeof EnqueueError, MAX_MESSAGE_BYTES]));\n',
+      "import { enqueue, enqueueMany, EnqueueError, MAX_MESSAGE_BYTES, status } from 'quota-orchestrator';\n" +
+        'console.log(JSON.stringify([typeof enqueue, typeof enqueueMany, typeof EnqueueError, MAX_MESSAGE_BYTES, typeof status]));\n',
     );
     const { stdout } = await run('node', ['esm.mjs'], { cwd: consumer });
-    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 262_144]);
+    expect(JSON.parse(stdout)).toEqual(['function', 'function', 'function', 262_144, 'function']);
   }, 30_000);
 
   it('runs the operator CLI as its bin, named as installed', async () => {

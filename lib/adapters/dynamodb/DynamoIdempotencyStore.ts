@@ -9,7 +9,10 @@ import {
 } from '../../ports/IdempotencyStore';
 import { batchJobIndex } from '../../ports/Invoker';
 import {
+  ATTEMPTS_PROJECTION,
+  attemptsOf,
   batchKey,
+  batchSuccessOf,
   idempotencyKey,
   idempotencyRecordOf,
   liveRecord,
@@ -17,9 +20,7 @@ import {
   recordValues,
 } from './idempotencyItems';
 import {
-  corrupt,
   DynamoTable,
-  isFiniteNumber,
   TABLE_KEY,
   TTL_ATTRIBUTE,
   unlessConditionFails,
@@ -168,11 +169,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    * @throws StateFormatError when `attempts` is not a string set.
    */
   async attemptsSpent(key: string): Promise<number> {
-    const item = await this.table.get({ Key: this.itemKey(key), ProjectionExpression: '#attempts' });
-    const attempts = item?.attempts;
-    if (attempts === undefined) return 0;
-    if (!(attempts instanceof Set)) throw corrupt(`idempotency record '${key}'`, 'attempts must be a string set', item);
-    return attempts.size;
+    return attemptsOf(await this.table.get({ Key: this.itemKey(key), ProjectionExpression: ATTEMPTS_PROJECTION }), key);
   }
 
   /**
@@ -306,20 +303,7 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    * @throws StateFormatError when the batch's record is malformed.
    */
   async batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined> {
-    const item = await this.table.get({ Key: batchKey(batch) });
-    if (item === undefined) return undefined;
-    const { at, succeeded, indexes } = item;
-    if (
-      !isFiniteNumber(at) ||
-      !(succeeded === undefined || succeeded instanceof Set) ||
-      !(indexes === undefined || indexes instanceof Set)
-    ) {
-      throw corrupt(`batch record '${batch}'`, 'must be {at, indexes?: a number set, succeeded?: a string set}', item);
-    }
-    const index = batchJobIndex(batch, dispatchId);
-    return (index !== undefined && indexes?.has(index) === true) || succeeded?.has(dispatchId) === true
-      ? at
-      : undefined;
+    return batchSuccessOf(await this.table.get({ Key: batchKey(batch) }), batch, dispatchId);
   }
 }
 

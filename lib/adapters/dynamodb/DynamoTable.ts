@@ -6,17 +6,11 @@ import {
   type UpdateCommandInput,
   type UpdateCommandOutput,
 } from '@aws-sdk/lib-dynamodb';
-import { describeValue } from '../../domain/describeValue';
-import { LeaseLostError, StateFormatError } from '../../errors';
+import { LeaseLostError } from '../../errors';
+import { TABLE_KEY, type Item } from './itemValues';
 
-/** Name of the table's partition key (type S). The table has no sort key; `resources/dynamodb.yml` must match. */
-export const TABLE_KEY = 'pk';
-
-/**
- * Name of the table's TTL attribute (epoch seconds, Number). Only idempotency and batch items carry it. DynamoDB deletes
- * expired items late (up to days), so the idempotency store also checks expiry itself on every read.
- */
-export const TTL_ATTRIBUTE = 'ttl';
+/** The values of the table's items, which every store checks (see `itemValues`). */
+export { corrupt, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, type Item } from './itemValues';
 
 /** How the DynamoDB stores reach their table. */
 export interface DynamoTableOptions {
@@ -30,9 +24,6 @@ export interface DynamoTableOptions {
   /** The state table: partition key {@link TABLE_KEY} (S), no sort key, TTL on {@link TTL_ATTRIBUTE}. */
   readonly tableName: string;
 }
-
-/** An item of the state table, as the document client reads and writes it. */
-export type Item = Record<string, unknown>;
 
 /**
  * A request without its table; its `ExpressionAttributeNames` need only name the placeholders that do not stand for
@@ -200,14 +191,4 @@ export async function unlessConditionFails<T, F>(request: Promise<T>, onFailed: 
 /** @throws LeaseLostError for `lane` and `fencingToken`, caused by the refused write. */
 export function leaseLost(lane: string, fencingToken: number, cause: unknown): never {
   throw new LeaseLostError(lane, fencingToken, { cause });
-}
-
-/** A `StateFormatError` saying that the stored `what` has `problem`, showing the value found. */
-export function corrupt(what: string, problem: string, value: unknown): StateFormatError {
-  return new StateFormatError(`stored ${what} ${problem}; got ${describeValue(value)}`);
-}
-
-/** Whether `value` is a finite number. */
-export function isFiniteNumber(value: unknown): value is number {
-  return typeof value === 'number' && Number.isFinite(value);
 }

@@ -1,6 +1,7 @@
 import type { IdempotencyRecord } from '../../ports/IdempotencyStore';
-import { settlementOf } from './DynamoSettlementRecorder';
-import { corrupt, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, type Item } from './DynamoTable';
+import { batchJobIndex } from '../../ports/Invoker';
+import { settlementOf } from './settlementValues';
+import { corrupt, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, type Item } from './itemValues';
 
 /**
  * How an idempotency record is stored on its item of the state table (`idem#<key>`, see `DynamoIdempotencyStore`),
@@ -100,4 +101,37 @@ export function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord 
     "must be {status: 'in-progress' | 'succeeded' | 'failed' | 'dead-lettered', dispatchId, at?, expiresAt, settlement?, reason?, batch?, busyUntil?}",
     item,
   );
+}
+
+/** The projection that reads an idempotency item's `attempts` alone: one read unit whatever the item's size. */
+export const ATTEMPTS_PROJECTION = '#attempts';
+
+/**
+ * How many attempts the item of `key` (read with {@link ATTEMPTS_PROJECTION}) counts: the size of its `attempts`
+ * set; 0 without one (an item written before `attempts` existed, or none).
+ * @throws StateFormatError when `attempts` is not a string set.
+ */
+export function attemptsOf(item: Item | undefined, key: string): number {
+  const attempts = item?.attempts;
+  if (attempts === undefined) return 0;
+  if (!(attempts instanceof Set)) throw corrupt(`idempotency record '${key}'`, 'attempts must be a string set', item);
+  return attempts.size;
+}
+
+/**
+ * When the record of batch `batch` (its item, if any) says dispatch `dispatchId` succeeded; `undefined` if it does not.
+ * @throws StateFormatError when the batch's record is malformed.
+ */
+export function batchSuccessOf(item: Item | undefined, batch: string, dispatchId: string): number | undefined {
+  if (item === undefined) return undefined;
+  const { at, succeeded, indexes } = item;
+  if (
+    !isFiniteNumber(at) ||
+    !(succeeded === undefined || succeeded instanceof Set) ||
+    !(indexes === undefined || indexes instanceof Set)
+  ) {
+    throw corrupt(`batch record '${batch}'`, 'must be {at, indexes?: a number set, succeeded?: a string set}', item);
+  }
+  const index = batchJobIndex(batch, dispatchId);
+  return (index !== undefined && indexes?.has(index) === true) || succeeded?.has(dispatchId) === true ? at : undefined;
 }

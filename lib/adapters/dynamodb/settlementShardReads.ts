@@ -1,6 +1,6 @@
 import type { Settlement } from '../../domain/quota/ledger';
 import { MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
-import { settlementOf } from './DynamoSettlementRecorder';
+import { settlementOf } from './settlementValues';
 import { corrupt, DynamoTable, settlementShardKey, unlessConditionFails, type Item } from './DynamoTable';
 
 /**
