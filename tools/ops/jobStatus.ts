@@ -122,7 +122,8 @@ export async function readJob(target: OpsTarget, clock: Clock, job: string, maxL
   let letter: DeadLetter | undefined;
   if (record.state !== 'succeeded' && record.state !== 'in-flight') {
     const named = (l: DeadLetter) => idempotencyKeyOf(l) === job || l.messageId === job || l.originalMessageId === job;
-    [letter] = await peekDeadLetters(adapters, { max: maxLetters, chosen: named, until: named });
+    // Every letter looked at counts toward `maxLetters`: the peek stops there, or at the job's letter.
+    letter = (await peekDeadLetters(adapters, { max: maxLetters, until: named })).find(named);
     const letterKey = letter === undefined ? undefined : idempotencyKeyOf(letter);
     if (record.state === 'none' && letterKey !== undefined && letterKey !== job) {
       key = letterKey;
