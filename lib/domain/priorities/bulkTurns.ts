@@ -8,7 +8,7 @@ const ROUNDING = 1e-9;
  *
  * It keeps a credit. Each job dispatched while bulk has jobs waiting adds `share`; each bulk job dispatched takes 1
  * away. Bulk is due when the credit reaches 1: with share 0.1, one bulk job after every nine others; with 0.4, two
- * after every three. The credit never goes below 0, so bulk jobs that go while the main class has none (and take the
+ * in every five. The credit never goes below 0, so bulk jobs that go while the main class has none (and take the
  * whole quota) earn the main class no debt; it never goes above `1 + share`, the most it reaches while bulk jobs go
  * at their turns, so turns bulk could not take (none of its jobs was at hand) earn it no burst.
  */
