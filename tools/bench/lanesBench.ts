@@ -21,6 +21,7 @@ import {
   type Limiters,
 } from './baselines';
 import { lanesFigures, type LaneCalls, type LanesFigures } from './lanesMeasures';
+import { tiersPerSecond } from './measures';
 import { startRedis } from './redisServer';
 import type { BenchSize } from './scenarios';
 import { formatFixedWidth } from './table';
@@ -109,7 +110,7 @@ function laneCalls(scenario: LanesScenario, calls: (lane: string) => LaneCalls['
     return {
       lane: config.lane,
       calls: calls(config.lane),
-      perSecond: perSecond(config.quotas),
+      perSecond: tiersPerSecond(config.quotas),
       pools: (config.pools ?? []).map((pool) => pool.name),
       ...(outage === undefined ? {} : { outage }),
     };
@@ -123,7 +124,7 @@ function resultOf(
   lanes: readonly LaneCalls[],
   start: number,
 ): LanesStrategyResult {
-  const pools = scenario.pools.map((pool) => ({ pool: pool.name, perSecond: perSecond(pool.quotas) }));
+  const pools = scenario.pools.map((pool) => ({ pool: pool.name, perSecond: tiersPerSecond(pool.quotas) }));
   const lastAccepted = Math.max(start, ...lanes.flatMap((lane) => lane.calls.filter((c) => c.usage).map((c) => c.at)));
   return {
     name,
@@ -220,11 +221,6 @@ async function runBaseline(name: BaselineName, scenario: LanesScenario): Promise
   }
 }
 
-/** The calls a second that `tiers` allow at their steadiest: the least of their steady rates. */
-function perSecond(tiers: LanesScenario['pools'][number]['quotas']): number {
-  return Math.min(...tiers.flatMap((tier) => tier.steadyRate() ?? []).map((rate) => (rate.units * 1000) / rate.perMs));
-}
-
 /** The `lanes` table: per strategy, what the APIs refused and each lane's and pool's utilization. */
 export function lanesTable(scenario: LanesScenario, results: readonly LanesStrategyResult[]): string {
   const lanes = scenario.lanes.map((lane) => lane.config.lane);
@@ -257,10 +253,10 @@ export function lanesTable(scenario: LanesScenario, results: readonly LanesStrat
     .map(({ config, jobs, api }) => {
       const pooled = (config.pools ?? []).map((pool) => ` + pool ${pool.name}`).join('');
       const down = api.outages.map((o) => `, down ${o.atSeconds}–${o.atSeconds + o.forSeconds} s`).join('');
-      return `${config.lane} ${jobs.count} jobs at ${perSecond(config.quotas)}/s${pooled}${down}`;
+      return `${config.lane} ${jobs.count} jobs at ${tiersPerSecond(config.quotas)}/s${pooled}${down}`;
     })
     .join('; ');
-  const poolsDescribed = scenario.pools.map((pool) => `pool ${pool.name} ${perSecond(pool.quotas)}/s`).join('; ');
+  const poolsDescribed = scenario.pools.map((pool) => `pool ${pool.name} ${tiersPerSecond(pool.quotas)}/s`).join('; ');
   return [
     `lanes (${described}; ${poolsDescribed}); utilization: what each used of what it was allowed while it had a backlog:`,
     formatFixedWidth(columns, rows),

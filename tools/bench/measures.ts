@@ -7,6 +7,11 @@ import type { VirtualApiCall } from '../simulation/virtualApi';
 import { usedUnits } from './jobSet';
 import type { BenchScenario } from './types';
 
+/** The calls a second that `tiers` allow at their steadiest: the least of their steady rates. */
+export function tiersPerSecond(tiers: readonly Tier[]): number {
+  return Math.min(...tiers.flatMap((tier) => tier.steadyRate() ?? []).map((rate) => (rate.units * 1000) / rate.perMs));
+}
+
 /** A fixed start for {@link optimalSecondsOf}: its scenarios have no calendar tier, so any instant gives the same. */
 const OPTIMAL_START = Date.UTC(2026, 0, 5);
 

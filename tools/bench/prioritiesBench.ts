@@ -3,6 +3,7 @@ import type { Template } from '../local/template';
 import { buildJobs } from '../simulation/jobs';
 import { seededRandom } from '../simulation/random';
 import { parseScenario, type Scenario } from '../simulation/scenario';
+import { tiersPerSecond } from './measures';
 import { classWaits, lowestBulkShare, type ClassWaits } from './priorityMeasures';
 import type { BenchSize } from './scenarios';
 import { formatFixedWidth } from './table';
@@ -59,7 +60,6 @@ export async function runPriorities(size: BenchSize, template: Template): Promis
   const scenario = prioritiesScenario(size);
   const run = await runLocal({ scenario, overrides: ['quotas', 'priorities'], template });
   const jobs = buildJobs(scenario, seededRandom(scenario.seed));
-  const rate = Math.min(...scenario.config.quotas.flatMap((t) => t.steadyRate() ?? []).map((r) => r.units / r.perMs));
   return {
     name: scenario.name,
     bulkShare: scenario.config.priorities.bulkShare,
@@ -67,7 +67,7 @@ export async function runPriorities(size: BenchSize, template: Template): Promis
     apiCalls: run.report.apiCalls,
     rejectedByApi: run.report.rejectedByApi,
     lost: run.report.lost,
-    classes: classWaits(jobs, run.calls, run.start, rate * 1000),
+    classes: classWaits(jobs, run.calls, run.start, tiersPerSecond(scenario.config.quotas)),
     lowestBulkShare: lowestBulkShare(jobs, run.calls, run.start, SHARE_WINDOW_SECONDS),
   };
 }

@@ -9,6 +9,7 @@ import {
   WORKER_MEMORY_MB,
   type CostLine,
 } from './cost';
+import { tiersPerSecond } from './measures';
 import { runOrchestratorStrategy, type OrchestratorResult } from './orchestratorStrategy';
 import type { SimulatedCeiling } from './simulatedCeiling';
 import { STRATEGIES, type BenchScenario, type StrategyResult } from './types';
@@ -35,13 +36,6 @@ export async function compareStrategies(
     );
   }
   return results;
-}
-
-/** The tightest tier's steady rate in calls per second. */
-export function quotaPerSecond(scenario: BenchScenario): number {
-  return Math.min(
-    ...scenario.quotas.flatMap((t) => t.steadyRate() ?? []).map((rate) => (rate.units / rate.perMs) * 1000),
-  );
 }
 
 /** A strategy's cost per million jobs, from its counts. */
@@ -140,7 +134,7 @@ export function ceilingLines(result: OrchestratorResult, simulated: SimulatedCei
 export function hotLaneLines(result: OrchestratorResult, scenario: BenchScenario, replay: HotLaneLoad): string {
   const { hotItems } = result;
   return [
-    `hot-lane (${scenario.jobs} jobs against ${quotaPerSecond(scenario)} calls/s, maxInFlight ${scenario.maxInFlight}, usage reported): ${result.dispatchesPerSecond} dispatches in the busiest second, ${result.peakCallsInFlight ?? 0} calls in flight at most`,
+    `hot-lane (${scenario.jobs} jobs against ${tiersPerSecond(scenario.quotas)} calls/s, maxInFlight ${scenario.maxInFlight}, usage reported): ${result.dispatchesPerSecond} dispatches in the busiest second, ${result.peakCallsInFlight ?? 0} calls in flight at most`,
     `  end to end on the local stack: largest item written ${hotItems.largestWriteKb} KB (${hotItems.largestItem || 'none'}); peak write units in one second on one item ${hotItems.peakWriteUnitsPerSecond} WU/s (${hotItems.peakItem || 'none'})`,
     `  replayed at ${HOT_LANE_CALLS_PER_SECOND} calls/s for ${replay.seconds} s on the DynamoDB adapters: largest item written ${replay.largestKb} KB (${replay.largestItem}); peak ${replay.peakUnitsPerSecond} WU/s on one item (${replay.peakItem}); ${replay.starved} calls without a free slot`,
     `  target: under 64 KB and 500 WU/s per item (DynamoDB's limits: 400 KB, 1,000 WU/s per partition)`,
@@ -151,7 +145,7 @@ export function hotLaneLines(result: OrchestratorResult, scenario: BenchScenario
 export function chartPanel(scenario: BenchScenario, results: readonly StrategyResult[]): ChartPanel {
   return {
     title: `${scenario.name} (${scenario.jobs} jobs, ${scenario.quotas.map((t) => `${t.limit}/${t.per}`).join(' + ')})`,
-    quotaPerSecond: quotaPerSecond(scenario),
+    quotaPerSecond: tiersPerSecond(scenario.quotas),
     ...(scenario.outage === undefined ? {} : { outage: scenario.outage }),
     series: results.map((r) => ({
       name: r.name,

@@ -18,7 +18,7 @@ export interface OpsClients {
 }
 
 /**
- * What an operator command works on: one lane of a deployed stage or of the local stack, its state table, its six
+ * What an operator command works on: one lane of a deployed stage or of the local stack, its state table, its eight
  * queues and its configuration (quotas, time zone, circuit and retry settings) as the service itself reads it.
  */
 export interface OpsTarget {
