@@ -74,6 +74,14 @@ function logEvent(log: Log, event: OrchestratorEvent): void {
       `limit of ${event.tier} learnt ${event.from} -> ${event.to} (${event.source}; configured ${event.configured})`,
       event,
     );
+  else if (event.type === 'limits-overridden')
+    log(
+      'info',
+      `limits overridden${event.by === undefined ? ' no more (reset)' : ` by ${event.by}`}: ${event.tiers
+        .map(({ tier, from, to, when }) => `${tier} ${from} -> ${to}${when === 'now' ? '' : ' (from the next run)'}`)
+        .join(', ')}`,
+      event,
+    );
   else if (event.type === 'limits-unread') log('warn', 'limit readings unread; learning nothing this flush', event);
   else if (event.type === 'circuit-transition')
     log(event.to === 'open' ? 'warn' : 'info', `circuit ${event.from} -> ${event.to}: ${event.reason}`, { ...event });

@@ -1,4 +1,5 @@
 import type { Settlement } from '../domain/quota/ledger';
+import type { LimitOverrideJSON } from '../domain/limits/limitOverride';
 import type { LedgerJSON } from '../domain/quota/ledgerJSON';
 
 /**
@@ -51,13 +52,22 @@ export interface PendingOptions {
   readonly skip?: ReadonlySet<string>;
 }
 
+/** What a ledger save found of the lane's state beside the ledger. */
+export interface LaneItemSeen {
+  /** The operator's override of the tiers' limits, if one is set. */
+  readonly override?: LimitOverrideJSON;
+}
+
 /**
  * Per lane a quota ledger and the settlements workers report for it. Saves are fenced by the lease tokens of the
  * `LeaseStore` of the same backend (see `StateStores`). Every implementation passes
  * `test/contract/stateStores.contract.ts`.
  */
 export interface LedgerStore {
-  /** The last ledger saved for the lane, or `undefined` if none. */
+  /**
+   * The last ledger saved for the lane, or `undefined` if none; with the operator's override of its tiers' limits (see
+   * `LimitStore.replaceOverride`), if one is set. @throws StateFormatError when either is malformed.
+   */
   loadLedger(lane: string): Promise<LedgerJSON | undefined>;
 
   /**
@@ -73,8 +83,16 @@ export interface LedgerStore {
    * ledger is replaced.
    * @throws LeaseLostError when `fencingToken` is not the lane's current lease token; nothing is written.
    * @throws RangeError when `folded` holds more than {@link MAX_FOLDED_PER_SAVE} ids; nothing is written.
+   * @throws StateFormatError when the override the save found is malformed (the ledger was saved).
+   * @returns what the save found beside the ledger (the operator's override), or `undefined` when it cannot say (a
+   * retried write whose first answer was lost). A ledger's `override` is not saved: the operator sets it.
    */
-  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, folded?: readonly string[]): Promise<void>;
+  saveLedger(
+    lane: string,
+    ledger: LedgerJSON,
+    fencingToken: number,
+    folded?: readonly string[],
+  ): Promise<LaneItemSeen | undefined>;
 
   /**
    * Records settlements reported by a worker, in one write, for the lane's orchestrator to fold into its ledger.

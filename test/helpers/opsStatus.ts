@@ -41,6 +41,7 @@ export function opsStatus(overrides: Partial<OpsStatus> = {}): OpsStatus {
       'bulk-dlq': EMPTY_DEPTH,
     },
     pools: [],
+    override: null,
     ...overrides,
   };
 }

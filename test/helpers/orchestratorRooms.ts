@@ -1,4 +1,5 @@
 import { FakeClock } from '../../tools/memory/FakeClock';
+import { OverrideInForce } from '../../lib/domain/limits/limitOverride';
 import { MemoryQueues } from '../../tools/memory/MemoryQueues';
 import {
   MemoryCircuitStore,
@@ -12,7 +13,7 @@ import { Pacer } from '../../lib/domain/pacing/pacer';
 import { QuotaLedger, type Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
 import type { Lease } from '../../lib/ports/LeaseStore';
-import type { PendingOptions } from '../../lib/ports/LedgerStore';
+import type { LaneItemSeen, PendingOptions } from '../../lib/ports/LedgerStore';
 import type { QueueReceiver } from '../../lib/ports/QueueReceiver';
 import { guardQueues, guardStores } from '../../lib/services/orchestrator/guardedPorts';
 import { RunContext, type RunContextDeps } from '../../lib/services/orchestrator/runContext';
@@ -72,7 +73,7 @@ class SwitchableLedgerStore extends MemoryLedgerStore {
     ledger: LedgerJSON,
     fencingToken: number,
     folded?: readonly string[],
-  ): Promise<void> {
+  ): Promise<LaneItemSeen | undefined> {
     return this.flushes.through('saveLedger', () => super.saveLedger(lane, ledger, fencingToken, folded));
   }
   override async pendingSettlements(lane: string, options?: PendingOptions): Promise<Settlement[]> {
@@ -141,7 +142,7 @@ export function roomHarness(
     run,
     ports,
     pacer,
-    quota: { ledger, slots: undefined, pacer },
+    quota: { ledger, slots: undefined, pacer, override: new OverrideInForce(config.quotas, undefined) },
     events,
   };
 }

@@ -615,6 +615,17 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       await expect(stores().circuit.loadCircuit(lane)).rejects.toBeInstanceOf(StateFormatError);
     });
 
+    it('refuses a limits override whose limit is no whole number, until an operator replaces it whatever it holds', async () => {
+      const lane = unique('corrupt-override');
+      const malformed = { v: 1, tiers: { 'minute:requests': '50' }, by: 'alice', at: T0 };
+      await putRawItem({ [TABLE_KEY]: `lane#${lane}`, override: malformed });
+      await expect(stores().limits.loadOverride(lane)).rejects.toThrow(/limit override of .*ops limits reset/);
+      await expect(stores().limits.replaceOverride(lane, undefined, 'none')).resolves.toBe(false);
+
+      await expect(stores().limits.replaceOverride(lane, undefined, 'any')).resolves.toBe(true);
+      await expect(stores().limits.loadOverride(lane)).resolves.toBeUndefined();
+    });
+
     it('refuses an idempotency record of an unknown status', async () => {
       const key = unique('corrupt-idem');
       await putRawItem({ [TABLE_KEY]: `idem#${key}`, status: 'done', dispatchId: 'd-1', expiresAt: T0 + TTL });

@@ -1,5 +1,6 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { LimitObservations, ObservedReading } from '../../lib/domain/limits/limitLearner';
+import type { LimitOverrideJSON } from '../../lib/domain/limits/limitOverride';
 import type { LimitFamily } from '../../lib/domain/limits/rateLimitHeaders';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
@@ -13,12 +14,13 @@ import {
   type ReopenOutcome,
 } from '../../lib/ports/IdempotencyStore';
 import type { Lease, LeaseStore } from '../../lib/ports/LeaseStore';
-import type { LimitStore } from '../../lib/ports/LimitStore';
+import type { ExpectedOverride, LimitStore } from '../../lib/ports/LimitStore';
 import {
   allRefunds,
   MAX_PENDING_SETTLEMENTS,
   MAX_STORED_SETTLEMENTS,
   checkFolded,
+  type LaneItemSeen,
   type LedgerStore,
   type PendingOptions,
 } from '../../lib/ports/LedgerStore';
@@ -70,6 +72,8 @@ export class MemoryState {
   readonly spent = new Map<string, Set<string>>();
   /** Per idempotency key, the dispatches whose call spent an attempt (see `IdempotencyStore.attemptsSpent`). */
   readonly attempts = new Map<string, Set<string>>();
+  /** Per lane or pool, the operator's override of its tiers' limits (see `LimitStore.replaceOverride`). */
+  readonly overrides = new JsonMap<LimitOverrideJSON>();
   /** Per lane, what the workers recorded of the API's limits (see `LimitStore`). */
   readonly limits = new JsonMap<{
     readonly readings: Readonly<Partial<Record<LimitFamily, ObservedReading>>>;
@@ -122,7 +126,8 @@ export class MemoryLedgerStore implements LedgerStore {
 
   async loadLedger(lane: string): Promise<LedgerJSON | undefined> {
     this.state.stats.reads++;
-    return this.state.ledgers.get(lane);
+    const ledger = this.state.ledgers.get(lane);
+    return ledger === undefined ? undefined : { ...ledger, ...this.overrideOf(lane) };
   }
 
   async saveLedger(
@@ -130,12 +135,19 @@ export class MemoryLedgerStore implements LedgerStore {
     ledger: LedgerJSON,
     fencingToken: number,
     folded: readonly string[] = [],
-  ): Promise<void> {
+  ): Promise<LaneItemSeen | undefined> {
     this.state.stats.writes++;
     checkFolded(folded);
     this.checkFence(lane, fencingToken);
-    this.state.ledgers.set(lane, ledger);
+    this.state.ledgers.set(lane, { ...ledger, override: undefined });
     for (const id of folded) this.pendingOf(lane).delete(id);
+    return this.overrideOf(lane);
+  }
+
+  /** The lane's override as a field to spread: `{}` when none is set. */
+  private overrideOf(lane: string): { override?: LimitOverrideJSON } {
+    const override = this.state.overrides.get(lane);
+    return override === undefined ? {} : { override };
   }
 
   async addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {
@@ -212,6 +224,24 @@ export class MemoryLimitStore implements LimitStore {
     const stored = this.state.limits.get(lane) ?? { readings: {} };
     if (stored.rateLimitedAt !== undefined && stored.rateLimitedAt >= at) return;
     this.state.limits.set(lane, { ...stored, rateLimitedAt: at });
+  }
+
+  async loadOverride(state: string): Promise<LimitOverrideJSON | undefined> {
+    this.state.stats.reads++;
+    return this.state.overrides.get(state);
+  }
+
+  async replaceOverride(
+    state: string,
+    next: LimitOverrideJSON | undefined,
+    expected: ExpectedOverride,
+  ): Promise<boolean> {
+    this.state.stats.writes++;
+    const stored = this.state.overrides.get(state);
+    if (expected === 'none' ? stored !== undefined : expected !== 'any' && stored?.at !== expected) return false;
+    if (next === undefined) this.state.overrides.delete(state);
+    else this.state.overrides.set(state, next);
+    return true;
   }
 
   async loadObservations(lane: string): Promise<LimitObservations> {

@@ -38,6 +38,8 @@ export interface PoolStatus {
   readonly lease: LaneStatus['lease'];
   /** Until when a 429 holds every lane of the pool (`rateLimitScope: pool`), while that is still ahead. */
   readonly rateLimitedUntil?: number;
+  /** The operator's override of the pool's limits (`ops limits set --pool`), or `null`. */
+  readonly override: LaneStatus['override'];
 }
 
 /** The production adapters on a target: the DynamoDB stores on its table, and the SQS adapter on its queues. */
@@ -96,6 +98,7 @@ export async function readStatus(target: OpsTarget, clock: Clock): Promise<OpsSt
       lane: state,
       quotas,
       timeZone: config.timeZone,
+      overrides: stores.limits,
       ...(limits === undefined ? {} : { limits }),
     });
   const [status, queues, pools] = await Promise.all([
@@ -103,9 +106,9 @@ export async function readStatus(target: OpsTarget, clock: Clock): Promise<OpsSt
     queueDepths(target),
     Promise.all(
       (config.pools ?? []).map(async ({ name, quotas }): Promise<PoolStatus> => {
-        const { tiers, lease, circuit } = await read(poolStateName(name), quotas);
+        const { tiers, lease, circuit, override } = await read(poolStateName(name), quotas);
         const until = circuit.rateLimitedUntil;
-        return { pool: name, tiers, lease, ...(until === undefined ? {} : { rateLimitedUntil: until }) };
+        return { pool: name, tiers, lease, ...(until === undefined ? {} : { rateLimitedUntil: until }), override };
       }),
     ),
   ]);

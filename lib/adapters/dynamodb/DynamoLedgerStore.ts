@@ -4,7 +4,7 @@ import type { Settlement } from '../../domain/quota/ledger';
 import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
 import { shardOf, type ShardCounts } from '../../domain/quota/settlementShards';
 import { StateConflictError } from '../../errors';
-import { checkFolded, type LedgerStore, type PendingOptions } from '../../ports/LedgerStore';
+import { checkFolded, type LaneItemSeen, type LedgerStore, type PendingOptions } from '../../ports/LedgerStore';
 import { DynamoSettlementRecorder } from './DynamoSettlementRecorder';
 import {
   corrupt,
@@ -17,6 +17,7 @@ import {
   type Item,
 } from './DynamoTable';
 import { pendingIn, removeFolded, type LaneView } from './settlementShardReads';
+import { overrideIn } from './overrideItem';
 import { ledgerOf, storedLedger } from './storedLedger';
 import { slotsOfText, slotsText } from './slotsText';
 
@@ -62,11 +63,11 @@ export class DynamoLedgerStore implements LedgerStore {
    */
   async loadLedger(lane: string): Promise<LedgerJSON | undefined> {
     const [item, slotsItem] = await Promise.all([
-      this.table.get({ Key: laneKey(lane), ProjectionExpression: '#ledger' }),
+      this.table.get({ Key: laneKey(lane), ProjectionExpression: '#ledger, #override' }),
       this.table.get({ Key: slotsKey(lane), ProjectionExpression: '#slots' }),
     ]);
     if (item?.ledger === undefined) return undefined;
-    const ledger = ledgerOf(item.ledger, lane);
+    const ledger = { ...ledgerOf(item.ledger, lane), ...overrideIn(item, lane) };
     if (slotsItem?.slots === undefined) return ledger;
     const slots = typeof slotsItem.slots === 'string' ? slotsOfText(slotsItem.slots) : undefined;
     if (slots === undefined) throw corrupt(`call slots of lane '${lane}'`, 'must be slots text', slotsItem.slots);
@@ -83,7 +84,7 @@ export class DynamoLedgerStore implements LedgerStore {
     ledger: LedgerJSON,
     fencingToken: number,
     folded: readonly string[] = [],
-  ): Promise<void> {
+  ): Promise<LaneItemSeen | undefined> {
     checkFolded(folded);
     const { slots, ...tiers } = ledger;
     if (slots !== undefined) await this.saveSlots(lane, slots, fencingToken);
@@ -112,7 +113,8 @@ export class DynamoLedgerStore implements LedgerStore {
           (removed.length === 0 ? '' : ` REMOVE ${removed.join(', ')}`),
         ConditionExpression: `${fenced} AND (attribute_not_exists(#ledgerSave) OR #ledgerSave <> :save)${settled === 0 ? '' : ' AND size(#settlements) >= :settled'}`,
         ExpressionAttributeValues: {
-          ':ledger': storedLedger(tiers),
+          // The override is the operator's: a save never writes it.
+          ':ledger': storedLedger({ ...tiers, override: undefined }),
           ':save': saveId,
           ':token': fencingToken,
           ':folded': foldedShards,
@@ -132,6 +134,7 @@ export class DynamoLedgerStore implements LedgerStore {
       },
     );
     this.saved(lane, foldedShards, shards, output === undefined ? undefined : output.Attributes);
+    return output?.Attributes === undefined ? undefined : overrideIn(output.Attributes, lane);
   }
 
   /** {@inheritDoc LedgerStore.addSettlements} See {@link DynamoSettlementRecorder}, which the worker uses alone. */

@@ -1,15 +1,18 @@
 import type { LimitObservations, ObservedReading } from '../../domain/limits/limitLearner';
 import type { LimitFamily } from '../../domain/limits/rateLimitHeaders';
-import type { LimitStore } from '../../ports/LimitStore';
+import type { LimitOverrideJSON } from '../../domain/limits/limitOverride';
+import type { ExpectedOverride, LimitStore } from '../../ports/LimitStore';
 import {
   corrupt,
   DynamoTable,
   isFiniteNumber,
+  laneKey,
   TABLE_KEY,
   unlessConditionFails,
   type DynamoTableOptions,
   type Item,
 } from './DynamoTable';
+import { overrideIn } from './overrideItem';
 
 /** The families of limit headers, each stored under `read:<family>`. */
 const FAMILIES: readonly LimitFamily[] = ['requests', 'tokens', 'input-tokens', 'output-tokens'];
@@ -21,7 +24,9 @@ const FIELDS = ['limit', 'remaining', 'resetAt', 'windowMs'] as const;
  * The `LimitStore` on the state table: one item per lane (`limits#<lane>`) with each family's latest reading as a map
  * under `read:<family>` (`{at, limit?, remaining?, resetAt?, windowMs?}`), and `rateLimitedAt`. Each write is one
  * conditional UpdateItem that only moves a value forward in time, so that writes in any order, and a retried write
- * whose answer was lost, leave the latest. See {@link DynamoTable} for the whole layout.
+ * whose answer was lost, leave the latest. The operator's override of a lane's or pool's tiers is the `override`
+ * attribute of its lane item (`lane#<state>`), which the ledger store reads with the ledger and each save. See
+ * {@link DynamoTable} for the whole layout.
  */
 export class DynamoLimitStore implements LimitStore {
   private readonly table: DynamoTable;
@@ -78,6 +83,44 @@ export class DynamoLimitStore implements LimitStore {
       throw corrupt(`limits of lane '${lane}'`, 'rateLimitedAt must be a number', rateLimitedAt);
     return { readings, ...(rateLimitedAt === undefined ? {} : { rateLimitedAt }) };
   }
+
+  /** {@inheritDoc LimitStore.loadOverride} */
+  async loadOverride(state: string): Promise<LimitOverrideJSON | undefined> {
+    const item = await this.table.get({ Key: laneKey(state), ProjectionExpression: '#override' });
+    return item === undefined ? undefined : overrideIn(item, state).override;
+  }
+
+  /**
+   * {@inheritDoc LimitStore.replaceOverride}
+   * One UpdateItem of the lane item's `override` alone, conditional on the one stored. A retried write whose first
+   * answer was lost is refused (the stored override is already the new one): the caller reads it back to tell.
+   */
+  async replaceOverride(
+    state: string,
+    next: LimitOverrideJSON | undefined,
+    expected: ExpectedOverride,
+  ): Promise<boolean> {
+    const { condition, values } = overrideCondition(expected);
+    if (next !== undefined) values[':next'] = next;
+    return unlessConditionFails(
+      this.table
+        .update({
+          Key: laneKey(state),
+          UpdateExpression: next === undefined ? 'REMOVE #override' : 'SET #override = :next',
+          ...(condition === undefined ? {} : { ConditionExpression: condition }),
+          ...(Object.keys(values).length === 0 ? {} : { ExpressionAttributeValues: values }),
+        })
+        .then(() => true),
+      () => false,
+    );
+  }
+}
+
+/** The condition on the stored override that {@link DynamoLimitStore.replaceOverride} writes under, and its value. */
+function overrideCondition(expected: ExpectedOverride): { readonly condition?: string; readonly values: Item } {
+  if (expected === 'any') return { values: {} };
+  if (expected === 'none') return { condition: 'attribute_not_exists(#override)', values: {} };
+  return { condition: '#override.#at = :expectedAt', values: { ':expectedAt': expected } };
 }
 
 /** A stored reading of `family`. @throws StateFormatError when it is not a map of numbers with an `at`. */

@@ -3,6 +3,7 @@
  * and the check that a stored item has that form. A new kind of tier adds its JSON to {@link TierJSON}.
  */
 import { isLearnedLimitsJSON, type LearnedLimitsJSON } from '../limits/limitLearner';
+import type { LimitOverrideJSON } from '../limits/limitOverride';
 import { StateFormatError } from '../../errors';
 import { isCallSlotsJSON, type CallSlotsJSON } from '../inflight/callSlots';
 import type { TierKey } from './tiers';
@@ -33,6 +34,11 @@ export interface LedgerJSON {
   readonly slots?: CallSlotsJSON;
   /** What the lane learnt of the API's limits (see `LimitLearner`), unless it learns nothing. */
   readonly learned?: LearnedLimitsJSON;
+  /**
+   * The operator's override of the tiers' limits, as a store loads it beside the ledger (see `LedgerStore.loadLedger`);
+   * never saved with it.
+   */
+  readonly override?: LimitOverrideJSON;
 }
 
 /** Whether `json` is the serialised form of a sliding tier (else of a calendar tier). */

@@ -23,14 +23,22 @@ export const MAX_SETTLEMENT_SHARDS = 64;
  * `requests` tier that sets a pace does not bound its calls a second, and takes {@link MAX_SETTLEMENT_SHARDS}.
  */
 export function settlementShards(quotas: readonly Tier[]): number {
-  const callsPerSecond = Math.min(
+  const callsPerSecond = requestsPerSecond(quotas);
+  if (!Number.isFinite(callsPerSecond)) return MAX_SETTLEMENT_SHARDS;
+  return Math.min(MAX_SETTLEMENT_SHARDS, Math.max(1, Math.ceil(callsPerSecond / SHARD_APPENDS_PER_SECOND)));
+}
+
+/**
+ * The fastest pace, in calls a second, that `quotas`' `requests` tiers allow: the slowest of their steady rates;
+ * `Infinity` without a `requests` tier that sets a pace.
+ */
+export function requestsPerSecond(quotas: readonly Tier[]): number {
+  return Math.min(
     ...quotas.flatMap((tier) => {
       const rate = tier.unit === REQUESTS ? tier.steadyRate() : undefined;
       return rate === undefined ? [] : [(rate.units * 1_000) / rate.perMs];
     }),
   );
-  if (!Number.isFinite(callsPerSecond)) return MAX_SETTLEMENT_SHARDS;
-  return Math.min(MAX_SETTLEMENT_SHARDS, Math.max(1, Math.ceil(callsPerSecond / SHARD_APPENDS_PER_SECOND)));
 }
 
 /** The shard in `0..shards - 1` of a settlement named `id`: FNV-1a over its UTF-16 code units, so stable everywhere. */

@@ -120,6 +120,17 @@ export async function forceCircuit(
 export const MAX_OPERATOR_NAME = 128;
 
 /**
+ * `by` trimmed: an operator's name as the state keeps it.
+ * @throws RangeError when it is blank or longer than {@link MAX_OPERATOR_NAME}.
+ */
+export function operatorName(by: string): string {
+  const name = by.trim();
+  if (name === '' || name.length > MAX_OPERATOR_NAME)
+    throw new RangeError(`the operator's name must be 1 to ${MAX_OPERATOR_NAME} characters; got ${JSON.stringify(by)}`);
+  return name;
+}
+
+/**
  * The policy {@link applyCircuitEvent} is given. Operator events never consult it (see `transition`), so the defaults
  * serve whatever the lane's settings are.
  */
@@ -141,9 +152,7 @@ async function control(
   eventFor: (name: string) => OperatorEvent,
   describe: (applied: Applied) => string,
 ): Promise<LaneControlResult> {
-  const name = by.trim();
-  if (name === '' || name.length > MAX_OPERATOR_NAME)
-    throw new RangeError(`the operator's name must be 1 to ${MAX_OPERATOR_NAME} characters; got ${JSON.stringify(by)}`);
+  const name = operatorName(by);
   const at = deps.clock.now();
   const { before, after, written } = await applyCircuitEvent(
     deps.circuits,

@@ -3,11 +3,14 @@ import { tierUsageAt, type TierUsageReadout } from '../../domain/quota/tierUsage
 import { tierLabel, type Tier } from '../../domain/quota/tiers';
 import { LimitLearner, type LearnedLimitsJSON, type LimitSource } from '../../domain/limits/limitLearner';
 import type { LimitLearningMode, LimitSettings } from '../../domain/limits/settings';
+import { overriddenTiers } from '../../domain/limits/limitOverride';
 import type { CircuitStore } from '../../ports/CircuitStore';
+import type { LimitStore } from '../../ports/LimitStore';
 import type { Clock } from '../../ports/Clock';
 import type { LeaseStore } from '../../ports/LeaseStore';
 import type { LedgerStore } from '../../ports/LedgerStore';
 import { loadCircuit } from '../circuitUpdates';
+import { overrideView, type OverrideView } from './limitOverrides';
 
 /** What {@link readLaneStatus} reads: the lane's stores, and the lane's settings (a `ServiceConfig` will do). */
 export interface LaneStatusDeps {
@@ -23,6 +26,11 @@ export interface LaneStatusDeps {
   readonly timeZone: string;
   /** How the lane learns its limits (`ServiceConfig.limits`). @default nothing learnt is shown */
   readonly limits?: LimitSettings;
+  /**
+   * Where the operator's override of the tiers' limits is read. @default the one the saved ledger comes with, so none
+   * for a lane no run has saved yet
+   */
+  readonly overrides?: Pick<LimitStore, 'loadOverride'>;
 }
 
 /** A tier whose learned limit in force is not its configured one, for operators (see `LimitLearner`). */
@@ -80,32 +88,41 @@ export interface LaneStatus {
    * force differs from the configured one, as the orchestrator last saved them. Absent for a pool.
    */
   readonly limits?: { readonly learn: LimitLearningMode; readonly learned: readonly LearnedLimitView[] };
+  /**
+   * The operator's override of the tiers' limits (`ops limits set`), or `null` when the configured limits stand. The
+   * tiers' usage above is against the limits it sets; a learned limit is below them.
+   */
+  readonly override: OverrideView | null;
 }
 
 /**
- * Reads the lane's circuit, ledger and lease (three reads at once) into a {@link LaneStatus} at `clock.now()`. The
+ * Reads the lane's circuit, ledger, lease and limits override (reads at once) into a {@link LaneStatus} at `clock.now()`. The
  * tiers' usage is the stored ledger's (see `tierUsageAt`): what the orchestrator last saved.
  * @throws StateFormatError when a stored item is malformed; the stores' own errors as they come.
  */
 export async function readLaneStatus(deps: LaneStatusDeps): Promise<LaneStatus> {
   const { lane } = deps;
   const at = deps.clock.now();
-  const [circuit, ledger, lease] = await Promise.all([
+  const [circuit, ledger, lease, override] = await Promise.all([
     loadCircuit(deps.circuits, lane),
     deps.ledgers.loadLedger(lane),
     deps.leases.readLease(lane),
+    deps.overrides?.loadOverride(lane),
   ]);
+  const overridden = override ?? ledger?.override;
+  const quotas = overriddenTiers(deps.quotas, overridden);
   return {
     lane,
     at,
     paused: holdView(circuit),
     circuit: circuitView(circuit, at),
-    tiers: tierUsageAt(deps.quotas, ledger, at, deps.timeZone),
+    tiers: tierUsageAt(quotas, ledger, at, deps.timeZone),
     lease:
       lease === null
         ? null
         : { owner: lease.owner, expiresAt: lease.expiresAt, fencingToken: lease.token, expired: at >= lease.expiresAt },
-    ...(deps.limits === undefined ? {} : { limits: learnedView(deps.quotas, deps.limits, ledger?.learned, at) }),
+    ...(deps.limits === undefined ? {} : { limits: learnedView(quotas, deps.limits, ledger?.learned, at) }),
+    override: overrideView(deps.quotas, overridden),
   };
 }
 

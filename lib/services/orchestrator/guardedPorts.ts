@@ -4,7 +4,7 @@ import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
 import { LeaseLostError, QueueUnavailableError, StateFormatError, StateUnavailableError } from '../../errors';
 import type { CircuitStore } from '../../ports/CircuitStore';
 import type { Lease, LeaseStore } from '../../ports/LeaseStore';
-import type { LedgerStore, PendingOptions } from '../../ports/LedgerStore';
+import type { LaneItemSeen, LedgerStore, PendingOptions } from '../../ports/LedgerStore';
 import type { LimitStore } from '../../ports/LimitStore';
 import type { LimitObservations } from '../../domain/limits/limitLearner';
 import type {
@@ -59,7 +59,12 @@ class GuardedLedgerStore implements LedgerStore {
   loadLedger(lane: string): Promise<LedgerJSON | undefined> {
     return guard('loadLedger', () => this.store.loadLedger(lane));
   }
-  saveLedger(lane: string, ledger: LedgerJSON, fencingToken: number, folded?: readonly string[]): Promise<void> {
+  saveLedger(
+    lane: string,
+    ledger: LedgerJSON,
+    fencingToken: number,
+    folded?: readonly string[],
+  ): Promise<LaneItemSeen | undefined> {
     return guard('saveLedger', () => this.store.saveLedger(lane, ledger, fencingToken, folded));
   }
   addSettlements(lane: string, ...settlements: Settlement[]): Promise<boolean> {

@@ -1,11 +1,10 @@
-import type { LimitObservations } from '../../domain/limits/limitLearner';
 import type { Pacer } from '../../domain/pacing/pacer';
-import { StateFormatError, StateUnavailableError } from '../../errors';
 import { handedBack } from '../../domain/quota/handBack';
 import type { Settlement } from '../../domain/quota/ledger';
 import { addCosts, tierLabel } from '../../domain/quota/tiers';
 import type { Lease } from '../../ports/LeaseStore';
 import { MAX_FOLDED_PER_SAVE, MAX_PENDING_SETTLEMENTS } from '../../ports/LedgerStore';
+import { RunLimits } from './limitsInForce';
 import { RunAllowance, type Amount } from './runAllowance';
 import type { RunContext } from './runContext';
 import type { StateLink } from './stateLink';
@@ -50,7 +49,7 @@ export interface FlushOptions {
  * What a flush saves and folds the workers' reports into: the run's ledger and call slots, reached directly, and the
  * pacer, which settles a report in both and keeps what it hands back for smoothing (see `Pacer.settle`).
  */
-export type SyncedQuota = Pick<RunQuota, 'ledger' | 'slots' | 'limits'> & {
+export type SyncedQuota = Pick<RunQuota, 'ledger' | 'slots' | 'limits' | 'override'> & {
   readonly pacer: Pick<Pacer, 'settle' | 'limitTo'>;
 };
 
@@ -85,6 +84,8 @@ export class LedgerSync {
   private foldedUnreported = 0;
   /** Ids of the settlements this run folded, with when, for {@link FOLDED_IDS_KEPT_FOR_WORKER_TIMEOUTS} worker timeouts. */
   private readonly foldedIds = new Map<string, number>();
+  /** The limits in force below the run's tiers: learnt at each flush, and overridden by an operator. */
+  private readonly limits: RunLimits;
 
   constructor(
     private readonly run: RunContext,
@@ -94,6 +95,8 @@ export class LedgerSync {
     private lease: Lease,
   ) {
     this.allowance = RunAllowance.none(run.config.quotas.length);
+    this.limits = new RunLimits(run, stores, quota);
+    this.limits.reportStart();
     this.lastFlushAt = run.clock.now();
     this.reportsReadAt = this.lastFlushAt;
   }
@@ -216,7 +219,7 @@ export class LedgerSync {
           this.quota.ledger.allowanceEnd(now, allowanceSpanMs(now, until, this.run.settings.flushIntervalMs)),
           need,
         );
-    await this.learn(now);
+    await this.limits.learn(now);
     try {
       await this.save(granted);
     } catch (error) {
@@ -235,7 +238,8 @@ export class LedgerSync {
 
   /**
    * Saves the ledger holding the units of `allowance`, and on a lane with `maxInFlight` the calls in progress holding
-   * its call slots, naming the settlements read since the last save (folded into it) as folded.
+   * its call slots, naming the settlements read since the last save (folded into it) as folded; takes the operator's
+   * override the save found (see `RunLimits.overrideSeen`).
    */
   private async save(allowance: RunAllowance | undefined): Promise<void> {
     const { ledger, slots, limits } = this.quota;
@@ -247,8 +251,9 @@ export class LedgerSync {
       ...(limits === undefined ? {} : { learned: limits.toJSON() }),
     };
     const folded = [...this.unsaved];
-    await this.stores.ledger.saveLedger(this.run.config.lane, saved, this.lease.token, folded);
+    const seen = await this.stores.ledger.saveLedger(this.run.config.lane, saved, this.lease.token, folded);
     for (const id of folded) this.unsaved.delete(id);
+    if (seen !== undefined) this.limits.overrideSeen(this.run.clock.now(), seen.override);
   }
 
   /**
@@ -287,36 +292,6 @@ export class LedgerSync {
     });
     this.foldedUnreported = 0;
     this.handedBackUnreported = {};
-  }
-
-  /**
-   * Folds what the workers recorded of the API's limits into the lane's learned limits (see `LimitLearner`), with
-   * each tier's usage at `now`, reports each change, and under `limits.learn: enforce` paces at the limits in force.
-   * The readings are advice: a flush that cannot read them learns nothing this time, says so, and goes on.
-   */
-  private async learn(now: number): Promise<void> {
-    const learner = this.quota.limits;
-    if (learner === undefined) return;
-    let observations: LimitObservations;
-    try {
-      observations = await this.stores.limits.loadObservations(this.run.config.lane);
-    } catch (error) {
-      if (!(error instanceof StateUnavailableError || error instanceof StateFormatError)) throw error;
-      this.run.report({ type: 'limits-unread', at: now, error: error.message });
-      return;
-    }
-    const usage = this.quota.ledger.usage(now).map(({ used }) => used);
-    for (const { tier, from, to, source } of learner.observe(now, observations, usage))
-      this.run.report({
-        type: 'limit-changed',
-        at: now,
-        tier: tierLabel(tier),
-        from,
-        to,
-        source,
-        configured: tier.limit,
-      });
-    if (this.run.config.limits.learn === 'enforce') this.quota.pacer.limitTo(learner.limits(now));
   }
 
   /**

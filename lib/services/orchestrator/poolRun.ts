@@ -8,7 +8,7 @@ import { LeaseLostError, StateUnavailableError } from '../../errors';
 import type { Clock } from '../../ports/Clock';
 import { loadCircuit } from '../circuitUpdates';
 import { LedgerSync, type FlushOptions } from './ledgerSync';
-import { rehydrate } from './rehydrate';
+import { rehydrate, runConfig } from './rehydrate';
 import { RunContext } from './runContext';
 import { StateLink } from './stateLink';
 import type { GuardedStores, OrchestratorEvent, RunOptions, RunQuota } from './types';
@@ -63,15 +63,16 @@ export class PoolRun {
   static async open(deps: PoolRunDeps, options: RunOptions): Promise<PoolRun | 'held-elsewhere' | 'unavailable'> {
     const { pool, clock, stores, owner } = deps;
     const config = poolSettings(deps.config, pool);
-    const run = new RunContext(
-      { clock, config, ...(deps.onEvent === undefined ? {} : { onEvent: deps.onEvent }) },
-      options,
-    );
     const { leaseTtlMs } = config.orchestrator;
     try {
       const lease = await stores.lease.acquireLease(config.lane, owner, clock.now(), leaseTtlMs);
       if (lease === null) return 'held-elsewhere';
       const quota = rehydrate(config, await stores.ledger.loadLedger(config.lane), clock.now());
+      // The pool goes by its tiers as the operator's override sets them.
+      const run = new RunContext(
+        { clock, config: runConfig(config, quota), ...(deps.onEvent === undefined ? {} : { onEvent: deps.onEvent }) },
+        options,
+      );
       const link = new StateLink(run);
       return new PoolRun(deps, run, link, new LedgerSync(run, link, stores, quota, lease), quota);
     } catch (error) {

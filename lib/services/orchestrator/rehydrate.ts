@@ -1,9 +1,11 @@
 import type { ServiceConfig } from '../../config';
 import { CallSlots } from '../../domain/inflight/callSlots';
 import { LimitLearner } from '../../domain/limits/limitLearner';
+import { OverrideInForce } from '../../domain/limits/limitOverride';
 import { Pacer } from '../../domain/pacing/pacer';
 import { QuotaLedger } from '../../domain/quota/ledger';
 import type { LedgerJSON } from '../../domain/quota/ledgerJSON';
+import { limitsInForce } from './limitsInForce';
 import type { RunQuota } from './types';
 
 /** The most of a worker's timeout by which a batch's slots may lie past the instant it is dispatched. */
@@ -34,8 +36,11 @@ export function slotReachMs(config: ServiceConfig): number {
  * successor as they are; one killed before it dispatched nothing the saved ledger must hold, and its successor counts
  * full from its own, later, start.
  *
- * What the lane learnt of the API's limits comes back with the ledger (see `LimitLearner`), unless it learns nothing;
- * under `limits.learn: enforce` the run paces at those limits from its start.
+ * The operator's override of the tiers' limits comes with the saved ledger (see `LedgerStore.loadLedger`): the run's
+ * ledger, pacing and allowance are built on the tiers as it sets them (see `OverrideInForce`; {@link runConfig} gives
+ * the run's settings with them), as after a deploy that changed the limits. What the lane learnt of the API's limits
+ * comes back with the ledger too (see `LimitLearner`), unless it learns nothing; under `limits.learn: enforce` the run
+ * paces at those limits from its start.
  *
  * A lane with no saved ledger starts empty: no run has saved one, and a run dispatches only within an allowance a save
  * holds, or, while the store fails, within sliding windows that close before its lease can expire (see
@@ -44,16 +49,25 @@ export function slotReachMs(config: ServiceConfig): number {
 export function rehydrate(config: ServiceConfig, saved: LedgerJSON | undefined, now: number): RunQuota {
   const uncountedUntil = now + slotReachMs(config);
   const ledgerOptions = { timeZone: config.timeZone, arrivalMarginMs: config.pacing.arrivalMarginMs, uncountedUntil };
+  const override = new OverrideInForce(config.quotas, saved?.override);
+  const { tiers } = override;
   const ledger =
-    saved === undefined
-      ? new QuotaLedger(config.quotas, ledgerOptions)
-      : QuotaLedger.fromJSON(config.quotas, saved, ledgerOptions);
+    saved === undefined ? new QuotaLedger(tiers, ledgerOptions) : QuotaLedger.fromJSON(tiers, saved, ledgerOptions);
   const slots = callSlotsOf(config, saved, uncountedUntil);
   const pacer = new Pacer(ledger, config.pacing, slots);
-  if (config.limits.learn === 'off') return { ledger, slots, pacer };
-  const limits = new LimitLearner(config.quotas, config.limits, saved?.learned);
-  if (config.limits.learn === 'enforce') pacer.limitTo(limits.limits(now));
-  return { ledger, slots, pacer, limits };
+  if (config.limits.learn === 'off') return { ledger, slots, pacer, override };
+  const limits = new LimitLearner(tiers, config.limits, saved?.learned);
+  const quota = { ledger, slots, pacer, limits, override };
+  if (config.limits.learn === 'enforce') pacer.limitTo(limitsInForce(quota, config, now));
+  return quota;
+}
+
+/**
+ * The settings a run of `quota` goes by: `config`'s, with the tiers the run started with (the configured ones as the
+ * operator's override sets them, see {@link rehydrate}) in place of the configured ones.
+ */
+export function runConfig(config: ServiceConfig, quota: Pick<RunQuota, 'override'>): ServiceConfig {
+  return quota.override.tiers === config.quotas ? config : { ...config, quotas: quota.override.tiers };
 }
 
 /**

@@ -3,7 +3,7 @@ import { loadCircuit } from '../circuitUpdates';
 import { Backoff } from './backoff';
 import { guardQueues, guardStores } from './guardedPorts';
 import { OrchestratorRun } from './orchestratorRun';
-import { rehydrate } from './rehydrate';
+import { rehydrate, runConfig } from './rehydrate';
 import { RunContext } from './runContext';
 import type { GuardedStores, OrchestratorDeps, RunOptions, RunSummary } from './types';
 import type { Lease } from '../../ports/LeaseStore';
@@ -62,8 +62,10 @@ export async function runOrchestrator(deps: LaneRunDeps, options: RunOptions): P
   const { invoker, newId, random } = deps;
   const ports = { stores, queues: guardQueues(deps.queues), invoker, newId, random };
   const quota = rehydrate(config, saved.value, clock.now());
+  // The run goes by the tiers as the operator's override sets them.
+  const laneRun = new RunContext({ ...deps, config: runConfig(config, quota) }, options);
   try {
-    return await new OrchestratorRun(run, ports, lease, quota, circuit.value, pools).execute();
+    return await new OrchestratorRun(laneRun, ports, lease, quota, circuit.value, pools).execute();
   } finally {
     await pools.leave();
   }

@@ -2,6 +2,7 @@ import type { ServiceConfig } from '../../config';
 import type { CircuitStatus } from '../../domain/breaker/state';
 import type { CallSlots } from '../../domain/inflight/callSlots';
 import type { LimitLearner, LimitSource } from '../../domain/limits/limitLearner';
+import type { OverrideInForce } from '../../domain/limits/limitOverride';
 import type { Pacer } from '../../domain/pacing/pacer';
 import type { QuotaLedger } from '../../domain/quota/ledger';
 import type { Costs, TierKind } from '../../domain/quota/tiers';
@@ -85,6 +86,8 @@ export interface RunQuota {
   readonly pacer: Pacer;
   /** What the lane learnt of the API's limits, unless it learns nothing (`limits.learn: off`) or is a pool's. */
   readonly limits?: LimitLearner;
+  /** The operator's override of the tiers' limits the run started with, and the one it last read. */
+  readonly override: OverrideInForce;
 }
 
 /** One tier's usage as a flush saw it: `used` units of `limit` in the window that holds the instant. */
@@ -147,6 +150,24 @@ export type OrchestratorEvent =
       readonly to: number;
       readonly source: LimitSource;
       readonly configured: number;
+    }
+  /**
+   * The operator's override of the tiers' limits (`ops limits set`, `reset`): at the run's start, the tiers it
+   * changed (`when: now`); then at each save that finds it changed, the tiers whose limit moved, a lower one holding
+   * `now`, a higher one from the `next-run`. `by` and `setAt` say who set it and when; absent after a reset.
+   */
+  | {
+      readonly type: 'limits-overridden';
+      readonly at: number;
+      readonly by?: string;
+      readonly setAt?: number;
+      readonly tiers: readonly {
+        readonly tier: string;
+        readonly configured: number;
+        readonly from: number;
+        readonly to: number;
+        readonly when: 'now' | 'next-run';
+      }[];
     }
   /** A flush could not read what the workers recorded of the API's limits (`error`): it learnt nothing this time. */
   | { readonly type: 'limits-unread'; readonly at: number; readonly error: string }

@@ -40,8 +40,8 @@ describe('formatStatus', () => {
     const text = formatStatus(
       status({
         pools: [
-          { pool: 'org', tiers, lease: null, rateLimitedUntil: AT + 4_000 },
-          { pool: 'spend', tiers, lease: null },
+          { pool: 'org', tiers, lease: null, rateLimitedUntil: AT + 4_000, override: null },
+          { pool: 'spend', tiers, lease: null, override: null },
         ],
       }),
     );

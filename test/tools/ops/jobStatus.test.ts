@@ -40,6 +40,7 @@ describe('laneHold', () => {
             pool: 'org',
             tiers: [{ tier: '50/minute', per: 'minute', unit: 'requests', limit: 50, used: 50, remaining: 0 }],
             lease: null,
+            override: null,
           },
         ],
       }),

@@ -745,7 +745,9 @@ describe('runOrchestrator', () => {
       // Each save takes 3 ms, as a write to the table does: the next head's slot, taken after it, lies 3 ms further on.
       let saves = 0;
       const counting = Object.assign(Object.create(h.stores.ledger) as MemoryLedgerStore, {
-        saveLedger: async (...args: Parameters<MemoryLedgerStore['saveLedger']>): Promise<void> => {
+        saveLedger: async (
+          ...args: Parameters<MemoryLedgerStore['saveLedger']>
+        ): ReturnType<MemoryLedgerStore['saveLedger']> => {
           saves++;
           await h.clock.sleep(3);
           return h.stores.ledger.saveLedger(...args);
@@ -988,7 +990,9 @@ describe('runOrchestrator', () => {
     const first = orchestratorHarness({ config, clock, stores, queues, worker, owner: 'orchestrator-1' });
     let killedAt: number | undefined;
     const killing = Object.assign(Object.create(stores.ledger) as MemoryLedgerStore, {
-      saveLedger: async (...args: Parameters<MemoryLedgerStore['saveLedger']>): Promise<void> => {
+      saveLedger: async (
+        ...args: Parameters<MemoryLedgerStore['saveLedger']>
+      ): ReturnType<MemoryLedgerStore['saveLedger']> => {
         if (killedAt === undefined && calls.length === 0) return stores.ledger.saveLedger(...args);
         killedAt ??= clock.now();
         return new Promise<never>(() => {});

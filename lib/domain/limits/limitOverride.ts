@@ -1,0 +1,161 @@
+import { requestsPerSecond, SHARD_APPENDS_PER_SECOND, settlementShards } from '../quota/settlementShards';
+import { CalendarTier, MAX_QUANTITY, SlidingTier, tierKeyOf, tierLabel, type Tier, type TierKey } from '../quota/tiers';
+
+/**
+ * An operator's override of a lane's or pool's tier limits (`ops limits set`), kept with its state: each tier it names
+ * (by period and unit) goes by its limit instead of the configured one, lower or higher, until `ops limits reset`.
+ */
+export interface LimitOverrideJSON {
+  readonly v: 1;
+  /** Per tier, the limit that stands in for the configured one. */
+  readonly tiers: Readonly<Partial<Record<TierKey, number>>>;
+  /** Who set it last: an operator's name. */
+  readonly by: string;
+  /** When it was set last (epoch ms). */
+  readonly at: number;
+}
+
+/** Whether `json` has the shape of a {@link LimitOverrideJSON}: whole limits within the accepted range, a name and a time. */
+export function isLimitOverrideJSON(json: unknown): json is LimitOverrideJSON {
+  if (typeof json !== 'object' || json === null) return false;
+  const { v, tiers, by, at } = json as Partial<Record<keyof LimitOverrideJSON, unknown>>;
+  return (
+    v === 1 &&
+    typeof by === 'string' &&
+    typeof at === 'number' &&
+    Number.isFinite(at) &&
+    typeof tiers === 'object' &&
+    tiers !== null &&
+    !Array.isArray(tiers) &&
+    Object.values(tiers).every(isAcceptedLimit)
+  );
+}
+
+/** Whether `limit` may stand in for a tier's: a whole number from 1 to `MAX_QUANTITY`, as a configured limit. */
+function isAcceptedLimit(limit: unknown): limit is number {
+  return typeof limit === 'number' && Number.isInteger(limit) && limit >= 1 && limit <= MAX_QUANTITY;
+}
+
+/** `tier` with `limit` in place of its own. */
+export function withLimit(tier: Tier, limit: number): Tier {
+  return tier.kind === 'sliding'
+    ? new SlidingTier(limit, tier.per, tier.unit)
+    : new CalendarTier(limit, tier.per, tier.unit);
+}
+
+/** The limit `override` sets for `tier`, if it names it. */
+function overrideOf(tier: Tier, override: LimitOverrideJSON | undefined): number | undefined {
+  return override?.tiers[tierKeyOf(tier.per, tier.unit)];
+}
+
+/**
+ * The tiers a lane or pool goes by under `override`, in configured order: each configured tier the override names
+ * takes its limit; a tier the override names that is not configured (a deploy removed it) is left out.
+ *
+ * A raise stands only as far as the settlement shards deployed for the configured tiers carry its pace (see
+ * {@link overrideProblem}): when a deploy since lowered what they carry, the override's raises are dropped and its
+ * lowered limits kept. Lowering is always safe; a raise the shards cannot carry would crowd them past their writes.
+ */
+export function overriddenTiers(configured: readonly Tier[], override: LimitOverrideJSON | undefined): readonly Tier[] {
+  if (override === undefined) return configured;
+  const tiers = configured.map((tier) => {
+    const limit = overrideOf(tier, override);
+    return limit === undefined || limit === tier.limit ? tier : withLimit(tier, limit);
+  });
+  if (shardsProblem(configured, tiers) === undefined) return tiers;
+  return configured.map((tier) => {
+    const limit = overrideOf(tier, override);
+    return limit === undefined || limit >= tier.limit ? tier : withLimit(tier, limit);
+  });
+}
+
+/**
+ * Why `limits` (by tier key) cannot override `configured` tiers, or `undefined` when they can: each must name a
+ * configured tier and be a whole number from 1 to `MAX_QUANTITY`, and the pace of requests they allow must not need
+ * more settlement shards than the configured tiers were deployed with (see `settlementShards`).
+ */
+export function overrideProblem(
+  configured: readonly Tier[],
+  limits: Readonly<Partial<Record<TierKey, number>>>,
+): string | undefined {
+  const keys = configured.map((tier) => tierKeyOf(tier.per, tier.unit));
+  for (const [key, limit] of Object.entries(limits)) {
+    if (!(keys as string[]).includes(key)) return `no tier ${key} is configured; the tiers are ${keys.join(', ')}`;
+    if (!isAcceptedLimit(limit))
+      return `the limit of ${key} must be a whole number from 1 to ${MAX_QUANTITY}; got ${String(limit)}`;
+  }
+  const tiers = configured.map((tier) => {
+    const limit = limits[tierKeyOf(tier.per, tier.unit)];
+    return limit === undefined ? tier : withLimit(tier, limit);
+  });
+  return shardsProblem(configured, tiers);
+}
+
+/** Why `tiers` pace more requests than the settlement shards deployed for `configured` carry, or `undefined`. */
+function shardsProblem(configured: readonly Tier[], tiers: readonly Tier[]): string | undefined {
+  const deployed = settlementShards(configured);
+  if (settlementShards(tiers) <= deployed) return undefined;
+  const carried = deployed * SHARD_APPENDS_PER_SECOND;
+  return (
+    `these limits allow ${Math.round(requestsPerSecond(tiers))} requests a second, and the settlement shards deployed ` +
+    `for the configured tiers (${configured.map(tierLabel).join(', ')}) carry ${carried} a second: raise them so far ` +
+    'in the configuration and deploy'
+  );
+}
+
+/** A tier whose limit an override changed during a run, for logs and metrics. */
+export interface OverrideChange {
+  /** The tier as configured. */
+  readonly tier: Tier;
+  readonly from: number;
+  readonly to: number;
+  /** `now`: a lower limit holds at once; `next-run`: a higher one needs the run's tiers rebuilt, by the next run. */
+  readonly when: 'now' | 'next-run';
+}
+
+/**
+ * The override a run goes by: the tiers it started with (see {@link overriddenTiers}), and the override it last read,
+ * which may lower them during the run. A higher limit takes the next run: the run's ledger, pacing and allowance are
+ * built on its tiers, and a cap can only lower them (see `QuotaLedger.limitTo`).
+ */
+export class OverrideInForce {
+  /** The tiers the run started with. */
+  readonly tiers: readonly Tier[];
+  private current: LimitOverrideJSON | undefined;
+
+  constructor(
+    /** The tiers as configured (packaging's). */
+    readonly configured: readonly Tier[],
+    override: LimitOverrideJSON | undefined,
+  ) {
+    this.tiers = overriddenTiers(configured, override);
+    this.current = override;
+  }
+
+  /** The override last read, if any. */
+  get override(): LimitOverrideJSON | undefined {
+    return this.current;
+  }
+
+  /**
+   * Takes the override read from the store (`undefined`: none, after a reset).
+   * @returns each tier whose limit under it differs from under the one before, and when the change holds.
+   */
+  update(override: LimitOverrideJSON | undefined): OverrideChange[] {
+    const before = overriddenTiers(this.configured, this.current);
+    const after = overriddenTiers(this.configured, override);
+    this.current = override;
+    return this.configured.flatMap((tier, i) => {
+      const from = before[i]?.limit ?? tier.limit;
+      const to = after[i]?.limit ?? tier.limit;
+      if (from === to) return [];
+      return [{ tier, from, to, when: to <= (this.tiers[i]?.limit ?? tier.limit) ? 'now' : 'next-run' }];
+    });
+  }
+
+  /** Per tier of the run, the most the override last read allows: never above the tier the run started with. */
+  limits(): number[] {
+    const now = overriddenTiers(this.configured, this.current);
+    return this.tiers.map((tier, i) => Math.min(tier.limit, now[i]?.limit ?? tier.limit));
+  }
+}
