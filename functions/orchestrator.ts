@@ -78,7 +78,10 @@ function logEvent(log: Log, event: OrchestratorEvent): void {
     log(
       'info',
       `limits overridden${event.by === undefined ? ' no more (reset)' : ` by ${event.by}`}: ${event.tiers
-        .map(({ tier, from, to, when }) => `${tier} ${from} -> ${to}${when === 'now' ? '' : ' (from the next run)'}`)
+        .map(
+          ({ tier, from, to, meanwhile }) =>
+            `${tier} ${from} -> ${to}${meanwhile === undefined ? '' : ` (${meanwhile} until the next run)`}`,
+        )
         .join(', ')}`,
       event,
     );

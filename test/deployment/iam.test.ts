@@ -8,6 +8,8 @@ import { packagedTemplate, packageService, PackagingError, readTemplate } from '
 import { rm } from 'node:fs/promises';
 import type { Template } from '../../tools/local/template';
 import { bundledFiles, SdkCommandAnalysis, type SdkCommand } from './sdkCommands';
+import { OVERRIDE_ATTRIBUTES } from '../../lib/adapters/dynamodb/overrideItem';
+import { TABLE_KEY } from '../../lib/adapters/dynamodb/itemValues';
 
 jest.setTimeout(30_000);
 
@@ -62,7 +64,7 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
       actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       on: ['item lane#{lane}', 'item slots#{lane}', 'item settle#{lane}#*'],
     },
-    // LedgerSync.learn reads what the workers recorded of the API's limits (DynamoLimitStore.loadObservations).
+    // RunLimits.learn reads what the workers recorded of the API's limits (DynamoLimitStore.loadObservations).
     { actions: ['dynamodb:GetItem'], on: ['item limits#{lane}'] },
     // DynamoCircuitStore: runOrchestrator and CircuitWatch load the circuit; CircuitWatch writes it (a versioned
     // UpdateItem through applyCircuitEvent, which reads a refused write's id back) when it sends a health check. No
@@ -159,9 +161,12 @@ const OPERATOR_GRANTS: readonly Grant[] = [
   // redrive sends each letter to its source queue (requeue-dlq's to the requeue queue); enqueue sends to main or fifo
   // (enqueueMany: SendMessageBatch).
   { actions: ['sqs:SendMessage'], on: SOURCES },
-  // status: readLaneStatus reads the ledger (DynamoLedgerStore.loadLedger: the lane item and the call slots' item) and
-  // the lease (DynamoLeaseStore.readLease), and writes neither.
+  // status: readLaneStatus reads the ledger (DynamoLedgerStore.loadLedger: the lane item and the call slots' item), the
+  // lease (DynamoLeaseStore.readLease) and the limits override (loadOverride), and writes neither.
   { actions: ['dynamodb:GetItem'], on: ['item lane#{lane}', 'item slots#{lane}'] },
+  // limits set|reset: DynamoLimitStore.replaceOverride, a conditional UpdateItem of the lane item's override alone
+  // (see the attribute condition checked below).
+  { actions: ['dynamodb:UpdateItem'], on: ['item lane#{lane}'] },
   // status loads the circuit; pause, resume and circuit open|close write it through applyCircuitEvent (a versioned
   // UpdateItem, reading a refused write's id back).
   { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item circuit#{lane}'] },
@@ -326,8 +331,11 @@ describe.each(Object.keys(FUNCTIONS) as Fn[])('the role of the %s', (fn) => {
 });
 
 /** Expects `statements` to be plain Allow statements, each DynamoDB one on the state table's items by their partition keys only. */
+/** The operator's write of the limits override: its condition names the only attributes it may write. */
+const OVERRIDE_WRITE = 'LimitsOverride';
+
 function expectItemsByLeadingKeys(statements: readonly Statement[]): void {
-  for (const statement of statements) {
+  for (const statement of statements.filter((s) => s.Sid !== OVERRIDE_WRITE)) {
     expect(
       Object.keys(statement).filter((key) => !['Sid', 'Effect', 'Action', 'Resource', 'Condition'].includes(key)),
     ).toEqual([]);
@@ -454,5 +462,16 @@ describe('the operator policy', () => {
 
   it("reaches the table's items only through their partition keys, in statements of plain Allow", () => {
     expectItemsByLeadingKeys(operatorStatements());
+  });
+
+  it("writes the lane item's limits override and nothing else of it, asking no value back", () => {
+    const write = operatorStatements().find((statement) => statement.Sid === OVERRIDE_WRITE);
+    expect(write).toMatchObject({ Effect: 'Allow', Action: 'dynamodb:UpdateItem' });
+    const [laneItem] = expectedPairs('orchestrator', [{ actions: [''], on: ['lane#{lane}'] }]);
+    expect(write?.Condition).toEqual({
+      'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [laneItem?.trim()] },
+      'ForAllValues:StringEquals': { 'dynamodb:Attributes': [TABLE_KEY, ...OVERRIDE_ATTRIBUTES] },
+      StringEqualsIfExists: { 'dynamodb:ReturnValues': 'NONE' },
+    });
   });
 });

@@ -618,7 +618,7 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
     it('refuses a limits override whose limit is no whole number, until an operator replaces it whatever it holds', async () => {
       const lane = unique('corrupt-override');
       const malformed = { v: 1, tiers: { 'minute:requests': '50' }, by: 'alice', at: T0 };
-      await putRawItem({ [TABLE_KEY]: `lane#${lane}`, override: malformed });
+      await putRawItem({ [TABLE_KEY]: `lane#${lane}`, override: malformed, overrideAt: T0 });
       await expect(stores().limits.loadOverride(lane)).rejects.toThrow(/limit override of .*ops limits reset/);
       await expect(stores().limits.replaceOverride(lane, undefined, 'none')).resolves.toBe(false);
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { systemClock } from '../../lib/adapters/systemClock';
 import type { ApiCaller, ApiResult } from '../../lib/ports/ApiCaller';
 import type { LaneControlResult } from '../../lib/services/operator/laneControl';
+import type { LimitsResult } from '../../lib/services/operator/limitOverrides';
 import { startApiServer, type ApiServer } from '../../tools/local/apiServer';
 import { runLocal, type LocalRunResult } from '../../tools/local/localRun';
 import { packagedTemplate } from '../../tools/local/packageService';
@@ -248,4 +249,47 @@ describe('the operator CLI against the local stack (npm start -- --keep)', () =>
     expect(final.circuit.status).toBe('closed');
     expect(referee.report().rejectedByApi).toBe(0);
   }, 90_000);
+
+  it('overrides a tier without a deploy: the run paces at the lower limit from its next save, until a reset', async () => {
+    const refused = await onStack('limits', 'set', 'hour=5', '--json');
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(
+      'no tier hour:requests is configured; the tiers are second:requests, day:requests',
+    );
+
+    const set = jsonOf<LimitsResult>(await onStack('limits', 'set', 'second=2', '--by', 'test-operator', '--json'));
+    expect(set).toMatchObject({
+      kind: 'lane',
+      action: 'set',
+      changed: true,
+      override: { by: 'test-operator', tiers: [{ tier: 'second:requests', configured: 5, limit: 2 }] },
+    });
+    const overridden = await status();
+    expect(overridden.override).toEqual(set.override);
+    expect(overridden.tiers[0]).toMatchObject({ tier: '2/second', limit: 2 });
+    expect((await onStack('status')).stdout).toContain('limits overridden by test-operator');
+
+    // The run's saves come every 2 s: after one, its pace is 2 calls a second.
+    await pause(2_500);
+    const from = calls().length;
+    const lines = Array.from({ length: 12 }, (_, i) => JSON.stringify({ body: { id: `slow-${i + 1}` } }));
+    const jobs = join(dir, 'slow.ndjson');
+    writeFileSync(jobs, lines.join('\n'));
+    expect((await onStack('enqueue', jobs, '--json')).code).toBe(0);
+    await until(
+      () => referee.succeededIds().filter((id) => id.startsWith('slow-')).length === 12,
+      'the jobs sent under the override to succeed',
+      30_000,
+    );
+    const arrivals = calls()
+      .slice(from)
+      .map((c) => c.at);
+    const busiestSecond = Math.max(...arrivals.map((at) => arrivals.filter((t) => t > at - 1_000 && t <= at).length));
+    expect(busiestSecond).toBe(2);
+
+    const reset = jsonOf<LimitsResult>(await onStack('limits', 'reset', '--by', 'test-operator', '--json'));
+    expect(reset).toMatchObject({ action: 'reset', changed: true, override: null });
+    expect((await status()).tiers[0]).toMatchObject({ tier: '5/second', limit: 5 });
+    expect(jsonOf<LimitsResult>(await onStack('limits', 'reset', '--json'))).toMatchObject({ changed: false });
+  }, 60_000);
 });

@@ -52,7 +52,7 @@ function percent(used: number, limit: number): string {
   return `${share < 10 && share > 0 ? share.toFixed(1) : Math.round(share)} %`;
 }
 
-/** `ops status` for people: pause, circuit and its recent transitions, tiers, queues, lease. */
+/** `ops status` for people: pause, circuit and its recent transitions, tiers and their overrides, queues, lease. */
 export function formatStatus(status: OpsStatus): string {
   const { at, circuit, paused, lease } = status;
   const lines = [`Lane '${status.lane}' on ${status.target}, at ${isoSecond(at)}`, ''];
@@ -80,6 +80,7 @@ export function formatStatus(status: OpsStatus): string {
     );
   }
   lines.push('', 'Quota tiers:', tiersTable(status.tiers));
+  lines.push(...overrideLines(status.override, at));
   if (status.limits !== undefined) lines.push(...learnedLines(status.limits, at));
   for (const pool of status.pools) {
     const pause =
@@ -88,6 +89,7 @@ export function formatStatus(status: OpsStatus): string {
       '',
       `Pool '${pool.pool}' (shared with the other lanes that draw from it)${pause}:`,
       tiersTable(pool.tiers),
+      ...overrideLines(pool.override, at),
     );
   }
   lines.push('', 'Queues:');
@@ -129,6 +131,21 @@ function learnedLines(limits: NonNullable<OpsStatus['limits']>, at: number): str
         `${isoSecond(l.since)} (${ago(l.since, at)})`,
       ]),
     ]),
+  ];
+}
+
+/** An operator's override of the limits (`ops limits set`), none when the configured ones stand. */
+function overrideLines(override: OpsStatus['override'], at: number): string[] {
+  if (override === null) return [];
+  return [
+    `  limits overridden by ${override.by} at ${isoSecond(override.at)} (${ago(override.at, at)}); \`ops limits reset\` ends it:`,
+    table(
+      [
+        ['tier', 'configured', 'overridden'],
+        ...override.tiers.map((t) => [t.tier, String(t.configured), String(t.limit)]),
+      ],
+      '    ',
+    ),
   ];
 }
 

@@ -10,6 +10,7 @@ import { DEFAULT_STACK_FILE } from '../local/stackFile';
 import type { OnTargets } from './commandContext';
 import { addDeadLetterCommands } from './dlqCommands';
 import { addJobCommand } from './jobCommand';
+import { addLimitsCommands } from './limitsCommand';
 import { EXIT, expectedFailure, OpsError } from './errors';
 import { formatControl, formatStatus } from './format';
 import { controlLane, readStatus, type ControlAction } from './laneOps';
@@ -48,6 +49,7 @@ const COMMANDS: ReadonlySet<string> = new Set([
   'resume',
   'circuit',
   'dlq',
+  'limits',
   'enqueue',
   'help',
 ]);
@@ -211,6 +213,13 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
 
   addDeadLetterCommands(program, { onTargets, clock, partial: () => (code = EXIT.partial) });
   addJobCommand(program, { onTargets, clock, partial: () => (code = EXIT.partial) });
+  addLimitsCommands(program, {
+    onTargets,
+    clock,
+    partial: () => (code = EXIT.partial),
+    operatorName,
+    defaultOperator,
+  });
 
   program
     .command('enqueue')

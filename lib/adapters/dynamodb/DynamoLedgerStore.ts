@@ -63,7 +63,7 @@ export class DynamoLedgerStore implements LedgerStore {
    */
   async loadLedger(lane: string): Promise<LedgerJSON | undefined> {
     const [item, slotsItem] = await Promise.all([
-      this.table.get({ Key: laneKey(lane), ProjectionExpression: '#ledger, #override' }),
+      this.table.get({ Key: laneKey(lane), ProjectionExpression: '#ledger, #override, #overrideAt' }),
       this.table.get({ Key: slotsKey(lane), ProjectionExpression: '#slots' }),
     ]);
     if (item?.ledger === undefined) return undefined;

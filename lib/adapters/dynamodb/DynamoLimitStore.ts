@@ -25,7 +25,8 @@ const FIELDS = ['limit', 'remaining', 'resetAt', 'windowMs'] as const;
  * under `read:<family>` (`{at, limit?, remaining?, resetAt?, windowMs?}`), and `rateLimitedAt`. Each write is one
  * conditional UpdateItem that only moves a value forward in time, so that writes in any order, and a retried write
  * whose answer was lost, leave the latest. The operator's override of a lane's or pool's tiers is the `override`
- * attribute of its lane item (`lane#<state>`), which the ledger store reads with the ledger and each save. See
+ * (and `overrideAt`) attribute of its lane item (`lane#<state>`), which the ledger store reads with the ledger and
+ * each save. See
  * {@link DynamoTable} for the whole layout.
  */
 export class DynamoLimitStore implements LimitStore {
@@ -86,13 +87,13 @@ export class DynamoLimitStore implements LimitStore {
 
   /** {@inheritDoc LimitStore.loadOverride} */
   async loadOverride(state: string): Promise<LimitOverrideJSON | undefined> {
-    const item = await this.table.get({ Key: laneKey(state), ProjectionExpression: '#override' });
+    const item = await this.table.get({ Key: laneKey(state), ProjectionExpression: '#override, #overrideAt' });
     return item === undefined ? undefined : overrideIn(item, state).override;
   }
 
   /**
    * {@inheritDoc LimitStore.replaceOverride}
-   * One UpdateItem of the lane item's `override` alone, conditional on the one stored. A retried write whose first
+   * One UpdateItem of the lane item's `override` and `overrideAt` alone, conditional on the one stored. A retried write whose first
    * answer was lost is refused (the stored override is already the new one): the caller reads it back to tell.
    */
   async replaceOverride(
@@ -101,12 +102,13 @@ export class DynamoLimitStore implements LimitStore {
     expected: ExpectedOverride,
   ): Promise<boolean> {
     const { condition, values } = overrideCondition(expected);
-    if (next !== undefined) values[':next'] = next;
+    if (next !== undefined) Object.assign(values, { ':next': next, ':at': next.at });
     return unlessConditionFails(
       this.table
         .update({
           Key: laneKey(state),
-          UpdateExpression: next === undefined ? 'REMOVE #override' : 'SET #override = :next',
+          UpdateExpression:
+            next === undefined ? 'REMOVE #override, #overrideAt' : 'SET #override = :next, #overrideAt = :at',
           ...(condition === undefined ? {} : { ConditionExpression: condition }),
           ...(Object.keys(values).length === 0 ? {} : { ExpressionAttributeValues: values }),
         })
@@ -120,7 +122,7 @@ export class DynamoLimitStore implements LimitStore {
 function overrideCondition(expected: ExpectedOverride): { readonly condition?: string; readonly values: Item } {
   if (expected === 'any') return { values: {} };
   if (expected === 'none') return { condition: 'attribute_not_exists(#override)', values: {} };
-  return { condition: '#override.#at = :expectedAt', values: { ':expectedAt': expected } };
+  return { condition: '#overrideAt = :expectedAt', values: { ':expectedAt': expected } };
 }
 
 /** A stored reading of `family`. @throws StateFormatError when it is not a map of numbers with an `at`. */

@@ -109,8 +109,13 @@ export interface OverrideChange {
   readonly tier: Tier;
   readonly from: number;
   readonly to: number;
-  /** `now`: a lower limit holds at once; `next-run`: a higher one needs the run's tiers rebuilt, by the next run. */
+  /**
+   * `now`: a limit no higher than the run's tier holds at once; `next-run`: a higher one needs the run's tiers
+   * rebuilt, by the next run, and the run paces at its own tier meanwhile (`meanwhile`).
+   */
   readonly when: 'now' | 'next-run';
+  /** With `next-run`, the limit the run paces at until then: its own tier's. */
+  readonly meanwhile?: number;
 }
 
 /**
@@ -149,7 +154,8 @@ export class OverrideInForce {
       const from = before[i]?.limit ?? tier.limit;
       const to = after[i]?.limit ?? tier.limit;
       if (from === to) return [];
-      return [{ tier, from, to, when: to <= (this.tiers[i]?.limit ?? tier.limit) ? 'now' : 'next-run' }];
+      const own = this.tiers[i]?.limit ?? tier.limit;
+      return [to <= own ? { tier, from, to, when: 'now' } : { tier, from, to, when: 'next-run', meanwhile: own }];
     });
   }
 

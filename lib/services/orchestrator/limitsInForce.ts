@@ -100,13 +100,7 @@ export class RunLimits {
       type: 'limits-overridden',
       at: now,
       ...(override === undefined ? {} : { by: override.by, setAt: override.at }),
-      tiers: changes.map(({ tier, from, to, when }) => ({
-        tier: tierLabel(tier),
-        configured: tier.limit,
-        from,
-        to,
-        when,
-      })),
+      tiers: changes.map(({ tier, ...change }) => ({ tier: tierLabel(tier), configured: tier.limit, ...change })),
     });
   }
 }

@@ -153,8 +153,9 @@ export type OrchestratorEvent =
     }
   /**
    * The operator's override of the tiers' limits (`ops limits set`, `reset`): at the run's start, the tiers it
-   * changed (`when: now`); then at each save that finds it changed, the tiers whose limit moved, a lower one holding
-   * `now`, a higher one from the `next-run`. `by` and `setAt` say who set it and when; absent after a reset.
+   * changed (`when: now`); then at each save that finds it changed, the tiers whose limit moved: one no higher than
+   * the run's tier holds `now`, a higher one from the `next-run` (the run's own tier `meanwhile`). `by` and `setAt`
+   * say who set it and when; absent after a reset.
    */
   | {
       readonly type: 'limits-overridden';
@@ -167,6 +168,8 @@ export type OrchestratorEvent =
         readonly from: number;
         readonly to: number;
         readonly when: 'now' | 'next-run';
+        /** With `next-run`, the limit the run paces at until then. */
+        readonly meanwhile?: number;
       }[];
     }
   /** A flush could not read what the workers recorded of the API's limits (`error`): it learnt nothing this time. */
