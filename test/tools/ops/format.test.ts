@@ -35,6 +35,21 @@ describe('formatStatus', () => {
     );
   });
 
+  it("shows an operator's override under the tiers: who set it, when, and each tier's configured and overridden limit", () => {
+    const text = formatStatus(
+      status({
+        override: { by: 'alice', at: AT - 60_000, tiers: [{ tier: 'second:requests', configured: 12, limit: 10 }] },
+      }),
+    );
+    expect(text).toContain(
+      [
+        '  limits overridden by alice at 2026-11-26T09:39:00Z (60 s ago); `ops limits reset` ends it:',
+        '    tier             configured  overridden',
+        '    second:requests          12          10',
+      ].join('\n'),
+    );
+  });
+
   it("shows each pool the lane draws from against its limits, and a 429's pause of the pool", () => {
     const tiers = [{ tier: '12/second', per: 'second', unit: 'requests', limit: 12, used: 9, remaining: 3 }] as const;
     const text = formatStatus(

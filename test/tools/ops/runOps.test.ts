@@ -86,6 +86,19 @@ describe('runOps', () => {
       );
     });
 
+    it('refuses a tier it cannot name and a limit that is no whole number, naming what it takes', async () => {
+      const tier = await ops(['limits', 'set', 'week=5', '--local', 'x.json']);
+      const limit = await ops(['limits', 'set', 'minute=2.5', '--local', 'x.json']);
+      const pair = await ops(['limits', 'set', 'minute', '--local', 'x.json']);
+
+      expect([tier.code, limit.code, pair.code]).toEqual([2, 2, 2]);
+      expect(tier.stderr).toContain(
+        "'week' names no tier: say <per> or <per>:<unit>, <per> one of second, minute, hour, day, month",
+      );
+      expect(limit.stderr).toContain("the limit in 'minute=2.5' must be a whole number of at least 1");
+      expect(pair.stderr).toContain("'minute' is no <tier>=<limit> (minute=500, day:tokens=2000000)");
+    });
+
     it('prints the help on stdout and exits 0', async () => {
       const run = await ops(['--help']);
 
@@ -170,6 +183,13 @@ describe('runOps', () => {
       expect(run.stderr).toBe(
         `ops: the local stack (${file}) serves lane 'default', not 'sms': pass --lane default, or leave --lane out\n`,
       );
+    });
+
+    it('refuses a pool the lane does not draw from', async () => {
+      const run = await ops(['limits', 'set', 'second=2', '--pool', 'org', '--local', file]);
+
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe("ops: lane 'default' draws from no pool 'org'\n");
     });
 
     it('enqueues the good lines of NDJSON from stdin (estimates as Number attributes), reports each bad one by its line number, and exits 1', async () => {

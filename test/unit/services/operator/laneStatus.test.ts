@@ -52,6 +52,7 @@ describe('readLaneStatus', () => {
         },
       ],
       lease: null,
+      override: null,
     });
   });
 
@@ -95,8 +96,36 @@ describe('readLaneStatus', () => {
         },
       ],
       lease: { owner: 'orchestrator-1', expiresAt: START + 30_000, fencingToken: 1, expired: false },
+      override: null,
     });
     expect(JSON.parse(JSON.stringify(status))).toEqual(status);
+  });
+
+  it("shows the operator's override, and each tier's usage against the limit it sets, before any run saved the lane", async () => {
+    const d = deps();
+    await d.stores.limits.replaceOverride(
+      LANE,
+      { v: 1, tiers: { 'second:requests': 2, 'day:requests': 3_000 }, by: 'alice', at: START - 1 },
+      'none',
+    );
+
+    const withStore = await readLaneStatus({ ...d, overrides: d.stores.limits });
+    const fromLedgerOnly = await readLaneStatus(d);
+
+    expect(withStore.override).toEqual({
+      by: 'alice',
+      at: START - 1,
+      tiers: [
+        { tier: 'second:requests', configured: 5, limit: 2 },
+        { tier: 'day:requests', configured: 1_000, limit: 3_000 },
+      ],
+    });
+    expect(withStore.tiers.map((t) => [t.tier, t.limit, t.remaining])).toEqual([
+      ['2/second', 2, 2],
+      ['3000/day', 3_000, 3_000],
+    ]);
+    // Without the store, the override comes with the saved ledger: none is saved yet.
+    expect(fromLedgerOnly.override).toBeNull();
   });
 
   it('shows when the next health check of an open circuit is due, and a 429 pause while it is ahead', async () => {
