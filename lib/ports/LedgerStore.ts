@@ -1,5 +1,5 @@
 import type { Settlement } from '../domain/quota/ledger';
-import type { LimitOverrideJSON } from '../domain/limits/limitOverride';
+import type { LimitOverrideJSON } from '../domain/limits/limitOverrideJSON';
 import type { LedgerJSON } from '../domain/quota/ledgerJSON';
 
 /**

@@ -1,5 +1,5 @@
 import type { LimitObservations, ObservedReading } from '../domain/limits/limitLearner';
-import type { LimitOverrideJSON } from '../domain/limits/limitOverride';
+import type { LimitOverrideJSON } from '../domain/limits/limitOverrideJSON';
 
 /**
  * Per lane, what the API's answers said of its limits: the latest reading of each family of limit headers, and the

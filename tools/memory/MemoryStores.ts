@@ -1,6 +1,6 @@
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { LimitObservations, ObservedReading } from '../../lib/domain/limits/limitLearner';
-import type { LimitOverrideJSON } from '../../lib/domain/limits/limitOverride';
+import type { LimitOverrideJSON } from '../../lib/domain/limits/limitOverrideJSON';
 import type { LimitFamily } from '../../lib/domain/limits/rateLimitHeaders';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';

@@ -4,7 +4,7 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { systemClock } from '../../lib/adapters/systemClock';
 import { enqueueMany, type EnqueueProgress } from '../../lib/producer/enqueue';
 import type { Clock } from '../../lib/ports/Clock';
-import { MAX_OPERATOR_NAME } from '../../lib/services/operator/laneControl';
+import { MAX_OPERATOR_NAME } from '../../lib/services/operator/operatorName';
 import { ProgressLine, progressBar } from '../local/progressBar';
 import { DEFAULT_STACK_FILE } from '../local/stackFile';
 import type { OnTargets } from './commandContext';

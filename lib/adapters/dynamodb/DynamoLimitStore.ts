@@ -1,6 +1,6 @@
 import type { LimitObservations, ObservedReading } from '../../domain/limits/limitLearner';
 import type { LimitFamily } from '../../domain/limits/rateLimitHeaders';
-import type { LimitOverrideJSON } from '../../domain/limits/limitOverride';
+import type { LimitOverrideJSON } from '../../domain/limits/limitOverrideJSON';
 import type { ExpectedOverride, LimitStore } from '../../ports/LimitStore';
 import {
   corrupt,

@@ -1,4 +1,4 @@
-import { isLimitOverrideJSON, type LimitOverrideJSON } from '../../domain/limits/limitOverride';
+import { isLimitOverrideJSON, type LimitOverrideJSON } from '../../domain/limits/limitOverrideJSON';
 import { corrupt, type Item } from './itemValues';
 
 /**

@@ -3,7 +3,7 @@
  * and the check that a stored item has that form. A new kind of tier adds its JSON to {@link TierJSON}.
  */
 import { isLearnedLimitsJSON, type LearnedLimitsJSON } from '../limits/limitLearner';
-import type { LimitOverrideJSON } from '../limits/limitOverride';
+import type { LimitOverrideJSON } from '../limits/limitOverrideJSON';
 import { StateFormatError } from '../../errors';
 import { isCallSlotsJSON, type CallSlotsJSON } from '../inflight/callSlots';
 import type { TierKey } from './tiers';

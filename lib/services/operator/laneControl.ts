@@ -5,6 +5,7 @@ import type { CircuitStore } from '../../ports/CircuitStore';
 import type { Clock } from '../../ports/Clock';
 import { applyCircuitEvent } from '../circuitUpdates';
 import { circuitView, holdView, type CircuitView } from './laneStatus';
+import { operatorName } from './operatorName';
 
 /** What the lane-control services need. */
 export interface LaneControlDeps {
@@ -38,7 +39,7 @@ export interface LaneControlResult {
  * from its next circuit read on (within `circuitPollMs`), and hands the messages it buffered back to their queues.
  * Jobs already dispatched run on, and their results still move the circuit. A lane already paused is left as it is
  * (`changed: false`, the first hold kept).
- * @throws RangeError when `by` is blank or longer than {@link MAX_OPERATOR_NAME}.
+ * @throws RangeError when `by` is blank or longer than `MAX_OPERATOR_NAME` (see `operatorName`).
  * @throws StateUnavailableError when the circuit stays contended; the store's own errors as they come.
  */
 export async function pauseLane(deps: LaneControlDeps, by: string): Promise<LaneControlResult> {
@@ -57,7 +58,7 @@ export async function pauseLane(deps: LaneControlDeps, by: string): Promise<Lane
 /**
  * Resumes a paused lane for `by`: dispatch restarts within `circuitPollMs`, through the pacer's slow start (if its
  * circuit is closed). A lane not paused is left as it is (`changed: false`).
- * @throws RangeError when `by` is blank or longer than {@link MAX_OPERATOR_NAME}.
+ * @throws RangeError when `by` is blank or longer than `MAX_OPERATOR_NAME` (see `operatorName`).
  * @throws StateUnavailableError when the circuit stays contended; the store's own errors as they come.
  */
 export async function resumeLane(deps: LaneControlDeps, by: string): Promise<LaneControlResult> {
@@ -82,7 +83,7 @@ export async function resumeLane(deps: LaneControlDeps, by: string): Promise<Lan
  * until an operator closes it) or `closed` (from open, half-open or forced open; dispatch restarts through the slow
  * start, and the run of 4xx refusals starts over). A circuit already so is left as it is (`changed: false`); forcing
  * open a circuit the breaker opened makes it the operator's.
- * @throws RangeError when `by` is blank or longer than {@link MAX_OPERATOR_NAME}.
+ * @throws RangeError when `by` is blank or longer than `MAX_OPERATOR_NAME` (see `operatorName`).
  * @throws StateUnavailableError when the circuit stays contended; the store's own errors as they come.
  */
 export async function forceCircuit(
@@ -114,20 +115,6 @@ export async function forceCircuit(
       return `${circuit} closed by ${name} (it was ${before.state.status}: ${reasonOf(before)})${held}`;
     },
   );
-}
-
-/** The longest operator name accepted: it is stored in the circuit item, in its hold and transitions. */
-export const MAX_OPERATOR_NAME = 128;
-
-/**
- * `by` trimmed: an operator's name as the state keeps it.
- * @throws RangeError when it is blank or longer than {@link MAX_OPERATOR_NAME}.
- */
-export function operatorName(by: string): string {
-  const name = by.trim();
-  if (name === '' || name.length > MAX_OPERATOR_NAME)
-    throw new RangeError(`the operator's name must be 1 to ${MAX_OPERATOR_NAME} characters; got ${JSON.stringify(by)}`);
-  return name;
 }
 
 /**

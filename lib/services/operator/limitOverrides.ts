@@ -1,9 +1,10 @@
-import { overriddenTiers, overrideProblem, type LimitOverrideJSON } from '../../domain/limits/limitOverride';
+import { overriddenTiers, overrideProblem } from '../../domain/limits/limitOverride';
+import type { LimitOverrideJSON } from '../../domain/limits/limitOverrideJSON';
 import { tierKeyOf, type Tier, type TierKey } from '../../domain/quota/tiers';
 import { StateFormatError } from '../../errors';
 import type { Clock } from '../../ports/Clock';
 import type { ExpectedOverride, LimitStore } from '../../ports/LimitStore';
-import { operatorName } from './laneControl';
+import { operatorName } from './operatorName';
 
 /** What the limit-override services need. */
 export interface LimitOverrideDeps {

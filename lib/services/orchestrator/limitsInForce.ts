@@ -1,6 +1,7 @@
 import type { ServiceConfig } from '../../config';
 import type { LimitObservations } from '../../domain/limits/limitLearner';
-import type { LimitOverrideJSON, OverrideChange } from '../../domain/limits/limitOverride';
+import type { OverrideChange } from '../../domain/limits/limitOverride';
+import type { LimitOverrideJSON } from '../../domain/limits/limitOverrideJSON';
 import type { Pacer } from '../../domain/pacing/pacer';
 import { tierLabel } from '../../domain/quota/tiers';
 import { StateFormatError, StateUnavailableError } from '../../errors';

@@ -1,10 +1,5 @@
-import {
-  isLimitOverrideJSON,
-  overriddenTiers,
-  overrideProblem,
-  OverrideInForce,
-  type LimitOverrideJSON,
-} from '../../../../lib/domain/limits/limitOverride';
+import { overriddenTiers, overrideProblem, OverrideInForce } from '../../../../lib/domain/limits/limitOverride';
+import { isLimitOverrideJSON, type LimitOverrideJSON } from '../../../../lib/domain/limits/limitOverrideJSON';
 import { settlementShards } from '../../../../lib/domain/quota/settlementShards';
 import { parseTiers, tierLabel, type TierKey } from '../../../../lib/domain/quota/tiers';
 

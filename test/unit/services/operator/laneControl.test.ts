@@ -6,11 +6,11 @@ import { circuitPolicyFrom } from '../../../../lib/domain/breaker/policy';
 import { applyCircuitEvent, loadCircuit } from '../../../../lib/services/circuitUpdates';
 import {
   forceCircuit,
-  MAX_OPERATOR_NAME,
   pauseLane,
   resumeLane,
   type LaneControlDeps,
 } from '../../../../lib/services/operator/laneControl';
+import { MAX_OPERATOR_NAME } from '../../../../lib/services/operator/operatorName';
 import { LANE, START, openCircuit, testConfig } from '../../../helpers/serviceFixtures';
 
 const CONFIG = testConfig();

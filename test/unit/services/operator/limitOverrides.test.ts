@@ -1,4 +1,4 @@
-import type { LimitOverrideJSON } from '../../../../lib/domain/limits/limitOverride';
+import type { LimitOverrideJSON } from '../../../../lib/domain/limits/limitOverrideJSON';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
 import { StateFormatError } from '../../../../lib/errors';
 import type { ExpectedOverride } from '../../../../lib/ports/LimitStore';

@@ -2,7 +2,7 @@
  * An operator's override of the tiers' limits (`ops limits set`) as runs go by it: a run starts on the tiers it sets,
  * lower or higher; a lower limit set during a run holds from its next save; a higher one from the next run.
  */
-import type { LimitOverrideJSON } from '../../../../lib/domain/limits/limitOverride';
+import type { LimitOverrideJSON } from '../../../../lib/domain/limits/limitOverrideJSON';
 import { poolStateName } from '../../../../lib/domain/quota/poolSettlements';
 import { parseTiers, type TierKey } from '../../../../lib/domain/quota/tiers';
 import { PoolHub } from '../../../../lib/services/orchestrator/poolHub';
