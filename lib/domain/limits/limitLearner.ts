@@ -44,6 +44,28 @@ export const LEARNING = Object.freeze({
   ceilingWindows: 10,
 });
 
+/**
+ * The traffic-light zones of a tier another caller spends on, by what the API says remains of the limit: green from
+ * half the limit up, yellow below half, red below a tenth. In the yellow zone the service also leaves the other caller
+ * `yellowMargin` of what remains, in the red zone `redMargin`: it slows before the wall, so that the other caller's
+ * next calls find room rather than a 429 for both. Only while another caller spends (the API counts more than the
+ * service's own calls): a key the service has to itself is spent to the end of every window, where `remaining` falls
+ * to nothing by design, and a margin there would only cost quota.
+ */
+export const ZONES = Object.freeze({
+  yellowBelow: 0.5,
+  redBelow: 0.1,
+  yellowMargin: 0.25,
+  redMargin: 0.5,
+});
+
+/** What the service leaves another caller of what remains, `remaining` of `limit` (see {@link ZONES}). */
+export function zoneMargin(remaining: number, limit: number): number {
+  if (remaining < ZONES.redBelow * limit) return Math.ceil(ZONES.redMargin * remaining);
+  if (remaining < ZONES.yellowBelow * limit) return Math.ceil(ZONES.yellowMargin * remaining);
+  return 0;
+}
+
 /** What is learnt of one tier, kept with the lane's state. */
 export interface LearnedTierJSON {
   /** The limit in force. */
@@ -55,7 +77,10 @@ export interface LearnedTierJSON {
   readonly readAt?: number;
   /** The API's latest `limit` header for the tier, and when it was read. */
   readonly header?: { readonly limit: number; readonly at: number };
-  /** What other callers spent of the tier by the latest `remaining`, left to them until `until`. */
+  /**
+   * What other callers spent of the tier by the latest `remaining`, with the zone's margin (see {@link ZONES}), left to
+   * them until `until`.
+   */
   readonly foreign?: { readonly units: number; readonly until: number };
   /** The limit 429s left, while below the configured one, and the latest cut: when, and the usage it came at. */
   readonly cut?: { readonly limit: number; readonly at: number; readonly ceiling: number; readonly grewAt: number };
@@ -134,7 +159,8 @@ export function tierOfReading(
  * - A `remaining` below what the service's own usage in the window leaves says that another caller spends on the
  *   key: its share (the API's count less the service's own) is left to it until the reading's reset, one window at
  *   most. The service's count includes calls reserved but not yet arrived, and is taken at the flush, less what can
- *   have left the window since the answer was read, so the share is never overestimated.
+ *   have left the window since the answer was read, so the share is never overestimated. As what remains falls, the
+ *   service leaves the other caller a margin of it too (the traffic-light zones, see {@link ZONES}).
  * - A 429 without headers cuts the tiers at least half used (see {@link LEARNING}), once per window.
  * Calendar tiers keep their configured limits.
  */
@@ -228,7 +254,7 @@ export class LimitLearner {
       const left = Math.ceil((Math.max(0, now - reading.at) / tier.windowMs) * limit);
       const units = Math.max(0, limit - reading.remaining - used - left);
       const until = Math.min(reading.resetAt ?? Number.POSITIVE_INFINITY, reading.at + tier.windowMs);
-      foreign = units > 0 ? { units, until } : undefined;
+      foreign = units > 0 ? { units: units + zoneMargin(reading.remaining, limit), until } : undefined;
     }
     this.learned.set(key, withOptional({ ...learned, readAt: reading.at }, { header, foreign }));
   }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { LEARNING, LimitLearner, tierOfReading } from '../../../../lib/domain/limits/limitLearner';
+import { LEARNING, LimitLearner, tierOfReading, zoneMargin } from '../../../../lib/domain/limits/limitLearner';
 import { parseLimitSettings } from '../../../../lib/domain/limits/settings';
 import { parseTiers } from '../../../../lib/domain/quota/tiers';
 
@@ -81,9 +81,33 @@ describe('LimitLearner', () => {
 
       const changes = l.observe(T0, { readings: [reading] }, [0, 250, 0, 0]);
 
-      expect(l.limits(T0)[1]).toBe(350);
-      expect(changes).toEqual([{ tier: TIERS[1], from: 500, to: 350, source: 'remaining' }]);
+      // A fifth of the limit remains: the yellow zone, where a quarter of it (25) is left to the other caller too.
+      expect(l.limits(T0)[1]).toBe(325);
+      expect(changes).toEqual([{ tier: TIERS[1], from: 500, to: 325, source: 'remaining' }]);
       expect(l.limits(T0 + 20_000)[1]).toBe(500);
+    });
+
+    it('slows as what remains falls while another caller spends: green, yellow, then red', () => {
+      // The service used 100 of 500 each time; the other caller spent the rest of what the API counts.
+      const limitWith = (remaining: number) => {
+        const l = learner();
+        l.observe(T0, { readings: [{ family: 'requests', limit: 500, remaining, at: T0 }] }, [0, 100, 0, 0]);
+        return l.limits(T0)[1];
+      };
+
+      expect(limitWith(300)).toBe(400); // green: 100 spent by the other caller, left to it
+      expect(limitWith(200)).toBe(250); // yellow: 200 spent, and a quarter of the 200 remaining
+      expect(limitWith(40)).toBe(120); // red: 360 spent, and half of the 40 remaining
+      expect(zoneMargin(249, 500)).toBe(63);
+      expect(zoneMargin(250, 500)).toBe(0);
+    });
+
+    it('leaves no margin on a key the service has to itself, however little remains', () => {
+      const l = learner();
+
+      l.observe(T0, { readings: [{ family: 'requests', limit: 500, remaining: 10, at: T0 }] }, [0, 490, 0, 0]);
+
+      expect(l.limits(T0)[1]).toBe(500);
     });
 
     it('leaves nothing when its own usage explains the count, and clears an earlier share', () => {
