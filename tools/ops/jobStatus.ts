@@ -59,7 +59,10 @@ function pace(status: OpsStatus): number | undefined {
   return rates.length === 0 ? undefined : Math.min(...rates);
 }
 
-/** What holds `status`'s lane back at its instant: a pause, the circuit, a 429, a spent tier or pool; and its backlog. */
+/**
+ * What holds `status`'s lane back at its instant: a pause, the circuit, a 429, a spent tier or pool, an operator's
+ * lowered limit, a learnt one; and its backlog.
+ */
 export function laneHold(status: OpsStatus): LaneHold {
   const { at, circuit, paused } = status;
   const holds: { readonly reason: string; readonly until?: number }[] = [];
@@ -78,9 +81,15 @@ export function laneHold(status: OpsStatus): LaneHold {
         reason: `${owner}tier ${tier.tier} is spent (${tier.used} of ${tier.limit})`,
         ...(tier.resetsAt === undefined ? {} : { until: tier.resetsAt }),
       }));
-  holds.push(...spent('', status.tiers));
+  const lowered = (owner: string, override: OpsStatus['override']) =>
+    (override?.tiers ?? [])
+      .filter((tier) => tier.limit < tier.configured)
+      .map((tier) => ({
+        reason: `${owner}tier ${tier.tier} is held to ${tier.limit} by ${override?.by ?? 'an operator'}'s override (configured ${tier.configured})`,
+      }));
+  holds.push(...spent('', status.tiers), ...lowered('', status.override));
   for (const pool of status.pools) {
-    holds.push(...spent(`pool '${pool.pool}' `, pool.tiers));
+    holds.push(...spent(`pool '${pool.pool}' `, pool.tiers), ...lowered(`pool '${pool.pool}' `, pool.override));
     if (pool.rateLimitedUntil !== undefined)
       holds.push({ reason: `a 429 holds pool '${pool.pool}'`, until: pool.rateLimitedUntil });
   }

@@ -68,6 +68,31 @@ describe('laneHold', () => {
     expect(hold).toMatchObject({ perSecond: 4, backlogSeconds: 4 });
     expect(hold.reasons).toEqual(['tier 10/second paces at 4, learnt from the API (header)']);
   });
+
+  it("names an operator's lowered limit, of the lane or of a pool, and paces the backlog at it", () => {
+    const lowered = { tier: 'second:requests' as const, configured: 10, limit: 5 };
+    const hold = laneHold(
+      status({
+        tiers: [{ tier: '5/second', per: 'second', unit: 'requests', limit: 5, used: 0, remaining: 5 }],
+        override: { by: 'alice', at: AT - 1_000, tiers: [lowered] },
+        pools: [
+          {
+            pool: 'org',
+            tiers: [],
+            lease: null,
+            override: {
+              by: 'bob',
+              at: AT,
+              tiers: [{ ...lowered, tier: 'minute:requests', configured: 600, limit: 900 }],
+            },
+          },
+        ],
+      }),
+    );
+    expect(hold).toMatchObject({ perSecond: 5, backlogSeconds: 3 });
+    // The pool's override raises its tier: it holds nothing back.
+    expect(hold.reasons).toEqual(["tier second:requests is held to 5 by alice's override (configured 10)"]);
+  });
 });
 
 describe('formatJob', () => {
