@@ -144,7 +144,8 @@ async function change(
   for (let tries = 0; tries < MAX_TRIES; tries++) {
     const { current, expected } = await readOverride(deps, target.state);
     const tiers = next(current?.tiers ?? {});
-    const at = deps.clock.now();
+    // Later than the one it replaces, whatever the clocks say: the store tells overrides apart by when they were set.
+    const at = Math.max(deps.clock.now(), (current?.at ?? 0) + 1);
     const written: LimitOverrideJSON | undefined =
       Object.keys(tiers).length === 0 ? undefined : { v: 1, tiers, by, at };
     if (expected !== 'any' && sameTiers(current?.tiers, written?.tiers))

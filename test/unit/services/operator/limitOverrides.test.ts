@@ -103,6 +103,16 @@ describe('setLimits', () => {
     );
   });
 
+  it('sets each override later than the one it replaces, so that two set within a millisecond are told apart', async () => {
+    const d = deps();
+    await setLimits(d, LANE, { 'minute:requests': 300 }, 'alice');
+
+    const second = await setLimits(d, LANE, { 'minute:requests': 200 }, 'bob');
+
+    expect(second.override?.at).toBe(T0 + 1);
+    await expect(d.limits.loadOverride('default')).resolves.toMatchObject({ at: T0 + 1, by: 'bob' });
+  });
+
   it('merges into a change another operator made between its read and its write', async () => {
     const store = new RacingStore(new MemoryState(), async (self) => {
       await self.replaceOverride('default', { v: 1, tiers: { 'day:requests': 100 }, by: 'bob', at: T0 - 1 }, 'any');
