@@ -26,8 +26,7 @@ const FIELDS = ['limit', 'remaining', 'resetAt', 'windowMs'] as const;
  * conditional UpdateItem that only moves a value forward in time, so that writes in any order, and a retried write
  * whose answer was lost, leave the latest. The operator's override of a lane's or pool's tiers is the `override`
  * (and `overrideAt`) attribute of its lane item (`lane#<state>`), which the ledger store reads with the ledger and
- * each save. See
- * {@link DynamoTable} for the whole layout.
+ * each save. See {@link DynamoTable} for the whole layout.
  */
 export class DynamoLimitStore implements LimitStore {
   private readonly table: DynamoTable;
@@ -93,8 +92,9 @@ export class DynamoLimitStore implements LimitStore {
 
   /**
    * {@inheritDoc LimitStore.replaceOverride}
-   * One UpdateItem of the lane item's `override` and `overrideAt` alone, conditional on the one stored. A retried write whose first
-   * answer was lost is refused (the stored override is already the new one): the caller reads it back to tell.
+   * One UpdateItem of the lane item's `override` and `overrideAt` alone, conditional on the one stored. A retried
+   * write whose first answer was lost is refused (the stored override is already the new one): the caller reads it
+   * back to tell.
    */
   async replaceOverride(
     state: string,

@@ -44,8 +44,9 @@ type Request<I> = Omit<I, 'TableName'>;
  *   saved before it existed), the ids of the settlements that save folded, each with its shard (`folded`, a map, at
  *   most `MAX_FOLDED_PER_SAVE`), and the most settlement shards a save has read (`shards`). The lease store and the
  *   ledger store share this item because the save is fenced by `leaseToken`, and a condition sees only its own item.
- *   An operator's override of the tiers' limits (`override`, a map: see `LimitOverrideJSON`, and its `overrideAt`) lives here too, so
- *   that the ledger's load and each save's answer carry it at no further read; only the operator writes it.
+ *   An operator's override of the tiers' limits (`override`, a map: see `LimitOverrideJSON`, and its `overrideAt`)
+ *   lives here too, so that the ledger's load and each save's answer carry it at no further read; only the operator
+ *   writes it.
  *   Items written before the current layout also hold the call slots inside `ledger` and pending settlements in a
  *   `settlements` list (oldest first), which the ledger store reads and its next save migrates.
  * - `slots#<lane>`: the call slots of a lane with `maxInFlight` (`slots`, compact text, about 30 bytes a call) and the

@@ -16,7 +16,7 @@ function overrideOf(tier: Tier, override: LimitOverrideJSON | undefined): number
 
 /**
  * The tiers a lane or pool goes by under `override`, in configured order: each configured tier the override names
- * takes its limit; a tier the override names that is not configured (a deploy removed it) is left out.
+ * takes its limit; a tier the override names that is not configured (a deploy removed it) is ignored.
  *
  * A raise stands only as far as the settlement shards deployed for the configured tiers carry its pace (see
  * {@link overrideProblem}): when a deploy since lowered what they carry, the override's raises are dropped and its

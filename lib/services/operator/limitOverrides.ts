@@ -120,8 +120,13 @@ export async function resetLimits(
   const unknown = tiers.find((tier) => !keys.includes(tier));
   if (unknown !== undefined)
     throw new RangeError(`${describe(target)}: no tier ${unknown} is configured; the tiers are ${keys.join(', ')}`);
+  // What is left: the other configured tiers' limits (a tier no longer configured goes with the ones reset).
   return change(deps, target, 'reset', name, (current) =>
-    Object.fromEntries(Object.entries(current).filter(([key]) => tiers.length > 0 && !tiers.includes(key as TierKey))),
+    Object.fromEntries(
+      Object.entries(current).filter(
+        ([key]) => tiers.length > 0 && keys.includes(key as TierKey) && !tiers.includes(key as TierKey),
+      ),
+    ),
   );
 }
 

@@ -171,6 +171,16 @@ describe('resetLimits', () => {
   it('refuses a tier that is not configured', async () => {
     await expect(resetLimits(deps(), LANE, ['hour:requests'], 'bob')).rejects.toThrow(/no tier hour:requests/);
   });
+
+  it('drops what the override set for a tier a deploy removed, and the override with it when nothing else is left', async () => {
+    const d = deps();
+    const stale = { v: 1, tiers: { 'hour:requests': 5, 'minute:requests': 300 }, by: 'alice', at: T0 - 1 } as const;
+    await d.limits.replaceOverride('default', stale, 'none');
+
+    await resetLimits(d, LANE, ['minute:requests'], 'bob');
+
+    await expect(d.limits.loadOverride('default')).resolves.toBeUndefined();
+  });
 });
 
 /** A store where `between` runs once, between the first read of the override and the write that follows it. */
