@@ -1,4 +1,34 @@
 import type { Settlement } from '../domain/quota/ledger';
+import type { Costs } from '../domain/quota/tiers';
+
+/**
+ * What a success records besides when, for a job's status (`ops job`, the producer's `status`): `usage`, the units the
+ * call counted against its lane's quotas (as the API's answer reports them, else the job's estimates), and `result`,
+ * where the worker handed the call's result on (see `ResultHandler.destination`; `none` when its lane has no result
+ * destination). A result the destination did not take is reported as `result-undelivered`, not recorded here.
+ */
+export interface SuccessDetails {
+  readonly usage?: Costs;
+  readonly result?: string;
+}
+
+/** A success a batch recorded for one of its dispatches (see {@link IdempotencyStore.batchSuccess}). */
+export interface JobSuccess extends SuccessDetails {
+  /** When the batch recorded it, epoch ms. */
+  readonly at: number;
+}
+
+/** The successes a batch records in one write (see {@link IdempotencyStore.recordBatchSuccesses}). */
+export interface BatchSuccesses {
+  /** When, epoch ms. */
+  readonly at: number;
+  /** Kept at least until then, epoch ms. */
+  readonly expiresAt: number;
+  /** The dispatches that succeeded, each with what its call counted (see {@link SuccessDetails.usage}). */
+  readonly jobs: readonly { readonly dispatchId: string; readonly usage?: Costs }[];
+  /** Where the worker handed their results on (see {@link SuccessDetails.result}). */
+  readonly result?: string;
+}
 
 /** What a worker records per idempotency key. */
 export type IdempotencyRecord =
@@ -19,15 +49,15 @@ export type IdempotencyRecord =
   /**
    * The API call succeeded at `at`; later deliveries must not call again. `settlement`, when present, is what the
    * call owes the ledger and its worker could not record: the message was kept, and whichever delivery meets this
-   * record next records it before ending the message.
+   * record next records it before ending the message. See {@link SuccessDetails} for the rest.
    */
-  | {
+  | ({
       readonly status: 'succeeded';
       readonly dispatchId: string;
       readonly at: number;
       readonly expiresAt: number;
       readonly settlement?: Settlement;
-    }
+    } & SuccessDetails)
   /**
    * The call of dispatch `dispatchId` failed at `at` and its message was requeued or dead-lettered (a
    * `dead-lettered` record becomes this when an operator reopens the job: see
@@ -62,7 +92,7 @@ export interface BatchClaim {
 
 /**
  * Whether `record`, read at `now`, is a claim made within a batch whose worker's time is up: whether it holds the
- * key depends on its batch's record (see {@link IdempotencyStore.batchSuccessAt}).
+ * key depends on its batch's record (see {@link IdempotencyStore.batchSuccess}).
  */
 export function isStoppedBatchClaim(
   record: IdempotencyRecord,
@@ -195,12 +225,13 @@ export interface IdempotencyStore {
   claimRefund(key: string, dispatchId: string, expiresAt: number): Promise<boolean>;
 
   /**
-   * Records in one write that the dispatches `dispatchIds` of batch `batch` succeeded at `at`, kept at least until
-   * `expiresAt`; the batch's claims point to this record. Writing it again (a retry after a lost answer, a second
-   * delivery of the batch) adds the ids to those there. With no ids, it writes nothing.
+   * Records in one write that the dispatches of `successes` of batch `batch` succeeded, with what each call counted
+   * and where their results went, kept at least until `successes.expiresAt`; the batch's claims point to this record.
+   * Writing it again (a retry after a lost answer, a second delivery of the batch) adds the dispatches to those there.
+   * With no jobs, it writes nothing.
    */
-  recordBatchSuccesses(batch: string, dispatchIds: readonly string[], at: number, expiresAt: number): Promise<void>;
+  recordBatchSuccesses(batch: string, successes: BatchSuccesses): Promise<void>;
 
-  /** When batch `batch` recorded the success of dispatch `dispatchId`; `undefined` if it did not. */
-  batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined>;
+  /** The success batch `batch` recorded for dispatch `dispatchId`; `undefined` if it recorded none. */
+  batchSuccess(batch: string, dispatchId: string): Promise<JobSuccess | undefined>;
 }

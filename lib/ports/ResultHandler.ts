@@ -43,6 +43,12 @@ export interface UndeliveredResult {
  */
 export interface ResultHandler {
   /**
+   * Where it hands results on, as a job's status shows it (e.g. `sqs arn:aws:sqs:…:results`): each success records
+   * it. @default `result handler`
+   */
+  readonly destination?: string;
+
+  /**
    * Hands on `results` (one job's, or a batch's together).
    * @returns the results that were not handed on, each with why (none when all were). It may throw instead: every
    * result is then taken as not handed on.

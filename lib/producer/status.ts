@@ -13,7 +13,7 @@ import {
 } from '../adapters/dynamodb/idempotencyItems';
 import type { Item } from '../adapters/dynamodb/itemValues';
 import { UNPREFIXED_LANE } from '../lanes/laneQueueNames';
-import type { IdempotencyRecord, IdempotencyStore } from '../ports/IdempotencyStore';
+import type { IdempotencyRecord, IdempotencyStore, JobSuccess } from '../ports/IdempotencyStore';
 import { readJobRecord, type JobRecord } from '../services/operator/jobRecord';
 
 /** Where {@link status} reads. */
@@ -32,7 +32,7 @@ export interface StatusOptions {
 }
 
 /** The reads `readJobRecord` makes, each one strongly consistent GetItem of the state table. */
-class JobRecordReads implements Pick<IdempotencyStore, 'getIdempotency' | 'batchSuccessAt' | 'attemptsSpent'> {
+class JobRecordReads implements Pick<IdempotencyStore, 'getIdempotency' | 'batchSuccess' | 'attemptsSpent'> {
   constructor(
     private readonly options: StatusOptions,
     private readonly namespace: string | undefined,
@@ -57,7 +57,7 @@ class JobRecordReads implements Pick<IdempotencyStore, 'getIdempotency' | 'batch
     return liveRecord(await this.get(idempotencyKey(key, this.namespace)), key, now);
   }
 
-  async batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined> {
+  async batchSuccess(batch: string, dispatchId: string): Promise<JobSuccess | undefined> {
     return batchSuccessOf(await this.get(batchKey(batch)), batch, dispatchId);
   }
 
@@ -68,7 +68,7 @@ class JobRecordReads implements Pick<IdempotencyStore, 'getIdempotency' | 'batch
 
 /**
  * What the service recorded of the job of idempotency key `key` (a job sent without one has its message id for key):
- * `succeeded` (when), `dead-lettered` (when, and why while the record keeps it: `npm run ops -- job` also finds the
+ * `succeeded` (when, what its call counted, where its result went), `dead-lettered` (when, and why while the record keeps it: `npm run ops -- job` also finds the
  * letter), `in-flight`, `retrying` (a call failed; it waits to be dispatched again), or `none` (not dispatched yet,
  * or its record has expired). One to three reads; needs `dynamodb:GetItem` on the table's `idem#*` and `batch#*`
  * items, which the stack's producer policy grants.

@@ -2,8 +2,9 @@ import { NEVER_DUE } from '../../lib/domain/breaker/circuit';
 import type { CircuitJSON } from '../../lib/domain/breaker/circuitJSON';
 import type { Settlement } from '../../lib/domain/quota/ledger';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
+import type { Costs } from '../../lib/domain/quota/tiers';
 import { LeaseLostError } from '../../lib/errors';
-import type { IdempotencyRecord } from '../../lib/ports/IdempotencyStore';
+import type { BatchSuccesses, IdempotencyRecord } from '../../lib/ports/IdempotencyStore';
 import { batchJobDispatchId } from '../../lib/ports/Invoker';
 import type { Lease } from '../../lib/ports/LeaseStore';
 import { MAX_FOLDED_PER_SAVE, MAX_PENDING_SETTLEMENTS, MAX_STORED_SETTLEMENTS } from '../../lib/ports/LedgerStore';
@@ -86,6 +87,12 @@ function inProgress(expiresAt: number): IdempotencyRecord {
 
 function succeeded(at: number, expiresAt: number): IdempotencyRecord {
   return { status: 'succeeded', dispatchId: 'd-1', at, expiresAt };
+}
+
+/** The successes of `dispatchIds` recorded at `at`, each with `details`, their results sent to `sqs results`. */
+function batchOf(dispatchIds: readonly string[], at: number, details: { usage?: Costs } = {}): BatchSuccesses {
+  const jobs = dispatchIds.map((dispatchId) => ({ dispatchId, ...details }));
+  return { at, expiresAt: at + TTL, jobs, result: 'sqs results' };
 }
 
 function failed(at: number, expiresAt: number): IdempotencyRecord {
@@ -215,9 +222,15 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
       it('recordBatchSuccesses lands and succeeds, its retry changing nothing', async () => {
         const batch = unique('lost-batch');
         await expect(
-          withLostAnswer('UpdateItem', () => stores().idempotency.recordBatchSuccesses(batch, ['d-1'], T0, T0 + TTL)),
+          withLostAnswer('UpdateItem', () =>
+            stores().idempotency.recordBatchSuccesses(batch, batchOf(['d-1'], T0, { usage: { tokens: 7 } })),
+          ),
         ).resolves.toBeUndefined();
-        await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBe(T0);
+        await expect(stores().idempotency.batchSuccess(batch, 'd-1')).resolves.toEqual({
+          at: T0,
+          usage: { tokens: 7 },
+          result: 'sqs results',
+        });
       });
 
       it('recordReading and recordRateLimited land and succeed, their retries refused by their own writes', async () => {
@@ -881,29 +894,76 @@ export function describeStateStoresContract(name: string, makeStores: () => Prom
 
       it("records a batch's successes, adding to them when written again, and tells when each was recorded", async () => {
         const batch = unique('batch');
-        await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBeUndefined();
-        await stores().idempotency.recordBatchSuccesses(batch, [], T0, T0 + TTL);
-        await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBeUndefined();
-        await stores().idempotency.recordBatchSuccesses(batch, ['d-1', 'd-2'], T0, T0 + TTL);
-        await stores().idempotency.recordBatchSuccesses(batch, ['d-2', 'd-3'], T0 + 5, T0 + TTL + 5);
-        await expect(stores().idempotency.batchSuccessAt(batch, 'd-1')).resolves.toBe(T0);
-        await expect(stores().idempotency.batchSuccessAt(batch, 'd-3')).resolves.toBe(T0);
-        await expect(stores().idempotency.batchSuccessAt(batch, 'd-4')).resolves.toBeUndefined();
+        const at = (id: string) =>
+          stores()
+            .idempotency.batchSuccess(batch, id)
+            .then((success) => success?.at);
+        await expect(at('d-1')).resolves.toBeUndefined();
+        await stores().idempotency.recordBatchSuccesses(batch, batchOf([], T0));
+        await expect(at('d-1')).resolves.toBeUndefined();
+        await stores().idempotency.recordBatchSuccesses(batch, batchOf(['d-1', 'd-2'], T0));
+        await stores().idempotency.recordBatchSuccesses(batch, batchOf(['d-2', 'd-3'], T0 + 5));
+        await expect(at('d-1')).resolves.toBe(T0);
+        await expect(at('d-3')).resolves.toBe(T0);
+        await expect(at('d-4')).resolves.toBeUndefined();
       });
 
       it("tells the successes of a batch's own jobs, named by their index in it, from those of other dispatch ids", async () => {
         const batch = unique('batch-indexes');
         const ids = [0, 1, 2, 12].map((i) => batchJobDispatchId(batch, i));
-        await stores().idempotency.recordBatchSuccesses(batch, [ids[0]!, ids[2]!, 'other'], T0, T0 + TTL);
-        await stores().idempotency.recordBatchSuccesses(batch, [ids[3]!], T0 + 5, T0 + TTL);
-        await expect(Promise.all(ids.map((id) => stores().idempotency.batchSuccessAt(batch, id)))).resolves.toEqual([
-          T0,
-          undefined,
-          T0,
-          T0,
-        ]);
-        await expect(stores().idempotency.batchSuccessAt(batch, 'other')).resolves.toBe(T0);
-        await expect(stores().idempotency.batchSuccessAt(batch, `${batch}.x`)).resolves.toBeUndefined();
+        const at = (id: string) =>
+          stores()
+            .idempotency.batchSuccess(batch, id)
+            .then((success) => success?.at);
+        await stores().idempotency.recordBatchSuccesses(batch, batchOf([ids[0]!, ids[2]!, 'other'], T0));
+        await stores().idempotency.recordBatchSuccesses(batch, batchOf([ids[3]!], T0 + 5));
+        await expect(Promise.all(ids.map(at))).resolves.toEqual([T0, undefined, T0, T0]);
+        await expect(at('other')).resolves.toBe(T0);
+        await expect(at(`${batch}.x`)).resolves.toBeUndefined();
+      });
+
+      it("keeps each of a batch's jobs' usage, whether named by index or by id, through a second write", async () => {
+        const batch = unique('batch-usage');
+        const [first, second] = [0, 1].map((i) => batchJobDispatchId(batch, i));
+        await stores().idempotency.recordBatchSuccesses(batch, {
+          at: T0,
+          expiresAt: T0 + TTL,
+          jobs: [
+            { dispatchId: first!, usage: { input: 120, output: 30 } },
+            { dispatchId: 'other', usage: { input: 5 } },
+          ],
+          result: 'sqs results',
+        });
+        await stores().idempotency.recordBatchSuccesses(batch, {
+          at: T0 + 5,
+          expiresAt: T0 + TTL,
+          jobs: [{ dispatchId: second! }, { dispatchId: 'other', usage: { input: 5 } }],
+          result: 'sqs results',
+        });
+        await expect(stores().idempotency.batchSuccess(batch, first!)).resolves.toEqual({
+          at: T0,
+          usage: { input: 120, output: 30 },
+          result: 'sqs results',
+        });
+        await expect(stores().idempotency.batchSuccess(batch, 'other')).resolves.toEqual({
+          at: T0,
+          usage: { input: 5 },
+          result: 'sqs results',
+        });
+        await expect(stores().idempotency.batchSuccess(batch, second!)).resolves.toEqual({
+          at: T0,
+          result: 'sqs results',
+        });
+      });
+
+      it("keeps a success record's usage and result, and drops them when the record is written without", async () => {
+        const key = unique('idem-success-details');
+        const success = { status: 'succeeded' as const, dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL };
+        const detailed = { ...success, usage: { input: 1200, output: 300 }, result: 'eventbridge jobs' };
+        await stores().idempotency.putIdempotency(key, detailed);
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(detailed);
+        await stores().idempotency.putIdempotency(key, success);
+        await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(success);
       });
 
       it('keeps a failed record against further deliveries of its own dispatch', async () => {

@@ -169,6 +169,13 @@ describe('the operator CLI against the local stack (npm start -- --keep)', () =>
       'every job but the broken one to succeed, and the broken one to be dead-lettered',
       30_000,
     );
+    // job: a job that succeeded says when, by which dispatch, and where its result went (this stack sets no result
+    // destination: it was dropped).
+    expect(jsonOf<JobStatus>(await onStack('job', 'ops-1', '--json'))).toMatchObject({
+      state: 'succeeded',
+      record: { state: 'succeeded', dispatchId: expect.any(String), result: 'none' },
+    });
+    expect((await onStack('job', 'ops-1')).stdout).toContain('result: dropped (the lane has no result destination)');
     const [letter, ...others] = jsonOf<DeadLetter[]>(await onStack('dlq', 'list', '--json'));
     expect(others).toEqual([]);
     expect(letter).toMatchObject({ attempt: 1, body: `{"id":"${BROKEN}"}`, reason: expect.stringContaining('400') });

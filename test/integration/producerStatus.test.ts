@@ -50,11 +50,19 @@ describe("the producer client's status, on the emulated state table", () => {
     const claim = { status: 'in-progress' as const, expiresAt: later, batch: { id: 'b-1', busyUntil: now - 1 } };
     await store().putIdempotency('job-3', { ...claim, dispatchId: 'd-3' });
     await store().putIdempotency('job-4', { ...claim, dispatchId: 'd-4' });
-    await store().recordBatchSuccesses('b-1', ['d-3'], now - 100, later);
+    await store().recordBatchSuccesses('b-1', {
+      at: now - 100,
+      expiresAt: later,
+      jobs: [{ dispatchId: 'd-3', usage: { input_tokens: 812, output_tokens: 96 } }],
+      result: 'eventbridge jobs',
+    });
 
-    await expect(status('job-3', { dynamodb, tableName })).resolves.toMatchObject({
+    await expect(status('job-3', { dynamodb, tableName })).resolves.toEqual({
       state: 'succeeded',
       at: now - 100,
+      dispatchId: 'd-3',
+      usage: { input_tokens: 812, output_tokens: 96 },
+      result: 'eventbridge jobs',
     });
     await expect(status('job-4', { dynamodb, tableName })).resolves.toMatchObject({ state: 'retrying' });
   });

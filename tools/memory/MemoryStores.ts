@@ -3,14 +3,18 @@ import type { LimitObservations, ObservedReading } from '../../lib/domain/limits
 import type { LimitOverrideJSON } from '../../lib/domain/limits/limitOverrideJSON';
 import type { LimitFamily } from '../../lib/domain/limits/rateLimitHeaders';
 import type { Settlement } from '../../lib/domain/quota/ledger';
+import { ownValue } from '../../lib/domain/ownValue';
+import type { Costs } from '../../lib/domain/quota/tiers';
 import type { LedgerJSON } from '../../lib/domain/quota/ledgerJSON';
 import { LeaseLostError } from '../../lib/errors';
 import type { CircuitStore } from '../../lib/ports/CircuitStore';
 import {
   claimRefusal,
+  type BatchSuccesses,
   type ClaimRefusal,
   type IdempotencyRecord,
   type IdempotencyStore,
+  type JobSuccess,
   type ReopenOutcome,
 } from '../../lib/ports/IdempotencyStore';
 import type { Lease, LeaseStore } from '../../lib/ports/LeaseStore';
@@ -49,7 +53,7 @@ class JsonMap<T> {
  * fenced by the tokens the lease store over the same state hands out. Its maps are for the stores in this module.
  */
 export class MemoryState {
-  /** Request counts, for benchmarks: `reads` counts `load*`/`get*`/`pending*` calls, `refusalRun` and `batchSuccessAt`, `writes` every other call. */
+  /** Request counts, for benchmarks: `reads` counts `load*`/`get*`/`pending*` calls, `refusalRun` and `batchSuccess`, `writes` every other call. */
   readonly stats: { reads: number; writes: number } = { reads: 0, writes: 0 };
 
   readonly leases = new JsonMap<Lease>();
@@ -67,6 +71,9 @@ export class MemoryState {
     readonly at: number;
     readonly expiresAt: number;
     readonly succeeded: readonly string[];
+    /** Each job's usage, by dispatch id. */
+    readonly usage: Readonly<Record<string, Costs>>;
+    readonly result?: string;
   }>();
   /** Per idempotency key, the dispatches marked as having spent their reservation on it (see `IdempotencyStore.claimRefund`). */
   readonly spent = new Map<string, Set<string>>();
@@ -317,26 +324,27 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     return true;
   }
 
-  async recordBatchSuccesses(
-    batch: string,
-    dispatchIds: readonly string[],
-    at: number,
-    expiresAt: number,
-  ): Promise<void> {
+  async recordBatchSuccesses(batch: string, { at, expiresAt, jobs, result }: BatchSuccesses): Promise<void> {
     this.state.stats.writes++;
-    if (dispatchIds.length === 0) return;
-    const recorded = this.state.batches.get(batch) ?? { at, expiresAt, succeeded: [] };
+    if (jobs.length === 0) return;
+    const recorded = this.state.batches.get(batch) ?? { at, expiresAt, succeeded: [], usage: {} };
+    const usage = jobs.flatMap(({ dispatchId, usage }) => (usage === undefined ? [] : [[dispatchId, usage]]));
     this.state.batches.set(batch, {
       ...recorded,
       expiresAt: Math.max(recorded.expiresAt, expiresAt),
-      succeeded: [...new Set([...recorded.succeeded, ...dispatchIds])],
+      succeeded: [...new Set([...recorded.succeeded, ...jobs.map((job) => job.dispatchId)])],
+      usage: { ...recorded.usage, ...Object.fromEntries(usage) },
+      ...(result === undefined ? {} : { result }),
     });
   }
 
-  async batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined> {
+  async batchSuccess(batch: string, dispatchId: string): Promise<JobSuccess | undefined> {
     this.state.stats.reads++;
     const recorded = this.state.batches.get(batch);
-    return recorded?.succeeded.includes(dispatchId) === true ? recorded.at : undefined;
+    if (recorded?.succeeded.includes(dispatchId) !== true) return undefined;
+    const usage = ownValue(recorded.usage, dispatchId);
+    const { at, result } = recorded;
+    return { at, ...(usage === undefined ? {} : { usage }), ...(result === undefined ? {} : { result }) };
   }
 
   private spentOn(key: string): Set<string> {

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { CommandContext } from './commandContext';
 import { ago, isoSecond } from './format';
+import type { JobRecord } from '../../lib/services/operator/jobRecord';
 import { readJob, type JobStatus, type LaneHold } from './jobStatus';
 
 /** How many dead letters `ops job` looks at, at most, unless told otherwise. */
@@ -28,6 +29,23 @@ function holdLines(hold: LaneHold, at: number): string[] {
   ];
 }
 
+/** A succeeded job's record read at `at`, for people: when, what its call counted, and where its result went. */
+function successLines(record: JobRecord & { state: 'succeeded' }, at: number): string[] {
+  const { usage, result } = record;
+  const units = Object.entries(usage ?? {}).map(([unit, n]) => `, ${n} ${unit}`);
+  return [
+    `succeeded at ${isoSecond(record.at)} (${ago(record.at, at)}), dispatch ${record.dispatchId}`,
+    ...(usage === undefined && result === undefined ? [] : [`used: 1 request${units.join('')}`]),
+    ...(result === undefined
+      ? []
+      : [
+          result === 'none'
+            ? 'result: dropped (the lane has no result destination)'
+            : `result: handed to ${result} (a result it did not take is logged as result-undelivered)`,
+        ]),
+  ];
+}
+
 /** A job's status, for people. */
 export function formatJob(status: JobStatus): string {
   const { record, at } = status;
@@ -36,8 +54,7 @@ export function formatJob(status: JobStatus): string {
   const lines = [`${named} on lane '${status.lane}' of ${status.target}, at ${isoSecond(at)}:`];
   switch (status.state) {
     case 'succeeded':
-      if (record.state === 'succeeded')
-        lines.push(`succeeded at ${isoSecond(record.at)} (${ago(record.at, at)}), dispatch ${record.dispatchId}`);
+      if (record.state === 'succeeded') lines.push(...successLines(record, at));
       break;
     case 'in-flight':
       if (record.state === 'in-flight')
@@ -74,7 +91,7 @@ export function addJobCommand(program: Command, { onTargets, clock }: CommandCon
   program
     .command('job')
     .description(
-      'what became of one job, by its idempotency key or its message id: succeeded (when), in flight, waiting to be dispatched again, dead-lettered (where and why), or queued; and for a job that waits, what holds the lane back and how long its backlog takes',
+      'what became of one job, by its idempotency key or its message id: succeeded (when, what it used, where its result went), in flight, waiting to be dispatched again, dead-lettered (where and why), or queued; and for a job that waits, what holds the lane back and how long its backlog takes',
     )
     .argument('<job>', "the job's idempotency key, or its message id")
     .option(

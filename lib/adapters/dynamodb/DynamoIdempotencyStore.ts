@@ -1,10 +1,13 @@
 import { randomUUID } from 'node:crypto';
+import type { Costs } from '../../domain/quota/tiers';
 import { StateConflictError } from '../../errors';
 import {
   claimRefusal,
+  type BatchSuccesses,
   type ClaimRefusal,
   type IdempotencyRecord,
   type IdempotencyStore,
+  type JobSuccess,
   type ReopenOutcome,
 } from '../../ports/IdempotencyStore';
 import { batchJobIndex } from '../../ports/Invoker';
@@ -13,6 +16,7 @@ import {
   attemptsOf,
   batchKey,
   batchSuccessOf,
+  batchUsageAttribute,
   idempotencyKey,
   idempotencyRecordOf,
   liveRecord,
@@ -264,34 +268,43 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
   /**
    * {@inheritDoc IdempotencyStore.recordBatchSuccesses}
    *
-   * One item per batch (`batch#<batch>`): `at`, the TTL, the number set `indexes` of the dispatches named by their
-   * index in the batch (see `batchJobDispatchId`), and the string set `succeeded` of any other dispatch ids. A
-   * thousand indexes fit in one write unit.
+   * One item per batch (`batch#<batch>`): `at`, the TTL, `result`, the number set `indexes` of the dispatches named by
+   * their index in the batch (see `batchJobDispatchId`), the string set `succeeded` of any other dispatch ids, and each
+   * job's usage in an attribute of its own (see `batchUsageAttribute`), so that writing it again adds to what is there.
+   * Ten jobs that count three units each fit in one write unit.
    */
-  async recordBatchSuccesses(
-    batch: string,
-    dispatchIds: readonly string[],
-    at: number,
-    expiresAt: number,
-  ): Promise<void> {
-    if (dispatchIds.length === 0) return;
+  async recordBatchSuccesses(batch: string, { at, expiresAt, jobs, result }: BatchSuccesses): Promise<void> {
+    if (jobs.length === 0) return;
     const indexes = new Set<number>();
     const others = new Set<string>();
-    for (const id of dispatchIds) {
-      const index = batchJobIndex(batch, id);
-      if (index === undefined) others.add(id);
+    const usages: [string, Costs][] = [];
+    for (const { dispatchId, usage } of jobs) {
+      const index = batchJobIndex(batch, dispatchId);
+      if (index === undefined) others.add(dispatchId);
       else indexes.add(index);
+      if (usage !== undefined) usages.push([batchUsageAttribute(index ?? dispatchId), usage]);
     }
+    const sets = [
+      '#at = if_not_exists(#at, :at)',
+      `#${TTL_ATTRIBUTE} = :ttl`,
+      ...(result === undefined ? [] : ['#result = :result']),
+      ...usages.map((_, i) => `#usage${i} = :usage${i}`),
+    ];
     const adds = [
       ...(indexes.size > 0 ? ['#indexes :indexes'] : []),
       ...(others.size > 0 ? ['#succeeded :succeeded'] : []),
     ];
     await this.table.update({
       Key: batchKey(batch),
-      UpdateExpression: `SET #at = if_not_exists(#at, :at), #${TTL_ATTRIBUTE} = :ttl ADD ${adds.join(', ')}`,
+      UpdateExpression: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
+      ...(usages.length === 0
+        ? {}
+        : { ExpressionAttributeNames: Object.fromEntries(usages.map(([name], i) => [`#usage${i}`, name])) }),
       ExpressionAttributeValues: {
         ':at': at,
         ':ttl': Math.ceil(expiresAt / 1000),
+        ...(result === undefined ? {} : { ':result': result }),
+        ...Object.fromEntries(usages.map(([, usage], i) => [`:usage${i}`, usage])),
         ...(indexes.size > 0 ? { ':indexes': indexes } : {}),
         ...(others.size > 0 ? { ':succeeded': others } : {}),
       },
@@ -299,10 +312,10 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
   }
 
   /**
-   * {@inheritDoc IdempotencyStore.batchSuccessAt}
+   * {@inheritDoc IdempotencyStore.batchSuccess}
    * @throws StateFormatError when the batch's record is malformed.
    */
-  async batchSuccessAt(batch: string, dispatchId: string): Promise<number | undefined> {
+  async batchSuccess(batch: string, dispatchId: string): Promise<JobSuccess | undefined> {
     return batchSuccessOf(await this.table.get({ Key: batchKey(batch) }), batch, dispatchId);
   }
 }

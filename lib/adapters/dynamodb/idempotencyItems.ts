@@ -1,4 +1,6 @@
-import type { IdempotencyRecord } from '../../ports/IdempotencyStore';
+import type { Costs } from '../../domain/quota/tiers';
+import type { IdempotencyRecord, JobSuccess, SuccessDetails } from '../../ports/IdempotencyStore';
+import { isRecord } from '../../settingChecks';
 import { batchJobIndex } from '../../ports/Invoker';
 import { settlementOf } from './settlementValues';
 import { corrupt, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, type Item } from './itemValues';
@@ -9,7 +11,7 @@ import { corrupt, isFiniteNumber, TABLE_KEY, TTL_ATTRIBUTE, type Item } from './
  */
 
 /** The optional fields of a record: an update removes those `record` lacks. */
-const OPTIONAL_FIELDS = ['at', 'settlement', 'reason', 'batch', 'busyUntil'] as const;
+const OPTIONAL_FIELDS = ['at', 'settlement', 'reason', 'batch', 'busyUntil', 'usage', 'result'] as const;
 
 /**
  * An UpdateItem of `key` (its item's key: see {@link idempotencyKey}) that sets `record`'s fields, its TTL and `extra`,
@@ -93,7 +95,7 @@ export function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord 
         settlement === undefined
           ? {}
           : { settlement: settlementOf(settlement, `settlement owed by idempotency record '${key}'`) };
-      return { status, dispatchId, at, expiresAt, ...owed };
+      return { status, dispatchId, at, expiresAt, ...owed, ...successDetailsOf(item.usage, item.result) };
     }
   }
   throw corrupt(
@@ -101,6 +103,15 @@ export function idempotencyRecordOf(item: Item, key: string): IdempotencyRecord 
     "must be {status: 'in-progress' | 'succeeded' | 'failed' | 'dead-lettered', dispatchId, at?, expiresAt, settlement?, reason?, batch?, busyUntil?}",
     item,
   );
+}
+
+/**
+ * The details of a success (see `SuccessDetails`) as stored: `usage`, a map of numbers, and `result`, a string. Either
+ * is left out when absent or malformed: they only inform, and a success holds whatever they hold.
+ */
+function successDetailsOf(usage: unknown, result: unknown): SuccessDetails {
+  const counts = isRecord(usage) && Object.values(usage).every(isFiniteNumber) ? (usage as Costs) : undefined;
+  return { ...(counts === undefined ? {} : { usage: counts }), ...(typeof result === 'string' ? { result } : {}) };
 }
 
 /** The projection that reads an idempotency item's `attempts` alone: one read unit whatever the item's size. */
@@ -119,10 +130,20 @@ export function attemptsOf(item: Item | undefined, key: string): number {
 }
 
 /**
- * When the record of batch `batch` (its item, if any) says dispatch `dispatchId` succeeded; `undefined` if it does not.
- * @throws StateFormatError when the batch's record is malformed.
+ * The attribute of a batch's item that holds the usage of the dispatch named by its index in the batch (see
+ * `batchJobIndex`), or by its id: `usage#<index>` or `usage@<dispatchId>`.
  */
-export function batchSuccessOf(item: Item | undefined, batch: string, dispatchId: string): number | undefined {
+export function batchUsageAttribute(job: number | string): string {
+  return typeof job === 'number' ? `usage#${job}` : `usage@${job}`;
+}
+
+/**
+ * The success the record of batch `batch` (its item, if any) holds for dispatch `dispatchId`; `undefined` if it holds
+ * none.
+ * @throws StateFormatError when the batch's record is malformed (its usage and result are left out when they are: see
+ * {@link successDetailsOf}).
+ */
+export function batchSuccessOf(item: Item | undefined, batch: string, dispatchId: string): JobSuccess | undefined {
   if (item === undefined) return undefined;
   const { at, succeeded, indexes } = item;
   if (
@@ -133,5 +154,7 @@ export function batchSuccessOf(item: Item | undefined, batch: string, dispatchId
     throw corrupt(`batch record '${batch}'`, 'must be {at, indexes?: a number set, succeeded?: a string set}', item);
   }
   const index = batchJobIndex(batch, dispatchId);
-  return (index !== undefined && indexes?.has(index) === true) || succeeded?.has(dispatchId) === true ? at : undefined;
+  const job = index !== undefined && indexes?.has(index) === true ? index : dispatchId;
+  if (job === dispatchId && succeeded?.has(dispatchId) !== true) return undefined;
+  return { at, ...successDetailsOf(item[batchUsageAttribute(job)], item.result) };
 }

@@ -27,6 +27,8 @@ const MAX_BATCH = 10;
  * `bodyTruncated`), its `time` the answer's, sent with PutEvents, ten to a request.
  */
 export class EventBridgeResultDestination implements ResultHandler {
+  /** `eventbridge <busName>`. */
+  readonly destination: string;
   private readonly client: EventBridgeClient;
   private readonly busName: string;
   private readonly source: string;
@@ -36,6 +38,7 @@ export class EventBridgeResultDestination implements ResultHandler {
 
   constructor({ client, busName, source, detailType }: EventBridgeResultDestinationOptions) {
     this.client = client;
+    this.destination = `eventbridge ${busName}`;
     this.busName = busName;
     this.source = source;
     this.detailType = detailType;

@@ -38,6 +38,8 @@ export function queueOfArn(arn: string): { readonly account: string; readonly na
  * queue must be in the client's region.
  */
 export class SqsResultDestination implements ResultHandler {
+  /** `sqs <queueArn>`. */
+  readonly destination: string;
   private readonly client: SQSClient;
   private readonly queue: { readonly account: string; readonly name: string };
   private readonly fifo: boolean;
@@ -46,6 +48,7 @@ export class SqsResultDestination implements ResultHandler {
   /** @throws Error when `queueArn` is not an SQS queue's ARN. */
   constructor({ client, queueArn }: SqsResultDestinationOptions) {
     this.client = client;
+    this.destination = `sqs ${queueArn}`;
     this.queue = queueOfArn(queueArn);
     this.fifo = queueArn.endsWith('.fifo');
   }

@@ -1,8 +1,9 @@
-import { isStoppedBatchClaim, type IdempotencyStore } from '../../ports/IdempotencyStore';
+import { isStoppedBatchClaim, type IdempotencyStore, type SuccessDetails } from '../../ports/IdempotencyStore';
 
 /**
  * What the service recorded of one job, by its idempotency key (see `IdempotencyRecord`):
- * - `succeeded`: its call succeeded at `at`;
+ * - `succeeded`: its call succeeded at `at`, counting `usage` (its named units: a call is one request) and handing
+ *   its result to `result` (see `SuccessDetails`; both absent from a record written before they were kept);
  * - `dead-lettered`: it ended in a dead-letter queue at `at`, for `reason` while the record still holds it (the
  *   letter itself always carries it);
  * - `in-flight`: a worker holds it and is calling the API, or about to, until `until` at the latest;
@@ -11,7 +12,7 @@ import { isStoppedBatchClaim, type IdempotencyStore } from '../../ports/Idempote
  * `attemptsSpent` is how many of its attempts its calls spent so far (see `IdempotencyStore.attemptsSpent`).
  */
 export type JobRecord =
-  | { readonly state: 'succeeded'; readonly at: number; readonly dispatchId: string }
+  | ({ readonly state: 'succeeded'; readonly at: number; readonly dispatchId: string } & SuccessDetails)
   | {
       readonly state: 'dead-lettered';
       readonly at: number;
@@ -25,21 +26,31 @@ export type JobRecord =
 
 /**
  * Reads what the service recorded of the job of `key` at `now`: one read of its record, and for a claim made within
- * a batch whose worker's time is up, one of its batch's record (the claim's job succeeded if the batch lists it);
- * one more for the attempts spent, unless it succeeded.
+ * a batch, one of its batch's record (the claim's job succeeded if the batch lists it: a batch records its successes
+ * once all its jobs have ended, and its worker may still be at work on the others); one more for the attempts spent,
+ * unless it succeeded.
  */
 export async function readJobRecord(
-  store: Pick<IdempotencyStore, 'getIdempotency' | 'batchSuccessAt' | 'attemptsSpent'>,
+  store: Pick<IdempotencyStore, 'getIdempotency' | 'batchSuccess' | 'attemptsSpent'>,
   key: string,
   now: number,
 ): Promise<JobRecord> {
   const record = await store.getIdempotency(key, now);
   if (record === undefined) return { state: 'none' };
   const { dispatchId } = record;
-  if (record.status === 'succeeded') return { state: 'succeeded', at: record.at, dispatchId };
-  if (isStoppedBatchClaim(record, now)) {
-    const at = await store.batchSuccessAt(record.batch.id, dispatchId);
-    if (at !== undefined) return { state: 'succeeded', at, dispatchId };
+  if (record.status === 'succeeded') {
+    const { at, usage, result } = record;
+    return {
+      state: 'succeeded',
+      at,
+      dispatchId,
+      ...(usage === undefined ? {} : { usage }),
+      ...(result === undefined ? {} : { result }),
+    };
+  }
+  if (record.status === 'in-progress' && record.batch !== undefined) {
+    const success = await store.batchSuccess(record.batch.id, dispatchId);
+    if (success !== undefined) return { state: 'succeeded', dispatchId, ...success };
   }
   const attemptsSpent = await store.attemptsSpent(key);
   switch (record.status) {

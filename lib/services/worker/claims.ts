@@ -47,8 +47,9 @@ async function claimKey(
   const { idempotency } = deps.stores;
   const held = await idempotency.putIdempotencyIfAbsent(key, claim, now);
   if (held === null || held === 'spent' || !isStoppedBatchClaim(held, now)) return held;
-  const at = await idempotency.batchSuccessAt(held.batch.id, held.dispatchId);
-  if (at !== undefined) return { status: 'succeeded', dispatchId: held.dispatchId, at, expiresAt: held.expiresAt };
+  const success = await idempotency.batchSuccess(held.batch.id, held.dispatchId);
+  if (success !== undefined)
+    return { status: 'succeeded', dispatchId: held.dispatchId, ...success, expiresAt: held.expiresAt };
   if (held.dispatchId === claim.dispatchId) return held;
   return idempotency.putIdempotencyIfAbsent(key, claim, now, held.dispatchId);
 }

@@ -4,7 +4,7 @@ import type { Settlement } from '../../domain/quota/ledger';
 import { retryLater, returnUnconsumed } from '../queueOutcomes';
 import { endRefusalRun, reportFailure } from './circuitReports';
 import { deadLetterRecorded } from './deadLettering';
-import { endedRecord } from './keyRecords';
+import { endedRecord, successDetails } from './keyRecords';
 import { handOnResult } from './results';
 import { claimRefund, recordOwed, recordSettlement, refundOf, releaseSlot, unrecorded } from './settlements';
 import type { AnsweredCall, JobContext, JobOutcome } from './types';
@@ -21,9 +21,9 @@ type Failure = Exclude<RetryDecision, { action: 'succeed' }>;
  */
 export async function endSucceeded(job: JobContext, call: AnsweredCall): Promise<JobOutcome> {
   const { event, message, start, deps, options, circuit } = job;
-  const { result, now, owed, release } = call;
+  const { result, now, owed, release, used } = call;
   const { stores, queues, config } = deps;
-  const succeeded = endedRecord('succeeded', event.dispatchId, now, config);
+  const succeeded = { ...endedRecord('succeeded', event.dispatchId, now, config), ...successDetails(used, deps) };
   await releaseSlot(event.lane, release, start, deps);
   // The settlement first, then one record: one that holds the settlement only when it could not be recorded, and the
   // message stays then, so that the message's next dispatch finds the record (no second call) and records the
@@ -46,7 +46,7 @@ export async function endSucceeded(job: JobContext, call: AnsweredCall): Promise
   // message gone no dispatch follows, and a further delivery of this very dispatch, however late, finds that it
   // claimed the key (a dispatch claims it once). A batch records its successes together, before its deletes.
   const { batch } = options;
-  if (batch !== undefined) batch.succeeded(event);
+  if (batch !== undefined) batch.succeeded(event, used);
   else await stores.idempotency.putIdempotency(event.idempotencyKey, succeeded).catch(() => undefined);
   await handOnResult(event, result, now, deps, batch);
   if (batch !== undefined) {

@@ -1,7 +1,8 @@
+import type { Costs } from '../../domain/quota/tiers';
 import type { ServiceConfig } from '../../config';
 import type { JobEvent } from '../../ports/Invoker';
-import type { IdempotencyRecord } from '../../ports/IdempotencyStore';
-import type { BatchEnding } from './types';
+import type { IdempotencyRecord, SuccessDetails } from '../../ports/IdempotencyStore';
+import type { BatchEnding, WorkerDeps } from './types';
 
 /**
  * How a dispatch's call ended, as its key records it: `succeeded` keeps every later call out; `failed` keeps out only
@@ -25,6 +26,24 @@ export function endedRecord<S extends EndedStatus>(
   config: ServiceConfig,
 ): EndedRecord<S> {
   return { status, dispatchId, at, expiresAt: at + config.orchestrator.idempotencyTtlMs };
+}
+
+/**
+ * What the success of a call that counted `used` records besides when (see `SuccessDetails`): its usage, left out
+ * when it counts no named unit (a call is always one request), and where the worker hands its result on.
+ */
+export function successDetails(used: Costs, deps: Pick<WorkerDeps, 'results'>): SuccessDetails {
+  return { ...usageField(used), result: resultDestination(deps) };
+}
+
+/** `{ usage: used }`, or nothing when `used` counts no named unit. */
+export function usageField(used: Costs): { readonly usage?: Costs } {
+  return Object.keys(used).length === 0 ? {} : { usage: used };
+}
+
+/** Where `deps` hands a succeeded job's result on (see `SuccessDetails.result`). */
+export function resultDestination({ results }: Pick<WorkerDeps, 'results'>): string {
+  return results === undefined ? 'none' : (results.destination ?? 'result handler');
 }
 
 /**

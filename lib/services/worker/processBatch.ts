@@ -1,4 +1,5 @@
 import type { Settlement } from '../../domain/quota/ledger';
+import type { Costs } from '../../domain/quota/tiers';
 import type { BatchEvent, JobEvent } from '../../ports/Invoker';
 import { fifoGroupOf, type QueueName, type QueueReceiver } from '../../ports/QueueReceiver';
 import type { JobResult } from '../../ports/ResultHandler';
@@ -6,7 +7,7 @@ import { returnAllUnconsumed, type Unconsumed } from '../queueOutcomes';
 import { endRefusalRun } from './circuitReports';
 import { CircuitView } from './circuitView';
 import { messageOf } from './jobMessage';
-import { endedRecord } from './keyRecords';
+import { endedRecord, resultDestination, successDetails, usageField } from './keyRecords';
 import { processJob } from './processJob';
 import { deliverResults } from './results';
 import { claimRefund, recordSettlement, refundOf } from './settlements';
@@ -14,7 +15,8 @@ import type { BatchEnding, JobOutcome, WorkerDeps } from './types';
 
 /** What a batch's jobs leave to the batch as they end (see {@link BatchEnding}), in the order they ended. */
 interface LeftToBatch {
-  readonly succeeded: JobEvent[];
+  /** Each success with what its call counted. */
+  readonly succeeded: { readonly job: JobEvent; readonly used: Costs }[];
   readonly refunds: Settlement[];
   readonly returns: Unconsumed[];
   readonly results: JobResult[];
@@ -76,7 +78,7 @@ function batchEnding(id: string): { readonly batch: BatchEnding; readonly left: 
   const { deletes } = left;
   const batch: BatchEnding = {
     id,
-    succeeded: (job) => left.succeeded.push(job),
+    succeeded: (job, used) => left.succeeded.push({ job, used }),
     deleteLater: (queue, receiptHandle) => deletes.set(queue, [...(deletes.get(queue) ?? []), receiptHandle]),
     refundLater: (refund) => left.refunds.push(refund),
     returnLater: (job) => left.returns.push(job),
@@ -89,26 +91,24 @@ function batchEnding(id: string): { readonly batch: BatchEnding; readonly left: 
  * Records the successes of `succeeded` in one write under the batch's id `batchId`; if that write fails, each gets a
  * record of its own, and one that cannot be written is left out (see `endSucceeded`).
  */
-async function recordSuccesses(batchId: string, succeeded: readonly JobEvent[], deps: WorkerDeps): Promise<void> {
+async function recordSuccesses(batchId: string, succeeded: LeftToBatch['succeeded'], deps: WorkerDeps): Promise<void> {
   if (succeeded.length === 0) return;
   const { clock, stores, config } = deps;
   const now = clock.now();
-  await stores.idempotency
-    .recordBatchSuccesses(
-      batchId,
-      succeeded.map((job) => job.dispatchId),
-      now,
-      now + config.orchestrator.idempotencyTtlMs,
-    )
-    .catch(() =>
-      Promise.all(
-        succeeded.map((job) =>
-          stores.idempotency
-            .putIdempotency(job.idempotencyKey, endedRecord('succeeded', job.dispatchId, now, config))
-            .catch(() => undefined),
-        ),
+  const jobs = succeeded.map(({ job, used }) => ({ dispatchId: job.dispatchId, ...usageField(used) }));
+  const successes = { at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs, jobs };
+  await stores.idempotency.recordBatchSuccesses(batchId, { ...successes, result: resultDestination(deps) }).catch(() =>
+    Promise.all(
+      succeeded.map(({ job, used }) =>
+        stores.idempotency
+          .putIdempotency(job.idempotencyKey, {
+            ...endedRecord('succeeded', job.dispatchId, now, config),
+            ...successDetails(used, deps),
+          })
+          .catch(() => undefined),
       ),
-    );
+    ),
+  );
 }
 
 /** Deletes the messages of `deletes`, ten to a request, queue by queue. @returns a line for each request that failed. */

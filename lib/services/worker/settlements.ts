@@ -15,16 +15,16 @@ import type { Owed, WorkerDeps } from './types';
 /**
  * What `event`'s call owes, having used `usage` (the units its answer reports; the others used their estimate): the
  * usage the provider counts (see `countedUsage`: a unit whose provider counts the estimate gives nothing back). See
- * {@link Owed}.
+ * {@link Owed}. With it, `used`: what the call counted of each of its units, its estimate for those `usage` leaves out.
  */
-export function owedBy(event: JobEvent, usage: Costs, config: ServiceConfig): Owed {
-  const counted = countedUsage(config.units, event.reservation.costs, usage);
+export function owedBy(event: JobEvent, usage: Costs, config: ServiceConfig): Owed & { readonly used: Costs } {
+  const { costs } = event.reservation;
+  const counted = countedUsage(config.units, costs, usage);
+  const used = { ...costs, ...counted };
   const settlement: Settlement = { reservation: event.reservation, actual: counted, id: event.dispatchId };
-  const differs = Object.entries(counted).some(
-    ([unit, used]) => used !== (ownValue(event.reservation.costs, unit) ?? 0),
-  );
-  if (differs) return { owed: settlement };
-  return config.maxInFlight === undefined ? {} : { release: { ...settlement, actual: {} } };
+  const differs = Object.entries(counted).some(([unit, n]) => n !== (ownValue(costs, unit) ?? 0));
+  if (differs) return { used, owed: settlement };
+  return config.maxInFlight === undefined ? { used } : { used, release: { ...settlement, actual: {} } };
 }
 
 /**

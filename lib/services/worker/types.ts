@@ -1,6 +1,7 @@
 import type { Classification } from '../../domain/outcome/classify';
 import type { ApiResult } from '../../domain/outcome/apiResult';
 import type { Settlement } from '../../domain/quota/ledger';
+import type { Costs } from '../../domain/quota/tiers';
 import type { ServiceConfig } from '../../config';
 import type { ApiCaller } from '../../ports/ApiCaller';
 import type { Clock } from '../../ports/Clock';
@@ -104,9 +105,9 @@ export interface BatchEnding {
   readonly id: string;
   /**
    * Told of a success that owes no settlement, instead of writing the job's own success record: the batch records it
-   * with the others (see {@link IdempotencyStore.recordBatchSuccesses}).
+   * with the others (see {@link IdempotencyStore.recordBatchSuccesses}), with what its call counted (`used`).
    */
-  readonly succeeded: (event: JobEvent) => void;
+  readonly succeeded: (event: JobEvent, used: Costs) => void;
   /** Told of a succeeded job's message, instead of deleting it. */
   readonly deleteLater: (queue: QueueName, receiptHandle: string) => void;
   /** Told of a reservation given back by a job that started too late, instead of recording it. */
@@ -241,9 +242,13 @@ export interface JobContext {
   readonly circuit: CircuitCheck;
 }
 
-/** A job's call once the API answered: its result at `now`, how it classifies, and what the call owes (see {@link Owed}). */
+/**
+ * A job's call once the API answered: its result at `now`, how it classifies, what the call owes (see {@link Owed}),
+ * and what it counted of each of its units (`used`: as the answer reports it, else the job's estimate).
+ */
 export interface AnsweredCall extends Owed {
   readonly result: ApiResult;
   readonly now: number;
   readonly classification: Classification;
+  readonly used: Costs;
 }

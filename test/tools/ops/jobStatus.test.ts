@@ -115,6 +115,28 @@ describe('formatJob', () => {
     );
   });
 
+  it('says what a succeeded job used and where its result went', () => {
+    const success = { state: 'succeeded' as const, at: AT - 90_000, dispatchId: 'd-9' };
+    const handed = {
+      ...success,
+      usage: { input_tokens: 812, output_tokens: 96 },
+      result: 'sqs arn:aws:sqs:us-east-1:123456789012:answers',
+    };
+    expect(
+      formatJob(job({ state: 'succeeded', record: handed }))
+        .split('\n')
+        .slice(2),
+    ).toEqual([
+      'used: 1 request, 812 input_tokens, 96 output_tokens',
+      'result: handed to sqs arn:aws:sqs:us-east-1:123456789012:answers (a result it did not take is logged as result-undelivered)',
+    ]);
+    expect(
+      formatJob(job({ state: 'succeeded', record: { ...success, result: 'none' } }))
+        .split('\n')
+        .slice(2),
+    ).toEqual(['used: 1 request', 'result: dropped (the lane has no result destination)']);
+  });
+
   it('says where and why a job was dead-lettered, by the message id asked about', () => {
     const text = formatJob(
       job({

@@ -14,7 +14,14 @@ describe('readJobRecord', () => {
 
   it('reads a success, a dead letter with its reason, and a failed call with the attempts spent', async () => {
     const store = new MemoryIdempotencyStore();
-    await store.putIdempotency('ok', { status: 'succeeded', dispatchId: 'd-1', at: NOW - 5, expiresAt: LATER });
+    await store.putIdempotency('ok', {
+      status: 'succeeded',
+      dispatchId: 'd-1',
+      at: NOW - 5,
+      expiresAt: LATER,
+      usage: { tokens: 420 },
+      result: 'sqs arn:aws:sqs:us-east-1:123456789012:results',
+    });
     await store.putIdempotency(
       'dead',
       { status: 'dead-lettered', dispatchId: 'd-2', at: NOW - 4, expiresAt: LATER, reason: 'permanent: 400' },
@@ -26,7 +33,13 @@ describe('readJobRecord', () => {
       { spentAttempt: true },
     );
 
-    expect(await readJobRecord(store, 'ok', NOW)).toEqual({ state: 'succeeded', at: NOW - 5, dispatchId: 'd-1' });
+    expect(await readJobRecord(store, 'ok', NOW)).toEqual({
+      state: 'succeeded',
+      at: NOW - 5,
+      dispatchId: 'd-1',
+      usage: { tokens: 420 },
+      result: 'sqs arn:aws:sqs:us-east-1:123456789012:results',
+    });
     expect(await readJobRecord(store, 'dead', NOW)).toEqual({
       state: 'dead-lettered',
       at: NOW - 4,
@@ -42,7 +55,7 @@ describe('readJobRecord', () => {
     });
   });
 
-  it("reads a claim as in flight until its worker's time is up, then by its batch's record", async () => {
+  it("reads a claim by its batch's record: in flight until its worker's time is up unless the batch lists it", async () => {
     const store = new MemoryIdempotencyStore();
     const claim = (dispatchId: string) => ({
       status: 'in-progress' as const,
@@ -52,7 +65,12 @@ describe('readJobRecord', () => {
     });
     await store.putIdempotency('a', claim('d-a'));
     await store.putIdempotency('b', claim('d-b'));
-    await store.recordBatchSuccesses('b-1', ['d-a'], NOW + 500, LATER);
+    await store.recordBatchSuccesses('b-1', {
+      at: NOW + 500,
+      expiresAt: LATER,
+      jobs: [{ dispatchId: 'd-a', usage: { tokens: 9 } }],
+      result: 'none',
+    });
 
     expect(await readJobRecord(store, 'b', NOW)).toEqual({
       state: 'in-flight',
@@ -60,12 +78,11 @@ describe('readJobRecord', () => {
       dispatchId: 'd-b',
       attemptsSpent: 0,
     });
-    // Its worker's time is up: the batch recorded the first job's success, not the second's, whose message comes back.
-    expect(await readJobRecord(store, 'a', NOW + 2_000)).toEqual({
-      state: 'succeeded',
-      at: NOW + 500,
-      dispatchId: 'd-a',
-    });
+    // The batch recorded the first job's success, whether or not its worker's time is up; not the second's, whose
+    // message comes back once it is.
+    const succeeded = { state: 'succeeded', at: NOW + 500, dispatchId: 'd-a', usage: { tokens: 9 }, result: 'none' };
+    expect(await readJobRecord(store, 'a', NOW + 600)).toEqual(succeeded);
+    expect(await readJobRecord(store, 'a', NOW + 2_000)).toEqual(succeeded);
     expect(await readJobRecord(store, 'b', NOW + 2_000)).toEqual({
       state: 'retrying',
       at: NOW + 1_000,

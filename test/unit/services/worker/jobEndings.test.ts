@@ -5,12 +5,13 @@ import {
   START,
   httpStatus,
   numberAttr,
+  ok,
   receiveJobEvent,
   sendJob,
   stringAttr,
   workerHarness,
 } from '../../../helpers/serviceFixtures';
-import { IDEMPOTENCY_TTL_MS, receiveAll } from '../../../helpers/workerFixtures';
+import { COST_CONFIG, IDEMPOTENCY_TTL_MS, receiveAll } from '../../../helpers/workerFixtures';
 
 describe('endSucceeded', () => {
   it('deletes the message and records the idempotency key as succeeded on success', async () => {
@@ -22,11 +23,42 @@ describe('endSucceeded', () => {
 
     expect(h.api.calls).toEqual([{ at: START, body: '{"id":"a"}', idempotencyKey: 'm-1' }]);
     expect(h.queues.depth('main')).toBe(0);
+    // What the call used (its estimate: the answer reports none), and no result destination.
     await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toEqual({
       status: 'succeeded',
       dispatchId: 'd-1',
       at: START,
       expiresAt: START + IDEMPOTENCY_TTL_MS,
+      usage: { cost: 1 },
+      result: 'none',
+    });
+  });
+
+  it('records in the success what the answer says the call used, and where its result was handed', async () => {
+    const h = workerHarness(COST_CONFIG);
+    const results = { destination: 'sqs arn:aws:sqs:us-east-1:123456789012:answers', deliver: async () => [] };
+    await sendJob(h.queues, 'main', { id: 'a' }, { cost: 3 });
+    h.api.answers.push(ok(7));
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, { ...h.deps, results })).resolves.toBe('succeeded');
+
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+      status: 'succeeded',
+      usage: { cost: 7 },
+      result: 'sqs arn:aws:sqs:us-east-1:123456789012:answers',
+    });
+  });
+
+  it('names a result handler that does not say where it hands results on', async () => {
+    const h = workerHarness();
+    await sendJob(h.queues, 'main', { id: 'a' });
+    const event = await receiveJobEvent(h, 'main', 'd-1');
+
+    await expect(processJob(event, { ...h.deps, results: { deliver: async () => [] } })).resolves.toBe('succeeded');
+
+    await expect(h.stores.idempotency.getIdempotency('m-1', h.clock.now())).resolves.toMatchObject({
+      result: 'result handler',
     });
   });
 

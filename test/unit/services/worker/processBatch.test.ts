@@ -43,9 +43,15 @@ describe('processBatch', () => {
     await expect(processBatch(event, h.deps)).resolves.toEqual(['succeeded', 'succeeded', 'succeeded']);
 
     expect(perKey).not.toHaveBeenCalled();
-    expect(together.mock.calls).toEqual([
-      ['d-a', ['d-a', 'd-b', 'd-c'], START, START + h.config.orchestrator.idempotencyTtlMs],
-    ]);
+    // Each with what its call used (its estimate: the answers report none), and no result destination.
+    const jobs = ['d-a', 'd-b', 'd-c'].map((dispatchId) => ({ dispatchId, usage: { cost: 1 } }));
+    const expiresAt = START + h.config.orchestrator.idempotencyTtlMs;
+    expect(together.mock.calls).toEqual([['d-a', { at: START, expiresAt, jobs, result: 'none' }]]);
+    await expect(h.stores.idempotency.batchSuccess('d-a', 'd-c')).resolves.toEqual({
+      at: START,
+      usage: { cost: 1 },
+      result: 'none',
+    });
     const busyUntil = START + h.config.orchestrator.workerTimeoutMs;
     await expect(h.stores.idempotency.getIdempotency('k-b', START)).resolves.toEqual({
       status: 'in-progress',
@@ -125,12 +131,16 @@ describe('processBatch', () => {
       dispatchId: 'd-a',
       at: START,
       expiresAt: START + ttl,
+      usage: { cost: 1 },
+      result: 'none',
     });
     await expect(h.stores.idempotency.getIdempotency('k-b', START)).resolves.toEqual({
       status: 'succeeded',
       dispatchId: 'd-b',
       at: START,
       expiresAt: START + ttl,
+      usage: { cost: 1 },
+      result: 'none',
     });
     expect(h.queues.depth('main')).toBe(0);
   });

@@ -38,7 +38,7 @@ class RecordingHandler implements ResultHandler {
     const batchRecorded =
       first === undefined
         ? undefined
-        : await this.h.stores.idempotency.batchSuccessAt(first.dispatchId, first.dispatchId);
+        : await this.h.stores.idempotency.batchSuccess(first.dispatchId, first.dispatchId);
     this.seen.push({
       recorded: record?.status === 'succeeded' || batchRecorded !== undefined,
       mainDepth: this.h.queues.depth('main'),

@@ -84,7 +84,17 @@ describe('owedBy', () => {
     await expect(processJob(event, h.deps)).resolves.toBe('succeeded');
 
     expect(records.mock.calls).toEqual([
-      ['m-1', { status: 'succeeded', dispatchId: 'd-1', at: START, expiresAt: START + IDEMPOTENCY_TTL_MS }],
+      [
+        'm-1',
+        {
+          status: 'succeeded',
+          dispatchId: 'd-1',
+          at: START,
+          expiresAt: START + IDEMPOTENCY_TTL_MS,
+          usage: { cost: 7 },
+          result: 'none',
+        },
+      ],
     ]);
   });
 });
@@ -145,11 +155,14 @@ describe('recordSettlement', () => {
         { reservation: { at: START + 30_000, costs: { cost: 3 }, windows: {} }, actual: null, id: 'd-2' },
       ]);
       const record = await h.stores.idempotency.getIdempotency('m-1', h.clock.now());
+      // Written again without the settlement, it keeps what the call used.
       expect(record).toEqual({
         status: 'succeeded',
         dispatchId: 'd-1',
         at: START,
         expiresAt: START + IDEMPOTENCY_TTL_MS,
+        usage: { cost: 7 },
+        result: 'none',
       });
     });
 
