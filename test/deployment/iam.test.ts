@@ -94,7 +94,7 @@ const GRANTS: Record<Fn, readonly Grant[]> = {
     // back (GetItem); putIdempotency records the outcome (UpdateItem, keeping the dispatch marks); claimRefund marks a
     // refund with a conditional UpdateItem and reads its mark back. The key is the producer's, so any `idem#` item.
     { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item idem#*'] },
-    // recordBatchSuccesses writes a batch's successes (UpdateItem); batchSuccessAt reads them (GetItem). The batch id
+    // recordBatchSuccesses writes a batch's successes (UpdateItem); batchSuccess reads them (GetItem). The batch id
     // is a dispatch id, so any `batch#` item.
     { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item batch#*'] },
     // processJob deletes its message (event.queue, a source queue) on a duplicate and on success; deadLetter and
@@ -173,7 +173,7 @@ const OPERATOR_GRANTS: readonly Grant[] = [
   // dlq redrive: DynamoIdempotencyStore.reopenDeadLettered on the letter's key (a conditional UpdateItem, and GetItem
   // when it is refused). The key is the producer's, so any `idem#` item.
   { actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'], on: ['item idem#*'] },
-  // job: readJobRecord reads whether a stopped batch claim's batch recorded the job (batchSuccessAt, GetItem). The
+  // job: readJobRecord reads whether a batch claim's batch recorded the job (batchSuccess, GetItem). The
   // batch id is a dispatch id, so any `batch#` item.
   { actions: ['dynamodb:GetItem'], on: ['item batch#*'] },
 ];

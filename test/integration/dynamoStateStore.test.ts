@@ -639,6 +639,31 @@ describe(`dynamoStores on ${testDynamoEngine()}`, () => {
       ).rejects.toBeInstanceOf(StateFormatError);
     });
 
+    it('reads a success whose usage or result is malformed without them: they only inform, and it holds the key', async () => {
+      const key = unique('odd-success');
+      const success = { status: 'succeeded', dispatchId: 'd-1', at: T0, expiresAt: T0 + TTL };
+      await putRawItem({ [TABLE_KEY]: `idem#${key}`, ...success, usage: { tokens: 'many' }, result: 7 });
+      await expect(stores().idempotency.getIdempotency(key, T0)).resolves.toEqual(success);
+
+      const batch = unique('odd-batch');
+      await putRawItem({
+        [TABLE_KEY]: `batch#${batch}`,
+        at: T0,
+        indexes: new Set([0, 1]),
+        'usage@0': { 0: 'many', 1: { tokens: 4 } },
+        result: 'sqs results',
+      });
+      await expect(stores().idempotency.batchSuccess(batch, batch)).resolves.toEqual({
+        at: T0,
+        result: 'sqs results',
+      });
+      await expect(stores().idempotency.batchSuccess(batch, `${batch}.1`)).resolves.toEqual({
+        at: T0,
+        usage: { tokens: 4 },
+        result: 'sqs results',
+      });
+    });
+
     it('refuses a pending settlement without a reservation, and leaves it in the table', async () => {
       const lane = unique('corrupt-settlement');
       await stores().ledger.addSettlements(lane, { actual: { cost: 1 }, id: 'd-1' } as unknown as Settlement);

@@ -15,8 +15,9 @@ import {
   ATTEMPTS_PROJECTION,
   attemptsOf,
   batchKey,
+  BATCH_USAGE_PREFIX,
   batchSuccessOf,
-  batchUsageAttribute,
+  batchUsageKey,
   idempotencyKey,
   idempotencyRecordOf,
   liveRecord,
@@ -269,26 +270,27 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    * {@inheritDoc IdempotencyStore.recordBatchSuccesses}
    *
    * One item per batch (`batch#<batch>`): `at`, the TTL, `result`, the number set `indexes` of the dispatches named by
-   * their index in the batch (see `batchJobDispatchId`), the string set `succeeded` of any other dispatch ids, and each
-   * job's usage in an attribute of its own (see `batchUsageAttribute`), so that writing it again adds to what is there.
-   * Ten jobs that count three units each fit in one write unit.
+   * their index in the batch (see `batchJobDispatchId`), the string set `succeeded` of any other dispatch ids, and the
+   * jobs' usage, a map by job in an attribute of each write's own (see `batchUsageOf`), so that a write adds to what
+   * is there. A thousand indexes fit in one write unit, or ten jobs that count three units each.
    */
   async recordBatchSuccesses(batch: string, { at, expiresAt, jobs, result }: BatchSuccesses): Promise<void> {
-    if (jobs.length === 0) return;
+    const [first] = jobs;
+    if (first === undefined) return;
     const indexes = new Set<number>();
     const others = new Set<string>();
-    const usages: [string, Costs][] = [];
-    for (const { dispatchId, usage } of jobs) {
-      const index = batchJobIndex(batch, dispatchId);
-      if (index === undefined) others.add(dispatchId);
+    const usage: Record<string, Costs> = {};
+    for (const job of jobs) {
+      const index = batchJobIndex(batch, job.dispatchId);
+      if (index === undefined) others.add(job.dispatchId);
       else indexes.add(index);
-      if (usage !== undefined) usages.push([batchUsageAttribute(index ?? dispatchId), usage]);
+      if (job.usage !== undefined) usage[batchUsageKey(batch, job.dispatchId)] = job.usage;
     }
     const sets = [
       '#at = if_not_exists(#at, :at)',
       `#${TTL_ATTRIBUTE} = :ttl`,
       ...(result === undefined ? [] : ['#result = :result']),
-      ...usages.map((_, i) => `#usage${i} = :usage${i}`),
+      ...(Object.keys(usage).length === 0 ? [] : ['#usage = :usage']),
     ];
     const adds = [
       ...(indexes.size > 0 ? ['#indexes :indexes'] : []),
@@ -297,14 +299,12 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
     await this.table.update({
       Key: batchKey(batch),
       UpdateExpression: `SET ${sets.join(', ')} ADD ${adds.join(', ')}`,
-      ...(usages.length === 0
-        ? {}
-        : { ExpressionAttributeNames: Object.fromEntries(usages.map(([name], i) => [`#usage${i}`, name])) }),
+      ExpressionAttributeNames: { '#usage': `${BATCH_USAGE_PREFIX}${batchUsageKey(batch, first.dispatchId)}` },
       ExpressionAttributeValues: {
         ':at': at,
         ':ttl': Math.ceil(expiresAt / 1000),
         ...(result === undefined ? {} : { ':result': result }),
-        ...Object.fromEntries(usages.map(([, usage], i) => [`:usage${i}`, usage])),
+        ...(Object.keys(usage).length === 0 ? {} : { ':usage': usage }),
         ...(indexes.size > 0 ? { ':indexes': indexes } : {}),
         ...(others.size > 0 ? { ':succeeded': others } : {}),
       },

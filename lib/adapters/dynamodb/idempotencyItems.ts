@@ -130,11 +130,22 @@ export function attemptsOf(item: Item | undefined, key: string): number {
 }
 
 /**
- * The attribute of a batch's item that holds the usage of the dispatch named by its index in the batch (see
- * `batchJobIndex`), or by its id: `usage#<index>` or `usage@<dispatchId>`.
+ * The prefix of the attributes of a batch's item that hold its jobs' usage: one a write, `usage@<key of its first
+ * job>`, a map from each job's key (see {@link batchUsageKey}) to its usage. A write again (a retry after a lost
+ * answer) replaces its own with the same.
  */
-export function batchUsageAttribute(job: number | string): string {
-  return typeof job === 'number' ? `usage#${job}` : `usage@${job}`;
+export const BATCH_USAGE_PREFIX = 'usage@';
+
+/** The key of dispatch `dispatchId` in batch `batch`'s usage maps: its index in the batch, else `@<dispatchId>`. */
+export function batchUsageKey(batch: string, dispatchId: string): string {
+  return String(batchJobIndex(batch, dispatchId) ?? `@${dispatchId}`);
+}
+
+/** The usage of the job of `key` (see {@link batchUsageKey}) in batch item `item`'s usage maps, if any. */
+function batchUsageOf(item: Item, key: string): unknown {
+  for (const [name, value] of Object.entries(item))
+    if (name.startsWith(BATCH_USAGE_PREFIX) && isRecord(value) && Object.hasOwn(value, key)) return value[key];
+  return undefined;
 }
 
 /**
@@ -154,7 +165,6 @@ export function batchSuccessOf(item: Item | undefined, batch: string, dispatchId
     throw corrupt(`batch record '${batch}'`, 'must be {at, indexes?: a number set, succeeded?: a string set}', item);
   }
   const index = batchJobIndex(batch, dispatchId);
-  const job = index !== undefined && indexes?.has(index) === true ? index : dispatchId;
-  if (job === dispatchId && succeeded?.has(dispatchId) !== true) return undefined;
-  return { at, ...successDetailsOf(item[batchUsageAttribute(job)], item.result) };
+  if (!((index !== undefined && indexes?.has(index) === true) || succeeded?.has(dispatchId) === true)) return undefined;
+  return { at, ...successDetailsOf(batchUsageOf(item, batchUsageKey(batch, dispatchId)), item.result) };
 }
