@@ -4,8 +4,8 @@ import type { Costs } from '../domain/quota/tiers';
 /**
  * What a success records besides when, for a job's status (`ops job`, the producer's `status`): `usage`, the units the
  * call counted against its lane's quotas (as the API's answer reports them, else the job's estimates), and `result`,
- * where the worker handed the call's result on (see `ResultHandler.destination`; `none` when its lane has no result
- * destination). A result the destination did not take is reported as `result-undelivered`, not recorded here.
+ * where the worker handed the call's result on (see `ResultHandler.destination`; `NO_RESULT_DESTINATION` when its
+ * lane has none). A result the destination did not take is reported as `result-undelivered`, not recorded here.
  */
 export interface SuccessDetails {
   readonly usage?: Costs;

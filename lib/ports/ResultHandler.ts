@@ -30,6 +30,9 @@ export interface JobResult {
   readonly bodyTruncated: boolean;
 }
 
+/** What a success records as where its result went when its worker has no {@link ResultHandler}: it was dropped. */
+export const NO_RESULT_DESTINATION = 'none';
+
 /** A result that was not handed on, and why. */
 export interface UndeliveredResult {
   readonly result: JobResult;

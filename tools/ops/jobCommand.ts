@@ -1,6 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import type { CommandContext } from './commandContext';
 import { ago, isoSecond } from './format';
+import { NO_RESULT_DESTINATION } from '../../lib/ports/ResultHandler';
 import type { JobRecord } from '../../lib/services/operator/jobRecord';
 import { readJob, type JobStatus, type LaneHold } from './jobStatus';
 
@@ -39,7 +40,7 @@ function successLines(record: JobRecord & { state: 'succeeded' }, at: number): s
     ...(result === undefined
       ? []
       : [
-          result === 'none'
+          result === NO_RESULT_DESTINATION
             ? 'result: dropped (the lane has no result destination)'
             : `result: handed to ${result} (a result it did not take is logged as result-undelivered)`,
         ]),

@@ -2,6 +2,7 @@ import type { Costs } from '../../domain/quota/tiers';
 import type { ServiceConfig } from '../../config';
 import type { JobEvent } from '../../ports/Invoker';
 import type { IdempotencyRecord, SuccessDetails } from '../../ports/IdempotencyStore';
+import { NO_RESULT_DESTINATION } from '../../ports/ResultHandler';
 import type { BatchEnding, WorkerDeps } from './types';
 
 /**
@@ -43,7 +44,7 @@ export function usageField(used: Costs): { readonly usage?: Costs } {
 
 /** Where `deps` hands a succeeded job's result on (see `SuccessDetails.result`). */
 export function resultDestination({ results }: Pick<WorkerDeps, 'results'>): string {
-  return results === undefined ? 'none' : (results.destination ?? 'result handler');
+  return results === undefined ? NO_RESULT_DESTINATION : (results.destination ?? 'result handler');
 }
 
 /**
