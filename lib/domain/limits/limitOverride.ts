@@ -69,6 +69,22 @@ function shardsProblem(configured: readonly Tier[], tiers: readonly Tier[]): str
   );
 }
 
+/**
+ * The tiers of `configured` whose limit differs between `before` and `after` (tiers in the order of `configured`, as
+ * {@link overriddenTiers} gives them), each with its limit in both.
+ */
+export function limitChanges(
+  configured: readonly Tier[],
+  before: readonly Tier[],
+  after: readonly Tier[],
+): { readonly tier: Tier; readonly from: number; readonly to: number }[] {
+  return configured.flatMap((tier, i) => {
+    const from = before[i]?.limit ?? tier.limit;
+    const to = after[i]?.limit ?? tier.limit;
+    return from === to ? [] : [{ tier, from, to }];
+  });
+}
+
 /** A tier whose limit an override changed during a run, for logs and metrics. */
 export interface OverrideChange {
   /** The tier as configured. */
@@ -116,12 +132,9 @@ export class OverrideInForce {
     const before = overriddenTiers(this.configured, this.current);
     const after = overriddenTiers(this.configured, override);
     this.current = override;
-    return this.configured.flatMap((tier, i) => {
-      const from = before[i]?.limit ?? tier.limit;
-      const to = after[i]?.limit ?? tier.limit;
-      if (from === to) return [];
-      const own = this.tiers[i]?.limit ?? tier.limit;
-      return [to <= own ? { tier, from, to, when: 'now' } : { tier, from, to, when: 'next-run', meanwhile: own }];
+    return limitChanges(this.configured, before, after).map(({ tier, from, to }): OverrideChange => {
+      const own = this.tiers[this.configured.indexOf(tier)]?.limit ?? tier.limit;
+      return to <= own ? { tier, from, to, when: 'now' } : { tier, from, to, when: 'next-run', meanwhile: own };
     });
   }
 

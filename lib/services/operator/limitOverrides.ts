@@ -1,4 +1,4 @@
-import { overriddenTiers, overrideProblem } from '../../domain/limits/limitOverride';
+import { limitChanges, overriddenTiers, overrideProblem } from '../../domain/limits/limitOverride';
 import type { LimitOverrideJSON } from '../../domain/limits/limitOverrideJSON';
 import { tierKeyOf, type Tier, type TierKey } from '../../domain/quota/tiers';
 import { StateFormatError } from '../../errors';
@@ -63,11 +63,11 @@ const MAX_TRIES = 5;
  */
 export function overrideView(quotas: readonly Tier[], override: LimitOverrideJSON | undefined): OverrideView | null {
   if (override === undefined) return null;
-  const overridden = overriddenTiers(quotas, override);
-  const tiers = quotas.flatMap((tier, i) => {
-    const limit = overridden[i]?.limit ?? tier.limit;
-    return limit === tier.limit ? [] : [{ tier: tierKeyOf(tier.per, tier.unit), configured: tier.limit, limit }];
-  });
+  const tiers = limitChanges(quotas, quotas, overriddenTiers(quotas, override)).map(({ tier, from, to }) => ({
+    tier: tierKeyOf(tier.per, tier.unit),
+    configured: from,
+    limit: to,
+  }));
   return tiers.length === 0 ? null : { by: override.by, at: override.at, tiers };
 }
 

@@ -1,6 +1,6 @@
 import type { ServiceConfig } from '../../config';
 import type { LimitObservations } from '../../domain/limits/limitLearner';
-import type { OverrideChange } from '../../domain/limits/limitOverride';
+import { limitChanges, type OverrideChange } from '../../domain/limits/limitOverride';
 import type { LimitOverrideJSON } from '../../domain/limits/limitOverrideJSON';
 import type { Pacer } from '../../domain/pacing/pacer';
 import { tierLabel } from '../../domain/quota/tiers';
@@ -43,10 +43,9 @@ export class RunLimits {
   /** Reports the override the run started with, if any: the tiers it changed, in force from the start. */
   reportStart(): void {
     const { override } = this.quota;
-    const changes = override.configured.flatMap((tier, i): OverrideChange[] => {
-      const to = override.tiers[i]?.limit ?? tier.limit;
-      return to === tier.limit ? [] : [{ tier, from: tier.limit, to, when: 'now' }];
-    });
+    const changes = limitChanges(override.configured, override.configured, override.tiers).map(
+      (change): OverrideChange => ({ ...change, when: 'now' }),
+    );
     if (changes.length > 0) this.reportOverride(this.run.clock.now(), override.override, changes);
   }
 

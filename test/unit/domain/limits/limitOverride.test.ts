@@ -1,4 +1,9 @@
-import { overriddenTiers, overrideProblem, OverrideInForce } from '../../../../lib/domain/limits/limitOverride';
+import {
+  limitChanges,
+  overriddenTiers,
+  overrideProblem,
+  OverrideInForce,
+} from '../../../../lib/domain/limits/limitOverride';
 import { isLimitOverrideJSON, type LimitOverrideJSON } from '../../../../lib/domain/limits/limitOverrideJSON';
 import { settlementShards } from '../../../../lib/domain/quota/settlementShards';
 import { parseTiers, tierLabel, type TierKey } from '../../../../lib/domain/quota/tiers';
@@ -14,6 +19,19 @@ const TIERS = parseTiers([
 
 const override = (tiers: Partial<Record<TierKey, number>>): LimitOverrideJSON => ({ v: 1, tiers, by: 'alice', at: T0 });
 const labels = (tiers: ReturnType<typeof overriddenTiers>) => tiers.map(tierLabel);
+
+describe('limitChanges', () => {
+  it('lists the tiers whose limit differs between two overrides, with both limits, in the configured order', () => {
+    const before = overriddenTiers(TIERS, override({ 'second:requests': 5, 'day:requests': 100 }));
+    const after = overriddenTiers(TIERS, override({ 'minute:tokens': 120_000, 'day:requests': 100 }));
+
+    expect(limitChanges(TIERS, before, after).map(({ tier, from, to }) => [tierLabel(tier), from, to])).toEqual([
+      ['10/second', 5, 10],
+      ['90000 tokens/minute', 90_000, 120_000],
+    ]);
+    expect(limitChanges(TIERS, after, after)).toEqual([]);
+  });
+});
 
 describe('overriddenTiers', () => {
   it('gives each tier the override names its limit, lower or higher, and keeps the kind and order of every tier', () => {
