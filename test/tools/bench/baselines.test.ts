@@ -6,6 +6,10 @@ import { startRedis } from '../../../tools/bench/redisServer';
 import type { BenchScenario, StrategyResult } from '../../../tools/bench/types';
 import { parseTiers, type Tier } from '../../../lib/domain/quota/tiers';
 
+// The runs on an LLM API take about 2.5 s of real time each alone; on a loaded two-core machine, more than jest's
+// default 5 s.
+jest.setTimeout(30_000);
+
 const PER_SECOND = (limit: number): Tier => parseTiers([{ limit, per: 'second' }])[0]!;
 const PER_MINUTE = (limit: number): Tier => parseTiers([{ limit, per: 'minute' }])[0]!;
 
