@@ -271,8 +271,8 @@ export class DynamoIdempotencyStore implements IdempotencyStore {
    *
    * One item per batch (`batch#<batch>`): `at`, the TTL, `result`, the number set `indexes` of the dispatches named by
    * their index in the batch (see `batchJobDispatchId`), the string set `succeeded` of any other dispatch ids, and the
-   * jobs' usage, a map by job in an attribute of each write's own (see `batchUsageOf`), so that a write adds to what
-   * is there. A thousand indexes fit in one write unit, or ten jobs that count three units each.
+   * jobs' usage, a map by job in an attribute of each write's own (see `BATCH_USAGE_PREFIX`), so that a write adds to
+   * what is there. A thousand indexes fit in one write unit, or ten jobs that count three units each.
    */
   async recordBatchSuccesses(batch: string, { at, expiresAt, jobs, result }: BatchSuccesses): Promise<void> {
     const [first] = jobs;

@@ -96,19 +96,21 @@ async function recordSuccesses(batchId: string, succeeded: LeftToBatch['succeede
   const { clock, stores, config } = deps;
   const now = clock.now();
   const jobs = succeeded.map(({ job, used }) => ({ dispatchId: job.dispatchId, ...usageField(used) }));
-  const successes = { at: now, expiresAt: now + config.orchestrator.idempotencyTtlMs, jobs };
-  await stores.idempotency.recordBatchSuccesses(batchId, { ...successes, result: resultDestination(deps) }).catch(() =>
-    Promise.all(
-      succeeded.map(({ job, used }) =>
-        stores.idempotency
-          .putIdempotency(job.idempotencyKey, {
-            ...endedRecord('succeeded', job.dispatchId, now, config),
-            ...successDetails(used, deps),
-          })
-          .catch(() => undefined),
+  const expiresAt = now + config.orchestrator.idempotencyTtlMs;
+  await stores.idempotency
+    .recordBatchSuccesses(batchId, { at: now, expiresAt, jobs, result: resultDestination(deps) })
+    .catch(() =>
+      Promise.all(
+        succeeded.map(({ job, used }) =>
+          stores.idempotency
+            .putIdempotency(job.idempotencyKey, {
+              ...endedRecord('succeeded', job.dispatchId, now, config),
+              ...successDetails(used, deps),
+            })
+            .catch(() => undefined),
+        ),
       ),
-    ),
-  );
+    );
 }
 
 /** Deletes the messages of `deletes`, ten to a request, queue by queue. @returns a line for each request that failed. */
