@@ -70,8 +70,8 @@ class JobRecordReads implements Pick<IdempotencyStore, 'getIdempotency' | 'batch
  * What the service recorded of the job of idempotency key `key` (a job sent without one has its message id for key):
  * `succeeded` (when, what its call counted, where its result went), `dead-lettered` (when, and why while the record
  * keeps it: `npm run ops -- job` also finds the letter), `in-flight`, `retrying` (a call failed; it waits to be
- * dispatched again), or `none` (not dispatched yet, or its record has expired). One to three reads; needs `dynamodb:GetItem` on the table's `idem#*` and `batch#*`
- * items, which the stack's producer policy grants.
+ * dispatched again), or `none` (not dispatched yet, or its record has expired). One to three reads; needs
+ * `dynamodb:GetItem` on the table's `idem#*` and `batch#*` items, which the stack's producer policy grants.
  */
 export function status(key: string, options: StatusOptions): Promise<JobRecord> {
   const namespace = options.lane === undefined || options.lane === UNPREFIXED_LANE ? undefined : options.lane;
