@@ -53,7 +53,10 @@ class JsonMap<T> {
  * fenced by the tokens the lease store over the same state hands out. Its maps are for the stores in this module.
  */
 export class MemoryState {
-  /** Request counts, for benchmarks: `reads` counts `load*`/`get*`/`pending*` calls, `refusalRun` and `batchSuccess`, `writes` every other call. */
+  /**
+   * Request counts, for benchmarks: `reads` counts `load*`/`get*`/`pending*` calls, `refusalRun` and `batchSuccess`,
+   * `writes` every other call.
+   */
   readonly stats: { reads: number; writes: number } = { reads: 0, writes: 0 };
 
   readonly leases = new JsonMap<Lease>();
