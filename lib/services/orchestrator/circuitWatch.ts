@@ -26,6 +26,8 @@ type DispatchGate = 'holding' | 'letting-through';
 export class CircuitWatch {
   private gate: DispatchGate;
   private lastSeenPause = 0;
+  /** Whether {@link CircuitWatch.letsThrough} applied a 429 pause not yet told (see {@link CircuitWatch.takeNewPause}). */
+  private newPause = false;
   /** When the circuit was last read (the rehydration counts). */
   private readAt: number;
   /** When the last read answered (see {@link CircuitWatch.staleForDispatch}). */
@@ -118,6 +120,7 @@ export class CircuitWatch {
     const { circuit } = this;
     if (circuit.pausedUntil > this.lastSeenPause) {
       this.lastSeenPause = circuit.pausedUntil;
+      this.newPause = true;
       this.pacer.pause(circuit.pausedUntil, this.ports.random);
     }
     if (!isDispatchAllowed(circuit)) {
@@ -129,6 +132,13 @@ export class CircuitWatch {
       this.pacer.startRamp(now);
     }
     return true;
+  }
+
+  /** Whether {@link CircuitWatch.letsThrough} applied a new 429 pause since this was last asked: true once a pause. */
+  takeNewPause(): boolean {
+    const seen = this.newPause;
+    this.newPause = false;
+    return seen;
   }
 
   /**

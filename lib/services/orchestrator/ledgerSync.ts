@@ -132,6 +132,14 @@ export class LedgerSync {
     return side.kind === 'outage' ? side.retryAt : this.lastFlushAt + this.run.settings.flushIntervalMs;
   }
 
+  /**
+   * Folds in what the workers recorded of the API's limits now, between flushes (see `RunLimits.learn`): after a 429,
+   * whose answer may have announced a lower limit. Not during a state outage: the next flush does it.
+   */
+  async learnNow(now: number): Promise<void> {
+    if (this.link.side.kind === 'in-sync') await this.limits.learn(now);
+  }
+
   /** {@link LedgerSync.flush} under {@link StateLink.attempt}; false when the store failed. */
   async tryFlush(options?: FlushOptions): Promise<boolean> {
     const flushed = (await this.link.attempt(() => this.flush(options))) !== undefined;

@@ -124,7 +124,11 @@ export class OrchestratorRun {
     const { clock } = this.run;
     await this.syncState(clock.now());
     const now = clock.now();
-    if (!this.circuit.letsThrough(now)) {
+    const lettingThrough = this.circuit.letsThrough(now);
+    // A new 429 pause: what the API's answers said of its limits is folded in at once rather than at the next flush,
+    // so that dispatch resumes at the limit the API announced with the 429, not at the one it just refused.
+    if (this.circuit.takeNewPause()) await this.ledger.learnNow(clock.now());
+    if (!lettingThrough) {
       this.idleSince = undefined;
       this.pools.withdraw();
       // An operator's hold may last long: what is buffered goes back now, as when the quota gate shuts.

@@ -227,4 +227,34 @@ describe('peekDeadLetters', () => {
       sqs.destroy();
     }
   });
+
+  it('receives no more letters than it may look at (`ops job --max-letters`), and leaves the others untouched', async () => {
+    const sqs = testSqsClient();
+    try {
+      const queueUrls = await createLaneQueues(sqs, uniqueName('ops'));
+      const queues = new SqsQueues({ client: sqs, queueUrls });
+      for (let i = 0; i < 5; i++) {
+        await queues.send('main', { body: `{"id":"p${i}"}` });
+        const [message] = await queues.receive('main', { max: 1, visibilityMs: 30_000, waitMs: 1_000 });
+        if (message === undefined) throw new Error('not received');
+        await deadLetter(queues, { ...message, queue: 'main' }, 'HTTP 404 Not Found', 1);
+      }
+
+      const looked = await peekDeadLetters({ sqs, queueUrls, queues }, { max: 3, until: () => false });
+      const all = await peekDeadLetters({ sqs, queueUrls, queues }, { max: 10 });
+
+      expect(looked).toHaveLength(3);
+      // The three looked at were received once before; the other two only now.
+      const counts = all.map((letter) => [looked.some((l) => l.messageId === letter.messageId), letter.receiveCount]);
+      expect(counts.sort()).toEqual([
+        [false, 1],
+        [false, 1],
+        [true, 2],
+        [true, 2],
+        [true, 2],
+      ]);
+    } finally {
+      sqs.destroy();
+    }
+  });
 });
